@@ -1,0 +1,1 @@
+void menagerie_proto_placeholder(void);

@@ -1,0 +1,2 @@
+#include "MenagerieProtoC.h"
+void menagerie_proto_placeholder(void) {}
