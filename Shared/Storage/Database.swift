@@ -30,17 +30,21 @@ public final class Database: Sendable {
     public convenience init(
         path: String, migrations: [Migration], readers: Int = 4, busyTimeout: Duration = .seconds(5)
     ) throws {
-        try self.init(location: path, isMemory: false, migrations: migrations, readers: readers, busyTimeout: busyTimeout)
+        try self.init(
+            location: path, isMemory: false, migrations: migrations, readers: readers, busyTimeout: busyTimeout)
     }
 
     /// A private in-memory database (for tests), shared by this instance's connections only.
     /// It has no WAL, so a commit waits for open reads to finish.
     public static func inMemory(migrations: [Migration] = []) throws -> Database {
         let name = "file:/menagerie-\(UInt64.random(in: .min ... .max))?vfs=memdb"
-        return try Database(location: name, isMemory: true, migrations: migrations, readers: 4, busyTimeout: .seconds(5))
+        return try Database(
+            location: name, isMemory: true, migrations: migrations, readers: 4, busyTimeout: .seconds(5))
     }
 
-    private init(location: String, isMemory: Bool, migrations: [Migration], readers: Int, busyTimeout: Duration) throws {
+    private init(
+        location: String, isMemory: Bool, migrations: [Migration], readers: Int, busyTimeout: Duration
+    ) throws {
         guard readers >= 1 else { throw StorageError(.misuse, message: "a Database needs at least one reader") }
         let open: @Sendable (Role) throws -> SQLiteHandle = { role in
             let handle = try SQLiteHandle(location: location, uri: isMemory, busyTimeout: busyTimeout)
@@ -105,7 +109,8 @@ public final class Database: Sendable {
             // Reads the file header: this is where a file that is not a database is caught.
             let mode = try handle.statement("PRAGMA journal_mode = WAL").run([], rows: .one).first?.string(0)
             guard mode == "wal" else {
-                throw StorageError(.open, message: "could not switch to WAL mode (journal_mode is \(mode ?? "unknown"))")
+                throw StorageError(
+                    .open, message: "could not switch to WAL mode (journal_mode is \(mode ?? "unknown"))")
             }
         case .writer:
             break

@@ -35,18 +35,29 @@ public struct Row: Sendable, Hashable {
         return try decode(values[index], column: column)
     }
 
-    // Typed accessors: `nil` on NULL (and on a value that cannot be represented exactly as the type).
+    /// The integer at `index`; `nil` on NULL or a value that is not an integer.
     public func int(_ index: Int) -> Int? { Int(sqlValue: self[index]) }
+    /// The 64-bit integer at `index`; `nil` on NULL or a value that is not an integer.
     public func int64(_ index: Int) -> Int64? { Int64(sqlValue: self[index]) }
+    /// The number at `index`; `nil` on NULL or a value that is not a number.
     public func double(_ index: Int) -> Double? { Double(sqlValue: self[index]) }
+    /// The text at `index`; `nil` on NULL or a value that is not text.
     public func string(_ index: Int) -> String? { String(sqlValue: self[index]) }
+    /// The integer at `index` as a flag (non-zero is `true`); `nil` on NULL or a value that is not an integer.
     public func bool(_ index: Int) -> Bool? { Bool(sqlValue: self[index]) }
+    /// The blob at `index`; `nil` on NULL or a value that is not a blob.
     public func blob(_ index: Int) -> [UInt8]? { [UInt8](sqlValue: self[index]) }
+    /// The integer in `column`; `nil` on NULL, a value that is not an integer, or no such column.
     public func int(_ column: String) -> Int? { Int(sqlValue: self[column]) }
+    /// The 64-bit integer in `column`; `nil` on NULL, a value that is not an integer, or no such column.
     public func int64(_ column: String) -> Int64? { Int64(sqlValue: self[column]) }
+    /// The number in `column`; `nil` on NULL, a value that is not a number, or no such column.
     public func double(_ column: String) -> Double? { Double(sqlValue: self[column]) }
+    /// The text in `column`; `nil` on NULL, a value that is not text, or no such column.
     public func string(_ column: String) -> String? { String(sqlValue: self[column]) }
+    /// The flag in `column` (non-zero is `true`); `nil` on NULL, a value that is not an integer, or no such column.
     public func bool(_ column: String) -> Bool? { Bool(sqlValue: self[column]) }
+    /// The blob in `column`; `nil` on NULL, a value that is not a blob, or no such column.
     public func blob(_ column: String) -> [UInt8]? { [UInt8](sqlValue: self[column]) }
 
     private func position(of column: String) -> Int? {
@@ -57,7 +68,8 @@ public struct Row: Sendable, Hashable {
 
     private func decode<T: SQLConvertible>(_ value: SQLValue, column: String) throws -> T {
         guard let decoded = T(sqlValue: value) else {
-            throw StorageError(.typeMismatch, message: "column \"\(column)\" holds \(value), not \(T.self)")
+            throw StorageError(
+                .typeMismatch, message: "column \"\(column)\" holds \(value.storageClass), not \(T.self)")
         }
         return decoded
     }

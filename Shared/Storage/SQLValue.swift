@@ -7,6 +7,19 @@ public enum SQLValue: Sendable, Hashable {
     case blob([UInt8])
 }
 
+extension SQLValue {
+    /// SQLite's name for the storage class, as `typeof()` reports it.
+    var storageClass: String {
+        switch self {
+        case .null: "null"
+        case .integer: "integer"
+        case .real: "real"
+        case .text: "text"
+        case .blob: "blob"
+        }
+    }
+}
+
 extension SQLValue: ExpressibleByNilLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByStringLiteral
 {
@@ -37,7 +50,9 @@ extension Int64: SQLConvertible {
     public init?(sqlValue: SQLValue) {
         switch sqlValue {
         case .integer(let value): self = value
-        case .real(let value): guard let exact = Int64(exactly: value) else { return nil }; self = exact
+        case .real(let value):
+            guard let exact = Int64(exactly: value) else { return nil }
+            self = exact
         default: return nil
         }
     }

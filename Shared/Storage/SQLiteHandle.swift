@@ -32,7 +32,7 @@ final class SQLiteHandle: @unchecked Sendable {
         db = handle
         sqlite3_extended_result_codes(db, 1)
         let milliseconds = busyTimeout / .milliseconds(1)
-        sqlite3_busy_timeout(db, Int32(clamping: Int64(milliseconds.rounded(.up))))
+        sqlite3_busy_timeout(db, Int32(min(max(milliseconds.rounded(.up), 0), Double(Int32.max))))
     }
 
     deinit {

@@ -25,8 +25,10 @@ import Testing
                                 let from = (writer + step) % 10 + 1
                                 let to = (writer * 3 + step) % 10 + 1
                                 let amount = step % 7 + 1
-                                try connection.execute("UPDATE accounts SET balance = balance - ? WHERE id = ?", [amount, from])
-                                try connection.execute("UPDATE accounts SET balance = balance + ? WHERE id = ?", [amount, to])
+                                try connection.execute(
+                                    "UPDATE accounts SET balance = balance - ? WHERE id = ?", [amount, from])
+                                try connection.execute(
+                                    "UPDATE accounts SET balance = balance + ? WHERE id = ?", [amount, to])
                                 try connection.execute("INSERT INTO transfers (amount) VALUES (?)", [amount])
                             }
                         }

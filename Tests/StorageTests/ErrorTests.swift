@@ -81,11 +81,12 @@ import Testing
 
     @Test func decodingChecksTypesAndColumns() throws {
         let database = try Database.inMemory()
-        let row = try #require(try database.read { try $0.queryOne("SELECT 'lion' AS name, NULL AS age, 3.5 AS weight") })
+        let row = try #require(
+            try database.read { try $0.queryOne("SELECT 'lion' AS name, NULL AS age, 3.5 AS weight") })
         #expect(try row.value("name", as: String.self) == "lion")
         #expect(try row.value("age", as: Int?.self) == nil)
         #expect(try row.value("NAME", as: String.self) == "lion")
-        #expect(throws: StorageError(.typeMismatch, message: "column \"name\" holds text(\"lion\"), not Int")) {
+        #expect(throws: StorageError(.typeMismatch, message: "column \"name\" holds text, not Int")) {
             try row.value("name", as: Int.self)
         }
         #expect((try? row.value("age", as: Int.self)) == nil)

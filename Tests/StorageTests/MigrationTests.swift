@@ -18,11 +18,15 @@ import Testing
                 path: path,
                 migrations: [
                     itemsMigration,
-                    Migration(2, "add tags") { try $0.execute("CREATE TABLE tags (item INTEGER REFERENCES items(id))") },
+                    Migration(2, "add tags") {
+                        try $0.execute("CREATE TABLE tags (item INTEGER REFERENCES items(id))")
+                    },
                 ])
             #expect(try userVersion(database) == 2)
             let tables = try database.read {
-                try $0.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").compactMap { $0.string(0) }
+                try $0.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").compactMap {
+                    $0.string(0)
+                }
             }
             #expect(tables == ["items", "tags"])
             for access in [database.read, database.write] as [((Connection) throws -> Row?) throws -> Row?] {
@@ -43,8 +47,14 @@ import Testing
         try await withTemporaryDatabasePath { path in
             let first = Counter()
             let second = Counter()
-            let v1 = Migration(1, "one") { try $0.execute("CREATE TABLE one (x)"); first.increment() }
-            let v2 = Migration(2, "two") { try $0.execute("CREATE TABLE two (x)"); second.increment() }
+            let v1 = Migration(1, "one") {
+                try $0.execute("CREATE TABLE one (x)")
+                first.increment()
+            }
+            let v2 = Migration(2, "two") {
+                try $0.execute("CREATE TABLE two (x)")
+                second.increment()
+            }
             let versions = try [[v1], [v1, v2], [v1, v2]].map { try versionAfterOpening(path, $0) }
             #expect(versions == [1, 2, 2])
             #expect(first.count == 1)

@@ -2,7 +2,9 @@ import Storage
 import Testing
 
 @Suite struct ValueTests {
-    private static let valuesTable = Migration(1, "untyped values") { try $0.execute("CREATE TABLE v (id INTEGER PRIMARY KEY, x)") }
+    private static let valuesTable = Migration(1, "untyped values") {
+        try $0.execute("CREATE TABLE v (id INTEGER PRIMARY KEY, x)")
+    }
 
     private static let samples: [SQLValue] = [
         .null,
@@ -45,7 +47,10 @@ import Testing
                     "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?",
                     [true, false, 42, Int64.min, Int64.max, Int32.max, 2.5, "text", [UInt8]([1, 2]), missing, present])
             })
-        #expect(row.values == [1, 0, 42, .integer(.min), .integer(.max), 2_147_483_647, 2.5, "text", .blob([1, 2]), nil, "here"])
+        #expect(
+            row.values == [
+                1, 0, 42, .integer(.min), .integer(.max), 2_147_483_647, 2.5, "text", .blob([1, 2]), nil, "here",
+            ])
         #expect(row.bool(0) == true)
         #expect(row.bool(1) == false)
         #expect(row.int(2) == 42)
