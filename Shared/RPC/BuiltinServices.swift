@@ -8,11 +8,11 @@ final class ServerState: Sendable {
     let stats = ServerStats()
     let startedAt = ContinuousClock.now
     let serving = Atomic<Bool>(true)
-    private let methodList = Mutex<[MethodDescription]>([])
+    private let methodList = Mutex<[ProtoMethodInfo]>([])
 
     init(name: String) { self.name = name }
 
-    var methods: [MethodDescription] {
+    var methods: [ProtoMethodInfo] {
         get { methodList.withLock { $0 } }
         set { methodList.withLock { $0 = newValue } }
     }

@@ -12,6 +12,8 @@ public final class InProcessTransport: ClientTransport {
     public func unary(_ head: CallHead, request: [UInt8]) async throws -> [UInt8] {
         var messages: [[UInt8]] = []
         for try await message in serverStreaming(head, request: request) { messages.append(message) }
+        // A cancelled caller's stream just ends.
+        if Task.isCancelled { throw RPCError(.cancelled, "call to \(head.method) was cancelled") }
         guard let last = messages.last else {
             throw RPCError(.internalError, "\(head.method) ended without a response")
         }
@@ -21,8 +23,7 @@ public final class InProcessTransport: ClientTransport {
     public func serverStreaming(_ head: CallHead, request: [UInt8]) -> AsyncThrowingStream<[UInt8], any Error> {
         let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
         let sink = InProcessSink(continuation)
-        var head = head
-        head.peer = "in-process"
+        let head = CallHead(method: head.method, metadata: head.metadata, deadline: head.deadline, peer: "in-process")
         let server = server
         let call = Task { await server.handle(head, request: request, sink: sink) }
         let watchdog = head.deadline.map { deadline in

@@ -12,7 +12,7 @@ public struct RPCRouter: Sendable {
     typealias Handler = @Sendable ([UInt8], ServerContext, any ResponseSink) async throws -> [UInt8]?
 
     struct Route: Sendable {
-        let info: MethodDescription
+        let info: ProtoMethodInfo
         let handler: Handler
     }
 
@@ -44,11 +44,11 @@ public struct RPCRouter: Sendable {
     }
 
     /// Every registered method, sorted by path.
-    public var methods: [MethodDescription] { routes.values.map(\.info).sorted { $0.path < $1.path } }
+    public var methods: [ProtoMethodInfo] { routes.values.map(\.info).sorted { $0.path < $1.path } }
 
     private mutating func add<Request, Response>(_ method: ProtoMethod<Request, Response>, _ handler: @escaping Handler) {
         precondition(routes[method.path] == nil, "method \(method.path) registered twice")
-        routes[method.path] = Route(info: MethodDescription(method), handler: handler)
+        routes[method.path] = Route(info: method.info, handler: handler)
     }
 
     private static func decode<Request: ProtoMessage>(_ type: Request.Type, _ bytes: [UInt8], _ path: String) throws -> Request {
@@ -60,25 +60,9 @@ public struct RPCRouter: Sendable {
     }
 }
 
-/// A registered method as reflection reports it.
-public struct MethodDescription: Sendable, Hashable {
-    public let path: String
-    public let serverStreaming: Bool
-    public let idempotent: Bool
-    public let requestType: String
-    public let responseType: String
-
+extension ProtoMethodInfo {
     /// The service part of the path: `menagerie.zoo.v1.Zoo` for `/menagerie.zoo.v1.Zoo/Search`.
     public var service: String {
-        let trimmed = path.dropFirst()
-        return String(trimmed.prefix { $0 != "/" })
-    }
-
-    init<Request, Response>(_ method: ProtoMethod<Request, Response>) {
-        path = method.path
-        serverStreaming = method.serverStreaming
-        idempotent = method.idempotent
-        requestType = Request.protoName
-        responseType = Response.protoName
+        String(path.dropFirst().prefix { $0 != "/" })
     }
 }

@@ -9,7 +9,7 @@ public final class RPCServer: Sendable {
     public var name: String { state.name }
     public var stats: ServerStats { state.stats }
     /// Every method this server offers, built-ins included, sorted by path.
-    public let methods: [MethodDescription]
+    public let methods: [ProtoMethodInfo]
     let state: ServerState
     private let routes: [String: RPCRouter.Route]
     private let logger: Logger

@@ -54,7 +54,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Closes every handle still open, stops the loop thread and waits for it.
     public func shutdown() {
-        execute { [raw] in
+        execute { [self] in
             uv_walk(raw, { handle, _ in
                 if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
             }, nil)

@@ -3,7 +3,7 @@ import Foundation
 import RPC
 
 /// A listening TCP socket on an event loop; hands each accepted connection to a closure (loop thread).
-final class TCPListener {
+final class TCPListener: @unchecked Sendable {
     private let handle: UnsafeMutablePointer<uv_tcp_t>
     private let onAccept: (TCPConnection) -> Void
     private let makeConnection: () -> TCPConnection

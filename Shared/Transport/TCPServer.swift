@@ -84,7 +84,7 @@ public final class TCPServer: @unchecked Sendable {
         let served = ServerConnection(connection: connection, server: self)
         connections[ObjectIdentifier(served)] = served
         rpc.stats.connectionOpened()
-        connection.onClose = { [unowned self, unowned served] reason in
+        connection.onClose = { [unowned self] reason in
             connections[ObjectIdentifier(served)] = nil
             rpc.stats.connectionClosed()
             served.closed(reason: reason)
@@ -140,7 +140,7 @@ public final class TCPServer: @unchecked Sendable {
 /// The server side of one connection: turns request frames into calls and tracks them.
 final class ServerConnection: @unchecked Sendable {
     let connection: TCPConnection
-    private unowned let server: TCPServer
+    private let server: TCPServer
     private let calls = Mutex<[UInt64: Task<Void, Never>]>([:])
     /// Streaming handlers waiting for the client to read (resumed on drain or close).
     private let writers = Mutex<(waiting: [CheckedContinuation<Void, any Error>], closed: Bool)>(([], false))
@@ -176,11 +176,9 @@ final class ServerConnection: @unchecked Sendable {
             answer(id, error: RPCError(.unavailable, "server is shutting down"))
             return
         }
-        var head = CallHead(method: frame.method, peer: connection.peer)
-        head.metadata = Metadata(frame.metadata.map { ($0.key, $0.value) })
-        if let micros = frame.timeoutMicros {
-            head.deadline = .now + .microseconds(Int64(clamping: micros))
-        }
+        let head = CallHead(
+            method: frame.method, metadata: Metadata(frame.metadata.map { ($0.key, $0.value) }),
+            deadline: frame.timeoutMicros.map { .now + .microseconds(Int64(clamping: $0)) }, peer: connection.peer)
         let sink = TCPResponseSink(connection: self, callID: id)
         let accepted = calls.withLock { calls -> Bool in
             guard calls[id] == nil, calls.count < server.limits.maxConcurrentCalls else { return false }

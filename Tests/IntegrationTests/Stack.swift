@@ -75,7 +75,7 @@ final class Stack: @unchecked Sendable {
         process.arguments = arguments
         process.environment = environment
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-out-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let handle = try FileHandle(forWritingTo: output)
         process.standardOutput = handle
         process.standardError = handle

@@ -71,7 +71,7 @@ struct ProgressDisplay {
             let filled = percent * 30 / 100
             let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: 30 - filled)
             print("\r[\(bar)] \(String(format: "%3d", percent))% \(message)\u{1B}[K", terminator: "")
-            fflush(stdout)
+            fflush(nil)
         } else {
             print("\(percent)% \(message)")
         }
