@@ -18,7 +18,7 @@ final class Stack: @unchecked Sendable {
         var ports: [String: Int] = [:]
         for service in services { ports[service] = try Self.freePortBlock(count: replicaRoom, avoiding: Array(ports.values)) }
         basePorts = ports
-        let config = services.map { "\($0) \(ports[$0]!) 1 data/\($0)" }.joined(separator: "\n")
+        let config = services.map { "\($0) \(ports[$0]!) 1 data/\($0)" }.joined(separator: "\n") + "\n"
         try config.write(to: directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
     }
 
