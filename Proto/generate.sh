@@ -46,7 +46,8 @@ mkdir -p "$work/out"
 "$SCHEMA_GEN" "$work/schema.desc" "$work/out" "$work/protoc-c.desc"
 
 mkdir -p "$work/c"
-(cd "$proto_dir" && protoc-c --descriptor_set_in="$work/protoc-c.desc" --c_out="$work/c" "${protos[@]}")
+# From $work, so protoc-c reads the rewritten descriptors rather than the .proto files.
+(cd "$work" && protoc-c --descriptor_set_in="$work/protoc-c.desc" --c_out="$work/c" "${protos[@]}")
 
 # Everything generated succeeded: replace the previous output wholesale (drops files of deleted protos).
 rm -rf "$c_dir/menagerie" "$c_dir/include/menagerie" "$swift_dir"
