@@ -9,7 +9,7 @@ struct SwiftTypeTable {
 
     private var entries: [String: Entry] = [:]
 
-    init(files: [ProtoFile]) throws {
+    init(files: [ProtoFile]) {
         for file in files {
             let namespace = Naming.namespace(ofPackage: file.package)
             for message in file.messages { add(message, scope: namespace) }
