@@ -1,5 +1,5 @@
 import Testing
-@testable import Schema
+import Schema
 
 /// Values survive encode → decode through protobuf-c, for every field kind and shape.
 @Suite struct RoundTripTests {
