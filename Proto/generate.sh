@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
-# Regenerates the Schema sources from Proto/menagerie/**/*.proto. Run from anywhere; the output is
-# deterministic and committed:
-#   Shared/MenagerieProtoC/menagerie/**/*.pb-c.c         protoc-c sources
-#   Shared/MenagerieProtoC/include/menagerie/**/*.pb-c.h protoc-c headers (the .c files include them by this path)
-#   Shared/MenagerieProtoC/include/menagerie_proto_registry.h  descriptor lookup by name      (schema-gen)
-#   Shared/MenagerieProtoC/menagerie_proto_registry.c    full message name -> &descriptor      (schema-gen)
-#   Shared/Schema/Generated/<proto path with _>.pb.swift Swift value types and services        (schema-gen)
+# Regenerates the Schema sources from Proto/menagerie/**/*.proto. Run from anywhere. The output is
+# deterministic and committed (SchemaTests fails when it is stale):
+#   Shared/Schema/Generated/<path_with_underscores>.pb.swift    Swift types and services       (schema-gen)
+#   Shared/MenagerieProtoC/menagerie/**/*.pb-c.c                protobuf-c code                (protoc-c)
+#   Shared/MenagerieProtoC/include/menagerie/**/*.pb-c.h        its headers; the .c files include them by
+#                                                               this path, SwiftPM exports include/ whole
+#   Shared/MenagerieProtoC/menagerie_proto_registry.c, include/menagerie_proto_registry.h
+#                                                               full message name -> &descriptor (schema-gen)
 #
-# Steps: protoc writes one FileDescriptorSet (with imports and comments); schema-gen (Proto/Generator)
+# Steps: protoc writes one FileDescriptorSet (imports and comments included); schema-gen (Proto/Generator)
 # turns it into the Swift files and the registry, plus a copy of the set for protoc-c in which proto3
-# `optional` fields are plain one-field oneofs (protoc-c 1.4 refuses proto3 `optional`; the wire format
-# is the same and the Schema bridge reads presence from the oneof case); protoc-c generates C from that.
+# `optional` fields are plain one-field oneofs: protoc-c 1.4 refuses proto3 `optional`, the wire format
+# is the same, and the Schema bridge reads presence from the oneof case. protoc-c generates C from that copy.
 #
-# Supported: proto3 scalars, strings, bytes, enums, messages (singular and repeated), `optional`,
-# nested messages and enums (nested Swift types), services with unary and server-streaming rpcs and
-# `option idempotency_level`. Rejected by schema-gen with an error: proto2, oneofs, maps, groups,
-# extensions, enum aliases, client streaming, files without a package.
+# Supported: proto3 scalars, string, bytes, enums, messages (singular and repeated), `optional`,
+# nested messages and enums (as nested Swift types), imports between these files, services with unary
+# and server-streaming rpcs and `option idempotency_level`. Rejected by schema-gen with an error naming
+# the element: proto2 (so groups and required), oneofs, maps, extensions, enum aliases, client or
+# bidirectional streaming, files without a package, type names the generated Swift reserves (String, ...).
+# Strings travel as C strings through protobuf-c: text after an embedded NUL is dropped.
 #
-# Needs protoc and protoc-c (Debian: protobuf-compiler protobuf-c-compiler) and swift.
-# SCHEMA_GEN=/path/to/schema-gen uses a prebuilt generator instead of `swift build --product schema-gen`.
+# Needs protoc, protoc-c (Debian: protobuf-compiler protobuf-c-compiler) and swift. SwiftPM loads the
+# whole package to build schema-gen, so the generated files must exist (git checkout them if deleted), or
+# set SCHEMA_GEN=/path/to/schema-gen to use a prebuilt generator.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -46,7 +50,8 @@ mkdir -p "$work/out"
 "$SCHEMA_GEN" "$work/schema.desc" "$work/out" "$work/protoc-c.desc"
 
 mkdir -p "$work/c"
-(cd "$proto_dir" && protoc-c --descriptor_set_in="$work/protoc-c.desc" --c_out="$work/c" "${protos[@]}")
+# From $work, so protoc-c reads the rewritten descriptors rather than the .proto files.
+(cd "$work" && protoc-c --descriptor_set_in="$work/protoc-c.desc" --c_out="$work/c" "${protos[@]}")
 
 # Everything generated succeeded: replace the previous output wholesale (drops files of deleted protos).
 rm -rf "$c_dir/menagerie" "$c_dir/include/menagerie" "$swift_dir"

@@ -1,35 +1,63 @@
-/// A bump allocator for the C message tree of one encode: structs, arrays, strings and byte buffers
-/// are carved from a few chunks and all freed when the arena is released.
-final class Arena {
-    private static let alignment = 16
-    private var chunks: [UnsafeMutableRawPointer] = []
-    private var cursor: UnsafeMutableRawPointer?
-    private var remaining = 0
-    private var chunkSize = 1024
+internal import CProtobufC
 
-    deinit {
-        for chunk in chunks { chunk.deallocate() }
+/// A bump allocator for the C message tree of one encode or decode: structs, arrays, strings and
+/// byte buffers are carved from a stack buffer and, when that is full, from heap chunks, all freed
+/// together when `Arena.with` returns. No reference counting, no per-allocation `free`.
+struct Arena {
+    private struct State {
+        var cursor: UnsafeMutableRawPointer
+        var remaining: Int
+        var nextChunkSize: Int
+        /// Heap chunks, linked through their first word.
+        var chunks: UnsafeMutableRawPointer?
     }
 
-    /// `byteCount` bytes aligned for any C type, valid until the arena is released.
+    private static let alignment = 16
+    private static let stackBytes = 1024
+    private let state: UnsafeMutablePointer<State>
+
+    /// Runs `body` with a fresh arena; everything allocated from it is freed afterwards.
+    static func with<Result>(_ body: (Arena) throws -> Result) rethrows -> Result {
+        try withUnsafeTemporaryAllocation(byteCount: stackBytes, alignment: alignment) { stack in
+            try withUnsafeTemporaryAllocation(of: State.self, capacity: 1) { statePointer in
+                let state = statePointer.baseAddress.unsafelyUnwrapped
+                state.initialize(to: State(
+                    cursor: stack.baseAddress.unsafelyUnwrapped, remaining: stack.count, nextChunkSize: 4 * stackBytes,
+                    chunks: nil))
+                defer {
+                    var chunk = state.pointee.chunks
+                    while let current = chunk {
+                        chunk = current.load(as: UnsafeMutableRawPointer?.self)
+                        current.deallocate()
+                    }
+                }
+                return try body(Arena(state: state))
+            }
+        }
+    }
+
+    /// `byteCount` bytes aligned for any C type, valid until `with` returns.
     func allocate(_ byteCount: Int) -> UnsafeMutableRawPointer {
         let size = (max(byteCount, 1) + Self.alignment - 1) & ~(Self.alignment - 1)
-        if size > chunkSize / 2 {
-            // Large buffers (payloads) get their own chunk; the current one keeps serving small requests.
+        if size <= state.pointee.remaining {
+            let pointer = state.pointee.cursor
+            state.pointee.cursor = pointer + size
+            state.pointee.remaining -= size
+            return pointer
+        }
+        if size > state.pointee.nextChunkSize / 2 {
+            // Large buffers (payloads) get a chunk of their own; the current one keeps serving small requests.
             return newChunk(size)
         }
-        if size > remaining {
-            cursor = newChunk(chunkSize)
-            remaining = chunkSize
-            chunkSize = min(chunkSize * 2, 64 * 1024)
-        }
-        let pointer = cursor.unsafelyUnwrapped
-        cursor = pointer + size
-        remaining -= size
-        return pointer
+        let chunkSize = state.pointee.nextChunkSize
+        state.pointee.nextChunkSize = min(chunkSize * 2, 256 * 1024)
+        let chunk = newChunk(chunkSize)
+        state.pointee.cursor = chunk + size
+        state.pointee.remaining = chunkSize - size
+        return chunk
     }
 
-    /// A copy of `bytes` followed by a NUL, for protobuf-c's `char *` strings.
+    /// A NUL-terminated copy of `string`, for protobuf-c's `char *` strings.
     func cString(_ string: String) -> UnsafeMutablePointer<CChar> {
         var string = string
         return string.withUTF8 { utf8 in
@@ -42,15 +70,28 @@ final class Arena {
 
     /// A copy of `bytes`, or nil when empty.
     func copy(_ bytes: [UInt8]) -> UnsafeMutablePointer<UInt8>? {
-        guard !bytes.isEmpty else { return nil }
-        let pointer = allocate(bytes.count)
-        bytes.withUnsafeBytes { pointer.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-        return pointer.bindMemory(to: UInt8.self, capacity: bytes.count)
+        bytes.withUnsafeBytes { source in
+            guard let base = source.baseAddress, !source.isEmpty else { return nil }
+            let pointer = allocate(source.count)
+            pointer.copyMemory(from: base, byteCount: source.count)
+            return pointer.bindMemory(to: UInt8.self, capacity: source.count)
+        }
     }
 
-    private func newChunk(_ size: Int) -> UnsafeMutableRawPointer {
-        let chunk = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: Self.alignment)
-        chunks.append(chunk)
-        return chunk
+    /// A protobuf-c allocator drawing from this arena, for `protobuf_c_message_unpack`: what it
+    /// allocates is freed with the arena, so its `free` does nothing.
+    var protobufCAllocator: ProtobufCAllocator {
+        ProtobufCAllocator(
+            alloc: { state, size in Arena(state: state.unsafelyUnwrapped.assumingMemoryBound(to: State.self)).allocate(size) },
+            free: { _, _ in },
+            allocator_data: UnsafeMutableRawPointer(state))
+    }
+
+    /// A heap chunk with `byteCount` usable bytes, linked for freeing.
+    private func newChunk(_ byteCount: Int) -> UnsafeMutableRawPointer {
+        let chunk = UnsafeMutableRawPointer.allocate(byteCount: byteCount + Self.alignment, alignment: Self.alignment)
+        chunk.storeBytes(of: state.pointee.chunks, as: UnsafeMutableRawPointer?.self)
+        state.pointee.chunks = chunk
+        return chunk + Self.alignment
     }
 }

@@ -68,7 +68,8 @@ struct ProtoWriter {
     }
 
     private func markPresent(_ field: MessageSchema.Field) {
-        if field.isOneofMember { message.storeBytes(of: field.number, toByteOffset: field.quantifierOffset, as: UInt32.self) }
+        guard field.isOneofMember else { return }
+        message.storeBytes(of: field.number, toByteOffset: field.quantifierOffset, as: UInt32.self)
     }
 
     private func storeElements<Element>(

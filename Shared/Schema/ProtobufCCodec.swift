@@ -14,11 +14,10 @@ protocol ProtobufCBridged: ProtoMessage {
 enum ProtobufCCodec {
     /// Builds the C message in an arena, then `protobuf_c_message_pack`s it.
     static func encode<Message: ProtobufCBridged>(_ message: Message) -> [UInt8] {
-        let arena = Arena()
-        let schema = Message.protoSchema
-        let cMessage = ProtoWriter.newMessage(schema, in: arena)
-        message.write(to: ProtoWriter(message: cMessage, schema: schema, arena: arena))
-        return withExtendedLifetime(arena) {
+        Arena.with { arena in
+            let schema = Message.protoSchema
+            let cMessage = ProtoWriter.newMessage(schema, in: arena)
+            message.write(to: ProtoWriter(message: cMessage, schema: schema, arena: arena))
             let packable = UnsafePointer(cMessage.assumingMemoryBound(to: ProtobufCMessage.self))
             let size = protobuf_c_message_get_packed_size(packable)
             return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
@@ -29,14 +28,18 @@ enum ProtobufCCodec {
         }
     }
 
-    /// `protobuf_c_message_unpack`s the bytes, reads the C message into Swift values, frees it.
+    /// `protobuf_c_message_unpack`s the bytes into an arena and reads the C message into Swift values.
+    /// The arena frees the unpacked message as a whole (instead of `protobuf_c_message_free_unpacked`
+    /// freeing it piece by piece), also when unpacking fails halfway.
     static func decode<Message: ProtobufCBridged>(_ bytes: [UInt8]) throws -> Message {
         let schema = Message.protoSchema
-        let unpacked = bytes.withUnsafeBufferPointer { buffer in
-            protobuf_c_message_unpack(schema.descriptor, nil, buffer.count, buffer.baseAddress)
+        return try Arena.with { arena in
+            var allocator = arena.protobufCAllocator
+            let unpacked = bytes.withUnsafeBufferPointer { buffer in
+                protobuf_c_message_unpack(schema.descriptor, &allocator, buffer.count, buffer.baseAddress)
+            }
+            guard let unpacked else { throw SchemaError(messageName: schema.name, byteCount: bytes.count) }
+            return Message(reading: ProtoReader(message: UnsafeRawPointer(unpacked), schema: schema))
         }
-        guard let unpacked else { throw SchemaError(messageName: schema.name, byteCount: bytes.count) }
-        defer { protobuf_c_message_free_unpacked(unpacked, nil) }
-        return Message(reading: ProtoReader(message: UnsafeRawPointer(unpacked), schema: schema))
     }
 }

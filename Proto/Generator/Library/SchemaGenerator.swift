@@ -16,7 +16,7 @@ public enum SchemaGenerator {
     public static func generate(descriptorSet: [UInt8]) throws -> Output {
         let files = try decodeFileDescriptorSet(descriptorSet)
         try validate(files)
-        let types = try SwiftTypeTable(files: files)
+        let types = SwiftTypeTable(files: files)
         var generated: [GeneratedFile] = []
         var declaredNamespaces: Set<String> = []
         for file in files {

@@ -9,7 +9,7 @@ struct SwiftTypeTable {
 
     private var entries: [String: Entry] = [:]
 
-    init(files: [ProtoFile]) throws {
+    init(files: [ProtoFile]) {
         for file in files {
             let namespace = Naming.namespace(ofPackage: file.package)
             for message in file.messages { add(message, scope: namespace) }
@@ -83,7 +83,7 @@ struct SwiftEmitter {
     private mutating func emitEnum(_ decl: ProtoEnumDecl) {
         let name = Naming.escaped(decl.name)
         let cases = decl.values.map { (value: $0, name: Naming.escaped(Naming.enumCaseName($0.name, enumName: decl.name))) }
-        output.doc(decl.comment)
+        output.doc(decl.comment ?? "The `\(decl.fullName)` enum.")
         output.open("public enum \(name): ProtoEnum, CaseIterable")
         for (value, caseName) in cases {
             output.doc(value.comment)
@@ -139,7 +139,7 @@ struct SwiftEmitter {
             case .enum, .message:
                 let entry = try types[field.typeName]
                 (type, defaultValue) = (entry.swiftName, entry.defaultValue)
-            case .group: throw GeneratorError.unsupported("\(field.name): groups")
+            case .group: throw GeneratorError.unsupported("\(field.name): groups (proto2)")
             }
             let readMethod: String
             if field.label == .repeated {
@@ -157,7 +157,7 @@ struct SwiftEmitter {
 
     private mutating func emitStruct(_ message: ProtoMessageDecl) throws {
         let fields = try swiftFields(message)
-        output.doc(message.comment)
+        output.doc(message.comment ?? "The `\(message.fullName)` message.")
         output.open("public struct \(Naming.escaped(message.name)): Sendable, Equatable")
         for field in fields {
             output.doc(field.doc)
@@ -168,6 +168,7 @@ struct SwiftEmitter {
         output.line("public init() {}")
         if !fields.isEmpty {
             output.blank()
+            output.doc("A message with the given field values.")
             output.line("public init(")
             for (index, field) in fields.enumerated() {
                 let comma = index == fields.count - 1 ? "" : ","
@@ -204,13 +205,13 @@ struct SwiftEmitter {
         output.line("ProtobufCCodec.encode(self)")
         output.close()
         output.blank()
-        output.open("init(reading reader: ProtoReader)")
+        output.open("init(reading reader: ProtoReader)", empty: fields.isEmpty)
         for field in fields { output.line("\(field.name) = reader.\(field.readMethod)(\(field.number))") }
-        output.close()
+        output.close(empty: fields.isEmpty)
         output.blank()
-        output.open("func write(to writer: ProtoWriter)")
+        output.open("func write(to writer: ProtoWriter)", empty: fields.isEmpty)
         for field in fields { output.line("writer.set(\(field.number), \(field.name))") }
-        output.close()
+        output.close(empty: fields.isEmpty)
         output.close()
         for nested in message.messages { try emitConformances(nested, scope: swiftName) }
     }
@@ -218,7 +219,7 @@ struct SwiftEmitter {
     // MARK: Services
 
     private mutating func emitService(_ service: ProtoServiceDecl) throws {
-        output.doc(service.comment)
+        output.doc(service.comment ?? "The `\(service.fullName)` service.")
         output.open("public enum \(Naming.escaped(service.name))")
         output.doc("The service's full proto name.")
         output.line("public static let name = \"\(service.fullName)\"")
@@ -229,10 +230,11 @@ struct SwiftEmitter {
             let request = try types[method.inputType].swiftName
             let response = try types[method.outputType].swiftName
             output.blank()
-            output.doc(method.comment)
+            let path = "/\(service.fullName)/\(method.name)"
+            output.doc(method.comment ?? "Calls `\(path)`.")
             output.line("public static let \(swiftName) = ProtoMethod<\(request), \(response)>(")
             output.line(
-                "    path: \"/\(service.fullName)/\(method.name)\", serverStreaming: \(method.serverStreaming), "
+                "    path: \"\(path)\", serverStreaming: \(method.serverStreaming), "
                     + "idempotent: \(method.idempotencyLevel != 0))")
         }
         output.blank()
@@ -253,14 +255,15 @@ struct CodeWriter {
 
     mutating func blank() { text += "\n" }
 
-    /// Writes `header {` and indents what follows.
-    mutating func open(_ header: String) {
-        line(header + " {")
-        indentation += "    "
+    /// Writes `header {` and indents what follows; just `header {}` for an `empty` block.
+    mutating func open(_ header: String, empty: Bool = false) {
+        line(header + (empty ? " {}" : " {"))
+        if !empty { indentation += "    " }
     }
 
-    /// Outdents and writes `}`.
-    mutating func close() {
+    /// Outdents and writes `}`, unless the block was opened `empty`.
+    mutating func close(empty: Bool = false) {
+        guard !empty else { return }
         indentation.removeLast(4)
         line("}")
     }

@@ -1,11 +1,13 @@
-/// Rejects, with a clear message, the proto features the Schema bridge does not support:
-/// proto2, extensions, groups, maps, real oneofs, enum aliases, client streaming, empty packages.
-/// Nested messages and enums are supported (they become nested Swift types).
+/// Rejects, with a clear message, the proto features the Schema bridge does not support: proto2
+/// (and with it groups and required fields), extensions, maps, real oneofs, enum aliases, client
+/// streaming, files without a package, and names the generated Swift reserves. Nested messages and enums are supported (they become
+/// nested Swift types). Fields and enum values whose Swift names would collide are already
+/// rejected by protoc (proto3 JSON-name and enum-prefix checks).
 func validate(_ files: [ProtoFile]) throws {
     var packageOfNamespace: [String: String] = [:]
     for file in files {
         guard file.syntax == "proto3" else {
-            throw GeneratorError.unsupported("\(file.name): only proto3 files are supported (syntax \"\(file.syntax)\")")
+            throw GeneratorError.unsupported("\(file.name): only proto3 is supported, not \(file.syntax.isEmpty ? "proto2" : file.syntax)")
         }
         guard !file.package.isEmpty else {
             throw GeneratorError.unsupported("\(file.name): a package is required; it names the Swift namespace")
@@ -38,11 +40,8 @@ private func validateTypeName(_ name: String, fullName: String, namespace: Strin
 private func validate(_ message: ProtoMessageDecl, in file: ProtoFile, namespace: String) throws {
     try validateTypeName(message.name, fullName: message.fullName, namespace: namespace)
     if message.hasExtensions { throw GeneratorError.unsupported("\(message.fullName): extensions") }
-    var swiftNames: [String: String] = [:]
     for field in message.fields {
         let location = "\(message.fullName).\(field.name)"
-        if field.kind == .group { throw GeneratorError.unsupported("\(location): groups") }
-        if field.label == .required { throw GeneratorError.unsupported("\(location): required fields") }
         if field.oneofIndex != nil && !field.isProto3Optional {
             throw GeneratorError.unsupported("\(location): oneof (only proto3 `optional` is supported)")
         }
@@ -50,10 +49,6 @@ private func validate(_ message: ProtoMessageDecl, in file: ProtoFile, namespace
             message.messages.contains(where: { $0.isMapEntry && "." + $0.fullName == field.typeName })
         {
             throw GeneratorError.unsupported("\(location): map fields")
-        }
-        let swiftName = Naming.lowerCamelCase(field.name)
-        if let other = swiftNames.updateValue(field.name, forKey: swiftName) {
-            throw GeneratorError.nameClash("\(message.fullName): fields \(other) and \(field.name) both become \(swiftName)")
         }
     }
     for nested in message.messages { try validate(nested, in: file, namespace: namespace) }
@@ -66,7 +61,6 @@ private func validate(_ decl: ProtoEnumDecl, in file: ProtoFile, namespace: Stri
         throw GeneratorError.unsupported("\(decl.fullName): the first value must be 0")
     }
     var numbers: Set<Int32> = []
-    var caseNames: [String: String] = [:]
     for value in decl.values {
         guard numbers.insert(value.number).inserted else {
             throw GeneratorError.unsupported("\(decl.fullName).\(value.name): enum aliases (allow_alias)")
@@ -74,9 +68,6 @@ private func validate(_ decl: ProtoEnumDecl, in file: ProtoFile, namespace: Stri
         let caseName = Naming.enumCaseName(value.name, enumName: decl.name)
         if ["unrecognized", "rawValue", "allCases"].contains(caseName) {
             throw GeneratorError.nameClash("\(decl.fullName).\(value.name): the case name \(caseName) is reserved")
-        }
-        if let other = caseNames.updateValue(value.name, forKey: caseName) {
-            throw GeneratorError.nameClash("\(decl.fullName): values \(other) and \(value.name) both become .\(caseName)")
         }
     }
 }

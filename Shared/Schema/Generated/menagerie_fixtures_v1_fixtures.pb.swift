@@ -60,6 +60,7 @@ extension FixturesV1 {
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             aDouble: Double = 0,
             aFloat: Float = 0,
@@ -120,6 +121,7 @@ extension FixturesV1 {
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             aDouble: Double? = nil,
             aFloat: Float? = nil,
@@ -183,6 +185,7 @@ extension FixturesV1 {
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             doubles: [Double] = [],
             floats: [Float] = [],
@@ -240,6 +243,7 @@ extension FixturesV1 {
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             inner: FixturesV1.Envelope.Inner? = nil,
             inners: [FixturesV1.Envelope.Inner] = [],
@@ -272,6 +276,7 @@ extension FixturesV1 {
             /// A message with every field at its default.
             public init() {}
 
+            /// A message with the given field values.
             public init(
                 mood: FixturesV1.Envelope.Inner.Mood = .unspecified,
                 note: String = ""
@@ -280,6 +285,7 @@ extension FixturesV1 {
                 self.note = note
             }
 
+            /// The `menagerie.fixtures.v1.Envelope.Inner.Mood` enum.
             public enum Mood: ProtoEnum, CaseIterable {
                 case unspecified
                 case happy

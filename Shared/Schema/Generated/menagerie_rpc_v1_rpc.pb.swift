@@ -44,6 +44,7 @@ extension RpcV1 {
         }
     }
 
+    /// The `menagerie.rpc.v1.ServingStatus` enum.
     public enum ServingStatus: ProtoEnum, CaseIterable {
         case unknown
         case serving
@@ -83,6 +84,7 @@ extension RpcV1 {
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             key: String = "",
             value: String = ""
@@ -113,6 +115,7 @@ extension RpcV1 {
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             callID: UInt64 = 0,
             kind: RpcV1.FrameKind = .unspecified,
@@ -143,6 +146,7 @@ extension RpcV1 {
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             service: String = ""
         ) {
@@ -150,6 +154,7 @@ extension RpcV1 {
         }
     }
 
+    /// The `menagerie.rpc.v1.HealthCheckResponse` message.
     public struct HealthCheckResponse: Sendable, Equatable {
         public var status: RpcV1.ServingStatus = .unknown
         /// Name of the executable (`zoo`, `ocr`, ...), its process id and seconds since it started.
@@ -161,6 +166,7 @@ extension RpcV1 {
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             status: RpcV1.ServingStatus = .unknown,
             serverName: String = "",
@@ -176,11 +182,13 @@ extension RpcV1 {
         }
     }
 
+    /// The `menagerie.rpc.v1.ListServicesRequest` message.
     public struct ListServicesRequest: Sendable, Equatable {
         /// A message with every field at its default.
         public init() {}
     }
 
+    /// The `menagerie.rpc.v1.MethodInfo` message.
     public struct MethodInfo: Sendable, Equatable {
         /// Full path, e.g. `/menagerie.zoo.v1.Zoo/SearchAnimals`.
         public var path: String = ""
@@ -192,6 +200,7 @@ extension RpcV1 {
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             path: String = "",
             serverStreaming: Bool = false,
@@ -207,6 +216,7 @@ extension RpcV1 {
         }
     }
 
+    /// The `menagerie.rpc.v1.ServiceInfo` message.
     public struct ServiceInfo: Sendable, Equatable {
         public var name: String = ""
         public var methods: [RpcV1.MethodInfo] = []
@@ -214,6 +224,7 @@ extension RpcV1 {
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             name: String = "",
             methods: [RpcV1.MethodInfo] = []
@@ -223,12 +234,14 @@ extension RpcV1 {
         }
     }
 
+    /// The `menagerie.rpc.v1.ListServicesResponse` message.
     public struct ListServicesResponse: Sendable, Equatable {
         public var services: [RpcV1.ServiceInfo] = []
 
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             services: [RpcV1.ServiceInfo] = []
         ) {
@@ -236,11 +249,13 @@ extension RpcV1 {
         }
     }
 
+    /// The `menagerie.rpc.v1.GetStatsRequest` message.
     public struct GetStatsRequest: Sendable, Equatable {
         /// A message with every field at its default.
         public init() {}
     }
 
+    /// The `menagerie.rpc.v1.MethodStats` message.
     public struct MethodStats: Sendable, Equatable {
         public var path: String = ""
         public var calls: UInt64 = 0
@@ -251,6 +266,7 @@ extension RpcV1 {
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             path: String = "",
             calls: UInt64 = 0,
@@ -266,6 +282,7 @@ extension RpcV1 {
         }
     }
 
+    /// The `menagerie.rpc.v1.GetStatsResponse` message.
     public struct GetStatsResponse: Sendable, Equatable {
         public var methods: [RpcV1.MethodStats] = []
         public var openConnections: UInt64 = 0
@@ -276,6 +293,7 @@ extension RpcV1 {
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             methods: [RpcV1.MethodStats] = [],
             openConnections: UInt64 = 0,
@@ -291,6 +309,7 @@ extension RpcV1 {
         }
     }
 
+    /// The `menagerie.rpc.v1.EchoRequest` message.
     public struct EchoRequest: Sendable, Equatable {
         public var payload: [UInt8] = []
         /// For Stream: how many responses to send (each echoes the payload).
@@ -303,6 +322,7 @@ extension RpcV1 {
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             payload: [UInt8] = [],
             count: UInt32 = 0,
@@ -316,6 +336,7 @@ extension RpcV1 {
         }
     }
 
+    /// The `menagerie.rpc.v1.EchoResponse` message.
     public struct EchoResponse: Sendable, Equatable {
         public var payload: [UInt8] = []
         public var index: UInt32 = 0
@@ -323,6 +344,7 @@ extension RpcV1 {
         /// A message with every field at its default.
         public init() {}
 
+        /// A message with the given field values.
         public init(
             payload: [UInt8] = [],
             index: UInt32 = 0
@@ -337,6 +359,7 @@ extension RpcV1 {
         /// The service's full proto name.
         public static let name = "menagerie.rpc.v1.Health"
 
+        /// Calls `/menagerie.rpc.v1.Health/Check`.
         public static let check = ProtoMethod<RpcV1.HealthCheckRequest, RpcV1.HealthCheckResponse>(
             path: "/menagerie.rpc.v1.Health/Check", serverStreaming: false, idempotent: false)
 
@@ -349,6 +372,7 @@ extension RpcV1 {
         /// The service's full proto name.
         public static let name = "menagerie.rpc.v1.Reflection"
 
+        /// Calls `/menagerie.rpc.v1.Reflection/ListServices`.
         public static let listServices = ProtoMethod<RpcV1.ListServicesRequest, RpcV1.ListServicesResponse>(
             path: "/menagerie.rpc.v1.Reflection/ListServices", serverStreaming: false, idempotent: false)
 
@@ -361,6 +385,7 @@ extension RpcV1 {
         /// The service's full proto name.
         public static let name = "menagerie.rpc.v1.Stats"
 
+        /// Calls `/menagerie.rpc.v1.Stats/GetStats`.
         public static let getStats = ProtoMethod<RpcV1.GetStatsRequest, RpcV1.GetStatsResponse>(
             path: "/menagerie.rpc.v1.Stats/GetStats", serverStreaming: false, idempotent: false)
 
@@ -373,9 +398,11 @@ extension RpcV1 {
         /// The service's full proto name.
         public static let name = "menagerie.rpc.v1.Echo"
 
+        /// Calls `/menagerie.rpc.v1.Echo/Echo`.
         public static let echo = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
             path: "/menagerie.rpc.v1.Echo/Echo", serverStreaming: false, idempotent: true)
 
+        /// Calls `/menagerie.rpc.v1.Echo/Stream`.
         public static let stream = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
             path: "/menagerie.rpc.v1.Echo/Stream", serverStreaming: true, idempotent: false)
 
@@ -506,11 +533,9 @@ extension RpcV1.ListServicesRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self)
     }
 
-    init(reading reader: ProtoReader) {
-    }
+    init(reading reader: ProtoReader) {}
 
-    func write(to writer: ProtoWriter) {
-    }
+    func write(to writer: ProtoWriter) {}
 }
 
 extension RpcV1.MethodInfo: ProtoMessage, ProtobufCBridged {
@@ -598,11 +623,9 @@ extension RpcV1.GetStatsRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self)
     }
 
-    init(reading reader: ProtoReader) {
-    }
+    init(reading reader: ProtoReader) {}
 
-    func write(to writer: ProtoWriter) {
-    }
+    func write(to writer: ProtoWriter) {}
 }
 
 extension RpcV1.MethodStats: ProtoMessage, ProtobufCBridged {

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+@testable import SchemaGenerator
+
+/// schema-gen's naming rules, and its errors for proto features the bridge does not support.
+@Suite struct GeneratorTests {
+    @Test func naming() {
+        #expect(Naming.lowerCamelCase("call_id") == "callID")
+        #expect(Naming.lowerCamelCase("timeout_micros") == "timeoutMicros")
+        #expect(Naming.lowerCamelCase("avatar_url") == "avatarURL")
+        #expect(Naming.lowerCamelCase("latency_p50_ms") == "latencyP50Ms")
+        #expect(Naming.lowerCamelCase("SERVICE_UNKNOWN") == "serviceUnknown")
+        #expect(Naming.lowerCamelCase("GetStats") == "getStats")
+        #expect(Naming.lowerCamelCase("HTTPGet") == "httpGet")
+        #expect(Naming.lowerCamelCase("id") == "id")
+        #expect(Naming.namespace(ofPackage: "menagerie.zoo.v1") == "ZooV1")
+        #expect(Naming.namespace(ofPackage: "menagerie.rpc.v1") == "RpcV1")
+        #expect(Naming.namespace(ofPackage: "solo") == "Solo")
+        #expect(Naming.enumCaseName("FRAME_KIND_REQUEST", enumName: "FrameKind") == "request")
+        #expect(Naming.enumCaseName("SERVING_STATUS_NOT_SERVING", enumName: "ServingStatus") == "notServing")
+        #expect(Naming.enumCaseName("HTTP_STATUS_OK", enumName: "HTTPStatus") == "ok")
+        #expect(Naming.enumCaseName("LEVEL_2", enumName: "Level") == "level2")
+        #expect(Naming.enumCaseName("OTHER", enumName: "Level") == "other")
+        #expect(Naming.escaped("default") == "`default`")
+        #expect(Naming.escaped("kind") == "kind")
+        #expect(Naming.protobufCDescriptor(ofMessage: "menagerie.rpc.v1.HealthCheckRequest")
+            == "menagerie__rpc__v1__health_check_request__descriptor")
+        #expect(Naming.protobufCDescriptor(ofMessage: "menagerie.fixtures.v1.Envelope.Inner")
+            == "menagerie__fixtures__v1__envelope__inner__descriptor")
+        #expect(SchemaGenerator.swiftFileName(for: "menagerie/rpc/v1/rpc.proto") == "menagerie_rpc_v1_rpc.pb.swift")
+    }
+
+    @Test func malformedDescriptorSetsAreRejected() {
+        #expect(throws: GeneratorError.self) { try SchemaGenerator.generate(descriptorSet: [0x0A, 0x05, 0x01]) }
+        #expect(throws: GeneratorError.self) { try SchemaGenerator.generate(descriptorSet: [0x0F]) }
+    }
+
+    /// Runs protoc on one `.proto` source and the generator on the result.
+    func generate(_ source: String) throws -> SchemaGenerator.Output {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("schema-gen-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        try Data(source.utf8).write(to: scratch.appendingPathComponent("test.proto"))
+        try Tool.protoc!.run(
+            ["-I", scratch.path, "--descriptor_set_out=\(scratch.path)/set.desc", "--include_imports",
+             "--include_source_info", "test.proto"])
+        return try SchemaGenerator.generate(descriptorSet: [UInt8](Data(contentsOf: scratch.appendingPathComponent("set.desc"))))
+    }
+
+    static let rejected: [(source: String, reason: String)] = [
+        ("syntax = \"proto2\"; package p.v1; message M { optional int32 a = 1; }", "only proto3"),
+        ("syntax = \"proto3\"; message M { int32 a = 1; }", "a package is required"),
+        ("syntax = \"proto3\"; package p.v1; message M { oneof choice { int32 a = 1; string b = 2; } }", "oneof"),
+        ("syntax = \"proto3\"; package p.v1; message M { map<string, int32> counts = 1; }", "map fields"),
+        ("syntax = \"proto3\"; package p.v1; enum E { option allow_alias = true; E_A = 0; E_B = 0; }", "enum aliases"),
+        ("syntax = \"proto3\"; package p.v1; message M {} service S { rpc Up(stream M) returns (M); }", "streaming"),
+        ("syntax = \"proto3\"; package p.v1; message String {}", "reserved"),
+        ("syntax = \"proto3\"; package p.v1; message M {} service S { rpc Name(M) returns (M); }", "name is taken"),
+        ("syntax = \"proto3\"; package p.v1; enum E { E_UNRECOGNIZED = 0; }", "reserved"),
+    ]
+
+    @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"), arguments: rejected)
+    func unsupportedFeaturesAreRejected(_ source: String, _ reason: String) throws {
+        let error = #expect(throws: GeneratorError.self) { try generate(source) }
+        #expect(error?.description.contains(reason) == true, "\(error.map(String.init(describing:)) ?? "no error")")
+    }
+
+    @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
+    func protocCInputTurnsOptionalIntoPlainOneofs() throws {
+        let output = try generate("""
+            syntax = "proto3";
+            package p.v1;
+            message M { optional int32 a = 1; message N { optional string b = 1; } }
+            """)
+        let files = try decodeFileDescriptorSet(output.protocCDescriptorSet)
+        let message = try #require(files.first?.messages.first)
+        #expect(message.fields.map(\.isProto3Optional) == [false])
+        #expect(message.fields.map(\.oneofIndex) == [0])
+        #expect(message.messages.first?.fields.map(\.isProto3Optional) == [false])
+        #expect(message.oneofCount == 1)
+        let swift = try #require(output.files.first { $0.path.hasSuffix(".pb.swift") })
+        #expect(swift.contents.contains("public var a: Int32? = nil"))
+        #expect(swift.contents.contains("public var b: String? = nil"))
+    }
+}
