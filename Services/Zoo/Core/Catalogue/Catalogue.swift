@@ -70,6 +70,8 @@ public struct Catalogue: Sendable {
     /// Map features by OpenStreetMap id.
     public let features: [Int64: MapFeature]
     private let entries: [SearchEntry]
+    /// Position of each animal in Czech-name order, for ranking ties.
+    private let nameOrder: [Int]
     private let indexByID: [Int: Int]
     private let linker: MapLinker
 
@@ -95,7 +97,12 @@ public struct Catalogue: Sendable {
         }
         self.animals = resolved
         self.features = Dictionary(mapFeatures.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        self.entries = resolved.map(SearchEntry.init)
+        let entries = resolved.map(SearchEntry.init)
+        var nameOrder = [Int](repeating: 0, count: entries.count)
+        let sorted = entries.indices.sorted { entries[$0].sortKey.lexicographicallyPrecedes(entries[$1].sortKey) }
+        for (position, index) in sorted.enumerated() { nameOrder[index] = position }
+        self.entries = entries
+        self.nameOrder = nameOrder
         self.indexByID = Dictionary(resolved.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
         self.linker = linker
     }
@@ -129,15 +136,10 @@ public struct Catalogue: Sendable {
         let filter = CompiledFilter(query.filter)
         var hits: [(rank: Int, entry: Int)] = []
         for (position, entry) in entries.enumerated()
-        where (query.includeUnavailable || animals[position].isCurrentlyAvailable) && filter.matches(entry) {
+        where (query.includeUnavailable || entry.isCurrentlyAvailable) && filter.matches(entry) {
             if let rank = entry.rank(for: needle) { hits.append((rank, position)) }
         }
-        hits.sort { lhs, rhs in
-            if lhs.rank != rhs.rank { return lhs.rank < rhs.rank }
-            let left = entries[lhs.entry], right = entries[rhs.entry]
-            if left.sortKey != right.sortKey { return left.sortKey.lexicographicallyPrecedes(right.sortKey) }
-            return animals[lhs.entry].id < animals[rhs.entry].id
-        }
+        hits.sort { ($0.rank, nameOrder[$0.entry]) < ($1.rank, nameOrder[$1.entry]) }
         let page = hits.dropFirst(query.offset).prefix(query.limit).map { animals[$0.entry] }
         return SearchPage(total: hits.count, animals: Array(page))
     }
@@ -198,12 +200,14 @@ private struct SearchEntry: Sendable {
     let names: [[UInt8]]
     let otherFields: [[UInt8]]
     let sortKey: [UInt8]
+    let isCurrentlyAvailable: Bool
     let classKeys, foodKeys, biotopeKeys, zooHouseKeys, continentKeys: Set<String>
 
     init(_ animal: Animal) {
         let nameValues = [animal.name, animal.latinName, animal.englishName].compactMap { $0 }
         names = nameValues.map { Array(TextKey.fold($0).utf8) }
         sortKey = names[0]
+        isCurrentlyAvailable = animal.isCurrentlyAvailable
         let classNames = [animal.taxonClass?.czech, animal.taxonClass?.latin].compactMap { $0 }
         let others = classNames + [animal.order?.czech, animal.order?.latin, animal.location].compactMap { $0 }
             + animal.continents + animal.biotopes + animal.foods
@@ -225,34 +229,39 @@ private struct SearchEntry: Sendable {
             best = min(best ?? rank, rank)
         }
         if best != nil { return best }
-        return otherFields.contains { Self.occurrences(of: needle, in: $0).first != nil } ? 4 : nil
+        return otherFields.contains { Self.nextOccurrence(of: needle, in: $0, from: 0) != nil } ? 4 : nil
     }
 
     private static func nameRank(_ needle: [UInt8], in name: [UInt8]) -> Int? {
         if needle == name { return 0 }
         var found = false
-        for start in occurrences(of: needle, in: name) {
-            if start == 0 { return 1 }
+        var start = nextOccurrence(of: needle, in: name, from: 0)
+        while let position = start {
+            if position == 0 { return 1 }
             found = true
-            let previous = name[start - 1]
+            let previous = name[position - 1]
             if previous == UInt8(ascii: " ") || previous == UInt8(ascii: "-") || previous == UInt8(ascii: "(") { return 2 }
+            start = nextOccurrence(of: needle, in: name, from: position + 1)
         }
         return found ? 3 : nil
     }
 
-    /// Start offsets of `needle` in `haystack`.
-    private static func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> [Int] {
-        guard needle.count <= haystack.count else { return [] }
-        var result: [Int] = []
-        let first = needle[0]
-        for start in 0...(haystack.count - needle.count) where haystack[start] == first {
-            var matched = true
-            for offset in 1..<needle.count where haystack[start + offset] != needle[offset] {
-                matched = false
-                break
+    /// The first start offset ≥ `from` of `needle` in `haystack`.
+    private static func nextOccurrence(of needle: [UInt8], in haystack: [UInt8], from: Int) -> Int? {
+        guard needle.count <= haystack.count, from <= haystack.count - needle.count else { return nil }
+        return haystack.withUnsafeBufferPointer { hay in
+            needle.withUnsafeBufferPointer { pattern in
+                var start = from
+                while start <= hay.count - pattern.count {
+                    if hay[start] == pattern[0] {
+                        var offset = 1
+                        while offset < pattern.count && hay[start + offset] == pattern[offset] { offset += 1 }
+                        if offset == pattern.count { return start }
+                    }
+                    start += 1
+                }
+                return nil
             }
-            if matched { result.append(start) }
         }
-        return result
     }
 }
