@@ -1,0 +1,95 @@
+/// Rejects, with a clear message, the proto features the Schema bridge does not support:
+/// proto2, extensions, groups, maps, real oneofs, enum aliases, client streaming, empty packages.
+/// Nested messages and enums are supported (they become nested Swift types).
+func validate(_ files: [ProtoFile]) throws {
+    var packageOfNamespace: [String: String] = [:]
+    for file in files {
+        guard file.syntax == "proto3" else {
+            throw GeneratorError.unsupported("\(file.name): only proto3 files are supported (syntax \"\(file.syntax)\")")
+        }
+        guard !file.package.isEmpty else {
+            throw GeneratorError.unsupported("\(file.name): a package is required; it names the Swift namespace")
+        }
+        if file.hasExtensions { throw GeneratorError.unsupported("\(file.name): extensions") }
+        let namespace = Naming.namespace(ofPackage: file.package)
+        if let other = packageOfNamespace.updateValue(file.package, forKey: namespace), other != file.package {
+            throw GeneratorError.nameClash("packages \(other) and \(file.package) both map to namespace \(namespace)")
+        }
+        for message in file.messages { try validate(message, in: file, namespace: namespace) }
+        for decl in file.enums { try validate(decl, in: file, namespace: namespace) }
+        for service in file.services { try validate(service, in: file, namespace: namespace) }
+    }
+}
+
+/// Type names the generated code relies on, which a generated type must not shadow.
+private let reservedTypeNames: Set<String> = [
+    "Swift", "Int32", "UInt32", "Int64", "UInt64", "Float", "Double", "Bool", "String", "UInt8", "Array",
+    "Optional", "Sendable", "Equatable", "Hashable", "CaseIterable", "ProtoMessage", "ProtoEnum", "ProtoMethod",
+    "ProtoMethodInfo", "ProtoReader", "ProtoWriter", "MessageSchema", "ProtobufCCodec", "ProtobufCBridged",
+    "SchemaError", "Type", "Protocol", "Self",
+]
+
+private func validateTypeName(_ name: String, fullName: String, namespace: String) throws {
+    if reservedTypeNames.contains(name) || name == namespace {
+        throw GeneratorError.nameClash("\(fullName): the Swift name \(name) is reserved in generated code; rename the type")
+    }
+}
+
+private func validate(_ message: ProtoMessageDecl, in file: ProtoFile, namespace: String) throws {
+    try validateTypeName(message.name, fullName: message.fullName, namespace: namespace)
+    if message.hasExtensions { throw GeneratorError.unsupported("\(message.fullName): extensions") }
+    var swiftNames: [String: String] = [:]
+    for field in message.fields {
+        let location = "\(message.fullName).\(field.name)"
+        if field.kind == .group { throw GeneratorError.unsupported("\(location): groups") }
+        if field.label == .required { throw GeneratorError.unsupported("\(location): required fields") }
+        if field.oneofIndex != nil && !field.isProto3Optional {
+            throw GeneratorError.unsupported("\(location): oneof (only proto3 `optional` is supported)")
+        }
+        if field.kind == .message, field.label == .repeated,
+            message.messages.contains(where: { $0.isMapEntry && "." + $0.fullName == field.typeName })
+        {
+            throw GeneratorError.unsupported("\(location): map fields")
+        }
+        let swiftName = Naming.lowerCamelCase(field.name)
+        if let other = swiftNames.updateValue(field.name, forKey: swiftName) {
+            throw GeneratorError.nameClash("\(message.fullName): fields \(other) and \(field.name) both become \(swiftName)")
+        }
+    }
+    for nested in message.messages { try validate(nested, in: file, namespace: namespace) }
+    for decl in message.enums { try validate(decl, in: file, namespace: namespace) }
+}
+
+private func validate(_ decl: ProtoEnumDecl, in file: ProtoFile, namespace: String) throws {
+    try validateTypeName(decl.name, fullName: decl.fullName, namespace: namespace)
+    guard decl.values.first?.number == 0 else {
+        throw GeneratorError.unsupported("\(decl.fullName): the first value must be 0")
+    }
+    var numbers: Set<Int32> = []
+    var caseNames: [String: String] = [:]
+    for value in decl.values {
+        guard numbers.insert(value.number).inserted else {
+            throw GeneratorError.unsupported("\(decl.fullName).\(value.name): enum aliases (allow_alias)")
+        }
+        let caseName = Naming.enumCaseName(value.name, enumName: decl.name)
+        if ["unrecognized", "rawValue", "allCases"].contains(caseName) {
+            throw GeneratorError.nameClash("\(decl.fullName).\(value.name): the case name \(caseName) is reserved")
+        }
+        if let other = caseNames.updateValue(value.name, forKey: caseName) {
+            throw GeneratorError.nameClash("\(decl.fullName): values \(other) and \(value.name) both become .\(caseName)")
+        }
+    }
+}
+
+private func validate(_ service: ProtoServiceDecl, in file: ProtoFile, namespace: String) throws {
+    try validateTypeName(service.name, fullName: service.fullName, namespace: namespace)
+    var swiftNames: Set<String> = ["name", "methods"]
+    for method in service.methods {
+        let location = "\(service.fullName).\(method.name)"
+        if method.clientStreaming { throw GeneratorError.unsupported("\(location): client or bidirectional streaming") }
+        let swiftName = Naming.lowerCamelCase(method.name)
+        guard swiftNames.insert(swiftName).inserted else {
+            throw GeneratorError.nameClash("\(location): the Swift name \(swiftName) is taken")
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import RPC
+import Transport
+
+/// Where each service's instances are: from `--endpoint` flags, the `MENAGERIE_ENDPOINTS`
+/// environment variable, or the state `compose up` wrote.
+struct Endpoints {
+    /// The four services, in the order `status` lists them.
+    static let services = ["zoo", "ocr", "health", "classification"]
+
+    private(set) var byService: [String: [String]] = [:]
+    /// Where the endpoints came from, for error messages.
+    private(set) var source = ""
+
+    /// Resolves endpoints: flags win, then the environment, then the compose state.
+    init(flags: [String], stateDirectory: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        if !flags.isEmpty {
+            for flag in flags { try add(assignment: flag) }
+            source = "--endpoint flags"
+        } else if let variable = environment["MENAGERIE_ENDPOINTS"], !variable.isEmpty {
+            // `zoo=127.0.0.1:7100,127.0.0.1:7101;ocr=127.0.0.1:7200`
+            for assignment in variable.split(separator: ";") { try add(assignment: String(assignment)) }
+            source = "MENAGERIE_ENDPOINTS"
+        } else if let file = Self.stateFile(explicit: stateDirectory ?? environment["MENAGERIE_STATE_DIR"]) {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+                let fields = line.split(separator: " ")
+                guard fields.count >= 2 else { continue }
+                byService[String(fields[0]), default: []].append(String(fields[1]))
+            }
+            source = file.path
+        }
+    }
+
+    private mutating func add(assignment: String) throws {
+        let parts = assignment.split(separator: "=", maxSplits: 1)
+        guard parts.count == 2, !parts[0].isEmpty else {
+            throw RPCError(.invalidArgument, "endpoint '\(assignment)' is not SERVICE=HOST:PORT[,HOST:PORT…]")
+        }
+        for address in parts[1].split(separator: ",") {
+            byService[String(parts[0]), default: []].append(String(address))
+        }
+    }
+
+    /// A client for every known instance of `service`.
+    func client(for service: String) throws -> RPCClient {
+        guard let addresses = byService[service], !addresses.isEmpty else {
+            throw RPCError(
+                .unavailable,
+                "no endpoint known for \(service): start the stack with compose/compose up, or pass --endpoint \(service)=HOST:PORT"
+                    + (source.isEmpty ? "" : " (looked in \(source))"))
+        }
+        return RPCClient(transports: try addresses.map { try TCPClientTransport(endpoint: $0) })
+    }
+
+    /// The compose state's endpoint list: in `explicit`, else in `compose/.state` above the gateway
+    /// executable or the current directory.
+    private static func stateFile(explicit: String?) -> URL? {
+        if let explicit { return URL(fileURLWithPath: explicit).appendingPathComponent("endpoints") }
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        var candidates = [URL(fileURLWithPath: FileManager.default.currentDirectoryPath)]
+        var directory = executable.deletingLastPathComponent()
+        while directory.path != "/" {
+            candidates.append(directory)
+            directory = directory.deletingLastPathComponent()
+        }
+        return candidates
+            .map { $0.appendingPathComponent("compose/.state/endpoints") }
+            .first { FileManager.default.fileExists(atPath: $0.path) }
+    }
+}

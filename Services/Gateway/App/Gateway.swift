@@ -1,0 +1,166 @@
+import ArgumentParser
+import Foundation
+import RPC
+import Schema
+import Transport
+
+/// The command-line front of Menagerie: one subcommand group per service plus stack-wide commands.
+@main
+struct Gateway: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gateway",
+        abstract: "Talk to Menagerie's services.",
+        discussion: """
+            Endpoints come from --endpoint SERVICE=HOST:PORT, else MENAGERIE_ENDPOINTS \
+            ("zoo=HOST:PORT,HOST:PORT;ocr=HOST:PORT"), else the state compose/compose up wrote.
+            A failed call prints its status code and message and exits non-zero.
+            """,
+        subcommands: [Status.self, Probe.self, Methods.self, Stats.self])
+}
+
+/// `gateway status`: every instance of every service with its health and uptime.
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List every running instance of every service with its address, health and uptime.",
+        discussion: "Exits 0 when every instance is SERVING, 1 otherwise.")
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let endpoints = try global.resolveEndpoints()
+            let services = Endpoints.services + endpoints.byService.keys.filter { !Endpoints.services.contains($0) }.sorted()
+            var instances: [Instance] = []
+            for service in services {
+                for address in endpoints.byService[service] ?? [] {
+                    instances.append(await Instance.check(service: service, address: address, timeout: global.timeout))
+                }
+            }
+            if global.json {
+                try printJSON(["instances": instances.map(\.json)])
+            } else if instances.isEmpty {
+                print("no instances known: start the stack with compose/compose up")
+            } else {
+                printTable(
+                    ["SERVICE", "ADDRESS", "HEALTH", "PID", "UPTIME"],
+                    instances.map { [$0.service, $0.address, $0.health, $0.pid.map(String.init) ?? "-", $0.uptime.map { formatDuration(seconds: $0) } ?? "-"] })
+            }
+            if instances.isEmpty || instances.contains(where: { $0.health != "SERVING" }) { throw ExitCode(1) }
+        }
+    }
+}
+
+/// One instance's answer to a health check.
+struct Instance {
+    var service: String
+    var address: String
+    var health: String
+    var pid: Int64?
+    var uptime: Double?
+    var detail: String?
+
+    static func check(service: String, address: String, timeout: Double) async -> Instance {
+        do {
+            let client = RPCClient(transports: [try TCPClientTransport(endpoint: address)], retry: .init(maxAttempts: 1))
+            defer { client.close() }
+            let reply = try await client.unary(
+                RpcV1.Health.check, RpcV1.HealthCheckRequest(),
+                options: CallOptions(timeout: .milliseconds(Int64(timeout * 1000))))
+            let health = reply.status == .serving ? "SERVING" : reply.status == .notServing ? "NOT_SERVING" : "UNKNOWN"
+            return Instance(service: service, address: address, health: health, pid: reply.pid, uptime: reply.uptimeSeconds)
+        } catch {
+            return Instance(service: service, address: address, health: "UNREACHABLE", detail: "\(error)")
+        }
+    }
+
+    var json: [String: Any] {
+        var object: [String: Any] = ["service": service, "address": address, "health": health]
+        if let pid { object["pid"] = pid }
+        if let uptime { object["uptime_seconds"] = uptime }
+        if let detail { object["error"] = detail }
+        return object
+    }
+}
+
+/// `gateway probe HOST:PORT`: exits 0 when that one instance answers SERVING (used by compose).
+struct Probe: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Check one instance's health; exit 0 only when it is SERVING.")
+
+    @Argument(help: "HOST:PORT of the instance.")
+    var address: String
+
+    @Option(help: "Seconds to wait for the answer.")
+    var timeout = 2.0
+
+    @Flag(help: "Print nothing.")
+    var quiet = false
+
+    func run() async throws {
+        let instance = await Instance.check(service: "", address: address, timeout: timeout)
+        if !quiet { print("\(address) \(instance.health)" + (instance.detail.map { ": \($0)" } ?? "")) }
+        if instance.health != "SERVING" { throw ExitCode(1) }
+    }
+}
+
+/// `gateway methods SERVICE`: what reflection reports.
+struct Methods: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the services and methods an instance of SERVICE offers (reflection).")
+
+    @Argument(help: "zoo, ocr, health or classification.")
+    var service: String
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let client = try global.resolveEndpoints().client(for: service)
+            defer { client.close() }
+            let reply = try await client.unary(RpcV1.Reflection.listServices, RpcV1.ListServicesRequest(), options: global.callOptions)
+            let methods = reply.services.flatMap(\.methods)
+            if global.json {
+                try printJSON(["methods": methods.map {
+                    ["path": $0.path, "server_streaming": $0.serverStreaming, "idempotent": $0.idempotent,
+                     "request_type": $0.requestType, "response_type": $0.responseType]
+                }])
+            } else {
+                printTable(
+                    ["METHOD", "KIND", "REQUEST", "RESPONSE"],
+                    methods.map { [$0.path, $0.serverStreaming ? "server-streaming" : "unary", $0.requestType, $0.responseType] })
+            }
+        }
+    }
+}
+
+/// `gateway stats SERVICE`: per-method figures of each instance.
+struct Stats: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Per-method call counts, errors and latency of every instance of SERVICE.")
+
+    @Argument(help: "zoo, ocr, health or classification.")
+    var service: String
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let endpoints = try global.resolveEndpoints()
+            var rows: [[String]] = []
+            var objects: [[String: Any]] = []
+            for transport in try endpoints.client(for: service).transports {
+                let client = RPCClient(transports: [transport], retry: .init(maxAttempts: 1))
+                defer { client.close() }
+                let reply = try await client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest(), options: global.callOptions)
+                for method in reply.methods {
+                    rows.append([transport.endpoint, method.path, "\(method.calls)", "\(method.errors)",
+                                 String(format: "%.3f", method.latencyP50Ms), String(format: "%.3f", method.latencyP99Ms)])
+                    objects.append(["address": transport.endpoint, "path": method.path, "calls": method.calls, "errors": method.errors,
+                                    "p50_ms": method.latencyP50Ms, "p99_ms": method.latencyP99Ms])
+                }
+            }
+            if global.json {
+                try printJSON(["methods": objects])
+            } else {
+                printTable(["ADDRESS", "METHOD", "CALLS", "ERRORS", "P50 MS", "P99 MS"], rows)
+            }
+        }
+    }
+}

@@ -1,1 +1,0 @@
-void menagerie_proto_placeholder(void);

@@ -1,2 +1,0 @@
-#include "MenagerieProtoC.h"
-void menagerie_proto_placeholder(void) {}

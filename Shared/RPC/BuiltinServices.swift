@@ -1,0 +1,100 @@
+import Foundation
+import Schema
+import Synchronization
+
+/// What the built-in services report about the server they run in.
+final class ServerState: Sendable {
+    let name: String
+    let stats = ServerStats()
+    let startedAt = ContinuousClock.now
+    let serving = Atomic<Bool>(true)
+    private let methodList = Mutex<[ProtoMethodInfo]>([])
+
+    init(name: String) { self.name = name }
+
+    var methods: [ProtoMethodInfo] {
+        get { methodList.withLock { $0 } }
+        set { methodList.withLock { $0 = newValue } }
+    }
+
+    var uptimeSeconds: Double {
+        let elapsed = ContinuousClock.now - startedAt
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+}
+
+/// Health (like grpc.health.v1), reflection and stats: served by every server.
+struct BuiltinServices: RPCService {
+    let state: ServerState
+
+    func register(in router: inout RPCRouter) {
+        let state = state
+        router.unary(RpcV1.Health.check) { request, _ in
+            let known = request.service.isEmpty || state.methods.contains { $0.service == request.service }
+            guard known else { throw RPCError(.notFound, "this server offers no service named \(request.service)") }
+            return RpcV1.HealthCheckResponse(
+                status: state.serving.load(ordering: .acquiring) ? .serving : .notServing,
+                serverName: state.name, pid: Int64(ProcessInfo.processInfo.processIdentifier),
+                uptimeSeconds: state.uptimeSeconds, version: menagerieVersion)
+        }
+        router.unary(RpcV1.Reflection.listServices) { _, _ in
+            let byService = Dictionary(grouping: state.methods, by: \.service)
+            return RpcV1.ListServicesResponse(
+                services: byService.keys.sorted().map { name in
+                    RpcV1.ServiceInfo(
+                        name: name,
+                        methods: byService[name, default: []].map { method in
+                            RpcV1.MethodInfo(
+                                path: method.path, serverStreaming: method.serverStreaming,
+                                requestType: method.requestType, responseType: method.responseType,
+                                idempotent: method.idempotent)
+                        })
+                })
+        }
+        router.unary(RpcV1.Stats.getStats) { _, _ in
+            let connections = state.stats.connectionFigures
+            return RpcV1.GetStatsResponse(
+                methods: state.stats.snapshot().map { figures in
+                    RpcV1.MethodStats(
+                        path: figures.path, calls: figures.calls, errors: figures.errors,
+                        latencyP50Ms: figures.p50Milliseconds, latencyP99Ms: figures.p99Milliseconds)
+                },
+                openConnections: connections.open, totalConnections: connections.total,
+                rejectedConnections: connections.rejected, uptimeSeconds: state.uptimeSeconds)
+        }
+    }
+}
+
+/// The version every Menagerie executable reports.
+public let menagerieVersion = "0.1.0"
+
+/// Echoes payloads back (unary and streaming): for tests and benchmarks, registered on request.
+public struct EchoService: RPCService {
+    public init() {}
+
+    public func register(in router: inout RPCRouter) {
+        router.unary(RpcV1.Echo.echo) { request, context in
+            try await Self.pause(request)
+            try Self.failIfAsked(request)
+            return RpcV1.EchoResponse(payload: request.payload, index: 0)
+        }
+        router.serverStreaming(RpcV1.Echo.stream) { request, writer, context in
+            for index in 0..<request.count {
+                try await Self.pause(request)
+                try context.checkAlive()
+                try await writer.send(RpcV1.EchoResponse(payload: request.payload, index: index))
+            }
+            try Self.failIfAsked(request)
+        }
+    }
+
+    private static func pause(_ request: RpcV1.EchoRequest) async throws {
+        if request.delayMs > 0 { try await Task.sleep(for: .milliseconds(Int(request.delayMs))) }
+    }
+
+    private static func failIfAsked(_ request: RpcV1.EchoRequest) throws {
+        if request.failWithCode != 0 {
+            throw RPCError(StatusCode(rawValue: request.failWithCode), "failed as asked")
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import Schema
+
+/// What opens a call, independent of the transport that carried it.
+public struct CallHead: Sendable {
+    /// Method path, e.g. `/menagerie.zoo.v1.Zoo/SearchAnimals`.
+    public var method: String
+    public var metadata: Metadata
+    /// When the caller stops waiting; nil = no deadline.
+    public var deadline: ContinuousClock.Instant?
+    /// Who is calling (`127.0.0.1:50312`), for logs.
+    public var peer: String
+
+    public init(method: String, metadata: Metadata = [:], deadline: ContinuousClock.Instant? = nil, peer: String = "") {
+        self.method = method
+        self.metadata = metadata
+        self.deadline = deadline
+        self.peer = peer
+    }
+}
+
+/// What a handler knows about the call it serves.
+public struct ServerContext: Sendable {
+    public var method: String
+    public var metadata: Metadata
+    public var deadline: ContinuousClock.Instant?
+    public var peer: String
+
+    init(_ head: CallHead) {
+        method = head.method
+        metadata = head.metadata
+        deadline = head.deadline
+        peer = head.peer
+    }
+
+    /// Throws CANCELLED once the caller went away or DEADLINE_EXCEEDED once the deadline passed;
+    /// long handlers call it between steps.
+    public func checkAlive() throws {
+        if let deadline, deadline <= .now { throw RPCError(.deadlineExceeded, "deadline passed while serving \(method)") }
+        if Task.isCancelled { throw RPCError(.cancelled, "call to \(method) was cancelled") }
+    }
+}
+
+/// Where the server core writes the outcome of one call; each transport provides its own.
+public protocol ResponseSink: Sendable {
+    /// Sends one message of a server-streaming call. Suspends while the peer is not reading
+    /// (back-pressure); throws once the call is over (cancelled, deadline, connection gone).
+    func send(_ message: [UInt8]) async throws
+    /// Ends the call: OK (`error == nil`, with the unary response in `message`) or an error status.
+    /// Only the first call takes effect.
+    func finish(message: [UInt8]?, error: RPCError?)
+}
+
+/// The typed side of a server-streaming call.
+public struct ResponseWriter<Response: ProtoMessage>: Sendable {
+    let sink: any ResponseSink
+
+    /// Sends one response message, waiting while the client does not keep up.
+    public func send(_ response: Response) async throws {
+        try await sink.send(response.serializedBytes())
+    }
+}
+
+/// Tuning of one call made by a client.
+public struct CallOptions: Sendable {
+    /// How long the caller waits for the whole call; nil = no deadline.
+    public var timeout: Duration?
+    public var metadata: Metadata
+    /// Whether the call may be retried on another endpoint after UNAVAILABLE; nil = the method's own
+    /// `idempotency_level` decides.
+    public var idempotent: Bool?
+
+    public init(timeout: Duration? = nil, metadata: Metadata = [:], idempotent: Bool? = nil) {
+        self.timeout = timeout
+        self.metadata = metadata
+        self.idempotent = idempotent
+    }
+}

@@ -1,0 +1,143 @@
+import Schema
+import Synchronization
+
+/// Calls one service through one or more endpoints (its replicas): round-robin over healthy
+/// endpoints, deadlines, cancellation, and retries of idempotent calls on UNAVAILABLE.
+public final class RPCClient: Sendable {
+    /// How the client retries.
+    public struct RetryPolicy: Sendable {
+        /// Attempts per call, the first one included.
+        public var maxAttempts: Int
+        /// Wait before the second attempt; doubles for each later one.
+        public var initialBackoff: Duration
+
+        public init(maxAttempts: Int = 3, initialBackoff: Duration = .milliseconds(20)) {
+            self.maxAttempts = maxAttempts
+            self.initialBackoff = initialBackoff
+        }
+    }
+
+    public let transports: [any ClientTransport]
+    private let retry: RetryPolicy
+    private let next = Atomic<Int>(0)
+    /// Per endpoint: until when it counts as unhealthy after answering UNAVAILABLE or NOT_SERVING.
+    private let unhealthyUntil: Mutex<[ContinuousClock.Instant?]>
+    private static let quarantine = Duration.seconds(2)
+
+    public init(transports: [any ClientTransport], retry: RetryPolicy = RetryPolicy()) {
+        precondition(!transports.isEmpty, "a client needs at least one endpoint")
+        self.transports = transports
+        self.retry = retry
+        unhealthyUntil = Mutex(Array(repeating: nil, count: transports.count))
+    }
+
+    /// Makes a unary call.
+    public func unary<Request, Response>(
+        _ method: ProtoMethod<Request, Response>, _ request: Request, options: CallOptions = CallOptions()
+    ) async throws -> Response {
+        let bytes = try await attempt(method.path, idempotent: options.idempotent ?? method.idempotent, options) { transport, head in
+            try await transport.unary(head, request: request.serializedBytes())
+        }
+        do {
+            return try Response(serializedBytes: bytes)
+        } catch {
+            throw RPCError(.internalError, "response from \(method.path) is not a valid \(Response.protoName): \(error)")
+        }
+    }
+
+    /// Makes a server-streaming call. Only a failure to connect is retried: once a message arrived,
+    /// the stream belongs to that endpoint.
+    public func serverStreaming<Request, Response>(
+        _ method: ProtoMethod<Request, Response>, _ request: Request, options: CallOptions = CallOptions()
+    ) -> AsyncThrowingStream<Response, any Error> {
+        let head = makeHead(method.path, options)
+        let payload = request.serializedBytes()
+        let (stream, continuation) = AsyncThrowingStream<Response, any Error>.makeStream()
+        let task = Task {
+            var lastError: any Error = RPCError(.unavailable, "no endpoint answered")
+            for _ in 0..<max(1, min(retry.maxAttempts, transports.count)) {
+                let (index, transport) = pick()
+                do {
+                    for try await bytes in transport.serverStreaming(head, request: payload) {
+                        continuation.yield(try Response(serializedBytes: bytes))
+                    }
+                    continuation.finish()
+                    return
+                } catch let failure as ConnectFailure {
+                    markUnhealthy(index)
+                    lastError = RPCError(.unavailable, failure.description)
+                } catch let error as RPCError {
+                    continuation.finish(throwing: error)
+                    return
+                } catch {
+                    continuation.finish(throwing: RPCError(.internalError, "response from \(method.path) did not decode: \(error)"))
+                    return
+                }
+            }
+            continuation.finish(throwing: lastError)
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    /// Closes every endpoint's connection.
+    public func close() {
+        for transport in transports { transport.close() }
+    }
+
+    private func attempt(
+        _ path: String, idempotent: Bool, _ options: CallOptions,
+        _ call: (any ClientTransport, CallHead) async throws -> [UInt8]
+    ) async throws -> [UInt8] {
+        let head = makeHead(path, options)
+        var backoff = retry.initialBackoff
+        var attempt = 1
+        while true {
+            let (index, transport) = pick()
+            do {
+                return try await call(transport, head)
+            } catch let failure as ConnectFailure {
+                markUnhealthy(index)
+                guard attempt < retry.maxAttempts else { throw RPCError(.unavailable, failure.description) }
+            } catch let error as RPCError where error.code == .unavailable {
+                markUnhealthy(index)
+                guard idempotent, attempt < retry.maxAttempts else { throw error }
+            }
+            if let deadline = head.deadline, deadline <= .now + backoff {
+                throw RPCError(.deadlineExceeded, "deadline exceeded while retrying \(path)")
+            }
+            // Another endpoint is tried at once; the same one again only after a pause.
+            if transports.count == 1 {
+                try await Task.sleep(for: backoff)
+                backoff *= 2
+            }
+            attempt += 1
+        }
+    }
+
+    private func makeHead(_ path: String, _ options: CallOptions) -> CallHead {
+        CallHead(method: path, metadata: options.metadata, deadline: options.timeout.map { .now + $0 })
+    }
+
+    /// The next endpoint in round-robin order that is available and healthy; any one if none is.
+    private func pick() -> (Int, any ClientTransport) {
+        let count = transports.count
+        let start = next.wrappingAdd(1, ordering: .relaxed).oldValue
+        let now = ContinuousClock.now
+        let quarantined = unhealthyUntil.withLock { $0 }
+        for offset in 0..<count {
+            let index = (start &+ offset) % count
+            let index2 = index < 0 ? index + count : index
+            let transport = transports[index2]
+            if transport.isAvailable, quarantined[index2].map({ $0 <= now }) ?? true {
+                return (index2, transport)
+            }
+        }
+        let index = ((start % count) + count) % count
+        return (index, transports[index])
+    }
+
+    private func markUnhealthy(_ index: Int) {
+        unhealthyUntil.withLock { $0[index] = .now + Self.quarantine }
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Synchronization
+
+/// Per-method call counts, error counts and latency percentiles, plus connection counters.
+public final class ServerStats: Sendable {
+    /// A snapshot of one method's figures.
+    public struct MethodFigures: Sendable, Hashable {
+        public var path: String
+        public var calls: UInt64
+        public var errors: UInt64
+        public var p50Milliseconds: Double
+        public var p99Milliseconds: Double
+    }
+
+    private let methods = Mutex<[String: MethodCounters]>([:])
+    private let connections = Mutex(ConnectionCounters())
+
+    public init() {}
+
+    /// Records one finished call.
+    public func record(method: String, duration: Duration, failed: Bool) {
+        let micros = max(0, duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000)
+        methods.withLock { table in
+            table[method, default: MethodCounters()].record(micros: micros, failed: failed)
+        }
+    }
+
+    public func connectionOpened() { connections.withLock { $0.open += 1; $0.total += 1 } }
+    public func connectionClosed() { connections.withLock { $0.open -= 1 } }
+    public func connectionRejected() { connections.withLock { $0.rejected += 1 } }
+
+    /// Open, total accepted and rejected connections.
+    public var connectionFigures: (open: UInt64, total: UInt64, rejected: UInt64) {
+        connections.withLock { ($0.open, $0.total, $0.rejected) }
+    }
+
+    /// Every method that was called at least once, sorted by path.
+    public func snapshot() -> [MethodFigures] {
+        methods.withLock { table in
+            table.map { path, counters in
+                MethodFigures(
+                    path: path, calls: counters.calls, errors: counters.errors,
+                    p50Milliseconds: counters.latency.percentile(0.50) / 1000,
+                    p99Milliseconds: counters.latency.percentile(0.99) / 1000)
+            }
+        }.sorted { $0.path < $1.path }
+    }
+}
+
+private struct ConnectionCounters {
+    var open: UInt64 = 0
+    var total: UInt64 = 0
+    var rejected: UInt64 = 0
+}
+
+private struct MethodCounters {
+    var calls: UInt64 = 0
+    var errors: UInt64 = 0
+    var latency = LatencyHistogram()
+
+    mutating func record(micros: Int64, failed: Bool) {
+        calls += 1
+        if failed { errors += 1 }
+        latency.add(micros: micros)
+    }
+}
+
+/// Log-scale histogram of latencies in microseconds (buckets 5% apart), constant memory.
+struct LatencyHistogram: Sendable {
+    private static let growth = 1.05
+    private static let bucketCount = 400  // 1 µs … well past an hour
+    private var buckets = [UInt64](repeating: 0, count: bucketCount)
+    private var count: UInt64 = 0
+
+    mutating func add(micros: Int64) {
+        let index = micros <= 1 ? 0 : Int(log(Double(micros)) / log(Self.growth)) + 1
+        buckets[min(index, Self.bucketCount - 1)] += 1
+        count += 1
+    }
+
+    /// The value in microseconds below which `fraction` of the samples fall (bucket upper bound).
+    func percentile(_ fraction: Double) -> Double {
+        guard count > 0 else { return 0 }
+        let rank = UInt64((Double(count) * fraction).rounded(.up))
+        var seen: UInt64 = 0
+        for (index, samples) in buckets.enumerated() {
+            seen += samples
+            if seen >= max(rank, 1) { return index == 0 ? 1 : pow(Self.growth, Double(index)) }
+        }
+        return pow(Self.growth, Double(Self.bucketCount))
+    }
+}

@@ -1,0 +1,70 @@
+/// A protobuf message as a Swift value. Generated conformances encode and decode through protobuf-c.
+public protocol ProtoMessage: Sendable, Equatable {
+    /// Full protobuf name, e.g. "menagerie.zoo.v1.Animal".
+    static var protoName: String { get }
+    init()
+    /// Decodes protobuf wire bytes through protobuf-c. Throws `SchemaError` on malformed input.
+    init(serializedBytes: [UInt8]) throws
+    /// Encodes through protobuf-c.
+    func serializedBytes() -> [UInt8]
+}
+
+/// A protobuf enum as a Swift enum; values the schema does not define survive as `.unrecognized(n)`.
+public protocol ProtoEnum: Sendable, Hashable {
+    var rawValue: Int32 { get }
+    init(rawValue: Int32)
+}
+
+/// Bytes that are not a valid encoding of the expected message.
+public struct SchemaError: Error, CustomStringConvertible, Equatable {
+    /// Full protobuf name of the message being decoded.
+    public let messageName: String
+    /// Length of the rejected input.
+    public let byteCount: Int
+
+    public var description: String {
+        "cannot decode \(messageName) from \(byteCount) bytes: malformed or truncated protobuf"
+    }
+}
+
+/// A method of a proto service, generated from the `.proto` `service` blocks.
+public struct ProtoMethod<Request: ProtoMessage, Response: ProtoMessage>: Sendable {
+    /// `/package.Service/Method`, e.g. "/menagerie.zoo.v1.Zoo/SearchAnimals".
+    public let path: String
+    /// Whether the server answers with a stream of responses.
+    public let serverStreaming: Bool
+    /// From `option idempotency_level = IDEMPOTENT | NO_SIDE_EFFECTS`: safe to retry.
+    public let idempotent: Bool
+
+    public init(path: String, serverStreaming: Bool, idempotent: Bool) {
+        self.path = path
+        self.serverStreaming = serverStreaming
+        self.idempotent = idempotent
+    }
+
+    /// The untyped description, for reflection.
+    public var info: ProtoMethodInfo {
+        ProtoMethodInfo(
+            path: path, serverStreaming: serverStreaming, idempotent: idempotent,
+            requestType: Request.protoName, responseType: Response.protoName)
+    }
+}
+
+/// Untyped description of one method, for reflection.
+public struct ProtoMethodInfo: Sendable, Hashable {
+    /// `/package.Service/Method`.
+    public let path: String
+    public let serverStreaming: Bool
+    public let idempotent: Bool
+    /// Full protobuf names of the request and response messages.
+    public let requestType: String
+    public let responseType: String
+
+    public init(path: String, serverStreaming: Bool, idempotent: Bool, requestType: String, responseType: String) {
+        self.path = path
+        self.serverStreaming = serverStreaming
+        self.idempotent = idempotent
+        self.requestType = requestType
+        self.responseType = responseType
+    }
+}

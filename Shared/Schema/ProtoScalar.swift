@@ -1,0 +1,69 @@
+internal import CProtobufC
+
+/// A Swift type that a protobuf-c scalar, string or bytes field is read into and written from.
+protocol ProtoScalar {
+    /// The C representation this Swift type maps to.
+    static var storage: MessageSchema.Storage { get }
+    /// Size of one element in a protobuf-c repeated array.
+    static var stride: Int { get }
+    /// Reads the C value at `address`.
+    static func load(from address: UnsafeRawPointer) -> Self
+    /// Writes the C value at `address`; strings and bytes are copied into `arena`.
+    func store(at address: UnsafeMutableRawPointer, arena: Arena)
+}
+
+/// Scalars whose C representation is the Swift type itself.
+protocol TrivialProtoScalar: ProtoScalar, BitwiseCopyable {}
+
+extension TrivialProtoScalar {
+    static var stride: Int { MemoryLayout<Self>.stride }
+    static func load(from address: UnsafeRawPointer) -> Self { address.load(as: Self.self) }
+    func store(at address: UnsafeMutableRawPointer, arena: Arena) { address.storeBytes(of: self, as: Self.self) }
+}
+
+extension Int32: TrivialProtoScalar { static var storage: MessageSchema.Storage { .int32 } }
+extension UInt32: TrivialProtoScalar { static var storage: MessageSchema.Storage { .uint32 } }
+extension Int64: TrivialProtoScalar { static var storage: MessageSchema.Storage { .int64 } }
+extension UInt64: TrivialProtoScalar { static var storage: MessageSchema.Storage { .uint64 } }
+extension Float: TrivialProtoScalar { static var storage: MessageSchema.Storage { .float } }
+extension Double: TrivialProtoScalar { static var storage: MessageSchema.Storage { .double } }
+
+extension Bool: ProtoScalar {
+    static var storage: MessageSchema.Storage { .bool }
+    static var stride: Int { MemoryLayout<protobuf_c_boolean>.stride }
+    static func load(from address: UnsafeRawPointer) -> Bool { address.load(as: protobuf_c_boolean.self) != 0 }
+    func store(at address: UnsafeMutableRawPointer, arena: Arena) {
+        address.storeBytes(of: self ? 1 : 0, as: protobuf_c_boolean.self)
+    }
+}
+
+extension String: ProtoScalar {
+    static var storage: MessageSchema.Storage { .string }
+    static var stride: Int { MemoryLayout<UnsafePointer<CChar>?>.stride }
+
+    /// protobuf-c strings are NUL-terminated, so text after an embedded NUL is lost; invalid UTF-8
+    /// is repaired (U+FFFD), never trusted.
+    static func load(from address: UnsafeRawPointer) -> String {
+        guard let cString = address.load(as: UnsafePointer<CChar>?.self) else { return "" }
+        return String(cString: cString)
+    }
+
+    func store(at address: UnsafeMutableRawPointer, arena: Arena) {
+        address.storeBytes(of: arena.cString(self), as: UnsafeMutablePointer<CChar>?.self)
+    }
+}
+
+extension [UInt8]: ProtoScalar {
+    static var storage: MessageSchema.Storage { .bytes }
+    static var stride: Int { MemoryLayout<ProtobufCBinaryData>.stride }
+
+    static func load(from address: UnsafeRawPointer) -> [UInt8] {
+        let data = address.load(as: ProtobufCBinaryData.self)
+        guard let bytes = data.data, data.len > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: bytes, count: data.len))
+    }
+
+    func store(at address: UnsafeMutableRawPointer, arena: Arena) {
+        address.storeBytes(of: ProtobufCBinaryData(len: count, data: arena.copy(self)), as: ProtobufCBinaryData.self)
+    }
+}

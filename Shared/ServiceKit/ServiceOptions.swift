@@ -1,0 +1,59 @@
+import ArgumentParser
+import Foundation
+import RPC
+import Transport
+
+/// The flags every service executable takes: where to listen, where its data lives, how much it
+/// logs, and the runtime's limits.
+public struct ServiceOptions: ParsableArguments, Sendable {
+    @Option(help: "Address to listen on (numeric IPv4 or IPv6).")
+    public var host = "127.0.0.1"
+
+    @Option(help: "TCP port to listen on; 0 picks a free one (the log says which).")
+    public var port = 0
+
+    @Option(name: .customLong("data-dir"), help: "Directory for the service's database and files (created if missing).")
+    public var dataDirectory = "data"
+
+    @Option(name: .customLong("log-level"), help: "debug, info, warning or error.")
+    public var logLevel = "info"
+
+    @Option(name: .customLong("max-frame-size"), help: "Largest frame a client may send, in bytes.")
+    public var maxFrameSize = FrameCodec.defaultMaxFrameSize
+
+    @Option(name: .customLong("max-connections"), help: "Connections served at once; more are refused.")
+    public var maxConnections = 1024
+
+    @Option(name: .customLong("idle-timeout"), help: "Seconds an idle connection is kept open.")
+    public var idleTimeout = 300.0
+
+    @Option(name: .customLong("frame-timeout"), help: "Seconds a client has to finish a frame it started (and its first one).")
+    public var frameTimeout = 10.0
+
+    @Option(name: .customLong("shutdown-grace"), help: "Seconds calls in flight get to finish on SIGTERM/SIGINT.")
+    public var shutdownGrace = 10.0
+
+    public init() {}
+
+    public func validate() throws {
+        guard LogLevel(name: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of debug, info, warning, error (got \(logLevel))")
+        }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535 (got \(port))") }
+        guard maxFrameSize >= 1024 else { throw ValidationError("--max-frame-size must be at least 1024 bytes") }
+        guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
+        for (name, value) in [("idle-timeout", idleTimeout), ("frame-timeout", frameTimeout), ("shutdown-grace", shutdownGrace)] {
+            guard value.isFinite, value > 0 else { throw ValidationError("--\(name) must be a positive number of seconds") }
+        }
+    }
+
+    /// The runtime limits these flags describe.
+    public var limits: TCPServer.Limits {
+        var limits = TCPServer.Limits()
+        limits.maxFrameSize = maxFrameSize
+        limits.maxConnections = maxConnections
+        limits.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
+        limits.frameTimeout = .milliseconds(Int64(frameTimeout * 1000))
+        return limits
+    }
+}

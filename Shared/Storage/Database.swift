@@ -1,0 +1,119 @@
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// An SQLite database: one writer connection and a small pool of reader connections, safe to share
+/// between threads and tasks. Several processes (replicas of a service) may open the same file.
+///
+/// Writes serialize in-process on the single writer connection and across processes through
+/// `BEGIN IMMEDIATE` plus the busy timeout. Readers see a consistent snapshot for the whole of a `read`.
+/// `read` and `write` are not reentrant: calling either inside another's closure throws `.misuse`.
+public final class Database: Sendable {
+    private let writer: ConnectionPool
+    private let readers: ConnectionPool
+    /// A connection that never writes, so its `PRAGMA data_version` moves with every other commit.
+    private let observer: Mutex<SQLiteHandle>
+    /// Threads currently inside `read` or `write`, to report nesting instead of deadlocking.
+    private let activeThreads = Mutex<[pthread_t]>([])
+
+    /// Opens (creating if needed) the database file at `path` in WAL mode, with `busy_timeout`,
+    /// `foreign_keys=ON` and `synchronous=FULL`, then applies the pending `migrations`.
+    ///
+    /// Throws `.corrupt` for a file that is not an SQLite database and `.migration` when a migration fails
+    /// or the file's schema is newer than the last of `migrations`.
+    public convenience init(
+        path: String, migrations: [Migration], readers: Int = 4, busyTimeout: Duration = .seconds(5)
+    ) throws {
+        try self.init(
+            location: path, isMemory: false, migrations: migrations, readers: readers, busyTimeout: busyTimeout)
+    }
+
+    /// A private in-memory database (for tests), shared by this instance's connections only.
+    /// It has no WAL, so a commit waits for open reads to finish.
+    public static func inMemory(migrations: [Migration] = []) throws -> Database {
+        let name = "file:/menagerie-\(UInt64.random(in: .min ... .max))?vfs=memdb"
+        return try Database(
+            location: name, isMemory: true, migrations: migrations, readers: 4, busyTimeout: .seconds(5))
+    }
+
+    private init(
+        location: String, isMemory: Bool, migrations: [Migration], readers: Int, busyTimeout: Duration
+    ) throws {
+        guard readers >= 1 else { throw StorageError(.misuse, message: "a Database needs at least one reader") }
+        let open: @Sendable (Role) throws -> SQLiteHandle = { role in
+            let handle = try SQLiteHandle(location: location, uri: isMemory, busyTimeout: busyTimeout)
+            try Self.configure(handle, as: role, walMode: !isMemory)
+            return handle
+        }
+        let writerHandle = try open(.writer)
+        try Migration.run(migrations, on: writerHandle)
+        writer = ConnectionPool(capacity: 1, idle: [writerHandle]) { try open(.writer) }
+        self.readers = ConnectionPool(capacity: readers) { try open(.reader) }
+        observer = Mutex(try open(.reader))
+    }
+
+    /// Runs `body` in a read-only transaction (`BEGIN DEFERRED … COMMIT`): it sees one consistent snapshot.
+    public func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        try withConnection(from: readers, begin: "BEGIN DEFERRED", body)
+    }
+
+    /// Runs `body` in a write transaction (`BEGIN IMMEDIATE … COMMIT`); any error it throws rolls everything back
+    /// and is rethrown as is. Throws `.busy` when another process holds the write lock past the busy timeout.
+    public func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        try withConnection(from: writer, begin: "BEGIN IMMEDIATE", body)
+    }
+
+    /// A token that changes whenever a transaction commits on this database, from this process or another:
+    /// compare it with the last one seen to know when to reload in-memory caches.
+    public var dataVersion: Int64 {
+        get throws {
+            try observer.withLock { handle in
+                try handle.statement("PRAGMA data_version").run([], rows: .one)[0].value(at: 0, as: Int64.self)
+            }
+        }
+    }
+
+    private func withConnection<T>(
+        from pool: ConnectionPool, begin: String, _ body: (Connection) throws -> T
+    ) throws -> T {
+        let thread = pthread_self()
+        let isNested = activeThreads.withLock { threads in
+            if threads.contains(where: { pthread_equal($0, thread) != 0 }) { return true }
+            threads.append(thread)
+            return false
+        }
+        guard !isNested else {
+            throw StorageError(
+                .misuse,
+                message: "read/write called inside a read/write closure of the same Database; "
+                    + "use the Connection that closure received")
+        }
+        defer { activeThreads.withLock { threads in threads.removeAll { pthread_equal($0, thread) != 0 } } }
+        return try pool.withHandle { try $0.inTransaction(begin: begin, body) }
+    }
+
+    private enum Role { case writer, reader }
+
+    private static func configure(_ handle: SQLiteHandle, as role: Role, walMode: Bool) throws {
+        try handle.executeScript("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL")
+        switch role {
+        case .reader:
+            try handle.executeScript("PRAGMA query_only = ON")
+        case .writer where walMode:
+            // Reads the file header: this is where a file that is not a database is caught.
+            let mode = try handle.statement("PRAGMA journal_mode = WAL").run([], rows: .one).first?.string(0)
+            guard mode == "wal" else {
+                throw StorageError(
+                    .open, message: "could not switch to WAL mode (journal_mode is \(mode ?? "unknown"))")
+            }
+        case .writer:
+            break
+        }
+    }
+}

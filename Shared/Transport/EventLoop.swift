@@ -1,0 +1,142 @@
+import CLibUV
+import Foundation
+import Synchronization
+
+/// A libuv event loop running on a thread of its own. Every libuv handle of a loop is touched only
+/// on that thread; other threads hand it work with `execute`, which wakes the loop.
+public final class EventLoop: @unchecked Sendable {
+    /// The loop client connections of this process share.
+    public static let shared = EventLoop(name: "menagerie-client-loop")
+
+    let raw: UnsafeMutablePointer<uv_loop_t>
+    private let wakeup: UnsafeMutablePointer<uv_async_t>
+    private let queue = Mutex<(work: [@Sendable () -> Void], stopped: Bool)>(([], false))
+    private let finished = DispatchSemaphore(value: 0)
+    /// Scratch space every read on this loop lands in before it is parsed (loop thread only).
+    let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
+
+    public init(name: String) {
+        raw = allocateHandle(uv_loop_t.self)
+        check(uv_loop_init(raw), "uv_loop_init")
+        wakeup = allocateHandle(uv_async_t.self)
+        check(uv_async_init(raw, wakeup) { handle in EventLoop.owning(handle!.pointee.loop).drain() }, "uv_async_init")
+        raw.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let thread = Thread { [self] in
+            uv_run(raw, UV_RUN_DEFAULT)
+            finished.signal()
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Runs `work` on the loop thread, soon. Ignored once the loop has shut down.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        let accepted = queue.withLock { queue in
+            guard !queue.stopped else { return false }
+            queue.work.append(work)
+            return true
+        }
+        if accepted { uv_async_send(wakeup) }
+    }
+
+    /// Runs `work` on the loop thread and waits for its result (never call it from the loop thread).
+    public func submit<T: Sendable>(_ work: @escaping @Sendable () -> T) -> T {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<T?>(nil)
+        execute {
+            let value = work()
+            result.withLock { $0 = value }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
+    }
+
+    /// Closes every handle still open, stops the loop thread and waits for it.
+    public func shutdown() {
+        execute { [self] in
+            uv_walk(raw, { handle, _ in
+                if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
+            }, nil)
+        }
+        queue.withLock { $0.stopped = true }
+        finished.wait()
+        uv_loop_close(raw)
+    }
+
+    private func drain() {
+        let work = queue.withLock { queue in
+            defer { queue.work.removeAll(keepingCapacity: true) }
+            return queue.work
+        }
+        for item in work { item() }
+    }
+
+    static func owning(_ loop: UnsafeMutablePointer<uv_loop_t>?) -> EventLoop {
+        Unmanaged<EventLoop>.fromOpaque(loop!.pointee.data).takeUnretainedValue()
+    }
+}
+
+/// Zeroed memory for a libuv handle or request, released with `free` (see `closeHandle`).
+func allocateHandle<T>(_ type: T.Type) -> UnsafeMutablePointer<T> {
+    calloc(1, MemoryLayout<T>.size)!.assumingMemoryBound(to: T.self)
+}
+
+/// Views a concrete handle (`uv_tcp_t`, `uv_timer_t`, ...) as one of its libuv "base classes".
+func cast<From, To>(_ pointer: UnsafeMutablePointer<From>, to: To.Type) -> UnsafeMutablePointer<To> {
+    UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: To.self)
+}
+
+/// Closes a handle whose `data` holds a retained owner (or nil): releases the owner and frees the
+/// handle's memory once libuv is done with it.
+func closeHandle<H>(_ handle: UnsafeMutablePointer<H>) {
+    let base = cast(handle, to: uv_handle_t.self)
+    guard uv_is_closing(base) == 0 else { return }
+    uv_close(base) { handle in
+        if let owner = handle?.pointee.data { Unmanaged<AnyObject>.fromOpaque(owner).release() }
+        free(handle)
+    }
+}
+
+/// Crashes with libuv's message when a call that cannot fail in a correct program fails.
+func check(_ result: Int32, _ call: String) {
+    precondition(result == 0, "\(call) failed: \(uvError(result))")
+}
+
+/// libuv's name and message for an error code: `ECONNREFUSED (connection refused)`.
+func uvError(_ code: Int32) -> String {
+    "\(String(cString: uv_err_name(code))) (\(String(cString: uv_strerror(code))))"
+}
+
+/// A libuv timer that runs a closure on the loop thread.
+final class LoopTimer {
+    private let handle: UnsafeMutablePointer<uv_timer_t>
+    private let action: () -> Void
+
+    /// Creates a stopped timer; call on the loop thread.
+    init(loop: EventLoop, action: @escaping () -> Void) {
+        self.action = action
+        handle = allocateHandle(uv_timer_t.self)
+        uv_timer_init(loop.raw, handle)
+        handle.pointee.data = Unmanaged.passRetained(self as AnyObject).toOpaque()
+    }
+
+    /// Fires after `delay`, then every `interval` when given.
+    func start(after delay: Duration, every interval: Duration? = nil) {
+        uv_timer_start(handle, { handle in
+            (Unmanaged<AnyObject>.fromOpaque(handle!.pointee.data).takeUnretainedValue() as! LoopTimer).action()
+        }, milliseconds(delay), interval.map(milliseconds) ?? 0)
+    }
+
+    func stop() { uv_timer_stop(handle) }
+
+    /// Stops the timer for good and frees it.
+    func close() { closeHandle(handle) }
+}
+
+/// Whole milliseconds, rounded up so a timer never fires early.
+func milliseconds(_ duration: Duration) -> UInt64 {
+    let (seconds, attoseconds) = duration.components
+    guard seconds >= 0 else { return 0 }
+    return UInt64(seconds) * 1000 + UInt64((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+}

@@ -1,0 +1,264 @@
+import CLibUV
+import Foundation
+import Synchronization
+
+/// One TCP connection on an event loop: reads bytes and cuts them into frames, and writes frames
+/// handed to it from any thread, batching whatever piled up into one write.
+///
+/// Everything but `send` and `pendingBytes` runs on the loop thread. The connection keeps itself
+/// alive (through its libuv handle) until it is closed.
+final class TCPConnection: @unchecked Sendable {
+    let loop: EventLoop
+    let handle: UnsafeMutablePointer<uv_tcp_t>
+    /// `host:port` of the other side.
+    private(set) var peer = "unknown peer"
+    private var decoder: FrameDecoder
+    private(set) var isClosed = false
+    private var isReading = false
+    private var closeWhenFlushed: String?
+
+    /// A complete frame's envelope bytes arrived.
+    var onFrame: (([UInt8]) -> Void)?
+    /// The byte stream broke framing; the connection closes right after.
+    var onFrameError: ((FrameError) -> Void)?
+    /// The connection closed, with the reason.
+    var onClose: ((String) -> Void)?
+    /// Bytes waiting to be written fell below the low-water mark.
+    var onDrain: (() -> Void)?
+
+    /// When the connection was opened, and when the last complete frame arrived.
+    let openedAt = ContinuousClock.now
+    private(set) var lastFrameAt: ContinuousClock.Instant?
+    /// Since when bytes of an unfinished frame have been waiting.
+    private(set) var partialFrameSince: ContinuousClock.Instant?
+
+    private let outbox = Mutex<Outbox>(Outbox())
+    /// Bytes handed to `send` and not yet written to the socket.
+    let pendingBytes = Atomic<Int>(0)
+    let lowWater: Int
+    let highWater: Int
+
+    private struct Outbox {
+        var frames: [[UInt8]] = []
+        var flushScheduled = false
+        var closed = false
+    }
+
+    /// A new, unconnected TCP handle on `loop` (call on the loop thread).
+    init(loop: EventLoop, maxFrameSize: Int, highWater: Int = 4 << 20) {
+        self.loop = loop
+        decoder = FrameDecoder(maxFrameSize: maxFrameSize)
+        self.highWater = highWater
+        lowWater = highWater / 4
+        handle = allocateHandle(uv_tcp_t.self)
+        uv_tcp_init(loop.raw, handle)
+        handle.pointee.data = Unmanaged.passRetained(self as AnyObject).toOpaque()
+    }
+
+    var stream: UnsafeMutablePointer<uv_stream_t> { cast(handle, to: uv_stream_t.self) }
+
+    static func owning(_ stream: UnsafeMutablePointer<uv_stream_t>?) -> TCPConnection {
+        Unmanaged<AnyObject>.fromOpaque(stream!.pointee.data).takeUnretainedValue() as! TCPConnection
+    }
+
+    /// Call once connected or accepted: learns the peer's address, disables Nagle, starts reading.
+    func start() {
+        uv_tcp_nodelay(handle, 1)
+        peer = Self.address(of: handle, peer: true) ?? peer
+        resumeReading()
+    }
+
+    func resumeReading() {
+        guard !isClosed, !isReading else { return }
+        isReading = true
+        uv_read_start(stream, { handle, _, buffer in
+            let loop = EventLoop.owning(handle!.pointee.loop)
+            buffer!.pointee = uv_buf_init(loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(loop.readBuffer.count))
+        }, { stream, count, buffer in
+            let connection = TCPConnection.owning(stream)
+            if count > 0 {
+                connection.received(UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count))
+            } else if count < 0 {
+                connection.close(reason: Int32(count) == UV_EOF.rawValue ? "peer closed the connection" : "read failed: \(uvError(Int32(count)))")
+            }
+        })
+    }
+
+    /// Stops reading (back-pressure: the peer's requests wait in its own socket buffer).
+    func pauseReading() {
+        guard isReading, !isClosed else { return }
+        isReading = false
+        uv_read_stop(stream)
+    }
+
+    private func received(_ bytes: UnsafeRawBufferPointer) {
+        decoder.append(bytes)
+        do {
+            while !isClosed, let envelope = try decoder.next() {
+                lastFrameAt = .now
+                onFrame?(envelope)
+            }
+        } catch {
+            onFrameError?(error)
+            close(reason: error.description)
+            return
+        }
+        if decoder.hasPartialFrame {
+            if partialFrameSince == nil { partialFrameSince = .now }
+        } else {
+            partialFrameSince = nil
+        }
+    }
+
+    /// Queues a whole frame for writing; safe from any thread. Dropped once the connection closed.
+    func send(_ frame: [UInt8]) {
+        let schedule = outbox.withLock { outbox -> Bool in
+            guard !outbox.closed else { return false }
+            outbox.frames.append(frame)
+            pendingBytes.add(frame.count, ordering: .relaxed)
+            defer { outbox.flushScheduled = true }
+            return !outbox.flushScheduled
+        }
+        if schedule { loop.execute { self.flush() } }
+    }
+
+    /// Writes everything queued so far in one `uv_write` (loop thread).
+    func flush() {
+        let frames = outbox.withLock { outbox in
+            outbox.flushScheduled = false
+            defer { outbox.frames.removeAll(keepingCapacity: true) }
+            return outbox.frames
+        }
+        guard !frames.isEmpty, !isClosed else { return }
+        let total = frames.reduce(0) { $0 + $1.count }
+        let write = WriteRequest(byteCount: total)
+        var offset = 0
+        for frame in frames {
+            frame.withUnsafeBytes { write.bytes.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            offset += frame.count
+        }
+        var buffer = uv_buf_init(write.bytes.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(total))
+        let request = allocateHandle(uv_write_t.self)
+        request.pointee.data = Unmanaged.passRetained(write).toOpaque()
+        let result = uv_write(request, stream, &buffer, 1) { request, status in
+            let write = Unmanaged<WriteRequest>.fromOpaque(request!.pointee.data).takeRetainedValue()
+            let connection = TCPConnection.owning(request!.pointee.handle)
+            free(request)
+            connection.written(write.bytes.count, status: status)
+        }
+        if result < 0 {
+            Unmanaged<WriteRequest>.fromOpaque(request.pointee.data).release()
+            free(request)
+            close(reason: "write failed: \(uvError(result))")
+        }
+    }
+
+    private func written(_ count: Int, status: Int32) {
+        let left = pendingBytes.subtract(count, ordering: .relaxed).newValue
+        if status < 0 {
+            if status != UV_ECANCELED.rawValue { close(reason: "write failed: \(uvError(status))") }
+            return
+        }
+        if left == 0, let reason = closeWhenFlushed {
+            close(reason: reason)
+        } else if left < lowWater {
+            onDrain?()
+        }
+    }
+
+    /// Closes once everything queued has been written (to deliver a last error status).
+    func close(afterFlushing reason: String) {
+        guard !isClosed else { return }
+        pauseReading()
+        closeWhenFlushed = reason
+        flush()
+        if pendingBytes.load(ordering: .relaxed) == 0 { close(reason: reason) }
+    }
+
+    /// Closes now; writes still queued are dropped. Idempotent.
+    func close(reason: String) {
+        guard !isClosed else { return }
+        isClosed = true
+        outbox.withLock { outbox in
+            outbox.closed = true
+            outbox.frames.removeAll()
+        }
+        if isReading { uv_read_stop(stream) }
+        closeHandle(handle)
+        let onClose = onClose
+        self.onClose = nil
+        onFrame = nil
+        onFrameError = nil
+        onDrain = nil
+        onClose?(reason)
+    }
+
+    /// `host:port` of one end of a TCP handle.
+    static func address(of handle: UnsafeMutablePointer<uv_tcp_t>, peer: Bool) -> String? {
+        var storage = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        let result = withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                peer ? uv_tcp_getpeername(handle, address, &length) : uv_tcp_getsockname(handle, address, &length)
+            }
+        }
+        guard result == 0 else { return nil }
+        return SocketAddress(storage).description
+    }
+}
+
+/// The bytes of one `uv_write`, kept alive until libuv reports it done.
+private final class WriteRequest {
+    let bytes: UnsafeMutableRawBufferPointer
+
+    init(byteCount: Int) { bytes = .allocate(byteCount: max(byteCount, 1), alignment: 8) }
+
+    deinit { bytes.deallocate() }
+}
+
+/// An IPv4 or IPv6 socket address.
+struct SocketAddress: CustomStringConvertible {
+    var storage: sockaddr_storage
+
+    init(_ storage: sockaddr_storage) { self.storage = storage }
+
+    /// Parses a numeric address (`127.0.0.1`, `::1`); `localhost` means 127.0.0.1.
+    init?(host: String, port: Int) {
+        storage = sockaddr_storage()
+        let host = host == "localhost" ? "127.0.0.1" : host
+        let ok = withUnsafeMutablePointer(to: &storage) { pointer -> Bool in
+            if host.contains(":") {
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { uv_ip6_addr(host, Int32(port), $0) } == 0
+            }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { uv_ip4_addr(host, Int32(port), $0) } == 0
+        }
+        guard ok, (0...65535).contains(port) else { return nil }
+    }
+
+    func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>) -> T) -> T {
+        withUnsafePointer(to: storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1, body) }
+    }
+
+    var port: Int {
+        withUnsafePointer(to: storage) { pointer in
+            if Int32(storage.ss_family) == AF_INET6 {
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+            }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+        }
+    }
+
+    var description: String {
+        var name = [CChar](repeating: 0, count: 64)
+        let isV6 = Int32(storage.ss_family) == AF_INET6
+        withUnsafePointer(to: storage) { pointer in
+            if isV6 {
+                pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { _ = uv_ip6_name($0, &name, name.count) }
+            } else {
+                pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { _ = uv_ip4_name($0, &name, name.count) }
+            }
+        }
+        let host = String(cString: name)
+        return isV6 ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+}

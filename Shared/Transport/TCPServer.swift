@@ -1,0 +1,275 @@
+import CLibUV
+import Foundation
+import RPC
+import Schema
+import Synchronization
+
+/// Serves an `RPCServer` over TCP: a libuv loop does all socket I/O; each call's handler runs as a
+/// Swift task on the cooperative pool (sized to the cores), never on the loop thread.
+public final class TCPServer: @unchecked Sendable {
+    /// Limits that protect the server from clients that misbehave or are simply too many.
+    public struct Limits: Sendable {
+        /// Largest frame a client may send; a larger one gets RESOURCE_EXHAUSTED, then the connection closes.
+        public var maxFrameSize = FrameCodec.defaultMaxFrameSize
+        /// Connections beyond this many are closed as soon as they are accepted.
+        public var maxConnections = 1024
+        /// Calls one connection may have open at once; more get RESOURCE_EXHAUSTED.
+        public var maxConcurrentCalls = 1024
+        /// A connection with no open call and no frame for this long is closed.
+        public var idleTimeout: Duration = .seconds(300)
+        /// A connection must complete its first frame, and any frame it started, within this time.
+        public var frameTimeout: Duration = .seconds(10)
+        /// Unwritten response bytes per connection above which the server stops reading from it
+        /// and streaming handlers wait.
+        public var writeHighWater = 4 << 20
+
+        public init() {}
+    }
+
+    public let rpc: RPCServer
+    public let limits: Limits
+    /// The address the server listens on, with the port it got (useful when asked for port 0).
+    public private(set) var address: String = ""
+    public var port: Int { Int(address.split(separator: ":").last ?? "0") ?? 0 }
+
+    let loop: EventLoop
+    private let logger: Logger
+    private var listener: TCPListener?
+    private var connections: [ObjectIdentifier: ServerConnection] = [:]
+    private var sweeper: LoopTimer?
+    /// Calls being served, over all connections.
+    let inFlight = Atomic<Int>(0)
+    private let draining = Atomic<Bool>(false)
+
+    /// Binds and starts listening; throws when the address is taken or invalid.
+    public init(rpc: RPCServer, host: String = "127.0.0.1", port: Int, limits: Limits = Limits(), logger: Logger? = nil) throws {
+        self.rpc = rpc
+        self.limits = limits
+        self.logger = logger ?? Logger(label: rpc.name)
+        loop = EventLoop(name: "\(rpc.name)-loop")
+        guard let socketAddress = SocketAddress(host: host, port: port) else {
+            loop.shutdown()
+            throw RPCError(.invalidArgument, "cannot listen on \(host):\(port): not a numeric IP address and port")
+        }
+        let outcome: Result<String, RPCError> = loop.submit { self.listen(socketAddress) }
+        switch outcome {
+        case .success(let bound):
+            address = bound
+        case .failure(let error):
+            loop.shutdown()
+            throw error
+        }
+    }
+
+    private func listen(_ socketAddress: SocketAddress) -> Result<String, RPCError> {
+        let opened = TCPListener.open(
+            loop: loop, address: socketAddress, maxFrameSize: limits.maxFrameSize, highWater: limits.writeHighWater
+        ) { [unowned self] connection in accept(connection) }
+        guard case .success(let listener) = opened else { return opened.map(\.address) }
+        self.listener = listener
+        let period = min(limits.frameTimeout, limits.idleTimeout) / 4
+        sweeper = LoopTimer(loop: loop) { [unowned self] in sweep() }
+        sweeper?.start(after: period, every: period)
+        return .success(listener.address)
+    }
+
+    private func accept(_ connection: TCPConnection) {
+        if connections.count >= limits.maxConnections {
+            rpc.stats.connectionRejected()
+            connection.start()
+            logger.warning("closing connection from \(connection.peer): the limit of \(limits.maxConnections) connections is reached")
+            connection.close(reason: "too many connections")
+            return
+        }
+        let served = ServerConnection(connection: connection, server: self)
+        connections[ObjectIdentifier(served)] = served
+        rpc.stats.connectionOpened()
+        connection.onClose = { [unowned self] reason in
+            connections[ObjectIdentifier(served)] = nil
+            rpc.stats.connectionClosed()
+            served.closed(reason: reason)
+            let level: LogLevel = reason == "peer closed the connection" ? .debug : .info
+            logger.log(level, "closed connection from \(served.connection.peer): \(reason)")
+        }
+        connection.start()
+        logger.debug("accepted connection from \(connection.peer)")
+    }
+
+    /// Closes connections that stalled mid-frame, never sent a frame, or sat idle too long.
+    private func sweep() {
+        let now = ContinuousClock.now
+        for served in Array(connections.values) {
+            let connection = served.connection
+            if let since = connection.partialFrameSince, now - since > limits.frameTimeout {
+                connection.close(reason: "frame still incomplete after \(limits.frameTimeout) (stalled or too slow client)")
+            } else if connection.lastFrameAt == nil, now - connection.openedAt > limits.frameTimeout {
+                connection.close(reason: "no frame within \(limits.frameTimeout) of connecting")
+            } else if served.openCalls == 0, now - (connection.lastFrameAt ?? connection.openedAt) > limits.idleTimeout {
+                connection.close(reason: "idle for \(limits.idleTimeout)")
+            }
+        }
+    }
+
+    /// Whether new calls are refused (UNAVAILABLE) because the server is shutting down.
+    var isDraining: Bool { draining.load(ordering: .acquiring) }
+
+    /// Graceful shutdown: health turns NOT_SERVING, the listener closes, new calls get UNAVAILABLE,
+    /// calls in flight get up to `grace` to finish; then every connection closes and the loop stops.
+    public func shutdown(grace: Duration) async {
+        rpc.isServing = false
+        draining.store(true, ordering: .releasing)
+        loop.execute { [self] in
+            listener?.close()
+            listener = nil
+        }
+        let deadline = ContinuousClock.now + grace
+        while inFlight.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        let abandoned = inFlight.load(ordering: .acquiring)
+        if abandoned > 0 { logger.warning("\(abandoned) call(s) still running after the \(grace) grace period; closing anyway") }
+        loop.submit { [self] in
+            sweeper?.close()
+            sweeper = nil
+            for served in Array(connections.values) { served.connection.close(reason: "server shutting down") }
+        }
+        loop.shutdown()
+    }
+}
+
+/// The server side of one connection: turns request frames into calls and tracks them.
+final class ServerConnection: @unchecked Sendable {
+    let connection: TCPConnection
+    private let server: TCPServer
+    private let calls = Mutex<[UInt64: Task<Void, Never>]>([:])
+    /// Streaming handlers waiting for the client to read (resumed on drain or close).
+    private let writers = Mutex<(waiting: [CheckedContinuation<Void, any Error>], closed: Bool)>(([], false))
+
+    init(connection: TCPConnection, server: TCPServer) {
+        self.connection = connection
+        self.server = server
+        connection.onFrame = { [unowned self] in received($0) }
+        connection.onFrameError = { [unowned self] error in frameError(error) }
+        connection.onDrain = { [unowned self] in drained() }
+    }
+
+    var openCalls: Int { calls.withLock { $0.count } }
+
+    private func received(_ bytes: [UInt8]) {
+        let frame: RpcV1.Frame
+        do {
+            frame = try RpcV1.Frame(serializedBytes: bytes)
+        } catch {
+            connection.close(reason: "envelope does not decode: \(error)")
+            return
+        }
+        switch frame.kind {
+        case .request: start(frame)
+        case .cancel: calls.withLock { $0[frame.callID] }?.cancel()
+        default: connection.close(reason: "unexpected \(frame.kind) frame from a client")
+        }
+    }
+
+    private func start(_ frame: RpcV1.Frame) {
+        let id = frame.callID
+        if server.isDraining {
+            answer(id, error: RPCError(.unavailable, "server is shutting down"))
+            return
+        }
+        let head = CallHead(
+            method: frame.method, metadata: Metadata(frame.metadata.map { ($0.key, $0.value) }),
+            deadline: frame.timeoutMicros.map { .now + .microseconds(Int64(clamping: $0)) }, peer: connection.peer)
+        let sink = TCPResponseSink(connection: self, callID: id)
+        let accepted = calls.withLock { calls -> Bool in
+            guard calls[id] == nil, calls.count < server.limits.maxConcurrentCalls else { return false }
+            server.inFlight.add(1, ordering: .relaxed)
+            calls[id] = Task { [server, payload = frame.payload] in
+                await server.rpc.handle(head, request: payload, sink: sink)
+            }
+            return true
+        }
+        if !accepted {
+            answer(id, error: RPCError(.resourceExhausted, "call id \(id) is in use or more than \(server.limits.maxConcurrentCalls) calls are open on this connection"))
+        }
+        if connection.pendingBytes.load(ordering: .relaxed) > connection.highWater { connection.pauseReading() }
+    }
+
+    private func frameError(_ error: FrameError) {
+        guard case .tooLarge = error else { return }
+        // Tell the client why before closing (call id 0: the connection as a whole).
+        answer(0, error: RPCError(.resourceExhausted, error.description))
+        connection.close(afterFlushing: error.description)
+    }
+
+    private func answer(_ id: UInt64, error: RPCError) {
+        connection.send(Self.statusFrame(id, message: nil, error: error))
+    }
+
+    /// Called by a call's sink when it finished.
+    func finished(_ id: UInt64, frame: [UInt8]) {
+        let removed = calls.withLock { $0.removeValue(forKey: id) } != nil
+        if removed { server.inFlight.subtract(1, ordering: .relaxed) }
+        connection.send(frame)
+    }
+
+    func isOpen(_ id: UInt64) -> Bool { calls.withLock { $0[id] != nil } }
+
+    /// Waits while the client has more unread response bytes than the high-water mark.
+    func waitUntilWritable() async throws {
+        guard connection.pendingBytes.load(ordering: .relaxed) > connection.highWater else { return }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let resumeNow = writers.withLock { writers -> (any Error)?? in
+                if writers.closed { return .some(RPCError(.cancelled, "connection closed")) }
+                if connection.pendingBytes.load(ordering: .relaxed) <= connection.lowWater { return .some(nil) }
+                writers.waiting.append(continuation)
+                return nil
+            }
+            if let outcome = resumeNow {
+                if let error = outcome { continuation.resume(throwing: error) } else { continuation.resume() }
+            }
+        }
+    }
+
+    private func drained() {
+        let waiting = writers.withLock { writers in
+            defer { writers.waiting.removeAll() }
+            return writers.waiting
+        }
+        for writer in waiting { writer.resume() }
+        connection.resumeReading()
+    }
+
+    func closed(reason: String) {
+        let (open, waiting) = (calls.withLock { $0 }, writers.withLock { writers in
+            writers.closed = true
+            defer { writers.waiting.removeAll() }
+            return writers.waiting
+        })
+        for writer in waiting { writer.resume(throwing: RPCError(.cancelled, "connection closed: \(reason)")) }
+        for task in open.values { task.cancel() }
+    }
+
+    static func statusFrame(_ id: UInt64, message: [UInt8]?, error: RPCError?) -> [UInt8] {
+        let frame = RpcV1.Frame(
+            callID: id, kind: .status, hasPayload: message != nil, payload: message ?? [],
+            statusCode: error?.code.rawValue ?? 0, statusMessage: error?.message ?? "")
+        return FrameCodec.encode(frame.serializedBytes())
+    }
+}
+
+/// Writes one call's responses to its connection.
+struct TCPResponseSink: ResponseSink {
+    let connection: ServerConnection
+    let callID: UInt64
+
+    func send(_ message: [UInt8]) async throws {
+        guard connection.isOpen(callID) else { throw RPCError(.cancelled, "call \(callID) is over") }
+        try await connection.waitUntilWritable()
+        let frame = RpcV1.Frame(callID: callID, kind: .message, hasPayload: true, payload: message)
+        connection.connection.send(FrameCodec.encode(frame.serializedBytes()))
+    }
+
+    func finish(message: [UInt8]?, error: RPCError?) {
+        connection.finished(callID, frame: ServerConnection.statusFrame(callID, message: message, error: error))
+    }
+}

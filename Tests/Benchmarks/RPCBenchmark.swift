@@ -1,0 +1,55 @@
+import Foundation
+import RPC
+import Schema
+import Transport
+
+/// Unary echo over loopback through the whole RPC stack, beside a raw framed TCP echo on the same
+/// event loop library (no envelope, no protobuf, no worker pool) measured in the same run.
+struct RPCBenchmark {
+    let secondsPerRun: Double
+
+    func run() async throws {
+        let duration = Duration.milliseconds(Int64(secondsPerRun * 1000))
+        let rawServer = try RawEchoServer()
+        let rpcServer = try TCPServer(rpc: RPCServer(name: "bench", services: [EchoService()]), port: 0)
+        let rawClient = try await RawEchoClient(endpoint: rawServer.address)
+        let rpcClient = RPCClient(transports: [try TCPClientTransport(endpoint: rpcServer.address)])
+        print("RPC benchmark: unary echo over loopback, \(secondsPerRun)s per run, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        var rows: [[String]] = []
+        var verdicts: [String] = []
+        for size in [64, 64 << 10] {
+            let payload = [UInt8](repeating: 0xAB, count: size)
+            let request = RpcV1.EchoRequest(payload: payload)
+            for callers in [1, 16, 64] {
+                let raw = try await Measurement.run(callers: callers, duration: duration) {
+                    _ = try await rawClient.echo(payload)
+                }
+                let rpc = try await Measurement.run(callers: callers, duration: duration) {
+                    _ = try await rpcClient.unary(RpcV1.Echo.echo, request)
+                }
+                let ratio = raw.callsPerSecond > 0 ? rpc.callsPerSecond / raw.callsPerSecond : 0
+                rows.append([
+                    size == 64 ? "64 B" : "64 KiB", "\(callers)",
+                    String(format: "%.0f", raw.callsPerSecond), String(format: "%.3f", raw.percentileMilliseconds(0.5)),
+                    String(format: "%.3f", raw.percentileMilliseconds(0.99)),
+                    String(format: "%.0f", rpc.callsPerSecond), String(format: "%.3f", rpc.percentileMilliseconds(0.5)),
+                    String(format: "%.3f", rpc.percentileMilliseconds(0.99)), String(format: "%.2f", ratio),
+                ])
+                let label = "\(size == 64 ? "64 B" : "64 KiB"), \(callers) callers"
+                if callers == 64 {
+                    verdicts.append("goal rpc/raw calls/s >= 0.50 at \(label): \(String(format: "%.2f", ratio)) \(ratio >= 0.5 ? "met" : "NOT met")")
+                }
+                if callers == 16 {
+                    let p99 = rpc.percentileMilliseconds(0.99)
+                    verdicts.append("goal rpc p99 < 1 ms at \(label): \(String(format: "%.3f", p99)) ms \(p99 < 1 ? "met" : "NOT met")")
+                }
+            }
+        }
+        printTable(["payload", "callers", "raw calls/s", "raw p50 ms", "raw p99 ms", "rpc calls/s", "rpc p50 ms", "rpc p99 ms", "rpc/raw"], rows)
+        for verdict in verdicts { print(verdict) }
+        rawClient.close()
+        rpcClient.close()
+        rawServer.shutdown()
+        await rpcServer.shutdown(grace: .seconds(1))
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import RPC
+import Schema
+import Testing
+import Transport
+
+/// The two ways tests reach a server: the same scenarios must behave alike over both.
+enum TransportKind: String, CaseIterable, CustomTestStringConvertible {
+    case inProcess, tcp
+
+    var testDescription: String { rawValue }
+}
+
+/// Serves the Echo methods with faults on demand: payload "crash" throws an error that is no
+/// `RPCError`, "slow" sleeps for 30 s, `fail_with_code` fails with that code.
+struct FaultyService: RPCService {
+    struct Boom: Error {}
+
+    func register(in router: inout RPCRouter) {
+        router.unary(RpcV1.Echo.echo) { request, _ in
+            if request.payload == Array("crash".utf8) { throw Boom() }
+            if request.payload == Array("slow".utf8) {
+                try await Task.sleep(for: .seconds(30))
+            }
+            if request.failWithCode != 0 { throw RPCError(StatusCode(rawValue: request.failWithCode), "asked to fail") }
+            return RpcV1.EchoResponse(payload: request.payload)
+        }
+        router.serverStreaming(RpcV1.Echo.stream) { request, writer, context in
+            for index in 0..<request.count {
+                if request.delayMs > 0 { try await Task.sleep(for: .milliseconds(Int(request.delayMs))) }
+                try await writer.send(RpcV1.EchoResponse(payload: request.payload, index: index))
+            }
+            if request.failWithCode != 0 { throw RPCError(StatusCode(rawValue: request.failWithCode), "failed after streaming") }
+        }
+    }
+}
+
+/// A running server and a client for it; `stop()` tears both down.
+final class Harness: @unchecked Sendable {
+    let rpc: RPCServer
+    let tcp: TCPServer?
+    let client: RPCClient
+
+    init(_ kind: TransportKind, services: [any RPCService] = [EchoService()], limits: TCPServer.Limits = TCPServer.Limits()) throws {
+        rpc = RPCServer(name: "test", services: services)
+        switch kind {
+        case .inProcess:
+            tcp = nil
+            client = RPCClient(transports: [InProcessTransport(server: rpc)])
+        case .tcp:
+            let server = try TCPServer(rpc: rpc, port: 0, limits: limits)
+            tcp = server
+            client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
+        }
+    }
+
+    func stop() async {
+        client.close()
+        await tcp?.shutdown(grace: .seconds(1))
+    }
+}
+
+/// Expects `body` to throw an `RPCError` with `code`; returns it.
+@discardableResult
+func expectStatus(_ code: StatusCode, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async -> RPCError? {
+    do {
+        try await body()
+        Issue.record("expected \(code.name), got success", sourceLocation: sourceLocation)
+    } catch let error as RPCError {
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+        return error
+    } catch {
+        Issue.record("expected RPCError \(code.name), got \(error)", sourceLocation: sourceLocation)
+    }
+    return nil
+}

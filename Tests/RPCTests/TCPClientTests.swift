@@ -1,0 +1,118 @@
+import Foundation
+import RPC
+import Schema
+import Testing
+import Transport
+
+/// Connection reuse, reconnect, load balancing, retries and graceful shutdown over real TCP.
+@Suite struct TCPClientTests {
+    func server(_ name: String = "replica") throws -> TCPServer {
+        try TCPServer(rpc: RPCServer(name: name, services: [EchoService()]), port: 0)
+    }
+
+    func pid(of reply: RpcV1.HealthCheckResponse) -> String { reply.serverName }
+
+    @Test func roundRobinSpreadsCallsOverEveryEndpoint() async throws {
+        let servers = try (0..<3).map { try server("replica-\($0)") }
+        let client = RPCClient(transports: try servers.map { try TCPClientTransport(endpoint: $0.address) })
+        var seen: [String: Int] = [:]
+        for _ in 0..<30 {
+            seen[try await client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest()).serverName, default: 0] += 1
+        }
+        #expect(seen == ["replica-0": 10, "replica-1": 10, "replica-2": 10])
+        client.close()
+        for server in servers { await server.shutdown(grace: .seconds(1)) }
+    }
+
+    @Test func idempotentCallsFailOverWhenAnEndpointIsDown() async throws {
+        let alive = try server("alive")
+        let dead = try server("dead")
+        let deadAddress = dead.address
+        await dead.shutdown(grace: .seconds(1))
+        let client = RPCClient(transports: [try TCPClientTransport(endpoint: deadAddress), try TCPClientTransport(endpoint: alive.address)])
+        for _ in 0..<10 {
+            let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [9]))
+            #expect(reply.payload == [9])
+        }
+        // Non-idempotent calls are retried too when the request was never sent (connect refused).
+        var streamed = 0
+        for try await _ in client.serverStreaming(RpcV1.Echo.stream, RpcV1.EchoRequest(count: 2)) { streamed += 1 }
+        #expect(streamed == 2)
+        client.close()
+        await alive.shutdown(grace: .seconds(1))
+    }
+
+    @Test func unreachableEndpointIsUnavailable() async throws {
+        let dead = try server()
+        let address = dead.address
+        await dead.shutdown(grace: .seconds(1))
+        let client = RPCClient(transports: [try TCPClientTransport(endpoint: address)])
+        await expectStatus(.unavailable) { _ = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest()) }
+        client.close()
+    }
+
+    @Test func reconnectsAfterTheServerComesBack() async throws {
+        let first = try server()
+        let port = first.port
+        let client = RPCClient(transports: [try TCPClientTransport(endpoint: first.address)])
+        _ = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest())
+        await first.shutdown(grace: .seconds(1))
+        let second = try TCPServer(rpc: RPCServer(name: "again", services: [EchoService()]), port: port)
+        let reply = try await client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest())
+        #expect(reply.serverName == "again")
+        client.close()
+        await second.shutdown(grace: .seconds(1))
+    }
+
+    @Test func malformedEndpointIsRejected() {
+        #expect(throws: RPCError.self) { try TCPClientTransport(endpoint: "no-port") }
+        #expect(throws: RPCError.self) { try TCPClientTransport(endpoint: "127.0.0.1:99999") }
+        #expect(throws: RPCError.self) { try TCPClientTransport(endpoint: "example.com:80") }
+    }
+
+    @Test func gracefulShutdownFinishesCallsInFlight() async throws {
+        let server = try server()
+        let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
+        let slow = Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [5], delayMs: 400)) }
+        try await Task.sleep(for: .milliseconds(100))
+        await server.shutdown(grace: .seconds(5))
+        #expect(try await slow.value.payload == [5])
+        client.close()
+    }
+
+    @Test func shutdownGivesUpOnCallsAfterTheGracePeriod() async throws {
+        let server = try server()
+        let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
+        let endless = Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(delayMs: 60_000)) }
+        try await Task.sleep(for: .milliseconds(100))
+        let started = ContinuousClock.now
+        await server.shutdown(grace: .milliseconds(300))
+        #expect(ContinuousClock.now - started < .seconds(5))
+        await expectStatus(.unavailable) { _ = try await endless.value }
+        client.close()
+    }
+
+    @Test func slowReaderPausesTheStreamInsteadOfBufferingWithoutBound() async throws {
+        var limits = TCPServer.Limits()
+        limits.writeHighWater = 256 << 10
+        let server = try TCPServer(rpc: RPCServer(name: "stream", services: [EchoService()]), port: 0, limits: limits)
+        let socket = try RawSocket(port: server.port)
+        // Ask for 4 GiB worth of streamed responses and never read them.
+        let request = RpcV1.EchoRequest(payload: Array(repeating: 1, count: 64 << 10), count: 65_536)
+        socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request, method: RpcV1.Echo.stream.path, hasPayload: true,
+                                                   payload: request.serializedBytes()).serializedBytes()))
+        try await Task.sleep(for: .seconds(1))
+        let resident = residentMemoryBytes()
+        try await Task.sleep(for: .seconds(1))
+        // Without back-pressure the server would queue ~64 MiB per second here.
+        #expect(residentMemoryBytes() - resident < 16 << 20)
+        _ = socket
+        await server.shutdown(grace: .milliseconds(100))
+    }
+}
+
+/// This process's resident set size, from /proc.
+func residentMemoryBytes() -> Int {
+    let fields = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8))?.split(separator: " ") ?? []
+    return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
+}

@@ -1,0 +1,137 @@
+import Foundation
+import RPC
+import Schema
+import Testing
+@testable import Transport
+
+/// A server must shrug off clients that send garbage, too much, too little or too slowly, and keep
+/// serving everyone else.
+@Suite struct TCPRobustnessTests {
+    static var quickLimits: TCPServer.Limits {
+        var limits = TCPServer.Limits()
+        limits.frameTimeout = .milliseconds(600)
+        limits.idleTimeout = .seconds(2)
+        limits.maxFrameSize = 1 << 20
+        return limits
+    }
+
+    /// Fails unless the harness still answers an echo.
+    func expectServing(_ harness: Harness) async throws {
+        let reply = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [42]), options: CallOptions(timeout: .seconds(5)))
+        #expect(reply.payload == [42])
+    }
+
+    @Test func randomBytesCloseOnlyThatConnection() async throws {
+        let harness = try Harness(.tcp, limits: Self.quickLimits)
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20 {
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.write((0..<Int.random(in: 1...4096, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            #expect(socket.readUntilClosed().closed)
+            try await expectServing(harness)
+        }
+        await harness.stop()
+    }
+
+    @Test func fourGibibyteLengthGetsResourceExhaustedThenClose() async throws {
+        let harness = try Harness(.tcp, limits: Self.quickLimits)
+        let socket = try RawSocket(port: harness.tcp!.port)
+        socket.write([0, 0xFF, 0xFF, 0xFF, 0xFF])
+        let (bytes, closed) = socket.readUntilClosed()
+        #expect(closed)
+        var decoder = FrameDecoder()
+        decoder.append(bytes)
+        let envelope = try #require(try decoder.next())
+        let frame = try RpcV1.Frame(serializedBytes: envelope)
+        #expect(frame.kind == .status)
+        #expect(frame.statusCode == StatusCode.resourceExhausted.rawValue)
+        try await expectServing(harness)
+        await harness.stop()
+    }
+
+    @Test func envelopeThatDoesNotDecodeClosesTheConnection() async throws {
+        let harness = try Harness(.tcp, limits: Self.quickLimits)
+        let socket = try RawSocket(port: harness.tcp!.port)
+        socket.write(FrameCodec.encode([0xFF, 0xFF, 0xFF, 0xFF, 0x0F]))
+        #expect(socket.readUntilClosed().closed)
+        try await expectServing(harness)
+        await harness.stop()
+    }
+
+    @Test func silentClientIsDisconnected() async throws {
+        let harness = try Harness(.tcp, limits: Self.quickLimits)
+        let socket = try RawSocket(port: harness.tcp!.port)
+        let started = ContinuousClock.now
+        #expect(socket.readUntilClosed().closed)
+        #expect(ContinuousClock.now - started < .seconds(5))
+        try await expectServing(harness)
+        await harness.stop()
+    }
+
+    @Test func oneBytePerIntervalClientIsDisconnected() async throws {
+        let harness = try Harness(.tcp, limits: Self.quickLimits)
+        let socket = try RawSocket(port: harness.tcp!.port)
+        let frame = FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request, method: RpcV1.Echo.echo.path).serializedBytes())
+        var closed = false
+        for byte in frame {
+            // Faster than the frame timeout per byte, far slower than it for the whole frame.
+            try await Task.sleep(for: .milliseconds(150))
+            if !socket.write([byte]) { closed = true; break }
+        }
+        #expect(closed || socket.readUntilClosed().closed)
+        try await expectServing(harness)
+        await harness.stop()
+    }
+
+    @Test func truncatedFrameThenCloseLeavesServerServing() async throws {
+        let harness = try Harness(.tcp, limits: Self.quickLimits)
+        do {
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.write(Array(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request).serializedBytes()).dropLast(2)))
+        }
+        try await expectServing(harness)
+        await harness.stop()
+    }
+
+    @Test func boundedFuzzOfMutatedValidFrames() async throws {
+        let harness = try Harness(.tcp, limits: Self.quickLimits)
+        let valid = FrameCodec.encode(
+            RpcV1.Frame(callID: 7, kind: .request, method: RpcV1.Echo.echo.path, hasPayload: true,
+                        payload: RpcV1.EchoRequest(payload: [1, 2, 3]).serializedBytes()).serializedBytes())
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<150 {
+            var bytes = valid
+            for _ in 0..<Int.random(in: 1...6, using: &generator) {
+                let position = Int.random(in: 0..<bytes.count, using: &generator)
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0: bytes[position] = UInt8.random(in: 0...255, using: &generator)
+                case 1: bytes.remove(at: position)
+                default: bytes.insert(UInt8.random(in: 0...255, using: &generator), at: position)
+                }
+            }
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.write(bytes)
+            if round % 10 == 0 { try await expectServing(harness) }
+        }
+        try await expectServing(harness)
+        let stats = try await harness.client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest())
+        #expect(stats.totalConnections >= 150)
+        await harness.stop()
+    }
+
+    @Test func connectionsBeyondTheLimitAreRefused() async throws {
+        var limits = Self.quickLimits
+        limits.maxConnections = 2
+        let harness = try Harness(.tcp, limits: limits)
+        try await expectServing(harness)  // the harness client holds connection 1
+        let second = try RawSocket(port: harness.tcp!.port)
+        second.write([])
+        try await Task.sleep(for: .milliseconds(100))
+        let third = try RawSocket(port: harness.tcp!.port)
+        #expect(third.readUntilClosed().closed)
+        let stats = try await harness.client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest())
+        #expect(stats.rejectedConnections >= 1)
+        _ = second
+        await harness.stop()
+    }
+}
