@@ -1,0 +1,267 @@
+/// Selected filter values; OR within one kind, AND across kinds. Values match case- and
+/// diacritics-insensitively; a class matches by its Czech or Latin name.
+public struct AnimalFilter: Sendable, Hashable {
+    public var classes: [String]
+    public var foods: [String]
+    public var biotopes: [String]
+    public var zooHouses: [String]
+    public var continents: [String]
+
+    public init(classes: [String] = [], foods: [String] = [], biotopes: [String] = [], zooHouses: [String] = [],
+                continents: [String] = []) {
+        self.classes = classes
+        self.foods = foods
+        self.biotopes = biotopes
+        self.zooHouses = zooHouses
+        self.continents = continents
+    }
+}
+
+/// A search request: free text (may be empty), filters, availability and paging.
+public struct SearchQuery: Sendable, Hashable {
+    public var text: String
+    public var filter: AnimalFilter
+    /// Include animals the zoo does not currently keep.
+    public var includeUnavailable: Bool
+    public var offset: Int
+    public var limit: Int
+
+    public init(text: String = "", filter: AnimalFilter = AnimalFilter(), includeUnavailable: Bool = false,
+                offset: Int = 0, limit: Int = 20) {
+        self.text = text
+        self.filter = filter
+        self.includeUnavailable = includeUnavailable
+        self.offset = offset
+        self.limit = limit
+    }
+}
+
+/// One page of search results.
+public struct SearchPage: Sendable, Equatable {
+    /// How many animals matched in all.
+    public var total: Int
+    public var animals: [Animal]
+}
+
+/// A filter value and how many animals have it.
+public struct FilterValue: Sendable, Hashable, Codable {
+    public var value: String
+    public var count: Int
+
+    public init(value: String, count: Int) {
+        self.value = value
+        self.count = count
+    }
+}
+
+/// Each filter kind's values with counts, sorted by value.
+public struct FilterValues: Sendable, Equatable {
+    public var classes: [FilterValue]
+    public var foods: [FilterValue]
+    public var biotopes: [FilterValue]
+    public var zooHouses: [FilterValue]
+    public var continents: [FilterValue]
+}
+
+/// The immutable in-memory lexicon: animals with adoptions and map features joined, indexed for search.
+public struct Catalogue: Sendable {
+    /// All animals by ascending id.
+    public let animals: [Animal]
+    /// Map features by OpenStreetMap id.
+    public let features: [Int64: MapFeature]
+    private let entries: [SearchEntry]
+    /// Position of each animal in Czech-name order, for ranking ties.
+    private let nameOrder: [Int]
+    private let indexByID: [Int: Int]
+    private let linker: MapLinker
+
+    /// Upper bound for `SearchQuery.limit`.
+    public static let maxPageSize = 500
+
+    /// Builds the catalogue: joins adoptions by normalised Czech name (adding the English name) and map
+    /// features to animals (see `MapLinker`).
+    public init(animals: [Animal], mapFeatures: [MapFeature] = [], adoptions: [Adoption] = [],
+                joins: MapJoinTables = MapJoinTables()) {
+        var adoptionByName: [String: Adoption] = [:]
+        for adoption in adoptions where adoptionByName[TextKey.nameKey(adoption.czechName)] == nil {
+            adoptionByName[TextKey.nameKey(adoption.czechName)] = adoption
+        }
+        let linker = MapLinker(features: mapFeatures, joins: joins)
+        var resolved = animals.sorted { $0.id < $1.id }
+        for index in resolved.indices {
+            if let adoption = adoptionByName[TextKey.nameKey(resolved[index].name)] {
+                resolved[index].adoption = adoption
+                resolved[index].englishName = resolved[index].englishName ?? adoption.englishName
+            }
+            resolved[index].mapFeatureIDs = linker.featureIDs(for: resolved[index])
+        }
+        self.animals = resolved
+        self.features = Dictionary(mapFeatures.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let entries = resolved.map(SearchEntry.init)
+        var nameOrder = [Int](repeating: 0, count: entries.count)
+        let sorted = entries.indices.sorted { entries[$0].sortKey.lexicographicallyPrecedes(entries[$1].sortKey) }
+        for (position, index) in sorted.enumerated() { nameOrder[index] = position }
+        self.entries = entries
+        self.nameOrder = nameOrder
+        self.indexByID = Dictionary(resolved.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
+        self.linker = linker
+    }
+
+    /// The animal with `id`. Throws `.unknownAnimal` when there is none, or it is not currently kept
+    /// and `includeUnavailable` is false.
+    public func animal(id: Int, includeUnavailable: Bool = false) throws(ZooError) -> Animal {
+        guard let index = indexByID[id], includeUnavailable || animals[index].isCurrentlyAvailable else {
+            throw .unknownAnimal(id: id)
+        }
+        return animals[index]
+    }
+
+    /// The map features of an animal, in link order.
+    public func mapLocations(of animal: Animal) -> [MapFeature] {
+        animal.mapFeatureIDs.compactMap { features[$0] }
+    }
+
+    /// Building features of the pavilion called `name` (matched like the zoo-house filter).
+    public func pavilionFeatures(named name: String) -> [MapFeature] {
+        linker.pavilionFeatureIDs(name).compactMap { features[$0] }
+    }
+
+    /// Searches names (Czech, Latin, English) and other fields, ranked: exact name, name prefix,
+    /// word prefix inside a name, name substring, then other fields; ties by Czech name, then id.
+    public func search(_ query: SearchQuery) throws(ZooError) -> SearchPage {
+        guard query.offset >= 0, query.limit >= 0, query.limit <= Self.maxPageSize else {
+            throw .invalidArgument("offset must be ≥ 0 and limit within 0…\(Self.maxPageSize)")
+        }
+        let needle = Array(TextKey.fold(query.text).utf8)
+        let filter = CompiledFilter(query.filter)
+        var hits: [(rank: Int, entry: Int)] = []
+        for (position, entry) in entries.enumerated()
+        where (query.includeUnavailable || entry.isCurrentlyAvailable) && filter.matches(entry) {
+            if let rank = entry.rank(for: needle) { hits.append((rank, position)) }
+        }
+        hits.sort { ($0.rank, nameOrder[$0.entry]) < ($1.rank, nameOrder[$1.entry]) }
+        let page = hits.dropFirst(query.offset).prefix(query.limit).map { animals[$0.entry] }
+        return SearchPage(total: hits.count, animals: Array(page))
+    }
+
+    /// Every value of each filter kind with the number of animals that have it.
+    public func filterValues(includeUnavailable: Bool = false) -> FilterValues {
+        var counters = Array(repeating: ValueCounter(), count: 5)
+        for animal in animals where includeUnavailable || animal.isCurrentlyAvailable {
+            if let taxonClass = animal.taxonClass { counters[0].add([taxonClass.czech], key: TextKey.fold) }
+            counters[1].add(animal.foods, key: TextKey.fold)
+            counters[2].add(animal.biotopes, key: TextKey.fold)
+            if let location = animal.location { counters[3].add([location], key: MapLinker.pavilionKey) }
+            counters[4].add(animal.continents, key: TextKey.fold)
+        }
+        return FilterValues(classes: counters[0].values, foods: counters[1].values, biotopes: counters[2].values,
+                            zooHouses: counters[3].values, continents: counters[4].values)
+    }
+}
+
+/// Counts values grouped by a key, keeping the first spelling seen for display.
+private struct ValueCounter {
+    private var display: [String: String] = [:]
+    private var counts: [String: Int] = [:]
+
+    mutating func add(_ values: [String], key: (String) -> String) {
+        for valueKey in Set(values.map(key)) { counts[valueKey, default: 0] += 1 }
+        for value in values where display[key(value)] == nil { display[key(value)] = value }
+    }
+
+    var values: [FilterValue] {
+        counts.keys.sorted().map { FilterValue(value: display[$0]!, count: counts[$0]!) }
+    }
+}
+
+/// The filter with folded value sets.
+private struct CompiledFilter {
+    let classes, foods, biotopes, zooHouses, continents: Set<String>
+
+    init(_ filter: AnimalFilter) {
+        classes = Set(filter.classes.map(TextKey.fold))
+        foods = Set(filter.foods.map(TextKey.fold))
+        biotopes = Set(filter.biotopes.map(TextKey.fold))
+        zooHouses = Set(filter.zooHouses.map(MapLinker.pavilionKey))
+        continents = Set(filter.continents.map(TextKey.fold))
+    }
+
+    func matches(_ entry: SearchEntry) -> Bool {
+        func passes(_ selected: Set<String>, _ values: Set<String>) -> Bool {
+            selected.isEmpty || !selected.isDisjoint(with: values)
+        }
+        return passes(classes, entry.classKeys) && passes(foods, entry.foodKeys) && passes(biotopes, entry.biotopeKeys)
+            && passes(zooHouses, entry.zooHouseKeys) && passes(continents, entry.continentKeys)
+    }
+}
+
+/// Folded text of one animal, prepared for matching.
+private struct SearchEntry: Sendable {
+    let names: [[UInt8]]
+    let otherFields: [[UInt8]]
+    let sortKey: [UInt8]
+    let isCurrentlyAvailable: Bool
+    let classKeys, foodKeys, biotopeKeys, zooHouseKeys, continentKeys: Set<String>
+
+    init(_ animal: Animal) {
+        let nameValues = [animal.name, animal.latinName, animal.englishName].compactMap { $0 }
+        names = nameValues.map { Array(TextKey.fold($0).utf8) }
+        sortKey = names[0]
+        isCurrentlyAvailable = animal.isCurrentlyAvailable
+        let classNames = [animal.taxonClass?.czech, animal.taxonClass?.latin].compactMap { $0 }
+        let others = classNames + [animal.order?.czech, animal.order?.latin, animal.location].compactMap { $0 }
+            + animal.continents + animal.biotopes + animal.foods
+        otherFields = others.map { Array(TextKey.fold($0).utf8) }
+        classKeys = Set(classNames.map(TextKey.fold))
+        foodKeys = Set(animal.foods.map(TextKey.fold))
+        biotopeKeys = Set(animal.biotopes.map(TextKey.fold))
+        zooHouseKeys = Set([animal.location].compactMap { $0 }.map(MapLinker.pavilionKey))
+        continentKeys = Set(animal.continents.map(TextKey.fold))
+    }
+
+    /// 0 exact name, 1 name prefix, 2 word prefix in a name, 3 name substring, 4 other field; nil: no match.
+    func rank(for needle: [UInt8]) -> Int? {
+        if needle.isEmpty { return 0 }
+        var best: Int?
+        for name in names {
+            guard let rank = Self.nameRank(needle, in: name) else { continue }
+            if rank == 0 { return 0 }
+            best = min(best ?? rank, rank)
+        }
+        if best != nil { return best }
+        return otherFields.contains { Self.nextOccurrence(of: needle, in: $0, from: 0) != nil } ? 4 : nil
+    }
+
+    private static func nameRank(_ needle: [UInt8], in name: [UInt8]) -> Int? {
+        if needle == name { return 0 }
+        var found = false
+        var start = nextOccurrence(of: needle, in: name, from: 0)
+        while let position = start {
+            if position == 0 { return 1 }
+            found = true
+            let previous = name[position - 1]
+            if previous == UInt8(ascii: " ") || previous == UInt8(ascii: "-") || previous == UInt8(ascii: "(") { return 2 }
+            start = nextOccurrence(of: needle, in: name, from: position + 1)
+        }
+        return found ? 3 : nil
+    }
+
+    /// The first start offset ≥ `from` of `needle` in `haystack`.
+    private static func nextOccurrence(of needle: [UInt8], in haystack: [UInt8], from: Int) -> Int? {
+        guard needle.count <= haystack.count, from <= haystack.count - needle.count else { return nil }
+        return haystack.withUnsafeBufferPointer { hay in
+            needle.withUnsafeBufferPointer { pattern in
+                var start = from
+                while start <= hay.count - pattern.count {
+                    if hay[start] == pattern[0] {
+                        var offset = 1
+                        while offset < pattern.count && hay[start + offset] == pattern[offset] { offset += 1 }
+                        if offset == pattern.count { return start }
+                    }
+                    start += 1
+                }
+                return nil
+            }
+        }
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+/// Spherical-earth helpers.
+public enum Geo {
+    /// Mean earth radius in metres.
+    public static let earthRadius = 6_371_008.8
+    /// Metres per degree of latitude (and of longitude at the equator).
+    public static let metersPerDegree = earthRadius * .pi / 180
+
+    /// Great-circle distance in metres.
+    public static func haversine(_ a: GeoPoint, _ b: GeoPoint) -> Double {
+        let lat1 = a.lat * .pi / 180, lat2 = b.lat * .pi / 180
+        let dLat = lat2 - lat1, dLon = (b.lon - a.lon) * .pi / 180
+        let h = sin(dLat / 2) * sin(dLat / 2) + cos(lat1) * cos(lat2) * sin(dLon / 2) * sin(dLon / 2)
+        return 2 * earthRadius * asin(min(1, sqrt(h)))
+    }
+
+    /// Whether the coordinate is a finite latitude/longitude pair in range.
+    public static func isValid(_ point: GeoPoint) -> Bool {
+        point.lat.isFinite && point.lon.isFinite && abs(point.lat) <= 90 && abs(point.lon) <= 180
+    }
+}
+
+/// A local equirectangular projection to metres around an origin; accurate at zoo scale.
+struct LocalProjection: Sendable {
+    let origin: GeoPoint
+    private let metersPerDegreeLon: Double
+
+    init(origin: GeoPoint) {
+        self.origin = origin
+        metersPerDegreeLon = Geo.metersPerDegree * cos(origin.lat * .pi / 180)
+    }
+
+    func project(_ point: GeoPoint) -> SIMD2<Double> {
+        SIMD2((point.lon - origin.lon) * metersPerDegreeLon, (point.lat - origin.lat) * Geo.metersPerDegree)
+    }
+
+    func unproject(_ xy: SIMD2<Double>) -> GeoPoint {
+        GeoPoint(lat: origin.lat + xy.y / Geo.metersPerDegree, lon: origin.lon + xy.x / metersPerDegreeLon)
+    }
+}

@@ -1,0 +1,62 @@
+/// A walking route.
+public struct Route: Sendable, Equatable {
+    public var distanceMeters: Double
+    public var durationSeconds: Double
+    /// OpenStreetMap ids of the graph nodes passed, in order.
+    public var nodeIDs: [Int64]
+    /// The whole polyline: projected start, the nodes, projected end.
+    public var coordinates: [GeoPoint]
+}
+
+/// Point-to-point routing on the footpath graph with bounds and coordinate checks.
+public struct Router: Sendable {
+    public let graph: FootpathGraph
+    public let bounds: MapBounds?
+    /// Walking pace in metres per second.
+    public let walkingSpeed: Double
+    /// How far outside `bounds` a point may lie, in metres.
+    public let boundsMarginMeters: Double
+
+    public init(graph: FootpathGraph, bounds: MapBounds?, walkingSpeed: Double = 1.2, boundsMarginMeters: Double = 100) {
+        self.graph = graph
+        self.bounds = bounds
+        self.walkingSpeed = walkingSpeed
+        self.boundsMarginMeters = boundsMarginMeters
+    }
+
+    /// Checks that `point` is a coordinate inside the map and projects it onto the nearest footpath.
+    public func snap(_ point: GeoPoint) throws(ZooError) -> Snap {
+        guard Geo.isValid(point) else { throw .malformedCoordinate(lat: point.lat, lon: point.lon) }
+        if let bounds, !bounds.contains(point, marginMeters: boundsMarginMeters) { throw .outOfRange(point) }
+        guard let snap = graph.snap(point) else { throw .noPath("from (\(point.lat), \(point.lon)): the map has no footpaths") }
+        return snap
+    }
+
+    /// The shortest walk between two points (each projected onto its nearest footpath segment).
+    public func route(from start: GeoPoint, to end: GeoPoint) throws(ZooError) -> Route {
+        try route(from: snap(start), to: snap(end))
+    }
+
+    /// The shortest walk between two snapped points.
+    public func route(from start: Snap, to end: Snap) throws(ZooError) -> Route {
+        guard let path = graph.shortestPath(from: start, to: end) else {
+            throw .noPath("from (\(start.point.lat), \(start.point.lon)) to (\(end.point.lat), \(end.point.lon))")
+        }
+        return Route(distanceMeters: path.length, durationSeconds: path.length / walkingSpeed,
+                     nodeIDs: path.nodes.map { graph.nodeIDs[Int($0)] },
+                     coordinates: [start.point] + path.nodes.map { graph.positions[Int($0)] } + [end.point])
+    }
+
+    /// The shortest of the walks from any start to any end; `nil` when none is connected.
+    func shortestRoute(from starts: [Snap], to ends: [Snap]) -> Route? {
+        var best: Route?
+        for start in starts {
+            for end in ends {
+                if let route = try? route(from: start, to: end), route.distanceMeters < best?.distanceMeters ?? .infinity {
+                    best = route
+                }
+            }
+        }
+        return best
+    }
+}

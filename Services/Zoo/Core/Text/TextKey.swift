@@ -1,0 +1,42 @@
+import Foundation
+
+/// Normalised forms of human text used for matching: case- and diacritics-insensitive, trimmed,
+/// with runs of white space collapsed to one space ("  Želva  obrovská " → "zelva obrovska").
+public enum TextKey {
+    /// The folded form of `text`.
+    public static func fold(_ text: String) -> String {
+        let folded = text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
+        return collapseWhitespace(folded)
+    }
+
+    /// `text` trimmed, with inner runs of white space (including no-break spaces) collapsed to one space.
+    public static func collapseWhitespace(_ text: String) -> String {
+        text.split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
+    }
+
+    /// The folded form of a Czech animal name used to join sources (lexicon, adoptions, map features):
+    /// parenthesised remarks such as "(= čtyřprstá)" are dropped before folding.
+    public static func nameKey(_ name: String) -> String {
+        var result = ""
+        var depth = 0
+        for character in name {
+            if character == "(" { depth += 1 } else if character == ")" { depth = max(0, depth - 1) } else if depth == 0 {
+                result.append(character)
+            }
+        }
+        return fold(result)
+    }
+
+    /// The value of a source cell: trimmed, `nil` when empty or the literal `''` placeholder.
+    public static func cleanValue(_ raw: String?) -> String? {
+        guard let raw else { return nil }
+        let trimmed = collapseWhitespace(raw)
+        return trimmed.isEmpty || trimmed == "''" ? nil : trimmed
+    }
+
+    /// Splits a comma-separated multi-value cell ("Afrika, Asie") into clean values.
+    public static func splitList(_ raw: String?) -> [String] {
+        guard let value = cleanValue(raw) else { return [] }
+        return value.split(separator: ",").compactMap { cleanValue(String($0)) }
+    }
+}

@@ -1,0 +1,173 @@
+/// A start or destination of a walk.
+public enum Place: Sendable, Hashable {
+    case point(GeoPoint)
+    /// Any map location of the animal (the nearest by walking wins).
+    case animal(id: Int)
+    /// Any building of the pavilion.
+    case pavilion(String)
+}
+
+/// An animal within walking reach.
+public struct NearbyAnimal: Sendable, Equatable {
+    public var animal: Animal
+    /// Metres of walking to its nearest map location.
+    public var distanceMeters: Double
+    public var featureID: Int64
+}
+
+/// One leg of a tour: the walk to the next animal.
+public struct TourLeg: Sendable, Equatable {
+    public var animal: Animal
+    public var featureID: Int64
+    public var route: Route
+}
+
+/// A visiting order with its legs.
+public struct Tour: Sendable, Equatable {
+    public var legs: [TourLeg]
+    public var distanceMeters: Double
+    public var durationSeconds: Double
+}
+
+/// Everything the zoo service answers from: the catalogue and the router over one consistent data set.
+public struct ZooSnapshot: Sendable {
+    public let catalogue: Catalogue
+    public let router: Router
+    /// Snapped map features, by OpenStreetMap id (features that cannot be snapped are absent).
+    private let featureSnaps: [Int64: Snap]
+
+    public init(catalogue: Catalogue, router: Router) {
+        self.catalogue = catalogue
+        self.router = router
+        var snaps: [Int64: Snap] = [:]
+        for (id, feature) in catalogue.features where Geo.isValid(feature.anchor) {
+            snaps[id] = router.graph.snap(feature.anchor)
+        }
+        featureSnaps = snaps
+    }
+
+    /// The shortest walk between two places.
+    public func route(from start: Place, to end: Place) throws(ZooError) -> Route {
+        let starts = try snaps(for: start), ends = try snaps(for: end)
+        guard let route = router.shortestRoute(from: starts.map(\.snap), to: ends.map(\.snap)) else {
+            throw .noPath("from \(describe(start)) to \(describe(end))")
+        }
+        return route
+    }
+
+    /// Currently kept animals with a map location within `radius` metres of walking from `point`,
+    /// nearest first.
+    public func nearby(_ point: GeoPoint, radius: Double) throws(ZooError) -> [NearbyAnimal] {
+        guard radius.isFinite, radius >= 0 else { throw .invalidArgument("radius must be a non-negative number of metres") }
+        let start = try router.snap(point)
+        let distances = router.graph.distances(from: start, limit: radius)
+        var result: [NearbyAnimal] = []
+        for animal in catalogue.animals where animal.isCurrentlyAvailable {
+            var nearest: (Double, Int64)?
+            for id in animal.mapFeatureIDs {
+                guard let snap = featureSnaps[id] else { continue }
+                let distance = router.graph.distance(using: distances, from: start, to: snap)
+                if distance <= radius, distance < nearest?.0 ?? .infinity { nearest = (distance, id) }
+            }
+            if let (distance, id) = nearest { result.append(NearbyAnimal(animal: animal, distanceMeters: distance, featureID: id)) }
+        }
+        return result.sorted { ($0.distanceMeters, $0.animal.id) < ($1.distanceMeters, $1.animal.id) }
+    }
+
+    /// A short visiting order for `animalIDs` from `start`: nearest neighbour improved by 2-opt,
+    /// each animal visited at one of its map locations.
+    public func tour(from start: GeoPoint, animalIDs: [Int]) throws(ZooError) -> Tour {
+        var seen = Set<Int>()
+        let stops = try animalIDs.filter { seen.insert($0).inserted }.map { id throws(ZooError) in
+            let animal = try catalogue.animal(id: id)
+            let locations = try snaps(for: .animal(id: id))
+            return (animal: animal, locations: locations)
+        }
+        guard !stops.isEmpty else { throw .invalidArgument("a tour needs at least one animal") }
+        let origin = try router.snap(start)
+        // Candidate points: 0 is the start, then every location of every stop.
+        var points = [origin]
+        var candidates: [[Int]] = []
+        for stop in stops {
+            candidates.append(stop.locations.map { location in points.append(location.snap); return points.count - 1 })
+        }
+        let matrix = points.map { from in
+            let distances = router.graph.distances(from: from)
+            return points.map { router.graph.distance(using: distances, from: from, to: $0) }
+        }
+        var order: [(stop: Int, point: Int)] = []
+        var remaining = Set(stops.indices)
+        var current = 0
+        while !remaining.isEmpty {
+            var best: (stop: Int, point: Int, distance: Double)?
+            for stop in remaining.sorted() {
+                for point in candidates[stop] where matrix[current][point] < best?.distance ?? .infinity {
+                    best = (stop, point, matrix[current][point])
+                }
+            }
+            guard let next = best else {
+                let names = remaining.sorted().map { stops[$0].animal.name }.joined(separator: ", ")
+                throw .noPath("to \(names)")
+            }
+            order.append((next.stop, next.point))
+            remaining.remove(next.stop)
+            current = next.point
+        }
+        order = Self.twoOpt(order, start: 0, distance: { matrix[$0][$1] })
+        var legs: [TourLeg] = []
+        var from = origin
+        for (stop, point) in order {
+            let route = try router.route(from: from, to: points[point])
+            legs.append(TourLeg(animal: stops[stop].animal, featureID: stops[stop].locations[candidates[stop].firstIndex(of: point)!].featureID, route: route))
+            from = points[point]
+        }
+        let total = legs.reduce(0) { $0 + $1.route.distanceMeters }
+        return Tour(legs: legs, distanceMeters: total, durationSeconds: total / router.walkingSpeed)
+    }
+
+    /// 2-opt on an open path with a fixed start: reverses sub-sequences while that shortens the walk.
+    static func twoOpt(_ order: [(stop: Int, point: Int)], start: Int, distance: (Int, Int) -> Double) -> [(stop: Int, point: Int)] {
+        var order = order
+        var improved = true
+        while improved {
+            improved = false
+            for i in 0..<order.count {
+                for j in (i + 1)..<max(i + 1, order.count) {
+                    let before = i == 0 ? start : order[i - 1].point
+                    let after = j + 1 < order.count ? order[j + 1].point : nil
+                    let current = distance(before, order[i].point) + (after.map { distance(order[j].point, $0) } ?? 0)
+                    let swapped = distance(before, order[j].point) + (after.map { distance(order[i].point, $0) } ?? 0)
+                    if swapped < current - 1e-6 {
+                        order[i...j].reverse()
+                        improved = true
+                    }
+                }
+            }
+        }
+        return order
+    }
+
+    private func snaps(for place: Place) throws(ZooError) -> [(featureID: Int64, snap: Snap)] {
+        switch place {
+        case .point(let point):
+            return [(0, try router.snap(point))]
+        case .animal(let id):
+            let animal = try catalogue.animal(id: id)
+            let snaps = animal.mapFeatureIDs.compactMap { id in featureSnaps[id].map { (id, $0) } }
+            guard !snaps.isEmpty else { throw .noMapLocation(animalID: animal.id, name: animal.name) }
+            return snaps
+        case .pavilion(let name):
+            let snaps = catalogue.pavilionFeatures(named: name).compactMap { feature in featureSnaps[feature.id].map { (feature.id, $0) } }
+            guard !snaps.isEmpty else { throw .unknownPavilion(name) }
+            return snaps
+        }
+    }
+
+    private func describe(_ place: Place) -> String {
+        switch place {
+        case .point(let point): "(\(point.lat), \(point.lon))"
+        case .animal(let id): (try? catalogue.animal(id: id).name).map { "animal \"\($0)\"" } ?? "animal \(id)"
+        case .pavilion(let name): "pavilion \"\(name)\""
+        }
+    }
+}
