@@ -361,7 +361,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Health/Check`.
         public static let check = ProtoMethod<RpcV1.HealthCheckRequest, RpcV1.HealthCheckResponse>(
-            path: "/menagerie.rpc.v1.Health/Check", serverStreaming: false, idempotent: false)
+            path: "/menagerie.rpc.v1.Health/Check", serverStreaming: false, idempotent: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [check.info]
@@ -374,7 +374,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Reflection/ListServices`.
         public static let listServices = ProtoMethod<RpcV1.ListServicesRequest, RpcV1.ListServicesResponse>(
-            path: "/menagerie.rpc.v1.Reflection/ListServices", serverStreaming: false, idempotent: false)
+            path: "/menagerie.rpc.v1.Reflection/ListServices", serverStreaming: false, idempotent: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [listServices.info]
@@ -387,7 +387,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Stats/GetStats`.
         public static let getStats = ProtoMethod<RpcV1.GetStatsRequest, RpcV1.GetStatsResponse>(
-            path: "/menagerie.rpc.v1.Stats/GetStats", serverStreaming: false, idempotent: false)
+            path: "/menagerie.rpc.v1.Stats/GetStats", serverStreaming: false, idempotent: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [getStats.info]
