@@ -67,7 +67,7 @@ let package = Package(
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator"], path: "Tests/SchemaTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
         .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema"], path: "Tests/RPCTests"),
-        .testTarget(name: "ZooTests", dependencies: ["ZooCore"], path: "Tests/ZooTests"),
+        .testTarget(name: "ZooTests", dependencies: ["ZooCore", "RPC", "Schema", "Storage"], path: "Tests/ZooTests"),
         .testTarget(name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema"], path: "Tests/IntegrationTests"),
     ]
 )

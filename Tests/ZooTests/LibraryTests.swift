@@ -5,7 +5,7 @@ import Testing
 @testable import ZooCore
 
 /// A scratch directory removed when the value goes away.
-final class ScratchDirectory {
+final class ScratchDirectory: Sendable {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("zoo-tests-\(UUID().uuidString)")
 
     init() throws { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
