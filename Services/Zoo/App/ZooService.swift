@@ -32,9 +32,28 @@ struct ZooCommand: AsyncParsableCommand {
     @Option(name: .customLong("walking-speed"), help: "Walking pace for route durations, in metres per second.")
     var walkingSpeed = 1.2
 
+    @Option(
+        name: .customLong("refresh"),
+        help: "Cron expression for refreshing from the --refresh-source sources, e.g. \"0 2 * * 6\" (Saturdays 02:00 local time).")
+    var refreshCron: String?
+
+    @Option(
+        name: .customLong("refresh-source"),
+        help: "[KIND=]PATH|URL to refresh from (repeatable): a file, a directory of the open data's files, or an http(s) URL. Also loaded into an empty database instead of the sample data.")
+    var refreshSources: [String] = []
+
     func validate() throws {
         guard walkingSpeed.isFinite, (0.1...5).contains(walkingSpeed) else {
             throw ValidationError("--walking-speed must be 0.1…5 metres per second (got \(walkingSpeed))")
+        }
+        guard (refreshCron == nil) == refreshSources.isEmpty else {
+            throw ValidationError("--refresh and --refresh-source go together")
+        }
+        if let refreshCron {
+            do { _ = try CronSchedule(refreshCron) } catch { throw ValidationError("--refresh: \(error)") }
+        }
+        for source in refreshSources {
+            do { _ = try RefreshSource(parsing: source) } catch { throw ValidationError("--refresh-source: \(error)") }
         }
     }
 
@@ -42,9 +61,29 @@ struct ZooCommand: AsyncParsableCommand {
         try await ServiceRunner.run(name: "zoo", options: options) { environment in
             let path = databasePath ?? environment.dataDirectory.appendingPathComponent("zoo.sqlite").path
             let library = try ZooLibrary(path: path, walkingSpeed: walkingSpeed)
-            if try library.isEmpty && !noSampleData { loadSampleData(into: library, logger: environment.logger) }
-            return [ZooService(library: library)]
+            let refresher = try refreshCron.map { cron in
+                ZooRefresher(
+                    library: library, sources: try refreshSources.map { try RefreshSource(parsing: $0) },
+                    scheduler: RefreshScheduler(schedule: try CronSchedule(cron)), logger: environment.logger)
+            }
+            if try library.isEmpty { await loadInitialData(into: library, refresher: refresher, logger: environment.logger) }
+            if let refresher { Task { await refresher.run() } }
+            return [ZooService(library: library, refresher: refresher)]
         }
+    }
+
+    /// Fills an empty database from the refresh sources, else (or when they fail) from the sample data.
+    private func loadInitialData(into library: ZooLibrary, refresher: ZooRefresher?, logger: Logger) async {
+        if let refresher {
+            do {
+                try await refresher.refresh(scheduledFor: nil)
+                logger.info("loaded the empty database from the refresh sources")
+                return
+            } catch {
+                logger.error("could not load the empty database from the refresh sources: \(error)")
+            }
+        }
+        if !noSampleData { loadSampleData(into: library, logger: logger) }
     }
 
     private func loadSampleData(into library: ZooLibrary, logger: Logger) {

@@ -108,14 +108,30 @@ public final class ZooLibrary: Sendable {
                 message: "imported \(record.rowsImported) records, skipped \(record.rowsSkipped)"))
             return record
         } catch {
-            let failed = files.map { ImportedFile(kind: $0.kind, name: $0.name, sizeBytes: $0.content.count, rowsImported: 0, skipped: []) }
-            _ = try? database.write { db in
-                try ZooTables.insertImport(
-                    source: source, trigger: trigger, scheduledFor: scheduledFor, startedAt: started, finishedAt: Date(),
-                    files: failed, error: String(describing: error), db)
-            }
+            recordFailedImport(
+                source: source, trigger: trigger, scheduledFor: scheduledFor, startedAt: started,
+                files: files.map { ImportedFile(kind: $0.kind, name: $0.name, sizeBytes: $0.content.count, rowsImported: 0, skipped: []) },
+                error: error)
             throw error
         }
+    }
+
+    /// Records an import that failed (also one whose files could not be fetched) in the import metadata.
+    /// Best effort: a database that cannot record it is not reported a second time.
+    public func recordFailedImport(
+        source: String, trigger: ImportTrigger, scheduledFor: Date? = nil, startedAt: Date, files: [ImportedFile] = [],
+        error: any Error
+    ) {
+        _ = try? database.write { db in
+            try ZooTables.insertImport(
+                source: source, trigger: trigger, scheduledFor: scheduledFor, startedAt: startedAt, finishedAt: Date(),
+                files: files, error: String(describing: error), db)
+        }
+    }
+
+    /// Whether the schedule's firing at `date` was imported already, by this process or another sharing the file.
+    public func hasImported(scheduledFor date: Date) throws -> Bool {
+        try database.read { try ZooTables.hasScheduledImport(for: date, $0) }
     }
 
     /// Imports the sample data in `directory` when nothing was imported yet (the check is repeated inside the

@@ -8,13 +8,16 @@ import Storage
 /// current snapshot and map domain errors onto status codes.
 public struct ZooService: RPCService {
     public let library: ZooLibrary
+    /// The refresh schedule, reported by GetMetadata.
+    public let refresher: ZooRefresher?
 
-    public init(library: ZooLibrary) {
+    public init(library: ZooLibrary, refresher: ZooRefresher? = nil) {
         self.library = library
+        self.refresher = refresher
     }
 
     public func register(in router: inout RPCRouter) {
-        let library = library
+        let library = library, refresher = refresher
         router.unary(ZooV1.Zoo.searchAnimals) { request, _ in
             let query = try RequestValidation.search(request)
             return try Self.answering {
@@ -48,6 +51,11 @@ public struct ZooService: RPCService {
                     lastFailedImport: metadata.lastFailedImport.map(ZooV1.ImportRecord.init),
                     counts: ZooV1.DataCounts(metadata.counts),
                     lexiconKind: metadata.lexiconKind.map(ZooV1.FileKind.init) ?? .unspecified,
+                    refresh: refresher.map {
+                        ZooV1.RefreshSchedule(
+                            cron: $0.scheduler.schedule.description, sources: $0.sources.map(\.description),
+                            nextRun: $0.scheduler.nextRun?.timeIntervalSince1970)
+                    },
                     walkingSpeed: library.walkingSpeed)
             }
         }
