@@ -68,6 +68,6 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
         .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema"], path: "Tests/RPCTests"),
         .testTarget(name: "ZooTests", dependencies: ["ZooCore", "RPC", "Schema", "Storage"], path: "Tests/ZooTests"),
-        .testTarget(name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema"], path: "Tests/IntegrationTests"),
+        .testTarget(name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore"], path: "Tests/IntegrationTests"),
     ]
 )
