@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Storage
 import Synchronization
@@ -21,7 +22,11 @@ public final class ZooLibrary: Sendable {
     public let database: Database
     /// Walking pace for route durations, in metres per second.
     public let walkingSpeed: Double
+    /// How long a check for other processes' imports stays valid.
+    public let recheckInterval: Duration
     private let loaded: Mutex<Loaded>
+    /// `DispatchTime` uptime in nanoseconds of the last check of `Database.dataVersion`.
+    private let lastCheck = Atomic<UInt64>(0)
     /// Held while the snapshot is rebuilt, so that only one caller rebuilds it.
     private let rebuilding = Mutex(())
 
@@ -33,23 +38,32 @@ public final class ZooLibrary: Sendable {
         var snapshot: ZooSnapshot
     }
 
-    /// Serves the data stored in `database` (migrated with `ZooSchema.migrations`).
-    public init(database: Database, walkingSpeed: Double = 1.2) throws {
+    /// Serves the data stored in `database` (migrated with `ZooSchema.migrations`). Imports by other processes
+    /// are noticed at the first call `recheckInterval` after the previous check.
+    public init(database: Database, walkingSpeed: Double = 1.2, recheckInterval: Duration = .milliseconds(50)) throws {
         self.database = database
         self.walkingSpeed = walkingSpeed
+        self.recheckInterval = recheckInterval
         let version = try database.dataVersion
         let (generation, data) = try database.read { db in (try ZooTables.generation(db), try ZooTables.loadDataSet(db)) }
         loaded = Mutex(Loaded(dataVersion: version, generation: generation, snapshot: data.snapshot(walkingSpeed: walkingSpeed)))
     }
 
     /// Opens (creating and migrating when needed) the database file at `path`.
-    public convenience init(path: String, walkingSpeed: Double = 1.2) throws {
-        try self.init(database: Database(path: path, migrations: ZooSchema.migrations), walkingSpeed: walkingSpeed)
+    public convenience init(path: String, walkingSpeed: Double = 1.2, recheckInterval: Duration = .milliseconds(50)) throws {
+        try self.init(database: Database(path: path, migrations: ZooSchema.migrations), walkingSpeed: walkingSpeed,
+                      recheckInterval: recheckInterval)
     }
 
-    /// The current data. When a commit happened since the last call (a cheap check), the snapshot is rebuilt
-    /// first if the data changed; callers arriving during a rebuild get the previous snapshot.
+    /// The current data. At most every `recheckInterval` it checks (cheaply) whether another connection
+    /// committed, and if the data changed rebuilds the snapshot first; callers arriving during a rebuild get
+    /// the previous snapshot. This process's own imports are visible as soon as they return.
     public func snapshot() throws -> ZooSnapshot {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let interval = UInt64(recheckInterval / .nanoseconds(1))
+        let previous = lastCheck.load(ordering: .relaxed)
+        guard now &- previous >= interval, lastCheck.compareExchange(expected: previous, desired: now, ordering: .relaxed).exchanged
+        else { return loaded.withLock { $0.snapshot } }
         let version = try database.dataVersion
         let current = loaded.withLock { $0 }
         guard current.dataVersion != version else { return current.snapshot }
