@@ -61,7 +61,7 @@ let package = Package(
             path: "Services/Gateway/App"),
 
         // MARK: Benchmarks
-        .executableTarget(name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV"], path: "Tests/Benchmarks"),
+        .executableTarget(name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore"], path: "Tests/Benchmarks"),
 
         // MARK: Tests
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator"], path: "Tests/SchemaTests"),
