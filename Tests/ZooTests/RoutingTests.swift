@@ -64,6 +64,18 @@ import Testing
         #expect((try? Self.router.snap(GeoPoint(lat: 50.1195, lon: 14.4))) != nil)
     }
 
+    @Test func chordHeuristicNeverExceedsTheHaversineDistance() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<1000 {
+            let a = GeoPoint(lat: .random(in: 50.11...50.123, using: &generator), lon: .random(in: 14.39...14.42, using: &generator))
+            let b = GeoPoint(lat: .random(in: 50.11...50.123, using: &generator), lon: .random(in: 14.39...14.42, using: &generator))
+            let offset = Geo.unitVector(a) - Geo.unitVector(b)
+            let chord = (offset * offset).sum().squareRoot() * Geo.earthRadius
+            let arc = Geo.haversine(a, b)
+            #expect(chord <= arc + 1e-9 && arc - chord <= arc * 1e-8, "\(a) \(b): chord \(chord), arc \(arc)")
+        }
+    }
+
     @Test func aStarMatchesDijkstraOnTheSmallGraph() throws {
         let graph = Self.router.graph
         var generator = SystemRandomNumberGenerator()

@@ -15,6 +15,14 @@ public enum Geo {
         return 2 * earthRadius * asin(min(1, sqrt(h)))
     }
 
+    /// The point as an earth-centred unit vector. `earthRadius` times the distance between two such vectors is
+    /// the chord through the earth: never longer than the haversine distance and within micrometres of it at
+    /// zoo scale (a relative 1e-8), computed without trigonometry (A* uses it as its haversine heuristic).
+    public static func unitVector(_ point: GeoPoint) -> SIMD3<Double> {
+        let lat = point.lat * .pi / 180, lon = point.lon * .pi / 180
+        return SIMD3(cos(lat) * cos(lon), cos(lat) * sin(lon), sin(lat))
+    }
+
     /// Whether the coordinate is a finite latitude/longitude pair in range.
     public static func isValid(_ point: GeoPoint) -> Bool {
         point.lat.isFinite && point.lon.isFinite && abs(point.lat) <= 90 && abs(point.lon) <= 180

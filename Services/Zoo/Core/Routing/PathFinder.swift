@@ -53,18 +53,17 @@ extension FootpathGraph {
     }
 
     /// The shortest walk from `start` to whichever of `goals` is nearest on foot, by one A* search whose
-    /// heuristic is the straight-line distance to the nearest goal. Returns the path and the goal's index.
+    /// heuristic is the great-circle distance to the nearest goal (as the chord, see `Geo.unitVector`).
+    /// Returns the path and the goal's index.
     public func shortestPath(from start: Snap, toNearestOf goals: [Snap]) -> (path: GraphPath, goal: Int)? {
-        // Straight-line metres in the local projection, shrunk by 0.1 % so that the projection's distortion
-        // (about 0.01 % across the zoo) never makes the heuristic overestimate the haversine lengths.
-        let goalPoints = goals.map { projection.project($0.point) }
+        let goalVectors = goals.map { Geo.unitVector($0.point) }
         func heuristic(_ node: Int32) -> Double {
             var nearest = Double.infinity
-            for point in goalPoints {
-                let offset = planar[Int(node)] - point
+            for vector in goalVectors {
+                let offset = unitVectors[Int(node)] - vector
                 nearest = min(nearest, (offset * offset).sum())
             }
-            return nearest.squareRoot() * 0.999
+            return nearest.squareRoot() * Geo.earthRadius
         }
         var best = Double.infinity
         var bestGoal = -1
