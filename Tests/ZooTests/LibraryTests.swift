@@ -34,6 +34,14 @@ enum SampleFiles {
         ZooSourceFile(kind: kind, name: kind.fileName, content: Data(text.utf8))
     }
 
+    /// The sample data parsed straight from the files, with the animals JSON as the lexicon.
+    static func scrapedDataSet() throws -> ZooDataSet {
+        ZooDataSet(
+            lexicon: try AnimalsJSON.parse(try file(.animalsJSON).content),
+            adoptions: try AdoptionCSV.parse(String(decoding: try file(.adoptions).content, as: UTF8.self)).adoptions,
+            network: try FootpathNetwork.parse(try file(.map).content), bounds: try MapBounds.parse(try file(.bounds).content))
+    }
+
     /// The sample lexicon CSV cut down to its header and first `count` animals.
     static func lexiconCSV(first count: Int) throws -> ZooSourceFile {
         let text = try String(contentsOf: directory.appendingPathComponent(ZooFileKind.lexiconCSV.fileName), encoding: .utf8)
@@ -56,7 +64,7 @@ enum SampleFiles {
         #expect(try library.loadSampleDataIfEmpty(from: SampleFiles.directory) == nil)
 
         let stored = try library.snapshot()
-        let direct = try ZooDataSet.load(directory: SampleFiles.directory).snapshot()
+        let direct = try SampleFiles.scrapedDataSet().snapshot()
         // The CSV is the lexicon; the animals JSON adds map locations and availability by name.
         #expect(try library.metadata().lexiconKind == .lexiconCSV)
         #expect(stored.catalogue.animals.map(\.name) == direct.catalogue.animals.map(\.name))

@@ -21,13 +21,13 @@ public enum ZooFileKind: String, Sendable, CaseIterable, Codable {
     /// The file name this kind has in the zoo's open data.
     public var fileName: String {
         switch self {
-        case .lexiconCSV: ZooDataSet.FileName.lexiconCSV
-        case .animalsJSON: ZooDataSet.FileName.animalsJSON
-        case .map: ZooDataSet.FileName.map
-        case .bounds: ZooDataSet.FileName.bounds
-        case .adoptions: ZooDataSet.FileName.adoptions
-        case .pavilionFixes: ZooDataSet.FileName.pavilionFixes
-        case .singularPlural: ZooDataSet.FileName.singularPlural
+        case .lexiconCSV: "lexikon-zvirat.csv"
+        case .animalsJSON: "animals.json"
+        case .map: "map-metadata.json"
+        case .bounds: "map-bounds.json"
+        case .adoptions: "adopce-zvirat.csv"
+        case .pavilionFixes: "zoo-parts-fixes.csv"
+        case .singularPlural: "singular-plural.csv"
         }
     }
 
