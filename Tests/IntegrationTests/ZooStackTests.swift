@@ -15,41 +15,43 @@ import ZooCore
     static let realDataSkipMessage: Comment = "skipped: ../shared/datasets/zoo is missing (set CI=true to require it)"
 
     @Test func sampleDataReplicasCrashRecoveryAndStatusCodes() async throws {
-        let stack = try Stack(services: ["zoo"])
-        defer { stack.tearDown() }
-        let up = try stack.compose("up")
+        try await Self.withZooStack { stack in try await Self.sampleData(stack) }
+    }
+
+    static func sampleData(_ stack: Stack) async throws {
+        let up = try await stack.runCompose("up")
         try #require(up.status == 0, "compose up failed: \(up.output)")
 
         // Out of the box the service answers from the bundled sample data.
-        let zelva = try jsonObject(try stack.gateway(["zoo", "search", "zelva", "--json"]))
+        let zelva = try jsonObject(try await stack.run(["zoo", "search", "zelva", "--json"]))
         #expect((zelva["animals"] as? [[String: Any]])?.first?["name"] as? String == "Želva obrovská")
-        let status = try jsonObject(try stack.gateway(["zoo", "status", "--json"]))
+        let status = try jsonObject(try await stack.run(["zoo", "status", "--json"]))
         #expect((status["last_import"] as? [String: Any])?["trigger"] as? String == "sample_data")
 
         // Two replicas share one database: an import through one is seen by the other.
-        try #require(try stack.compose("scale", "zoo=2").status == 0)
+        try #require(try await stack.runCompose("scale", "zoo=2").status == 0)
         let base = try #require(stack.basePorts["zoo"])
         let replicas = ["zoo=127.0.0.1:\(base)", "zoo=127.0.0.1:\(base + 1)"]
         let scratch = stack.directory.appendingPathComponent("files")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         let small = scratch.appendingPathComponent("small.csv")
         try Self.sampleLexicon(first: 4).write(to: small, atomically: true, encoding: .utf8)
-        let imported = try stack.gateway(["zoo", "import", "--lexicon-csv", small.path, "--endpoint", replicas[0]])
+        let imported = try await stack.run(["zoo", "import", "--lexicon-csv", small.path, "--endpoint", replicas[0]])
         try #require(imported.status == 0, "\(imported.output)")
         #expect(imported.output.contains("100%") && imported.output.contains("4 imported"))
-        #expect(try Self.total(stack, ["--all", "--endpoint", replicas[1]]) == 4)
+        #expect(try await Self.total(stack, ["--all", "--endpoint", replicas[1]]) == 4)
 
         // An acknowledged import survives kill -9 of every replica: compose restarts them, the data is there.
         let full = Self.sampleDirectory.appendingPathComponent("lexikon-zvirat.csv").path
-        let acknowledged = try stack.gateway(["zoo", "import", "--lexicon-csv", full, "--endpoint", replicas[1], "--json"])
+        let acknowledged = try await stack.run(["zoo", "import", "--lexicon-csv", full, "--endpoint", replicas[1], "--json"])
         try #require(acknowledged.status == 0, "\(acknowledged.output)")
         let importID = try jsonObject(acknowledged)["id"] as? Int
         let victims = try stack.servicePids()
         for name in ["zoo.0", "zoo.1"] { kill(try #require(victims[name]), SIGKILL) }
         try await Self.waitForRestart(stack, after: victims)
         for replica in replicas {
-            #expect(try Self.total(stack, ["--all", "--endpoint", replica]) == 13)
-            let metadata = try jsonObject(try stack.gateway(["zoo", "status", "--json", "--endpoint", replica]))
+            #expect(try await Self.total(stack, ["--all", "--endpoint", replica]) == 13)
+            let metadata = try jsonObject(try await stack.run(["zoo", "status", "--json", "--endpoint", replica]))
             #expect((metadata["last_successful_import"] as? [String: Any])?["id"] as? Int == importID)
         }
 
@@ -66,27 +68,29 @@ import ZooCore
             (["tour", "0", "--from", point], 3), (["tour", "1", "--from", "91,14.4"], 3),
         ]
         for (arguments, code) in cases {
-            let result = try stack.gateway(["zoo"] + arguments)
+            let result = try await stack.run(["zoo"] + arguments)
             #expect(result.status == code, "gateway zoo \(arguments.joined(separator: " ")): \(result.output)")
         }
         // A broken file fails the import with INVALID_ARGUMENT, keeps the data and is recorded.
         let broken = scratch.appendingPathComponent("map-metadata.json")
         try "{\"nodes\": [".write(to: broken, atomically: true, encoding: .utf8)
-        let failed = try stack.gateway(["zoo", "import", "--map", broken.path])
+        let failed = try await stack.run(["zoo", "import", "--map", broken.path])
         #expect(failed.status == 3 && failed.output.contains("INVALID_ARGUMENT"), "\(failed.output)")
-        let afterFailure = try jsonObject(try stack.gateway(["zoo", "status", "--json"]))
+        let afterFailure = try jsonObject(try await stack.run(["zoo", "status", "--json"]))
         #expect((afterFailure["last_error"] as? String)?.contains(broken.path) == true)
         #expect((afterFailure["counts"] as? [String: Any])?["animals"] as? Int == 13)
-        let route = try jsonObject(try stack.gateway(["zoo", "route", "--from", point, "--to-animal", "1", "--json"]))
+        let route = try jsonObject(try await stack.run(["zoo", "route", "--from", point, "--to-animal", "1", "--json"]))
         #expect((route["distance_m"] as? Double ?? 0) > 0)
     }
 
     @Test(.enabled(if: realDataEnabled, realDataSkipMessage))
     func realDataThroughTheGateway() async throws {
-        let stack = try Stack(services: ["zoo"])
-        defer { stack.tearDown() }
-        try #require(try stack.compose("up").status == 0)
-        let imported = try stack.gateway(["zoo", "import", "--dir", Self.realDirectory.path, "--json"])
+        try await Self.withZooStack { stack in try await Self.realData(stack) }
+    }
+
+    static func realData(_ stack: Stack) async throws {
+        try #require(try await stack.runCompose("up").status == 0)
+        let imported = try await stack.run(["zoo", "import", "--dir", Self.realDirectory.path, "--json"])
         try #require(imported.status == 0, "\(imported.output)")
         #expect(try jsonObject(imported)["rows_skipped"] as? Int == 1)
 
@@ -94,7 +98,7 @@ import ZooCore
         let csv = try String(contentsOf: Self.realDirectory.appendingPathComponent("lexikon-zvirat.csv"), encoding: .utf8)
         let animals = try LexiconCSV.parse(csv).animals
         #expect(animals.count == 327)
-        let misses = Self.parallel(animals) { animal -> String? in
+        let misses = await Self.parallel(animals) { animal -> String? in
             let plain = animal.name.folding(options: .diacriticInsensitive, locale: nil)
             guard let result = try? stack.gateway(["zoo", "search", plain, "--all", "--limit", "500", "--json"]),
                   let found = try? jsonObject(result)["animals"] as? [[String: Any]],
@@ -105,7 +109,7 @@ import ZooCore
         #expect(misses.compactMap { $0 }.isEmpty, "not found: \(misses.compactMap { $0 })")
 
         // Filter counts equal counts computed from the source file.
-        let filters = try jsonObject(try stack.gateway(["zoo", "filters", "--all", "--json"]))
+        let filters = try jsonObject(try await stack.run(["zoo", "filters", "--all", "--json"]))
         func counts(_ key: String) -> [String: Int] {
             Dictionary(uniqueKeysWithValues: ((filters[key] as? [[String: Any]]) ?? []).map { ($0["value"] as? String ?? "", $0["count"] as? Int ?? 0) })
         }
@@ -116,7 +120,7 @@ import ZooCore
         #expect(counts("continents") == source["continents"])
         #expect(counts("zoo_houses") == source["localities_title"])
         for (value, count) in source["classes", default: [:]] {
-            #expect(try Self.total(stack, ["--all", "--class", value]) == count, "class \(value)")
+            #expect(try await Self.total(stack, ["--all", "--class", value]) == count, "class \(value)")
         }
 
         // Routes between the GPS points of the GPX tracks: never longer than plain Dijkstra over the same graph,
@@ -127,7 +131,7 @@ import ZooCore
         let points = try Self.gpxPoints()
         #expect(points.count == 95)
         let pairs = (0..<points.count).map { ($0, ($0 * 37 + 11) % points.count) }.filter { $0.0 != $0.1 }
-        let outcomes = Self.parallel(pairs) { (i, j) -> (connected: Bool, problem: String?) in
+        let outcomes = await Self.parallel(pairs) { (i, j) -> (connected: Bool, problem: String?) in
             let (a, b) = (points[i], points[j])
             guard let result = try? stack.gateway(["zoo", "route", "--from", "\(a.lat),\(a.lon)", "--to", "\(b.lat),\(b.lon)", "--json"]),
                   let start = try? router.snap(a), let end = try? router.snap(b)
@@ -146,7 +150,7 @@ import ZooCore
         #expect(outcomes.filter(\.connected).count > 50, "too few connected pairs to mean much")
 
         // GeoJSON: every footpath, and the map locations the animals are linked to.
-        let features = try #require(try jsonObject(try stack.gateway(["zoo", "geojson"]))["features"] as? [[String: Any]])
+        let features = try #require(try jsonObject(try await stack.run(["zoo", "geojson"]))["features"] as? [[String: Any]])
         let properties = features.compactMap { $0["properties"] as? [String: Any] }
         #expect(properties.filter { $0["kind"] as? String == "footpath" }.count == router.graph.roads.count)
         let locations = properties.filter { $0["kind"] as? String == "animal_location" }
@@ -156,9 +160,23 @@ import ZooCore
 
     // MARK: Helpers
 
+    /// Runs `body` with a stack of only the zoo service, torn down afterwards off Swift concurrency's threads.
+    static func withZooStack(_ body: (Stack) async throws -> Void) async throws {
+        let stack = try Stack(services: ["zoo"])
+        do {
+            try await body(stack)
+        } catch {
+            _ = try? await stack.runCompose("down")
+            stack.tearDown()
+            throw error
+        }
+        _ = try? await stack.runCompose("down")
+        stack.tearDown()
+    }
+
     /// `search --limit 0 --json`'s total.
-    static func total(_ stack: Stack, _ arguments: [String]) throws -> Int? {
-        try jsonObject(try stack.gateway(["zoo", "search", "--limit", "0", "--json"] + arguments))["total"] as? Int
+    static func total(_ stack: Stack, _ arguments: [String]) async throws -> Int? {
+        try jsonObject(try await stack.run(["zoo", "search", "--limit", "0", "--json"] + arguments))["total"] as? Int
     }
 
     /// Waits until compose replaced every killed replica and each answers SERVING.
@@ -167,7 +185,7 @@ import ZooCore
             try await Task.sleep(for: .milliseconds(200))
             let pids = try stack.servicePids()
             let replaced = victims.allSatisfy { name, pid in pids[name].map { $0 != pid } ?? false }
-            if replaced, try stack.gateway(["status", "--json"]).status == 0 { return }
+            if replaced, try await stack.run(["status", "--json"]).status == 0 { return }
         }
         Issue.record("compose did not restart the killed replicas")
     }
@@ -212,13 +230,17 @@ import ZooCore
         return points
     }
 
-    /// Runs `body` over `items` on up to four threads; results in item order.
-    static func parallel<Item: Sendable, Result>(_ items: [Item], _ body: @escaping @Sendable (Item) -> Result) -> [Result] {
-        let results = ResultSlots<Result>(count: items.count)
-        DispatchQueue.concurrentPerform(iterations: 4) { lane in
-            for index in stride(from: lane, to: items.count, by: 4) { results.set(index, body(items[index])) }
+    /// Runs `body` over `items` on two dispatch threads (it runs child processes); results in item order.
+    static func parallel<Item: Sendable, Result>(_ items: [Item], _ body: @escaping @Sendable (Item) -> Result) async -> [Result] {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let results = ResultSlots<Result>(count: items.count)
+                DispatchQueue.concurrentPerform(iterations: 2) { lane in
+                    for index in stride(from: lane, to: items.count, by: 2) { results.set(index, body(items[index])) }
+                }
+                continuation.resume(returning: results.values)
+            }
         }
-        return results.values
     }
 }
 
@@ -235,6 +257,25 @@ private final class GPXPointCollector: NSObject, XMLParserDelegate {
 }
 
 /// Results written from several threads, one slot each.
+extension Stack {
+    /// `gateway` on a dispatch thread: waiting for a child process would otherwise hold one of Swift
+    /// concurrency's threads (one per core), starving the tests running beside this one.
+    func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await Self.offThePool { try self.gateway(arguments) }
+    }
+
+    /// `compose/compose` on a dispatch thread (see `run`).
+    func runCompose(_ arguments: String...) async throws -> (status: Int32, output: String) {
+        try await Self.offThePool { try Self.run(Self.root.appendingPathComponent("compose/compose").path, arguments, environment: self.environment) }
+    }
+
+    private static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}
+
 private final class ResultSlots<Value>: @unchecked Sendable {
     private var slots: [Value?]
     private let lock = NSLock()

@@ -53,17 +53,14 @@ extension FootpathGraph {
     }
 
     /// The shortest walk from `start` to whichever of `goals` is nearest on foot, by one A* search whose
-    /// heuristic is the great-circle distance to the nearest goal (as the chord, see `Geo.unitVector`).
+    /// heuristic is the great-circle distance to the nearest goal (from below, see `Geo.lowerBoundDistance`).
     /// Returns the path and the goal's index.
     public func shortestPath(from start: Snap, toNearestOf goals: [Snap]) -> (path: GraphPath, goal: Int)? {
         let goalVectors = goals.map { Geo.unitVector($0.point) }
         func heuristic(_ node: Int32) -> Double {
             var nearest = Double.infinity
-            for vector in goalVectors {
-                let offset = unitVectors[Int(node)] - vector
-                nearest = min(nearest, (offset * offset).sum())
-            }
-            return nearest.squareRoot() * Geo.earthRadius
+            for vector in goalVectors { nearest = min(nearest, Geo.lowerBoundDistance(unitVectors[Int(node)], vector)) }
+            return nearest
         }
         var best = Double.infinity
         var bestGoal = -1
