@@ -184,3 +184,90 @@ struct RealCatalogueTests {
         #expect(TextKey.fold("  Želva  OBROVSKÁ ") == "zelva obrovska")
     }
 }
+
+/// The search index against a plain scan of every animal's folded text.
+@Suite struct SearchIndexTests {
+    /// Offsets where `needle` occurs in `haystack`.
+    static func occurrences(_ needle: [UInt8], in haystack: [UInt8]) -> [Int] {
+        guard !needle.isEmpty, needle.count <= haystack.count else { return [] }
+        return (0...(haystack.count - needle.count)).filter { Array(haystack[$0..<($0 + needle.count)]) == needle }
+    }
+
+    /// An animal's folded names and other fields.
+    struct FoldedAnimal {
+        var id: Int
+        var sortKey: [UInt8]
+        var names: [[UInt8]]
+        var others: [[UInt8]]
+
+        init(_ animal: Animal) {
+            id = animal.id
+            names = [animal.name, animal.latinName, animal.englishName].compactMap { $0 }.map { Array(TextKey.fold($0).utf8) }
+            sortKey = names[0]
+            let taxa = [animal.taxonClass?.czech, animal.taxonClass?.latin, animal.order?.czech, animal.order?.latin, animal.location]
+            others = (taxa.compactMap { $0 } + animal.continents + animal.biotopes + animal.foods).map { Array(TextKey.fold($0).utf8) }
+        }
+    }
+
+    /// The rank a plain scan gives: 0 exact name, 1 name prefix, 2 word prefix in a name, 3 name substring,
+    /// 4 other field; nil: no match.
+    static func plainRank(_ animal: FoldedAnimal, _ needle: [UInt8]) -> Int? {
+        if needle.isEmpty { return 0 }
+        let ranks = animal.names.compactMap { name -> Int? in
+            if name == needle { return 0 }
+            let found = occurrences(needle, in: name)
+            if found.contains(0) { return 1 }
+            if found.contains(where: { [UInt8(ascii: " "), UInt8(ascii: "-"), UInt8(ascii: "(")].contains(name[$0 - 1]) }) { return 2 }
+            return found.isEmpty ? nil : 3
+        }
+        if let best = ranks.min() { return best }
+        return animal.others.contains { !occurrences(needle, in: $0).isEmpty } ? 4 : nil
+    }
+
+    static func check(_ catalogue: Catalogue, needles: [String]) throws {
+        let animals = catalogue.animals.map(FoldedAnimal.init)
+        for needle in needles {
+            let folded = Array(TextKey.fold(needle).utf8)
+            let expected = animals.compactMap { animal in plainRank(animal, folded).map { (rank: $0, animal: animal) } }
+                .sorted { a, b in
+                    if a.rank != b.rank { return a.rank < b.rank }
+                    return a.animal.sortKey == b.animal.sortKey ? a.animal.id < b.animal.id
+                        : a.animal.sortKey.lexicographicallyPrecedes(b.animal.sortKey)
+                }
+                .map(\.animal.id)
+            let found = try catalogue.search(SearchQuery(text: needle, includeUnavailable: true, limit: Catalogue.maxPageSize))
+            #expect(found.animals.map(\.id) == expected, "\(needle.debugDescription)")
+            #expect(found.total == expected.count, "\(needle.debugDescription)")
+        }
+    }
+
+    /// Every letter, a few odd needles, whole names and random pieces of names of 2, 3, 4 and 7 characters.
+    static func needles(from catalogue: Catalogue) -> [String] {
+        var needles = Set("abcdefghijklmnopqrstuvwxyz".map(String.init) + ["", "xyz", "zz", " a", "-", "(", "sav", "lev"])
+        var generator = SystemRandomNumberGenerator()
+        for animal in catalogue.animals {
+            let name = Array(TextKey.fold(animal.name))
+            for length in [2, 3, 4, 7] where name.count >= length {
+                let start = Int.random(in: 0...(name.count - length), using: &generator)
+                needles.insert(String(name[start..<(start + length)]))
+            }
+            needles.insert(TextKey.fold(animal.name))
+        }
+        return needles.sorted()
+    }
+
+    @Test func sampleSearchMatchesAPlainScan() throws {
+        let library = try ZooLibrary(database: .inMemory(migrations: ZooSchema.migrations))
+        try library.loadSampleDataIfEmpty(from: SampleFiles.directory)
+        let catalogue = try library.snapshot().catalogue
+        try Self.check(catalogue, needles: Self.needles(from: catalogue))
+    }
+
+    @Test(.enabled(if: RealData.enabled, RealData.skipMessage))
+    func realSearchMatchesAPlainScan() throws {
+        let catalogue = try RealData.csvCatalogue.get()
+        var generator = SystemRandomNumberGenerator()
+        let needles = Self.needles(from: catalogue)
+        try Self.check(catalogue, needles: needles.filter { $0.count <= 1 } + needles.shuffled(using: &generator).prefix(150))
+    }
+}

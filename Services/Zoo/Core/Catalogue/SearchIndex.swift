@@ -3,7 +3,7 @@ import Foundation
 /// The catalogue's search structures, built once per snapshot.
 ///
 /// Folded text lives in two corpora (names; other fields) indexed by their 1- to 3-byte sequences, so a search
-/// checks only the entries that can contain the needle. Filters use, per kind, the entries
+/// checks only the entries that can contain the needle, and ranks short needles from the index alone. Filters use, per kind, the entries
 /// that have each folded value. Results are ranked by a single integer key (rank, then Czech-name order).
 struct SearchIndex: Sendable {
     private let nameCorpus: Corpus
@@ -20,11 +20,11 @@ struct SearchIndex: Sendable {
         let names = animals.map { animal in
             [animal.name, animal.latinName, animal.englishName].compactMap { $0 }.map { Array(TextKey.fold($0).utf8) }
         }
-        nameCorpus = Corpus(names)
+        nameCorpus = Corpus(names, ranksNames: true)
         otherCorpus = Corpus(animals.map { animal in
             let taxa = [animal.taxonClass?.czech, animal.taxonClass?.latin, animal.order?.czech, animal.order?.latin, animal.location]
             return (taxa.compactMap { $0 } + animal.continents + animal.biotopes + animal.foods).map { Array(TextKey.fold($0).utf8) }
-        })
+        }, ranksNames: false)
         available = animals.map(\.isCurrentlyAvailable)
         let order = animals.indices.sorted { a, b in
             let (left, right) = (names[a][0], names[b][0])
@@ -58,8 +58,8 @@ struct SearchIndex: Sendable {
             for entry in allowed.indices where allowed[entry] { keys.append(nameOrder[entry]) }
         } else if !needle.contains(0) {
             var named = [Bool](repeating: false, count: allowed.count)
-            nameCorpus.forEachEntry(containing: needle) { entry in
-                guard allowed[entry], let rank = nameCorpus.bestNameRank(of: entry, for: needle) else { return }
+            nameCorpus.forEachRankedEntry(containing: needle) { entry, rank in
+                guard allowed[entry] else { return }
                 named[entry] = true
                 keys.append(rank << 32 | nameOrder[entry])
             }
@@ -89,18 +89,24 @@ struct SearchIndex: Sendable {
 }
 
 /// Every entry's fields in one byte array, NUL-separated, with each entry's start offset, and for every
-/// 1-, 2- and 3-byte sequence (within a field) the set of entries containing it, as a bitset.
+/// 1-, 2- and 3-byte sequence (within a field) the set of entries containing it, as a bitset. For names it also
+/// keeps the entries where the sequence starts a field or a word inside one, and the entries by whole field.
 private struct Corpus: Sendable {
     let bytes: [UInt8]
     /// Entry `e` occupies `starts[e]..<starts[e + 1]`.
     let starts: [Int]
     /// 64-bit words per bitset.
     private let words: Int
-    /// Gram key (see `gramKey`) → its bitset's index in `gramBits`.
+    /// Gram key (see `gramKey`) → index of its bitsets (at `slot * words`).
     private let gramSlots: [UInt32: Int]
-    private let gramBits: [UInt64]
+    private let anywhere: [UInt64]
+    /// With `ranksNames`: where the gram starts a field, and where it starts a word inside a field.
+    private let atFieldStart: [UInt64]
+    private let atWordStart: [UInt64]
+    /// With `ranksNames`: entries by whole field.
+    private let exactFields: [[UInt8]: [Int]]
 
-    init(_ entries: [[[UInt8]]]) {
+    init(_ entries: [[[UInt8]]], ranksNames: Bool) {
         var bytes: [UInt8] = []
         var starts: [Int] = []
         for fields in entries {
@@ -110,18 +116,30 @@ private struct Corpus: Sendable {
         starts.append(bytes.count)
         let words = (entries.count + 63) / 64
         var slots: [UInt32: Int] = [:]
-        var bits: [UInt64] = []
+        var anywhere: [UInt64] = [], atFieldStart: [UInt64] = [], atWordStart: [UInt64] = []
+        var exactFields: [[UInt8]: [Int]] = [:]
         for (entry, fields) in entries.enumerated() {
+            let bit = UInt64(1) << UInt64(entry % 64)
             for field in fields {
+                if ranksNames { exactFields[field, default: []].append(entry) }
                 for start in field.indices {
+                    let wordStart = start > 0 && Self.isWordSeparator(field[start - 1])
                     for length in 1...3 where start + length <= field.count {
                         let key = Self.gramKey(field[start..<(start + length)])
                         let slot = slots[key] ?? {
-                            bits += [UInt64](repeating: 0, count: words)
-                            slots[key] = bits.count / words - 1
-                            return bits.count / words - 1
+                            let new = anywhere.count / words
+                            slots[key] = new
+                            anywhere += [UInt64](repeating: 0, count: words)
+                            if ranksNames {
+                                atFieldStart += [UInt64](repeating: 0, count: words)
+                                atWordStart += [UInt64](repeating: 0, count: words)
+                            }
+                            return new
                         }()
-                        bits[slot * words + entry / 64] |= 1 << UInt64(entry % 64)
+                        let word = slot * words + entry / 64
+                        anywhere[word] |= bit
+                        if ranksNames && start == 0 { atFieldStart[word] |= bit }
+                        if ranksNames && wordStart { atWordStart[word] |= bit }
                     }
                 }
             }
@@ -130,12 +148,44 @@ private struct Corpus: Sendable {
         self.starts = starts
         self.words = words
         gramSlots = slots
-        gramBits = bits
+        self.anywhere = anywhere
+        self.atFieldStart = atFieldStart
+        self.atWordStart = atWordStart
+        self.exactFields = exactFields
+    }
+
+    /// A word inside a name starts after a space, a dash or an opening parenthesis.
+    static func isWordSeparator(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "(")
     }
 
     /// One to three bytes as a key: the length in the top byte, the bytes below.
     private static func gramKey(_ gram: ArraySlice<UInt8>) -> UInt32 {
         UInt32(gram.count) << 24 | gram.reduce(0) { $0 << 8 | UInt32($1) }
+    }
+
+    /// For a names corpus: calls `body` with each entry one of whose fields contains `needle` (non-empty,
+    /// without NUL) and its rank there: 0 a whole field, 1 a field's prefix, 2 a word's prefix inside a field,
+    /// 3 elsewhere. Needles of up to 3 bytes are ranked from the index; longer ones are checked in the text.
+    func forEachRankedEntry(containing needle: [UInt8], _ body: (Int, Int) -> Void) {
+        guard needle.count <= 3 else {
+            forEachEntry(containing: needle) { entry in
+                if let rank = bestNameRank(of: entry, for: needle) { body(entry, rank) }
+            }
+            return
+        }
+        guard let slot = gramSlots[Self.gramKey(needle[...])] else { return }
+        let exact = Set(exactFields[needle] ?? [])
+        for word in 0..<words {
+            var remaining = anywhere[slot * words + word]
+            let prefix = atFieldStart[slot * words + word], wordStart = atWordStart[slot * words + word]
+            while remaining != 0 {
+                let bit = remaining & (~remaining &+ 1)
+                remaining &= remaining - 1
+                let entry = word * 64 + bit.trailingZeroBitCount
+                body(entry, exact.contains(entry) ? 0 : prefix & bit != 0 ? 1 : wordStart & bit != 0 ? 2 : 3)
+            }
+        }
     }
 
     /// Calls `body` once for each entry some field of which contains `needle` (non-empty, without NUL), in entry
@@ -145,7 +195,7 @@ private struct Corpus: Sendable {
         var candidates = [UInt64](repeating: ~0, count: words)
         for gram in grams {
             guard let slot = gramSlots[Self.gramKey(gram)] else { return }
-            for word in 0..<words { candidates[word] &= gramBits[slot * words + word] }
+            for word in 0..<words { candidates[word] &= anywhere[slot * words + word] }
         }
         for word in 0..<words {
             var remaining = candidates[word]
@@ -175,9 +225,9 @@ private struct Corpus: Sendable {
         }
     }
 
-    /// How well `needle` matches the best of the entry's fields (names): 0 exact, 1 prefix, 2 prefix of a word
-    /// inside it (after a space, dash or parenthesis), 3 substring; nil when no field contains it.
-    func bestNameRank(of entry: Int, for needle: [UInt8]) -> Int? {
+    /// How well `needle` matches the best of the entry's fields (names), ranked as in `forEachRankedEntry`;
+    /// nil when no field contains it.
+    private func bestNameRank(of entry: Int, for needle: [UInt8]) -> Int? {
         bytes.withUnsafeBufferPointer { hay in
             needle.withUnsafeBufferPointer { pattern in
                 func matches(at position: Int) -> Bool {
@@ -200,8 +250,7 @@ private struct Corpus: Sendable {
                             var position = fieldStart + 1
                             while position + pattern.count <= fieldEnd {
                                 if matches(at: position) {
-                                    let previous = hay[position - 1]
-                                    if previous == UInt8(ascii: " ") || previous == UInt8(ascii: "-") || previous == UInt8(ascii: "(") {
+                                    if Self.isWordSeparator(hay[position - 1]) {
                                         best = 2
                                         break
                                     }
