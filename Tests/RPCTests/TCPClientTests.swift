@@ -116,3 +116,17 @@ func residentMemoryBytes() -> Int {
     let fields = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8))?.split(separator: " ") ?? []
     return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
+
+@Suite struct HealthAwareSelectionTests {
+    @Test func callsAvoidAnEndpointThatIsNotServing() async throws {
+        let draining = RPCServer(name: "draining", services: [EchoService()])
+        draining.isServing = false
+        let healthy = RPCServer(name: "healthy", services: [EchoService()])
+        let client = RPCClient(transports: [InProcessTransport(server: draining), InProcessTransport(server: healthy)])
+        #expect(await client.checkHealth() == [false, true])
+        for _ in 0..<6 {
+            let reply = try await client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest())
+            #expect(reply.serverName == "healthy")
+        }
+    }
+}
