@@ -64,11 +64,11 @@ public final class TCPServer: @unchecked Sendable {
     private func listen(_ socketAddress: SocketAddress) -> Result<String, RPCError> {
         let opened = TCPListener.open(
             loop: loop, address: socketAddress, maxFrameSize: limits.maxFrameSize, highWater: limits.writeHighWater
-        ) { [unowned self] connection in accept(connection) }
+        ) { [weak self] connection in self?.accept(connection) }
         guard case .success(let listener) = opened else { return opened.map(\.address) }
         self.listener = listener
         let period = min(limits.frameTimeout, limits.idleTimeout) / 4
-        sweeper = LoopTimer(loop: loop) { [unowned self] in sweep() }
+        sweeper = LoopTimer(loop: loop) { [weak self] in self?.sweep() }
         sweeper?.start(after: period, every: period)
         return .success(listener.address)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import RPC
 import Schema
+import TestSupport
 import Testing
 import Transport
 
