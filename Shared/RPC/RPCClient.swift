@@ -147,14 +147,12 @@ public final class RPCClient: Sendable {
         let count = UInt(transports.count)
         let start = UInt(bitPattern: next.wrappingAdd(1, ordering: .relaxed).oldValue)
         let now = ContinuousClock.now
-        let quarantined = unhealthyUntil.withLock { $0 }
-        for offset in 0..<count {
-            let index = Int((start &+ offset) % count)
-            if transports[index].isAvailable, quarantined[index].map({ $0 <= now }) ?? true {
-                return (index, transports[index])
+        let healthy = unhealthyUntil.withLock { quarantined in
+            (0..<count).lazy.map { Int((start &+ $0) % count) }.first { index in
+                quarantined[index].map { $0 <= now } ?? true && transports[index].isAvailable
             }
         }
-        let index = Int(start % count)
+        let index = healthy ?? Int(start % count)
         return (index, transports[index])
     }
 

@@ -202,14 +202,14 @@ final class ServerConnection: @unchecked Sendable {
     }
 
     private func answer(_ id: UInt64, error: RPCError) {
-        connection.send(Self.statusFrame(id, message: nil, error: error))
+        connection.send(envelope: Self.statusEnvelope(id, message: nil, error: error))
     }
 
     /// Called by a call's sink when it finished.
-    func finished(_ id: UInt64, frame: [UInt8]) {
+    func finished(_ id: UInt64, envelope: [UInt8]) {
         let removed = calls.withLock { $0.removeValue(forKey: id) } != nil
         if removed { server.inFlight.subtract(1, ordering: .relaxed) }
-        connection.send(frame)
+        connection.send(envelope: envelope)
     }
 
     func isOpen(_ id: UInt64) -> Bool { calls.withLock { $0[id] != nil } }
@@ -249,11 +249,11 @@ final class ServerConnection: @unchecked Sendable {
         for task in open.values { task.cancel() }
     }
 
-    static func statusFrame(_ id: UInt64, message: [UInt8]?, error: RPCError?) -> [UInt8] {
+    static func statusEnvelope(_ id: UInt64, message: [UInt8]?, error: RPCError?) -> [UInt8] {
         let frame = RpcV1.Frame(
             callID: id, kind: .status, hasPayload: message != nil, payload: message ?? [],
             statusCode: error?.code.rawValue ?? 0, statusMessage: error?.message ?? "")
-        return FrameCodec.encode(frame.serializedBytes())
+        return frame.serializedBytes()
     }
 }
 
@@ -266,10 +266,10 @@ struct TCPResponseSink: ResponseSink {
         guard connection.isOpen(callID) else { throw RPCError(.cancelled, "call \(callID) is over") }
         try await connection.waitUntilWritable()
         let frame = RpcV1.Frame(callID: callID, kind: .message, hasPayload: true, payload: message)
-        connection.connection.send(FrameCodec.encode(frame.serializedBytes()))
+        connection.connection.send(envelope: frame.serializedBytes())
     }
 
     func finish(message: [UInt8]?, error: RPCError?) {
-        connection.finished(callID, frame: ServerConnection.statusFrame(callID, message: message, error: error))
+        connection.finished(callID, envelope: ServerConnection.statusEnvelope(callID, message: message, error: error))
     }
 }

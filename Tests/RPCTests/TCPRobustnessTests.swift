@@ -124,6 +124,8 @@ import Testing
     @Test func connectionsBeyondTheLimitAreRefused() async throws {
         var limits = Self.quickLimits
         limits.maxConnections = 2
+        // Long enough that only the limit, not a timeout, closes the third connection.
+        limits.frameTimeout = .seconds(30)
         try await Harness.with(.tcp, limits: limits) { harness in
             try await expectServing(harness)  // the harness client holds connection 1
             let second = try RawSocket(port: harness.tcp!.port)
