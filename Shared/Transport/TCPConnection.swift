@@ -32,7 +32,7 @@ final class TCPConnection: @unchecked Sendable {
     /// Since when bytes of an unfinished frame have been waiting.
     private(set) var partialFrameSince: ContinuousClock.Instant?
 
-    private let outbox = Mutex<Outbox>(Outbox())
+    private let outbox = Lock<Outbox>(Outbox())
     /// Bytes handed to `send` and not yet written to the socket.
     let pendingBytes = Atomic<Int>(0)
     let lowWater: Int

@@ -141,7 +141,17 @@ public final class TCPServer: @unchecked Sendable {
 final class ServerConnection: @unchecked Sendable {
     let connection: TCPConnection
     private let server: TCPServer
-    private let calls = Mutex<[UInt64: Task<Void, Never>]>([:])
+    private let calls = Lock<[UInt64: CallSlot]>([:])
+
+    /// A call's entry: reserved while its task is being created, then the task (to cancel it).
+    private enum CallSlot {
+        case starting
+        case running(Task<Void, Never>)
+
+        var task: Task<Void, Never>? {
+            if case .running(let task) = self { task } else { nil }
+        }
+    }
     /// Streaming handlers waiting for the client to read (resumed on drain or close).
     private let writers = Mutex<(waiting: [CheckedContinuation<Void, any Error>], closed: Bool)>(([], false))
 
@@ -165,7 +175,7 @@ final class ServerConnection: @unchecked Sendable {
         }
         switch frame.kind {
         case .request: start(frame)
-        case .cancel: calls.withLock { $0[frame.callID] }?.cancel()
+        case .cancel: calls.withLock { $0[frame.callID]?.task }?.cancel()
         default: connection.close(reason: "unexpected \(frame.kind) frame from a client")
         }
     }
@@ -182,14 +192,20 @@ final class ServerConnection: @unchecked Sendable {
         let sink = TCPResponseSink(connection: self, callID: id)
         let accepted = calls.withLock { calls -> Bool in
             guard calls[id] == nil, calls.count < server.limits.maxConcurrentCalls else { return false }
-            server.inFlight.add(1, ordering: .relaxed)
-            calls[id] = Task { [server, payload = frame.payload] in
-                await server.rpc.handle(head, request: payload, sink: sink)
-            }
+            calls[id] = .starting
             return true
         }
-        if !accepted {
+        guard accepted else {
             answer(id, error: RPCError(.resourceExhausted, "call id \(id) is in use or more than \(server.limits.maxConcurrentCalls) calls are open on this connection"))
+            return
+        }
+        server.inFlight.add(1, ordering: .relaxed)
+        let task = Task { [server, payload = frame.payload] in
+            await server.rpc.handle(head, request: payload, sink: sink)
+        }
+        calls.withLock { calls in
+            // The call may have finished already; then its entry is gone and stays gone.
+            if calls[id] != nil { calls[id] = .running(task) }
         }
         if connection.pendingBytes.load(ordering: .relaxed) > connection.highWater { connection.pauseReading() }
     }
@@ -246,7 +262,7 @@ final class ServerConnection: @unchecked Sendable {
             return writers.waiting
         })
         for writer in waiting { writer.resume(throwing: RPCError(.cancelled, "connection closed: \(reason)")) }
-        for task in open.values { task.cancel() }
+        for slot in open.values { slot.task?.cancel() }
     }
 
     static func statusEnvelope(_ id: UInt64, message: [UInt8]?, error: RPCError?) -> [UInt8] {
