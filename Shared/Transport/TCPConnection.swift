@@ -263,7 +263,7 @@ struct SocketAddress: CustomStringConvertible {
                 pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { _ = uv_ip4_name($0, &name, name.count) }
             }
         }
-        let host = String(cString: name)
+        let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return isV6 ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 }
