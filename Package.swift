@@ -61,14 +61,14 @@ let package = Package(
             path: "Services/Gateway/App"),
 
         // MARK: Benchmarks
-        .executableTarget(name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV"], path: "Tests/Benchmarks"),
+        .executableTarget(name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore"], path: "Tests/Benchmarks"),
 
         // MARK: Tests
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator"], path: "Tests/SchemaTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema", "TestSupport"], path: "Tests/RPCTests"),
-        .testTarget(name: "ZooTests", dependencies: ["ZooCore"], path: "Tests/ZooTests"),
-        .testTarget(name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "TestSupport"], path: "Tests/IntegrationTests"),
+        .testTarget(name: "ZooTests", dependencies: ["ZooCore", "RPC", "Schema", "Storage"], path: "Tests/ZooTests"),
+        .testTarget(name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "TestSupport"], path: "Tests/IntegrationTests"),
     ]
 )

@@ -7,6 +7,7 @@
 #include "menagerie/health/v1/health.pb-c.h"
 #include "menagerie/ocr/v1/ocr.pb-c.h"
 #include "menagerie/rpc/v1/rpc.pb-c.h"
+#include "menagerie/zoo/v1/zoo.pb-c.h"
 
 static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__fixtures__v1__envelope__descriptor,
@@ -27,6 +28,41 @@ static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__rpc__v1__method_info__descriptor,
     &menagerie__rpc__v1__method_stats__descriptor,
     &menagerie__rpc__v1__service_info__descriptor,
+    &menagerie__zoo__v1__adoption__descriptor,
+    &menagerie__zoo__v1__animal__descriptor,
+    &menagerie__zoo__v1__animal_summary__descriptor,
+    &menagerie__zoo__v1__data_counts__descriptor,
+    &menagerie__zoo__v1__export_geo_jsonrequest__descriptor,
+    &menagerie__zoo__v1__export_geo_jsonresponse__descriptor,
+    &menagerie__zoo__v1__filter_value__descriptor,
+    &menagerie__zoo__v1__geo_point__descriptor,
+    &menagerie__zoo__v1__get_animal_request__descriptor,
+    &menagerie__zoo__v1__get_animal_response__descriptor,
+    &menagerie__zoo__v1__get_metadata_request__descriptor,
+    &menagerie__zoo__v1__get_metadata_response__descriptor,
+    &menagerie__zoo__v1__import_data_request__descriptor,
+    &menagerie__zoo__v1__import_file__descriptor,
+    &menagerie__zoo__v1__import_progress__descriptor,
+    &menagerie__zoo__v1__import_record__descriptor,
+    &menagerie__zoo__v1__imported_file__descriptor,
+    &menagerie__zoo__v1__list_filter_values_request__descriptor,
+    &menagerie__zoo__v1__list_filter_values_response__descriptor,
+    &menagerie__zoo__v1__map_location__descriptor,
+    &menagerie__zoo__v1__nearby_animal__descriptor,
+    &menagerie__zoo__v1__nearby_request__descriptor,
+    &menagerie__zoo__v1__nearby_response__descriptor,
+    &menagerie__zoo__v1__place__descriptor,
+    &menagerie__zoo__v1__refresh_schedule__descriptor,
+    &menagerie__zoo__v1__route__descriptor,
+    &menagerie__zoo__v1__route_request__descriptor,
+    &menagerie__zoo__v1__route_response__descriptor,
+    &menagerie__zoo__v1__search_animals_request__descriptor,
+    &menagerie__zoo__v1__search_animals_response__descriptor,
+    &menagerie__zoo__v1__skipped_row__descriptor,
+    &menagerie__zoo__v1__taxon__descriptor,
+    &menagerie__zoo__v1__tour_leg__descriptor,
+    &menagerie__zoo__v1__tour_request__descriptor,
+    &menagerie__zoo__v1__tour_response__descriptor,
     NULL
 };
 

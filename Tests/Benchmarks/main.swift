@@ -1,5 +1,5 @@
 // menagerie-bench: prints throughput and latency figures (no pass/fail; goals are printed beside
-// the figures). Run: swift run -c release menagerie-bench [rpc] [--seconds S] [--sizes 64,65536]
+// the figures). Run: swift run -c release menagerie-bench [rpc] [zoo] [--seconds S] [--sizes 64,65536]
 // [--callers 1,16,64] [--no-floor]
 import Foundation
 import RPC
@@ -27,4 +27,7 @@ if suites.isEmpty || suites.contains("rpc") {
         secondsPerRun: seconds, payloadSizes: numbers("sizes", [64, 64 << 10]), callerCounts: numbers("callers", [1, 16, 64]),
         includeFloor: !arguments.contains("--no-floor")
     ).run()
+}
+if suites.isEmpty || suites.contains("zoo") {
+    try await ZooBenchmark(secondsPerRun: seconds).run()
 }

@@ -172,3 +172,15 @@ struct RealCatalogueTests {
         #expect(catalogue.animals.filter { !$0.mapFeatureIDs.isEmpty }.count > 200)
     }
 }
+
+@Suite struct TextKeyTests {
+    @Test func asciiFastPathFoldsLikeFoundation() {
+        let samples = ["zelva", "  Lev   INDICKY ", "Panthera leo\tpersica\n", "a-b (c)", "", "   ", "Z", "x\u{0B}y\u{0C}z\r\nw", "@#1 2!"]
+        for text in samples {
+            let reference = text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
+                .split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
+            #expect(TextKey.fold(text) == reference, "\(text.debugDescription)")
+        }
+        #expect(TextKey.fold("  Želva  OBROVSKÁ ") == "zelva obrovska")
+    }
+}

@@ -64,6 +64,18 @@ import Testing
         #expect((try? Self.router.snap(GeoPoint(lat: 50.1195, lon: 14.4))) != nil)
     }
 
+    @Test func heuristicNeverExceedsTheHaversineDistance() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<100_000 {
+            let a = GeoPoint(lat: .random(in: 50.11...50.123, using: &generator), lon: .random(in: 14.39...14.42, using: &generator))
+            let scale = [1e-2, 1e-4, 1e-6].randomElement(using: &generator)!
+            let b = GeoPoint(lat: a.lat + .random(in: -scale...scale, using: &generator), lon: a.lon + .random(in: -scale...scale, using: &generator))
+            let bound = Geo.lowerBoundDistance(Geo.unitVector(a), Geo.unitVector(b))
+            let arc = Geo.haversine(a, b)
+            #expect(bound <= arc && arc - bound < 1e-4, "\(a) \(b): bound \(bound), arc \(arc)")
+        }
+    }
+
     @Test func aStarMatchesDijkstraOnTheSmallGraph() throws {
         let graph = Self.router.graph
         var generator = SystemRandomNumberGenerator()

@@ -6,9 +6,11 @@ import Testing
     static let directory = ZooDataSet.bundledSampleDirectory
 
     @Test func loadsAndEveryKeptAnimalWithALocationIsReachable() throws {
-        let data = try ZooDataSet.load(directory: Self.directory)
-        #expect(data.lexicon.animals.count == 13 && data.lexicon.skipped.isEmpty)
-        let zoo = data.snapshot()
+        let library = try ZooLibrary(database: .inMemory(migrations: ZooSchema.migrations))
+        let record = try #require(try library.loadSampleDataIfEmpty(from: Self.directory))
+        #expect(record.files.first { $0.kind == .lexiconCSV }?.rowsImported == 13 && record.rowsSkipped == 0)
+        let data = try library.database.read(ZooTables.loadDataSet)
+        let zoo = try library.snapshot()
         let entrance = GeoPoint(lat: 50.1163, lon: 14.4000)
         for animal in zoo.catalogue.animals where animal.isCurrentlyAvailable && !animal.mapFeatureIDs.isEmpty {
             let route = try zoo.route(from: .point(entrance), to: .animal(id: animal.id))

@@ -15,7 +15,7 @@ struct Gateway: AsyncParsableCommand {
             ("zoo=HOST:PORT,HOST:PORT;ocr=HOST:PORT"), else the state compose/compose up wrote.
             A failed call prints its status code and message and exits non-zero.
             """,
-        subcommands: [Status.self, Probe.self, Methods.self, Stats.self])
+        subcommands: [Status.self, Probe.self, Methods.self, Stats.self, Zoo.self])
 }
 
 /// `gateway status`: every instance of every service with its health and uptime.

@@ -30,7 +30,8 @@ public struct Tour: Sendable, Equatable {
 }
 
 /// Everything the zoo service answers from: the catalogue and the router over one consistent data set.
-public struct ZooSnapshot: Sendable {
+/// Immutable; a class so that handing it to each call costs one reference.
+public final class ZooSnapshot: Sendable {
     public let catalogue: Catalogue
     public let router: Router
     /// Snapped map features, by OpenStreetMap id (features that cannot be snapped are absent).

@@ -69,9 +69,7 @@ public struct Catalogue: Sendable {
     public let animals: [Animal]
     /// Map features by OpenStreetMap id.
     public let features: [Int64: MapFeature]
-    private let entries: [SearchEntry]
-    /// Position of each animal in Czech-name order, for ranking ties.
-    private let nameOrder: [Int]
+    private let index: SearchIndex
     private let indexByID: [Int: Int]
     private let linker: MapLinker
 
@@ -97,12 +95,7 @@ public struct Catalogue: Sendable {
         }
         self.animals = resolved
         self.features = Dictionary(mapFeatures.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let entries = resolved.map(SearchEntry.init)
-        var nameOrder = [Int](repeating: 0, count: entries.count)
-        let sorted = entries.indices.sorted { entries[$0].sortKey.lexicographicallyPrecedes(entries[$1].sortKey) }
-        for (position, index) in sorted.enumerated() { nameOrder[index] = position }
-        self.entries = entries
-        self.nameOrder = nameOrder
+        self.index = SearchIndex(animals: resolved)
         self.indexByID = Dictionary(resolved.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
         self.linker = linker
     }
@@ -132,15 +125,8 @@ public struct Catalogue: Sendable {
         guard query.offset >= 0, query.limit >= 0, query.limit <= Self.maxPageSize else {
             throw .invalidArgument("offset must be ≥ 0 and limit within 0…\(Self.maxPageSize)")
         }
-        let needle = Array(TextKey.fold(query.text).utf8)
-        let filter = CompiledFilter(query.filter)
-        var hits: [(rank: Int, entry: Int)] = []
-        for (position, entry) in entries.enumerated()
-        where (query.includeUnavailable || entry.isCurrentlyAvailable) && filter.matches(entry) {
-            if let rank = entry.rank(for: needle) { hits.append((rank, position)) }
-        }
-        hits.sort { ($0.rank, nameOrder[$0.entry]) < ($1.rank, nameOrder[$1.entry]) }
-        let page = hits.dropFirst(query.offset).prefix(query.limit).map { animals[$0.entry] }
+        let hits = index.search(query)
+        let page = hits.dropFirst(query.offset).prefix(query.limit).map { animals[$0] }
         return SearchPage(total: hits.count, animals: Array(page))
     }
 
@@ -171,97 +157,5 @@ private struct ValueCounter {
 
     var values: [FilterValue] {
         counts.keys.sorted().map { FilterValue(value: display[$0]!, count: counts[$0]!) }
-    }
-}
-
-/// The filter with folded value sets.
-private struct CompiledFilter {
-    let classes, foods, biotopes, zooHouses, continents: Set<String>
-
-    init(_ filter: AnimalFilter) {
-        classes = Set(filter.classes.map(TextKey.fold))
-        foods = Set(filter.foods.map(TextKey.fold))
-        biotopes = Set(filter.biotopes.map(TextKey.fold))
-        zooHouses = Set(filter.zooHouses.map(MapLinker.pavilionKey))
-        continents = Set(filter.continents.map(TextKey.fold))
-    }
-
-    func matches(_ entry: SearchEntry) -> Bool {
-        func passes(_ selected: Set<String>, _ values: Set<String>) -> Bool {
-            selected.isEmpty || !selected.isDisjoint(with: values)
-        }
-        return passes(classes, entry.classKeys) && passes(foods, entry.foodKeys) && passes(biotopes, entry.biotopeKeys)
-            && passes(zooHouses, entry.zooHouseKeys) && passes(continents, entry.continentKeys)
-    }
-}
-
-/// Folded text of one animal, prepared for matching.
-private struct SearchEntry: Sendable {
-    let names: [[UInt8]]
-    let otherFields: [[UInt8]]
-    let sortKey: [UInt8]
-    let isCurrentlyAvailable: Bool
-    let classKeys, foodKeys, biotopeKeys, zooHouseKeys, continentKeys: Set<String>
-
-    init(_ animal: Animal) {
-        let nameValues = [animal.name, animal.latinName, animal.englishName].compactMap { $0 }
-        names = nameValues.map { Array(TextKey.fold($0).utf8) }
-        sortKey = names[0]
-        isCurrentlyAvailable = animal.isCurrentlyAvailable
-        let classNames = [animal.taxonClass?.czech, animal.taxonClass?.latin].compactMap { $0 }
-        let others = classNames + [animal.order?.czech, animal.order?.latin, animal.location].compactMap { $0 }
-            + animal.continents + animal.biotopes + animal.foods
-        otherFields = others.map { Array(TextKey.fold($0).utf8) }
-        classKeys = Set(classNames.map(TextKey.fold))
-        foodKeys = Set(animal.foods.map(TextKey.fold))
-        biotopeKeys = Set(animal.biotopes.map(TextKey.fold))
-        zooHouseKeys = Set([animal.location].compactMap { $0 }.map(MapLinker.pavilionKey))
-        continentKeys = Set(animal.continents.map(TextKey.fold))
-    }
-
-    /// 0 exact name, 1 name prefix, 2 word prefix in a name, 3 name substring, 4 other field; nil: no match.
-    func rank(for needle: [UInt8]) -> Int? {
-        if needle.isEmpty { return 0 }
-        var best: Int?
-        for name in names {
-            guard let rank = Self.nameRank(needle, in: name) else { continue }
-            if rank == 0 { return 0 }
-            best = min(best ?? rank, rank)
-        }
-        if best != nil { return best }
-        return otherFields.contains { Self.nextOccurrence(of: needle, in: $0, from: 0) != nil } ? 4 : nil
-    }
-
-    private static func nameRank(_ needle: [UInt8], in name: [UInt8]) -> Int? {
-        if needle == name { return 0 }
-        var found = false
-        var start = nextOccurrence(of: needle, in: name, from: 0)
-        while let position = start {
-            if position == 0 { return 1 }
-            found = true
-            let previous = name[position - 1]
-            if previous == UInt8(ascii: " ") || previous == UInt8(ascii: "-") || previous == UInt8(ascii: "(") { return 2 }
-            start = nextOccurrence(of: needle, in: name, from: position + 1)
-        }
-        return found ? 3 : nil
-    }
-
-    /// The first start offset ≥ `from` of `needle` in `haystack`.
-    private static func nextOccurrence(of needle: [UInt8], in haystack: [UInt8], from: Int) -> Int? {
-        guard needle.count <= haystack.count, from <= haystack.count - needle.count else { return nil }
-        return haystack.withUnsafeBufferPointer { hay in
-            needle.withUnsafeBufferPointer { pattern in
-                var start = from
-                while start <= hay.count - pattern.count {
-                    if hay[start] == pattern[0] {
-                        var offset = 1
-                        while offset < pattern.count && hay[start + offset] == pattern[offset] { offset += 1 }
-                        if offset == pattern.count { return start }
-                    }
-                    start += 1
-                }
-                return nil
-            }
-        }
     }
 }

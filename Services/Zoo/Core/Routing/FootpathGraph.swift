@@ -31,6 +31,8 @@ public struct FootpathGraph: Sendable {
     public let roads: [(id: Int64, nodes: [Int32])]
     let projection: LocalProjection
     let planar: [SIMD2<Double>]
+    /// Earth-centred unit vectors of the nodes, for the A* heuristic.
+    let unitVectors: [SIMD3<Double>]
     /// Adjacency in compressed rows: the neighbours of node `n` are `edgeTargets[edgeStart[n]..<edgeStart[n+1]]`.
     let edgeStart: [Int32]
     let edgeTargets: [Int32]
@@ -90,6 +92,7 @@ public struct FootpathGraph: Sendable {
         self.roads = roads
         self.projection = projection
         self.planar = planar
+        self.unitVectors = positions.map(Geo.unitVector)
         self.edgeStart = start
         self.edgeTargets = targets
         self.edgeLengths = lengths

@@ -15,6 +15,20 @@ public enum Geo {
         return 2 * earthRadius * asin(min(1, sqrt(h)))
     }
 
+    /// The point as an earth-centred unit vector, for `lowerBoundDistance`.
+    public static func unitVector(_ point: GeoPoint) -> SIMD3<Double> {
+        let lat = point.lat * .pi / 180, lon = point.lon * .pi / 180
+        return SIMD3(cos(lat) * cos(lon), cos(lat) * sin(lon), sin(lat))
+    }
+
+    /// A distance in metres that never exceeds the haversine distance between the points behind two unit
+    /// vectors and at zoo scale is within a few micrometres of it: the chord through the earth (shorter than the
+    /// arc by a relative 1e-8 at 2 km) less a micrometre for rounding. No trigonometry: A*'s heuristic.
+    public static func lowerBoundDistance(_ a: SIMD3<Double>, _ b: SIMD3<Double>) -> Double {
+        let offset = a - b
+        return max(0, (offset * offset).sum().squareRoot() * earthRadius - 1e-6)
+    }
+
     /// Whether the coordinate is a finite latitude/longitude pair in range.
     public static func isValid(_ point: GeoPoint) -> Bool {
         point.lat.isFinite && point.lon.isFinite && abs(point.lat) <= 90 && abs(point.lon) <= 180

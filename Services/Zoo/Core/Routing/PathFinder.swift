@@ -46,16 +46,37 @@ public struct GraphPath: Sendable, Equatable {
 }
 
 extension FootpathGraph {
-    /// The shortest walk from `start` to `goal` by A* with a haversine heuristic.
-    /// If both feet lie on one segment the direct walk along it is a candidate too. `nil`: not connected.
+    /// The shortest walk from `start` to `goal` by A*. If both feet lie on one segment the direct walk along
+    /// it is a candidate too. `nil`: not connected.
     public func shortestPath(from start: Snap, to goal: Snap) -> GraphPath? {
-        let goalSegment = segments[goal.segment]
-        var best = start.segment == goal.segment ? Geo.haversine(start.point, goal.point) : .infinity
+        shortestPath(from: start, toNearestOf: [goal])?.path
+    }
+
+    /// The shortest walk from `start` to whichever of `goals` is nearest on foot, by one A* search whose
+    /// heuristic is the great-circle distance to the nearest goal (from below, see `Geo.lowerBoundDistance`).
+    /// Returns the path and the goal's index.
+    public func shortestPath(from start: Snap, toNearestOf goals: [Snap]) -> (path: GraphPath, goal: Int)? {
+        let goalVectors = goals.map { Geo.unitVector($0.point) }
+        func heuristic(_ node: Int32) -> Double {
+            var nearest = Double.infinity
+            for vector in goalVectors { nearest = min(nearest, Geo.lowerBoundDistance(unitVectors[Int(node)], vector)) }
+            return nearest
+        }
+        var best = Double.infinity
+        var bestGoal = -1
         var bestLast: Int32 = -1
+        var exits: [(node: Int32, remaining: Double, goal: Int)] = []
+        for (index, goal) in goals.enumerated() {
+            let segment = segments[goal.segment]
+            exits += [(segment.from, goal.alongFromStart, index), (segment.to, goal.alongToEnd, index)]
+            if goal.segment == start.segment, Geo.haversine(start.point, goal.point) < best {
+                best = Geo.haversine(start.point, goal.point)
+                bestGoal = index
+            }
+        }
         var cost = [Double](repeating: .infinity, count: nodeCount)
         var parent = [Int32](repeating: -1, count: nodeCount)
         var heap = MinHeap(capacity: 64)
-        func heuristic(_ node: Int32) -> Double { Geo.haversine(positions[Int(node)], goal.point) }
         let startSegment = segments[start.segment]
         for (node, initial) in [(startSegment.from, start.alongFromStart), (startSegment.to, start.alongToEnd)]
         where initial < cost[Int(node)] {
@@ -66,9 +87,9 @@ extension FootpathGraph {
             if estimate >= best { break }
             let reached = cost[Int(node)]
             if estimate > reached + heuristic(node) + 1e-9 { continue }
-            for (end, remaining) in [(goalSegment.from, goal.alongFromStart), (goalSegment.to, goal.alongToEnd)]
-            where node == end && reached + remaining < best {
-                best = reached + remaining
+            for exit in exits where exit.node == node && reached + exit.remaining < best {
+                best = reached + exit.remaining
+                bestGoal = exit.goal
                 bestLast = node
             }
             for edge in Int(edgeStart[Int(node)])..<Int(edgeStart[Int(node) + 1]) {
@@ -88,7 +109,7 @@ extension FootpathGraph {
             nodes.append(cursor)
             cursor = parent[Int(cursor)]
         }
-        return GraphPath(length: best, nodes: nodes.reversed())
+        return (GraphPath(length: best, nodes: nodes.reversed()), bestGoal)
     }
 
     /// Plain Dijkstra from a snapped point: metres to every node (`.infinity` when unreachable or

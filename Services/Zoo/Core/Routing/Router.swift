@@ -39,24 +39,23 @@ public struct Router: Sendable {
 
     /// The shortest walk between two snapped points.
     public func route(from start: Snap, to end: Snap) throws(ZooError) -> Route {
-        guard let path = graph.shortestPath(from: start, to: end) else {
+        guard let route = shortestRoute(from: [start], to: [end]) else {
             throw .noPath("from (\(start.point.lat), \(start.point.lon)) to (\(end.point.lat), \(end.point.lon))")
         }
+        return route
+    }
+
+    /// The shortest of the walks from any start to any end (one search per start); `nil` when none is connected.
+    func shortestRoute(from starts: [Snap], to ends: [Snap]) -> Route? {
+        var best: (path: GraphPath, start: Snap, end: Snap)?
+        for start in starts {
+            if let (path, goal) = graph.shortestPath(from: start, toNearestOf: ends), path.length < best?.path.length ?? .infinity {
+                best = (path, start, ends[goal])
+            }
+        }
+        guard let (path, start, end) = best else { return nil }
         return Route(distanceMeters: path.length, durationSeconds: path.length / walkingSpeed,
                      nodeIDs: path.nodes.map { graph.nodeIDs[Int($0)] },
                      coordinates: [start.point] + path.nodes.map { graph.positions[Int($0)] } + [end.point])
-    }
-
-    /// The shortest of the walks from any start to any end; `nil` when none is connected.
-    func shortestRoute(from starts: [Snap], to ends: [Snap]) -> Route? {
-        var best: Route?
-        for start in starts {
-            for end in ends {
-                if let route = try? route(from: start, to: end), route.distanceMeters < best?.distanceMeters ?? .infinity {
-                    best = route
-                }
-            }
-        }
-        return best
     }
 }

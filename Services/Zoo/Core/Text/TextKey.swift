@@ -5,8 +5,27 @@ import Foundation
 public enum TextKey {
     /// The folded form of `text`.
     public static func fold(_ text: String) -> String {
+        if let ascii = foldASCII(text) { return ascii }
         let folded = text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
         return collapseWhitespace(folded)
+    }
+
+    /// `fold` for ASCII text without Foundation (search queries are mostly ASCII); nil for other text.
+    private static func foldASCII(_ text: String) -> String? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var pendingSpace = false
+        for byte in text.utf8 {
+            guard byte < 0x80 else { return nil }
+            if byte == 0x20 || (0x09...0x0D).contains(byte) {
+                pendingSpace = !bytes.isEmpty
+                continue
+            }
+            if pendingSpace { bytes.append(0x20) }
+            pendingSpace = false
+            bytes.append((0x41...0x5A).contains(byte) ? byte + 0x20 : byte)
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// `text` trimmed, with inner runs of white space (including no-break spaces) collapsed to one space.

@@ -1,0 +1,146 @@
+import Dispatch
+import Foundation
+import RPC
+import Schema
+import Storage
+
+/// The zoo's RPC methods (`menagerie.zoo.v1.Zoo`): thin handlers that validate the request, ask the library's
+/// current snapshot and map domain errors onto status codes.
+public struct ZooService: RPCService {
+    public let library: ZooLibrary
+    /// The refresh schedule, reported by GetMetadata.
+    public let refresher: ZooRefresher?
+
+    public init(library: ZooLibrary, refresher: ZooRefresher? = nil) {
+        self.library = library
+        self.refresher = refresher
+    }
+
+    public func register(in router: inout RPCRouter) {
+        let library = library, refresher = refresher
+        router.unary(ZooV1.Zoo.searchAnimals) { request, _ in
+            let query = try RequestValidation.search(request)
+            return try Self.answering {
+                let page = try library.snapshot().catalogue.search(query)
+                return ZooV1.SearchAnimalsResponse(total: Int32(clamping: page.total), animals: page.animals.map(ZooV1.AnimalSummary.init))
+            }
+        }
+        router.unary(ZooV1.Zoo.getAnimal) { request, _ in
+            let id = try RequestValidation.animalID(request.id)
+            return try Self.answering {
+                let catalogue = try library.snapshot().catalogue
+                let animal = try catalogue.animal(id: id, includeUnavailable: request.includeUnavailable)
+                return ZooV1.GetAnimalResponse(animal: ZooV1.Animal(animal, locations: catalogue.mapLocations(of: animal)))
+            }
+        }
+        router.unary(ZooV1.Zoo.listFilterValues) { request, _ in
+            try Self.answering {
+                let values = try library.snapshot().catalogue.filterValues(includeUnavailable: request.includeUnavailable)
+                return ZooV1.ListFilterValuesResponse(
+                    classes: values.classes.map(ZooV1.FilterValue.init), foods: values.foods.map(ZooV1.FilterValue.init),
+                    biotopes: values.biotopes.map(ZooV1.FilterValue.init), zooHouses: values.zooHouses.map(ZooV1.FilterValue.init),
+                    continents: values.continents.map(ZooV1.FilterValue.init))
+            }
+        }
+        router.unary(ZooV1.Zoo.getMetadata) { _, _ in
+            try Self.answering {
+                let metadata = try library.metadata()
+                return ZooV1.GetMetadataResponse(
+                    lastImport: metadata.lastImport.map(ZooV1.ImportRecord.init),
+                    lastSuccessfulImport: metadata.lastSuccessfulImport.map(ZooV1.ImportRecord.init),
+                    lastFailedImport: metadata.lastFailedImport.map(ZooV1.ImportRecord.init),
+                    counts: ZooV1.DataCounts(metadata.counts),
+                    lexiconKind: metadata.lexiconKind.map(ZooV1.FileKind.init) ?? .unspecified,
+                    refresh: refresher.map {
+                        ZooV1.RefreshSchedule(
+                            cron: $0.scheduler.schedule.description, sources: $0.sources.map(\.description),
+                            nextRun: $0.scheduler.nextRun?.timeIntervalSince1970)
+                    },
+                    walkingSpeed: library.walkingSpeed)
+            }
+        }
+        router.serverStreaming(ZooV1.Zoo.importData) { request, writer, _ in
+            let files = try RequestValidation.importFiles(request)
+            let source = request.source.isEmpty ? files.map(\.name).joined(separator: ", ") : request.source
+            // The import runs to its end even when the caller goes away: it was asked for.
+            for try await event in Self.importing(files, source: source, into: library) {
+                try await writer.send(event)
+            }
+        }
+        router.unary(ZooV1.Zoo.route) { request, _ in
+            let from = try RequestValidation.place(request.from, field: "from")
+            let to = try RequestValidation.place(request.to, field: "to")
+            return try Self.answering {
+                let route = try Self.withFootpaths(library.snapshot()).route(from: from, to: to)
+                return ZooV1.RouteResponse(route: ZooV1.Route(route))
+            }
+        }
+        router.unary(ZooV1.Zoo.nearby) { request, _ in
+            let (point, radius, limit) = try RequestValidation.nearby(request)
+            return try Self.answering {
+                let nearby = try Self.withFootpaths(library.snapshot()).nearby(point, radius: radius)
+                return ZooV1.NearbyResponse(animals: nearby.prefix(limit).map {
+                    ZooV1.NearbyAnimal(animal: ZooV1.AnimalSummary($0.animal), distanceM: $0.distanceMeters, locationID: $0.featureID)
+                })
+            }
+        }
+        router.unary(ZooV1.Zoo.tour) { request, _ in
+            let (start, animalIDs) = try RequestValidation.tour(request)
+            return try Self.answering {
+                let tour = try Self.withFootpaths(library.snapshot()).tour(from: start, animalIDs: animalIDs)
+                return ZooV1.TourResponse(
+                    legs: tour.legs.map {
+                        ZooV1.TourLeg(animal: ZooV1.AnimalSummary($0.animal), locationID: $0.featureID, route: ZooV1.Route($0.route))
+                    },
+                    distanceM: tour.distanceMeters, durationS: tour.durationSeconds)
+            }
+        }
+        router.unary(ZooV1.Zoo.exportGeoJSON) { _, _ in
+            try Self.answering {
+                ZooV1.ExportGeoJSONResponse(geojson: String(decoding: try library.snapshot().geoJSON(), as: UTF8.self))
+            }
+        }
+    }
+
+    /// Runs `body`, turning domain errors into their statuses and a busy database into UNAVAILABLE.
+    static func answering<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as ZooError {
+            throw error.rpcError
+        } catch let error as StorageError where error.kind == .busy {
+            throw RPCError(.unavailable, "the zoo database is busy: \(error.message)")
+        }
+    }
+
+    /// The snapshot, when it has footpaths to route on.
+    private static func withFootpaths(_ snapshot: ZooSnapshot) throws -> ZooSnapshot {
+        guard !snapshot.router.graph.segments.isEmpty else {
+            throw RPCError(.failedPrecondition, "no footpath map has been imported (gateway zoo import --map FILE)")
+        }
+        return snapshot
+    }
+
+    /// Runs the import on a thread of its own (it blocks on parsing and SQLite) and streams its progress; the
+    /// last message carries the import's record.
+    private static func importing(_ files: [ZooSourceFile], source: String, into library: ZooLibrary)
+        -> AsyncThrowingStream<ZooV1.ImportProgress, any Error>
+    {
+        AsyncThrowingStream { continuation in
+            DispatchQueue.global(qos: .userInitiated).async {
+                do {
+                    var last: ImportProgress?
+                    let record = try answering {
+                        try library.importFiles(files, source: source, trigger: .client) { progress in
+                            if progress.stage == .done { last = progress } else { continuation.yield(ZooV1.ImportProgress(progress)) }
+                        }
+                    }
+                    if let record, let last { continuation.yield(ZooV1.ImportProgress(last, result: record)) }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+        }
+    }
+}

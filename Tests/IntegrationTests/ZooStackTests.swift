@@ -1,0 +1,254 @@
+import Foundation
+import Testing
+import ZooCore
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
+
+/// The zoo service started by compose and driven through `gateway zoo`, as a user would.
+@Suite(.serialized) struct ZooStackTests {
+    static let sampleDirectory = Stack.root.appendingPathComponent("Services/Zoo/SampleData")
+    static let realDirectory = Stack.root.deletingLastPathComponent().appendingPathComponent("shared/datasets/zoo")
+    static let realDataEnabled = FileManager.default.fileExists(atPath: realDirectory.path)
+        || ProcessInfo.processInfo.environment["CI"] == "true"
+    static let realDataSkipMessage: Comment = "skipped: ../shared/datasets/zoo is missing (set CI=true to require it)"
+
+    @Test func sampleDataReplicasCrashRecoveryAndStatusCodes() async throws {
+        try await Stack.with(services: ["zoo"]) { stack in try await Self.sampleData(stack) }
+    }
+
+    static func sampleData(_ stack: Stack) async throws {
+        let up = try await stack.compose("up")
+        try #require(up.status == 0, "compose up failed: \(up.output)")
+
+        // Out of the box the service answers from the bundled sample data.
+        let zelva = try jsonObject(try await stack.gateway(["zoo", "search", "zelva", "--json"]))
+        #expect((zelva["animals"] as? [[String: Any]])?.first?["name"] as? String == "Želva obrovská")
+        let status = try jsonObject(try await stack.gateway(["zoo", "status", "--json"]))
+        #expect((status["last_import"] as? [String: Any])?["trigger"] as? String == "sample_data")
+
+        // Two replicas share one database: an import through one is seen by the other.
+        try #require(try await stack.compose("scale", "zoo=2").status == 0)
+        let base = try #require(stack.basePorts["zoo"])
+        let replicas = ["zoo=127.0.0.1:\(base)", "zoo=127.0.0.1:\(base + 1)"]
+        let scratch = stack.directory.appendingPathComponent("files")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        let small = scratch.appendingPathComponent("small.csv")
+        try Self.sampleLexicon(first: 4).write(to: small, atomically: true, encoding: .utf8)
+        let imported = try await stack.gateway(["zoo", "import", "--lexicon-csv", small.path, "--endpoint", replicas[0]])
+        try #require(imported.status == 0, "\(imported.output)")
+        #expect(imported.output.contains("100%") && imported.output.contains("4 imported"))
+        #expect(try await Self.total(stack, ["--all", "--endpoint", replicas[1]]) == 4)
+
+        // An acknowledged import survives kill -9 of every replica: compose restarts them, the data is there.
+        let full = Self.sampleDirectory.appendingPathComponent("lexikon-zvirat.csv").path
+        let acknowledged = try await stack.gateway(["zoo", "import", "--lexicon-csv", full, "--endpoint", replicas[1], "--json"])
+        try #require(acknowledged.status == 0, "\(acknowledged.output)")
+        let importID = try jsonObject(acknowledged)["id"] as? Int
+        let victims = try stack.servicePids()
+        for name in ["zoo.0", "zoo.1"] { kill(try #require(victims[name]), SIGKILL) }
+        try await Self.waitForRestart(stack, after: victims)
+        for replica in replicas {
+            #expect(try await Self.total(stack, ["--all", "--endpoint", replica]) == 13)
+            let metadata = try jsonObject(try await stack.gateway(["zoo", "status", "--json", "--endpoint", replica]))
+            #expect((metadata["last_successful_import"] as? [String: Any])?["id"] as? Int == importID)
+        }
+
+        // Bad input gets the right status code (the gateway exits with it).
+        let point = "50.1163,14.4000"
+        let cases: [([String], Int32)] = [
+            (["show", "0"], 3), (["show", "99999"], 5), (["show", "12"], 5), (["search", "--limit=-1"], 3),
+            (["search", "--limit", "100000"], 3), (["search", "--offset=-3"], 3), (["search", "--food", ""], 3),
+            (["route", "--from", "nan,14.4", "--to-animal", "1"], 3), (["route", "--from", "50.1", "--to-animal", "1"], 3),
+            (["route", "--from", point, "--to-animal", "1", "--to-house", "Africký dům"], 3),
+            (["route", "--from", "50.0875,14.4213", "--to-animal", "1"], 11), (["route", "--from", point, "--to-animal", "13"], 9),
+            (["route", "--from", point, "--to-house", "Nowhere"], 5), (["route", "--from", point, "--to-animal", "4242"], 5),
+            (["nearby", "--from", point, "--radius=-5"], 3), (["nearby", "--from", point, "--radius", "1e9"], 3),
+            (["tour", "0", "--from", point], 3), (["tour", "1", "--from", "91,14.4"], 3),
+        ]
+        for (arguments, code) in cases {
+            let result = try await stack.gateway(["zoo"] + arguments)
+            #expect(result.status == code, "gateway zoo \(arguments.joined(separator: " ")): \(result.output)")
+        }
+        // A broken file fails the import with INVALID_ARGUMENT, keeps the data and is recorded.
+        let broken = scratch.appendingPathComponent("map-metadata.json")
+        try "{\"nodes\": [".write(to: broken, atomically: true, encoding: .utf8)
+        let failed = try await stack.gateway(["zoo", "import", "--map", broken.path])
+        #expect(failed.status == 3 && failed.output.contains("INVALID_ARGUMENT"), "\(failed.output)")
+        let afterFailure = try jsonObject(try await stack.gateway(["zoo", "status", "--json"]))
+        #expect((afterFailure["last_error"] as? String)?.contains(broken.path) == true)
+        #expect((afterFailure["counts"] as? [String: Any])?["animals"] as? Int == 13)
+        let route = try jsonObject(try await stack.gateway(["zoo", "route", "--from", point, "--to-animal", "1", "--json"]))
+        #expect((route["distance_m"] as? Double ?? 0) > 0)
+    }
+
+    @Test(.enabled(if: realDataEnabled, realDataSkipMessage))
+    func realDataThroughTheGateway() async throws {
+        try await Stack.with(services: ["zoo"]) { stack in try await Self.realData(stack) }
+    }
+
+    static func realData(_ stack: Stack) async throws {
+        try #require(try await stack.compose("up").status == 0)
+        let imported = try await stack.gateway(["zoo", "import", "--dir", Self.realDirectory.path, "--json"])
+        try #require(imported.status == 0, "\(imported.output)")
+        #expect(try jsonObject(imported)["rows_skipped"] as? Int == 1)
+
+        // Every animal of the CSV that imports is found by its name without diacritics.
+        let csv = try String(contentsOf: Self.realDirectory.appendingPathComponent("lexikon-zvirat.csv"), encoding: .utf8)
+        let animals = try LexiconCSV.parse(csv).animals
+        #expect(animals.count == 327)
+        let misses = await Self.parallel(animals) { animal -> String? in
+            let plain = animal.name.folding(options: .diacriticInsensitive, locale: nil)
+            guard let result = try? await stack.gateway(["zoo", "search", plain, "--all", "--limit", "500", "--json"]),
+                  let found = try? jsonObject(result)["animals"] as? [[String: Any]],
+                  found.contains(where: { $0["id"] as? Int == animal.id })
+            else { return "\(animal.id) \(animal.name) (searched \(plain))" }
+            return nil
+        }
+        #expect(misses.compactMap { $0 }.isEmpty, "not found: \(misses.compactMap { $0 })")
+
+        // Filter counts equal counts computed from the source file.
+        let filters = try jsonObject(try await stack.gateway(["zoo", "filters", "--all", "--json"]))
+        func counts(_ key: String) -> [String: Int] {
+            Dictionary(uniqueKeysWithValues: ((filters[key] as? [[String: Any]]) ?? []).map { ($0["value"] as? String ?? "", $0["count"] as? Int ?? 0) })
+        }
+        let source = try Self.countsFromSource(csv)
+        #expect(counts("classes") == source["classes"])
+        #expect(counts("foods") == source["food"])
+        #expect(counts("biotopes") == source["biotop"])
+        #expect(counts("continents") == source["continents"])
+        #expect(counts("zoo_houses") == source["localities_title"])
+        for (value, count) in source["classes", default: [:]] {
+            #expect(try await Self.total(stack, ["--all", "--class", value]) == count, "class \(value)")
+        }
+
+        // Routes between the GPS points of the GPX tracks: never longer than plain Dijkstra over the same graph,
+        // never shorter than the straight line between their ends.
+        let router = Router(
+            graph: FootpathGraph(network: try FootpathNetwork.parse(Data(contentsOf: Self.realDirectory.appendingPathComponent("map-metadata.json")))),
+            bounds: try MapBounds.parse(Data(contentsOf: Self.realDirectory.appendingPathComponent("map-bounds.json"))))
+        let points = try Self.gpxPoints()
+        #expect(points.count == 95)
+        let pairs = (0..<points.count).map { ($0, ($0 * 37 + 11) % points.count) }.filter { $0.0 != $0.1 }
+        let outcomes = await Self.parallel(pairs) { (i, j) -> (connected: Bool, problem: String?) in
+            let (a, b) = (points[i], points[j])
+            guard let result = try? await stack.gateway(["zoo", "route", "--from", "\(a.lat),\(a.lon)", "--to", "\(b.lat),\(b.lon)", "--json"]),
+                  let start = try? router.snap(a), let end = try? router.snap(b)
+            else { return (false, "\(i)→\(j): the call or the snap failed") }
+            let dijkstra = router.graph.distance(using: router.graph.distances(from: start), from: start, to: end)
+            if result.status == 5 { return (false, dijkstra.isInfinite ? nil : "\(i)→\(j): NOT_FOUND but Dijkstra found \(dijkstra) m") }
+            guard result.status == 0, let route = try? jsonObject(result), let distance = route["distance_m"] as? Double,
+                  let coordinates = route["coordinates"] as? [[Double]], let first = coordinates.first, let last = coordinates.last
+            else { return (false, "\(i)→\(j): \(result.output)") }
+            let straight = Geo.haversine(GeoPoint(lat: first[0], lon: first[1]), GeoPoint(lat: last[0], lon: last[1]))
+            if distance > dijkstra + 1e-6 { return (true, "\(i)→\(j): \(distance) m is longer than Dijkstra's \(dijkstra) m") }
+            if distance < straight - 1e-6 { return (true, "\(i)→\(j): \(distance) m is shorter than the straight line \(straight) m") }
+            return (true, nil)
+        }
+        #expect(outcomes.compactMap(\.problem).isEmpty, "\(outcomes.compactMap(\.problem))")
+        #expect(outcomes.filter(\.connected).count > 50, "too few connected pairs to mean much")
+
+        // GeoJSON: every footpath, and the map locations the animals are linked to.
+        let features = try #require(try jsonObject(try await stack.gateway(["zoo", "geojson"]))["features"] as? [[String: Any]])
+        let properties = features.compactMap { $0["properties"] as? [String: Any] }
+        #expect(properties.filter { $0["kind"] as? String == "footpath" }.count == router.graph.roads.count)
+        let locations = properties.filter { $0["kind"] as? String == "animal_location" }
+        #expect(locations.count > 50 && locations.count <= 90)
+        #expect(locations.allSatisfy { !(($0["animal_ids"] as? [Int]) ?? []).isEmpty })
+    }
+
+    // MARK: Helpers
+
+    /// `search --limit 0 --json`'s total.
+    static func total(_ stack: Stack, _ arguments: [String]) async throws -> Int? {
+        try jsonObject(try await stack.gateway(["zoo", "search", "--limit", "0", "--json"] + arguments))["total"] as? Int
+    }
+
+    /// Waits until compose replaced every killed replica and each answers SERVING.
+    static func waitForRestart(_ stack: Stack, after victims: [String: Int32]) async throws {
+        for _ in 0..<150 {
+            try await Task.sleep(for: .milliseconds(200))
+            let pids = try stack.servicePids()
+            let replaced = victims.allSatisfy { name, pid in pids[name].map { $0 != pid } ?? false }
+            if replaced, try await stack.gateway(["status", "--json"]).status == 0 { return }
+        }
+        Issue.record("compose did not restart the killed replicas")
+    }
+
+    /// The sample lexicon CSV cut down to its header and first `count` animals.
+    static func sampleLexicon(first count: Int) throws -> String {
+        let text = try String(contentsOf: sampleDirectory.appendingPathComponent("lexikon-zvirat.csv"), encoding: .utf8)
+        return CSVParser.parse(text).prefix(count + 1).map { record in
+            record.fields.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: ";")
+        }.joined(separator: "\n") + "\n"
+    }
+
+    /// Per column, how many importable rows name each value: the cell split on commas, trimmed, `''` dropped,
+    /// classes without their Latin part.
+    static func countsFromSource(_ csv: String) throws -> [String: [String: Int]] {
+        let records = CSVParser.parse(csv)
+        let header = records[0].fields
+        var result: [String: [String: Int]] = [:]
+        for column in ["classes", "food", "biotop", "continents", "localities_title"] {
+            let index = try #require(header.firstIndex(of: column))
+            for record in records.dropFirst() where record.fields.count >= 21 && Int(record.fields[0]) != nil {
+                var values = record.fields[index].split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+                if column == "classes" || column == "localities_title" { values = [record.fields[index].trimmingCharacters(in: .whitespacesAndNewlines)] }
+                if column == "classes" { values = values.map { String($0.prefix { $0 != "(" }).trimmingCharacters(in: .whitespaces) } }
+                for value in Set(values) where !value.isEmpty && value != "''" { result[column, default: [:]][value, default: 0] += 1 }
+            }
+        }
+        return result
+    }
+
+    /// Every `trkpt`/`wpt` of the GPX files, in file-name order.
+    static func gpxPoints() throws -> [GeoPoint] {
+        let directory = realDirectory.appendingPathComponent("gpx")
+        var points: [GeoPoint] = []
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() where name.hasSuffix(".gpx") {
+            let collector = GPXPointCollector()
+            let parser = XMLParser(data: try Data(contentsOf: directory.appendingPathComponent(name)))
+            parser.delegate = collector
+            try #require(parser.parse(), "\(name) is not XML")
+            points += collector.points
+        }
+        return points
+    }
+
+    /// Runs `body` over `items` in two lanes at once (each call runs a child process); results in item order.
+    static func parallel<Item: Sendable, Result: Sendable>(_ items: [Item], _ body: @escaping @Sendable (Item) async -> Result) async -> [Result] {
+        await withTaskGroup(of: [(Int, Result)].self) { group in
+            for lane in 0..<2 {
+                group.addTask {
+                    var done: [(Int, Result)] = []
+                    for index in stride(from: lane, to: items.count, by: 2) { done.append((index, await body(items[index]))) }
+                    return done
+                }
+            }
+            var results = [Result?](repeating: nil, count: items.count)
+            for await lane in group {
+                for (index, result) in lane { results[index] = result }
+            }
+            return results.map { $0! }
+        }
+    }
+}
+
+/// Collects the positions of GPX points.
+private final class GPXPointCollector: NSObject, XMLParserDelegate {
+    var points: [GeoPoint] = []
+
+    func parser(_ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
+                attributes: [String: String] = [:]) {
+        guard ["trkpt", "wpt", "rtept"].contains(element), let lat = attributes["lat"].flatMap(Double.init),
+              let lon = attributes["lon"].flatMap(Double.init) else { return }
+        points.append(GeoPoint(lat: lat, lon: lon))
+    }
+}
+
+/// The JSON object in a command's output (after any log lines).
+func jsonObject(_ result: (status: Int32, output: String)) throws -> [String: Any] {
+    let start = try #require(result.output.firstIndex(of: "{"), "no JSON in: \(result.output)")
+    return try #require(try JSONSerialization.jsonObject(with: Data(result.output[start...].utf8)) as? [String: Any])
+}
