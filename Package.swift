@@ -66,8 +66,9 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator"], path: "Tests/SchemaTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
-        .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema"], path: "Tests/RPCTests"),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema", "TestSupport"], path: "Tests/RPCTests"),
         .testTarget(name: "ZooTests", dependencies: ["ZooCore", "RPC", "Schema", "Storage"], path: "Tests/ZooTests"),
-        .testTarget(name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore"], path: "Tests/IntegrationTests"),
+        .testTarget(name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "TestSupport"], path: "Tests/IntegrationTests"),
     ]
 )

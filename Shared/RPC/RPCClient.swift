@@ -80,6 +80,29 @@ public final class RPCClient: Sendable {
         return stream
     }
 
+    /// Asks every endpoint's health service (in parallel) and keeps calls away from those that are
+    /// unreachable or not SERVING (draining for shutdown, say) for a while. Returns, per endpoint,
+    /// whether it answered SERVING.
+    @discardableResult
+    public func checkHealth(timeout: Duration = .seconds(1)) async -> [Bool] {
+        await withTaskGroup(of: (Int, Bool).self) { group in
+            for (index, transport) in transports.enumerated() {
+                group.addTask {
+                    let head = CallHead(method: RpcV1.Health.check.path, deadline: .now + timeout)
+                    let bytes = try? await transport.unary(head, request: RpcV1.HealthCheckRequest().serializedBytes())
+                    let reply = bytes.flatMap { try? RpcV1.HealthCheckResponse(serializedBytes: $0) }
+                    return (index, reply?.status == .serving)
+                }
+            }
+            var serving = Array(repeating: false, count: transports.count)
+            for await (index, healthy) in group {
+                serving[index] = healthy
+                if !healthy { markUnhealthy(index) }
+            }
+            return serving
+        }
+    }
+
     /// Closes every endpoint's connection.
     public func close() {
         for transport in transports { transport.close() }
@@ -121,19 +144,15 @@ public final class RPCClient: Sendable {
 
     /// The next endpoint in round-robin order that is available and healthy; any one if none is.
     private func pick() -> (Int, any ClientTransport) {
-        let count = transports.count
-        let start = next.wrappingAdd(1, ordering: .relaxed).oldValue
+        let count = UInt(transports.count)
+        let start = UInt(bitPattern: next.wrappingAdd(1, ordering: .relaxed).oldValue)
         let now = ContinuousClock.now
-        let quarantined = unhealthyUntil.withLock { $0 }
-        for offset in 0..<count {
-            let index = (start &+ offset) % count
-            let index2 = index < 0 ? index + count : index
-            let transport = transports[index2]
-            if transport.isAvailable, quarantined[index2].map({ $0 <= now }) ?? true {
-                return (index2, transport)
+        let healthy = unhealthyUntil.withLock { quarantined in
+            (0..<count).lazy.map { Int((start &+ $0) % count) }.first { index in
+                quarantined[index].map { $0 <= now } ?? true && transports[index].isAvailable
             }
         }
-        let index = ((start % count) + count) % count
+        let index = healthy ?? Int(start % count)
         return (index, transports[index])
     }
 

@@ -47,26 +47,53 @@ public final class RPCServer: Sendable {
         }
         let context = ServerContext(head)
         let once = FinishOnce(sink)
-        let work = Task { try await route.handler(request, context, once) }
-        let watchdog = head.deadline.map { deadline in
-            Task {
-                try await Task.sleep(until: deadline, clock: .continuous)
-                work.cancel()
-                once.finish(message: nil, error: RPCError(.deadlineExceeded, "deadline exceeded while serving \(head.method)"))
+        let result: Result<[UInt8]?, any Error>
+        if let deadline = head.deadline {
+            result = await Self.run(route.handler, request, context, once, deadline: deadline)
+        } else {
+            do {
+                result = .success(try await route.handler(request, context, once))
+            } catch {
+                result = .failure(error)
             }
         }
-        let result = await withTaskCancellationHandler {
-            await work.result
-        } onCancel: {
-            work.cancel()
-        }
-        watchdog?.cancel()
         switch result {
         case .success(let message):
             once.finish(message: message, error: nil)
             stats.record(method: head.method, duration: .now - started, failed: once.failed)
         case .failure(let error):
             finish(head, once, started, failure: status(for: error, method: head.method))
+        }
+    }
+
+    /// Runs a handler against its deadline: when the deadline passes first, the caller gets
+    /// DEADLINE_EXCEEDED at once and the handler is cancelled.
+    private static func run(
+        _ handler: @escaping RPCRouter.Handler, _ request: [UInt8], _ context: ServerContext, _ sink: FinishOnce,
+        deadline: ContinuousClock.Instant
+    ) async -> Result<[UInt8]?, any Error> {
+        await withTaskGroup(of: Result<[UInt8]?, any Error>?.self) { group in
+            group.addTask {
+                do {
+                    return .success(try await handler(request, context, sink))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            group.addTask {
+                guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return nil }
+                return .failure(RPCError(.deadlineExceeded, "deadline exceeded while serving \(context.method)"))
+            }
+            var outcome: Result<[UInt8]?, any Error>?
+            while outcome == nil, let next = await group.next() {
+                outcome = next
+            }
+            group.cancelAll()
+            if case .failure(let error as RPCError) = outcome, error.code == .deadlineExceeded {
+                // Answer now; the cancelled handler may take a moment to wind down.
+                sink.finish(message: nil, error: error)
+            }
+            return outcome ?? .failure(CancellationError())
         }
     }
 

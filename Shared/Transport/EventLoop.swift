@@ -10,7 +10,7 @@ public final class EventLoop: @unchecked Sendable {
 
     let raw: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
-    private let queue = Mutex<(work: [@Sendable () -> Void], stopped: Bool)>(([], false))
+    private let queue = Lock<(work: [@Sendable () -> Void], stopped: Bool)>(([], false))
     private let finished = DispatchSemaphore(value: 0)
     /// Scratch space every read on this loop lands in before it is parsed (loop thread only).
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)

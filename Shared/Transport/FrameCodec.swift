@@ -7,16 +7,17 @@ public enum FrameCodec {
 
     /// Prefixes `envelope` with its frame header.
     public static func encode(_ envelope: [UInt8]) -> [UInt8] {
-        var frame = [UInt8]()
-        frame.reserveCapacity(headerSize + envelope.count)
-        let length = UInt32(envelope.count)
-        frame.append(0)
-        frame.append(UInt8(truncatingIfNeeded: length >> 24))
-        frame.append(UInt8(truncatingIfNeeded: length >> 16))
-        frame.append(UInt8(truncatingIfNeeded: length >> 8))
-        frame.append(UInt8(truncatingIfNeeded: length))
+        var frame = [UInt8](repeating: 0, count: headerSize)
+        frame.withUnsafeMutableBytes { writeHeader(length: envelope.count, to: $0.baseAddress!) }
         frame.append(contentsOf: envelope)
         return frame
+    }
+
+    /// Writes the 5 header bytes for an envelope of `length` bytes at `destination`.
+    static func writeHeader(length: Int, to destination: UnsafeMutableRawPointer) {
+        let length = UInt32(length)
+        destination.storeBytes(of: 0, as: UInt8.self)
+        destination.storeBytes(of: length.bigEndian, toByteOffset: 1, as: UInt32.self)
     }
 }
 

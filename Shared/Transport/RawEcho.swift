@@ -12,7 +12,7 @@ public final class RawEchoServer: @unchecked Sendable {
     public init() throws {
         let outcome: Result<TCPListener, RPCError> = loop.submit { [loop] in
             TCPListener.open(loop: loop, address: SocketAddress(host: "127.0.0.1", port: 0)!) { connection in
-                connection.onFrame = { [unowned connection] envelope in connection.send(FrameCodec.encode(envelope)) }
+                connection.onFrame = { [unowned connection] envelope in connection.send(envelope: envelope) }
                 connection.start()
             }
         }
@@ -55,11 +55,10 @@ public final class RawEchoClient: @unchecked Sendable {
 
     /// Sends `bytes` and waits for them to come back.
     public func echo(_ bytes: [UInt8]) async throws -> [UInt8] {
-        let frame = FrameCodec.encode(bytes)
         return try await withCheckedThrowingContinuation { continuation in
             loop.execute { [self] in
                 waiting.append(continuation)
-                connection.send(frame)
+                connection.send(envelope: bytes)
             }
         }
     }

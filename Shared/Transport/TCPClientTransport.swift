@@ -20,7 +20,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     private var connection: TCPConnection?
     private var isConnected = false
     /// Request frames of calls waiting for the connection to be made.
-    private var unsent: [(id: UInt64, frame: [UInt8])] = []
+    private var unsent: [(id: UInt64, envelope: [UInt8])] = []
     private var calls: [UInt64: PendingCall] = [:]
     private var deadlineTimer: LoopTimer?
     private var failures = 0
@@ -49,14 +49,14 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
 
     public func unary(_ head: CallHead, request: [UInt8]) async throws -> [UInt8] {
         let id = nextCallID.wrappingAdd(1, ordering: .relaxed).oldValue
-        let frame = requestFrame(id, head, request)
+        let envelope = requestEnvelope(id, head, request)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8], any Error>) in
                 if Task.isCancelled {
                     continuation.resume(throwing: RPCError(.cancelled, "call to \(head.method) was cancelled"))
                     return
                 }
-                loop.execute { self.begin(id, .unary(continuation, last: nil), head, frame) }
+                loop.execute { self.begin(id, .unary(continuation, last: nil), head, envelope) }
             }
         } onCancel: {
             loop.execute { self.end(id, error: RPCError(.cancelled, "call to \(head.method) was cancelled"), notifyServer: true) }
@@ -65,14 +65,14 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
 
     public func serverStreaming(_ head: CallHead, request: [UInt8]) -> AsyncThrowingStream<[UInt8], any Error> {
         let id = nextCallID.wrappingAdd(1, ordering: .relaxed).oldValue
-        let frame = requestFrame(id, head, request)
+        let envelope = requestEnvelope(id, head, request)
         let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
         continuation.onTermination = { [loop] reason in
             if case .cancelled = reason {
                 loop.execute { self.end(id, error: RPCError(.cancelled, "call to \(head.method) was cancelled"), notifyServer: true) }
             }
         }
-        loop.execute { self.begin(id, .stream(continuation), head, frame) }
+        loop.execute { self.begin(id, .stream(continuation), head, envelope) }
         return stream
     }
 
@@ -84,7 +84,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         }
     }
 
-    private func requestFrame(_ id: UInt64, _ head: CallHead, _ request: [UInt8]) -> [UInt8] {
+    private func requestEnvelope(_ id: UInt64, _ head: CallHead, _ request: [UInt8]) -> [UInt8] {
         var frame = RpcV1.Frame(
             callID: id, kind: .request, method: head.method,
             metadata: head.metadata.map { RpcV1.MetadataEntry(key: $0.key, value: $0.value) },
@@ -93,7 +93,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             let left = max(.zero, deadline - .now)
             frame.timeoutMicros = UInt64(left.components.seconds) * 1_000_000 + UInt64(left.components.attoseconds / 1_000_000_000_000)
         }
-        return FrameCodec.encode(frame.serializedBytes())
+        return frame.serializedBytes()
     }
 
     // MARK: Loop thread
@@ -105,16 +105,16 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
 
     private var deadlines: [UInt64: (ContinuousClock.Instant, String)] = [:]
 
-    private func begin(_ id: UInt64, _ call: PendingCall, _ head: CallHead, _ frame: [UInt8]) {
+    private func begin(_ id: UInt64, _ call: PendingCall, _ head: CallHead, _ envelope: [UInt8]) {
         calls[id] = call
         if let deadline = head.deadline {
             deadlines[id] = (deadline, head.method)
             armDeadlineTimer()
         }
         if isConnected, let connection {
-            connection.send(frame)
+            connection.send(envelope: envelope)
         } else {
-            unsent.append((id, frame))
+            unsent.append((id, envelope))
             if connection == nil { connect() }
         }
     }
@@ -138,7 +138,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         isConnected = true
         failures = 0
         backoffUntil.withLock { $0 = nil }
-        for (id, frame) in unsent where calls[id] != nil { connection.send(frame) }
+        for (id, envelope) in unsent where calls[id] != nil { connection.send(envelope: envelope) }
         unsent.removeAll()
     }
 
@@ -200,7 +200,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         guard let call = calls.removeValue(forKey: id) else { return }
         deadlines[id] = nil
         if notifyServer, isConnected, let connection {
-            connection.send(FrameCodec.encode(RpcV1.Frame(callID: id, kind: .cancel).serializedBytes()))
+            connection.send(envelope: RpcV1.Frame(callID: id, kind: .cancel).serializedBytes())
         }
         switch call {
         case .unary(let continuation, let last):

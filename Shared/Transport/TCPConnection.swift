@@ -32,14 +32,14 @@ final class TCPConnection: @unchecked Sendable {
     /// Since when bytes of an unfinished frame have been waiting.
     private(set) var partialFrameSince: ContinuousClock.Instant?
 
-    private let outbox = Mutex<Outbox>(Outbox())
+    private let outbox = Lock<Outbox>(Outbox())
     /// Bytes handed to `send` and not yet written to the socket.
     let pendingBytes = Atomic<Int>(0)
     let lowWater: Int
     let highWater: Int
 
     private struct Outbox {
-        var frames: [[UInt8]] = []
+        var envelopes: [[UInt8]] = []
         var flushScheduled = false
         var closed = false
     }
@@ -110,32 +110,37 @@ final class TCPConnection: @unchecked Sendable {
         }
     }
 
-    /// Queues a whole frame for writing; safe from any thread. Dropped once the connection closed.
-    func send(_ frame: [UInt8]) {
+    /// Queues one envelope for writing as a frame; safe from any thread. Dropped once the
+    /// connection closed.
+    func send(envelope: [UInt8]) {
         let schedule = outbox.withLock { outbox -> Bool in
             guard !outbox.closed else { return false }
-            outbox.frames.append(frame)
-            pendingBytes.add(frame.count, ordering: .relaxed)
+            outbox.envelopes.append(envelope)
+            pendingBytes.add(FrameCodec.headerSize + envelope.count, ordering: .relaxed)
             defer { outbox.flushScheduled = true }
             return !outbox.flushScheduled
         }
         if schedule { loop.execute { self.flush() } }
     }
 
-    /// Writes everything queued so far in one `uv_write` (loop thread).
+    /// Writes everything queued so far, framed, in one `uv_write` (loop thread).
     func flush() {
-        let frames = outbox.withLock { outbox in
+        let envelopes = outbox.withLock { outbox in
             outbox.flushScheduled = false
-            defer { outbox.frames.removeAll(keepingCapacity: true) }
-            return outbox.frames
+            defer { outbox.envelopes.removeAll(keepingCapacity: true) }
+            return outbox.envelopes
         }
-        guard !frames.isEmpty, !isClosed else { return }
-        let total = frames.reduce(0) { $0 + $1.count }
+        guard !envelopes.isEmpty, !isClosed else { return }
+        let total = envelopes.reduce(0) { $0 + FrameCodec.headerSize + $1.count }
         let write = WriteRequest(byteCount: total)
         var offset = 0
-        for frame in frames {
-            frame.withUnsafeBytes { write.bytes.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-            offset += frame.count
+        for envelope in envelopes {
+            FrameCodec.writeHeader(length: envelope.count, to: write.bytes.baseAddress!.advanced(by: offset))
+            offset += FrameCodec.headerSize
+            envelope.withUnsafeBytes {
+                if $0.count > 0 { write.bytes.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            }
+            offset += envelope.count
         }
         var buffer = uv_buf_init(write.bytes.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(total))
         let request = allocateHandle(uv_write_t.self)
@@ -181,7 +186,7 @@ final class TCPConnection: @unchecked Sendable {
         isClosed = true
         outbox.withLock { outbox in
             outbox.closed = true
-            outbox.frames.removeAll()
+            outbox.envelopes.removeAll()
         }
         if isReading { uv_read_stop(stream) }
         closeHandle(handle)
@@ -258,7 +263,7 @@ struct SocketAddress: CustomStringConvertible {
                 pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { _ = uv_ip4_name($0, &name, name.count) }
             }
         }
-        let host = String(cString: name)
+        let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return isV6 ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 }

@@ -64,11 +64,11 @@ public final class TCPServer: @unchecked Sendable {
     private func listen(_ socketAddress: SocketAddress) -> Result<String, RPCError> {
         let opened = TCPListener.open(
             loop: loop, address: socketAddress, maxFrameSize: limits.maxFrameSize, highWater: limits.writeHighWater
-        ) { [unowned self] connection in accept(connection) }
+        ) { [weak self] connection in self?.accept(connection) }
         guard case .success(let listener) = opened else { return opened.map(\.address) }
         self.listener = listener
         let period = min(limits.frameTimeout, limits.idleTimeout) / 4
-        sweeper = LoopTimer(loop: loop) { [unowned self] in sweep() }
+        sweeper = LoopTimer(loop: loop) { [weak self] in self?.sweep() }
         sweeper?.start(after: period, every: period)
         return .success(listener.address)
     }
@@ -141,7 +141,17 @@ public final class TCPServer: @unchecked Sendable {
 final class ServerConnection: @unchecked Sendable {
     let connection: TCPConnection
     private let server: TCPServer
-    private let calls = Mutex<[UInt64: Task<Void, Never>]>([:])
+    private let calls = Lock<[UInt64: CallSlot]>([:])
+
+    /// A call's entry: reserved while its task is being created, then the task (to cancel it).
+    private enum CallSlot {
+        case starting
+        case running(Task<Void, Never>)
+
+        var task: Task<Void, Never>? {
+            if case .running(let task) = self { task } else { nil }
+        }
+    }
     /// Streaming handlers waiting for the client to read (resumed on drain or close).
     private let writers = Mutex<(waiting: [CheckedContinuation<Void, any Error>], closed: Bool)>(([], false))
 
@@ -165,7 +175,7 @@ final class ServerConnection: @unchecked Sendable {
         }
         switch frame.kind {
         case .request: start(frame)
-        case .cancel: calls.withLock { $0[frame.callID] }?.cancel()
+        case .cancel: calls.withLock { $0[frame.callID]?.task }?.cancel()
         default: connection.close(reason: "unexpected \(frame.kind) frame from a client")
         }
     }
@@ -182,14 +192,20 @@ final class ServerConnection: @unchecked Sendable {
         let sink = TCPResponseSink(connection: self, callID: id)
         let accepted = calls.withLock { calls -> Bool in
             guard calls[id] == nil, calls.count < server.limits.maxConcurrentCalls else { return false }
-            server.inFlight.add(1, ordering: .relaxed)
-            calls[id] = Task { [server, payload = frame.payload] in
-                await server.rpc.handle(head, request: payload, sink: sink)
-            }
+            calls[id] = .starting
             return true
         }
-        if !accepted {
+        guard accepted else {
             answer(id, error: RPCError(.resourceExhausted, "call id \(id) is in use or more than \(server.limits.maxConcurrentCalls) calls are open on this connection"))
+            return
+        }
+        server.inFlight.add(1, ordering: .relaxed)
+        let task = Task { [server, payload = frame.payload] in
+            await server.rpc.handle(head, request: payload, sink: sink)
+        }
+        calls.withLock { calls in
+            // The call may have finished already; then its entry is gone and stays gone.
+            if calls[id] != nil { calls[id] = .running(task) }
         }
         if connection.pendingBytes.load(ordering: .relaxed) > connection.highWater { connection.pauseReading() }
     }
@@ -202,14 +218,14 @@ final class ServerConnection: @unchecked Sendable {
     }
 
     private func answer(_ id: UInt64, error: RPCError) {
-        connection.send(Self.statusFrame(id, message: nil, error: error))
+        connection.send(envelope: Self.statusEnvelope(id, message: nil, error: error))
     }
 
     /// Called by a call's sink when it finished.
-    func finished(_ id: UInt64, frame: [UInt8]) {
+    func finished(_ id: UInt64, envelope: [UInt8]) {
         let removed = calls.withLock { $0.removeValue(forKey: id) } != nil
         if removed { server.inFlight.subtract(1, ordering: .relaxed) }
-        connection.send(frame)
+        connection.send(envelope: envelope)
     }
 
     func isOpen(_ id: UInt64) -> Bool { calls.withLock { $0[id] != nil } }
@@ -246,14 +262,14 @@ final class ServerConnection: @unchecked Sendable {
             return writers.waiting
         })
         for writer in waiting { writer.resume(throwing: RPCError(.cancelled, "connection closed: \(reason)")) }
-        for task in open.values { task.cancel() }
+        for slot in open.values { slot.task?.cancel() }
     }
 
-    static func statusFrame(_ id: UInt64, message: [UInt8]?, error: RPCError?) -> [UInt8] {
+    static func statusEnvelope(_ id: UInt64, message: [UInt8]?, error: RPCError?) -> [UInt8] {
         let frame = RpcV1.Frame(
             callID: id, kind: .status, hasPayload: message != nil, payload: message ?? [],
             statusCode: error?.code.rawValue ?? 0, statusMessage: error?.message ?? "")
-        return FrameCodec.encode(frame.serializedBytes())
+        return frame.serializedBytes()
     }
 }
 
@@ -266,10 +282,10 @@ struct TCPResponseSink: ResponseSink {
         guard connection.isOpen(callID) else { throw RPCError(.cancelled, "call \(callID) is over") }
         try await connection.waitUntilWritable()
         let frame = RpcV1.Frame(callID: callID, kind: .message, hasPayload: true, payload: message)
-        connection.connection.send(FrameCodec.encode(frame.serializedBytes()))
+        connection.connection.send(envelope: frame.serializedBytes())
     }
 
     func finish(message: [UInt8]?, error: RPCError?) {
-        connection.finished(callID, frame: ServerConnection.statusFrame(callID, message: message, error: error))
+        connection.finished(callID, envelope: ServerConnection.statusEnvelope(callID, message: message, error: error))
     }
 }

@@ -7,6 +7,10 @@ import Transport
 /// event loop library (no envelope, no protobuf, no worker pool) measured in the same run.
 struct RPCBenchmark {
     let secondsPerRun: Double
+    let payloadSizes: [Int]
+    let callerCounts: [Int]
+    /// Whether to measure the raw floor too (off only when profiling the RPC path alone).
+    let includeFloor: Bool
 
     func run() async throws {
         let duration = Duration.milliseconds(Int64(secondsPerRun * 1000))
@@ -17,25 +21,25 @@ struct RPCBenchmark {
         print("RPC benchmark: unary echo over loopback, \(secondsPerRun)s per run, \(ProcessInfo.processInfo.activeProcessorCount) cores")
         var rows: [[String]] = []
         var verdicts: [String] = []
-        for size in [64, 64 << 10] {
+        for size in payloadSizes {
             let payload = [UInt8](repeating: 0xAB, count: size)
             let request = RpcV1.EchoRequest(payload: payload)
-            for callers in [1, 16, 64] {
-                let raw = try await Measurement.run(callers: callers, duration: duration) {
+            for callers in callerCounts {
+                let raw = includeFloor ? try await Measurement.run(callers: callers, duration: duration) {
                     _ = try await rawClient.echo(payload)
-                }
+                } : Measurement()
                 let rpc = try await Measurement.run(callers: callers, duration: duration) {
                     _ = try await rpcClient.unary(RpcV1.Echo.echo, request)
                 }
                 let ratio = raw.callsPerSecond > 0 ? rpc.callsPerSecond / raw.callsPerSecond : 0
                 rows.append([
-                    size == 64 ? "64 B" : "64 KiB", "\(callers)",
+                    sizeLabel(size), "\(callers)",
                     String(format: "%.0f", raw.callsPerSecond), String(format: "%.3f", raw.percentileMilliseconds(0.5)),
                     String(format: "%.3f", raw.percentileMilliseconds(0.99)),
                     String(format: "%.0f", rpc.callsPerSecond), String(format: "%.3f", rpc.percentileMilliseconds(0.5)),
                     String(format: "%.3f", rpc.percentileMilliseconds(0.99)), String(format: "%.2f", ratio),
                 ])
-                let label = "\(size == 64 ? "64 B" : "64 KiB"), \(callers) callers"
+                let label = "\(sizeLabel(size)), \(callers) callers"
                 if callers == 64 {
                     verdicts.append("goal rpc/raw calls/s >= 0.50 at \(label): \(String(format: "%.2f", ratio)) \(ratio >= 0.5 ? "met" : "NOT met")")
                 }
@@ -52,4 +56,9 @@ struct RPCBenchmark {
         rawServer.shutdown()
         await rpcServer.shutdown(grace: .seconds(1))
     }
+}
+
+/// `64 B`, `64 KiB`.
+func sizeLabel(_ bytes: Int) -> String {
+    bytes >= 1024 && bytes % 1024 == 0 ? "\(bytes / 1024) KiB" : "\(bytes) B"
 }

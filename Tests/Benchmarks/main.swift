@@ -1,16 +1,32 @@
 // menagerie-bench: prints throughput and latency figures (no pass/fail; goals are printed beside
-// the figures). Run: swift run -c release menagerie-bench [rpc] [zoo] [--seconds S]
+// the figures). Run: swift run -c release menagerie-bench [rpc] [zoo] [--seconds S] [--sizes 64,65536]
+// [--callers 1,16,64] [--no-floor]
 import Foundation
 import RPC
 import Schema
 import Transport
 
 let arguments = CommandLine.arguments.dropFirst()
-let seconds = arguments.firstIndex(of: "--seconds").flatMap { Double(arguments[arguments.index(after: $0)]) } ?? 2.0
-let suites = arguments.filter { !$0.hasPrefix("--") && Double($0) == nil }
+/// The value after `--name`, if given.
+func option(_ name: String) -> String? {
+    arguments.firstIndex(of: "--\(name)").flatMap { arguments.index(after: $0) < arguments.endIndex ? arguments[arguments.index(after: $0)] : nil }
+}
+
+/// A comma-separated list of numbers after `--name`, or `defaults`.
+func numbers(_ name: String, _ defaults: [Int]) -> [Int] {
+    option(name).map { $0.split(separator: ",").compactMap { Int($0) } } ?? defaults
+}
+
+let seconds = option("seconds").flatMap(Double.init) ?? 2.0
+let suites = arguments.enumerated().filter { index, argument in
+    !argument.hasPrefix("--") && (index == 0 || !arguments[arguments.index(arguments.startIndex, offsetBy: index - 1)].hasPrefix("--"))
+}.map(\.element)
 
 if suites.isEmpty || suites.contains("rpc") {
-    try await RPCBenchmark(secondsPerRun: seconds).run()
+    try await RPCBenchmark(
+        secondsPerRun: seconds, payloadSizes: numbers("sizes", [64, 64 << 10]), callerCounts: numbers("callers", [1, 16, 64]),
+        includeFloor: !arguments.contains("--no-floor")
+    ).run()
 }
 if suites.isEmpty || suites.contains("zoo") {
     try await ZooBenchmark(secondsPerRun: seconds).run()

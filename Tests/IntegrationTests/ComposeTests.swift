@@ -1,88 +1,88 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The whole stack, started by compose and driven through the gateway, as a user would.
 @Suite(.serialized) struct ComposeTests {
     @Test func stackLifecycleScalingCrashRecoveryAndGarbage() async throws {
-        let stack = try Stack()
-        defer { stack.tearDown() }
+        try await Stack.with { stack in
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "compose up failed: \(up.output)")
 
-        let up = try stack.compose("up")
-        try #require(up.status == 0, "compose up failed: \(up.output)")
+            // Four services, each SERVING.
+            var status = try await stack.gateway(["status", "--json"])
+            #expect(status.status == 0, "\(status.output)")
+            var instances = try statusInstances(status.output)
+            #expect(Set(instances.compactMap { $0["service"] as? String }) == ["zoo", "ocr", "health", "classification"])
+            #expect(instances.allSatisfy { $0["health"] as? String == "SERVING" }, "\(instances)")
 
-        // Four services, each SERVING.
-        var status = try stack.gateway(["status", "--json"])
-        #expect(status.status == 0, "\(status.output)")
-        var instances = try statusInstances(status.output)
-        #expect(Set(instances.compactMap { $0["service"] as? String }) == ["zoo", "ocr", "health", "classification"])
-        #expect(instances.allSatisfy { $0["health"] as? String == "SERVING" }, "\(instances)")
+            // Starting twice starts no duplicates.
+            let pidsBefore = try stack.servicePids()
+            #expect(try await stack.compose("up").status == 0)
+            #expect(try stack.servicePids() == pidsBefore)
+            #expect(stack.processesOfThisStack().count == 8)  // 4 supervisors + 4 services
 
-        // Starting twice starts no duplicates.
-        let pidsBefore = try stack.servicePids()
-        #expect(try stack.compose("up").status == 0)
-        #expect(try stack.servicePids() == pidsBefore)
-        #expect(stack.processesOfThisStack().count == 8)  // 4 supervisors + 4 services
+            // Three replicas of ocr, each serving; the others untouched.
+            let scale = try await stack.compose("scale", "ocr=3")
+            try #require(scale.status == 0, "\(scale.output)")
+            status = try await stack.gateway(["status", "--json"])
+            instances = try statusInstances(status.output)
+            let ocr = instances.filter { $0["service"] as? String == "ocr" }
+            #expect(ocr.count == 3)
+            #expect(ocr.allSatisfy { $0["health"] as? String == "SERVING" })
+            #expect(try stack.servicePids()["zoo.0"] == pidsBefore["zoo.0"])
 
-        // Three replicas of ocr, each serving; the others untouched.
-        let scale = try stack.compose("scale", "ocr=3")
-        try #require(scale.status == 0, "\(scale.output)")
-        status = try stack.gateway(["status", "--json"])
-        instances = try statusInstances(status.output)
-        let ocr = instances.filter { $0["service"] as? String == "ocr" }
-        #expect(ocr.count == 3)
-        #expect(ocr.allSatisfy { $0["health"] as? String == "SERVING" })
-        #expect(try stack.servicePids()["zoo.0"] == pidsBefore["zoo.0"])
-
-        // kill -9 one replica: calls through the gateway keep succeeding while compose restarts it.
-        let victim = try #require(try stack.servicePids()["ocr.1"])
-        kill(victim, SIGKILL)
-        for _ in 0..<10 {
-            let call = try stack.gateway(["methods", "ocr", "--json"])
-            #expect(call.status == 0, "\(call.output)")
-        }
-        var restarted: Int32?
-        for _ in 0..<100 where restarted == nil {
-            try await Task.sleep(for: .milliseconds(100))
-            if let pid = try stack.servicePids()["ocr.1"], pid != victim,
-               try stack.gateway(["status", "--json"]).status == 0 {
-                restarted = pid
+            // kill -9 one replica: calls through the gateway keep succeeding while compose restarts it.
+            let victim = try #require(try stack.servicePids()["ocr.1"])
+            kill(victim, SIGKILL)
+            for _ in 0..<10 {
+                let call = try await stack.gateway(["methods", "ocr", "--json"])
+                #expect(call.status == 0, "\(call.output)")
             }
-        }
-        #expect(restarted != nil, "compose did not restart the killed replica")
-
-        // Random bytes to every port leave every service serving.
-        var generator = SystemRandomNumberGenerator()
-        for (service, base) in stack.basePorts {
-            let replicas = service == "ocr" ? 3 : 1
-            for index in 0..<replicas {
-                for _ in 0..<5 {
-                    Stack.sendGarbage((0..<512).map { _ in UInt8.random(in: 0...255, using: &generator) }, to: base + index)
+            var restarted: Int32?
+            for _ in 0..<100 where restarted == nil {
+                try await Task.sleep(for: .milliseconds(100))
+                if let pid = try stack.servicePids()["ocr.1"], pid != victim,
+                   try await stack.gateway(["status", "--json"]).status == 0 {
+                    restarted = pid
                 }
-                Stack.sendGarbage([0, 0xFF, 0xFF, 0xFF, 0xFF], to: base + index)
             }
-        }
-        status = try stack.gateway(["status", "--json"])
-        #expect(status.status == 0, "\(status.output)")
-        #expect(try statusInstances(status.output).count == 6)
+            #expect(restarted != nil, "compose did not restart the killed replica")
 
-        // Scaling down removes replicas; down leaves no process behind.
-        #expect(try stack.compose("scale", "ocr=1").status == 0)
-        #expect(try statusInstances(try stack.gateway(["status", "--json"]).output).filter { $0["service"] as? String == "ocr" }.count == 1)
-        let down = try stack.compose("down")
-        #expect(down.status == 0, "\(down.output)")
-        #expect(stack.processesOfThisStack().isEmpty)
-        #expect(try stack.gateway(["status"]).status != 0)
+            // Random bytes to every port leave every service serving.
+            var generator = SystemRandomNumberGenerator()
+            for (service, base) in stack.basePorts {
+                let replicas = service == "ocr" ? 3 : 1
+                for index in 0..<replicas {
+                    for _ in 0..<5 {
+                        RawSocket.sendAndClose((0..<512).map { _ in UInt8.random(in: 0...255, using: &generator) }, to: base + index)
+                    }
+                    RawSocket.sendAndClose([0, 0xFF, 0xFF, 0xFF, 0xFF], to: base + index)
+                }
+            }
+            status = try await stack.gateway(["status", "--json"])
+            #expect(status.status == 0, "\(status.output)")
+            #expect(try statusInstances(status.output).count == 6)
+
+            // Scaling down removes replicas; down leaves no process behind.
+            #expect(try await stack.compose("scale", "ocr=1").status == 0)
+            #expect(try statusInstances(try await stack.gateway(["status", "--json"]).output).filter { $0["service"] as? String == "ocr" }.count == 1)
+            let down = try await stack.compose("down")
+            #expect(down.status == 0, "\(down.output)")
+            #expect(stack.processesOfThisStack().isEmpty)
+            #expect(try await stack.gateway(["status"]).status != 0)
+        }
     }
 
-    @Test func gatewayReportsFailuresWithStatusCodeAndNonZeroExit() throws {
+    @Test func gatewayReportsFailuresWithStatusCodeAndNonZeroExit() async throws {
         // Nothing listens on a fresh free port.
-        let port = try Stack.freePortBlock(count: 1, avoiding: [])
-        let result = try Stack.run(
+        let port = try RawSocket.freePortBlock(count: 1)
+        let result = try await Stack.run(
             "\(Stack.binDirectory)/gateway", ["methods", "zoo", "--endpoint", "zoo=127.0.0.1:\(port)", "--timeout", "2"],
             environment: ProcessInfo.processInfo.environment)
         #expect(result.status == Int32(14))
         #expect(result.output.contains("UNAVAILABLE"))
-        let bad = try Stack.run("\(Stack.binDirectory)/gateway", ["methods", "zoo", "--endpoint", "nonsense"], environment: [:])
+        let bad = try await Stack.run("\(Stack.binDirectory)/gateway", ["methods", "zoo", "--endpoint", "nonsense"], environment: [:])
         #expect(bad.status != 0)
         #expect(bad.output.contains("INVALID_ARGUMENT"))
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Runs the real executables through compose/compose, in a scratch state directory and on free
@@ -16,7 +17,7 @@ final class Stack: @unchecked Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-stack-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var ports: [String: Int] = [:]
-        for service in services { ports[service] = try Self.freePortBlock(count: replicaRoom, avoiding: Array(ports.values)) }
+        for service in services { ports[service] = try RawSocket.freePortBlock(count: replicaRoom, avoiding: Array(ports.values)) }
         basePorts = ports
         let config = services.map { "\($0) \(ports[$0]!) 1 data/\($0)" }.joined(separator: "\n") + "\n"
         try config.write(to: directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
@@ -35,13 +36,13 @@ final class Stack: @unchecked Sendable {
 
     /// Runs `compose/compose ARGS`; returns exit status and combined output.
     @discardableResult
-    func compose(_ arguments: String...) throws -> (status: Int32, output: String) {
-        try Self.run(Self.root.appendingPathComponent("compose/compose").path, arguments, environment: environment)
+    func compose(_ arguments: String...) async throws -> (status: Int32, output: String) {
+        try await Self.run(Self.root.appendingPathComponent("compose/compose").path, arguments, environment: environment)
     }
 
     /// Runs the gateway against this stack's state.
-    func gateway(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        try Self.run("\(Self.binDirectory)/gateway", arguments + ["--state", state.path], environment: environment)
+    func gateway(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await Self.run("\(Self.binDirectory)/gateway", arguments + ["--state", state.path], environment: environment)
     }
 
     /// Pids of every replica's service process, from compose's state.
@@ -64,12 +65,29 @@ final class Stack: @unchecked Sendable {
         }
     }
 
-    func tearDown() {
-        _ = try? compose("down")
+    /// Runs `body` against a new stack and tears the stack down however `body` ends.
+    static func with(services: [String] = ["zoo", "ocr", "health", "classification"], _ body: (Stack) async throws -> Void) async throws {
+        let stack = try Stack(services: services)
+        do {
+            try await body(stack)
+        } catch {
+            await stack.tearDown()
+            throw error
+        }
+        await stack.tearDown()
+    }
+
+    func tearDown() async {
+        _ = try? await compose("down")
         try? FileManager.default.removeItem(at: directory)
     }
 
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> (status: Int32, output: String) {
+    /// Runs a program to completion (off the cooperative pool); returns its status and output.
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String]) async throws -> (status: Int32, output: String) {
+        try await offPool { try runBlocking(executable, arguments, environment: environment) }
+    }
+
+    private static func runBlocking(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -86,43 +104,6 @@ final class Stack: @unchecked Sendable {
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         try? FileManager.default.removeItem(at: output)
         return (process.terminationStatus, text)
-    }
-
-    /// A port p such that p…p+count-1 are all free now.
-    static func freePortBlock(count: Int, avoiding taken: [Int]) throws -> Int {
-        for _ in 0..<200 {
-            let base = Int.random(in: 20_000...60_000)
-            let range = base..<(base + count)
-            if taken.contains(where: { abs($0 - base) < count }) { continue }
-            if range.allSatisfy(isFree) { return base }
-        }
-        throw POSIXError(.EADDRINUSE)
-    }
-
-    static func isFree(_ port: Int) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
-    }
-
-    /// Sends `bytes` to 127.0.0.1:`port` and closes.
-    static func sendGarbage(_ bytes: [UInt8], to port: Int) {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
-        if connected { _ = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
     }
 }
 

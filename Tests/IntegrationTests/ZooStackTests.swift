@@ -15,35 +15,35 @@ import ZooCore
     static let realDataSkipMessage: Comment = "skipped: ../shared/datasets/zoo is missing (set CI=true to require it)"
 
     @Test func sampleDataReplicasCrashRecoveryAndStatusCodes() async throws {
-        try await Self.withZooStack { stack in try await Self.sampleData(stack) }
+        try await Stack.with(services: ["zoo"]) { stack in try await Self.sampleData(stack) }
     }
 
     static func sampleData(_ stack: Stack) async throws {
-        let up = try await stack.runCompose("up")
+        let up = try await stack.compose("up")
         try #require(up.status == 0, "compose up failed: \(up.output)")
 
         // Out of the box the service answers from the bundled sample data.
-        let zelva = try jsonObject(try await stack.run(["zoo", "search", "zelva", "--json"]))
+        let zelva = try jsonObject(try await stack.gateway(["zoo", "search", "zelva", "--json"]))
         #expect((zelva["animals"] as? [[String: Any]])?.first?["name"] as? String == "Želva obrovská")
-        let status = try jsonObject(try await stack.run(["zoo", "status", "--json"]))
+        let status = try jsonObject(try await stack.gateway(["zoo", "status", "--json"]))
         #expect((status["last_import"] as? [String: Any])?["trigger"] as? String == "sample_data")
 
         // Two replicas share one database: an import through one is seen by the other.
-        try #require(try await stack.runCompose("scale", "zoo=2").status == 0)
+        try #require(try await stack.compose("scale", "zoo=2").status == 0)
         let base = try #require(stack.basePorts["zoo"])
         let replicas = ["zoo=127.0.0.1:\(base)", "zoo=127.0.0.1:\(base + 1)"]
         let scratch = stack.directory.appendingPathComponent("files")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         let small = scratch.appendingPathComponent("small.csv")
         try Self.sampleLexicon(first: 4).write(to: small, atomically: true, encoding: .utf8)
-        let imported = try await stack.run(["zoo", "import", "--lexicon-csv", small.path, "--endpoint", replicas[0]])
+        let imported = try await stack.gateway(["zoo", "import", "--lexicon-csv", small.path, "--endpoint", replicas[0]])
         try #require(imported.status == 0, "\(imported.output)")
         #expect(imported.output.contains("100%") && imported.output.contains("4 imported"))
         #expect(try await Self.total(stack, ["--all", "--endpoint", replicas[1]]) == 4)
 
         // An acknowledged import survives kill -9 of every replica: compose restarts them, the data is there.
         let full = Self.sampleDirectory.appendingPathComponent("lexikon-zvirat.csv").path
-        let acknowledged = try await stack.run(["zoo", "import", "--lexicon-csv", full, "--endpoint", replicas[1], "--json"])
+        let acknowledged = try await stack.gateway(["zoo", "import", "--lexicon-csv", full, "--endpoint", replicas[1], "--json"])
         try #require(acknowledged.status == 0, "\(acknowledged.output)")
         let importID = try jsonObject(acknowledged)["id"] as? Int
         let victims = try stack.servicePids()
@@ -51,7 +51,7 @@ import ZooCore
         try await Self.waitForRestart(stack, after: victims)
         for replica in replicas {
             #expect(try await Self.total(stack, ["--all", "--endpoint", replica]) == 13)
-            let metadata = try jsonObject(try await stack.run(["zoo", "status", "--json", "--endpoint", replica]))
+            let metadata = try jsonObject(try await stack.gateway(["zoo", "status", "--json", "--endpoint", replica]))
             #expect((metadata["last_successful_import"] as? [String: Any])?["id"] as? Int == importID)
         }
 
@@ -68,29 +68,29 @@ import ZooCore
             (["tour", "0", "--from", point], 3), (["tour", "1", "--from", "91,14.4"], 3),
         ]
         for (arguments, code) in cases {
-            let result = try await stack.run(["zoo"] + arguments)
+            let result = try await stack.gateway(["zoo"] + arguments)
             #expect(result.status == code, "gateway zoo \(arguments.joined(separator: " ")): \(result.output)")
         }
         // A broken file fails the import with INVALID_ARGUMENT, keeps the data and is recorded.
         let broken = scratch.appendingPathComponent("map-metadata.json")
         try "{\"nodes\": [".write(to: broken, atomically: true, encoding: .utf8)
-        let failed = try await stack.run(["zoo", "import", "--map", broken.path])
+        let failed = try await stack.gateway(["zoo", "import", "--map", broken.path])
         #expect(failed.status == 3 && failed.output.contains("INVALID_ARGUMENT"), "\(failed.output)")
-        let afterFailure = try jsonObject(try await stack.run(["zoo", "status", "--json"]))
+        let afterFailure = try jsonObject(try await stack.gateway(["zoo", "status", "--json"]))
         #expect((afterFailure["last_error"] as? String)?.contains(broken.path) == true)
         #expect((afterFailure["counts"] as? [String: Any])?["animals"] as? Int == 13)
-        let route = try jsonObject(try await stack.run(["zoo", "route", "--from", point, "--to-animal", "1", "--json"]))
+        let route = try jsonObject(try await stack.gateway(["zoo", "route", "--from", point, "--to-animal", "1", "--json"]))
         #expect((route["distance_m"] as? Double ?? 0) > 0)
     }
 
     @Test(.enabled(if: realDataEnabled, realDataSkipMessage))
     func realDataThroughTheGateway() async throws {
-        try await Self.withZooStack { stack in try await Self.realData(stack) }
+        try await Stack.with(services: ["zoo"]) { stack in try await Self.realData(stack) }
     }
 
     static func realData(_ stack: Stack) async throws {
-        try #require(try await stack.runCompose("up").status == 0)
-        let imported = try await stack.run(["zoo", "import", "--dir", Self.realDirectory.path, "--json"])
+        try #require(try await stack.compose("up").status == 0)
+        let imported = try await stack.gateway(["zoo", "import", "--dir", Self.realDirectory.path, "--json"])
         try #require(imported.status == 0, "\(imported.output)")
         #expect(try jsonObject(imported)["rows_skipped"] as? Int == 1)
 
@@ -100,7 +100,7 @@ import ZooCore
         #expect(animals.count == 327)
         let misses = await Self.parallel(animals) { animal -> String? in
             let plain = animal.name.folding(options: .diacriticInsensitive, locale: nil)
-            guard let result = try? stack.gateway(["zoo", "search", plain, "--all", "--limit", "500", "--json"]),
+            guard let result = try? await stack.gateway(["zoo", "search", plain, "--all", "--limit", "500", "--json"]),
                   let found = try? jsonObject(result)["animals"] as? [[String: Any]],
                   found.contains(where: { $0["id"] as? Int == animal.id })
             else { return "\(animal.id) \(animal.name) (searched \(plain))" }
@@ -109,7 +109,7 @@ import ZooCore
         #expect(misses.compactMap { $0 }.isEmpty, "not found: \(misses.compactMap { $0 })")
 
         // Filter counts equal counts computed from the source file.
-        let filters = try jsonObject(try await stack.run(["zoo", "filters", "--all", "--json"]))
+        let filters = try jsonObject(try await stack.gateway(["zoo", "filters", "--all", "--json"]))
         func counts(_ key: String) -> [String: Int] {
             Dictionary(uniqueKeysWithValues: ((filters[key] as? [[String: Any]]) ?? []).map { ($0["value"] as? String ?? "", $0["count"] as? Int ?? 0) })
         }
@@ -133,7 +133,7 @@ import ZooCore
         let pairs = (0..<points.count).map { ($0, ($0 * 37 + 11) % points.count) }.filter { $0.0 != $0.1 }
         let outcomes = await Self.parallel(pairs) { (i, j) -> (connected: Bool, problem: String?) in
             let (a, b) = (points[i], points[j])
-            guard let result = try? stack.gateway(["zoo", "route", "--from", "\(a.lat),\(a.lon)", "--to", "\(b.lat),\(b.lon)", "--json"]),
+            guard let result = try? await stack.gateway(["zoo", "route", "--from", "\(a.lat),\(a.lon)", "--to", "\(b.lat),\(b.lon)", "--json"]),
                   let start = try? router.snap(a), let end = try? router.snap(b)
             else { return (false, "\(i)→\(j): the call or the snap failed") }
             let dijkstra = router.graph.distance(using: router.graph.distances(from: start), from: start, to: end)
@@ -150,7 +150,7 @@ import ZooCore
         #expect(outcomes.filter(\.connected).count > 50, "too few connected pairs to mean much")
 
         // GeoJSON: every footpath, and the map locations the animals are linked to.
-        let features = try #require(try jsonObject(try await stack.run(["zoo", "geojson"]))["features"] as? [[String: Any]])
+        let features = try #require(try jsonObject(try await stack.gateway(["zoo", "geojson"]))["features"] as? [[String: Any]])
         let properties = features.compactMap { $0["properties"] as? [String: Any] }
         #expect(properties.filter { $0["kind"] as? String == "footpath" }.count == router.graph.roads.count)
         let locations = properties.filter { $0["kind"] as? String == "animal_location" }
@@ -160,23 +160,9 @@ import ZooCore
 
     // MARK: Helpers
 
-    /// Runs `body` with a stack of only the zoo service, torn down afterwards off Swift concurrency's threads.
-    static func withZooStack(_ body: (Stack) async throws -> Void) async throws {
-        let stack = try Stack(services: ["zoo"])
-        do {
-            try await body(stack)
-        } catch {
-            _ = try? await stack.runCompose("down")
-            stack.tearDown()
-            throw error
-        }
-        _ = try? await stack.runCompose("down")
-        stack.tearDown()
-    }
-
     /// `search --limit 0 --json`'s total.
     static func total(_ stack: Stack, _ arguments: [String]) async throws -> Int? {
-        try jsonObject(try await stack.run(["zoo", "search", "--limit", "0", "--json"] + arguments))["total"] as? Int
+        try jsonObject(try await stack.gateway(["zoo", "search", "--limit", "0", "--json"] + arguments))["total"] as? Int
     }
 
     /// Waits until compose replaced every killed replica and each answers SERVING.
@@ -185,7 +171,7 @@ import ZooCore
             try await Task.sleep(for: .milliseconds(200))
             let pids = try stack.servicePids()
             let replaced = victims.allSatisfy { name, pid in pids[name].map { $0 != pid } ?? false }
-            if replaced, try await stack.run(["status", "--json"]).status == 0 { return }
+            if replaced, try await stack.gateway(["status", "--json"]).status == 0 { return }
         }
         Issue.record("compose did not restart the killed replicas")
     }
@@ -230,16 +216,21 @@ import ZooCore
         return points
     }
 
-    /// Runs `body` over `items` on two dispatch threads (it runs child processes); results in item order.
-    static func parallel<Item: Sendable, Result>(_ items: [Item], _ body: @escaping @Sendable (Item) -> Result) async -> [Result] {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                let results = ResultSlots<Result>(count: items.count)
-                DispatchQueue.concurrentPerform(iterations: 2) { lane in
-                    for index in stride(from: lane, to: items.count, by: 2) { results.set(index, body(items[index])) }
+    /// Runs `body` over `items` in two lanes at once (each call runs a child process); results in item order.
+    static func parallel<Item: Sendable, Result: Sendable>(_ items: [Item], _ body: @escaping @Sendable (Item) async -> Result) async -> [Result] {
+        await withTaskGroup(of: [(Int, Result)].self) { group in
+            for lane in 0..<2 {
+                group.addTask {
+                    var done: [(Int, Result)] = []
+                    for index in stride(from: lane, to: items.count, by: 2) { done.append((index, await body(items[index]))) }
+                    return done
                 }
-                continuation.resume(returning: results.values)
             }
+            var results = [Result?](repeating: nil, count: items.count)
+            for await lane in group {
+                for (index, result) in lane { results[index] = result }
+            }
+            return results.map { $0! }
         }
     }
 }
@@ -254,37 +245,6 @@ private final class GPXPointCollector: NSObject, XMLParserDelegate {
               let lon = attributes["lon"].flatMap(Double.init) else { return }
         points.append(GeoPoint(lat: lat, lon: lon))
     }
-}
-
-/// Results written from several threads, one slot each.
-extension Stack {
-    /// `gateway` on a dispatch thread: waiting for a child process would otherwise hold one of Swift
-    /// concurrency's threads (one per core), starving the tests running beside this one.
-    func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await Self.offThePool { try self.gateway(arguments) }
-    }
-
-    /// `compose/compose` on a dispatch thread (see `run`).
-    func runCompose(_ arguments: String...) async throws -> (status: Int32, output: String) {
-        try await Self.offThePool { try Self.run(Self.root.appendingPathComponent("compose/compose").path, arguments, environment: self.environment) }
-    }
-
-    private static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-        }
-    }
-}
-
-private final class ResultSlots<Value>: @unchecked Sendable {
-    private var slots: [Value?]
-    private let lock = NSLock()
-
-    init(count: Int) { slots = Array(repeating: nil, count: count) }
-
-    func set(_ index: Int, _ value: Value) { lock.withLock { slots[index] = value } }
-
-    var values: [Value] { lock.withLock { slots.map { $0! } } }
 }
 
 /// The JSON object in a command's output (after any log lines).

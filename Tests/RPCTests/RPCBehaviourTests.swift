@@ -8,154 +8,154 @@ import Transport
 @Suite struct RPCBehaviourTests {
     @Test(arguments: TransportKind.allCases)
     func unaryEchoRoundTrips(kind: TransportKind) async throws {
-        let harness = try Harness(kind)
-        let payload = (0..<70_000).map { UInt8(truncatingIfNeeded: $0) }
-        let reply = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: payload))
-        #expect(reply.payload == payload)
-        await harness.stop()
+        try await Harness.with(kind) { harness in
+            let payload = (0..<70_000).map { UInt8(truncatingIfNeeded: $0) }
+            let reply = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: payload))
+            #expect(reply.payload == payload)
+        }
     }
 
     @Test(arguments: TransportKind.allCases)
     func manyConcurrentCallsAreAnsweredToTheirOwnCallers(kind: TransportKind) async throws {
-        let harness = try Harness(kind)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for index in 0..<200 {
-                group.addTask {
-                    let payload = Array("call \(index)".utf8)
-                    // Later calls answer sooner: replies come back out of order.
-                    let request = RpcV1.EchoRequest(payload: payload, delayMs: UInt32((200 - index) % 7))
-                    let reply = try await harness.client.unary(RpcV1.Echo.echo, request)
-                    #expect(reply.payload == payload)
+        try await Harness.with(kind) { harness in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<200 {
+                    group.addTask {
+                        let payload = Array("call \(index)".utf8)
+                        // Later calls answer sooner: replies come back out of order.
+                        let request = RpcV1.EchoRequest(payload: payload, delayMs: UInt32((200 - index) % 7))
+                        let reply = try await harness.client.unary(RpcV1.Echo.echo, request)
+                        #expect(reply.payload == payload)
+                    }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
         }
-        await harness.stop()
     }
 
     @Test(arguments: TransportKind.allCases)
     func serverStreamingDeliversEveryMessageInOrder(kind: TransportKind) async throws {
-        let harness = try Harness(kind)
-        var indices: [UInt32] = []
-        for try await reply in harness.client.serverStreaming(RpcV1.Echo.stream, RpcV1.EchoRequest(payload: [1], count: 50)) {
-            indices.append(reply.index)
+        try await Harness.with(kind) { harness in
+            var indices: [UInt32] = []
+            for try await reply in harness.client.serverStreaming(RpcV1.Echo.stream, RpcV1.EchoRequest(payload: [1], count: 50)) {
+                indices.append(reply.index)
+            }
+            #expect(indices == Array(0..<50))
         }
-        #expect(indices == Array(0..<50))
-        await harness.stop()
     }
 
     @Test(arguments: TransportKind.allCases)
     func streamEndsWithTheHandlersError(kind: TransportKind) async throws {
-        let harness = try Harness(kind, services: [FaultyService()])
-        var received = 0
-        await expectStatus(.aborted) {
-            for try await _ in harness.client.serverStreaming(RpcV1.Echo.stream, RpcV1.EchoRequest(count: 3, failWithCode: StatusCode.aborted.rawValue)) {
-                received += 1
+        try await Harness.with(kind, services: [FaultyService()]) { harness in
+            var received = 0
+            await expectStatus(.aborted) {
+                for try await _ in harness.client.serverStreaming(RpcV1.Echo.stream, RpcV1.EchoRequest(count: 3, failWithCode: StatusCode.aborted.rawValue)) {
+                    received += 1
+                }
             }
+            #expect(received == 3)
         }
-        #expect(received == 3)
-        await harness.stop()
     }
 
     @Test(arguments: TransportKind.allCases)
     func handlerErrorsKeepTheirCode(kind: TransportKind) async throws {
-        let harness = try Harness(kind, services: [FaultyService()])
-        let error = await expectStatus(.notFound) {
-            _ = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(failWithCode: StatusCode.notFound.rawValue))
+        try await Harness.with(kind, services: [FaultyService()]) { harness in
+            let error = await expectStatus(.notFound) {
+                _ = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(failWithCode: StatusCode.notFound.rawValue))
+            }
+            #expect(error?.message == "asked to fail")
         }
-        #expect(error?.message == "asked to fail")
-        await harness.stop()
     }
 
     @Test(arguments: TransportKind.allCases)
     func unexpectedErrorsBecomeInternalWithoutCrashing(kind: TransportKind) async throws {
-        let harness = try Harness(kind, services: [FaultyService()])
-        await expectStatus(.internalError) {
-            _ = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("crash".utf8)))
+        try await Harness.with(kind, services: [FaultyService()]) { harness in
+            await expectStatus(.internalError) {
+                _ = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("crash".utf8)))
+            }
+            // The server still serves.
+            let reply = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1]))
+            #expect(reply.payload == [1])
         }
-        // The server still serves.
-        let reply = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1]))
-        #expect(reply.payload == [1])
-        await harness.stop()
     }
 
     @Test(arguments: TransportKind.allCases)
     func unknownMethodIsUnimplemented(kind: TransportKind) async throws {
-        let harness = try Harness(kind)
-        await expectStatus(.unimplemented) {
-            _ = try await harness.client.transports[0].unary(CallHead(method: "/menagerie.nope.v1.Nope/Missing"), request: [])
+        try await Harness.with(kind) { harness in
+            await expectStatus(.unimplemented) {
+                _ = try await harness.client.transports[0].unary(CallHead(method: "/menagerie.nope.v1.Nope/Missing"), request: [])
+            }
         }
-        await harness.stop()
     }
 
     @Test(arguments: TransportKind.allCases)
     func requestThatDoesNotDecodeIsInvalidArgument(kind: TransportKind) async throws {
-        let harness = try Harness(kind)
-        await expectStatus(.invalidArgument) {
-            _ = try await harness.client.transports[0].unary(CallHead(method: RpcV1.Echo.echo.path), request: [0xFF, 0xFF, 0xFF])
+        try await Harness.with(kind) { harness in
+            await expectStatus(.invalidArgument) {
+                _ = try await harness.client.transports[0].unary(CallHead(method: RpcV1.Echo.echo.path), request: [0xFF, 0xFF, 0xFF])
+            }
         }
-        await harness.stop()
     }
 
     @Test(arguments: TransportKind.allCases)
     func deadlineExceededWhenTheHandlerIsTooSlow(kind: TransportKind) async throws {
-        let harness = try Harness(kind, services: [FaultyService()])
-        let started = ContinuousClock.now
-        await expectStatus(.deadlineExceeded) {
-            _ = try await harness.client.unary(
-                RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("slow".utf8)), options: CallOptions(timeout: .milliseconds(200)))
+        try await Harness.with(kind, services: [FaultyService()]) { harness in
+            let started = ContinuousClock.now
+            await expectStatus(.deadlineExceeded) {
+                _ = try await harness.client.unary(
+                    RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("slow".utf8)), options: CallOptions(timeout: .milliseconds(200)))
+            }
+            #expect(ContinuousClock.now - started < .seconds(10))
         }
-        #expect(ContinuousClock.now - started < .seconds(10))
-        await harness.stop()
     }
 
     @Test(arguments: TransportKind.allCases)
     func cancellingTheCallerCancelsTheCall(kind: TransportKind) async throws {
-        let harness = try Harness(kind, services: [FaultyService()])
-        let call = Task {
-            try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("slow".utf8)))
+        try await Harness.with(kind, services: [FaultyService()]) { harness in
+            let call = Task {
+                try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("slow".utf8)))
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            call.cancel()
+            await expectStatus(.cancelled) { _ = try await call.value }
         }
-        try await Task.sleep(for: .milliseconds(100))
-        call.cancel()
-        await expectStatus(.cancelled) { _ = try await call.value }
-        await harness.stop()
     }
 
     @Test(arguments: TransportKind.allCases)
     func builtinHealthReflectionAndStats(kind: TransportKind) async throws {
-        let harness = try Harness(kind)
-        let health = try await harness.client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest())
-        #expect(health.status == .serving)
-        #expect(health.serverName == "test")
-        #expect(health.pid == Int64(ProcessInfo.processInfo.processIdentifier))
-        await expectStatus(.notFound) {
-            _ = try await harness.client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(service: "menagerie.nope.v1.Nope"))
+        try await Harness.with(kind) { harness in
+            let health = try await harness.client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest())
+            #expect(health.status == .serving)
+            #expect(health.serverName == "test")
+            #expect(health.pid == Int64(ProcessInfo.processInfo.processIdentifier))
+            await expectStatus(.notFound) {
+                _ = try await harness.client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(service: "menagerie.nope.v1.Nope"))
+            }
+            let serviceHealth = try await harness.client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(service: "menagerie.rpc.v1.Echo"))
+            #expect(serviceHealth.status == .serving)
+
+            let services = try await harness.client.unary(RpcV1.Reflection.listServices, RpcV1.ListServicesRequest())
+            #expect(services.services.map(\.name) == ["menagerie.rpc.v1.Echo", "menagerie.rpc.v1.Health", "menagerie.rpc.v1.Reflection", "menagerie.rpc.v1.Stats"])
+            let echo = try #require(services.services.first { $0.name == "menagerie.rpc.v1.Echo" })
+            #expect(echo.methods.map(\.path) == ["/menagerie.rpc.v1.Echo/Echo", "/menagerie.rpc.v1.Echo/Stream"])
+            #expect(echo.methods.map(\.serverStreaming) == [false, true])
+            #expect(echo.methods.map(\.idempotent) == [true, false])
+
+            for _ in 0..<5 { _ = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest()) }
+            _ = try? await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(failWithCode: 3))
+            let stats = try await harness.client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest())
+            let echoStats = try #require(stats.methods.first { $0.path == RpcV1.Echo.echo.path })
+            #expect(echoStats.calls == 6)
+            #expect(echoStats.errors == 1)
+            #expect(echoStats.latencyP99Ms >= echoStats.latencyP50Ms)
         }
-        let serviceHealth = try await harness.client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(service: "menagerie.rpc.v1.Echo"))
-        #expect(serviceHealth.status == .serving)
-
-        let services = try await harness.client.unary(RpcV1.Reflection.listServices, RpcV1.ListServicesRequest())
-        #expect(services.services.map(\.name) == ["menagerie.rpc.v1.Echo", "menagerie.rpc.v1.Health", "menagerie.rpc.v1.Reflection", "menagerie.rpc.v1.Stats"])
-        let echo = try #require(services.services.first { $0.name == "menagerie.rpc.v1.Echo" })
-        #expect(echo.methods.map(\.path) == ["/menagerie.rpc.v1.Echo/Echo", "/menagerie.rpc.v1.Echo/Stream"])
-        #expect(echo.methods.map(\.serverStreaming) == [false, true])
-        #expect(echo.methods.map(\.idempotent) == [true, false])
-
-        for _ in 0..<5 { _ = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest()) }
-        _ = try? await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(failWithCode: 3))
-        let stats = try await harness.client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest())
-        let echoStats = try #require(stats.methods.first { $0.path == RpcV1.Echo.echo.path })
-        #expect(echoStats.calls == 6)
-        #expect(echoStats.errors == 1)
-        #expect(echoStats.latencyP99Ms >= echoStats.latencyP50Ms)
-        await harness.stop()
     }
 
     @Test func healthTurnsNotServingWhileDraining() async throws {
-        let harness = try Harness(.inProcess)
-        harness.rpc.isServing = false
-        let health = try await harness.client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest())
-        #expect(health.status == .notServing)
-        await harness.stop()
+        try await Harness.with(.inProcess) { harness in
+            harness.rpc.isServing = false
+            let health = try await harness.client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest())
+            #expect(health.status == .notServing)
+        }
     }
 }

@@ -54,6 +54,21 @@ final class Harness: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` against a new harness and stops it however `body` ends.
+    static func with(
+        _ kind: TransportKind, services: [any RPCService] = [EchoService()], limits: TCPServer.Limits = TCPServer.Limits(),
+        _ body: (Harness) async throws -> Void
+    ) async throws {
+        let harness = try Harness(kind, services: services, limits: limits)
+        do {
+            try await body(harness)
+        } catch {
+            await harness.stop()
+            throw error
+        }
+        await harness.stop()
+    }
+
     func stop() async {
         client.close()
         await tcp?.shutdown(grace: .seconds(1))

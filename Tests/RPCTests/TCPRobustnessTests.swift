@@ -1,6 +1,7 @@
 import Foundation
 import RPC
 import Schema
+import TestSupport
 import Testing
 @testable import Transport
 
@@ -22,116 +23,119 @@ import Testing
     }
 
     @Test func randomBytesCloseOnlyThatConnection() async throws {
-        let harness = try Harness(.tcp, limits: Self.quickLimits)
-        var generator = SystemRandomNumberGenerator()
-        for _ in 0..<20 {
-            let socket = try RawSocket(port: harness.tcp!.port)
-            socket.write((0..<Int.random(in: 1...4096, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) })
-            #expect(socket.readUntilClosed().closed)
-            try await expectServing(harness)
+        try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
+            var generator = SystemRandomNumberGenerator()
+            for _ in 0..<20 {
+                let socket = try RawSocket(port: harness.tcp!.port)
+                socket.write((0..<Int.random(in: 1...4096, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+                #expect(await socket.readUntilClosed().closed)
+                try await expectServing(harness)
+            }
         }
-        await harness.stop()
     }
 
     @Test func fourGibibyteLengthGetsResourceExhaustedThenClose() async throws {
-        let harness = try Harness(.tcp, limits: Self.quickLimits)
-        let socket = try RawSocket(port: harness.tcp!.port)
-        socket.write([0, 0xFF, 0xFF, 0xFF, 0xFF])
-        let (bytes, closed) = socket.readUntilClosed()
-        #expect(closed)
-        var decoder = FrameDecoder()
-        decoder.append(bytes)
-        let envelope = try #require(try decoder.next())
-        let frame = try RpcV1.Frame(serializedBytes: envelope)
-        #expect(frame.kind == .status)
-        #expect(frame.statusCode == StatusCode.resourceExhausted.rawValue)
-        try await expectServing(harness)
-        await harness.stop()
+        try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.write([0, 0xFF, 0xFF, 0xFF, 0xFF])
+            let (bytes, closed) = await socket.readUntilClosed()
+            #expect(closed)
+            var decoder = FrameDecoder()
+            decoder.append(bytes)
+            let envelope = try #require(try decoder.next())
+            let frame = try RpcV1.Frame(serializedBytes: envelope)
+            #expect(frame.kind == .status)
+            #expect(frame.statusCode == StatusCode.resourceExhausted.rawValue)
+            try await expectServing(harness)
+        }
     }
 
     @Test func envelopeThatDoesNotDecodeClosesTheConnection() async throws {
-        let harness = try Harness(.tcp, limits: Self.quickLimits)
-        let socket = try RawSocket(port: harness.tcp!.port)
-        socket.write(FrameCodec.encode([0xFF, 0xFF, 0xFF, 0xFF, 0x0F]))
-        #expect(socket.readUntilClosed().closed)
-        try await expectServing(harness)
-        await harness.stop()
+        try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.write(FrameCodec.encode([0xFF, 0xFF, 0xFF, 0xFF, 0x0F]))
+            #expect(await socket.readUntilClosed().closed)
+            try await expectServing(harness)
+        }
     }
 
     @Test func silentClientIsDisconnected() async throws {
-        let harness = try Harness(.tcp, limits: Self.quickLimits)
-        let socket = try RawSocket(port: harness.tcp!.port)
-        let started = ContinuousClock.now
-        #expect(socket.readUntilClosed().closed)
-        #expect(ContinuousClock.now - started < .seconds(5))
-        try await expectServing(harness)
-        await harness.stop()
+        try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            let started = ContinuousClock.now
+            #expect(await socket.readUntilClosed().closed)
+            #expect(ContinuousClock.now - started < .seconds(5))
+            try await expectServing(harness)
+        }
     }
 
     @Test func oneBytePerIntervalClientIsDisconnected() async throws {
-        let harness = try Harness(.tcp, limits: Self.quickLimits)
-        let socket = try RawSocket(port: harness.tcp!.port)
-        let frame = FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request, method: RpcV1.Echo.echo.path).serializedBytes())
-        var closed = false
-        for byte in frame {
-            // Faster than the frame timeout per byte, far slower than it for the whole frame.
-            try await Task.sleep(for: .milliseconds(150))
-            if !socket.write([byte]) { closed = true; break }
+        try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            let frame = FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request, method: RpcV1.Echo.echo.path).serializedBytes())
+            var closed = false
+            for byte in frame {
+                // Faster than the frame timeout per byte, far slower than it for the whole frame.
+                try await Task.sleep(for: .milliseconds(150))
+                if !socket.write([byte]) { closed = true; break }
+            }
+            let closedByServer = closed ? true : await socket.readUntilClosed().closed
+            #expect(closedByServer)
+            try await expectServing(harness)
         }
-        #expect(closed || socket.readUntilClosed().closed)
-        try await expectServing(harness)
-        await harness.stop()
     }
 
     @Test func truncatedFrameThenCloseLeavesServerServing() async throws {
-        let harness = try Harness(.tcp, limits: Self.quickLimits)
-        do {
-            let socket = try RawSocket(port: harness.tcp!.port)
-            socket.write(Array(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request).serializedBytes()).dropLast(2)))
+        try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
+            do {
+                let socket = try RawSocket(port: harness.tcp!.port)
+                socket.write(Array(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request).serializedBytes()).dropLast(2)))
+            }
+            try await expectServing(harness)
         }
-        try await expectServing(harness)
-        await harness.stop()
     }
 
     @Test func boundedFuzzOfMutatedValidFrames() async throws {
-        let harness = try Harness(.tcp, limits: Self.quickLimits)
-        let valid = FrameCodec.encode(
-            RpcV1.Frame(callID: 7, kind: .request, method: RpcV1.Echo.echo.path, hasPayload: true,
-                        payload: RpcV1.EchoRequest(payload: [1, 2, 3]).serializedBytes()).serializedBytes())
-        var generator = SystemRandomNumberGenerator()
-        for round in 0..<150 {
-            var bytes = valid
-            for _ in 0..<Int.random(in: 1...6, using: &generator) {
-                let position = Int.random(in: 0..<bytes.count, using: &generator)
-                switch Int.random(in: 0..<3, using: &generator) {
-                case 0: bytes[position] = UInt8.random(in: 0...255, using: &generator)
-                case 1: bytes.remove(at: position)
-                default: bytes.insert(UInt8.random(in: 0...255, using: &generator), at: position)
+        try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
+            let valid = FrameCodec.encode(
+                RpcV1.Frame(callID: 7, kind: .request, method: RpcV1.Echo.echo.path, hasPayload: true,
+                            payload: RpcV1.EchoRequest(payload: [1, 2, 3]).serializedBytes()).serializedBytes())
+            var generator = SystemRandomNumberGenerator()
+            for round in 0..<150 {
+                var bytes = valid
+                for _ in 0..<Int.random(in: 1...6, using: &generator) {
+                    let position = Int.random(in: 0..<bytes.count, using: &generator)
+                    switch Int.random(in: 0..<3, using: &generator) {
+                    case 0: bytes[position] = UInt8.random(in: 0...255, using: &generator)
+                    case 1: bytes.remove(at: position)
+                    default: bytes.insert(UInt8.random(in: 0...255, using: &generator), at: position)
+                    }
                 }
+                let socket = try RawSocket(port: harness.tcp!.port)
+                socket.write(bytes)
+                if round % 10 == 0 { try await expectServing(harness) }
             }
-            let socket = try RawSocket(port: harness.tcp!.port)
-            socket.write(bytes)
-            if round % 10 == 0 { try await expectServing(harness) }
+            try await expectServing(harness)
+            let stats = try await harness.client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest())
+            #expect(stats.totalConnections >= 150)
         }
-        try await expectServing(harness)
-        let stats = try await harness.client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest())
-        #expect(stats.totalConnections >= 150)
-        await harness.stop()
     }
 
     @Test func connectionsBeyondTheLimitAreRefused() async throws {
         var limits = Self.quickLimits
         limits.maxConnections = 2
-        let harness = try Harness(.tcp, limits: limits)
-        try await expectServing(harness)  // the harness client holds connection 1
-        let second = try RawSocket(port: harness.tcp!.port)
-        second.write([])
-        try await Task.sleep(for: .milliseconds(100))
-        let third = try RawSocket(port: harness.tcp!.port)
-        #expect(third.readUntilClosed().closed)
-        let stats = try await harness.client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest())
-        #expect(stats.rejectedConnections >= 1)
-        _ = second
-        await harness.stop()
+        // Long enough that only the limit, not a timeout, closes the third connection.
+        limits.frameTimeout = .seconds(30)
+        try await Harness.with(.tcp, limits: limits) { harness in
+            try await expectServing(harness)  // the harness client holds connection 1
+            let second = try RawSocket(port: harness.tcp!.port)
+            second.write([])
+            try await Task.sleep(for: .milliseconds(100))
+            let third = try RawSocket(port: harness.tcp!.port)
+            #expect(await third.readUntilClosed().closed)
+            let stats = try await harness.client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest())
+            #expect(stats.rejectedConnections >= 1)
+            _ = second
+        }
     }
 }

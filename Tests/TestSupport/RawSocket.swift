@@ -1,0 +1,78 @@
+import Foundation
+
+/// A TCP socket to 127.0.0.1 speaking raw bytes, to play a misbehaving client. Its blocking calls
+/// run off the cooperative pool.
+public final class RawSocket: @unchecked Sendable {
+    private let descriptor: Int32
+
+    /// Connects to 127.0.0.1:`port`; throws when nothing listens there.
+    public init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = Self.loopback(port)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            close(descriptor)
+            throw POSIXError(.ECONNREFUSED)
+        }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(descriptor) }
+
+    /// Sends bytes; false once the peer has closed.
+    @discardableResult
+    public func write(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    }
+
+    /// Reads until the peer closes (or 10 s pass); returns what arrived and whether it closed.
+    public func readUntilClosed() async -> (bytes: [UInt8], closed: Bool) {
+        let descriptor = descriptor
+        return (try? await offPool {
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+                if count == 0 { return (received, true) }
+                if count < 0 { return (received, errno == ECONNRESET) }
+                received += buffer[0..<count]
+            }
+        }) ?? ([], false)
+    }
+
+    /// Connects to `port`, sends `bytes` and closes; nothing happens when nobody listens.
+    public static func sendAndClose(_ bytes: [UInt8], to port: Int) {
+        (try? RawSocket(port: port))?.write(bytes)
+    }
+
+    /// Whether nothing listens on 127.0.0.1:`port` now (it can be bound).
+    public static func isFree(_ port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = loopback(port)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
+    /// A port p such that p…p+count-1 are all free now and none is within `count` of `taken`.
+    public static func freePortBlock(count: Int, avoiding taken: [Int] = []) throws -> Int {
+        for _ in 0..<200 {
+            let base = Int.random(in: 20_000...60_000)
+            if taken.contains(where: { abs($0 - base) < count }) { continue }
+            if (base..<(base + count)).allSatisfy(isFree) { return base }
+        }
+        throw POSIXError(.EADDRINUSE)
+    }
+
+    private static func loopback(_ port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
+    }
+}
