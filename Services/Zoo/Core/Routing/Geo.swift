@@ -24,6 +24,7 @@ public enum Geo {
     /// A distance in metres that never exceeds the haversine distance between the points behind two unit
     /// vectors and at zoo scale is within a few micrometres of it: the chord through the earth (shorter than the
     /// arc by a relative 1e-8 at 2 km) less a micrometre for rounding. No trigonometry: A*'s heuristic.
+    @inlinable
     public static func lowerBoundDistance(_ a: SIMD3<Double>, _ b: SIMD3<Double>) -> Double {
         let offset = a - b
         return max(0, (offset * offset).sum().squareRoot() * earthRadius - 1e-6)

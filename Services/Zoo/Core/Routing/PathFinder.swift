@@ -1,37 +1,45 @@
-/// A binary min-heap of (priority, node) pairs; stale entries are skipped by the caller (lazy deletion).
+/// A binary min-heap of (priority, node, cost) entries; stale entries are skipped by the caller (lazy deletion),
+/// recognised by a `cost` above the node's current one.
 struct MinHeap {
-    private var items: [(priority: Double, node: Int32)] = []
+    private var items: [(priority: Double, node: Int32, cost: Double)] = []
 
     init(capacity: Int) { items.reserveCapacity(capacity) }
 
     var isEmpty: Bool { items.isEmpty }
 
-    mutating func push(_ priority: Double, _ node: Int32) {
-        items.append((priority, node))
-        var child = items.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard items[child].priority < items[parent].priority else { break }
-            items.swapAt(child, parent)
-            child = parent
+    mutating func push(_ priority: Double, _ node: Int32, cost: Double) {
+        items.append((priority, node, cost))
+        items.withUnsafeMutableBufferPointer { heap in
+            // Sift up, moving parents down into the hole rather than swapping.
+            let entry = heap[heap.count - 1]
+            var hole = heap.count - 1
+            while hole > 0 {
+                let parent = (hole - 1) / 2
+                guard entry.priority < heap[parent].priority else { break }
+                heap[hole] = heap[parent]
+                hole = parent
+            }
+            heap[hole] = entry
         }
     }
 
-    mutating func pop() -> (priority: Double, node: Int32)? {
+    mutating func pop() -> (priority: Double, node: Int32, cost: Double)? {
         guard let top = items.first else { return nil }
         let last = items.removeLast()
-        if !items.isEmpty {
-            items[0] = last
-            var parent = 0
+        guard !items.isEmpty else { return top }
+        items.withUnsafeMutableBufferPointer { heap in
+            // Sift `last` down from the root, moving smaller children up into the hole.
+            var hole = 0
             while true {
-                let left = 2 * parent + 1, right = left + 1
-                var smallest = parent
-                if left < items.count && items[left].priority < items[smallest].priority { smallest = left }
-                if right < items.count && items[right].priority < items[smallest].priority { smallest = right }
-                if smallest == parent { break }
-                items.swapAt(parent, smallest)
-                parent = smallest
+                let left = 2 * hole + 1
+                guard left < heap.count else { break }
+                let right = left + 1
+                let child = right < heap.count && heap[right].priority < heap[left].priority ? right : left
+                guard heap[child].priority < last.priority else { break }
+                heap[hole] = heap[child]
+                hole = child
             }
+            heap[hole] = last
         }
         return top
     }
@@ -57,9 +65,10 @@ extension FootpathGraph {
     /// Returns the path and the goal's index.
     public func shortestPath(from start: Snap, toNearestOf goals: [Snap]) -> (path: GraphPath, goal: Int)? {
         let goalVectors = goals.map { Geo.unitVector($0.point) }
-        func heuristic(_ node: Int32) -> Double {
+        @inline(__always) func heuristic(_ node: Int32) -> Double {
+            let position = unitVectors[Int(node)]
             var nearest = Double.infinity
-            for vector in goalVectors { nearest = min(nearest, Geo.lowerBoundDistance(unitVectors[Int(node)], vector)) }
+            for vector in goalVectors { nearest = min(nearest, Geo.lowerBoundDistance(position, vector)) }
             return nearest
         }
         var best = Double.infinity
@@ -76,17 +85,20 @@ extension FootpathGraph {
         }
         var cost = [Double](repeating: .infinity, count: nodeCount)
         var parent = [Int32](repeating: -1, count: nodeCount)
-        var heap = MinHeap(capacity: 64)
+        var heap = MinHeap(capacity: 256)
+        func reach(_ node: Int32, at value: Double, from previous: Int32) {
+            cost[Int(node)] = value
+            parent[Int(node)] = previous
+            heap.push(value + heuristic(node), node, cost: value)
+        }
         let startSegment = segments[start.segment]
         for (node, initial) in [(startSegment.from, start.alongFromStart), (startSegment.to, start.alongToEnd)]
         where initial < cost[Int(node)] {
-            cost[Int(node)] = initial
-            heap.push(initial + heuristic(node), node)
+            reach(node, at: initial, from: -1)
         }
-        while let (estimate, node) = heap.pop() {
+        while let (estimate, node, reached) = heap.pop() {
             if estimate >= best { break }
-            let reached = cost[Int(node)]
-            if estimate > reached + heuristic(node) + 1e-9 { continue }
+            if reached > cost[Int(node)] { continue }  // a stale entry: the node was reached cheaper since
             for exit in exits where exit.node == node && reached + exit.remaining < best {
                 best = reached + exit.remaining
                 bestGoal = exit.goal
@@ -95,11 +107,7 @@ extension FootpathGraph {
             for edge in Int(edgeStart[Int(node)])..<Int(edgeStart[Int(node) + 1]) {
                 let next = edgeTargets[edge]
                 let candidate = reached + edgeLengths[edge]
-                if candidate < cost[Int(next)] {
-                    cost[Int(next)] = candidate
-                    parent[Int(next)] = node
-                    heap.push(candidate + heuristic(next), next)
-                }
+                if candidate < cost[Int(next)] { reach(next, at: candidate, from: node) }
             }
         }
         guard best.isFinite else { return nil }
@@ -121,16 +129,16 @@ extension FootpathGraph {
         for (node, initial) in [(segment.from, start.alongFromStart), (segment.to, start.alongToEnd)]
         where initial < cost[Int(node)] && initial <= limit {
             cost[Int(node)] = initial
-            heap.push(initial, node)
+            heap.push(initial, node, cost: initial)
         }
-        while let (reached, node) = heap.pop() {
+        while let (reached, node, _) = heap.pop() {
             if reached > cost[Int(node)] { continue }
             for edge in Int(edgeStart[Int(node)])..<Int(edgeStart[Int(node) + 1]) {
                 let next = edgeTargets[edge]
                 let candidate = reached + edgeLengths[edge]
                 if candidate < cost[Int(next)] && candidate <= limit {
                     cost[Int(next)] = candidate
-                    heap.push(candidate, next)
+                    heap.push(candidate, next, cost: candidate)
                 }
             }
         }
