@@ -82,6 +82,10 @@ import Testing
             environment: ProcessInfo.processInfo.environment)
         #expect(result.status == Int32(14))
         #expect(result.output.contains("UNAVAILABLE"))
+        let missingState = try await Stack.run(
+            "\(Stack.binDirectory)/gateway", ["methods", "zoo", "--state", "/nonexistent/menagerie-state"], environment: [:])
+        #expect(missingState.status == Int32(14))
+        #expect(missingState.output.contains("no endpoint known for zoo"), "\(missingState.output)")
         let bad = try await Stack.run("\(Stack.binDirectory)/gateway", ["methods", "zoo", "--endpoint", "nonsense"], environment: [:])
         #expect(bad.status != 0)
         #expect(bad.output.contains("INVALID_ARGUMENT"))

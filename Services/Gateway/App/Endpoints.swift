@@ -22,13 +22,14 @@ struct Endpoints {
             for assignment in variable.split(separator: ";") { try add(assignment: String(assignment)) }
             source = "MENAGERIE_ENDPOINTS"
         } else if let file = Self.stateFile(explicit: stateDirectory ?? environment["MENAGERIE_STATE_DIR"]) {
-            let text = try String(contentsOf: file, encoding: .utf8)
+            source = file.path
+            // No file yet means nothing was started there: no endpoints, said clearly when one is needed.
+            guard let text = try? String(contentsOf: file, encoding: .utf8) else { return }
             for line in text.split(separator: "\n") where !line.hasPrefix("#") {
                 let fields = line.split(separator: " ")
                 guard fields.count >= 2 else { continue }
                 byService[String(fields[0]), default: []].append(String(fields[1]))
             }
-            source = file.path
         }
     }
 
