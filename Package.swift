@@ -64,7 +64,7 @@ let package = Package(
         .executableTarget(name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore"], path: "Tests/Benchmarks"),
 
         // MARK: Tests
-        .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator"], path: "Tests/SchemaTests"),
+        .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator", "TestSupport"], path: "Tests/SchemaTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema", "TestSupport"], path: "Tests/RPCTests"),

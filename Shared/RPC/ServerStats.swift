@@ -12,17 +12,25 @@ public final class ServerStats: Sendable {
         public var p99Milliseconds: Double
     }
 
-    private let methods = Mutex<[String: MethodCounters]>([:])
+    private let methods = Mutex<[String: MethodStats]>([:])
     private let connections = Mutex(ConnectionCounters())
 
     public init() {}
 
+    /// The counters of `method`, created on first use; a server keeps them per route, so recording
+    /// a call costs no lookup.
+    public func counters(for method: String) -> MethodStats {
+        methods.withLock { table in
+            if let counters = table[method] { return counters }
+            let counters = MethodStats()
+            table[method] = counters
+            return counters
+        }
+    }
+
     /// Records one finished call.
     public func record(method: String, duration: Duration, failed: Bool) {
-        let micros = max(0, duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000)
-        methods.withLock { table in
-            table[method, default: MethodCounters()].record(micros: micros, failed: failed)
-        }
+        counters(for: method).record(duration: duration, failed: failed)
     }
 
     public func connectionOpened() { connections.withLock { $0.open += 1; $0.total += 1 } }
@@ -36,15 +44,28 @@ public final class ServerStats: Sendable {
 
     /// Every method that was called at least once, sorted by path.
     public func snapshot() -> [MethodFigures] {
-        methods.withLock { table in
-            table.map { path, counters in
-                MethodFigures(
-                    path: path, calls: counters.calls, errors: counters.errors,
-                    p50Milliseconds: counters.latency.percentile(0.50) / 1000,
-                    p99Milliseconds: counters.latency.percentile(0.99) / 1000)
-            }
+        methods.withLock { $0 }.compactMap { path, stats in
+            let counters = stats.counters
+            guard counters.calls > 0 else { return nil }
+            return MethodFigures(
+                path: path, calls: counters.calls, errors: counters.errors,
+                p50Milliseconds: counters.latency.percentile(0.50) / 1000,
+                p99Milliseconds: counters.latency.percentile(0.99) / 1000)
         }.sorted { $0.path < $1.path }
     }
+}
+
+/// Call count, error count and latency histogram of one method.
+public final class MethodStats: Sendable {
+    private let state = Mutex(MethodCounters())
+
+    /// Records one finished call.
+    public func record(duration: Duration, failed: Bool) {
+        let micros = max(0, duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000)
+        state.withLock { $0.record(micros: micros, failed: failed) }
+    }
+
+    fileprivate var counters: MethodCounters { state.withLock { $0 } }
 }
 
 private struct ConnectionCounters {

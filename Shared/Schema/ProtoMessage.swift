@@ -3,10 +3,31 @@ public protocol ProtoMessage: Sendable, Equatable {
     /// Full protobuf name, e.g. "menagerie.zoo.v1.Animal".
     static var protoName: String { get }
     init()
+    /// Decodes protobuf wire bytes through protobuf-c, reading them where they are. Throws
+    /// `SchemaError` on malformed input.
+    init(serializedBytes: UnsafeRawBufferPointer) throws
+    /// Encodes through protobuf-c straight into memory the caller provides: `destination` gets the
+    /// encoded size and calls `pack` with exactly that many writable bytes.
+    func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void)
+}
+
+extension ProtoMessage {
     /// Decodes protobuf wire bytes through protobuf-c. Throws `SchemaError` on malformed input.
-    init(serializedBytes: [UInt8]) throws
+    public init(serializedBytes bytes: [UInt8]) throws {
+        self = try bytes.withUnsafeBytes { try Self(serializedBytes: $0) }
+    }
+
     /// Encodes through protobuf-c.
-    func serializedBytes() -> [UInt8]
+    public func serializedBytes() -> [UInt8] {
+        var bytes: [UInt8] = []
+        serialize { byteCount, pack in
+            bytes = [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, initialized in
+                pack(UnsafeMutableRawBufferPointer(buffer))
+                initialized = byteCount
+            }
+        }
+        return bytes
+    }
 }
 
 /// A protobuf enum as a Swift enum; values the schema does not define survive as `.unrecognized(n)`.

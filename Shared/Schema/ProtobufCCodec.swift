@@ -12,18 +12,22 @@ protocol ProtobufCBridged: ProtoMessage {
 
 /// Encodes and decodes generated messages with protobuf-c's own packer and parser.
 enum ProtobufCCodec {
-    /// Builds the C message in an arena, then `protobuf_c_message_pack`s it.
-    static func encode<Message: ProtobufCBridged>(_ message: Message) -> [UInt8] {
+    /// Builds the C message in an arena, then `protobuf_c_message_pack`s it into the memory that
+    /// `destination` provides for its packed size.
+    static func encode<Message: ProtobufCBridged>(
+        _ message: Message, into destination: (Int, (UnsafeMutableRawBufferPointer) -> Void) -> Void
+    ) {
         Arena.with { arena in
             let schema = Message.protoSchema
             let cMessage = ProtoWriter.newMessage(schema, in: arena)
             message.write(to: ProtoWriter(message: cMessage, schema: schema, arena: arena))
             let packable = UnsafePointer(cMessage.assumingMemoryBound(to: ProtobufCMessage.self))
             let size = protobuf_c_message_get_packed_size(packable)
-            return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-                guard let base = buffer.baseAddress else { return }
-                count = protobuf_c_message_pack(packable, base)
-                precondition(count == size, "protobuf-c packed \(count) bytes, sized \(size)")
+            destination(size) { buffer in
+                precondition(buffer.count == size, "protobuf-c needs \(size) bytes, got \(buffer.count)")
+                guard size > 0 else { return }
+                let packed = protobuf_c_message_pack(packable, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                precondition(packed == size, "protobuf-c packed \(packed) bytes, sized \(size)")
             }
         }
     }
@@ -31,13 +35,12 @@ enum ProtobufCCodec {
     /// `protobuf_c_message_unpack`s the bytes into an arena and reads the C message into Swift values.
     /// The arena frees the unpacked message as a whole (instead of `protobuf_c_message_free_unpacked`
     /// freeing it piece by piece), also when unpacking fails halfway.
-    static func decode<Message: ProtobufCBridged>(_ bytes: [UInt8]) throws -> Message {
+    static func decode<Message: ProtobufCBridged>(_ bytes: UnsafeRawBufferPointer) throws -> Message {
         let schema = Message.protoSchema
         return try Arena.with { arena in
             var allocator = arena.protobufCAllocator
-            let unpacked = bytes.withUnsafeBufferPointer { buffer in
-                protobuf_c_message_unpack(schema.descriptor, &allocator, buffer.count, buffer.baseAddress)
-            }
+            let unpacked = protobuf_c_message_unpack(
+                schema.descriptor, &allocator, bytes.count, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self))
             guard let unpacked else { throw SchemaError(messageName: schema.name, byteCount: bytes.count) }
             return Message(reading: ProtoReader(message: UnsafeRawPointer(unpacked), schema: schema))
         }

@@ -24,6 +24,9 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("max-connections"), help: "Connections served at once; more are refused.")
     public var maxConnections = 1024
 
+    @Option(name: .customLong("workers"), help: "Handlers that run at once (default: one per core).")
+    public var workers = ProcessInfo.processInfo.activeProcessorCount
+
     @Option(name: .customLong("idle-timeout"), help: "Seconds an idle connection is kept open.")
     public var idleTimeout = 300.0
 
@@ -42,6 +45,7 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535 (got \(port))") }
         guard maxFrameSize >= 1024 else { throw ValidationError("--max-frame-size must be at least 1024 bytes") }
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
+        guard (1...1024).contains(workers) else { throw ValidationError("--workers must be 1-1024 (got \(workers))") }
         for (name, value) in [("idle-timeout", idleTimeout), ("frame-timeout", frameTimeout), ("shutdown-grace", shutdownGrace)] {
             guard value.isFinite, value > 0 else { throw ValidationError("--\(name) must be a positive number of seconds") }
         }
@@ -52,6 +56,7 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         var limits = TCPServer.Limits()
         limits.maxFrameSize = maxFrameSize
         limits.maxConnections = maxConnections
+        limits.workers = workers
         limits.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         limits.frameTimeout = .milliseconds(Int64(frameTimeout * 1000))
         return limits

@@ -35,51 +35,91 @@ public enum FrameError: Error, Equatable, CustomStringConvertible {
 }
 
 /// Cuts a byte stream into frames, however the bytes arrive (one at a time or many frames at once).
-public struct FrameDecoder {
+/// Frames are handed out as views into its own buffer, so a frame is copied once on its way in.
+public final class FrameDecoder {
     public let maxFrameSize: Int
-    private var buffer: [UInt8] = []
+    /// An empty buffer larger than this is given back.
+    private static let largestKept = 256 * 1024
+    private var base: UnsafeMutableRawPointer?
+    private var capacity = 0
+    /// Bytes `start..<end` of the buffer are received and not yet handed out.
     private var start = 0
+    private var end = 0
 
     public init(maxFrameSize: Int = FrameCodec.defaultMaxFrameSize) {
         self.maxFrameSize = maxFrameSize
     }
 
+    deinit { base?.deallocate() }
+
     /// Whether bytes of an unfinished frame are waiting for the rest.
-    public var hasPartialFrame: Bool { buffer.count > start }
+    public var hasPartialFrame: Bool { end > start }
 
     /// Bytes received but not yet returned as frames.
-    public var bufferedByteCount: Int { buffer.count - start }
+    public var bufferedByteCount: Int { end - start }
 
-    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
-        if start > 0, start == buffer.count {
-            buffer.removeAll(keepingCapacity: true)
-            start = 0
-        } else if start > 65_536, start * 2 > buffer.count {
-            buffer.removeSubrange(0..<start)
-            start = 0
-        }
-        buffer.append(contentsOf: bytes)
+    public func append(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+        reserve(bytes.count)
+        (base! + end).copyMemory(from: source, byteCount: bytes.count)
+        end += bytes.count
     }
 
-    public mutating func append(_ bytes: [UInt8]) {
+    public func append(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { append($0) }
     }
 
-    /// The next complete frame's envelope bytes, nil until one is complete; throws as soon as a
-    /// header is invalid (before its body arrives).
-    public mutating func next() throws(FrameError) -> [UInt8]? {
-        guard buffer.count - start >= FrameCodec.headerSize else { return nil }
-        let flags = buffer[start]
+    /// The next complete frame's envelope, viewed in place: valid until the next `append`. Nil until
+    /// one is complete; throws as soon as a header is invalid (before its body arrives).
+    public func nextEnvelope() throws(FrameError) -> UnsafeRawBufferPointer? {
+        guard end - start >= FrameCodec.headerSize, let header = base.map({ UnsafeRawPointer($0 + start) }) else { return nil }
+        let flags = header.load(as: UInt8.self)
         guard flags == 0 else { throw .unsupportedFlags(flags) }
-        let length = Int(buffer[start + 1]) << 24 | Int(buffer[start + 2]) << 16
-            | Int(buffer[start + 3]) << 8 | Int(buffer[start + 4])
+        let length = Int(UInt32(bigEndian: header.loadUnaligned(fromByteOffset: 1, as: UInt32.self)))
         guard length <= maxFrameSize else { throw .tooLarge(length: length, limit: maxFrameSize) }
-        let bodyStart = start + FrameCodec.headerSize
-        guard buffer.count - bodyStart >= length else {
-            buffer.reserveCapacity(bodyStart + length)
+        let frameSize = FrameCodec.headerSize + length
+        guard end - start >= frameSize else {
+            // Make room for the whole frame now, so its body arrives without regrowing.
+            reserve(frameSize - (end - start))
             return nil
         }
-        start = bodyStart + length
-        return Array(buffer[bodyStart..<start])
+        let envelope = UnsafeRawBufferPointer(start: base! + start + FrameCodec.headerSize, count: length)
+        start += frameSize
+        return envelope
+    }
+
+    /// The next complete frame's envelope as an array (a copy); see `nextEnvelope()`.
+    public func next() throws(FrameError) -> [UInt8]? {
+        try nextEnvelope().map { Array($0) }
+    }
+
+    /// Ensures `extra` more bytes fit after `end`, moving unread bytes to the front or growing.
+    private func reserve(_ extra: Int) {
+        if start == end {
+            start = 0
+            end = 0
+            if capacity > Self.largestKept, extra <= Self.largestKept {
+                // A big frame went through; don't hold on to its buffer.
+                base?.deallocate()
+                base = nil
+                capacity = 0
+            }
+        }
+        guard end + extra > capacity else { return }
+        let unread = end - start
+        if unread + extra <= capacity, let base {
+            base.copyMemory(from: base + start, byteCount: unread)
+        } else {
+            let newCapacity = max(unread + extra, capacity * 2, 16 * 1024)
+            let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
+            if let base {
+                newBase.copyMemory(from: base + start, byteCount: unread)
+                base.deallocate()
+            }
+            base = newBase
+            capacity = newCapacity
+        }
+        start = 0
+        end = unread
     }
 }

@@ -12,7 +12,9 @@ public final class RawEchoServer: @unchecked Sendable {
     public init() throws {
         let outcome: Result<TCPListener, RPCError> = loop.submit { [loop] in
             TCPListener.open(loop: loop, address: SocketAddress(host: "127.0.0.1", port: 0)!) { connection in
-                connection.onFrame = { [unowned connection] envelope in connection.send(envelope: envelope) }
+                connection.onFrame = { [unowned connection] envelope in
+                    connection.send(envelopeOfSize: envelope.count) { $0.copyMemory(from: envelope) }
+                }
                 connection.start()
             }
         }
@@ -26,44 +28,47 @@ public final class RawEchoServer: @unchecked Sendable {
     }
 }
 
-/// Sends frames to a `RawEchoServer` over one connection; replies come back in order.
+/// Sends frames to a `RawEchoServer` over one connection; replies come back in order. Like
+/// `TCPClientTransport`, a call registers itself and queues its frame from the caller's thread.
 public final class RawEchoClient: @unchecked Sendable {
-    private let loop: EventLoop
     private let connection: TCPConnection
-    private var waiting: [CheckedContinuation<[UInt8], any Error>] = []  // loop thread
-    private var head = 0
+    /// Callers waiting for their echo, oldest first from `head`.
+    private let waiting = Lock<(continuations: [UnsafeContinuation<[UInt8], any Error>], head: Int)>(([], 0))
 
     public init(endpoint: String, loop: EventLoop = .shared) async throws {
-        self.loop = loop
         let parts = endpoint.split(separator: ":")
         guard parts.count == 2, let port = Int(parts[1]), let address = SocketAddress(host: String(parts[0]), port: port) else {
             throw RPCError(.invalidArgument, "bad endpoint \(endpoint)")
         }
         connection = loop.submit { TCPConnection(loop: loop, maxFrameSize: FrameCodec.defaultMaxFrameSize) }
-        try await TCPConnection.connect(connection, to: address)
-        loop.execute { [self] in
-            connection.onFrame = { [unowned self] envelope in
-                waiting[head].resume(returning: envelope)
-                head += 1
-                if head > 1024, head * 2 > waiting.count {
-                    waiting.removeFirst(head)
-                    head = 0
+        connection.onFrame = { [unowned self] envelope in
+            let continuation = waiting.withLock { waiting in
+                defer {
+                    waiting.head += 1
+                    if waiting.head > 1024, waiting.head * 2 > waiting.continuations.count {
+                        waiting.continuations.removeFirst(waiting.head)
+                        waiting.head = 0
+                    }
                 }
+                return waiting.continuations[waiting.head]
             }
+            continuation.resume(returning: Array(envelope))
         }
+        try await TCPConnection.connect(connection, to: address)
     }
 
     /// Sends `bytes` and waits for them to come back.
     public func echo(_ bytes: [UInt8]) async throws -> [UInt8] {
-        return try await withCheckedThrowingContinuation { continuation in
-            loop.execute { [self] in
-                waiting.append(continuation)
+        try await withUnsafeThrowingContinuation { continuation in
+            // Registered and queued under one lock, so replies match callers in order.
+            waiting.withLock { waiting in
+                waiting.continuations.append(continuation)
                 connection.send(envelope: bytes)
             }
         }
     }
 
     public func close() {
-        loop.execute { [connection] in connection.close(reason: "benchmark done") }
+        connection.loop.execute { [connection] in connection.close(reason: "benchmark done") }
     }
 }

@@ -7,6 +7,9 @@ import Synchronization
 /// A client's connection to one endpoint (`host:port`), shared by all calls to it: many calls are
 /// multiplexed on one TCP connection and answered out of order. Connects lazily, reconnects after
 /// the connection is lost, and enforces call deadlines on the event loop.
+///
+/// A call registers itself and queues its request from the caller's thread (no hop to the loop);
+/// the loop writes what was queued, reads replies and completes the calls.
 public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     public let endpoint: String
     private let host: String
@@ -16,14 +19,24 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     private let nextCallID = Atomic<UInt64>(1)
     private let backoffUntil = Mutex<ContinuousClock.Instant?>(nil)
 
+    private let state = Lock(State())
+
+    private struct State {
+        var connection: TCPConnection?
+        var isConnected = false
+        /// Request envelopes of calls waiting for the connection to be made.
+        var unsent: [(id: UInt64, envelope: [UInt8])] = []
+        var calls: [UInt64: PendingCall] = [:]
+        /// Connection attempts that failed in a row.
+        var failures = 0
+    }
+
     // Loop-thread state.
-    private var connection: TCPConnection?
-    private var isConnected = false
-    /// Request frames of calls waiting for the connection to be made.
-    private var unsent: [(id: UInt64, envelope: [UInt8])] = []
-    private var calls: [UInt64: PendingCall] = [:]
+    /// Deadline and method of calls that have one.
+    private var deadlines: [UInt64: (ContinuousClock.Instant, String)] = [:]
     private var deadlineTimer: LoopTimer?
-    private var failures = 0
+    /// When the deadline timer fires next, if it is armed.
+    private var timerDue: ContinuousClock.Instant?
 
     /// A transport to `endpoint` (`host:port`, numeric host or `localhost`).
     public init(endpoint: String, loop: EventLoop = .shared, maxFrameSize: Int = FrameCodec.defaultMaxFrameSize) throws {
@@ -49,42 +62,39 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
 
     public func unary(_ head: CallHead, request: [UInt8]) async throws -> [UInt8] {
         let id = nextCallID.wrappingAdd(1, ordering: .relaxed).oldValue
-        let envelope = requestEnvelope(id, head, request)
+        let frame = requestFrame(id, head, request)
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8], any Error>) in
-                if Task.isCancelled {
-                    continuation.resume(throwing: RPCError(.cancelled, "call to \(head.method) was cancelled"))
-                    return
-                }
-                loop.execute { self.begin(id, .unary(continuation, last: nil), head, envelope) }
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<[UInt8], any Error>) in
+                begin(id, .unary(continuation, last: nil, hasDeadline: head.deadline != nil), head, frame)
             }
         } onCancel: {
-            loop.execute { self.end(id, error: RPCError(.cancelled, "call to \(head.method) was cancelled"), notifyServer: true) }
+            end(id, error: RPCError(.cancelled, "call to \(head.method) was cancelled"), notifyServer: true)
         }
     }
 
     public func serverStreaming(_ head: CallHead, request: [UInt8]) -> AsyncThrowingStream<[UInt8], any Error> {
         let id = nextCallID.wrappingAdd(1, ordering: .relaxed).oldValue
-        let envelope = requestEnvelope(id, head, request)
+        let frame = requestFrame(id, head, request)
         let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
-        continuation.onTermination = { [loop] reason in
+        continuation.onTermination = { reason in
             if case .cancelled = reason {
-                loop.execute { self.end(id, error: RPCError(.cancelled, "call to \(head.method) was cancelled"), notifyServer: true) }
+                self.end(id, error: RPCError(.cancelled, "call to \(head.method) was cancelled"), notifyServer: true)
             }
         }
-        loop.execute { self.begin(id, .stream(continuation), head, envelope) }
+        begin(id, .stream(continuation, hasDeadline: head.deadline != nil), head, frame)
         return stream
     }
 
     public func close() {
         loop.execute { [self] in
-            connection?.close(reason: "closed by the client")
+            state.withLock { $0.connection }?.close(reason: "closed by the client")
             deadlineTimer?.close()
             deadlineTimer = nil
+            timerDue = nil
         }
     }
 
-    private func requestEnvelope(_ id: UInt64, _ head: CallHead, _ request: [UInt8]) -> [UInt8] {
+    private func requestFrame(_ id: UInt64, _ head: CallHead, _ request: [UInt8]) -> RpcV1.Frame {
         var frame = RpcV1.Frame(
             callID: id, kind: .request, method: head.method,
             metadata: head.metadata.map { RpcV1.MetadataEntry(key: $0.key, value: $0.value) },
@@ -93,35 +103,64 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             let left = max(.zero, deadline - .now)
             frame.timeoutMicros = UInt64(left.components.seconds) * 1_000_000 + UInt64(left.components.attoseconds / 1_000_000_000_000)
         }
-        return frame.serializedBytes()
+        return frame
+    }
+
+    private enum PendingCall {
+        case unary(UnsafeContinuation<[UInt8], any Error>, last: [UInt8]?, hasDeadline: Bool)
+        case stream(AsyncThrowingStream<[UInt8], any Error>.Continuation, hasDeadline: Bool)
+
+        var hasDeadline: Bool {
+            switch self {
+            case .unary(_, _, let hasDeadline), .stream(_, let hasDeadline): hasDeadline
+            }
+        }
+
+        func fail(_ error: any Error) {
+            switch self {
+            case .unary(let continuation, _, _): continuation.resume(throwing: error)
+            case .stream(let continuation, _): continuation.finish(throwing: error)
+            }
+        }
+    }
+
+    /// What `begin` found it has to do once the state is unlocked.
+    private enum Next {
+        case send(TCPConnection)
+        case connect
+        case wait
+        case cancelled
+    }
+
+    /// Registers a call and sends its request, or queues it until the connection is up (any thread).
+    private func begin(_ id: UInt64, _ call: PendingCall, _ head: CallHead, _ frame: RpcV1.Frame) {
+        let next = state.withLock { state -> Next in
+            // Checked under the lock that `end` takes too: a cancellation now or later is seen.
+            if Task.isCancelled { return .cancelled }
+            state.calls[id] = call
+            if state.isConnected, let connection = state.connection { return .send(connection) }
+            state.unsent.append((id, frame.serializedBytes()))
+            return state.connection == nil ? .connect : .wait
+        }
+        switch next {
+        case .send(let connection): connection.send(frame)
+        case .connect: loop.execute { self.connect() }
+        case .wait: break
+        case .cancelled:
+            call.fail(RPCError(.cancelled, "call to \(head.method) was cancelled"))
+            return
+        }
+        if let deadline = head.deadline {
+            loop.execute { self.track(id, deadline: deadline, method: head.method) }
+        }
     }
 
     // MARK: Loop thread
 
-    private enum PendingCall {
-        case unary(CheckedContinuation<[UInt8], any Error>, last: [UInt8]?)
-        case stream(AsyncThrowingStream<[UInt8], any Error>.Continuation)
-    }
-
-    private var deadlines: [UInt64: (ContinuousClock.Instant, String)] = [:]
-
-    private func begin(_ id: UInt64, _ call: PendingCall, _ head: CallHead, _ envelope: [UInt8]) {
-        calls[id] = call
-        if let deadline = head.deadline {
-            deadlines[id] = (deadline, head.method)
-            armDeadlineTimer()
-        }
-        if isConnected, let connection {
-            connection.send(envelope: envelope)
-        } else {
-            unsent.append((id, envelope))
-            if connection == nil { connect() }
-        }
-    }
-
     private func connect() {
+        guard state.withLock({ $0.connection == nil && !$0.calls.isEmpty }) else { return }
         let connection = TCPConnection(loop: loop, maxFrameSize: maxFrameSize)
-        self.connection = connection
+        state.withLock { $0.connection = connection }
         connection.onFrame = { [weak self] in self?.received($0) }
         connection.onClose = { [weak self, unowned connection] reason in self?.lost(connection, reason: reason) }
         connection.connect(to: SocketAddress(host: host, port: port)!) { [weak self] status in
@@ -130,80 +169,94 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     }
 
     private func connected(_ connection: TCPConnection, status: Int32) {
-        guard connection === self.connection, !connection.isClosed else { return }
         guard status == 0 else {
             connection.close(reason: uvError(status))
             return
         }
-        isConnected = true
-        failures = 0
+        let unsent = state.withLock { state -> [(id: UInt64, envelope: [UInt8])]? in
+            guard connection === state.connection, !connection.isClosed else { return nil }
+            state.isConnected = true
+            state.failures = 0
+            defer { state.unsent.removeAll() }
+            return state.unsent.filter { state.calls[$0.id] != nil }
+        }
+        guard let unsent else { return }
         backoffUntil.withLock { $0 = nil }
-        for (id, envelope) in unsent where calls[id] != nil { connection.send(envelope: envelope) }
-        unsent.removeAll()
+        for (_, envelope) in unsent { connection.send(envelope: envelope) }
     }
 
     private func lost(_ connection: TCPConnection, reason: String) {
-        guard connection === self.connection else { return }
-        let wasConnected = isConnected
-        self.connection = nil
-        isConnected = false
-        let neverSent = Set(unsent.map(\.id))
-        unsent.removeAll()
-        if !wasConnected {
-            failures += 1
+        let outcome = state.withLock { state -> (calls: [UInt64: PendingCall], neverSent: Set<UInt64>, failures: Int?)? in
+            guard connection === state.connection else { return nil }
+            let wasConnected = state.isConnected
+            state.connection = nil
+            state.isConnected = false
+            let neverSent = Set(state.unsent.map(\.id))
+            state.unsent.removeAll()
+            if !wasConnected { state.failures += 1 }
+            defer { state.calls.removeAll() }
+            return (state.calls, neverSent, wasConnected ? nil : state.failures)
+        }
+        guard let outcome else { return }
+        if let failures = outcome.failures {
             let pause = Duration.milliseconds(min(5000, 50 << min(failures, 7)))
             backoffUntil.withLock { $0 = .now + pause }
         }
-        for id in Array(calls.keys) {
-            if neverSent.contains(id) {
-                fail(id, ConnectFailure(endpoint: endpoint, reason: reason))
+        for (id, call) in outcome.calls {
+            deadlines[id] = nil
+            if outcome.neverSent.contains(id) {
+                call.fail(ConnectFailure(endpoint: endpoint, reason: reason))
             } else {
-                fail(id, RPCError(.unavailable, "connection to \(endpoint) lost: \(reason)"))
+                call.fail(RPCError(.unavailable, "connection to \(endpoint) lost: \(reason)"))
             }
         }
     }
 
-    private func received(_ bytes: [UInt8]) {
+    private func received(_ bytes: UnsafeRawBufferPointer) {
         guard let frame = try? RpcV1.Frame(serializedBytes: bytes) else {
-            connection?.close(reason: "reply envelope from \(endpoint) does not decode")
+            state.withLock { $0.connection }?.close(reason: "reply envelope from \(endpoint) does not decode")
             return
         }
         switch frame.kind {
         case .message:
-            switch calls[frame.callID] {
-            case .unary(let continuation, _): calls[frame.callID] = .unary(continuation, last: frame.payload)
-            case .stream(let continuation): continuation.yield(frame.payload)
-            case nil: break
+            let stream = state.withLock { state -> AsyncThrowingStream<[UInt8], any Error>.Continuation? in
+                switch state.calls[frame.callID] {
+                case .unary(let continuation, _, let hasDeadline):
+                    state.calls[frame.callID] = .unary(continuation, last: frame.payload, hasDeadline: hasDeadline)
+                    return nil
+                case .stream(let continuation, _): return continuation
+                case nil: return nil
+                }
             }
+            stream?.yield(frame.payload)
         case .status where frame.callID == 0:
             let error = RPCError(StatusCode(rawValue: frame.statusCode), frame.statusMessage)
-            for id in Array(calls.keys) { fail(id, error) }
+            let calls = state.withLock { state in
+                defer { state.calls.removeAll() }
+                return state.calls
+            }
+            for (id, call) in calls {
+                deadlines[id] = nil
+                call.fail(error)
+            }
         case .status:
             let error = frame.statusCode == 0 ? nil : RPCError(StatusCode(rawValue: frame.statusCode), frame.statusMessage)
             end(frame.callID, message: frame.hasPayload ? frame.payload : nil, error: error, notifyServer: false)
         default:
-            connection?.close(reason: "unexpected \(frame.kind) frame from \(endpoint)")
+            state.withLock { $0.connection }?.close(reason: "unexpected \(frame.kind) frame from \(endpoint)")
         }
     }
 
-    private func fail(_ id: UInt64, _ error: any Error) {
-        guard let call = calls.removeValue(forKey: id) else { return }
-        deadlines[id] = nil
-        switch call {
-        case .unary(let continuation, _): continuation.resume(throwing: error)
-        case .stream(let continuation): continuation.finish(throwing: error)
-        }
-    }
-
-    /// Completes a call: with its status from the server, or locally (cancelled, deadline).
+    /// Completes a call: with its status from the server, or locally (cancelled, deadline). Any thread.
     private func end(_ id: UInt64, message: [UInt8]? = nil, error: RPCError?, notifyServer: Bool) {
-        guard let call = calls.removeValue(forKey: id) else { return }
-        deadlines[id] = nil
-        if notifyServer, isConnected, let connection {
-            connection.send(envelope: RpcV1.Frame(callID: id, kind: .cancel).serializedBytes())
+        let (call, connection) = state.withLock { state in
+            (state.calls.removeValue(forKey: id), state.isConnected ? state.connection : nil)
         }
+        guard let call else { return }
+        if notifyServer, let connection { connection.send(RpcV1.Frame(callID: id, kind: .cancel)) }
+        if call.hasDeadline { loop.execute { self.deadlines[id] = nil } }
         switch call {
-        case .unary(let continuation, let last):
+        case .unary(let continuation, let last, _):
             if let error {
                 continuation.resume(throwing: error)
             } else if let reply = message ?? last {
@@ -211,28 +264,42 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             } else {
                 continuation.resume(throwing: RPCError(.internalError, "server ended a unary call without a response"))
             }
-        case .stream(let continuation):
+        case .stream(let continuation, _):
             if let message { continuation.yield(message) }
             if let error { continuation.finish(throwing: error) } else { continuation.finish() }
         }
     }
 
-    private func armDeadlineTimer() {
-        guard let earliest = deadlines.values.map(\.0).min() else {
-            deadlineTimer?.stop()
-            return
-        }
+    /// Starts watching a call's deadline (unless it already ended).
+    private func track(_ id: UInt64, deadline: ContinuousClock.Instant, method: String) {
+        guard state.withLock({ $0.calls[id] != nil }) else { return }
+        deadlines[id] = (deadline, method)
+        if let due = timerDue, due <= deadline { return }
+        armDeadlineTimer(at: deadline)
+    }
+
+    private func armDeadlineTimer(at due: ContinuousClock.Instant) {
         if deadlineTimer == nil {
             deadlineTimer = LoopTimer(loop: loop) { [unowned self] in expireDeadlines() }
         }
-        deadlineTimer?.start(after: max(.zero, earliest - .now))
+        timerDue = due
+        deadlineTimer?.start(after: max(.zero, due - .now))
     }
 
     private func expireDeadlines() {
+        timerDue = nil
         let now = ContinuousClock.now
         for (id, (deadline, method)) in deadlines where deadline <= now {
+            deadlines[id] = nil
             end(id, error: RPCError(.deadlineExceeded, "no answer from \(endpoint) to \(method) before the deadline"), notifyServer: true)
         }
-        armDeadlineTimer()
+        if let earliest = deadlines.values.map(\.0).min() { armDeadlineTimer(at: earliest) }
+    }
+}
+
+extension TCPConnection {
+    /// Queues `message` as one frame, encoded straight into the outbox; safe from any thread.
+    func send<Message: ProtoMessage>(_ message: Message) {
+        message.serialize { byteCount, pack in send(envelopeOfSize: byteCount, pack) }
     }
 }

@@ -12,13 +12,13 @@ final class TCPConnection: @unchecked Sendable {
     let handle: UnsafeMutablePointer<uv_tcp_t>
     /// `host:port` of the other side.
     private(set) var peer = "unknown peer"
-    private var decoder: FrameDecoder
+    private let decoder: FrameDecoder
     private(set) var isClosed = false
     private var isReading = false
     private var closeWhenFlushed: String?
 
-    /// A complete frame's envelope bytes arrived.
-    var onFrame: (([UInt8]) -> Void)?
+    /// A complete frame's envelope bytes arrived; they are valid only during the call.
+    var onFrame: ((UnsafeRawBufferPointer) -> Void)?
     /// The byte stream broke framing; the connection closes right after.
     var onFrameError: ((FrameError) -> Void)?
     /// The connection closed, with the reason.
@@ -32,14 +32,17 @@ final class TCPConnection: @unchecked Sendable {
     /// Since when bytes of an unfinished frame have been waiting.
     private(set) var partialFrameSince: ContinuousClock.Instant?
 
-    private let outbox = Lock<Outbox>(Outbox())
+    private let outbox = Lock(Outbox())
     /// Bytes handed to `send` and not yet written to the socket.
     let pendingBytes = Atomic<Int>(0)
     let lowWater: Int
     let highWater: Int
 
+    /// Frames queued by `send` for the next write, and buffers to reuse.
     private struct Outbox {
-        var envelopes: [[UInt8]] = []
+        var bytes = OutboxBuffer()
+        /// An emptied buffer whose write completed, kept for the next flush.
+        var spare: OutboxBuffer?
         var flushScheduled = false
         var closed = false
     }
@@ -94,7 +97,7 @@ final class TCPConnection: @unchecked Sendable {
     private func received(_ bytes: UnsafeRawBufferPointer) {
         decoder.append(bytes)
         do {
-            while !isClosed, let envelope = try decoder.next() {
+            while !isClosed, let envelope = try decoder.nextEnvelope() {
                 lastFrameAt = .now
                 onFrame?(envelope)
             }
@@ -113,53 +116,71 @@ final class TCPConnection: @unchecked Sendable {
     /// Queues one envelope for writing as a frame; safe from any thread. Dropped once the
     /// connection closed.
     func send(envelope: [UInt8]) {
+        envelope.withUnsafeBytes { source in
+            send(envelopeOfSize: source.count) { destination in
+                if let base = source.baseAddress { destination.baseAddress!.copyMemory(from: base, byteCount: source.count) }
+            }
+        }
+    }
+
+    /// Queues a frame whose `size`-byte envelope `write` puts straight into the outbox (no copy in
+    /// between); safe from any thread. `write` runs under the outbox lock, so keep it to copying or
+    /// packing bytes.
+    func send(envelopeOfSize size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
         let schedule = outbox.withLock { outbox -> Bool in
             guard !outbox.closed else { return false }
-            outbox.envelopes.append(envelope)
-            pendingBytes.add(FrameCodec.headerSize + envelope.count, ordering: .relaxed)
+            outbox.bytes.appendFrame(envelopeSize: size, write)
+            pendingBytes.add(FrameCodec.headerSize + size, ordering: .relaxed)
             defer { outbox.flushScheduled = true }
             return !outbox.flushScheduled
         }
-        if schedule { loop.execute { self.flush() } }
+        if schedule {
+            // On a worker, the flush waits for the end of its burst of jobs (see WorkerPool).
+            if let pool = WorkerPool.current { pool.deferFlush(of: self) } else { loop.execute { self.flush() } }
+        }
     }
 
-    /// Writes everything queued so far, framed, in one `uv_write` (loop thread).
+    /// Writes everything queued so far in one `uv_write` (loop thread).
     func flush() {
-        let envelopes = outbox.withLock { outbox in
+        let bytes = outbox.withLock { outbox -> OutboxBuffer? in
             outbox.flushScheduled = false
-            defer { outbox.envelopes.removeAll(keepingCapacity: true) }
-            return outbox.envelopes
+            guard !outbox.bytes.isEmpty else { return nil }
+            var next = outbox.spare.take() ?? OutboxBuffer()
+            swap(&next, &outbox.bytes)
+            return next
         }
-        guard !envelopes.isEmpty, !isClosed else { return }
-        let total = envelopes.reduce(0) { $0 + FrameCodec.headerSize + $1.count }
-        let write = WriteRequest(byteCount: total)
-        var offset = 0
-        for envelope in envelopes {
-            FrameCodec.writeHeader(length: envelope.count, to: write.bytes.baseAddress!.advanced(by: offset))
-            offset += FrameCodec.headerSize
-            envelope.withUnsafeBytes {
-                if $0.count > 0 { write.bytes.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-            }
-            offset += envelope.count
+        guard let bytes, !isClosed else {
+            bytes?.deallocate()
+            return
         }
-        var buffer = uv_buf_init(write.bytes.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(total))
+        let write = WriteRequest(bytes: bytes)
+        var buffer = uv_buf_init(bytes.base!.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
         let request = allocateHandle(uv_write_t.self)
         request.pointee.data = Unmanaged.passRetained(write).toOpaque()
         let result = uv_write(request, stream, &buffer, 1) { request, status in
             let write = Unmanaged<WriteRequest>.fromOpaque(request!.pointee.data).takeRetainedValue()
             let connection = TCPConnection.owning(request!.pointee.handle)
             free(request)
-            connection.written(write.bytes.count, status: status)
+            connection.written(write, status: status)
         }
         if result < 0 {
             Unmanaged<WriteRequest>.fromOpaque(request.pointee.data).release()
             free(request)
+            write.bytes.deallocate()
             close(reason: "write failed: \(uvError(result))")
         }
     }
 
-    private func written(_ count: Int, status: Int32) {
-        let left = pendingBytes.subtract(count, ordering: .relaxed).newValue
+    private func written(_ write: WriteRequest, status: Int32) {
+        var bytes = write.bytes
+        let left = pendingBytes.subtract(bytes.count, ordering: .relaxed).newValue
+        bytes.removeAll()
+        let recycled = outbox.withLock { outbox -> Bool in
+            guard !outbox.closed, outbox.spare == nil, bytes.capacity <= OutboxBuffer.largestKept else { return false }
+            outbox.spare = bytes
+            return true
+        }
+        if !recycled { bytes.deallocate() }
         if status < 0 {
             if status != UV_ECANCELED.rawValue { close(reason: "write failed: \(uvError(status))") }
             return
@@ -186,7 +207,9 @@ final class TCPConnection: @unchecked Sendable {
         isClosed = true
         outbox.withLock { outbox in
             outbox.closed = true
-            outbox.envelopes.removeAll()
+            outbox.bytes.deallocate()
+            outbox.bytes = OutboxBuffer()
+            outbox.spare.take()?.deallocate()
         }
         if isReading { uv_read_stop(stream) }
         closeHandle(handle)
@@ -214,11 +237,46 @@ final class TCPConnection: @unchecked Sendable {
 
 /// The bytes of one `uv_write`, kept alive until libuv reports it done.
 private final class WriteRequest {
-    let bytes: UnsafeMutableRawBufferPointer
+    let bytes: OutboxBuffer
 
-    init(byteCount: Int) { bytes = .allocate(byteCount: max(byteCount, 1), alignment: 8) }
+    init(bytes: OutboxBuffer) { self.bytes = bytes }
+}
 
-    deinit { bytes.deallocate() }
+/// A growable byte buffer of framed envelopes waiting to be written, managed by hand so that
+/// it can be handed to libuv and recycled without copies.
+struct OutboxBuffer {
+    /// Buffers larger than this are freed after their write instead of being kept for reuse.
+    static let largestKept = 1 << 20
+    private(set) var base: UnsafeMutableRawPointer?
+    private(set) var count = 0
+    private(set) var capacity = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    /// Appends a frame header for a `size`-byte envelope, then lets `write` fill in the envelope.
+    mutating func appendFrame(envelopeSize size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
+        let needed = count + FrameCodec.headerSize + size
+        if needed > capacity { grow(to: needed) }
+        let frame = base! + count
+        FrameCodec.writeHeader(length: size, to: frame)
+        write(UnsafeMutableRawBufferPointer(start: frame + FrameCodec.headerSize, count: size))
+        count = needed
+    }
+
+    mutating func removeAll() { count = 0 }
+
+    func deallocate() { base?.deallocate() }
+
+    private mutating func grow(to needed: Int) {
+        let newCapacity = max(needed, capacity * 2, 4096)
+        let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
+        if let base {
+            newBase.copyMemory(from: base, byteCount: count)
+            base.deallocate()
+        }
+        base = newBase
+        capacity = newCapacity
+    }
 }
 
 /// An IPv4 or IPv6 socket address.

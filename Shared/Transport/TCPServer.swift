@@ -4,8 +4,8 @@ import RPC
 import Schema
 import Synchronization
 
-/// Serves an `RPCServer` over TCP: a libuv loop does all socket I/O; each call's handler runs as a
-/// Swift task on the cooperative pool (sized to the cores), never on the loop thread.
+/// Serves an `RPCServer` over TCP: a libuv loop does all socket I/O; handlers run on a worker pool
+/// (one worker per core, on Swift's cooperative pool), never on the loop thread.
 public final class TCPServer: @unchecked Sendable {
     /// Limits that protect the server from clients that misbehave or are simply too many.
     public struct Limits: Sendable {
@@ -15,6 +15,9 @@ public final class TCPServer: @unchecked Sendable {
         public var maxConnections = 1024
         /// Calls one connection may have open at once; more get RESOURCE_EXHAUSTED.
         public var maxConcurrentCalls = 1024
+        /// Handlers that run at once on the worker pool (those waiting for something do not count);
+        /// more calls wait in its queue.
+        public var workers = ProcessInfo.processInfo.activeProcessorCount
         /// A connection with no open call and no frame for this long is closed.
         public var idleTimeout: Duration = .seconds(300)
         /// A connection must complete its first frame, and any frame it started, within this time.
@@ -37,8 +40,19 @@ public final class TCPServer: @unchecked Sendable {
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: ServerConnection] = [:]
     private var sweeper: LoopTimer?
-    /// Calls being served, over all connections.
+    /// Deadlines of calls, earliest first (loop thread), and the timer that fires at the first.
+    private var deadlines = Heap<DeadlineEntry>()
+    private var deadlineTimer: LoopTimer?
+    private var deadlineTimerDue: ContinuousClock.Instant?
+    /// Runs while calls are in flight: writes responses a long handler would otherwise hold back.
+    private var flushTimer: LoopTimer?
+    private var flushTimerRunning = false
+    /// Calls being served or queued, over all connections.
     let inFlight = Atomic<Int>(0)
+    /// Calls being served or queued right now, over all connections.
+    public var callsInFlight: Int { inFlight.load(ordering: .relaxed) }
+    /// Where handlers run.
+    let workers: WorkerPool
     private let draining = Atomic<Bool>(false)
 
     /// Binds and starts listening; throws when the address is taken or invalid.
@@ -46,6 +60,7 @@ public final class TCPServer: @unchecked Sendable {
         self.rpc = rpc
         self.limits = limits
         self.logger = logger ?? Logger(label: rpc.name)
+        workers = WorkerPool(width: limits.workers)
         loop = EventLoop(name: "\(rpc.name)-loop")
         guard let socketAddress = SocketAddress(host: host, port: port) else {
             loop.shutdown()
@@ -70,6 +85,8 @@ public final class TCPServer: @unchecked Sendable {
         let period = min(limits.frameTimeout, limits.idleTimeout) / 4
         sweeper = LoopTimer(loop: loop) { [weak self] in self?.sweep() }
         sweeper?.start(after: period, every: period)
+        flushTimer = LoopTimer(loop: loop) { [weak self] in self?.flushStaleResponses() }
+        deadlineTimer = LoopTimer(loop: loop) { [weak self] in self?.expireDeadlines() }
         return .success(listener.address)
     }
 
@@ -110,6 +127,47 @@ public final class TCPServer: @unchecked Sendable {
         }
     }
 
+    /// Answers DEADLINE_EXCEEDED for call `id` of `connection` once `deadline` passes, unless it
+    /// finished (loop thread).
+    func watch(_ deadline: ContinuousClock.Instant, of id: UInt64, method: String, on connection: ServerConnection) {
+        deadlines.push(DeadlineEntry(deadline: deadline, id: id, method: method, connection: connection))
+        if deadlines.count > 2 * inFlight.load(ordering: .relaxed) + 1024 {
+            // Calls that finished leave their entries behind; drop them before they pile up.
+            deadlines.removeAll { entry in entry.connection.map { !$0.isOpen(entry.id) } ?? true }
+        }
+        if let due = deadlineTimerDue, due <= deadline { return }
+        deadlineTimerDue = deadline
+        deadlineTimer?.start(after: max(.zero, deadline - .now))
+    }
+
+    private func expireDeadlines() {
+        deadlineTimerDue = nil
+        let now = ContinuousClock.now
+        while let first = deadlines.first, first.deadline <= now {
+            deadlines.popFirst()
+            first.connection?.expire(first.id, method: first.method)
+        }
+        if let next = deadlines.first {
+            deadlineTimerDue = next.deadline
+            deadlineTimer?.start(after: max(.zero, next.deadline - now))
+        }
+    }
+
+    /// Makes sure responses queued by workers are written within `WorkerPool.maxFlushDelay` (loop thread).
+    func callStarted() {
+        guard !flushTimerRunning, let flushTimer else { return }
+        flushTimerRunning = true
+        flushTimer.start(after: WorkerPool.maxFlushDelay, every: WorkerPool.maxFlushDelay)
+    }
+
+    private func flushStaleResponses() {
+        workers.flushIfStale()
+        if inFlight.load(ordering: .relaxed) == 0, !workers.hasDeferredFlushes {
+            flushTimer?.stop()
+            flushTimerRunning = false
+        }
+    }
+
     /// Whether new calls are refused (UNAVAILABLE) because the server is shutting down.
     var isDraining: Bool { draining.load(ordering: .acquiring) }
 
@@ -131,10 +189,26 @@ public final class TCPServer: @unchecked Sendable {
         loop.submit { [self] in
             sweeper?.close()
             sweeper = nil
+            flushTimer?.close()
+            flushTimer = nil
+            deadlineTimer?.close()
+            deadlineTimer = nil
+            deadlines = Heap()
             for served in Array(connections.values) { served.connection.close(reason: "server shutting down") }
         }
         loop.shutdown()
     }
+}
+
+/// A call's deadline, watched by the server's loop.
+private struct DeadlineEntry: Comparable {
+    let deadline: ContinuousClock.Instant
+    let id: UInt64
+    let method: String
+    weak var connection: ServerConnection?
+
+    static func < (lhs: DeadlineEntry, rhs: DeadlineEntry) -> Bool { lhs.deadline < rhs.deadline }
+    static func == (lhs: DeadlineEntry, rhs: DeadlineEntry) -> Bool { lhs.deadline == rhs.deadline }
 }
 
 /// The server side of one connection: turns request frames into calls and tracks them.
@@ -143,14 +217,14 @@ final class ServerConnection: @unchecked Sendable {
     private let server: TCPServer
     private let calls = Lock<[UInt64: CallSlot]>([:])
 
-    /// A call's entry: reserved while its task is being created, then the task (to cancel it).
+    /// A call's entry, from the moment its request arrived until its status was sent.
     private enum CallSlot {
-        case starting
+        /// Waiting for a worker.
+        case queued
+        /// Cancelled (by the client, or because the connection closed) while still queued.
+        case cancelled
+        /// Its handler runs (or waits) in this task.
         case running(Task<Void, Never>)
-
-        var task: Task<Void, Never>? {
-            if case .running(let task) = self { task } else { nil }
-        }
     }
     /// Streaming handlers waiting for the client to read (resumed on drain or close).
     private let writers = Mutex<(waiting: [CheckedContinuation<Void, any Error>], closed: Bool)>(([], false))
@@ -165,7 +239,7 @@ final class ServerConnection: @unchecked Sendable {
 
     var openCalls: Int { calls.withLock { $0.count } }
 
-    private func received(_ bytes: [UInt8]) {
+    private func received(_ bytes: UnsafeRawBufferPointer) {
         let frame: RpcV1.Frame
         do {
             frame = try RpcV1.Frame(serializedBytes: bytes)
@@ -175,7 +249,7 @@ final class ServerConnection: @unchecked Sendable {
         }
         switch frame.kind {
         case .request: start(frame)
-        case .cancel: calls.withLock { $0[frame.callID]?.task }?.cancel()
+        case .cancel: cancel(frame.callID)
         default: connection.close(reason: "unexpected \(frame.kind) frame from a client")
         }
     }
@@ -192,7 +266,7 @@ final class ServerConnection: @unchecked Sendable {
         let sink = TCPResponseSink(connection: self, callID: id)
         let accepted = calls.withLock { calls -> Bool in
             guard calls[id] == nil, calls.count < server.limits.maxConcurrentCalls else { return false }
-            calls[id] = .starting
+            calls[id] = .queued
             return true
         }
         guard accepted else {
@@ -200,14 +274,70 @@ final class ServerConnection: @unchecked Sendable {
             return
         }
         server.inFlight.add(1, ordering: .relaxed)
-        let task = Task { [server, payload = frame.payload] in
-            await server.rpc.handle(head, request: payload, sink: sink)
-        }
-        calls.withLock { calls in
-            // The call may have finished already; then its entry is gone and stays gone.
-            if calls[id] != nil { calls[id] = .running(task) }
-        }
+        server.callStarted()
+        if let deadline = head.deadline { server.watch(deadline, of: id, method: head.method, on: self) }
+        server.workers.submit { [self, payload = frame.payload] in run(id, head, payload, sink) }
         if connection.pendingBytes.load(ordering: .relaxed) > connection.highWater { connection.pauseReading() }
+    }
+
+    /// Runs a queued call's handler (on a worker), unless it was cancelled or expired while it waited.
+    private func run(_ id: UInt64, _ head: CallHead, _ payload: [UInt8], _ sink: TCPResponseSink) {
+        let proceed = calls.withLock { calls -> Bool in
+            switch calls[id] {
+            case .queued:
+                return true
+            case .cancelled:
+                // The client has already given up on this call; nothing to answer.
+                calls[id] = nil
+                server.inFlight.subtract(1, ordering: .relaxed)
+                return false
+            case .running, nil:
+                // Its deadline passed while it waited, and it was answered then.
+                return false
+            }
+        }
+        guard proceed else { return }
+        let rpc = server.rpc
+        let task = Task.immediate { await rpc.handle(head, request: payload, sink: sink) }
+        let cancelNow = calls.withLock { calls -> Bool in
+            switch calls[id] {
+            case .queued:
+                calls[id] = .running(task)
+                return false
+            case .cancelled:
+                calls[id] = .running(task)
+                return true
+            case .running, nil:
+                // Finished already (then cancelling does nothing), or expired while it ran.
+                return true
+            }
+        }
+        if cancelNow { task.cancel() }
+    }
+
+    /// The call's deadline passed: answers DEADLINE_EXCEEDED now and cancels its handler (loop thread).
+    func expire(_ id: UInt64, method: String) {
+        guard let slot = calls.withLock({ $0.removeValue(forKey: id) }) else { return }
+        server.inFlight.subtract(1, ordering: .relaxed)
+        switch slot {
+        case .cancelled: return
+        case .queued: break
+        case .running(let task): task.cancel()
+        }
+        answer(id, error: RPCError(.deadlineExceeded, "deadline exceeded while serving \(method)"))
+    }
+
+    private func cancel(_ id: UInt64) {
+        let task = calls.withLock { calls -> Task<Void, Never>? in
+            switch calls[id] {
+            case .queued:
+                calls[id] = .cancelled
+                return nil
+            case .running(let task): return task
+            case .cancelled, nil: return nil
+            }
+        }
+        task?.cancel()
     }
 
     private func frameError(_ error: FrameError) {
@@ -218,14 +348,15 @@ final class ServerConnection: @unchecked Sendable {
     }
 
     private func answer(_ id: UInt64, error: RPCError) {
-        connection.send(envelope: Self.statusEnvelope(id, message: nil, error: error))
+        connection.send(Self.statusFrame(id, message: nil, error: error))
     }
 
-    /// Called by a call's sink when it finished.
-    func finished(_ id: UInt64, envelope: [UInt8]) {
-        let removed = calls.withLock { $0.removeValue(forKey: id) } != nil
-        if removed { server.inFlight.subtract(1, ordering: .relaxed) }
-        connection.send(envelope: envelope)
+    /// Called by a call's sink when it finished; only the first answer of a call is sent (a call
+    /// that expired was answered already).
+    func finished(_ id: UInt64, status: RpcV1.Frame) {
+        guard calls.withLock({ $0.removeValue(forKey: id) }) != nil else { return }
+        server.inFlight.subtract(1, ordering: .relaxed)
+        connection.send(status)
     }
 
     func isOpen(_ id: UInt64) -> Bool { calls.withLock { $0[id] != nil } }
@@ -256,20 +387,30 @@ final class ServerConnection: @unchecked Sendable {
     }
 
     func closed(reason: String) {
-        let (open, waiting) = (calls.withLock { $0 }, writers.withLock { writers in
+        let running = calls.withLock { calls -> [Task<Void, Never>] in
+            var running: [Task<Void, Never>] = []
+            for (id, slot) in calls {
+                switch slot {
+                case .queued: calls[id] = .cancelled
+                case .running(let task): running.append(task)
+                case .cancelled: break
+                }
+            }
+            return running
+        }
+        let waiting = writers.withLock { writers in
             writers.closed = true
             defer { writers.waiting.removeAll() }
             return writers.waiting
-        })
+        }
         for writer in waiting { writer.resume(throwing: RPCError(.cancelled, "connection closed: \(reason)")) }
-        for slot in open.values { slot.task?.cancel() }
+        for task in running { task.cancel() }
     }
 
-    static func statusEnvelope(_ id: UInt64, message: [UInt8]?, error: RPCError?) -> [UInt8] {
-        let frame = RpcV1.Frame(
+    static func statusFrame(_ id: UInt64, message: [UInt8]?, error: RPCError?) -> RpcV1.Frame {
+        RpcV1.Frame(
             callID: id, kind: .status, hasPayload: message != nil, payload: message ?? [],
             statusCode: error?.code.rawValue ?? 0, statusMessage: error?.message ?? "")
-        return frame.serializedBytes()
     }
 }
 
@@ -281,11 +422,10 @@ struct TCPResponseSink: ResponseSink {
     func send(_ message: [UInt8]) async throws {
         guard connection.isOpen(callID) else { throw RPCError(.cancelled, "call \(callID) is over") }
         try await connection.waitUntilWritable()
-        let frame = RpcV1.Frame(callID: callID, kind: .message, hasPayload: true, payload: message)
-        connection.connection.send(envelope: frame.serializedBytes())
+        connection.connection.send(RpcV1.Frame(callID: callID, kind: .message, hasPayload: true, payload: message))
     }
 
     func finish(message: [UInt8]?, error: RPCError?) {
-        connection.finished(callID, envelope: ServerConnection.statusEnvelope(callID, message: message, error: error))
+        connection.finished(callID, status: ServerConnection.statusFrame(callID, message: message, error: error))
     }
 }

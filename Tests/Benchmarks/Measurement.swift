@@ -1,10 +1,16 @@
 import Foundation
+import Synchronization
 
 /// Latency samples and call count of one benchmark run.
 struct Measurement {
     var calls = 0
     var elapsed: Duration = .zero
     var latencies: [Duration] = []
+    /// CPU time (user + system, every thread of the process) spent during the measured part of the run.
+    var cpuSeconds = 0.0
+
+    /// Process CPU microseconds per call: client and server together, robust against a busy machine.
+    var cpuMicrosPerCall: Double { calls > 0 ? cpuSeconds * 1e6 / Double(calls) : 0 }
 
     var callsPerSecond: Double {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -24,6 +30,7 @@ struct Measurement {
     static func run(callers: Int, duration: Duration, _ call: @escaping @Sendable () async throws -> Void) async throws -> Measurement {
         let warmUpEnd = ContinuousClock.now + .milliseconds(300)
         let end = warmUpEnd + duration
+        let cpuAtWarmUpEnd = CPUMark()
         let perCaller = try await withThrowingTaskGroup(of: [Duration].self) { group in
             for _ in 0..<callers {
                 group.addTask {
@@ -33,16 +40,28 @@ struct Measurement {
                         let started = ContinuousClock.now
                         if started >= end { break }
                         try await call()
-                        if started >= warmUpEnd { samples.append(.now - started) }
+                        if started >= warmUpEnd {
+                            samples.append(.now - started)
+                            if samples.count == 1 { cpuAtWarmUpEnd.setOnce() }
+                        }
                     }
                     return samples
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }
+        let cpu = processCPUSeconds() - (cpuAtWarmUpEnd.value ?? processCPUSeconds())
         let latencies = perCaller.flatMap { $0 }
-        return Measurement(calls: latencies.count, elapsed: duration, latencies: latencies)
+        return Measurement(calls: latencies.count, elapsed: duration, latencies: latencies, cpuSeconds: cpu)
     }
+}
+
+/// User plus system CPU seconds this process has used so far.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 /// Formats a table with right-aligned columns.
@@ -51,4 +70,13 @@ func printTable(_ header: [String], _ rows: [[String]]) {
     for row in [header] + rows {
         print(row.enumerated().map { String(repeating: " ", count: widths[$0] - $1.count) + $1 }.joined(separator: "  "))
     }
+}
+
+/// The process CPU time when the first caller finished warming up.
+private final class CPUMark: Sendable {
+    private let mark = Mutex<Double?>(nil)
+
+    func setOnce() { mark.withLock { $0 = $0 ?? processCPUSeconds() } }
+
+    var value: Double? { mark.withLock { $0 } }
 }

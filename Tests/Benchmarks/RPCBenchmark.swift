@@ -38,6 +38,7 @@ struct RPCBenchmark {
                     String(format: "%.3f", raw.percentileMilliseconds(0.99)),
                     String(format: "%.0f", rpc.callsPerSecond), String(format: "%.3f", rpc.percentileMilliseconds(0.5)),
                     String(format: "%.3f", rpc.percentileMilliseconds(0.99)), String(format: "%.2f", ratio),
+                    String(format: "%.1f", raw.cpuMicrosPerCall), String(format: "%.1f", rpc.cpuMicrosPerCall),
                 ])
                 let label = "\(sizeLabel(size)), \(callers) callers"
                 if callers == 64 {
@@ -49,7 +50,9 @@ struct RPCBenchmark {
                 }
             }
         }
-        printTable(["payload", "callers", "raw calls/s", "raw p50 ms", "raw p99 ms", "rpc calls/s", "rpc p50 ms", "rpc p99 ms", "rpc/raw"], rows)
+        printTable(
+            ["payload", "callers", "raw calls/s", "raw p50 ms", "raw p99 ms", "rpc calls/s", "rpc p50 ms", "rpc p99 ms", "rpc/raw",
+             "raw cpu µs/call", "rpc cpu µs/call"], rows)
         for verdict in verdicts { print(verdict) }
         rawClient.close()
         rpcClient.close()

@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 @testable import Transport
 
@@ -11,7 +12,7 @@ import Testing
     @Test func decodesFramesArrivingOneByteAtATime() throws {
         let envelopes: [[UInt8]] = [[1, 2, 3], [], Array(repeating: 9, count: 1000)]
         let stream = envelopes.flatMap(FrameCodec.encode)
-        var decoder = FrameDecoder()
+        let decoder = FrameDecoder()
         var decoded: [[UInt8]] = []
         for byte in stream {
             decoder.append([byte])
@@ -22,7 +23,7 @@ import Testing
     }
 
     @Test func decodesManyFramesInOneRead() throws {
-        var decoder = FrameDecoder()
+        let decoder = FrameDecoder()
         decoder.append((0..<50).flatMap { FrameCodec.encode([UInt8($0)]) })
         var count = 0
         while let envelope = try decoder.next() {
@@ -32,21 +33,41 @@ import Testing
         #expect(count == 50)
     }
 
+    @Test func framesOfEverySizeSurviveArbitraryReadBoundaries() throws {
+        // Small and large frames (past the buffer the decoder keeps between reads) cut into random
+        // pieces, as TCP may deliver them; the decoder compacts and regrows its buffer meanwhile.
+        var generator = SeededGenerator(seed: 42)
+        let sizes = [0, 1, 100, 70_000, 5, 300_000, 17, 1 << 20, 3]
+        let envelopes = sizes.map { size in (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ size) } }
+        let stream = envelopes.flatMap(FrameCodec.encode)
+        let decoder = FrameDecoder()
+        var decoded: [[UInt8]] = []
+        var offset = 0
+        while offset < stream.count {
+            let piece = min(stream.count - offset, Int(generator.next() % 200_000) + 1)
+            decoder.append(Array(stream[offset..<offset + piece]))
+            offset += piece
+            while let envelope = try decoder.next() { decoded.append(envelope) }
+        }
+        #expect(decoded == envelopes)
+        #expect(decoder.bufferedByteCount == 0)
+    }
+
     @Test func truncatedFrameStaysPartial() throws {
-        var decoder = FrameDecoder()
+        let decoder = FrameDecoder()
         decoder.append(Array(FrameCodec.encode([1, 2, 3, 4]).dropLast()))
         #expect(try decoder.next() == nil)
         #expect(decoder.hasPartialFrame)
     }
 
     @Test func rejectsLengthOverTheLimitBeforeTheBodyArrives() {
-        var decoder = FrameDecoder(maxFrameSize: 1024)
+        let decoder = FrameDecoder(maxFrameSize: 1024)
         decoder.append([0, 0xFF, 0xFF, 0xFF, 0xFF])
         #expect(throws: FrameError.tooLarge(length: 0xFFFF_FFFF, limit: 1024)) { try decoder.next() }
     }
 
     @Test func rejectsCompressedOrUnknownFlags() {
-        var decoder = FrameDecoder()
+        let decoder = FrameDecoder()
         decoder.append([1, 0, 0, 0, 0])
         #expect(throws: FrameError.unsupportedFlags(1)) { try decoder.next() }
     }

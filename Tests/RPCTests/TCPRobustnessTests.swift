@@ -40,7 +40,7 @@ import Testing
             socket.write([0, 0xFF, 0xFF, 0xFF, 0xFF])
             let (bytes, closed) = await socket.readUntilClosed()
             #expect(closed)
-            var decoder = FrameDecoder()
+            let decoder = FrameDecoder()
             decoder.append(bytes)
             let envelope = try #require(try decoder.next())
             let frame = try RpcV1.Frame(serializedBytes: envelope)

@@ -43,6 +43,21 @@ public final class RawSocket: @unchecked Sendable {
         }) ?? ([], false)
     }
 
+    /// Reads exactly `count` bytes; nil when the peer closes first or 10 s pass.
+    public func read(count: Int) async -> [UInt8]? {
+        let descriptor = descriptor
+        return try? await offPool { () -> [UInt8]? in
+            var received = [UInt8](repeating: 0, count: count)
+            var filled = 0
+            while filled < count {
+                let got = received.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress! + filled, count - filled, 0) }
+                if got <= 0 { return nil }
+                filled += got
+            }
+            return received
+        } ?? nil
+    }
+
     /// Connects to `port`, sends `bytes` and closes; nothing happens when nobody listens.
     public static func sendAndClose(_ bytes: [UInt8], to port: Int) {
         (try? RawSocket(port: port))?.write(bytes)

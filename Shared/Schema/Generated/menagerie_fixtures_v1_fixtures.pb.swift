@@ -331,12 +331,12 @@ extension FixturesV1.Scalars: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.fixtures.v1.Scalars"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -382,12 +382,12 @@ extension FixturesV1.Optionals: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.fixtures.v1.Optionals"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -435,12 +435,12 @@ extension FixturesV1.Repeateds: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.fixtures.v1.Repeateds"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -490,12 +490,12 @@ extension FixturesV1.Envelope: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.fixtures.v1.Envelope"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -529,12 +529,12 @@ extension FixturesV1.Envelope.Inner: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.fixtures.v1.Envelope.Inner"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {

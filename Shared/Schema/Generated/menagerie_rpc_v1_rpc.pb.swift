@@ -415,12 +415,12 @@ extension RpcV1.MetadataEntry: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.rpc.v1.MetadataEntry"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -438,12 +438,12 @@ extension RpcV1.Frame: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.rpc.v1.Frame"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -475,12 +475,12 @@ extension RpcV1.HealthCheckRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.rpc.v1.HealthCheckRequest"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -496,12 +496,12 @@ extension RpcV1.HealthCheckResponse: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.rpc.v1.HealthCheckResponse"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -525,12 +525,12 @@ extension RpcV1.ListServicesRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.rpc.v1.ListServicesRequest"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {}
@@ -542,12 +542,12 @@ extension RpcV1.MethodInfo: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.rpc.v1.MethodInfo"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -571,12 +571,12 @@ extension RpcV1.ServiceInfo: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.rpc.v1.ServiceInfo"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -594,12 +594,12 @@ extension RpcV1.ListServicesResponse: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.rpc.v1.ListServicesResponse"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -615,12 +615,12 @@ extension RpcV1.GetStatsRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.rpc.v1.GetStatsRequest"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {}
@@ -632,12 +632,12 @@ extension RpcV1.MethodStats: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.rpc.v1.MethodStats"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -661,12 +661,12 @@ extension RpcV1.GetStatsResponse: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.rpc.v1.GetStatsResponse"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -690,12 +690,12 @@ extension RpcV1.EchoRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.rpc.v1.EchoRequest"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -717,12 +717,12 @@ extension RpcV1.EchoResponse: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.rpc.v1.EchoResponse"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {

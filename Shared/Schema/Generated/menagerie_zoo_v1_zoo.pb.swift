@@ -1062,12 +1062,12 @@ extension ZooV1.GeoPoint: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.GeoPoint"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1085,12 +1085,12 @@ extension ZooV1.Taxon: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.Taxon"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1108,12 +1108,12 @@ extension ZooV1.AnimalSummary: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.AnimalSummary"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1141,12 +1141,12 @@ extension ZooV1.Adoption: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.Adoption"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1170,12 +1170,12 @@ extension ZooV1.MapLocation: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.MapLocation"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1199,12 +1199,12 @@ extension ZooV1.Animal: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.Animal"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1268,12 +1268,12 @@ extension ZooV1.SearchAnimalsRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.SearchAnimalsRequest"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1305,12 +1305,12 @@ extension ZooV1.SearchAnimalsResponse: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.SearchAnimalsResponse"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1328,12 +1328,12 @@ extension ZooV1.GetAnimalRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.GetAnimalRequest"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1351,12 +1351,12 @@ extension ZooV1.GetAnimalResponse: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.GetAnimalResponse"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1372,12 +1372,12 @@ extension ZooV1.ListFilterValuesRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.ListFilterValuesRequest"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1393,12 +1393,12 @@ extension ZooV1.FilterValue: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.FilterValue"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1416,12 +1416,12 @@ extension ZooV1.ListFilterValuesResponse: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.ListFilterValuesResponse"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1445,12 +1445,12 @@ extension ZooV1.SkippedRow: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.SkippedRow"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1470,12 +1470,12 @@ extension ZooV1.ImportedFile: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.ImportedFile"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1499,12 +1499,12 @@ extension ZooV1.ImportRecord: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.ImportRecord"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1538,12 +1538,12 @@ extension ZooV1.DataCounts: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.DataCounts"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1581,12 +1581,12 @@ extension ZooV1.RefreshSchedule: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.RefreshSchedule"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1606,12 +1606,12 @@ extension ZooV1.GetMetadataRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.GetMetadataRequest"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {}
@@ -1623,12 +1623,12 @@ extension ZooV1.GetMetadataResponse: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.GetMetadataResponse"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1656,12 +1656,12 @@ extension ZooV1.ImportFile: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.ImportFile"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1681,12 +1681,12 @@ extension ZooV1.ImportDataRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.ImportDataRequest"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1704,12 +1704,12 @@ extension ZooV1.ImportProgress: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.ImportProgress"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1731,12 +1731,12 @@ extension ZooV1.Place: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.Place"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1756,12 +1756,12 @@ extension ZooV1.Route: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.Route"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1783,12 +1783,12 @@ extension ZooV1.RouteRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.RouteRequest"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1806,12 +1806,12 @@ extension ZooV1.RouteResponse: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.RouteResponse"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1827,12 +1827,12 @@ extension ZooV1.NearbyRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.NearbyRequest"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1852,12 +1852,12 @@ extension ZooV1.NearbyAnimal: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.NearbyAnimal"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1877,12 +1877,12 @@ extension ZooV1.NearbyResponse: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.NearbyResponse"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1898,12 +1898,12 @@ extension ZooV1.TourRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.TourRequest"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1921,12 +1921,12 @@ extension ZooV1.TourLeg: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.TourLeg"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1946,12 +1946,12 @@ extension ZooV1.TourResponse: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.TourResponse"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {
@@ -1971,12 +1971,12 @@ extension ZooV1.ExportGeoJSONRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.ExportGeoJSONRequest"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {}
@@ -1988,12 +1988,12 @@ extension ZooV1.ExportGeoJSONResponse: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.ExportGeoJSONResponse"
     static let protoSchema = MessageSchema(named: protoName)
 
-    public init(serializedBytes bytes: [UInt8]) throws {
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
         self = try ProtobufCCodec.decode(bytes)
     }
 
-    public func serializedBytes() -> [UInt8] {
-        ProtobufCCodec.encode(self)
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
     }
 
     init(reading reader: ProtoReader) {

@@ -1,0 +1,138 @@
+import Foundation
+
+/// The server's worker pool: runs the jobs the event loop hands it (one per call) on at most
+/// `width` tasks of Swift's cooperative pool, one per core, never on the loop thread.
+///
+/// Workers take jobs from a shared FIFO queue until it is empty, so under load a call costs a queue
+/// push, not a task and a thread wake-up of its own. A job that starts async work (a call's
+/// handler) uses `Task.immediate`: the handler runs on the worker until its first suspension, and a
+/// handler that waits (for a lock, I/O, a timer) does not hold the worker up.
+///
+/// Responses that jobs send while a burst of jobs is running are not written one by one: the
+/// connections are flushed together when the queue runs dry, every `jobsPerFlush` jobs, and in
+/// any case within `maxFlushDelay` (the owner calls `flushIfStale()` from a timer), so a long
+/// handler cannot hold back answers that are ready.
+final class WorkerPool: Sendable {
+    typealias Job = @Sendable () -> Void
+
+    /// Workers running at most, normally the number of cores.
+    let width: Int
+    /// Jobs a worker runs before it lets other tasks of the cooperative pool have the thread.
+    private static let jobsPerTurn = 64
+    /// Jobs a worker runs between flushes of the responses they sent.
+    private static let jobsPerFlush = 16
+    /// Longest a sent response waits in a connection's outbox for its burst to end.
+    static let maxFlushDelay = Duration.milliseconds(1)
+    private let state = Lock(State())
+
+    private struct State {
+        var jobs: [Job?] = []
+        /// Index of the next job to run in `jobs`.
+        var head = 0
+        var workers = 0
+        /// Connections with responses queued by jobs, waiting for the burst to end.
+        var unflushed: [TCPConnection] = []
+        /// When the oldest of those was queued.
+        var unflushedSince: ContinuousClock.Instant?
+    }
+
+    init(width: Int = ProcessInfo.processInfo.activeProcessorCount) {
+        self.width = max(1, width)
+    }
+
+    /// Queues `job`; starts another worker when fewer than `width` are running.
+    func submit(_ job: @escaping Job) {
+        let startWorker = state.withLock { state -> Bool in
+            state.jobs.append(job)
+            guard state.workers < width else { return false }
+            state.workers += 1
+            return true
+        }
+        if startWorker { Task { await self.work() } }
+    }
+
+    /// The pool whose job is running on this thread, if any.
+    static var current: WorkerPool? {
+        pthread_getspecific(currentKey).map { Unmanaged<WorkerPool>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// Called by a connection when a job queued a frame on it: its flush waits for the burst's end.
+    func deferFlush(of connection: TCPConnection) {
+        state.withLock { state in
+            if state.unflushed.isEmpty { state.unflushedSince = .now }
+            state.unflushed.append(connection)
+        }
+    }
+
+    /// Flushes connections whose responses have waited `maxFlushDelay` or more (any thread).
+    func flushIfStale() {
+        let stale = state.withLock { state in
+            state.unflushedSince.map { ContinuousClock.now - $0 >= Self.maxFlushDelay } ?? false
+        }
+        if stale { flushDeferred() }
+    }
+
+    /// Whether responses are waiting for their burst to end.
+    var hasDeferredFlushes: Bool { state.withLock { !$0.unflushed.isEmpty } }
+
+    private func work() async {
+        var ran = 0
+        setCurrent(self)
+        while let job = next() {
+            job()
+            ran += 1
+            if ran % Self.jobsPerFlush == 0 { flushDeferred() }
+            if ran % Self.jobsPerTurn == 0 {
+                setCurrent(nil)
+                await Task.yield()
+                setCurrent(self)
+            }
+        }
+        setCurrent(nil)
+        flushDeferred()
+    }
+
+    /// The oldest queued job; nil (and one worker fewer) when there is none.
+    private func next() -> Job? {
+        state.withLock { state in
+            guard state.head < state.jobs.count else {
+                state.jobs.removeAll(keepingCapacity: true)
+                state.head = 0
+                state.workers -= 1
+                return nil
+            }
+            let job = state.jobs[state.head].take()
+            state.head += 1
+            if state.head >= 1024, state.head * 2 >= state.jobs.count {
+                state.jobs.removeFirst(state.head)
+                state.head = 0
+            }
+            return job
+        }
+    }
+
+    /// Has the loops write what jobs queued, one wake-up per loop.
+    private func flushDeferred() {
+        let connections = state.withLock { state -> [TCPConnection] in
+            state.unflushedSince = nil
+            defer { state.unflushed.removeAll(keepingCapacity: true) }
+            return state.unflushed
+        }
+        guard !connections.isEmpty else { return }
+        var byLoop: [ObjectIdentifier: [TCPConnection]] = [:]
+        for connection in connections { byLoop[ObjectIdentifier(connection.loop), default: []].append(connection) }
+        for group in byLoop.values {
+            group[0].loop.execute { for connection in group { connection.flush() } }
+        }
+    }
+
+    private func setCurrent(_ pool: WorkerPool?) {
+        pthread_setspecific(Self.currentKey, pool.map { Unmanaged.passUnretained($0).toOpaque() })
+    }
+
+    nonisolated(unsafe) private static let currentKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+}

@@ -1,0 +1,150 @@
+import Foundation
+import RPC
+import Schema
+import Synchronization
+import TestSupport
+import Testing
+import Transport
+
+/// How handlers share the server's worker pool: one that waits gives its worker up, one that
+/// computes for long does not hold back answers already made, and a call cancelled while it waits
+/// for a worker never runs.
+// Serialized: handlers here block their threads on purpose, which would starve tests running beside them.
+@Suite(.serialized, .timeLimit(.minutes(1))) struct WorkerPoolTests {
+    /// Echo methods for these scenarios, told apart by payload: "wait" suspends until a "release"
+    /// call arrives; "block:N" keeps its worker busy (no suspension) for N milliseconds; "sleep"
+    /// sleeps for a minute unless cancelled; anything else answers at once. Every call that runs is
+    /// counted, and so are those still running.
+    final class GatedService: RPCService, @unchecked Sendable {
+        let ran = Atomic<Int>(0)
+        let running = Atomic<Int>(0)
+        private let gate = Mutex<(open: Bool, waiting: CheckedContinuation<Void, Never>?)>((false, nil))
+
+        func register(in router: inout RPCRouter) {
+            router.unary(RpcV1.Echo.echo) { [self] request, _ in
+                ran.add(1, ordering: .relaxed)
+                running.add(1, ordering: .relaxed)
+                defer { running.subtract(1, ordering: .relaxed) }
+                let text = String(decoding: request.payload, as: UTF8.self)
+                if text == "wait" {
+                    await withCheckedContinuation { continuation in
+                        let openAlready = gate.withLock { gate -> Bool in
+                            if !gate.open { gate.waiting = continuation }
+                            return gate.open
+                        }
+                        if openAlready { continuation.resume() }
+                    }
+                } else if text == "release" {
+                    gate.withLock { gate in
+                        gate.open = true
+                        return gate.waiting.take()
+                    }?.resume()
+                } else if text == "sleep" {
+                    try await Task.sleep(for: .seconds(60))
+                } else if text.hasPrefix("block:"), let milliseconds = UInt32(text.dropFirst(6)) {
+                    usleep(milliseconds * 1000)  // deliberately blocks its thread, like a long computation
+                }
+                return RpcV1.EchoResponse(payload: request.payload)
+            }
+        }
+    }
+
+    /// Waits (at most 10 s) until `condition` holds.
+    static func waitUntil(_ condition: () -> Bool) async throws {
+        let giveUp = ContinuousClock.now + .seconds(10)
+        while !condition() {
+            guard ContinuousClock.now < giveUp else { throw RPCError(.deadlineExceeded, "condition never held") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// Waits until `count` handlers of `service` are running.
+    static func waitUntilRunning(_ count: Int, _ service: GatedService) async throws {
+        try await waitUntil { service.running.load(ordering: .relaxed) >= count }
+    }
+
+    static func limits(workers: Int) -> TCPServer.Limits {
+        var limits = TCPServer.Limits()
+        limits.workers = workers
+        return limits
+    }
+
+    /// Calls without a timeout unless given one (a client deadline would end a stuck test early,
+    /// hiding what it checks; the suite's time limit ends it instead).
+    static func echo(_ client: RPCClient, _ text: String, timeout: Duration? = nil) async throws {
+        _ = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array(text.utf8)), options: CallOptions(timeout: timeout))
+    }
+
+    @Test func aHandlerThatWaitsDoesNotHoldItsWorker() async throws {
+        let service = GatedService()
+        try await Harness.with(.tcp, services: [service], limits: Self.limits(workers: 1)) { harness in
+            let waiting = Task { try await Self.echo(harness.client, "wait") }
+            try await Self.waitUntilRunning(1, service)
+            // With the only worker held by the waiting handler, this call could never run.
+            try await Self.echo(harness.client, "release")
+            try await waiting.value
+        }
+    }
+
+    @Test func aLongHandlerDoesNotHoldBackAnswersAlreadyMade() async throws {
+        let service = GatedService()
+        try await Harness.with(.tcp, services: [service], limits: Self.limits(workers: 1)) { harness in
+            let start = ContinuousClock.now
+            // The first call keeps the only worker busy, so the next two queue up and run back to
+            // back in one burst: "fast" answers, then "block:800" computes for 800 ms.
+            let first = Task { try await Self.echo(harness.client, "block:300") }
+            try await Self.waitUntilRunning(1, service)
+            let fast = Task { () -> Duration in
+                try await Self.echo(harness.client, "fast")
+                return ContinuousClock.now - start
+            }
+            try await Self.waitUntil { harness.tcp!.callsInFlight >= 2 }  // "fast" is queued behind the first
+            let slow = Task { () -> Duration in
+                try await Self.echo(harness.client, "block:800")
+                return ContinuousClock.now - start
+            }
+            try await first.value
+            let (fastDone, slowDone) = (try await fast.value, try await slow.value)
+            #expect(fastDone < .milliseconds(700), "the fast answer waited for the long handler: \(fastDone)")
+            #expect(slowDone >= .milliseconds(1100))
+        }
+    }
+
+    @Test func aCallCancelledWhileQueuedNeverRuns() async throws {
+        let service = GatedService()
+        try await Harness.with(.tcp, services: [service], limits: Self.limits(workers: 1)) { harness in
+            let blocker = Task { try await Self.echo(harness.client, "block:400") }
+            try await Self.waitUntilRunning(1, service)
+            // Queued behind the blocker; the client gives up and tells the server.
+            await expectStatus(.deadlineExceeded) { try await Self.echo(harness.client, "never", timeout: .milliseconds(100)) }
+            try await blocker.value
+            try await Self.echo(harness.client, "after")
+            #expect(service.ran.load(ordering: .relaxed) == 2, "only the blocker and the last call ran")
+        }
+    }
+
+    @Test func theServerAnswersDeadlineExceededItselfAndCancelsTheHandler() async throws {
+        let service = GatedService()
+        try await Harness.with(.tcp, services: [service]) { harness in
+            // A bare client that neither enforces the deadline nor sends a cancel frame.
+            let socket = try RawSocket(port: harness.tcp!.port)
+            let request = RpcV1.Frame(
+                callID: 7, kind: .request, method: RpcV1.Echo.echo.path, timeoutMicros: 200_000, hasPayload: true,
+                payload: RpcV1.EchoRequest(payload: Array("sleep".utf8)).serializedBytes())
+            let started = ContinuousClock.now
+            socket.write(FrameCodec.encode(request.serializedBytes()))
+            let header = try #require(await socket.read(count: FrameCodec.headerSize))
+            let length = header[1...].reduce(0) { $0 << 8 | Int($1) }
+            let reply = try RpcV1.Frame(serializedBytes: try #require(await socket.read(count: length)))
+            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(reply.callID == 7)
+            #expect(reply.kind == .status)
+            #expect(reply.statusCode == StatusCode.deadlineExceeded.rawValue)
+            // The handler was cancelled: its minute-long sleep ended early.
+            let ended = ContinuousClock.now + .seconds(5)
+            while service.running.load(ordering: .relaxed) > 0, ContinuousClock.now < ended { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(service.running.load(ordering: .relaxed) == 0)
+            #expect(harness.tcp!.callsInFlight == 0)
+        }
+    }
+}
