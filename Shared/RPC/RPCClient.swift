@@ -144,6 +144,8 @@ public final class RPCClient: Sendable {
 
     /// The next endpoint in round-robin order that is available and healthy; any one if none is.
     private func pick() -> (Int, any ClientTransport) {
+        // One endpoint: nothing to choose, and its health only matters for the error a call gets.
+        if transports.count == 1 { return (0, transports[0]) }
         let count = UInt(transports.count)
         let start = UInt(bitPattern: next.wrappingAdd(1, ordering: .relaxed).oldValue)
         let now = ContinuousClock.now

@@ -97,8 +97,10 @@ final class TCPConnection: @unchecked Sendable {
     private func received(_ bytes: UnsafeRawBufferPointer) {
         decoder.append(bytes)
         do {
+            var frames = 0
+            defer { if frames > 0 { lastFrameAt = .now } }
             while !isClosed, let envelope = try decoder.nextEnvelope() {
-                lastFrameAt = .now
+                frames += 1
                 onFrame?(envelope)
             }
         } catch {

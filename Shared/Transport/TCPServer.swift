@@ -194,7 +194,11 @@ public final class TCPServer: @unchecked Sendable {
             deadlineTimer?.close()
             deadlineTimer = nil
             deadlines = Heap()
-            for served in Array(connections.values) { served.connection.close(reason: "server shutting down") }
+            for served in Array(connections.values) {
+                // Answers still waiting in the outbox (a worker's burst may not have ended) go out first.
+                served.connection.flush()
+                served.connection.close(reason: "server shutting down")
+            }
         }
         loop.shutdown()
     }
@@ -355,8 +359,9 @@ final class ServerConnection: @unchecked Sendable {
     /// that expired was answered already).
     func finished(_ id: UInt64, status: RpcV1.Frame) {
         guard calls.withLock({ $0.removeValue(forKey: id) }) != nil else { return }
-        server.inFlight.subtract(1, ordering: .relaxed)
+        // Queued before the call stops counting as in flight, so a shutdown waiting for that writes it.
         connection.send(status)
+        server.inFlight.subtract(1, ordering: .releasing)
     }
 
     func isOpen(_ id: UInt64) -> Bool { calls.withLock { $0[id] != nil } }

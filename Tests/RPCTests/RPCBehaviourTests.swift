@@ -1,6 +1,7 @@
 import Foundation
 import RPC
 import Schema
+import TestSupport
 import Testing
 import Transport
 
@@ -106,6 +107,40 @@ import Transport
                     RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("slow".utf8)), options: CallOptions(timeout: .milliseconds(200)))
             }
             #expect(ContinuousClock.now - started < .seconds(10))
+        }
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func callsCancelledAtAnyMomentEndAndLeaveNothingBehind(kind: TransportKind) async throws {
+        try await Harness.with(kind) { harness in
+            var generator = SeededGenerator(seed: 7)
+            let calls = (0..<300).map { index in
+                let delay = Duration.microseconds(Int64(generator.next() % 3000))
+                let call = Task {
+                    try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [UInt8(index % 256)], delayMs: UInt32(index % 3)))
+                }
+                // Some are cancelled before they start, some while queued or running, some after.
+                let canceller = Task {
+                    if index % 5 != 0 { try await Task.sleep(for: delay) }
+                    call.cancel()
+                }
+                return (call, canceller)
+            }
+            for (index, (call, canceller)) in calls.enumerated() {
+                try await canceller.value
+                do {
+                    #expect(try await call.value.payload == [UInt8(index % 256)])
+                } catch let error as RPCError {
+                    #expect(error.code == .cancelled, "\(error)")
+                }
+            }
+            // Still serving, and every call is over on the server too.
+            #expect(try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1])).payload == [1])
+            if let tcp = harness.tcp {
+                let giveUp = ContinuousClock.now + .seconds(5)
+                while tcp.callsInFlight > 0, ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(10)) }
+                #expect(tcp.callsInFlight == 0)
+            }
         }
     }
 
