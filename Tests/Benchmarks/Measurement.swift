@@ -12,6 +12,18 @@ struct Measurement {
     /// Process CPU microseconds per call: client and server together, robust against a busy machine.
     var cpuMicrosPerCall: Double { calls > 0 ? cpuSeconds * 1e6 / Double(calls) : 0 }
 
+    /// Several runs of one configuration as one: the median run's throughput and CPU per call, and
+    /// every run's latency samples.
+    static func combining(_ runs: [Measurement]) -> Measurement {
+        guard let typical = runs.sorted(by: { $0.callsPerSecond < $1.callsPerSecond }).dropFirst((runs.count - 1) / 2).first else {
+            return Measurement()
+        }
+        var combined = typical
+        combined.latencies = runs.flatMap(\.latencies)
+        combined.cpuSeconds = median(runs.map(\.cpuMicrosPerCall)) * Double(typical.calls) / 1e6
+        return combined
+    }
+
     var callsPerSecond: Double {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         return seconds > 0 ? Double(calls) / seconds : 0
@@ -54,6 +66,12 @@ struct Measurement {
         let latencies = perCaller.flatMap { $0 }
         return Measurement(calls: latencies.count, elapsed: duration, latencies: latencies, cpuSeconds: cpu)
     }
+}
+
+/// The middle value (the lower middle one of an even count); 0 when there is none.
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? 0 : sorted[(sorted.count - 1) / 2]
 }
 
 /// User plus system CPU seconds this process has used so far.
