@@ -8,10 +8,10 @@ import Foundation
 /// handler) uses `Task.immediate`: the handler runs on the worker until its first suspension, and a
 /// handler that waits (for a lock, I/O, a timer) does not hold the worker up.
 ///
-/// Responses that jobs send while a burst of jobs is running are not written one by one: the
-/// connections are flushed together when the queue runs dry, every `jobsPerFlush` jobs, and in
-/// any case within `maxFlushDelay` (the owner calls `flushIfStale()` from a timer), so a long
-/// handler cannot hold back answers that are ready.
+/// Responses that quick jobs send in a burst are not written one by one: the connections are
+/// flushed together when the queue runs dry, after a job that took `quickJob` or longer, once the
+/// oldest waiting response is `burstDelay` old, and in any case within `maxFlushDelay` (the owner
+/// calls `flushIfStale()` from a timer), so a long handler cannot hold back answers that are ready.
 final class WorkerPool: Sendable {
     typealias Job = @Sendable () -> Void
 
@@ -19,8 +19,10 @@ final class WorkerPool: Sendable {
     let width: Int
     /// Jobs a worker runs before it lets other tasks of the cooperative pool have the thread.
     private static let jobsPerTurn = 64
-    /// Jobs a worker runs between flushes of the responses they sent.
-    private static let jobsPerFlush = 16
+    /// A job at least this long has its responses written at once: batching saves nothing there.
+    private static let quickJob = Duration.microseconds(50)
+    /// How long quick jobs' responses may wait for more to write together.
+    private static let burstDelay = Duration.microseconds(100)
     /// Longest a sent response waits in a connection's outbox for its burst to end.
     static let maxFlushDelay = Duration.milliseconds(1)
     private let state = Lock(State())
@@ -72,16 +74,24 @@ final class WorkerPool: Sendable {
         if stale { flushDeferred() }
     }
 
+    /// Whether the oldest waiting response has waited `burstDelay`.
+    private func isBurstOver(at now: ContinuousClock.Instant) -> Bool {
+        state.withLock { state in state.unflushedSince.map { now - $0 >= Self.burstDelay } ?? false }
+    }
+
     /// Whether responses are waiting for their burst to end.
     var hasDeferredFlushes: Bool { state.withLock { !$0.unflushed.isEmpty } }
 
     private func work() async {
         var ran = 0
+        var jobStarted = ContinuousClock.now
         setCurrent(self)
         while let job = next() {
             job()
             ran += 1
-            if ran % Self.jobsPerFlush == 0 { flushDeferred() }
+            let now = ContinuousClock.now
+            if now - jobStarted >= Self.quickJob || isBurstOver(at: now) { flushDeferred() }
+            jobStarted = now
             if ran % Self.jobsPerTurn == 0 {
                 setCurrent(nil)
                 await Task.yield()
