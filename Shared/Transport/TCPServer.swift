@@ -227,6 +227,9 @@ final class ServerConnection: @unchecked Sendable {
         case queued
         /// Cancelled (by the client, or because the connection closed) while still queued.
         case cancelled
+        /// Its deadline passed before its task was known here (answered already); the worker
+        /// cancels or skips it and removes the entry.
+        case expired
         /// Its handler runs (or waits) in this task.
         case running(Task<Void, Never>)
     }
@@ -295,8 +298,11 @@ final class ServerConnection: @unchecked Sendable {
                 calls[id] = nil
                 server.inFlight.subtract(1, ordering: .relaxed)
                 return false
-            case .running, nil:
+            case .expired:
                 // Its deadline passed while it waited, and it was answered then.
+                calls[id] = nil
+                return false
+            case .running, nil:
                 return false
             }
         }
@@ -311,9 +317,12 @@ final class ServerConnection: @unchecked Sendable {
             case .cancelled:
                 calls[id] = .running(task)
                 return true
-            case .running, nil:
-                // Finished already (then cancelling does nothing), or expired while it ran.
+            case .expired:
+                calls[id] = nil
                 return true
+            case .running, nil:
+                // Finished already.
+                return false
             }
         }
         if cancelNow { task.cancel() }
@@ -321,10 +330,19 @@ final class ServerConnection: @unchecked Sendable {
 
     /// The call's deadline passed: answers DEADLINE_EXCEEDED now and cancels its handler (loop thread).
     func expire(_ id: UInt64, method: String) {
-        guard let slot = calls.withLock({ $0.removeValue(forKey: id) }) else { return }
+        let slot = calls.withLock { calls -> CallSlot? in
+            let slot = calls[id]
+            switch slot {
+            case .queued: calls[id] = .expired  // the worker may be starting it right now
+            case .running, .cancelled: calls[id] = nil
+            case .expired, nil: return nil
+            }
+            return slot
+        }
+        guard let slot else { return }
         server.inFlight.subtract(1, ordering: .relaxed)
         switch slot {
-        case .cancelled: return
+        case .cancelled, .expired: return
         case .queued: break
         case .running(let task): task.cancel()
         }
@@ -338,7 +356,7 @@ final class ServerConnection: @unchecked Sendable {
                 calls[id] = .cancelled
                 return nil
             case .running(let task): return task
-            case .cancelled, nil: return nil
+            case .cancelled, .expired, nil: return nil
             }
         }
         task?.cancel()
@@ -358,13 +376,23 @@ final class ServerConnection: @unchecked Sendable {
     /// Called by a call's sink when it finished; only the first answer of a call is sent (a call
     /// that expired was answered already).
     func finished(_ id: UInt64, status: RpcV1.Frame) {
-        guard calls.withLock({ $0.removeValue(forKey: id) }) != nil else { return }
+        let slot = calls.withLock { $0.removeValue(forKey: id) }
+        if slot == nil { return }
+        if case .expired = slot { return }
         // Queued before the call stops counting as in flight, so a shutdown waiting for that writes it.
         connection.send(status)
         server.inFlight.subtract(1, ordering: .releasing)
     }
 
-    func isOpen(_ id: UInt64) -> Bool { calls.withLock { $0[id] != nil } }
+    /// Whether call `id` may still send: it is open and was not answered because of its deadline.
+    func isOpen(_ id: UInt64) -> Bool {
+        calls.withLock { calls in
+            switch calls[id] {
+            case .queued, .running, .cancelled: true
+            case .expired, nil: false
+            }
+        }
+    }
 
     /// Waits while the client has more unread response bytes than the high-water mark.
     func waitUntilWritable() async throws {
@@ -398,7 +426,7 @@ final class ServerConnection: @unchecked Sendable {
                 switch slot {
                 case .queued: calls[id] = .cancelled
                 case .running(let task): running.append(task)
-                case .cancelled: break
+                case .cancelled, .expired: break
                 }
             }
             return running
