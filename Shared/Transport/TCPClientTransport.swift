@@ -29,14 +29,14 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         var calls: [UInt64: PendingCall] = [:]
         /// Connection attempts that failed in a row.
         var failures = 0
+        /// Deadlines of calls, earliest first; entries of calls that ended stay until they come up.
+        var deadlines = Heap<CallDeadline>()
+        /// When the deadline timer is set to fire, if it is.
+        var timerDue: ContinuousClock.Instant?
     }
 
-    // Loop-thread state.
-    /// Deadline and method of calls that have one.
-    private var deadlines: [UInt64: (ContinuousClock.Instant, String)] = [:]
+    /// Fires at the earliest deadline (loop thread).
     private var deadlineTimer: LoopTimer?
-    /// When the deadline timer fires next, if it is armed.
-    private var timerDue: ContinuousClock.Instant?
 
     /// A transport to `endpoint` (`host:port`, numeric host or `localhost`).
     public init(endpoint: String, loop: EventLoop = .shared, maxFrameSize: Int = FrameCodec.defaultMaxFrameSize) throws {
@@ -65,7 +65,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         let frame = requestFrame(id, head, request)
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<[UInt8], any Error>) in
-                begin(id, .unary(continuation, last: nil, hasDeadline: head.deadline != nil), head, frame)
+                begin(id, .unary(continuation, last: nil), head, frame)
             }
         } onCancel: {
             end(id, error: RPCError(.cancelled, "call to \(head.method) was cancelled"), notifyServer: true)
@@ -81,7 +81,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
                 self.end(id, error: RPCError(.cancelled, "call to \(head.method) was cancelled"), notifyServer: true)
             }
         }
-        begin(id, .stream(continuation, hasDeadline: head.deadline != nil), head, frame)
+        begin(id, .stream(continuation), head, frame)
         return stream
     }
 
@@ -90,7 +90,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             state.withLock { $0.connection }?.close(reason: "closed by the client")
             deadlineTimer?.close()
             deadlineTimer = nil
-            timerDue = nil
+            state.withLock { $0.timerDue = nil }
         }
     }
 
@@ -107,19 +107,13 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     }
 
     private enum PendingCall {
-        case unary(UnsafeContinuation<[UInt8], any Error>, last: [UInt8]?, hasDeadline: Bool)
-        case stream(AsyncThrowingStream<[UInt8], any Error>.Continuation, hasDeadline: Bool)
-
-        var hasDeadline: Bool {
-            switch self {
-            case .unary(_, _, let hasDeadline), .stream(_, let hasDeadline): hasDeadline
-            }
-        }
+        case unary(UnsafeContinuation<[UInt8], any Error>, last: [UInt8]?)
+        case stream(AsyncThrowingStream<[UInt8], any Error>.Continuation)
 
         func fail(_ error: any Error) {
             switch self {
-            case .unary(let continuation, _, _): continuation.resume(throwing: error)
-            case .stream(let continuation, _): continuation.finish(throwing: error)
+            case .unary(let continuation, _): continuation.resume(throwing: error)
+            case .stream(let continuation): continuation.finish(throwing: error)
             }
         }
     }
@@ -138,6 +132,9 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             // Checked under the lock that `end` takes too: a cancellation now or later is seen.
             if Task.isCancelled { return .cancelled }
             state.calls[id] = call
+            if let deadline = head.deadline, watch(deadline, of: id, method: head.method, in: &state) {
+                loop.execute { self.armDeadlineTimer() }
+            }
             if state.isConnected, let connection = state.connection { return .send(connection) }
             state.unsent.append((id, frame.serializedBytes()))
             return state.connection == nil ? .connect : .wait
@@ -149,9 +146,6 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         case .cancelled:
             call.fail(RPCError(.cancelled, "call to \(head.method) was cancelled"))
             return
-        }
-        if let deadline = head.deadline {
-            loop.execute { self.track(id, deadline: deadline, method: head.method) }
         }
     }
 
@@ -203,7 +197,6 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             backoffUntil.withLock { $0 = .now + pause }
         }
         for (id, call) in outcome.calls {
-            deadlines[id] = nil
             if outcome.neverSent.contains(id) {
                 call.fail(ConnectFailure(endpoint: endpoint, reason: reason))
             } else {
@@ -221,10 +214,10 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         case .message:
             let stream = state.withLock { state -> AsyncThrowingStream<[UInt8], any Error>.Continuation? in
                 switch state.calls[frame.callID] {
-                case .unary(let continuation, _, let hasDeadline):
-                    state.calls[frame.callID] = .unary(continuation, last: frame.payload, hasDeadline: hasDeadline)
+                case .unary(let continuation, _):
+                    state.calls[frame.callID] = .unary(continuation, last: frame.payload)
                     return nil
-                case .stream(let continuation, _): return continuation
+                case .stream(let continuation): return continuation
                 case nil: return nil
                 }
             }
@@ -235,10 +228,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
                 defer { state.calls.removeAll() }
                 return state.calls
             }
-            for (id, call) in calls {
-                deadlines[id] = nil
-                call.fail(error)
-            }
+            for call in calls.values { call.fail(error) }
         case .status:
             let error = frame.statusCode == 0 ? nil : RPCError(StatusCode(rawValue: frame.statusCode), frame.statusMessage)
             end(frame.callID, message: frame.hasPayload ? frame.payload : nil, error: error, notifyServer: false)
@@ -254,9 +244,8 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         }
         guard let call else { return }
         if notifyServer, let connection { connection.send(RpcV1.Frame(callID: id, kind: .cancel)) }
-        if call.hasDeadline { loop.execute { self.deadlines[id] = nil } }
         switch call {
-        case .unary(let continuation, let last, _):
+        case .unary(let continuation, let last):
             if let error {
                 continuation.resume(throwing: error)
             } else if let reply = message ?? last {
@@ -264,37 +253,63 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             } else {
                 continuation.resume(throwing: RPCError(.internalError, "server ended a unary call without a response"))
             }
-        case .stream(let continuation, _):
+        case .stream(let continuation):
             if let message { continuation.yield(message) }
             if let error { continuation.finish(throwing: error) } else { continuation.finish() }
         }
     }
 
-    /// Starts watching a call's deadline (unless it already ended).
-    private func track(_ id: UInt64, deadline: ContinuousClock.Instant, method: String) {
-        guard state.withLock({ $0.calls[id] != nil }) else { return }
-        deadlines[id] = (deadline, method)
-        if let due = timerDue, due <= deadline { return }
-        armDeadlineTimer(at: deadline)
+    /// Adds a call's deadline to the heap (under the state lock); true when the timer must be
+    /// moved earlier, which only the loop can do.
+    private func watch(_ deadline: ContinuousClock.Instant, of id: UInt64, method: String, in state: inout State) -> Bool {
+        state.deadlines.push(CallDeadline(deadline: deadline, id: id, method: method))
+        if state.deadlines.count > 2 * state.calls.count + 1024 {
+            // Calls that ended leave their entries behind; drop them before they pile up.
+            let calls = state.calls
+            state.deadlines.removeAll { calls[$0.id] == nil }
+        }
+        return state.timerDue.map { deadline < $0 } ?? true
     }
 
-    private func armDeadlineTimer(at due: ContinuousClock.Instant) {
+    /// Sets the timer for the earliest deadline (loop thread).
+    private func armDeadlineTimer() {
+        guard let due = state.withLock({ state -> ContinuousClock.Instant? in
+            guard let first = state.deadlines.first?.deadline, state.timerDue.map({ first < $0 }) ?? true else { return nil }
+            state.timerDue = first
+            return first
+        }) else { return }
         if deadlineTimer == nil {
             deadlineTimer = LoopTimer(loop: loop) { [unowned self] in expireDeadlines() }
         }
-        timerDue = due
         deadlineTimer?.start(after: max(.zero, due - .now))
     }
 
     private func expireDeadlines() {
-        timerDue = nil
         let now = ContinuousClock.now
-        for (id, (deadline, method)) in deadlines where deadline <= now {
-            deadlines[id] = nil
-            end(id, error: RPCError(.deadlineExceeded, "no answer from \(endpoint) to \(method) before the deadline"), notifyServer: true)
+        let expired = state.withLock { state -> [CallDeadline] in
+            state.timerDue = nil
+            var expired: [CallDeadline] = []
+            while let first = state.deadlines.first, first.deadline <= now {
+                state.deadlines.popFirst()
+                if state.calls[first.id] != nil { expired.append(first) }
+            }
+            return expired
         }
-        if let earliest = deadlines.values.map(\.0).min() { armDeadlineTimer(at: earliest) }
+        for call in expired {
+            end(call.id, error: RPCError(.deadlineExceeded, "no answer from \(endpoint) to \(call.method) before the deadline"), notifyServer: true)
+        }
+        armDeadlineTimer()
     }
+}
+
+/// When a client call gives up waiting.
+private struct CallDeadline: Comparable {
+    let deadline: ContinuousClock.Instant
+    let id: UInt64
+    let method: String
+
+    static func < (lhs: CallDeadline, rhs: CallDeadline) -> Bool { lhs.deadline < rhs.deadline }
+    static func == (lhs: CallDeadline, rhs: CallDeadline) -> Bool { lhs.deadline == rhs.deadline }
 }
 
 extension TCPConnection {

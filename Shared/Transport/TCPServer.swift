@@ -18,6 +18,9 @@ public final class TCPServer: @unchecked Sendable {
         /// Handlers that run at once on the worker pool (those waiting for something do not count);
         /// more calls wait in its queue.
         public var workers = ProcessInfo.processInfo.activeProcessorCount
+        /// Answer batching of the worker pool (see `WorkerPool`); only tests change these.
+        var quickCall: Duration = .microseconds(50)
+        var answerBatchingWindow: Duration = .microseconds(100)
         /// A connection with no open call and no frame for this long is closed.
         public var idleTimeout: Duration = .seconds(300)
         /// A connection must complete its first frame, and any frame it started, within this time.
@@ -60,7 +63,7 @@ public final class TCPServer: @unchecked Sendable {
         self.rpc = rpc
         self.limits = limits
         self.logger = logger ?? Logger(label: rpc.name)
-        workers = WorkerPool(width: limits.workers)
+        workers = WorkerPool(width: limits.workers, quickJob: limits.quickCall, burstDelay: limits.answerBatchingWindow)
         loop = EventLoop(name: "\(rpc.name)-loop")
         guard let socketAddress = SocketAddress(host: host, port: port) else {
             loop.shutdown()

@@ -12,6 +12,7 @@ import Foundation
 /// flushed together when the queue runs dry, after a job that took `quickJob` or longer, once the
 /// oldest waiting response is `burstDelay` old, and in any case within `maxFlushDelay` (the owner
 /// calls `flushIfStale()` from a timer), so a long handler cannot hold back answers that are ready.
+/// (Tests stretch `quickJob` and `burstDelay`, as unoptimised builds make every job slow.)
 final class WorkerPool: Sendable {
     typealias Job = @Sendable () -> Void
 
@@ -20,9 +21,9 @@ final class WorkerPool: Sendable {
     /// Jobs a worker runs before it lets other tasks of the cooperative pool have the thread.
     private static let jobsPerTurn = 64
     /// A job at least this long has its responses written at once: batching saves nothing there.
-    private static let quickJob = Duration.microseconds(50)
+    private let quickJob: Duration
     /// How long quick jobs' responses may wait for more to write together.
-    private static let burstDelay = Duration.microseconds(100)
+    private let burstDelay: Duration
     /// Longest a sent response waits in a connection's outbox for its burst to end.
     static let maxFlushDelay = Duration.milliseconds(1)
     private let state = Lock(State())
@@ -38,8 +39,13 @@ final class WorkerPool: Sendable {
         var unflushedSince: ContinuousClock.Instant?
     }
 
-    init(width: Int = ProcessInfo.processInfo.activeProcessorCount) {
+    init(
+        width: Int = ProcessInfo.processInfo.activeProcessorCount, quickJob: Duration = .microseconds(50),
+        burstDelay: Duration = .microseconds(100)
+    ) {
         self.width = max(1, width)
+        self.quickJob = quickJob
+        self.burstDelay = burstDelay
     }
 
     /// Queues `job`; starts another worker when fewer than `width` are running.
@@ -76,7 +82,7 @@ final class WorkerPool: Sendable {
 
     /// Whether the oldest waiting response has waited `burstDelay`.
     private func isBurstOver(at now: ContinuousClock.Instant) -> Bool {
-        state.withLock { state in state.unflushedSince.map { now - $0 >= Self.burstDelay } ?? false }
+        state.withLock { state in state.unflushedSince.map { now - $0 >= burstDelay } ?? false }
     }
 
     /// Whether responses are waiting for their burst to end.
@@ -90,7 +96,7 @@ final class WorkerPool: Sendable {
             job()
             ran += 1
             let now = ContinuousClock.now
-            if now - jobStarted >= Self.quickJob || isBurstOver(at: now) { flushDeferred() }
+            if now - jobStarted >= quickJob || isBurstOver(at: now) { flushDeferred() }
             jobStarted = now
             if ran % Self.jobsPerTurn == 0 {
                 setCurrent(nil)

@@ -4,7 +4,7 @@ import Schema
 import Synchronization
 import TestSupport
 import Testing
-import Transport
+@testable import Transport
 
 /// How handlers share the server's worker pool: one that waits gives its worker up, one that
 /// computes for long does not hold back answers already made, and a call cancelled while it waits
@@ -88,11 +88,19 @@ import Transport
 
     @Test func aLongHandlerDoesNotHoldBackAnswersAlreadyMade() async throws {
         let service = GatedService()
-        try await Harness.with(.tcp, services: [service], limits: Self.limits(workers: 1)) { harness in
+        var limits = Self.limits(workers: 1)
+        // Every call but the second-long ones counts as quick, even in a debug build.
+        limits.quickCall = .milliseconds(500)
+        limits.answerBatchingWindow = .milliseconds(500)
+        try await Harness.with(.tcp, services: [service], limits: limits) { harness in
             let start = ContinuousClock.now
-            // The first call keeps the only worker busy, so the next two queue up and run back to
-            // back in one burst: "fast" answers, then "block:800" computes for 800 ms.
-            let first = Task { try await Self.echo(harness.client, "block:300") }
+            // The first call keeps the only worker busy for a second, so the next two queue up and
+            // run back to back in one burst: "fast" answers, then "block:1500" computes for 1.5 s.
+            // The first comes over a connection of its own, so "fast" cannot ride along when the
+            // first call's answer is written.
+            let other = RPCClient(transports: [try TCPClientTransport(endpoint: harness.tcp!.address)])
+            defer { other.close() }
+            let first = Task { try await Self.echo(other, "block:1000") }
             try await Self.waitUntilRunning(1, service)
             let fast = Task { () -> Duration in
                 try await Self.echo(harness.client, "fast")
@@ -100,13 +108,14 @@ import Transport
             }
             try await Self.waitUntil { harness.tcp!.callsInFlight >= 2 }  // "fast" is queued behind the first
             let slow = Task { () -> Duration in
-                try await Self.echo(harness.client, "block:800")
+                try await Self.echo(harness.client, "block:1500")
                 return ContinuousClock.now - start
             }
             try await first.value
             let (fastDone, slowDone) = (try await fast.value, try await slow.value)
-            #expect(fastDone < .milliseconds(700), "the fast answer waited for the long handler: \(fastDone)")
-            #expect(slowDone >= .milliseconds(1100))
+            // Held back, "fast" would be answered with "block:1500", 2.5 s after the start.
+            #expect(fastDone < .milliseconds(1800), "the fast answer waited for the long handler: \(fastDone)")
+            #expect(slowDone >= .milliseconds(2400))
         }
     }
 
