@@ -221,7 +221,7 @@ private struct DeadlineEntry: Comparable {
 /// The server side of one connection: turns request frames into calls and tracks them.
 final class ServerConnection: @unchecked Sendable {
     let connection: TCPConnection
-    private let server: TCPServer
+    let server: TCPServer
     private let calls = Lock<[UInt64: CallSlot]>([:])
 
     /// A call's entry, from the moment its request arrived until its status was sent.
@@ -273,7 +273,6 @@ final class ServerConnection: @unchecked Sendable {
         let head = CallHead(
             method: frame.method, metadata: Metadata(frame.metadata.map { ($0.key, $0.value) }),
             deadline: frame.timeoutMicros.map { .now + .microseconds(Int64(clamping: $0)) }, peer: connection.peer)
-        let sink = TCPResponseSink(connection: self, callID: id)
         let accepted = calls.withLock { calls -> Bool in
             guard calls[id] == nil, calls.count < server.limits.maxConcurrentCalls else { return false }
             calls[id] = .queued
@@ -286,12 +285,13 @@ final class ServerConnection: @unchecked Sendable {
         server.inFlight.add(1, ordering: .relaxed)
         server.callStarted()
         if let deadline = head.deadline { server.watch(deadline, of: id, method: head.method, on: self) }
-        server.workers.submit { [self, payload = frame.payload] in run(id, head, payload, sink) }
+        server.workers.submit(ServerCall(connection: self, id: id, head: head, payload: frame.payload))
         if connection.pendingBytes.load(ordering: .relaxed) > connection.highWater { connection.pauseReading() }
     }
 
     /// Runs a queued call's handler (on a worker), unless it was cancelled or expired while it waited.
-    private func run(_ id: UInt64, _ head: CallHead, _ payload: [UInt8], _ sink: TCPResponseSink) {
+    fileprivate func run(_ call: ServerCall) {
+        let id = call.id
         let proceed = calls.withLock { calls -> Bool in
             switch calls[id] {
             case .queued:
@@ -310,8 +310,8 @@ final class ServerConnection: @unchecked Sendable {
             }
         }
         guard proceed else { return }
-        let rpc = server.rpc
-        let task = Task.immediate { await rpc.handle(head, request: payload, sink: sink) }
+        // Capturing only the call object, the task's closure needs no context of its own.
+        let task = Task.immediate { await call.serve() }
         let cancelNow = calls.withLock { calls -> Bool in
             switch calls[id] {
             case .queued:
@@ -447,6 +447,27 @@ final class ServerConnection: @unchecked Sendable {
         RpcV1.Frame(
             callID: id, kind: .status, hasPayload: message != nil, payload: message ?? [],
             statusCode: error?.code.rawValue ?? 0, statusMessage: error?.message ?? "")
+    }
+}
+
+/// A call waiting in the worker pool's queue.
+private final class ServerCall: WorkerJob {
+    let connection: ServerConnection
+    let id: UInt64
+    let head: CallHead
+    let payload: [UInt8]
+
+    init(connection: ServerConnection, id: UInt64, head: CallHead, payload: [UInt8]) {
+        self.connection = connection
+        self.id = id
+        self.head = head
+        self.payload = payload
+    }
+
+    func run() { connection.run(self) }
+
+    func serve() async {
+        await connection.server.rpc.handle(head, request: payload, sink: TCPResponseSink(connection: connection, callID: id))
     }
 }
 

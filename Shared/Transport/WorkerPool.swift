@@ -1,5 +1,10 @@
 import Foundation
 
+/// Work for a `WorkerPool`: runs on a worker, must not block for long before its first suspension.
+protocol WorkerJob: AnyObject, Sendable {
+    func run()
+}
+
 /// The server's worker pool: runs the jobs the event loop hands it (one per call) on at most
 /// `width` tasks of Swift's cooperative pool, one per core, never on the loop thread.
 ///
@@ -14,7 +19,9 @@ import Foundation
 /// calls `flushIfStale()` from a timer), so a long handler cannot hold back answers that are ready.
 /// (Tests stretch `quickJob` and `burstDelay`, as unoptimised builds make every job slow.)
 final class WorkerPool: Sendable {
-    typealias Job = @Sendable () -> Void
+    /// A unit of work: one call to serve. A class, so queueing one moves a reference (a closure
+    /// would cost allocations for its context and for reabstraction on the way in and out).
+    typealias Job = any WorkerJob
 
     /// Workers running at most, normally the number of cores.
     let width: Int
@@ -49,7 +56,7 @@ final class WorkerPool: Sendable {
     }
 
     /// Queues `job`; starts another worker when fewer than `width` are running.
-    func submit(_ job: @escaping Job) {
+    func submit(_ job: Job) {
         let startWorker = state.withLock { state -> Bool in
             state.jobs.append(job)
             guard state.workers < width else { return false }
@@ -93,7 +100,7 @@ final class WorkerPool: Sendable {
         var jobStarted = ContinuousClock.now
         setCurrent(self)
         while let job = next() {
-            job()
+            job.run()
             ran += 1
             let now = ContinuousClock.now
             if now - jobStarted >= quickJob || isBurstOver(at: now) { flushDeferred() }
@@ -134,11 +141,11 @@ final class WorkerPool: Sendable {
             defer { state.unflushed.removeAll(keepingCapacity: true) }
             return state.unflushed
         }
-        guard !connections.isEmpty else { return }
-        var byLoop: [ObjectIdentifier: [TCPConnection]] = [:]
-        for connection in connections { byLoop[ObjectIdentifier(connection.loop), default: []].append(connection) }
-        for group in byLoop.values {
-            group[0].loop.execute { for connection in group { connection.flush() } }
+        guard let loop = connections.first?.loop else { return }
+        if connections.allSatisfy({ $0.loop === loop }) {
+            loop.execute { for connection in connections { connection.flush() } }
+        } else {
+            for connection in connections { connection.loop.execute { connection.flush() } }
         }
     }
 
