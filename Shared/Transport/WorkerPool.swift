@@ -87,42 +87,47 @@ final class WorkerPool: Sendable {
         if stale { flushDeferred() }
     }
 
-    /// Whether the oldest waiting response has waited `burstDelay`.
-    private func isBurstOver(at now: ContinuousClock.Instant) -> Bool {
-        state.withLock { state in state.unflushedSince.map { now - $0 >= burstDelay } ?? false }
-    }
-
     /// Whether responses are waiting for their burst to end.
     var hasDeferredFlushes: Bool { state.withLock { !$0.unflushed.isEmpty } }
 
     private func work() async {
         var ran = 0
-        var jobStarted = ContinuousClock.now
+        var jobStarted: ContinuousClock.Instant?
         setCurrent(self)
-        while let job = next() {
+        while true {
+            let now = ContinuousClock.now
+            let (job, due) = next(now: now, afterLongJob: jobStarted.map { now - $0 >= quickJob } ?? false)
+            flush(due)
+            guard let job else { break }
+            jobStarted = now
             job.run()
             ran += 1
-            let now = ContinuousClock.now
-            if now - jobStarted >= quickJob || isBurstOver(at: now) { flushDeferred() }
-            jobStarted = now
             if ran % Self.jobsPerTurn == 0 {
                 setCurrent(nil)
+                flushDeferred()
                 await Task.yield()
                 setCurrent(self)
             }
         }
         setCurrent(nil)
-        flushDeferred()
     }
 
-    /// The oldest queued job; nil (and one worker fewer) when there is none.
-    private func next() -> Job? {
+    /// The oldest queued job (nil, and one worker fewer, when there is none), and the connections
+    /// whose responses are due to be written: after a long job, at the end of a burst, or when the
+    /// oldest has waited `burstDelay`. One lock for both.
+    private func next(now: ContinuousClock.Instant, afterLongJob: Bool) -> (Job?, [TCPConnection]) {
         state.withLock { state in
-            guard state.head < state.jobs.count else {
+            let queueEmpty = state.head >= state.jobs.count
+            var due: [TCPConnection] = []
+            if let since = state.unflushedSince, afterLongJob || queueEmpty || now - since >= burstDelay {
+                swap(&due, &state.unflushed)
+                state.unflushedSince = nil
+            }
+            guard !queueEmpty else {
                 state.jobs.removeAll(keepingCapacity: true)
                 state.head = 0
                 state.workers -= 1
-                return nil
+                return (nil, due)
             }
             let job = state.jobs[state.head].take()
             state.head += 1
@@ -130,17 +135,22 @@ final class WorkerPool: Sendable {
                 state.jobs.removeFirst(state.head)
                 state.head = 0
             }
-            return job
+            return (job, due)
         }
     }
 
-    /// Has the loops write what jobs queued, one wake-up per loop.
+    /// Has the loops write every response jobs queued.
     private func flushDeferred() {
-        let connections = state.withLock { state -> [TCPConnection] in
+        flush(state.withLock { state -> [TCPConnection] in
             state.unflushedSince = nil
-            defer { state.unflushed.removeAll(keepingCapacity: true) }
-            return state.unflushed
-        }
+            var due: [TCPConnection] = []
+            swap(&due, &state.unflushed)
+            return due
+        })
+    }
+
+    /// Has the loops write what `connections` queued, one wake-up per loop.
+    private func flush(_ connections: [TCPConnection]) {
         guard let loop = connections.first?.loop else { return }
         if connections.allSatisfy({ $0.loop === loop }) {
             loop.execute { for connection in connections { connection.flush() } }
