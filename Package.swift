@@ -67,7 +67,7 @@ let package = Package(
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator", "TestSupport"], path: "Tests/SchemaTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema", "TestSupport"], path: "Tests/RPCTests"),
+        .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema", "ServiceKit", "TestSupport"], path: "Tests/RPCTests"),
         .testTarget(name: "ZooTests", dependencies: ["ZooCore", "RPC", "Schema", "Storage"], path: "Tests/ZooTests"),
         .testTarget(name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "TestSupport"], path: "Tests/IntegrationTests"),
     ]
