@@ -32,12 +32,15 @@ public final class RPCClient: Sendable {
     }
 
     /// Makes a unary call.
+    ///
+    /// Inlinable so that encoding and decoding are specialized where the message types are known; the
+    /// call itself (endpoint choice, retries) is not generic.
+    @inlinable
     public func unary<Request, Response>(
         _ method: ProtoMethod<Request, Response>, _ request: Request, options: CallOptions = CallOptions()
     ) async throws -> Response {
-        let bytes = try await attempt(method.path, idempotent: options.idempotent ?? method.idempotent, options) { transport, head in
-            try await transport.unary(head, request: request.serializedBytes())
-        }
+        let bytes = try await unary(
+            path: method.path, idempotent: options.idempotent ?? method.idempotent, request: request.serializedBytes(), options: options)
         do {
             return try Response(serializedBytes: bytes)
         } catch {
@@ -108,17 +111,16 @@ public final class RPCClient: Sendable {
         for transport in transports { transport.close() }
     }
 
-    private func attempt(
-        _ path: String, idempotent: Bool, _ options: CallOptions,
-        _ call: (any ClientTransport, CallHead) async throws -> [UInt8]
-    ) async throws -> [UInt8] {
+    /// Makes a unary call with an encoded request and returns the encoded response.
+    @usableFromInline
+    func unary(path: String, idempotent: Bool, request: [UInt8], options: CallOptions) async throws -> [UInt8] {
         let head = makeHead(path, options)
         var backoff = retry.initialBackoff
         var attempt = 1
         while true {
             let (index, transport) = pick()
             do {
-                return try await call(transport, head)
+                return try await transport.unary(head, request: request)
             } catch let failure as ConnectFailure {
                 markUnhealthy(index)
                 guard attempt < retry.maxAttempts else { throw RPCError(.unavailable, failure.description) }
