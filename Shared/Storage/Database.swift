@@ -48,7 +48,7 @@ public final class Database: Sendable {
         guard readers >= 1 else { throw StorageError(.misuse, message: "a Database needs at least one reader") }
         let open: @Sendable (Role) throws -> SQLiteHandle = { role in
             let handle = try SQLiteHandle(location: location, uri: isMemory, busyTimeout: busyTimeout)
-            try Self.configure(handle, as: role, walMode: !isMemory)
+            try Self.configure(handle, as: role, walMode: !isMemory, busyTimeout: busyTimeout)
             return handle
         }
         let writerHandle = try open(.writer)
@@ -100,14 +100,32 @@ public final class Database: Sendable {
 
     private enum Role { case writer, reader }
 
-    private static func configure(_ handle: SQLiteHandle, as role: Role, walMode: Bool) throws {
+    /// Runs `body` again while it fails with SQLITE_BUSY, for up to `timeout`. Needed where SQLite
+    /// answers BUSY without waiting: two connections switching a new file to WAL at once (replicas
+    /// starting together) would deadlock, so one of them is refused at once, busy timeout or not.
+    private static func retryingWhileBusy<T>(for timeout: Duration, _ body: () throws -> T) throws -> T {
+        let giveUp = ContinuousClock.now + timeout
+        var pause = Duration.milliseconds(1)
+        while true {
+            do {
+                return try body()
+            } catch let error as StorageError where error.kind == .busy && ContinuousClock.now + pause < giveUp {
+                usleep(UInt32(pause / .microseconds(1)))
+                pause = min(pause * 2, .milliseconds(50))
+            }
+        }
+    }
+
+    private static func configure(_ handle: SQLiteHandle, as role: Role, walMode: Bool, busyTimeout: Duration) throws {
         try handle.executeScript("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL")
         switch role {
         case .reader:
             try handle.executeScript("PRAGMA query_only = ON")
         case .writer where walMode:
             // Reads the file header: this is where a file that is not a database is caught.
-            let mode = try handle.statement("PRAGMA journal_mode = WAL").run([], rows: .one).first?.string(0)
+            let mode = try retryingWhileBusy(for: busyTimeout) {
+                try handle.statement("PRAGMA journal_mode = WAL").run([], rows: .one).first?.string(0)
+            }
             guard mode == "wal" else {
                 throw StorageError(
                     .open, message: "could not switch to WAL mode (journal_mode is \(mode ?? "unknown"))")
