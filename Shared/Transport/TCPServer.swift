@@ -310,7 +310,7 @@ final class ServerConnection: @unchecked Sendable {
             }
         }
         guard proceed else { return }
-        // Capturing only the call object, the task's closure needs no context of its own.
+        // Runs right here, on this worker, until the handler first waits.
         let task = Task.immediate { await call.serve() }
         let cancelNow = calls.withLock { calls -> Bool in
             switch calls[id] {
