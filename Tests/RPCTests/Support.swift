@@ -1,6 +1,7 @@
 import Foundation
 import RPC
 import Schema
+import TestSupport
 import Testing
 import Transport
 
@@ -88,4 +89,21 @@ func expectStatus(_ code: StatusCode, sourceLocation: SourceLocation = #_sourceL
         Issue.record("expected RPCError \(code.name), got \(error)", sourceLocation: sourceLocation)
     }
     return nil
+}
+
+extension RawSocket {
+    /// Sends an Echo request frame, as a bare client that neither enforces deadlines nor cancels.
+    func sendEcho(_ text: String, id: UInt64, timeoutMicros: UInt64? = nil) {
+        let request = RpcV1.Frame(
+            callID: id, kind: .request, method: RpcV1.Echo.echo.path, timeoutMicros: timeoutMicros, hasPayload: true,
+            payload: RpcV1.EchoRequest(payload: Array(text.utf8)).serializedBytes())
+        write(FrameCodec.encode(request.serializedBytes()))
+    }
+
+    /// Reads the next frame's envelope.
+    func receiveFrame() async throws -> RpcV1.Frame {
+        let header = try #require(await read(count: FrameCodec.headerSize))
+        let length = header[1...].reduce(0) { $0 << 8 | Int($1) }
+        return try RpcV1.Frame(serializedBytes: try #require(await read(count: length)))
+    }
 }

@@ -22,6 +22,25 @@ import Testing
         #expect(reply.payload == [42])
     }
 
+    @Test func anyTimeoutAClientSendsIsHandled() async throws {
+        try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            // None left for the call, a microsecond, and the largest a frame can carry.
+            socket.sendEcho("a", id: 1, timeoutMicros: 0)
+            socket.sendEcho("b", id: 2, timeoutMicros: 1)
+            socket.sendEcho("c", id: 3, timeoutMicros: .max)
+            var codes: [UInt64: UInt32] = [:]
+            for _ in 0..<3 {
+                let reply = try await socket.receiveFrame()
+                codes[reply.callID] = reply.statusCode
+            }
+            #expect(codes[1] == StatusCode.deadlineExceeded.rawValue)
+            #expect(codes[2].map { [StatusCode.ok.rawValue, StatusCode.deadlineExceeded.rawValue].contains($0) } == true)
+            #expect(codes[3] == StatusCode.ok.rawValue)
+            try await expectServing(harness)
+        }
+    }
+
     @Test func randomBytesCloseOnlyThatConnection() async throws {
         try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
             var generator = SystemRandomNumberGenerator()

@@ -132,34 +132,19 @@ import Testing
         }
     }
 
-    /// Sends one request frame on a bare socket.
-    static func send(_ socket: RawSocket, id: UInt64, _ text: String, timeoutMicros: UInt64? = nil) {
-        let request = RpcV1.Frame(
-            callID: id, kind: .request, method: RpcV1.Echo.echo.path, timeoutMicros: timeoutMicros, hasPayload: true,
-            payload: RpcV1.EchoRequest(payload: Array(text.utf8)).serializedBytes())
-        socket.write(FrameCodec.encode(request.serializedBytes()))
-    }
-
-    /// Reads the next frame from a bare socket.
-    static func receive(_ socket: RawSocket) async throws -> RpcV1.Frame {
-        let header = try #require(await socket.read(count: FrameCodec.headerSize))
-        let length = header[1...].reduce(0) { $0 << 8 | Int($1) }
-        return try RpcV1.Frame(serializedBytes: try #require(await socket.read(count: length)))
-    }
-
     @Test func aDeadlinePassingWhileTheHandlerComputesIsAnsweredOnce() async throws {
         let service = GatedService()
         try await Harness.with(.tcp, services: [service], limits: Self.limits(workers: 1)) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
             let started = ContinuousClock.now
-            Self.send(socket, id: 7, "block:400", timeoutMicros: 100_000)
-            let first = try await Self.receive(socket)
+            socket.sendEcho("block:400", id: 7, timeoutMicros: 100_000)
+            let first = try await socket.receiveFrame()
             #expect(first.callID == 7)
             #expect(first.statusCode == StatusCode.deadlineExceeded.rawValue)
             #expect(ContinuousClock.now - started < .milliseconds(350), "answered when the deadline passed, not when the handler ended")
             // The handler's own late answer is dropped: the next frame answers the next call.
-            Self.send(socket, id: 8, "next")
-            let second = try await Self.receive(socket)
+            socket.sendEcho("next", id: 8)
+            let second = try await socket.receiveFrame()
             #expect(second.callID == 8)
             #expect(second.statusCode == 0)
             try await Self.waitUntil { harness.tcp!.callsInFlight == 0 }
@@ -172,8 +157,8 @@ import Testing
             // A bare client that neither enforces the deadline nor sends a cancel frame.
             let socket = try RawSocket(port: harness.tcp!.port)
             let started = ContinuousClock.now
-            Self.send(socket, id: 7, "sleep", timeoutMicros: 200_000)
-            let reply = try await Self.receive(socket)
+            socket.sendEcho("sleep", id: 7, timeoutMicros: 200_000)
+            let reply = try await socket.receiveFrame()
             #expect(ContinuousClock.now - started < .seconds(5))
             #expect(reply.callID == 7)
             #expect(reply.kind == .status)
