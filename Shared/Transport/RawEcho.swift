@@ -32,8 +32,8 @@ public final class RawEchoServer: @unchecked Sendable {
 /// `TCPClientTransport`, a call registers itself and queues its frame from the caller's thread.
 public final class RawEchoClient: @unchecked Sendable {
     private let connection: TCPConnection
-    /// Callers waiting for their echo, oldest first from `head`.
-    private let waiting = Lock<(continuations: [UnsafeContinuation<[UInt8], any Error>], head: Int)>(([], 0))
+    /// Callers waiting for their echo, oldest first.
+    private let waiting = Lock(FIFO<UnsafeContinuation<[UInt8], any Error>>())
 
     public init(endpoint: String, loop: EventLoop = .shared) async throws {
         let parts = endpoint.split(separator: ":")
@@ -42,17 +42,8 @@ public final class RawEchoClient: @unchecked Sendable {
         }
         connection = loop.submit { TCPConnection(loop: loop, maxFrameSize: FrameCodec.defaultMaxFrameSize) }
         connection.onFrame = { [unowned self] envelope in
-            let continuation = waiting.withLock { waiting in
-                defer {
-                    waiting.head += 1
-                    if waiting.head > 1024, waiting.head * 2 > waiting.continuations.count {
-                        waiting.continuations.removeFirst(waiting.head)
-                        waiting.head = 0
-                    }
-                }
-                return waiting.continuations[waiting.head]
-            }
-            continuation.resume(returning: Array(envelope))
+            // The server echoes in order; a frame nobody waits for cannot come from it.
+            waiting.withLock { $0.popFirst() }?.resume(returning: Array(envelope))
         }
         try await TCPConnection.connect(connection, to: address)
     }
@@ -62,7 +53,7 @@ public final class RawEchoClient: @unchecked Sendable {
         try await withUnsafeThrowingContinuation { continuation in
             // Registered and queued under one lock, so replies match callers in order.
             waiting.withLock { waiting in
-                waiting.continuations.append(continuation)
+                waiting.append(continuation)
                 connection.send(envelope: bytes)
             }
         }

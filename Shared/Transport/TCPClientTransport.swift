@@ -30,7 +30,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         /// Connection attempts that failed in a row.
         var failures = 0
         /// Deadlines of calls, earliest first; entries of calls that ended stay until they come up.
-        var deadlines = Heap<CallDeadline>()
+        var deadlines = DeadlineQueue<(id: UInt64, method: String)>()
         /// When the deadline timer is set to fire, if it is.
         var timerDue: ContinuousClock.Instant?
     }
@@ -262,19 +262,15 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     /// Adds a call's deadline to the heap (under the state lock); true when the timer must be
     /// moved earlier, which only the loop can do.
     private func watch(_ deadline: ContinuousClock.Instant, of id: UInt64, method: String, in state: inout State) -> Bool {
-        state.deadlines.push(CallDeadline(deadline: deadline, id: id, method: method))
-        if state.deadlines.count > 2 * state.calls.count + 1024 {
-            // Calls that ended leave their entries behind; drop them before they pile up.
-            let calls = state.calls
-            state.deadlines.removeAll { calls[$0.id] == nil }
-        }
+        let calls = state.calls
+        state.deadlines.add((id, method), at: deadline, liveCalls: calls.count) { calls[$0.id] == nil }
         return state.timerDue.map { deadline < $0 } ?? true
     }
 
     /// Sets the timer for the earliest deadline (loop thread).
     private func armDeadlineTimer() {
         guard let due = state.withLock({ state -> ContinuousClock.Instant? in
-            guard let first = state.deadlines.first?.deadline, state.timerDue.map({ first < $0 }) ?? true else { return nil }
+            guard let first = state.deadlines.earliest, state.timerDue.map({ first < $0 }) ?? true else { return nil }
             state.timerDue = first
             return first
         }) else { return }
@@ -286,30 +282,15 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
 
     private func expireDeadlines() {
         let now = ContinuousClock.now
-        let expired = state.withLock { state -> [CallDeadline] in
+        let expired = state.withLock { state in
             state.timerDue = nil
-            var expired: [CallDeadline] = []
-            while let first = state.deadlines.first, first.deadline <= now {
-                state.deadlines.popFirst()
-                if state.calls[first.id] != nil { expired.append(first) }
-            }
-            return expired
+            return state.deadlines.popExpired(at: now).filter { state.calls[$0.id] != nil }
         }
         for call in expired {
             end(call.id, error: RPCError(.deadlineExceeded, "no answer from \(endpoint) to \(call.method) before the deadline"), notifyServer: true)
         }
         armDeadlineTimer()
     }
-}
-
-/// When a client call gives up waiting.
-private struct CallDeadline: Comparable {
-    let deadline: ContinuousClock.Instant
-    let id: UInt64
-    let method: String
-
-    static func < (lhs: CallDeadline, rhs: CallDeadline) -> Bool { lhs.deadline < rhs.deadline }
-    static func == (lhs: CallDeadline, rhs: CallDeadline) -> Bool { lhs.deadline == rhs.deadline }
 }
 
 extension TCPConnection {

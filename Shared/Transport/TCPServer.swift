@@ -44,7 +44,7 @@ public final class TCPServer: @unchecked Sendable {
     private var connections: [ObjectIdentifier: ServerConnection] = [:]
     private var sweeper: LoopTimer?
     /// Deadlines of calls, earliest first (loop thread), and the timer that fires at the first.
-    private var deadlines = Heap<DeadlineEntry>()
+    private var deadlines = DeadlineQueue<WatchedCall>()
     private var deadlineTimer: LoopTimer?
     private var deadlineTimerDue: ContinuousClock.Instant?
     /// Runs while calls are in flight: writes responses a long handler would otherwise hold back.
@@ -133,10 +133,8 @@ public final class TCPServer: @unchecked Sendable {
     /// Answers DEADLINE_EXCEEDED for call `id` of `connection` once `deadline` passes, unless it
     /// finished (loop thread).
     func watch(_ deadline: ContinuousClock.Instant, of id: UInt64, method: String, on connection: ServerConnection) {
-        deadlines.push(DeadlineEntry(deadline: deadline, id: id, method: method, connection: connection))
-        if deadlines.count > 2 * inFlight.load(ordering: .relaxed) + 1024 {
-            // Calls that finished leave their entries behind; drop them before they pile up.
-            deadlines.removeAll { entry in entry.connection.map { !$0.isOpen(entry.id) } ?? true }
+        deadlines.add(WatchedCall(id: id, method: method, connection: connection), at: deadline, liveCalls: inFlight.load(ordering: .relaxed)) { call in
+            call.connection.map { !$0.isOpen(call.id) } ?? true
         }
         if let due = deadlineTimerDue, due <= deadline { return }
         deadlineTimerDue = deadline
@@ -146,13 +144,10 @@ public final class TCPServer: @unchecked Sendable {
     private func expireDeadlines() {
         deadlineTimerDue = nil
         let now = ContinuousClock.now
-        while let first = deadlines.first, first.deadline <= now {
-            deadlines.popFirst()
-            first.connection?.expire(first.id, method: first.method)
-        }
-        if let next = deadlines.first {
-            deadlineTimerDue = next.deadline
-            deadlineTimer?.start(after: max(.zero, next.deadline - now))
+        for call in deadlines.popExpired(at: now) { call.connection?.expire(call.id, method: call.method) }
+        if let next = deadlines.earliest {
+            deadlineTimerDue = next
+            deadlineTimer?.start(after: max(.zero, next - now))
         }
     }
 
@@ -196,7 +191,7 @@ public final class TCPServer: @unchecked Sendable {
             flushTimer = nil
             deadlineTimer?.close()
             deadlineTimer = nil
-            deadlines = Heap()
+            deadlines = DeadlineQueue()
             for served in Array(connections.values) {
                 // Answers still waiting in the outbox (a worker's burst may not have ended) go out first.
                 served.connection.flush()
@@ -207,15 +202,11 @@ public final class TCPServer: @unchecked Sendable {
     }
 }
 
-/// A call's deadline, watched by the server's loop.
-private struct DeadlineEntry: Comparable {
-    let deadline: ContinuousClock.Instant
+/// A call whose deadline the server's loop watches.
+private struct WatchedCall {
     let id: UInt64
     let method: String
     weak var connection: ServerConnection?
-
-    static func < (lhs: DeadlineEntry, rhs: DeadlineEntry) -> Bool { lhs.deadline < rhs.deadline }
-    static func == (lhs: DeadlineEntry, rhs: DeadlineEntry) -> Bool { lhs.deadline == rhs.deadline }
 }
 
 /// The server side of one connection: turns request frames into calls and tracks them.

@@ -36,9 +36,7 @@ final class WorkerPool: Sendable {
     private let state = Lock(State())
 
     private struct State {
-        var jobs: [Job?] = []
-        /// Index of the next job to run in `jobs`.
-        var head = 0
+        var jobs = FIFO<Job>()
         var workers = 0
         /// Connections with responses queued by jobs, waiting for the burst to end.
         var unflushed: [TCPConnection] = []
@@ -117,23 +115,15 @@ final class WorkerPool: Sendable {
     /// oldest has waited `burstDelay`. One lock for both.
     private func next(now: ContinuousClock.Instant, afterLongJob: Bool) -> (Job?, [TCPConnection]) {
         state.withLock { state in
-            let queueEmpty = state.head >= state.jobs.count
+            let queueEmpty = state.jobs.isEmpty
             var due: [TCPConnection] = []
             if let since = state.unflushedSince, afterLongJob || queueEmpty || now - since >= burstDelay {
                 swap(&due, &state.unflushed)
                 state.unflushedSince = nil
             }
-            guard !queueEmpty else {
-                state.jobs.removeAll(keepingCapacity: true)
-                state.head = 0
+            guard let job = state.jobs.popFirst() else {
                 state.workers -= 1
                 return (nil, due)
-            }
-            let job = state.jobs[state.head].take()
-            state.head += 1
-            if state.head >= 1024, state.head * 2 >= state.jobs.count {
-                state.jobs.removeFirst(state.head)
-                state.head = 0
             }
             return (job, due)
         }

@@ -1,0 +1,25 @@
+/// A first-in, first-out queue over an array: O(1) amortized `append` and `popFirst`, and popped
+/// slots are released at once.
+struct FIFO<Element> {
+    private var elements: [Element?] = []
+    /// Index of the oldest element still queued.
+    private var head = 0
+
+    var isEmpty: Bool { head == elements.count }
+
+    mutating func append(_ element: Element) { elements.append(element) }
+
+    mutating func popFirst() -> Element? {
+        guard head < elements.count else { return nil }
+        let element = elements[head].take()
+        head += 1
+        if head == elements.count {
+            elements.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 1024, head * 2 >= elements.count {
+            elements.removeFirst(head)
+            head = 0
+        }
+        return element
+    }
+}
