@@ -119,6 +119,21 @@ import Testing
         }
     }
 
+    @Test func callsReadTogetherWithAFrameThatClosesTheConnectionStillEnd() async throws {
+        try await Harness.with(.tcp) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            // One write, so one read: a good call, then an envelope that does not decode, which
+            // closes the connection before the read ends. The good call was queued all the same
+            // and must leave the server's books (it would keep shutdown waiting otherwise).
+            let call = RpcV1.Frame(
+                callID: 1, kind: .request, method: RpcV1.Echo.echo.path, hasPayload: true,
+                payload: RpcV1.EchoRequest(payload: [1]).serializedBytes())
+            socket.write(FrameCodec.encode(call.serializedBytes()) + FrameCodec.encode([0xFF, 0xFF, 0xFF]))
+            #expect(await socket.readUntilClosed().closed)
+            try await Self.waitUntil { harness.tcp!.callsInFlight == 0 }
+        }
+    }
+
     @Test func aCallCancelledWhileQueuedNeverRuns() async throws {
         let service = GatedService()
         try await Harness.with(.tcp, services: [service], limits: Self.limits(workers: 1)) { harness in
