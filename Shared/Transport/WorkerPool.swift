@@ -153,7 +153,7 @@ final class WorkerPool: Sendable {
         pthread_setspecific(Self.currentKey, pool.map { Unmanaged.passUnretained($0).toOpaque() })
     }
 
-    nonisolated(unsafe) private static let currentKey: pthread_key_t = {
+    private static let currentKey: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key, nil)
         return key

@@ -1,6 +1,6 @@
 // menagerie-bench: prints throughput and latency figures (no pass/fail; goals are printed beside
-// the figures). Run: swift run -c release menagerie-bench [rpc] [zoo] [--seconds S] [--rounds N]
-// [--sizes 64,65536] [--callers 1,16,64] [--no-floor]
+// the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [--seconds S]
+// [--rounds N] [--sizes 64,65536] [--callers 1,16,64] [--no-floor]
 import Foundation
 import RPC
 import Schema
@@ -22,9 +22,13 @@ let suites = arguments.enumerated().filter { index, argument in
     !argument.hasPrefix("--") && (index == 0 || !arguments[arguments.index(arguments.startIndex, offsetBy: index - 1)].hasPrefix("--"))
 }.map(\.element)
 
+let payloadSizes = numbers("sizes", [64, 64 << 10])
+if suites.isEmpty || suites.contains("parts") {
+    await PartsBenchmark(payloadSizes: payloadSizes).run()
+}
 if suites.isEmpty || suites.contains("rpc") {
     try await RPCBenchmark(
-        secondsPerRun: seconds ?? 1.0, rounds: max(1, option("rounds").flatMap(Int.init) ?? 3), payloadSizes: numbers("sizes", [64, 64 << 10]), callerCounts: numbers("callers", [1, 16, 64]),
+        secondsPerRun: seconds ?? 1.0, rounds: max(1, option("rounds").flatMap(Int.init) ?? 3), payloadSizes: payloadSizes, callerCounts: numbers("callers", [1, 16, 64]),
         includeFloor: !arguments.contains("--no-floor")
     ).run()
 }
