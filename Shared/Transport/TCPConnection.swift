@@ -96,8 +96,8 @@ final class TCPConnection: @unchecked Sendable {
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
         decoder.append(bytes)
+        var frames = 0
         do {
-            var frames = 0
             defer { if frames > 0 { lastFrameAt = .now } }
             while !isClosed, let envelope = try decoder.nextEnvelope() {
                 frames += 1
@@ -109,7 +109,8 @@ final class TCPConnection: @unchecked Sendable {
             return
         }
         if decoder.hasPartialFrame {
-            if partialFrameSince == nil { partialFrameSince = .now }
+            // After a complete frame, what waits is the beginning of the next one.
+            if partialFrameSince == nil || frames > 0 { partialFrameSince = .now }
         } else {
             partialFrameSince = nil
         }

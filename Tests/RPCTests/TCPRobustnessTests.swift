@@ -140,6 +140,27 @@ import Testing
         }
     }
 
+    @Test func aClientThatKeepsSendingIsNotTakenForAStalledOne() async throws {
+        var limits = Self.quickLimits
+        limits.frameTimeout = .seconds(1)
+        try await Harness.with(.tcp, limits: limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            // Each write ends one frame and begins the next, so every read the server makes ends
+            // mid-frame, for three times the frame timeout; yet no frame takes more than 50 ms.
+            let frames = (1...60).map { RawSocket.echoFrame(RpcV1.EchoRequest(payload: [UInt8($0)]), id: UInt64($0)) }
+            var rest: [UInt8] = []
+            for frame in frames {
+                socket.write(rest + frame.prefix(frame.count / 2))
+                rest = Array(frame.dropFirst(frame.count / 2))
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            socket.write(rest)
+            var answered: Set<UInt64> = []
+            for _ in frames { answered.insert(try await socket.receiveFrame().callID) }
+            #expect(answered == Set(1...60))
+        }
+    }
+
     @Test func connectionsBeyondTheLimitAreRefused() async throws {
         var limits = Self.quickLimits
         limits.maxConnections = 2
