@@ -26,9 +26,11 @@ final class TCPConnection: @unchecked Sendable {
     /// Bytes waiting to be written fell below the low-water mark.
     var onDrain: (() -> Void)?
 
-    /// When the connection was opened, and when the last complete frame arrived.
+    /// When the connection was opened, when the last complete frame arrived, and when a write
+    /// last completed.
     let openedAt = ContinuousClock.now
     private(set) var lastFrameAt: ContinuousClock.Instant?
+    private(set) var lastWriteAt: ContinuousClock.Instant?
     /// Since when bytes of an unfinished frame have been waiting.
     private(set) var partialFrameSince: ContinuousClock.Instant?
 
@@ -188,6 +190,7 @@ final class TCPConnection: @unchecked Sendable {
             if status != UV_ECANCELED.rawValue { close(reason: "write failed: \(uvError(status))") }
             return
         }
+        lastWriteAt = .now
         if left == 0, let reason = closeWhenFlushed {
             close(reason: reason)
         } else if left < lowWater {

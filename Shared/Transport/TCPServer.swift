@@ -21,7 +21,7 @@ public final class TCPServer: @unchecked Sendable {
         /// Answer batching of the worker pool (see `WorkerPool`); only tests change these.
         var quickCall: Duration = .microseconds(50)
         var answerBatchingWindow: Duration = .microseconds(100)
-        /// A connection with no open call and no frame for this long is closed.
+        /// A connection with no open call and no frame either way for this long is closed.
         public var idleTimeout: Duration = .seconds(300)
         /// A connection must complete its first frame, and any frame it started, within this time.
         public var frameTimeout: Duration = .seconds(10)
@@ -115,7 +115,8 @@ public final class TCPServer: @unchecked Sendable {
         logger.debug("accepted connection from \(connection.peer)")
     }
 
-    /// Closes connections that stalled mid-frame, never sent a frame, or sat idle too long.
+    /// Closes connections that stalled mid-frame, never sent a frame, or sat idle too long (idle
+    /// since the last request or answer, whichever came later).
     private func sweep() {
         let now = ContinuousClock.now
         for served in Array(connections.values) {
@@ -124,7 +125,8 @@ public final class TCPServer: @unchecked Sendable {
                 connection.close(reason: "frame still incomplete after \(limits.frameTimeout) (stalled or too slow client)")
             } else if connection.lastFrameAt == nil, now - connection.openedAt > limits.frameTimeout {
                 connection.close(reason: "no frame within \(limits.frameTimeout) of connecting")
-            } else if served.openCalls == 0, now - (connection.lastFrameAt ?? connection.openedAt) > limits.idleTimeout {
+            } else if served.openCalls == 0,
+                      now - max(connection.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt) > limits.idleTimeout {
                 connection.close(reason: "idle for \(limits.idleTimeout)")
             }
         }

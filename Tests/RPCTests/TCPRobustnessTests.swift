@@ -161,6 +161,24 @@ import Testing
         }
     }
 
+    @Test func idleTimeCountsFromTheLastAnswerNotFromTheLastRequest() async throws {
+        var limits = Self.quickLimits
+        limits.idleTimeout = .seconds(2)
+        limits.frameTimeout = .seconds(2)
+        try await Harness.with(.tcp, limits: limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            // A call that outlasts the idle timeout: its request is the last frame for 3 s.
+            socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [1], delayMs: 3000), id: 1))
+            #expect(try await socket.receiveFrame().statusCode == StatusCode.ok.rawValue)
+            // Just answered, so not idle: a sweep (every 500 ms) must leave the connection open.
+            try await Task.sleep(for: .milliseconds(700))
+            socket.sendEcho("again", id: 2)
+            let reply = try await socket.receiveFrame()
+            #expect(reply.callID == 2)
+            #expect(reply.statusCode == StatusCode.ok.rawValue)
+        }
+    }
+
     @Test func connectionsBeyondTheLimitAreRefused() async throws {
         var limits = Self.quickLimits
         limits.maxConnections = 2
