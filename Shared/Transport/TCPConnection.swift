@@ -19,7 +19,8 @@ final class TCPConnection: @unchecked Sendable {
 
     /// A complete frame's envelope bytes arrived; they are valid only during the call.
     var onFrame: ((UnsafeRawBufferPointer) -> Void)?
-    /// The byte stream broke framing; the connection closes right after.
+    /// The byte stream broke framing; the connection closes right after, unless this has it close
+    /// once flushed (`close(afterFlushing:)`).
     var onFrameError: ((FrameError) -> Void)?
     /// The connection closed, with the reason.
     var onClose: ((String) -> Void)?
@@ -74,7 +75,7 @@ final class TCPConnection: @unchecked Sendable {
     }
 
     func resumeReading() {
-        guard !isClosed, !isReading else { return }
+        guard !isClosed, !isReading, closeWhenFlushed == nil else { return }
         isReading = true
         uv_read_start(stream, { handle, _, buffer in
             let loop = EventLoop.owning(handle!.pointee.loop)
@@ -107,7 +108,7 @@ final class TCPConnection: @unchecked Sendable {
             }
         } catch {
             onFrameError?(error)
-            close(reason: error.description)
+            if closeWhenFlushed == nil { close(reason: error.description) }
             return
         }
         if decoder.hasPartialFrame {

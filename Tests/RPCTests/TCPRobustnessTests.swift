@@ -179,6 +179,36 @@ import Testing
         }
     }
 
+    @Test func tooLargeFrameIsAnsweredAfterTheAnswersBeforeIt() async throws {
+        var limits = Self.quickLimits
+        limits.writeHighWater = 256 << 20  // keep reading however much waits to be written
+        limits.frameTimeout = .seconds(30)
+        limits.idleTimeout = .seconds(30)
+        try await Harness.with(.tcp, limits: limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            // 16 MB of answers that the client does not read yet: far more than the socket buffers
+            // of a connection that is not read hold, so most of them wait in the server's write queue.
+            let payload = [UInt8](repeating: 7, count: 1_000_000)
+            socket.write((1...16).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: payload), id: UInt64($0)) })
+            try await waitUntil { harness.tcp!.callsInFlight == 0 }
+            try await Task.sleep(for: .milliseconds(200))
+            socket.write([0, 0xFF, 0xFF, 0xFF, 0xFF])
+            let (bytes, closed) = await socket.readUntilClosed()
+            #expect(closed)
+            let decoder = FrameDecoder()
+            decoder.append(bytes)
+            var statuses: [UInt64: UInt32] = [:]
+            while let envelope = try decoder.next() {
+                let frame = try RpcV1.Frame(serializedBytes: envelope)
+                statuses[frame.callID] = frame.statusCode
+            }
+            #expect(statuses.count == 17, "only \(bytes.count) bytes arrived before the connection closed")
+            #expect(statuses[0] == StatusCode.resourceExhausted.rawValue)
+            #expect((1...16).allSatisfy { statuses[$0] == StatusCode.ok.rawValue })
+            try await expectServing(harness)
+        }
+    }
+
     @Test func connectionsBeyondTheLimitAreRefused() async throws {
         var limits = Self.quickLimits
         limits.maxConnections = 2
