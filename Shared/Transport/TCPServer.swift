@@ -229,8 +229,9 @@ final class ServerConnection: @unchecked Sendable {
         /// Its handler runs (or waits) in this task.
         case running(Task<Void, Never>)
     }
-    /// Streaming handlers waiting for the client to read (resumed on drain or close).
-    private let writers = Mutex<(waiting: [CheckedContinuation<Void, any Error>], closed: Bool)>(([], false))
+    /// Streaming handlers waiting for the client to read, by ticket (resumed on drain, close or
+    /// cancellation).
+    private let writers = Mutex<(waiting: [Int: CheckedContinuation<Void, any Error>], lastTicket: Int, closed: Bool)>(([:], 0, false))
 
     init(connection: TCPConnection, server: TCPServer) {
         self.connection = connection
@@ -390,26 +391,36 @@ final class ServerConnection: @unchecked Sendable {
         }
     }
 
-    /// Waits while the client has more unread response bytes than the high-water mark.
+    /// Waits while the client has more unread response bytes than the high-water mark; throws once
+    /// the connection closed or the call's task is cancelled (client cancel, deadline).
     func waitUntilWritable() async throws {
         guard connection.pendingBytes.load(ordering: .relaxed) > connection.highWater else { return }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let resumeNow = writers.withLock { writers -> (any Error)?? in
-                if writers.closed { return .some(RPCError(.cancelled, "connection closed")) }
-                if connection.pendingBytes.load(ordering: .relaxed) <= connection.lowWater { return .some(nil) }
-                writers.waiting.append(continuation)
-                return nil
+        let ticket = writers.withLock { writers in
+            writers.lastTicket += 1
+            return writers.lastTicket
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let resumeNow = writers.withLock { writers -> (any Error)?? in
+                    if writers.closed { return .some(RPCError(.cancelled, "connection closed")) }
+                    if Task.isCancelled { return .some(CancellationError()) }
+                    if connection.pendingBytes.load(ordering: .relaxed) <= connection.lowWater { return .some(nil) }
+                    writers.waiting[ticket] = continuation
+                    return nil
+                }
+                if let outcome = resumeNow {
+                    if let error = outcome { continuation.resume(throwing: error) } else { continuation.resume() }
+                }
             }
-            if let outcome = resumeNow {
-                if let error = outcome { continuation.resume(throwing: error) } else { continuation.resume() }
-            }
+        } onCancel: {
+            writers.withLock { $0.waiting.removeValue(forKey: ticket) }?.resume(throwing: CancellationError())
         }
     }
 
     private func drained() {
         let waiting = writers.withLock { writers in
             defer { writers.waiting.removeAll() }
-            return writers.waiting
+            return writers.waiting.values
         }
         for writer in waiting { writer.resume() }
         connection.resumeReading()
@@ -430,7 +441,7 @@ final class ServerConnection: @unchecked Sendable {
         let waiting = writers.withLock { writers in
             writers.closed = true
             defer { writers.waiting.removeAll() }
-            return writers.waiting
+            return writers.waiting.values
         }
         for writer in waiting { writer.resume(throwing: RPCError(.cancelled, "connection closed: \(reason)")) }
         for task in running { task.cancel() }

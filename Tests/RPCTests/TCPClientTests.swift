@@ -116,6 +116,22 @@ import Transport
         _ = socket
         await server.shutdown(grace: .milliseconds(100))
     }
+
+    @Test func aStreamWaitingForASlowReaderEndsWhenTheClientCancels() async throws {
+        var limits = TCPServer.Limits()
+        limits.writeHighWater = 256 << 10
+        let server = try TCPServer(rpc: RPCServer(name: "stream", services: [CountingStream()]), port: 0, limits: limits)
+        let socket = try RawSocket(port: server.port)
+        // Far more than the client reads (nothing): the handler soon waits for it.
+        let request = RpcV1.EchoRequest(payload: Array(repeating: 1, count: 64 << 10), count: 65_536)
+        socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request, method: RpcV1.Echo.stream.path, hasPayload: true,
+                                                   payload: request.serializedBytes()).serializedBytes()))
+        try await waitUntil { server.callsInFlight == 1 }
+        try await Task.sleep(for: .milliseconds(500))
+        socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .cancel).serializedBytes()))
+        try await waitUntil { server.callsInFlight == 0 }
+        await server.shutdown(grace: .milliseconds(100))
+    }
 }
 
 /// Streams echo responses, counting how many the transport accepted.
