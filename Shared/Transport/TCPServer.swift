@@ -173,9 +173,10 @@ public final class TCPServer: @unchecked Sendable {
 
     /// Graceful shutdown: health turns NOT_SERVING, the listener closes, new calls get UNAVAILABLE,
     /// calls in flight get up to `grace` to finish; then every connection closes and the loop stops.
+    /// Calling it again returns at once.
     public func shutdown(grace: Duration) async {
+        guard !draining.exchange(true, ordering: .acquiringAndReleasing) else { return }
         rpc.isServing = false
-        draining.store(true, ordering: .releasing)
         loop.execute { [self] in
             listener?.close()
             listener = nil

@@ -132,6 +132,18 @@ import Transport
         try await waitUntil { server.callsInFlight == 0 }
         await server.shutdown(grace: .milliseconds(100))
     }
+
+    @Test func shuttingDownAgainReturns() async throws {
+        final class Progress: Sendable { let returned = Atomic<Bool>(false) }
+        let server = try server()
+        await server.shutdown(grace: .seconds(1))
+        let progress = Progress()
+        Task {
+            await server.shutdown(grace: .seconds(1))
+            progress.returned.store(true, ordering: .relaxed)
+        }
+        try await waitUntil { progress.returned.load(ordering: .relaxed) }
+    }
 }
 
 /// Streams echo responses, counting how many the transport accepted.
