@@ -144,6 +144,19 @@ import Transport
         }
         try await waitUntil { progress.returned.load(ordering: .relaxed) }
     }
+
+    @Test func aTransportReleasedWithoutCloseLetsGoOfItsConnectionAndTimer() async throws {
+        let server = try server()
+        let deadline = ContinuousClock.now + .seconds(1)
+        do {
+            let transport = try TCPClientTransport(endpoint: server.address)
+            _ = try? await transport.unary(CallHead(method: RpcV1.Echo.echo.path, deadline: deadline), request: RpcV1.EchoRequest().serializedBytes())
+        }
+        try await waitUntil { server.rpc.stats.connectionFigures.open == 0 }
+        // The call's deadline passes with its transport gone.
+        try await Task.sleep(until: deadline + .milliseconds(300))
+        await server.shutdown(grace: .seconds(1))
+    }
 }
 
 /// Streams echo responses, counting how many the transport accepted.
