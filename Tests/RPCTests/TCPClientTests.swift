@@ -157,6 +157,19 @@ import Transport
         try await Task.sleep(until: deadline + .milliseconds(300))
         await server.shutdown(grace: .seconds(1))
     }
+
+    @Test func aCallCancelledWhileWaitingToRetryIsCancelled() async throws {
+        let dead = try server()
+        let address = dead.address
+        await dead.shutdown(grace: .seconds(1))
+        let client = RPCClient(transports: [try TCPClientTransport(endpoint: address)], retry: .init(maxAttempts: 3, initialBackoff: .seconds(30)))
+        let call = Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest()) }
+        // The first attempt is refused at once; the call then waits 30 s before the second.
+        try await Task.sleep(for: .milliseconds(500))
+        call.cancel()
+        await expectStatus(.cancelled) { _ = try await call.value }
+        client.close()
+    }
 }
 
 /// Streams echo responses, counting how many the transport accepted.
