@@ -209,6 +209,20 @@ import Testing
         }
     }
 
+    @Test func aCallIdUsedAgainIsNotHeldToTheDeadlineOfTheCallThatHadItBefore() async throws {
+        try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.sendEcho("first", id: 1, timeoutMicros: 2_000_000)
+            #expect(try await socket.receiveFrame().statusCode == StatusCode.ok.rawValue)
+            // Call 1 is over, so its id may be used again: by a call without a deadline that
+            // outlasts the first one's.
+            socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [2], delayMs: 3000), id: 1))
+            let reply = try await socket.receiveFrame()
+            #expect(reply.callID == 1)
+            #expect(reply.statusCode == StatusCode.ok.rawValue, "\(reply.statusMessage)")
+        }
+    }
+
     @Test func connectionsBeyondTheLimitAreRefused() async throws {
         var limits = Self.quickLimits
         limits.maxConnections = 2
