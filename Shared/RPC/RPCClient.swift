@@ -133,7 +133,11 @@ public final class RPCClient: Sendable {
             }
             // Another endpoint is tried at once; the same one again only after a pause.
             if transports.count == 1 {
-                try await Task.sleep(for: backoff)
+                do {
+                    try await Task.sleep(for: backoff)
+                } catch {
+                    throw RPCError(.cancelled, "call to \(path) was cancelled")
+                }
                 backoff *= 2
             }
             attempt += 1

@@ -110,8 +110,8 @@ func uvError(_ code: Int32) -> String {
     "\(String(cString: uv_err_name(code))) (\(String(cString: uv_strerror(code))))"
 }
 
-/// A libuv timer that runs a closure on the loop thread.
-final class LoopTimer {
+/// A libuv timer that runs a closure on the loop thread; touched on that thread only.
+final class LoopTimer: @unchecked Sendable {
     private let handle: UnsafeMutablePointer<uv_timer_t>
     private let action: () -> Void
 

@@ -52,6 +52,15 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         self.maxFrameSize = maxFrameSize
     }
 
+    /// A transport dropped without `close()`: its connection and deadline timer are closed too.
+    deinit {
+        let connection = state.withLock { $0.connection }
+        loop.execute { [deadlineTimer] in
+            connection?.close(reason: "transport released")
+            deadlineTimer?.close()
+        }
+    }
+
     private static func unbracketed(_ host: String) -> String {
         host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
@@ -275,7 +284,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             return first
         }) else { return }
         if deadlineTimer == nil {
-            deadlineTimer = LoopTimer(loop: loop) { [unowned self] in expireDeadlines() }
+            deadlineTimer = LoopTimer(loop: loop) { [weak self] in self?.expireDeadlines() }
         }
         deadlineTimer?.start(after: max(.zero, due - .now))
     }

@@ -19,16 +19,19 @@ final class TCPConnection: @unchecked Sendable {
 
     /// A complete frame's envelope bytes arrived; they are valid only during the call.
     var onFrame: ((UnsafeRawBufferPointer) -> Void)?
-    /// The byte stream broke framing; the connection closes right after.
+    /// The byte stream broke framing; the connection closes right after, unless this has it close
+    /// once flushed (`close(afterFlushing:)`).
     var onFrameError: ((FrameError) -> Void)?
     /// The connection closed, with the reason.
     var onClose: ((String) -> Void)?
     /// Bytes waiting to be written fell below the low-water mark.
     var onDrain: (() -> Void)?
 
-    /// When the connection was opened, and when the last complete frame arrived.
+    /// When the connection was opened, when the last complete frame arrived, and when a write
+    /// last completed.
     let openedAt = ContinuousClock.now
     private(set) var lastFrameAt: ContinuousClock.Instant?
+    private(set) var lastWriteAt: ContinuousClock.Instant?
     /// Since when bytes of an unfinished frame have been waiting.
     private(set) var partialFrameSince: ContinuousClock.Instant?
 
@@ -72,7 +75,7 @@ final class TCPConnection: @unchecked Sendable {
     }
 
     func resumeReading() {
-        guard !isClosed, !isReading else { return }
+        guard !isClosed, !isReading, closeWhenFlushed == nil else { return }
         isReading = true
         uv_read_start(stream, { handle, _, buffer in
             let loop = EventLoop.owning(handle!.pointee.loop)
@@ -96,8 +99,8 @@ final class TCPConnection: @unchecked Sendable {
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
         decoder.append(bytes)
+        var frames = 0
         do {
-            var frames = 0
             defer { if frames > 0 { lastFrameAt = .now } }
             while !isClosed, let envelope = try decoder.nextEnvelope() {
                 frames += 1
@@ -105,11 +108,12 @@ final class TCPConnection: @unchecked Sendable {
             }
         } catch {
             onFrameError?(error)
-            close(reason: error.description)
+            if closeWhenFlushed == nil { close(reason: error.description) }
             return
         }
         if decoder.hasPartialFrame {
-            if partialFrameSince == nil { partialFrameSince = .now }
+            // After a complete frame, what waits is the beginning of the next one.
+            if partialFrameSince == nil || frames > 0 { partialFrameSince = .now }
         } else {
             partialFrameSince = nil
         }
@@ -187,6 +191,7 @@ final class TCPConnection: @unchecked Sendable {
             if status != UV_ECANCELED.rawValue { close(reason: "write failed: \(uvError(status))") }
             return
         }
+        lastWriteAt = .now
         if left == 0, let reason = closeWhenFlushed {
             close(reason: reason)
         } else if left < lowWater {

@@ -21,7 +21,7 @@ public final class TCPServer: @unchecked Sendable {
         /// Answer batching of the worker pool (see `WorkerPool`); only tests change these.
         var quickCall: Duration = .microseconds(50)
         var answerBatchingWindow: Duration = .microseconds(100)
-        /// A connection with no open call and no frame for this long is closed.
+        /// A connection with no open call and no frame either way for this long is closed.
         public var idleTimeout: Duration = .seconds(300)
         /// A connection must complete its first frame, and any frame it started, within this time.
         public var frameTimeout: Duration = .seconds(10)
@@ -115,7 +115,8 @@ public final class TCPServer: @unchecked Sendable {
         logger.debug("accepted connection from \(connection.peer)")
     }
 
-    /// Closes connections that stalled mid-frame, never sent a frame, or sat idle too long.
+    /// Closes connections that stalled mid-frame, never sent a frame, or sat idle too long (idle
+    /// since the last request or answer, whichever came later).
     private func sweep() {
         let now = ContinuousClock.now
         for served in Array(connections.values) {
@@ -124,17 +125,19 @@ public final class TCPServer: @unchecked Sendable {
                 connection.close(reason: "frame still incomplete after \(limits.frameTimeout) (stalled or too slow client)")
             } else if connection.lastFrameAt == nil, now - connection.openedAt > limits.frameTimeout {
                 connection.close(reason: "no frame within \(limits.frameTimeout) of connecting")
-            } else if served.openCalls == 0, now - (connection.lastFrameAt ?? connection.openedAt) > limits.idleTimeout {
+            } else if served.openCalls == 0,
+                      now - max(connection.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt) > limits.idleTimeout {
                 connection.close(reason: "idle for \(limits.idleTimeout)")
             }
         }
     }
 
-    /// Answers DEADLINE_EXCEEDED for call `id` of `connection` once `deadline` passes, unless it
-    /// finished (loop thread).
-    func watch(_ deadline: ContinuousClock.Instant, of id: UInt64, method: String, on connection: ServerConnection) {
-        deadlines.add(WatchedCall(id: id, method: method, connection: connection), at: deadline, liveCalls: inFlight.load(ordering: .relaxed)) { call in
-            call.connection.map { !$0.isOpen(call.id) } ?? true
+    /// Answers DEADLINE_EXCEEDED for call `id` (numbered `serial`) of `connection` once `deadline`
+    /// passes, unless it finished (loop thread).
+    func watch(_ deadline: ContinuousClock.Instant, of id: UInt64, serial: UInt64, method: String, on connection: ServerConnection) {
+        let watched = WatchedCall(id: id, serial: serial, method: method, connection: connection)
+        deadlines.add(watched, at: deadline, liveCalls: inFlight.load(ordering: .relaxed)) { call in
+            call.connection.map { !$0.isOpen(call.id, serial: call.serial) } ?? true
         }
         if let due = deadlineTimerDue, due <= deadline { return }
         deadlineTimerDue = deadline
@@ -144,7 +147,7 @@ public final class TCPServer: @unchecked Sendable {
     private func expireDeadlines() {
         deadlineTimerDue = nil
         let now = ContinuousClock.now
-        for call in deadlines.popExpired(at: now) { call.connection?.expire(call.id, method: call.method) }
+        for call in deadlines.popExpired(at: now) { call.connection?.expire(call.id, serial: call.serial, method: call.method) }
         if let next = deadlines.earliest {
             deadlineTimerDue = next
             deadlineTimer?.start(after: max(.zero, next - now))
@@ -171,9 +174,10 @@ public final class TCPServer: @unchecked Sendable {
 
     /// Graceful shutdown: health turns NOT_SERVING, the listener closes, new calls get UNAVAILABLE,
     /// calls in flight get up to `grace` to finish; then every connection closes and the loop stops.
+    /// Calling it again returns at once.
     public func shutdown(grace: Duration) async {
+        guard !draining.exchange(true, ordering: .acquiringAndReleasing) else { return }
         rpc.isServing = false
-        draining.store(true, ordering: .releasing)
         loop.execute { [self] in
             listener?.close()
             listener = nil
@@ -205,6 +209,7 @@ public final class TCPServer: @unchecked Sendable {
 /// A call whose deadline the server's loop watches.
 private struct WatchedCall {
     let id: UInt64
+    let serial: UInt64
     let method: String
     weak var connection: ServerConnection?
 }
@@ -213,7 +218,12 @@ private struct WatchedCall {
 final class ServerConnection: @unchecked Sendable {
     let connection: TCPConnection
     let server: TCPServer
-    private let calls = Lock<[UInt64: CallSlot]>([:])
+    /// Open calls by the id the client gave them, with the serial number the server gave them: once
+    /// a call is over the client may use its id again, and what is left of the old call (its
+    /// deadline, its handler if cancelled or expired) must not act on the new one.
+    private let calls = Lock<[UInt64: (serial: UInt64, slot: CallSlot)]>([:])
+    /// Serial number of the last call started (loop thread).
+    private var lastSerial: UInt64 = 0
 
     /// A call's entry, from the moment its request arrived until its status was sent.
     private enum CallSlot {
@@ -227,8 +237,9 @@ final class ServerConnection: @unchecked Sendable {
         /// Its handler runs (or waits) in this task.
         case running(Task<Void, Never>)
     }
-    /// Streaming handlers waiting for the client to read (resumed on drain or close).
-    private let writers = Mutex<(waiting: [CheckedContinuation<Void, any Error>], closed: Bool)>(([], false))
+    /// Streaming handlers waiting for the client to read, by ticket (resumed on drain, close or
+    /// cancellation).
+    private let writers = Mutex<(waiting: [Int: CheckedContinuation<Void, any Error>], lastTicket: Int, closed: Bool)>(([:], 0, false))
 
     init(connection: TCPConnection, server: TCPServer) {
         self.connection = connection
@@ -264,9 +275,11 @@ final class ServerConnection: @unchecked Sendable {
         let head = CallHead(
             method: frame.method, metadata: Metadata(frame.metadata.map { ($0.key, $0.value) }),
             deadline: frame.timeoutMicros.map { .now + .microseconds(Int64(clamping: $0)) }, peer: connection.peer)
+        lastSerial += 1
+        let serial = lastSerial
         let accepted = calls.withLock { calls -> Bool in
             guard calls[id] == nil, calls.count < server.limits.maxConcurrentCalls else { return false }
-            calls[id] = .queued
+            calls[id] = (serial, .queued)
             return true
         }
         guard accepted else {
@@ -275,8 +288,8 @@ final class ServerConnection: @unchecked Sendable {
         }
         server.inFlight.add(1, ordering: .relaxed)
         server.callStarted()
-        if let deadline = head.deadline { server.watch(deadline, of: id, method: head.method, on: self) }
-        server.workers.submit(ServerCall(connection: self, id: id, head: head, payload: frame.payload))
+        if let deadline = head.deadline { server.watch(deadline, of: id, serial: serial, method: head.method, on: self) }
+        server.workers.submit(ServerCall(connection: self, id: id, serial: serial, head: head, payload: frame.payload))
         if connection.pendingBytes.load(ordering: .relaxed) > connection.highWater { connection.pauseReading() }
     }
 
@@ -284,7 +297,8 @@ final class ServerConnection: @unchecked Sendable {
     fileprivate func run(_ call: ServerCall) {
         let id = call.id
         let proceed = calls.withLock { calls -> Bool in
-            switch calls[id] {
+            guard let entry = calls[id], entry.serial == call.serial else { return false }
+            switch entry.slot {
             case .queued:
                 return true
             case .cancelled:
@@ -296,7 +310,7 @@ final class ServerConnection: @unchecked Sendable {
                 // Its deadline passed while it waited, and it was answered then.
                 calls[id] = nil
                 return false
-            case .running, nil:
+            case .running:
                 return false
             }
         }
@@ -304,18 +318,18 @@ final class ServerConnection: @unchecked Sendable {
         // Runs right here, on this worker, until the handler first waits.
         let task = Task.immediate { await call.serve() }
         let cancelNow = calls.withLock { calls -> Bool in
-            switch calls[id] {
+            guard let entry = calls[id], entry.serial == call.serial else { return false }  // finished already
+            switch entry.slot {
             case .queued:
-                calls[id] = .running(task)
+                calls[id]?.slot = .running(task)
                 return false
             case .cancelled:
-                calls[id] = .running(task)
+                calls[id]?.slot = .running(task)
                 return true
             case .expired:
                 calls[id] = nil
                 return true
-            case .running, nil:
-                // Finished already.
+            case .running:
                 return false
             }
         }
@@ -323,15 +337,15 @@ final class ServerConnection: @unchecked Sendable {
     }
 
     /// The call's deadline passed: answers DEADLINE_EXCEEDED now and cancels its handler (loop thread).
-    func expire(_ id: UInt64, method: String) {
+    func expire(_ id: UInt64, serial: UInt64, method: String) {
         let slot = calls.withLock { calls -> CallSlot? in
-            let slot = calls[id]
-            switch slot {
-            case .queued: calls[id] = .expired  // the worker may be starting it right now
+            guard let entry = calls[id], entry.serial == serial else { return nil }
+            switch entry.slot {
+            case .queued: calls[id]?.slot = .expired  // the worker may be starting it right now
             case .running, .cancelled: calls[id] = nil
-            case .expired, nil: return nil
+            case .expired: return nil
             }
-            return slot
+            return entry.slot
         }
         guard let slot else { return }
         server.inFlight.subtract(1, ordering: .relaxed)
@@ -345,9 +359,9 @@ final class ServerConnection: @unchecked Sendable {
 
     private func cancel(_ id: UInt64) {
         let task = calls.withLock { calls -> Task<Void, Never>? in
-            switch calls[id] {
+            switch calls[id]?.slot {
             case .queued:
-                calls[id] = .cancelled
+                calls[id]?.slot = .cancelled
                 return nil
             case .running(let task): return task
             case .cancelled, .expired, nil: return nil
@@ -369,8 +383,12 @@ final class ServerConnection: @unchecked Sendable {
 
     /// Called by a call's sink when it finished; only the first answer of a call is sent (a call
     /// that expired was answered already).
-    func finished(_ id: UInt64, status: RpcV1.Frame) {
-        let slot = calls.withLock { $0.removeValue(forKey: id) }
+    func finished(_ id: UInt64, serial: UInt64, status: RpcV1.Frame) {
+        let slot = calls.withLock { calls -> CallSlot? in
+            guard let entry = calls[id], entry.serial == serial else { return nil }
+            calls[id] = nil
+            return entry.slot
+        }
         if slot == nil { return }
         if case .expired = slot { return }
         // Queued before the call stops counting as in flight, so a shutdown waiting for that writes it.
@@ -379,35 +397,46 @@ final class ServerConnection: @unchecked Sendable {
     }
 
     /// Whether call `id` may still send: it is open and was not answered because of its deadline.
-    func isOpen(_ id: UInt64) -> Bool {
+    func isOpen(_ id: UInt64, serial: UInt64) -> Bool {
         calls.withLock { calls in
-            switch calls[id] {
-            case .queued, .running, .cancelled: true
-            case .expired, nil: false
+            guard let entry = calls[id], entry.serial == serial else { return false }
+            switch entry.slot {
+            case .queued, .running, .cancelled: return true
+            case .expired: return false
             }
         }
     }
 
-    /// Waits while the client has more unread response bytes than the high-water mark.
+    /// Waits while the client has more unread response bytes than the high-water mark; throws once
+    /// the connection closed or the call's task is cancelled (client cancel, deadline).
     func waitUntilWritable() async throws {
         guard connection.pendingBytes.load(ordering: .relaxed) > connection.highWater else { return }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let resumeNow = writers.withLock { writers -> (any Error)?? in
-                if writers.closed { return .some(RPCError(.cancelled, "connection closed")) }
-                if connection.pendingBytes.load(ordering: .relaxed) <= connection.lowWater { return .some(nil) }
-                writers.waiting.append(continuation)
-                return nil
+        let ticket = writers.withLock { writers in
+            writers.lastTicket += 1
+            return writers.lastTicket
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let resumeNow = writers.withLock { writers -> (any Error)?? in
+                    if writers.closed { return .some(RPCError(.cancelled, "connection closed")) }
+                    if Task.isCancelled { return .some(CancellationError()) }
+                    if connection.pendingBytes.load(ordering: .relaxed) <= connection.lowWater { return .some(nil) }
+                    writers.waiting[ticket] = continuation
+                    return nil
+                }
+                if let outcome = resumeNow {
+                    if let error = outcome { continuation.resume(throwing: error) } else { continuation.resume() }
+                }
             }
-            if let outcome = resumeNow {
-                if let error = outcome { continuation.resume(throwing: error) } else { continuation.resume() }
-            }
+        } onCancel: {
+            writers.withLock { $0.waiting.removeValue(forKey: ticket) }?.resume(throwing: CancellationError())
         }
     }
 
     private func drained() {
         let waiting = writers.withLock { writers in
             defer { writers.waiting.removeAll() }
-            return writers.waiting
+            return writers.waiting.values
         }
         for writer in waiting { writer.resume() }
         connection.resumeReading()
@@ -416,9 +445,9 @@ final class ServerConnection: @unchecked Sendable {
     func closed(reason: String) {
         let running = calls.withLock { calls -> [Task<Void, Never>] in
             var running: [Task<Void, Never>] = []
-            for (id, slot) in calls {
-                switch slot {
-                case .queued: calls[id] = .cancelled
+            for (id, call) in calls {
+                switch call.slot {
+                case .queued: calls[id]?.slot = .cancelled
                 case .running(let task): running.append(task)
                 case .cancelled, .expired: break
                 }
@@ -428,7 +457,7 @@ final class ServerConnection: @unchecked Sendable {
         let waiting = writers.withLock { writers in
             writers.closed = true
             defer { writers.waiting.removeAll() }
-            return writers.waiting
+            return writers.waiting.values
         }
         for writer in waiting { writer.resume(throwing: RPCError(.cancelled, "connection closed: \(reason)")) }
         for task in running { task.cancel() }
@@ -445,12 +474,14 @@ final class ServerConnection: @unchecked Sendable {
 private final class ServerCall: WorkerJob {
     let connection: ServerConnection
     let id: UInt64
+    let serial: UInt64
     let head: CallHead
     let payload: [UInt8]
 
-    init(connection: ServerConnection, id: UInt64, head: CallHead, payload: [UInt8]) {
+    init(connection: ServerConnection, id: UInt64, serial: UInt64, head: CallHead, payload: [UInt8]) {
         self.connection = connection
         self.id = id
+        self.serial = serial
         self.head = head
         self.payload = payload
     }
@@ -458,7 +489,7 @@ private final class ServerCall: WorkerJob {
     func run() { connection.run(self) }
 
     func serve() async {
-        await connection.server.rpc.handle(head, request: payload, sink: TCPResponseSink(connection: connection, callID: id))
+        await connection.server.rpc.handle(head, request: payload, sink: TCPResponseSink(connection: connection, callID: id, serial: serial))
     }
 }
 
@@ -466,14 +497,15 @@ private final class ServerCall: WorkerJob {
 struct TCPResponseSink: ResponseSink {
     let connection: ServerConnection
     let callID: UInt64
+    let serial: UInt64
 
     func send(_ message: [UInt8]) async throws {
-        guard connection.isOpen(callID) else { throw RPCError(.cancelled, "call \(callID) is over") }
+        guard connection.isOpen(callID, serial: serial) else { throw RPCError(.cancelled, "call \(callID) is over") }
         try await connection.waitUntilWritable()
         connection.connection.send(RpcV1.Frame(callID: callID, kind: .message, hasPayload: true, payload: message))
     }
 
     func finish(message: [UInt8]?, error: RPCError?) {
-        connection.finished(callID, status: ServerConnection.statusFrame(callID, message: message, error: error))
+        connection.finished(callID, serial: serial, status: ServerConnection.statusFrame(callID, message: message, error: error))
     }
 }

@@ -91,13 +91,26 @@ func expectStatus(_ code: StatusCode, sourceLocation: SourceLocation = #_sourceL
     return nil
 }
 
+/// Waits (at most 10 s) until `condition` holds.
+func waitUntil(_ condition: () -> Bool) async throws {
+    let giveUp = ContinuousClock.now + .seconds(10)
+    while !condition() {
+        guard ContinuousClock.now < giveUp else { throw RPCError(.deadlineExceeded, "condition never held") }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
 extension RawSocket {
-    /// Sends an Echo request frame, as a bare client that neither enforces deadlines nor cancels.
-    func sendEcho(_ text: String, id: UInt64, timeoutMicros: UInt64? = nil) {
-        let request = RpcV1.Frame(
+    /// An Echo request frame, as a bare client that neither enforces deadlines nor cancels sends it.
+    static func echoFrame(_ request: RpcV1.EchoRequest, id: UInt64, timeoutMicros: UInt64? = nil) -> [UInt8] {
+        FrameCodec.encode(RpcV1.Frame(
             callID: id, kind: .request, method: RpcV1.Echo.echo.path, timeoutMicros: timeoutMicros, hasPayload: true,
-            payload: RpcV1.EchoRequest(payload: Array(text.utf8)).serializedBytes())
-        write(FrameCodec.encode(request.serializedBytes()))
+            payload: request.serializedBytes()).serializedBytes())
+    }
+
+    /// Sends an Echo request frame (see `echoFrame`).
+    func sendEcho(_ text: String, id: UInt64, timeoutMicros: UInt64? = nil) {
+        write(Self.echoFrame(RpcV1.EchoRequest(payload: Array(text.utf8)), id: id, timeoutMicros: timeoutMicros))
     }
 
     /// Reads the next frame's envelope.

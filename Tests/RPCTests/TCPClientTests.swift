@@ -116,6 +116,60 @@ import Transport
         _ = socket
         await server.shutdown(grace: .milliseconds(100))
     }
+
+    @Test func aStreamWaitingForASlowReaderEndsWhenTheClientCancels() async throws {
+        var limits = TCPServer.Limits()
+        limits.writeHighWater = 256 << 10
+        let server = try TCPServer(rpc: RPCServer(name: "stream", services: [CountingStream()]), port: 0, limits: limits)
+        let socket = try RawSocket(port: server.port)
+        // Far more than the client reads (nothing): the handler soon waits for it.
+        let request = RpcV1.EchoRequest(payload: Array(repeating: 1, count: 64 << 10), count: 65_536)
+        socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request, method: RpcV1.Echo.stream.path, hasPayload: true,
+                                                   payload: request.serializedBytes()).serializedBytes()))
+        try await waitUntil { server.callsInFlight == 1 }
+        try await Task.sleep(for: .milliseconds(500))
+        socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .cancel).serializedBytes()))
+        try await waitUntil { server.callsInFlight == 0 }
+        await server.shutdown(grace: .milliseconds(100))
+    }
+
+    @Test func shuttingDownAgainReturns() async throws {
+        final class Progress: Sendable { let returned = Atomic<Bool>(false) }
+        let server = try server()
+        await server.shutdown(grace: .seconds(1))
+        let progress = Progress()
+        Task {
+            await server.shutdown(grace: .seconds(1))
+            progress.returned.store(true, ordering: .relaxed)
+        }
+        try await waitUntil { progress.returned.load(ordering: .relaxed) }
+    }
+
+    @Test func aTransportReleasedWithoutCloseLetsGoOfItsConnectionAndTimer() async throws {
+        let server = try server()
+        let deadline = ContinuousClock.now + .seconds(1)
+        do {
+            let transport = try TCPClientTransport(endpoint: server.address)
+            _ = try? await transport.unary(CallHead(method: RpcV1.Echo.echo.path, deadline: deadline), request: RpcV1.EchoRequest().serializedBytes())
+        }
+        try await waitUntil { server.rpc.stats.connectionFigures.open == 0 }
+        // The call's deadline passes with its transport gone.
+        try await Task.sleep(until: deadline + .milliseconds(300))
+        await server.shutdown(grace: .seconds(1))
+    }
+
+    @Test func aCallCancelledWhileWaitingToRetryIsCancelled() async throws {
+        let dead = try server()
+        let address = dead.address
+        await dead.shutdown(grace: .seconds(1))
+        let client = RPCClient(transports: [try TCPClientTransport(endpoint: address)], retry: .init(maxAttempts: 3, initialBackoff: .seconds(30)))
+        let call = Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest()) }
+        // The first attempt is refused at once; the call then waits 30 s before the second.
+        try await Task.sleep(for: .milliseconds(500))
+        call.cancel()
+        await expectStatus(.cancelled) { _ = try await call.value }
+        client.close()
+    }
 }
 
 /// Streams echo responses, counting how many the transport accepted.

@@ -140,6 +140,89 @@ import Testing
         }
     }
 
+    @Test func aClientThatKeepsSendingIsNotTakenForAStalledOne() async throws {
+        var limits = Self.quickLimits
+        limits.frameTimeout = .seconds(1)
+        try await Harness.with(.tcp, limits: limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            // Each write ends one frame and begins the next, so every read the server makes ends
+            // mid-frame, for three times the frame timeout; yet no frame takes more than 50 ms.
+            let frames = (1...60).map { RawSocket.echoFrame(RpcV1.EchoRequest(payload: [UInt8($0)]), id: UInt64($0)) }
+            var rest: [UInt8] = []
+            for frame in frames {
+                socket.write(rest + frame.prefix(frame.count / 2))
+                rest = Array(frame.dropFirst(frame.count / 2))
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            socket.write(rest)
+            var answered: Set<UInt64> = []
+            for _ in frames { answered.insert(try await socket.receiveFrame().callID) }
+            #expect(answered == Set(1...60))
+        }
+    }
+
+    @Test func idleTimeCountsFromTheLastAnswerNotFromTheLastRequest() async throws {
+        var limits = Self.quickLimits
+        limits.idleTimeout = .seconds(2)
+        limits.frameTimeout = .seconds(2)
+        try await Harness.with(.tcp, limits: limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            // A call that outlasts the idle timeout: its request is the last frame for 3 s.
+            socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [1], delayMs: 3000), id: 1))
+            #expect(try await socket.receiveFrame().statusCode == StatusCode.ok.rawValue)
+            // Just answered, so not idle: a sweep (every 500 ms) must leave the connection open.
+            try await Task.sleep(for: .milliseconds(700))
+            socket.sendEcho("again", id: 2)
+            let reply = try await socket.receiveFrame()
+            #expect(reply.callID == 2)
+            #expect(reply.statusCode == StatusCode.ok.rawValue)
+        }
+    }
+
+    @Test func tooLargeFrameIsAnsweredAfterTheAnswersBeforeIt() async throws {
+        var limits = Self.quickLimits
+        limits.writeHighWater = 256 << 20  // keep reading however much waits to be written
+        limits.frameTimeout = .seconds(30)
+        limits.idleTimeout = .seconds(30)
+        try await Harness.with(.tcp, limits: limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            // 16 MB of answers that the client does not read yet: far more than the socket buffers
+            // of a connection that is not read hold, so most of them wait in the server's write queue.
+            let payload = [UInt8](repeating: 7, count: 1_000_000)
+            socket.write((1...16).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: payload), id: UInt64($0)) })
+            try await waitUntil { harness.tcp!.callsInFlight == 0 }
+            try await Task.sleep(for: .milliseconds(200))
+            socket.write([0, 0xFF, 0xFF, 0xFF, 0xFF])
+            let (bytes, closed) = await socket.readUntilClosed()
+            #expect(closed)
+            let decoder = FrameDecoder()
+            decoder.append(bytes)
+            var statuses: [UInt64: UInt32] = [:]
+            while let envelope = try decoder.next() {
+                let frame = try RpcV1.Frame(serializedBytes: envelope)
+                statuses[frame.callID] = frame.statusCode
+            }
+            #expect(statuses.count == 17, "only \(bytes.count) bytes arrived before the connection closed")
+            #expect(statuses[0] == StatusCode.resourceExhausted.rawValue)
+            #expect((1...16).allSatisfy { statuses[$0] == StatusCode.ok.rawValue })
+            try await expectServing(harness)
+        }
+    }
+
+    @Test func aCallIdUsedAgainIsNotHeldToTheDeadlineOfTheCallThatHadItBefore() async throws {
+        try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.sendEcho("first", id: 1, timeoutMicros: 2_000_000)
+            #expect(try await socket.receiveFrame().statusCode == StatusCode.ok.rawValue)
+            // Call 1 is over, so its id may be used again: by a call without a deadline that
+            // outlasts the first one's.
+            socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [2], delayMs: 3000), id: 1))
+            let reply = try await socket.receiveFrame()
+            #expect(reply.callID == 1)
+            #expect(reply.statusCode == StatusCode.ok.rawValue, "\(reply.statusMessage)")
+        }
+    }
+
     @Test func connectionsBeyondTheLimitAreRefused() async throws {
         var limits = Self.quickLimits
         limits.maxConnections = 2

@@ -49,15 +49,6 @@ import Testing
         }
     }
 
-    /// Waits (at most 10 s) until `condition` holds.
-    static func waitUntil(_ condition: () -> Bool) async throws {
-        let giveUp = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            guard ContinuousClock.now < giveUp else { throw RPCError(.deadlineExceeded, "condition never held") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
-
     /// Waits until `count` handlers of `service` are running.
     static func waitUntilRunning(_ count: Int, _ service: GatedService) async throws {
         try await waitUntil { service.running.load(ordering: .relaxed) >= count }
@@ -106,7 +97,7 @@ import Testing
                 try await Self.echo(harness.client, "fast")
                 return ContinuousClock.now - start
             }
-            try await Self.waitUntil { harness.tcp!.callsInFlight >= 2 }  // "fast" is queued behind the first
+            try await waitUntil { harness.tcp!.callsInFlight >= 2 }  // "fast" is queued behind the first
             let slow = Task { () -> Duration in
                 try await Self.echo(harness.client, "block:1500")
                 return ContinuousClock.now - start
@@ -130,7 +121,7 @@ import Testing
                 payload: RpcV1.EchoRequest(payload: [1]).serializedBytes())
             socket.write(FrameCodec.encode(call.serializedBytes()) + FrameCodec.encode([0xFF, 0xFF, 0xFF]))
             #expect(await socket.readUntilClosed().closed)
-            try await Self.waitUntil { harness.tcp!.callsInFlight == 0 }
+            try await waitUntil { harness.tcp!.callsInFlight == 0 }
         }
     }
 
@@ -162,7 +153,7 @@ import Testing
             let second = try await socket.receiveFrame()
             #expect(second.callID == 8)
             #expect(second.statusCode == 0)
-            try await Self.waitUntil { harness.tcp!.callsInFlight == 0 }
+            try await waitUntil { harness.tcp!.callsInFlight == 0 }
         }
     }
 
