@@ -34,12 +34,12 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs `work` on the loop thread, soon. Ignored once the loop has shut down.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        let accepted = queue.withLock { queue in
-            guard !queue.stopped else { return false }
+        queue.withLock { queue in
+            guard !queue.stopped else { return }
             queue.work.append(work)
-            return true
+            // Under the lock: once `shutdown` stopped the queue, no wake-up can reach a closed loop.
+            uv_async_send(wakeup)
         }
-        if accepted { uv_async_send(wakeup) }
     }
 
     /// Runs `work` on the loop thread and waits for its result (never call it from the loop thread).
@@ -55,14 +55,21 @@ public final class EventLoop: @unchecked Sendable {
         return result.withLock { $0! }
     }
 
-    /// Closes every handle still open, stops the loop thread and waits for it.
+    /// Runs the work handed over so far, then closes every handle still open, stops the loop
+    /// thread and waits for it. Work handed over later is ignored; calling it again returns at once.
     public func shutdown() {
-        execute { [self] in
-            uv_walk(raw, { handle, _ in
-                if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
-            }, nil)
+        let first = queue.withLock { queue -> Bool in
+            guard !queue.stopped else { return false }
+            queue.stopped = true
+            queue.work.append { [self] in
+                uv_walk(raw, { handle, _ in
+                    if uv_is_closing(handle) == 0 { uv_close(handle, nil) }
+                }, nil)
+            }
+            uv_async_send(wakeup)
+            return true
         }
-        queue.withLock { $0.stopped = true }
+        guard first else { return }
         finished.wait()
         uv_loop_close(raw)
     }
