@@ -173,8 +173,8 @@ public final class TCPServer: @unchecked Sendable {
     var isDraining: Bool { draining.load(ordering: .acquiring) }
 
     /// Graceful shutdown: health turns NOT_SERVING, the listener closes, new calls get UNAVAILABLE,
-    /// calls in flight get up to `grace` to finish; then every connection closes and the loop stops.
-    /// Calling it again returns at once.
+    /// calls in flight get up to `grace` to finish and their answers what is left of it to be
+    /// written; then every connection closes and the loop stops. Calling it again returns at once.
     public func shutdown(grace: Duration) async {
         guard !draining.exchange(true, ordering: .acquiringAndReleasing) else { return }
         rpc.isServing = false
@@ -196,10 +196,16 @@ public final class TCPServer: @unchecked Sendable {
             deadlineTimer?.close()
             deadlineTimer = nil
             deadlines = DeadlineQueue()
+            // Answers still in an outbox (a worker's burst had not ended, or the client reads slowly)
+            // are written before the connection closes.
+            for served in Array(connections.values) { served.connection.close(afterFlushing: "server shutting down") }
+        }
+        while loop.submit({ [self] in !connections.isEmpty }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        loop.submit { [self] in
             for served in Array(connections.values) {
-                // Answers still waiting in the outbox (a worker's burst may not have ended) go out first.
-                served.connection.flush()
-                served.connection.close(reason: "server shutting down")
+                served.connection.close(reason: "server shutting down; answers not read within the \(grace) grace period")
             }
         }
         loop.shutdown()

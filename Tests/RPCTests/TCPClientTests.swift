@@ -82,6 +82,22 @@ import Transport
         client.close()
     }
 
+    @Test func shutdownDeliversAnAnswerLargerThanTheSocketBuffers() async throws {
+        let server = try server()
+        let socket = try RawSocket(port: server.port)
+        // 12 MB to echo, and a client that reads only once shutdown has begun: most of the answer
+        // still waits in the server's outbox when the call has finished.
+        let payload = (0..<(12 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: payload), id: 1))
+        try await waitUntil { server.rpc.stats.snapshot().contains { $0.path == RpcV1.Echo.echo.path } }
+        let shutdown = Task { await server.shutdown(grace: .seconds(20)) }
+        try await Task.sleep(for: .milliseconds(300))
+        let answer = try await socket.receiveFrame()
+        #expect(answer.kind == .status && answer.statusCode == 0)
+        #expect(try RpcV1.EchoResponse(serializedBytes: answer.payload).payload == payload)
+        await shutdown.value
+    }
+
     @Test func shutdownGivesUpOnCallsAfterTheGracePeriod() async throws {
         let server = try server()
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
