@@ -32,8 +32,8 @@ public final class RawEchoServer: @unchecked Sendable {
 /// `TCPClientTransport`, a call registers itself and queues its frame from the caller's thread.
 public final class RawEchoClient: @unchecked Sendable {
     private let connection: TCPConnection
-    /// Callers waiting for their echo, oldest first.
-    private let waiting = Lock(FIFO<UnsafeContinuation<[UInt8], any Error>>())
+    /// Callers waiting for their echo, oldest first, and why the connection closed once it has.
+    private let state = Lock<(waiting: FIFO<UnsafeContinuation<[UInt8], any Error>>, closed: String?)>((FIFO(), nil))
 
     public init(endpoint: String, loop: EventLoop = .shared) async throws {
         let parts = endpoint.split(separator: ":")
@@ -43,19 +43,30 @@ public final class RawEchoClient: @unchecked Sendable {
         connection = loop.submit { TCPConnection(loop: loop, maxFrameSize: FrameCodec.defaultMaxFrameSize) }
         connection.onFrame = { [unowned self] envelope in
             // The server echoes in order; a frame nobody waits for cannot come from it.
-            waiting.withLock { $0.popFirst() }?.resume(returning: Array(envelope))
+            state.withLock { $0.waiting.popFirst() }?.resume(returning: Array(envelope))
+        }
+        connection.onClose = { [unowned self] reason in
+            var waiting = state.withLock { state in
+                state.closed = reason
+                defer { state.waiting = FIFO() }
+                return state.waiting
+            }
+            while let caller = waiting.popFirst() { caller.resume(throwing: RPCError(.unavailable, "echo connection closed: \(reason)")) }
         }
         try await TCPConnection.connect(connection, to: address)
     }
 
-    /// Sends `bytes` and waits for them to come back.
+    /// Sends `bytes` and waits for them to come back; throws UNAVAILABLE once the connection closed.
     public func echo(_ bytes: [UInt8]) async throws -> [UInt8] {
         try await withUnsafeThrowingContinuation { continuation in
             // Registered and queued under one lock, so replies match callers in order.
-            waiting.withLock { waiting in
-                waiting.append(continuation)
+            let closed = state.withLock { state -> String? in
+                if let reason = state.closed { return reason }
+                state.waiting.append(continuation)
                 connection.send(envelope: bytes)
+                return nil
             }
+            if let closed { continuation.resume(throwing: RPCError(.unavailable, "echo connection closed: \(closed)")) }
         }
     }
 

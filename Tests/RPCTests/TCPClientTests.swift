@@ -98,6 +98,18 @@ import Transport
         await shutdown.value
     }
 
+    @Test(.timeLimit(.minutes(1))) func theBenchmarkFloorsEchoClientFailsInsteadOfWaitingForAClosedConnection() async throws {
+        let server = try RawEchoServer()
+        let client = try await RawEchoClient(endpoint: server.address)
+        #expect(try await client.echo([1, 2, 3]) == [1, 2, 3])
+        server.shutdown()
+        // Both the call that may still be under way when the close is seen and every later one end.
+        await expectStatus(.unavailable) {
+            for _ in 0..<2 { _ = try await client.echo([4]) }
+        }
+        await expectStatus(.unavailable) { _ = try await client.echo([5]) }
+    }
+
     @Test func shutdownGivesUpOnCallsAfterTheGracePeriod() async throws {
         let server = try server()
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
