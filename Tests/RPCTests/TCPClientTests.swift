@@ -76,7 +76,7 @@ import Transport
         let server = try server()
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
         let slow = Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [5], delayMs: 400)) }
-        try await Task.sleep(for: .milliseconds(100))
+        try await waitUntil { server.callsInFlight == 1 }
         await server.shutdown(grace: .seconds(5))
         #expect(try await slow.value.payload == [5])
         client.close()
@@ -114,7 +114,7 @@ import Transport
         let server = try server()
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
         let endless = Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(delayMs: 60_000)) }
-        try await Task.sleep(for: .milliseconds(100))
+        try await waitUntil { server.callsInFlight == 1 }
         let started = ContinuousClock.now
         await server.shutdown(grace: .milliseconds(300))
         #expect(ContinuousClock.now - started < .seconds(5))
