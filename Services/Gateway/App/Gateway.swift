@@ -95,6 +95,8 @@ struct Probe: AsyncParsableCommand {
     @Flag(help: "Print nothing.")
     var quiet = false
 
+    func validate() throws { try validateTimeout(timeout) }
+
     func run() async throws {
         let instance = await Instance.check(service: "", address: address, timeout: timeout)
         if !quiet { print("\(address) \(instance.health)" + (instance.detail.map { ": \($0)" } ?? "")) }
