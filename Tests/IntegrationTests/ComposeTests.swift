@@ -100,4 +100,16 @@ import Testing
             }
         }
     }
+
+    @Test func gatewayRejectsMalformedEndpointsAsInvalidArgument() async throws {
+        for endpoint in ["zoo=garbage", "zoo=127.0.0.1:99999", "zoo=127.0.0.1", "zoo=127.0.0.1:1,nonsense"] {
+            for command in [["status"], ["status", "--json"], ["methods", "zoo"]] {
+                let result = try await Stack.run("\(Stack.binDirectory)/gateway", command + ["--endpoint", endpoint], environment: [:])
+                #expect(result.status == 3, "\(command) --endpoint \(endpoint): \(result.output)")
+                #expect(result.output.contains("INVALID_ARGUMENT"), "\(command) --endpoint \(endpoint): \(result.output)")
+            }
+        }
+        let fromEnvironment = try await Stack.run("\(Stack.binDirectory)/gateway", ["status"], environment: ["MENAGERIE_ENDPOINTS": "zoo=garbage"])
+        #expect(fromEnvironment.status == 3, "\(fromEnvironment.output)")
+    }
 }
