@@ -112,4 +112,17 @@ import Testing
         let fromEnvironment = try await Stack.run("\(Stack.binDirectory)/gateway", ["status"], environment: ["MENAGERIE_ENDPOINTS": "zoo=garbage"])
         #expect(fromEnvironment.status == 3, "\(fromEnvironment.output)")
     }
+
+    @Test func servicesRejectDurationsTheyCannotCountWithAUsageError() async throws {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-flags-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: data) }
+        for flag in ["--idle-timeout", "--frame-timeout"] {
+            for value in ["1e300", "1e17"] {
+                let result = try await Stack.run(
+                    "\(Stack.binDirectory)/ocr", ["--port", "0", "--data-dir", data.path, flag, value], environment: [:])
+                #expect(result.status == 64, "\(flag) \(value): \(result.status) \(result.output.prefix(300))")
+                #expect(result.output.contains(flag), "\(flag) \(value): \(result.output.prefix(300))")
+            }
+        }
+    }
 }
