@@ -125,4 +125,44 @@ import Testing
             }
         }
     }
+
+    @Test func scaleRejectsCountsItCannotRunAndChangesNothing() async throws {
+        try await Stack.with(services: ["zoo", "ocr"]) { stack in
+            // ocr's replicas start two ports above zoo's: zoo has room for two replicas, not three.
+            let zoo = try #require(stack.basePorts["zoo"])
+            try "zoo \(zoo) 1 data/zoo\nocr \(zoo + 2) 1 data/ocr\n"
+                .write(to: stack.directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "\(up.output)")
+            let pids = try stack.servicePids()
+            let fast = ["MENAGERIE_START_TIMEOUT": "5"]
+            for arguments in [["ocr=-1"], ["nosuch=2"], ["ocr=abc"], ["=2"], ["ocr"], ["ocr="], ["zoo=3"], ["zoo=08"], ["zoo=2", "ocr=abc"]] {
+                let result = try await stack.compose(environment: fast, ["scale"] + arguments)
+                #expect(result.status == 1, "scale \(arguments): \(result.output)")
+                #expect(!result.output.isEmpty && Self.onlyComposeLines(result.output), "scale \(arguments): \(result.output)")
+            }
+            #expect(try stack.servicePids() == pids, "a rejected scale changed the replicas")
+            let again = try await stack.compose("up")
+            #expect(again.status == 0 && Self.onlyComposeLines(again.output), "\(again.output)")
+            #expect(try stack.servicePids() == pids)
+
+            // A count with a leading zero is a decimal count.
+            let two = try await stack.compose("scale", "zoo=02")
+            #expect(two.status == 0 && two.output.contains("zoo scaled to 2"), "\(two.output)")
+            #expect(try statusInstances(try await stack.gateway(["status", "--json"]).output).filter { $0["service"] as? String == "zoo" }.count == 2)
+
+            // No replica on a port above 65535.
+            #expect(try await stack.compose("down").status == 0)
+            try "zoo \(zoo) 1 data/zoo\nocr 65535 0 data/ocr\n"
+                .write(to: stack.directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
+            let high = try await stack.compose(environment: fast, ["scale", "ocr=2"])
+            #expect(high.status == 1 && high.output.contains("65536"), "\(high.output)")
+            #expect(try stack.servicePids().isEmpty)
+        }
+    }
+
+    /// Whether every line is compose's own message (no shell error leaked through).
+    private static func onlyComposeLines(_ output: String) -> Bool {
+        output.split(separator: "\n").allSatisfy { $0.hasPrefix("compose: ") }
+    }
 }
