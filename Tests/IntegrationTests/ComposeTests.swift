@@ -161,6 +161,34 @@ import Testing
         }
     }
 
+    @Test func upFailsWhenAnotherProgramAnswersOnAReplicasPortAndStillRecordsWhatStarted() async throws {
+        try await Stack.with(services: ["zoo", "ocr"]) { stack in
+            // Another Menagerie process (someone's own stack, say) holds ocr.0's port and answers SERVING there.
+            let port = try #require(stack.basePorts["ocr"])
+            let other = try Stack.spawn(
+                "\(Stack.binDirectory)/ocr", ["--port", "\(port)", "--data-dir", stack.directory.appendingPathComponent("other").path])
+            defer { if other.isRunning { other.terminate(); other.waitUntilExit() } }
+            try await Stack.waitServing(port: port)
+
+            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": "5"], ["up"])
+            #expect(up.status == 1, "compose up took another process's SERVING for ocr.0's: \(up.output)")
+            #expect(up.output.contains("ocr.0"), "\(up.output)")
+            // zoo did start, and the gateway finds it.
+            let status = try await stack.gateway(["status", "--json"])
+            #expect(try statusInstances(status.output).contains { $0["service"] as? String == "zoo" && $0["health"] as? String == "SERVING" },
+                    "\(status.output)")
+
+            // Once the port is free, compose's own replica takes it over.
+            other.terminate()
+            other.waitUntilExit()
+            let again = try await stack.compose("up")
+            #expect(again.status == 0, "\(again.output)")
+            let instances = try statusInstances(try await stack.gateway(["status", "--json"]).output)
+            let ocr = try #require(instances.first { $0["service"] as? String == "ocr" })
+            #expect((ocr["pid"] as? Int).map(Int32.init) == (try stack.servicePids()["ocr.0"]), "\(instances)")
+        }
+    }
+
     /// Whether every line is compose's own message (no shell error leaked through).
     private static func onlyComposeLines(_ output: String) -> Bool {
         output.split(separator: "\n").allSatisfy { $0.hasPrefix("compose: ") }
