@@ -189,8 +189,45 @@ import Testing
         }
     }
 
+    @Test func upGivesUpOnAPortThatNeverAnswersWithinItsStartTimeout() async throws {
+        try await Stack.with(services: ["ocr"]) { stack in
+            // A listener that accepts connections (the kernel does) and never answers: every probe waits its timeout.
+            let listener = try SilentListener(port: try #require(stack.basePorts["ocr"]))
+            defer { listener.close() }
+            let started = ContinuousClock.now
+            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": "4"], ["up"])
+            let took = ContinuousClock.now - started
+            #expect(up.status == 1, "\(up.output)")
+            #expect(up.output.contains("did not report SERVING within 4s"), "\(up.output)")
+            #expect(took < .seconds(15), "compose up waited \(took) with a start timeout of 4 s")
+        }
+    }
+
     /// Whether every line is compose's own message (no shell error leaked through).
     private static func onlyComposeLines(_ output: String) -> Bool {
         output.split(separator: "\n").allSatisfy { $0.hasPrefix("compose: ") }
     }
+}
+
+/// A TCP socket listening on 127.0.0.1 that never accepts: connections complete (in the kernel's
+/// backlog) and nothing ever answers them.
+private final class SilentListener {
+    private let descriptor: Int32
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(descriptor, 128) == 0 else {
+            Glibc.close(descriptor)
+            throw POSIXError(.EADDRINUSE)
+        }
+    }
+
+    func close() { Glibc.close(descriptor) }
 }
