@@ -203,6 +203,39 @@ import Testing
         }
     }
 
+    @Test func staleStateNamingAnotherProgramIsNeitherSignalledNorTakenForAReplica() async throws {
+        try await Stack.with(services: ["zoo"]) { stack in
+            // A program that is not ours and leads its own process group: what a supervisor's pid in a state
+            // left from before a reboot may name now.
+            let pidFile = stack.directory.appendingPathComponent("stranger.pid")
+            // Not waited for: Foundation learns of a process's exit when every inheritor of a socket it hands
+            // the child has closed it, and sleep keeps it.
+            _ = try Stack.spawn("/usr/bin/setsid", ["-f", "/bin/sh", "-c", "echo $$ >'\(pidFile.path)'; exec sleep 300"])
+            var stranger: Int32?
+            for _ in 0..<100 where stranger == nil {
+                stranger = (try? String(contentsOf: pidFile, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                if stranger == nil { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            let pid = try #require(stranger)
+            defer { kill(pid, SIGKILL) }
+            let supervisorFile = stack.state.appendingPathComponent("zoo.0.supervisor")
+            try FileManager.default.createDirectory(at: stack.state, withIntermediateDirectories: true)
+
+            try "\(pid)\n".write(to: supervisorFile, atomically: true, encoding: .utf8)
+            let down = try await stack.compose("down")
+            #expect(down.status == 0, "\(down.output)")
+            #expect(Stack.isRunning(pid), "compose down signalled a process it did not start")
+
+            try "\(pid)\n".write(to: supervisorFile, atomically: true, encoding: .utf8)
+            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": "20"], ["up"])
+            #expect(up.status == 0, "compose up took a stranger for zoo.0's supervisor: \(up.output)")
+            #expect(try stack.servicePids()["zoo.0"] != nil)
+            #expect(try await stack.compose("down").status == 0)
+            #expect(Stack.isRunning(pid), "compose down signalled a process it did not start")
+            #expect(stack.processesOfThisStack().isEmpty)
+        }
+    }
+
     /// Whether every line is compose's own message (no shell error leaked through).
     private static func onlyComposeLines(_ output: String) -> Bool {
         output.split(separator: "\n").allSatisfy { $0.hasPrefix("compose: ") }
