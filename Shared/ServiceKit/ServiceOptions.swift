@@ -47,7 +47,10 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
         guard (1...1024).contains(workers) else { throw ValidationError("--workers must be 1-1024 (got \(workers))") }
         for (name, value) in [("idle-timeout", idleTimeout), ("frame-timeout", frameTimeout), ("shutdown-grace", shutdownGrace)] {
-            guard value.isFinite, value > 0 else { throw ValidationError("--\(name) must be a positive number of seconds") }
+            // Counted in milliseconds in an Int64 at runtime (1e300 trapped); 11 days is more than any limit needs.
+            guard value.isFinite, value > 0, value <= 1_000_000 else {
+                throw ValidationError("--\(name) must be a number of seconds above 0 and at most 1000000 (got \(value))")
+            }
         }
     }
 

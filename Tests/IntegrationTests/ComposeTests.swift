@@ -90,4 +90,177 @@ import Testing
         #expect(bad.status != 0)
         #expect(bad.output.contains("INVALID_ARGUMENT"))
     }
+
+    @Test func gatewayRejectsTimeoutsItCannotWaitWithAUsageError() async throws {
+        for value in ["nan", "inf", "1e300", "0", "-1"] {
+            for command in [["status", "--endpoint", "zoo=127.0.0.1:1"], ["methods", "zoo", "--endpoint", "zoo=127.0.0.1:1"], ["probe", "127.0.0.1:1"]] {
+                let result = try await Stack.run("\(Stack.binDirectory)/gateway", command + ["--timeout=\(value)"], environment: [:])
+                #expect(result.status == 64, "\(command) --timeout=\(value): \(result.status) \(result.output.prefix(300))")
+                #expect(result.output.contains("--timeout"), "\(command) --timeout=\(value): \(result.output.prefix(300))")
+            }
+        }
+    }
+
+    @Test func gatewayRejectsMalformedEndpointsAsInvalidArgument() async throws {
+        for endpoint in ["zoo=garbage", "zoo=127.0.0.1:99999", "zoo=127.0.0.1", "zoo=127.0.0.1:1,nonsense"] {
+            for command in [["status"], ["status", "--json"], ["methods", "zoo"]] {
+                let result = try await Stack.run("\(Stack.binDirectory)/gateway", command + ["--endpoint", endpoint], environment: [:])
+                #expect(result.status == 3, "\(command) --endpoint \(endpoint): \(result.output)")
+                #expect(result.output.contains("INVALID_ARGUMENT"), "\(command) --endpoint \(endpoint): \(result.output)")
+            }
+        }
+        let fromEnvironment = try await Stack.run("\(Stack.binDirectory)/gateway", ["status"], environment: ["MENAGERIE_ENDPOINTS": "zoo=garbage"])
+        #expect(fromEnvironment.status == 3, "\(fromEnvironment.output)")
+    }
+
+    @Test func servicesRejectDurationsTheyCannotCountWithAUsageError() async throws {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-flags-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: data) }
+        for flag in ["--idle-timeout", "--frame-timeout"] {
+            for value in ["1e300", "1e17"] {
+                let result = try await Stack.run(
+                    "\(Stack.binDirectory)/ocr", ["--port", "0", "--data-dir", data.path, flag, value], environment: [:])
+                #expect(result.status == 64, "\(flag) \(value): \(result.status) \(result.output.prefix(300))")
+                #expect(result.output.contains(flag), "\(flag) \(value): \(result.output.prefix(300))")
+            }
+        }
+    }
+
+    @Test func scaleRejectsCountsItCannotRunAndChangesNothing() async throws {
+        try await Stack.with(services: ["zoo", "ocr"]) { stack in
+            // ocr's replicas start two ports above zoo's: zoo has room for two replicas, not three.
+            let zoo = try #require(stack.basePorts["zoo"])
+            try "zoo \(zoo) 1 data/zoo\nocr \(zoo + 2) 1 data/ocr\n"
+                .write(to: stack.directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "\(up.output)")
+            let pids = try stack.servicePids()
+            let fast = ["MENAGERIE_START_TIMEOUT": "5"]
+            for arguments in [["ocr=-1"], ["nosuch=2"], ["ocr=abc"], ["=2"], ["ocr"], ["ocr="], ["zoo=3"], ["zoo=08"], ["zoo=2", "ocr=abc"]] {
+                let result = try await stack.compose(environment: fast, ["scale"] + arguments)
+                #expect(result.status == 1, "scale \(arguments): \(result.output)")
+                #expect(!result.output.isEmpty && Self.onlyComposeLines(result.output), "scale \(arguments): \(result.output)")
+            }
+            #expect(try stack.servicePids() == pids, "a rejected scale changed the replicas")
+            let again = try await stack.compose("up")
+            #expect(again.status == 0 && Self.onlyComposeLines(again.output), "\(again.output)")
+            #expect(try stack.servicePids() == pids)
+
+            // A count with a leading zero is a decimal count.
+            let two = try await stack.compose("scale", "zoo=02")
+            #expect(two.status == 0 && two.output.contains("zoo scaled to 2"), "\(two.output)")
+            #expect(try statusInstances(try await stack.gateway(["status", "--json"]).output).filter { $0["service"] as? String == "zoo" }.count == 2)
+
+            // No replica on a port above 65535.
+            #expect(try await stack.compose("down").status == 0)
+            try "zoo \(zoo) 1 data/zoo\nocr 65535 0 data/ocr\n"
+                .write(to: stack.directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
+            let high = try await stack.compose(environment: fast, ["scale", "ocr=2"])
+            #expect(high.status == 1 && high.output.contains("65536"), "\(high.output)")
+            #expect(try stack.servicePids().isEmpty)
+        }
+    }
+
+    @Test func upFailsWhenAnotherProgramAnswersOnAReplicasPortAndStillRecordsWhatStarted() async throws {
+        try await Stack.with(services: ["zoo", "ocr"]) { stack in
+            // Another Menagerie process (someone's own stack, say) holds ocr.0's port and answers SERVING there.
+            let port = try #require(stack.basePorts["ocr"])
+            let other = try Stack.spawn(
+                "\(Stack.binDirectory)/ocr", ["--port", "\(port)", "--data-dir", stack.directory.appendingPathComponent("other").path])
+            defer { if other.isRunning { other.terminate(); other.waitUntilExit() } }
+            try await Stack.waitServing(port: port)
+
+            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": "5"], ["up"])
+            #expect(up.status == 1, "compose up took another process's SERVING for ocr.0's: \(up.output)")
+            #expect(up.output.contains("ocr.0"), "\(up.output)")
+            // zoo did start, and the gateway finds it.
+            let status = try await stack.gateway(["status", "--json"])
+            #expect(try statusInstances(status.output).contains { $0["service"] as? String == "zoo" && $0["health"] as? String == "SERVING" },
+                    "\(status.output)")
+
+            // Once the port is free, compose's own replica takes it over.
+            other.terminate()
+            other.waitUntilExit()
+            let again = try await stack.compose("up")
+            #expect(again.status == 0, "\(again.output)")
+            let instances = try statusInstances(try await stack.gateway(["status", "--json"]).output)
+            let ocr = try #require(instances.first { $0["service"] as? String == "ocr" })
+            #expect((ocr["pid"] as? Int).map(Int32.init) == (try stack.servicePids()["ocr.0"]), "\(instances)")
+        }
+    }
+
+    @Test func upGivesUpOnAPortThatNeverAnswersWithinItsStartTimeout() async throws {
+        try await Stack.with(services: ["ocr"]) { stack in
+            // A listener that accepts connections (the kernel does) and never answers: every probe waits its timeout.
+            let listener = try SilentListener(port: try #require(stack.basePorts["ocr"]))
+            defer { listener.close() }
+            let started = ContinuousClock.now
+            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": "4"], ["up"])
+            let took = ContinuousClock.now - started
+            #expect(up.status == 1, "\(up.output)")
+            #expect(up.output.contains("did not report SERVING within 4s"), "\(up.output)")
+            #expect(took < .seconds(15), "compose up waited \(took) with a start timeout of 4 s")
+        }
+    }
+
+    @Test func staleStateNamingAnotherProgramIsNeitherSignalledNorTakenForAReplica() async throws {
+        try await Stack.with(services: ["zoo"]) { stack in
+            // A program that is not ours and leads its own process group: what a supervisor's pid in a state
+            // left from before a reboot may name now.
+            let pidFile = stack.directory.appendingPathComponent("stranger.pid")
+            // Not waited for: Foundation learns of a process's exit when every inheritor of a socket it hands
+            // the child has closed it, and sleep keeps it.
+            _ = try Stack.spawn("/usr/bin/setsid", ["-f", "/bin/sh", "-c", "echo $$ >'\(pidFile.path)'; exec sleep 300"])
+            var stranger: Int32?
+            for _ in 0..<100 where stranger == nil {
+                stranger = (try? String(contentsOf: pidFile, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                if stranger == nil { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            let pid = try #require(stranger)
+            defer { kill(pid, SIGKILL) }
+            let supervisorFile = stack.state.appendingPathComponent("zoo.0.supervisor")
+            try FileManager.default.createDirectory(at: stack.state, withIntermediateDirectories: true)
+
+            try "\(pid)\n".write(to: supervisorFile, atomically: true, encoding: .utf8)
+            let down = try await stack.compose("down")
+            #expect(down.status == 0, "\(down.output)")
+            #expect(Stack.isRunning(pid), "compose down signalled a process it did not start")
+
+            try "\(pid)\n".write(to: supervisorFile, atomically: true, encoding: .utf8)
+            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": "20"], ["up"])
+            #expect(up.status == 0, "compose up took a stranger for zoo.0's supervisor: \(up.output)")
+            #expect(try stack.servicePids()["zoo.0"] != nil)
+            #expect(try await stack.compose("down").status == 0)
+            #expect(Stack.isRunning(pid), "compose down signalled a process it did not start")
+            #expect(stack.processesOfThisStack().isEmpty)
+        }
+    }
+
+    /// Whether every line is compose's own message (no shell error leaked through).
+    private static func onlyComposeLines(_ output: String) -> Bool {
+        output.split(separator: "\n").allSatisfy { $0.hasPrefix("compose: ") }
+    }
+}
+
+/// A TCP socket listening on 127.0.0.1 that never accepts: connections complete (in the kernel's
+/// backlog) and nothing ever answers them.
+private final class SilentListener {
+    private let descriptor: Int32
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(descriptor, 128) == 0 else {
+            Glibc.close(descriptor)
+            throw POSIXError(.EADDRINUSE)
+        }
+    }
+
+    func close() { Glibc.close(descriptor) }
 }

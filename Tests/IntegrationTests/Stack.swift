@@ -40,6 +40,12 @@ final class Stack: @unchecked Sendable {
         try await Self.run(Self.root.appendingPathComponent("compose/compose").path, arguments, environment: environment)
     }
 
+    /// Runs `compose/compose ARGS` with some environment variables changed (e.g. a shorter start timeout).
+    @discardableResult
+    func compose(environment changes: [String: String], _ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await Self.run(Self.root.appendingPathComponent("compose/compose").path, arguments, environment: environment.merging(changes) { $1 })
+    }
+
     /// Runs the gateway against this stack's state.
     func gateway(_ arguments: [String]) async throws -> (status: Int32, output: String) {
         try await Self.run("\(Self.binDirectory)/gateway", arguments + ["--state", state.path], environment: environment)
@@ -63,6 +69,35 @@ final class Stack: @unchecked Sendable {
             guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
             return String(decoding: data, as: UTF8.self).contains(directory.path)
         }
+    }
+
+    /// Starts a program beside the stack (its output discarded); the caller terminates it.
+    static func spawn(_ executable: String, _ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// Waits until something answers SERVING on 127.0.0.1:`port` (at most a minute).
+    static func waitServing(port: Int) async throws {
+        for _ in 0..<120 {
+            let probe = try await run("\(binDirectory)/gateway", ["probe", "127.0.0.1:\(port)", "--quiet", "--timeout", "1"], environment: [:])
+            if probe.status == 0 { return }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        Issue.record("nothing reported SERVING on port \(port) within a minute")
+    }
+
+    /// Whether `pid` is a live process (a zombie nobody reaped yet is not).
+    static func isRunning(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let end = stat.lastIndex(of: ")") else { return false }
+        return !stat[stat.index(after: end)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
     }
 
     /// Runs `body` against a new stack and tears the stack down however `body` ends.

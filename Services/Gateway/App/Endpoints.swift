@@ -39,6 +39,8 @@ struct Endpoints {
             throw RPCError(.invalidArgument, "endpoint '\(assignment)' is not SERVICE=HOST:PORT[,HOST:PORT…]")
         }
         for address in parts[1].split(separator: ",") {
+            // Checked now, so a typo is INVALID_ARGUMENT for every command (`status` would list it as UNREACHABLE).
+            _ = try TCPClientTransport(endpoint: String(address))
             byService[String(parts[0]), default: []].append(String(address))
         }
     }

@@ -95,8 +95,17 @@ struct Probe: AsyncParsableCommand {
     @Flag(help: "Print nothing.")
     var quiet = false
 
+    @Option(help: "Also require the answer to come from the process with this id (another program may hold the port).")
+    var pid: Int64?
+
+    func validate() throws { try validateTimeout(timeout) }
+
     func run() async throws {
-        let instance = await Instance.check(service: "", address: address, timeout: timeout)
+        var instance = await Instance.check(service: "", address: address, timeout: timeout)
+        if let pid, instance.health == "SERVING", instance.pid != pid {
+            instance.health = "OTHER_PROCESS"
+            instance.detail = "pid \(instance.pid.map(String.init) ?? "unknown") answers, not \(pid)"
+        }
         if !quiet { print("\(address) \(instance.health)" + (instance.detail.map { ": \($0)" } ?? "")) }
         if instance.health != "SERVING" { throw ExitCode(1) }
     }

@@ -16,11 +16,21 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: "Seconds to wait for each call.")
     var timeout = 10.0
 
+    func validate() throws { try validateTimeout(timeout) }
+
     func resolveEndpoints() throws -> Endpoints {
         try Endpoints(flags: endpoints, stateDirectory: stateDirectory)
     }
 
     var callOptions: CallOptions { CallOptions(timeout: .milliseconds(Int64(timeout * 1000))) }
+}
+
+/// Rejects a `--timeout` that is no number of seconds a call can wait (NaN, infinite, not positive, or
+/// too large to count in milliseconds).
+func validateTimeout(_ timeout: Double) throws {
+    guard timeout.isFinite, timeout > 0, timeout <= 1_000_000 else {
+        throw ValidationError("--timeout must be a number of seconds above 0 and at most 1000000 (got \(timeout))")
+    }
 }
 
 /// Runs a command body; an `RPCError` prints its status code and message and exits non-zero.
