@@ -74,6 +74,19 @@ import Testing
         }
     }
 
+    @Test func twoUpsAtOnceStartEachReplicaOnceAndBothSucceed() async throws {
+        try await Stack.with(services: ["zoo", "ocr"]) { stack in
+            async let first = stack.compose("up")
+            async let second = stack.compose("up")
+            let (one, two) = try await (first, second)
+            #expect(one.status == 0, "\(one.output)")
+            #expect(two.status == 0, "\(two.output)")
+            #expect(stack.processesOfThisStack().count == 4)  // 2 supervisors + 2 services
+            let status = try await stack.gateway(["status", "--json"])
+            #expect(try statusInstances(status.output).count == 2, "\(status.output)")
+        }
+    }
+
     @Test func gatewayReportsFailuresWithStatusCodeAndNonZeroExit() async throws {
         // Nothing listens on a fresh free port.
         let port = try RawSocket.freePortBlock(count: 1)
