@@ -139,6 +139,19 @@ import Testing
         }
     }
 
+    @Test func upRefusesAServicesFileWhosePortsCollideOrRunOut() async throws {
+        try await Stack.with(services: ["zoo", "ocr"]) { stack in
+            let zoo = try #require(stack.basePorts["zoo"])
+            // Two zoo replicas would take ocr's port; two ocr replicas would need port 65536.
+            for config in ["zoo \(zoo) 2 data/zoo\nocr \(zoo + 1) 1 data/ocr\n", "zoo \(zoo) 1 data/zoo\nocr 65535 2 data/ocr\n"] {
+                try config.write(to: stack.directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
+                let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": "5"], ["up"])
+                #expect(up.status == 1 && up.output.contains("compose: "), "\(config): \(up.output)")
+                #expect(stack.processesOfThisStack().isEmpty, "\(config): up started replicas anyway")
+            }
+        }
+    }
+
     @Test func scaleRejectsCountsItCannotRunAndChangesNothing() async throws {
         try await Stack.with(services: ["zoo", "ocr"]) { stack in
             // ocr's replicas start two ports above zoo's: zoo has room for two replicas, not three.
