@@ -55,6 +55,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     /// A transport dropped without `close()`: its connection and deadline timer are closed too.
     deinit {
         let connection = state.withLock { $0.connection }
+        guard connection != nil || deadlineTimer != nil else { return }  // never called: nothing to close
         loop.execute { [deadlineTimer] in
             connection?.close(reason: "transport released")
             deadlineTimer?.close()
