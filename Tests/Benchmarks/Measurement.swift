@@ -25,7 +25,7 @@ struct Measurement {
     }
 
     var callsPerSecond: Double {
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.seconds
         return seconds > 0 ? Double(calls) / seconds : 0
     }
 
@@ -35,7 +35,7 @@ struct Measurement {
         let sorted = latencies.sorted()
         let index = min(sorted.count - 1, Int((Double(sorted.count) * fraction).rounded(.up)) - 1)
         let value = sorted[max(0, index)]
-        return Double(value.components.seconds) * 1000 + Double(value.components.attoseconds) / 1e15
+        return value.seconds * 1000
     }
 
     /// Runs `callers` concurrent loops of `call` for `duration` (after a short warm-up).
@@ -97,4 +97,9 @@ private final class CPUMark: Sendable {
     func setOnce() { mark.withLock { $0 = $0 ?? processCPUSeconds() } }
 
     var value: Double? { mark.withLock { $0 } }
+}
+
+extension Duration {
+    /// The duration in seconds, as a floating-point number.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -70,7 +70,7 @@ struct PartsBenchmark {
         median((0..<samples).map { _ in
             let start = ContinuousClock.now
             for _ in 0..<iterations { body() }
-            return nanoseconds(ContinuousClock.now - start) / Double(iterations)
+            return (ContinuousClock.now - start).seconds * 1e9 / Double(iterations)
         })
     }
 
@@ -79,13 +79,9 @@ struct PartsBenchmark {
         for _ in 0..<samples {
             let start = ContinuousClock.now
             for _ in 0..<iterations { await body() }
-            timings.append(nanoseconds(ContinuousClock.now - start) / Double(iterations))
+            timings.append((ContinuousClock.now - start).seconds * 1e9 / Double(iterations))
         }
         return median(timings)
-    }
-
-    private func nanoseconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) * 1e9 + Double(duration.components.attoseconds) / 1e9
     }
 }
 
