@@ -35,13 +35,14 @@ let package = Package(
         .executableTarget(name: "schema-gen", dependencies: ["SchemaGenerator"], path: "Proto/Generator/App"),
 
         // MARK: Runtime layers
-        .target(name: "Storage", dependencies: ["CSQLite"], path: "Shared/Storage"),
+        .target(name: "WorkLane", path: "Shared/WorkLane"),
+        .target(name: "Storage", dependencies: ["CSQLite", "WorkLane"], path: "Shared/Storage"),
         .target(name: "RPC", dependencies: ["Schema"], path: "Shared/RPC"),
         .target(name: "Transport", dependencies: ["RPC", "Schema", "CLibUV"], path: "Shared/Transport"),
         .target(
             name: "ServiceKit",
             dependencies: [
-                "RPC", "Transport", "Storage",
+                "RPC", "Transport", "Storage", "WorkLane",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Shared/ServiceKit"),
@@ -64,8 +65,12 @@ let package = Package(
         .executableTarget(name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore"], path: "Tests/Benchmarks"),
 
         // MARK: Tests
+        .testTarget(name: "WorkLaneTests", dependencies: ["WorkLane"], path: "Tests/WorkLaneTests"),
+        .testTarget(
+            name: "ServiceKitTests", dependencies: ["ServiceKit", "WorkLane", "RPC", "Transport", "Schema", "TestSupport"],
+            path: "Tests/ServiceKitTests"),
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator", "TestSupport"], path: "Tests/SchemaTests"),
-        .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane"], path: "Tests/StorageTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema", "ServiceKit", "TestSupport"], path: "Tests/RPCTests"),
         .testTarget(name: "ZooTests", dependencies: ["ZooCore", "RPC", "Schema", "Storage"], path: "Tests/ZooTests"),
