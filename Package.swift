@@ -39,6 +39,8 @@ let package = Package(
         .target(name: "Storage", dependencies: ["CSQLite", "WorkLane"], path: "Shared/Storage"),
         .target(name: "RPC", dependencies: ["Schema"], path: "Shared/RPC"),
         .target(name: "Transport", dependencies: ["RPC", "Schema", "CLibUV"], path: "Shared/Transport"),
+        .target(name: "Jobs", dependencies: ["Storage", "WorkLane"], path: "Shared/Jobs"),
+        .target(name: "JobsService", dependencies: ["Jobs", "RPC", "Schema", "WorkLane"], path: "Shared/JobsService"),
         .target(
             name: "ServiceKit",
             dependencies: [
@@ -65,7 +67,15 @@ let package = Package(
         .executableTarget(name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore"], path: "Tests/Benchmarks"),
 
         // MARK: Tests
+        // A service running test jobs, for the tests that kill a replica (built by `swift build --build-tests`).
+        .executableTarget(
+            name: "jobs-test-service", dependencies: ["ServiceKit", "Jobs", "JobsService", "Storage", "Schema", "RPC"],
+            path: "Tests/JobsTestService"),
         .testTarget(name: "WorkLaneTests", dependencies: ["WorkLane"], path: "Tests/WorkLaneTests"),
+        .testTarget(
+            name: "JobsTests",
+            dependencies: ["Jobs", "JobsService", "Storage", "WorkLane", "RPC", "Schema", "Transport", "TestSupport"],
+            path: "Tests/JobsTests"),
         .testTarget(
             name: "ServiceKitTests", dependencies: ["ServiceKit", "WorkLane", "RPC", "Transport", "Schema", "TestSupport"],
             path: "Tests/ServiceKitTests"),
