@@ -76,7 +76,10 @@ public final class JobRunner: Sendable {
     /// result, what it throws its failure (`CancellationError` after a cancel request: CANCELLED).
     /// Throws `ThreadPool.QueueFull` (and records nothing) when the lane's queue is full.
     public func start(kind: String, work: @escaping @Sendable (JobContext) throws -> JobResult?) async throws -> Job {
-        try await registerOnce()
+        // With a fresh heartbeat: after a quiet spell the last one may be older than the lease.
+        try await store.register(JobOwner(
+            id: owner.id, machine: owner.machine, pid: owner.pid, processStart: owner.processStart, heartbeatAt: Date()))
+        state.withLock { $0.registered = true }
         let job = Job(id: UUID().uuidString.lowercased(), kind: kind, owner: owner.id)
         try await store.insert(job)
         let active = ActiveJob(job)
