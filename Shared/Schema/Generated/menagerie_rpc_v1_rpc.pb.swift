@@ -196,6 +196,7 @@ extension RpcV1 {
         public var requestType: String = ""
         public var responseType: String = ""
         public var idempotent: Bool = false
+        public var clientStreaming: Bool = false
 
         /// A message with every field at its default.
         public init() {}
@@ -206,13 +207,15 @@ extension RpcV1 {
             serverStreaming: Bool = false,
             requestType: String = "",
             responseType: String = "",
-            idempotent: Bool = false
+            idempotent: Bool = false,
+            clientStreaming: Bool = false
         ) {
             self.path = path
             self.serverStreaming = serverStreaming
             self.requestType = requestType
             self.responseType = responseType
             self.idempotent = idempotent
+            self.clientStreaming = clientStreaming
         }
     }
 
@@ -361,7 +364,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Health/Check`.
         public static let check = ProtoMethod<RpcV1.HealthCheckRequest, RpcV1.HealthCheckResponse>(
-            path: "/menagerie.rpc.v1.Health/Check", serverStreaming: false, idempotent: true)
+            path: "/menagerie.rpc.v1.Health/Check", clientStreaming: false, serverStreaming: false, idempotent: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [check.info]
@@ -374,7 +377,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Reflection/ListServices`.
         public static let listServices = ProtoMethod<RpcV1.ListServicesRequest, RpcV1.ListServicesResponse>(
-            path: "/menagerie.rpc.v1.Reflection/ListServices", serverStreaming: false, idempotent: true)
+            path: "/menagerie.rpc.v1.Reflection/ListServices", clientStreaming: false, serverStreaming: false, idempotent: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [listServices.info]
@@ -387,7 +390,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Stats/GetStats`.
         public static let getStats = ProtoMethod<RpcV1.GetStatsRequest, RpcV1.GetStatsResponse>(
-            path: "/menagerie.rpc.v1.Stats/GetStats", serverStreaming: false, idempotent: true)
+            path: "/menagerie.rpc.v1.Stats/GetStats", clientStreaming: false, serverStreaming: false, idempotent: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [getStats.info]
@@ -400,11 +403,11 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Echo/Echo`.
         public static let echo = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
-            path: "/menagerie.rpc.v1.Echo/Echo", serverStreaming: false, idempotent: true)
+            path: "/menagerie.rpc.v1.Echo/Echo", clientStreaming: false, serverStreaming: false, idempotent: true)
 
         /// Calls `/menagerie.rpc.v1.Echo/Stream`.
         public static let stream = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
-            path: "/menagerie.rpc.v1.Echo/Stream", serverStreaming: true, idempotent: false)
+            path: "/menagerie.rpc.v1.Echo/Stream", clientStreaming: false, serverStreaming: true, idempotent: false)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [echo.info, stream.info]
@@ -556,6 +559,7 @@ extension RpcV1.MethodInfo: ProtoMessage, ProtobufCBridged {
         requestType = reader.value(3)
         responseType = reader.value(4)
         idempotent = reader.value(5)
+        clientStreaming = reader.value(6)
     }
 
     func write(to writer: ProtoWriter) {
@@ -564,6 +568,7 @@ extension RpcV1.MethodInfo: ProtoMessage, ProtobufCBridged {
         writer.set(3, requestType)
         writer.set(4, responseType)
         writer.set(5, idempotent)
+        writer.set(6, clientStreaming)
     }
 }
 

@@ -1,10 +1,12 @@
 import Foundation
 import RPC
 import Schema
+import ServiceKit
 import Testing
 @testable import ZooCore
+import ZooService
 
-/// The zoo service over the in-process transport, on the sample data in a scratch database.
+/// The zoo service over the in-process transport (ServiceKit is linked for the storage errors' statuses, as in the executable), on the sample data in a scratch database.
 final class ServiceFixture: Sendable {
     let scratch: ScratchDirectory
     let library: ZooLibrary
