@@ -59,10 +59,25 @@ let package = Package(
         .executableTarget(name: "ocr", dependencies: ["ServiceKit"], path: "Services/OCR/App"),
         .executableTarget(name: "health", dependencies: ["ServiceKit"], path: "Services/Health/App"),
         .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),
+        .target(
+            name: "ZooCLI",
+            dependencies: [
+                "GatewayKit", "RPC", "Schema", "ServiceAPI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Services/Zoo/CLI"),
+
+        // MARK: Gateway: GatewayKit is what every service's command group shares; App assembles the groups.
+        .target(
+            name: "GatewayKit",
+            dependencies: [
+                "Base", "RPC", "Transport", "Schema", "ServiceAPI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Services/Gateway/Kit"),
         .executableTarget(
             name: "gateway",
             dependencies: [
-                "RPC", "Transport", "Schema",
+                "GatewayKit", "ZooCLI", "RPC", "Transport", "Schema", "ServiceAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/Gateway/App"),
@@ -76,10 +91,13 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema", "ServiceKit", "TestSupport"], path: "Tests/RPCTests"),
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RPC", "Schema", "Storage"], path: "Tests/ServiceKitTests"),
+        .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "ZooCoreTests", dependencies: ["ZooCore", "Storage"], path: "Tests/ZooCoreTests"),
         .testTarget(
             name: "ZooServiceTests", dependencies: ["ZooCore", "ZooService", "ServiceAPI", "ServiceKit", "RPC", "Schema"],
             path: "Tests/ZooServiceTests"),
-        .testTarget(name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "TestSupport"], path: "Tests/IntegrationTests"),
+        .testTarget(
+            name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport"],
+            path: "Tests/IntegrationTests"),
     ]
 )

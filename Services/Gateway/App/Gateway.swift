@@ -1,10 +1,14 @@
 import ArgumentParser
 import Foundation
+import GatewayKit
 import RPC
 import Schema
+import ServiceAPI
 import Transport
+import ZooCLI
 
-/// The command-line front of Menagerie: one subcommand group per service plus stack-wide commands.
+/// The command-line front of Menagerie: stack-wide commands plus one command group per service, each from its
+/// service's CLI library (`Services/<Name>/CLI`) on top of GatewayKit.
 @main
 struct Gateway: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,7 +19,7 @@ struct Gateway: AsyncParsableCommand {
             ("zoo=HOST:PORT,HOST:PORT;ocr=HOST:PORT"), else the state compose/compose up wrote.
             A failed call prints its status code and message and exits non-zero.
             """,
-        subcommands: [Status.self, Probe.self, Methods.self, Stats.self, Zoo.self])
+        subcommands: [Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self])
 }
 
 /// `gateway status`: every instance of every service with its health and uptime.
@@ -29,9 +33,8 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let endpoints = try global.resolveEndpoints()
-            let services = Endpoints.services + endpoints.byService.keys.filter { !Endpoints.services.contains($0) }.sorted()
             var instances: [Instance] = []
-            for service in services {
+            for service in endpoints.services() {
                 for address in endpoints.byService[service] ?? [] {
                     instances.append(await Instance.check(service: service, address: address, timeout: global.timeout))
                 }
@@ -45,7 +48,7 @@ struct Status: AsyncParsableCommand {
                     ["SERVICE", "ADDRESS", "HEALTH", "PID", "UPTIME"],
                     instances.map { [$0.service, $0.address, $0.health, $0.pid.map(String.init) ?? "-", $0.uptime.map { formatDuration(seconds: $0) } ?? "-"] })
             }
-            if instances.isEmpty || instances.contains(where: { $0.health != "SERVING" }) { throw ExitCode(1) }
+            if instances.isEmpty || instances.contains(where: { $0.health != "SERVING" }) { throw GatewayExit.checkFailed }
         }
     }
 }
@@ -63,9 +66,8 @@ struct Instance {
         do {
             let client = RPCClient(transports: [try TCPClientTransport(endpoint: address)], retry: .init(maxAttempts: 1))
             defer { client.close() }
-            let reply = try await client.unary(
-                RpcV1.Health.check, RpcV1.HealthCheckRequest(),
-                options: CallOptions(timeout: .milliseconds(Int64(timeout * 1000))))
+            let reply = try await RpcV1.Health.Client(wrapping: client).check(
+                RpcV1.HealthCheckRequest(), options: CallOptions(timeout: .milliseconds(Int64(timeout * 1000))))
             let health = reply.status == .serving ? "SERVING" : reply.status == .notServing ? "NOT_SERVING" : "UNKNOWN"
             return Instance(service: service, address: address, health: health, pid: reply.pid, uptime: reply.uptimeSeconds)
         } catch {
@@ -107,7 +109,7 @@ struct Probe: AsyncParsableCommand {
             instance.detail = "pid \(instance.pid.map(String.init) ?? "unknown") answers, not \(pid)"
         }
         if !quiet { print("\(address) \(instance.health)" + (instance.detail.map { ": \($0)" } ?? "")) }
-        if instance.health != "SERVING" { throw ExitCode(1) }
+        if instance.health != "SERVING" { throw GatewayExit.checkFailed }
     }
 }
 
@@ -124,18 +126,30 @@ struct Methods: AsyncParsableCommand {
         try await reportingFailures {
             let client = try global.resolveEndpoints().client(for: service)
             defer { client.close() }
-            let reply = try await client.unary(RpcV1.Reflection.listServices, RpcV1.ListServicesRequest(), options: global.callOptions)
+            let reply = try await RpcV1.Reflection.Client(wrapping: client).listServices(RpcV1.ListServicesRequest(), options: global.callOptions)
             let methods = reply.services.flatMap(\.methods)
-            if global.json {
-                try printJSON(["methods": methods.map {
-                    ["path": $0.path, "server_streaming": $0.serverStreaming, "idempotent": $0.idempotent,
-                     "request_type": $0.requestType, "response_type": $0.responseType]
-                }])
-            } else {
-                printTable(
-                    ["METHOD", "KIND", "REQUEST", "RESPONSE"],
-                    methods.map { [$0.path, $0.serverStreaming ? "server-streaming" : "unary", $0.requestType, $0.responseType] })
-            }
+            try global.render(
+                json: {
+                    ["methods": methods.map {
+                        ["path": $0.path, "client_streaming": $0.clientStreaming, "server_streaming": $0.serverStreaming,
+                         "idempotent": $0.idempotent, "request_type": $0.requestType, "response_type": $0.responseType]
+                    }]
+                },
+                text: {
+                    printTable(
+                        ["METHOD", "KIND", "REQUEST", "RESPONSE"],
+                        methods.map { [$0.path, Self.kind($0), $0.requestType, $0.responseType] })
+                })
+        }
+    }
+
+    /// The call kind as gRPC names it.
+    static func kind(_ method: RpcV1.MethodInfo) -> String {
+        switch (method.clientStreaming, method.serverStreaming) {
+        case (false, false): "unary"
+        case (false, true): "server-streaming"
+        case (true, false): "client-streaming"
+        case (true, true): "bidirectional-streaming"
         }
     }
 }
@@ -157,7 +171,7 @@ struct Stats: AsyncParsableCommand {
             for transport in try endpoints.client(for: service).transports {
                 let client = RPCClient(transports: [transport], retry: .init(maxAttempts: 1))
                 defer { client.close() }
-                let reply = try await client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest(), options: global.callOptions)
+                let reply = try await RpcV1.Stats.Client(wrapping: client).getStats(RpcV1.GetStatsRequest(), options: global.callOptions)
                 for method in reply.methods {
                     rows.append([transport.endpoint, method.path, "\(method.calls)", "\(method.errors)",
                                  String(format: "%.3f", method.latencyP50Ms), String(format: "%.3f", method.latencyP99Ms)])
@@ -165,11 +179,8 @@ struct Stats: AsyncParsableCommand {
                                     "p50_ms": method.latencyP50Ms, "p99_ms": method.latencyP99Ms])
                 }
             }
-            if global.json {
-                try printJSON(["methods": objects])
-            } else {
-                printTable(["ADDRESS", "METHOD", "CALLS", "ERRORS", "P50 MS", "P99 MS"], rows)
-            }
+            try global.render(
+                json: { ["methods": objects] }, text: { printTable(["ADDRESS", "METHOD", "CALLS", "ERRORS", "P50 MS", "P99 MS"], rows) })
         }
     }
 }

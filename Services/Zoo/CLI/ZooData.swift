@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import GatewayKit
 import RPC
 import Schema
+import ServiceAPI
 
 /// `gateway zoo status`: the import metadata.
 struct ZooStatus: AsyncParsableCommand {
@@ -12,13 +14,9 @@ struct ZooStatus: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await withZoo(global) { client in
-            let reply = try await client.unary(ZooV1.Zoo.getMetadata, ZooV1.GetMetadataRequest(), options: global.callOptions)
-            if global.json {
-                try printJSON(Self.json(reply))
-            } else {
-                print(Self.text(reply))
-            }
+        try await withZoo(global) { zoo in
+            let reply = try await zoo.getMetadata(ZooV1.GetMetadataRequest(), options: global.callOptions)
+            try global.render(json: { Self.json(reply) }, text: { print(Self.text(reply)) })
         }
     }
 
@@ -121,23 +119,19 @@ struct ZooImport: AsyncParsableCommand {
     static let maxTotalBytes = (16 << 20) - (64 << 10)
 
     func run() async throws {
-        try await withZoo(global) { client in
+        try await withZoo(global) { zoo in
             let files = try collectFiles()
             let request = ZooV1.ImportDataRequest(files: files, source: source ?? "")
             let options = CallOptions(timeout: .milliseconds(Int64(max(global.timeout, 300) * 1000)))
             let display = ProgressDisplay()
             var result: ZooV1.ImportRecord?
-            for try await progress in client.serverStreaming(ZooV1.Zoo.importData, request, options: options) {
+            for try await progress in zoo.importData(request, options: options) {
                 if !global.json { display.update(fraction: progress.fraction, message: progress.message) }
                 if let record = progress.result { result = record }
             }
             if !global.json { display.finish() }
             guard let result else { throw RPCError(.internalError, "the import ended without reporting its result") }
-            if global.json {
-                try printJSON(importJSON(result))
-            } else {
-                print(Self.text(result))
-            }
+            try global.render(json: { importJSON(result) }, text: { print(Self.text(result)) })
         }
     }
 
@@ -221,9 +215,4 @@ func triggerName(_ trigger: ZooV1.ImportTrigger) -> String {
     case .schedule: "schedule"
     case .unspecified, .unrecognized: "unknown"
     }
-}
-
-/// Unix seconds as `2026-11-22T10:00:00Z`.
-func isoDate(_ seconds: Double) -> String {
-    ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: seconds))
 }

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import GatewayKit
 import RPC
 import Schema
+import ServiceAPI
 
 /// `gateway zoo route --from LAT,LON | --from-animal ID | --from-house NAME  --to-animal ID | --to-house NAME | --to LAT,LON`.
 struct ZooRoute: AsyncParsableCommand {
@@ -31,11 +33,11 @@ struct ZooRoute: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await withZoo(global) { client in
+        try await withZoo(global) { zoo in
             let request = ZooV1.RouteRequest(
                 from: try Self.place(point: fromPoint, animal: fromAnimal, house: fromHouse, end: "from"),
                 to: try Self.place(point: toPoint, animal: toAnimal, house: toHouse, end: "to"))
-            let reply = try await client.unary(ZooV1.Zoo.route, request, options: global.callOptions)
+            let reply = try await zoo.route(request, options: global.callOptions)
             guard let route = reply.route else { throw RPCError(.internalError, "the service answered without a route") }
             if global.json {
                 try printJSON(routeJSON(route))
@@ -76,9 +78,9 @@ struct ZooNearby: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await withZoo(global) { client in
+        try await withZoo(global) { zoo in
             let request = ZooV1.NearbyRequest(point: try parseCoordinate(from, option: "--from"), radiusM: radius, limit: limit)
-            let reply = try await client.unary(ZooV1.Zoo.nearby, request, options: global.callOptions)
+            let reply = try await zoo.nearby(request, options: global.callOptions)
             if global.json {
                 try printJSON(["animals": reply.animals.map { nearby -> [String: Any] in
                     var object = nearby.animal.map(summaryJSON) ?? [:]
@@ -112,9 +114,9 @@ struct ZooTour: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await withZoo(global) { client in
+        try await withZoo(global) { zoo in
             let request = ZooV1.TourRequest(start: try parseCoordinate(from, option: "--from"), animalIds: animals)
-            let reply = try await client.unary(ZooV1.Zoo.tour, request, options: global.callOptions)
+            let reply = try await zoo.tour(request, options: global.callOptions)
             if global.json {
                 try printJSON([
                     "distance_m": reply.distanceM, "duration_s": reply.durationS,
@@ -150,8 +152,8 @@ struct ZooGeoJSON: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await withZoo(global) { client in
-            let reply = try await client.unary(ZooV1.Zoo.exportGeoJSON, ZooV1.ExportGeoJSONRequest(), options: global.callOptions)
+        try await withZoo(global) { zoo in
+            let reply = try await zoo.exportGeoJSON(ZooV1.ExportGeoJSONRequest(), options: global.callOptions)
             if let output {
                 do {
                     try Data(reply.geojson.utf8).write(to: URL(fileURLWithPath: output))

@@ -1,31 +1,29 @@
 import ArgumentParser
 import Foundation
+import GatewayKit
 import RPC
 import Schema
+import ServiceAPI
 
-/// `gateway zoo …`: the zoo service's lexicon, data and walking routes.
-struct Zoo: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+/// `gateway zoo …`: the zoo service's lexicon, data and walking routes. The gateway executable lists it among
+/// its subcommands; everything it shares with other groups (options, endpoints, output, exit codes) is GatewayKit's.
+public struct ZooCommands: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "zoo",
         abstract: "The Prague Zoo lexicon, its data, and walking routes.",
         discussion: "Bad input exits with the status code of INVALID_ARGUMENT (3), unknown animals with NOT_FOUND (5), and so on.",
         subcommands: [
             ZooSearch.self, ZooShow.self, ZooFilters.self, ZooStatus.self, ZooImport.self, ZooRoute.self, ZooNearby.self,
             ZooTour.self, ZooGeoJSON.self,
         ])
+
+    public init() {}
 }
 
-extension GlobalOptions {
-    /// A client for the zoo service's instances.
-    func zooClient() throws -> RPCClient { try resolveEndpoints().client(for: "zoo") }
-}
-
-/// Runs `body` with a zoo client, closing it afterwards; failures print their status and exit non-zero.
-func withZoo(_ global: GlobalOptions, _ body: (RPCClient) async throws -> Void) async throws {
-    try await reportingFailures {
-        let client = try global.zooClient()
-        defer { client.close() }
-        try await body(client)
-    }
+/// Runs `body` with a typed client of the zoo's instances, closing it afterwards; failures print their status and
+/// exit with its code.
+func withZoo(_ global: GlobalOptions, _ body: (ZooV1.Zoo.Client) async throws -> Void) async throws {
+    try await global.withClient(for: "zoo", ZooV1.Zoo.Client.init(wrapping:), body)
 }
 
 /// Parses `LAT,LON`; anything else is INVALID_ARGUMENT naming `option`.
@@ -38,9 +36,6 @@ func parseCoordinate(_ text: String, option: String) throws -> ZooV1.GeoPoint {
 }
 
 // MARK: JSON shapes
-
-/// `nil` as JSON null.
-func jsonValue(_ value: Any?) -> Any { value ?? NSNull() }
 
 /// The keys search results and detail share: `id`, `name`, `latin_name`, `class`, `location`, `available`.
 func summaryJSON(_ animal: ZooV1.AnimalSummary) -> [String: Any] {
