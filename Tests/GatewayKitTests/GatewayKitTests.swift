@@ -2,6 +2,7 @@ import Foundation
 import GatewayKit
 import RPC
 import Testing
+import Transport
 
 /// The parts every command group shares: the service list, endpoint resolution, output and progress.
 @Suite struct GatewayKitTests {
@@ -65,5 +66,19 @@ import Testing
         }
         #expect(terminal.text == "\r[###############               ]  50% parsing\u{1B}[K\r[##############################] 100% done\u{1B}[K\n")
         #expect(pipe.text == "50% parsing\n100% done\n")
+    }
+}
+
+/// The one endpoint parser (transports, the raw echo client, `--endpoint`).
+@Suite struct EndpointTests {
+    @Test func parsesNumericAddressesAndLocalhost() throws {
+        #expect(try Endpoint(parsing: "127.0.0.1:7100") == Endpoint(parsing: "127.0.0.1:7100"))
+        let v6 = try Endpoint(parsing: "[::1]:7100")
+        #expect(v6.host == "::1" && v6.port == 7100 && v6.description == "[::1]:7100")
+        #expect(try Endpoint(parsing: "localhost:0").port == 0)
+        for bad in ["", "7100", "127.0.0.1", "127.0.0.1:", "127.0.0.1:x", "example.org:80", "127.0.0.1:65536", "127.0.0.1:-1"] {
+            let error = #expect(throws: RPCError.self, "\(bad)") { try Endpoint(parsing: bad) }
+            #expect(error?.code == .invalidArgument)
+        }
     }
 }

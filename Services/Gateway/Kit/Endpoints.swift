@@ -43,7 +43,7 @@ public struct Endpoints: Sendable {
         }
         for address in parts[1].split(separator: ",") {
             // Checked now, so a typo is INVALID_ARGUMENT for every command (`status` would list it as UNREACHABLE).
-            _ = try TCPClientTransport(endpoint: String(address))
+            _ = try Endpoint(parsing: String(address))
             byService[String(parts[0]), default: []].append(String(address))
         }
     }
