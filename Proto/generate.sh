@@ -18,7 +18,7 @@
 #
 # Supported: proto3 scalars, string, bytes, enums, messages (singular and repeated), `optional`,
 # nested messages and enums (as nested Swift types), imports between these files, services with rpcs
-# of the four kinds (unary, server, client and bidirectional streaming) and `option idempotency_level`.
+# of all four kinds (unary, server, client and bidirectional streaming) and `option idempotency_level`.
 # Rejected by schema-gen with an error naming the element: proto2 (so groups and required), oneofs, maps,
 # extensions, enum aliases, files without a package, type names the generated Swift reserves (String, ...).
 # Strings travel as C strings through protobuf-c: text after an embedded NUL is dropped.

@@ -52,7 +52,7 @@ public struct SchemaError: Error, CustomStringConvertible, Equatable {
 public struct ProtoMethod<Request: ProtoMessage, Response: ProtoMessage>: Sendable {
     /// `/package.Service/Method`, e.g. "/menagerie.zoo.v1.Zoo/SearchAnimals".
     public let path: String
-    /// Whether the client sends a stream of requests (client or bidirectional streaming).
+    /// Whether the client sends a stream of requests.
     public let clientStreaming: Bool
     /// Whether the server answers with a stream of responses.
     public let serverStreaming: Bool
@@ -86,8 +86,7 @@ public struct ProtoMethodInfo: Sendable, Hashable {
     public let responseType: String
 
     public init(
-        path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool, requestType: String,
-        responseType: String
+        path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool, requestType: String, responseType: String
     ) {
         self.path = path
         self.clientStreaming = clientStreaming

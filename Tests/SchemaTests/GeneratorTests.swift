@@ -134,6 +134,7 @@ import Testing
         let swift = try #require(output.files.first { $0.path.hasSuffix("test.pb.swift") })
         #expect(swift.contents.contains("path: \"/m.p.v1.Kinds/Up\", clientStreaming: true, serverStreaming: false"))
         #expect(swift.contents.contains("path: \"/m.p.v1.Kinds/Both\", clientStreaming: true, serverStreaming: true"))
+        #expect(swift.contents.contains("path: \"/m.p.v1.Kinds/Down\", serverStreaming: true"))
         // A proto file without services has no ServiceAPI file.
         let plain = try generate("syntax = \"proto3\"; package p.v1; message M {}")
         #expect(!plain.files.contains { $0.path.hasPrefix(SchemaLayout.serviceAPIDirectory) })

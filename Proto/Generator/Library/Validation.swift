@@ -1,6 +1,6 @@
 /// Rejects, with a clear message, the proto features the Schema bridge does not support: proto2
-/// (and with it groups and required fields), extensions, maps, real oneofs, enum aliases, files without
-/// a package, and names the generated Swift reserves. Nested messages and enums are supported (they become
+/// (and with it groups and required fields), extensions, maps, real oneofs, enum aliases,
+/// files without a package, and names the generated Swift reserves. Nested messages and enums are supported (they become
 /// nested Swift types). Fields and enum values whose Swift names would collide are already
 /// rejected by protoc (proto3 JSON-name and enum-prefix checks).
 func validate(_ files: [ProtoFile]) throws {

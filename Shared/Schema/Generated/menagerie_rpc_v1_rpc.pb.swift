@@ -364,7 +364,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Health/Check`.
         public static let check = ProtoMethod<RpcV1.HealthCheckRequest, RpcV1.HealthCheckResponse>(
-            path: "/menagerie.rpc.v1.Health/Check", clientStreaming: false, serverStreaming: false, idempotent: true)
+            path: "/menagerie.rpc.v1.Health/Check", serverStreaming: false, idempotent: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [check.info]
@@ -377,7 +377,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Reflection/ListServices`.
         public static let listServices = ProtoMethod<RpcV1.ListServicesRequest, RpcV1.ListServicesResponse>(
-            path: "/menagerie.rpc.v1.Reflection/ListServices", clientStreaming: false, serverStreaming: false, idempotent: true)
+            path: "/menagerie.rpc.v1.Reflection/ListServices", serverStreaming: false, idempotent: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [listServices.info]
@@ -390,7 +390,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Stats/GetStats`.
         public static let getStats = ProtoMethod<RpcV1.GetStatsRequest, RpcV1.GetStatsResponse>(
-            path: "/menagerie.rpc.v1.Stats/GetStats", clientStreaming: false, serverStreaming: false, idempotent: true)
+            path: "/menagerie.rpc.v1.Stats/GetStats", serverStreaming: false, idempotent: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [getStats.info]
@@ -403,11 +403,11 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Echo/Echo`.
         public static let echo = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
-            path: "/menagerie.rpc.v1.Echo/Echo", clientStreaming: false, serverStreaming: false, idempotent: true)
+            path: "/menagerie.rpc.v1.Echo/Echo", serverStreaming: false, idempotent: true)
 
         /// Calls `/menagerie.rpc.v1.Echo/Stream`.
         public static let stream = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
-            path: "/menagerie.rpc.v1.Echo/Stream", clientStreaming: false, serverStreaming: true, idempotent: false)
+            path: "/menagerie.rpc.v1.Echo/Stream", serverStreaming: true, idempotent: false)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [echo.info, stream.info]
