@@ -2,27 +2,17 @@ import Foundation
 import Jobs
 import RPC
 import Schema
+import ServiceAPI
 import Storage
 import WorkLane
 
 /// `menagerie.jobs.v1.Jobs`, the same for every service that runs jobs: get, watch, cancel and list the
 /// jobs of the runner's database. A service offers it beside its own service and starts jobs from its own
 /// rpcs (`JobRunner.start`), answering with the job.
-///
-/// Registered by hand for now; once schema-gen emits `JobsV1.Jobs.ServiceProtocol`, this type conforms
-/// and the `register` below goes away (the four handlers already have the protocol's shapes).
-public struct JobsService: RPCService {
+public struct JobsService: JobsV1.Jobs.ServiceProtocol {
     public let runner: JobRunner
 
     public init(runner: JobRunner) { self.runner = runner }
-
-    public func register(in router: inout RPCRouter) {
-        let service = self
-        router.unary(JobsV1.Jobs.getJob) { try await service.getJob(request: $0, context: $1) }
-        router.serverStreaming(JobsV1.Jobs.watchJob) { try await service.watchJob(request: $0, response: $1, context: $2) }
-        router.unary(JobsV1.Jobs.cancelJob) { try await service.cancelJob(request: $0, context: $1) }
-        router.unary(JobsV1.Jobs.listJobs) { try await service.listJobs(request: $0, context: $1) }
-    }
 
     public func getJob(request: JobsV1.GetJobRequest, context: ServerContext) async throws -> JobsV1.Job {
         let id = try Self.validID(request.id)
@@ -93,6 +83,7 @@ public enum JobsRPC {
     public static func rpcError(for error: any Error) -> RPCError? {
         switch error {
         case let error as RPCError: error
+        case let error as any RPCErrorConvertible: error.rpcError
         case let error as JobNotFound: RPCError(.notFound, error.description)
         case let error as ThreadPool.QueueFull: RPCError(.resourceExhausted, error.description)
         case let error as ThreadPool.ShutDown: RPCError(.unavailable, error.description)
@@ -108,6 +99,10 @@ public enum JobsRPC {
         if let status = rpcError(for: error) { return JobFailure(code: status.code.rawValue, message: status.message) }
         return JobFailure(code: StatusCode.internalError.rawValue, message: "\(error)")
     }
+}
+
+extension JobNotFound: RPCErrorConvertible {
+    public var rpcError: RPCError { RPCError(.notFound, description) }
 }
 
 extension JobRunner {

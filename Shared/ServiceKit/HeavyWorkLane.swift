@@ -21,12 +21,16 @@ public struct HeavyWorkLane: Sendable {
     /// that shut down UNAVAILABLE, a call cancelled while its work waited CANCELLED.
     @discardableResult
     public func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        do {
-            return try await pool.run(work)
-        } catch let error as ThreadPool.QueueFull {
-            throw RPCError(.resourceExhausted, error.description)
-        } catch let error as ThreadPool.ShutDown {
-            throw RPCError(.unavailable, error.description)
-        }
+        try await pool.run(work)
     }
+}
+
+/// A full lane refuses work: the caller may try again later or elsewhere.
+extension ThreadPool.QueueFull: RPCErrorConvertible {
+    public var rpcError: RPCError { RPCError(.resourceExhausted, description) }
+}
+
+/// A lane that shut down (the service is stopping).
+extension ThreadPool.ShutDown: RPCErrorConvertible {
+    public var rpcError: RPCError { RPCError(.unavailable, description) }
 }

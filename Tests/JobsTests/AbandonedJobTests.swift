@@ -71,12 +71,13 @@ import WorkLane
     @Test func ownersElsewhereLiveByTheirHeartbeat() async throws {
         let scratch = try Scratch()
         let runner = try scratch.runner()
+        let beat = Date()
         let elsewhere = JobOwner(
-            id: UUID().uuidString, machine: "another-boot/pid:[1]", pid: 1, processStart: 1, heartbeatAt: Date())
+            id: UUID().uuidString, machine: "another-boot/pid:[1]", pid: 1, processStart: 1, heartbeatAt: beat)
         let id = try await leaveRunningJob(in: runner.store, owner: elsewhere)
-        #expect(try await runner.store.failAbandoned(lease: 30).isEmpty)
-        #expect(try await runner.store.failAbandoned(lease: 30, now: Date().addingTimeInterval(29)).isEmpty)
-        #expect(try await runner.store.failAbandoned(lease: 30, now: Date().addingTimeInterval(31)) == [id])
+        #expect(try await runner.store.failAbandoned(lease: 30, now: beat).isEmpty)
+        #expect(try await runner.store.failAbandoned(lease: 30, now: beat.addingTimeInterval(29)).isEmpty)
+        #expect(try await runner.store.failAbandoned(lease: 30, now: beat.addingTimeInterval(31)) == [id])
         let job = try await runner.snapshot(id)
         #expect(job.failure?.message.contains("heartbeat") == true)
     }

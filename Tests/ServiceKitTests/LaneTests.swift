@@ -43,11 +43,12 @@ import WorkLane
         await server.shutdown(grace: .seconds(5))
     }
 
-    /// The fastest of three health checks, all made while the lane is still busy (one slow wake-up on a
-    /// loaded machine is not what is measured; a check queued behind the 2-second calls would be).
+    /// The fastest of up to ten health checks, all made while the lane is still busy: a slow wake-up on a
+    /// loaded machine (2 cores shared by parallel test suites) is not what is measured; a check queued
+    /// behind the 2-second calls would be, and would take over a second.
     private func healthLatency(_ client: RPCClient) async throws -> Duration {
         var best = Duration.seconds(1000)
-        for _ in 0..<3 {
+        for _ in 0..<10 where best >= .milliseconds(50) {
             let started = ContinuousClock.now
             let answer = try await client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest())
             #expect(answer.status == .serving)
@@ -62,7 +63,7 @@ import WorkLane
         let calls = (0..<count).map { _ in
             Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array(payload.utf8), delayMs: 2000)) }
         }
-        let giveUp = ContinuousClock.now + .seconds(5)
+        let giveUp = ContinuousClock.now + .seconds(30)
         while !busy(), ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(2)) }
         return calls
     }
