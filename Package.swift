@@ -58,8 +58,11 @@ let package = Package(
         // Each service <Name>: Core (domain and persistence; never RPC or Schema), Service (handlers, validation,
         // proto conversions; conforms to the generated ServiceProtocol), App (the executable), CLI (`gateway <name>`).
         .target(name: "ZooCore", dependencies: ["Base", "Storage"], path: "Services/Zoo/Core"),
-        .target(name: "ZooService", dependencies: ["ZooCore", "RPC", "Schema", "ServiceAPI"], path: "Services/Zoo/Service"),
-        .executableTarget(name: "zoo", dependencies: ["ZooCore", "ZooService", "ServiceKit", "Base"], path: "Services/Zoo/App"),
+        .target(
+            name: "ZooService", dependencies: ["ZooCore", "RPC", "Schema", "ServiceAPI", "Jobs", "JobsService"],
+            path: "Services/Zoo/Service"),
+        .executableTarget(
+            name: "zoo", dependencies: ["ZooCore", "ZooService", "ServiceKit", "Base", "Jobs", "JobsService"], path: "Services/Zoo/App"),
         .executableTarget(name: "ocr", dependencies: ["ServiceKit"], path: "Services/OCR/App"),
         .executableTarget(name: "health", dependencies: ["ServiceKit"], path: "Services/Health/App"),
         .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),
@@ -106,11 +109,12 @@ let package = Package(
         .testTarget(
             name: "ServiceKitTests", dependencies: ["ServiceKit", "RPC", "Schema", "Storage", "WorkLane", "Transport", "TestSupport"],
             path: "Tests/ServiceKitTests"),
-        .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "Transport"], path: "Tests/GatewayKitTests"),
+        .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "Transport", "Schema"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
         .testTarget(name: "ZooCoreTests", dependencies: ["ZooCore", "Storage"], path: "Tests/ZooCoreTests"),
         .testTarget(
-            name: "ZooServiceTests", dependencies: ["ZooCore", "ZooService", "ServiceAPI", "ServiceKit", "RPC", "Schema"],
+            name: "ZooServiceTests",
+            dependencies: ["ZooCore", "ZooService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "Jobs", "JobsService", "WorkLane"],
             path: "Tests/ZooServiceTests"),
         .testTarget(
             name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport"],

@@ -55,7 +55,6 @@ static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__zoo__v1__get_metadata_response__descriptor,
     &menagerie__zoo__v1__import_data_request__descriptor,
     &menagerie__zoo__v1__import_file__descriptor,
-    &menagerie__zoo__v1__import_progress__descriptor,
     &menagerie__zoo__v1__import_record__descriptor,
     &menagerie__zoo__v1__imported_file__descriptor,
     &menagerie__zoo__v1__list_filter_values_request__descriptor,
