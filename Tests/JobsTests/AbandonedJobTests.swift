@@ -97,6 +97,24 @@ import WorkLane
         _ = try await runner.finished(job.id)
     }
 
+    /// Starting a job refreshes the owner's heartbeat: after a quiet spell the last one may be older than the
+    /// lease, and a replica in another pid namespace would fail the new job at once.
+    @Test func startingAJobRefreshesAStaleHeartbeat() async throws {
+        let scratch = try Scratch()
+        let runner = try scratch.runner()
+        _ = try await runner.finished(try await runner.start(kind: "test") { _ in nil }.id)
+        try await runner.store.database.write { try $0.execute("UPDATE job_owners SET heartbeat_at = 0") }
+        let before = Date().timeIntervalSince1970
+        let proceed = Gate()
+        let job = try await runner.start(kind: "test") { _ in
+            proceed.wait()
+            return nil
+        }
+        #expect(try await heartbeat(of: runner) >= before - 1)
+        proceed.open()
+        _ = try await runner.finished(job.id)
+    }
+
     private func heartbeat(of runner: JobRunner) async throws -> Double {
         try await runner.store.database.read { connection in
             try connection.queryOne("SELECT heartbeat_at FROM job_owners WHERE id = ?", [runner.owner.id])?.double(0) ?? 0
