@@ -69,6 +69,18 @@ import TextRecognition
         #expect(rate < 0.03)
     }
 
+    /// Every page of a multi-page TIFF is read; observations say their page.
+    @Test(.enabled(if: OCRData.enabled, OCRData.skipMessage))
+    func multiPageTIFF() async throws {
+        let page = try ImageDecoder().decode(try OCRData.data("phototest.tif")).pages[0]
+        let data = try Image.multipageTIFF([try Image.blank(width: 200, height: 100, depth: 1), page])
+        let result = try await sharedRecognizer.recognize(data, options: RecognitionOptions(level: .fast))
+        #expect(result.pages.count == 2)
+        #expect(result.pages[0].observations.isEmpty)
+        #expect(!result.observations.isEmpty && result.observations.allSatisfy { $0.page == 1 })
+        #expect(result.text.hasPrefix("This is a lot of 12 point text"))
+    }
+
     @Test func undecodableBytesAreInvalidArgument() async throws {
         await #expect(throws: OCRError(.invalidArgument, "cannot decode image")) {
             try await sharedRecognizer.recognize(Data("not an image at all".utf8))

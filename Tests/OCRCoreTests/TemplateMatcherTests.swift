@@ -94,3 +94,42 @@ func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ hei
         #expect(TextRecognizer.detachedMarks(page([far, digits])).isEmpty)
     }
 }
+
+@Suite struct PageResultTests {
+    let prepared = PreparedImage(
+        image: try! Image.blank(width: 1000, height: 500), quarterTurns: 1, deskewDegrees: 0, inverted: false,
+        binarized: false, scale: 2)
+
+    func element(_ text: String, _ x: Int, _ y: Int, _ width: Int, _ height: Int) -> RecognizedText {
+        RecognizedText(text: text, confidence: 0.9, box: PixelRect(x: x, y: y, width: width, height: height))
+    }
+
+    /// A page recognised on the twice-enlarged image: one line with a tall and a small word.
+    var page: RecognizedPage {
+        let big = element("BIG", 100, 100, 200, 100), small = element("small", 400, 160, 100, 20)
+        let line = element("BIG small", 100, 100, 400, 100)
+        return RecognizedPage(
+            width: 1000, height: 500,
+            blocks: [RecognizedBlock(block: line, lines: [RecognizedLine(line: line, words: [big, small])])])
+    }
+
+    @Test func boxesAreInTheUprightImageBeforeEnlarging() {
+        let result = TextRecognizer.pageResult(page, prepared: prepared, minimumTextHeight: 0, index: 0)
+        #expect(result.width == 500 && result.height == 250)
+        #expect(result.orientationDegrees == 90)
+        #expect(result.observations.map(\.level) == [.block, .line, .word, .word])
+        let big = result.observations[2]
+        #expect(big.box == PixelRect(x: 50, y: 50, width: 100, height: 50))
+        #expect(big.normalizedBox == NormalizedRect(x: 0.1, y: 0.2, width: 0.2, height: 0.2))
+    }
+
+    @Test func textBelowTheMinimumHeightIsLeftOut() {
+        // 20 px of 500 is 4 %: a 5 % minimum drops "small", and the line and block shrink to what is left.
+        let result = TextRecognizer.pageResult(page, prepared: prepared, minimumTextHeight: 0.05, index: 0)
+        #expect(result.text == "BIG")
+        #expect(result.observations.map(\.text) == ["BIG", "BIG", "BIG"])
+        #expect(result.observations[1].box == PixelRect(x: 50, y: 50, width: 100, height: 50))
+        let none = TextRecognizer.pageResult(page, prepared: prepared, minimumTextHeight: 0.5, index: 0)
+        #expect(none.observations.isEmpty)
+    }
+}

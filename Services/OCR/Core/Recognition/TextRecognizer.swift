@@ -32,6 +32,9 @@ public struct TextRecognizer: Sendable {
     public func recognize(_ data: Data, options: RecognitionOptions, engine: TesseractEngine) throws
         -> RecognitionResult
     {
+        precondition(
+            engine.configuration == options.engineConfiguration,
+            "an engine of \(engine.configuration.languageString) lent for \(options.engineConfiguration.languageString)")
         do {
             let clock = ContinuousClock()
             var timings = RecognitionTimings()
