@@ -133,3 +133,40 @@ func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ hei
         #expect(none.observations.isEmpty)
     }
 }
+
+@Suite struct CustomWordTests {
+    let corrector = CustomWordCorrector(["Menagerie", "pH", "kWh", "Volts"])
+
+    @Test func lookAlikesBecomeTheCustomWord() {
+        #expect(corrector.correct("Menagerle") == "Menagerie")
+        #expect(corrector.correct("(Menagerle),") == "(Menagerie),", "punctuation around the word stays")
+        #expect(corrector.correct("Menagere") == "Menagerie")
+        #expect(corrector.correct("PH") == "pH", "case alone, for short words too")
+        #expect(corrector.correct("KWH") == "kWh")
+        #expect(corrector.correct("Voltz") == "Volts")
+    }
+
+    @Test func otherWordsStay() {
+        #expect(corrector.correct("Menagerie") == nil)
+        #expect(corrector.correct("Mangerii") == nil, "two edits away")
+        #expect(corrector.correct("pX") == nil, "short words change in case only")
+        #expect(corrector.correct("12.6") == nil)
+        #expect(corrector.correct("—") == nil)
+        // Equally near two custom words: left as read.
+        #expect(CustomWordCorrector(["Bolt", "Volt"]).correct("Rolt") == nil)
+    }
+
+    @Test func correctedWordsRebuildTheirLineAndBlock() {
+        let word = RecognizedText(text: "Menagerle", confidence: 0.8, box: PixelRect(x: 10, y: 10, width: 100, height: 20))
+        let page = RecognizedPage(
+            width: 200, height: 100,
+            blocks: [RecognizedBlock(block: word, lines: [RecognizedLine(line: word, words: [word])])])
+        let prepared = PreparedImage(
+            image: try! Image.blank(width: 200, height: 100), quarterTurns: 0, deskewDegrees: 0, inverted: false,
+            binarized: false, scale: 1)
+        let result = TextRecognizer.pageResult(
+            page, prepared: prepared, minimumTextHeight: 0, customWords: CustomWordCorrector(["Menagerie"]), index: 0)
+        #expect(result.observations.map(\.text) == ["Menagerie", "Menagerie", "Menagerie"])
+        #expect(result.text == "Menagerie")
+    }
+}

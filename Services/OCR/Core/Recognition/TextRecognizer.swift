@@ -50,7 +50,9 @@ public struct TextRecognizer: Sendable {
                 let page = try engine.recognize(prepared.image, segmentation: options.segmentation)
                 timings.recognize += (clock.now - start).seconds
                 pages.append(
-                    Self.pageResult(page, prepared: prepared, minimumTextHeight: options.minimumTextHeight, index: index))
+                    Self.pageResult(
+                        page, prepared: prepared, minimumTextHeight: options.minimumTextHeight,
+                        customWords: CustomWordCorrector(options.customWords), index: index))
             }
             guard pages.contains(where: { !$0.observations.isEmpty }) else { throw OCRError.noText }
             return RecognitionResult(pages: pages, timings: timings)
@@ -60,9 +62,11 @@ public struct TextRecognizer: Sendable {
     }
 
     /// Flattens Tesseract's hierarchy into observations, leaving out words lower than `minimumTextHeight` of the
-    /// image (and lines and blocks left without words), whose text and boxes are then made of the words kept.
+    /// image (and lines and blocks left without words), whose text and boxes are then made of the words kept, and
+    /// replacing look-alikes of custom words by them.
     static func pageResult(
-        _ page: RecognizedPage, prepared: PreparedImage, minimumTextHeight: Double, index: Int
+        _ page: RecognizedPage, prepared: PreparedImage, minimumTextHeight: Double,
+        customWords: CustomWordCorrector = CustomWordCorrector([]), index: Int
     ) -> PageResult {
         let width = prepared.uprightWidth, height = prepared.uprightHeight
         let minimumHeight = minimumTextHeight * Double(page.height)
@@ -85,10 +89,19 @@ public struct TextRecognizer: Sendable {
             var lines: [(RecognizedText, [RecognizedText])] = []
             var droppedAny = block.lines.count != lineCount
             for line in block.lines {
-                let words = line.words.filter { Double($0.box.height) >= minimumHeight }
-                droppedAny = droppedAny || words.count != line.words.count
+                var words = line.words.filter { Double($0.box.height) >= minimumHeight }
+                var changed = words.count != line.words.count
+                if !customWords.isEmpty {
+                    for index in words.indices {
+                        if let corrected = customWords.correct(words[index].text) {
+                            words[index].text = corrected
+                            changed = true
+                        }
+                    }
+                }
+                droppedAny = droppedAny || changed
                 guard !words.isEmpty else { continue }
-                lines.append((words.count == line.words.count ? line.line : merged(words), words))
+                lines.append((changed ? merged(words) : line.line, words))
             }
             guard !lines.isEmpty else { continue }
             let blockElement = droppedAny ? merged(lines.map(\.0), separator: "\n") : block.block
