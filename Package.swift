@@ -63,7 +63,11 @@ let package = Package(
         .target(name: "ZooService", dependencies: ["ZooCore", "RPC", "Schema", "ServiceAPI"], path: "Services/Zoo/Service"),
         .executableTarget(name: "zoo", dependencies: ["ZooCore", "ZooService", "ServiceKit", "Base"], path: "Services/Zoo/App"),
         .target(name: "OCRCore", dependencies: ["Storage", "TextRecognition"], path: "Services/OCR/Core"),
-        .executableTarget(name: "ocr", dependencies: ["ServiceKit"], path: "Services/OCR/App"),
+        .target(
+            name: "OCRService", dependencies: ["OCRCore", "TextRecognition", "RPC", "Schema", "ServiceAPI"],
+            path: "Services/OCR/Service"),
+        .executableTarget(
+            name: "ocr", dependencies: ["OCRCore", "OCRService", "TextRecognition", "ServiceKit"], path: "Services/OCR/App"),
         .executableTarget(name: "health", dependencies: ["ServiceKit"], path: "Services/Health/App"),
         .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),
         .target(
@@ -72,6 +76,12 @@ let package = Package(
                 "GatewayKit", "RPC", "Schema", "ServiceAPI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/Zoo/CLI"),
+        .target(
+            name: "OCRCLI",
+            dependencies: [
+                "GatewayKit", "RPC", "Schema", "ServiceAPI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Services/OCR/CLI"),
 
         // MARK: Gateway: GatewayKit is what every service's command group shares; App assembles the groups.
         .target(
@@ -84,7 +94,7 @@ let package = Package(
         .executableTarget(
             name: "gateway",
             dependencies: [
-                "GatewayKit", "ZooCLI", "RPC", "Transport", "Schema", "ServiceAPI",
+                "GatewayKit", "ZooCLI", "OCRCLI", "RPC", "Transport", "Schema", "ServiceAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/Gateway/App"),
@@ -106,6 +116,9 @@ let package = Package(
             path: "Tests/ZooServiceTests"),
         .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition"], path: "Tests/TextRecognitionTests"),
         .testTarget(name: "OCRCoreTests", dependencies: ["OCRCore", "TextRecognition", "Storage"], path: "Tests/OCRCoreTests"),
+        .testTarget(
+            name: "OCRServiceTests", dependencies: ["OCRCore", "OCRService", "ServiceAPI", "ServiceKit", "RPC", "Schema"],
+            path: "Tests/OCRServiceTests"),
         .testTarget(
             name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport"],
             path: "Tests/IntegrationTests"),
