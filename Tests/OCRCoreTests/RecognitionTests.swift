@@ -69,6 +69,17 @@ import TextRecognition
         #expect(rate < 0.03)
     }
 
+    /// A colour JPEG photo of the page goes through the grey conversion and the local threshold.
+    @Test(.enabled(if: OCRData.enabled, OCRData.skipMessage))
+    func colourJPEGIsBinarisedAndRead() async throws {
+        let page = try ImageDecoder().decode(try OCRData.data("phototest.tif")).pages[0]
+        let jpeg = try page.converted(toDepth: 32).encoded(as: .jpeg)
+        let result = try await sharedRecognizer.recognize(jpeg)
+        let rate = characterErrorRate(result.text, reference: try OCRData.groundTruth("phototest.tif"))
+        print("CER colour JPEG phototest: \(String(format: "%.2f", rate * 100)) %")
+        #expect(rate < 0.01)
+    }
+
     /// Every page of a multi-page TIFF is read; observations say their page.
     @Test(.enabled(if: OCRData.enabled, OCRData.skipMessage))
     func multiPageTIFF() async throws {
