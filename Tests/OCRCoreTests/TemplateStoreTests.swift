@@ -116,3 +116,27 @@ import Testing
         }
     }
 }
+
+@Suite struct TextLimitTests {
+    /// "a" and 300 combining accents is one character but 301 scalars: lengths count scalars, so such text cannot
+    /// pass as short (it could be megabytes and cost seconds to count as characters).
+    @Test func lengthsCountScalarsNotCharacters() throws {
+        let store = try TemplateStore.inMemory()
+        let value = ValueDefinition(name: "V", region: NormalizedRect(x: 0, y: 0, width: 0.1, height: 0.1))
+        let heavy = "a" + String(repeating: "\u{301}", count: 300)
+        #expect(heavy.count == 1)
+        #expect(throws: OCRError(.invalidArgument, "template name is longer than 200 characters")) {
+            try store.createTemplate(name: heavy, values: [value])
+        }
+        #expect(throws: OCRError.self) {
+            try store.createTemplate(name: "Long description", description: String(repeating: "x", count: 2001), values: [value])
+        }
+        let template = try store.createTemplate(name: String(repeating: "ř", count: 200), values: [value]).template
+        #expect(throws: OCRError.self) {
+            try store.addRecord(templateID: template.id, values: [RecordValue(name: "V", text: String(repeating: "1", count: 1001), confidence: 1)])
+        }
+        #expect(throws: OCRError.self) { try RecognitionOptions(customWords: ["a" + String(repeating: "\u{301}", count: 64)]).validate() }
+        #expect(throws: OCRError.self) { try RecognitionOptions(customWords: ["nul\0"]).validate() }
+        try RecognitionOptions(customWords: [String(repeating: "ž", count: 64)]).validate()
+    }
+}

@@ -30,7 +30,7 @@ public struct TemplateStore: Sendable {
         name: String, description: String = "", values: [ValueDefinition], firstRecord: [RecordValue]? = nil,
         at date: Date = Date()
     ) throws -> (template: Template, record: Record?) {
-        try Template.validate(name: name, values: values)
+        try Template.validate(name: name, description: description, values: values)
         if let firstRecord { try Self.validateRecord(firstRecord, count: values.count) }
         return try database.write { db in
             if try db.queryOne("SELECT 1 FROM templates WHERE name = ?", [name]) != nil {
@@ -224,8 +224,11 @@ public struct TemplateStore: Sendable {
         guard values.count == count else {
             throw OCRError.invalid("a record of this template has \(count) values, got \(values.count)")
         }
-        for value in values where value.text.contains("\0") || !(0...1).contains(value.confidence) {
-            throw OCRError.invalid("value \"\(value.name)\" must have text without NUL and a confidence in 0–1")
+        for value in values {
+            try Template.validateLength(value.text, max: Template.maxValueTextLength, what: "the text of value \"\(value.name.prefix(80))\"")
+            guard (0...1).contains(value.confidence) else {
+                throw OCRError.invalid("value \"\(value.name.prefix(80))\" must have a confidence in 0–1")
+            }
         }
     }
 

@@ -71,7 +71,10 @@ public struct RecognitionOptions: Sendable, Hashable {
             throw OCRError.invalid("at most \(Self.maxCustomWords) custom words, got \(customWords.count)")
         }
         for word in customWords {
-            guard !word.isEmpty, word.count <= Self.maxWordLength, !word.contains(where: \.isWhitespace) else {
+            guard !word.isEmpty, word.utf8.count <= 4 * Self.maxWordLength,
+                word.unicodeScalars.count <= Self.maxWordLength, !word.unicodeScalars.contains(where: \.properties.isWhitespace),
+                !word.utf8.contains(0)
+            else {
                 throw OCRError.invalid(
                     "custom word \"\(word.prefix(80))\" must be 1–\(Self.maxWordLength) characters without spaces")
             }

@@ -43,8 +43,9 @@ public struct Template: Sendable, Hashable {
 
     /// Throws INVALID_ARGUMENT for an empty or overlong name, no values, duplicate or empty value names, or a
     /// region outside the image.
-    static func validate(name: String, values: [ValueDefinition]) throws {
+    static func validate(name: String, description: String = "", values: [ValueDefinition]) throws {
         try validateName(name, what: "template name")
+        try validateLength(description, max: maxDescriptionLength, what: "description")
         if values.isEmpty { throw OCRError.invalid("a template needs at least one value") }
         if values.count > maxValues { throw OCRError.invalid("a template has at most \(maxValues) values") }
         try validateValueNames(values.map(\.name))
@@ -53,11 +54,22 @@ public struct Template: Sendable, Hashable {
         }
     }
 
+    public static let maxDescriptionLength = 2000
+    public static let maxValueTextLength = 1000
+
     static func validateName(_ name: String, what: String) throws {
+        try validateLength(name, max: maxNameLength, what: what)
         let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
         if trimmed.isEmpty { throw OCRError.invalid("\(what) must not be empty") }
-        if name.count > maxNameLength { throw OCRError.invalid("\(what) is longer than \(maxNameLength) characters") }
-        if name.contains("\0") { throw OCRError.invalid("\(what) must not contain NUL") }
+    }
+
+    /// At most `max` Unicode scalars, no NUL. Scalars, not characters: "a" followed by millions of combining
+    /// accents is one character, and counting them costs seconds; the UTF-8 length bounds the count first.
+    static func validateLength(_ text: String, max: Int, what: String) throws {
+        guard text.utf8.count <= 4 * max, text.unicodeScalars.count <= max else {
+            throw OCRError.invalid("\(what) is longer than \(max) characters")
+        }
+        if text.utf8.contains(0) { throw OCRError.invalid("\(what) must not contain NUL") }
     }
 
     static func validateValueNames(_ names: [String]) throws {
