@@ -14,10 +14,10 @@
 # is the same, and the Schema bridge reads presence from the oneof case. protoc-c generates C from that copy.
 #
 # Supported: proto3 scalars, string, bytes, enums, messages (singular and repeated), `optional`,
-# nested messages and enums (as nested Swift types), imports between these files, services with unary
-# and server-streaming rpcs and `option idempotency_level`. Rejected by schema-gen with an error naming
-# the element: proto2 (so groups and required), oneofs, maps, extensions, enum aliases, client or
-# bidirectional streaming, files without a package, type names the generated Swift reserves (String, ...).
+# nested messages and enums (as nested Swift types), imports between these files, services with rpcs
+# of all four kinds (unary, server, client and bidirectional streaming) and `option idempotency_level`.
+# Rejected by schema-gen with an error naming the element: proto2 (so groups and required), oneofs, maps,
+# extensions, enum aliases, files without a package, type names the generated Swift reserves (String, ...).
 # Strings travel as C strings through protobuf-c: text after an embedded NUL is dropped.
 #
 # Needs protoc, protoc-c (Debian: protobuf-compiler protobuf-c-compiler) and swift. SwiftPM loads the

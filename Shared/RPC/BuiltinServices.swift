@@ -47,7 +47,7 @@ struct BuiltinServices: RPCService {
                             RpcV1.MethodInfo(
                                 path: method.path, serverStreaming: method.serverStreaming,
                                 requestType: method.requestType, responseType: method.responseType,
-                                idempotent: method.idempotent)
+                                idempotent: method.idempotent, clientStreaming: method.clientStreaming)
                         })
                 })
         }
@@ -68,7 +68,7 @@ struct BuiltinServices: RPCService {
 /// The version every Menagerie executable reports.
 public let menagerieVersion = "0.1.0"
 
-/// Echoes payloads back (unary and streaming): for tests and benchmarks, registered on request.
+/// Echoes payloads back, in all four call kinds: for tests and benchmarks, registered on request.
 public struct EchoService: RPCService {
     public init() {}
 
@@ -85,6 +85,29 @@ public struct EchoService: RPCService {
                 try await writer.send(RpcV1.EchoResponse(payload: request.payload, index: index))
             }
             try Self.failIfAsked(request)
+        }
+        router.clientStreaming(RpcV1.Echo.collect) { requests, context in
+            var payload: [UInt8] = []
+            var count: UInt32 = 0
+            for try await request in requests {
+                try await Self.pause(request)
+                try Self.failIfAsked(request)
+                payload += request.payload
+                count += 1
+            }
+            return RpcV1.EchoResponse(payload: payload, index: count)
+        }
+        router.bidirectionalStreaming(RpcV1.Echo.chat) { requests, writer, context in
+            var index: UInt32 = 0
+            for try await request in requests {
+                for _ in 0..<max(1, request.count) {
+                    try await Self.pause(request)
+                    try context.checkAlive()
+                    try await writer.send(RpcV1.EchoResponse(payload: request.payload, index: index))
+                    index += 1
+                }
+                try Self.failIfAsked(request)
+            }
         }
     }
 

@@ -1,5 +1,7 @@
 import CLibUV
 import Foundation
+import RPC
+import Schema
 import Synchronization
 
 /// One TCP connection on an event loop: reads bytes and cuts them into frames, and writes frames
@@ -67,14 +69,18 @@ final class TCPConnection: @unchecked Sendable {
         Unmanaged<AnyObject>.fromOpaque(stream!.pointee.data).takeUnretainedValue() as! TCPConnection
     }
 
-    /// Call once connected or accepted: learns the peer's address, disables Nagle, starts reading.
+    /// Call once connected or accepted (loop thread): learns the peer's address, disables Nagle,
+    /// starts reading.
     func start() {
+        loop.assertInLoop()
         uv_tcp_nodelay(handle, 1)
         peer = Self.address(of: handle, peer: true) ?? peer
         resumeReading()
     }
 
+    /// Starts reading again after `pauseReading` (loop thread).
     func resumeReading() {
+        loop.assertInLoop()
         guard !isClosed, !isReading, closeWhenFlushed == nil else { return }
         isReading = true
         uv_read_start(stream, { handle, _, buffer in
@@ -90,14 +96,16 @@ final class TCPConnection: @unchecked Sendable {
         })
     }
 
-    /// Stops reading (back-pressure: the peer's requests wait in its own socket buffer).
+    /// Stops reading (back-pressure: the peer's requests wait in its own socket buffer). Loop thread.
     func pauseReading() {
+        loop.assertInLoop()
         guard isReading, !isClosed else { return }
         isReading = false
         uv_read_stop(stream)
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
+        loop.assertInLoop()
         decoder.append(bytes)
         var frames = 0
         do {
@@ -148,6 +156,7 @@ final class TCPConnection: @unchecked Sendable {
 
     /// Writes everything queued so far in one `uv_write` (loop thread).
     func flush() {
+        loop.assertInLoop()
         let bytes = outbox.withLock { outbox -> OutboxBuffer? in
             outbox.flushScheduled = false
             guard !outbox.bytes.isEmpty else { return nil }
@@ -199,8 +208,9 @@ final class TCPConnection: @unchecked Sendable {
         }
     }
 
-    /// Closes once everything queued has been written (to deliver a last error status).
+    /// Closes once everything queued has been written (to deliver a last error status). Loop thread.
     func close(afterFlushing reason: String) {
+        loop.assertInLoop()
         guard !isClosed else { return }
         pauseReading()
         closeWhenFlushed = reason
@@ -208,8 +218,9 @@ final class TCPConnection: @unchecked Sendable {
         if pendingBytes.load(ordering: .relaxed) == 0 { close(reason: reason) }
     }
 
-    /// Closes now; writes still queued are dropped. Idempotent.
+    /// Closes now; writes still queued are dropped. Idempotent. Loop thread.
     func close(reason: String) {
+        loop.assertInLoop()
         guard !isClosed else { return }
         isClosed = true
         outbox.withLock { outbox in
@@ -240,6 +251,58 @@ final class TCPConnection: @unchecked Sendable {
         guard result == 0 else { return nil }
         return SocketAddress(storage).description
     }
+}
+
+// MARK: Connecting (clients) and typed frames
+
+extension TCPConnection {
+    /// Queues `message` as one frame, encoded straight into the outbox; safe from any thread.
+    func send<Message: ProtoMessage>(_ message: Message) {
+        message.serialize { byteCount, pack in send(envelopeOfSize: byteCount, pack) }
+    }
+
+    /// Connects this (new) connection to `address`; `completion` gets 0 or a libuv error code, on
+    /// the loop thread, after which a successful connection is started.
+    func connect(to address: SocketAddress, completion: @escaping (Int32) -> Void) {
+        loop.assertInLoop()
+        let request = allocateHandle(uv_connect_t.self)
+        request.pointee.data = Unmanaged.passRetained(ConnectCompletion(completion) as AnyObject).toOpaque()
+        let result = address.withSockaddr {
+            uv_tcp_connect(request, handle, $0) { request, status in
+                let completion = Unmanaged<AnyObject>.fromOpaque(request!.pointee.data).takeRetainedValue() as! ConnectCompletion
+                let connection = TCPConnection.owning(request!.pointee.handle)
+                free(request)
+                if status == 0, !connection.isClosed { connection.start() }
+                completion.body(status)
+            }
+        }
+        if result < 0 {
+            Unmanaged<AnyObject>.fromOpaque(request.pointee.data).release()
+            free(request)
+            completion(result)
+        }
+    }
+
+    /// Connects from any thread and waits.
+    static func connect(_ connection: TCPConnection, to address: SocketAddress) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            connection.loop.execute {
+                connection.connect(to: address) { status in
+                    if status == 0 {
+                        continuation.resume()
+                    } else {
+                        continuation.resume(throwing: ConnectFailure(endpoint: address.description, reason: uvError(status)))
+                    }
+                }
+            }
+        }
+    }
+}
+
+private final class ConnectCompletion {
+    let body: (Int32) -> Void
+
+    init(_ body: @escaping (Int32) -> Void) { self.body = body }
 }
 
 /// The bytes of one `uv_write`, kept alive until libuv reports it done.

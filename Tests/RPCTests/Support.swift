@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import RPC
 import Schema
 import TestSupport
@@ -118,5 +119,19 @@ extension RawSocket {
         let header = try #require(await read(count: FrameCodec.headerSize))
         let length = header[1...].reduce(0) { $0 << 8 | Int($1) }
         return try RpcV1.Frame(serializedBytes: try #require(await read(count: length)))
+    }
+}
+
+/// Streams echo responses, counting how many the transport accepted.
+final class CountingStream: RPCService {
+    let sent = Atomic<Int>(0)
+
+    func register(in router: inout RPCRouter) {
+        router.serverStreaming(RpcV1.Echo.stream) { [self] request, writer, _ in
+            for index in 0..<request.count {
+                try await writer.send(RpcV1.EchoResponse(payload: request.payload, index: index))
+                self.sent.add(1, ordering: .relaxed)
+            }
+        }
     }
 }

@@ -53,7 +53,6 @@ import Testing
         ("syntax = \"proto3\"; package p.v1; message M { oneof choice { int32 a = 1; string b = 2; } }", "oneof"),
         ("syntax = \"proto3\"; package p.v1; message M { map<string, int32> counts = 1; }", "map fields"),
         ("syntax = \"proto3\"; package p.v1; enum E { option allow_alias = true; E_A = 0; E_B = 0; }", "enum aliases"),
-        ("syntax = \"proto3\"; package p.v1; message M {} service S { rpc Up(stream M) returns (M); }", "streaming"),
         ("syntax = \"proto3\"; package p.v1; message String {}", "reserved"),
         ("syntax = \"proto3\"; package p.v1; message M {} service S { rpc Name(M) returns (M); }", "name is taken"),
         ("syntax = \"proto3\"; package p.v1; enum E { E_UNRECOGNIZED = 0; }", "reserved"),
@@ -63,6 +62,26 @@ import Testing
     func unsupportedFeaturesAreRejected(_ source: String, _ reason: String) throws {
         let error = #expect(throws: GeneratorError.self) { try generate(source) }
         #expect(error?.description.contains(reason) == true, "\(error.map(String.init(describing:)) ?? "no error")")
+    }
+
+    @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
+    func everyCallKindIsDescribed() throws {
+        let output = try generate("""
+            syntax = "proto3";
+            package p.v1;
+            message M {}
+            service S {
+              rpc One(M) returns (M);
+              rpc Down(M) returns (stream M);
+              rpc Up(stream M) returns (M);
+              rpc Both(stream M) returns (stream M);
+            }
+            """)
+        let swift = try #require(output.files.first { $0.path.hasSuffix("test.pb.swift") }).contents
+        #expect(swift.contains("path: \"/p.v1.S/One\", serverStreaming: false,"))
+        #expect(swift.contains("path: \"/p.v1.S/Down\", serverStreaming: true,"))
+        #expect(swift.contains("path: \"/p.v1.S/Up\", clientStreaming: true, serverStreaming: false,"))
+        #expect(swift.contains("path: \"/p.v1.S/Both\", clientStreaming: true, serverStreaming: true,"))
     }
 
     @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))

@@ -234,7 +234,7 @@ struct SwiftEmitter {
             output.doc(method.comment ?? "Calls `\(path)`.")
             output.line("public static let \(swiftName) = ProtoMethod<\(request), \(response)>(")
             output.line(
-                "    path: \"\(path)\", serverStreaming: \(method.serverStreaming), "
+                "    path: \"\(path)\", \(method.clientStreaming ? "clientStreaming: true, " : "")serverStreaming: \(method.serverStreaming), "
                     + "idempotent: \(method.idempotencyLevel != 0))")
         }
         output.blank()

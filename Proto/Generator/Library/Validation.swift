@@ -1,6 +1,6 @@
 /// Rejects, with a clear message, the proto features the Schema bridge does not support: proto2
-/// (and with it groups and required fields), extensions, maps, real oneofs, enum aliases, client
-/// streaming, files without a package, and names the generated Swift reserves. Nested messages and enums are supported (they become
+/// (and with it groups and required fields), extensions, maps, real oneofs, enum aliases,
+/// files without a package, and names the generated Swift reserves. Nested messages and enums are supported (they become
 /// nested Swift types). Fields and enum values whose Swift names would collide are already
 /// rejected by protoc (proto3 JSON-name and enum-prefix checks).
 func validate(_ files: [ProtoFile]) throws {
@@ -77,7 +77,6 @@ private func validate(_ service: ProtoServiceDecl, in file: ProtoFile, namespace
     var swiftNames: Set<String> = ["name", "methods"]
     for method in service.methods {
         let location = "\(service.fullName).\(method.name)"
-        if method.clientStreaming { throw GeneratorError.unsupported("\(location): client or bidirectional streaming") }
         let swiftName = Naming.lowerCamelCase(method.name)
         guard swiftNames.insert(swiftName).inserted else {
             throw GeneratorError.nameClash("\(location): the Swift name \(swiftName) is taken")
