@@ -181,12 +181,12 @@ package final class MessageInbox: Sendable {
                 throw Violation(error: RPCError(
                     .resourceExhausted, "flow control: a message frame of \(cost) bytes exceeds the \(state.available) bytes of credit left"))
             }
+            guard (state.partial?.count ?? 0) + chunk.count <= maxMessageSize else {
+                throw Violation(error: RPCError(.resourceExhausted, "message larger than the limit of \(maxMessageSize) bytes"))
+            }
             state.available -= cost
             var message: [UInt8]
             if var partial = state.partial.take() {
-                guard partial.count + chunk.count <= maxMessageSize else {
-                    throw Violation(error: RPCError(.resourceExhausted, "message larger than the limit of \(maxMessageSize) bytes"))
-                }
                 partial.append(contentsOf: chunk)
                 message = partial
             } else {
