@@ -18,8 +18,7 @@ final class ServerState: Sendable {
     }
 
     var uptimeSeconds: Double {
-        let elapsed = ContinuousClock.now - startedAt
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        (ContinuousClock.now - startedAt).seconds
     }
 }
 

@@ -157,18 +157,11 @@ final class LoopTimer: @unchecked Sendable {
     func start(after delay: Duration, every interval: Duration? = nil) {
         uv_timer_start(handle, { handle in
             (Unmanaged<AnyObject>.fromOpaque(handle!.pointee.data).takeUnretainedValue() as! LoopTimer).action()
-        }, milliseconds(delay), interval.map(milliseconds) ?? 0)
+        }, delay.millisecondsRoundedUp, interval?.millisecondsRoundedUp ?? 0)
     }
 
     func stop() { uv_timer_stop(handle) }
 
     /// Stops the timer for good and frees it.
     func close() { closeHandle(handle) }
-}
-
-/// Whole milliseconds, rounded up so a timer never fires early.
-func milliseconds(_ duration: Duration) -> UInt64 {
-    let (seconds, attoseconds) = duration.components
-    guard seconds >= 0 else { return 0 }
-    return UInt64(seconds) * 1000 + UInt64((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
 }

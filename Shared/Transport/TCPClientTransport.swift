@@ -106,7 +106,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             hasPayload: request != nil, payload: request ?? [], clientStream: request == nil)
         if let deadline = head.deadline {
             let left = max(.zero, deadline - .now)
-            frame.timeoutMicros = UInt64(left.components.seconds) * 1_000_000 + UInt64(left.components.attoseconds / 1_000_000_000_000)
+            frame.timeoutMicros = left.wholeMicroseconds
         }
         return frame
     }
