@@ -61,14 +61,28 @@ let package = Package(
             path: "Services/Gateway/App"),
 
         // MARK: Benchmarks
-        .executableTarget(name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore"], path: "Tests/Benchmarks"),
+        .executableTarget(
+            name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore", "RPCTesting"], path: "Tests/Benchmarks"),
 
         // MARK: Tests
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator", "TestSupport"], path: "Tests/SchemaTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema", "ServiceKit", "TestSupport"], path: "Tests/RPCTests"),
-        .testTarget(name: "ZooTests", dependencies: ["ZooCore", "RPC", "Schema", "Storage"], path: "Tests/ZooTests"),
+        // Test-only and benchmark-only parts of the RPC stack (Echo, the in-process transport, the
+        // raw echo floor), kept out of the production modules.
+        .target(name: "RPCTesting", dependencies: ["RPC", "Transport", "Schema"], path: "Tests/RPCTesting"),
+        // What the RPC and transport tests share: a harness over both transports, faulty services.
+        .target(
+            name: "RPCTestSupport", dependencies: ["RPC", "Transport", "Schema", "RPCTesting", "TestSupport"],
+            path: "Tests/RPCTestSupport"),
+        .testTarget(
+            name: "RPCTests",
+            dependencies: ["RPC", "Transport", "Schema", "ServiceKit", "TestSupport", "RPCTesting", "RPCTestSupport"],
+            path: "Tests/RPCTests"),
+        .testTarget(
+            name: "TransportTests", dependencies: ["RPC", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport"],
+            path: "Tests/TransportTests"),
+        .testTarget(name: "ZooTests", dependencies: ["ZooCore", "RPC", "Schema", "Storage", "RPCTesting"], path: "Tests/ZooTests"),
         .testTarget(name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "TestSupport"], path: "Tests/IntegrationTests"),
     ]
 )

@@ -9,8 +9,8 @@ import Synchronization
 ///
 /// Everything but `send` and `pendingBytes` runs on the loop thread. The connection keeps itself
 /// alive (through its libuv handle) until it is closed.
-final class TCPConnection: @unchecked Sendable {
-    let loop: EventLoop
+package final class TCPConnection: @unchecked Sendable {
+    package let loop: EventLoop
     let handle: UnsafeMutablePointer<uv_tcp_t>
     /// `host:port` of the other side.
     private(set) var peer = "unknown peer"
@@ -20,12 +20,12 @@ final class TCPConnection: @unchecked Sendable {
     private var closeWhenFlushed: String?
 
     /// A complete frame's envelope bytes arrived; they are valid only during the call.
-    var onFrame: ((UnsafeRawBufferPointer) -> Void)?
+    package var onFrame: ((UnsafeRawBufferPointer) -> Void)?
     /// The byte stream broke framing; the connection closes right after, unless this has it close
     /// once flushed (`close(afterFlushing:)`).
     var onFrameError: ((FrameError) -> Void)?
     /// The connection closed, with the reason.
-    var onClose: ((String) -> Void)?
+    package var onClose: ((String) -> Void)?
     /// Bytes waiting to be written fell below the low-water mark.
     var onDrain: (() -> Void)?
 
@@ -53,7 +53,7 @@ final class TCPConnection: @unchecked Sendable {
     }
 
     /// A new, unconnected TCP handle on `loop` (call on the loop thread).
-    init(loop: EventLoop, maxFrameSize: Int, highWater: Int = 4 << 20) {
+    package init(loop: EventLoop, maxFrameSize: Int, highWater: Int = 4 << 20) {
         self.loop = loop
         decoder = FrameDecoder(maxFrameSize: maxFrameSize)
         self.highWater = highWater
@@ -71,7 +71,7 @@ final class TCPConnection: @unchecked Sendable {
 
     /// Call once connected or accepted (loop thread): learns the peer's address, disables Nagle,
     /// starts reading.
-    func start() {
+    package func start() {
         loop.assertInLoop()
         uv_tcp_nodelay(handle, 1)
         peer = Self.address(of: handle, peer: true) ?? peer
@@ -129,7 +129,7 @@ final class TCPConnection: @unchecked Sendable {
 
     /// Queues one envelope for writing as a frame; safe from any thread. Dropped once the
     /// connection closed.
-    func send(envelope: [UInt8]) {
+    package func send(envelope: [UInt8]) {
         envelope.withUnsafeBytes { source in
             send(envelopeOfSize: source.count) { destination in
                 if let base = source.baseAddress { destination.baseAddress!.copyMemory(from: base, byteCount: source.count) }
@@ -140,7 +140,7 @@ final class TCPConnection: @unchecked Sendable {
     /// Queues a frame whose `size`-byte envelope `write` puts straight into the outbox (no copy in
     /// between); safe from any thread. `write` runs under the outbox lock, so keep it to copying or
     /// packing bytes.
-    func send(envelopeOfSize size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
+    package func send(envelopeOfSize size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
         let schedule = outbox.withLock { outbox -> Bool in
             guard !outbox.closed else { return false }
             outbox.bytes.appendFrame(envelopeSize: size, write)
@@ -219,7 +219,7 @@ final class TCPConnection: @unchecked Sendable {
     }
 
     /// Closes now; writes still queued are dropped. Idempotent. Loop thread.
-    func close(reason: String) {
+    package func close(reason: String) {
         loop.assertInLoop()
         guard !isClosed else { return }
         isClosed = true
@@ -284,7 +284,7 @@ extension TCPConnection {
     }
 
     /// Connects from any thread and waits.
-    static func connect(_ connection: TCPConnection, to address: SocketAddress) async throws {
+    package static func connect(_ connection: TCPConnection, to address: SocketAddress) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             connection.loop.execute {
                 connection.connect(to: address) { status in
@@ -350,13 +350,13 @@ struct OutboxBuffer {
 }
 
 /// An IPv4 or IPv6 socket address.
-struct SocketAddress: CustomStringConvertible {
+package struct SocketAddress: CustomStringConvertible {
     var storage: sockaddr_storage
 
     init(_ storage: sockaddr_storage) { self.storage = storage }
 
     /// Parses a numeric address (`127.0.0.1`, `::1`); `localhost` means 127.0.0.1.
-    init?(host: String, port: Int) {
+    package init?(host: String, port: Int) {
         storage = sockaddr_storage()
         let host = host == "localhost" ? "127.0.0.1" : host
         let ok = withUnsafeMutablePointer(to: &storage) { pointer -> Bool in
@@ -381,7 +381,7 @@ struct SocketAddress: CustomStringConvertible {
         }
     }
 
-    var description: String {
+    package var description: String {
         var name = [CChar](repeating: 0, count: 64)
         let isV6 = Int32(storage.ss_family) == AF_INET6
         withUnsafePointer(to: storage) { pointer in

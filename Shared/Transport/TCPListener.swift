@@ -3,12 +3,12 @@ import Foundation
 import RPC
 
 /// A listening TCP socket on an event loop; hands each accepted connection to a closure (loop thread).
-final class TCPListener: @unchecked Sendable {
+package final class TCPListener: @unchecked Sendable {
     private let handle: UnsafeMutablePointer<uv_tcp_t>
     private let onAccept: (TCPConnection) -> Void
     private let makeConnection: () -> TCPConnection
     /// `host:port` actually bound (the real port when asked for 0).
-    private(set) var address = ""
+    package private(set) var address = ""
 
     private init(loop: EventLoop, maxFrameSize: Int, highWater: Int, onAccept: @escaping (TCPConnection) -> Void) {
         handle = allocateHandle(uv_tcp_t.self)
@@ -19,7 +19,7 @@ final class TCPListener: @unchecked Sendable {
     }
 
     /// Binds and listens (loop thread).
-    static func open(
+    package static func open(
         loop: EventLoop, address: SocketAddress, maxFrameSize: Int = FrameCodec.defaultMaxFrameSize,
         highWater: Int = 4 << 20, onAccept: @escaping (TCPConnection) -> Void
     ) -> Result<TCPListener, RPCError> {
@@ -50,5 +50,5 @@ final class TCPListener: @unchecked Sendable {
     }
 
     /// Stops listening; connections already accepted stay open.
-    func close() { closeHandle(handle) }
+    package func close() { closeHandle(handle) }
 }

@@ -1,4 +1,6 @@
 import RPC
+import RPCTestSupport
+import RPCTesting
 import Testing
 
 /// The one place durations become seconds, microseconds and milliseconds.

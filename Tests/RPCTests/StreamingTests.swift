@@ -1,5 +1,7 @@
 import Foundation
 import RPC
+import RPCTestSupport
+import RPCTesting
 import Schema
 import Synchronization
 import TestSupport
@@ -291,24 +293,6 @@ import Transport
             try await two.send(RpcV1.EchoRequest().serializedBytes())
             two.closeRequests()
             await expectStatus(.invalidArgument) { while try await two.next() != nil {} }
-        }
-    }
-}
-
-/// Fails unless every call is over on the server too (TCP: nothing in flight).
-func expectNoCallsLeft(_ harness: Harness, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-    guard let tcp = harness.tcp else { return }
-    let giveUp = ContinuousClock.now + .seconds(5)
-    while tcp.callsInFlight > 0, ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(10)) }
-    #expect(tcp.callsInFlight == 0, sourceLocation: sourceLocation)
-}
-
-/// A client-streaming Collect whose handler never reads its requests (until cancelled).
-struct NeverReads: RPCService {
-    func register(in router: inout RPCRouter) {
-        router.clientStreaming(RpcV1.Echo.collect) { _, _ in
-            try await Task.sleep(for: .seconds(3600))
-            return RpcV1.EchoResponse()
         }
     }
 }

@@ -1,3 +1,4 @@
+import RPC
 import Synchronization
 
 /// Calls a server living in the same process, with no sockets and no framing: for unit tests of

@@ -1,5 +1,7 @@
 import Foundation
 import RPC
+import RPCTestSupport
+import RPCTesting
 import Schema
 import Synchronization
 import TestSupport

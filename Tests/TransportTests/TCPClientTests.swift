@@ -1,6 +1,8 @@
 import Foundation
 import Synchronization
 import RPC
+import RPCTestSupport
+import RPCTesting
 import Schema
 import TestSupport
 import Testing
