@@ -27,12 +27,17 @@ public enum FlowControl {
 }
 
 /// The sending side's credit for one call: spent by the sender, granted by the receiver's
-/// WINDOW_UPDATEs. One sender at a time (a call's messages go out in order).
+/// WINDOW_UPDATEs. Senders take turns (`withTurn`), one message each, so that the chunks of
+/// messages sent concurrently on one call never interleave.
 package final class SendWindow: Sendable {
     private struct State {
         var credit: Int
         var waiter: UnsafeContinuation<Void, any Error>?
         var failure: (any Error)?
+        /// Whether a sender has the turn, and those waiting for it, in order, by ticket.
+        var turnTaken = false
+        var turnQueue: [(ticket: Int, continuation: UnsafeContinuation<Void, any Error>)] = []
+        var lastTicket = 0
     }
 
     private let state: Mutex<State>
@@ -66,6 +71,55 @@ package final class SendWindow: Sendable {
         } ready: { state in state.credit >= minimum }
     }
 
+    /// Runs `body` (which sends one message, taking credit as it goes) once the senders before it
+    /// are done; throws the call's failure, or CANCELLED when cancelled while waiting.
+    package func withTurn<T>(_ body: () async throws -> T) async throws -> T {
+        try await takeTurn()
+        defer { passTurn() }
+        return try await body()
+    }
+
+    private func takeTurn() async throws {
+        let ticket = try state.withLock { state throws -> Int? in
+            if let failure = state.failure { throw failure }
+            guard state.turnTaken else {
+                state.turnTaken = true
+                return nil
+            }
+            state.lastTicket += 1
+            return state.lastTicket
+        }
+        guard let ticket else { return }
+        try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+                let resumeWith = state.withLock { state -> (any Error)? in
+                    if let failure = state.failure { return failure }
+                    if Task.isCancelled { return RPCError(.cancelled, "the call was cancelled") }
+                    state.turnQueue.append((ticket, continuation))
+                    return nil
+                }
+                if let resumeWith { continuation.resume(throwing: resumeWith) }
+            }
+        } onCancel: {
+            state.withLock { state -> UnsafeContinuation<Void, any Error>? in
+                guard let index = state.turnQueue.firstIndex(where: { $0.ticket == ticket }) else { return nil }
+                return state.turnQueue.remove(at: index).continuation
+            }?.resume(throwing: RPCError(.cancelled, "the call was cancelled"))
+        }
+    }
+
+    /// Hands the turn to the next sender waiting, if any.
+    private func passTurn() {
+        let next = state.withLock { state -> UnsafeContinuation<Void, any Error>? in
+            guard !state.turnQueue.isEmpty else {
+                state.turnTaken = false
+                return nil
+            }
+            return state.turnQueue.removeFirst().continuation  // the turn stays taken, by it
+        }
+        next?.resume()
+    }
+
     /// The receiver granted `bytes` more (the credit stays below 2^31, as HTTP/2 caps its windows).
     package func grant(_ bytes: Int) {
         let waiter = state.withLock { state -> UnsafeContinuation<Void, any Error>? in
@@ -75,13 +129,15 @@ package final class SendWindow: Sendable {
         waiter?.resume()
     }
 
-    /// The call is over: a waiting sender, and any later one, fails with `error`.
+    /// The call is over: waiting senders, and any later one, fail with `error`.
     package func fail(_ error: any Error) {
-        let waiter = state.withLock { state -> UnsafeContinuation<Void, any Error>? in
+        let (waiter, queued) = state.withLock { state in
             if state.failure == nil { state.failure = error }
-            return state.waiter.take()
+            defer { state.turnQueue.removeAll() }
+            return (state.waiter.take(), state.turnQueue.map(\.continuation))
         }
         waiter?.resume(throwing: error)
+        for sender in queued { sender.resume(throwing: error) }
     }
 
     private func waitForCredit(

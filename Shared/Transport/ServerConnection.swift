@@ -385,18 +385,20 @@ struct TCPResponseSink: ResponseSink {
         guard let window = connection.responseWindow(call.id, serial: call.serial) else {
             throw RPCError(.cancelled, "call \(call.id) is over")
         }
-        var offset = 0
-        repeat {
-            let wanted = FlowControl.cost(min(message.count - offset, FlowControl.maxChunk))
-            let granted = try await window.take(upTo: wanted, atLeast: min(wanted, FlowControl.cost(FlowControl.minChunk)))
-            let size = granted - FlowControl.messageOverhead
-            try await connection.waitUntilWritable()
-            guard connection.isOpen(call.id, serial: call.serial) else { throw RPCError(.cancelled, "call \(call.id) is over") }
-            let chunk = size == message.count ? message : Array(message[offset..<offset + size])
-            offset += size
-            connection.connection.send(RpcV1.Frame(
-                callID: call.id, kind: .message, hasPayload: true, payload: chunk, continues: offset < message.count))
-        } while offset < message.count
+        try await window.withTurn {
+            var offset = 0
+            repeat {
+                let wanted = FlowControl.cost(min(message.count - offset, FlowControl.maxChunk))
+                let granted = try await window.take(upTo: wanted, atLeast: min(wanted, FlowControl.cost(FlowControl.minChunk)))
+                let size = granted - FlowControl.messageOverhead
+                try await connection.waitUntilWritable()
+                guard connection.isOpen(call.id, serial: call.serial) else { throw RPCError(.cancelled, "call \(call.id) is over") }
+                let chunk = size == message.count ? message : Array(message[offset..<offset + size])
+                offset += size
+                connection.connection.send(RpcV1.Frame(
+                    callID: call.id, kind: .message, hasPayload: true, payload: chunk, continues: offset < message.count))
+            } while offset < message.count
+        }
     }
 
     func finish(message: [UInt8]?, error: RPCError?) {

@@ -343,16 +343,18 @@ final class TCPClientCall: ClientCall, @unchecked Sendable {  // `transport` is 
     }
 
     func send(_ message: [UInt8]) async throws {
-        var offset = 0
-        repeat {
-            let wanted = FlowControl.cost(min(message.count - offset, FlowControl.maxChunk))
-            let granted = try await window.take(upTo: wanted, atLeast: min(wanted, FlowControl.cost(FlowControl.minChunk)))
-            let size = granted - FlowControl.messageOverhead
-            let chunk = size == message.count ? message : Array(message[offset..<offset + size])
-            offset += size
-            let frame = RpcV1.Frame(callID: id, kind: .message, hasPayload: true, payload: chunk, continues: offset < message.count)
-            guard transport?.send(frame, onCall: id) == true else { throw RPCError(.cancelled, "call to \(method) is over") }
-        } while offset < message.count
+        try await window.withTurn {
+            var offset = 0
+            repeat {
+                let wanted = FlowControl.cost(min(message.count - offset, FlowControl.maxChunk))
+                let granted = try await window.take(upTo: wanted, atLeast: min(wanted, FlowControl.cost(FlowControl.minChunk)))
+                let size = granted - FlowControl.messageOverhead
+                let chunk = size == message.count ? message : Array(message[offset..<offset + size])
+                offset += size
+                let frame = RpcV1.Frame(callID: id, kind: .message, hasPayload: true, payload: chunk, continues: offset < message.count)
+                guard transport?.send(frame, onCall: id) == true else { throw RPCError(.cancelled, "call to \(method) is over") }
+            } while offset < message.count
+        }
     }
 
     func closeRequests() {

@@ -80,8 +80,10 @@ private final class InProcessCall: ClientCall {
     // MARK: Client side
 
     func send(_ message: [UInt8]) async throws {
-        try await requestWindow.takeWhole(FlowControl.cost(message.count))
-        requests.receive(message: message)
+        try await requestWindow.withTurn {
+            try await requestWindow.takeWhole(FlowControl.cost(message.count))
+            requests.receive(message: message)
+        }
     }
 
     func closeRequests() { requests.finish() }
@@ -95,8 +97,10 @@ private final class InProcessCall: ClientCall {
     // MARK: Server side
 
     func respond(_ message: [UInt8]) async throws {
-        try await responseWindow.takeWhole(FlowControl.cost(message.count))
-        responses.receive(message: message)
+        try await responseWindow.withTurn {
+            try await responseWindow.takeWhole(FlowControl.cost(message.count))
+            responses.receive(message: message)
+        }
     }
 
     /// Ends the call once: with the server's answer, or locally (cancelled, deadline), which drops

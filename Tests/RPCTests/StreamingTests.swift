@@ -108,6 +108,32 @@ import Transport
         }
     }
 
+    @Test(arguments: TransportKind.allCases)
+    func messagesSentConcurrentlyOnOneCallArriveWhole(kind: TransportKind) async throws {
+        try await Harness.with(kind, services: [ConcurrentSenders()]) { harness in
+            // Each message takes several chunks; four senders at once on each side.
+            let size = FlowControl.maxChunk * 2 + 100
+            let runs = try await harness.client.bidirectionalStreaming(RpcV1.Echo.chat) { writer in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for fill in 1...4 {
+                        group.addTask { try await writer.send(RpcV1.EchoRequest(payload: Array(repeating: UInt8(fill), count: size))) }
+                    }
+                    try await group.waitForAll()
+                }
+            } responses: { responses in
+                var runs: [[UInt8]] = []
+                for try await response in responses { runs.append(response.payload) }
+                return runs
+            }
+            // The server answers each request with four concurrent copies: 16 messages, each whole.
+            #expect(runs.count == 16)
+            for run in runs {
+                #expect(run.count == size && Set(run).count == 1, "a message mixed with another's chunks")
+            }
+            #expect(Set(runs.map { $0[0] }) == [1, 2, 3, 4])
+        }
+    }
+
     // MARK: Flow control
 
     @Test(arguments: TransportKind.allCases)
@@ -293,6 +319,20 @@ import Transport
             try await two.send(RpcV1.EchoRequest().serializedBytes())
             two.closeRequests()
             await expectStatus(.invalidArgument) { while try await two.next() != nil {} }
+        }
+    }
+}
+
+/// Chat whose handler answers each request with four copies sent at once from child tasks.
+struct ConcurrentSenders: RPCService {
+    func register(in router: inout RPCRouter) {
+        router.bidirectionalStreaming(RpcV1.Echo.chat) { requests, writer, _ in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for try await request in requests {
+                    for _ in 0..<4 { group.addTask { try await writer.send(RpcV1.EchoResponse(payload: request.payload)) } }
+                }
+                try await group.waitForAll()
+            }
         }
     }
 }
