@@ -157,6 +157,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     // MARK: Loop thread
 
     private func connect() {
+        loop.assertInLoop()
         guard state.withLock({ $0.connection == nil && !$0.calls.isEmpty }) else { return }
         let connection = TCPConnection(loop: loop, maxFrameSize: maxFrameSize)
         state.withLock { $0.connection = connection }
@@ -168,6 +169,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     }
 
     private func connected(_ connection: TCPConnection, status: Int32) {
+        loop.assertInLoop()
         guard status == 0 else {
             connection.close(reason: uvError(status))
             return
@@ -187,6 +189,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     }
 
     private func lost(_ connection: TCPConnection, reason: String) {
+        loop.assertInLoop()
         let outcome = state.withLock { state -> (calls: [UInt64: PendingCall], neverSent: Set<UInt64>, failures: Int?)? in
             guard connection === state.connection else { return nil }
             let wasConnected = state.isConnected
@@ -213,6 +216,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
+        loop.assertInLoop()
         guard let frame = try? RpcV1.Frame(serializedBytes: bytes) else {
             state.withLock { $0.connection }?.close(reason: "reply envelope from \(endpoint) does not decode")
             return
@@ -300,6 +304,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
 
     /// Sets the timer for the earliest deadline (loop thread).
     private func armDeadlineTimer() {
+        loop.assertInLoop()
         guard let due = state.withLock({ state -> ContinuousClock.Instant? in
             guard let first = state.deadlines.earliest, state.timerDue.map({ first < $0 }) ?? true else { return nil }
             state.timerDue = first
@@ -312,6 +317,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     }
 
     private func expireDeadlines() {
+        loop.assertInLoop()
         let now = ContinuousClock.now
         let expired = state.withLock { state in
             state.timerDue = nil

@@ -7,6 +7,7 @@ package final class TCPListener: @unchecked Sendable {
     private let handle: UnsafeMutablePointer<uv_tcp_t>
     private let onAccept: (TCPConnection) -> Void
     private let makeConnection: () -> TCPConnection
+    private let loop: EventLoop
     /// `host:port` actually bound (the real port when asked for 0).
     package private(set) var address = ""
 
@@ -14,6 +15,7 @@ package final class TCPListener: @unchecked Sendable {
         handle = allocateHandle(uv_tcp_t.self)
         uv_tcp_init(loop.raw, handle)
         self.onAccept = onAccept
+        self.loop = loop
         makeConnection = { TCPConnection(loop: loop, maxFrameSize: maxFrameSize, highWater: highWater) }
         handle.pointee.data = Unmanaged.passRetained(self as AnyObject).toOpaque()
     }
@@ -23,6 +25,7 @@ package final class TCPListener: @unchecked Sendable {
         loop: EventLoop, address: SocketAddress, maxFrameSize: Int = FrameCodec.defaultMaxFrameSize,
         highWater: Int = 4 << 20, onAccept: @escaping (TCPConnection) -> Void
     ) -> Result<TCPListener, RPCError> {
+        loop.assertInLoop()
         let listener = TCPListener(loop: loop, maxFrameSize: maxFrameSize, highWater: highWater, onAccept: onAccept)
         var result = address.withSockaddr { uv_tcp_bind(listener.handle, $0, 0) }
         if result == 0 {
@@ -40,6 +43,7 @@ package final class TCPListener: @unchecked Sendable {
     }
 
     private func accept(status: Int32) {
+        loop.assertInLoop()
         guard status == 0 else { return }
         let connection = makeConnection()
         guard uv_accept(cast(handle, to: uv_stream_t.self), connection.stream) == 0 else {

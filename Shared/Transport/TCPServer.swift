@@ -99,6 +99,7 @@ public final class TCPServer: @unchecked Sendable {
     }
 
     private func accept(_ connection: TCPConnection) {
+        loop.assertInLoop()
         if connections.count >= limits.maxConnections {
             rpc.stats.connectionRejected()
             connection.start()
@@ -123,6 +124,7 @@ public final class TCPServer: @unchecked Sendable {
     /// Closes connections that stalled mid-frame, never sent a frame, or sat idle too long (idle
     /// since the last request or answer, whichever came later).
     private func sweep() {
+        loop.assertInLoop()
         let now = ContinuousClock.now
         for served in Array(connections.values) {
             let connection = served.connection
@@ -151,6 +153,7 @@ public final class TCPServer: @unchecked Sendable {
     }
 
     private func expireDeadlines() {
+        loop.assertInLoop()
         deadlineTimerDue = nil
         let now = ContinuousClock.now
         for call in deadlines.popExpired(at: now) {
@@ -171,6 +174,7 @@ public final class TCPServer: @unchecked Sendable {
     }
 
     private func flushStaleResponses() {
+        loop.assertInLoop()
         workers.flushIfStale()
         if inFlight.load(ordering: .relaxed) == 0, !workers.hasDeferredFlushes {
             flushTimer?.stop()
