@@ -291,8 +291,13 @@ package final class MessageInbox: Sendable {
     /// No more messages: the sender half-closed (`error == nil`, after the queued messages) or the
     /// call failed (`discarding` drops what is queued, so the consumer learns of it at once).
     package func finish(error: (any Error)? = nil, discarding: Bool = false) {
+        var error = error
         let waiter = state.withLock { state -> UnsafeContinuation<[UInt8]?, any Error>? in
             guard state.end == nil else { return nil }
+            if error == nil, state.partial != nil {
+                // Half-closed in the middle of a message: what came of it is no message.
+                error = RPCError(.invalidArgument, "the stream ended inside a message (its last chunk said more would follow)")
+            }
             state.end = error.map { .failure($0) } ?? .success(())
             state.partial = nil
             if discarding {

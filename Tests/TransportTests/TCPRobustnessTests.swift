@@ -265,6 +265,23 @@ import Testing
         await server.shutdown(grace: .seconds(1))
     }
 
+    @Test func aHalfCloseInsideAMessageIsInvalidArgument() async throws {
+        try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.write(FrameCodec.encode(RpcV1.Frame(
+                callID: 1, kind: .request, method: RpcV1.Echo.collect.path, clientStream: true).serializedBytes()))
+            let first = RpcV1.EchoRequest(payload: [1, 2, 3]).serializedBytes()
+            socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .message, hasPayload: true, payload: first).serializedBytes()))
+            socket.write(FrameCodec.encode(RpcV1.Frame(
+                callID: 1, kind: .message, hasPayload: true, payload: [0x0A, 0x10], continues: true).serializedBytes()))
+            socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .endStream).serializedBytes()))
+            let answer = try await socket.receiveFrame()
+            #expect(answer.callID == 1)
+            #expect(answer.statusCode == StatusCode.invalidArgument.rawValue, "\(answer.statusMessage)")
+            try await expectServing(harness)
+        }
+    }
+
     @Test func aRequestMessageOverTheSizeLimitEndsItsCall() async throws {
         var limits = Self.quickLimits
         limits.maxMessageSize = 100 << 10
