@@ -27,6 +27,9 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Shared/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CTesseract", path: "Shared/CTesseract", pkgConfig: "tesseract",
+            providers: [.apt(["libtesseract-dev", "libleptonica-dev"])]),
 
         // MARK: Schema: protobuf-c output generated from Proto/, bridged to Swift values
         .target(name: "MenagerieProtoC", dependencies: ["CProtobufC"], path: "Shared/MenagerieProtoC"),
@@ -54,6 +57,9 @@ let package = Package(
             ],
             path: "Shared/ServiceKit"),
 
+        // MARK: Domain libraries
+        .target(name: "TextRecognition", dependencies: ["CTesseract"], path: "Shared/TextRecognition"),
+
         // MARK: Services
         // Each service <Name>: Core (domain and persistence; never RPC or Schema), Service (handlers, validation,
         // proto conversions; conforms to the generated ServiceProtocol), App (the executable), CLI (`gateway <name>`).
@@ -63,7 +69,12 @@ let package = Package(
             path: "Services/Zoo/Service"),
         .executableTarget(
             name: "zoo", dependencies: ["ZooCore", "ZooService", "ServiceKit", "Base", "Jobs", "JobsService"], path: "Services/Zoo/App"),
-        .executableTarget(name: "ocr", dependencies: ["ServiceKit"], path: "Services/OCR/App"),
+        .target(name: "OCRCore", dependencies: ["Storage", "TextRecognition"], path: "Services/OCR/Core"),
+        .target(
+            name: "OCRService", dependencies: ["OCRCore", "TextRecognition", "RPC", "Schema", "ServiceAPI"],
+            path: "Services/OCR/Service"),
+        .executableTarget(
+            name: "ocr", dependencies: ["OCRCore", "OCRService", "TextRecognition", "ServiceKit"], path: "Services/OCR/App"),
         .executableTarget(name: "health", dependencies: ["ServiceKit"], path: "Services/Health/App"),
         .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),
         .target(
@@ -72,6 +83,12 @@ let package = Package(
                 "GatewayKit", "RPC", "Schema", "ServiceAPI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/Zoo/CLI"),
+        .target(
+            name: "OCRCLI",
+            dependencies: [
+                "GatewayKit", "RPC", "Schema", "ServiceAPI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Services/OCR/CLI"),
 
         // MARK: Gateway: GatewayKit is what every service's command group shares; App assembles the groups.
         .target(
@@ -84,13 +101,15 @@ let package = Package(
         .executableTarget(
             name: "gateway",
             dependencies: [
-                "GatewayKit", "ZooCLI", "RPC", "Transport", "Schema", "ServiceAPI",
+                "GatewayKit", "ZooCLI", "OCRCLI", "RPC", "Transport", "Schema", "ServiceAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/Gateway/App"),
 
         // MARK: Benchmarks
-        .executableTarget(name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService"], path: "Tests/Benchmarks"),
+        .executableTarget(
+            name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService", "RPCTesting"],
+            path: "Tests/Benchmarks"),
 
         // MARK: Tests
         // A service running test jobs, for the tests that kill a replica (built by `swift build --build-tests`).
@@ -105,17 +124,35 @@ let package = Package(
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator", "TestSupport"], path: "Tests/SchemaTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane"], path: "Tests/StorageTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema", "ServiceKit", "TestSupport"], path: "Tests/RPCTests"),
+        // Test-only and benchmark-only parts of the RPC stack (Echo, the in-process transport, the
+        // raw echo floor), kept out of the production modules.
+        .target(name: "RPCTesting", dependencies: ["RPC", "Transport", "Schema"], path: "Tests/RPCTesting"),
+        // What the RPC and transport tests share: a harness over both transports, faulty services.
+        .target(
+            name: "RPCTestSupport", dependencies: ["RPC", "Transport", "Schema", "RPCTesting", "TestSupport"],
+            path: "Tests/RPCTestSupport"),
         .testTarget(
-            name: "ServiceKitTests", dependencies: ["ServiceKit", "RPC", "Schema", "Storage", "WorkLane", "Transport", "TestSupport"],
-            path: "Tests/ServiceKitTests"),
+            name: "RPCTests",
+            dependencies: ["RPC", "Transport", "Schema", "ServiceKit", "TestSupport", "RPCTesting", "RPCTestSupport"],
+            path: "Tests/RPCTests"),
+        .testTarget(
+            name: "TransportTests", dependencies: ["RPC", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport"],
+            path: "Tests/TransportTests"),
+        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RPC", "Schema", "Storage", "WorkLane", "Transport", "TestSupport", "RPCTesting"], path: "Tests/ServiceKitTests"),
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "Transport", "Schema"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
         .testTarget(name: "ZooCoreTests", dependencies: ["ZooCore", "Storage"], path: "Tests/ZooCoreTests"),
         .testTarget(
             name: "ZooServiceTests",
-            dependencies: ["ZooCore", "ZooService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "Jobs", "JobsService", "WorkLane"],
+            dependencies: [
+                "ZooCore", "ZooService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "Jobs", "JobsService", "WorkLane", "RPCTesting",
+            ],
             path: "Tests/ZooServiceTests"),
+        .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition"], path: "Tests/TextRecognitionTests"),
+        .testTarget(name: "OCRCoreTests", dependencies: ["OCRCore", "TextRecognition", "Storage"], path: "Tests/OCRCoreTests"),
+        .testTarget(
+            name: "OCRServiceTests", dependencies: ["OCRCore", "OCRService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "RPCTesting"],
+            path: "Tests/OCRServiceTests"),
         .testTarget(
             name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport"],
             path: "Tests/IntegrationTests"),
