@@ -116,13 +116,13 @@ let package = Package(
         .executableTarget(
             name: "jobs-test-service", dependencies: ["ServiceKit", "Jobs", "JobsService", "Storage", "Schema", "RPC"],
             path: "Tests/JobsTestService"),
-        .testTarget(name: "WorkLaneTests", dependencies: ["WorkLane"], path: "Tests/WorkLaneTests"),
+        .testTarget(name: "WorkLaneTests", dependencies: ["WorkLane", "TestSupport"], path: "Tests/WorkLaneTests"),
         .testTarget(
             name: "JobsTests",
             dependencies: ["Jobs", "JobsService", "Storage", "WorkLane", "RPC", "Schema", "Transport", "TestSupport"],
             path: "Tests/JobsTests"),
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator", "TestSupport"], path: "Tests/SchemaTests"),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane"], path: "Tests/StorageTests"),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane", "TestSupport"], path: "Tests/StorageTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Test-only and benchmark-only parts of the RPC stack (Echo, the in-process transport, the
         // raw echo floor), kept out of the production modules.

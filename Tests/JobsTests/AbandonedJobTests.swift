@@ -1,6 +1,7 @@
 import Foundation
 import Jobs
 import Storage
+import TestSupport
 import Testing
 import WorkLane
 

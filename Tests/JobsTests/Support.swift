@@ -2,6 +2,7 @@ import Foundation
 import Jobs
 import Storage
 import Synchronization
+import TestSupport
 import WorkLane
 
 /// A scratch directory with a database file path, removed on deinit.
@@ -26,39 +27,7 @@ final class Scratch: @unchecked Sendable {
     }
 }
 
-/// A door threads wait at until it is opened.
-final class Gate: Sendable {
-    private let semaphore = DispatchSemaphore(value: 0)
-    private let isOpen = Mutex(false)
 
-    func open() {
-        let first = isOpen.withLock { open in
-            defer { open = true }
-            return !open
-        }
-        if first { semaphore.signal() }
-    }
-
-    /// Blocks the calling thread: for lane and storage threads only.
-    func wait() {
-        semaphore.wait()
-        semaphore.signal()
-    }
-
-    /// Suspends until the gate is open, without blocking a thread of the cooperative pool (which has only a
-    /// couple of threads, shared by the tests running in parallel).
-    func opened() async {
-        while !isOpen.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(1)) }
-    }
-}
-
-/// A value shared between threads.
-final class Box<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    var value: Value { mutex.withLock { $0 } }
-    func set(_ value: Value) { mutex.withLock { $0 = value } }
-}
 
 struct TimedOut: Error, CustomStringConvertible {
     let what: String

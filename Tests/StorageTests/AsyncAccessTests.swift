@@ -1,6 +1,7 @@
 import Foundation
 import Storage
 import Synchronization
+import TestSupport
 import Testing
 import WorkLane
 
@@ -155,28 +156,3 @@ import WorkLane
     }
 }
 
-/// A door threads wait at until it is opened.
-final class Gate: Sendable {
-    private let semaphore = DispatchSemaphore(value: 0)
-    private let isOpen = Mutex(false)
-
-    func open() {
-        let first = isOpen.withLock { open in
-            defer { open = true }
-            return !open
-        }
-        if first { semaphore.signal() }
-    }
-
-    /// Blocks the calling thread: for lane and storage threads only.
-    func wait() {
-        semaphore.wait()
-        semaphore.signal()
-    }
-
-    /// Suspends until the gate is open, without blocking a thread of the cooperative pool (which has only a
-    /// couple of threads, shared by the tests running in parallel).
-    func opened() async {
-        while !isOpen.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(1)) }
-    }
-}

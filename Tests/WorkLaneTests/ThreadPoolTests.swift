@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 import WorkLane
 
@@ -141,35 +142,6 @@ import WorkLane
     }
 }
 
-/// A value shared between threads.
-final class Box<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    var value: Value { mutex.withLock { $0 } }
-    @discardableResult
-    func update<T: Sendable>(_ body: (inout Value) -> T) -> T { mutex.withLock { body(&$0) } }
-}
-
-/// A door threads wait at until it is opened.
-final class Gate: Sendable {
-    private let semaphore = DispatchSemaphore(value: 0)
-    private let isOpen = Atomic<Bool>(false)
-
-    func open() {
-        if !isOpen.exchange(true, ordering: .sequentiallyConsistent) { semaphore.signal() }
-    }
-
-    /// Blocks the calling thread: for the pool's threads only.
-    func wait() {
-        semaphore.wait()
-        semaphore.signal()
-    }
-
-    /// Suspends until the gate is open, without blocking a thread of the cooperative pool.
-    func opened() async {
-        while !isOpen.load(ordering: .sequentiallyConsistent) { try? await Task.sleep(for: .milliseconds(1)) }
-    }
-}
 
 struct TimedOut: Error {}
 
