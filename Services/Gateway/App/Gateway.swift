@@ -1,4 +1,5 @@
 import ArgumentParser
+import GatewayKit
 import OCRCLI
 import ZooCLI
 
@@ -12,7 +13,15 @@ struct Gateway: AsyncParsableCommand {
         discussion: """
             Endpoints come from --endpoint SERVICE=HOST:PORT, else MENAGERIE_ENDPOINTS \
             ("zoo=HOST:PORT,HOST:PORT;ocr=HOST:PORT"), else the state compose/compose up wrote.
-            A failed call prints its status code and message and exits non-zero.
+            A failed call prints its status code and message and exits with that code (INVALID_ARGUMENT 3, \
+            NOT_FOUND 5, UNAVAILABLE 14, …); a bad value on the command line exits 3 too, a command line \
+            that does not parse (unknown option, missing argument) exits 64, a failed status or probe check 1. \
+            Negative numbers are values: --from -33.9,18.4; as an argument, after --.
             """,
         subcommands: [Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, OCRCommands.self])
+
+    /// ArgumentParser's main, with GatewayKit's one rule for bad values (3) versus usage errors (64).
+    static func main() async {
+        await GatewayExit.main(Gateway.self)
+    }
 }

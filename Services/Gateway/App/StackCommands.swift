@@ -77,13 +77,13 @@ struct Probe: AsyncParsableCommand {
     @Argument(help: "HOST:PORT of the instance.")
     var address: String
 
-    @Option(help: "Seconds to wait for the answer.")
+    @Option(parsing: .unconditional, help: "Seconds to wait for the answer.")
     var timeout = 2.0
 
     @Flag(help: "Print nothing.")
     var quiet = false
 
-    @Option(help: "Also require the answer to come from the process with this id (another program may hold the port).")
+    @Option(parsing: .unconditional, help: "Also require the answer to come from the process with this id (another program may hold the port).")
     var pid: Int64?
 
     func validate() throws { try validateTimeout(timeout) }

@@ -48,9 +48,16 @@ public struct Endpoints: Sendable {
         }
     }
 
-    /// A client for every known instance of `service`.
-    public func client(for service: String) throws -> RPCClient {
+    /// A client for every known instance of `service`: NOT_FOUND when `service` is none of the stack's
+    /// (`known`, from compose's services file) and has no endpoint, UNAVAILABLE when it has none now.
+    public func client(for service: String, known: [String] = ServiceList.names()) throws -> RPCClient {
         guard let addresses = byService[service], !addresses.isEmpty else {
+            if !known.isEmpty, !known.contains(service) {
+                // Not a service of this stack at all (a typo): NOT_FOUND, not a stack that is down.
+                throw RPCError(
+                    .notFound, "no service named \(service): the stack's services are \(known.joined(separator: ", "))"
+                        + (byService.isEmpty ? "" : "; endpoints are known for \(byService.keys.sorted().joined(separator: ", "))"))
+            }
             throw RPCError(
                 .unavailable,
                 "no endpoint known for \(service): start the stack with compose/compose up, or pass --endpoint \(service)=HOST:PORT"

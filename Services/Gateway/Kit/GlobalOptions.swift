@@ -13,7 +13,7 @@ public struct GlobalOptions: ParsableArguments, Sendable {
     @Flag(help: "Print JSON instead of tables.")
     public var json = false
 
-    @Option(help: "Seconds to wait for each call.")
+    @Option(parsing: .unconditional, help: "Seconds to wait for each call.")
     public var timeout = 10.0
 
     public init() {}
@@ -53,6 +53,6 @@ public struct GlobalOptions: ParsableArguments, Sendable {
 /// too large to count in milliseconds).
 public func validateTimeout(_ timeout: Double) throws {
     guard timeout.isFinite, timeout > 0, timeout <= 1_000_000 else {
-        throw ValidationError("--timeout must be a number of seconds above 0 and at most 1000000 (got \(timeout))")
+        throw InvalidValue("--timeout must be a number of seconds above 0 and at most 1000000 (got \(timeout))")
     }
 }

@@ -154,7 +154,7 @@ public struct JobsList<Service: JobsCommandService>: AsyncParsableCommand {
     @Option(help: "Only jobs of this kind (e.g. zoo.import).")
     var kind: String?
 
-    @Option(name: .customLong("page-size"), help: "Jobs per page (1…500).")
+    @Option(name: .customLong("page-size"), parsing: .unconditional, help: "Jobs per page (1…500).")
     var pageSize: Int32 = 20
 
     @Option(name: .customLong("page-token"), help: "The token a previous page printed.")
@@ -166,7 +166,7 @@ public struct JobsList<Service: JobsCommandService>: AsyncParsableCommand {
 
     public func validate() throws {
         for state in states where JobsV1.JobState(name: state) == nil {
-            throw ValidationError("--job-state must be queued, running, succeeded, failed or cancelled (got \(state))")
+            throw InvalidValue("--job-state must be queued, running, succeeded, failed or cancelled (got \(state))")
         }
     }
 

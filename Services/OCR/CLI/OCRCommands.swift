@@ -145,7 +145,7 @@ struct OCRTemplateCommands: AsyncParsableCommand {
 
         func validate() throws {
             for rename in renames where rename.split(separator: "=", omittingEmptySubsequences: false).count != 2 {
-                throw ValidationError("\(rename) is not OLD=NEW")
+                throw InvalidValue("\(rename) is not OLD=NEW")
             }
         }
 

@@ -11,7 +11,11 @@ public struct ZooCommands: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "zoo",
         abstract: "The Prague Zoo lexicon, its data, and walking routes.",
-        discussion: "Bad input exits with the status code of INVALID_ARGUMENT (3), unknown animals with NOT_FOUND (5), and so on.",
+        discussion: """
+            Bad input exits with the status code of INVALID_ARGUMENT (3), whether the gateway or the service rejects \
+            it; unknown animals with NOT_FOUND (5), and so on. A command line that does not parse (unknown option, \
+            missing argument) exits 64. Negative numbers are values: --from -33.9,18.4.
+            """,
         subcommands: [
             ZooSearch.self, ZooShow.self, ZooFilters.self, ZooStatus.self, ZooImport.self, ZooRoute.self, ZooNearby.self,
             ZooTour.self, ZooGeoJSON.self, JobsCommands<ZooCommands>.self,

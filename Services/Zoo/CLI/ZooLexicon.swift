@@ -36,10 +36,10 @@ struct ZooSearch: AsyncParsableCommand {
     @Flag(help: "Include animals the zoo does not currently keep.")
     var all = false
 
-    @Option(help: "Results per page (0…500).")
+    @Option(parsing: .unconditional, help: "Results per page (0…500).")
     var limit: Int32 = 20
 
-    @Option(help: "Results to skip.")
+    @Option(parsing: .unconditional, help: "Results to skip.")
     var offset: Int32 = 0
 
     @OptionGroup var global: GlobalOptions

@@ -12,19 +12,19 @@ struct ZooRoute: AsyncParsableCommand {
         abstract: "The shortest walk along the zoo's footpaths, from a point, an animal or a pavilion to another.",
         discussion: #"With --json: {"distance_m", "duration_s", "nodes": [ids], "coordinates": [[lat, lon], …]}."#)
 
-    @Option(name: .customLong("from"), help: "Start at LAT,LON (e.g. a phone's GPS fix).")
+    @Option(name: .customLong("from"), parsing: .unconditional, help: "Start at LAT,LON (e.g. a phone's GPS fix).")
     var fromPoint: String?
 
-    @Option(name: .customLong("from-animal"), help: "Start at an animal (its nearest map location).")
+    @Option(name: .customLong("from-animal"), parsing: .unconditional, help: "Start at an animal (its nearest map location).")
     var fromAnimal: Int64?
 
     @Option(name: .customLong("from-house"), help: "Start at a pavilion.")
     var fromHouse: String?
 
-    @Option(name: .customLong("to"), help: "Go to LAT,LON.")
+    @Option(name: .customLong("to"), parsing: .unconditional, help: "Go to LAT,LON.")
     var toPoint: String?
 
-    @Option(name: .customLong("to-animal"), help: "Go to an animal (whichever of its map locations is nearest on foot).")
+    @Option(name: .customLong("to-animal"), parsing: .unconditional, help: "Go to an animal (whichever of its map locations is nearest on foot).")
     var toAnimal: Int64?
 
     @Option(name: .customLong("to-house"), help: "Go to a pavilion.")
@@ -66,13 +66,13 @@ struct ZooNearby: AsyncParsableCommand {
         commandName: "nearby",
         abstract: "Animals kept now whose map locations are within a walking distance of a point, nearest first.")
 
-    @Option(name: .customLong("from"), help: "LAT,LON to walk from.")
+    @Option(name: .customLong("from"), parsing: .unconditional, help: "LAT,LON to walk from.")
     var from: String
 
-    @Option(help: "Walking distance in metres.")
+    @Option(parsing: .unconditional, help: "Walking distance in metres.")
     var radius = 200.0
 
-    @Option(help: "Most animals listed.")
+    @Option(parsing: .unconditional, help: "Most animals listed.")
     var limit: Int32 = 50
 
     @OptionGroup var global: GlobalOptions
@@ -108,7 +108,7 @@ struct ZooTour: AsyncParsableCommand {
     @Argument(help: "Ids of the animals to visit.")
     var animals: [Int64]
 
-    @Option(name: .customLong("from"), help: "LAT,LON to start at.")
+    @Option(name: .customLong("from"), parsing: .unconditional, help: "LAT,LON to start at.")
     var from: String
 
     @OptionGroup var global: GlobalOptions
