@@ -19,6 +19,9 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("log-level"), help: "debug, info, warning or error.")
     public var logLevel = "info"
 
+    @Option(name: .customLong("log-format"), help: "text (for people), logfmt or json (one JSON object a line), for log pipelines.")
+    public var logFormat = "text"
+
     @Option(name: .customLong("max-frame-size"), help: "Largest frame a client may send, in bytes.")
     public var maxFrameSize = FrameCodec.defaultMaxFrameSize
 
@@ -48,6 +51,9 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     public func validate() throws {
         guard LogLevel(name: logLevel) != nil else {
             throw ValidationError("--log-level must be one of debug, info, warning, error (got \(logLevel))")
+        }
+        guard LogFormat(name: logFormat) != nil else {
+            throw ValidationError("--log-format must be one of text, logfmt, json (got \(logFormat))")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535 (got \(port))") }
         guard maxFrameSize >= 1024 else { throw ValidationError("--max-frame-size must be at least 1024 bytes") }

@@ -24,6 +24,7 @@ public enum ServiceRunner {
         services makeServices: (Environment) async throws -> [any RPCService]
     ) async throws -> Never {
         Logger.level = LogLevel(name: options.logLevel) ?? .info
+        Logger.format = LogFormat(name: options.logFormat) ?? .text
         let logger = Logger(label: name)
         let directory = URL(fileURLWithPath: options.dataDirectory).standardizedFileURL
         do {

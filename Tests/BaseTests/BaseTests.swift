@@ -56,3 +56,38 @@ import Testing
         #expect(line.hasSuffix("… (\(20_000 - Logger.maxMessageBytes) more bytes)"))
     }
 }
+
+/// `--log-format` (issue 9, #10): logfmt and JSON lines, each one line whatever the message quotes.
+@Suite struct LogFormatTests {
+    static let hostile = "/menagerie.zoo.v1.Zoo/Search\n{\"ts\":\"forged\"} \"quoted\" back\\slash zel\0xyz \u{1B}[31m\u{2028}ž"
+
+    @Test func formatsAreNamedAsTheFlagTakesThem() {
+        #expect(LogFormat.allCases.map(\.name) == ["text", "logfmt", "json"])
+        #expect(LogFormat(name: "JSON") == .json && LogFormat(name: "logfmt") == .logfmt && LogFormat(name: "xml") == nil)
+    }
+
+    @Test func jsonLinesDecodeToTheMessageAsLogged() throws {
+        let line = Logger.line(timestamp: "2026-11-22T10:00:00.000Z", level: .warning, label: "zoo", message: Self.hostile, format: .json)
+        #expect(line.hasSuffix("}\n") && line.dropLast().firstIndex(of: "\n") == nil)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])
+        #expect(object == ["ts": "2026-11-22T10:00:00.000Z", "level": "warning", "service": "zoo", "msg": Self.hostile])
+    }
+
+    @Test func logfmtQuotesAndEscapesTheMessage() {
+        let line = Logger.line(timestamp: "T", level: .info, label: "zoo", message: Self.hostile, format: .logfmt)
+        #expect(line == #"ts=T level=info service="zoo" msg="/menagerie.zoo.v1.Zoo/Search\n{\"ts\":\"forged\"} \"quoted\" back\\slash zel\u{0}xyz \u{1b}[31m\u{2028}ž""# + "\n")
+    }
+
+    @Test func textStaysAsItWas() {
+        let line = Logger.line(timestamp: "T", level: .error, label: "zoo", message: "a\nb", format: .text)
+        #expect(line == "T error zoo: a\\nb\n")
+    }
+
+    @Test func aHugeMessageIsCutInEveryFormat() throws {
+        let message = String(repeating: "\"", count: 10_000)
+        let line = Logger.line(timestamp: "T", level: .info, label: "zoo", message: message, format: .json)
+        #expect(line.utf8.count < Logger.maxMessageBytes + 100)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String])
+        #expect(object["msg"]?.hasSuffix("more bytes)") == true)
+    }
+}
