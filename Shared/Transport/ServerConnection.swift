@@ -99,7 +99,7 @@ final class ServerConnection: @unchecked Sendable {
         }
         let frame: RpcV1.Frame
         do {
-            frame = try RpcV1.Frame(serializedBytes: bytes)
+            frame = try RpcV1.Frame(envelopeKeepingNUL: bytes)
         } catch {
             fail(.internalError, "protocol error: the envelope does not decode (\(error))")
             return

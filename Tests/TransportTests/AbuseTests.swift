@@ -108,6 +108,29 @@ import Testing
         }
     }
 
+    @Test func aNULInAMethodMetadataOrRequestStringIsInvalidArgumentForThatCall() async throws {
+        try await Harness.with(.tcp, limits: Self.limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            // Our encoder cannot write a NUL into a string (protobuf-c's are C strings): put it in after.
+            func withNUL(_ bytes: [UInt8]) -> [UInt8] { bytes.map { $0 == UInt8(ascii: "~") ? 0 : $0 } }
+            let check = RpcV1.Health.check.path
+            socket.write(FrameCodec.encode(withNUL(RpcV1.Frame(callID: 1, kind: .request, method: check + "~junk").serializedBytes())))
+            socket.write(FrameCodec.encode(withNUL(RpcV1.Frame(
+                callID: 2, kind: .request, method: check, metadata: [RpcV1.MetadataEntry(key: "k", value: "v~w")]).serializedBytes())))
+            socket.write(FrameCodec.encode(RpcV1.Frame(
+                callID: 3, kind: .request, method: check, hasPayload: true,
+                payload: withNUL(RpcV1.HealthCheckRequest(service: "zel~xyz").serializedBytes())).serializedBytes()))
+            socket.sendEcho("still open", id: 4)
+            var codes: [UInt64: UInt32] = [:]
+            for _ in 1...4 {
+                let frame = try await socket.receiveFrame()
+                codes[frame.callID] = frame.statusCode
+            }
+            let invalid = StatusCode.invalidArgument.rawValue
+            #expect(codes == [1: invalid, 2: invalid, 3: invalid, 4: 0])
+        }
+    }
+
     // MARK: Fairness (#1) and memory (#2)
 
     @Test func onePipeliningClientDoesNotStarveAnother() async throws {
