@@ -57,15 +57,21 @@ public final class RPCServer: Sendable {
     /// Either kind of input serves either kind of method, as gRPC's wire does not tell them apart: a
     /// streaming method called with one request gets a stream of it, and a method taking one request
     /// called with a stream gets its only message (more or none is INVALID_ARGUMENT).
-    package func handle(_ head: CallHead, route: ServerRoute?, input: CallInput, sink: any ResponseSink) async {
+    ///
+    /// Unless `recordsStats` is false (a transport that counts calls where it answers them, as TCP
+    /// does, since it also answers calls no handler saw), the call is counted in the stats here.
+    package func handle(
+        _ head: CallHead, route: ServerRoute?, input: CallInput, sink: any ResponseSink, recordsStats: Bool = true
+    ) async {
         let started = ContinuousClock.now
         guard let route else {
             if case .stream(let inbox) = input { inbox.finish(error: RPCError(.unimplemented, "unknown method"), discarding: true) }
+            if recordsStats { stats.recordRefused(head.method, code: .unimplemented) }
             reject(head, sink, RPCError(.unimplemented, "unknown method \(head.method)"))
             return
         }
         if let deadline = head.deadline, deadline <= started {
-            finish(head, sink, route.stats, started, failure: RPCError(.deadlineExceeded, "deadline passed before \(head.method) started"))
+            finish(head, sink, recordsStats ? route.stats : nil, started, failure: RPCError(.deadlineExceeded, "deadline passed before \(head.method) started"))
             return
         }
         do {
@@ -87,16 +93,16 @@ public final class RPCServer: Sendable {
                 message = try await handler(request, ServerContext(head), sink)
             }
             sink.finish(message: message, error: nil)
-            route.stats.record(duration: .now - started, failed: false)
+            if recordsStats { route.stats.record(duration: .now - started, code: .ok) }
         } catch {
-            finish(head, sink, route.stats, started, failure: status(for: error, head))
+            finish(head, sink, recordsStats ? route.stats : nil, started, failure: status(for: error, head))
         }
     }
 
     private func finish(
-        _ head: CallHead, _ sink: any ResponseSink, _ stats: MethodStats, _ started: ContinuousClock.Instant, failure: RPCError
+        _ head: CallHead, _ sink: any ResponseSink, _ stats: MethodStats?, _ started: ContinuousClock.Instant, failure: RPCError
     ) {
-        stats.record(duration: .now - started, failed: true)
+        stats?.record(duration: .now - started, code: failure.code)
         reject(head, sink, failure)
     }
 
@@ -128,7 +134,7 @@ public final class RPCServer: Sendable {
 /// A method as a server serves it.
 package struct ServerRoute: Sendable {
     let body: RPCRouter.Body
-    let stats: MethodStats
+    package let stats: MethodStats
     /// Health, reflection and stats: quick, never waiting, and wanted most when the server is busy,
     /// so transports answer them at once instead of queueing them behind domain calls.
     package let isBuiltin: Bool

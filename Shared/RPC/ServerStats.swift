@@ -10,7 +10,14 @@ public final class ServerStats: Sendable {
         public var errors: UInt64
         public var p50Milliseconds: Double
         public var p99Milliseconds: Double
+        /// Calls answered with each status code (index: the code), OK included.
+        public var byStatus: [UInt64]
     }
+
+    /// Where calls to methods this server does not offer are counted: one entry, so that clients
+    /// cannot grow the table with made-up names.
+    public static let unknownMethod = "(unknown method)"
+
 
     private let methods = Mutex<[String: MethodStats]>([:])
     private let connections = Mutex(ConnectionCounters())
@@ -33,6 +40,20 @@ public final class ServerStats: Sendable {
         counters(for: method).record(duration: duration, failed: failed)
     }
 
+    /// Records a call the transport answered with `code` without serving it (too many calls, a
+    /// NUL in its method, shutting down, unknown method): under its method when this server
+    /// offers it, else under `unknownMethod`.
+    public func recordRefused(_ method: String, code: StatusCode) {
+        let counters = methods.withLock { table -> MethodStats in
+            if let counters = table[method] { return counters }
+            if let counters = table[Self.unknownMethod] { return counters }
+            let counters = MethodStats()
+            table[Self.unknownMethod] = counters
+            return counters
+        }
+        counters.record(duration: .zero, code: code)
+    }
+
     public func connectionOpened() { connections.withLock { $0.open += 1; $0.total += 1 } }
     public func connectionClosed() { connections.withLock { $0.open -= 1 } }
     public func connectionRejected() { connections.withLock { $0.rejected += 1 } }
@@ -50,7 +71,8 @@ public final class ServerStats: Sendable {
             return MethodFigures(
                 path: path, calls: counters.calls, errors: counters.errors,
                 p50Milliseconds: counters.latency.percentile(0.50) / 1000,
-                p99Milliseconds: counters.latency.percentile(0.99) / 1000)
+                p99Milliseconds: counters.latency.percentile(0.99) / 1000,
+                byStatus: counters.byStatus)
         }.sorted { $0.path < $1.path }
     }
 }
@@ -61,8 +83,13 @@ public final class MethodStats: Sendable {
 
     /// Records one finished call.
     public func record(duration: Duration, failed: Bool) {
+        record(duration: duration, code: failed ? .unknown : .ok)
+    }
+
+    /// Records one answered call and the status it was answered with.
+    public func record(duration: Duration, code: StatusCode) {
         let micros = Int64(clamping: duration.wholeMicroseconds)
-        state.withLock { $0.record(micros: micros, failed: failed) }
+        state.withLock { $0.record(micros: micros, code: code) }
     }
 
     fileprivate var counters: MethodCounters { state.withLock { $0 } }
@@ -77,11 +104,15 @@ private struct ConnectionCounters {
 private struct MethodCounters {
     var calls: UInt64 = 0
     var errors: UInt64 = 0
+    /// By status code 0-16; codes outside gRPC's range count as UNKNOWN (2).
+    var byStatus = [UInt64](repeating: 0, count: 17)
     var latency = LatencyHistogram()
 
-    mutating func record(micros: Int64, failed: Bool) {
+    mutating func record(micros: Int64, code: StatusCode) {
         calls += 1
-        if failed { errors += 1 }
+        if code != .ok { errors += 1 }
+        let index = Int(code.rawValue)
+        byStatus[index < byStatus.count ? index : 2] += 1
         latency.add(micros: micros)
     }
 }

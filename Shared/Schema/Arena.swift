@@ -1,4 +1,7 @@
 internal import CProtobufC
+#if canImport(Glibc)
+internal import Glibc
+#endif
 
 /// A bump allocator for the C message tree of one encode or decode: structs, arrays, strings and
 /// byte buffers are carved from a stack buffer and, when that is full, from heap chunks, all freed
@@ -10,6 +13,8 @@ struct Arena {
         var nextChunkSize: Int
         /// Heap chunks, linked through their first word.
         var chunks: UnsafeMutableRawPointer?
+        /// A string read from this (decoding) arena had a NUL before its end.
+        var sawEmbeddedNUL = false
     }
 
     private static let alignment = 16
@@ -23,7 +28,7 @@ struct Arena {
                 let state = statePointer.baseAddress.unsafelyUnwrapped
                 state.initialize(to: State(
                     cursor: stack.baseAddress.unsafelyUnwrapped, remaining: stack.count, nextChunkSize: 4 * stackBytes,
-                    chunks: nil))
+                    chunks: nil, sawEmbeddedNUL: false))
                 defer {
                     var chunk = state.pointee.chunks
                     while let current = chunk {
@@ -79,12 +84,41 @@ struct Arena {
     }
 
     /// A protobuf-c allocator drawing from this arena, for `protobuf_c_message_unpack`: what it
-    /// allocates is freed with the arena, so its `free` does nothing.
+    /// allocates is freed with the arena, so its `free` does nothing. Each allocation is preceded by
+    /// a header (`decodeHeader` bytes) holding its size and the arena: protobuf-c keeps no length
+    /// for strings (it allocates length + 1 bytes and NUL-terminates them), so this is how a string
+    /// with a NUL inside is read whole and noticed (`decodedString`).
     var protobufCAllocator: ProtobufCAllocator {
         ProtobufCAllocator(
-            alloc: { state, size in Arena(state: state.unsafelyUnwrapped.assumingMemoryBound(to: State.self)).allocate(size) },
+            alloc: { state, size in
+                let arena = Arena(state: state.unsafelyUnwrapped.assumingMemoryBound(to: State.self))
+                let block = arena.allocate(size + Arena.decodeHeader)
+                block.storeBytes(of: size, as: Int.self)
+                block.storeBytes(of: state, toByteOffset: MemoryLayout<Int>.stride, as: UnsafeMutableRawPointer?.self)
+                return block + Arena.decodeHeader
+            },
             free: { _, _ in },
             allocator_data: UnsafeMutableRawPointer(state))
+    }
+
+    /// Bytes before each block an unpack allocates (a multiple of the alignment).
+    static let decodeHeader = 16
+
+    /// Whether a string of this arena's decode had a NUL inside.
+    var sawEmbeddedNUL: Bool { state.pointee.sawEmbeddedNUL }
+
+    /// A string protobuf-c unpacked into a decoding arena, read whole (a NUL inside included, and
+    /// then noted in the arena); protobuf-c's shared empty default reads as "".
+    static func decodedString(_ cString: UnsafePointer<CChar>) -> String {
+        if menagerie_is_protobuf_c_empty_string(cString) != 0 { return "" }
+        let header = UnsafeRawPointer(cString) - decodeHeader
+        let length = header.load(as: Int.self) - 1
+        let bytes = UnsafeRawBufferPointer(start: cString, count: length)
+        if length > 0, memchr(cString, 0, length) != nil,
+           let state = header.load(fromByteOffset: MemoryLayout<Int>.stride, as: UnsafeMutableRawPointer?.self) {
+            state.assumingMemoryBound(to: State.self).pointee.sawEmbeddedNUL = true
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// A heap chunk with `byteCount` usable bytes, linked for freeing.

@@ -42,9 +42,17 @@ public struct SchemaError: Error, CustomStringConvertible, Equatable {
     public let messageName: String
     /// Length of the rejected input.
     public let byteCount: Int
+    /// Why, when more is known than that protobuf-c refused it.
+    public var reason = "malformed or truncated protobuf"
+
+    public init(messageName: String, byteCount: Int, reason: String = "malformed or truncated protobuf") {
+        self.messageName = messageName
+        self.byteCount = byteCount
+        self.reason = reason
+    }
 
     public var description: String {
-        "cannot decode \(messageName) from \(byteCount) bytes: malformed or truncated protobuf"
+        "cannot decode \(messageName) from \(byteCount) bytes: \(reason)"
     }
 }
 

@@ -41,11 +41,11 @@ extension String: ProtoScalar {
     static var storage: MessageSchema.Storage { .string }
     static var stride: Int { MemoryLayout<UnsafePointer<CChar>?>.stride }
 
-    /// protobuf-c strings are NUL-terminated, so text after an embedded NUL is lost; invalid UTF-8
-    /// is repaired (U+FFFD), never trusted.
+    /// Read whole, NULs included (see `Arena.decodedString`; decoding refuses them unless asked
+    /// not to); invalid UTF-8 is repaired (U+FFFD), never trusted.
     static func load(from address: UnsafeRawPointer) -> String {
         guard let cString = address.load(as: UnsafePointer<CChar>?.self) else { return "" }
-        return String(cString: cString)
+        return Arena.decodedString(cString)
     }
 
     func store(at address: UnsafeMutableRawPointer, arena: Arena) {

@@ -35,14 +35,21 @@ enum ProtobufCCodec {
     /// `protobuf_c_message_unpack`s the bytes into an arena and reads the C message into Swift values.
     /// The arena frees the unpacked message as a whole (instead of `protobuf_c_message_free_unpacked`
     /// freeing it piece by piece), also when unpacking fails halfway.
-    static func decode<Message: ProtobufCBridged>(_ bytes: UnsafeRawBufferPointer) throws -> Message {
+    ///
+    /// A string field with a NUL inside is refused (protobuf-c, and C code after it, would cut the
+    /// text there: `zel\0xyz` read as `zel`) unless `allowingNUL`, for a caller that answers it itself.
+    static func decode<Message: ProtobufCBridged>(_ bytes: UnsafeRawBufferPointer, allowingNUL: Bool = false) throws -> Message {
         let schema = Message.protoSchema
         return try Arena.with { arena in
             var allocator = arena.protobufCAllocator
             let unpacked = protobuf_c_message_unpack(
                 schema.descriptor, &allocator, bytes.count, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self))
             guard let unpacked else { throw SchemaError(messageName: schema.name, byteCount: bytes.count) }
-            return Message(reading: ProtoReader(message: UnsafeRawPointer(unpacked), schema: schema))
+            let message = Message(reading: ProtoReader(message: UnsafeRawPointer(unpacked), schema: schema))
+            if !allowingNUL, arena.sawEmbeddedNUL {
+                throw SchemaError(messageName: schema.name, byteCount: bytes.count, reason: "a string field contains a NUL character")
+            }
+            return message
         }
     }
 }

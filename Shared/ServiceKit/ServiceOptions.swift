@@ -25,8 +25,17 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("max-frame-size"), help: "Largest frame a client may send, in bytes.")
     public var maxFrameSize = FrameCodec.defaultMaxFrameSize
 
-    @Option(name: .customLong("max-connections"), help: "Connections served at once; more are refused.")
+    @Option(name: .customLong("max-connections"), help: "Connections served at once; beyond it the longest-idle connection is closed to make room, or the newcomer refused when every connection has a call open.")
     public var maxConnections = 1024
+
+    @Option(name: .customLong("max-connections-per-peer"), help: "Connections from one client address served at once (same rule as --max-connections).")
+    public var maxConnectionsPerPeer = 256
+
+    @Option(name: .customLong("max-concurrent-calls"), help: "Calls one connection may have open at once; more are answered RESOURCE_EXHAUSTED.")
+    public var maxConcurrentCalls = 100
+
+    @Option(name: .customLong("memory-budget"), help: "MiB the server may hold for large frames still arriving and answers clients have not read; beyond it large frames are refused (RESOURCE_EXHAUSTED) and the connections holding the most are closed.")
+    public var memoryBudget = 256
 
     @Option(name: .customLong("workers"), help: "Handlers that run at once (default: one per core).")
     public var workers = ProcessInfo.processInfo.activeProcessorCount
@@ -58,6 +67,11 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535 (got \(port))") }
         guard maxFrameSize >= 1024 else { throw ValidationError("--max-frame-size must be at least 1024 bytes") }
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
+        guard maxConnectionsPerPeer >= 1 else { throw ValidationError("--max-connections-per-peer must be at least 1") }
+        guard (1...1_000_000).contains(maxConcurrentCalls) else {
+            throw ValidationError("--max-concurrent-calls must be 1-1000000 (got \(maxConcurrentCalls))")
+        }
+        guard (1...1_048_576).contains(memoryBudget) else { throw ValidationError("--memory-budget must be 1-1048576 MiB (got \(memoryBudget))") }
         guard (1...1024).contains(workers) else { throw ValidationError("--workers must be 1-1024 (got \(workers))") }
         guard (1...1024).contains(laneThreads) else { throw ValidationError("--lane-threads must be 1-1024 (got \(laneThreads))") }
         guard (0...1_000_000).contains(laneQueue) else { throw ValidationError("--lane-queue must be 0-1000000 (got \(laneQueue))") }
@@ -74,6 +88,9 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         var limits = TCPServer.Limits()
         limits.maxFrameSize = maxFrameSize
         limits.maxConnections = maxConnections
+        limits.maxConnectionsPerPeer = maxConnectionsPerPeer
+        limits.maxConcurrentCalls = maxConcurrentCalls
+        limits.memoryBudget = memoryBudget << 20
         limits.workers = workers
         limits.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         limits.frameTimeout = .milliseconds(Int64(frameTimeout * 1000))

@@ -26,6 +26,9 @@ public enum ServiceRunner {
         Logger.level = LogLevel(name: options.logLevel) ?? .info
         Logger.format = LogFormat(name: options.logFormat) ?? .text
         let logger = Logger(label: name)
+        // Caught from the very start: a SIGTERM while the service starts up (opening or migrating
+        // its data, which is transactional) exits 0 at once, as one while serving does after draining.
+        let termination = TerminationSignals(logger: logger)
         let directory = URL(fileURLWithPath: options.dataDirectory).standardizedFileURL
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -44,40 +47,55 @@ public enum ServiceRunner {
             exit(1)
         }
         logger.info("started: pid \(getpid()), listening on \(server.address), data in \(directory.path), version \(menagerieVersion)")
-        let signal = await firstTerminationSignal()
+        let signal = await termination.first()
         logger.info("received \(signal); draining (grace \(options.shutdownGrace)s)")
         await server.shutdown(grace: .milliseconds(Int64(options.shutdownGrace * 1000)))
         logger.info("stopped after \(String(format: "%.1f", server.rpc.uptimeSeconds))s")
         exit(0)
     }
 
-    /// Suspends until SIGTERM or SIGINT arrives; returns its name.
-    private static func firstTerminationSignal() async -> String {
-        await withCheckedContinuation { continuation in
-            let once = OnceFlag()
-            for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler {
-                    if once.claim() { continuation.resume(returning: name) }
+}
+
+/// SIGTERM and SIGINT, caught from the moment this is made: before `first()` is awaited (while the
+/// service starts) the first one exits the process with status 0; afterwards it resumes `first()`.
+private final class TerminationSignals: @unchecked Sendable {
+    private let state = Mutex<(waiter: CheckedContinuation<String, Never>?, waiting: Bool, fired: Bool)>((nil, false, false))
+    /// Kept alive for the life of the process.
+    private let sources: [any DispatchSourceSignal]
+
+    init(logger: Logger) {
+        var sources: [any DispatchSourceSignal] = []
+        for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            sources.append(source)
+        }
+        self.sources = sources
+        for (source, name) in zip(sources, ["SIGTERM", "SIGINT"]) {
+            source.setEventHandler { [self] in
+                let (waiter, starting) = state.withLock { state -> (CheckedContinuation<String, Never>?, Bool) in
+                    guard !state.fired else { return (nil, false) }
+                    state.fired = true
+                    defer { state.waiter = nil }
+                    return (state.waiter, !state.waiting)
                 }
-                source.resume()
-                signalSources.append(source)
+                if starting {
+                    logger.info("received \(name) while starting; exiting")
+                    exit(0)
+                }
+                waiter?.resume(returning: name)
             }
+            source.resume()
         }
     }
 
-    nonisolated(unsafe) private static var signalSources: [any DispatchSourceSignal] = []
-}
-
-/// True for the first caller only.
-private final class OnceFlag: Sendable {
-    private let flag = Mutex(false)
-
-    func claim() -> Bool {
-        flag.withLock { claimed in
-            defer { claimed = true }
-            return !claimed
+    /// Suspends until SIGTERM or SIGINT arrives; returns its name.
+    func first() async -> String {
+        await withCheckedContinuation { continuation in
+            state.withLock { state in
+                state.waiting = true
+                state.waiter = continuation
+            }
         }
     }
 }

@@ -25,11 +25,14 @@ public enum FrameCodec {
 public enum FrameError: Error, Equatable, CustomStringConvertible {
     case unsupportedFlags(UInt8)
     case tooLarge(length: Int, limit: Int)
+    /// A large frame that the server's memory budget cannot hold now.
+    case overBudget(length: Int)
 
     public var description: String {
         switch self {
         case .unsupportedFlags(let flags): "frame flag byte 0x\(String(flags, radix: 16)) is not supported (only 0: uncompressed)"
         case .tooLarge(let length, let limit): "frame of \(length) bytes exceeds the limit of \(limit) bytes"
+        case .overBudget(let length): "frame of \(length) bytes refused: the server's memory budget for buffered frames and answers is exhausted"
         }
     }
 }
@@ -45,6 +48,12 @@ public final class FrameDecoder {
     /// Bytes `start..<end` of the buffer are received and not yet handed out.
     private var start = 0
     private var end = 0
+
+    /// Asked once per frame of `MemoryBudget.largeFrame` bytes or more, when its header arrived and
+    /// before any room is made for it: false refuses it (`FrameError.overBudget`).
+    var admitLargeFrame: ((Int) -> Bool)?
+    /// The frame being received was admitted already.
+    private var admitted = false
 
     public init(maxFrameSize: Int = FrameCodec.defaultMaxFrameSize) {
         self.maxFrameSize = maxFrameSize
@@ -79,12 +88,17 @@ public final class FrameDecoder {
         guard length <= maxFrameSize else { throw .tooLarge(length: length, limit: maxFrameSize) }
         let frameSize = FrameCodec.headerSize + length
         guard end - start >= frameSize else {
+            if !admitted, length >= MemoryBudget.largeFrame, let admit = admitLargeFrame {
+                guard admit(length) else { throw .overBudget(length: length) }
+                admitted = true
+            }
             // Make room for the whole frame now, so its body arrives without regrowing.
             reserve(frameSize - (end - start))
             return nil
         }
         let envelope = UnsafeRawBufferPointer(start: base! + start + FrameCodec.headerSize, count: length)
         start += frameSize
+        admitted = false
         return envelope
     }
 

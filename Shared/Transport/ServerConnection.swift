@@ -17,16 +17,36 @@ final class ServerConnection: @unchecked Sendable {
     private let calls = Lock<[UInt64: CallEntry]>([:])
     /// Serial number of the last call started (loop thread).
     private var lastSerial: UInt64 = 0
+    /// This connection's calls waiting for a worker.
+    let queue: CallQueue
+    /// The highest call id the client has used, and CANCELs that arrived for ids above it: a
+    /// cancel that overtook its request (loop thread). Bounded by the concurrent-call limit.
+    private var highestID: UInt64 = 0
+    private var cancelledAhead = Set<UInt64>()
 
     /// A call's entry, from the moment its request arrived until its status was sent.
     struct CallEntry {
         let serial: UInt64
+        /// Where the call is counted once answered (nil: an unknown method), and since when it is open.
+        let stats: MethodStats?
+        let arrived: ContinuousClock.Instant
         var slot: CallSlot
         /// Credit for the call's response MESSAGE frames, made when first needed (the first
         /// streamed response or WINDOW_UPDATE), so unary calls never make one.
         var window: SendWindow?
         /// The requests of a client-streaming or bidirectional call.
         let inbox: MessageInbox?
+        /// The client cancelled it while its handler ran: it no longer counts against the limit of
+        /// concurrent calls (the client stopped counting it when it sent the CANCEL).
+        var cancelledByClient = false
+    }
+
+    /// Open calls the client has cancelled, whose handlers are still finishing (updated under `calls`' lock).
+    private let cancelledCalls = Atomic<Int>(0)
+
+    /// Removes call `id`'s entry (under `calls`' lock).
+    private func remove(_ id: UInt64, _ calls: inout [UInt64: CallEntry]) {
+        if calls.removeValue(forKey: id)?.cancelledByClient == true { cancelledCalls.subtract(1, ordering: .relaxed) }
     }
 
     enum CallSlot {
@@ -48,6 +68,7 @@ final class ServerConnection: @unchecked Sendable {
     init(connection: TCPConnection, server: TCPServer) {
         self.connection = connection
         self.server = server
+        queue = CallQueue(connection: connection)
         connection.onFrame = { [unowned self] in received($0) }
         connection.onFrameError = { [unowned self] error in frameError(error) }
         connection.onDrain = { [unowned self] in drained() }
@@ -55,15 +76,32 @@ final class ServerConnection: @unchecked Sendable {
 
     var openCalls: Int { calls.withLock { $0.count } }
 
+    /// Whether the connection is being closed after a connection-level error.
+    var isFailing: Bool { connection.closingSince != nil }
+
+    /// A connection-level error: tells the client why (a STATUS frame with call id 0, after which
+    /// nothing is sent), cancels every call and closes once that is written (loop thread).
+    func fail(_ code: StatusCode, _ message: String) {
+        connection.loop.assertInLoop()
+        guard !isFailing, !connection.isClosed else { return }
+        answer(0, error: RPCError(code, message))
+        connection.close(afterFlushing: message, sealing: true)
+        cancelAll()
+    }
+
     // MARK: Frames from the client (loop thread)
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
         connection.loop.assertInLoop()
+        guard !bytes.isEmpty else {
+            fail(.internalError, "protocol error: zero-length frame")
+            return
+        }
         let frame: RpcV1.Frame
         do {
-            frame = try RpcV1.Frame(serializedBytes: bytes)
+            frame = try RpcV1.Frame(envelopeKeepingNUL: bytes)
         } catch {
-            connection.close(reason: "envelope does not decode: \(error)")
+            fail(.internalError, "protocol error: the envelope does not decode (\(error))")
             return
         }
         switch frame.kind {
@@ -72,14 +110,29 @@ final class ServerConnection: @unchecked Sendable {
         case .endStream: calls.withLock { $0[frame.callID]?.inbox }?.finish()
         case .windowUpdate: responseWindow(frame.callID, serial: nil)?.grant(Int(frame.windowIncrement))
         case .cancel: cancel(frame.callID)
-        default: connection.close(reason: "unexpected \(frame.kind) frame from a client")
+        case .status: fail(.internalError, "protocol error: a client may not send STATUS frames")
+        default: fail(.internalError, "protocol error: unknown frame kind \(frame.kind.rawValue)")
         }
     }
 
     private func start(_ frame: RpcV1.Frame) {
         let id = frame.callID
+        guard id != 0 else {
+            fail(.internalError, "protocol error: call id 0 is reserved")
+            return
+        }
+        if id > highestID { highestID = id }
+        if !cancelledAhead.isEmpty, cancelledAhead.remove(id) != nil {
+            // Its CANCEL overtook it: the client has given up on it already (and gets no answer,
+            // as for a call cancelled while it waited for a worker).
+            return
+        }
         if server.isDraining {
-            answer(id, error: RPCError(.unavailable, "server is shutting down"))
+            refuse(id, frame.method, RPCError(.unavailable, "server is shutting down"))
+            return
+        }
+        if frame.method.utf8.contains(0) || frame.metadata.contains(where: { $0.key.utf8.contains(0) || $0.value.utf8.contains(0) }) {
+            refuse(id, frame.method, RPCError(.invalidArgument, "the method name or metadata contains a NUL character"))
             return
         }
         let head = CallHead(
@@ -87,20 +140,32 @@ final class ServerConnection: @unchecked Sendable {
             deadline: frame.timeoutMicros.map { .now + .microseconds(Int64(clamping: $0)) }, peer: connection.peer)
         lastSerial += 1
         let serial = lastSerial
+        let arrived = ContinuousClock.now
+        let route = server.rpc.route(for: head.method)
         let inbox = frame.clientStream ? makeInbox(id) : nil
-        let accepted = calls.withLock { calls -> Bool in
-            guard calls[id] == nil, calls.count < server.limits.maxConcurrentCalls else { return false }
-            calls[id] = CallEntry(serial: serial, slot: .queued, window: nil, inbox: inbox)
-            return true
+        let limit = server.limits.maxConcurrentCalls
+        let accepted = calls.withLock { calls -> Admission in
+            guard calls[id] == nil else { return .idInUse }
+            guard calls.count - cancelledCalls.load(ordering: .relaxed) < limit else { return .tooMany }
+            calls[id] = CallEntry(serial: serial, stats: route?.stats, arrived: arrived, slot: .queued, window: nil, inbox: inbox)
+            return .accepted
         }
-        guard accepted else {
-            answer(id, error: RPCError(.resourceExhausted, "call id \(id) is in use or more than \(server.limits.maxConcurrentCalls) calls are open on this connection"))
+        switch accepted {
+        case .accepted: break
+        case .idInUse:
+            // As HTTP/2 treats a reused stream id: an error of the connection. The earlier call is
+            // cancelled and gets no answer, so the client cannot take this error for its result.
+            inbox?.finish(error: RPCError(.cancelled, "call id reused"), discarding: true)
+            fail(.internalError, "protocol error: call id \(id) is already open")
+            return
+        case .tooMany:
+            inbox?.finish(error: RPCError(.resourceExhausted, "too many calls"), discarding: true)
+            refuse(id, head.method, RPCError(.resourceExhausted, "more than \(limit) calls are open on this connection"))
             return
         }
         server.inFlight.add(1, ordering: .relaxed)
         server.callStarted()
         if let deadline = head.deadline { server.watch(deadline, of: id, serial: serial, method: head.method, on: self) }
-        let route = server.rpc.route(for: head.method)
         let call = ServerCall(
             connection: self, id: id, serial: serial, head: head, route: route,
             input: inbox.map { .stream($0) } ?? .single(frame.payload))
@@ -109,7 +174,7 @@ final class ServerConnection: @unchecked Sendable {
             // than queueing behind domain calls that may hold every worker.
             call.run()
         } else {
-            server.workers.submit(call)
+            server.workers.submit(call, to: queue)
         }
         if connection.pendingBytes.load(ordering: .relaxed) > connection.highWater { connection.pauseReading() }
     }
@@ -136,23 +201,65 @@ final class ServerConnection: @unchecked Sendable {
     }
 
     private func cancel(_ id: UInt64) {
-        let task = calls.withLock { calls -> Task<Void, Never>? in
+        let (known, task) = calls.withLock { calls -> (Bool, Task<Void, Never>?) in
             switch calls[id]?.slot {
             case .queued:
-                calls[id]?.slot = .cancelled
-                return nil
-            case .running(let task): return task
-            case .cancelled, .expired, nil: return nil
+                // Gone at once (its worker will find nothing to run), so the id and its place under
+                // the concurrent-call limit are free again, as they are for the client.
+                calls[id]?.inbox?.finish(error: RPCError(.cancelled, "cancelled by the client"), discarding: true)
+                remove(id, &calls)
+                server.inFlight.subtract(1, ordering: .relaxed)
+                return (true, nil)
+            case .running(let task):
+                if calls[id]?.cancelledByClient == false {
+                    calls[id]?.cancelledByClient = true
+                    cancelledCalls.add(1, ordering: .relaxed)
+                }
+                return (true, task)
+            case .cancelled, .expired: return (true, nil)
+            case nil: return (false, nil)
             }
         }
         task?.cancel()
+        if !known, id > highestID, cancelledAhead.count < server.limits.maxConcurrentCalls {
+            // Ids above every one used so far name calls still to come: this cancel overtook its request.
+            cancelledAhead.insert(id)
+        }
+    }
+
+    /// Cancels every open call (the connection is failing): queued ones never run, running ones
+    /// are cancelled; none is answered, as the connection is sealed.
+    private func cancelAll() {
+        let running = calls.withLock { calls -> [Task<Void, Never>] in
+            var running: [Task<Void, Never>] = []
+            for (id, call) in calls {
+                switch call.slot {
+                case .queued: calls[id]?.slot = .cancelled
+                case .running(let task): running.append(task)
+                case .cancelled, .expired: break
+                }
+            }
+            return running
+        }
+        for task in running { task.cancel() }
     }
 
     private func frameError(_ error: FrameError) {
-        guard case .tooLarge = error else { return }
-        // Tell the client why before closing (call id 0: the connection as a whole).
-        answer(0, error: RPCError(.resourceExhausted, error.description))
-        connection.close(afterFlushing: error.description)
+        switch error {
+        case .tooLarge:
+            fail(.resourceExhausted, error.description)
+        case .overBudget(let length):
+            fail(.resourceExhausted, error.description)
+            server.shedLargest(atLeast: length, sparing: self)
+        case .unsupportedFlags:
+            fail(.internalError, "protocol error: \(error.description)")
+        }
+    }
+
+    /// Answers a call that was not started (it is not open) with `error`, counting it in the stats.
+    private func refuse(_ id: UInt64, _ method: String, _ error: RPCError) {
+        server.rpc.stats.recordRefused(method, code: error.code)
+        answer(id, error: error)
     }
 
     // MARK: Call lifecycle
@@ -165,13 +272,14 @@ final class ServerConnection: @unchecked Sendable {
             guard let entry = calls[id], entry.serial == serial else { return nil }
             switch entry.slot {
             case .queued: calls[id]?.slot = .expired  // the worker may be starting it right now
-            case .running, .cancelled: calls[id] = nil
+            case .running, .cancelled: remove(id, &calls)
             case .expired: return nil
             }
             return entry
         }
         guard let entry else { return }
         server.inFlight.subtract(1, ordering: .relaxed)
+        entry.stats?.record(duration: ContinuousClock.now - entry.arrived, code: error.code)
         entry.window?.fail(error)
         entry.inbox?.finish(error: error, discarding: true)
         switch entry.slot {
@@ -192,12 +300,12 @@ final class ServerConnection: @unchecked Sendable {
                 return true
             case .cancelled:
                 // The client has already given up on this call; nothing to answer.
-                calls[id] = nil
+                remove(id, &calls)
                 server.inFlight.subtract(1, ordering: .relaxed)
                 return false
             case .expired:
                 // Its deadline passed while it waited, and it was answered then.
-                calls[id] = nil
+                remove(id, &calls)
                 return false
             case .running:
                 return false
@@ -218,7 +326,7 @@ final class ServerConnection: @unchecked Sendable {
                 calls[id]?.slot = .running(task)
                 return true
             case .expired:
-                calls[id] = nil
+                remove(id, &calls)
                 return true
             case .running:
                 return false
@@ -230,13 +338,19 @@ final class ServerConnection: @unchecked Sendable {
     /// Called by a call's sink when it finished; only the first answer of a call is sent (a call
     /// that expired was answered already).
     func finished(_ id: UInt64, serial: UInt64, status: RpcV1.Frame) {
-        let slot = calls.withLock { calls -> CallSlot? in
+        let entry = calls.withLock { calls -> CallEntry? in
             guard let entry = calls[id], entry.serial == serial else { return nil }
-            calls[id] = nil
-            return entry.slot
+            remove(id, &calls)
+            return entry
         }
-        if slot == nil { return }
-        if case .expired = slot { return }
+        guard let entry else { return }
+        if case .expired = entry.slot { return }
+        let code = StatusCode(rawValue: status.statusCode)
+        if let stats = entry.stats {
+            stats.record(duration: ContinuousClock.now - entry.arrived, code: code)
+        } else {
+            server.rpc.stats.recordRefused(ServerStats.unknownMethod, code: code)
+        }
         // Queued before the call stops counting as in flight, so a shutdown waiting for that writes it.
         connection.send(status)
         server.inFlight.subtract(1, ordering: .releasing)
@@ -304,6 +418,7 @@ final class ServerConnection: @unchecked Sendable {
             return writers.waiting.values
         }
         for writer in waiting { writer.resume() }
+        server.workers.unpark(queue)
         connection.resumeReading()
     }
 
@@ -335,6 +450,7 @@ final class ServerConnection: @unchecked Sendable {
             stream.inbox?.finish(error: error, discarding: true)
         }
         for task in running { task.cancel() }
+        server.workers.unpark(queue, closed: true)
     }
 
     static func statusFrame(_ id: UInt64, message: [UInt8]?, error: RPCError?) -> RpcV1.Frame {
@@ -342,6 +458,10 @@ final class ServerConnection: @unchecked Sendable {
             callID: id, kind: .status, hasPayload: message != nil, payload: message ?? [],
             statusCode: error?.code.rawValue ?? 0, statusMessage: error?.message ?? "")
     }
+}
+
+private enum Admission {
+    case accepted, idInUse, tooMany
 }
 
 /// A call on its way through the server: queued on the worker pool (or run at once, for
@@ -368,7 +488,7 @@ final class ServerCall: WorkerJob {
     func run() {
         guard connection.claim(id, serial: serial) else { return }
         let task = Task.immediate { [self] in
-            await connection.server.rpc.handle(head, route: route, input: input, sink: TCPResponseSink(call: self))
+            await connection.server.rpc.handle(head, route: route, input: input, sink: TCPResponseSink(call: self), recordsStats: false)
         }
         connection.running(id, serial: serial, task: task)
     }

@@ -10,6 +10,10 @@ import Synchronization
 ///
 /// A call registers itself and queues its request from the caller's thread (no hop to the loop);
 /// the loop writes what was queued, reads replies and completes the calls.
+///
+/// At most `maxConcurrentCalls` calls are open on the connection (the server's default limit, as
+/// gRPC clients keep to a server's MAX_CONCURRENT_STREAMS): more wait here, their frames held back,
+/// until an open call ends.
 public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     public let endpoint: String
     private let host: String
@@ -20,8 +24,16 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     private let backoffUntil = Mutex<ContinuousClock.Instant?>(nil)
 
     private let state = Lock(State())
+    /// Calls open on the server at once; the server refuses more (`TCPServer.Limits.maxConcurrentCalls`).
+    public static let maxConcurrentCalls = 100
+    private let maxConcurrentCalls: Int
 
     private struct State {
+        /// Calls whose request went (or is about to go) to the server and that it has not answered.
+        var open = 0
+        /// Calls waiting for one of those to end, oldest first, with the frames they sent meanwhile.
+        var held = FIFO<UInt64>()
+        var heldFrames: [UInt64: [[UInt8]]] = [:]
         var connection: TCPConnection?
         var isConnected = false
         /// Request envelopes of calls waiting for the connection to be made.
@@ -39,7 +51,11 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     private var deadlineTimer: LoopTimer?
 
     /// A transport to `endpoint` (`host:port`, numeric host or `localhost`).
-    public init(endpoint: String, loop: EventLoop = .shared, maxFrameSize: Int = FrameCodec.defaultMaxFrameSize) throws {
+    public init(
+        endpoint: String, loop: EventLoop = .shared, maxFrameSize: Int = FrameCodec.defaultMaxFrameSize,
+        maxConcurrentCalls: Int = TCPClientTransport.maxConcurrentCalls
+    ) throws {
+        self.maxConcurrentCalls = max(1, maxConcurrentCalls)
         let parsed = try Endpoint(parsing: endpoint)
         self.endpoint = endpoint
         host = parsed.host
@@ -132,6 +148,12 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             if let deadline = head.deadline, watch(deadline, of: id, method: head.method, in: &state) {
                 loop.execute { self.armDeadlineTimer() }
             }
+            if state.open >= maxConcurrentCalls {
+                state.held.append(id)
+                state.heldFrames[id] = [frame.serializedBytes()]
+                return .wait
+            }
+            state.open += 1
             if state.isConnected, let connection = state.connection { return .send(connection) }
             state.unsent.append((id, frame.serializedBytes()))
             return state.connection == nil ? .connect : .wait
@@ -187,8 +209,11 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             let wasConnected = state.isConnected
             state.connection = nil
             state.isConnected = false
-            let neverSent = Set(state.unsent.map(\.id))
+            let neverSent = Set(state.unsent.map(\.id)).union(state.heldFrames.keys)
             state.unsent.removeAll()
+            state.open = 0
+            state.held = FIFO()
+            state.heldFrames.removeAll()
             if !wasConnected { state.failures += 1 }
             defer { state.calls.removeAll() }
             return (state.calls, neverSent, wasConnected ? nil : state.failures)
@@ -235,7 +260,12 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         case .status where frame.callID == 0:
             let error = RPCError(StatusCode(rawValue: frame.statusCode), frame.statusMessage)
             let calls = state.withLock { state in
-                defer { state.calls.removeAll() }
+                defer {
+                    state.calls.removeAll()
+                    state.open = 0
+                    state.held = FIFO()
+                    state.heldFrames.removeAll()
+                }
                 return state.calls
             }
             for call in calls.values { call.fail(error) }
@@ -249,11 +279,18 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
 
     /// Completes a call: with its status from the server, or locally (cancelled, deadline). Any thread.
     private func end(_ id: UInt64, message: [UInt8]? = nil, error: RPCError?, notifyServer: Bool) {
-        let (call, connection) = state.withLock { state in
-            (state.calls.removeValue(forKey: id), state.isConnected ? state.connection : nil)
+        let call = state.withLock { state -> PendingCall? in
+            let call = state.calls.removeValue(forKey: id)
+            let wasHeld = call != nil && state.heldFrames.removeValue(forKey: id) != nil
+            let connection = state.isConnected ? state.connection : nil
+            if call != nil, !wasHeld {
+                // The CANCEL first, so the server has a place free for the call taking this one's.
+                if notifyServer { connection?.send(RpcV1.Frame(callID: id, kind: .cancel)) }
+                releaseHeld(&state)
+            }
+            return call
         }
         guard let call else { return }
-        if notifyServer, let connection { connection.send(RpcV1.Frame(callID: id, kind: .cancel)) }
         switch call {
         case .unary(let continuation, let last):
             if let error {
@@ -268,11 +305,33 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         }
     }
 
+    /// An open call ended: the oldest held call still waiting opens in its place. Its frames are
+    /// sent now when connected, else queued for the connection (under the state lock).
+    /// Sent under the lock, so that the call's next frames (sent directly from now on) cannot
+    /// overtake these.
+    private func releaseHeld(_ state: inout State) {
+        state.open -= 1
+        while let next = state.held.popFirst() {
+            guard let frames = state.heldFrames.removeValue(forKey: next) else { continue }  // ended while held
+            state.open += 1
+            if state.isConnected, let connection = state.connection {
+                for envelope in frames { connection.send(envelope: envelope) }
+            } else {
+                state.unsent += frames.map { (next, $0) }
+            }
+            return
+        }
+    }
+
     /// Sends a frame of open call `id`, or queues it behind the call's request while the connection
-    /// is being made; false once the call is over (any thread).
+    /// is being made or the call is held; false once the call is over (any thread).
     fileprivate func send(_ frame: RpcV1.Frame, onCall id: UInt64) -> Bool {
         let outcome = state.withLock { state -> (open: Bool, connection: TCPConnection?) in
             guard state.calls[id] != nil else { return (false, nil) }
+            if state.heldFrames[id] != nil {
+                state.heldFrames[id]!.append(frame.serializedBytes())
+                return (true, nil)
+            }
             if state.isConnected, let connection = state.connection { return (true, connection) }
             state.unsent.append((id, frame.serializedBytes()))
             return (true, nil)

@@ -18,6 +18,17 @@ package final class TCPConnection: @unchecked Sendable {
     private(set) var isClosed = false
     private var isReading = false
     private var closeWhenFlushed: String?
+    /// Since when the connection waits to be flushed before it closes (`close(afterFlushing:)`).
+    private(set) var closingSince: ContinuousClock.Instant?
+    /// The server's budget for bytes its clients make it hold (nil for client connections), what
+    /// this connection holds of it in written-but-unsent answers, and in the large frame arriving.
+    var budget: MemoryBudget?
+    private(set) var budgetedWrites = 0
+    private(set) var budgetedFrame = 0
+    /// Called when answers took the budget past its limit (loop thread).
+    var onBudgetExceeded: (() -> Void)?
+    /// Bytes of the budget this connection holds.
+    var budgetFootprint: Int { budgetedWrites + budgetedFrame }
 
     /// A complete frame's envelope bytes arrived; they are valid only during the call.
     package var onFrame: ((UnsafeRawBufferPointer) -> Void)?
@@ -50,6 +61,8 @@ package final class TCPConnection: @unchecked Sendable {
         var spare: OutboxBuffer?
         var flushScheduled = false
         var closed = false
+        /// A connection-level error was queued: nothing may follow it.
+        var sealed = false
     }
 
     /// A new, unconnected TCP handle on `loop` (call on the loop thread).
@@ -75,7 +88,20 @@ package final class TCPConnection: @unchecked Sendable {
         loop.assertInLoop()
         uv_tcp_nodelay(handle, 1)
         peer = Self.address(of: handle, peer: true) ?? peer
+        if budget != nil {
+            decoder.admitLargeFrame = { [unowned self] length in
+                guard let budget, budget.reserve(length) else { return false }
+                budgetedFrame = length
+                return true
+            }
+        }
         resumeReading()
+    }
+
+    /// The peer's address without its port: what per-client limits count by.
+    var peerHost: String {
+        guard let colon = peer.lastIndex(of: ":") else { return peer }
+        return String(peer[..<colon])
     }
 
     /// Starts reading again after `pauseReading` (loop thread).
@@ -110,8 +136,12 @@ package final class TCPConnection: @unchecked Sendable {
         var frames = 0
         do {
             defer { if frames > 0 { lastFrameAt = .now } }
-            while !isClosed, let envelope = try decoder.nextEnvelope() {
+            while !isClosed, closeWhenFlushed == nil, let envelope = try decoder.nextEnvelope() {
                 frames += 1
+                if budgetedFrame > 0 {
+                    budget?.release(budgetedFrame)
+                    budgetedFrame = 0
+                }
                 onFrame?(envelope)
             }
         } catch {
@@ -142,7 +172,7 @@ package final class TCPConnection: @unchecked Sendable {
     /// packing bytes.
     package func send(envelopeOfSize size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
         let schedule = outbox.withLock { outbox -> Bool in
-            guard !outbox.closed else { return false }
+            guard !outbox.closed, !outbox.sealed else { return false }
             outbox.bytes.appendFrame(envelopeSize: size, write)
             pendingBytes.add(FrameCodec.headerSize + size, ordering: .relaxed)
             defer { outbox.flushScheduled = true }
@@ -169,6 +199,10 @@ package final class TCPConnection: @unchecked Sendable {
             return
         }
         let write = WriteRequest(bytes: bytes)
+        if let budget {
+            budgetedWrites += bytes.count
+            if budget.charge(bytes.count) { onBudgetExceeded?() }
+        }
         var buffer = uv_buf_init(bytes.base!.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
         let request = allocateHandle(uv_write_t.self)
         request.pointee.data = Unmanaged.passRetained(write).toOpaque()
@@ -188,6 +222,10 @@ package final class TCPConnection: @unchecked Sendable {
 
     private func written(_ write: WriteRequest, status: Int32) {
         var bytes = write.bytes
+        if let budget {
+            budgetedWrites -= bytes.count
+            budget.release(bytes.count)
+        }
         let left = pendingBytes.subtract(bytes.count, ordering: .relaxed).newValue
         bytes.removeAll()
         let recycled = outbox.withLock { outbox -> Bool in
@@ -208,11 +246,14 @@ package final class TCPConnection: @unchecked Sendable {
         }
     }
 
-    /// Closes once everything queued has been written (to deliver a last error status). Loop thread.
-    func close(afterFlushing reason: String) {
+    /// Closes once everything queued has been written (to deliver a last error status); when
+    /// `sealing`, nothing queued later is sent. Loop thread.
+    func close(afterFlushing reason: String, sealing: Bool = false) {
         loop.assertInLoop()
         guard !isClosed else { return }
+        if sealing { outbox.withLock { $0.sealed = true } }
         pauseReading()
+        if closeWhenFlushed == nil { closingSince = .now }
         closeWhenFlushed = reason
         flush()
         if pendingBytes.load(ordering: .relaxed) == 0 { close(reason: reason) }
@@ -230,6 +271,11 @@ package final class TCPConnection: @unchecked Sendable {
             outbox.spare.take()?.deallocate()
         }
         if isReading { uv_read_stop(stream) }
+        if budgetedFrame > 0 {
+            budget?.release(budgetedFrame)
+            budgetedFrame = 0
+        }
+        onBudgetExceeded = nil
         closeHandle(handle)
         let onClose = onClose
         self.onClose = nil

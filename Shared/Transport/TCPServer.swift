@@ -17,10 +17,18 @@ public final class TCPServer: @unchecked Sendable {
         /// Largest request message of a client-streaming call, joined from MESSAGE frames; a larger
         /// one ends its call with RESOURCE_EXHAUSTED.
         public var maxMessageSize = FlowControl.defaultMaxMessageSize
-        /// Connections beyond this many are closed as soon as they are accepted.
+        /// Connections served at once. A connection beyond it (or beyond `maxConnectionsPerPeer`)
+        /// takes the place of the connection with no open call that has been quiet longest (told
+        /// UNAVAILABLE); when every connection has a call open it is refused with RESOURCE_EXHAUSTED.
         public var maxConnections = 1024
-        /// Calls one connection may have open at once; more get RESOURCE_EXHAUSTED.
-        public var maxConcurrentCalls = 1024
+        /// Connections from one client address served at once (see `maxConnections`).
+        public var maxConnectionsPerPeer = 256
+        /// Calls one connection may have open at once, as gRPC's MAX_CONCURRENT_STREAMS; a call
+        /// beyond it is answered RESOURCE_EXHAUSTED under its own id.
+        public var maxConcurrentCalls = 100
+        /// Bytes of large frames still arriving plus answers not yet taken by their clients, over all
+        /// connections; see `MemoryBudget`.
+        public var memoryBudget = 256 << 20
         /// Handlers that run at once on the worker pool (those waiting for something do not count);
         /// more calls wait in its queue.
         public var workers = ProcessInfo.processInfo.activeProcessorCount
@@ -48,6 +56,11 @@ public final class TCPServer: @unchecked Sendable {
     private let logger: Logger
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: ServerConnection] = [:]
+    /// Open connections per client address (loop thread).
+    private var connectionsPerPeer: [String: Int] = [:]
+    /// Large frames arriving and answers unsent, over all connections (loop thread).
+    let budget: MemoryBudget
+    private var budgetCheckScheduled = false
     private var sweeper: LoopTimer?
     /// Deadlines of calls, earliest first (loop thread), and the timer that fires at the first.
     private var deadlines = DeadlineQueue<WatchedCall>()
@@ -69,6 +82,7 @@ public final class TCPServer: @unchecked Sendable {
         self.rpc = rpc
         self.limits = limits
         self.logger = logger ?? Logger(label: rpc.name)
+        budget = MemoryBudget(limit: limits.memoryBudget)
         workers = WorkerPool(width: limits.workers, quickJob: limits.quickCall, burstDelay: limits.answerBatchingWindow)
         loop = EventLoop(name: "\(rpc.name)-loop")
         guard let socketAddress = SocketAddress(host: host, port: port) else {
@@ -101,25 +115,99 @@ public final class TCPServer: @unchecked Sendable {
 
     private func accept(_ connection: TCPConnection) {
         loop.assertInLoop()
-        if connections.count >= limits.maxConnections {
-            rpc.stats.connectionRejected()
-            connection.start()
-            logger.warning("closing connection from \(connection.peer): the limit of \(limits.maxConnections) connections is reached")
-            connection.close(reason: "too many connections")
-            return
+        connection.budget = budget
+        connection.start()
+        let host = connection.peerHost
+        let fromPeer = connectionsPerPeer[host, default: 0]
+        if connections.count >= limits.maxConnections || fromPeer >= limits.maxConnectionsPerPeer {
+            let perPeer = fromPeer >= limits.maxConnectionsPerPeer
+            let limit = perPeer
+                ? "the limit of \(limits.maxConnectionsPerPeer) connections from \(host)"
+                : "the limit of \(limits.maxConnections) connections"
+            // As servers reclaim idle keep-alive connections: the one quiet longest with no open call
+            // makes room; only when every connection has a call open is the newcomer refused.
+            if let idle = longestIdle(from: perPeer ? host : nil) {
+                logger.info("closing idle connection from \(idle.connection.peer) to make room: \(limit) is reached")
+                idle.fail(.unavailable, "idle connection closed to make room: \(limit) is reached")
+            } else {
+                rpc.stats.connectionRejected()
+                logger.warning("refusing connection from \(connection.peer): \(limit) is reached and every connection has a call open")
+                connection.budget = nil
+                connection.send(ServerConnection.statusFrame(
+                    0, message: nil, error: RPCError(.resourceExhausted, "too many connections: \(limit) is reached")))
+                connection.onClose = { [weak self] reason in self?.logger.debug("closed refused connection: \(reason)") }
+                connection.close(afterFlushing: "too many connections", sealing: true)
+                refused.append(connection)
+                return
+            }
         }
         let served = ServerConnection(connection: connection, server: self)
         connections[ObjectIdentifier(served)] = served
+        connectionsPerPeer[host, default: 0] += 1
         rpc.stats.connectionOpened()
         connection.onClose = { [unowned self] reason in
             connections[ObjectIdentifier(served)] = nil
+            if let count = connectionsPerPeer[host], count > 1 { connectionsPerPeer[host] = count - 1 } else { connectionsPerPeer[host] = nil }
             rpc.stats.connectionClosed()
             served.closed(reason: reason)
             let level: LogLevel = reason == "peer closed the connection" ? .debug : .info
             logger.log(level, "closed connection from \(served.connection.peer): \(reason)")
         }
-        connection.start()
+        connection.onBudgetExceeded = { [unowned self] in budgetExceeded() }
         logger.debug("accepted connection from \(connection.peer)")
+    }
+
+    /// Refused connections waiting for their last status to be written; closed by the sweeper if
+    /// their client does not read it.
+    private var refused: [TCPConnection] = []
+
+    /// The connection (from `host`, when given) with no open call and the oldest last frame or answer.
+    private func longestIdle(from host: String?) -> ServerConnection? {
+        var best: (ServerConnection, ContinuousClock.Instant)?
+        for served in connections.values where served.openCalls == 0 && !served.isFailing {
+            let connection = served.connection
+            if let host, connection.peerHost != host { continue }
+            let quietSince = max(connection.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt)
+            if best.map({ quietSince < $0.1 }) ?? true { best = (served, quietSince) }
+        }
+        return best?.0
+    }
+
+    /// Answers took the memory budget past its limit: closes the connections holding the most until
+    /// it is within it again (on the loop's next turn, as this is called from inside a write).
+    private func budgetExceeded() {
+        guard !budgetCheckScheduled else { return }
+        budgetCheckScheduled = true
+        loop.execute { [self] in
+            budgetCheckScheduled = false
+            enforceBudget(making: 0)
+        }
+    }
+
+    /// A large frame was refused for want of budget: the connection holding the most of it is
+    /// closed too when it holds at least as much as that frame wanted (the largest offender).
+    func shedLargest(atLeast bytes: Int, sparing spared: ServerConnection) {
+        loop.assertInLoop()
+        guard let largest = connections.values.filter({ $0 !== spared && !$0.connection.isClosed })
+            .max(by: { $0.connection.budgetFootprint < $1.connection.budgetFootprint }),
+            largest.connection.budgetFootprint >= bytes else { return }
+        let held = largest.connection.budgetFootprint
+        logger.warning("closing connection from \(largest.connection.peer): it holds \(held) bytes of the exhausted memory budget")
+        largest.connection.close(reason: "memory budget exhausted: this connection held \(held) bytes")
+    }
+
+    /// Closes the connections holding the most of the budget until `room` more bytes fit in it
+    /// (loop thread).
+    func enforceBudget(making room: Int) {
+        loop.assertInLoop()
+        guard budget.used + room > budget.limit else { return }
+        let holders = connections.values.filter { $0.connection.budgetFootprint > 0 }
+            .sorted { $0.connection.budgetFootprint > $1.connection.budgetFootprint }
+        for served in holders where budget.used + room > budget.limit {
+            let held = served.connection.budgetFootprint
+            logger.warning("closing connection from \(served.connection.peer): it holds \(held) bytes and the memory budget of \(budget.limit) bytes is exhausted")
+            served.connection.close(reason: "memory budget exhausted (the connection held \(held) bytes)")
+        }
     }
 
     /// Closes connections that stalled mid-frame, never sent a frame, or sat idle too long (idle
@@ -127,15 +215,24 @@ public final class TCPServer: @unchecked Sendable {
     private func sweep() {
         loop.assertInLoop()
         let now = ContinuousClock.now
+        refused.removeAll { connection in
+            if connection.isClosed { return true }
+            guard let since = connection.closingSince, now - since > limits.frameTimeout else { return false }
+            connection.close(reason: "refused client did not read its status")
+            return true
+        }
         for served in Array(connections.values) {
             let connection = served.connection
-            if let since = connection.partialFrameSince, now - since > limits.frameTimeout {
-                connection.close(reason: "frame still incomplete after \(limits.frameTimeout) (stalled or too slow client)")
+            if let since = connection.closingSince {
+                // Told why it is closed, but the client does not read: close without waiting more.
+                if now - since > limits.frameTimeout { connection.close(reason: "closing, and the client does not read") }
+            } else if let since = connection.partialFrameSince, now - since > limits.frameTimeout {
+                served.fail(.unavailable, "stalled: frame still incomplete after \(limits.frameTimeout) (stalled or too slow client)")
             } else if connection.lastFrameAt == nil, now - connection.openedAt > limits.frameTimeout {
-                connection.close(reason: "no frame within \(limits.frameTimeout) of connecting")
+                served.fail(.unavailable, "stalled: no frame within \(limits.frameTimeout) of connecting")
             } else if served.openCalls == 0,
                       now - max(connection.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt) > limits.idleTimeout {
-                connection.close(reason: "idle for \(limits.idleTimeout)")
+                served.fail(.unavailable, "idle timeout: no call for \(limits.idleTimeout)")
             }
         }
     }
@@ -221,6 +318,8 @@ public final class TCPServer: @unchecked Sendable {
             for served in Array(connections.values) {
                 served.connection.close(reason: "server shutting down; answers not read within the \(grace) grace period")
             }
+            for connection in refused { connection.close(reason: "server shutting down") }
+            refused.removeAll()
         }
         loop.shutdown()
     }

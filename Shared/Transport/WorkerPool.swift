@@ -8,8 +8,13 @@ protocol WorkerJob: AnyObject, Sendable {
 /// The server's worker pool: runs the jobs the event loop hands it (one per call) on at most
 /// `width` tasks of Swift's cooperative pool, one per core, never on the loop thread.
 ///
-/// Workers take jobs from a shared FIFO queue until it is empty, so under load a call costs a queue
-/// push, not a task and a thread wake-up of its own. A job that starts async work (a call's
+/// Workers take jobs until none is left, so under load a call costs a queue push, not a task and a
+/// thread wake-up of its own. Jobs wait in one FIFO queue per connection (`CallQueue`), and workers
+/// take from the queues in turn (round robin), so a client that pipelines a thousand slow calls
+/// delays another client's call by at most one of its own, not by all of them. A queue whose
+/// connection has more unread answers than its high-water mark is parked: its calls start again
+/// once the client reads (`unpark`), so a client that never reads cannot make the server compute
+/// answers that only pile up in memory. A job that starts async work (a call's
 /// handler) uses `Task.immediate`: the handler runs on the worker until its first suspension, and a
 /// handler that waits (for a lock, I/O, a timer) does not hold the worker up.
 ///
@@ -33,10 +38,11 @@ final class WorkerPool: Sendable {
     private let burstDelay: Duration
     /// Longest a sent response waits in a connection's outbox for its burst to end.
     static let maxFlushDelay = Duration.milliseconds(1)
-    private let state = Lock(State())
+    fileprivate let state = Lock(State())
 
-    private struct State {
-        var jobs = FIFO<Job>()
+    fileprivate struct State {
+        /// Queues with jobs waiting, in the order they get their next turn.
+        var ready = FIFO<CallQueue>()
         var workers = 0
         /// Connections with responses queued by jobs, waiting for the burst to end.
         var unflushed: [TCPConnection] = []
@@ -53,13 +59,34 @@ final class WorkerPool: Sendable {
         self.burstDelay = burstDelay
     }
 
-    /// Queues `job`; starts another worker when fewer than `width` are running.
-    func submit(_ job: Job) {
+    /// The queue of jobs that belong to no connection.
+    private let sharedQueue = CallQueue(connection: nil)
+
+    /// Queues `job` in `queue` (in a queue of its own when nil); starts another worker when fewer
+    /// than `width` are running.
+    func submit(_ job: Job, to queue: CallQueue? = nil) {
+        let queue = queue ?? sharedQueue
         let startWorker = state.withLock { state -> Bool in
-            state.jobs.append(job)
-            guard state.workers < width else { return false }
-            state.workers += 1
-            return true
+            queue.jobs.append(job)
+            guard !queue.isScheduled, !queue.isParked else { return false }
+            queue.isScheduled = true
+            state.ready.append(queue)
+            return state.startWorker(width)
+        }
+        if startWorker { Task { await self.work() } }
+    }
+
+    /// Gives a parked queue its turns again: its connection's client read its answers, or the
+    /// connection closed (then its jobs run only to see that they are cancelled).
+    func unpark(_ queue: CallQueue, closed: Bool = false) {
+        let startWorker = state.withLock { state -> Bool in
+            if closed { queue.isClosed = true }
+            guard queue.isParked else { return false }
+            queue.isParked = false
+            guard !queue.jobs.isEmpty else { return false }
+            queue.isScheduled = true
+            state.ready.append(queue)
+            return state.startWorker(width)
         }
         if startWorker { Task { await self.work() } }
     }
@@ -115,17 +142,29 @@ final class WorkerPool: Sendable {
     /// oldest has waited `burstDelay`. One lock for both.
     private func next(now: ContinuousClock.Instant, afterLongJob: Bool) -> (Job?, [TCPConnection]) {
         state.withLock { state in
-            let queueEmpty = state.jobs.isEmpty
+            let queueEmpty = state.ready.isEmpty
             var due: [TCPConnection] = []
             if let since = state.unflushedSince, afterLongJob || queueEmpty || now - since >= burstDelay {
                 swap(&due, &state.unflushed)
                 state.unflushedSince = nil
             }
-            guard let job = state.jobs.popFirst() else {
-                state.workers -= 1
-                return (nil, due)
+            while let queue = state.ready.popFirst() {
+                if !queue.isClosed, let connection = queue.connection,
+                   connection.pendingBytes.load(ordering: .relaxed) > connection.highWater {
+                    queue.isScheduled = false
+                    queue.isParked = true
+                    continue
+                }
+                let job = queue.jobs.popFirst()
+                if queue.jobs.isEmpty {
+                    queue.isScheduled = false
+                } else {
+                    state.ready.append(queue)
+                }
+                if let job { return (job, due) }
             }
-            return (job, due)
+            state.workers -= 1
+            return (nil, due)
         }
     }
 
@@ -158,4 +197,28 @@ final class WorkerPool: Sendable {
         pthread_key_create(&key, nil)
         return key
     }()
+}
+
+extension WorkerPool.State {
+    /// Counts one more worker when fewer than `width` run: the caller must start it.
+    fileprivate mutating func startWorker(_ width: Int) -> Bool {
+        guard workers < width else { return false }
+        workers += 1
+        return true
+    }
+}
+
+/// The jobs of one connection waiting for a worker (guarded by its pool's lock).
+final class CallQueue: @unchecked Sendable {
+    /// The connection whose unread answers park this queue; nil for a queue never parked.
+    let connection: TCPConnection?
+    fileprivate var jobs = FIFO<WorkerPool.Job>()
+    /// In the pool's ready ring.
+    fileprivate var isScheduled = false
+    /// Out of the ring because its connection's outbox is above the high-water mark.
+    fileprivate var isParked = false
+    /// The connection closed: the jobs left run (and find themselves cancelled) whatever the outbox holds.
+    fileprivate var isClosed = false
+
+    init(connection: TCPConnection?) { self.connection = connection }
 }

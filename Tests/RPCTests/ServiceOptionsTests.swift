@@ -7,7 +7,8 @@ import Transport
     @Test func flagsBecomeTheServersLimits() throws {
         let options = try ServiceOptions.parse([
             "--port", "7100", "--max-frame-size", "2048", "--max-connections", "8", "--workers", "3",
-            "--idle-timeout", "1.5", "--frame-timeout", "0.25",
+            "--idle-timeout", "1.5", "--frame-timeout", "0.25", "--max-connections-per-peer", "4",
+            "--max-concurrent-calls", "7", "--memory-budget", "64",
         ])
         #expect(options.port == 7100)
         let limits = options.limits
@@ -16,12 +17,22 @@ import Transport
         #expect(limits.workers == 3)
         #expect(limits.idleTimeout == .milliseconds(1500))
         #expect(limits.frameTimeout == .milliseconds(250))
+        #expect(limits.maxConnectionsPerPeer == 4)
+        #expect(limits.maxConcurrentCalls == 7)
+        #expect(limits.memoryBudget == 64 << 20)
+    }
+
+    @Test func defaultsAreGRPCLike() throws {
+        let limits = try ServiceOptions.parse([]).limits
+        #expect(limits.maxConcurrentCalls == 100)
+        #expect(limits.maxConnectionsPerPeer == 256)
+        #expect(limits.memoryBudget == 256 << 20)
     }
 
     @Test(arguments: [
         ["--port", "70000"], ["--workers", "0"], ["--workers", "5000"], ["--max-frame-size", "10"],
         ["--max-connections", "0"], ["--idle-timeout", "-1"], ["--frame-timeout", "nan"], ["--shutdown-grace", "0"],
-        ["--log-level", "loud"],
+        ["--log-level", "loud"], ["--max-concurrent-calls", "0"], ["--memory-budget", "0"], ["--max-connections-per-peer", "0"],
     ])
     func badFlagsAreRefused(arguments: [String]) {
         #expect(throws: (any Error).self) { try ServiceOptions.parse(arguments) }

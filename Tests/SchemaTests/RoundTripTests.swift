@@ -108,9 +108,20 @@ import Schema
         // field 14 (a_string), length 3: "a", a lone continuation byte, "b"
         let decoded = try FixturesV1.Scalars(serializedBytes: [0x72, 0x03, 0x61, 0x80, 0x62])
         #expect(decoded.aString == "a\u{FFFD}b")
-        // Embedded NUL: protobuf-c strings are C strings, so the text stops there.
-        let withNul = try FixturesV1.Scalars(serializedBytes: [0x72, 0x03, 0x61, 0x00, 0x62])
-        #expect(withNul.aString == "a")
+    }
+
+    @Test func aStringWithANULInsideIsRefusedNotCut() throws {
+        // protobuf-c strings are C strings: "a\0b" used to decode as "a".
+        #expect(throws: SchemaError.self) { try FixturesV1.Scalars(serializedBytes: [0x72, 0x03, 0x61, 0x00, 0x62]) }
+        // Also in a repeated field and a nested message (MetadataEntry in a Frame).
+        #expect(throws: SchemaError.self) { try RpcV1.Frame(serializedBytes: [0x2A, 0x05, 0x0A, 0x03, 0x6B, 0x00, 0x79]) }
+        // A frame's envelope can be read whole, for the server to answer that call INVALID_ARGUMENT.
+        let frame = try [UInt8]([0x1A, 0x03, 0x61, 0x00, 0x62]).withUnsafeBytes { try RpcV1.Frame(envelopeKeepingNUL: $0) }
+        #expect(frame.method == "a\u{0}b")
+        // A NUL at the very end, an empty string and ordinary strings are unaffected.
+        #expect(throws: SchemaError.self) { try FixturesV1.Scalars(serializedBytes: [0x72, 0x02, 0x61, 0x00]) }
+        #expect(try FixturesV1.Scalars(serializedBytes: [0x72, 0x00]).aString == "")
+        #expect(try FixturesV1.Scalars(serializedBytes: [0x72, 0x02, 0x61, 0x62]).aString == "ab")
     }
 
     @Test func unknownFieldsAreSkipped() throws {

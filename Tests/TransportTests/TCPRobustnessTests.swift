@@ -232,13 +232,21 @@ import Testing
         limits.frameTimeout = .seconds(30)
         try await Harness.with(.tcp, limits: limits) { harness in
             try await expectServing(harness)  // the harness client holds connection 1
+            // Both connections have a call open, so neither is reclaimed as idle.
+            let busy = Task { try? await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1], delayMs: 5000)) }
             let second = try RawSocket(port: harness.tcp!.port)
-            second.write([])
-            try await Task.sleep(for: .milliseconds(100))
+            second.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [2], delayMs: 5000), id: 1))
+            try await waitUntil { harness.tcp!.callsInFlight == 2 }
             let third = try RawSocket(port: harness.tcp!.port)
-            #expect(await third.readUntilClosed().closed)
-            let stats = try await harness.client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest())
-            #expect(stats.rejectedConnections >= 1)
+            let (bytes, closed) = await third.readUntilClosed()
+            #expect(closed)
+            // Told why before the close.
+            let decoder = FrameDecoder()
+            decoder.append(bytes)
+            let status = try RpcV1.Frame(serializedBytes: try #require(try decoder.next()))
+            #expect(status.callID == 0 && status.statusCode == StatusCode.resourceExhausted.rawValue)
+            #expect(harness.rpc.stats.connectionFigures.rejected >= 1)
+            busy.cancel()
             _ = second
         }
     }

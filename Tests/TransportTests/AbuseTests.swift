@@ -1,0 +1,260 @@
+import Foundation
+import RPC
+import RPCTestSupport
+import RPCTesting
+import Schema
+import Synchronization
+import TestSupport
+import Testing
+@testable import Transport
+
+/// Issue 9: no client can starve or lock out the others, memory stays within a budget, and every
+/// connection-level error is told to the client (a STATUS frame with call id 0) before the close.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct AbuseTests {
+    /// Echo whose payload "busy" holds its worker for 20 ms (no suspension), "big" answers 64 KiB;
+    /// counts the calls that started.
+    final class BusyService: RPCService, @unchecked Sendable {
+        let started = Atomic<Int>(0)
+
+        func register(in router: inout RPCRouter) {
+            router.unary(RpcV1.Echo.echo) { [self] request, _ in
+                started.add(1, ordering: .relaxed)
+                switch String(decoding: request.payload, as: UTF8.self) {
+                case "busy": usleep(20_000)
+                case "big": return RpcV1.EchoResponse(payload: [UInt8](repeating: 7, count: 64 << 10))
+                case "slow": try await Task.sleep(for: .seconds(30))
+                default: break
+                }
+                return RpcV1.EchoResponse(payload: request.payload)
+            }
+        }
+    }
+
+    static var limits: TCPServer.Limits {
+        var limits = TCPServer.Limits()
+        limits.frameTimeout = .seconds(30)
+        limits.idleTimeout = .seconds(30)
+        limits.maxFrameSize = 4 << 20
+        return limits
+    }
+
+    /// Reads frames until the server closes; the frames that came.
+    func framesUntilClosed(_ socket: RawSocket) async throws -> [RpcV1.Frame] {
+        let (bytes, closed) = await socket.readUntilClosed()
+        #expect(closed, "the server did not close the connection")
+        let decoder = FrameDecoder(maxFrameSize: 64 << 20)
+        decoder.append(bytes)
+        var frames: [RpcV1.Frame] = []
+        while let envelope = try decoder.next() { frames.append(try RpcV1.Frame(serializedBytes: envelope)) }
+        return frames
+    }
+
+    /// Expects the connection to end with exactly one call-id-0 STATUS of `code`, nothing after it.
+    func expectConnectionError(_ socket: RawSocket, _ code: StatusCode, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let frames = try await framesUntilClosed(socket)
+        let last = try #require(frames.last, "closed without a status", sourceLocation: sourceLocation)
+        #expect(last.kind == .status && last.callID == 0, sourceLocation: sourceLocation)
+        #expect(last.statusCode == code.rawValue, "\(last.statusMessage)", sourceLocation: sourceLocation)
+    }
+
+    // MARK: Connection-level errors (#4, #5, #7)
+
+    @Test(arguments: ["unknown kind", "status kind", "zero length", "flag byte", "garbage envelope", "call id 0"])
+    func protocolErrorsAreToldBeforeTheClose(_ kind: String) async throws {
+        try await Harness.with(.tcp, limits: Self.limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            switch kind {
+            case "unknown kind": socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: RpcV1.FrameKind(rawValue: 42)).serializedBytes()))
+            case "status kind": socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .status).serializedBytes()))
+            case "zero length": socket.write([0, 0, 0, 0, 0])
+            case "flag byte": socket.write([1, 0, 0, 0, 2, 8, 1])
+            case "garbage envelope": socket.write(FrameCodec.encode([0xFF, 0xFF, 0xFF, 0xFF, 0x0F]))
+            default: socket.sendEcho("zero", id: 0)
+            }
+            try await expectConnectionError(socket, .internalError)
+            let reply = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1]))
+            #expect(reply.payload == [1])
+        }
+    }
+
+    @Test func aReusedCallIDFailsTheConnectionAndTheEarlierCallIsNotAnsweredUnderIt() async throws {
+        try await Harness.with(.tcp, limits: Self.limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [1], delayMs: 300), id: 7))
+            socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [2]), id: 7))
+            let frames = try await framesUntilClosed(socket)
+            #expect(frames.count == 1, "\(frames.map { ($0.callID, $0.statusCode) })")
+            #expect(frames.first?.callID == 0)
+            #expect(frames.first?.statusCode == StatusCode.internalError.rawValue)
+            #expect(frames.first?.statusMessage.contains("call id 7 is already open") == true)
+            try await expectNoCallsLeft(harness)
+        }
+    }
+
+    @Test func callsBeyondTheConcurrentLimitAreRefusedUnderTheirOwnID() async throws {
+        var limits = Self.limits
+        limits.maxConcurrentCalls = 2
+        try await Harness.with(.tcp, limits: limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            for id in 1...3 { socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [UInt8(id)], delayMs: 300), id: UInt64(id))) }
+            var codes: [UInt64: UInt32] = [:]
+            for _ in 1...3 {
+                let frame = try await socket.receiveFrame()
+                codes[frame.callID] = frame.statusCode
+            }
+            #expect(codes == [1: 0, 2: 0, 3: StatusCode.resourceExhausted.rawValue])
+            socket.sendEcho("after", id: 4)
+            #expect(try await socket.receiveFrame().statusCode == 0)
+        }
+    }
+
+    @Test func aNULInAMethodMetadataOrRequestStringIsInvalidArgumentForThatCall() async throws {
+        try await Harness.with(.tcp, limits: Self.limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            // Our encoder cannot write a NUL into a string (protobuf-c's are C strings): put it in after.
+            func withNUL(_ bytes: [UInt8]) -> [UInt8] { bytes.map { $0 == UInt8(ascii: "~") ? 0 : $0 } }
+            let check = RpcV1.Health.check.path
+            socket.write(FrameCodec.encode(withNUL(RpcV1.Frame(callID: 1, kind: .request, method: check + "~junk").serializedBytes())))
+            socket.write(FrameCodec.encode(withNUL(RpcV1.Frame(
+                callID: 2, kind: .request, method: check, metadata: [RpcV1.MetadataEntry(key: "k", value: "v~w")]).serializedBytes())))
+            socket.write(FrameCodec.encode(RpcV1.Frame(
+                callID: 3, kind: .request, method: check, hasPayload: true,
+                payload: withNUL(RpcV1.HealthCheckRequest(service: "zel~xyz").serializedBytes())).serializedBytes()))
+            socket.sendEcho("still open", id: 4)
+            var codes: [UInt64: UInt32] = [:]
+            for _ in 1...4 {
+                let frame = try await socket.receiveFrame()
+                codes[frame.callID] = frame.statusCode
+            }
+            let invalid = StatusCode.invalidArgument.rawValue
+            #expect(codes == [1: invalid, 2: invalid, 3: invalid, 4: 0])
+        }
+    }
+
+    // MARK: Fairness (#1) and memory (#2)
+
+    @Test func onePipeliningClientDoesNotStarveAnother() async throws {
+        let service = BusyService()
+        var limits = Self.limits
+        limits.workers = 1
+        try await Harness.with(.tcp, services: [service], limits: limits) { harness in
+            let hog = try RawSocket(port: harness.tcp!.port)
+            hog.write((1...60).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: Array("busy".utf8)), id: UInt64($0)) })
+            try await waitUntil { service.started.load(ordering: .relaxed) >= 2 }
+            let reply = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [9]))
+            #expect(reply.payload == [9])
+            // Taken in turn: the other client waited for a call or two of the hog's, not for all 60.
+            let before = service.started.load(ordering: .relaxed)
+            #expect(before < 20, "\(before) of the hog's calls started before the other client's")
+        }
+    }
+
+    @Test func aClientThatDoesNotReadStopsGettingItsCallsStarted() async throws {
+        let service = BusyService()
+        var limits = Self.limits
+        limits.writeHighWater = 256 << 10
+        limits.maxConcurrentCalls = 300
+        try await Harness.with(.tcp, services: [service], limits: limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            // 250 answers of 64 KiB (16 MiB, far more than the sockets' buffers), not read while they are asked for.
+            socket.write((1...250).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: Array("big".utf8)), id: UInt64($0)) })
+            try await Task.sleep(for: .milliseconds(500))
+            let started = service.started.load(ordering: .relaxed)
+            #expect(started < 200, "\(started) calls started for a client that reads nothing")
+            // Once it reads, the rest run.
+            for _ in 1...250 {
+                let frame = try await socket.receiveFrame()
+                #expect(frame.statusCode == 0)
+            }
+            #expect(service.started.load(ordering: .relaxed) == 250)
+        }
+    }
+
+    @Test func largeFramesBeyondTheMemoryBudgetAreRefusedAndTheLargestHolderClosed() async throws {
+        var limits = Self.limits
+        limits.memoryBudget = 1 << 20
+        try await Harness.with(.tcp, limits: limits) { harness in
+            let frameSize = 800 << 10
+            let header: [UInt8] = [0, UInt8(frameSize >> 24), UInt8(frameSize >> 16 & 0xFF), UInt8(frameSize >> 8 & 0xFF), UInt8(frameSize & 0xFF)]
+            let holder = try RawSocket(port: harness.tcp!.port)
+            holder.write(header + [UInt8](repeating: 0, count: 1000))
+            try await waitUntil { harness.tcp!.loop.submit { harness.tcp!.budget.used } >= frameSize }
+            let second = try RawSocket(port: harness.tcp!.port)
+            second.write(header + [UInt8](repeating: 0, count: 1000))
+            try await expectConnectionError(second, .resourceExhausted)
+            #expect(await holder.readUntilClosed().closed)
+            try await waitUntil { harness.tcp!.loop.submit { harness.tcp!.budget.used } == 0 }
+            // Within budget again: a large frame passes.
+            let reply = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [UInt8](repeating: 3, count: 300 << 10)))
+            #expect(reply.payload.count == 300 << 10)
+        }
+    }
+
+    // MARK: Connection limits (#3)
+
+    @Test func anIdleConnectionMakesRoomAndAFullServerSaysWhy() async throws {
+        var limits = Self.limits
+        limits.maxConnectionsPerPeer = 3
+        try await Harness.with(.tcp, services: [BusyService()], limits: limits) { harness in
+            let port = harness.tcp!.port
+            // Three idle connections that keep their slot with a cancel of an unused id.
+            var idle: [RawSocket] = []
+            for _ in 0..<3 {
+                let socket = try RawSocket(port: port)
+                socket.write(FrameCodec.encode(RpcV1.Frame(callID: 99, kind: .cancel).serializedBytes()))
+                idle.append(socket)
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try await waitUntil { harness.rpc.stats.connectionFigures.open == 3 }
+            // A newcomer is served: the connection quiet longest makes room and is told why.
+            let reply = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [5]))
+            #expect(reply.payload == [5])
+            try await expectConnectionError(idle[0], .unavailable)
+            // With a call open on every connection, one more is refused with a reason.
+            for (index, socket) in idle.dropFirst().enumerated() { socket.sendEcho("slow", id: UInt64(index + 1)) }
+            let slow = Task { try? await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("slow".utf8))) }
+            try await waitUntil { harness.tcp!.callsInFlight == 3 }
+            let refused = try RawSocket(port: port)
+            try await expectConnectionError(refused, .resourceExhausted)
+            #expect(harness.rpc.stats.connectionFigures.rejected >= 1)
+            slow.cancel()
+        }
+    }
+
+    // MARK: Stats (#11) and cancels (#15)
+
+    @Test func statsCountEveryAnsweredCallByStatus() async throws {
+        let service = BusyService()
+        var limits = Self.limits
+        limits.workers = 1
+        limits.maxConcurrentCalls = 30
+        try await Harness.with(.tcp, services: [service], limits: limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: Array("busy".utf8)), id: 1))
+            // Twenty calls whose deadline passes while they wait behind the busy one, three over the limit.
+            for id in 2...33 { socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [1]), id: UInt64(id), timeoutMicros: id <= 21 ? 1000 : nil)) }
+            var codes: [UInt32: Int] = [:]
+            for _ in 1...33 { codes[try await socket.receiveFrame().statusCode, default: 0] += 1 }
+            #expect(codes[StatusCode.deadlineExceeded.rawValue] == 20)
+            #expect(codes[StatusCode.resourceExhausted.rawValue] == 3)
+            let echo = try #require(harness.rpc.stats.snapshot().first { $0.path == RpcV1.Echo.echo.path })
+            #expect(echo.calls == 33)
+            #expect(echo.errors == 23)
+            #expect(echo.byStatus[Int(StatusCode.deadlineExceeded.rawValue)] == 20)
+            #expect(echo.byStatus[Int(StatusCode.resourceExhausted.rawValue)] == 3)
+            #expect(echo.byStatus[0] == 10)
+        }
+    }
+
+    @Test func aCancelThatOvertakesItsRequestStillCancelsIt() async throws {
+        try await Harness.with(.tcp, services: [BusyService()], limits: Self.limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.write(FrameCodec.encode(RpcV1.Frame(callID: 5, kind: .cancel).serializedBytes()))
+            socket.sendEcho("slow", id: 5)
+            socket.sendEcho("next", id: 6)
+            let frame = try await socket.receiveFrame()
+            #expect(frame.callID == 6 && frame.statusCode == 0)
+            #expect(harness.tcp!.callsInFlight == 0)
+        }
+    }
+}
