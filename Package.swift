@@ -69,12 +69,14 @@ let package = Package(
             path: "Services/Zoo/Service"),
         .executableTarget(
             name: "zoo", dependencies: ["ZooCore", "ZooService", "ServiceKit", "Base", "Jobs", "JobsService"], path: "Services/Zoo/App"),
-        .target(name: "OCRCore", dependencies: ["Storage", "TextRecognition"], path: "Services/OCR/Core"),
+        .target(name: "OCRCore", dependencies: ["Storage", "TextRecognition", "WorkLane"], path: "Services/OCR/Core"),
         .target(
-            name: "OCRService", dependencies: ["OCRCore", "TextRecognition", "RPC", "Schema", "ServiceAPI"],
+            name: "OCRService",
+            dependencies: ["OCRCore", "TextRecognition", "RPC", "Schema", "ServiceAPI", "Jobs", "JobsService", "WorkLane"],
             path: "Services/OCR/Service"),
         .executableTarget(
-            name: "ocr", dependencies: ["OCRCore", "OCRService", "TextRecognition", "ServiceKit"], path: "Services/OCR/App"),
+            name: "ocr", dependencies: ["OCRCore", "OCRService", "TextRecognition", "ServiceKit", "Jobs", "JobsService"],
+            path: "Services/OCR/App"),
         .executableTarget(name: "health", dependencies: ["ServiceKit"], path: "Services/Health/App"),
         .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),
         .target(
@@ -151,7 +153,11 @@ let package = Package(
         .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition"], path: "Tests/TextRecognitionTests"),
         .testTarget(name: "OCRCoreTests", dependencies: ["OCRCore", "TextRecognition", "Storage"], path: "Tests/OCRCoreTests"),
         .testTarget(
-            name: "OCRServiceTests", dependencies: ["OCRCore", "OCRService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "RPCTesting"],
+            name: "OCRServiceTests",
+            dependencies: [
+                "OCRCore", "OCRService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "RPCTesting", "Jobs", "JobsService", "WorkLane",
+                "Storage", "TextRecognition", "Transport", "TestSupport",
+            ],
             path: "Tests/OCRServiceTests"),
         .testTarget(
             name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport"],
