@@ -151,16 +151,20 @@ let package = Package(
             ],
             path: "Tests/ZooServiceTests"),
         .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition"], path: "Tests/TextRecognitionTests"),
-        .testTarget(name: "OCRCoreTests", dependencies: ["OCRCore", "TextRecognition", "Storage"], path: "Tests/OCRCoreTests"),
+        // What the OCR tests and the benchmark share: the shared pages, CER, the tesseract program, rendered pages.
+        .target(name: "OCRTestSupport", dependencies: ["TextRecognition"], path: "Tests/OCRTestSupport"),
+        .testTarget(
+            name: "OCRCoreTests", dependencies: ["OCRCore", "TextRecognition", "Storage", "OCRTestSupport"], path: "Tests/OCRCoreTests"),
         .testTarget(
             name: "OCRServiceTests",
             dependencies: [
                 "OCRCore", "OCRService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "RPCTesting", "Jobs", "JobsService", "WorkLane",
-                "Storage", "TextRecognition", "Transport", "TestSupport",
+                "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport",
             ],
             path: "Tests/OCRServiceTests"),
         .testTarget(
-            name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport"],
+            name: "IntegrationTests",
+            dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition"],
             path: "Tests/IntegrationTests"),
     ]
 )

@@ -3,6 +3,7 @@ import Jobs
 import JobsService
 import OCRCore
 import OCRService
+import OCRTestSupport
 import RPC
 import RPCTesting
 import Schema
@@ -11,16 +12,6 @@ import ServiceKit
 import Testing
 import TextRecognition
 import WorkLane
-
-/// The shared OCR pages (`<package root>/../shared/datasets/ocr`).
-enum OCRPages {
-    static let directory: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("shared/datasets/ocr")
-    static let enabled = FileManager.default.fileExists(atPath: directory.path)
-        || ProcessInfo.processInfo.environment["CI"] == "true"
-    static func data(_ name: String) throws -> Data { try Data(contentsOf: directory.appendingPathComponent(name)) }
-}
 
 /// Scan, DraftRecord and StartBatchScan: uploads as client streams, recognition on the lane, batches as jobs.
 @Suite struct RecognitionServiceTests {
@@ -68,9 +59,9 @@ enum OCRPages {
         }
     }
 
-    @Test(.enabled(if: OCRPages.enabled, "skipped: ../shared/datasets/ocr is missing (set CI=true to require it)"))
+    @Test(.enabled(if: OCRData.enabled, Comment(rawValue: OCRData.skipText)))
     func aPageUploadedInSmallChunksIsRead() async throws {
-        let page = try OCRPages.data("phototest.tif")
+        let page = try OCRData.data("phototest.tif")
         let reply = try await ocr.scan(requests: Self.upload(page, chunkSize: 7000))
         #expect(reply.text.contains("quick brown dog"), "read: \(reply.text)")
         #expect(reply.observations.contains { $0.level == .word && $0.text == "brown" && $0.confidence > 0.5 })
@@ -130,9 +121,9 @@ enum OCRPages {
         #expect(code == .notFound)
     }
 
-    @Test(.enabled(if: OCRPages.enabled, "skipped: ../shared/datasets/ocr is missing (set CI=true to require it)"))
+    @Test(.enabled(if: OCRData.enabled, Comment(rawValue: OCRData.skipText)))
     func aDraftFillsValuesFromTheirRegions() async throws {
-        let page = try OCRPages.data("phototest.tif")
+        let page = try OCRData.data("phototest.tif")
         let scan = try await ocr.scan(requests: Self.upload(page, chunkSize: 1 << 20))
         let brown = try #require(scan.observations.first { $0.level == .word && $0.text == "brown" })
         _ = try await ocr.createTemplate(
@@ -151,9 +142,9 @@ enum OCRPages {
         #expect(try await ocr.latestRecords(OcrV1.LatestRecordsRequest(template: "Page")).records.isEmpty, "a draft saves nothing")
     }
 
-    @Test(.enabled(if: OCRPages.enabled, "skipped: ../shared/datasets/ocr is missing (set CI=true to require it)"))
+    @Test(.enabled(if: OCRData.enabled, Comment(rawValue: OCRData.skipText)))
     func aBatchIsAJobWithAResultPerFile() async throws {
-        let page = try OCRPages.data("phototest.tif")
+        let page = try OCRData.data("phototest.tif")
         let job = try await ocr.startBatchScan { writer in
             try await writer.send(OcrV1.BatchScanRequest(options: OcrV1.ScanOptions(languages: ["eng"], level: .fast)))
             try await writer.send(OcrV1.BatchScanRequest(fileName: "a.tif", chunk: Array(page.prefix(1000))))
