@@ -110,7 +110,11 @@ let package = Package(
 
         // MARK: Benchmarks
         .executableTarget(
-            name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService", "RPCTesting"],
+            name: "menagerie-bench",
+            dependencies: [
+                "RPC", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService", "RPCTesting", "OCRCore", "OCRService", "OCRTestSupport",
+                "TextRecognition", "WorkLane", "ServiceAPI",
+            ],
             path: "Tests/Benchmarks"),
 
         // MARK: Tests

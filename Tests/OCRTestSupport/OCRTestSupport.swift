@@ -158,16 +158,18 @@ public enum DisplayPhotos {
         try photo(values: values[index], distractorAt: distractorPlaces[index], snippets)
     }
 
-    /// A panel showing `values` beside the labels and the distractor at `distractorAt`, `scale` times 1000 × 700.
+    /// A panel showing `values` beside the labels and the distractor at `distractorAt` (in a 1000 × 700 layout),
+    /// `scale` times that size (the text keeps its size).
     public static func photo(
-        values shown: [String], distractorAt place: (Int, Int), scale: Int = 1, _ snippets: [String: Image]
+        values shown: [String], distractorAt place: (Int, Int), scale: Double = 1, _ snippets: [String: Image]
     ) throws -> Data {
-        var panel = try Image.blank(width: 1000 * scale, height: 700 * scale, gray: 60)
+        func s(_ value: Int) -> Int { Int((Double(value) * scale).rounded()) }
+        var panel = try Image.blank(width: s(1000), height: s(700), gray: 60)
         for (row, label) in labels.enumerated() {
-            panel = try panel.painting(snippets[label]!, x: 80 * scale, y: (120 + 180 * row) * scale, gray: 235)
-            panel = try panel.painting(snippets[shown[row]]!, x: 560 * scale, y: (120 + 180 * row) * scale, gray: 235)
+            panel = try panel.painting(snippets[label]!, x: s(80), y: s(120 + 180 * row), gray: 235)
+            panel = try panel.painting(snippets[shown[row]]!, x: s(560), y: s(120 + 180 * row), gray: 235)
         }
-        panel = try panel.painting(snippets[distractor]!, x: place.0 * scale, y: place.1 * scale, gray: 235)
+        panel = try panel.painting(snippets[distractor]!, x: s(place.0), y: s(place.1), gray: 235)
         return try panel.encoded(as: .png)
     }
 }
