@@ -167,6 +167,22 @@ import WorkLane
         #expect(last.progress == 1)
     }
 
+    /// A cancelled batch starts no further file and ends CANCELLED.
+    @Test(.enabled(if: OCRData.enabled, Comment(rawValue: OCRData.skipText)))
+    func aCancelledBatchEndsCancelled() async throws {
+        let page = try OCRData.data("eurotext.tif")
+        let job = try await ocr.startBatchScan { writer in
+            try await writer.send(OcrV1.BatchScanRequest(options: OcrV1.ScanOptions(languages: ["eng"], level: .fast)))
+            for index in 0..<20 { try await writer.send(OcrV1.BatchScanRequest(fileName: "\(index).tif", chunk: Array(page))) }
+        }
+        let jobsClient = JobsV1.Jobs.Client(wrapping: client)
+        _ = try await jobsClient.cancelJob(JobsV1.CancelJobRequest(id: job.id))
+        var last: JobsV1.Job?
+        for try await snapshot in jobsClient.watchJob(JobsV1.WatchJobRequest(id: job.id)) { last = snapshot }
+        #expect(last?.state == .cancelled)
+        #expect(last?.error?.code == UInt32(StatusCode.cancelled.rawValue))
+    }
+
     @Test func aBatchWithBytesBeforeAFileNameOrNoFileIsInvalid() async throws {
         #expect(await Self.code {
             _ = try await ocr.startBatchScan { writer in try await writer.send(OcrV1.BatchScanRequest(chunk: [1, 2])) }
