@@ -69,12 +69,14 @@ let package = Package(
             path: "Services/Zoo/Service"),
         .executableTarget(
             name: "zoo", dependencies: ["ZooCore", "ZooService", "ServiceKit", "Base", "Jobs", "JobsService"], path: "Services/Zoo/App"),
-        .target(name: "OCRCore", dependencies: ["Storage", "TextRecognition"], path: "Services/OCR/Core"),
+        .target(name: "OCRCore", dependencies: ["Storage", "TextRecognition", "WorkLane"], path: "Services/OCR/Core"),
         .target(
-            name: "OCRService", dependencies: ["OCRCore", "TextRecognition", "RPC", "Schema", "ServiceAPI"],
+            name: "OCRService",
+            dependencies: ["OCRCore", "TextRecognition", "RPC", "Schema", "ServiceAPI", "Jobs", "JobsService", "WorkLane"],
             path: "Services/OCR/Service"),
         .executableTarget(
-            name: "ocr", dependencies: ["OCRCore", "OCRService", "TextRecognition", "ServiceKit"], path: "Services/OCR/App"),
+            name: "ocr", dependencies: ["OCRCore", "OCRService", "TextRecognition", "ServiceKit", "Jobs", "JobsService"],
+            path: "Services/OCR/App"),
         .executableTarget(name: "health", dependencies: ["ServiceKit"], path: "Services/Health/App"),
         .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),
         .target(
@@ -108,7 +110,11 @@ let package = Package(
 
         // MARK: Benchmarks
         .executableTarget(
-            name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService", "RPCTesting"],
+            name: "menagerie-bench",
+            dependencies: [
+                "RPC", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService", "RPCTesting", "OCRCore", "OCRService", "OCRTestSupport",
+                "TextRecognition", "WorkLane", "ServiceAPI",
+            ],
             path: "Tests/Benchmarks"),
 
         // MARK: Tests
@@ -149,12 +155,20 @@ let package = Package(
             ],
             path: "Tests/ZooServiceTests"),
         .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition"], path: "Tests/TextRecognitionTests"),
-        .testTarget(name: "OCRCoreTests", dependencies: ["OCRCore", "TextRecognition", "Storage"], path: "Tests/OCRCoreTests"),
+        // What the OCR tests and the benchmark share: the shared pages, CER, the tesseract program, rendered pages.
+        .target(name: "OCRTestSupport", dependencies: ["TextRecognition"], path: "Tests/OCRTestSupport"),
         .testTarget(
-            name: "OCRServiceTests", dependencies: ["OCRCore", "OCRService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "RPCTesting"],
+            name: "OCRCoreTests", dependencies: ["OCRCore", "TextRecognition", "Storage", "OCRTestSupport"], path: "Tests/OCRCoreTests"),
+        .testTarget(
+            name: "OCRServiceTests",
+            dependencies: [
+                "OCRCore", "OCRService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "RPCTesting", "Jobs", "JobsService", "WorkLane",
+                "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport",
+            ],
             path: "Tests/OCRServiceTests"),
         .testTarget(
-            name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport"],
+            name: "IntegrationTests",
+            dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition"],
             path: "Tests/IntegrationTests"),
     ]
 )

@@ -64,7 +64,6 @@ static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__ocr__v1__scan_options__descriptor,
     &menagerie__ocr__v1__scan_request__descriptor,
     &menagerie__ocr__v1__scan_response__descriptor,
-    &menagerie__ocr__v1__start_batch_scan_response__descriptor,
     &menagerie__ocr__v1__template__descriptor,
     &menagerie__ocr__v1__timings__descriptor,
     &menagerie__ocr__v1__value_definition__descriptor,

@@ -104,6 +104,31 @@ public final class EnginePool: Sendable {
         }
     }
 
+    /// `checkout` for a thread of its own (the service's lane for heavy work), which may block: checking out where
+    /// the engine is used, rather than before queueing for a thread, means no engine sits idle in a queue while a
+    /// running thread waits for it. Lend the engine back with `checkin` on any thread.
+    public func checkoutBlocking(_ configuration: EngineConfiguration) throws -> TesseractEngine {
+        final class Outcome: @unchecked Sendable {
+            // Written once before `done` is signalled, read after the wait: the semaphore orders the two.
+            var result: Result<TesseractEngine, any Error>?
+            let done = DispatchSemaphore(value: 0)
+        }
+        let outcome = Outcome()
+        Task.detached {
+            do { outcome.result = .success(try await self.checkout(configuration)) } catch { outcome.result = .failure(error) }
+            outcome.done.signal()
+        }
+        outcome.done.wait()
+        return try outcome.result!.get()
+    }
+
+    /// Lends an engine of `configuration` to `body` on the calling thread (see `checkoutBlocking`).
+    public func withEngineBlocking<R>(_ configuration: EngineConfiguration, _ body: (TesseractEngine) throws -> R) throws -> R {
+        let engine = try checkoutBlocking(configuration)
+        defer { checkin(engine) }
+        return try body(engine)
+    }
+
     /// Returns an engine to the pool: to the longest waiter of its configuration, else to the idle engines.
     public func checkin(_ engine: TesseractEngine) {
         let configuration = engine.configuration

@@ -83,6 +83,29 @@ public struct ImageDecoder: Sendable {
         }
     }
 
+    /// Checks the pixel limit from the first bytes of an upload still arriving, so an image too large to decode is
+    /// refused before the rest of it is received. Throws `.tooManyPixels` when the header (of a PNG, JPEG, BMP or
+    /// WebP) announces more than the limit; returns quietly when the header cannot be read from `prefix` (yet),
+    /// leaving the verdict to `decode`.
+    public func checkHeader(prefix data: Data) throws {
+        guard data.count >= 32 else { return }
+        try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            guard let base = bytes.baseAddress else { return }
+            var leptonicaFormat: Int32 = 0
+            guard findFileFormatBuffer(base, &leptonicaFormat) == 0,
+                [IFF_PNG, IFF_JFIF_JPEG, IFF_BMP, IFF_WEBP].contains(Int(leptonicaFormat))
+            else { return }
+            var headerFormat: Int32 = 0, width: Int32 = 0, height: Int32 = 0
+            var bitsPerSample: Int32 = 0, samplesPerPixel: Int32 = 0, hasColormap: Int32 = 0
+            guard pixReadHeaderMem(
+                base, bytes.count, &headerFormat, &width, &height, &bitsPerSample, &samplesPerPixel, &hasColormap) == 0,
+                width > 0, height > 0
+            else { return }
+            try check(width: Int(width), height: Int(height))
+        }
+    }
+
     private func decodeTIFF(_ base: UnsafePointer<UInt8>, count: Int) throws -> DecodedImage {
         // Check every page's header first: a file whose tenth page is huge is refused before page one decodes.
         var page: Int32 = 0

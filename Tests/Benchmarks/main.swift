@@ -1,5 +1,5 @@
 // menagerie-bench: prints throughput and latency figures (no pass/fail; goals are printed beside
-// the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [--seconds S]
+// the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [ocr] [--seconds S]
 // [--rounds N] [--sizes 64,65536] [--callers 1,16,64] [--no-floor] [--no-grpc]
 import Foundation
 import RPC
@@ -34,4 +34,7 @@ if suites.isEmpty || suites.contains("rpc") {
 }
 if suites.isEmpty || suites.contains("zoo") {
     try await ZooBenchmark(secondsPerRun: seconds ?? 2.0).run()
+}
+if suites.isEmpty || suites.contains("ocr") {
+    try await OCRBenchmark(rounds: max(1, option("ocr-rounds").flatMap(Int.init) ?? 2)).run()
 }

@@ -6,34 +6,10 @@ import TextRecognition
 /// Templates end to end on display-like photos the test renders: light digits on a dark panel, the values
 /// changing between photos and a `CHARGING` label that moves about, sometimes between the values.
 @Suite struct DisplayTemplateTests {
-    static let labels = ["Volts", "Amps", "Temp"]
-    static let photos = [["12.64", "3.20", "24.5"], ["13.05", "0.85", "22.1"], ["11.92", "7.43", "26.8"]]
-    static let distractor = "CHARGING"
-    /// Where the distractor sits on each photo.
-    static let distractorPlaces = [(560, 610), (250, 205), (80, 30)]
-
-    /// Every snippet of text, cut out of one rendered sheet.
-    static func snippets() throws -> [String: Image] {
-        let texts = labels + photos.flatMap { $0 } + [distractor]
-        let sheet = try TextRenderer.render(texts, points: 14, width: 900, height: 1700)
-        var cut: [String: Image] = [:]
-        for (text, box) in zip(texts, sheet.lineBoxes) {
-            cut[text] = try sheet.image.cropped(
-                to: PixelRect(x: box.x - 4, y: box.y - 4, width: box.width + 8, height: box.height + 8))
-        }
-        return cut
-    }
-
-    static func photo(_ index: Int, _ snippets: [String: Image]) throws -> Data {
-        var panel = try Image.blank(width: 1000, height: 700, gray: 60)
-        for (row, label) in labels.enumerated() {
-            panel = try panel.painting(snippets[label]!, x: 80, y: 120 + 180 * row, gray: 235)
-            panel = try panel.painting(snippets[photos[index][row]]!, x: 560, y: 120 + 180 * row, gray: 235)
-        }
-        let (x, y) = distractorPlaces[index]
-        panel = try panel.painting(snippets[distractor]!, x: x, y: y, gray: 235)
-        return try panel.encoded(as: .png)
-    }
+    static let labels = DisplayPhotos.labels
+    static let photos = DisplayPhotos.values
+    static func snippets() throws -> [String: Image] { try DisplayPhotos.snippets() }
+    static func photo(_ index: Int, _ snippets: [String: Image]) throws -> Data { try DisplayPhotos.photo(index, snippets) }
 
     @Test(.enabled(if: TextRenderer.available, "skipped: text2image or DejaVu fonts are missing"))
     func everyValueIsFilledFromItsRegion() async throws {

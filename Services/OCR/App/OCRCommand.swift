@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import Jobs
+import JobsService
 import OCRCore
 import OCRService
 import ServiceKit
@@ -24,7 +26,13 @@ struct OCRCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-megapixels"), help: "Largest decoded image (per page) accepted, in megapixels.")
     var maxMegapixels = 60.0
 
+    @Option(name: .customLong("max-upload-mib"), help: "Largest image upload (and batch upload) accepted, in MiB.")
+    var maxUploadMiB = 64
+
     func validate() throws {
+        guard (1...4096).contains(maxUploadMiB) else {
+            throw ValidationError("--max-upload-mib must be 1…4096 (got \(maxUploadMiB))")
+        }
         guard maxMegapixels.isFinite, maxMegapixels >= 0.01, maxMegapixels <= 1000 else {
             throw ValidationError("--max-megapixels must be 0.01…1000 (got \(maxMegapixels))")
         }
@@ -34,8 +42,19 @@ struct OCRCommand: AsyncParsableCommand {
         try await ServiceRunner.run(name: "ocr", options: options) { environment in
             let path = databasePath ?? environment.dataDirectory.appendingPathComponent("ocr.sqlite").path
             let store = try TemplateStore(path: path)
-            let recognizer = TextRecognizer(limits: DecodeLimits(maxPixels: Int(maxMegapixels * 1_000_000)))
-            return [OCRService(store: store, recognizer: recognizer)]
+            // One engine per lane thread and language set: every thread can read a page, none waits for an engine.
+            let lane = environment.lane.pool
+            let recognizer = TextRecognizer(
+                engines: EnginePool(maxEnginesPerConfiguration: lane.threads, maxIdleEngines: max(4, 2 * lane.threads)),
+                limits: DecodeLimits(maxPixels: Int(maxMegapixels * 1_000_000)))
+            // Batch scans run as jobs, recorded beside the templates so every replica answers for them.
+            let jobs = JobRunner(store: try JobStore(database: store.database), lane: lane, failureMapping: JobsRPC.failure)
+            let failed = try await jobs.recoverAbandonedJobs()
+            if !failed.isEmpty { environment.logger.warning("failed \(failed.count) jobs left running by stopped replicas") }
+            return [
+                OCRService(store: store, recognizer: recognizer, lane: lane, jobs: jobs, maxUploadBytes: maxUploadMiB << 20),
+                JobsService(runner: jobs),
+            ]
         }
     }
 }

@@ -5,16 +5,22 @@ import RPC
 import Schema
 import ServiceAPI
 
-/// `gateway ocr …`: templates, records and their CSV export. (`scan`, `template create --from PHOTO` and
-/// `record add TEMPLATE PHOTO` upload photos and arrive with client streaming.)
+/// `gateway ocr …`: recognition, templates made from photos, records read from new photos, their CSV export, and
+/// the service's jobs (batch scans).
 public struct OCRCommands: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "ocr",
-        abstract: "Templates that turn photos of a display into records, and their CSV export.",
-        discussion: "Unknown templates exit with the status code of NOT_FOUND (5), bad input with INVALID_ARGUMENT (3).",
-        subcommands: [OCRTemplateCommands.self, OCRRecordCommands.self, OCRExport.self])
+        abstract: "Text recognition, and templates that turn photos of a display into records exported as CSV.",
+        discussion: """
+            Unknown templates exit with the status code of NOT_FOUND (5), bad input with INVALID_ARGUMENT (3), an             image without text with NOT_FOUND, one too large with RESOURCE_EXHAUSTED (8).
+            """,
+        subcommands: [OCRScan.self, OCRTemplateCommands.self, OCRRecordCommands.self, OCRExport.self, JobsCommands<OCRCommands>.self])
 
     public init() {}
+}
+
+extension OCRCommands: JobsCommandService {
+    public static let serviceName = "ocr"
 }
 
 extension GlobalOptions {
@@ -66,8 +72,8 @@ enum OCRFormat {
 
 struct OCRTemplateCommands: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "template", abstract: "List, show, rename and delete templates.",
-        subcommands: [List.self, Show.self, Rename.self, RenameValue.self, Delete.self])
+        commandName: "template", abstract: "Create templates from photos; list, show, rename and delete them.",
+        subcommands: [OCRTemplateCreate.self, List.self, Show.self, Rename.self, RenameValue.self, Delete.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "Every template by name.")
@@ -180,7 +186,8 @@ struct OCRTemplateCommands: AsyncParsableCommand {
 
 struct OCRRecordCommands: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "record", abstract: "List and delete a template's records.", subcommands: [List.self, Delete.self])
+        commandName: "record", abstract: "Add records from photos; list and delete them.",
+        subcommands: [OCRRecordAdd.self, List.self, Delete.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

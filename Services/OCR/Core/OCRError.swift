@@ -30,7 +30,7 @@ public struct OCRError: Error, Equatable, Sendable, CustomStringConvertible {
         .notFound, "no text found in the image; try a sharper photo taken closer, straight on and in even light")
 
     /// The category of a wrapper error (undecodable bytes, too many pixels, a missing language).
-    init(_ error: ImageError) {
+    public init(_ error: ImageError) {
         switch error {
         case .cannotDecode: self.init(.invalidArgument, "cannot decode image")
         case .tooManyPixels, .tooManyPages: self.init(.resourceExhausted, error.description)

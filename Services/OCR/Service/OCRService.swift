@@ -1,25 +1,155 @@
 import Foundation
+import Jobs
+import JobsService
 import OCRCore
 import RPC
 import Schema
 import ServiceAPI
+import TextRecognition
+import WorkLane
 
 /// The ocr service's RPC methods (`menagerie.ocr.v1.OCR`): thin handlers that validate the request, call the
 /// template store and convert the answer. Domain errors carry their own status (`OCRError: RPCErrorConvertible`,
 /// a busy database is mapped by ServiceKit), so handlers do not catch them.
 ///
-/// Scan, StartBatchScan and DraftRecord (client streams of image chunks, recognition on the heavy-work lane with
-/// `recognizer`'s engine pool) arrive with client streaming and jobs.
+/// Images arrive as client streams (options first, then chunks) and are recognised on `lane`, the service's lane
+/// for heavy work, each with an engine of `recognizer`'s pool checked out on the lane thread: a handler's worker is
+/// free while a page is read, so health checks and quick calls are answered meanwhile.
 public struct OCRService: OcrV1.OCR.ServiceProtocol {
     public let store: TemplateStore
     public let recognizer: TextRecognizer
+    /// Where recognition runs (ServiceKit's `environment.lane.pool`); its thread count bounds how many images are
+    /// read at once.
+    public let lane: ThreadPool
+    /// Runs batch scans; without it StartBatchScan answers FAILED_PRECONDITION.
+    public let jobs: JobRunner?
+    /// Largest image upload (and largest batch upload), in bytes.
+    public let maxUploadBytes: Int
     /// Size of the export's chunks (records per message).
     static let exportRecordsPerChunk = 500
+    /// The kind of the jobs StartBatchScan starts.
+    public static let batchScanJobKind = "ocr.batch_scan"
+    public static let defaultMaxUploadBytes = 64 << 20
 
-    public init(store: TemplateStore, recognizer: TextRecognizer = TextRecognizer()) {
+    public init(
+        store: TemplateStore, recognizer: TextRecognizer = TextRecognizer(), lane: ThreadPool = ThreadPool(name: "ocr"),
+        jobs: JobRunner? = nil, maxUploadBytes: Int = OCRService.defaultMaxUploadBytes
+    ) {
         self.store = store
         self.recognizer = recognizer
+        self.lane = lane
+        self.jobs = jobs
+        self.maxUploadBytes = maxUploadBytes
     }
+
+    // MARK: Recognition
+
+    public func scan(requests: RequestStream<OcrV1.ScanRequest>, context: ServerContext) async throws -> OcrV1.ScanResponse {
+        var options: RecognitionOptions?
+        var upload = UploadCollector(limit: maxUploadBytes, decoder: recognizer.decoder)
+        for try await message in requests {
+            if options == nil {
+                let parsed = try RequestValidation.options(message.options)
+                try parsed.validate()
+                options = parsed
+            }
+            try upload.append(message.chunk)
+        }
+        let data = try upload.finish()
+        guard let options else { throw RPCError(.invalidArgument, "the scan sent no message: options and image bytes expected") }
+        return OcrV1.ScanResponse(try await recognize(data, options: options))
+    }
+
+    public func draftRecord(
+        requests: RequestStream<OcrV1.DraftRecordRequest>, context: ServerContext
+    ) async throws -> OcrV1.DraftRecordResponse {
+        var first: (Template, RecognitionOptions)?
+        var upload = UploadCollector(limit: maxUploadBytes, decoder: recognizer.decoder)
+        for try await message in requests {
+            if first == nil {
+                // The template is looked up before the photo arrives: an unknown one is refused at once.
+                let parsed = try RequestValidation.options(message.options)
+                try parsed.validate()
+                first = (try template(message.template), parsed)
+            }
+            try upload.append(message.chunk)
+        }
+        let data = try upload.finish()
+        guard let (template, options) = first else {
+            throw RPCError(.invalidArgument, "the draft sent no message: template, options and photo bytes expected")
+        }
+        let result = try await recognize(data, options: options)
+        return OcrV1.DraftRecordResponse(
+            template: OcrV1.Template(template),
+            values: TemplateMatcher.match(template.values, in: result.observations).map(OcrV1.RecordValue.init),
+            scan: OcrV1.ScanResponse(result))
+    }
+
+    public func startBatchScan(
+        requests: RequestStream<OcrV1.BatchScanRequest>, context: ServerContext
+    ) async throws -> JobsV1.Job {
+        guard let jobs else { throw RPCError(.failedPrecondition, "this ocr server runs no jobs, so it takes no batches") }
+        var options: RecognitionOptions?
+        var files: [BatchFile] = []
+        var upload: UploadCollector?
+        var total = 0
+        func close() throws {
+            guard var current = upload else { return }
+            files[files.count - 1].data = try current.finish()
+            total += files[files.count - 1].data.count
+            upload = nil
+        }
+        for try await message in requests {
+            if options == nil {
+                let parsed = try RequestValidation.options(message.options)
+                try parsed.validate()
+                options = parsed
+            }
+            if !message.fileName.isEmpty {
+                try close()
+                guard files.count < Self.maxBatchFiles else {
+                    throw RPCError(.resourceExhausted, "a batch holds at most \(Self.maxBatchFiles) files")
+                }
+                files.append(BatchFile(name: message.fileName, data: Data()))
+                upload = UploadCollector(limit: maxUploadBytes - total, decoder: recognizer.decoder)
+            } else if upload == nil, !message.chunk.isEmpty {
+                throw RPCError(.invalidArgument, "image bytes before the first file_name")
+            }
+            try upload?.append(message.chunk, file: message.fileName.isEmpty ? files.last?.name : message.fileName)
+        }
+        try close()
+        guard let options, !files.isEmpty else { throw RPCError(.invalidArgument, "the batch names no file") }
+        let batch = BatchRecognizer(recognizer: recognizer, lane: lane)
+        let uploaded = files
+        let job = try await jobs.start(kind: Self.batchScanJobKind) { context -> OcrV1.BatchScanResult in
+            let results = try batch.recognize(
+                uploaded, options: options, isCancelled: { context.isCancelled },
+                progress: { done, total in
+                    context.report(progress: Double(done) / Double(total), message: "\(done) of \(total) files read")
+                })
+            return OcrV1.BatchScanResult(
+                files: zip(uploaded, results).map { file, result in
+                    switch result {
+                    case .success(let recognised): OcrV1.BatchScanFile(fileName: file.name, result: OcrV1.ScanResponse(recognised))
+                    case .failure(let error):
+                        OcrV1.BatchScanFile(
+                            fileName: file.name, errorCode: UInt32(error.rpcError.code.rawValue), errorMessage: error.message)
+                    }
+                })
+        }
+        return JobsV1.Job(job)
+    }
+
+    /// Files in one batch at most.
+    static let maxBatchFiles = 10_000
+
+    /// Recognises on the lane: a full lane answers RESOURCE_EXHAUSTED, a stopping one UNAVAILABLE.
+    func recognize(_ data: Data, options: RecognitionOptions) async throws -> RecognitionResult {
+        let recognizer = recognizer
+        return try await lane.run { try recognizer.recognizeBlocking(data, options: options) }
+    }
+
+    // MARK: Templates and records
 
     public func createTemplate(
         request: OcrV1.CreateTemplateRequest, context: ServerContext

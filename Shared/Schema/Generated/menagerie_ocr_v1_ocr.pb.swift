@@ -363,22 +363,6 @@ extension OcrV1 {
         }
     }
 
-    /// Returned at once; watch the job with menagerie.jobs.v1.Jobs (progress: files done / files). A SUCCEEDED job's
-    /// result is a BatchScanResult.
-    public struct StartBatchScanResponse: Sendable, Equatable {
-        public var jobID: String = ""
-
-        /// A message with every field at its default.
-        public init() {}
-
-        /// A message with the given field values.
-        public init(
-            jobID: String = ""
-        ) {
-            self.jobID = jobID
-        }
-    }
-
     /// The `menagerie.ocr.v1.BatchScanFile` message.
     public struct BatchScanFile: Sendable, Equatable {
         public var fileName: String = ""
@@ -939,6 +923,20 @@ extension OcrV1 {
         /// The service's full proto name.
         public static let name = "menagerie.ocr.v1.OCR"
 
+        /// Text, observations and what was done to the image. NOT_FOUND when no text was found.
+        public static let scan = ProtoMethod<OcrV1.ScanRequest, OcrV1.ScanResponse>(
+            path: "/menagerie.ocr.v1.OCR/Scan", clientStreaming: true, serverStreaming: false, idempotent: false)
+
+        /// Many images as a job (kind "ocr.batch_scan"), recognised in parallel up to the core count. Answers with the
+        /// job (QUEUED) once the upload is complete; watch it with menagerie.jobs.v1.Jobs (progress: files done /
+        /// files). A SUCCEEDED job's result is a BatchScanResult; a file that fails does not fail the job.
+        public static let startBatchScan = ProtoMethod<OcrV1.BatchScanRequest, JobsV1.Job>(
+            path: "/menagerie.ocr.v1.OCR/StartBatchScan", clientStreaming: true, serverStreaming: false, idempotent: false)
+
+        /// A photo's values for a template, pre-filled for the user to correct. Nothing is saved.
+        public static let draftRecord = ProtoMethod<OcrV1.DraftRecordRequest, OcrV1.DraftRecordResponse>(
+            path: "/menagerie.ocr.v1.OCR/DraftRecord", clientStreaming: true, serverStreaming: false, idempotent: false)
+
         /// Calls `/menagerie.ocr.v1.OCR/CreateTemplate`.
         public static let createTemplate = ProtoMethod<OcrV1.CreateTemplateRequest, OcrV1.CreateTemplateResponse>(
             path: "/menagerie.ocr.v1.OCR/CreateTemplate", serverStreaming: false, idempotent: false)
@@ -984,7 +982,7 @@ extension OcrV1 {
             path: "/menagerie.ocr.v1.OCR/ExportRecords", serverStreaming: true, idempotent: true)
 
         /// Every method of the service, in declaration order.
-        public static let methods: [ProtoMethodInfo] = [createTemplate.info, listTemplates.info, getTemplate.info, renameTemplate.info, renameValues.info, deleteTemplate.info, addRecord.info, latestRecords.info, listRecords.info, deleteRecord.info, exportRecords.info]
+        public static let methods: [ProtoMethodInfo] = [scan.info, startBatchScan.info, draftRecord.info, createTemplate.info, listTemplates.info, getTemplate.info, renameTemplate.info, renameValues.info, deleteTemplate.info, addRecord.info, latestRecords.info, listRecords.info, deleteRecord.info, exportRecords.info]
     }
 }
 
@@ -1234,27 +1232,6 @@ extension OcrV1.BatchScanRequest: ProtoMessage, ProtobufCBridged {
         writer.set(1, options)
         writer.set(2, fileName)
         writer.set(3, chunk)
-    }
-}
-
-extension OcrV1.StartBatchScanResponse: ProtoMessage, ProtobufCBridged {
-    public static let protoName = "menagerie.ocr.v1.StartBatchScanResponse"
-    static let protoSchema = MessageSchema(named: protoName)
-
-    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
-        self = try ProtobufCCodec.decode(bytes)
-    }
-
-    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
-        ProtobufCCodec.encode(self, into: destination)
-    }
-
-    init(reading reader: ProtoReader) {
-        jobID = reader.value(1)
-    }
-
-    func write(to writer: ProtoWriter) {
-        writer.set(1, jobID)
     }
 }
 

@@ -6,6 +6,17 @@ import Schema
 extension OcrV1.OCR {
     /// The server side of `menagerie.ocr.v1.OCR`: implement every method; `register(in:)` routes the rpcs to them.
     public protocol ServiceProtocol: RPCService {
+        /// Text, observations and what was done to the image. NOT_FOUND when no text was found.
+        func scan(requests: RequestStream<OcrV1.ScanRequest>, context: ServerContext) async throws -> OcrV1.ScanResponse
+
+        /// Many images as a job (kind "ocr.batch_scan"), recognised in parallel up to the core count. Answers with the
+        /// job (QUEUED) once the upload is complete; watch it with menagerie.jobs.v1.Jobs (progress: files done /
+        /// files). A SUCCEEDED job's result is a BatchScanResult; a file that fails does not fail the job.
+        func startBatchScan(requests: RequestStream<OcrV1.BatchScanRequest>, context: ServerContext) async throws -> JobsV1.Job
+
+        /// A photo's values for a template, pre-filled for the user to correct. Nothing is saved.
+        func draftRecord(requests: RequestStream<OcrV1.DraftRecordRequest>, context: ServerContext) async throws -> OcrV1.DraftRecordResponse
+
         func createTemplate(request: OcrV1.CreateTemplateRequest, context: ServerContext) async throws -> OcrV1.CreateTemplateResponse
 
         func listTemplates(request: OcrV1.ListTemplatesRequest, context: ServerContext) async throws -> OcrV1.ListTemplatesResponse
@@ -37,6 +48,32 @@ extension OcrV1.OCR {
 
         public init(wrapping rpcClient: RPCClient) {
             self.rpcClient = rpcClient
+        }
+
+        /// Text, observations and what was done to the image. NOT_FOUND when no text was found.
+        public func scan(
+            options: CallOptions = CallOptions(),
+            requests: @escaping @Sendable (RequestWriter<OcrV1.ScanRequest>) async throws -> Void
+        ) async throws -> OcrV1.ScanResponse {
+            try await rpcClient.clientStreaming(OcrV1.OCR.scan, options: options, requests: requests)
+        }
+
+        /// Many images as a job (kind "ocr.batch_scan"), recognised in parallel up to the core count. Answers with the
+        /// job (QUEUED) once the upload is complete; watch it with menagerie.jobs.v1.Jobs (progress: files done /
+        /// files). A SUCCEEDED job's result is a BatchScanResult; a file that fails does not fail the job.
+        public func startBatchScan(
+            options: CallOptions = CallOptions(),
+            requests: @escaping @Sendable (RequestWriter<OcrV1.BatchScanRequest>) async throws -> Void
+        ) async throws -> JobsV1.Job {
+            try await rpcClient.clientStreaming(OcrV1.OCR.startBatchScan, options: options, requests: requests)
+        }
+
+        /// A photo's values for a template, pre-filled for the user to correct. Nothing is saved.
+        public func draftRecord(
+            options: CallOptions = CallOptions(),
+            requests: @escaping @Sendable (RequestWriter<OcrV1.DraftRecordRequest>) async throws -> Void
+        ) async throws -> OcrV1.DraftRecordResponse {
+            try await rpcClient.clientStreaming(OcrV1.OCR.draftRecord, options: options, requests: requests)
         }
 
         public func createTemplate(_ request: OcrV1.CreateTemplateRequest, options: CallOptions = CallOptions()) async throws -> OcrV1.CreateTemplateResponse {
@@ -90,6 +127,15 @@ extension OcrV1.OCR {
 extension OcrV1.OCR.ServiceProtocol {
     /// Registers a handler for every rpc of the service, each calling the method of the same name.
     public func register(in router: inout RPCRouter) {
+        router.clientStreaming(OcrV1.OCR.scan) { requests, context in
+            try await self.scan(requests: requests, context: context)
+        }
+        router.clientStreaming(OcrV1.OCR.startBatchScan) { requests, context in
+            try await self.startBatchScan(requests: requests, context: context)
+        }
+        router.clientStreaming(OcrV1.OCR.draftRecord) { requests, context in
+            try await self.draftRecord(requests: requests, context: context)
+        }
         router.unary(OcrV1.OCR.createTemplate) { request, context in
             try await self.createTemplate(request: request, context: context)
         }

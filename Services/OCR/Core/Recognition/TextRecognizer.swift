@@ -27,6 +27,17 @@ public struct TextRecognizer: Sendable {
         return try recognize(data, options: options, engine: engine)
     }
 
+    /// Checks out an engine for `options` on the calling thread (which may block: call it on the lane for heavy
+    /// work), recognises, and returns the engine. Holding an engine only while recognising on a thread, never
+    /// while queued for one, keeps every engine busy.
+    public func recognizeBlocking(_ data: Data, options: RecognitionOptions) throws -> RecognitionResult {
+        try options.validate()
+        let engine: TesseractEngine
+        do { engine = try engines.checkoutBlocking(options.engineConfiguration) } catch { throw OCRError.mapping(error) }
+        defer { engines.checkin(engine) }
+        return try recognize(data, options: options, engine: engine)
+    }
+
     /// Recognises `data` with `engine` (which must be of `options.engineConfiguration`). Throws INVALID_ARGUMENT
     /// for bytes that are no image, RESOURCE_EXHAUSTED over the pixel limit, NOT_FOUND when no text was found.
     public func recognize(_ data: Data, options: RecognitionOptions, engine: TesseractEngine) throws

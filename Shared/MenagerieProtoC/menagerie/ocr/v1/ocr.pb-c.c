@@ -412,51 +412,6 @@ void   menagerie__ocr__v1__batch_scan_request__free_unpacked
   assert(message->base.descriptor == &menagerie__ocr__v1__batch_scan_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-void   menagerie__ocr__v1__start_batch_scan_response__init
-                     (Menagerie__Ocr__V1__StartBatchScanResponse         *message)
-{
-  static const Menagerie__Ocr__V1__StartBatchScanResponse init_value = MENAGERIE__OCR__V1__START_BATCH_SCAN_RESPONSE__INIT;
-  *message = init_value;
-}
-size_t menagerie__ocr__v1__start_batch_scan_response__get_packed_size
-                     (const Menagerie__Ocr__V1__StartBatchScanResponse *message)
-{
-  assert(message->base.descriptor == &menagerie__ocr__v1__start_batch_scan_response__descriptor);
-  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
-}
-size_t menagerie__ocr__v1__start_batch_scan_response__pack
-                     (const Menagerie__Ocr__V1__StartBatchScanResponse *message,
-                      uint8_t       *out)
-{
-  assert(message->base.descriptor == &menagerie__ocr__v1__start_batch_scan_response__descriptor);
-  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
-}
-size_t menagerie__ocr__v1__start_batch_scan_response__pack_to_buffer
-                     (const Menagerie__Ocr__V1__StartBatchScanResponse *message,
-                      ProtobufCBuffer *buffer)
-{
-  assert(message->base.descriptor == &menagerie__ocr__v1__start_batch_scan_response__descriptor);
-  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
-}
-Menagerie__Ocr__V1__StartBatchScanResponse *
-       menagerie__ocr__v1__start_batch_scan_response__unpack
-                     (ProtobufCAllocator  *allocator,
-                      size_t               len,
-                      const uint8_t       *data)
-{
-  return (Menagerie__Ocr__V1__StartBatchScanResponse *)
-     protobuf_c_message_unpack (&menagerie__ocr__v1__start_batch_scan_response__descriptor,
-                                allocator, len, data);
-}
-void   menagerie__ocr__v1__start_batch_scan_response__free_unpacked
-                     (Menagerie__Ocr__V1__StartBatchScanResponse *message,
-                      ProtobufCAllocator *allocator)
-{
-  if(!message)
-    return;
-  assert(message->base.descriptor == &menagerie__ocr__v1__start_batch_scan_response__descriptor);
-  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
-}
 void   menagerie__ocr__v1__batch_scan_file__init
                      (Menagerie__Ocr__V1__BatchScanFile         *message)
 {
@@ -2584,44 +2539,6 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__batch_scan_request__descrip
   (ProtobufCMessageInit) menagerie__ocr__v1__batch_scan_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__start_batch_scan_response__field_descriptors[1] =
-{
-  {
-    "job_id",
-    1,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_STRING,
-    0,   /* quantifier_offset */
-    offsetof(Menagerie__Ocr__V1__StartBatchScanResponse, job_id),
-    NULL,
-    &protobuf_c_empty_string,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-};
-static const unsigned menagerie__ocr__v1__start_batch_scan_response__field_indices_by_name[] = {
-  0,   /* field[0] = job_id */
-};
-static const ProtobufCIntRange menagerie__ocr__v1__start_batch_scan_response__number_ranges[1 + 1] =
-{
-  { 1, 0 },
-  { 0, 1 }
-};
-const ProtobufCMessageDescriptor menagerie__ocr__v1__start_batch_scan_response__descriptor =
-{
-  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
-  "menagerie.ocr.v1.StartBatchScanResponse",
-  "StartBatchScanResponse",
-  "Menagerie__Ocr__V1__StartBatchScanResponse",
-  "menagerie.ocr.v1",
-  sizeof(Menagerie__Ocr__V1__StartBatchScanResponse),
-  1,
-  menagerie__ocr__v1__start_batch_scan_response__field_descriptors,
-  menagerie__ocr__v1__start_batch_scan_response__field_indices_by_name,
-  1,  menagerie__ocr__v1__start_batch_scan_response__number_ranges,
-  (ProtobufCMessageInit) menagerie__ocr__v1__start_batch_scan_response__init,
-  NULL,NULL,NULL    /* reserved[123] */
-};
 static const ProtobufCFieldDescriptor menagerie__ocr__v1__batch_scan_file__field_descriptors[4] =
 {
   {
@@ -4239,8 +4156,11 @@ const ProtobufCEnumDescriptor menagerie__ocr__v1__observation_level__descriptor 
   menagerie__ocr__v1__observation_level__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor menagerie__ocr__v1__ocr__method_descriptors[11] =
+static const ProtobufCMethodDescriptor menagerie__ocr__v1__ocr__method_descriptors[14] =
 {
+  { "Scan", &menagerie__ocr__v1__scan_request__descriptor, &menagerie__ocr__v1__scan_response__descriptor },
+  { "StartBatchScan", &menagerie__ocr__v1__batch_scan_request__descriptor, &menagerie__jobs__v1__job__descriptor },
+  { "DraftRecord", &menagerie__ocr__v1__draft_record_request__descriptor, &menagerie__ocr__v1__draft_record_response__descriptor },
   { "CreateTemplate", &menagerie__ocr__v1__create_template_request__descriptor, &menagerie__ocr__v1__create_template_response__descriptor },
   { "ListTemplates", &menagerie__ocr__v1__list_templates_request__descriptor, &menagerie__ocr__v1__list_templates_response__descriptor },
   { "GetTemplate", &menagerie__ocr__v1__get_template_request__descriptor, &menagerie__ocr__v1__get_template_response__descriptor },
@@ -4254,17 +4174,20 @@ static const ProtobufCMethodDescriptor menagerie__ocr__v1__ocr__method_descripto
   { "ExportRecords", &menagerie__ocr__v1__export_records_request__descriptor, &menagerie__ocr__v1__export_records_chunk__descriptor },
 };
 const unsigned menagerie__ocr__v1__ocr__method_indices_by_name[] = {
-  6,        /* AddRecord */
-  0,        /* CreateTemplate */
-  9,        /* DeleteRecord */
-  5,        /* DeleteTemplate */
-  10,        /* ExportRecords */
-  2,        /* GetTemplate */
-  7,        /* LatestRecords */
-  8,        /* ListRecords */
-  1,        /* ListTemplates */
-  3,        /* RenameTemplate */
-  4         /* RenameValues */
+  9,        /* AddRecord */
+  3,        /* CreateTemplate */
+  12,        /* DeleteRecord */
+  8,        /* DeleteTemplate */
+  2,        /* DraftRecord */
+  13,        /* ExportRecords */
+  5,        /* GetTemplate */
+  10,        /* LatestRecords */
+  11,        /* ListRecords */
+  4,        /* ListTemplates */
+  6,        /* RenameTemplate */
+  7,        /* RenameValues */
+  0,        /* Scan */
+  1         /* StartBatchScan */
 };
 const ProtobufCServiceDescriptor menagerie__ocr__v1__ocr__descriptor =
 {
@@ -4273,17 +4196,41 @@ const ProtobufCServiceDescriptor menagerie__ocr__v1__ocr__descriptor =
   "OCR",
   "Menagerie__Ocr__V1__OCR",
   "menagerie.ocr.v1",
-  11,
+  14,
   menagerie__ocr__v1__ocr__method_descriptors,
   menagerie__ocr__v1__ocr__method_indices_by_name
 };
+void menagerie__ocr__v1__ocr__scan(ProtobufCService *service,
+                                   const Menagerie__Ocr__V1__ScanRequest *input,
+                                   Menagerie__Ocr__V1__ScanResponse_Closure closure,
+                                   void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 0, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__ocr__v1__ocr__start_batch_scan(ProtobufCService *service,
+                                               const Menagerie__Ocr__V1__BatchScanRequest *input,
+                                               Menagerie__Jobs__V1__Job_Closure closure,
+                                               void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__ocr__v1__ocr__draft_record(ProtobufCService *service,
+                                           const Menagerie__Ocr__V1__DraftRecordRequest *input,
+                                           Menagerie__Ocr__V1__DraftRecordResponse_Closure closure,
+                                           void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void menagerie__ocr__v1__ocr__create_template(ProtobufCService *service,
                                               const Menagerie__Ocr__V1__CreateTemplateRequest *input,
                                               Menagerie__Ocr__V1__CreateTemplateResponse_Closure closure,
                                               void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 0, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__list_templates(ProtobufCService *service,
                                              const Menagerie__Ocr__V1__ListTemplatesRequest *input,
@@ -4291,7 +4238,7 @@ void menagerie__ocr__v1__ocr__list_templates(ProtobufCService *service,
                                              void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__get_template(ProtobufCService *service,
                                            const Menagerie__Ocr__V1__GetTemplateRequest *input,
@@ -4299,7 +4246,7 @@ void menagerie__ocr__v1__ocr__get_template(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__rename_template(ProtobufCService *service,
                                               const Menagerie__Ocr__V1__RenameTemplateRequest *input,
@@ -4307,7 +4254,7 @@ void menagerie__ocr__v1__ocr__rename_template(ProtobufCService *service,
                                               void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__rename_values(ProtobufCService *service,
                                             const Menagerie__Ocr__V1__RenameValuesRequest *input,
@@ -4315,7 +4262,7 @@ void menagerie__ocr__v1__ocr__rename_values(ProtobufCService *service,
                                             void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__delete_template(ProtobufCService *service,
                                               const Menagerie__Ocr__V1__DeleteTemplateRequest *input,
@@ -4323,7 +4270,7 @@ void menagerie__ocr__v1__ocr__delete_template(ProtobufCService *service,
                                               void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__add_record(ProtobufCService *service,
                                          const Menagerie__Ocr__V1__AddRecordRequest *input,
@@ -4331,7 +4278,7 @@ void menagerie__ocr__v1__ocr__add_record(ProtobufCService *service,
                                          void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__latest_records(ProtobufCService *service,
                                              const Menagerie__Ocr__V1__LatestRecordsRequest *input,
@@ -4339,7 +4286,7 @@ void menagerie__ocr__v1__ocr__latest_records(ProtobufCService *service,
                                              void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__list_records(ProtobufCService *service,
                                            const Menagerie__Ocr__V1__ListRecordsRequest *input,
@@ -4347,7 +4294,7 @@ void menagerie__ocr__v1__ocr__list_records(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__delete_record(ProtobufCService *service,
                                             const Menagerie__Ocr__V1__DeleteRecordRequest *input,
@@ -4355,7 +4302,7 @@ void menagerie__ocr__v1__ocr__delete_record(ProtobufCService *service,
                                             void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__export_records(ProtobufCService *service,
                                              const Menagerie__Ocr__V1__ExportRecordsRequest *input,
@@ -4363,7 +4310,7 @@ void menagerie__ocr__v1__ocr__export_records(ProtobufCService *service,
                                              void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__init (Menagerie__Ocr__V1__OCR_Service *service,
                                     Menagerie__Ocr__V1__OCR_ServiceDestroy destroy)

@@ -1,0 +1,368 @@
+import ArgumentParser
+import Foundation
+import GatewayKit
+import RPC
+import Schema
+import ServiceAPI
+
+/// The recognition options every command that uploads a photo takes.
+struct OCRScanOptions: ParsableArguments {
+    @Option(name: .customLong("lang"), help: "Languages in priority order, Tesseract's spelling (ces+eng).")
+    var languages = "ces+eng"
+
+    @Option(help: "fast (recognition only) or accurate (also turns pages upright, deskews, binarises photos).")
+    var level = "accurate"
+
+    @Option(name: .customLong("words"), help: "A file of custom words (one per line or separated by spaces) that win over look-alikes.")
+    var wordsFile: String?
+
+    @Option(help: "Where to expect text: page, block, line or sparse (displays and labels).")
+    var segmentation: String?
+
+    @Option(name: .customLong("min-text-height"), help: "Leave out text lower than this fraction (0–1) of the image height.")
+    var minimumTextHeight = 0.0
+
+    func validate() throws {
+        guard ["fast", "accurate"].contains(level) else { throw ValidationError("--level must be fast or accurate (got \(level))") }
+        if let segmentation, Self.segmentation(segmentation) == nil {
+            throw ValidationError("--segmentation must be page, block, line or sparse (got \(segmentation))")
+        }
+        guard minimumTextHeight.isFinite, minimumTextHeight >= 0, minimumTextHeight < 1 else {
+            throw ValidationError("--min-text-height must be a fraction in [0, 1)")
+        }
+    }
+
+    static func segmentation(_ name: String) -> OcrV1.Segmentation? {
+        switch name {
+        case "page": .page
+        case "block": .block
+        case "line": .line
+        case "sparse": .sparse
+        default: nil
+        }
+    }
+
+    /// The options as the service takes them; `segmentation` unless `--segmentation` says otherwise.
+    func proto(defaultSegmentation: OcrV1.Segmentation = .page) throws -> OcrV1.ScanOptions {
+        var words: [String] = []
+        if let wordsFile {
+            let text: String
+            do { text = try String(contentsOfFile: wordsFile, encoding: .utf8) } catch {
+                throw ValidationError("cannot read --words \(wordsFile): \(error.localizedDescription)")
+            }
+            words = text.split(whereSeparator: \.isWhitespace).map(String.init)
+        }
+        return OcrV1.ScanOptions(
+            languages: languages.split(whereSeparator: { $0 == "+" || $0 == "," }).map(String.init),
+            level: level == "fast" ? .fast : .accurate, customWords: words, minimumTextHeight: minimumTextHeight,
+            segmentation: segmentation.flatMap(Self.segmentation) ?? defaultSegmentation)
+    }
+}
+
+/// Reading photos and sending them as client streams.
+enum OCRUpload {
+    /// Bytes per upload message: well inside a frame and the call's flow-control window.
+    static let chunkSize = 1 << 20
+
+    static func read(_ path: String) throws -> Data {
+        do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw ValidationError("cannot read \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// `data` in chunks of `chunkSize` (at least one, possibly empty).
+    static func chunks(_ data: Data) -> [[UInt8]] {
+        guard !data.isEmpty else { return [[]] }
+        return stride(from: 0, to: data.count, by: chunkSize).map { Array(data[$0..<min($0 + chunkSize, data.count)]) }
+    }
+
+    /// Recognition takes seconds, more on a busy server: a call with a photo waits at least two minutes.
+    static func callOptions(_ global: GlobalOptions) -> CallOptions {
+        CallOptions(timeout: .milliseconds(Int64(max(global.timeout, 120) * 1000)))
+    }
+
+    static func scan(_ ocr: OcrV1.OCR.Client, _ data: Data, options: OcrV1.ScanOptions, global: GlobalOptions) async throws
+        -> OcrV1.ScanResponse
+    {
+        try await ocr.scan(options: callOptions(global)) { writer in
+            for (index, chunk) in chunks(data).enumerated() {
+                try await writer.send(OcrV1.ScanRequest(options: index == 0 ? options : nil, chunk: chunk))
+            }
+        }
+    }
+}
+
+/// How scans print.
+enum OCRScanFormat {
+    /// `{"text", "observations": [{"level", "text", "confidence", "box": {x, y, width, height}, "box_px": {…}}],
+    /// "orientation"}`: boxes with a top-left origin, `box` in fractions of the image, `box_px` in pixels.
+    static func json(_ scan: OcrV1.ScanResponse) -> [String: Any] {
+        [
+            "text": scan.text,
+            "observations": scan.observations.map { observation -> [String: Any] in
+                let box = observation.box ?? OcrV1.NormalizedBox()
+                let pixels = observation.boxPx ?? OcrV1.PixelBox()
+                return [
+                    "level": OCRFormat.levelName(observation.level), "text": observation.text,
+                    "confidence": observation.confidence,
+                    "box": ["x": box.x, "y": box.y, "width": box.width, "height": box.height],
+                    "box_px": ["x": pixels.x, "y": pixels.y, "width": pixels.width, "height": pixels.height],
+                ]
+            },
+            "orientation": scan.orientationDegrees,
+        ]
+    }
+
+    /// The observations numbered as `--values` picks them.
+    static func printObservations(_ scan: OcrV1.ScanResponse) {
+        printTable(
+            ["#", "level", "text", "confidence", "x", "y", "width", "height"],
+            scan.observations.enumerated().map { index, observation in
+                let box = observation.box ?? OcrV1.NormalizedBox()
+                return ["\(index)", OCRFormat.levelName(observation.level), observation.text.replacingOccurrences(of: "\n", with: " ⏎ "),
+                        String(format: "%.2f", observation.confidence)]
+                    + [box.x, box.y, box.width, box.height].map { String(format: "%.3f", $0) }
+            })
+    }
+}
+
+/// `gateway ocr scan FILE… [--lang ces+eng] [--level fast|accurate] [--words FILE] [--json]`.
+struct OCRScan: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scan",
+        abstract: "Recognise the text of photos and scans (PNG, JPEG, TIFF incl. multi-page, BMP, GIF, WebP).",
+        discussion: """
+            One file is uploaded and read at once. Several are uploaded as one batch job, read in parallel on the \
+            service, and followed with a progress bar (plain lines when the output is not a terminal); the text of each \
+            follows under its name. --json prints {"text", "observations": [{"level", "text", "confidence", "box", \
+            "box_px"}], "orientation"} for one file (boxes with a top-left origin: box in fractions of the image, box_px \
+            in pixels), and an array of such objects, each with "file" (and "error" instead of the rest for a file that \
+            could not be read), for several. Exits with the status code of the first file that failed.
+            """)
+
+    @Argument(help: "Image files.") var files: [String]
+    @OptionGroup var scanOptions: OCRScanOptions
+    @Flag(help: "Upload several files as a job and print its id instead of waiting (gateway ocr jobs watch ID).")
+    var detach = false
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard !files.isEmpty else { throw ValidationError("name at least one image file") }
+    }
+
+    func run() async throws {
+        let options = try scanOptions.proto()
+        try await global.withClient(for: "ocr", { $0 }) { client in
+            let ocr = OcrV1.OCR.Client(wrapping: client)
+            if files.count == 1 && !detach {
+                let scan = try await OCRUpload.scan(ocr, try OCRUpload.read(files[0]), options: options, global: global)
+                try global.render(json: { OCRScanFormat.json(scan) }, text: { print(scan.text) })
+                return
+            }
+            let paths = files
+            let job = try await ocr.startBatchScan(options: OCRUpload.callOptions(global)) { writer in
+                try await writer.send(OcrV1.BatchScanRequest(options: options))
+                for path in paths {
+                    for (index, chunk) in OCRUpload.chunks(try OCRUpload.read(path)).enumerated() {
+                        try await writer.send(OcrV1.BatchScanRequest(fileName: index == 0 ? path : "", chunk: chunk))
+                    }
+                }
+            }
+            if detach {
+                try global.render(json: { job.json }, text: { print("started \(job.summary); follow it with: gateway ocr jobs watch \(job.id)") })
+                return
+            }
+            let ended = try await followJob(
+                job.id, with: JobsV1.Jobs.Client(wrapping: client), display: global.json ? nil : ProgressDisplay())
+            guard let result = try ended.requireResult(), result.typeName == OcrV1.BatchScanResult.protoName else {
+                throw RPCError(.internalError, "batch scan job \(job.id) ended without its result")
+            }
+            let batch = try OcrV1.BatchScanResult(serializedBytes: result.value)
+            try global.render(
+                json: {
+                    batch.files.map { file -> [String: Any] in
+                        if let scan = file.result { return OCRScanFormat.json(scan).merging(["file": file.fileName]) { $1 } }
+                        return [
+                            "file": file.fileName,
+                            "error": ["code": StatusCode(rawValue: file.errorCode).name, "message": file.errorMessage],
+                        ]
+                    }
+                },
+                text: {
+                    for (index, file) in batch.files.enumerated() {
+                        print((index == 0 ? "" : "\n") + "==> \(file.fileName) <==")
+                        if let scan = file.result {
+                            print(scan.text)
+                        } else {
+                            print("error: \(StatusCode(rawValue: file.errorCode).name): \(file.errorMessage)")
+                        }
+                    }
+                })
+            if let failed = batch.files.first(where: { $0.result == nil }) {
+                throw ExitCode(Int32(failed.errorCode))
+            }
+        }
+    }
+}
+
+/// Questions on the terminal (interactive picking and correcting).
+enum Terminal {
+    static var isInteractive: Bool { isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 }
+
+    static func ask(_ prompt: String) -> String? {
+        print(prompt, terminator: "")
+        fflush(nil)
+        return readLine(strippingNewline: true)
+    }
+}
+
+/// `gateway ocr template create --from PHOTO --name NAME [--values "Volts=2,Amps=5"]`.
+struct OCRTemplateCreate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create",
+        abstract: "Make a template from a photo: recognise it, pick the observations that are values and name them.",
+        discussion: """
+            The photo is recognised (sparse segmentation unless --segmentation says otherwise) and its observations are \
+            listed with numbers. On a terminal you pick values by number and name them; in scripts --values \
+            "Volts=2,Amps=5" names observations 2 and 5. The photo's values become the template's first record \
+            (--no-record: not).
+            """)
+
+    @Option(name: .customLong("from"), help: "The template's first photo.") var photo: String
+    @Option(help: "The template's name.") var name: String
+    @Option(help: "What the template is for.") var description = ""
+    @Option(help: "NAME=INDEX pairs, comma-separated, picking observations by the number listed (no questions asked).")
+    var values: String?
+    @Flag(name: .customLong("no-record"), help: "Do not save the photo's values as the first record.") var noRecord = false
+    @OptionGroup var scanOptions: OCRScanOptions
+    @OptionGroup var global: GlobalOptions
+
+    /// `Volts=2,Amps=5` as (name, index) pairs in order.
+    static func parseValues(_ text: String) throws -> [(String, Int)] {
+        try text.split(separator: ",").map { pair in
+            guard let equals = pair.lastIndex(of: "="), let index = Int(pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)),
+                index >= 0
+            else { throw ValidationError("--values: \"\(pair)\" is not NAME=INDEX") }
+            let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty else { throw ValidationError("--values: \"\(pair)\" has no name") }
+            return (name, index)
+        }
+    }
+
+    func validate() throws {
+        if let values { _ = try Self.parseValues(values) }
+    }
+
+    func run() async throws {
+        let options = try scanOptions.proto(defaultSegmentation: .sparse)
+        let data = try OCRUpload.read(photo)
+        try await global.withOCR { ocr in
+            let scan = try await OCRUpload.scan(ocr, data, options: options, global: global)
+            var picked: [(String, Int)]
+            if let values {
+                picked = try Self.parseValues(values)
+            } else if Terminal.isInteractive {
+                OCRScanFormat.printObservations(scan)
+                picked = Self.pickInteractively(count: scan.observations.count)
+            } else {
+                throw ValidationError("--values NAME=INDEX,… is needed when not asking on a terminal")
+            }
+            for (name, index) in picked where index >= scan.observations.count {
+                throw ValidationError("--values: \(name)=\(index), but the photo has \(scan.observations.count) observations (0…\(scan.observations.count - 1))")
+            }
+            let definitions = picked.map { name, index in
+                OcrV1.ValueDefinition(name: name, region: scan.observations[index].box, level: scan.observations[index].level)
+            }
+            let first = noRecord ? [] : picked.map { name, index in
+                OcrV1.RecordValue(name: name, text: scan.observations[index].text, confidence: scan.observations[index].confidence)
+            }
+            let reply = try await ocr.createTemplate(
+                OcrV1.CreateTemplateRequest(name: name, description: description, values: definitions, firstRecord: first),
+                options: global.callOptions)
+            try global.render(
+                json: {
+                    var object = OCRFormat.templateJSON(reply.template ?? OcrV1.Template())
+                    object["first_record"] = jsonValue(reply.firstRecord.map(OCRFormat.recordJSON))
+                    return object
+                },
+                text: {
+                    let template = reply.template ?? OcrV1.Template()
+                    print("created template #\(template.id) \(template.name): " + template.values.map(\.name).joined(separator: ", "))
+                    if let record = reply.firstRecord { OCRFormat.printRecords([record], template: template) }
+                })
+        }
+    }
+
+    /// Asks for observation numbers and names until an empty answer.
+    static func pickInteractively(count: Int) -> [(String, Int)] {
+        var picked: [(String, Int)] = []
+        while true {
+            guard let answer = Terminal.ask("observation # of a value (empty to finish): ")?.trimmingCharacters(in: .whitespaces),
+                !answer.isEmpty
+            else { return picked }
+            guard let index = Int(answer), (0..<count).contains(index) else {
+                print("a number 0…\(count - 1), please")
+                continue
+            }
+            guard let name = Terminal.ask("name of value #\(index): ")?.trimmingCharacters(in: .whitespaces), !name.isEmpty else {
+                continue
+            }
+            picked.append((name, index))
+        }
+    }
+}
+
+/// `gateway ocr record add TEMPLATE PHOTO [--yes]`.
+struct OCRRecordAdd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add",
+        abstract: "Read a new photo of a template's kind and save its values as a record.",
+        discussion: """
+            Each value is taken from the observation that best fits its region on the template's first photo. On a \
+            terminal the values are shown with their confidences and you may correct each (Enter keeps it); --yes, or \
+            output that is not a terminal, saves them as read. A value whose region held no text is saved empty.
+            """)
+
+    @Argument(help: "Template name or id.") var template: String
+    @Argument(help: "The photo.") var photo: String
+    @Flag(help: "Save the values as read, without asking.") var yes = false
+    @OptionGroup var scanOptions: OCRScanOptions
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let options = try scanOptions.proto(defaultSegmentation: .sparse)
+        let data = try OCRUpload.read(photo)
+        let reference = template
+        try await global.withOCR { ocr in
+            let draft = try await ocr.draftRecord(options: OCRUpload.callOptions(global)) { writer in
+                for (index, chunk) in OCRUpload.chunks(data).enumerated() {
+                    try await writer.send(
+                        OcrV1.DraftRecordRequest(template: index == 0 ? reference : "", options: index == 0 ? options : nil, chunk: chunk))
+                }
+            }
+            var values = draft.values
+            if !yes && !global.json && Terminal.isInteractive {
+                for index in values.indices {
+                    let value = values[index]
+                    let answer = Terminal.ask(
+                        "\(value.name) [\(value.text)] (confidence \(String(format: "%.2f", value.confidence))): ") ?? ""
+                    if !answer.isEmpty {
+                        values[index].text = answer
+                        values[index].confidence = 1
+                    }
+                }
+            }
+            let reply = try await ocr.addRecord(
+                OcrV1.AddRecordRequest(template: reference, values: values), options: global.callOptions)
+            let record = reply.record ?? OcrV1.Record()
+            try global.render(
+                json: { OCRFormat.recordJSON(record) },
+                text: {
+                    print("saved record \(record.id)")
+                    printTable(
+                        ["value", "text", "confidence"],
+                        record.values.map { [$0.name, $0.text, String(format: "%.2f", $0.confidence)] })
+                })
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import OCRCore
+import RPC
+import TextRecognition
+
+/// An image arriving as a client stream: its bytes gathered up to the upload limit, its header checked against the
+/// pixel limit as soon as enough of it is there.
+struct UploadCollector {
+    /// Largest upload accepted, in bytes.
+    let limit: Int
+    let decoder: ImageDecoder
+    /// Bytes after which the header is checked (the first chunk usually holds it; a JPEG's size may come after
+    /// its EXIF block).
+    static let headerCheckBytes = 64 * 1024
+
+    private(set) var data = Data()
+    private var headerChecked = false
+
+    init(limit: Int, decoder: ImageDecoder) {
+        self.limit = limit
+        self.decoder = decoder
+    }
+
+    /// Appends one chunk. RESOURCE_EXHAUSTED once the upload passes the limit or its header announces more pixels
+    /// than allowed.
+    mutating func append(_ chunk: [UInt8], file: String? = nil) throws {
+        guard !chunk.isEmpty else { return }
+        guard chunk.count <= limit - data.count else {
+            throw RPCError(
+                .resourceExhausted,
+                "\(file.map { "\($0): " } ?? "")the upload is larger than the limit of \(Self.describe(limit))")
+        }
+        data.append(contentsOf: chunk)
+        if !headerChecked, data.count >= Self.headerCheckBytes {
+            try checkHeader()
+        }
+    }
+
+    /// The bytes received; checks a header not yet checked (a small image).
+    mutating func finish() throws -> Data {
+        if !headerChecked { try checkHeader() }
+        return data
+    }
+
+    private mutating func checkHeader() throws {
+        headerChecked = true
+        do { try decoder.checkHeader(prefix: data) } catch let error as ImageError { throw OCRError(error) }
+    }
+
+    static func describe(_ bytes: Int) -> String {
+        bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes) bytes"
+    }
+}

@@ -1,0 +1,251 @@
+import Foundation
+import OCRCore
+import OCRService
+import OCRTestSupport
+import RPC
+import Schema
+import ServiceAPI
+import TextRecognition
+import Transport
+import Synchronization
+import WorkLane
+
+/// Images per second through the ocr service (RPCClient over loopback TCP, uploads as client streams, recognition on
+/// a lane of one thread per core) over the shared pages and over small display-like photos the benchmark renders,
+/// beside the `tesseract` program on the same images in the same run: at its best use (`OMP_THREAD_LIMIT=1`, one
+/// process per core in parallel) and by default (OpenMP threads that spin on a busy machine; one image of each kind
+/// only, it is that slow). Also the CER of each, and the p50 latency of one template record from a 1-megapixel photo.
+struct OCRBenchmark {
+    /// Passes over the image sets per measurement.
+    let rounds: Int
+    let cores = ProcessInfo.processInfo.activeProcessorCount
+
+    static let pages = ["phototest.tif", "eurotext.tif", "8071_093.3B.tif", "8087_054.3B.tif"]
+
+    struct Item {
+        var name: String
+        var url: URL
+        var data: Data
+        var truth: String
+    }
+
+    struct Figures {
+        var imagesPerSecond: Double
+        var cer: [Double]
+        var meanCER: Double { cer.isEmpty ? 0 : cer.reduce(0, +) / Double(cer.count) }
+    }
+
+    func run() async throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("ocr-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+
+        let lane = ThreadPool(name: "lane", threads: cores, queueLimit: 256)
+        let recognizer = TextRecognizer(engines: EnginePool(maxEnginesPerConfiguration: cores))
+        let service = OCRService(store: try TemplateStore(path: scratch.appendingPathComponent("ocr.sqlite").path), recognizer: recognizer, lane: lane)
+        let server = try TCPServer(rpc: RPCServer(name: "ocr-bench", services: [service]), port: 0)
+        let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
+        let ocr = OcrV1.OCR.Client(wrapping: client)
+        defer { client.close() }
+        print("OCR benchmark: \(cores) cores, \(rounds) rounds per measurement, ces+eng, RPCClient over loopback TCP")
+
+        // Pages.
+        var pages: [Item] = []
+        if OCRData.enabled, FileManager.default.fileExists(atPath: OCRData.directory.path) {
+            pages = try Self.pages.map { Item(name: $0, url: OCRData.url($0), data: try OCRData.data($0), truth: try OCRData.groundTruth($0)) }
+        } else {
+            print("the shared pages (../shared/datasets/ocr) are missing: pages skipped")
+        }
+        // Small display-like photos: 1000 × 700, light text on a dark panel, as a phone would photograph a monitor.
+        var photos: [Item] = []
+        if TextRenderer.available {
+            let snippets = try DisplayPhotos.snippets()
+            for index in 0..<12 {
+                let values = DisplayPhotos.values[index % 3]
+                let place = DisplayPhotos.distractorPlaces[(index / 3) % 3]
+                let url = scratch.appendingPathComponent("display-\(index).png")
+                try DisplayPhotos.photo(values: values, distractorAt: place, snippets).write(to: url)
+                let truth = (DisplayPhotos.labels + values + [DisplayPhotos.distractor]).joined(separator: " ")
+                photos.append(Item(name: url.lastPathComponent, url: url, data: try Data(contentsOf: url), truth: truth))
+            }
+        } else {
+            print("text2image or the DejaVu fonts are missing: small photos skipped")
+        }
+
+        var rows: [[String]] = []
+        var verdicts: [String] = []
+        for (kind, items, segmentation, psm, goal) in [
+            ("pages", pages, OcrV1.Segmentation.page, "3", 1.3), ("small photos", photos, .sparse, "11", 3.0),
+        ] where !items.isEmpty {
+            // Engines of each level made once, as a running service has them.
+            for level in [OcrV1.RecognitionLevel.fast, .accurate] {
+                _ = try await scan(ocr, items[0].data, level: level, segmentation: segmentation)
+            }
+            var serviceFigures: [OcrV1.RecognitionLevel: Figures] = [:]
+            for level in [OcrV1.RecognitionLevel.fast, .accurate] {
+                let figures = try await serviceRun(ocr, items, level: level, segmentation: segmentation)
+                serviceFigures[level] = figures
+                rows.append([kind, "service, \(level == .fast ? "fast" : "accurate")", "\(items.count * rounds)",
+                             String(format: "%.2f", figures.imagesPerSecond), String(format: "%.2f", figures.meanCER * 100)])
+            }
+            let best = try await cliRun(items, psm: psm, parallel: cores, ompLimit: true, rounds: rounds)
+            rows.append([kind, "tesseract, OMP_THREAD_LIMIT=1, \(cores) processes", "\(items.count * rounds)",
+                         String(format: "%.2f", best.imagesPerSecond), String(format: "%.2f", best.meanCER * 100)])
+            let byDefault = try await cliRun([items[0]], psm: psm, parallel: 1, ompLimit: false, rounds: 1)
+            rows.append([kind, "tesseract by default, 1 process (\(items[0].name) only)", "1",
+                         String(format: "%.2f", byDefault.imagesPerSecond), String(format: "%.2f", byDefault.meanCER * 100)])
+            for level in [OcrV1.RecognitionLevel.fast, .accurate] {
+                let figures = serviceFigures[level]!
+                let ratio = figures.imagesPerSecond / max(best.imagesPerSecond, 1e-9)
+                let sameOrBetter = zip(figures.cer, best.cer).allSatisfy { $0 <= $1 + 0.0005 }
+                verdicts.append(
+                    "goal \(kind) ≥ \(goal)× the program's best (\(level == .fast ? "fast" : "accurate")): "
+                        + String(format: "%.2f×", ratio) + " \(ratio >= goal ? "met" : "NOT met"); CER same or better on every image: "
+                        + (sameOrBetter ? "yes" : "NO (" + zip(items, zip(figures.cer, best.cer)).filter { $1.0 > $1.1 + 0.0005 }
+                            .map { "\($0.name) \(String(format: "%.1f", $1.0 * 100)) vs \(String(format: "%.1f", $1.1 * 100)) %" }
+                            .joined(separator: ", ") + ")"))
+            }
+        }
+        printTable(["images", "reader", "images read", "images/s", "mean CER %"], rows)
+        for verdict in verdicts { print(verdict) }
+
+        if TextRenderer.available { try await templateLatency(ocr, scratch: scratch) }
+        await server.shutdown(grace: .seconds(1))
+    }
+
+    func scan(_ ocr: OcrV1.OCR.Client, _ data: Data, level: OcrV1.RecognitionLevel, segmentation: OcrV1.Segmentation) async throws
+        -> OcrV1.ScanResponse
+    {
+        try await ocr.scan(options: CallOptions(timeout: .seconds(600))) { writer in
+            try await writer.send(OcrV1.ScanRequest(options: OcrV1.ScanOptions(level: level, segmentation: segmentation)))
+            var offset = 0
+            while offset < data.count {
+                let end = min(offset + (1 << 20), data.count)
+                try await writer.send(OcrV1.ScanRequest(chunk: Array(data[offset..<end])))
+                offset = end
+            }
+        }
+    }
+
+    /// `cores` callers take the images in turn, `rounds` times over.
+    func serviceRun(_ ocr: OcrV1.OCR.Client, _ items: [Item], level: OcrV1.RecognitionLevel, segmentation: OcrV1.Segmentation)
+        async throws -> Figures
+    {
+        let total = items.count * rounds
+        let next = OCRCounter()
+        let started = ContinuousClock.now
+        let texts = try await withThrowingTaskGroup(of: [(Int, String)].self) { group in
+            for _ in 0..<cores {
+                group.addTask {
+                    var read: [(Int, String)] = []
+                    while true {
+                        let index = next.take()
+                        guard index < total else { return read }
+                        let item = items[index % items.count]
+                        read.append((index % items.count, try await scan(ocr, item.data, level: level, segmentation: segmentation).text))
+                    }
+                }
+            }
+            return try await group.reduce(into: [Int: String]()) { result, batch in for (index, text) in batch { result[index] = text } }
+        }
+        let seconds = (ContinuousClock.now - started).seconds
+        return Figures(
+            imagesPerSecond: Double(total) / seconds,
+            cer: items.indices.map { Self.cer(texts[$0] ?? "", items[$0].truth, sparse: segmentation == .sparse) })
+    }
+
+    /// The `tesseract` program over the images, `parallel` processes at a time.
+    func cliRun(_ items: [Item], psm: String, parallel: Int, ompLimit: Bool, rounds: Int) async throws -> Figures {
+        let total = items.count * rounds
+        let next = OCRCounter()
+        let started = ContinuousClock.now
+        let texts = try await withThrowingTaskGroup(of: [(Int, String)].self) { group in
+            for _ in 0..<parallel {
+                group.addTask {
+                    var read: [(Int, String)] = []
+                    while true {
+                        let index = next.take()
+                        guard index < total else { return read }
+                        let item = items[index % items.count]
+                        read.append((index % items.count, try await Self.tesseract(item.url, psm: psm, ompLimit: ompLimit)))
+                    }
+                }
+            }
+            return try await group.reduce(into: [Int: String]()) { result, batch in for (index, text) in batch { result[index] = text } }
+        }
+        let seconds = (ContinuousClock.now - started).seconds
+        return Figures(
+            imagesPerSecond: Double(total) / seconds,
+            cer: items.indices.map { Self.cer(texts[$0] ?? "", items[$0].truth, sparse: psm == "11") })
+    }
+
+    static func tesseract(_ file: URL, psm: String, ompLimit: Bool) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/tesseract")
+                process.arguments = [file.path, "stdout", "-l", "ces+eng", "--psm", psm]
+                var environment = ProcessInfo.processInfo.environment
+                // This process sets OMP_THREAD_LIMIT=1 for its children (TesseractRuntime); the default run drops it.
+                if ompLimit { environment["OMP_THREAD_LIMIT"] = "1" } else { environment.removeValue(forKey: "OMP_THREAD_LIMIT") }
+                process.environment = environment
+                let output = Pipe()
+                process.standardOutput = output
+                process.standardError = FileHandle.nullDevice
+                do {
+                    try process.run()
+                    let data = output.fileHandleForReading.readDataToEndOfFile()
+                    process.waitUntilExit()
+                    continuation.resume(returning: String(decoding: data, as: UTF8.self))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    /// CER; for sparse text (a display, read in no particular order) over the words sorted.
+    static func cer(_ text: String, _ truth: String, sparse: Bool) -> Double {
+        guard sparse else { return characterErrorRate(text, reference: truth) }
+        func sorted(_ text: String) -> String { text.split(whereSeparator: \.isWhitespace).sorted().joined(separator: " ") }
+        return characterErrorRate(sorted(text), reference: sorted(truth))
+    }
+
+    /// A template made from one 1-megapixel display photo (1200 × 840), then records from new photos: DraftRecord
+    /// (upload, recognition at the gateway's template settings — accurate, sparse — and matching) and AddRecord.
+    func templateLatency(_ ocr: OcrV1.OCR.Client, scratch: URL) async throws {
+        let snippets = try DisplayPhotos.snippets()
+        let photos = try (0..<3).map {
+            try DisplayPhotos.photo(values: DisplayPhotos.values[$0], distractorAt: DisplayPhotos.distractorPlaces[$0], scale: 1.2, snippets)
+        }
+        let options = OcrV1.ScanOptions(level: .accurate, segmentation: .sparse)
+        let first = try await scan(ocr, photos[0], level: .accurate, segmentation: .sparse)
+        let definitions = try zip(DisplayPhotos.labels, DisplayPhotos.values[0]).map { label, value in
+            guard let observation = first.observations.first(where: { $0.level == .word && $0.text == value }) else {
+                throw RPCError(.notFound, "\(value) not read on the template photo: \(first.text)")
+            }
+            return OcrV1.ValueDefinition(name: label, region: observation.box, level: .word)
+        }
+        _ = try await ocr.createTemplate(OcrV1.CreateTemplateRequest(name: "Bench", values: definitions))
+        var latencies: [Double] = []
+        var correct = 0
+        for index in 0..<12 {
+            let photo = photos[1 + index % 2]
+            let started = ContinuousClock.now
+            let draft = try await ocr.draftRecord { writer in
+                try await writer.send(OcrV1.DraftRecordRequest(template: "Bench", options: options, chunk: Array(photo)))
+            }
+            _ = try await ocr.addRecord(OcrV1.AddRecordRequest(template: "Bench", values: draft.values))
+            latencies.append((ContinuousClock.now - started).seconds)
+            if draft.values.map(\.text) == DisplayPhotos.values[1 + index % 2] { correct += 1 }
+        }
+        let p50 = latencies.sorted()[latencies.count / 2 - (latencies.count % 2 == 0 ? 1 : 0)]
+        print(String(format: "template record from a 1.0-megapixel photo (1200 × 840): p50 %.3f s, max %.3f s, %d of %d records right", p50, latencies.max() ?? 0, correct, latencies.count))
+        print("goal template record p50 < 0.5 s: \(p50 < 0.5 ? "met" : "NOT met")")
+    }
+}
+
+private final class OCRCounter: Sendable {
+    private let value = Atomic<Int>(0)
+    func take() -> Int { value.wrappingAdd(1, ordering: .relaxed).oldValue }
+}

@@ -1,0 +1,214 @@
+import Foundation
+import OCRTestSupport
+import TestSupport
+import Testing
+import TextRecognition
+
+/// The ocr service through the real gateway executable against a real ocr replica started by compose: recognition
+/// on the shared pages beside the `tesseract` program, rotated, inverted and rendered Czech pages, templates on
+/// rendered display photos, and the statuses of bad input.
+@Suite(.serialized) struct OCRStackTests {
+    static let dataSkip = Comment(rawValue: OCRData.skipText)
+
+    /// A running ocr replica for one test, and a folder for the files it makes.
+    static func withOCR(_ body: (Stack, URL) async throws -> Void) async throws {
+        try await Stack.with(services: ["ocr"]) { stack in
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "compose up failed: \(up.output)")
+            let files = stack.directory.appendingPathComponent("files")
+            try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+            try await body(stack, files)
+        }
+    }
+
+    static func jsonArray(_ result: (status: Int32, output: String)) throws -> [[String: Any]] {
+        let start = try #require(result.output.firstIndex(of: "["), "no JSON array in: \(result.output)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(result.output[start...].utf8)) as? [[String: Any]])
+    }
+
+    /// The shared pages, several files in one `gateway ocr scan --json` (a batch job): every page's CER no worse
+    /// than the `tesseract` program's with the same language, the rotated ones upright in accurate mode under 1 %,
+    /// and an inverted copy of phototest read as well as the original.
+    @Test(.enabled(if: OCRData.enabled, dataSkip))
+    func sharedPagesRotatedAndInverted() async throws {
+        try await Self.withOCR { stack, files in
+            let inverted = files.appendingPathComponent("phototest-inverted.png")
+            let original = try ImageDecoder().decode(try OCRData.data("phototest.tif")).pages[0]
+            try original.inverted().encoded(as: .png).write(to: inverted)
+
+            let pages = ["phototest.tif", "eurotext.tif", "8071_093.3B.tif", "8087_054.3B.tif"]
+            let rotated = ["phototest-rotated-L.png", "phototest-rotated-R.png", "phototest-rotated-180.png"]
+            let paths = pages.map { OCRData.url($0).path } + rotated.map { OCRData.url($0).path } + [inverted.path]
+            let result = try await stack.gateway(["ocr", "scan"] + paths + ["--lang", "ces+eng", "--level", "accurate", "--json"])
+            #expect(result.status == 0, "\(result.output.prefix(2000))")
+            let objects = try Self.jsonArray(result)
+            try #require(objects.count == paths.count)
+            #expect(objects.map { $0["file"] as? String } == paths)
+            func text(_ index: Int) -> String { objects[index]["text"] as? String ?? "" }
+
+            for (index, page) in pages.enumerated() {
+                let truth = try OCRData.groundTruth(page)
+                let ours = characterErrorRate(text(index), reference: truth)
+                let theirs = characterErrorRate(try await TesseractCLI.text(OCRData.url(page), languages: "ces+eng"), reference: truth)
+                print("CER \(page): service \(String(format: "%.2f", ours * 100)) %, tesseract \(String(format: "%.2f", theirs * 100)) %")
+                #expect(ours <= theirs + 0.0005, "\(page): \(ours) vs the program's \(theirs)")
+            }
+            let truth = try OCRData.groundTruth("phototest.tif")
+            for (offset, page) in rotated.enumerated() {
+                let index = pages.count + offset
+                let rate = characterErrorRate(text(index), reference: truth)
+                print("CER \(page) (accurate): \(String(format: "%.2f", rate * 100)) %, orientation \(objects[index]["orientation"] ?? "?")")
+                #expect(rate < 0.01, "\(page): \(text(index))")
+                #expect((objects[index]["orientation"] as? Int ?? 0) != 0)
+            }
+            let originalRate = characterErrorRate(text(0), reference: truth)
+            let invertedRate = characterErrorRate(text(paths.count - 1), reference: truth)
+            #expect(invertedRate <= originalRate + 0.002, "inverted \(invertedRate) vs \(originalRate)")
+
+            // The shape of one observation: level, text, confidence, box in fractions, box_px in pixels.
+            let observation = try #require((objects[0]["observations"] as? [[String: Any]])?.first { $0["level"] as? String == "word" })
+            #expect(Set(observation.keys) == ["level", "text", "confidence", "box", "box_px"])
+            let box = try #require(observation["box"] as? [String: Double])
+            #expect(Set(box.keys) == ["x", "y", "width", "height"] && box.values.allSatisfy { (0...1).contains($0) })
+            #expect((observation["box_px"] as? [String: Int])?["width"] ?? 0 > 1)
+
+            // One file: the object itself; plain text without --json; a batch on a pipe prints plain progress lines.
+            let one = try jsonObject(try await stack.gateway(["ocr", "scan", OCRData.url("phototest.tif").path, "--lang", "eng", "--json"]))
+            #expect(Set(one.keys) == ["text", "observations", "orientation"])
+            let plain = try await stack.gateway(["ocr", "scan", OCRData.url("phototest.tif").path, inverted.path, "--lang", "eng", "--level", "fast"])
+            #expect(plain.status == 0 && plain.output.contains("100% done") && !plain.output.contains("\r"), "\(plain.output)")
+            #expect(plain.output.contains("==> \(inverted.path) <==\nThis is a lot of 12 point text"), "\(plain.output)")
+        }
+    }
+
+    static let czech = [
+        "Příliš žluťoučký kůň úpěl ďábelské ódy.",
+        "Hleď, toť čarovný je loužek, kde hedvábné",
+        "štěstí září. Večer jsme šli do zoologické",
+        "zahrady: lvi, tygři, žirafy a čápi. Ředitel",
+        "řekl, že nový pavilon otevřou příští úterý.",
+    ]
+
+    /// Czech with every diacritic, rendered by the test, under 3 % wrong characters with the default languages.
+    @Test(.enabled(if: TextRenderer.available, "skipped: text2image or DejaVu fonts are missing"))
+    func renderedCzech() async throws {
+        try await Self.withOCR { stack, files in
+            let page = files.appendingPathComponent("czech.png")
+            try TextRenderer.render(Self.czech, points: 12, width: 2200, height: 700).image.encoded(as: .png).write(to: page)
+            let result = try await stack.gateway(["ocr", "scan", page.path])
+            #expect(result.status == 0, "\(result.output)")
+            let rate = characterErrorRate(result.output, reference: Self.czech.joined(separator: " "))
+            print("CER rendered Czech through the gateway: \(String(format: "%.2f", rate * 100)) %")
+            #expect(rate < 0.03, "\(result.output)")
+        }
+    }
+
+    /// A template from the first rendered display photo, records from the next ones (values changed, the
+    /// distracting label moved), the CSV export: every value filled from its region.
+    @Test(.enabled(if: TextRenderer.available, "skipped: text2image or DejaVu fonts are missing"))
+    func templateFromDisplayPhotos() async throws {
+        try await Self.withOCR { stack, files in
+            let snippets = try DisplayPhotos.snippets()
+            var photos: [URL] = []
+            for index in DisplayPhotos.values.indices {
+                let url = files.appendingPathComponent("display-\(index).png")
+                try DisplayPhotos.photo(index, snippets).write(to: url)
+                photos.append(url)
+            }
+            // The user's picking: the numbers of the first photo's value observations, as `template create` lists them.
+            let scan = try jsonObject(try await stack.gateway(["ocr", "scan", photos[0].path, "--segmentation", "sparse", "--json"]))
+            let observations = try #require(scan["observations"] as? [[String: Any]])
+            var picks: [String] = []
+            for (label, value) in zip(DisplayPhotos.labels, DisplayPhotos.values[0]) {
+                let index = try #require(
+                    observations.firstIndex { $0["level"] as? String == "word" && $0["text"] as? String == value },
+                    "\(value) on the first photo; read: \(scan["text"] ?? "")")
+                picks.append("\(label)=\(index)")
+            }
+            let created = try jsonObject(
+                try await stack.gateway([
+                    "ocr", "template", "create", "--from", photos[0].path, "--name", "Battery monitor",
+                    "--values", picks.joined(separator: ","), "--json",
+                ]))
+            #expect((created["values"] as? [[String: Any]])?.map { $0["name"] as? String } == DisplayPhotos.labels)
+            let first = try #require(created["first_record"] as? [String: Any])
+            #expect((first["values"] as? [[String: Any]])?.map { $0["text"] as? String } == DisplayPhotos.values[0])
+
+            for index in 1..<photos.count {
+                let added = try jsonObject(try await stack.gateway(["ocr", "record", "add", "Battery monitor", photos[index].path, "--yes", "--json"]))
+                let values = try #require(added["values"] as? [[String: Any]], "\(added)")
+                #expect(values.map { $0["text"] as? String } == DisplayPhotos.values[index], "photo \(index)")
+                #expect(values.allSatisfy { ($0["confidence"] as? Double ?? 0) > 0.5 })
+            }
+            let listed = try await stack.gateway(["ocr", "record", "list", "Battery monitor", "--all"])
+            #expect(listed.status == 0 && listed.output.contains("11.92"), "\(listed.output)")
+            let csv = try await stack.gateway(["ocr", "export", "Battery monitor"])
+            let rows = csv.output.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+            #expect(rows.first == "Date,Volts,Amps,Temp", "\(csv.output)")
+            #expect(rows.dropFirst().map { $0.split(separator: ",").dropFirst().joined(separator: ",") }
+                == DisplayPhotos.values.map { $0.joined(separator: ",") })
+        }
+    }
+
+    /// Bad input answers with its status and the gateway exits with its code.
+    @Test func badInputStatuses() async throws {
+        try await Self.withOCR { stack, files in
+            let junk = files.appendingPathComponent("junk.png")
+            try Data("this is no image, only text pretending".utf8).write(to: junk)
+            let blank = files.appendingPathComponent("blank.png")
+            try Image.blank(width: 300, height: 200).encoded(as: .png).write(to: blank)
+
+            let undecodable = try await stack.gateway(["ocr", "scan", junk.path])
+            #expect(undecodable.status == 3 && undecodable.output.contains("cannot decode image"), "\(undecodable.output)")
+            let empty = try await stack.gateway(["ocr", "scan", blank.path])
+            #expect(empty.status == 5 && empty.output.contains("no text found"), "\(empty.output)")
+            let language = try await stack.gateway(["ocr", "scan", blank.path, "--lang", "xyz"])
+            #expect(language.status == 3 && language.output.contains("not installed"), "\(language.output)")
+            let unknown = try await stack.gateway(["ocr", "record", "add", "No such template", blank.path, "--yes"])
+            #expect(unknown.status == 5, "\(unknown.output)")
+            let noValues = try await stack.gateway(["ocr", "template", "create", "--from", blank.path, "--name", "X", "--values", "A=0"])
+            #expect(noValues.status == 5, "a blank photo has no observation to pick: \(noValues.output)")
+            // Several files: each gets its status, the command exits with the first failure's.
+            let batch = try await stack.gateway(["ocr", "scan", junk.path, blank.path, "--json"])
+            #expect(batch.status == 3, "\(batch.output)")
+            let objects = try Self.jsonArray(batch)
+            #expect(objects.map { ($0["error"] as? [String: Any])?["code"] as? String } == ["INVALID_ARGUMENT", "NOT_FOUND"])
+        }
+    }
+
+    /// While every lane thread reads a page and more pages wait, the service still answers other calls at once:
+    /// recognition holds no handler worker.
+    @Test(.enabled(if: OCRData.enabled, dataSkip))
+    func callsAreAnsweredWhileEveryLaneThreadReads() async throws {
+        let port = try RawSocket.freePortBlock(count: 1)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ocr-lane-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let replica = try Stack.spawn(
+            "\(Stack.binDirectory)/ocr",
+            ["--port", "\(port)", "--data-dir", directory.path, "--workers", "1", "--lane-threads", "1"])
+        defer { replica.terminate(); replica.waitUntilExit() }
+        try await Stack.waitServing(port: port)
+        let endpoint = ["--endpoint", "ocr=127.0.0.1:\(port)"]
+        let page = OCRData.url("eurotext.tif").path
+        // Engines first, so the scans below only recognise.
+        _ = try await Stack.run("\(Stack.binDirectory)/gateway", ["ocr", "scan", page] + endpoint, environment: [:])
+
+        var scans: [Task<(status: Int32, output: String), any Error>] = []
+        for _ in 0..<3 {
+            scans.append(Task { try await Stack.run("\(Stack.binDirectory)/gateway", ["ocr", "scan", page] + endpoint, environment: [:]) })
+        }
+        try await Task.sleep(for: .milliseconds(500))  // the first scan is read, the others wait for the lane
+        let started = ContinuousClock.now
+        let list = try await Stack.run("\(Stack.binDirectory)/gateway", ["ocr", "template", "list"] + endpoint, environment: [:])
+        let latency = ContinuousClock.now - started
+        #expect(list.status == 0, "\(list.output)")
+        for scan in scans {
+            let result = try await scan.value
+            #expect(result.status == 0, "\(result.output)")
+        }
+        let total = ContinuousClock.now - started
+        print("template list took \(latency) while 3 scans took \(total) on one lane thread")
+        #expect(latency < total / 2, "template list took \(latency) while the scans took \(total)")
+    }
+}
