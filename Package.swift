@@ -50,6 +50,7 @@ let package = Package(
         .target(name: "ZooCore", dependencies: ["Storage", "Schema", "RPC"], path: "Services/Zoo/Core"),
         .executableTarget(name: "zoo", dependencies: ["ZooCore", "ServiceKit"], path: "Services/Zoo/App"),
         .executableTarget(name: "ocr", dependencies: ["ServiceKit"], path: "Services/OCR/App"),
+        .target(name: "HealthCore", dependencies: ["Storage"], path: "Services/Health/Core"),
         .executableTarget(name: "health", dependencies: ["ServiceKit"], path: "Services/Health/App"),
         .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),
         .executableTarget(
@@ -69,6 +70,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema", "ServiceKit", "TestSupport"], path: "Tests/RPCTests"),
         .testTarget(name: "ZooTests", dependencies: ["ZooCore", "RPC", "Schema", "Storage"], path: "Tests/ZooTests"),
+        .testTarget(name: "HealthCoreTests", dependencies: ["HealthCore", "Storage"], path: "Tests/HealthCoreTests"),
         .testTarget(name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "TestSupport"], path: "Tests/IntegrationTests"),
     ]
 )
