@@ -210,7 +210,7 @@ public final class HealthStore: Sendable {
         }
         if let to = query.to {
             if query.options.contains(.strictEndDate) {
-                conditions.append("end_ms <= ? AND start_ms <= ?")
+                conditions.append("end_ms <= ? AND start_ms < ?")
                 arguments += [to, to]
             } else {
                 conditions.append("start_ms < ?")
@@ -276,7 +276,7 @@ public struct QueryOptions: OptionSet, Sendable, Hashable {
     public init(rawValue: Int) { self.rawValue = rawValue }
     /// The sample starts within the range (`from ≤ start < to`).
     public static let strictStartDate = QueryOptions(rawValue: 1)
-    /// The sample ends within the range (`from ≤ end ≤ to`, and so starts before `to`).
+    /// The sample ends within the range (`from ≤ end ≤ to`) and starts before `to` (an instant at `to` is out).
     public static let strictEndDate = QueryOptions(rawValue: 2)
 }
 
