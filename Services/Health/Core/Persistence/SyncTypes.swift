@@ -111,7 +111,8 @@ public struct SyncFilter: Sendable, Hashable {
     /// A deletion that knows nothing about its sample is always in scope.
     public func matches(type: HealthType?, start: EpochMilliseconds?, end: EpochMilliseconds?) -> Bool {
         if let types, let type, !types.contains(type) { return false }
-        if let from, let end, end < from { return false }
+        // Overlapping, as a sample query: ends after `from` (an instant may sit at `from`).
+        if let from, let end, end < from || (end == from && (start ?? end) < end) { return false }
         if let to, let start, start >= to { return false }
         return true
     }
