@@ -22,6 +22,8 @@ public struct ImportReport: Sendable, Hashable {
     public var exportDate: String?
     /// Conflicts with stored samples (same deterministic UUID, other content): the stored version was kept.
     public var conflicts = 0
+
+    public init() {}
 }
 
 /// Imports an Apple Health export (`export.xml`) into a user's samples in one transaction: a malformed file
