@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import GatewayKit
 import RPC
 import Schema
+import ServiceAPI
 
 /// `gateway zoo search TEXT [--class …] [--food …] [--biotope …] [--house …] [--continent …] [--all]`.
 struct ZooSearch: AsyncParsableCommand {
@@ -43,13 +45,13 @@ struct ZooSearch: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await withZoo(global) { client in
+        try await global.withZoo { zoo in
             let request = ZooV1.SearchAnimalsRequest(
                 text: text, classes: classes, foods: foods, biotopes: biotopes, zooHouses: houses, continents: continents,
                 includeUnavailable: all, offset: offset, pageSize: limit)
-            let reply = try await client.unary(ZooV1.Zoo.searchAnimals, request, options: global.callOptions)
+            let reply = try await zoo.searchAnimals(request, options: global.callOptions)
             if global.json {
-                try printJSON(["total": reply.total, "animals": reply.animals.map(summaryJSON)])
+                try printJSON(["total": reply.total, "animals": reply.animals.map(ZooFormat.summaryJSON)])
                 return
             }
             printTable(
@@ -80,20 +82,15 @@ struct ZooShow: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await withZoo(global) { client in
-            let reply = try await client.unary(
-                ZooV1.Zoo.getAnimal, ZooV1.GetAnimalRequest(id: id, includeUnavailable: all), options: global.callOptions)
+        try await global.withZoo { zoo in
+            let reply = try await zoo.getAnimal(ZooV1.GetAnimalRequest(id: id, includeUnavailable: all), options: global.callOptions)
             guard let animal = reply.animal else { throw RPCError(.internalError, "the service answered without the animal") }
-            if global.json {
-                try printJSON(Self.json(animal))
-            } else {
-                print(Self.text(animal))
-            }
+            try global.render(json: { Self.json(animal) }, text: { print(Self.text(animal)) })
         }
     }
 
     static func json(_ animal: ZooV1.Animal) -> [String: Any] {
-        var object = summaryJSON(ZooV1.AnimalSummary(
+        var object = ZooFormat.summaryJSON(ZooV1.AnimalSummary(
             id: animal.id, name: animal.name, latinName: animal.latinName, englishName: animal.englishName,
             className: animal.taxonClass?.czech, location: animal.location, available: animal.available))
         let rest: [String: Any] = [
@@ -156,9 +153,8 @@ struct ZooFilters: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await withZoo(global) { client in
-            let reply = try await client.unary(
-                ZooV1.Zoo.listFilterValues, ZooV1.ListFilterValuesRequest(includeUnavailable: all), options: global.callOptions)
+        try await global.withZoo { zoo in
+            let reply = try await zoo.listFilterValues(ZooV1.ListFilterValuesRequest(includeUnavailable: all), options: global.callOptions)
             let kinds: [(String, String, [ZooV1.FilterValue])] = [
                 ("classes", "--class", reply.classes), ("foods", "--food", reply.foods), ("biotopes", "--biotope", reply.biotopes),
                 ("zoo_houses", "--house", reply.zooHouses), ("continents", "--continent", reply.continents),

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import GatewayKit
 import RPC
 import Schema
+import ServiceAPI
 
 /// `gateway zoo status`: the import metadata.
 struct ZooStatus: AsyncParsableCommand {
@@ -12,23 +14,19 @@ struct ZooStatus: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await withZoo(global) { client in
-            let reply = try await client.unary(ZooV1.Zoo.getMetadata, ZooV1.GetMetadataRequest(), options: global.callOptions)
-            if global.json {
-                try printJSON(Self.json(reply))
-            } else {
-                print(Self.text(reply))
-            }
+        try await global.withZoo { zoo in
+            let reply = try await zoo.getMetadata(ZooV1.GetMetadataRequest(), options: global.callOptions)
+            try global.render(json: { Self.json(reply) }, text: { print(Self.text(reply)) })
         }
     }
 
     static func json(_ reply: ZooV1.GetMetadataResponse) -> [String: Any] {
         let counts = reply.counts ?? ZooV1.DataCounts()
         return [
-            "lexicon": jsonValue(fileKindName(reply.lexiconKind)),
-            "last_import": jsonValue(reply.lastImport.map(importJSON)),
-            "last_successful_import": jsonValue(reply.lastSuccessfulImport.map(importJSON)),
-            "last_failed_import": jsonValue(reply.lastFailedImport.map(importJSON)),
+            "lexicon": jsonValue(ZooFormat.fileKindName(reply.lexiconKind)),
+            "last_import": jsonValue(reply.lastImport.map(ZooFormat.importJSON)),
+            "last_successful_import": jsonValue(reply.lastSuccessfulImport.map(ZooFormat.importJSON)),
+            "last_failed_import": jsonValue(reply.lastFailedImport.map(ZooFormat.importJSON)),
             "last_error": jsonValue(reply.lastFailedImport?.error),
             "counts": [
                 "animals": counts.animals, "available_animals": counts.availableAnimals, "classes": counts.classes,
@@ -46,7 +44,7 @@ struct ZooStatus: AsyncParsableCommand {
     static func text(_ reply: ZooV1.GetMetadataResponse) -> String {
         let counts = reply.counts ?? ZooV1.DataCounts()
         var lines = [
-            "animals: \(counts.animals) (\(counts.availableAnimals) kept now), lexicon from \(fileKindName(reply.lexiconKind) ?? "nothing yet")",
+            "animals: \(counts.animals) (\(counts.availableAnimals) kept now), lexicon from \(ZooFormat.fileKindName(reply.lexiconKind) ?? "nothing yet")",
             "classes \(counts.classes), orders \(counts.orders), continents \(counts.continents), biotopes \(counts.biotopes), "
                 + "foods \(counts.foods), zoo houses \(counts.zooHouses)",
             "map: \(counts.mapLocations) animal locations, \(counts.footpathNodes) footpath nodes, \(counts.footpathEdges) edges; "
@@ -71,7 +69,7 @@ struct ZooStatus: AsyncParsableCommand {
     }
 
     private static func importSummary(_ record: ZooV1.ImportRecord) -> String {
-        "#\(record.id) \(record.succeeded ? "succeeded" : "FAILED") \(isoDate(record.finishedAt)) (\(triggerName(record.trigger))) "
+        "#\(record.id) \(record.succeeded ? "succeeded" : "FAILED") \(isoDate(record.finishedAt)) (\(ZooFormat.triggerName(record.trigger))) "
             + "from \(record.source): \(record.rowsImported) records imported, \(record.rowsSkipped) skipped"
     }
 }
@@ -121,23 +119,19 @@ struct ZooImport: AsyncParsableCommand {
     static let maxTotalBytes = (16 << 20) - (64 << 10)
 
     func run() async throws {
-        try await withZoo(global) { client in
+        try await global.withZoo { zoo in
             let files = try collectFiles()
             let request = ZooV1.ImportDataRequest(files: files, source: source ?? "")
             let options = CallOptions(timeout: .milliseconds(Int64(max(global.timeout, 300) * 1000)))
             let display = ProgressDisplay()
             var result: ZooV1.ImportRecord?
-            for try await progress in client.serverStreaming(ZooV1.Zoo.importData, request, options: options) {
+            for try await progress in zoo.importData(request, options: options) {
                 if !global.json { display.update(fraction: progress.fraction, message: progress.message) }
                 if let record = progress.result { result = record }
             }
             if !global.json { display.finish() }
             guard let result else { throw RPCError(.internalError, "the import ended without reporting its result") }
-            if global.json {
-                try printJSON(importJSON(result))
-            } else {
-                print(Self.text(result))
-            }
+            try global.render(json: { ZooFormat.importJSON(result) }, text: { print(Self.text(result)) })
         }
     }
 
@@ -177,53 +171,10 @@ struct ZooImport: AsyncParsableCommand {
     static func text(_ record: ZooV1.ImportRecord) -> String {
         var lines = ["import #\(record.id) succeeded: \(record.rowsImported) records imported, \(record.rowsSkipped) rows skipped"]
         for file in record.files {
-            lines.append("  \(fileKindName(file.kind) ?? "?") \(file.name): \(file.rowsImported) imported, \(file.skipped.count) skipped")
+            lines.append("  \(ZooFormat.fileKindName(file.kind) ?? "?") \(file.name): \(file.rowsImported) imported, \(file.skipped.count) skipped")
             for row in file.skipped.prefix(20) { lines.append("    row \(row.row) (line \(row.line)): \(row.reason)") }
             if file.skipped.count > 20 { lines.append("    … and \(file.skipped.count - 20) more (see --json)") }
         }
         return lines.joined(separator: "\n")
     }
-}
-
-// MARK: Shared by status and import
-
-func importJSON(_ record: ZooV1.ImportRecord) -> [String: Any] {
-    [
-        "id": record.id, "source": record.source, "trigger": triggerName(record.trigger),
-        "started_at": isoDate(record.startedAt), "finished_at": isoDate(record.finishedAt), "succeeded": record.succeeded,
-        "rows_imported": record.rowsImported, "rows_skipped": record.rowsSkipped, "error": jsonValue(record.error),
-        "files": record.files.map { file -> [String: Any] in
-            ["kind": jsonValue(fileKindName(file.kind)), "name": file.name, "size_bytes": file.sizeBytes,
-             "rows_imported": file.rowsImported,
-             "skipped": file.skipped.map { ["row": $0.row, "line": $0.line, "reason": $0.reason] as [String: Any] }]
-        },
-    ]
-}
-
-/// The kind's name as in `--lexicon-csv` without the dashes: `lexicon_csv`; nil when unspecified.
-func fileKindName(_ kind: ZooV1.FileKind) -> String? {
-    switch kind {
-    case .lexiconCsv: "lexicon_csv"
-    case .animalsJson: "animals_json"
-    case .map: "map"
-    case .bounds: "bounds"
-    case .adoptions: "adoptions"
-    case .pavilionFixes: "pavilion_fixes"
-    case .singularPlural: "singular_plural"
-    case .unspecified, .unrecognized: nil
-    }
-}
-
-func triggerName(_ trigger: ZooV1.ImportTrigger) -> String {
-    switch trigger {
-    case .client: "client"
-    case .sampleData: "sample_data"
-    case .schedule: "schedule"
-    case .unspecified, .unrecognized: "unknown"
-    }
-}
-
-/// Unix seconds as `2026-11-22T10:00:00Z`.
-func isoDate(_ seconds: Double) -> String {
-    ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: seconds))
 }

@@ -4,7 +4,7 @@ import ServiceKit
 /// The classification service executable. It serves health, reflection and stats; its domain methods arrive
 /// with the classification issue.
 @main
-struct ClassificationService: AsyncParsableCommand {
+struct ClassificationCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "classification", abstract: "Menagerie's classification service.")
 
     @OptionGroup var options: ServiceOptions

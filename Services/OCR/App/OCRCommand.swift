@@ -4,7 +4,7 @@ import ServiceKit
 /// The ocr service executable. It serves health, reflection and stats; its domain methods arrive
 /// with the ocr issue.
 @main
-struct OCRService: AsyncParsableCommand {
+struct OCRCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ocr", abstract: "Menagerie's ocr service.")
 
     @OptionGroup var options: ServiceOptions

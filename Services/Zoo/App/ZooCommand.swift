@@ -1,8 +1,9 @@
 import ArgumentParser
+import Base
 import Foundation
-import RPC
 import ServiceKit
 import ZooCore
+import ZooService
 
 /// The zoo service executable.
 @main

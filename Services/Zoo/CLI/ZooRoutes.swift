@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import GatewayKit
 import RPC
 import Schema
+import ServiceAPI
 
 /// `gateway zoo route --from LAT,LON | --from-animal ID | --from-house NAME  --to-animal ID | --to-house NAME | --to LAT,LON`.
 struct ZooRoute: AsyncParsableCommand {
@@ -31,17 +33,17 @@ struct ZooRoute: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await withZoo(global) { client in
+        try await global.withZoo { zoo in
             let request = ZooV1.RouteRequest(
                 from: try Self.place(point: fromPoint, animal: fromAnimal, house: fromHouse, end: "from"),
                 to: try Self.place(point: toPoint, animal: toAnimal, house: toHouse, end: "to"))
-            let reply = try await client.unary(ZooV1.Zoo.route, request, options: global.callOptions)
+            let reply = try await zoo.route(request, options: global.callOptions)
             guard let route = reply.route else { throw RPCError(.internalError, "the service answered without a route") }
             if global.json {
-                try printJSON(routeJSON(route))
+                try printJSON(ZooFormat.routeJSON(route))
             } else {
                 let nodes = route.nodeIds.count
-                print("\(formatDistance(route.distanceM)), about \(formatWalk(route.durationS)) on foot, passing \(nodes) footpath node\(nodes == 1 ? "" : "s")")
+                print("\(ZooFormat.distance(route.distanceM)), about \(ZooFormat.walk(route.durationS)) on foot, passing \(nodes) footpath node\(nodes == 1 ? "" : "s")")
                 for point in route.coordinates { print(String(format: "  %.6f,%.6f", point.lat, point.lon)) }
             }
         }
@@ -53,7 +55,7 @@ struct ZooRoute: AsyncParsableCommand {
         guard given == 1 else {
             throw RPCError(.invalidArgument, "give exactly one of --\(end), --\(end)-animal and --\(end)-house")
         }
-        if let point { return ZooV1.Place(point: try parseCoordinate(point, option: "--\(end)")) }
+        if let point { return ZooV1.Place(point: try ZooFormat.coordinate(point, option: "--\(end)")) }
         return ZooV1.Place(animalID: animal, zooHouse: house)
     }
 }
@@ -76,12 +78,12 @@ struct ZooNearby: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await withZoo(global) { client in
-            let request = ZooV1.NearbyRequest(point: try parseCoordinate(from, option: "--from"), radiusM: radius, limit: limit)
-            let reply = try await client.unary(ZooV1.Zoo.nearby, request, options: global.callOptions)
+        try await global.withZoo { zoo in
+            let request = ZooV1.NearbyRequest(point: try ZooFormat.coordinate(from, option: "--from"), radiusM: radius, limit: limit)
+            let reply = try await zoo.nearby(request, options: global.callOptions)
             if global.json {
                 try printJSON(["animals": reply.animals.map { nearby -> [String: Any] in
-                    var object = nearby.animal.map(summaryJSON) ?? [:]
+                    var object = nearby.animal.map(ZooFormat.summaryJSON) ?? [:]
                     object["distance_m"] = nearby.distanceM
                     object["location_id"] = nearby.locationID
                     return object
@@ -90,8 +92,8 @@ struct ZooNearby: AsyncParsableCommand {
             }
             printTable(
                 ["WALK", "ID", "NAME", "LOCATION"],
-                reply.animals.map { [formatDistance($0.distanceM), String($0.animal?.id ?? 0), $0.animal?.name ?? "-", $0.animal?.location ?? "-"] })
-            print("\(reply.animals.count) animal\(reply.animals.count == 1 ? "" : "s") within \(formatDistance(radius))")
+                reply.animals.map { [ZooFormat.distance($0.distanceM), String($0.animal?.id ?? 0), $0.animal?.name ?? "-", $0.animal?.location ?? "-"] })
+            print("\(reply.animals.count) animal\(reply.animals.count == 1 ? "" : "s") within \(ZooFormat.distance(radius))")
         }
     }
 }
@@ -112,15 +114,15 @@ struct ZooTour: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await withZoo(global) { client in
-            let request = ZooV1.TourRequest(start: try parseCoordinate(from, option: "--from"), animalIds: animals)
-            let reply = try await client.unary(ZooV1.Zoo.tour, request, options: global.callOptions)
+        try await global.withZoo { zoo in
+            let request = ZooV1.TourRequest(start: try ZooFormat.coordinate(from, option: "--from"), animalIds: animals)
+            let reply = try await zoo.tour(request, options: global.callOptions)
             if global.json {
                 try printJSON([
                     "distance_m": reply.distanceM, "duration_s": reply.durationS,
                     "legs": reply.legs.map { leg -> [String: Any] in
-                        var object = leg.route.map(routeJSON) ?? [:]
-                        object["animal"] = jsonValue(leg.animal.map(summaryJSON))
+                        var object = leg.route.map(ZooFormat.routeJSON) ?? [:]
+                        object["animal"] = jsonValue(leg.animal.map(ZooFormat.summaryJSON))
                         object["location_id"] = leg.locationID
                         return object
                     },
@@ -130,10 +132,10 @@ struct ZooTour: AsyncParsableCommand {
             printTable(
                 ["#", "ID", "NAME", "WALK", "LOCATION"],
                 reply.legs.enumerated().map { index, leg in
-                    [String(index + 1), String(leg.animal?.id ?? 0), leg.animal?.name ?? "-", formatDistance(leg.route?.distanceM ?? 0),
+                    [String(index + 1), String(leg.animal?.id ?? 0), leg.animal?.name ?? "-", ZooFormat.distance(leg.route?.distanceM ?? 0),
                      leg.animal?.location ?? "-"]
                 })
-            print("total \(formatDistance(reply.distanceM)), about \(formatWalk(reply.durationS)) on foot")
+            print("total \(ZooFormat.distance(reply.distanceM)), about \(ZooFormat.walk(reply.durationS)) on foot")
         }
     }
 }
@@ -150,8 +152,8 @@ struct ZooGeoJSON: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await withZoo(global) { client in
-            let reply = try await client.unary(ZooV1.Zoo.exportGeoJSON, ZooV1.ExportGeoJSONRequest(), options: global.callOptions)
+        try await global.withZoo { zoo in
+            let reply = try await zoo.exportGeoJSON(ZooV1.ExportGeoJSONRequest(), options: global.callOptions)
             if let output {
                 do {
                     try Data(reply.geojson.utf8).write(to: URL(fileURLWithPath: output))

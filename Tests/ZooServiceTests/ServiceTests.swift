@@ -1,10 +1,13 @@
 import Foundation
 import RPC
 import Schema
+import ServiceAPI
+import ServiceKit
 import Testing
 @testable import ZooCore
+import ZooService
 
-/// The zoo service over the in-process transport, on the sample data in a scratch database.
+/// The zoo service over the in-process transport (ServiceKit is linked for the storage errors' statuses, as in the executable), on the sample data in a scratch database.
 final class ServiceFixture: Sendable {
     let scratch: ScratchDirectory
     let library: ZooLibrary
@@ -198,5 +201,26 @@ func expectStatus(
         #expect(metadata.lastSuccessfulImport?.id == result.id)
         #expect(metadata.counts?.animals == 3 && metadata.lexiconKind == .lexiconCsv && metadata.walkingSpeed == 1.2)
         #expect(try await zoo.call(ZooV1.Zoo.searchAnimals, .init(includeUnavailable: true)).total == 3)
+    }
+
+    /// The generated client and registration: every rpc of the proto is routed (reflection lists all nine, none
+    /// left UNIMPLEMENTED), and the typed client reaches them.
+    @Test func theGeneratedProtocolRegistersEveryRPCAndTheTypedClientCallsThem() async throws {
+        let zoo = try ServiceFixture()
+        let reflection = try await RpcV1.Reflection.Client(wrapping: zoo.client).listServices(RpcV1.ListServicesRequest())
+        let zooMethods = reflection.services.first { $0.name == ZooV1.Zoo.name }?.methods ?? []
+        #expect(Set(zooMethods.map(\.path)) == Set(ZooV1.Zoo.methods.map(\.path)))
+        #expect(zooMethods.count == 9 && zooMethods.allSatisfy { !$0.clientStreaming })
+        #expect(zooMethods.filter(\.serverStreaming).map(\.path) == [ZooV1.Zoo.importData.path])
+
+        let client = ZooV1.Zoo.Client(wrapping: zoo.client)
+        #expect(try await client.searchAnimals(.init(text: "ZELVA")).animals.first?.name == "Želva obrovská")
+        await expectStatus(.notFound) { _ = try await client.getAnimal(.init(id: 999_999)) }
+        var stages: [ZooV1.ImportStage] = []
+        let csv = try SampleFiles.lexiconCSV(first: 2)
+        for try await progress in client.importData(.init(files: [ZooV1.ImportFile(kind: .lexiconCsv, name: "two.csv", content: Array(csv.content))])) {
+            stages.append(progress.stage)
+        }
+        #expect(stages.last == .done)
     }
 }

@@ -1,12 +1,13 @@
 import Foundation
 import RPC
 import Schema
+import ZooCore
 
 // Domain values as the zoo's protobuf messages, and back for enums.
 
-extension ZooError {
+extension ZooError: RPCErrorConvertible {
     /// The status a call ending with this error answers with.
-    var rpcError: RPCError {
+    public var rpcError: RPCError {
         let code: StatusCode =
             switch kind {
             case .notFound: .notFound

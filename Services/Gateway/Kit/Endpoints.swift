@@ -1,19 +1,17 @@
+import Base
 import Foundation
 import RPC
 import Transport
 
 /// Where each service's instances are: from `--endpoint` flags, the `MENAGERIE_ENDPOINTS`
 /// environment variable, or the state `compose up` wrote.
-struct Endpoints {
-    /// The four services, in the order `status` lists them.
-    static let services = ["zoo", "ocr", "health", "classification"]
-
-    private(set) var byService: [String: [String]] = [:]
+public struct Endpoints: Sendable {
+    public private(set) var byService: [String: [String]] = [:]
     /// Where the endpoints came from, for error messages.
-    private(set) var source = ""
+    public private(set) var source = ""
 
     /// Resolves endpoints: flags win, then the environment, then the compose state.
-    init(flags: [String], stateDirectory: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    public init(flags: [String], stateDirectory: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         if !flags.isEmpty {
             for flag in flags { try add(assignment: flag) }
             source = "--endpoint flags"
@@ -33,6 +31,11 @@ struct Endpoints {
         }
     }
 
+    /// Every service with endpoints, those of compose's services file first in its order, then the others by name.
+    public func services(listed: [String] = ServiceList.names()) -> [String] {
+        listed + byService.keys.filter { !listed.contains($0) }.sorted()
+    }
+
     private mutating func add(assignment: String) throws {
         let parts = assignment.split(separator: "=", maxSplits: 1)
         guard parts.count == 2, !parts[0].isEmpty else {
@@ -40,13 +43,13 @@ struct Endpoints {
         }
         for address in parts[1].split(separator: ",") {
             // Checked now, so a typo is INVALID_ARGUMENT for every command (`status` would list it as UNREACHABLE).
-            _ = try TCPClientTransport(endpoint: String(address))
+            _ = try Endpoint(parsing: String(address))
             byService[String(parts[0]), default: []].append(String(address))
         }
     }
 
     /// A client for every known instance of `service`.
-    func client(for service: String) throws -> RPCClient {
+    public func client(for service: String) throws -> RPCClient {
         guard let addresses = byService[service], !addresses.isEmpty else {
             throw RPCError(
                 .unavailable,
@@ -56,19 +59,10 @@ struct Endpoints {
         return RPCClient(transports: try addresses.map { try TCPClientTransport(endpoint: $0) })
     }
 
-    /// The compose state's endpoint list: in `explicit`, else in `compose/.state` above the gateway
-    /// executable or the current directory.
+    /// The compose state's endpoint list: in `explicit`, else in `compose/.state` found by the upward search
+    /// from the working directory and the gateway executable.
     private static func stateFile(explicit: String?) -> URL? {
         if let explicit { return URL(fileURLWithPath: explicit).appendingPathComponent("endpoints") }
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        var candidates = [URL(fileURLWithPath: FileManager.default.currentDirectoryPath)]
-        var directory = executable.deletingLastPathComponent()
-        while directory.path != "/" {
-            candidates.append(directory)
-            directory = directory.deletingLastPathComponent()
-        }
-        return candidates
-            .map { $0.appendingPathComponent("compose/.state/endpoints") }
-            .first { FileManager.default.fileExists(atPath: $0.path) }
+        return UpwardSearch.find("compose/.state/endpoints", from: [UpwardSearch.workingDirectory, UpwardSearch.executableDirectory])
     }
 }

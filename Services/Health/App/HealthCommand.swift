@@ -4,7 +4,7 @@ import ServiceKit
 /// The health service executable. It serves health, reflection and stats; its domain methods arrive
 /// with the health issue.
 @main
-struct HealthService: AsyncParsableCommand {
+struct HealthCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "health", abstract: "Menagerie's health service.")
 
     @OptionGroup var options: ServiceOptions
