@@ -58,7 +58,10 @@ let package = Package(
         .executableTarget(name: "zoo", dependencies: ["ZooCore", "ZooService", "ServiceKit", "Base"], path: "Services/Zoo/App"),
         .executableTarget(name: "ocr", dependencies: ["ServiceKit"], path: "Services/OCR/App"),
         .target(name: "HealthCore", dependencies: ["Storage"], path: "Services/Health/Core"),
-        .executableTarget(name: "health", dependencies: ["ServiceKit"], path: "Services/Health/App"),
+        .target(
+            name: "HealthService", dependencies: ["HealthCore", "RPC", "Schema", "ServiceAPI"], path: "Services/Health/Service"),
+        .executableTarget(
+            name: "health", dependencies: ["HealthCore", "HealthService", "ServiceKit", "Base"], path: "Services/Health/App"),
         .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),
         .target(
             name: "ZooCLI",
@@ -95,6 +98,9 @@ let package = Package(
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "Transport"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
         .testTarget(name: "HealthCoreTests", dependencies: ["HealthCore", "Storage"], path: "Tests/HealthCoreTests"),
+        .testTarget(
+            name: "HealthServiceTests", dependencies: ["HealthCore", "HealthService", "ServiceAPI", "ServiceKit", "RPC", "Schema"],
+            path: "Tests/HealthServiceTests"),
         .testTarget(name: "ZooCoreTests", dependencies: ["ZooCore", "Storage"], path: "Tests/ZooCoreTests"),
         .testTarget(
             name: "ZooServiceTests", dependencies: ["ZooCore", "ZooService", "ServiceAPI", "ServiceKit", "RPC", "Schema"],

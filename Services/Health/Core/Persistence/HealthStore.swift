@@ -79,13 +79,20 @@ public final class HealthStore: Sendable {
         return HealthUser(id: id, name: name)
     }
 
-    /// Revokes a token: calls with it are UNAUTHENTICATED from now on. NOT_FOUND for an unknown one.
-    public func revoke(token: String) throws {
+    /// Revokes a token: calls with it are UNAUTHENTICATED from now on. NOT_FOUND for an unknown or already
+    /// revoked one, or (with `user`) one of another user.
+    public func revoke(token: String, user: Int64? = nil) throws {
         try database.write { db in
             try db.execute(
-                "UPDATE tokens SET revoked_ms = ? WHERE hash = ? AND revoked_ms IS NULL", [Self.now(), Self.tokenHash(token)])
+                "UPDATE tokens SET revoked_ms = ? WHERE hash = ? AND revoked_ms IS NULL AND (?3 IS NULL OR user_id = ?3)",
+                [Self.now(), Self.tokenHash(token), user])
             guard db.changes == 1 else { throw HealthError.notFound("no such token (or already revoked)") }
         }
+    }
+
+    /// How many live samples the user has.
+    public func sampleCount(user: Int64) throws -> Int {
+        try database.read { try $0.queryOne("SELECT count(*) FROM samples WHERE user_id = ?", [user])?.int(0) ?? 0 }
     }
 
     /// The user named `name`, NOT_FOUND otherwise.

@@ -51,6 +51,11 @@ public struct ChangeBatch: Sendable, Hashable {
 public struct SampleConflict: Sendable, Hashable {
     public var stored: HealthSample
     public var rejected: HealthSample
+
+    public init(stored: HealthSample, rejected: HealthSample) {
+        self.stored = stored
+        self.rejected = rejected
+    }
 }
 
 /// What a write did.
