@@ -64,6 +64,13 @@ let package = Package(
             name: "health", dependencies: ["HealthCore", "HealthService", "ServiceKit", "Base"], path: "Services/Health/App"),
         .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),
         .target(
+            name: "HealthCLI",
+            dependencies: [
+                "HealthCore", "HealthService", "GatewayKit", "RPC", "Schema", "ServiceAPI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Services/Health/CLI"),
+        .target(
             name: "ZooCLI",
             dependencies: [
                 "GatewayKit", "RPC", "Schema", "ServiceAPI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -81,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "gateway",
             dependencies: [
-                "GatewayKit", "ZooCLI", "RPC", "Transport", "Schema", "ServiceAPI",
+                "GatewayKit", "ZooCLI", "HealthCLI", "RPC", "Transport", "Schema", "ServiceAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/Gateway/App"),

@@ -66,21 +66,21 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
     public func addSamples(request: HealthV1.AddSamplesRequest, context: ServerContext) async throws -> HealthV1.AddSamplesResponse {
         let user = try caller(context)
         try Self.checkBatch(request.samples.count)
-        let samples = try request.samples.enumerated().map { index, sample throws(HealthError) in try Convert.sample(sample, index: index) }
-        return HealthV1.AddSamplesResponse(summary: try Convert.summary(try store.add(samples, user: user.id)))
+        let samples = try request.samples.enumerated().map { index, sample throws(HealthError) in try HealthProto.sample(sample, index: index) }
+        return HealthV1.AddSamplesResponse(summary: try HealthProto.summary(try store.add(samples, user: user.id)))
     }
 
     public func deleteSamples(request: HealthV1.DeleteSamplesRequest, context: ServerContext) async throws -> HealthV1.DeleteSamplesResponse {
         let user = try caller(context)
         try Self.checkBatch(request.uuids.count)
-        let uuids = try request.uuids.map { text throws(HealthError) in try Convert.uuid(text, "uuids") }
-        return HealthV1.DeleteSamplesResponse(summary: try Convert.summary(try store.delete(uuids, user: user.id)))
+        let uuids = try request.uuids.map { text throws(HealthError) in try HealthProto.uuid(text, "uuids") }
+        return HealthV1.DeleteSamplesResponse(summary: try HealthProto.summary(try store.delete(uuids, user: user.id)))
     }
 
     public func getSample(request: HealthV1.GetSampleRequest, context: ServerContext) async throws -> HealthV1.GetSampleResponse {
         let user = try caller(context)
-        let sample = try store.sample(try Convert.uuid(request.uuid, "uuid"), user: user.id)
-        return HealthV1.GetSampleResponse(sample: try Convert.message(sample, unit: try Convert.unit(request.unit)))
+        let sample = try store.sample(try HealthProto.uuid(request.uuid, "uuid"), user: user.id)
+        return HealthV1.GetSampleResponse(sample: try HealthProto.message(sample, unit: try HealthProto.unit(request.unit)))
     }
 
     public func querySamples(request: HealthV1.QuerySamplesRequest, context: ServerContext) async throws -> HealthV1.QuerySamplesResponse {
@@ -89,12 +89,12 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         if request.strictStart { options.insert(.strictStartDate) }
         if request.strictEnd { options.insert(.strictEndDate) }
         let query = SampleQuery(
-            types: try Convert.types(request.types), from: request.fromMs, to: request.toMs, options: options,
+            types: try HealthProto.types(request.types), from: request.fromMs, to: request.toMs, options: options,
             sources: request.sources.isEmpty ? nil : request.sources, limit: try Self.pageSize(request.limit),
             ascending: !request.descending)
-        let unit = try Convert.unit(request.unit)
+        let unit = try HealthProto.unit(request.unit)
         let samples = try store.samples(query, user: user.id)
-        return HealthV1.QuerySamplesResponse(samples: try samples.map { sample throws(HealthError) in try Convert.message(sample, unit: unit) })
+        return HealthV1.QuerySamplesResponse(samples: try samples.map { sample throws(HealthError) in try HealthProto.message(sample, unit: unit) })
     }
 
     public func getStatistics(request: HealthV1.GetStatisticsRequest, context: ServerContext) async throws -> HealthV1.GetStatisticsResponse {
@@ -105,7 +105,7 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
             throw HealthError(.invalidArgument, "unknown time zone \"\(request.timeZone)\"")
         }
         let range: (from: Int64, to: Int64)
-        if let preset = Convert.preset(request.preset) {
+        if let preset = HealthProto.preset(request.preset) {
             let now = request.nowMs ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
             range = preset.range(now: now, timeZone: zone)
         } else if let from = request.fromMs, let to = request.toMs {
@@ -123,8 +123,8 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         }
         let result = try store.statistics(
             StatisticsRequest(
-                type: type, from: range.from, to: range.to, interval: Convert.interval(request.interval), timeZone: zone,
-                unit: try Convert.unit(request.unit), sourcePriority: request.sourcePriority.isEmpty ? nil : request.sourcePriority,
+                type: type, from: range.from, to: range.to, interval: HealthProto.interval(request.interval), timeZone: zone,
+                unit: try HealthProto.unit(request.unit), sourcePriority: request.sourcePriority.isEmpty ? nil : request.sourcePriority,
                 sleepValues: sleepValues), user: user.id)
         return HealthV1.GetStatisticsResponse(
             type: type.rawValue, unit: result.unit.symbol,
@@ -146,18 +146,18 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         let user = try caller(context)
         try Self.checkBatch(request.samples.count + request.deletions.count)
         let changes = ChangeSet(
-            samples: try request.samples.enumerated().map { index, sample throws(HealthError) in try Convert.sample(sample, index: index) },
-            deletions: try request.deletions.map { deletion throws(HealthError) in try Convert.deletion(deletion) })
+            samples: try request.samples.enumerated().map { index, sample throws(HealthError) in try HealthProto.sample(sample, index: index) },
+            deletions: try request.deletions.map { deletion throws(HealthError) in try HealthProto.deletion(deletion) })
         let result = try store.commitPush(
             PushBatch(changes: changes, through: request.throughAnchor), user: user.id, device: request.deviceID, scope: request.scope)
         return HealthV1.PushResponse(
-            summary: try Convert.summary(result),
+            summary: try HealthProto.summary(result),
             committedAnchor: try store.pushedAnchor(user: user.id, device: request.deviceID, scope: request.scope))
     }
 
     public func pull(request: HealthV1.PullRequest, response: ResponseWriter<HealthV1.PullResponse>, context: ServerContext) async throws {
         let user = try caller(context)
-        let filter = try Convert.filter(types: request.types, from: request.fromMs, to: request.toMs)
+        let filter = try HealthProto.filter(types: request.types, from: request.fromMs, to: request.toMs)
         let pageSize = try Self.pageSize(request.pageSize)
         var anchor = request.sinceAnchor
         while true {
@@ -167,8 +167,8 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
             if page.anchor == anchor, anchor != request.sinceAnchor { return }
             try await response.send(
                 HealthV1.PullResponse(
-                    samples: try page.changes.samples.map { sample throws(HealthError) in try Convert.message(sample) },
-                    deletions: page.changes.deletions.map(Convert.message), anchor: page.anchor, hasMore: page.hasMore))
+                    samples: try page.changes.samples.map { sample throws(HealthError) in try HealthProto.message(sample) },
+                    deletions: page.changes.deletions.map(HealthProto.message), anchor: page.anchor, hasMore: page.hasMore))
             anchor = page.anchor
             if !page.hasMore { return }
         }
@@ -177,7 +177,7 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
     public func exportCSV(request: HealthV1.ExportCSVRequest, response: ResponseWriter<HealthV1.ExportCSVChunk>, context: ServerContext) async throws {
         let user = try caller(context)
         let type = try HealthType.parse(request.type)
-        let unit = try Convert.unit(request.unit)
+        let unit = try HealthProto.unit(request.unit)
         var cursor: CSVCursor?
         var first = true
         repeat {

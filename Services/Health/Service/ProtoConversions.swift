@@ -21,18 +21,19 @@ extension HealthError: RPCErrorConvertible {
     }
 }
 
-enum Convert {
-    static func uuid(_ text: String, _ what: String) throws(HealthError) -> UUID {
+/// Conversions between the health service's messages and domain values, shared by the handlers and the gateway.
+public enum HealthProto {
+    public static func uuid(_ text: String, _ what: String) throws(HealthError) -> UUID {
         guard let uuid = UUID(uuidString: text) else { throw HealthError(.invalidArgument, "\(what): \"\(text)\" is not a UUID") }
         return uuid
     }
 
-    static func unit(_ symbol: String) throws(HealthError) -> HealthUnit? {
+    public static func unit(_ symbol: String) throws(HealthError) -> HealthUnit? {
         symbol.isEmpty ? nil : try HealthUnit.parse(symbol)
     }
 
     /// A sample of a request: its value converted to the canonical unit.
-    static func sample(_ message: HealthV1.Sample, index: Int) throws(HealthError) -> HealthSample {
+    public static func sample(_ message: HealthV1.Sample, index: Int) throws(HealthError) -> HealthSample {
         do {
             let type = try HealthType.parse(message.type)
             let unit = try unit(message.unit) ?? type.canonicalUnit
@@ -46,7 +47,7 @@ enum Convert {
     }
 
     /// A stored sample as a message, its value in `unit` (canonical when nil; categories stay raw values).
-    static func message(_ sample: HealthSample, unit: HealthUnit? = nil) throws(HealthError) -> HealthV1.Sample {
+    public static func message(_ sample: HealthSample, unit: HealthUnit? = nil) throws(HealthError) -> HealthV1.Sample {
         let target = sample.type.kind == .category ? sample.type.canonicalUnit : (unit ?? sample.type.canonicalUnit)
         return HealthV1.Sample(
             uuid: sample.uuid.uuidString.lowercased(), type: sample.type.rawValue, value: try sample.value(in: target),
@@ -54,18 +55,18 @@ enum Convert {
             metadata: sample.metadata.map { HealthV1.MetadataEntry(key: $0.key, value: $0.value) })
     }
 
-    static func deletion(_ message: HealthV1.Deletion) throws(HealthError) -> Deletion {
+    public static func deletion(_ message: HealthV1.Deletion) throws(HealthError) -> Deletion {
         Deletion(
             uuid: try uuid(message.uuid, "deletion"), type: try message.type.map { name throws(HealthError) in try HealthType.parse(name) },
             start: message.startMs, end: message.endMs)
     }
 
-    static func message(_ deletion: Deletion) -> HealthV1.Deletion {
+    public static func message(_ deletion: Deletion) -> HealthV1.Deletion {
         HealthV1.Deletion(
             uuid: deletion.uuid.uuidString.lowercased(), type: deletion.type?.rawValue, startMs: deletion.start, endMs: deletion.end)
     }
 
-    static func summary(_ result: WriteResult) throws(HealthError) -> HealthV1.WriteSummary {
+    public static func summary(_ result: WriteResult) throws(HealthError) -> HealthV1.WriteSummary {
         HealthV1.WriteSummary(
             added: Int64(result.added), duplicates: Int64(result.duplicates), alreadyDeleted: Int64(result.alreadyDeleted),
             deleted: Int64(result.deleted), duplicateDeletions: Int64(result.duplicateDeletions),
@@ -75,18 +76,18 @@ enum Convert {
             anchor: result.anchor)
     }
 
-    static func types(_ names: [String]) throws(HealthError) -> [HealthType] {
+    public static func types(_ names: [String]) throws(HealthError) -> [HealthType] {
         var types: [HealthType] = []
         for name in names { types.append(try HealthType.parse(name)) }
         return types
     }
 
-    static func filter(types names: [String], from: Int64?, to: Int64?) throws(HealthError) -> SyncFilter {
+    public static func filter(types names: [String], from: Int64?, to: Int64?) throws(HealthError) -> SyncFilter {
         let types = try types(names)
         return SyncFilter(types: types.isEmpty ? nil : Set(types), from: from, to: to)
     }
 
-    static func interval(_ interval: HealthV1.StatisticsInterval) -> StatisticsInterval? {
+    public static func interval(_ interval: HealthV1.StatisticsInterval) -> StatisticsInterval? {
         switch interval {
         case .hour: .hour
         case .day: .day
@@ -96,7 +97,7 @@ enum Convert {
         }
     }
 
-    static func preset(_ preset: HealthV1.StatisticsPreset) -> StatisticsPreset? {
+    public static func preset(_ preset: HealthV1.StatisticsPreset) -> StatisticsPreset? {
         switch preset {
         case .today: .today
         case .last7Days: .last7Days

@@ -31,10 +31,10 @@ public struct RPCHealthRemote: HealthRemote {
             PushWriter { batch in
                 let request = HealthV1.PushRequest(
                     deviceID: device, scope: scope,
-                    samples: try batch.changes.samples.map { sample throws(HealthError) in try Convert.message(sample) },
-                    deletions: batch.changes.deletions.map(Convert.message), throughAnchor: batch.through)
+                    samples: try batch.changes.samples.map { sample throws(HealthError) in try HealthProto.message(sample) },
+                    deletions: batch.changes.deletions.map(HealthProto.message), throughAnchor: batch.through)
                 let response = try await client.push(request, options: options)
-                total.merge(try Convert.result(response.summary ?? HealthV1.WriteSummary()))
+                total.merge(try HealthProto.result(response.summary ?? HealthV1.WriteSummary()))
             })
         return total.value
     }
@@ -47,17 +47,17 @@ public struct RPCHealthRemote: HealthRemote {
             toMs: filter.to, pageSize: UInt32(clamping: pageSize))
         for try await page in client.pull(request, options: options) {
             let changes = ChangeSet(
-                samples: try page.samples.enumerated().map { index, sample throws(HealthError) in try Convert.sample(sample, index: index) },
-                deletions: try page.deletions.map { deletion throws(HealthError) in try Convert.deletion(deletion) })
+                samples: try page.samples.enumerated().map { index, sample throws(HealthError) in try HealthProto.sample(sample, index: index) },
+                deletions: try page.deletions.map { deletion throws(HealthError) in try HealthProto.deletion(deletion) })
             guard page.anchor > since || !changes.isEmpty else { continue }
             try await receive(ChangeBatch(changes: changes, anchor: page.anchor, hasMore: page.hasMore))
         }
     }
 }
 
-extension Convert {
+extension HealthProto {
     /// A write summary back into the domain's result (the client side of a push).
-    static func result(_ summary: HealthV1.WriteSummary) throws(HealthError) -> WriteResult {
+    public static func result(_ summary: HealthV1.WriteSummary) throws(HealthError) -> WriteResult {
         var result = WriteResult()
         result.added = Int(summary.added)
         result.duplicates = Int(summary.duplicates)
