@@ -5,7 +5,12 @@ import Testing
 
 /// Quick looks at the paths the issue sets goals for. They print figures (debug builds are several times
 /// slower than release) and assert only correctness: the benchmark is where the goals are measured.
+/// By default at a small scale (a month of minute steps, 5,000 export records): the full year and 50,000
+/// records hold ~150 MB for half a minute, which is noise for tests that measure this process's resident
+/// memory (SchemaTests' leak check failed beside them). `HEALTH_PERF=full` runs the full sizes.
 @Suite(.serialized) struct PerformanceTests {
+    static let full = ProcessInfo.processInfo.environment["HEALTH_PERF"] == "full"
+
     static func seconds(_ body: () throws -> Void) rethrows -> Double {
         let start = ContinuousClock.now
         try body()
@@ -23,8 +28,9 @@ import Testing
     @Test func dailyStatisticsOverAYearOfMinuteSteps() throws {
         let store = try HealthStore.inMemory()
         let user = try store.createUser(name: "walker").user.id
-        let start = T.ms("2025-01-01T00:00:00+01:00")
-        let minutes = 525_600
+        let start = T.ms(Self.full ? "2025-01-01T00:00:00+01:00" : "2025-03-01T00:00:00+01:00")
+        let end = T.ms(Self.full ? "2026-01-01T00:00:00+01:00" : "2025-04-01T00:00:00+02:00")
+        let minutes = Int((end - start) / 60_000)
         // A year of one-minute samples, written through the store in 10,000-sample batches.
         let insert = try Self.seconds {
             var batch: [HealthSample] = []
@@ -39,23 +45,23 @@ import Testing
             }
         }
         let request = StatisticsRequest(
-            type: .stepCount, from: start, to: T.ms("2026-01-01T00:00:00+01:00"), interval: .day, timeZone: T.prague)
+            type: .stepCount, from: start, to: end, interval: .day, timeZone: T.prague)
         var result: StatisticsResult?
         let first = try Self.seconds { result = try store.statistics(request, user: user) }
         let second = try Self.seconds { result = try store.statistics(request, user: user) }
         let buckets = result?.buckets ?? []
-        #expect(buckets.count == 365)
+        #expect(buckets.count == (Self.full ? 365 : 31))
         let expected = (0..<minutes).reduce(0.0) { $0 + Double($1 % 7) }
         #expect(buckets.reduce(0) { $0 + ($1.sum ?? 0) } == expected)
         #expect(buckets.contains { $0.end - $0.start == 23 * 3_600_000 })  // the spring-forward day
         print(
             "health perf: \(minutes) minute samples added in \(String(format: "%.1f", insert)) s "
-                + "(\(String(format: "%.1f", insert / Double(minutes) * 1e6)) µs each); daily statistics for the year "
+                + "(\(String(format: "%.1f", insert / Double(minutes) * 1e6)) µs each); daily statistics for the \(Self.full ? "year" : "month") "
                 + "\(String(format: "%.1f", first * 1000)) ms, again \(String(format: "%.1f", second * 1000)) ms")
     }
 
     @Test func importOfAGeneratedExport() throws {
-        let records = 50_000
+        let records = Self.full ? 50_000 : 5_000
         var text = ExportFixture.text.components(separatedBy: "<HealthData locale=\"en_US\">")[0] + "<HealthData locale=\"en_US\">\n"
         for index in 0..<records {
             let minute = index % 1440, day = 1 + index / 1440 % 28
