@@ -94,7 +94,8 @@ let package = Package(
             path: "Services/Gateway/App"),
 
         // MARK: Benchmarks
-        .executableTarget(name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService"], path: "Tests/Benchmarks"),
+        .executableTarget(name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "ServiceAPI", "CLibUV", "ZooCore", "ZooService", "HealthCore", "HealthService"],
+            path: "Tests/Benchmarks"),
 
         // MARK: Tests
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator", "TestSupport"], path: "Tests/SchemaTests"),

@@ -1,6 +1,6 @@
 // menagerie-bench: prints throughput and latency figures (no pass/fail; goals are printed beside
-// the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [--seconds S]
-// [--rounds N] [--sizes 64,65536] [--callers 1,16,64] [--no-floor] [--no-grpc]
+// the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [health] [--seconds S]
+// [--rounds N] [--sizes 64,65536] [--callers 1,16,64] [--no-floor] [--no-grpc] [--health-records N]
 import Foundation
 import RPC
 import Schema
@@ -34,4 +34,7 @@ if suites.isEmpty || suites.contains("rpc") {
 }
 if suites.isEmpty || suites.contains("zoo") {
     try await ZooBenchmark(secondsPerRun: seconds ?? 2.0).run()
+}
+if suites.isEmpty || suites.contains("health") {
+    try await HealthBenchmark(samples: option("health-records").flatMap(Int.init) ?? 1_000_000).run()
 }
