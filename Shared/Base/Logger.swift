@@ -49,10 +49,43 @@ public struct Logger: Sendable {
 
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
         guard level >= Logger.level else { return }
-        let line = "\(Self.timestamp()) \(level.name) \(label): \(message())\n"
+        let line = "\(Self.timestamp()) \(level.name) \(label): \(Self.sanitized(message()))\n"
         Logger.output.withLock { _ in
             FileHandle.standardError.write(Data(line.utf8))
         }
+    }
+
+    /// Longest message written, in UTF-8 bytes; the rest is cut and counted.
+    public static let maxMessageBytes = 4096
+
+    /// `message` as one line of printable text: messages quote what clients send (method names, search
+    /// text, file contents), and a newline in them would forge a log line of its own, a NUL or an escape
+    /// sequence would garble the file or the terminal showing it. Control characters become `\n`, `\r`,
+    /// `\t` or `\u{…}`; a message longer than `maxMessageBytes` is cut there.
+    public static func sanitized(_ message: String) -> String {
+        let needsEscaping = message.utf8.contains { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 }
+        guard needsEscaping || message.utf8.count > maxMessageBytes else { return message }
+        var result = ""
+        var bytes = 0, consumed = 0
+        for scalar in message.unicodeScalars {
+            let piece: String
+            switch scalar {
+            case "\n": piece = "\\n"
+            case "\r": piece = "\\r"
+            case "\t": piece = "\\t"
+            case _ where scalar.properties.generalCategory == .control:
+                piece = "\\u{\(String(scalar.value, radix: 16))}"
+            default: piece = String(scalar)
+            }
+            bytes += piece.utf8.count
+            if bytes > maxMessageBytes {
+                result += "… (\(message.utf8.count - consumed) more bytes)"
+                break
+            }
+            consumed += UTF8.width(scalar)
+            result += piece
+        }
+        return result
     }
 
     private static func timestamp() -> String {

@@ -39,3 +39,20 @@ import Testing
         #expect(UpwardSearch.find("no/such/file-\(UUID().uuidString)") == nil)
     }
 }
+
+@Suite struct LogSanitizingTests {
+    @Test func controlCharactersFromClientsCannotForgeOrGarbleLogLines() {
+        let forged = "/menagerie.zoo.v1.Zoo/Search\n2026-11-22T10:00:00.000Z info zoo: started"
+        #expect(Logger.sanitized(forged) == #"/menagerie.zoo.v1.Zoo/Search\n2026-11-22T10:00:00.000Z info zoo: started"#)
+        #expect(Logger.sanitized("zel\0xyz\r\t\u{1B}[31m\u{7F}\u{85}") == #"zel\u{0}xyz\r\t\u{1b}[31m\u{7f}\u{85}"#)
+        // Printable text, diacritics and signs included, is written as it is.
+        #expect(Logger.sanitized("želva § ① 🐢") == "želva § ① 🐢")
+    }
+
+    @Test func aHugeMessageIsCutAndTheRestCounted() {
+        let message = String(repeating: "ž", count: 10_000)  // 20,000 bytes
+        let line = Logger.sanitized(message)
+        #expect(line.utf8.count < Logger.maxMessageBytes + 40)
+        #expect(line.hasSuffix("… (\(20_000 - Logger.maxMessageBytes) more bytes)"))
+    }
+}

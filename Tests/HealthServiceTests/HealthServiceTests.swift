@@ -2,6 +2,7 @@ import Foundation
 import HealthCore
 import HealthService
 import RPC
+import RPCTesting
 import Schema
 import ServiceAPI
 import ServiceKit

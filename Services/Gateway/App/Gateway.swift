@@ -1,5 +1,6 @@
 import ArgumentParser
 import HealthCLI
+import OCRCLI
 import ZooCLI
 
 /// The command-line front of Menagerie: stack-wide commands plus one command group per service, each from its
@@ -14,5 +15,5 @@ struct Gateway: AsyncParsableCommand {
             ("zoo=HOST:PORT,HOST:PORT;ocr=HOST:PORT"), else the state compose/compose up wrote.
             A failed call prints its status code and message and exits non-zero.
             """,
-        subcommands: [Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, HealthCommands.self])
+        subcommands: [Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, OCRCommands.self, HealthCommands.self])
 }

@@ -81,7 +81,7 @@ enum RequestValidation {
 
     static func importFiles(_ request: ZooV1.ImportDataRequest) throws -> [ZooSourceFile] {
         guard !request.files.isEmpty else { throw invalid("files: an import needs at least one file") }
-        guard request.source.count <= 1000 else { throw invalid("source is longer than 1000 characters") }
+        guard scalarCount(request.source, atMost: 1000) else { throw invalid("source is longer than 1000 characters") }
         var kinds = Set<ZooFileKind>()
         return try request.files.enumerated().map { index, file in
             guard let kind = ZooFileKind(file.kind) else {
@@ -89,14 +89,24 @@ enum RequestValidation {
             }
             guard kinds.insert(kind).inserted else { throw invalid("files: more than one file of kind \(kind.rawValue)") }
             guard !file.content.isEmpty else { throw invalid("files[\(index)] (\(kind.rawValue)) is empty") }
-            guard file.name.count <= 1000 else { throw invalid("files[\(index)].name is longer than 1000 characters") }
+            guard scalarCount(file.name, atMost: 1000) else { throw invalid("files[\(index)].name is longer than 1000 characters") }
             return ZooSourceFile(kind: kind, name: file.name.isEmpty ? kind.fileName : file.name, content: Data(file.content))
         }
     }
 
     private static func text(_ value: String, field: String, allowEmpty: Bool) throws {
         guard allowEmpty || !value.trimmingCharacters(in: .whitespaces).isEmpty else { throw invalid("\(field) must not be empty") }
-        guard value.count <= maxTextLength else { throw invalid("\(field) is longer than \(maxTextLength) characters") }
+        guard scalarCount(value, atMost: maxTextLength) else { throw invalid("\(field) is longer than \(maxTextLength) characters") }
+    }
+
+    /// Whether `value` has at most `limit` Unicode scalars. Limits count scalars, not characters: one
+    /// character can hold any number of combining marks ("a" and 7 million accents is one), and counting
+    /// grapheme clusters in such a string costs about a second of CPU. The UTF-8 length bounds the count
+    /// first, at no cost.
+    static func scalarCount(_ value: String, atMost limit: Int) -> Bool {
+        let bytes = value.utf8.count
+        if bytes <= limit { return true }
+        return bytes <= 4 * limit && value.unicodeScalars.count <= limit
     }
 
     private static func filterValues(_ values: [String], field: String) throws -> [String] {
