@@ -77,7 +77,7 @@ let package = Package(
             name: "ocr", dependencies: ["OCRCore", "OCRService", "TextRecognition", "ServiceKit"], path: "Services/OCR/App"),
         .target(name: "HealthCore", dependencies: ["Storage"], path: "Services/Health/Core"),
         .target(
-            name: "HealthService", dependencies: ["HealthCore", "RPC", "Schema", "ServiceAPI"], path: "Services/Health/Service"),
+            name: "HealthService", dependencies: ["HealthCore", "RPC", "Schema", "ServiceAPI", "WorkLane"], path: "Services/Health/Service"),
         .executableTarget(
             name: "health", dependencies: ["HealthCore", "HealthService", "ServiceKit", "Base"], path: "Services/Health/App"),
         .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),

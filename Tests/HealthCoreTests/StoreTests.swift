@@ -67,6 +67,25 @@ import Testing
         #expect(try store.sample(first.uuid, user: alice).value == 250)
     }
 
+    /// A push's total lists the first 1,000 conflicts and counts the rest, so a million conflicting samples
+    /// do not make a million-entry answer.
+    @Test func mergedResultsListAThousandConflictsAndCountTheRest() throws {
+        let conflict = SampleConflict(
+            stored: T.sample(.dietaryWater, 250, "2026-05-01T09:00:00Z"), rejected: T.sample(.dietaryWater, 500, "2026-05-01T09:00:00Z"))
+        var total = WriteResult()
+        for _ in 0..<3 {
+            var batch = WriteResult()
+            batch.conflicts = Array(repeating: conflict, count: 600)
+            total.merge(batch)
+        }
+        #expect(total.conflicts.count == WriteResult.conflictListLimit)
+        #expect(total.conflictsOmitted == 800)
+        #expect(total.conflictCount == 1_800)
+        var outer = WriteResult()
+        outer.merge(total)
+        #expect(outer.conflictCount == 1_800)
+    }
+
     @Test func metadataAndZoneRoundTrip() throws {
         var sample = T.sample(.bodyMass, 72.5, "2026-05-01T07:00:00Z", zone: "Europe/Prague")
         sample.metadata = [MetadataEntry("HKWasUserEntered", "1"), MetadataEntry("note", "after \"run\"\n→ ok")]

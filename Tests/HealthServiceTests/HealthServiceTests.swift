@@ -144,4 +144,73 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         #expect(text.hasPrefix("uuid,type,start,end,value,unit,source,time_zone\r\n"))
         #expect(text.contains(",dietaryWater,2026-05-01T09:00:00Z,2026-05-01T09:00:00Z,0.25,L,iPhone,"))
     }
+
+    /// A push is one client stream; the server commits each batch with the device's anchor as it arrives,
+    /// not when the stream ends: the cursor moves while the device is still sending.
+    @Test func pushCommitsEachBatchOfTheStreamAsItArrives() async throws {
+        let health = try HealthFixture()
+        let alice = health.options(try await health.user("alice"))
+        let client = health.client
+        @Sendable func batch(_ through: Int64, _ count: Int) -> HealthV1.PushRequest {
+            HealthV1.PushRequest(
+                deviceID: "phone", scope: "",
+                samples: (0..<count).map { _ in sample("stepCount", 10, "2026-05-01T08:00:00Z", "2026-05-01T08:01:00Z") },
+                throughAnchor: through)
+        }
+        let response = try await client.push(options: alice) { writer in
+            try await writer.send(batch(1_000, 1_000))
+            // The first batch is committed before the stream ends.
+            var cursor: Int64 = 0
+            for _ in 0..<500 where cursor < 1_000 {
+                cursor = try await client.getPushCursor(.init(deviceID: "phone"), options: alice).anchor
+                if cursor < 1_000 { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            #expect(cursor == 1_000)
+            try await writer.send(batch(2_000, 1_000))
+        }
+        #expect(response.summary?.added == 2_000)
+        #expect(response.committedAnchor == 2_000)
+    }
+
+    /// A bad batch ends the push with a status naming it; the batches before it stay committed (the device
+    /// resumes after them) and nothing of it is stored.
+    @Test func aBadBatchEndsThePushAndKeepsTheOnesBefore() async throws {
+        let health = try HealthFixture()
+        let alice = health.options(try await health.user("alice"))
+        let good = sample("heartRate", 60, "2026-05-01T09:00:00Z")
+        var bad = [sample("heartRate", 61, "2026-05-01T09:01:00Z"), sample("heartRate", .nan, "2026-05-01T09:02:00Z")]
+        func push(_ batches: [HealthV1.PushRequest]) async throws {
+            _ = try await health.client.push(options: alice) { writer in for batch in batches { try await writer.send(batch) } }
+        }
+        do {
+            try await push([
+                HealthV1.PushRequest(deviceID: "phone", samples: [good], throughAnchor: 1),
+                HealthV1.PushRequest(deviceID: "phone", samples: bad, throughAnchor: 3),
+            ])
+            Issue.record("a NaN value was accepted")
+        } catch let error as RPCError {
+            #expect(error.code == .invalidArgument)
+            #expect(error.message.contains("push batch #1"), "\(error.message)")
+            #expect(error.message.contains("not a finite number"), "\(error.message)")
+        }
+        #expect(try await health.client.getPushCursor(.init(deviceID: "phone"), options: alice).anchor == 1)
+        #expect(try await health.client.getAccount(.init(), options: alice).sampleCount == 1)
+
+        bad = (0..<10_001).map { _ in sample("heartRate", 60, "2026-05-01T09:00:00Z") }
+        await expectStatus(.resourceExhausted) { try await push([HealthV1.PushRequest(deviceID: "phone", samples: bad, throughAnchor: 9)]) }
+        await expectStatus(.invalidArgument) {
+            try await push([
+                HealthV1.PushRequest(deviceID: "phone", throughAnchor: 2), HealthV1.PushRequest(deviceID: "watch", throughAnchor: 3),
+            ])
+        }
+        await expectStatus(.invalidArgument) { try await push([HealthV1.PushRequest(deviceID: "", samples: [good], throughAnchor: 5)]) }
+        #expect(try await health.client.getPushCursor(.init(deviceID: "phone"), options: alice).anchor == 2)
+        #expect(try await health.client.getPushCursor(.init(deviceID: "watch"), options: alice).anchor == 0)
+        #expect(try await health.client.getAccount(.init(), options: alice).sampleCount == 1)
+        await expectStatus(.unauthenticated) {
+            _ = try await health.client.push(options: health.options("revoked")) { writer in
+                try await writer.send(HealthV1.PushRequest(deviceID: "phone", samples: [good], throughAnchor: 1))
+            }
+        }
+    }
 }

@@ -139,7 +139,8 @@ enum HealthFormat {
         if summary.duplicates > 0 { parts.append("\(summary.duplicates) already stored") }
         if summary.deleted > 0 { parts.append("deleted \(summary.deleted)") }
         if summary.alreadyDeleted > 0 { parts.append("\(summary.alreadyDeleted) deleted before") }
-        if !summary.conflicts.isEmpty { parts.append("\(summary.conflicts.count) conflicts (the stored version kept)") }
+        let conflicts = Int64(summary.conflicts.count) + summary.conflictsOmitted
+        if conflicts > 0 { parts.append("\(conflicts) conflicts (the stored version kept)") }
         return parts.joined(separator: ", ")
     }
 }

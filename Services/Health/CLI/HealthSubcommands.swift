@@ -243,13 +243,15 @@ struct HealthSyncCommand: AsyncParsableCommand {
             try global.render(
                 json: {
                     ["pushed": report.pushedChanges, "pulled": report.pulledChanges, "added_on_server": report.pushed.added,
-                     "added_here": report.pulled.added, "deleted_here": report.pulled.deleted, "conflicts": report.conflicts.count]
+                     "added_here": report.pulled.added, "deleted_here": report.pulled.deleted, "conflicts": report.conflictCount]
                 },
                 text: {
                     print("pushed \(report.pushedChanges) changes (server added \(report.pushed.added)), pulled \(report.pulledChanges) (added \(report.pulled.added), deleted \(report.pulled.deleted))")
                     for conflict in report.conflicts {
                         print("conflict: \(conflict.stored.uuid.uuidString.lowercased()) kept value \(conflict.stored.value), refused \(conflict.rejected.value)")
                     }
+                    let omitted = report.conflictCount - report.conflicts.count
+                    if omitted > 0 { print("… and \(omitted) more conflicts") }
                 })
         }
     }

@@ -3,18 +3,30 @@ import HealthCore
 import RPC
 import Schema
 import ServiceAPI
+import WorkLane
 
 /// The health service's RPC methods (`menagerie.health.v1.Health`): thin handlers that authenticate the
 /// caller from `authorization: Bearer <token>`, convert the request, ask the store, and convert the answer.
 /// Domain errors carry their own status (`HealthError: RPCErrorConvertible`), so handlers do not catch them.
 public struct HealthService: HealthV1.Health.ServiceProtocol {
     public let store: HealthStore
+    /// The heavy-work lane: statistics over long periods and large writes run there, so a year of minute
+    /// samples or a 10,000-sample batch does not hold a worker of the call queue. Without one (tests) they
+    /// run in the handler.
+    public let lane: ThreadPool?
     /// The most a query returns, and a pull page holds.
     static let maxPage = 10_000
     static let defaultPage = 1_000
 
-    public init(store: HealthStore) {
+    public init(store: HealthStore, lane: ThreadPool? = nil) {
         self.store = store
+        self.lane = lane
+    }
+
+    /// Runs blocking store work on the lane (a full lane answers RESOURCE_EXHAUSTED).
+    func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        guard let lane else { return try work() }
+        return try await lane.run(work)
     }
 
     /// The caller's user, from the bearer token in the call metadata.
@@ -57,8 +69,9 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
 
     public func getAccount(request: HealthV1.GetAccountRequest, context: ServerContext) async throws -> HealthV1.GetAccountResponse {
         let user = try caller(context)
-        return HealthV1.GetAccountResponse(
-            name: user.name, anchor: try store.anchor(user: user.id), sampleCount: Int64(try store.sampleCount(user: user.id)))
+        let store = self.store
+        let (anchor, count) = try await offload { (try store.anchor(user: user.id), try store.sampleCount(user: user.id)) }
+        return HealthV1.GetAccountResponse(name: user.name, anchor: anchor, sampleCount: Int64(count))
     }
 
     // MARK: Samples
@@ -67,14 +80,16 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         let user = try caller(context)
         try Self.checkBatch(request.samples.count)
         let samples = try request.samples.enumerated().map { index, sample throws(HealthError) in try HealthProto.sample(sample, index: index) }
-        return HealthV1.AddSamplesResponse(summary: try HealthProto.summary(try store.add(samples, user: user.id)))
+        let store = self.store
+        return HealthV1.AddSamplesResponse(summary: try HealthProto.summary(try await offload { try store.add(samples, user: user.id) }))
     }
 
     public func deleteSamples(request: HealthV1.DeleteSamplesRequest, context: ServerContext) async throws -> HealthV1.DeleteSamplesResponse {
         let user = try caller(context)
         try Self.checkBatch(request.uuids.count)
         let uuids = try request.uuids.map { text throws(HealthError) in try HealthProto.uuid(text, "uuids") }
-        return HealthV1.DeleteSamplesResponse(summary: try HealthProto.summary(try store.delete(uuids, user: user.id)))
+        let store = self.store
+        return HealthV1.DeleteSamplesResponse(summary: try HealthProto.summary(try await offload { try store.delete(uuids, user: user.id) }))
     }
 
     public func getSample(request: HealthV1.GetSampleRequest, context: ServerContext) async throws -> HealthV1.GetSampleResponse {
@@ -93,7 +108,8 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
             sources: request.sources.isEmpty ? nil : request.sources, limit: try Self.pageSize(request.limit),
             ascending: !request.descending)
         let unit = try HealthProto.unit(request.unit)
-        let samples = try store.samples(query, user: user.id)
+        let store = self.store
+        let samples = try await offload { try store.samples(query, user: user.id) }
         return HealthV1.QuerySamplesResponse(samples: try samples.map { sample throws(HealthError) in try HealthProto.message(sample, unit: unit) })
     }
 
@@ -121,11 +137,12 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
                 sleepValues?.insert(value)
             }
         }
-        let result = try store.statistics(
-            StatisticsRequest(
-                type: type, from: range.from, to: range.to, interval: HealthProto.interval(request.interval), timeZone: zone,
-                unit: try HealthProto.unit(request.unit), sourcePriority: request.sourcePriority.isEmpty ? nil : request.sourcePriority,
-                sleepValues: sleepValues), user: user.id)
+        let statistics = StatisticsRequest(
+            type: type, from: range.from, to: range.to, interval: HealthProto.interval(request.interval), timeZone: zone,
+            unit: try HealthProto.unit(request.unit), sourcePriority: request.sourcePriority.isEmpty ? nil : request.sourcePriority,
+            sleepValues: sleepValues)
+        let store = self.store
+        let result = try await offload { try store.statistics(statistics, user: user.id) }
         return HealthV1.GetStatisticsResponse(
             type: type.rawValue, unit: result.unit.symbol,
             buckets: result.buckets.map {
@@ -142,17 +159,39 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         return HealthV1.GetPushCursorResponse(anchor: try store.pushedAnchor(user: user.id, device: request.deviceID, scope: request.scope))
     }
 
-    public func push(request: HealthV1.PushRequest, context: ServerContext) async throws -> HealthV1.PushResponse {
+    /// A client stream of batches: each is validated whole and committed with the device's anchor as it
+    /// arrives, so the server holds one batch at a time however long the push. The first bad batch ends the
+    /// call with its status; the ones before it stay committed, and the device resumes after them.
+    public func push(requests: RequestStream<HealthV1.PushRequest>, context: ServerContext) async throws -> HealthV1.PushResponse {
         let user = try caller(context)
-        try Self.checkBatch(request.samples.count + request.deletions.count)
-        let changes = ChangeSet(
-            samples: try request.samples.enumerated().map { index, sample throws(HealthError) in try HealthProto.sample(sample, index: index) },
-            deletions: try request.deletions.map { deletion throws(HealthError) in try HealthProto.deletion(deletion) })
-        let result = try store.commitPush(
-            PushBatch(changes: changes, through: request.throughAnchor), user: user.id, device: request.deviceID, scope: request.scope)
-        return HealthV1.PushResponse(
-            summary: try HealthProto.summary(result),
-            committedAnchor: try store.pushedAnchor(user: user.id, device: request.deviceID, scope: request.scope))
+        var device: String?, scope = ""
+        var total = WriteResult()
+        var index = 0
+        for try await request in requests {
+            try context.checkAlive()
+            if let device {
+                guard request.deviceID == device, request.scope == scope else {
+                    throw HealthError(.invalidArgument, "batch #\(index) names device \"\(request.deviceID)\" and scope \"\(request.scope)\"; the push began with \"\(device)\" and \"\(scope)\"")
+                }
+            } else {
+                (device, scope) = (request.deviceID, request.scope)
+            }
+            do {
+                try Self.checkBatch(request.samples.count + request.deletions.count)
+                let changes = ChangeSet(
+                    samples: try request.samples.enumerated().map { index, sample throws(HealthError) in try HealthProto.sample(sample, index: index) },
+                    deletions: try request.deletions.map { deletion throws(HealthError) in try HealthProto.deletion(deletion) })
+                let batch = PushBatch(changes: changes, through: request.throughAnchor)
+                let store = self.store, deviceID = request.deviceID, batchScope = request.scope
+                total.merge(try await offload { try store.commitPush(batch, user: user.id, device: deviceID, scope: batchScope) })
+            } catch let error as HealthError {
+                throw HealthError(error.code, "push batch #\(index) (nothing of it stored): \(error.message)")
+            }
+            index += 1
+        }
+        let store = self.store, deviceID = device ?? "", pushScope = scope
+        let committed = device == nil ? 0 : try await offload { try store.pushedAnchor(user: user.id, device: deviceID, scope: pushScope) }
+        return HealthV1.PushResponse(summary: try HealthProto.summary(total), committedAnchor: committed)
     }
 
     public func pull(request: HealthV1.PullRequest, response: ResponseWriter<HealthV1.PullResponse>, context: ServerContext) async throws {
@@ -160,9 +199,11 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         let filter = try HealthProto.filter(types: request.types, from: request.fromMs, to: request.toMs)
         let pageSize = try Self.pageSize(request.pageSize)
         var anchor = request.sinceAnchor
+        let store = self.store
         while true {
             try context.checkAlive()
-            let page = try store.changes(user: user.id, since: anchor, limit: pageSize, filter: filter)
+            let since = anchor
+            let page = try await offload { try store.changes(user: user.id, since: since, limit: pageSize, filter: filter) }
             // An empty first page still answers, so the client learns the anchor it is at.
             if page.anchor == anchor, anchor != request.sinceAnchor { return }
             try await response.send(
@@ -180,9 +221,11 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         let unit = try HealthProto.unit(request.unit)
         var cursor: CSVCursor?
         var first = true
+        let store = self.store
         repeat {
             try context.checkAlive()
-            let page = try store.csvPage(type: type, user: user.id, unit: unit, from: request.fromMs, to: request.toMs, after: cursor)
+            let after = cursor
+            let page = try await offload { try store.csvPage(type: type, user: user.id, unit: unit, from: request.fromMs, to: request.toMs, after: after) }
             try await response.send(HealthV1.ExportCSVChunk(text: (first ? HealthStore.csvHeader : "") + page.text))
             first = false
             cursor = page.next

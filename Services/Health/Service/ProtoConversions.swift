@@ -73,7 +73,7 @@ public enum HealthProto {
             conflicts: try result.conflicts.map { conflict throws(HealthError) in
                 HealthV1.Conflict(stored: try message(conflict.stored), rejected: try message(conflict.rejected))
             },
-            anchor: result.anchor)
+            anchor: result.anchor, conflictsOmitted: Int64(result.conflictsOmitted))
     }
 
     public static func types(_ names: [String]) throws(HealthError) -> [HealthType] {

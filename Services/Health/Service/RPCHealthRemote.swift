@@ -6,9 +6,7 @@ import ServiceAPI
 
 /// The server as a device's sync sees it, over the typed client: what the gateway plugs into `HealthSync`.
 /// Every call carries the user's token.
-///
-/// A push sends its batches one call each, each committed on the server with the device's anchor; once
-/// main's generator takes client streaming this becomes one client-streaming call, with the same messages.
+/// Pushes are one client stream of batches, pulls one server stream of pages.
 public struct RPCHealthRemote: HealthRemote {
     public let client: HealthV1.Health.Client
     public let options: CallOptions
@@ -22,21 +20,22 @@ public struct RPCHealthRemote: HealthRemote {
         try await client.getPushCursor(HealthV1.GetPushCursorRequest(deviceID: device, scope: scope), options: options).anchor
     }
 
+    /// One client-streaming call; each batch is encoded as the device's writer reaches it, and `send`
+    /// waits while the server is a window behind, so a million samples are never all in memory.
     public func push(
         device: String, scope: String, batches: @escaping @Sendable (PushWriter) async throws -> Void
     ) async throws -> WriteResult {
-        let total = Totals()
-        let client = self.client, options = self.options
-        try await batches(
-            PushWriter { batch in
-                let request = HealthV1.PushRequest(
-                    deviceID: device, scope: scope,
-                    samples: try batch.changes.samples.map { sample throws(HealthError) in try HealthProto.message(sample) },
-                    deletions: batch.changes.deletions.map(HealthProto.message), throughAnchor: batch.through)
-                let response = try await client.push(request, options: options)
-                total.merge(try HealthProto.result(response.summary ?? HealthV1.WriteSummary()))
-            })
-        return total.value
+        let response = try await client.push(options: options) { writer in
+            try await batches(
+                PushWriter { batch in
+                    try await writer.send(
+                        HealthV1.PushRequest(
+                            deviceID: device, scope: scope,
+                            samples: try batch.changes.samples.map { sample throws(HealthError) in try HealthProto.message(sample) },
+                            deletions: batch.changes.deletions.map(HealthProto.message), throughAnchor: batch.through))
+                })
+        }
+        return try HealthProto.result(response.summary ?? HealthV1.WriteSummary())
     }
 
     public func pull(
@@ -65,6 +64,7 @@ extension HealthProto {
         result.deleted = Int(summary.deleted)
         result.duplicateDeletions = Int(summary.duplicateDeletions)
         result.anchor = summary.anchor
+        result.conflictsOmitted = Int(summary.conflictsOmitted)
         for conflict in summary.conflicts {
             guard let stored = conflict.stored, let rejected = conflict.rejected else { continue }
             result.conflicts.append(
@@ -72,12 +72,4 @@ extension HealthProto {
         }
         return result
     }
-}
-
-/// Counts shared with the `@Sendable` closures of a push.
-final class Totals: @unchecked Sendable {
-    private let lock = NSLock()
-    private var result = WriteResult()
-    var value: WriteResult { lock.withLock { result } }
-    func merge(_ other: WriteResult) { lock.withLock { result.merge(other) } }
 }

@@ -211,9 +211,12 @@ extension HealthV1 {
         public var deleted: Int64 = 0
         /// Deletions of UUIDs already deleted (or, in a push, never seen: a tombstone is kept for them).
         public var duplicateDeletions: Int64 = 0
+        /// The first 1,000 conflicts; `conflicts_omitted` counts the rest (a push of a million samples
+        /// answers in one message).
         public var conflicts: [HealthV1.Conflict] = []
         /// The user's change-log anchor after the write.
         public var anchor: Int64 = 0
+        public var conflictsOmitted: Int64 = 0
 
         /// A message with every field at its default.
         public init() {}
@@ -226,7 +229,8 @@ extension HealthV1 {
             deleted: Int64 = 0,
             duplicateDeletions: Int64 = 0,
             conflicts: [HealthV1.Conflict] = [],
-            anchor: Int64 = 0
+            anchor: Int64 = 0,
+            conflictsOmitted: Int64 = 0
         ) {
             self.added = added
             self.duplicates = duplicates
@@ -235,6 +239,7 @@ extension HealthV1 {
             self.duplicateDeletions = duplicateDeletions
             self.conflicts = conflicts
             self.anchor = anchor
+            self.conflictsOmitted = conflictsOmitted
         }
     }
 
@@ -654,7 +659,7 @@ extension HealthV1 {
     }
 
     /// One batch of a device's push: its new samples and deletions since the previous batch, and the device's
-    /// own anchor they reach. The server commits the batch and `through_anchor` as the device's push cursor in
+    /// own anchor they reach. Every batch of one push names the same device and scope. The server commits the batch and `through_anchor` as the device's push cursor in
     /// one transaction, so a push cut off anywhere resumes from GetPushCursor without loss or duplicates.
     public struct PushRequest: Sendable, Equatable {
         public var deviceID: String = ""
@@ -844,12 +849,11 @@ extension HealthV1 {
         public static let getPushCursor = ProtoMethod<HealthV1.GetPushCursorRequest, HealthV1.GetPushCursorResponse>(
             path: "/menagerie.health.v1.Health/GetPushCursor", serverStreaming: false, idempotent: true)
 
-        /// A device's push. Meant as a client stream of batches (`rpc Push(stream PushRequest)`), each committed
-        /// as it arrives; main's generator does not take client streaming yet, so until the platform's streaming
-        /// lands it is one batch per call, which commits and resumes exactly the same way. Switching is this one
-        /// word plus Proto/generate.sh; the messages stay.
+        /// A device's push: a client stream of batches, each committed with its anchor as it arrives (flow control
+        /// holds the device's writer while the server is behind, so neither side holds more than a window of
+        /// batches). A bad batch ends the call with its status; the batches before it stay committed.
         public static let push = ProtoMethod<HealthV1.PushRequest, HealthV1.PushResponse>(
-            path: "/menagerie.health.v1.Health/Push", serverStreaming: false, idempotent: true)
+            path: "/menagerie.health.v1.Health/Push", clientStreaming: true, serverStreaming: false, idempotent: false)
 
         /// The caller's changes after an anchor, page by page.
         public static let pull = ProtoMethod<HealthV1.PullRequest, HealthV1.PullResponse>(
@@ -994,6 +998,7 @@ extension HealthV1.WriteSummary: ProtoMessage, ProtobufCBridged {
         duplicateDeletions = reader.value(5)
         conflicts = reader.repeated(6)
         anchor = reader.value(7)
+        conflictsOmitted = reader.value(8)
     }
 
     func write(to writer: ProtoWriter) {
@@ -1004,6 +1009,7 @@ extension HealthV1.WriteSummary: ProtoMessage, ProtobufCBridged {
         writer.set(5, duplicateDeletions)
         writer.set(6, conflicts)
         writer.set(7, anchor)
+        writer.set(8, conflictsOmitted)
     }
 }
 

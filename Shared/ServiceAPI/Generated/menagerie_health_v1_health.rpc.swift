@@ -32,11 +32,10 @@ extension HealthV1.Health {
 
         func getPushCursor(request: HealthV1.GetPushCursorRequest, context: ServerContext) async throws -> HealthV1.GetPushCursorResponse
 
-        /// A device's push. Meant as a client stream of batches (`rpc Push(stream PushRequest)`), each committed
-        /// as it arrives; main's generator does not take client streaming yet, so until the platform's streaming
-        /// lands it is one batch per call, which commits and resumes exactly the same way. Switching is this one
-        /// word plus Proto/generate.sh; the messages stay.
-        func push(request: HealthV1.PushRequest, context: ServerContext) async throws -> HealthV1.PushResponse
+        /// A device's push: a client stream of batches, each committed with its anchor as it arrives (flow control
+        /// holds the device's writer while the server is behind, so neither side holds more than a window of
+        /// batches). A bad batch ends the call with its status; the batches before it stay committed.
+        func push(requests: RequestStream<HealthV1.PushRequest>, context: ServerContext) async throws -> HealthV1.PushResponse
 
         /// The caller's changes after an anchor, page by page.
         func pull(request: HealthV1.PullRequest, response: ResponseWriter<HealthV1.PullResponse>, context: ServerContext) async throws
@@ -99,12 +98,14 @@ extension HealthV1.Health {
             try await rpcClient.unary(HealthV1.Health.getPushCursor, request, options: options)
         }
 
-        /// A device's push. Meant as a client stream of batches (`rpc Push(stream PushRequest)`), each committed
-        /// as it arrives; main's generator does not take client streaming yet, so until the platform's streaming
-        /// lands it is one batch per call, which commits and resumes exactly the same way. Switching is this one
-        /// word plus Proto/generate.sh; the messages stay.
-        public func push(_ request: HealthV1.PushRequest, options: CallOptions = CallOptions()) async throws -> HealthV1.PushResponse {
-            try await rpcClient.unary(HealthV1.Health.push, request, options: options)
+        /// A device's push: a client stream of batches, each committed with its anchor as it arrives (flow control
+        /// holds the device's writer while the server is behind, so neither side holds more than a window of
+        /// batches). A bad batch ends the call with its status; the batches before it stay committed.
+        public func push(
+            options: CallOptions = CallOptions(),
+            requests: @escaping @Sendable (RequestWriter<HealthV1.PushRequest>) async throws -> Void
+        ) async throws -> HealthV1.PushResponse {
+            try await rpcClient.clientStreaming(HealthV1.Health.push, options: options, requests: requests)
         }
 
         /// The caller's changes after an anchor, page by page.
@@ -152,8 +153,8 @@ extension HealthV1.Health.ServiceProtocol {
         router.unary(HealthV1.Health.getPushCursor) { request, context in
             try await self.getPushCursor(request: request, context: context)
         }
-        router.unary(HealthV1.Health.push) { request, context in
-            try await self.push(request: request, context: context)
+        router.clientStreaming(HealthV1.Health.push) { requests, context in
+            try await self.push(requests: requests, context: context)
         }
         router.serverStreaming(HealthV1.Health.pull) { request, response, context in
             try await self.pull(request: request, response: response, context: context)

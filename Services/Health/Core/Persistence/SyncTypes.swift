@@ -70,7 +70,13 @@ public struct WriteResult: Sendable, Hashable {
     public var deleted = 0
     /// Deletions of samples that were already deleted (or never known, for a sync's deletions).
     public var duplicateDeletions = 0
+    /// The first `conflictListLimit` conflicts met; `conflictsOmitted` counts the rest, so the result of a
+    /// push of a million conflicting samples stays small.
     public var conflicts: [SampleConflict] = []
+    public var conflictsOmitted = 0
+    /// Every conflict met, listed or not.
+    public var conflictCount: Int { conflicts.count + conflictsOmitted }
+    public static let conflictListLimit = 1_000
     /// The user's change-log anchor after the write.
     public var anchor: Int64 = 0
 
@@ -83,7 +89,9 @@ public struct WriteResult: Sendable, Hashable {
         alreadyDeleted += other.alreadyDeleted
         deleted += other.deleted
         duplicateDeletions += other.duplicateDeletions
-        conflicts += other.conflicts
+        let room = max(0, Self.conflictListLimit - conflicts.count)
+        conflicts += other.conflicts.prefix(room)
+        conflictsOmitted += other.conflictsOmitted + max(0, other.conflicts.count - room)
         anchor = max(anchor, other.anchor)
     }
 }

@@ -47,6 +47,8 @@ public struct SyncReport: Sendable, Hashable {
 
     /// Every conflict met, both ways: the version kept and the one refused or replaced.
     public var conflicts: [SampleConflict] { pushed.conflicts + pulled.conflicts }
+    /// Every conflict met, counting those beyond the listed ones.
+    public var conflictCount: Int { pushed.conflictCount + pulled.conflictCount }
     public init() {}
 }
 

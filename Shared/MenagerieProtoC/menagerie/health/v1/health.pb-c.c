@@ -1768,7 +1768,7 @@ const ProtobufCMessageDescriptor menagerie__health__v1__conflict__descriptor =
   (ProtobufCMessageInit) menagerie__health__v1__conflict__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__health__v1__write_summary__field_descriptors[7] =
+static const ProtobufCFieldDescriptor menagerie__health__v1__write_summary__field_descriptors[8] =
 {
   {
     "added",
@@ -1854,12 +1854,25 @@ static const ProtobufCFieldDescriptor menagerie__health__v1__write_summary__fiel
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "conflicts_omitted",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__WriteSummary, conflicts_omitted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__health__v1__write_summary__field_indices_by_name[] = {
   0,   /* field[0] = added */
   2,   /* field[2] = already_deleted */
   6,   /* field[6] = anchor */
   5,   /* field[5] = conflicts */
+  7,   /* field[7] = conflicts_omitted */
   3,   /* field[3] = deleted */
   4,   /* field[4] = duplicate_deletions */
   1,   /* field[1] = duplicates */
@@ -1867,7 +1880,7 @@ static const unsigned menagerie__health__v1__write_summary__field_indices_by_nam
 static const ProtobufCIntRange menagerie__health__v1__write_summary__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor menagerie__health__v1__write_summary__descriptor =
 {
@@ -1877,7 +1890,7 @@ const ProtobufCMessageDescriptor menagerie__health__v1__write_summary__descripto
   "Menagerie__Health__V1__WriteSummary",
   "menagerie.health.v1",
   sizeof(Menagerie__Health__V1__WriteSummary),
-  7,
+  8,
   menagerie__health__v1__write_summary__field_descriptors,
   menagerie__health__v1__write_summary__field_indices_by_name,
   1,  menagerie__health__v1__write_summary__number_ranges,

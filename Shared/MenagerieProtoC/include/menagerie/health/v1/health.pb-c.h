@@ -230,16 +230,21 @@ struct  Menagerie__Health__V1__WriteSummary
    * Deletions of UUIDs already deleted (or, in a push, never seen: a tombstone is kept for them).
    */
   int64_t duplicate_deletions;
+  /*
+   * The first 1,000 conflicts; `conflicts_omitted` counts the rest (a push of a million samples
+   * answers in one message).
+   */
   size_t n_conflicts;
   Menagerie__Health__V1__Conflict **conflicts;
   /*
    * The user's change-log anchor after the write.
    */
   int64_t anchor;
+  int64_t conflicts_omitted;
 };
 #define MENAGERIE__HEALTH__V1__WRITE_SUMMARY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__write_summary__descriptor) \
-    , 0, 0, 0, 0, 0, 0,NULL, 0 }
+    , 0, 0, 0, 0, 0, 0,NULL, 0, 0 }
 
 
 struct  Menagerie__Health__V1__CreateUserRequest
@@ -665,7 +670,7 @@ struct  Menagerie__Health__V1__GetPushCursorResponse
 
 /*
  * One batch of a device's push: its new samples and deletions since the previous batch, and the device's
- * own anchor they reach. The server commits the batch and `through_anchor` as the device's push cursor in
+ * own anchor they reach. Every batch of one push names the same device and scope. The server commits the batch and `through_anchor` as the device's push cursor in
  * one transaction, so a push cut off anywhere resumes from GetPushCursor without loss or duplicates.
  */
 struct  Menagerie__Health__V1__PushRequest
