@@ -21,7 +21,7 @@ public struct HealthCommands: AsyncParsableCommand {
             2026-05-01 / 2026-05-01T09:00 in --tz.
             """,
         subcommands: [
-            HealthUser.self, HealthLogin.self, HealthAdd.self, HealthList.self, HealthStats.self, HealthDelete.self,
+            HealthUser.self, HealthToken.self, HealthAccount.self, HealthLogin.self, HealthAdd.self, HealthList.self, HealthStats.self, HealthDelete.self,
             HealthSyncCommand.self, HealthImport.self, HealthExport.self,
         ])
 
@@ -97,19 +97,26 @@ struct HealthOptions: ParsableArguments {
 
 extension GlobalOptions {
     /// Runs `body` with a typed client of the health service; failures print their status and exit with its code.
+    /// The device store's errors (a sync writes to it between calls) exit with their status too.
     func withHealth(_ body: (HealthV1.Health.Client) async throws -> Void) async throws {
-        try await withClient(for: "health", HealthV1.Health.Client.init(wrapping:), body)
+        try await withClient(for: "health", HealthV1.Health.Client.init(wrapping:)) { client in
+            try await asStatus { try await body(client) }
+        }
     }
 }
 
 /// Runs `body` on the device's store; a domain error prints its status and exits with its code, as calls do.
 func locally(_ body: () async throws -> Void) async throws {
-    try await reportingFailures {
-        do {
-            try await body()
-        } catch let error as HealthError {
-            throw error.rpcError
-        }
+    try await reportingFailures { try await asStatus(body) }
+}
+
+/// Rethrows a domain error (a bad time on the command line, a sample the device's store refuses) as its
+/// RPC status, so every failure of a health command prints a status and exits with its code.
+func asStatus(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as HealthError {
+        throw error.rpcError
     }
 }
 

@@ -27,6 +27,56 @@ struct HealthUser: AsyncParsableCommand {
     }
 }
 
+/// `gateway health token issue|revoke`: a further token for another device, and revoking one.
+struct HealthToken: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token", abstract: "Issue or revoke tokens of the user the token belongs to.", subcommands: [Issue.self, Revoke.self])
+
+    struct Issue: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "issue", abstract: "Print a further token (for another device).")
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var health: HealthOptions
+
+        func run() async throws {
+            try await global.withHealth { client in
+                let reply = try await client.issueToken(.init(), options: try health.callOptions(global))
+                try global.render(json: { ["token": reply.token] }, text: { print(reply.token) })
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "revoke", abstract: "Revoke a token of the same user (default: the one the call carries).")
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var health: HealthOptions
+        @Argument(help: "The token to revoke.") var revoked: String?
+
+        func run() async throws {
+            try await global.withHealth { client in
+                _ = try await client.revokeToken(.init(token: revoked ?? ""), options: try health.callOptions(global))
+                print("revoked")
+            }
+        }
+    }
+}
+
+/// `gateway health account`: whose token it is, the change-log anchor and the sample count on the server.
+struct HealthAccount: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "account", abstract: "Show the token's user, anchor and sample count.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var health: HealthOptions
+
+    func run() async throws {
+        try await global.withHealth { client in
+            let account = try await client.getAccount(.init(), options: try health.callOptions(global))
+            try global.render(
+                json: { ["name": account.name, "anchor": account.anchor, "samples": account.sampleCount] },
+                text: { print("\(account.name): \(account.sampleCount) samples, anchor \(account.anchor)") })
+        }
+    }
+}
+
 /// `gateway health login TOKEN`: checks the token and remembers it for later commands.
 struct HealthLogin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "login", abstract: "Check a token and remember it.")
@@ -59,7 +109,9 @@ struct HealthAdd: AsyncParsableCommand {
     @Option(help: "The recording device or app.") var source = "gateway"
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
-    func run() async throws {
+    func run() async throws { try await reportingFailures { try await asStatus(body) } }
+
+    func body() async throws {
         let startMs = try health.instant(start), endMs = try end.map(health.instant) ?? startMs
         let number = Double(value) ?? SleepValue(name: value).map { Double($0.rawValue) }
         guard let number else { throw ValidationError("\"\(value)\" is neither a number nor a sleep value") }
@@ -92,7 +144,9 @@ struct HealthList: AsyncParsableCommand {
     @Option(help: "At most this many (1–10000).") var limit: UInt32 = 1000
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
-    func run() async throws {
+    func run() async throws { try await reportingFailures { try await asStatus(body) } }
+
+    func body() async throws {
         let request = HealthV1.QuerySamplesRequest(
             types: [type], fromMs: try from.map(health.instant), toMs: try to.map(health.instant), limit: limit, unit: unit ?? "")
         var samples: [HealthV1.Sample] = []
@@ -131,7 +185,9 @@ struct HealthStats: AsyncParsableCommand {
     @Option(help: "Source priority for de-duplicating overlapping sources (repeatable, first wins).") var prefer: [String] = []
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
-    func run() async throws {
+    func run() async throws { try await reportingFailures { try await asStatus(body) } }
+
+    func body() async throws {
         let zone = try health.timeZone()
         let interval: StatisticsInterval? = try period.map {
             guard let interval = StatisticsInterval(rawValue: $0) else { throw ValidationError("--period is hour, day, week or month") }
@@ -229,7 +285,9 @@ struct HealthSyncCommand: AsyncParsableCommand {
     @Option var from: String?
     @Option var to: String?
 
-    func run() async throws {
+    func run() async throws { try await reportingFailures { try await asStatus(body) } }
+
+    func body() async throws {
         let store = try health.openStore()
         let token = try health.resolvedToken()
         let filter = try HealthProto.filter(types: type, from: try from.map(health.instant), to: try to.map(health.instant))
