@@ -77,8 +77,19 @@ let package = Package(
         .executableTarget(
             name: "ocr", dependencies: ["OCRCore", "OCRService", "TextRecognition", "ServiceKit", "Jobs", "JobsService"],
             path: "Services/OCR/App"),
-        .executableTarget(name: "health", dependencies: ["ServiceKit"], path: "Services/Health/App"),
+        .target(name: "HealthCore", dependencies: ["Storage"], path: "Services/Health/Core"),
+        .target(
+            name: "HealthService", dependencies: ["HealthCore", "RPC", "Schema", "ServiceAPI", "WorkLane"], path: "Services/Health/Service"),
+        .executableTarget(
+            name: "health", dependencies: ["HealthCore", "HealthService", "ServiceKit", "Base"], path: "Services/Health/App"),
         .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),
+        .target(
+            name: "HealthCLI",
+            dependencies: [
+                "HealthCore", "HealthService", "GatewayKit", "RPC", "Schema", "ServiceAPI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Services/Health/CLI"),
         .target(
             name: "ZooCLI",
             dependencies: [
@@ -103,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "gateway",
             dependencies: [
-                "GatewayKit", "ZooCLI", "OCRCLI", "RPC", "Transport", "Schema", "ServiceAPI",
+                "GatewayKit", "ZooCLI", "OCRCLI", "HealthCLI", "RPC", "Transport", "Schema", "ServiceAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/Gateway/App"),
@@ -113,7 +124,7 @@ let package = Package(
             name: "menagerie-bench",
             dependencies: [
                 "RPC", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService", "RPCTesting", "OCRCore", "OCRService", "OCRTestSupport",
-                "TextRecognition", "WorkLane", "ServiceAPI",
+                "TextRecognition", "WorkLane", "ServiceAPI", "HealthCore", "HealthService",
             ],
             path: "Tests/Benchmarks"),
 
@@ -147,6 +158,10 @@ let package = Package(
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RPC", "Schema", "Storage", "WorkLane", "Transport", "TestSupport", "RPCTesting"], path: "Tests/ServiceKitTests"),
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "Transport", "Schema"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
+        .testTarget(name: "HealthCoreTests", dependencies: ["HealthCore", "Storage"], path: "Tests/HealthCoreTests"),
+        .testTarget(
+            name: "HealthServiceTests", dependencies: ["HealthCore", "HealthService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "RPCTesting"],
+            path: "Tests/HealthServiceTests"),
         .testTarget(name: "ZooCoreTests", dependencies: ["ZooCore", "Storage"], path: "Tests/ZooCoreTests"),
         .testTarget(
             name: "ZooServiceTests",

@@ -1,6 +1,6 @@
 // menagerie-bench: prints throughput and latency figures (no pass/fail; goals are printed beside
-// the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [ocr] [--seconds S]
-// [--rounds N] [--sizes 64,65536] [--callers 1,16,64] [--no-floor] [--no-grpc]
+// the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [ocr] [health] [--seconds S]
+// [--rounds N] [--sizes 64,65536] [--callers 1,16,64] [--no-floor] [--no-grpc] [--health-records N]
 import Foundation
 import RPC
 import Schema
@@ -37,4 +37,7 @@ if suites.isEmpty || suites.contains("zoo") {
 }
 if suites.isEmpty || suites.contains("ocr") {
     try await OCRBenchmark(rounds: max(1, option("ocr-rounds").flatMap(Int.init) ?? 2)).run()
+}
+if suites.isEmpty || suites.contains("health") {
+    try await HealthBenchmark(samples: option("health-records").flatMap(Int.init) ?? 1_000_000).run()
 }

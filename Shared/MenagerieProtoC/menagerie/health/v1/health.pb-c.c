@@ -7,3 +7,3665 @@
 #endif
 
 #include "menagerie/health/v1/health.pb-c.h"
+void   menagerie__health__v1__metadata_entry__init
+                     (Menagerie__Health__V1__MetadataEntry         *message)
+{
+  static const Menagerie__Health__V1__MetadataEntry init_value = MENAGERIE__HEALTH__V1__METADATA_ENTRY__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__metadata_entry__get_packed_size
+                     (const Menagerie__Health__V1__MetadataEntry *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__metadata_entry__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__metadata_entry__pack
+                     (const Menagerie__Health__V1__MetadataEntry *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__metadata_entry__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__metadata_entry__pack_to_buffer
+                     (const Menagerie__Health__V1__MetadataEntry *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__metadata_entry__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__MetadataEntry *
+       menagerie__health__v1__metadata_entry__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__MetadataEntry *)
+     protobuf_c_message_unpack (&menagerie__health__v1__metadata_entry__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__metadata_entry__free_unpacked
+                     (Menagerie__Health__V1__MetadataEntry *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__metadata_entry__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__sample__init
+                     (Menagerie__Health__V1__Sample         *message)
+{
+  static const Menagerie__Health__V1__Sample init_value = MENAGERIE__HEALTH__V1__SAMPLE__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__sample__get_packed_size
+                     (const Menagerie__Health__V1__Sample *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__sample__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__sample__pack
+                     (const Menagerie__Health__V1__Sample *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__sample__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__sample__pack_to_buffer
+                     (const Menagerie__Health__V1__Sample *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__sample__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__Sample *
+       menagerie__health__v1__sample__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__Sample *)
+     protobuf_c_message_unpack (&menagerie__health__v1__sample__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__sample__free_unpacked
+                     (Menagerie__Health__V1__Sample *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__sample__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__deletion__init
+                     (Menagerie__Health__V1__Deletion         *message)
+{
+  static const Menagerie__Health__V1__Deletion init_value = MENAGERIE__HEALTH__V1__DELETION__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__deletion__get_packed_size
+                     (const Menagerie__Health__V1__Deletion *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__deletion__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__deletion__pack
+                     (const Menagerie__Health__V1__Deletion *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__deletion__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__deletion__pack_to_buffer
+                     (const Menagerie__Health__V1__Deletion *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__deletion__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__Deletion *
+       menagerie__health__v1__deletion__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__Deletion *)
+     protobuf_c_message_unpack (&menagerie__health__v1__deletion__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__deletion__free_unpacked
+                     (Menagerie__Health__V1__Deletion *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__deletion__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__conflict__init
+                     (Menagerie__Health__V1__Conflict         *message)
+{
+  static const Menagerie__Health__V1__Conflict init_value = MENAGERIE__HEALTH__V1__CONFLICT__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__conflict__get_packed_size
+                     (const Menagerie__Health__V1__Conflict *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__conflict__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__conflict__pack
+                     (const Menagerie__Health__V1__Conflict *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__conflict__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__conflict__pack_to_buffer
+                     (const Menagerie__Health__V1__Conflict *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__conflict__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__Conflict *
+       menagerie__health__v1__conflict__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__Conflict *)
+     protobuf_c_message_unpack (&menagerie__health__v1__conflict__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__conflict__free_unpacked
+                     (Menagerie__Health__V1__Conflict *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__conflict__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__write_summary__init
+                     (Menagerie__Health__V1__WriteSummary         *message)
+{
+  static const Menagerie__Health__V1__WriteSummary init_value = MENAGERIE__HEALTH__V1__WRITE_SUMMARY__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__write_summary__get_packed_size
+                     (const Menagerie__Health__V1__WriteSummary *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__write_summary__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__write_summary__pack
+                     (const Menagerie__Health__V1__WriteSummary *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__write_summary__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__write_summary__pack_to_buffer
+                     (const Menagerie__Health__V1__WriteSummary *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__write_summary__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__WriteSummary *
+       menagerie__health__v1__write_summary__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__WriteSummary *)
+     protobuf_c_message_unpack (&menagerie__health__v1__write_summary__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__write_summary__free_unpacked
+                     (Menagerie__Health__V1__WriteSummary *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__write_summary__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__create_user_request__init
+                     (Menagerie__Health__V1__CreateUserRequest         *message)
+{
+  static const Menagerie__Health__V1__CreateUserRequest init_value = MENAGERIE__HEALTH__V1__CREATE_USER_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__create_user_request__get_packed_size
+                     (const Menagerie__Health__V1__CreateUserRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__create_user_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__create_user_request__pack
+                     (const Menagerie__Health__V1__CreateUserRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__create_user_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__create_user_request__pack_to_buffer
+                     (const Menagerie__Health__V1__CreateUserRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__create_user_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__CreateUserRequest *
+       menagerie__health__v1__create_user_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__CreateUserRequest *)
+     protobuf_c_message_unpack (&menagerie__health__v1__create_user_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__create_user_request__free_unpacked
+                     (Menagerie__Health__V1__CreateUserRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__create_user_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__create_user_response__init
+                     (Menagerie__Health__V1__CreateUserResponse         *message)
+{
+  static const Menagerie__Health__V1__CreateUserResponse init_value = MENAGERIE__HEALTH__V1__CREATE_USER_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__create_user_response__get_packed_size
+                     (const Menagerie__Health__V1__CreateUserResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__create_user_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__create_user_response__pack
+                     (const Menagerie__Health__V1__CreateUserResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__create_user_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__create_user_response__pack_to_buffer
+                     (const Menagerie__Health__V1__CreateUserResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__create_user_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__CreateUserResponse *
+       menagerie__health__v1__create_user_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__CreateUserResponse *)
+     protobuf_c_message_unpack (&menagerie__health__v1__create_user_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__create_user_response__free_unpacked
+                     (Menagerie__Health__V1__CreateUserResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__create_user_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__issue_token_request__init
+                     (Menagerie__Health__V1__IssueTokenRequest         *message)
+{
+  static const Menagerie__Health__V1__IssueTokenRequest init_value = MENAGERIE__HEALTH__V1__ISSUE_TOKEN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__issue_token_request__get_packed_size
+                     (const Menagerie__Health__V1__IssueTokenRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__issue_token_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__issue_token_request__pack
+                     (const Menagerie__Health__V1__IssueTokenRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__issue_token_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__issue_token_request__pack_to_buffer
+                     (const Menagerie__Health__V1__IssueTokenRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__issue_token_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__IssueTokenRequest *
+       menagerie__health__v1__issue_token_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__IssueTokenRequest *)
+     protobuf_c_message_unpack (&menagerie__health__v1__issue_token_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__issue_token_request__free_unpacked
+                     (Menagerie__Health__V1__IssueTokenRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__issue_token_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__issue_token_response__init
+                     (Menagerie__Health__V1__IssueTokenResponse         *message)
+{
+  static const Menagerie__Health__V1__IssueTokenResponse init_value = MENAGERIE__HEALTH__V1__ISSUE_TOKEN_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__issue_token_response__get_packed_size
+                     (const Menagerie__Health__V1__IssueTokenResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__issue_token_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__issue_token_response__pack
+                     (const Menagerie__Health__V1__IssueTokenResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__issue_token_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__issue_token_response__pack_to_buffer
+                     (const Menagerie__Health__V1__IssueTokenResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__issue_token_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__IssueTokenResponse *
+       menagerie__health__v1__issue_token_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__IssueTokenResponse *)
+     protobuf_c_message_unpack (&menagerie__health__v1__issue_token_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__issue_token_response__free_unpacked
+                     (Menagerie__Health__V1__IssueTokenResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__issue_token_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__revoke_token_request__init
+                     (Menagerie__Health__V1__RevokeTokenRequest         *message)
+{
+  static const Menagerie__Health__V1__RevokeTokenRequest init_value = MENAGERIE__HEALTH__V1__REVOKE_TOKEN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__revoke_token_request__get_packed_size
+                     (const Menagerie__Health__V1__RevokeTokenRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__revoke_token_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__revoke_token_request__pack
+                     (const Menagerie__Health__V1__RevokeTokenRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__revoke_token_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__revoke_token_request__pack_to_buffer
+                     (const Menagerie__Health__V1__RevokeTokenRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__revoke_token_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__RevokeTokenRequest *
+       menagerie__health__v1__revoke_token_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__RevokeTokenRequest *)
+     protobuf_c_message_unpack (&menagerie__health__v1__revoke_token_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__revoke_token_request__free_unpacked
+                     (Menagerie__Health__V1__RevokeTokenRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__revoke_token_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__revoke_token_response__init
+                     (Menagerie__Health__V1__RevokeTokenResponse         *message)
+{
+  static const Menagerie__Health__V1__RevokeTokenResponse init_value = MENAGERIE__HEALTH__V1__REVOKE_TOKEN_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__revoke_token_response__get_packed_size
+                     (const Menagerie__Health__V1__RevokeTokenResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__revoke_token_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__revoke_token_response__pack
+                     (const Menagerie__Health__V1__RevokeTokenResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__revoke_token_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__revoke_token_response__pack_to_buffer
+                     (const Menagerie__Health__V1__RevokeTokenResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__revoke_token_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__RevokeTokenResponse *
+       menagerie__health__v1__revoke_token_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__RevokeTokenResponse *)
+     protobuf_c_message_unpack (&menagerie__health__v1__revoke_token_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__revoke_token_response__free_unpacked
+                     (Menagerie__Health__V1__RevokeTokenResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__revoke_token_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__get_account_request__init
+                     (Menagerie__Health__V1__GetAccountRequest         *message)
+{
+  static const Menagerie__Health__V1__GetAccountRequest init_value = MENAGERIE__HEALTH__V1__GET_ACCOUNT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__get_account_request__get_packed_size
+                     (const Menagerie__Health__V1__GetAccountRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_account_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__get_account_request__pack
+                     (const Menagerie__Health__V1__GetAccountRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_account_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__get_account_request__pack_to_buffer
+                     (const Menagerie__Health__V1__GetAccountRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_account_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__GetAccountRequest *
+       menagerie__health__v1__get_account_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__GetAccountRequest *)
+     protobuf_c_message_unpack (&menagerie__health__v1__get_account_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__get_account_request__free_unpacked
+                     (Menagerie__Health__V1__GetAccountRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__get_account_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__get_account_response__init
+                     (Menagerie__Health__V1__GetAccountResponse         *message)
+{
+  static const Menagerie__Health__V1__GetAccountResponse init_value = MENAGERIE__HEALTH__V1__GET_ACCOUNT_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__get_account_response__get_packed_size
+                     (const Menagerie__Health__V1__GetAccountResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_account_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__get_account_response__pack
+                     (const Menagerie__Health__V1__GetAccountResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_account_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__get_account_response__pack_to_buffer
+                     (const Menagerie__Health__V1__GetAccountResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_account_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__GetAccountResponse *
+       menagerie__health__v1__get_account_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__GetAccountResponse *)
+     protobuf_c_message_unpack (&menagerie__health__v1__get_account_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__get_account_response__free_unpacked
+                     (Menagerie__Health__V1__GetAccountResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__get_account_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__add_samples_request__init
+                     (Menagerie__Health__V1__AddSamplesRequest         *message)
+{
+  static const Menagerie__Health__V1__AddSamplesRequest init_value = MENAGERIE__HEALTH__V1__ADD_SAMPLES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__add_samples_request__get_packed_size
+                     (const Menagerie__Health__V1__AddSamplesRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__add_samples_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__add_samples_request__pack
+                     (const Menagerie__Health__V1__AddSamplesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__add_samples_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__add_samples_request__pack_to_buffer
+                     (const Menagerie__Health__V1__AddSamplesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__add_samples_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__AddSamplesRequest *
+       menagerie__health__v1__add_samples_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__AddSamplesRequest *)
+     protobuf_c_message_unpack (&menagerie__health__v1__add_samples_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__add_samples_request__free_unpacked
+                     (Menagerie__Health__V1__AddSamplesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__add_samples_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__add_samples_response__init
+                     (Menagerie__Health__V1__AddSamplesResponse         *message)
+{
+  static const Menagerie__Health__V1__AddSamplesResponse init_value = MENAGERIE__HEALTH__V1__ADD_SAMPLES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__add_samples_response__get_packed_size
+                     (const Menagerie__Health__V1__AddSamplesResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__add_samples_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__add_samples_response__pack
+                     (const Menagerie__Health__V1__AddSamplesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__add_samples_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__add_samples_response__pack_to_buffer
+                     (const Menagerie__Health__V1__AddSamplesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__add_samples_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__AddSamplesResponse *
+       menagerie__health__v1__add_samples_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__AddSamplesResponse *)
+     protobuf_c_message_unpack (&menagerie__health__v1__add_samples_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__add_samples_response__free_unpacked
+                     (Menagerie__Health__V1__AddSamplesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__add_samples_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__delete_samples_request__init
+                     (Menagerie__Health__V1__DeleteSamplesRequest         *message)
+{
+  static const Menagerie__Health__V1__DeleteSamplesRequest init_value = MENAGERIE__HEALTH__V1__DELETE_SAMPLES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__delete_samples_request__get_packed_size
+                     (const Menagerie__Health__V1__DeleteSamplesRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__delete_samples_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__delete_samples_request__pack
+                     (const Menagerie__Health__V1__DeleteSamplesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__delete_samples_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__delete_samples_request__pack_to_buffer
+                     (const Menagerie__Health__V1__DeleteSamplesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__delete_samples_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__DeleteSamplesRequest *
+       menagerie__health__v1__delete_samples_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__DeleteSamplesRequest *)
+     protobuf_c_message_unpack (&menagerie__health__v1__delete_samples_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__delete_samples_request__free_unpacked
+                     (Menagerie__Health__V1__DeleteSamplesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__delete_samples_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__delete_samples_response__init
+                     (Menagerie__Health__V1__DeleteSamplesResponse         *message)
+{
+  static const Menagerie__Health__V1__DeleteSamplesResponse init_value = MENAGERIE__HEALTH__V1__DELETE_SAMPLES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__delete_samples_response__get_packed_size
+                     (const Menagerie__Health__V1__DeleteSamplesResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__delete_samples_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__delete_samples_response__pack
+                     (const Menagerie__Health__V1__DeleteSamplesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__delete_samples_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__delete_samples_response__pack_to_buffer
+                     (const Menagerie__Health__V1__DeleteSamplesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__delete_samples_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__DeleteSamplesResponse *
+       menagerie__health__v1__delete_samples_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__DeleteSamplesResponse *)
+     protobuf_c_message_unpack (&menagerie__health__v1__delete_samples_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__delete_samples_response__free_unpacked
+                     (Menagerie__Health__V1__DeleteSamplesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__delete_samples_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__get_sample_request__init
+                     (Menagerie__Health__V1__GetSampleRequest         *message)
+{
+  static const Menagerie__Health__V1__GetSampleRequest init_value = MENAGERIE__HEALTH__V1__GET_SAMPLE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__get_sample_request__get_packed_size
+                     (const Menagerie__Health__V1__GetSampleRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_sample_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__get_sample_request__pack
+                     (const Menagerie__Health__V1__GetSampleRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_sample_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__get_sample_request__pack_to_buffer
+                     (const Menagerie__Health__V1__GetSampleRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_sample_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__GetSampleRequest *
+       menagerie__health__v1__get_sample_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__GetSampleRequest *)
+     protobuf_c_message_unpack (&menagerie__health__v1__get_sample_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__get_sample_request__free_unpacked
+                     (Menagerie__Health__V1__GetSampleRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__get_sample_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__get_sample_response__init
+                     (Menagerie__Health__V1__GetSampleResponse         *message)
+{
+  static const Menagerie__Health__V1__GetSampleResponse init_value = MENAGERIE__HEALTH__V1__GET_SAMPLE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__get_sample_response__get_packed_size
+                     (const Menagerie__Health__V1__GetSampleResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_sample_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__get_sample_response__pack
+                     (const Menagerie__Health__V1__GetSampleResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_sample_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__get_sample_response__pack_to_buffer
+                     (const Menagerie__Health__V1__GetSampleResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_sample_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__GetSampleResponse *
+       menagerie__health__v1__get_sample_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__GetSampleResponse *)
+     protobuf_c_message_unpack (&menagerie__health__v1__get_sample_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__get_sample_response__free_unpacked
+                     (Menagerie__Health__V1__GetSampleResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__get_sample_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__query_samples_request__init
+                     (Menagerie__Health__V1__QuerySamplesRequest         *message)
+{
+  static const Menagerie__Health__V1__QuerySamplesRequest init_value = MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__query_samples_request__get_packed_size
+                     (const Menagerie__Health__V1__QuerySamplesRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__query_samples_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__query_samples_request__pack
+                     (const Menagerie__Health__V1__QuerySamplesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__query_samples_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__query_samples_request__pack_to_buffer
+                     (const Menagerie__Health__V1__QuerySamplesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__query_samples_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__QuerySamplesRequest *
+       menagerie__health__v1__query_samples_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__QuerySamplesRequest *)
+     protobuf_c_message_unpack (&menagerie__health__v1__query_samples_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__query_samples_request__free_unpacked
+                     (Menagerie__Health__V1__QuerySamplesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__query_samples_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__query_samples_response__init
+                     (Menagerie__Health__V1__QuerySamplesResponse         *message)
+{
+  static const Menagerie__Health__V1__QuerySamplesResponse init_value = MENAGERIE__HEALTH__V1__QUERY_SAMPLES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__query_samples_response__get_packed_size
+                     (const Menagerie__Health__V1__QuerySamplesResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__query_samples_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__query_samples_response__pack
+                     (const Menagerie__Health__V1__QuerySamplesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__query_samples_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__query_samples_response__pack_to_buffer
+                     (const Menagerie__Health__V1__QuerySamplesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__query_samples_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__QuerySamplesResponse *
+       menagerie__health__v1__query_samples_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__QuerySamplesResponse *)
+     protobuf_c_message_unpack (&menagerie__health__v1__query_samples_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__query_samples_response__free_unpacked
+                     (Menagerie__Health__V1__QuerySamplesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__query_samples_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__get_statistics_request__init
+                     (Menagerie__Health__V1__GetStatisticsRequest         *message)
+{
+  static const Menagerie__Health__V1__GetStatisticsRequest init_value = MENAGERIE__HEALTH__V1__GET_STATISTICS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__get_statistics_request__get_packed_size
+                     (const Menagerie__Health__V1__GetStatisticsRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_statistics_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__get_statistics_request__pack
+                     (const Menagerie__Health__V1__GetStatisticsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_statistics_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__get_statistics_request__pack_to_buffer
+                     (const Menagerie__Health__V1__GetStatisticsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_statistics_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__GetStatisticsRequest *
+       menagerie__health__v1__get_statistics_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__GetStatisticsRequest *)
+     protobuf_c_message_unpack (&menagerie__health__v1__get_statistics_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__get_statistics_request__free_unpacked
+                     (Menagerie__Health__V1__GetStatisticsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__get_statistics_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__statistics_bucket__init
+                     (Menagerie__Health__V1__StatisticsBucket         *message)
+{
+  static const Menagerie__Health__V1__StatisticsBucket init_value = MENAGERIE__HEALTH__V1__STATISTICS_BUCKET__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__statistics_bucket__get_packed_size
+                     (const Menagerie__Health__V1__StatisticsBucket *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__statistics_bucket__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__statistics_bucket__pack
+                     (const Menagerie__Health__V1__StatisticsBucket *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__statistics_bucket__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__statistics_bucket__pack_to_buffer
+                     (const Menagerie__Health__V1__StatisticsBucket *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__statistics_bucket__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__StatisticsBucket *
+       menagerie__health__v1__statistics_bucket__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__StatisticsBucket *)
+     protobuf_c_message_unpack (&menagerie__health__v1__statistics_bucket__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__statistics_bucket__free_unpacked
+                     (Menagerie__Health__V1__StatisticsBucket *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__statistics_bucket__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__get_statistics_response__init
+                     (Menagerie__Health__V1__GetStatisticsResponse         *message)
+{
+  static const Menagerie__Health__V1__GetStatisticsResponse init_value = MENAGERIE__HEALTH__V1__GET_STATISTICS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__get_statistics_response__get_packed_size
+                     (const Menagerie__Health__V1__GetStatisticsResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_statistics_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__get_statistics_response__pack
+                     (const Menagerie__Health__V1__GetStatisticsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_statistics_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__get_statistics_response__pack_to_buffer
+                     (const Menagerie__Health__V1__GetStatisticsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_statistics_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__GetStatisticsResponse *
+       menagerie__health__v1__get_statistics_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__GetStatisticsResponse *)
+     protobuf_c_message_unpack (&menagerie__health__v1__get_statistics_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__get_statistics_response__free_unpacked
+                     (Menagerie__Health__V1__GetStatisticsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__get_statistics_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__get_push_cursor_request__init
+                     (Menagerie__Health__V1__GetPushCursorRequest         *message)
+{
+  static const Menagerie__Health__V1__GetPushCursorRequest init_value = MENAGERIE__HEALTH__V1__GET_PUSH_CURSOR_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__get_push_cursor_request__get_packed_size
+                     (const Menagerie__Health__V1__GetPushCursorRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_push_cursor_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__get_push_cursor_request__pack
+                     (const Menagerie__Health__V1__GetPushCursorRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_push_cursor_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__get_push_cursor_request__pack_to_buffer
+                     (const Menagerie__Health__V1__GetPushCursorRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_push_cursor_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__GetPushCursorRequest *
+       menagerie__health__v1__get_push_cursor_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__GetPushCursorRequest *)
+     protobuf_c_message_unpack (&menagerie__health__v1__get_push_cursor_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__get_push_cursor_request__free_unpacked
+                     (Menagerie__Health__V1__GetPushCursorRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__get_push_cursor_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__get_push_cursor_response__init
+                     (Menagerie__Health__V1__GetPushCursorResponse         *message)
+{
+  static const Menagerie__Health__V1__GetPushCursorResponse init_value = MENAGERIE__HEALTH__V1__GET_PUSH_CURSOR_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__get_push_cursor_response__get_packed_size
+                     (const Menagerie__Health__V1__GetPushCursorResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_push_cursor_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__get_push_cursor_response__pack
+                     (const Menagerie__Health__V1__GetPushCursorResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_push_cursor_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__get_push_cursor_response__pack_to_buffer
+                     (const Menagerie__Health__V1__GetPushCursorResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__get_push_cursor_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__GetPushCursorResponse *
+       menagerie__health__v1__get_push_cursor_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__GetPushCursorResponse *)
+     protobuf_c_message_unpack (&menagerie__health__v1__get_push_cursor_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__get_push_cursor_response__free_unpacked
+                     (Menagerie__Health__V1__GetPushCursorResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__get_push_cursor_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__push_request__init
+                     (Menagerie__Health__V1__PushRequest         *message)
+{
+  static const Menagerie__Health__V1__PushRequest init_value = MENAGERIE__HEALTH__V1__PUSH_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__push_request__get_packed_size
+                     (const Menagerie__Health__V1__PushRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__push_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__push_request__pack
+                     (const Menagerie__Health__V1__PushRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__push_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__push_request__pack_to_buffer
+                     (const Menagerie__Health__V1__PushRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__push_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__PushRequest *
+       menagerie__health__v1__push_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__PushRequest *)
+     protobuf_c_message_unpack (&menagerie__health__v1__push_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__push_request__free_unpacked
+                     (Menagerie__Health__V1__PushRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__push_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__push_response__init
+                     (Menagerie__Health__V1__PushResponse         *message)
+{
+  static const Menagerie__Health__V1__PushResponse init_value = MENAGERIE__HEALTH__V1__PUSH_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__push_response__get_packed_size
+                     (const Menagerie__Health__V1__PushResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__push_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__push_response__pack
+                     (const Menagerie__Health__V1__PushResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__push_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__push_response__pack_to_buffer
+                     (const Menagerie__Health__V1__PushResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__push_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__PushResponse *
+       menagerie__health__v1__push_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__PushResponse *)
+     protobuf_c_message_unpack (&menagerie__health__v1__push_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__push_response__free_unpacked
+                     (Menagerie__Health__V1__PushResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__push_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__pull_request__init
+                     (Menagerie__Health__V1__PullRequest         *message)
+{
+  static const Menagerie__Health__V1__PullRequest init_value = MENAGERIE__HEALTH__V1__PULL_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__pull_request__get_packed_size
+                     (const Menagerie__Health__V1__PullRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__pull_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__pull_request__pack
+                     (const Menagerie__Health__V1__PullRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__pull_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__pull_request__pack_to_buffer
+                     (const Menagerie__Health__V1__PullRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__pull_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__PullRequest *
+       menagerie__health__v1__pull_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__PullRequest *)
+     protobuf_c_message_unpack (&menagerie__health__v1__pull_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__pull_request__free_unpacked
+                     (Menagerie__Health__V1__PullRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__pull_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__pull_response__init
+                     (Menagerie__Health__V1__PullResponse         *message)
+{
+  static const Menagerie__Health__V1__PullResponse init_value = MENAGERIE__HEALTH__V1__PULL_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__pull_response__get_packed_size
+                     (const Menagerie__Health__V1__PullResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__pull_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__pull_response__pack
+                     (const Menagerie__Health__V1__PullResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__pull_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__pull_response__pack_to_buffer
+                     (const Menagerie__Health__V1__PullResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__pull_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__PullResponse *
+       menagerie__health__v1__pull_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__PullResponse *)
+     protobuf_c_message_unpack (&menagerie__health__v1__pull_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__pull_response__free_unpacked
+                     (Menagerie__Health__V1__PullResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__pull_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__export_csvrequest__init
+                     (Menagerie__Health__V1__ExportCSVRequest         *message)
+{
+  static const Menagerie__Health__V1__ExportCSVRequest init_value = MENAGERIE__HEALTH__V1__EXPORT_CSVREQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__export_csvrequest__get_packed_size
+                     (const Menagerie__Health__V1__ExportCSVRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__export_csvrequest__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__export_csvrequest__pack
+                     (const Menagerie__Health__V1__ExportCSVRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__export_csvrequest__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__export_csvrequest__pack_to_buffer
+                     (const Menagerie__Health__V1__ExportCSVRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__export_csvrequest__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__ExportCSVRequest *
+       menagerie__health__v1__export_csvrequest__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__ExportCSVRequest *)
+     protobuf_c_message_unpack (&menagerie__health__v1__export_csvrequest__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__export_csvrequest__free_unpacked
+                     (Menagerie__Health__V1__ExportCSVRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__export_csvrequest__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__health__v1__export_csvchunk__init
+                     (Menagerie__Health__V1__ExportCSVChunk         *message)
+{
+  static const Menagerie__Health__V1__ExportCSVChunk init_value = MENAGERIE__HEALTH__V1__EXPORT_CSVCHUNK__INIT;
+  *message = init_value;
+}
+size_t menagerie__health__v1__export_csvchunk__get_packed_size
+                     (const Menagerie__Health__V1__ExportCSVChunk *message)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__export_csvchunk__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__health__v1__export_csvchunk__pack
+                     (const Menagerie__Health__V1__ExportCSVChunk *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__export_csvchunk__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__health__v1__export_csvchunk__pack_to_buffer
+                     (const Menagerie__Health__V1__ExportCSVChunk *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__health__v1__export_csvchunk__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Health__V1__ExportCSVChunk *
+       menagerie__health__v1__export_csvchunk__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Health__V1__ExportCSVChunk *)
+     protobuf_c_message_unpack (&menagerie__health__v1__export_csvchunk__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__health__v1__export_csvchunk__free_unpacked
+                     (Menagerie__Health__V1__ExportCSVChunk *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__health__v1__export_csvchunk__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+static const ProtobufCFieldDescriptor menagerie__health__v1__metadata_entry__field_descriptors[2] =
+{
+  {
+    "key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__MetadataEntry, key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "value",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__MetadataEntry, value),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__metadata_entry__field_indices_by_name[] = {
+  0,   /* field[0] = key */
+  1,   /* field[1] = value */
+};
+static const ProtobufCIntRange menagerie__health__v1__metadata_entry__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__metadata_entry__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.MetadataEntry",
+  "MetadataEntry",
+  "Menagerie__Health__V1__MetadataEntry",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__MetadataEntry),
+  2,
+  menagerie__health__v1__metadata_entry__field_descriptors,
+  menagerie__health__v1__metadata_entry__field_indices_by_name,
+  1,  menagerie__health__v1__metadata_entry__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__metadata_entry__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__sample__field_descriptors[9] =
+{
+  {
+    "uuid",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__Sample, uuid),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "type",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__Sample, type),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "value",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__Sample, value),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unit",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__Sample, unit),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "start_ms",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__Sample, start_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "end_ms",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__Sample, end_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "source",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__Sample, source),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "time_zone",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Health__V1__Sample, _time_zone_case),
+    offsetof(Menagerie__Health__V1__Sample, time_zone),
+    NULL,
+    &protobuf_c_empty_string,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "metadata",
+    9,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Health__V1__Sample, n_metadata),
+    offsetof(Menagerie__Health__V1__Sample, metadata),
+    &menagerie__health__v1__metadata_entry__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__sample__field_indices_by_name[] = {
+  5,   /* field[5] = end_ms */
+  8,   /* field[8] = metadata */
+  6,   /* field[6] = source */
+  4,   /* field[4] = start_ms */
+  7,   /* field[7] = time_zone */
+  1,   /* field[1] = type */
+  3,   /* field[3] = unit */
+  0,   /* field[0] = uuid */
+  2,   /* field[2] = value */
+};
+static const ProtobufCIntRange menagerie__health__v1__sample__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 9 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__sample__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.Sample",
+  "Sample",
+  "Menagerie__Health__V1__Sample",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__Sample),
+  9,
+  menagerie__health__v1__sample__field_descriptors,
+  menagerie__health__v1__sample__field_indices_by_name,
+  1,  menagerie__health__v1__sample__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__sample__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__deletion__field_descriptors[4] =
+{
+  {
+    "uuid",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__Deletion, uuid),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "type",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Health__V1__Deletion, _type_case),
+    offsetof(Menagerie__Health__V1__Deletion, type),
+    NULL,
+    &protobuf_c_empty_string,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "start_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Health__V1__Deletion, _start_ms_case),
+    offsetof(Menagerie__Health__V1__Deletion, start_ms),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "end_ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Health__V1__Deletion, _end_ms_case),
+    offsetof(Menagerie__Health__V1__Deletion, end_ms),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__deletion__field_indices_by_name[] = {
+  3,   /* field[3] = end_ms */
+  2,   /* field[2] = start_ms */
+  1,   /* field[1] = type */
+  0,   /* field[0] = uuid */
+};
+static const ProtobufCIntRange menagerie__health__v1__deletion__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__deletion__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.Deletion",
+  "Deletion",
+  "Menagerie__Health__V1__Deletion",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__Deletion),
+  4,
+  menagerie__health__v1__deletion__field_descriptors,
+  menagerie__health__v1__deletion__field_indices_by_name,
+  1,  menagerie__health__v1__deletion__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__deletion__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__conflict__field_descriptors[2] =
+{
+  {
+    "stored",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__Conflict, stored),
+    &menagerie__health__v1__sample__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "rejected",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__Conflict, rejected),
+    &menagerie__health__v1__sample__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__conflict__field_indices_by_name[] = {
+  1,   /* field[1] = rejected */
+  0,   /* field[0] = stored */
+};
+static const ProtobufCIntRange menagerie__health__v1__conflict__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__conflict__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.Conflict",
+  "Conflict",
+  "Menagerie__Health__V1__Conflict",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__Conflict),
+  2,
+  menagerie__health__v1__conflict__field_descriptors,
+  menagerie__health__v1__conflict__field_indices_by_name,
+  1,  menagerie__health__v1__conflict__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__conflict__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__write_summary__field_descriptors[8] =
+{
+  {
+    "added",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__WriteSummary, added),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "duplicates",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__WriteSummary, duplicates),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "already_deleted",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__WriteSummary, already_deleted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deleted",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__WriteSummary, deleted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "duplicate_deletions",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__WriteSummary, duplicate_deletions),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "conflicts",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Health__V1__WriteSummary, n_conflicts),
+    offsetof(Menagerie__Health__V1__WriteSummary, conflicts),
+    &menagerie__health__v1__conflict__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "anchor",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__WriteSummary, anchor),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "conflicts_omitted",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__WriteSummary, conflicts_omitted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__write_summary__field_indices_by_name[] = {
+  0,   /* field[0] = added */
+  2,   /* field[2] = already_deleted */
+  6,   /* field[6] = anchor */
+  5,   /* field[5] = conflicts */
+  7,   /* field[7] = conflicts_omitted */
+  3,   /* field[3] = deleted */
+  4,   /* field[4] = duplicate_deletions */
+  1,   /* field[1] = duplicates */
+};
+static const ProtobufCIntRange menagerie__health__v1__write_summary__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 8 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__write_summary__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.WriteSummary",
+  "WriteSummary",
+  "Menagerie__Health__V1__WriteSummary",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__WriteSummary),
+  8,
+  menagerie__health__v1__write_summary__field_descriptors,
+  menagerie__health__v1__write_summary__field_indices_by_name,
+  1,  menagerie__health__v1__write_summary__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__write_summary__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__create_user_request__field_descriptors[1] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__CreateUserRequest, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__create_user_request__field_indices_by_name[] = {
+  0,   /* field[0] = name */
+};
+static const ProtobufCIntRange menagerie__health__v1__create_user_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__create_user_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.CreateUserRequest",
+  "CreateUserRequest",
+  "Menagerie__Health__V1__CreateUserRequest",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__CreateUserRequest),
+  1,
+  menagerie__health__v1__create_user_request__field_descriptors,
+  menagerie__health__v1__create_user_request__field_indices_by_name,
+  1,  menagerie__health__v1__create_user_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__create_user_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__create_user_response__field_descriptors[2] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__CreateUserResponse, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__CreateUserResponse, token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__create_user_response__field_indices_by_name[] = {
+  0,   /* field[0] = name */
+  1,   /* field[1] = token */
+};
+static const ProtobufCIntRange menagerie__health__v1__create_user_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__create_user_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.CreateUserResponse",
+  "CreateUserResponse",
+  "Menagerie__Health__V1__CreateUserResponse",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__CreateUserResponse),
+  2,
+  menagerie__health__v1__create_user_response__field_descriptors,
+  menagerie__health__v1__create_user_response__field_indices_by_name,
+  1,  menagerie__health__v1__create_user_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__create_user_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__health__v1__issue_token_request__field_descriptors NULL
+#define menagerie__health__v1__issue_token_request__field_indices_by_name NULL
+#define menagerie__health__v1__issue_token_request__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__health__v1__issue_token_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.IssueTokenRequest",
+  "IssueTokenRequest",
+  "Menagerie__Health__V1__IssueTokenRequest",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__IssueTokenRequest),
+  0,
+  menagerie__health__v1__issue_token_request__field_descriptors,
+  menagerie__health__v1__issue_token_request__field_indices_by_name,
+  0,  menagerie__health__v1__issue_token_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__issue_token_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__issue_token_response__field_descriptors[1] =
+{
+  {
+    "token",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__IssueTokenResponse, token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__issue_token_response__field_indices_by_name[] = {
+  0,   /* field[0] = token */
+};
+static const ProtobufCIntRange menagerie__health__v1__issue_token_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__issue_token_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.IssueTokenResponse",
+  "IssueTokenResponse",
+  "Menagerie__Health__V1__IssueTokenResponse",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__IssueTokenResponse),
+  1,
+  menagerie__health__v1__issue_token_response__field_descriptors,
+  menagerie__health__v1__issue_token_response__field_indices_by_name,
+  1,  menagerie__health__v1__issue_token_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__issue_token_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__revoke_token_request__field_descriptors[1] =
+{
+  {
+    "token",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__RevokeTokenRequest, token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__revoke_token_request__field_indices_by_name[] = {
+  0,   /* field[0] = token */
+};
+static const ProtobufCIntRange menagerie__health__v1__revoke_token_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__revoke_token_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.RevokeTokenRequest",
+  "RevokeTokenRequest",
+  "Menagerie__Health__V1__RevokeTokenRequest",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__RevokeTokenRequest),
+  1,
+  menagerie__health__v1__revoke_token_request__field_descriptors,
+  menagerie__health__v1__revoke_token_request__field_indices_by_name,
+  1,  menagerie__health__v1__revoke_token_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__revoke_token_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__health__v1__revoke_token_response__field_descriptors NULL
+#define menagerie__health__v1__revoke_token_response__field_indices_by_name NULL
+#define menagerie__health__v1__revoke_token_response__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__health__v1__revoke_token_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.RevokeTokenResponse",
+  "RevokeTokenResponse",
+  "Menagerie__Health__V1__RevokeTokenResponse",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__RevokeTokenResponse),
+  0,
+  menagerie__health__v1__revoke_token_response__field_descriptors,
+  menagerie__health__v1__revoke_token_response__field_indices_by_name,
+  0,  menagerie__health__v1__revoke_token_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__revoke_token_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__health__v1__get_account_request__field_descriptors NULL
+#define menagerie__health__v1__get_account_request__field_indices_by_name NULL
+#define menagerie__health__v1__get_account_request__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__health__v1__get_account_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.GetAccountRequest",
+  "GetAccountRequest",
+  "Menagerie__Health__V1__GetAccountRequest",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__GetAccountRequest),
+  0,
+  menagerie__health__v1__get_account_request__field_descriptors,
+  menagerie__health__v1__get_account_request__field_indices_by_name,
+  0,  menagerie__health__v1__get_account_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__get_account_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__get_account_response__field_descriptors[3] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetAccountResponse, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "anchor",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetAccountResponse, anchor),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sample_count",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetAccountResponse, sample_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__get_account_response__field_indices_by_name[] = {
+  1,   /* field[1] = anchor */
+  0,   /* field[0] = name */
+  2,   /* field[2] = sample_count */
+};
+static const ProtobufCIntRange menagerie__health__v1__get_account_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__get_account_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.GetAccountResponse",
+  "GetAccountResponse",
+  "Menagerie__Health__V1__GetAccountResponse",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__GetAccountResponse),
+  3,
+  menagerie__health__v1__get_account_response__field_descriptors,
+  menagerie__health__v1__get_account_response__field_indices_by_name,
+  1,  menagerie__health__v1__get_account_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__get_account_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__add_samples_request__field_descriptors[1] =
+{
+  {
+    "samples",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Health__V1__AddSamplesRequest, n_samples),
+    offsetof(Menagerie__Health__V1__AddSamplesRequest, samples),
+    &menagerie__health__v1__sample__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__add_samples_request__field_indices_by_name[] = {
+  0,   /* field[0] = samples */
+};
+static const ProtobufCIntRange menagerie__health__v1__add_samples_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__add_samples_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.AddSamplesRequest",
+  "AddSamplesRequest",
+  "Menagerie__Health__V1__AddSamplesRequest",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__AddSamplesRequest),
+  1,
+  menagerie__health__v1__add_samples_request__field_descriptors,
+  menagerie__health__v1__add_samples_request__field_indices_by_name,
+  1,  menagerie__health__v1__add_samples_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__add_samples_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__add_samples_response__field_descriptors[1] =
+{
+  {
+    "summary",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__AddSamplesResponse, summary),
+    &menagerie__health__v1__write_summary__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__add_samples_response__field_indices_by_name[] = {
+  0,   /* field[0] = summary */
+};
+static const ProtobufCIntRange menagerie__health__v1__add_samples_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__add_samples_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.AddSamplesResponse",
+  "AddSamplesResponse",
+  "Menagerie__Health__V1__AddSamplesResponse",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__AddSamplesResponse),
+  1,
+  menagerie__health__v1__add_samples_response__field_descriptors,
+  menagerie__health__v1__add_samples_response__field_indices_by_name,
+  1,  menagerie__health__v1__add_samples_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__add_samples_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__delete_samples_request__field_descriptors[1] =
+{
+  {
+    "uuids",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Health__V1__DeleteSamplesRequest, n_uuids),
+    offsetof(Menagerie__Health__V1__DeleteSamplesRequest, uuids),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__delete_samples_request__field_indices_by_name[] = {
+  0,   /* field[0] = uuids */
+};
+static const ProtobufCIntRange menagerie__health__v1__delete_samples_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__delete_samples_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.DeleteSamplesRequest",
+  "DeleteSamplesRequest",
+  "Menagerie__Health__V1__DeleteSamplesRequest",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__DeleteSamplesRequest),
+  1,
+  menagerie__health__v1__delete_samples_request__field_descriptors,
+  menagerie__health__v1__delete_samples_request__field_indices_by_name,
+  1,  menagerie__health__v1__delete_samples_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__delete_samples_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__delete_samples_response__field_descriptors[1] =
+{
+  {
+    "summary",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__DeleteSamplesResponse, summary),
+    &menagerie__health__v1__write_summary__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__delete_samples_response__field_indices_by_name[] = {
+  0,   /* field[0] = summary */
+};
+static const ProtobufCIntRange menagerie__health__v1__delete_samples_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__delete_samples_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.DeleteSamplesResponse",
+  "DeleteSamplesResponse",
+  "Menagerie__Health__V1__DeleteSamplesResponse",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__DeleteSamplesResponse),
+  1,
+  menagerie__health__v1__delete_samples_response__field_descriptors,
+  menagerie__health__v1__delete_samples_response__field_indices_by_name,
+  1,  menagerie__health__v1__delete_samples_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__delete_samples_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__get_sample_request__field_descriptors[2] =
+{
+  {
+    "uuid",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetSampleRequest, uuid),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unit",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetSampleRequest, unit),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__get_sample_request__field_indices_by_name[] = {
+  1,   /* field[1] = unit */
+  0,   /* field[0] = uuid */
+};
+static const ProtobufCIntRange menagerie__health__v1__get_sample_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__get_sample_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.GetSampleRequest",
+  "GetSampleRequest",
+  "Menagerie__Health__V1__GetSampleRequest",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__GetSampleRequest),
+  2,
+  menagerie__health__v1__get_sample_request__field_descriptors,
+  menagerie__health__v1__get_sample_request__field_indices_by_name,
+  1,  menagerie__health__v1__get_sample_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__get_sample_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__get_sample_response__field_descriptors[1] =
+{
+  {
+    "sample",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetSampleResponse, sample),
+    &menagerie__health__v1__sample__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__get_sample_response__field_indices_by_name[] = {
+  0,   /* field[0] = sample */
+};
+static const ProtobufCIntRange menagerie__health__v1__get_sample_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__get_sample_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.GetSampleResponse",
+  "GetSampleResponse",
+  "Menagerie__Health__V1__GetSampleResponse",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__GetSampleResponse),
+  1,
+  menagerie__health__v1__get_sample_response__field_descriptors,
+  menagerie__health__v1__get_sample_response__field_indices_by_name,
+  1,  menagerie__health__v1__get_sample_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__get_sample_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__query_samples_request__field_descriptors[9] =
+{
+  {
+    "types",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Health__V1__QuerySamplesRequest, n_types),
+    offsetof(Menagerie__Health__V1__QuerySamplesRequest, types),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "from_ms",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Health__V1__QuerySamplesRequest, _from_ms_case),
+    offsetof(Menagerie__Health__V1__QuerySamplesRequest, from_ms),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "to_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Health__V1__QuerySamplesRequest, _to_ms_case),
+    offsetof(Menagerie__Health__V1__QuerySamplesRequest, to_ms),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "strict_start",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__QuerySamplesRequest, strict_start),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "strict_end",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__QuerySamplesRequest, strict_end),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sources",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Health__V1__QuerySamplesRequest, n_sources),
+    offsetof(Menagerie__Health__V1__QuerySamplesRequest, sources),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "limit",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__QuerySamplesRequest, limit),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "descending",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__QuerySamplesRequest, descending),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unit",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__QuerySamplesRequest, unit),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__query_samples_request__field_indices_by_name[] = {
+  7,   /* field[7] = descending */
+  1,   /* field[1] = from_ms */
+  6,   /* field[6] = limit */
+  5,   /* field[5] = sources */
+  4,   /* field[4] = strict_end */
+  3,   /* field[3] = strict_start */
+  2,   /* field[2] = to_ms */
+  0,   /* field[0] = types */
+  8,   /* field[8] = unit */
+};
+static const ProtobufCIntRange menagerie__health__v1__query_samples_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 9 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__query_samples_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.QuerySamplesRequest",
+  "QuerySamplesRequest",
+  "Menagerie__Health__V1__QuerySamplesRequest",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__QuerySamplesRequest),
+  9,
+  menagerie__health__v1__query_samples_request__field_descriptors,
+  menagerie__health__v1__query_samples_request__field_indices_by_name,
+  1,  menagerie__health__v1__query_samples_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__query_samples_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__query_samples_response__field_descriptors[1] =
+{
+  {
+    "samples",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Health__V1__QuerySamplesResponse, n_samples),
+    offsetof(Menagerie__Health__V1__QuerySamplesResponse, samples),
+    &menagerie__health__v1__sample__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__query_samples_response__field_indices_by_name[] = {
+  0,   /* field[0] = samples */
+};
+static const ProtobufCIntRange menagerie__health__v1__query_samples_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__query_samples_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.QuerySamplesResponse",
+  "QuerySamplesResponse",
+  "Menagerie__Health__V1__QuerySamplesResponse",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__QuerySamplesResponse),
+  1,
+  menagerie__health__v1__query_samples_response__field_descriptors,
+  menagerie__health__v1__query_samples_response__field_indices_by_name,
+  1,  menagerie__health__v1__query_samples_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__query_samples_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__get_statistics_request__field_descriptors[10] =
+{
+  {
+    "type",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, type),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "from_ms",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, _from_ms_case),
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, from_ms),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "to_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, _to_ms_case),
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, to_ms),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "preset",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, preset),
+    &menagerie__health__v1__statistics_preset__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "interval",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, interval),
+    &menagerie__health__v1__statistics_interval__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "time_zone",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, time_zone),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unit",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, unit),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "source_priority",
+    8,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, n_source_priority),
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, source_priority),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sleep_values",
+    9,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, n_sleep_values),
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, sleep_values),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "now_ms",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, _now_ms_case),
+    offsetof(Menagerie__Health__V1__GetStatisticsRequest, now_ms),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__get_statistics_request__field_indices_by_name[] = {
+  1,   /* field[1] = from_ms */
+  4,   /* field[4] = interval */
+  9,   /* field[9] = now_ms */
+  3,   /* field[3] = preset */
+  8,   /* field[8] = sleep_values */
+  7,   /* field[7] = source_priority */
+  5,   /* field[5] = time_zone */
+  2,   /* field[2] = to_ms */
+  0,   /* field[0] = type */
+  6,   /* field[6] = unit */
+};
+static const ProtobufCIntRange menagerie__health__v1__get_statistics_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 10 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__get_statistics_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.GetStatisticsRequest",
+  "GetStatisticsRequest",
+  "Menagerie__Health__V1__GetStatisticsRequest",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__GetStatisticsRequest),
+  10,
+  menagerie__health__v1__get_statistics_request__field_descriptors,
+  menagerie__health__v1__get_statistics_request__field_indices_by_name,
+  1,  menagerie__health__v1__get_statistics_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__get_statistics_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__statistics_bucket__field_descriptors[7] =
+{
+  {
+    "start_ms",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__StatisticsBucket, start_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "end_ms",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__StatisticsBucket, end_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sum",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Health__V1__StatisticsBucket, _sum_case),
+    offsetof(Menagerie__Health__V1__StatisticsBucket, sum),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "average",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Health__V1__StatisticsBucket, _average_case),
+    offsetof(Menagerie__Health__V1__StatisticsBucket, average),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "minimum",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Health__V1__StatisticsBucket, _minimum_case),
+    offsetof(Menagerie__Health__V1__StatisticsBucket, minimum),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "maximum",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Health__V1__StatisticsBucket, _maximum_case),
+    offsetof(Menagerie__Health__V1__StatisticsBucket, maximum),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "count",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__StatisticsBucket, count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__statistics_bucket__field_indices_by_name[] = {
+  3,   /* field[3] = average */
+  6,   /* field[6] = count */
+  1,   /* field[1] = end_ms */
+  5,   /* field[5] = maximum */
+  4,   /* field[4] = minimum */
+  0,   /* field[0] = start_ms */
+  2,   /* field[2] = sum */
+};
+static const ProtobufCIntRange menagerie__health__v1__statistics_bucket__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__statistics_bucket__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.StatisticsBucket",
+  "StatisticsBucket",
+  "Menagerie__Health__V1__StatisticsBucket",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__StatisticsBucket),
+  7,
+  menagerie__health__v1__statistics_bucket__field_descriptors,
+  menagerie__health__v1__statistics_bucket__field_indices_by_name,
+  1,  menagerie__health__v1__statistics_bucket__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__statistics_bucket__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__get_statistics_response__field_descriptors[3] =
+{
+  {
+    "type",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetStatisticsResponse, type),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unit",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetStatisticsResponse, unit),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "buckets",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Health__V1__GetStatisticsResponse, n_buckets),
+    offsetof(Menagerie__Health__V1__GetStatisticsResponse, buckets),
+    &menagerie__health__v1__statistics_bucket__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__get_statistics_response__field_indices_by_name[] = {
+  2,   /* field[2] = buckets */
+  0,   /* field[0] = type */
+  1,   /* field[1] = unit */
+};
+static const ProtobufCIntRange menagerie__health__v1__get_statistics_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__get_statistics_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.GetStatisticsResponse",
+  "GetStatisticsResponse",
+  "Menagerie__Health__V1__GetStatisticsResponse",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__GetStatisticsResponse),
+  3,
+  menagerie__health__v1__get_statistics_response__field_descriptors,
+  menagerie__health__v1__get_statistics_response__field_indices_by_name,
+  1,  menagerie__health__v1__get_statistics_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__get_statistics_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__get_push_cursor_request__field_descriptors[2] =
+{
+  {
+    "device_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetPushCursorRequest, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "scope",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetPushCursorRequest, scope),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__get_push_cursor_request__field_indices_by_name[] = {
+  0,   /* field[0] = device_id */
+  1,   /* field[1] = scope */
+};
+static const ProtobufCIntRange menagerie__health__v1__get_push_cursor_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__get_push_cursor_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.GetPushCursorRequest",
+  "GetPushCursorRequest",
+  "Menagerie__Health__V1__GetPushCursorRequest",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__GetPushCursorRequest),
+  2,
+  menagerie__health__v1__get_push_cursor_request__field_descriptors,
+  menagerie__health__v1__get_push_cursor_request__field_indices_by_name,
+  1,  menagerie__health__v1__get_push_cursor_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__get_push_cursor_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__get_push_cursor_response__field_descriptors[1] =
+{
+  {
+    "anchor",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetPushCursorResponse, anchor),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__get_push_cursor_response__field_indices_by_name[] = {
+  0,   /* field[0] = anchor */
+};
+static const ProtobufCIntRange menagerie__health__v1__get_push_cursor_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__get_push_cursor_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.GetPushCursorResponse",
+  "GetPushCursorResponse",
+  "Menagerie__Health__V1__GetPushCursorResponse",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__GetPushCursorResponse),
+  1,
+  menagerie__health__v1__get_push_cursor_response__field_descriptors,
+  menagerie__health__v1__get_push_cursor_response__field_indices_by_name,
+  1,  menagerie__health__v1__get_push_cursor_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__get_push_cursor_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__push_request__field_descriptors[5] =
+{
+  {
+    "device_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__PushRequest, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "scope",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__PushRequest, scope),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "samples",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Health__V1__PushRequest, n_samples),
+    offsetof(Menagerie__Health__V1__PushRequest, samples),
+    &menagerie__health__v1__sample__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deletions",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Health__V1__PushRequest, n_deletions),
+    offsetof(Menagerie__Health__V1__PushRequest, deletions),
+    &menagerie__health__v1__deletion__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "through_anchor",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__PushRequest, through_anchor),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__push_request__field_indices_by_name[] = {
+  3,   /* field[3] = deletions */
+  0,   /* field[0] = device_id */
+  2,   /* field[2] = samples */
+  1,   /* field[1] = scope */
+  4,   /* field[4] = through_anchor */
+};
+static const ProtobufCIntRange menagerie__health__v1__push_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__push_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.PushRequest",
+  "PushRequest",
+  "Menagerie__Health__V1__PushRequest",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__PushRequest),
+  5,
+  menagerie__health__v1__push_request__field_descriptors,
+  menagerie__health__v1__push_request__field_indices_by_name,
+  1,  menagerie__health__v1__push_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__push_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__push_response__field_descriptors[2] =
+{
+  {
+    "summary",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__PushResponse, summary),
+    &menagerie__health__v1__write_summary__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "committed_anchor",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__PushResponse, committed_anchor),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__push_response__field_indices_by_name[] = {
+  1,   /* field[1] = committed_anchor */
+  0,   /* field[0] = summary */
+};
+static const ProtobufCIntRange menagerie__health__v1__push_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__push_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.PushResponse",
+  "PushResponse",
+  "Menagerie__Health__V1__PushResponse",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__PushResponse),
+  2,
+  menagerie__health__v1__push_response__field_descriptors,
+  menagerie__health__v1__push_response__field_indices_by_name,
+  1,  menagerie__health__v1__push_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__push_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__pull_request__field_descriptors[5] =
+{
+  {
+    "since_anchor",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__PullRequest, since_anchor),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "types",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Health__V1__PullRequest, n_types),
+    offsetof(Menagerie__Health__V1__PullRequest, types),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "from_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Health__V1__PullRequest, _from_ms_case),
+    offsetof(Menagerie__Health__V1__PullRequest, from_ms),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "to_ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Health__V1__PullRequest, _to_ms_case),
+    offsetof(Menagerie__Health__V1__PullRequest, to_ms),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_size",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__PullRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__pull_request__field_indices_by_name[] = {
+  2,   /* field[2] = from_ms */
+  4,   /* field[4] = page_size */
+  0,   /* field[0] = since_anchor */
+  3,   /* field[3] = to_ms */
+  1,   /* field[1] = types */
+};
+static const ProtobufCIntRange menagerie__health__v1__pull_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__pull_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.PullRequest",
+  "PullRequest",
+  "Menagerie__Health__V1__PullRequest",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__PullRequest),
+  5,
+  menagerie__health__v1__pull_request__field_descriptors,
+  menagerie__health__v1__pull_request__field_indices_by_name,
+  1,  menagerie__health__v1__pull_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__pull_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__pull_response__field_descriptors[4] =
+{
+  {
+    "samples",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Health__V1__PullResponse, n_samples),
+    offsetof(Menagerie__Health__V1__PullResponse, samples),
+    &menagerie__health__v1__sample__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deletions",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Health__V1__PullResponse, n_deletions),
+    offsetof(Menagerie__Health__V1__PullResponse, deletions),
+    &menagerie__health__v1__deletion__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "anchor",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__PullResponse, anchor),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "has_more",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__PullResponse, has_more),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__pull_response__field_indices_by_name[] = {
+  2,   /* field[2] = anchor */
+  1,   /* field[1] = deletions */
+  3,   /* field[3] = has_more */
+  0,   /* field[0] = samples */
+};
+static const ProtobufCIntRange menagerie__health__v1__pull_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__pull_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.PullResponse",
+  "PullResponse",
+  "Menagerie__Health__V1__PullResponse",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__PullResponse),
+  4,
+  menagerie__health__v1__pull_response__field_descriptors,
+  menagerie__health__v1__pull_response__field_indices_by_name,
+  1,  menagerie__health__v1__pull_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__pull_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__export_csvrequest__field_descriptors[4] =
+{
+  {
+    "type",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__ExportCSVRequest, type),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "from_ms",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Health__V1__ExportCSVRequest, _from_ms_case),
+    offsetof(Menagerie__Health__V1__ExportCSVRequest, from_ms),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "to_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Health__V1__ExportCSVRequest, _to_ms_case),
+    offsetof(Menagerie__Health__V1__ExportCSVRequest, to_ms),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unit",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__ExportCSVRequest, unit),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__export_csvrequest__field_indices_by_name[] = {
+  1,   /* field[1] = from_ms */
+  2,   /* field[2] = to_ms */
+  0,   /* field[0] = type */
+  3,   /* field[3] = unit */
+};
+static const ProtobufCIntRange menagerie__health__v1__export_csvrequest__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__export_csvrequest__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.ExportCSVRequest",
+  "ExportCSVRequest",
+  "Menagerie__Health__V1__ExportCSVRequest",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__ExportCSVRequest),
+  4,
+  menagerie__health__v1__export_csvrequest__field_descriptors,
+  menagerie__health__v1__export_csvrequest__field_indices_by_name,
+  1,  menagerie__health__v1__export_csvrequest__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__export_csvrequest__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__health__v1__export_csvchunk__field_descriptors[1] =
+{
+  {
+    "text",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__ExportCSVChunk, text),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__health__v1__export_csvchunk__field_indices_by_name[] = {
+  0,   /* field[0] = text */
+};
+static const ProtobufCIntRange menagerie__health__v1__export_csvchunk__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__health__v1__export_csvchunk__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.ExportCSVChunk",
+  "ExportCSVChunk",
+  "Menagerie__Health__V1__ExportCSVChunk",
+  "menagerie.health.v1",
+  sizeof(Menagerie__Health__V1__ExportCSVChunk),
+  1,
+  menagerie__health__v1__export_csvchunk__field_descriptors,
+  menagerie__health__v1__export_csvchunk__field_indices_by_name,
+  1,  menagerie__health__v1__export_csvchunk__number_ranges,
+  (ProtobufCMessageInit) menagerie__health__v1__export_csvchunk__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCEnumValue menagerie__health__v1__statistics_interval__enum_values_by_number[5] =
+{
+  { "STATISTICS_INTERVAL_NONE", "MENAGERIE__HEALTH__V1__STATISTICS_INTERVAL__STATISTICS_INTERVAL_NONE", 0 },
+  { "STATISTICS_INTERVAL_HOUR", "MENAGERIE__HEALTH__V1__STATISTICS_INTERVAL__STATISTICS_INTERVAL_HOUR", 1 },
+  { "STATISTICS_INTERVAL_DAY", "MENAGERIE__HEALTH__V1__STATISTICS_INTERVAL__STATISTICS_INTERVAL_DAY", 2 },
+  { "STATISTICS_INTERVAL_WEEK", "MENAGERIE__HEALTH__V1__STATISTICS_INTERVAL__STATISTICS_INTERVAL_WEEK", 3 },
+  { "STATISTICS_INTERVAL_MONTH", "MENAGERIE__HEALTH__V1__STATISTICS_INTERVAL__STATISTICS_INTERVAL_MONTH", 4 },
+};
+static const ProtobufCIntRange menagerie__health__v1__statistics_interval__value_ranges[] = {
+{0, 0},{0, 5}
+};
+static const ProtobufCEnumValueIndex menagerie__health__v1__statistics_interval__enum_values_by_name[5] =
+{
+  { "STATISTICS_INTERVAL_DAY", 2 },
+  { "STATISTICS_INTERVAL_HOUR", 1 },
+  { "STATISTICS_INTERVAL_MONTH", 4 },
+  { "STATISTICS_INTERVAL_NONE", 0 },
+  { "STATISTICS_INTERVAL_WEEK", 3 },
+};
+const ProtobufCEnumDescriptor menagerie__health__v1__statistics_interval__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.StatisticsInterval",
+  "StatisticsInterval",
+  "Menagerie__Health__V1__StatisticsInterval",
+  "menagerie.health.v1",
+  5,
+  menagerie__health__v1__statistics_interval__enum_values_by_number,
+  5,
+  menagerie__health__v1__statistics_interval__enum_values_by_name,
+  1,
+  menagerie__health__v1__statistics_interval__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue menagerie__health__v1__statistics_preset__enum_values_by_number[5] =
+{
+  { "STATISTICS_PRESET_NONE", "MENAGERIE__HEALTH__V1__STATISTICS_PRESET__STATISTICS_PRESET_NONE", 0 },
+  { "STATISTICS_PRESET_TODAY", "MENAGERIE__HEALTH__V1__STATISTICS_PRESET__STATISTICS_PRESET_TODAY", 1 },
+  { "STATISTICS_PRESET_LAST_7_DAYS", "MENAGERIE__HEALTH__V1__STATISTICS_PRESET__STATISTICS_PRESET_LAST_7_DAYS", 2 },
+  { "STATISTICS_PRESET_LAST_30_DAYS", "MENAGERIE__HEALTH__V1__STATISTICS_PRESET__STATISTICS_PRESET_LAST_30_DAYS", 3 },
+  { "STATISTICS_PRESET_THIS_MONTH", "MENAGERIE__HEALTH__V1__STATISTICS_PRESET__STATISTICS_PRESET_THIS_MONTH", 4 },
+};
+static const ProtobufCIntRange menagerie__health__v1__statistics_preset__value_ranges[] = {
+{0, 0},{0, 5}
+};
+static const ProtobufCEnumValueIndex menagerie__health__v1__statistics_preset__enum_values_by_name[5] =
+{
+  { "STATISTICS_PRESET_LAST_30_DAYS", 3 },
+  { "STATISTICS_PRESET_LAST_7_DAYS", 2 },
+  { "STATISTICS_PRESET_NONE", 0 },
+  { "STATISTICS_PRESET_THIS_MONTH", 4 },
+  { "STATISTICS_PRESET_TODAY", 1 },
+};
+const ProtobufCEnumDescriptor menagerie__health__v1__statistics_preset__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.StatisticsPreset",
+  "StatisticsPreset",
+  "Menagerie__Health__V1__StatisticsPreset",
+  "menagerie.health.v1",
+  5,
+  menagerie__health__v1__statistics_preset__enum_values_by_number,
+  5,
+  menagerie__health__v1__statistics_preset__enum_values_by_name,
+  1,
+  menagerie__health__v1__statistics_preset__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCMethodDescriptor menagerie__health__v1__health__method_descriptors[13] =
+{
+  { "CreateUser", &menagerie__health__v1__create_user_request__descriptor, &menagerie__health__v1__create_user_response__descriptor },
+  { "IssueToken", &menagerie__health__v1__issue_token_request__descriptor, &menagerie__health__v1__issue_token_response__descriptor },
+  { "RevokeToken", &menagerie__health__v1__revoke_token_request__descriptor, &menagerie__health__v1__revoke_token_response__descriptor },
+  { "GetAccount", &menagerie__health__v1__get_account_request__descriptor, &menagerie__health__v1__get_account_response__descriptor },
+  { "AddSamples", &menagerie__health__v1__add_samples_request__descriptor, &menagerie__health__v1__add_samples_response__descriptor },
+  { "DeleteSamples", &menagerie__health__v1__delete_samples_request__descriptor, &menagerie__health__v1__delete_samples_response__descriptor },
+  { "GetSample", &menagerie__health__v1__get_sample_request__descriptor, &menagerie__health__v1__get_sample_response__descriptor },
+  { "QuerySamples", &menagerie__health__v1__query_samples_request__descriptor, &menagerie__health__v1__query_samples_response__descriptor },
+  { "GetStatistics", &menagerie__health__v1__get_statistics_request__descriptor, &menagerie__health__v1__get_statistics_response__descriptor },
+  { "GetPushCursor", &menagerie__health__v1__get_push_cursor_request__descriptor, &menagerie__health__v1__get_push_cursor_response__descriptor },
+  { "Push", &menagerie__health__v1__push_request__descriptor, &menagerie__health__v1__push_response__descriptor },
+  { "Pull", &menagerie__health__v1__pull_request__descriptor, &menagerie__health__v1__pull_response__descriptor },
+  { "ExportCSV", &menagerie__health__v1__export_csvrequest__descriptor, &menagerie__health__v1__export_csvchunk__descriptor },
+};
+const unsigned menagerie__health__v1__health__method_indices_by_name[] = {
+  4,        /* AddSamples */
+  0,        /* CreateUser */
+  5,        /* DeleteSamples */
+  12,        /* ExportCSV */
+  3,        /* GetAccount */
+  9,        /* GetPushCursor */
+  6,        /* GetSample */
+  8,        /* GetStatistics */
+  1,        /* IssueToken */
+  11,        /* Pull */
+  10,        /* Push */
+  7,        /* QuerySamples */
+  2         /* RevokeToken */
+};
+const ProtobufCServiceDescriptor menagerie__health__v1__health__descriptor =
+{
+  PROTOBUF_C__SERVICE_DESCRIPTOR_MAGIC,
+  "menagerie.health.v1.Health",
+  "Health",
+  "Menagerie__Health__V1__Health",
+  "menagerie.health.v1",
+  13,
+  menagerie__health__v1__health__method_descriptors,
+  menagerie__health__v1__health__method_indices_by_name
+};
+void menagerie__health__v1__health__create_user(ProtobufCService *service,
+                                                const Menagerie__Health__V1__CreateUserRequest *input,
+                                                Menagerie__Health__V1__CreateUserResponse_Closure closure,
+                                                void *closure_data)
+{
+  assert(service->descriptor == &menagerie__health__v1__health__descriptor);
+  service->invoke(service, 0, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__health__v1__health__issue_token(ProtobufCService *service,
+                                                const Menagerie__Health__V1__IssueTokenRequest *input,
+                                                Menagerie__Health__V1__IssueTokenResponse_Closure closure,
+                                                void *closure_data)
+{
+  assert(service->descriptor == &menagerie__health__v1__health__descriptor);
+  service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__health__v1__health__revoke_token(ProtobufCService *service,
+                                                 const Menagerie__Health__V1__RevokeTokenRequest *input,
+                                                 Menagerie__Health__V1__RevokeTokenResponse_Closure closure,
+                                                 void *closure_data)
+{
+  assert(service->descriptor == &menagerie__health__v1__health__descriptor);
+  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__health__v1__health__get_account(ProtobufCService *service,
+                                                const Menagerie__Health__V1__GetAccountRequest *input,
+                                                Menagerie__Health__V1__GetAccountResponse_Closure closure,
+                                                void *closure_data)
+{
+  assert(service->descriptor == &menagerie__health__v1__health__descriptor);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__health__v1__health__add_samples(ProtobufCService *service,
+                                                const Menagerie__Health__V1__AddSamplesRequest *input,
+                                                Menagerie__Health__V1__AddSamplesResponse_Closure closure,
+                                                void *closure_data)
+{
+  assert(service->descriptor == &menagerie__health__v1__health__descriptor);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__health__v1__health__delete_samples(ProtobufCService *service,
+                                                   const Menagerie__Health__V1__DeleteSamplesRequest *input,
+                                                   Menagerie__Health__V1__DeleteSamplesResponse_Closure closure,
+                                                   void *closure_data)
+{
+  assert(service->descriptor == &menagerie__health__v1__health__descriptor);
+  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__health__v1__health__get_sample(ProtobufCService *service,
+                                               const Menagerie__Health__V1__GetSampleRequest *input,
+                                               Menagerie__Health__V1__GetSampleResponse_Closure closure,
+                                               void *closure_data)
+{
+  assert(service->descriptor == &menagerie__health__v1__health__descriptor);
+  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__health__v1__health__query_samples(ProtobufCService *service,
+                                                  const Menagerie__Health__V1__QuerySamplesRequest *input,
+                                                  Menagerie__Health__V1__QuerySamplesResponse_Closure closure,
+                                                  void *closure_data)
+{
+  assert(service->descriptor == &menagerie__health__v1__health__descriptor);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__health__v1__health__get_statistics(ProtobufCService *service,
+                                                   const Menagerie__Health__V1__GetStatisticsRequest *input,
+                                                   Menagerie__Health__V1__GetStatisticsResponse_Closure closure,
+                                                   void *closure_data)
+{
+  assert(service->descriptor == &menagerie__health__v1__health__descriptor);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__health__v1__health__get_push_cursor(ProtobufCService *service,
+                                                    const Menagerie__Health__V1__GetPushCursorRequest *input,
+                                                    Menagerie__Health__V1__GetPushCursorResponse_Closure closure,
+                                                    void *closure_data)
+{
+  assert(service->descriptor == &menagerie__health__v1__health__descriptor);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__health__v1__health__push(ProtobufCService *service,
+                                         const Menagerie__Health__V1__PushRequest *input,
+                                         Menagerie__Health__V1__PushResponse_Closure closure,
+                                         void *closure_data)
+{
+  assert(service->descriptor == &menagerie__health__v1__health__descriptor);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__health__v1__health__pull(ProtobufCService *service,
+                                         const Menagerie__Health__V1__PullRequest *input,
+                                         Menagerie__Health__V1__PullResponse_Closure closure,
+                                         void *closure_data)
+{
+  assert(service->descriptor == &menagerie__health__v1__health__descriptor);
+  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__health__v1__health__export_csv(ProtobufCService *service,
+                                               const Menagerie__Health__V1__ExportCSVRequest *input,
+                                               Menagerie__Health__V1__ExportCSVChunk_Closure closure,
+                                               void *closure_data)
+{
+  assert(service->descriptor == &menagerie__health__v1__health__descriptor);
+  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__health__v1__health__init (Menagerie__Health__V1__Health_Service *service,
+                                          Menagerie__Health__V1__Health_ServiceDestroy destroy)
+{
+  protobuf_c_service_generated_init (&service->base,
+                                     &menagerie__health__v1__health__descriptor,
+                                     (ProtobufCServiceDestroy) destroy);
+}

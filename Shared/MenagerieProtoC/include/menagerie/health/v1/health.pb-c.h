@@ -15,21 +15,1683 @@ PROTOBUF_C__BEGIN_DECLS
 #endif
 
 
+typedef struct Menagerie__Health__V1__MetadataEntry Menagerie__Health__V1__MetadataEntry;
+typedef struct Menagerie__Health__V1__Sample Menagerie__Health__V1__Sample;
+typedef struct Menagerie__Health__V1__Deletion Menagerie__Health__V1__Deletion;
+typedef struct Menagerie__Health__V1__Conflict Menagerie__Health__V1__Conflict;
+typedef struct Menagerie__Health__V1__WriteSummary Menagerie__Health__V1__WriteSummary;
+typedef struct Menagerie__Health__V1__CreateUserRequest Menagerie__Health__V1__CreateUserRequest;
+typedef struct Menagerie__Health__V1__CreateUserResponse Menagerie__Health__V1__CreateUserResponse;
+typedef struct Menagerie__Health__V1__IssueTokenRequest Menagerie__Health__V1__IssueTokenRequest;
+typedef struct Menagerie__Health__V1__IssueTokenResponse Menagerie__Health__V1__IssueTokenResponse;
+typedef struct Menagerie__Health__V1__RevokeTokenRequest Menagerie__Health__V1__RevokeTokenRequest;
+typedef struct Menagerie__Health__V1__RevokeTokenResponse Menagerie__Health__V1__RevokeTokenResponse;
+typedef struct Menagerie__Health__V1__GetAccountRequest Menagerie__Health__V1__GetAccountRequest;
+typedef struct Menagerie__Health__V1__GetAccountResponse Menagerie__Health__V1__GetAccountResponse;
+typedef struct Menagerie__Health__V1__AddSamplesRequest Menagerie__Health__V1__AddSamplesRequest;
+typedef struct Menagerie__Health__V1__AddSamplesResponse Menagerie__Health__V1__AddSamplesResponse;
+typedef struct Menagerie__Health__V1__DeleteSamplesRequest Menagerie__Health__V1__DeleteSamplesRequest;
+typedef struct Menagerie__Health__V1__DeleteSamplesResponse Menagerie__Health__V1__DeleteSamplesResponse;
+typedef struct Menagerie__Health__V1__GetSampleRequest Menagerie__Health__V1__GetSampleRequest;
+typedef struct Menagerie__Health__V1__GetSampleResponse Menagerie__Health__V1__GetSampleResponse;
+typedef struct Menagerie__Health__V1__QuerySamplesRequest Menagerie__Health__V1__QuerySamplesRequest;
+typedef struct Menagerie__Health__V1__QuerySamplesResponse Menagerie__Health__V1__QuerySamplesResponse;
+typedef struct Menagerie__Health__V1__GetStatisticsRequest Menagerie__Health__V1__GetStatisticsRequest;
+typedef struct Menagerie__Health__V1__StatisticsBucket Menagerie__Health__V1__StatisticsBucket;
+typedef struct Menagerie__Health__V1__GetStatisticsResponse Menagerie__Health__V1__GetStatisticsResponse;
+typedef struct Menagerie__Health__V1__GetPushCursorRequest Menagerie__Health__V1__GetPushCursorRequest;
+typedef struct Menagerie__Health__V1__GetPushCursorResponse Menagerie__Health__V1__GetPushCursorResponse;
+typedef struct Menagerie__Health__V1__PushRequest Menagerie__Health__V1__PushRequest;
+typedef struct Menagerie__Health__V1__PushResponse Menagerie__Health__V1__PushResponse;
+typedef struct Menagerie__Health__V1__PullRequest Menagerie__Health__V1__PullRequest;
+typedef struct Menagerie__Health__V1__PullResponse Menagerie__Health__V1__PullResponse;
+typedef struct Menagerie__Health__V1__ExportCSVRequest Menagerie__Health__V1__ExportCSVRequest;
+typedef struct Menagerie__Health__V1__ExportCSVChunk Menagerie__Health__V1__ExportCSVChunk;
 
 
 /* --- enums --- */
 
+typedef enum _Menagerie__Health__V1__StatisticsInterval {
+  /*
+   * One figure over the whole range.
+   */
+  MENAGERIE__HEALTH__V1__STATISTICS_INTERVAL__STATISTICS_INTERVAL_NONE = 0,
+  MENAGERIE__HEALTH__V1__STATISTICS_INTERVAL__STATISTICS_INTERVAL_HOUR = 1,
+  MENAGERIE__HEALTH__V1__STATISTICS_INTERVAL__STATISTICS_INTERVAL_DAY = 2,
+  /*
+   * Weeks start on Monday (ISO 8601).
+   */
+  MENAGERIE__HEALTH__V1__STATISTICS_INTERVAL__STATISTICS_INTERVAL_WEEK = 3,
+  MENAGERIE__HEALTH__V1__STATISTICS_INTERVAL__STATISTICS_INTERVAL_MONTH = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__STATISTICS_INTERVAL)
+} Menagerie__Health__V1__StatisticsInterval;
+typedef enum _Menagerie__Health__V1__StatisticsPreset {
+  /*
+   * The range is from_ms/to_ms.
+   */
+  MENAGERIE__HEALTH__V1__STATISTICS_PRESET__STATISTICS_PRESET_NONE = 0,
+  MENAGERIE__HEALTH__V1__STATISTICS_PRESET__STATISTICS_PRESET_TODAY = 1,
+  /*
+   * Today and the 6 days before, whole local days.
+   */
+  MENAGERIE__HEALTH__V1__STATISTICS_PRESET__STATISTICS_PRESET_LAST_7_DAYS = 2,
+  MENAGERIE__HEALTH__V1__STATISTICS_PRESET__STATISTICS_PRESET_LAST_30_DAYS = 3,
+  MENAGERIE__HEALTH__V1__STATISTICS_PRESET__STATISTICS_PRESET_THIS_MONTH = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__STATISTICS_PRESET)
+} Menagerie__Health__V1__StatisticsPreset;
 
 /* --- messages --- */
 
+/*
+ * One metadata pair of a sample (HealthKit's `metadata` dictionary, kept in order).
+ */
+struct  Menagerie__Health__V1__MetadataEntry
+{
+  ProtobufCMessage base;
+  char *key;
+  char *value;
+};
+#define MENAGERIE__HEALTH__V1__METADATA_ENTRY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__metadata_entry__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__SAMPLE___TIME_ZONE__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__SAMPLE___TIME_ZONE_TIME_ZONE = 8
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__SAMPLE___TIME_ZONE__CASE)
+} Menagerie__Health__V1__Sample__TimeZoneCase;
+
+/*
+ * A health sample. Immutable once stored: the UUID, chosen by the client, names exactly this content, so
+ * writes are idempotent (the same sample again is a duplicate; the same UUID with other content is a
+ * conflict, and the first stored version wins).
+ */
+struct  Menagerie__Health__V1__Sample
+{
+  ProtobufCMessage base;
+  char *uuid;
+  char *type;
+  /*
+   * For quantities, the value in `unit`. For sleepAnalysis, HealthKit's HKCategoryValueSleepAnalysis raw
+   * value: 0 inBed, 1 asleepUnspecified, 2 awake, 3 asleepCore, 4 asleepDeep, 5 asleepREM.
+   */
+  double value;
+  /*
+   * The unit of `value`. Writes: empty means the type's canonical unit. Answers: the unit the request
+   * asked for, else the canonical one ("count" for categories).
+   */
+  char *unit;
+  int64_t start_ms;
+  /*
+   * Equal to start_ms for an instantaneous sample; never before it.
+   */
+  int64_t end_ms;
+  /*
+   * The device or app that recorded it ("Apple Watch", "WaterMinder").
+   */
+  char *source;
+  size_t n_metadata;
+  Menagerie__Health__V1__MetadataEntry **metadata;
+  Menagerie__Health__V1__Sample__TimeZoneCase _time_zone_case;
+  union {
+    /*
+     * The zone it was recorded in: an IANA name ("Europe/Prague") or a fixed offset ("-0700").
+     */
+    char *time_zone;
+  };
+};
+#define MENAGERIE__HEALTH__V1__SAMPLE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__sample__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string, 0,NULL, MENAGERIE__HEALTH__V1__SAMPLE___TIME_ZONE__NOT_SET, {0} }
+
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__DELETION___TYPE__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__DELETION___TYPE_TYPE = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__DELETION___TYPE__CASE)
+} Menagerie__Health__V1__Deletion__TypeCase;
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__DELETION___START_MS__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__DELETION___START_MS_START_MS = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__DELETION___START_MS__CASE)
+} Menagerie__Health__V1__Deletion__StartMsCase;
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__DELETION___END_MS__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__DELETION___END_MS_END_MS = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__DELETION___END_MS__CASE)
+} Menagerie__Health__V1__Deletion__EndMsCase;
+
+/*
+ * A deleted sample, as the change log reports it. Type and times are filled when known, so a sync limited
+ * to types or a time range can leave out deletions outside it.
+ */
+struct  Menagerie__Health__V1__Deletion
+{
+  ProtobufCMessage base;
+  char *uuid;
+  Menagerie__Health__V1__Deletion__TypeCase _type_case;
+  union {
+    char *type;
+  };
+  Menagerie__Health__V1__Deletion__StartMsCase _start_ms_case;
+  union {
+    int64_t start_ms;
+  };
+  Menagerie__Health__V1__Deletion__EndMsCase _end_ms_case;
+  union {
+    int64_t end_ms;
+  };
+};
+#define MENAGERIE__HEALTH__V1__DELETION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__deletion__descriptor) \
+    , (char *)protobuf_c_empty_string, MENAGERIE__HEALTH__V1__DELETION___TYPE__NOT_SET, {0}, MENAGERIE__HEALTH__V1__DELETION___START_MS__NOT_SET, {0}, MENAGERIE__HEALTH__V1__DELETION___END_MS__NOT_SET, {0} }
+
+
+/*
+ * A UUID that arrived with content other than the stored one. `stored` is the version that stays.
+ */
+struct  Menagerie__Health__V1__Conflict
+{
+  ProtobufCMessage base;
+  Menagerie__Health__V1__Sample *stored;
+  Menagerie__Health__V1__Sample *rejected;
+};
+#define MENAGERIE__HEALTH__V1__CONFLICT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__conflict__descriptor) \
+    , NULL, NULL }
+
+
+/*
+ * What a write did.
+ */
+struct  Menagerie__Health__V1__WriteSummary
+{
+  ProtobufCMessage base;
+  /*
+   * New samples stored.
+   */
+  int64_t added;
+  /*
+   * Samples already stored with the same content.
+   */
+  int64_t duplicates;
+  /*
+   * Samples refused because their UUID was deleted before (tombstones are kept forever).
+   */
+  int64_t already_deleted;
+  /*
+   * Samples deleted.
+   */
+  int64_t deleted;
+  /*
+   * Deletions of UUIDs already deleted (or, in a push, never seen: a tombstone is kept for them).
+   */
+  int64_t duplicate_deletions;
+  /*
+   * The first 1,000 conflicts; `conflicts_omitted` counts the rest (a push of a million samples
+   * answers in one message).
+   */
+  size_t n_conflicts;
+  Menagerie__Health__V1__Conflict **conflicts;
+  /*
+   * The user's change-log anchor after the write.
+   */
+  int64_t anchor;
+  int64_t conflicts_omitted;
+};
+#define MENAGERIE__HEALTH__V1__WRITE_SUMMARY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__write_summary__descriptor) \
+    , 0, 0, 0, 0, 0, 0,NULL, 0, 0 }
+
+
+struct  Menagerie__Health__V1__CreateUserRequest
+{
+  ProtobufCMessage base;
+  /*
+   * 1–128 bytes; ALREADY_EXISTS when taken.
+   */
+  char *name;
+};
+#define MENAGERIE__HEALTH__V1__CREATE_USER_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__create_user_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Health__V1__CreateUserResponse
+{
+  ProtobufCMessage base;
+  char *name;
+  /*
+   * 64 hex digits (256 random bits). Shown once: the server keeps only its SHA-256.
+   */
+  char *token;
+};
+#define MENAGERIE__HEALTH__V1__CREATE_USER_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__create_user_response__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Health__V1__IssueTokenRequest
+{
+  ProtobufCMessage base;
+};
+#define MENAGERIE__HEALTH__V1__ISSUE_TOKEN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__issue_token_request__descriptor) \
+     }
+
+
+struct  Menagerie__Health__V1__IssueTokenResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Another token for the caller's user (a second device); the caller's own token stays valid.
+   */
+  char *token;
+};
+#define MENAGERIE__HEALTH__V1__ISSUE_TOKEN_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__issue_token_response__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Health__V1__RevokeTokenRequest
+{
+  ProtobufCMessage base;
+  /*
+   * A token of the caller's user; empty revokes the token the call carries. NOT_FOUND for a token that is
+   * not the caller's or already revoked.
+   */
+  char *token;
+};
+#define MENAGERIE__HEALTH__V1__REVOKE_TOKEN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__revoke_token_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Health__V1__RevokeTokenResponse
+{
+  ProtobufCMessage base;
+};
+#define MENAGERIE__HEALTH__V1__REVOKE_TOKEN_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__revoke_token_response__descriptor) \
+     }
+
+
+struct  Menagerie__Health__V1__GetAccountRequest
+{
+  ProtobufCMessage base;
+};
+#define MENAGERIE__HEALTH__V1__GET_ACCOUNT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__get_account_request__descriptor) \
+     }
+
+
+struct  Menagerie__Health__V1__GetAccountResponse
+{
+  ProtobufCMessage base;
+  char *name;
+  /*
+   * The user's current change-log anchor.
+   */
+  int64_t anchor;
+  int64_t sample_count;
+};
+#define MENAGERIE__HEALTH__V1__GET_ACCOUNT_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__get_account_response__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, 0 }
+
+
+struct  Menagerie__Health__V1__AddSamplesRequest
+{
+  ProtobufCMessage base;
+  /*
+   * At most 10,000 (RESOURCE_EXHAUSTED above: split the batch). One invalid sample rejects the whole batch
+   * with INVALID_ARGUMENT naming it (position and UUID) and the reason; nothing is stored then.
+   */
+  size_t n_samples;
+  Menagerie__Health__V1__Sample **samples;
+};
+#define MENAGERIE__HEALTH__V1__ADD_SAMPLES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__add_samples_request__descriptor) \
+    , 0,NULL }
+
+
+struct  Menagerie__Health__V1__AddSamplesResponse
+{
+  ProtobufCMessage base;
+  Menagerie__Health__V1__WriteSummary *summary;
+};
+#define MENAGERIE__HEALTH__V1__ADD_SAMPLES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__add_samples_response__descriptor) \
+    , NULL }
+
+
+struct  Menagerie__Health__V1__DeleteSamplesRequest
+{
+  ProtobufCMessage base;
+  /*
+   * NOT_FOUND, and nothing deleted, when one of them is not the caller's sample (deleting an already
+   * deleted one again is fine). The server keeps a tombstone, so deletions reach every device.
+   */
+  size_t n_uuids;
+  char **uuids;
+};
+#define MENAGERIE__HEALTH__V1__DELETE_SAMPLES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__delete_samples_request__descriptor) \
+    , 0,NULL }
+
+
+struct  Menagerie__Health__V1__DeleteSamplesResponse
+{
+  ProtobufCMessage base;
+  Menagerie__Health__V1__WriteSummary *summary;
+};
+#define MENAGERIE__HEALTH__V1__DELETE_SAMPLES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__delete_samples_response__descriptor) \
+    , NULL }
+
+
+struct  Menagerie__Health__V1__GetSampleRequest
+{
+  ProtobufCMessage base;
+  char *uuid;
+  /*
+   * The unit to answer in; empty for the canonical one.
+   */
+  char *unit;
+};
+#define MENAGERIE__HEALTH__V1__GET_SAMPLE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__get_sample_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Health__V1__GetSampleResponse
+{
+  ProtobufCMessage base;
+  Menagerie__Health__V1__Sample *sample;
+};
+#define MENAGERIE__HEALTH__V1__GET_SAMPLE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__get_sample_response__descriptor) \
+    , NULL }
+
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST___FROM_MS__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST___FROM_MS_FROM_MS = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST___FROM_MS__CASE)
+} Menagerie__Health__V1__QuerySamplesRequest__FromMsCase;
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST___TO_MS__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST___TO_MS_TO_MS = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST___TO_MS__CASE)
+} Menagerie__Health__V1__QuerySamplesRequest__ToMsCase;
+
+/*
+ * A sample query with HealthKit's date predicate: without strict options, samples that overlap
+ * [from_ms, to_ms) (an instant at from_ms counts); strict_start: from_ms ≤ start < to_ms; strict_end:
+ * from_ms ≤ end ≤ to_ms and start < to_ms; both: both.
+ */
+struct  Menagerie__Health__V1__QuerySamplesRequest
+{
+  ProtobufCMessage base;
+  /*
+   * Empty for every type.
+   */
+  size_t n_types;
+  char **types;
+  protobuf_c_boolean strict_start;
+  protobuf_c_boolean strict_end;
+  /*
+   * Empty for every source.
+   */
+  size_t n_sources;
+  char **sources;
+  /*
+   * 1–10,000; 0 means 1,000.
+   */
+  uint32_t limit;
+  /*
+   * Newest first instead of oldest first (by start time).
+   */
+  protobuf_c_boolean descending;
+  /*
+   * The unit to answer in; empty for each type's canonical one. It must fit every type asked for.
+   */
+  char *unit;
+  Menagerie__Health__V1__QuerySamplesRequest__FromMsCase _from_ms_case;
+  union {
+    int64_t from_ms;
+  };
+  Menagerie__Health__V1__QuerySamplesRequest__ToMsCase _to_ms_case;
+  union {
+    int64_t to_ms;
+  };
+};
+#define MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__query_samples_request__descriptor) \
+    , 0,NULL, 0, 0, 0,NULL, 0, 0, (char *)protobuf_c_empty_string, MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST___FROM_MS__NOT_SET, {0}, MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST___TO_MS__NOT_SET, {0} }
+
+
+struct  Menagerie__Health__V1__QuerySamplesResponse
+{
+  ProtobufCMessage base;
+  size_t n_samples;
+  Menagerie__Health__V1__Sample **samples;
+};
+#define MENAGERIE__HEALTH__V1__QUERY_SAMPLES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__query_samples_response__descriptor) \
+    , 0,NULL }
+
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__GET_STATISTICS_REQUEST___FROM_MS__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__GET_STATISTICS_REQUEST___FROM_MS_FROM_MS = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__GET_STATISTICS_REQUEST___FROM_MS__CASE)
+} Menagerie__Health__V1__GetStatisticsRequest__FromMsCase;
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__GET_STATISTICS_REQUEST___TO_MS__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__GET_STATISTICS_REQUEST___TO_MS_TO_MS = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__GET_STATISTICS_REQUEST___TO_MS__CASE)
+} Menagerie__Health__V1__GetStatisticsRequest__ToMsCase;
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__GET_STATISTICS_REQUEST___NOW_MS__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__GET_STATISTICS_REQUEST___NOW_MS_NOW_MS = 10
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__GET_STATISTICS_REQUEST___NOW_MS__CASE)
+} Menagerie__Health__V1__GetStatisticsRequest__NowMsCase;
+
+/*
+ * HealthKit's statistics (collection) query. Cumulative types (stepCount, distanceWalkingRunning,
+ * flightsClimbed, activeEnergyBurned, dietaryWater) give sums: a sample spanning a bucket boundary is split
+ * in proportion to its time in each bucket. Discrete types (heartRate, bodyMass, …) give average, minimum and
+ * maximum of the samples starting in the bucket. sleepAnalysis gives the merged time asleep (overlapping and
+ * duplicate records count once), in minutes by default.
+ */
+struct  Menagerie__Health__V1__GetStatisticsRequest
+{
+  ProtobufCMessage base;
+  char *type;
+  Menagerie__Health__V1__StatisticsPreset preset;
+  /*
+   * Buckets are whole calendar units in time_zone covering the range (days of 23 and 25 hours included).
+   */
+  Menagerie__Health__V1__StatisticsInterval interval;
+  /*
+   * IANA name; empty for UTC. INVALID_ARGUMENT for an unknown zone.
+   */
+  char *time_zone;
+  /*
+   * The unit to answer in; empty for the type's.
+   */
+  char *unit;
+  /*
+   * De-duplicates overlapping samples of a cumulative type from several sources: the source listed first
+   * counts where they overlap (an iPhone and a watch counting the same steps). Empty: every sample counts.
+   */
+  size_t n_source_priority;
+  char **source_priority;
+  /*
+   * For sleepAnalysis: the stages that count ("inBed", "asleepCore", …); empty for asleep in any stage.
+   */
+  size_t n_sleep_values;
+  char **sleep_values;
+  Menagerie__Health__V1__GetStatisticsRequest__FromMsCase _from_ms_case;
+  union {
+    /*
+     * The range, unless a preset is given. INVALID_ARGUMENT when to_ms is before from_ms.
+     */
+    int64_t from_ms;
+  };
+  Menagerie__Health__V1__GetStatisticsRequest__ToMsCase _to_ms_case;
+  union {
+    int64_t to_ms;
+  };
+  Menagerie__Health__V1__GetStatisticsRequest__NowMsCase _now_ms_case;
+  union {
+    /*
+     * The instant presets are relative to; absent for the server's clock.
+     */
+    int64_t now_ms;
+  };
+};
+#define MENAGERIE__HEALTH__V1__GET_STATISTICS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__get_statistics_request__descriptor) \
+    , (char *)protobuf_c_empty_string, MENAGERIE__HEALTH__V1__STATISTICS_PRESET__STATISTICS_PRESET_NONE, MENAGERIE__HEALTH__V1__STATISTICS_INTERVAL__STATISTICS_INTERVAL_NONE, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, MENAGERIE__HEALTH__V1__GET_STATISTICS_REQUEST___FROM_MS__NOT_SET, {0}, MENAGERIE__HEALTH__V1__GET_STATISTICS_REQUEST___TO_MS__NOT_SET, {0}, MENAGERIE__HEALTH__V1__GET_STATISTICS_REQUEST___NOW_MS__NOT_SET, {0} }
+
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___SUM__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___SUM_SUM = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___SUM__CASE)
+} Menagerie__Health__V1__StatisticsBucket__SumCase;
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___AVERAGE__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___AVERAGE_AVERAGE = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___AVERAGE__CASE)
+} Menagerie__Health__V1__StatisticsBucket__AverageCase;
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___MINIMUM__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___MINIMUM_MINIMUM = 5
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___MINIMUM__CASE)
+} Menagerie__Health__V1__StatisticsBucket__MinimumCase;
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___MAXIMUM__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___MAXIMUM_MAXIMUM = 6
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___MAXIMUM__CASE)
+} Menagerie__Health__V1__StatisticsBucket__MaximumCase;
+
+struct  Menagerie__Health__V1__StatisticsBucket
+{
+  ProtobufCMessage base;
+  int64_t start_ms;
+  int64_t end_ms;
+  /*
+   * Samples that contributed (one split over two buckets counts in both).
+   */
+  int64_t count;
+  Menagerie__Health__V1__StatisticsBucket__SumCase _sum_case;
+  union {
+    /*
+     * Cumulative types and sleep.
+     */
+    double sum;
+  };
+  Menagerie__Health__V1__StatisticsBucket__AverageCase _average_case;
+  union {
+    /*
+     * Discrete types; absent for a bucket without samples.
+     */
+    double average;
+  };
+  Menagerie__Health__V1__StatisticsBucket__MinimumCase _minimum_case;
+  union {
+    double minimum;
+  };
+  Menagerie__Health__V1__StatisticsBucket__MaximumCase _maximum_case;
+  union {
+    double maximum;
+  };
+};
+#define MENAGERIE__HEALTH__V1__STATISTICS_BUCKET__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__statistics_bucket__descriptor) \
+    , 0, 0, 0, MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___SUM__NOT_SET, {0}, MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___AVERAGE__NOT_SET, {0}, MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___MINIMUM__NOT_SET, {0}, MENAGERIE__HEALTH__V1__STATISTICS_BUCKET___MAXIMUM__NOT_SET, {0} }
+
+
+struct  Menagerie__Health__V1__GetStatisticsResponse
+{
+  ProtobufCMessage base;
+  char *type;
+  char *unit;
+  size_t n_buckets;
+  Menagerie__Health__V1__StatisticsBucket **buckets;
+};
+#define MENAGERIE__HEALTH__V1__GET_STATISTICS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__get_statistics_response__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL }
+
+
+struct  Menagerie__Health__V1__GetPushCursorRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The device's own id (a UUID it keeps in its local store).
+   */
+  char *device_id;
+  /*
+   * The sync scope: "" for a full sync; a limited sync (types, time range) has its own.
+   */
+  char *scope;
+};
+#define MENAGERIE__HEALTH__V1__GET_PUSH_CURSOR_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__get_push_cursor_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Health__V1__GetPushCursorResponse
+{
+  ProtobufCMessage base;
+  /*
+   * How far this device's pushes for the scope are committed, in the device's own anchors: the next push
+   * starts after it. 0 for a device the server has not heard from.
+   */
+  int64_t anchor;
+};
+#define MENAGERIE__HEALTH__V1__GET_PUSH_CURSOR_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__get_push_cursor_response__descriptor) \
+    , 0 }
+
+
+/*
+ * One batch of a device's push: its new samples and deletions since the previous batch, and the device's
+ * own anchor they reach. Every batch of one push names the same device and scope. The server commits the batch and `through_anchor` as the device's push cursor in
+ * one transaction, so a push cut off anywhere resumes from GetPushCursor without loss or duplicates.
+ */
+struct  Menagerie__Health__V1__PushRequest
+{
+  ProtobufCMessage base;
+  char *device_id;
+  char *scope;
+  /*
+   * At most 10,000 samples and deletions together.
+   */
+  size_t n_samples;
+  Menagerie__Health__V1__Sample **samples;
+  size_t n_deletions;
+  Menagerie__Health__V1__Deletion **deletions;
+  int64_t through_anchor;
+};
+#define MENAGERIE__HEALTH__V1__PUSH_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__push_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0 }
+
+
+struct  Menagerie__Health__V1__PushResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Counts over every batch of the push, conflicts included (the server's version stays).
+   */
+  Menagerie__Health__V1__WriteSummary *summary;
+  /*
+   * The device's push cursor after the push.
+   */
+  int64_t committed_anchor;
+};
+#define MENAGERIE__HEALTH__V1__PUSH_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__push_response__descriptor) \
+    , NULL, 0 }
+
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__PULL_REQUEST___FROM_MS__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__PULL_REQUEST___FROM_MS_FROM_MS = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__PULL_REQUEST___FROM_MS__CASE)
+} Menagerie__Health__V1__PullRequest__FromMsCase;
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__PULL_REQUEST___TO_MS__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__PULL_REQUEST___TO_MS_TO_MS = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__PULL_REQUEST___TO_MS__CASE)
+} Menagerie__Health__V1__PullRequest__ToMsCase;
+
+/*
+ * The caller's changes after an anchor (HealthKit's anchored object query), limited to types and a time
+ * range when given. Each page is sent once the client has taken the previous one (flow control), and
+ * carries the anchor it reaches: a device commits a page with its anchor, so a pull cut off resumes after
+ * the last committed page.
+ */
+struct  Menagerie__Health__V1__PullRequest
+{
+  ProtobufCMessage base;
+  int64_t since_anchor;
+  size_t n_types;
+  char **types;
+  /*
+   * Changes per page, 1–10,000; 0 means 1,000.
+   */
+  uint32_t page_size;
+  Menagerie__Health__V1__PullRequest__FromMsCase _from_ms_case;
+  union {
+    int64_t from_ms;
+  };
+  Menagerie__Health__V1__PullRequest__ToMsCase _to_ms_case;
+  union {
+    int64_t to_ms;
+  };
+};
+#define MENAGERIE__HEALTH__V1__PULL_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__pull_request__descriptor) \
+    , 0, 0,NULL, 0, MENAGERIE__HEALTH__V1__PULL_REQUEST___FROM_MS__NOT_SET, {0}, MENAGERIE__HEALTH__V1__PULL_REQUEST___TO_MS__NOT_SET, {0} }
+
+
+struct  Menagerie__Health__V1__PullResponse
+{
+  ProtobufCMessage base;
+  size_t n_samples;
+  Menagerie__Health__V1__Sample **samples;
+  size_t n_deletions;
+  Menagerie__Health__V1__Deletion **deletions;
+  /*
+   * The anchor this page reaches; the next pull starts from the last page's.
+   */
+  int64_t anchor;
+  /*
+   * More changes follow (the stream goes on).
+   */
+  protobuf_c_boolean has_more;
+};
+#define MENAGERIE__HEALTH__V1__PULL_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__pull_response__descriptor) \
+    , 0,NULL, 0,NULL, 0, 0 }
+
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__EXPORT_CSVREQUEST___FROM_MS__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__EXPORT_CSVREQUEST___FROM_MS_FROM_MS = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__EXPORT_CSVREQUEST___FROM_MS__CASE)
+} Menagerie__Health__V1__ExportCSVRequest__FromMsCase;
+
+typedef enum {
+  MENAGERIE__HEALTH__V1__EXPORT_CSVREQUEST___TO_MS__NOT_SET = 0,
+  MENAGERIE__HEALTH__V1__EXPORT_CSVREQUEST___TO_MS_TO_MS = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__HEALTH__V1__EXPORT_CSVREQUEST___TO_MS__CASE)
+} Menagerie__Health__V1__ExportCSVRequest__ToMsCase;
+
+struct  Menagerie__Health__V1__ExportCSVRequest
+{
+  ProtobufCMessage base;
+  char *type;
+  char *unit;
+  Menagerie__Health__V1__ExportCSVRequest__FromMsCase _from_ms_case;
+  union {
+    int64_t from_ms;
+  };
+  Menagerie__Health__V1__ExportCSVRequest__ToMsCase _to_ms_case;
+  union {
+    int64_t to_ms;
+  };
+};
+#define MENAGERIE__HEALTH__V1__EXPORT_CSVREQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__export_csvrequest__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, MENAGERIE__HEALTH__V1__EXPORT_CSVREQUEST___FROM_MS__NOT_SET, {0}, MENAGERIE__HEALTH__V1__EXPORT_CSVREQUEST___TO_MS__NOT_SET, {0} }
+
+
+/*
+ * CSV text (RFC 4180, header `uuid,type,start,end,value,unit,source,time_zone`), in order across chunks.
+ */
+struct  Menagerie__Health__V1__ExportCSVChunk
+{
+  ProtobufCMessage base;
+  char *text;
+};
+#define MENAGERIE__HEALTH__V1__EXPORT_CSVCHUNK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__export_csvchunk__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+/* Menagerie__Health__V1__MetadataEntry methods */
+void   menagerie__health__v1__metadata_entry__init
+                     (Menagerie__Health__V1__MetadataEntry         *message);
+size_t menagerie__health__v1__metadata_entry__get_packed_size
+                     (const Menagerie__Health__V1__MetadataEntry   *message);
+size_t menagerie__health__v1__metadata_entry__pack
+                     (const Menagerie__Health__V1__MetadataEntry   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__metadata_entry__pack_to_buffer
+                     (const Menagerie__Health__V1__MetadataEntry   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__MetadataEntry *
+       menagerie__health__v1__metadata_entry__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__metadata_entry__free_unpacked
+                     (Menagerie__Health__V1__MetadataEntry *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__Sample methods */
+void   menagerie__health__v1__sample__init
+                     (Menagerie__Health__V1__Sample         *message);
+size_t menagerie__health__v1__sample__get_packed_size
+                     (const Menagerie__Health__V1__Sample   *message);
+size_t menagerie__health__v1__sample__pack
+                     (const Menagerie__Health__V1__Sample   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__sample__pack_to_buffer
+                     (const Menagerie__Health__V1__Sample   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__Sample *
+       menagerie__health__v1__sample__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__sample__free_unpacked
+                     (Menagerie__Health__V1__Sample *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__Deletion methods */
+void   menagerie__health__v1__deletion__init
+                     (Menagerie__Health__V1__Deletion         *message);
+size_t menagerie__health__v1__deletion__get_packed_size
+                     (const Menagerie__Health__V1__Deletion   *message);
+size_t menagerie__health__v1__deletion__pack
+                     (const Menagerie__Health__V1__Deletion   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__deletion__pack_to_buffer
+                     (const Menagerie__Health__V1__Deletion   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__Deletion *
+       menagerie__health__v1__deletion__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__deletion__free_unpacked
+                     (Menagerie__Health__V1__Deletion *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__Conflict methods */
+void   menagerie__health__v1__conflict__init
+                     (Menagerie__Health__V1__Conflict         *message);
+size_t menagerie__health__v1__conflict__get_packed_size
+                     (const Menagerie__Health__V1__Conflict   *message);
+size_t menagerie__health__v1__conflict__pack
+                     (const Menagerie__Health__V1__Conflict   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__conflict__pack_to_buffer
+                     (const Menagerie__Health__V1__Conflict   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__Conflict *
+       menagerie__health__v1__conflict__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__conflict__free_unpacked
+                     (Menagerie__Health__V1__Conflict *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__WriteSummary methods */
+void   menagerie__health__v1__write_summary__init
+                     (Menagerie__Health__V1__WriteSummary         *message);
+size_t menagerie__health__v1__write_summary__get_packed_size
+                     (const Menagerie__Health__V1__WriteSummary   *message);
+size_t menagerie__health__v1__write_summary__pack
+                     (const Menagerie__Health__V1__WriteSummary   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__write_summary__pack_to_buffer
+                     (const Menagerie__Health__V1__WriteSummary   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__WriteSummary *
+       menagerie__health__v1__write_summary__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__write_summary__free_unpacked
+                     (Menagerie__Health__V1__WriteSummary *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__CreateUserRequest methods */
+void   menagerie__health__v1__create_user_request__init
+                     (Menagerie__Health__V1__CreateUserRequest         *message);
+size_t menagerie__health__v1__create_user_request__get_packed_size
+                     (const Menagerie__Health__V1__CreateUserRequest   *message);
+size_t menagerie__health__v1__create_user_request__pack
+                     (const Menagerie__Health__V1__CreateUserRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__create_user_request__pack_to_buffer
+                     (const Menagerie__Health__V1__CreateUserRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__CreateUserRequest *
+       menagerie__health__v1__create_user_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__create_user_request__free_unpacked
+                     (Menagerie__Health__V1__CreateUserRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__CreateUserResponse methods */
+void   menagerie__health__v1__create_user_response__init
+                     (Menagerie__Health__V1__CreateUserResponse         *message);
+size_t menagerie__health__v1__create_user_response__get_packed_size
+                     (const Menagerie__Health__V1__CreateUserResponse   *message);
+size_t menagerie__health__v1__create_user_response__pack
+                     (const Menagerie__Health__V1__CreateUserResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__create_user_response__pack_to_buffer
+                     (const Menagerie__Health__V1__CreateUserResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__CreateUserResponse *
+       menagerie__health__v1__create_user_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__create_user_response__free_unpacked
+                     (Menagerie__Health__V1__CreateUserResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__IssueTokenRequest methods */
+void   menagerie__health__v1__issue_token_request__init
+                     (Menagerie__Health__V1__IssueTokenRequest         *message);
+size_t menagerie__health__v1__issue_token_request__get_packed_size
+                     (const Menagerie__Health__V1__IssueTokenRequest   *message);
+size_t menagerie__health__v1__issue_token_request__pack
+                     (const Menagerie__Health__V1__IssueTokenRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__issue_token_request__pack_to_buffer
+                     (const Menagerie__Health__V1__IssueTokenRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__IssueTokenRequest *
+       menagerie__health__v1__issue_token_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__issue_token_request__free_unpacked
+                     (Menagerie__Health__V1__IssueTokenRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__IssueTokenResponse methods */
+void   menagerie__health__v1__issue_token_response__init
+                     (Menagerie__Health__V1__IssueTokenResponse         *message);
+size_t menagerie__health__v1__issue_token_response__get_packed_size
+                     (const Menagerie__Health__V1__IssueTokenResponse   *message);
+size_t menagerie__health__v1__issue_token_response__pack
+                     (const Menagerie__Health__V1__IssueTokenResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__issue_token_response__pack_to_buffer
+                     (const Menagerie__Health__V1__IssueTokenResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__IssueTokenResponse *
+       menagerie__health__v1__issue_token_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__issue_token_response__free_unpacked
+                     (Menagerie__Health__V1__IssueTokenResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__RevokeTokenRequest methods */
+void   menagerie__health__v1__revoke_token_request__init
+                     (Menagerie__Health__V1__RevokeTokenRequest         *message);
+size_t menagerie__health__v1__revoke_token_request__get_packed_size
+                     (const Menagerie__Health__V1__RevokeTokenRequest   *message);
+size_t menagerie__health__v1__revoke_token_request__pack
+                     (const Menagerie__Health__V1__RevokeTokenRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__revoke_token_request__pack_to_buffer
+                     (const Menagerie__Health__V1__RevokeTokenRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__RevokeTokenRequest *
+       menagerie__health__v1__revoke_token_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__revoke_token_request__free_unpacked
+                     (Menagerie__Health__V1__RevokeTokenRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__RevokeTokenResponse methods */
+void   menagerie__health__v1__revoke_token_response__init
+                     (Menagerie__Health__V1__RevokeTokenResponse         *message);
+size_t menagerie__health__v1__revoke_token_response__get_packed_size
+                     (const Menagerie__Health__V1__RevokeTokenResponse   *message);
+size_t menagerie__health__v1__revoke_token_response__pack
+                     (const Menagerie__Health__V1__RevokeTokenResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__revoke_token_response__pack_to_buffer
+                     (const Menagerie__Health__V1__RevokeTokenResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__RevokeTokenResponse *
+       menagerie__health__v1__revoke_token_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__revoke_token_response__free_unpacked
+                     (Menagerie__Health__V1__RevokeTokenResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__GetAccountRequest methods */
+void   menagerie__health__v1__get_account_request__init
+                     (Menagerie__Health__V1__GetAccountRequest         *message);
+size_t menagerie__health__v1__get_account_request__get_packed_size
+                     (const Menagerie__Health__V1__GetAccountRequest   *message);
+size_t menagerie__health__v1__get_account_request__pack
+                     (const Menagerie__Health__V1__GetAccountRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__get_account_request__pack_to_buffer
+                     (const Menagerie__Health__V1__GetAccountRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__GetAccountRequest *
+       menagerie__health__v1__get_account_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__get_account_request__free_unpacked
+                     (Menagerie__Health__V1__GetAccountRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__GetAccountResponse methods */
+void   menagerie__health__v1__get_account_response__init
+                     (Menagerie__Health__V1__GetAccountResponse         *message);
+size_t menagerie__health__v1__get_account_response__get_packed_size
+                     (const Menagerie__Health__V1__GetAccountResponse   *message);
+size_t menagerie__health__v1__get_account_response__pack
+                     (const Menagerie__Health__V1__GetAccountResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__get_account_response__pack_to_buffer
+                     (const Menagerie__Health__V1__GetAccountResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__GetAccountResponse *
+       menagerie__health__v1__get_account_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__get_account_response__free_unpacked
+                     (Menagerie__Health__V1__GetAccountResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__AddSamplesRequest methods */
+void   menagerie__health__v1__add_samples_request__init
+                     (Menagerie__Health__V1__AddSamplesRequest         *message);
+size_t menagerie__health__v1__add_samples_request__get_packed_size
+                     (const Menagerie__Health__V1__AddSamplesRequest   *message);
+size_t menagerie__health__v1__add_samples_request__pack
+                     (const Menagerie__Health__V1__AddSamplesRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__add_samples_request__pack_to_buffer
+                     (const Menagerie__Health__V1__AddSamplesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__AddSamplesRequest *
+       menagerie__health__v1__add_samples_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__add_samples_request__free_unpacked
+                     (Menagerie__Health__V1__AddSamplesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__AddSamplesResponse methods */
+void   menagerie__health__v1__add_samples_response__init
+                     (Menagerie__Health__V1__AddSamplesResponse         *message);
+size_t menagerie__health__v1__add_samples_response__get_packed_size
+                     (const Menagerie__Health__V1__AddSamplesResponse   *message);
+size_t menagerie__health__v1__add_samples_response__pack
+                     (const Menagerie__Health__V1__AddSamplesResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__add_samples_response__pack_to_buffer
+                     (const Menagerie__Health__V1__AddSamplesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__AddSamplesResponse *
+       menagerie__health__v1__add_samples_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__add_samples_response__free_unpacked
+                     (Menagerie__Health__V1__AddSamplesResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__DeleteSamplesRequest methods */
+void   menagerie__health__v1__delete_samples_request__init
+                     (Menagerie__Health__V1__DeleteSamplesRequest         *message);
+size_t menagerie__health__v1__delete_samples_request__get_packed_size
+                     (const Menagerie__Health__V1__DeleteSamplesRequest   *message);
+size_t menagerie__health__v1__delete_samples_request__pack
+                     (const Menagerie__Health__V1__DeleteSamplesRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__delete_samples_request__pack_to_buffer
+                     (const Menagerie__Health__V1__DeleteSamplesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__DeleteSamplesRequest *
+       menagerie__health__v1__delete_samples_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__delete_samples_request__free_unpacked
+                     (Menagerie__Health__V1__DeleteSamplesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__DeleteSamplesResponse methods */
+void   menagerie__health__v1__delete_samples_response__init
+                     (Menagerie__Health__V1__DeleteSamplesResponse         *message);
+size_t menagerie__health__v1__delete_samples_response__get_packed_size
+                     (const Menagerie__Health__V1__DeleteSamplesResponse   *message);
+size_t menagerie__health__v1__delete_samples_response__pack
+                     (const Menagerie__Health__V1__DeleteSamplesResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__delete_samples_response__pack_to_buffer
+                     (const Menagerie__Health__V1__DeleteSamplesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__DeleteSamplesResponse *
+       menagerie__health__v1__delete_samples_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__delete_samples_response__free_unpacked
+                     (Menagerie__Health__V1__DeleteSamplesResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__GetSampleRequest methods */
+void   menagerie__health__v1__get_sample_request__init
+                     (Menagerie__Health__V1__GetSampleRequest         *message);
+size_t menagerie__health__v1__get_sample_request__get_packed_size
+                     (const Menagerie__Health__V1__GetSampleRequest   *message);
+size_t menagerie__health__v1__get_sample_request__pack
+                     (const Menagerie__Health__V1__GetSampleRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__get_sample_request__pack_to_buffer
+                     (const Menagerie__Health__V1__GetSampleRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__GetSampleRequest *
+       menagerie__health__v1__get_sample_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__get_sample_request__free_unpacked
+                     (Menagerie__Health__V1__GetSampleRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__GetSampleResponse methods */
+void   menagerie__health__v1__get_sample_response__init
+                     (Menagerie__Health__V1__GetSampleResponse         *message);
+size_t menagerie__health__v1__get_sample_response__get_packed_size
+                     (const Menagerie__Health__V1__GetSampleResponse   *message);
+size_t menagerie__health__v1__get_sample_response__pack
+                     (const Menagerie__Health__V1__GetSampleResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__get_sample_response__pack_to_buffer
+                     (const Menagerie__Health__V1__GetSampleResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__GetSampleResponse *
+       menagerie__health__v1__get_sample_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__get_sample_response__free_unpacked
+                     (Menagerie__Health__V1__GetSampleResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__QuerySamplesRequest methods */
+void   menagerie__health__v1__query_samples_request__init
+                     (Menagerie__Health__V1__QuerySamplesRequest         *message);
+size_t menagerie__health__v1__query_samples_request__get_packed_size
+                     (const Menagerie__Health__V1__QuerySamplesRequest   *message);
+size_t menagerie__health__v1__query_samples_request__pack
+                     (const Menagerie__Health__V1__QuerySamplesRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__query_samples_request__pack_to_buffer
+                     (const Menagerie__Health__V1__QuerySamplesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__QuerySamplesRequest *
+       menagerie__health__v1__query_samples_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__query_samples_request__free_unpacked
+                     (Menagerie__Health__V1__QuerySamplesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__QuerySamplesResponse methods */
+void   menagerie__health__v1__query_samples_response__init
+                     (Menagerie__Health__V1__QuerySamplesResponse         *message);
+size_t menagerie__health__v1__query_samples_response__get_packed_size
+                     (const Menagerie__Health__V1__QuerySamplesResponse   *message);
+size_t menagerie__health__v1__query_samples_response__pack
+                     (const Menagerie__Health__V1__QuerySamplesResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__query_samples_response__pack_to_buffer
+                     (const Menagerie__Health__V1__QuerySamplesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__QuerySamplesResponse *
+       menagerie__health__v1__query_samples_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__query_samples_response__free_unpacked
+                     (Menagerie__Health__V1__QuerySamplesResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__GetStatisticsRequest methods */
+void   menagerie__health__v1__get_statistics_request__init
+                     (Menagerie__Health__V1__GetStatisticsRequest         *message);
+size_t menagerie__health__v1__get_statistics_request__get_packed_size
+                     (const Menagerie__Health__V1__GetStatisticsRequest   *message);
+size_t menagerie__health__v1__get_statistics_request__pack
+                     (const Menagerie__Health__V1__GetStatisticsRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__get_statistics_request__pack_to_buffer
+                     (const Menagerie__Health__V1__GetStatisticsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__GetStatisticsRequest *
+       menagerie__health__v1__get_statistics_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__get_statistics_request__free_unpacked
+                     (Menagerie__Health__V1__GetStatisticsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__StatisticsBucket methods */
+void   menagerie__health__v1__statistics_bucket__init
+                     (Menagerie__Health__V1__StatisticsBucket         *message);
+size_t menagerie__health__v1__statistics_bucket__get_packed_size
+                     (const Menagerie__Health__V1__StatisticsBucket   *message);
+size_t menagerie__health__v1__statistics_bucket__pack
+                     (const Menagerie__Health__V1__StatisticsBucket   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__statistics_bucket__pack_to_buffer
+                     (const Menagerie__Health__V1__StatisticsBucket   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__StatisticsBucket *
+       menagerie__health__v1__statistics_bucket__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__statistics_bucket__free_unpacked
+                     (Menagerie__Health__V1__StatisticsBucket *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__GetStatisticsResponse methods */
+void   menagerie__health__v1__get_statistics_response__init
+                     (Menagerie__Health__V1__GetStatisticsResponse         *message);
+size_t menagerie__health__v1__get_statistics_response__get_packed_size
+                     (const Menagerie__Health__V1__GetStatisticsResponse   *message);
+size_t menagerie__health__v1__get_statistics_response__pack
+                     (const Menagerie__Health__V1__GetStatisticsResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__get_statistics_response__pack_to_buffer
+                     (const Menagerie__Health__V1__GetStatisticsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__GetStatisticsResponse *
+       menagerie__health__v1__get_statistics_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__get_statistics_response__free_unpacked
+                     (Menagerie__Health__V1__GetStatisticsResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__GetPushCursorRequest methods */
+void   menagerie__health__v1__get_push_cursor_request__init
+                     (Menagerie__Health__V1__GetPushCursorRequest         *message);
+size_t menagerie__health__v1__get_push_cursor_request__get_packed_size
+                     (const Menagerie__Health__V1__GetPushCursorRequest   *message);
+size_t menagerie__health__v1__get_push_cursor_request__pack
+                     (const Menagerie__Health__V1__GetPushCursorRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__get_push_cursor_request__pack_to_buffer
+                     (const Menagerie__Health__V1__GetPushCursorRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__GetPushCursorRequest *
+       menagerie__health__v1__get_push_cursor_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__get_push_cursor_request__free_unpacked
+                     (Menagerie__Health__V1__GetPushCursorRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__GetPushCursorResponse methods */
+void   menagerie__health__v1__get_push_cursor_response__init
+                     (Menagerie__Health__V1__GetPushCursorResponse         *message);
+size_t menagerie__health__v1__get_push_cursor_response__get_packed_size
+                     (const Menagerie__Health__V1__GetPushCursorResponse   *message);
+size_t menagerie__health__v1__get_push_cursor_response__pack
+                     (const Menagerie__Health__V1__GetPushCursorResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__get_push_cursor_response__pack_to_buffer
+                     (const Menagerie__Health__V1__GetPushCursorResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__GetPushCursorResponse *
+       menagerie__health__v1__get_push_cursor_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__get_push_cursor_response__free_unpacked
+                     (Menagerie__Health__V1__GetPushCursorResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__PushRequest methods */
+void   menagerie__health__v1__push_request__init
+                     (Menagerie__Health__V1__PushRequest         *message);
+size_t menagerie__health__v1__push_request__get_packed_size
+                     (const Menagerie__Health__V1__PushRequest   *message);
+size_t menagerie__health__v1__push_request__pack
+                     (const Menagerie__Health__V1__PushRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__push_request__pack_to_buffer
+                     (const Menagerie__Health__V1__PushRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__PushRequest *
+       menagerie__health__v1__push_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__push_request__free_unpacked
+                     (Menagerie__Health__V1__PushRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__PushResponse methods */
+void   menagerie__health__v1__push_response__init
+                     (Menagerie__Health__V1__PushResponse         *message);
+size_t menagerie__health__v1__push_response__get_packed_size
+                     (const Menagerie__Health__V1__PushResponse   *message);
+size_t menagerie__health__v1__push_response__pack
+                     (const Menagerie__Health__V1__PushResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__push_response__pack_to_buffer
+                     (const Menagerie__Health__V1__PushResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__PushResponse *
+       menagerie__health__v1__push_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__push_response__free_unpacked
+                     (Menagerie__Health__V1__PushResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__PullRequest methods */
+void   menagerie__health__v1__pull_request__init
+                     (Menagerie__Health__V1__PullRequest         *message);
+size_t menagerie__health__v1__pull_request__get_packed_size
+                     (const Menagerie__Health__V1__PullRequest   *message);
+size_t menagerie__health__v1__pull_request__pack
+                     (const Menagerie__Health__V1__PullRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__pull_request__pack_to_buffer
+                     (const Menagerie__Health__V1__PullRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__PullRequest *
+       menagerie__health__v1__pull_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__pull_request__free_unpacked
+                     (Menagerie__Health__V1__PullRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__PullResponse methods */
+void   menagerie__health__v1__pull_response__init
+                     (Menagerie__Health__V1__PullResponse         *message);
+size_t menagerie__health__v1__pull_response__get_packed_size
+                     (const Menagerie__Health__V1__PullResponse   *message);
+size_t menagerie__health__v1__pull_response__pack
+                     (const Menagerie__Health__V1__PullResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__pull_response__pack_to_buffer
+                     (const Menagerie__Health__V1__PullResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__PullResponse *
+       menagerie__health__v1__pull_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__pull_response__free_unpacked
+                     (Menagerie__Health__V1__PullResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__ExportCSVRequest methods */
+void   menagerie__health__v1__export_csvrequest__init
+                     (Menagerie__Health__V1__ExportCSVRequest         *message);
+size_t menagerie__health__v1__export_csvrequest__get_packed_size
+                     (const Menagerie__Health__V1__ExportCSVRequest   *message);
+size_t menagerie__health__v1__export_csvrequest__pack
+                     (const Menagerie__Health__V1__ExportCSVRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__export_csvrequest__pack_to_buffer
+                     (const Menagerie__Health__V1__ExportCSVRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__ExportCSVRequest *
+       menagerie__health__v1__export_csvrequest__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__export_csvrequest__free_unpacked
+                     (Menagerie__Health__V1__ExportCSVRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Health__V1__ExportCSVChunk methods */
+void   menagerie__health__v1__export_csvchunk__init
+                     (Menagerie__Health__V1__ExportCSVChunk         *message);
+size_t menagerie__health__v1__export_csvchunk__get_packed_size
+                     (const Menagerie__Health__V1__ExportCSVChunk   *message);
+size_t menagerie__health__v1__export_csvchunk__pack
+                     (const Menagerie__Health__V1__ExportCSVChunk   *message,
+                      uint8_t             *out);
+size_t menagerie__health__v1__export_csvchunk__pack_to_buffer
+                     (const Menagerie__Health__V1__ExportCSVChunk   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Health__V1__ExportCSVChunk *
+       menagerie__health__v1__export_csvchunk__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__health__v1__export_csvchunk__free_unpacked
+                     (Menagerie__Health__V1__ExportCSVChunk *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
+typedef void (*Menagerie__Health__V1__MetadataEntry_Closure)
+                 (const Menagerie__Health__V1__MetadataEntry *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__Sample_Closure)
+                 (const Menagerie__Health__V1__Sample *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__Deletion_Closure)
+                 (const Menagerie__Health__V1__Deletion *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__Conflict_Closure)
+                 (const Menagerie__Health__V1__Conflict *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__WriteSummary_Closure)
+                 (const Menagerie__Health__V1__WriteSummary *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__CreateUserRequest_Closure)
+                 (const Menagerie__Health__V1__CreateUserRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__CreateUserResponse_Closure)
+                 (const Menagerie__Health__V1__CreateUserResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__IssueTokenRequest_Closure)
+                 (const Menagerie__Health__V1__IssueTokenRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__IssueTokenResponse_Closure)
+                 (const Menagerie__Health__V1__IssueTokenResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__RevokeTokenRequest_Closure)
+                 (const Menagerie__Health__V1__RevokeTokenRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__RevokeTokenResponse_Closure)
+                 (const Menagerie__Health__V1__RevokeTokenResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__GetAccountRequest_Closure)
+                 (const Menagerie__Health__V1__GetAccountRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__GetAccountResponse_Closure)
+                 (const Menagerie__Health__V1__GetAccountResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__AddSamplesRequest_Closure)
+                 (const Menagerie__Health__V1__AddSamplesRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__AddSamplesResponse_Closure)
+                 (const Menagerie__Health__V1__AddSamplesResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__DeleteSamplesRequest_Closure)
+                 (const Menagerie__Health__V1__DeleteSamplesRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__DeleteSamplesResponse_Closure)
+                 (const Menagerie__Health__V1__DeleteSamplesResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__GetSampleRequest_Closure)
+                 (const Menagerie__Health__V1__GetSampleRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__GetSampleResponse_Closure)
+                 (const Menagerie__Health__V1__GetSampleResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__QuerySamplesRequest_Closure)
+                 (const Menagerie__Health__V1__QuerySamplesRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__QuerySamplesResponse_Closure)
+                 (const Menagerie__Health__V1__QuerySamplesResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__GetStatisticsRequest_Closure)
+                 (const Menagerie__Health__V1__GetStatisticsRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__StatisticsBucket_Closure)
+                 (const Menagerie__Health__V1__StatisticsBucket *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__GetStatisticsResponse_Closure)
+                 (const Menagerie__Health__V1__GetStatisticsResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__GetPushCursorRequest_Closure)
+                 (const Menagerie__Health__V1__GetPushCursorRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__GetPushCursorResponse_Closure)
+                 (const Menagerie__Health__V1__GetPushCursorResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__PushRequest_Closure)
+                 (const Menagerie__Health__V1__PushRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__PushResponse_Closure)
+                 (const Menagerie__Health__V1__PushResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__PullRequest_Closure)
+                 (const Menagerie__Health__V1__PullRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__PullResponse_Closure)
+                 (const Menagerie__Health__V1__PullResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__ExportCSVRequest_Closure)
+                 (const Menagerie__Health__V1__ExportCSVRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Health__V1__ExportCSVChunk_Closure)
+                 (const Menagerie__Health__V1__ExportCSVChunk *message,
+                  void *closure_data);
 
 /* --- services --- */
 
+typedef struct Menagerie__Health__V1__Health_Service Menagerie__Health__V1__Health_Service;
+struct Menagerie__Health__V1__Health_Service
+{
+  ProtobufCService base;
+  void (*create_user)(Menagerie__Health__V1__Health_Service *service,
+                      const Menagerie__Health__V1__CreateUserRequest *input,
+                      Menagerie__Health__V1__CreateUserResponse_Closure closure,
+                      void *closure_data);
+  void (*issue_token)(Menagerie__Health__V1__Health_Service *service,
+                      const Menagerie__Health__V1__IssueTokenRequest *input,
+                      Menagerie__Health__V1__IssueTokenResponse_Closure closure,
+                      void *closure_data);
+  void (*revoke_token)(Menagerie__Health__V1__Health_Service *service,
+                       const Menagerie__Health__V1__RevokeTokenRequest *input,
+                       Menagerie__Health__V1__RevokeTokenResponse_Closure closure,
+                       void *closure_data);
+  void (*get_account)(Menagerie__Health__V1__Health_Service *service,
+                      const Menagerie__Health__V1__GetAccountRequest *input,
+                      Menagerie__Health__V1__GetAccountResponse_Closure closure,
+                      void *closure_data);
+  void (*add_samples)(Menagerie__Health__V1__Health_Service *service,
+                      const Menagerie__Health__V1__AddSamplesRequest *input,
+                      Menagerie__Health__V1__AddSamplesResponse_Closure closure,
+                      void *closure_data);
+  void (*delete_samples)(Menagerie__Health__V1__Health_Service *service,
+                         const Menagerie__Health__V1__DeleteSamplesRequest *input,
+                         Menagerie__Health__V1__DeleteSamplesResponse_Closure closure,
+                         void *closure_data);
+  void (*get_sample)(Menagerie__Health__V1__Health_Service *service,
+                     const Menagerie__Health__V1__GetSampleRequest *input,
+                     Menagerie__Health__V1__GetSampleResponse_Closure closure,
+                     void *closure_data);
+  void (*query_samples)(Menagerie__Health__V1__Health_Service *service,
+                        const Menagerie__Health__V1__QuerySamplesRequest *input,
+                        Menagerie__Health__V1__QuerySamplesResponse_Closure closure,
+                        void *closure_data);
+  void (*get_statistics)(Menagerie__Health__V1__Health_Service *service,
+                         const Menagerie__Health__V1__GetStatisticsRequest *input,
+                         Menagerie__Health__V1__GetStatisticsResponse_Closure closure,
+                         void *closure_data);
+  void (*get_push_cursor)(Menagerie__Health__V1__Health_Service *service,
+                          const Menagerie__Health__V1__GetPushCursorRequest *input,
+                          Menagerie__Health__V1__GetPushCursorResponse_Closure closure,
+                          void *closure_data);
+  void (*push)(Menagerie__Health__V1__Health_Service *service,
+               const Menagerie__Health__V1__PushRequest *input,
+               Menagerie__Health__V1__PushResponse_Closure closure,
+               void *closure_data);
+  void (*pull)(Menagerie__Health__V1__Health_Service *service,
+               const Menagerie__Health__V1__PullRequest *input,
+               Menagerie__Health__V1__PullResponse_Closure closure,
+               void *closure_data);
+  void (*export_csv)(Menagerie__Health__V1__Health_Service *service,
+                     const Menagerie__Health__V1__ExportCSVRequest *input,
+                     Menagerie__Health__V1__ExportCSVChunk_Closure closure,
+                     void *closure_data);
+};
+typedef void (*Menagerie__Health__V1__Health_ServiceDestroy)(Menagerie__Health__V1__Health_Service *);
+void menagerie__health__v1__health__init (Menagerie__Health__V1__Health_Service *service,
+                                          Menagerie__Health__V1__Health_ServiceDestroy destroy);
+#define MENAGERIE__HEALTH__V1__HEALTH__BASE_INIT \
+    { &menagerie__health__v1__health__descriptor, protobuf_c_service_invoke_internal, NULL }
+#define MENAGERIE__HEALTH__V1__HEALTH__INIT(function_prefix__) \
+    { MENAGERIE__HEALTH__V1__HEALTH__BASE_INIT,\
+      function_prefix__ ## create_user,\
+      function_prefix__ ## issue_token,\
+      function_prefix__ ## revoke_token,\
+      function_prefix__ ## get_account,\
+      function_prefix__ ## add_samples,\
+      function_prefix__ ## delete_samples,\
+      function_prefix__ ## get_sample,\
+      function_prefix__ ## query_samples,\
+      function_prefix__ ## get_statistics,\
+      function_prefix__ ## get_push_cursor,\
+      function_prefix__ ## push,\
+      function_prefix__ ## pull,\
+      function_prefix__ ## export_csv  }
+void menagerie__health__v1__health__create_user(ProtobufCService *service,
+                                                const Menagerie__Health__V1__CreateUserRequest *input,
+                                                Menagerie__Health__V1__CreateUserResponse_Closure closure,
+                                                void *closure_data);
+void menagerie__health__v1__health__issue_token(ProtobufCService *service,
+                                                const Menagerie__Health__V1__IssueTokenRequest *input,
+                                                Menagerie__Health__V1__IssueTokenResponse_Closure closure,
+                                                void *closure_data);
+void menagerie__health__v1__health__revoke_token(ProtobufCService *service,
+                                                 const Menagerie__Health__V1__RevokeTokenRequest *input,
+                                                 Menagerie__Health__V1__RevokeTokenResponse_Closure closure,
+                                                 void *closure_data);
+void menagerie__health__v1__health__get_account(ProtobufCService *service,
+                                                const Menagerie__Health__V1__GetAccountRequest *input,
+                                                Menagerie__Health__V1__GetAccountResponse_Closure closure,
+                                                void *closure_data);
+void menagerie__health__v1__health__add_samples(ProtobufCService *service,
+                                                const Menagerie__Health__V1__AddSamplesRequest *input,
+                                                Menagerie__Health__V1__AddSamplesResponse_Closure closure,
+                                                void *closure_data);
+void menagerie__health__v1__health__delete_samples(ProtobufCService *service,
+                                                   const Menagerie__Health__V1__DeleteSamplesRequest *input,
+                                                   Menagerie__Health__V1__DeleteSamplesResponse_Closure closure,
+                                                   void *closure_data);
+void menagerie__health__v1__health__get_sample(ProtobufCService *service,
+                                               const Menagerie__Health__V1__GetSampleRequest *input,
+                                               Menagerie__Health__V1__GetSampleResponse_Closure closure,
+                                               void *closure_data);
+void menagerie__health__v1__health__query_samples(ProtobufCService *service,
+                                                  const Menagerie__Health__V1__QuerySamplesRequest *input,
+                                                  Menagerie__Health__V1__QuerySamplesResponse_Closure closure,
+                                                  void *closure_data);
+void menagerie__health__v1__health__get_statistics(ProtobufCService *service,
+                                                   const Menagerie__Health__V1__GetStatisticsRequest *input,
+                                                   Menagerie__Health__V1__GetStatisticsResponse_Closure closure,
+                                                   void *closure_data);
+void menagerie__health__v1__health__get_push_cursor(ProtobufCService *service,
+                                                    const Menagerie__Health__V1__GetPushCursorRequest *input,
+                                                    Menagerie__Health__V1__GetPushCursorResponse_Closure closure,
+                                                    void *closure_data);
+void menagerie__health__v1__health__push(ProtobufCService *service,
+                                         const Menagerie__Health__V1__PushRequest *input,
+                                         Menagerie__Health__V1__PushResponse_Closure closure,
+                                         void *closure_data);
+void menagerie__health__v1__health__pull(ProtobufCService *service,
+                                         const Menagerie__Health__V1__PullRequest *input,
+                                         Menagerie__Health__V1__PullResponse_Closure closure,
+                                         void *closure_data);
+void menagerie__health__v1__health__export_csv(ProtobufCService *service,
+                                               const Menagerie__Health__V1__ExportCSVRequest *input,
+                                               Menagerie__Health__V1__ExportCSVChunk_Closure closure,
+                                               void *closure_data);
 
 /* --- descriptors --- */
 
+extern const ProtobufCEnumDescriptor    menagerie__health__v1__statistics_interval__descriptor;
+extern const ProtobufCEnumDescriptor    menagerie__health__v1__statistics_preset__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__metadata_entry__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__sample__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__deletion__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__conflict__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__write_summary__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__create_user_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__create_user_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__issue_token_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__issue_token_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__revoke_token_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__revoke_token_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__get_account_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__get_account_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__add_samples_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__add_samples_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__delete_samples_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__delete_samples_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__get_sample_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__get_sample_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__query_samples_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__query_samples_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__get_statistics_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__statistics_bucket__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__get_statistics_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__get_push_cursor_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__get_push_cursor_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__push_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__push_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__pull_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__pull_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__export_csvrequest__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__health__v1__export_csvchunk__descriptor;
+extern const ProtobufCServiceDescriptor menagerie__health__v1__health__descriptor;
 
 PROTOBUF_C__END_DECLS
 

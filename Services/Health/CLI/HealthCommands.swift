@@ -1,0 +1,153 @@
+import ArgumentParser
+import Foundation
+import GatewayKit
+import HealthCore
+import HealthService
+import RPC
+import Schema
+import ServiceAPI
+
+/// `gateway health …`: a user's health samples, on the server or in this device's own store, and the sync
+/// between them. Everything it shares with other groups (options, endpoints, output, exit codes) is GatewayKit's.
+public struct HealthCommands: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "health",
+        abstract: "Health samples, statistics, and two-way sync between this device's store and the server.",
+        discussion: """
+            The token comes from --token, $MENAGERIE_HEALTH_TOKEN, or what `gateway health login` remembered. \
+            add, list, stats, delete and export work on the server, or offline on the device's store with --local \
+            (--store PATH, default $XDG_DATA_HOME/menagerie/health/device.sqlite); import loads an Apple Health \
+            export.xml into the device's store and sync sends it on. Times: 2026-05-01T09:00:00+02:00, ...Z, or \
+            2026-05-01 / 2026-05-01T09:00 in --tz.
+            """,
+        subcommands: [
+            HealthUser.self, HealthToken.self, HealthAccount.self, HealthLogin.self, HealthAdd.self, HealthList.self, HealthStats.self, HealthDelete.self,
+            HealthSyncCommand.self, HealthImport.self, HealthExport.self,
+        ])
+
+    public init() {}
+}
+
+/// Options of every health command that talks to the server or the device's store.
+struct HealthOptions: ParsableArguments {
+    @Option(help: "The user's token (default: $MENAGERIE_HEALTH_TOKEN, else the one `gateway health login` saved).")
+    var token: String?
+
+    @Option(help: "The device's local store (default: $XDG_DATA_HOME/menagerie/health/device.sqlite).")
+    var store: String?
+
+    @Option(help: "IANA time zone for dates without an offset and for statistics (default: this machine's).")
+    var tz: String?
+
+    static var dataDirectory: URL {
+        let environment = ProcessInfo.processInfo.environment
+        let base = environment["XDG_DATA_HOME"].map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share")
+        return base.appendingPathComponent("menagerie/health")
+    }
+
+    static var tokenFile: URL { dataDirectory.appendingPathComponent("token") }
+
+    func resolvedToken() throws -> String {
+        if let token, !token.isEmpty { return token }
+        if let token = ProcessInfo.processInfo.environment["MENAGERIE_HEALTH_TOKEN"], !token.isEmpty { return token }
+        if let saved = try? String(contentsOf: Self.tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+            !saved.isEmpty
+        {
+            return saved
+        }
+        throw RPCError(.unauthenticated, "no token: pass --token, set MENAGERIE_HEALTH_TOKEN, or run `gateway health login TOKEN`")
+    }
+
+    func timeZone() throws -> TimeZone {
+        guard let tz else { return TimeZone.current }
+        guard let zone = TimeZone(identifier: tz) else { throw RPCError(.invalidArgument, "unknown time zone \"\(tz)\"") }
+        return zone
+    }
+
+    func openStore() throws -> DeviceStore {
+        let path = store ?? Self.dataDirectory.appendingPathComponent("device.sqlite").path
+        try FileManager.default.createDirectory(
+            at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
+        return try DeviceStore(path: path)
+    }
+
+    func callOptions(_ global: GlobalOptions) throws -> CallOptions {
+        var options = global.callOptions
+        options.metadata["authorization"] = "Bearer \(try resolvedToken())"
+        return options
+    }
+
+    /// An instant from the command line: ISO 8601 with an offset, or a local date (time) in --tz.
+    func instant(_ text: String) throws -> Int64 {
+        if text == "now" { return Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+        if let (instant, _) = Timestamps.parse(text) { return instant }
+        var local = text
+        if local.count == 10 { local += "T00:00:00" } else if local.count == 16 { local += ":00" }
+        if let (instant, _) = Timestamps.parse(local + "Z") {
+            let zone = try timeZone()
+            // The offset at that wall time (checked once more after the shift, for DST days).
+            var offset = zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(instant) / 1000))
+            offset = zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(instant - Int64(offset) * 1000) / 1000))
+            return instant - Int64(offset) * 1000
+        }
+        throw RPCError(.invalidArgument, "\"\(text)\" is not a time like 2026-05-01T09:00:00+02:00 or 2026-05-01")
+    }
+}
+
+extension GlobalOptions {
+    /// Runs `body` with a typed client of the health service; failures print their status and exit with its code.
+    /// The device store's errors (a sync writes to it between calls) exit with their status too.
+    func withHealth(_ body: (HealthV1.Health.Client) async throws -> Void) async throws {
+        try await withClient(for: "health", HealthV1.Health.Client.init(wrapping:)) { client in
+            try await asStatus { try await body(client) }
+        }
+    }
+}
+
+/// Runs `body` on the device's store; a domain error prints its status and exits with its code, as calls do.
+func locally(_ body: () async throws -> Void) async throws {
+    try await reportingFailures { try await asStatus(body) }
+}
+
+/// Rethrows a domain error (a bad time on the command line, a sample the device's store refuses) as its
+/// RPC status, so every failure of a health command prints a status and exits with its code.
+func asStatus(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as HealthError {
+        throw error.rpcError
+    }
+}
+
+enum HealthFormat {
+    static func time(_ ms: Int64, zone: String?) -> String {
+        let offset = zone.flatMap(TimeZoneName.timeZone)?.secondsFromGMT(for: Date(timeIntervalSince1970: Double(ms) / 1000)) ?? 0
+        return Timestamps.format(ms, offset: offset)
+    }
+
+    static func number(_ value: Double) -> String {
+        value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(format: "%.3f", value)
+    }
+
+    static func sampleRow(_ sample: HealthV1.Sample) -> [String] {
+        [sample.uuid, sample.type, number(sample.value), sample.unit, time(sample.startMs, zone: sample.timeZone),
+         time(sample.endMs, zone: sample.timeZone), sample.source]
+    }
+
+    static func sampleJSON(_ sample: HealthV1.Sample) -> [String: Any] {
+        ["uuid": sample.uuid, "type": sample.type, "value": sample.value, "unit": sample.unit,
+         "start": time(sample.startMs, zone: sample.timeZone), "end": time(sample.endMs, zone: sample.timeZone),
+         "source": sample.source, "time_zone": jsonValue(sample.timeZone)]
+    }
+
+    static func summaryLine(_ summary: HealthV1.WriteSummary) -> String {
+        var parts = ["added \(summary.added)"]
+        if summary.duplicates > 0 { parts.append("\(summary.duplicates) already stored") }
+        if summary.deleted > 0 { parts.append("deleted \(summary.deleted)") }
+        if summary.alreadyDeleted > 0 { parts.append("\(summary.alreadyDeleted) deleted before") }
+        let conflicts = Int64(summary.conflicts.count) + summary.conflictsOmitted
+        if conflicts > 0 { parts.append("\(conflicts) conflicts (the stored version kept)") }
+        return parts.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,382 @@
+import ArgumentParser
+import Foundation
+import GatewayKit
+import HealthCore
+import HealthService
+import RPC
+import Schema
+import ServiceAPI
+
+/// `gateway health user create NAME`.
+struct HealthUser: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "user", abstract: "Manage users.", subcommands: [Create.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "create", abstract: "Create a user and print its token (shown once; only its hash is kept).")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The user's name.") var name: String
+
+        func run() async throws {
+            try await global.withHealth { health in
+                let reply = try await health.createUser(.init(name: name), options: global.callOptions)
+                try global.render(json: { ["name": reply.name, "token": reply.token] }, text: { print(reply.token) })
+            }
+        }
+    }
+}
+
+/// `gateway health token issue|revoke`: a further token for another device, and revoking one.
+struct HealthToken: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token", abstract: "Issue or revoke tokens of the user the token belongs to.", subcommands: [Issue.self, Revoke.self])
+
+    struct Issue: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "issue", abstract: "Print a further token (for another device).")
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var health: HealthOptions
+
+        func run() async throws {
+            try await global.withHealth { client in
+                let reply = try await client.issueToken(.init(), options: try health.callOptions(global))
+                try global.render(json: { ["token": reply.token] }, text: { print(reply.token) })
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "revoke", abstract: "Revoke a token of the same user (default: the one the call carries).")
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var health: HealthOptions
+        @Argument(help: "The token to revoke.") var revoked: String?
+
+        func run() async throws {
+            try await global.withHealth { client in
+                _ = try await client.revokeToken(.init(token: revoked ?? ""), options: try health.callOptions(global))
+                print("revoked")
+            }
+        }
+    }
+}
+
+/// `gateway health account`: whose token it is, the change-log anchor and the sample count on the server.
+struct HealthAccount: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "account", abstract: "Show the token's user, anchor and sample count.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var health: HealthOptions
+
+    func run() async throws {
+        try await global.withHealth { client in
+            let account = try await client.getAccount(.init(), options: try health.callOptions(global))
+            try global.render(
+                json: { ["name": account.name, "anchor": account.anchor, "samples": account.sampleCount] },
+                text: { print("\(account.name): \(account.sampleCount) samples, anchor \(account.anchor)") })
+        }
+    }
+}
+
+/// `gateway health login TOKEN`: checks the token and remembers it for later commands.
+struct HealthLogin: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "login", abstract: "Check a token and remember it.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The token `user create` printed.") var token: String
+
+    func run() async throws {
+        try await global.withHealth { health in
+            var options = global.callOptions
+            options.metadata["authorization"] = "Bearer \(token)"
+            let account = try await health.getAccount(.init(), options: options)
+            let file = HealthOptions.tokenFile
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            FileManager.default.createFile(atPath: file.path, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600])
+            print("logged in as \(account.name)")
+        }
+    }
+}
+
+/// `gateway health add TYPE VALUE --start T --end T`.
+struct HealthAdd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "add", abstract: "Add a sample.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var health: HealthOptions
+    @Argument(help: "stepCount, dietaryWater, heartRate, sleepAnalysis, …") var type: String
+    @Argument(help: "The value (for sleepAnalysis: inBed, asleepCore, …).") var value: String
+    @Option(help: "The value's unit (default: the type's).") var unit: String?
+    @Option(help: "Start time (default: now).") var start: String = "now"
+    @Option(help: "End time (default: the start).") var end: String?
+    @Option(help: "The recording device or app.") var source = "gateway"
+    @Flag(help: "Work on the device's store instead of the server.") var local = false
+
+    func run() async throws { try await reportingFailures { try await asStatus(body) } }
+
+    func body() async throws {
+        let startMs = try health.instant(start), endMs = try end.map(health.instant) ?? startMs
+        let number = Double(value) ?? SleepValue(name: value).map { Double($0.rawValue) }
+        guard let number else { throw ValidationError("\"\(value)\" is neither a number nor a sleep value") }
+        let message = HealthV1.Sample(
+            uuid: UUID().uuidString, type: type, value: number, unit: unit ?? "", startMs: startMs, endMs: endMs, source: source,
+            timeZone: try health.timeZone().identifier)
+        if local {
+            try await locally {
+                let result = try health.openStore().add([try HealthProto.sample(message, index: 0)])
+                print("\(message.uuid.lowercased()): " + HealthFormat.summaryLine(try HealthProto.summary(result)))
+            }
+        } else {
+            try await global.withHealth { client in
+                let reply = try await client.addSamples(.init(samples: [message]), options: try health.callOptions(global))
+                print("\(message.uuid.lowercased()): " + HealthFormat.summaryLine(reply.summary ?? .init()))
+            }
+        }
+    }
+}
+
+/// `gateway health list TYPE [--from T --to T]`.
+struct HealthList: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List samples of a type, oldest first.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var health: HealthOptions
+    @Argument var type: String
+    @Option var from: String?
+    @Option var to: String?
+    @Option(help: "The unit to show values in.") var unit: String?
+    @Option(help: "At most this many (1–10000).") var limit: UInt32 = 1000
+    @Flag(help: "Work on the device's store instead of the server.") var local = false
+
+    func run() async throws { try await reportingFailures { try await asStatus(body) } }
+
+    func body() async throws {
+        let request = HealthV1.QuerySamplesRequest(
+            types: [type], fromMs: try from.map(health.instant), toMs: try to.map(health.instant), limit: limit, unit: unit ?? "")
+        var samples: [HealthV1.Sample] = []
+        if local {
+            try await locally {
+                let query = SampleQuery(
+                    types: try HealthProto.types(request.types), from: request.fromMs, to: request.toMs, limit: Int(limit))
+                let target = try HealthProto.unit(request.unit)
+                samples = try health.openStore().samples(query).map { try HealthProto.message($0, unit: target) }
+            }
+        } else {
+            try await global.withHealth { client in
+                samples = try await client.querySamples(request, options: try health.callOptions(global)).samples
+            }
+        }
+        try global.render(
+            json: { samples.map(HealthFormat.sampleJSON) },
+            text: { printTable(["UUID", "TYPE", "VALUE", "UNIT", "START", "END", "SOURCE"], samples.map(HealthFormat.sampleRow)) })
+    }
+}
+
+/// `gateway health stats TYPE --period day …`.
+struct HealthStats: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stats",
+        abstract: "Sum (cumulative types), average/min/max (discrete) or merged time asleep (sleep), by period.",
+        discussion: "A sample spanning a bucket boundary is split in proportion to its time in each bucket.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var health: HealthOptions
+    @Argument var type: String
+    @Option(help: "hour, day, week or month; omit for one figure over the range.") var period: String?
+    @Option var from: String?
+    @Option var to: String?
+    @Option(help: "today, last7Days, last30Days or thisMonth (instead of --from/--to).") var preset: String?
+    @Option(help: "The unit of the answer.") var unit: String?
+    @Option(help: "Source priority for de-duplicating overlapping sources (repeatable, first wins).") var prefer: [String] = []
+    @Flag(help: "Work on the device's store instead of the server.") var local = false
+
+    func run() async throws { try await reportingFailures { try await asStatus(body) } }
+
+    func body() async throws {
+        let zone = try health.timeZone()
+        let interval: StatisticsInterval? = try period.map {
+            guard let interval = StatisticsInterval(rawValue: $0) else { throw ValidationError("--period is hour, day, week or month") }
+            return interval
+        }
+        let presetValue: StatisticsPreset? = try preset.map {
+            guard let value = StatisticsPreset(rawValue: $0) else { throw ValidationError("--preset is today, last7Days, last30Days or thisMonth") }
+            return value
+        }
+        var range: (Int64, Int64)
+        if let presetValue {
+            range = presetValue.range(now: try health.instant("now"), timeZone: zone)
+        } else if let from, let to {
+            range = (try health.instant(from), try health.instant(to))
+        } else {
+            range = StatisticsPreset.last7Days.range(now: try health.instant("now"), timeZone: zone)
+        }
+        var reply = HealthV1.GetStatisticsResponse()
+        if local {
+            try await locally {
+                let result = try health.openStore().statistics(
+                    StatisticsRequest(
+                        type: try HealthType.parse(type), from: range.0, to: range.1, interval: interval, timeZone: zone,
+                        unit: try HealthProto.unit(unit ?? ""), sourcePriority: prefer.isEmpty ? nil : prefer))
+                reply = HealthV1.GetStatisticsResponse(
+                    type: result.type.rawValue, unit: result.unit.symbol,
+                    buckets: result.buckets.map {
+                        HealthV1.StatisticsBucket(startMs: $0.start, endMs: $0.end, sum: $0.sum, average: $0.average,
+                                                  minimum: $0.minimum, maximum: $0.maximum, count: Int64($0.count))
+                    })
+            }
+        } else {
+            let wire: HealthV1.StatisticsInterval =
+                switch interval {
+                case .hour: .hour
+                case .day: .day
+                case .week: .week
+                case .month: .month
+                case nil: .none
+                }
+            try await global.withHealth { client in
+                reply = try await client.getStatistics(
+                    .init(type: type, fromMs: range.0, toMs: range.1, interval: wire, timeZone: zone.identifier, unit: unit ?? "",
+                          sourcePriority: prefer), options: try health.callOptions(global))
+            }
+        }
+        let offset = { (ms: Int64) in HealthFormat.time(ms, zone: zone.identifier) }
+        try global.render(
+            json: {
+                ["type": reply.type, "unit": reply.unit,
+                 "buckets": reply.buckets.map { ["start": offset($0.startMs), "end": offset($0.endMs), "value": jsonValue($0.sum ?? $0.average),
+                                                 "min": jsonValue($0.minimum), "max": jsonValue($0.maximum), "count": $0.count] as [String: Any] }]
+            },
+            text: {
+                printTable(
+                    ["START", "END", reply.buckets.first?.sum != nil ? "SUM (\(reply.unit))" : "AVG (\(reply.unit))", "MIN", "MAX", "SAMPLES"],
+                    reply.buckets.map {
+                        [offset($0.startMs), offset($0.endMs), ($0.sum ?? $0.average).map(HealthFormat.number) ?? "-",
+                         $0.minimum.map(HealthFormat.number) ?? "", $0.maximum.map(HealthFormat.number) ?? "", String($0.count)]
+                    })
+            })
+    }
+}
+
+/// `gateway health delete UUID…`.
+struct HealthDelete: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete samples (a tombstone travels with sync).")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var health: HealthOptions
+    @Argument var uuids: [String]
+    @Flag(help: "Work on the device's store instead of the server.") var local = false
+
+    func run() async throws {
+        if local {
+            try await locally {
+                let result = try health.openStore().delete(try uuids.map { try HealthProto.uuid($0, "uuid") })
+                print(HealthFormat.summaryLine(try HealthProto.summary(result)))
+            }
+        } else {
+            try await global.withHealth { client in
+                let reply = try await client.deleteSamples(.init(uuids: uuids), options: try health.callOptions(global))
+                print(HealthFormat.summaryLine(reply.summary ?? .init()))
+            }
+        }
+    }
+}
+
+/// `gateway health sync`: push the device's changes, pull the server's.
+struct HealthSyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync", abstract: "Two-way incremental sync of the device's store with the server; run again, it changes nothing.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var health: HealthOptions
+    @Option(help: "Only these types (repeatable).") var type: [String] = []
+    @Option var from: String?
+    @Option var to: String?
+
+    func run() async throws { try await reportingFailures { try await asStatus(body) } }
+
+    func body() async throws {
+        let store = try health.openStore()
+        let token = try health.resolvedToken()
+        let filter = try HealthProto.filter(types: type, from: try from.map(health.instant), to: try to.map(health.instant))
+        try await global.withHealth { client in
+            let progress = SharedProgress()
+            let sync = HealthSync(device: store, remote: RPCHealthRemote(client: client, token: token, timeout: .seconds(max(global.timeout, 60))))
+            let report = try await sync.run(filter: filter) { pushed, pulled in
+                progress.update("pushed \(pushed), pulled \(pulled)")
+            }
+            progress.finish()
+            try global.render(
+                json: {
+                    ["pushed": report.pushedChanges, "pulled": report.pulledChanges, "added_on_server": report.pushed.added,
+                     "added_here": report.pulled.added, "deleted_here": report.pulled.deleted, "conflicts": report.conflictCount]
+                },
+                text: {
+                    print("pushed \(report.pushedChanges) changes (server added \(report.pushed.added)), pulled \(report.pulledChanges) (added \(report.pulled.added), deleted \(report.pulled.deleted))")
+                    for conflict in report.conflicts {
+                        print("conflict: \(conflict.stored.uuid.uuidString.lowercased()) kept value \(conflict.stored.value), refused \(conflict.rejected.value)")
+                    }
+                    let omitted = report.conflictCount - report.conflicts.count
+                    if omitted > 0 { print("… and \(omitted) more conflicts") }
+                })
+        }
+    }
+}
+
+/// `gateway health import export.xml`: an Apple Health export into the device's store.
+struct HealthImport: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import", abstract: "Import an Apple Health export.xml into the device's store (the next sync sends it).")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var health: HealthOptions
+    @Argument var path: String
+
+    func run() async throws {
+        try await locally {
+            let store = try health.openStore()
+            let progress = ProgressDisplay()
+            let report = try HealthExportImporter(store: store.store, user: store.user).importFile(atPath: path) { read, total in
+                progress.update(fraction: total > 0 ? Double(read) / Double(total) : 0, message: "\(read / 1_000_000) MB")
+            }
+            progress.finish()
+            try global.render(
+                json: {
+                    ["records": report.records, "added": report.added, "duplicates": report.duplicates, "rejected": report.rejected,
+                     "skipped_types": report.skippedTypes, "skipped_elements": report.skippedElements]
+                },
+                text: {
+                    print("\(report.records) records: added \(report.added), \(report.duplicates) already stored, \(report.rejected) rejected")
+                    for (type, count) in report.skippedTypes.sorted(by: { $0.key < $1.key }) { print("skipped \(count) \(type)") }
+                    for (name, count) in report.skippedElements.sorted(by: { $0.key < $1.key }) { print("skipped \(count) \(name)") }
+                    for rejection in report.rejections { print("rejected \(rejection)") }
+                })
+        }
+    }
+}
+
+/// `gateway health export TYPE`: CSV on standard output.
+struct HealthExport: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "export", abstract: "Write a type's samples as CSV.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var health: HealthOptions
+    @Argument var type: String
+    @Option var unit: String?
+    @Flag(help: "Work on the device's store instead of the server.") var local = false
+
+    func run() async throws {
+        if local {
+            try await locally {
+                try health.openStore().store.exportCSV(type: try HealthType.parse(type), user: 1, unit: try HealthProto.unit(unit ?? "")) {
+                    FileHandle.standardOutput.write(Data($0.utf8))
+                }
+            }
+        } else {
+            try await global.withHealth { client in
+                for try await chunk in client.exportCSV(.init(type: type, unit: unit ?? ""), options: try health.callOptions(global)) {
+                    FileHandle.standardOutput.write(Data(chunk.text.utf8))
+                }
+            }
+        }
+    }
+}
+
+/// The progress display, for the sync's `@Sendable` progress callback (called from one task at a time).
+final class SharedProgress: @unchecked Sendable {
+    private let lock = NSLock()
+    private let display = ProgressDisplay()
+
+    func update(_ message: String) { lock.withLock { display.update(fraction: 0, message: message) } }
+    func finish() { lock.withLock { display.finish() } }
+}

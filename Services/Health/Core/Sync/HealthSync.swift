@@ -1,0 +1,168 @@
+import Foundation
+
+/// One batch of a device's push: its changes and the device's local anchor they reach.
+public struct PushBatch: Sendable, Hashable {
+    public var changes: ChangeSet
+    /// The device's own change-log position after this batch; the server stores it with the batch.
+    public var through: Int64
+
+    public init(changes: ChangeSet, through: Int64) {
+        self.changes = changes
+        self.through = through
+    }
+}
+
+/// Sends the batches of one push, in order (the RPC client's request writer, or a direct call in tests).
+public struct PushWriter: Sendable {
+    private let sendBatch: @Sendable (PushBatch) async throws -> Void
+    public init(_ send: @escaping @Sendable (PushBatch) async throws -> Void) { sendBatch = send }
+    public func send(_ batch: PushBatch) async throws { try await sendBatch(batch) }
+}
+
+/// The server as a device's sync sees it. The gateway implements it over the RPC client (push as a client
+/// stream, pull as a server stream); tests and benchmarks use `InProcessRemote`.
+public protocol HealthRemote: Sendable {
+    /// How far this device's pushes for `scope` have been committed: where a push resumes.
+    func pushedAnchor(device: String, scope: String) async throws -> Int64
+    /// One push: `batches` sends them; the server commits each with its `through` as it arrives.
+    /// Returns the server's counts over the whole push (its conflicts included).
+    func push(
+        device: String, scope: String, batches: @escaping @Sendable (PushWriter) async throws -> Void
+    ) async throws -> WriteResult
+    /// The server's changes after `since`, page by page, in `filter`'s scope; `receive` is called for each page
+    /// in order, and a page is only sent once the previous one was received.
+    func pull(
+        since: Int64, filter: SyncFilter, pageSize: Int, receive: @escaping @Sendable (ChangeBatch) async throws -> Void
+    ) async throws
+}
+
+/// What a sync did.
+public struct SyncReport: Sendable, Hashable {
+    /// Changes the device sent, and what the server made of them.
+    public var pushedChanges = 0
+    public var pushed = WriteResult()
+    /// Changes the device received, and what its store made of them.
+    public var pulledChanges = 0
+    public var pulled = WriteResult()
+
+    /// Every conflict met, both ways: the version kept and the one refused or replaced.
+    public var conflicts: [SampleConflict] { pushed.conflicts + pulled.conflicts }
+    /// Every conflict met, counting those beyond the listed ones.
+    public var conflictCount: Int { pushed.conflictCount + pulled.conflictCount }
+    public init() {}
+}
+
+/// Two-way incremental sync of a device store with the server: push the device's changes the server has not
+/// committed yet, then pull the server's changes after the device's anchor. Each batch commits with its
+/// anchor on the receiving side, so an interrupted sync resumes where it stopped, and a sync run again with
+/// nothing new changes nothing.
+public struct HealthSync: Sendable {
+    public let device: DeviceStore
+    public let remote: any HealthRemote
+    public var batchSize: Int
+
+    public init(device: DeviceStore, remote: any HealthRemote, batchSize: Int = 1000) {
+        self.device = device
+        self.remote = remote
+        self.batchSize = batchSize
+    }
+
+    /// `progress` gets the running count of changes pushed and pulled.
+    public func run(
+        filter: SyncFilter = .everything, progress: (@Sendable (_ pushed: Int, _ pulled: Int) -> Void)? = nil
+    ) async throws -> SyncReport {
+        let scope = filter.scope
+        var report = SyncReport()
+
+        // Push: from the server's record of this device, so a push cut off after the server committed a batch
+        // does not send it again (and one cut off before does).
+        let start = try await remote.pushedAnchor(device: device.deviceID, scope: scope)
+        let device = self.device, batchSize = self.batchSize
+        let counter = Counter()
+        let finalAnchor = Counter()
+        report.pushed = try await remote.push(device: device.deviceID, scope: scope) { writer in
+            var since = start
+            while true {
+                let page = try device.store.changes(
+                    user: device.user, since: since, limit: batchSize, filter: filter, pushable: true)
+                guard page.anchor > since else { break }
+                try await writer.send(PushBatch(changes: page.changes, through: page.anchor))
+                counter.add(page.changes.count)
+                finalAnchor.set(page.anchor)
+                progress?(counter.value, 0)
+                since = page.anchor
+                if !page.hasMore { break }
+            }
+        }
+        report.pushedChanges = counter.value
+        if finalAnchor.value > 0 { try device.recordPushed(scope: scope, anchor: Int64(finalAnchor.value)) }
+
+        // Pull: each page is committed locally with the server anchor it reaches.
+        let pulledTotal = Counter()
+        let pulledResult = ResultBox()
+        let pushedCount = counter.value
+        try await remote.pull(since: try device.pulledAnchor(scope: scope), filter: filter, pageSize: batchSize) { page in
+            let result = try device.applyPulled(page, scope: scope)
+            pulledTotal.add(page.changes.count)
+            pulledResult.merge(result)
+            progress?(pushedCount, pulledTotal.value)
+        }
+        report.pulledChanges = pulledTotal.value
+        report.pulled = pulledResult.value
+        return report
+    }
+}
+
+/// A server store in the same process, as a remote: what tests and benchmarks sync against.
+public struct InProcessRemote: HealthRemote {
+    public let server: HealthStore
+    public let user: Int64
+
+    public init(server: HealthStore, user: Int64) {
+        self.server = server
+        self.user = user
+    }
+
+    public func pushedAnchor(device: String, scope: String) async throws -> Int64 {
+        try server.pushedAnchor(user: user, device: device, scope: scope)
+    }
+
+    public func push(
+        device: String, scope: String, batches: @escaping @Sendable (PushWriter) async throws -> Void
+    ) async throws -> WriteResult {
+        let total = ResultBox()
+        let server = self.server, user = self.user
+        try await batches(
+            PushWriter { batch in total.merge(try server.commitPush(batch, user: user, device: device, scope: scope)) })
+        return total.value
+    }
+
+    public func pull(
+        since: Int64, filter: SyncFilter, pageSize: Int, receive: @escaping @Sendable (ChangeBatch) async throws -> Void
+    ) async throws {
+        var anchor = since
+        while true {
+            let page = try server.changes(user: user, since: anchor, limit: pageSize, filter: filter)
+            guard page.anchor > anchor else { return }
+            try await receive(page)
+            anchor = page.anchor
+            if !page.hasMore { return }
+        }
+    }
+}
+
+/// Small locked boxes for counts shared with the `@Sendable` closures of a sync.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count: Int64 = 0
+    var value: Int { lock.withLock { Int(count) } }
+    func add(_ amount: Int) { lock.withLock { count += Int64(amount) } }
+    func set(_ value: Int64) { lock.withLock { count = value } }
+}
+
+final class ResultBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result = WriteResult()
+    var value: WriteResult { lock.withLock { result } }
+    func merge(_ other: WriteResult) { lock.withLock { result.merge(other) } }
+}

@@ -1,0 +1,241 @@
+import Foundation
+import HealthCore
+import RPC
+import Schema
+import ServiceAPI
+import WorkLane
+
+/// The health service's RPC methods (`menagerie.health.v1.Health`): thin handlers that authenticate the
+/// caller from `authorization: Bearer <token>`, convert the request, ask the store, and convert the answer.
+/// Domain errors carry their own status (`HealthError: RPCErrorConvertible`), so handlers do not catch them.
+public struct HealthService: HealthV1.Health.ServiceProtocol {
+    public let store: HealthStore
+    /// The heavy-work lane: statistics over long periods and large writes run there, so a year of minute
+    /// samples or a 10,000-sample batch does not hold a worker of the call queue. Without one (tests) they
+    /// run in the handler.
+    public let lane: ThreadPool?
+    /// The most a query returns, and a pull page holds.
+    static let maxPage = 10_000
+    static let defaultPage = 1_000
+
+    public init(store: HealthStore, lane: ThreadPool? = nil) {
+        self.store = store
+        self.lane = lane
+    }
+
+    /// Runs blocking store work on the lane (a full lane answers RESOURCE_EXHAUSTED).
+    func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        guard let lane else { return try work() }
+        return try await lane.run(work)
+    }
+
+    /// The caller's user, from the bearer token in the call metadata.
+    func caller(_ context: ServerContext) throws -> HealthUser {
+        guard let header = context.metadata["authorization"] else {
+            throw HealthError(.unauthenticated, "no authorization metadata; send `authorization: Bearer <token>`")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw HealthError(.unauthenticated, "authorization is not `Bearer <token>`")
+        }
+        return try store.authenticate(token: parts[1].trimmingCharacters(in: .whitespaces))
+    }
+
+    static func token(_ context: ServerContext) -> String {
+        context.metadata["authorization"].map { String($0.split(separator: " ", maxSplits: 1).last ?? "") } ?? ""
+    }
+
+    static func pageSize(_ requested: UInt32) throws(HealthError) -> Int {
+        guard requested <= maxPage else { throw HealthError(.invalidArgument, "at most \(maxPage) per page, not \(requested)") }
+        return requested == 0 ? defaultPage : Int(requested)
+    }
+
+    // MARK: Users and tokens
+
+    public func createUser(request: HealthV1.CreateUserRequest, context: ServerContext) async throws -> HealthV1.CreateUserResponse {
+        let (user, token) = try store.createUser(name: request.name)
+        return HealthV1.CreateUserResponse(name: user.name, token: token)
+    }
+
+    public func issueToken(request: HealthV1.IssueTokenRequest, context: ServerContext) async throws -> HealthV1.IssueTokenResponse {
+        HealthV1.IssueTokenResponse(token: try store.issueToken(userName: try caller(context).name))
+    }
+
+    public func revokeToken(request: HealthV1.RevokeTokenRequest, context: ServerContext) async throws -> HealthV1.RevokeTokenResponse {
+        let user = try caller(context)
+        try store.revoke(token: request.token.isEmpty ? Self.token(context) : request.token, user: user.id)
+        return HealthV1.RevokeTokenResponse()
+    }
+
+    public func getAccount(request: HealthV1.GetAccountRequest, context: ServerContext) async throws -> HealthV1.GetAccountResponse {
+        let user = try caller(context)
+        let store = self.store
+        let (anchor, count) = try await offload { (try store.anchor(user: user.id), try store.sampleCount(user: user.id)) }
+        return HealthV1.GetAccountResponse(name: user.name, anchor: anchor, sampleCount: Int64(count))
+    }
+
+    // MARK: Samples
+
+    public func addSamples(request: HealthV1.AddSamplesRequest, context: ServerContext) async throws -> HealthV1.AddSamplesResponse {
+        let user = try caller(context)
+        try Self.checkBatch(request.samples.count)
+        let samples = try request.samples.enumerated().map { index, sample throws(HealthError) in try HealthProto.sample(sample, index: index) }
+        let store = self.store
+        return HealthV1.AddSamplesResponse(summary: try HealthProto.summary(try await offload { try store.add(samples, user: user.id) }))
+    }
+
+    public func deleteSamples(request: HealthV1.DeleteSamplesRequest, context: ServerContext) async throws -> HealthV1.DeleteSamplesResponse {
+        let user = try caller(context)
+        try Self.checkBatch(request.uuids.count)
+        let uuids = try request.uuids.map { text throws(HealthError) in try HealthProto.uuid(text, "uuids") }
+        let store = self.store
+        return HealthV1.DeleteSamplesResponse(summary: try HealthProto.summary(try await offload { try store.delete(uuids, user: user.id) }))
+    }
+
+    public func getSample(request: HealthV1.GetSampleRequest, context: ServerContext) async throws -> HealthV1.GetSampleResponse {
+        let user = try caller(context)
+        let sample = try store.sample(try HealthProto.uuid(request.uuid, "uuid"), user: user.id)
+        return HealthV1.GetSampleResponse(sample: try HealthProto.message(sample, unit: try HealthProto.unit(request.unit)))
+    }
+
+    public func querySamples(request: HealthV1.QuerySamplesRequest, context: ServerContext) async throws -> HealthV1.QuerySamplesResponse {
+        let user = try caller(context)
+        var options: QueryOptions = []
+        if request.strictStart { options.insert(.strictStartDate) }
+        if request.strictEnd { options.insert(.strictEndDate) }
+        let query = SampleQuery(
+            types: try HealthProto.types(request.types), from: request.fromMs, to: request.toMs, options: options,
+            sources: request.sources.isEmpty ? nil : request.sources, limit: try Self.pageSize(request.limit),
+            ascending: !request.descending)
+        let unit = try HealthProto.unit(request.unit)
+        let store = self.store
+        let samples = try await offload { try store.samples(query, user: user.id) }
+        return HealthV1.QuerySamplesResponse(samples: try samples.map { sample throws(HealthError) in try HealthProto.message(sample, unit: unit) })
+    }
+
+    public func getStatistics(request: HealthV1.GetStatisticsRequest, context: ServerContext) async throws -> HealthV1.GetStatisticsResponse {
+        let user = try caller(context)
+        let type = try HealthType.parse(request.type)
+        let zoneName = request.timeZone.isEmpty ? "UTC" : request.timeZone
+        guard let zone = TimeZone(identifier: zoneName) else {
+            throw HealthError(.invalidArgument, "unknown time zone \"\(request.timeZone)\"")
+        }
+        let range: (from: Int64, to: Int64)
+        if let preset = HealthProto.preset(request.preset) {
+            let now = request.nowMs ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
+            range = preset.range(now: now, timeZone: zone)
+        } else if let from = request.fromMs, let to = request.toMs {
+            range = (from, to)
+        } else {
+            throw HealthError(.invalidArgument, "statistics need from_ms and to_ms, or a preset")
+        }
+        var sleepValues: Set<SleepValue>?
+        if !request.sleepValues.isEmpty {
+            sleepValues = []
+            for name in request.sleepValues {
+                guard let value = SleepValue(name: name) else { throw HealthError(.invalidArgument, "unknown sleep value \"\(name)\"") }
+                sleepValues?.insert(value)
+            }
+        }
+        let statistics = StatisticsRequest(
+            type: type, from: range.from, to: range.to, interval: HealthProto.interval(request.interval), timeZone: zone,
+            unit: try HealthProto.unit(request.unit), sourcePriority: request.sourcePriority.isEmpty ? nil : request.sourcePriority,
+            sleepValues: sleepValues)
+        let store = self.store
+        let result = try await offload { try store.statistics(statistics, user: user.id) }
+        return HealthV1.GetStatisticsResponse(
+            type: type.rawValue, unit: result.unit.symbol,
+            buckets: result.buckets.map {
+                HealthV1.StatisticsBucket(
+                    startMs: $0.start, endMs: $0.end, sum: $0.sum, average: $0.average, minimum: $0.minimum,
+                    maximum: $0.maximum, count: Int64($0.count))
+            })
+    }
+
+    // MARK: Sync
+
+    public func getPushCursor(request: HealthV1.GetPushCursorRequest, context: ServerContext) async throws -> HealthV1.GetPushCursorResponse {
+        let user = try caller(context)
+        return HealthV1.GetPushCursorResponse(anchor: try store.pushedAnchor(user: user.id, device: request.deviceID, scope: request.scope))
+    }
+
+    /// A client stream of batches: each is validated whole and committed with the device's anchor as it
+    /// arrives, so the server holds one batch at a time however long the push. The first bad batch ends the
+    /// call with its status; the ones before it stay committed, and the device resumes after them.
+    public func push(requests: RequestStream<HealthV1.PushRequest>, context: ServerContext) async throws -> HealthV1.PushResponse {
+        let user = try caller(context)
+        var device: String?, scope = ""
+        var total = WriteResult()
+        var index = 0
+        for try await request in requests {
+            try context.checkAlive()
+            if let device {
+                guard request.deviceID == device, request.scope == scope else {
+                    throw HealthError(.invalidArgument, "batch #\(index) names device \"\(request.deviceID)\" and scope \"\(request.scope)\"; the push began with \"\(device)\" and \"\(scope)\"")
+                }
+            } else {
+                (device, scope) = (request.deviceID, request.scope)
+            }
+            do {
+                try Self.checkBatch(request.samples.count + request.deletions.count)
+                let changes = ChangeSet(
+                    samples: try request.samples.enumerated().map { index, sample throws(HealthError) in try HealthProto.sample(sample, index: index) },
+                    deletions: try request.deletions.map { deletion throws(HealthError) in try HealthProto.deletion(deletion) })
+                let batch = PushBatch(changes: changes, through: request.throughAnchor)
+                let store = self.store, deviceID = request.deviceID, batchScope = request.scope
+                total.merge(try await offload { try store.commitPush(batch, user: user.id, device: deviceID, scope: batchScope) })
+            } catch let error as HealthError {
+                throw HealthError(error.code, "push batch #\(index) (nothing of it stored): \(error.message)")
+            }
+            index += 1
+        }
+        let store = self.store, deviceID = device ?? "", pushScope = scope
+        let committed = device == nil ? 0 : try await offload { try store.pushedAnchor(user: user.id, device: deviceID, scope: pushScope) }
+        return HealthV1.PushResponse(summary: try HealthProto.summary(total), committedAnchor: committed)
+    }
+
+    public func pull(request: HealthV1.PullRequest, response: ResponseWriter<HealthV1.PullResponse>, context: ServerContext) async throws {
+        let user = try caller(context)
+        let filter = try HealthProto.filter(types: request.types, from: request.fromMs, to: request.toMs)
+        let pageSize = try Self.pageSize(request.pageSize)
+        var anchor = request.sinceAnchor
+        let store = self.store
+        while true {
+            try context.checkAlive()
+            let since = anchor
+            let page = try await offload { try store.changes(user: user.id, since: since, limit: pageSize, filter: filter) }
+            // An empty first page still answers, so the client learns the anchor it is at.
+            if page.anchor == anchor, anchor != request.sinceAnchor { return }
+            try await response.send(
+                HealthV1.PullResponse(
+                    samples: try page.changes.samples.map { sample throws(HealthError) in try HealthProto.message(sample) },
+                    deletions: page.changes.deletions.map(HealthProto.message), anchor: page.anchor, hasMore: page.hasMore))
+            anchor = page.anchor
+            if !page.hasMore { return }
+        }
+    }
+
+    public func exportCSV(request: HealthV1.ExportCSVRequest, response: ResponseWriter<HealthV1.ExportCSVChunk>, context: ServerContext) async throws {
+        let user = try caller(context)
+        let type = try HealthType.parse(request.type)
+        let unit = try HealthProto.unit(request.unit)
+        var cursor: CSVCursor?
+        var first = true
+        let store = self.store
+        repeat {
+            try context.checkAlive()
+            let after = cursor
+            let page = try await offload { try store.csvPage(type: type, user: user.id, unit: unit, from: request.fromMs, to: request.toMs, after: after) }
+            try await response.send(HealthV1.ExportCSVChunk(text: (first ? HealthStore.csvHeader : "") + page.text))
+            first = false
+            cursor = page.next
+        } while cursor != nil
+    }
+
+    static func checkBatch(_ count: Int) throws(HealthError) {
+        let limit = SampleLimits.standard.maxBatchSamples
+        guard count <= limit else {
+            throw HealthError(.resourceExhausted, "a batch of \(count) is over the limit of \(limit); split it")
+        }
+    }
+}

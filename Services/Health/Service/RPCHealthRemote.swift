@@ -1,0 +1,75 @@
+import Foundation
+import HealthCore
+import RPC
+import Schema
+import ServiceAPI
+
+/// The server as a device's sync sees it, over the typed client: what the gateway plugs into `HealthSync`.
+/// Every call carries the user's token.
+/// Pushes are one client stream of batches, pulls one server stream of pages.
+public struct RPCHealthRemote: HealthRemote {
+    public let client: HealthV1.Health.Client
+    public let options: CallOptions
+
+    public init(client: HealthV1.Health.Client, token: String, timeout: Duration? = .seconds(60)) {
+        self.client = client
+        options = CallOptions(timeout: timeout, metadata: ["authorization": "Bearer \(token)"])
+    }
+
+    public func pushedAnchor(device: String, scope: String) async throws -> Int64 {
+        try await client.getPushCursor(HealthV1.GetPushCursorRequest(deviceID: device, scope: scope), options: options).anchor
+    }
+
+    /// One client-streaming call; each batch is encoded as the device's writer reaches it, and `send`
+    /// waits while the server is a window behind, so a million samples are never all in memory.
+    public func push(
+        device: String, scope: String, batches: @escaping @Sendable (PushWriter) async throws -> Void
+    ) async throws -> WriteResult {
+        let response = try await client.push(options: options) { writer in
+            try await batches(
+                PushWriter { batch in
+                    try await writer.send(
+                        HealthV1.PushRequest(
+                            deviceID: device, scope: scope,
+                            samples: try batch.changes.samples.map { sample throws(HealthError) in try HealthProto.message(sample) },
+                            deletions: batch.changes.deletions.map(HealthProto.message), throughAnchor: batch.through))
+                })
+        }
+        return try HealthProto.result(response.summary ?? HealthV1.WriteSummary())
+    }
+
+    public func pull(
+        since: Int64, filter: SyncFilter, pageSize: Int, receive: @escaping @Sendable (ChangeBatch) async throws -> Void
+    ) async throws {
+        let request = HealthV1.PullRequest(
+            sinceAnchor: since, types: filter.types.map { $0.sorted().map(\.rawValue) } ?? [], fromMs: filter.from,
+            toMs: filter.to, pageSize: UInt32(clamping: pageSize))
+        for try await page in client.pull(request, options: options) {
+            let changes = ChangeSet(
+                samples: try page.samples.enumerated().map { index, sample throws(HealthError) in try HealthProto.sample(sample, index: index) },
+                deletions: try page.deletions.map { deletion throws(HealthError) in try HealthProto.deletion(deletion) })
+            guard page.anchor > since || !changes.isEmpty else { continue }
+            try await receive(ChangeBatch(changes: changes, anchor: page.anchor, hasMore: page.hasMore))
+        }
+    }
+}
+
+extension HealthProto {
+    /// A write summary back into the domain's result (the client side of a push).
+    public static func result(_ summary: HealthV1.WriteSummary) throws(HealthError) -> WriteResult {
+        var result = WriteResult()
+        result.added = Int(summary.added)
+        result.duplicates = Int(summary.duplicates)
+        result.alreadyDeleted = Int(summary.alreadyDeleted)
+        result.deleted = Int(summary.deleted)
+        result.duplicateDeletions = Int(summary.duplicateDeletions)
+        result.anchor = summary.anchor
+        result.conflictsOmitted = Int(summary.conflictsOmitted)
+        for conflict in summary.conflicts {
+            guard let stored = conflict.stored, let rejected = conflict.rejected else { continue }
+            result.conflicts.append(
+                SampleConflict(stored: try sample(stored, index: 0), rejected: try sample(rejected, index: 0)))
+        }
+        return result
+    }
+}
