@@ -28,6 +28,22 @@ let package = Package(
             name: "CSQLite", path: "Shared/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
 
+        // MARK: libtorch behind a C API (only the classification service and its tests link it: a process that
+        // links libtorch starts ~0.9 s slower, so the gateway and the other services must never depend on these)
+        .target(
+            name: "TorchShim", path: "Shared/TorchShim",
+            cxxSettings: [
+                .unsafeFlags(["-I/usr/include/torch/csrc/api/include", "-Wno-deprecated-declarations"]),
+            ],
+            linkerSettings: [
+                .linkedLibrary("torch"), .linkedLibrary("torch_cpu"), .linkedLibrary("c10"),
+            ]),
+        .target(name: "Torch", dependencies: ["TorchShim"], path: "Shared/Torch"),
+        // PNG and JPEG decoding (libpng's simplified API, libjpeg-turbo) behind a tiny C API.
+        .target(
+            name: "CImageCodecs", path: "Shared/CImageCodecs",
+            linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("jpeg")]),
+
         // MARK: Schema: protobuf-c output generated from Proto/, bridged to Swift values
         .target(name: "MenagerieProtoC", dependencies: ["CProtobufC"], path: "Shared/MenagerieProtoC"),
         .target(name: "Schema", dependencies: ["MenagerieProtoC", "CProtobufC"], path: "Shared/Schema"),
@@ -51,6 +67,9 @@ let package = Package(
         .executableTarget(name: "zoo", dependencies: ["ZooCore", "ServiceKit"], path: "Services/Zoo/App"),
         .executableTarget(name: "ocr", dependencies: ["ServiceKit"], path: "Services/OCR/App"),
         .executableTarget(name: "health", dependencies: ["ServiceKit"], path: "Services/Health/App"),
+        .target(
+            name: "ClassificationCore", dependencies: ["Storage", "Torch", "CImageCodecs"],
+            path: "Services/Classification/Core"),
         .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),
         .executableTarget(
             name: "gateway",
@@ -69,6 +88,8 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema", "ServiceKit", "TestSupport"], path: "Tests/RPCTests"),
         .testTarget(name: "ZooTests", dependencies: ["ZooCore", "RPC", "Schema", "Storage"], path: "Tests/ZooTests"),
+        .testTarget(name: "ClassificationCoreTests", dependencies: ["ClassificationCore", "Torch", "Storage"], path: "Tests/ClassificationCoreTests"),
         .testTarget(name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "TestSupport"], path: "Tests/IntegrationTests"),
-    ]
+    ],
+    cxxLanguageStandard: .cxx17
 )
