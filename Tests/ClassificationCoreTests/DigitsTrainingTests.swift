@@ -23,15 +23,15 @@ struct DigitsTrainingTests {
 
     @Test func cnnReachesNinetyNinePercent() throws {
         let train = try RealData.digitsTrain.get(), test = try RealData.digitsTest.get()
-        try Torch.setThreads(Int(ProcessInfo.processInfo.environment["TORCH_THREADS"] ?? "") ?? 2)
+        try Torch.setThreads(Int(ProcessInfo.processInfo.environment["TORCH_THREADS"] ?? "") ?? 1)
         var options = ClassifierTrainingOptions()
         options.algorithm = .cnn
         // The digits are 8×8 scans scaled to 32×32: 16×16 keeps all their detail at a quarter of the work.
         options.inputSize = 16
         options.batchSize = 32
         options.learningRate = 0.01
-        options.epochs = Int(ProcessInfo.processInfo.environment["DIGITS_EPOCHS"] ?? "") ?? 10
-        options.augmentation = Augmentation(crop: 0.1, rotation: Double(ProcessInfo.processInfo.environment["DIGITS_ROTATION"] ?? "") ?? 10)
+        options.epochs = Int(ProcessInfo.processInfo.environment["DIGITS_EPOCHS"] ?? "") ?? 15
+        options.augmentation = Augmentation(crop: 0.1, rotation: Double(ProcessInfo.processInfo.environment["DIGITS_ROTATION"] ?? "") ?? 15)
         var last = ContinuousClock.now
         let started = ContinuousClock.now
         let file = try ClassifierTrainer.train(train, options: options) { p in

@@ -165,7 +165,7 @@ public enum DatasetBuilder {
                 }
                 var values: [String: Double] = [:]
                 for key in ["x", "y", "width", "height"] {
-                    guard let number = coordinates[key] as? NSNumber, !(coordinates[key] is Bool),
+                    guard let number = coordinates[key] as? NSNumber,
                           number.doubleValue.isFinite else {
                         throw ClassificationError.invalid("\(field).coordinates.\(key): missing or not a number")
                     }
