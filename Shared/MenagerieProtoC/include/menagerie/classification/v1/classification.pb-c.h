@@ -15,21 +15,2323 @@ PROTOBUF_C__BEGIN_DECLS
 #endif
 
 
+typedef struct Menagerie__Classification__V1__DatasetUploadHeader Menagerie__Classification__V1__DatasetUploadHeader;
+typedef struct Menagerie__Classification__V1__FileChunk Menagerie__Classification__V1__FileChunk;
+typedef struct Menagerie__Classification__V1__UploadDatasetRequest Menagerie__Classification__V1__UploadDatasetRequest;
+typedef struct Menagerie__Classification__V1__LabelCount Menagerie__Classification__V1__LabelCount;
+typedef struct Menagerie__Classification__V1__DatasetSummary Menagerie__Classification__V1__DatasetSummary;
+typedef struct Menagerie__Classification__V1__ListDatasetsRequest Menagerie__Classification__V1__ListDatasetsRequest;
+typedef struct Menagerie__Classification__V1__ListDatasetsResponse Menagerie__Classification__V1__ListDatasetsResponse;
+typedef struct Menagerie__Classification__V1__GetDatasetRequest Menagerie__Classification__V1__GetDatasetRequest;
+typedef struct Menagerie__Classification__V1__DeleteDatasetRequest Menagerie__Classification__V1__DeleteDatasetRequest;
+typedef struct Menagerie__Classification__V1__DeleteDatasetResponse Menagerie__Classification__V1__DeleteDatasetResponse;
+typedef struct Menagerie__Classification__V1__Augmentation Menagerie__Classification__V1__Augmentation;
+typedef struct Menagerie__Classification__V1__TrainRequest Menagerie__Classification__V1__TrainRequest;
+typedef struct Menagerie__Classification__V1__TrainResponse Menagerie__Classification__V1__TrainResponse;
+typedef struct Menagerie__Classification__V1__TrainingProgress Menagerie__Classification__V1__TrainingProgress;
+typedef struct Menagerie__Classification__V1__TrainingResult Menagerie__Classification__V1__TrainingResult;
+typedef struct Menagerie__Classification__V1__ModelSummary Menagerie__Classification__V1__ModelSummary;
+typedef struct Menagerie__Classification__V1__ListModelsRequest Menagerie__Classification__V1__ListModelsRequest;
+typedef struct Menagerie__Classification__V1__ListModelsResponse Menagerie__Classification__V1__ListModelsResponse;
+typedef struct Menagerie__Classification__V1__GetModelRequest Menagerie__Classification__V1__GetModelRequest;
+typedef struct Menagerie__Classification__V1__DeleteModelRequest Menagerie__Classification__V1__DeleteModelRequest;
+typedef struct Menagerie__Classification__V1__DeleteModelResponse Menagerie__Classification__V1__DeleteModelResponse;
+typedef struct Menagerie__Classification__V1__SetActiveModelRequest Menagerie__Classification__V1__SetActiveModelRequest;
+typedef struct Menagerie__Classification__V1__SetActiveModelResponse Menagerie__Classification__V1__SetActiveModelResponse;
+typedef struct Menagerie__Classification__V1__ExportModelRequest Menagerie__Classification__V1__ExportModelRequest;
+typedef struct Menagerie__Classification__V1__ModelFileChunk Menagerie__Classification__V1__ModelFileChunk;
+typedef struct Menagerie__Classification__V1__ImportModelRequest Menagerie__Classification__V1__ImportModelRequest;
+typedef struct Menagerie__Classification__V1__ImportModelResponse Menagerie__Classification__V1__ImportModelResponse;
+typedef struct Menagerie__Classification__V1__EvaluateRequest Menagerie__Classification__V1__EvaluateRequest;
+typedef struct Menagerie__Classification__V1__ClassScores Menagerie__Classification__V1__ClassScores;
+typedef struct Menagerie__Classification__V1__ConfusionRow Menagerie__Classification__V1__ConfusionRow;
+typedef struct Menagerie__Classification__V1__EvaluateResponse Menagerie__Classification__V1__EvaluateResponse;
+typedef struct Menagerie__Classification__V1__ClassifyRequest Menagerie__Classification__V1__ClassifyRequest;
+typedef struct Menagerie__Classification__V1__CatalogueEntry Menagerie__Classification__V1__CatalogueEntry;
+typedef struct Menagerie__Classification__V1__Attribute Menagerie__Classification__V1__Attribute;
+typedef struct Menagerie__Classification__V1__LabelConfidence Menagerie__Classification__V1__LabelConfidence;
+typedef struct Menagerie__Classification__V1__ClassifyResponse Menagerie__Classification__V1__ClassifyResponse;
+typedef struct Menagerie__Classification__V1__DetectRequest Menagerie__Classification__V1__DetectRequest;
+typedef struct Menagerie__Classification__V1__Box Menagerie__Classification__V1__Box;
+typedef struct Menagerie__Classification__V1__DetectedObject Menagerie__Classification__V1__DetectedObject;
+typedef struct Menagerie__Classification__V1__DetectResponse Menagerie__Classification__V1__DetectResponse;
+typedef struct Menagerie__Classification__V1__ImportCatalogueRequest Menagerie__Classification__V1__ImportCatalogueRequest;
+typedef struct Menagerie__Classification__V1__ImportCatalogueResponse Menagerie__Classification__V1__ImportCatalogueResponse;
+typedef struct Menagerie__Classification__V1__SearchCatalogueRequest Menagerie__Classification__V1__SearchCatalogueRequest;
+typedef struct Menagerie__Classification__V1__SearchCatalogueResponse Menagerie__Classification__V1__SearchCatalogueResponse;
+typedef struct Menagerie__Classification__V1__GetCatalogueEntryRequest Menagerie__Classification__V1__GetCatalogueEntryRequest;
+typedef struct Menagerie__Classification__V1__FeedbackRequest Menagerie__Classification__V1__FeedbackRequest;
+typedef struct Menagerie__Classification__V1__FeedbackResponse Menagerie__Classification__V1__FeedbackResponse;
 
 
 /* --- enums --- */
 
+typedef enum _Menagerie__Classification__V1__DatasetKind {
+  MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_UNSPECIFIED = 0,
+  /*
+   * Images grouped by label: Create ML's folder layout root/<label> *.jpg|png.
+   */
+  MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_CLASSIFICATION = 1,
+  /*
+   * Images plus Create ML's annotations.json (box centre x/y, width, height in pixels, origin top-left).
+   */
+  MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_DETECTION = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__DATASET_KIND)
+} Menagerie__Classification__V1__DatasetKind;
+typedef enum _Menagerie__Classification__V1__ModelKind {
+  MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED = 0,
+  MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_CLASSIFIER = 1,
+  MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_DETECTOR = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__MODEL_KIND)
+} Menagerie__Classification__V1__ModelKind;
+typedef enum _Menagerie__Classification__V1__ModelFormat {
+  MENAGERIE__CLASSIFICATION__V1__MODEL_FORMAT__MODEL_FORMAT_UNSPECIFIED = 0,
+  /*
+   * A container exported by this service.
+   */
+  MENAGERIE__CLASSIFICATION__V1__MODEL_FORMAT__MODEL_FORMAT_MENAGERIE = 1,
+  /*
+   * A TorchScript module trained elsewhere (run by libtorch).
+   */
+  MENAGERIE__CLASSIFICATION__V1__MODEL_FORMAT__MODEL_FORMAT_TORCHSCRIPT = 2,
+  /*
+   * An ONNX model (run by OpenCV's DNN module).
+   */
+  MENAGERIE__CLASSIFICATION__V1__MODEL_FORMAT__MODEL_FORMAT_ONNX = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__MODEL_FORMAT)
+} Menagerie__Classification__V1__ModelFormat;
+typedef enum _Menagerie__Classification__V1__DetectorLayout {
+  MENAGERIE__CLASSIFICATION__V1__DETECTOR_LAYOUT__DETECTOR_LAYOUT_UNSPECIFIED = 0,
+  /*
+   * Ultralytics YOLOv5 export: [1, N, 5 + classes].
+   */
+  MENAGERIE__CLASSIFICATION__V1__DETECTOR_LAYOUT__DETECTOR_LAYOUT_YOLOV5 = 1,
+  /*
+   * Ultralytics YOLOv8 export: [1, 4 + classes, N].
+   */
+  MENAGERIE__CLASSIFICATION__V1__DETECTOR_LAYOUT__DETECTOR_LAYOUT_YOLOV8 = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__DETECTOR_LAYOUT)
+} Menagerie__Classification__V1__DetectorLayout;
+typedef enum _Menagerie__Classification__V1__Scaling {
+  MENAGERIE__CLASSIFICATION__V1__SCALING__SCALING_UNSPECIFIED = 0,
+  /*
+   * Letterbox: fit inside, keep the aspect ratio, pad (the default).
+   */
+  MENAGERIE__CLASSIFICATION__V1__SCALING__SCALING_FIT = 1,
+  /*
+   * Stretch to the input.
+   */
+  MENAGERIE__CLASSIFICATION__V1__SCALING__SCALING_FILL = 2,
+  /*
+   * Cover and cut the centre.
+   */
+  MENAGERIE__CLASSIFICATION__V1__SCALING__SCALING_CENTER_CROP = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__SCALING)
+} Menagerie__Classification__V1__Scaling;
 
 /* --- messages --- */
 
+/*
+ * The first message of an upload: what the files that follow make.
+ */
+struct  Menagerie__Classification__V1__DatasetUploadHeader
+{
+  ProtobufCMessage base;
+  char *name;
+  Menagerie__Classification__V1__DatasetKind kind;
+  /*
+   * For a detection dataset: the annotations.json bytes (the images follow as files named as it names them).
+   */
+  ProtobufCBinaryData annotations;
+  /*
+   * The number of files that follow and their total size, for the progress bar and an early size check.
+   */
+  int64_t file_count;
+  int64_t total_bytes;
+};
+#define MENAGERIE__CLASSIFICATION__V1__DATASET_UPLOAD_HEADER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__dataset_upload_header__descriptor) \
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_UNSPECIFIED, {0,NULL}, 0, 0 }
+
+
+/*
+ * A piece of one uploaded file. A file larger than a message arrives as consecutive chunks with the same path;
+ * `last` marks its final chunk.
+ */
+struct  Menagerie__Classification__V1__FileChunk
+{
+  ProtobufCMessage base;
+  /*
+   * Relative path: "<label>/<file>" for classification, the annotation's image name for detection.
+   */
+  char *path;
+  ProtobufCBinaryData data;
+  protobuf_c_boolean last;
+};
+#define MENAGERIE__CLASSIFICATION__V1__FILE_CHUNK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__file_chunk__descriptor) \
+    , (char *)protobuf_c_empty_string, {0,NULL}, 0 }
+
+
+/*
+ * One message of the UploadDataset stream: the header first (and only first), then file chunks.
+ */
+struct  Menagerie__Classification__V1__UploadDatasetRequest
+{
+  ProtobufCMessage base;
+  Menagerie__Classification__V1__DatasetUploadHeader *header;
+  Menagerie__Classification__V1__FileChunk *chunk;
+};
+#define MENAGERIE__CLASSIFICATION__V1__UPLOAD_DATASET_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__upload_dataset_request__descriptor) \
+    , NULL, NULL }
+
+
+struct  Menagerie__Classification__V1__LabelCount
+{
+  ProtobufCMessage base;
+  char *label;
+  /*
+   * Images showing the label (a detection image counts once per label it shows).
+   */
+  int64_t images;
+  /*
+   * Boxes of the label (detection only).
+   */
+  int64_t objects;
+};
+#define MENAGERIE__CLASSIFICATION__V1__LABEL_COUNT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__label_count__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, 0 }
+
+
+struct  Menagerie__Classification__V1__DatasetSummary
+{
+  ProtobufCMessage base;
+  char *name;
+  Menagerie__Classification__V1__DatasetKind kind;
+  int64_t images;
+  size_t n_labels;
+  Menagerie__Classification__V1__LabelCount **labels;
+  /*
+   * Seconds since 1970.
+   */
+  double created_at;
+  /*
+   * Images uploaded more than once and stored once (by content hash).
+   */
+  int64_t duplicates;
+};
+#define MENAGERIE__CLASSIFICATION__V1__DATASET_SUMMARY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__dataset_summary__descriptor) \
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_UNSPECIFIED, 0, 0,NULL, 0, 0 }
+
+
+struct  Menagerie__Classification__V1__ListDatasetsRequest
+{
+  ProtobufCMessage base;
+};
+#define MENAGERIE__CLASSIFICATION__V1__LIST_DATASETS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__list_datasets_request__descriptor) \
+     }
+
+
+struct  Menagerie__Classification__V1__ListDatasetsResponse
+{
+  ProtobufCMessage base;
+  size_t n_datasets;
+  Menagerie__Classification__V1__DatasetSummary **datasets;
+};
+#define MENAGERIE__CLASSIFICATION__V1__LIST_DATASETS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__list_datasets_response__descriptor) \
+    , 0,NULL }
+
+
+struct  Menagerie__Classification__V1__GetDatasetRequest
+{
+  ProtobufCMessage base;
+  char *name;
+};
+#define MENAGERIE__CLASSIFICATION__V1__GET_DATASET_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__get_dataset_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Classification__V1__DeleteDatasetRequest
+{
+  ProtobufCMessage base;
+  char *name;
+};
+#define MENAGERIE__CLASSIFICATION__V1__DELETE_DATASET_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__delete_dataset_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Classification__V1__DeleteDatasetResponse
+{
+  ProtobufCMessage base;
+};
+#define MENAGERIE__CLASSIFICATION__V1__DELETE_DATASET_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__delete_dataset_response__descriptor) \
+     }
+
+
+/*
+ * Create ML's augmentations; each is off when zero/false.
+ */
+struct  Menagerie__Classification__V1__Augmentation
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean flip;
+  /*
+   * Random shift by up to this fraction of the side.
+   */
+  double crop;
+  /*
+   * Random rotation by up to this many degrees either way.
+   */
+  double rotation;
+  protobuf_c_boolean blur;
+  /*
+   * Random brightness scale in [1 - exposure, 1 + exposure].
+   */
+  double exposure;
+  /*
+   * Standard deviation of added Gaussian noise (pixel values in 0..1).
+   */
+  double noise;
+};
+#define MENAGERIE__CLASSIFICATION__V1__AUGMENTATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__augmentation__descriptor) \
+    , 0, 0, 0, 0, 0, 0 }
+
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BASE_MODEL__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BASE_MODEL_BASE_MODEL = 5
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BASE_MODEL__CASE)
+} Menagerie__Classification__V1__TrainRequest__BaseModelCase;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___EPOCHS__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___EPOCHS_EPOCHS = 6
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___EPOCHS__CASE)
+} Menagerie__Classification__V1__TrainRequest__EpochsCase;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_DATASET__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_DATASET_VALIDATION_DATASET = 7
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_DATASET__CASE)
+} Menagerie__Classification__V1__TrainRequest__ValidationDatasetCase;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_FRACTION__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_FRACTION_VALIDATION_FRACTION = 8
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_FRACTION__CASE)
+} Menagerie__Classification__V1__TrainRequest__ValidationFractionCase;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___IMAGE_SIZE__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___IMAGE_SIZE_IMAGE_SIZE = 10
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___IMAGE_SIZE__CASE)
+} Menagerie__Classification__V1__TrainRequest__ImageSizeCase;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED_SEED = 11
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__CASE)
+} Menagerie__Classification__V1__TrainRequest__SeedCase;
+
+struct  Menagerie__Classification__V1__TrainRequest
+{
+  ProtobufCMessage base;
+  char *dataset;
+  Menagerie__Classification__V1__ModelKind kind;
+  /*
+   * "cnn" (default for classifiers), "features" or "yolo" (detectors).
+   */
+  char *algorithm;
+  /*
+   * The new model's name; default "<dataset>-<algorithm>-<n>".
+   */
+  char *name;
+  Menagerie__Classification__V1__Augmentation *augmentation;
+  Menagerie__Classification__V1__TrainRequest__BaseModelCase _base_model_case;
+  union {
+    /*
+     * Start from this model's trained layers and fine-tune (transfer learning).
+     */
+    char *base_model;
+  };
+  Menagerie__Classification__V1__TrainRequest__EpochsCase _epochs_case;
+  union {
+    int32_t epochs;
+  };
+  Menagerie__Classification__V1__TrainRequest__ValidationDatasetCase _validation_dataset_case;
+  union {
+    /*
+     * A dataset to validate on; without it a seeded 10 % of each label is held out.
+     */
+    char *validation_dataset;
+  };
+  Menagerie__Classification__V1__TrainRequest__ValidationFractionCase _validation_fraction_case;
+  union {
+    double validation_fraction;
+  };
+  Menagerie__Classification__V1__TrainRequest__ImageSizeCase _image_size_case;
+  union {
+    /*
+     * Side of the square network input; default from the images (32..96) for classifiers, 224 for detectors.
+     */
+    int32_t image_size;
+  };
+  Menagerie__Classification__V1__TrainRequest__SeedCase _seed_case;
+  union {
+    /*
+     * Same seed and data give the same model.
+     */
+    uint64_t seed;
+  };
+};
+#define MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__train_request__descriptor) \
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BASE_MODEL__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___EPOCHS__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_DATASET__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_FRACTION__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___IMAGE_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__NOT_SET, {0} }
+
+
+/*
+ * Train's answer: the job to watch through menagerie.jobs.v1 (kind "classification.train").
+ */
+struct  Menagerie__Classification__V1__TrainResponse
+{
+  ProtobufCMessage base;
+  char *job_id;
+};
+#define MENAGERIE__CLASSIFICATION__V1__TRAIN_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__train_response__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__TRAINING_PROGRESS___VALIDATION_ACCURACY__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__TRAINING_PROGRESS___VALIDATION_ACCURACY_VALIDATION_ACCURACY = 5
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAINING_PROGRESS___VALIDATION_ACCURACY__CASE)
+} Menagerie__Classification__V1__TrainingProgress__ValidationAccuracyCase;
+
+/*
+ * One epoch, carried in the job's progress message (and as its progress fraction epoch / epochs).
+ */
+struct  Menagerie__Classification__V1__TrainingProgress
+{
+  ProtobufCMessage base;
+  int32_t epoch;
+  int32_t epochs;
+  double loss;
+  double training_accuracy;
+  Menagerie__Classification__V1__TrainingProgress__ValidationAccuracyCase _validation_accuracy_case;
+  union {
+    double validation_accuracy;
+  };
+};
+#define MENAGERIE__CLASSIFICATION__V1__TRAINING_PROGRESS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__training_progress__descriptor) \
+    , 0, 0, 0, 0, MENAGERIE__CLASSIFICATION__V1__TRAINING_PROGRESS___VALIDATION_ACCURACY__NOT_SET, {0} }
+
+
+/*
+ * A finished training job's result.
+ */
+struct  Menagerie__Classification__V1__TrainingResult
+{
+  ProtobufCMessage base;
+  Menagerie__Classification__V1__ModelSummary *model;
+};
+#define MENAGERIE__CLASSIFICATION__V1__TRAINING_RESULT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__training_result__descriptor) \
+    , NULL }
+
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY_TRAINING_ACCURACY = 7
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__CASE)
+} Menagerie__Classification__V1__ModelSummary__TrainingAccuracyCase;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY_VALIDATION_ACCURACY = 8
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__CASE)
+} Menagerie__Classification__V1__ModelSummary__ValidationAccuracyCase;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_MAP50 = 9
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__CASE)
+} Menagerie__Classification__V1__ModelSummary__Map50Case;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95_MAP50_95 = 10
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__CASE)
+} Menagerie__Classification__V1__ModelSummary__Map5095Case;
+
+struct  Menagerie__Classification__V1__ModelSummary
+{
+  ProtobufCMessage base;
+  char *name;
+  Menagerie__Classification__V1__ModelKind kind;
+  /*
+   * "cnn", "features", "yolo", "torchscript", "onnx".
+   */
+  char *algorithm;
+  size_t n_labels;
+  char **labels;
+  int32_t input_width;
+  int32_t input_height;
+  double training_seconds;
+  /*
+   * The model file's size in bytes.
+   */
+  int64_t size;
+  double created_at;
+  /*
+   * Whether it is its kind's active model (the default for Classify or Detect).
+   */
+  protobuf_c_boolean active;
+  Menagerie__Classification__V1__ModelSummary__TrainingAccuracyCase _training_accuracy_case;
+  union {
+    double training_accuracy;
+  };
+  Menagerie__Classification__V1__ModelSummary__ValidationAccuracyCase _validation_accuracy_case;
+  union {
+    double validation_accuracy;
+  };
+  Menagerie__Classification__V1__ModelSummary__Map50Case _map50_case;
+  union {
+    /*
+     * For detectors: AP at IoU 0.5 and mAP over 0.5:0.95 on the validation images.
+     */
+    double map50;
+  };
+  Menagerie__Classification__V1__ModelSummary__Map5095Case _map50_95_case;
+  union {
+    double map50_95;
+  };
+};
+#define MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__model_summary__descriptor) \
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, 0, 0, 0, 0, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__NOT_SET, {0} }
+
+
+struct  Menagerie__Classification__V1__ListModelsRequest
+{
+  ProtobufCMessage base;
+};
+#define MENAGERIE__CLASSIFICATION__V1__LIST_MODELS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__list_models_request__descriptor) \
+     }
+
+
+struct  Menagerie__Classification__V1__ListModelsResponse
+{
+  ProtobufCMessage base;
+  size_t n_models;
+  Menagerie__Classification__V1__ModelSummary **models;
+};
+#define MENAGERIE__CLASSIFICATION__V1__LIST_MODELS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__list_models_response__descriptor) \
+    , 0,NULL }
+
+
+struct  Menagerie__Classification__V1__GetModelRequest
+{
+  ProtobufCMessage base;
+  char *name;
+};
+#define MENAGERIE__CLASSIFICATION__V1__GET_MODEL_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__get_model_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Classification__V1__DeleteModelRequest
+{
+  ProtobufCMessage base;
+  char *name;
+};
+#define MENAGERIE__CLASSIFICATION__V1__DELETE_MODEL_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__delete_model_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Classification__V1__DeleteModelResponse
+{
+  ProtobufCMessage base;
+};
+#define MENAGERIE__CLASSIFICATION__V1__DELETE_MODEL_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__delete_model_response__descriptor) \
+     }
+
+
+struct  Menagerie__Classification__V1__SetActiveModelRequest
+{
+  ProtobufCMessage base;
+  char *name;
+};
+#define MENAGERIE__CLASSIFICATION__V1__SET_ACTIVE_MODEL_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__set_active_model_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Classification__V1__SetActiveModelResponse
+{
+  ProtobufCMessage base;
+};
+#define MENAGERIE__CLASSIFICATION__V1__SET_ACTIVE_MODEL_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__set_active_model_response__descriptor) \
+     }
+
+
+/*
+ * Export: the model's container file (documented in the README: magic, version, JSON header with labels and
+ * input size, tensors or TorchScript bytes, SHA-256).
+ */
+struct  Menagerie__Classification__V1__ExportModelRequest
+{
+  ProtobufCMessage base;
+  char *name;
+};
+#define MENAGERIE__CLASSIFICATION__V1__EXPORT_MODEL_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__export_model_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Classification__V1__ModelFileChunk
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData data;
+  /*
+   * Offset of `data` in the file and the file's total size.
+   */
+  int64_t offset;
+  int64_t total;
+};
+#define MENAGERIE__CLASSIFICATION__V1__MODEL_FILE_CHUNK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__model_file_chunk__descriptor) \
+    , {0,NULL}, 0, 0 }
+
+
+/*
+ * Import of a model file in one message: a model larger than the 16 MiB frame limit needs the client stream
+ * (ImportModelUpload, beside UploadDataset) once client streaming is in place.
+ */
+struct  Menagerie__Classification__V1__ImportModelRequest
+{
+  ProtobufCMessage base;
+  char *name;
+  Menagerie__Classification__V1__ModelFormat format;
+  ProtobufCBinaryData data;
+  /*
+   * For TorchScript and ONNX: what the file itself does not say.
+   */
+  Menagerie__Classification__V1__ModelKind kind;
+  size_t n_labels;
+  char **labels;
+  int32_t input_width;
+  int32_t input_height;
+  /*
+   * Per-channel normalisation after scaling pixels to 0..1 (ImageNet's is mean 0.485 0.456 0.406, std 0.229 0.224 0.225).
+   */
+  size_t n_mean;
+  float *mean;
+  size_t n_std;
+  float *std;
+  Menagerie__Classification__V1__DetectorLayout layout;
+};
+#define MENAGERIE__CLASSIFICATION__V1__IMPORT_MODEL_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__import_model_request__descriptor) \
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_FORMAT__MODEL_FORMAT_UNSPECIFIED, {0,NULL}, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, 0,NULL, 0, 0, 0,NULL, 0,NULL, MENAGERIE__CLASSIFICATION__V1__DETECTOR_LAYOUT__DETECTOR_LAYOUT_UNSPECIFIED }
+
+
+struct  Menagerie__Classification__V1__ImportModelResponse
+{
+  ProtobufCMessage base;
+  Menagerie__Classification__V1__ModelSummary *model;
+};
+#define MENAGERIE__CLASSIFICATION__V1__IMPORT_MODEL_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__import_model_response__descriptor) \
+    , NULL }
+
+
+struct  Menagerie__Classification__V1__EvaluateRequest
+{
+  ProtobufCMessage base;
+  char *model;
+  char *dataset;
+};
+#define MENAGERIE__CLASSIFICATION__V1__EVALUATE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__evaluate_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50_AP50 = 5
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50__CASE)
+} Menagerie__Classification__V1__ClassScores__Ap50Case;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50_95__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50_95_AP50_95 = 6
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50_95__CASE)
+} Menagerie__Classification__V1__ClassScores__Ap5095Case;
+
+struct  Menagerie__Classification__V1__ClassScores
+{
+  ProtobufCMessage base;
+  char *label;
+  double precision;
+  double recall;
+  double f1;
+  Menagerie__Classification__V1__ClassScores__Ap50Case _ap50_case;
+  union {
+    /*
+     * Detectors: average precision at IoU 0.5 ("I/U 50 %") and over 0.5:0.95 ("varied I/U").
+     */
+    double ap50;
+  };
+  Menagerie__Classification__V1__ClassScores__Ap5095Case _ap50_95_case;
+  union {
+    double ap50_95;
+  };
+};
+#define MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__class_scores__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, 0, 0, MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50_95__NOT_SET, {0} }
+
+
+/*
+ * One row of the confusion matrix: counts of predictions per label (in `labels` order) for images of `label`.
+ */
+struct  Menagerie__Classification__V1__ConfusionRow
+{
+  ProtobufCMessage base;
+  char *label;
+  size_t n_predicted;
+  int64_t *predicted;
+};
+#define MENAGERIE__CLASSIFICATION__V1__CONFUSION_ROW__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__confusion_row__descriptor) \
+    , (char *)protobuf_c_empty_string, 0,NULL }
+
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50_MAP50 = 5
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50__CASE)
+} Menagerie__Classification__V1__EvaluateResponse__Map50Case;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50_95__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50_95_MAP50_95 = 6
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50_95__CASE)
+} Menagerie__Classification__V1__EvaluateResponse__Map5095Case;
+
+struct  Menagerie__Classification__V1__EvaluateResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Classifiers: share of images whose top label is right.
+   */
+  double accuracy;
+  size_t n_per_class;
+  Menagerie__Classification__V1__ClassScores **per_class;
+  size_t n_labels;
+  char **labels;
+  size_t n_confusion;
+  Menagerie__Classification__V1__ConfusionRow **confusion;
+  int64_t images;
+  Menagerie__Classification__V1__EvaluateResponse__Map50Case _map50_case;
+  union {
+    /*
+     * Detectors, computed as COCO does.
+     */
+    double map50;
+  };
+  Menagerie__Classification__V1__EvaluateResponse__Map5095Case _map50_95_case;
+  union {
+    double map50_95;
+  };
+};
+#define MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__evaluate_response__descriptor) \
+    , 0, 0,NULL, 0,NULL, 0,NULL, 0, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50_95__NOT_SET, {0} }
+
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST___TOP__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST___TOP_TOP = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST___TOP__CASE)
+} Menagerie__Classification__V1__ClassifyRequest__TopCase;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST___MINIMUM_CONFIDENCE__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST___MINIMUM_CONFIDENCE_MINIMUM_CONFIDENCE = 5
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST___MINIMUM_CONFIDENCE__CASE)
+} Menagerie__Classification__V1__ClassifyRequest__MinimumConfidenceCase;
+
+struct  Menagerie__Classification__V1__ClassifyRequest
+{
+  ProtobufCMessage base;
+  /*
+   * PNG or JPEG; EXIF orientation is honoured.
+   */
+  ProtobufCBinaryData image;
+  /*
+   * Default: the active classifier.
+   */
+  char *model;
+  Menagerie__Classification__V1__Scaling scaling;
+  Menagerie__Classification__V1__ClassifyRequest__TopCase _top_case;
+  union {
+    /*
+     * How many labels to return (default 5).
+     */
+    int32_t top;
+  };
+  Menagerie__Classification__V1__ClassifyRequest__MinimumConfidenceCase _minimum_confidence_case;
+  union {
+    /*
+     * Below this top confidence the answer is "nothing recognised" (no labels, recognised = false).
+     */
+    double minimum_confidence;
+  };
+};
+#define MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__classify_request__descriptor) \
+    , {0,NULL}, (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__SCALING__SCALING_UNSPECIFIED, MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST___TOP__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST___MINIMUM_CONFIDENCE__NOT_SET, {0} }
+
+
+/*
+ * A catalogue entry, keyed by label (e.g. a breed).
+ */
+struct  Menagerie__Classification__V1__CatalogueEntry
+{
+  ProtobufCMessage base;
+  char *label;
+  char *name;
+  char *local_name;
+  /*
+   * Free attributes: fur, size, weight, height, colour, life expectancy, country of origin, description.
+   */
+  size_t n_attributes;
+  Menagerie__Classification__V1__Attribute **attributes;
+};
+#define MENAGERIE__CLASSIFICATION__V1__CATALOGUE_ENTRY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__catalogue_entry__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL }
+
+
+struct  Menagerie__Classification__V1__Attribute
+{
+  ProtobufCMessage base;
+  char *key;
+  char *value;
+};
+#define MENAGERIE__CLASSIFICATION__V1__ATTRIBUTE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__attribute__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Classification__V1__LabelConfidence
+{
+  ProtobufCMessage base;
+  char *label;
+  /*
+   * Probability; over all labels they sum to 1.
+   */
+  double confidence;
+};
+#define MENAGERIE__CLASSIFICATION__V1__LABEL_CONFIDENCE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__label_confidence__descriptor) \
+    , (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Menagerie__Classification__V1__ClassifyResponse
+{
+  ProtobufCMessage base;
+  char *model;
+  protobuf_c_boolean recognised;
+  size_t n_labels;
+  Menagerie__Classification__V1__LabelConfidence **labels;
+  /*
+   * The top label's catalogue entry, when there is one.
+   */
+  Menagerie__Classification__V1__CatalogueEntry *entry;
+};
+#define MENAGERIE__CLASSIFICATION__V1__CLASSIFY_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__classify_response__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, 0,NULL, NULL }
+
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___CONFIDENCE_THRESHOLD__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___CONFIDENCE_THRESHOLD_CONFIDENCE_THRESHOLD = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___CONFIDENCE_THRESHOLD__CASE)
+} Menagerie__Classification__V1__DetectRequest__ConfidenceThresholdCase;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___IOU_THRESHOLD__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___IOU_THRESHOLD_IOU_THRESHOLD = 5
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___IOU_THRESHOLD__CASE)
+} Menagerie__Classification__V1__DetectRequest__IouThresholdCase;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___MAX_DETECTIONS__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___MAX_DETECTIONS_MAX_DETECTIONS = 6
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___MAX_DETECTIONS__CASE)
+} Menagerie__Classification__V1__DetectRequest__MaxDetectionsCase;
+
+struct  Menagerie__Classification__V1__DetectRequest
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData image;
+  /*
+   * Default: the active detector.
+   */
+  char *model;
+  /*
+   * Only these labels (Create ML's per-class switch); empty for all.
+   */
+  size_t n_labels;
+  char **labels;
+  Menagerie__Classification__V1__DetectRequest__ConfidenceThresholdCase _confidence_threshold_case;
+  union {
+    /*
+     * Default 0.25.
+     */
+    double confidence_threshold;
+  };
+  Menagerie__Classification__V1__DetectRequest__IouThresholdCase _iou_threshold_case;
+  union {
+    /*
+     * Default 0.45.
+     */
+    double iou_threshold;
+  };
+  Menagerie__Classification__V1__DetectRequest__MaxDetectionsCase _max_detections_case;
+  union {
+    /*
+     * Default 100.
+     */
+    int32_t max_detections;
+  };
+};
+#define MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__detect_request__descriptor) \
+    , {0,NULL}, (char *)protobuf_c_empty_string, 0,NULL, MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___CONFIDENCE_THRESHOLD__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___IOU_THRESHOLD__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___MAX_DETECTIONS__NOT_SET, {0} }
+
+
+/*
+ * A box, origin top-left: normalised to 0..1 of the image, or in pixels.
+ */
+struct  Menagerie__Classification__V1__Box
+{
+  ProtobufCMessage base;
+  double x;
+  double y;
+  double width;
+  double height;
+};
+#define MENAGERIE__CLASSIFICATION__V1__BOX__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__box__descriptor) \
+    , 0, 0, 0, 0 }
+
+
+struct  Menagerie__Classification__V1__DetectedObject
+{
+  ProtobufCMessage base;
+  char *label;
+  double confidence;
+  Menagerie__Classification__V1__Box *box;
+  Menagerie__Classification__V1__Box *box_px;
+};
+#define MENAGERIE__CLASSIFICATION__V1__DETECTED_OBJECT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__detected_object__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, NULL, NULL }
+
+
+struct  Menagerie__Classification__V1__DetectResponse
+{
+  ProtobufCMessage base;
+  char *model;
+  size_t n_detections;
+  Menagerie__Classification__V1__DetectedObject **detections;
+  int32_t image_width;
+  int32_t image_height;
+};
+#define MENAGERIE__CLASSIFICATION__V1__DETECT_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__detect_response__descriptor) \
+    , (char *)protobuf_c_empty_string, 0,NULL, 0, 0 }
+
+
+struct  Menagerie__Classification__V1__ImportCatalogueRequest
+{
+  ProtobufCMessage base;
+  /*
+   * A JSON array of {label, name, local_name, attributes: {key: value}}.
+   */
+  ProtobufCBinaryData json;
+};
+#define MENAGERIE__CLASSIFICATION__V1__IMPORT_CATALOGUE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__import_catalogue_request__descriptor) \
+    , {0,NULL} }
+
+
+struct  Menagerie__Classification__V1__ImportCatalogueResponse
+{
+  ProtobufCMessage base;
+  int64_t entries;
+};
+#define MENAGERIE__CLASSIFICATION__V1__IMPORT_CATALOGUE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__import_catalogue_response__descriptor) \
+    , 0 }
+
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__SEARCH_CATALOGUE_REQUEST___LIMIT__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__SEARCH_CATALOGUE_REQUEST___LIMIT_LIMIT = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__SEARCH_CATALOGUE_REQUEST___LIMIT__CASE)
+} Menagerie__Classification__V1__SearchCatalogueRequest__LimitCase;
+
+struct  Menagerie__Classification__V1__SearchCatalogueRequest
+{
+  ProtobufCMessage base;
+  /*
+   * Matched against every field, case- and diacritics-insensitively; empty lists all. Sorted by local name.
+   */
+  char *query;
+  Menagerie__Classification__V1__SearchCatalogueRequest__LimitCase _limit_case;
+  union {
+    int32_t limit;
+  };
+};
+#define MENAGERIE__CLASSIFICATION__V1__SEARCH_CATALOGUE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__search_catalogue_request__descriptor) \
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__SEARCH_CATALOGUE_REQUEST___LIMIT__NOT_SET, {0} }
+
+
+struct  Menagerie__Classification__V1__SearchCatalogueResponse
+{
+  ProtobufCMessage base;
+  size_t n_entries;
+  Menagerie__Classification__V1__CatalogueEntry **entries;
+};
+#define MENAGERIE__CLASSIFICATION__V1__SEARCH_CATALOGUE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__search_catalogue_response__descriptor) \
+    , 0,NULL }
+
+
+struct  Menagerie__Classification__V1__GetCatalogueEntryRequest
+{
+  ProtobufCMessage base;
+  char *label;
+};
+#define MENAGERIE__CLASSIFICATION__V1__GET_CATALOGUE_ENTRY_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__get_catalogue_entry_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+/*
+ * The user confirms or corrects a prediction. Only with consent is the photo kept, under `label`, in the feedback
+ * dataset ("feedback-<kind>") that the next training may include; without consent nothing is stored.
+ */
+struct  Menagerie__Classification__V1__FeedbackRequest
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData image;
+  char *label;
+  protobuf_c_boolean consent;
+  /*
+   * The model and its answer, for the record.
+   */
+  char *model;
+  char *predicted_label;
+};
+#define MENAGERIE__CLASSIFICATION__V1__FEEDBACK_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__feedback_request__descriptor) \
+    , {0,NULL}, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Classification__V1__FeedbackResponse
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean stored;
+  char *dataset;
+};
+#define MENAGERIE__CLASSIFICATION__V1__FEEDBACK_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__feedback_response__descriptor) \
+    , 0, (char *)protobuf_c_empty_string }
+
+
+/* Menagerie__Classification__V1__DatasetUploadHeader methods */
+void   menagerie__classification__v1__dataset_upload_header__init
+                     (Menagerie__Classification__V1__DatasetUploadHeader         *message);
+size_t menagerie__classification__v1__dataset_upload_header__get_packed_size
+                     (const Menagerie__Classification__V1__DatasetUploadHeader   *message);
+size_t menagerie__classification__v1__dataset_upload_header__pack
+                     (const Menagerie__Classification__V1__DatasetUploadHeader   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__dataset_upload_header__pack_to_buffer
+                     (const Menagerie__Classification__V1__DatasetUploadHeader   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__DatasetUploadHeader *
+       menagerie__classification__v1__dataset_upload_header__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__dataset_upload_header__free_unpacked
+                     (Menagerie__Classification__V1__DatasetUploadHeader *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__FileChunk methods */
+void   menagerie__classification__v1__file_chunk__init
+                     (Menagerie__Classification__V1__FileChunk         *message);
+size_t menagerie__classification__v1__file_chunk__get_packed_size
+                     (const Menagerie__Classification__V1__FileChunk   *message);
+size_t menagerie__classification__v1__file_chunk__pack
+                     (const Menagerie__Classification__V1__FileChunk   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__file_chunk__pack_to_buffer
+                     (const Menagerie__Classification__V1__FileChunk   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__FileChunk *
+       menagerie__classification__v1__file_chunk__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__file_chunk__free_unpacked
+                     (Menagerie__Classification__V1__FileChunk *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__UploadDatasetRequest methods */
+void   menagerie__classification__v1__upload_dataset_request__init
+                     (Menagerie__Classification__V1__UploadDatasetRequest         *message);
+size_t menagerie__classification__v1__upload_dataset_request__get_packed_size
+                     (const Menagerie__Classification__V1__UploadDatasetRequest   *message);
+size_t menagerie__classification__v1__upload_dataset_request__pack
+                     (const Menagerie__Classification__V1__UploadDatasetRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__upload_dataset_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__UploadDatasetRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__UploadDatasetRequest *
+       menagerie__classification__v1__upload_dataset_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__upload_dataset_request__free_unpacked
+                     (Menagerie__Classification__V1__UploadDatasetRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__LabelCount methods */
+void   menagerie__classification__v1__label_count__init
+                     (Menagerie__Classification__V1__LabelCount         *message);
+size_t menagerie__classification__v1__label_count__get_packed_size
+                     (const Menagerie__Classification__V1__LabelCount   *message);
+size_t menagerie__classification__v1__label_count__pack
+                     (const Menagerie__Classification__V1__LabelCount   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__label_count__pack_to_buffer
+                     (const Menagerie__Classification__V1__LabelCount   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__LabelCount *
+       menagerie__classification__v1__label_count__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__label_count__free_unpacked
+                     (Menagerie__Classification__V1__LabelCount *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__DatasetSummary methods */
+void   menagerie__classification__v1__dataset_summary__init
+                     (Menagerie__Classification__V1__DatasetSummary         *message);
+size_t menagerie__classification__v1__dataset_summary__get_packed_size
+                     (const Menagerie__Classification__V1__DatasetSummary   *message);
+size_t menagerie__classification__v1__dataset_summary__pack
+                     (const Menagerie__Classification__V1__DatasetSummary   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__dataset_summary__pack_to_buffer
+                     (const Menagerie__Classification__V1__DatasetSummary   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__DatasetSummary *
+       menagerie__classification__v1__dataset_summary__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__dataset_summary__free_unpacked
+                     (Menagerie__Classification__V1__DatasetSummary *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ListDatasetsRequest methods */
+void   menagerie__classification__v1__list_datasets_request__init
+                     (Menagerie__Classification__V1__ListDatasetsRequest         *message);
+size_t menagerie__classification__v1__list_datasets_request__get_packed_size
+                     (const Menagerie__Classification__V1__ListDatasetsRequest   *message);
+size_t menagerie__classification__v1__list_datasets_request__pack
+                     (const Menagerie__Classification__V1__ListDatasetsRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__list_datasets_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__ListDatasetsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ListDatasetsRequest *
+       menagerie__classification__v1__list_datasets_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__list_datasets_request__free_unpacked
+                     (Menagerie__Classification__V1__ListDatasetsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ListDatasetsResponse methods */
+void   menagerie__classification__v1__list_datasets_response__init
+                     (Menagerie__Classification__V1__ListDatasetsResponse         *message);
+size_t menagerie__classification__v1__list_datasets_response__get_packed_size
+                     (const Menagerie__Classification__V1__ListDatasetsResponse   *message);
+size_t menagerie__classification__v1__list_datasets_response__pack
+                     (const Menagerie__Classification__V1__ListDatasetsResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__list_datasets_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__ListDatasetsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ListDatasetsResponse *
+       menagerie__classification__v1__list_datasets_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__list_datasets_response__free_unpacked
+                     (Menagerie__Classification__V1__ListDatasetsResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__GetDatasetRequest methods */
+void   menagerie__classification__v1__get_dataset_request__init
+                     (Menagerie__Classification__V1__GetDatasetRequest         *message);
+size_t menagerie__classification__v1__get_dataset_request__get_packed_size
+                     (const Menagerie__Classification__V1__GetDatasetRequest   *message);
+size_t menagerie__classification__v1__get_dataset_request__pack
+                     (const Menagerie__Classification__V1__GetDatasetRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__get_dataset_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__GetDatasetRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__GetDatasetRequest *
+       menagerie__classification__v1__get_dataset_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__get_dataset_request__free_unpacked
+                     (Menagerie__Classification__V1__GetDatasetRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__DeleteDatasetRequest methods */
+void   menagerie__classification__v1__delete_dataset_request__init
+                     (Menagerie__Classification__V1__DeleteDatasetRequest         *message);
+size_t menagerie__classification__v1__delete_dataset_request__get_packed_size
+                     (const Menagerie__Classification__V1__DeleteDatasetRequest   *message);
+size_t menagerie__classification__v1__delete_dataset_request__pack
+                     (const Menagerie__Classification__V1__DeleteDatasetRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__delete_dataset_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__DeleteDatasetRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__DeleteDatasetRequest *
+       menagerie__classification__v1__delete_dataset_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__delete_dataset_request__free_unpacked
+                     (Menagerie__Classification__V1__DeleteDatasetRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__DeleteDatasetResponse methods */
+void   menagerie__classification__v1__delete_dataset_response__init
+                     (Menagerie__Classification__V1__DeleteDatasetResponse         *message);
+size_t menagerie__classification__v1__delete_dataset_response__get_packed_size
+                     (const Menagerie__Classification__V1__DeleteDatasetResponse   *message);
+size_t menagerie__classification__v1__delete_dataset_response__pack
+                     (const Menagerie__Classification__V1__DeleteDatasetResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__delete_dataset_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__DeleteDatasetResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__DeleteDatasetResponse *
+       menagerie__classification__v1__delete_dataset_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__delete_dataset_response__free_unpacked
+                     (Menagerie__Classification__V1__DeleteDatasetResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__Augmentation methods */
+void   menagerie__classification__v1__augmentation__init
+                     (Menagerie__Classification__V1__Augmentation         *message);
+size_t menagerie__classification__v1__augmentation__get_packed_size
+                     (const Menagerie__Classification__V1__Augmentation   *message);
+size_t menagerie__classification__v1__augmentation__pack
+                     (const Menagerie__Classification__V1__Augmentation   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__augmentation__pack_to_buffer
+                     (const Menagerie__Classification__V1__Augmentation   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__Augmentation *
+       menagerie__classification__v1__augmentation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__augmentation__free_unpacked
+                     (Menagerie__Classification__V1__Augmentation *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__TrainRequest methods */
+void   menagerie__classification__v1__train_request__init
+                     (Menagerie__Classification__V1__TrainRequest         *message);
+size_t menagerie__classification__v1__train_request__get_packed_size
+                     (const Menagerie__Classification__V1__TrainRequest   *message);
+size_t menagerie__classification__v1__train_request__pack
+                     (const Menagerie__Classification__V1__TrainRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__train_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__TrainRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__TrainRequest *
+       menagerie__classification__v1__train_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__train_request__free_unpacked
+                     (Menagerie__Classification__V1__TrainRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__TrainResponse methods */
+void   menagerie__classification__v1__train_response__init
+                     (Menagerie__Classification__V1__TrainResponse         *message);
+size_t menagerie__classification__v1__train_response__get_packed_size
+                     (const Menagerie__Classification__V1__TrainResponse   *message);
+size_t menagerie__classification__v1__train_response__pack
+                     (const Menagerie__Classification__V1__TrainResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__train_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__TrainResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__TrainResponse *
+       menagerie__classification__v1__train_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__train_response__free_unpacked
+                     (Menagerie__Classification__V1__TrainResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__TrainingProgress methods */
+void   menagerie__classification__v1__training_progress__init
+                     (Menagerie__Classification__V1__TrainingProgress         *message);
+size_t menagerie__classification__v1__training_progress__get_packed_size
+                     (const Menagerie__Classification__V1__TrainingProgress   *message);
+size_t menagerie__classification__v1__training_progress__pack
+                     (const Menagerie__Classification__V1__TrainingProgress   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__training_progress__pack_to_buffer
+                     (const Menagerie__Classification__V1__TrainingProgress   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__TrainingProgress *
+       menagerie__classification__v1__training_progress__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__training_progress__free_unpacked
+                     (Menagerie__Classification__V1__TrainingProgress *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__TrainingResult methods */
+void   menagerie__classification__v1__training_result__init
+                     (Menagerie__Classification__V1__TrainingResult         *message);
+size_t menagerie__classification__v1__training_result__get_packed_size
+                     (const Menagerie__Classification__V1__TrainingResult   *message);
+size_t menagerie__classification__v1__training_result__pack
+                     (const Menagerie__Classification__V1__TrainingResult   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__training_result__pack_to_buffer
+                     (const Menagerie__Classification__V1__TrainingResult   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__TrainingResult *
+       menagerie__classification__v1__training_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__training_result__free_unpacked
+                     (Menagerie__Classification__V1__TrainingResult *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ModelSummary methods */
+void   menagerie__classification__v1__model_summary__init
+                     (Menagerie__Classification__V1__ModelSummary         *message);
+size_t menagerie__classification__v1__model_summary__get_packed_size
+                     (const Menagerie__Classification__V1__ModelSummary   *message);
+size_t menagerie__classification__v1__model_summary__pack
+                     (const Menagerie__Classification__V1__ModelSummary   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__model_summary__pack_to_buffer
+                     (const Menagerie__Classification__V1__ModelSummary   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ModelSummary *
+       menagerie__classification__v1__model_summary__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__model_summary__free_unpacked
+                     (Menagerie__Classification__V1__ModelSummary *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ListModelsRequest methods */
+void   menagerie__classification__v1__list_models_request__init
+                     (Menagerie__Classification__V1__ListModelsRequest         *message);
+size_t menagerie__classification__v1__list_models_request__get_packed_size
+                     (const Menagerie__Classification__V1__ListModelsRequest   *message);
+size_t menagerie__classification__v1__list_models_request__pack
+                     (const Menagerie__Classification__V1__ListModelsRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__list_models_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__ListModelsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ListModelsRequest *
+       menagerie__classification__v1__list_models_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__list_models_request__free_unpacked
+                     (Menagerie__Classification__V1__ListModelsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ListModelsResponse methods */
+void   menagerie__classification__v1__list_models_response__init
+                     (Menagerie__Classification__V1__ListModelsResponse         *message);
+size_t menagerie__classification__v1__list_models_response__get_packed_size
+                     (const Menagerie__Classification__V1__ListModelsResponse   *message);
+size_t menagerie__classification__v1__list_models_response__pack
+                     (const Menagerie__Classification__V1__ListModelsResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__list_models_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__ListModelsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ListModelsResponse *
+       menagerie__classification__v1__list_models_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__list_models_response__free_unpacked
+                     (Menagerie__Classification__V1__ListModelsResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__GetModelRequest methods */
+void   menagerie__classification__v1__get_model_request__init
+                     (Menagerie__Classification__V1__GetModelRequest         *message);
+size_t menagerie__classification__v1__get_model_request__get_packed_size
+                     (const Menagerie__Classification__V1__GetModelRequest   *message);
+size_t menagerie__classification__v1__get_model_request__pack
+                     (const Menagerie__Classification__V1__GetModelRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__get_model_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__GetModelRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__GetModelRequest *
+       menagerie__classification__v1__get_model_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__get_model_request__free_unpacked
+                     (Menagerie__Classification__V1__GetModelRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__DeleteModelRequest methods */
+void   menagerie__classification__v1__delete_model_request__init
+                     (Menagerie__Classification__V1__DeleteModelRequest         *message);
+size_t menagerie__classification__v1__delete_model_request__get_packed_size
+                     (const Menagerie__Classification__V1__DeleteModelRequest   *message);
+size_t menagerie__classification__v1__delete_model_request__pack
+                     (const Menagerie__Classification__V1__DeleteModelRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__delete_model_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__DeleteModelRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__DeleteModelRequest *
+       menagerie__classification__v1__delete_model_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__delete_model_request__free_unpacked
+                     (Menagerie__Classification__V1__DeleteModelRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__DeleteModelResponse methods */
+void   menagerie__classification__v1__delete_model_response__init
+                     (Menagerie__Classification__V1__DeleteModelResponse         *message);
+size_t menagerie__classification__v1__delete_model_response__get_packed_size
+                     (const Menagerie__Classification__V1__DeleteModelResponse   *message);
+size_t menagerie__classification__v1__delete_model_response__pack
+                     (const Menagerie__Classification__V1__DeleteModelResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__delete_model_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__DeleteModelResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__DeleteModelResponse *
+       menagerie__classification__v1__delete_model_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__delete_model_response__free_unpacked
+                     (Menagerie__Classification__V1__DeleteModelResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__SetActiveModelRequest methods */
+void   menagerie__classification__v1__set_active_model_request__init
+                     (Menagerie__Classification__V1__SetActiveModelRequest         *message);
+size_t menagerie__classification__v1__set_active_model_request__get_packed_size
+                     (const Menagerie__Classification__V1__SetActiveModelRequest   *message);
+size_t menagerie__classification__v1__set_active_model_request__pack
+                     (const Menagerie__Classification__V1__SetActiveModelRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__set_active_model_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__SetActiveModelRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__SetActiveModelRequest *
+       menagerie__classification__v1__set_active_model_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__set_active_model_request__free_unpacked
+                     (Menagerie__Classification__V1__SetActiveModelRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__SetActiveModelResponse methods */
+void   menagerie__classification__v1__set_active_model_response__init
+                     (Menagerie__Classification__V1__SetActiveModelResponse         *message);
+size_t menagerie__classification__v1__set_active_model_response__get_packed_size
+                     (const Menagerie__Classification__V1__SetActiveModelResponse   *message);
+size_t menagerie__classification__v1__set_active_model_response__pack
+                     (const Menagerie__Classification__V1__SetActiveModelResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__set_active_model_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__SetActiveModelResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__SetActiveModelResponse *
+       menagerie__classification__v1__set_active_model_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__set_active_model_response__free_unpacked
+                     (Menagerie__Classification__V1__SetActiveModelResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ExportModelRequest methods */
+void   menagerie__classification__v1__export_model_request__init
+                     (Menagerie__Classification__V1__ExportModelRequest         *message);
+size_t menagerie__classification__v1__export_model_request__get_packed_size
+                     (const Menagerie__Classification__V1__ExportModelRequest   *message);
+size_t menagerie__classification__v1__export_model_request__pack
+                     (const Menagerie__Classification__V1__ExportModelRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__export_model_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__ExportModelRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ExportModelRequest *
+       menagerie__classification__v1__export_model_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__export_model_request__free_unpacked
+                     (Menagerie__Classification__V1__ExportModelRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ModelFileChunk methods */
+void   menagerie__classification__v1__model_file_chunk__init
+                     (Menagerie__Classification__V1__ModelFileChunk         *message);
+size_t menagerie__classification__v1__model_file_chunk__get_packed_size
+                     (const Menagerie__Classification__V1__ModelFileChunk   *message);
+size_t menagerie__classification__v1__model_file_chunk__pack
+                     (const Menagerie__Classification__V1__ModelFileChunk   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__model_file_chunk__pack_to_buffer
+                     (const Menagerie__Classification__V1__ModelFileChunk   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ModelFileChunk *
+       menagerie__classification__v1__model_file_chunk__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__model_file_chunk__free_unpacked
+                     (Menagerie__Classification__V1__ModelFileChunk *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ImportModelRequest methods */
+void   menagerie__classification__v1__import_model_request__init
+                     (Menagerie__Classification__V1__ImportModelRequest         *message);
+size_t menagerie__classification__v1__import_model_request__get_packed_size
+                     (const Menagerie__Classification__V1__ImportModelRequest   *message);
+size_t menagerie__classification__v1__import_model_request__pack
+                     (const Menagerie__Classification__V1__ImportModelRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__import_model_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__ImportModelRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ImportModelRequest *
+       menagerie__classification__v1__import_model_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__import_model_request__free_unpacked
+                     (Menagerie__Classification__V1__ImportModelRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ImportModelResponse methods */
+void   menagerie__classification__v1__import_model_response__init
+                     (Menagerie__Classification__V1__ImportModelResponse         *message);
+size_t menagerie__classification__v1__import_model_response__get_packed_size
+                     (const Menagerie__Classification__V1__ImportModelResponse   *message);
+size_t menagerie__classification__v1__import_model_response__pack
+                     (const Menagerie__Classification__V1__ImportModelResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__import_model_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__ImportModelResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ImportModelResponse *
+       menagerie__classification__v1__import_model_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__import_model_response__free_unpacked
+                     (Menagerie__Classification__V1__ImportModelResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__EvaluateRequest methods */
+void   menagerie__classification__v1__evaluate_request__init
+                     (Menagerie__Classification__V1__EvaluateRequest         *message);
+size_t menagerie__classification__v1__evaluate_request__get_packed_size
+                     (const Menagerie__Classification__V1__EvaluateRequest   *message);
+size_t menagerie__classification__v1__evaluate_request__pack
+                     (const Menagerie__Classification__V1__EvaluateRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__evaluate_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__EvaluateRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__EvaluateRequest *
+       menagerie__classification__v1__evaluate_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__evaluate_request__free_unpacked
+                     (Menagerie__Classification__V1__EvaluateRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ClassScores methods */
+void   menagerie__classification__v1__class_scores__init
+                     (Menagerie__Classification__V1__ClassScores         *message);
+size_t menagerie__classification__v1__class_scores__get_packed_size
+                     (const Menagerie__Classification__V1__ClassScores   *message);
+size_t menagerie__classification__v1__class_scores__pack
+                     (const Menagerie__Classification__V1__ClassScores   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__class_scores__pack_to_buffer
+                     (const Menagerie__Classification__V1__ClassScores   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ClassScores *
+       menagerie__classification__v1__class_scores__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__class_scores__free_unpacked
+                     (Menagerie__Classification__V1__ClassScores *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ConfusionRow methods */
+void   menagerie__classification__v1__confusion_row__init
+                     (Menagerie__Classification__V1__ConfusionRow         *message);
+size_t menagerie__classification__v1__confusion_row__get_packed_size
+                     (const Menagerie__Classification__V1__ConfusionRow   *message);
+size_t menagerie__classification__v1__confusion_row__pack
+                     (const Menagerie__Classification__V1__ConfusionRow   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__confusion_row__pack_to_buffer
+                     (const Menagerie__Classification__V1__ConfusionRow   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ConfusionRow *
+       menagerie__classification__v1__confusion_row__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__confusion_row__free_unpacked
+                     (Menagerie__Classification__V1__ConfusionRow *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__EvaluateResponse methods */
+void   menagerie__classification__v1__evaluate_response__init
+                     (Menagerie__Classification__V1__EvaluateResponse         *message);
+size_t menagerie__classification__v1__evaluate_response__get_packed_size
+                     (const Menagerie__Classification__V1__EvaluateResponse   *message);
+size_t menagerie__classification__v1__evaluate_response__pack
+                     (const Menagerie__Classification__V1__EvaluateResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__evaluate_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__EvaluateResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__EvaluateResponse *
+       menagerie__classification__v1__evaluate_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__evaluate_response__free_unpacked
+                     (Menagerie__Classification__V1__EvaluateResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ClassifyRequest methods */
+void   menagerie__classification__v1__classify_request__init
+                     (Menagerie__Classification__V1__ClassifyRequest         *message);
+size_t menagerie__classification__v1__classify_request__get_packed_size
+                     (const Menagerie__Classification__V1__ClassifyRequest   *message);
+size_t menagerie__classification__v1__classify_request__pack
+                     (const Menagerie__Classification__V1__ClassifyRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__classify_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__ClassifyRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ClassifyRequest *
+       menagerie__classification__v1__classify_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__classify_request__free_unpacked
+                     (Menagerie__Classification__V1__ClassifyRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__CatalogueEntry methods */
+void   menagerie__classification__v1__catalogue_entry__init
+                     (Menagerie__Classification__V1__CatalogueEntry         *message);
+size_t menagerie__classification__v1__catalogue_entry__get_packed_size
+                     (const Menagerie__Classification__V1__CatalogueEntry   *message);
+size_t menagerie__classification__v1__catalogue_entry__pack
+                     (const Menagerie__Classification__V1__CatalogueEntry   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__catalogue_entry__pack_to_buffer
+                     (const Menagerie__Classification__V1__CatalogueEntry   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__CatalogueEntry *
+       menagerie__classification__v1__catalogue_entry__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__catalogue_entry__free_unpacked
+                     (Menagerie__Classification__V1__CatalogueEntry *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__Attribute methods */
+void   menagerie__classification__v1__attribute__init
+                     (Menagerie__Classification__V1__Attribute         *message);
+size_t menagerie__classification__v1__attribute__get_packed_size
+                     (const Menagerie__Classification__V1__Attribute   *message);
+size_t menagerie__classification__v1__attribute__pack
+                     (const Menagerie__Classification__V1__Attribute   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__attribute__pack_to_buffer
+                     (const Menagerie__Classification__V1__Attribute   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__Attribute *
+       menagerie__classification__v1__attribute__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__attribute__free_unpacked
+                     (Menagerie__Classification__V1__Attribute *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__LabelConfidence methods */
+void   menagerie__classification__v1__label_confidence__init
+                     (Menagerie__Classification__V1__LabelConfidence         *message);
+size_t menagerie__classification__v1__label_confidence__get_packed_size
+                     (const Menagerie__Classification__V1__LabelConfidence   *message);
+size_t menagerie__classification__v1__label_confidence__pack
+                     (const Menagerie__Classification__V1__LabelConfidence   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__label_confidence__pack_to_buffer
+                     (const Menagerie__Classification__V1__LabelConfidence   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__LabelConfidence *
+       menagerie__classification__v1__label_confidence__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__label_confidence__free_unpacked
+                     (Menagerie__Classification__V1__LabelConfidence *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ClassifyResponse methods */
+void   menagerie__classification__v1__classify_response__init
+                     (Menagerie__Classification__V1__ClassifyResponse         *message);
+size_t menagerie__classification__v1__classify_response__get_packed_size
+                     (const Menagerie__Classification__V1__ClassifyResponse   *message);
+size_t menagerie__classification__v1__classify_response__pack
+                     (const Menagerie__Classification__V1__ClassifyResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__classify_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__ClassifyResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ClassifyResponse *
+       menagerie__classification__v1__classify_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__classify_response__free_unpacked
+                     (Menagerie__Classification__V1__ClassifyResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__DetectRequest methods */
+void   menagerie__classification__v1__detect_request__init
+                     (Menagerie__Classification__V1__DetectRequest         *message);
+size_t menagerie__classification__v1__detect_request__get_packed_size
+                     (const Menagerie__Classification__V1__DetectRequest   *message);
+size_t menagerie__classification__v1__detect_request__pack
+                     (const Menagerie__Classification__V1__DetectRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__detect_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__DetectRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__DetectRequest *
+       menagerie__classification__v1__detect_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__detect_request__free_unpacked
+                     (Menagerie__Classification__V1__DetectRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__Box methods */
+void   menagerie__classification__v1__box__init
+                     (Menagerie__Classification__V1__Box         *message);
+size_t menagerie__classification__v1__box__get_packed_size
+                     (const Menagerie__Classification__V1__Box   *message);
+size_t menagerie__classification__v1__box__pack
+                     (const Menagerie__Classification__V1__Box   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__box__pack_to_buffer
+                     (const Menagerie__Classification__V1__Box   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__Box *
+       menagerie__classification__v1__box__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__box__free_unpacked
+                     (Menagerie__Classification__V1__Box *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__DetectedObject methods */
+void   menagerie__classification__v1__detected_object__init
+                     (Menagerie__Classification__V1__DetectedObject         *message);
+size_t menagerie__classification__v1__detected_object__get_packed_size
+                     (const Menagerie__Classification__V1__DetectedObject   *message);
+size_t menagerie__classification__v1__detected_object__pack
+                     (const Menagerie__Classification__V1__DetectedObject   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__detected_object__pack_to_buffer
+                     (const Menagerie__Classification__V1__DetectedObject   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__DetectedObject *
+       menagerie__classification__v1__detected_object__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__detected_object__free_unpacked
+                     (Menagerie__Classification__V1__DetectedObject *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__DetectResponse methods */
+void   menagerie__classification__v1__detect_response__init
+                     (Menagerie__Classification__V1__DetectResponse         *message);
+size_t menagerie__classification__v1__detect_response__get_packed_size
+                     (const Menagerie__Classification__V1__DetectResponse   *message);
+size_t menagerie__classification__v1__detect_response__pack
+                     (const Menagerie__Classification__V1__DetectResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__detect_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__DetectResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__DetectResponse *
+       menagerie__classification__v1__detect_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__detect_response__free_unpacked
+                     (Menagerie__Classification__V1__DetectResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ImportCatalogueRequest methods */
+void   menagerie__classification__v1__import_catalogue_request__init
+                     (Menagerie__Classification__V1__ImportCatalogueRequest         *message);
+size_t menagerie__classification__v1__import_catalogue_request__get_packed_size
+                     (const Menagerie__Classification__V1__ImportCatalogueRequest   *message);
+size_t menagerie__classification__v1__import_catalogue_request__pack
+                     (const Menagerie__Classification__V1__ImportCatalogueRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__import_catalogue_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__ImportCatalogueRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ImportCatalogueRequest *
+       menagerie__classification__v1__import_catalogue_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__import_catalogue_request__free_unpacked
+                     (Menagerie__Classification__V1__ImportCatalogueRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ImportCatalogueResponse methods */
+void   menagerie__classification__v1__import_catalogue_response__init
+                     (Menagerie__Classification__V1__ImportCatalogueResponse         *message);
+size_t menagerie__classification__v1__import_catalogue_response__get_packed_size
+                     (const Menagerie__Classification__V1__ImportCatalogueResponse   *message);
+size_t menagerie__classification__v1__import_catalogue_response__pack
+                     (const Menagerie__Classification__V1__ImportCatalogueResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__import_catalogue_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__ImportCatalogueResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ImportCatalogueResponse *
+       menagerie__classification__v1__import_catalogue_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__import_catalogue_response__free_unpacked
+                     (Menagerie__Classification__V1__ImportCatalogueResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__SearchCatalogueRequest methods */
+void   menagerie__classification__v1__search_catalogue_request__init
+                     (Menagerie__Classification__V1__SearchCatalogueRequest         *message);
+size_t menagerie__classification__v1__search_catalogue_request__get_packed_size
+                     (const Menagerie__Classification__V1__SearchCatalogueRequest   *message);
+size_t menagerie__classification__v1__search_catalogue_request__pack
+                     (const Menagerie__Classification__V1__SearchCatalogueRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__search_catalogue_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__SearchCatalogueRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__SearchCatalogueRequest *
+       menagerie__classification__v1__search_catalogue_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__search_catalogue_request__free_unpacked
+                     (Menagerie__Classification__V1__SearchCatalogueRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__SearchCatalogueResponse methods */
+void   menagerie__classification__v1__search_catalogue_response__init
+                     (Menagerie__Classification__V1__SearchCatalogueResponse         *message);
+size_t menagerie__classification__v1__search_catalogue_response__get_packed_size
+                     (const Menagerie__Classification__V1__SearchCatalogueResponse   *message);
+size_t menagerie__classification__v1__search_catalogue_response__pack
+                     (const Menagerie__Classification__V1__SearchCatalogueResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__search_catalogue_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__SearchCatalogueResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__SearchCatalogueResponse *
+       menagerie__classification__v1__search_catalogue_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__search_catalogue_response__free_unpacked
+                     (Menagerie__Classification__V1__SearchCatalogueResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__GetCatalogueEntryRequest methods */
+void   menagerie__classification__v1__get_catalogue_entry_request__init
+                     (Menagerie__Classification__V1__GetCatalogueEntryRequest         *message);
+size_t menagerie__classification__v1__get_catalogue_entry_request__get_packed_size
+                     (const Menagerie__Classification__V1__GetCatalogueEntryRequest   *message);
+size_t menagerie__classification__v1__get_catalogue_entry_request__pack
+                     (const Menagerie__Classification__V1__GetCatalogueEntryRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__get_catalogue_entry_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__GetCatalogueEntryRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__GetCatalogueEntryRequest *
+       menagerie__classification__v1__get_catalogue_entry_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__get_catalogue_entry_request__free_unpacked
+                     (Menagerie__Classification__V1__GetCatalogueEntryRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__FeedbackRequest methods */
+void   menagerie__classification__v1__feedback_request__init
+                     (Menagerie__Classification__V1__FeedbackRequest         *message);
+size_t menagerie__classification__v1__feedback_request__get_packed_size
+                     (const Menagerie__Classification__V1__FeedbackRequest   *message);
+size_t menagerie__classification__v1__feedback_request__pack
+                     (const Menagerie__Classification__V1__FeedbackRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__feedback_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__FeedbackRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__FeedbackRequest *
+       menagerie__classification__v1__feedback_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__feedback_request__free_unpacked
+                     (Menagerie__Classification__V1__FeedbackRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__FeedbackResponse methods */
+void   menagerie__classification__v1__feedback_response__init
+                     (Menagerie__Classification__V1__FeedbackResponse         *message);
+size_t menagerie__classification__v1__feedback_response__get_packed_size
+                     (const Menagerie__Classification__V1__FeedbackResponse   *message);
+size_t menagerie__classification__v1__feedback_response__pack
+                     (const Menagerie__Classification__V1__FeedbackResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__feedback_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__FeedbackResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__FeedbackResponse *
+       menagerie__classification__v1__feedback_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__feedback_response__free_unpacked
+                     (Menagerie__Classification__V1__FeedbackResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
+typedef void (*Menagerie__Classification__V1__DatasetUploadHeader_Closure)
+                 (const Menagerie__Classification__V1__DatasetUploadHeader *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__FileChunk_Closure)
+                 (const Menagerie__Classification__V1__FileChunk *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__UploadDatasetRequest_Closure)
+                 (const Menagerie__Classification__V1__UploadDatasetRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__LabelCount_Closure)
+                 (const Menagerie__Classification__V1__LabelCount *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__DatasetSummary_Closure)
+                 (const Menagerie__Classification__V1__DatasetSummary *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ListDatasetsRequest_Closure)
+                 (const Menagerie__Classification__V1__ListDatasetsRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ListDatasetsResponse_Closure)
+                 (const Menagerie__Classification__V1__ListDatasetsResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__GetDatasetRequest_Closure)
+                 (const Menagerie__Classification__V1__GetDatasetRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__DeleteDatasetRequest_Closure)
+                 (const Menagerie__Classification__V1__DeleteDatasetRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__DeleteDatasetResponse_Closure)
+                 (const Menagerie__Classification__V1__DeleteDatasetResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__Augmentation_Closure)
+                 (const Menagerie__Classification__V1__Augmentation *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__TrainRequest_Closure)
+                 (const Menagerie__Classification__V1__TrainRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__TrainResponse_Closure)
+                 (const Menagerie__Classification__V1__TrainResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__TrainingProgress_Closure)
+                 (const Menagerie__Classification__V1__TrainingProgress *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__TrainingResult_Closure)
+                 (const Menagerie__Classification__V1__TrainingResult *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ModelSummary_Closure)
+                 (const Menagerie__Classification__V1__ModelSummary *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ListModelsRequest_Closure)
+                 (const Menagerie__Classification__V1__ListModelsRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ListModelsResponse_Closure)
+                 (const Menagerie__Classification__V1__ListModelsResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__GetModelRequest_Closure)
+                 (const Menagerie__Classification__V1__GetModelRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__DeleteModelRequest_Closure)
+                 (const Menagerie__Classification__V1__DeleteModelRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__DeleteModelResponse_Closure)
+                 (const Menagerie__Classification__V1__DeleteModelResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__SetActiveModelRequest_Closure)
+                 (const Menagerie__Classification__V1__SetActiveModelRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__SetActiveModelResponse_Closure)
+                 (const Menagerie__Classification__V1__SetActiveModelResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ExportModelRequest_Closure)
+                 (const Menagerie__Classification__V1__ExportModelRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ModelFileChunk_Closure)
+                 (const Menagerie__Classification__V1__ModelFileChunk *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ImportModelRequest_Closure)
+                 (const Menagerie__Classification__V1__ImportModelRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ImportModelResponse_Closure)
+                 (const Menagerie__Classification__V1__ImportModelResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__EvaluateRequest_Closure)
+                 (const Menagerie__Classification__V1__EvaluateRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ClassScores_Closure)
+                 (const Menagerie__Classification__V1__ClassScores *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ConfusionRow_Closure)
+                 (const Menagerie__Classification__V1__ConfusionRow *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__EvaluateResponse_Closure)
+                 (const Menagerie__Classification__V1__EvaluateResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ClassifyRequest_Closure)
+                 (const Menagerie__Classification__V1__ClassifyRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__CatalogueEntry_Closure)
+                 (const Menagerie__Classification__V1__CatalogueEntry *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__Attribute_Closure)
+                 (const Menagerie__Classification__V1__Attribute *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__LabelConfidence_Closure)
+                 (const Menagerie__Classification__V1__LabelConfidence *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ClassifyResponse_Closure)
+                 (const Menagerie__Classification__V1__ClassifyResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__DetectRequest_Closure)
+                 (const Menagerie__Classification__V1__DetectRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__Box_Closure)
+                 (const Menagerie__Classification__V1__Box *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__DetectedObject_Closure)
+                 (const Menagerie__Classification__V1__DetectedObject *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__DetectResponse_Closure)
+                 (const Menagerie__Classification__V1__DetectResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ImportCatalogueRequest_Closure)
+                 (const Menagerie__Classification__V1__ImportCatalogueRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ImportCatalogueResponse_Closure)
+                 (const Menagerie__Classification__V1__ImportCatalogueResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__SearchCatalogueRequest_Closure)
+                 (const Menagerie__Classification__V1__SearchCatalogueRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__SearchCatalogueResponse_Closure)
+                 (const Menagerie__Classification__V1__SearchCatalogueResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__GetCatalogueEntryRequest_Closure)
+                 (const Menagerie__Classification__V1__GetCatalogueEntryRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__FeedbackRequest_Closure)
+                 (const Menagerie__Classification__V1__FeedbackRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__FeedbackResponse_Closure)
+                 (const Menagerie__Classification__V1__FeedbackResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
+typedef struct Menagerie__Classification__V1__Classification_Service Menagerie__Classification__V1__Classification_Service;
+struct Menagerie__Classification__V1__Classification_Service
+{
+  ProtobufCService base;
+  void (*list_datasets)(Menagerie__Classification__V1__Classification_Service *service,
+                        const Menagerie__Classification__V1__ListDatasetsRequest *input,
+                        Menagerie__Classification__V1__ListDatasetsResponse_Closure closure,
+                        void *closure_data);
+  void (*get_dataset)(Menagerie__Classification__V1__Classification_Service *service,
+                      const Menagerie__Classification__V1__GetDatasetRequest *input,
+                      Menagerie__Classification__V1__DatasetSummary_Closure closure,
+                      void *closure_data);
+  void (*delete_dataset)(Menagerie__Classification__V1__Classification_Service *service,
+                         const Menagerie__Classification__V1__DeleteDatasetRequest *input,
+                         Menagerie__Classification__V1__DeleteDatasetResponse_Closure closure,
+                         void *closure_data);
+  void (*train)(Menagerie__Classification__V1__Classification_Service *service,
+                const Menagerie__Classification__V1__TrainRequest *input,
+                Menagerie__Classification__V1__TrainResponse_Closure closure,
+                void *closure_data);
+  void (*evaluate)(Menagerie__Classification__V1__Classification_Service *service,
+                   const Menagerie__Classification__V1__EvaluateRequest *input,
+                   Menagerie__Classification__V1__EvaluateResponse_Closure closure,
+                   void *closure_data);
+  void (*classify)(Menagerie__Classification__V1__Classification_Service *service,
+                   const Menagerie__Classification__V1__ClassifyRequest *input,
+                   Menagerie__Classification__V1__ClassifyResponse_Closure closure,
+                   void *closure_data);
+  void (*detect)(Menagerie__Classification__V1__Classification_Service *service,
+                 const Menagerie__Classification__V1__DetectRequest *input,
+                 Menagerie__Classification__V1__DetectResponse_Closure closure,
+                 void *closure_data);
+  void (*list_models)(Menagerie__Classification__V1__Classification_Service *service,
+                      const Menagerie__Classification__V1__ListModelsRequest *input,
+                      Menagerie__Classification__V1__ListModelsResponse_Closure closure,
+                      void *closure_data);
+  void (*get_model)(Menagerie__Classification__V1__Classification_Service *service,
+                    const Menagerie__Classification__V1__GetModelRequest *input,
+                    Menagerie__Classification__V1__ModelSummary_Closure closure,
+                    void *closure_data);
+  void (*delete_model)(Menagerie__Classification__V1__Classification_Service *service,
+                       const Menagerie__Classification__V1__DeleteModelRequest *input,
+                       Menagerie__Classification__V1__DeleteModelResponse_Closure closure,
+                       void *closure_data);
+  void (*set_active_model)(Menagerie__Classification__V1__Classification_Service *service,
+                           const Menagerie__Classification__V1__SetActiveModelRequest *input,
+                           Menagerie__Classification__V1__SetActiveModelResponse_Closure closure,
+                           void *closure_data);
+  void (*export_model)(Menagerie__Classification__V1__Classification_Service *service,
+                       const Menagerie__Classification__V1__ExportModelRequest *input,
+                       Menagerie__Classification__V1__ModelFileChunk_Closure closure,
+                       void *closure_data);
+  void (*import_model)(Menagerie__Classification__V1__Classification_Service *service,
+                       const Menagerie__Classification__V1__ImportModelRequest *input,
+                       Menagerie__Classification__V1__ImportModelResponse_Closure closure,
+                       void *closure_data);
+  void (*import_catalogue)(Menagerie__Classification__V1__Classification_Service *service,
+                           const Menagerie__Classification__V1__ImportCatalogueRequest *input,
+                           Menagerie__Classification__V1__ImportCatalogueResponse_Closure closure,
+                           void *closure_data);
+  void (*search_catalogue)(Menagerie__Classification__V1__Classification_Service *service,
+                           const Menagerie__Classification__V1__SearchCatalogueRequest *input,
+                           Menagerie__Classification__V1__SearchCatalogueResponse_Closure closure,
+                           void *closure_data);
+  void (*get_catalogue_entry)(Menagerie__Classification__V1__Classification_Service *service,
+                              const Menagerie__Classification__V1__GetCatalogueEntryRequest *input,
+                              Menagerie__Classification__V1__CatalogueEntry_Closure closure,
+                              void *closure_data);
+  void (*feedback)(Menagerie__Classification__V1__Classification_Service *service,
+                   const Menagerie__Classification__V1__FeedbackRequest *input,
+                   Menagerie__Classification__V1__FeedbackResponse_Closure closure,
+                   void *closure_data);
+};
+typedef void (*Menagerie__Classification__V1__Classification_ServiceDestroy)(Menagerie__Classification__V1__Classification_Service *);
+void menagerie__classification__v1__classification__init (Menagerie__Classification__V1__Classification_Service *service,
+                                                          Menagerie__Classification__V1__Classification_ServiceDestroy destroy);
+#define MENAGERIE__CLASSIFICATION__V1__CLASSIFICATION__BASE_INIT \
+    { &menagerie__classification__v1__classification__descriptor, protobuf_c_service_invoke_internal, NULL }
+#define MENAGERIE__CLASSIFICATION__V1__CLASSIFICATION__INIT(function_prefix__) \
+    { MENAGERIE__CLASSIFICATION__V1__CLASSIFICATION__BASE_INIT,\
+      function_prefix__ ## list_datasets,\
+      function_prefix__ ## get_dataset,\
+      function_prefix__ ## delete_dataset,\
+      function_prefix__ ## train,\
+      function_prefix__ ## evaluate,\
+      function_prefix__ ## classify,\
+      function_prefix__ ## detect,\
+      function_prefix__ ## list_models,\
+      function_prefix__ ## get_model,\
+      function_prefix__ ## delete_model,\
+      function_prefix__ ## set_active_model,\
+      function_prefix__ ## export_model,\
+      function_prefix__ ## import_model,\
+      function_prefix__ ## import_catalogue,\
+      function_prefix__ ## search_catalogue,\
+      function_prefix__ ## get_catalogue_entry,\
+      function_prefix__ ## feedback  }
+void menagerie__classification__v1__classification__list_datasets(ProtobufCService *service,
+                                                                  const Menagerie__Classification__V1__ListDatasetsRequest *input,
+                                                                  Menagerie__Classification__V1__ListDatasetsResponse_Closure closure,
+                                                                  void *closure_data);
+void menagerie__classification__v1__classification__get_dataset(ProtobufCService *service,
+                                                                const Menagerie__Classification__V1__GetDatasetRequest *input,
+                                                                Menagerie__Classification__V1__DatasetSummary_Closure closure,
+                                                                void *closure_data);
+void menagerie__classification__v1__classification__delete_dataset(ProtobufCService *service,
+                                                                   const Menagerie__Classification__V1__DeleteDatasetRequest *input,
+                                                                   Menagerie__Classification__V1__DeleteDatasetResponse_Closure closure,
+                                                                   void *closure_data);
+void menagerie__classification__v1__classification__train(ProtobufCService *service,
+                                                          const Menagerie__Classification__V1__TrainRequest *input,
+                                                          Menagerie__Classification__V1__TrainResponse_Closure closure,
+                                                          void *closure_data);
+void menagerie__classification__v1__classification__evaluate(ProtobufCService *service,
+                                                             const Menagerie__Classification__V1__EvaluateRequest *input,
+                                                             Menagerie__Classification__V1__EvaluateResponse_Closure closure,
+                                                             void *closure_data);
+void menagerie__classification__v1__classification__classify(ProtobufCService *service,
+                                                             const Menagerie__Classification__V1__ClassifyRequest *input,
+                                                             Menagerie__Classification__V1__ClassifyResponse_Closure closure,
+                                                             void *closure_data);
+void menagerie__classification__v1__classification__detect(ProtobufCService *service,
+                                                           const Menagerie__Classification__V1__DetectRequest *input,
+                                                           Menagerie__Classification__V1__DetectResponse_Closure closure,
+                                                           void *closure_data);
+void menagerie__classification__v1__classification__list_models(ProtobufCService *service,
+                                                                const Menagerie__Classification__V1__ListModelsRequest *input,
+                                                                Menagerie__Classification__V1__ListModelsResponse_Closure closure,
+                                                                void *closure_data);
+void menagerie__classification__v1__classification__get_model(ProtobufCService *service,
+                                                              const Menagerie__Classification__V1__GetModelRequest *input,
+                                                              Menagerie__Classification__V1__ModelSummary_Closure closure,
+                                                              void *closure_data);
+void menagerie__classification__v1__classification__delete_model(ProtobufCService *service,
+                                                                 const Menagerie__Classification__V1__DeleteModelRequest *input,
+                                                                 Menagerie__Classification__V1__DeleteModelResponse_Closure closure,
+                                                                 void *closure_data);
+void menagerie__classification__v1__classification__set_active_model(ProtobufCService *service,
+                                                                     const Menagerie__Classification__V1__SetActiveModelRequest *input,
+                                                                     Menagerie__Classification__V1__SetActiveModelResponse_Closure closure,
+                                                                     void *closure_data);
+void menagerie__classification__v1__classification__export_model(ProtobufCService *service,
+                                                                 const Menagerie__Classification__V1__ExportModelRequest *input,
+                                                                 Menagerie__Classification__V1__ModelFileChunk_Closure closure,
+                                                                 void *closure_data);
+void menagerie__classification__v1__classification__import_model(ProtobufCService *service,
+                                                                 const Menagerie__Classification__V1__ImportModelRequest *input,
+                                                                 Menagerie__Classification__V1__ImportModelResponse_Closure closure,
+                                                                 void *closure_data);
+void menagerie__classification__v1__classification__import_catalogue(ProtobufCService *service,
+                                                                     const Menagerie__Classification__V1__ImportCatalogueRequest *input,
+                                                                     Menagerie__Classification__V1__ImportCatalogueResponse_Closure closure,
+                                                                     void *closure_data);
+void menagerie__classification__v1__classification__search_catalogue(ProtobufCService *service,
+                                                                     const Menagerie__Classification__V1__SearchCatalogueRequest *input,
+                                                                     Menagerie__Classification__V1__SearchCatalogueResponse_Closure closure,
+                                                                     void *closure_data);
+void menagerie__classification__v1__classification__get_catalogue_entry(ProtobufCService *service,
+                                                                        const Menagerie__Classification__V1__GetCatalogueEntryRequest *input,
+                                                                        Menagerie__Classification__V1__CatalogueEntry_Closure closure,
+                                                                        void *closure_data);
+void menagerie__classification__v1__classification__feedback(ProtobufCService *service,
+                                                             const Menagerie__Classification__V1__FeedbackRequest *input,
+                                                             Menagerie__Classification__V1__FeedbackResponse_Closure closure,
+                                                             void *closure_data);
 
 /* --- descriptors --- */
 
+extern const ProtobufCEnumDescriptor    menagerie__classification__v1__dataset_kind__descriptor;
+extern const ProtobufCEnumDescriptor    menagerie__classification__v1__model_kind__descriptor;
+extern const ProtobufCEnumDescriptor    menagerie__classification__v1__model_format__descriptor;
+extern const ProtobufCEnumDescriptor    menagerie__classification__v1__detector_layout__descriptor;
+extern const ProtobufCEnumDescriptor    menagerie__classification__v1__scaling__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__dataset_upload_header__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__file_chunk__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__upload_dataset_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__label_count__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__dataset_summary__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__list_datasets_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__list_datasets_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__get_dataset_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__delete_dataset_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__delete_dataset_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__augmentation__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__train_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__train_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__training_progress__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__training_result__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__list_models_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__list_models_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__get_model_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__delete_model_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__delete_model_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__set_active_model_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__set_active_model_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__export_model_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__model_file_chunk__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__import_model_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__import_model_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__evaluate_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__class_scores__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__confusion_row__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__evaluate_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__classify_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__catalogue_entry__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__attribute__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__label_confidence__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__classify_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__detect_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__box__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__detected_object__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__detect_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__import_catalogue_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__import_catalogue_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__search_catalogue_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__search_catalogue_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__get_catalogue_entry_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__feedback_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__feedback_response__descriptor;
+extern const ProtobufCServiceDescriptor menagerie__classification__v1__classification__descriptor;
 
 PROTOBUF_C__END_DECLS
 
