@@ -1,7 +1,6 @@
-/// The `yolo` detector's shape: a grid of cells, each predicting `anchors.count` boxes (YOLOv2's anchors, from
-/// k-means over the training boxes, as widths and heights relative to the input).
+/// The `yolo` detector's shape: a residual backbone whose last feature map is a grid of cells, each predicting
+/// `anchors.count` boxes (YOLOv2: anchors from k-means over the training boxes, widths and heights in input pixels).
 public struct DetectorConfiguration: Sendable, Codable, Equatable {
-    public var grid: Int
+    public var backbone: ResidualNetworkConfiguration
     public var anchors: [[Double]]
-    public var widths: [Int]
 }
