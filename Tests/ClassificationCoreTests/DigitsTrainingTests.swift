@@ -42,7 +42,9 @@ struct DigitsTrainingTests {
         let seconds = (ContinuousClock.now - started).seconds
         let evaluation = try ClassifierEvaluation.run(Classifier(ModelFile.decode(file.encoded())), on: test)
         print("digits cnn: test accuracy \(percent(evaluation.accuracy)), \(String(format: "%.1f", seconds)) s on \(Torch.threads) threads")
-        #expect(evaluation.accuracy >= 0.985)
+        // The issue's goal is 99 %; this configuration measured 98.9 % (355 of 359) here with one thread, where the
+        // issue measured 98.6–98.9 % for a three-block CNN. Other CPUs' kernels may round differently: 98 % is the floor.
+        #expect(evaluation.accuracy >= 0.98)
     }
 }
 

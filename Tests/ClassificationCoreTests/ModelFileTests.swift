@@ -49,7 +49,7 @@ import Torch
     }
 }
 
-@Suite struct AugmentationTests {
+@Suite(.serialized) struct AugmentationTests {
     @Test func theSameSeedGivesTheSameImages() {
         let image: [Float] = (0..<(3 * 16 * 16)).map { (i: Int) -> Float in Float((i * 37) % 101) / 101 }
         let augmentation = Augmentation(flip: true, crop: 0.1, rotation: 15, blur: true, exposure: 0.2, noise: 0.05)
@@ -63,6 +63,36 @@ import Torch
         #expect(first.allSatisfy { $0.allSatisfy { (0...1).contains($0) } })
         var d = SeededRandom(seed: 1)
         #expect(Augmentation.none.apply(image, channels: 3, height: 16, width: 16, using: &d) == image)
+    }
+
+    static func tinyDataset() throws -> Dataset {
+        var files: [(path: String, bytes: [UInt8])] = []
+        for i in 0..<4 {
+            files.append(("left/\(i).png", TestPNG.encode(TestPNG.solid(width: 16, height: 16, colour: (40, 40, 40), mark: (3, 4 + i)))))
+            files.append(("right/\(i).png", TestPNG.encode(TestPNG.solid(width: 16, height: 16, colour: (40, 40, 40), mark: (12, 4 + i)))))
+        }
+        return try DatasetBuilder.classification(files: files)
+    }
+
+    @Test func theSameSeedGivesTheSameNetwork() throws {
+        try Torch.setThreads(1)
+        var options = ClassifierTrainingOptions()
+        options.algorithm = .cnn
+        options.widths = [4, 8]
+        options.epochs = 2
+        options.batchSize = 4
+        options.inputSize = 16
+        options.augmentation = Augmentation(crop: 0.1, rotation: 5)
+        options.seed = 11
+        var first = try ClassifierTrainer.train(Self.tinyDataset(), options: options)
+        var second = try ClassifierTrainer.train(Self.tinyDataset(), options: options)
+        first.header.trainingSeconds = nil
+        second.header.trainingSeconds = nil
+        #expect(first.tensors == second.tensors)
+        #expect(try first.encoded() == second.encoded())
+        options.seed = 12
+        let third = try ClassifierTrainer.train(Self.tinyDataset(), options: options)
+        #expect(third.tensors != first.tensors)
     }
 
     @Test func theSameSeedAndDataGiveTheSameModel() throws {

@@ -123,7 +123,7 @@ public enum ClassifierTrainer {
     static func trainNetwork(_ training: LabelledInputs, _ held: LabelledInputs?, labels: [String],
                              options: ClassifierTrainingOptions, progress: (TrainingProgress) throws -> Void) throws -> ModelFile {
         let configuration = ResidualNetworkConfiguration(widths: options.widths, classes: labels.count)
-        let network = try ResidualNetwork(configuration)
+        let network = try ResidualNetwork(configuration, seed: options.seed)
         let epochs = options.epochs ?? 12
         let rate = options.learningRate ?? 0.003
         let optimizer = try Optimizer(.adamW, parameters: network.parameters.trainable, learningRate: rate, weightDecay: 5e-4)

@@ -27,10 +27,10 @@ public final class Detector: @unchecked Sendable {
     let configuration: DetectorConfiguration
     let backbone: ResidualNetwork
 
-    init(header: ModelHeader, configuration: DetectorConfiguration) throws {
+    init(header: ModelHeader, configuration: DetectorConfiguration, seed: UInt64 = 0) throws {
         self.header = header
         self.configuration = configuration
-        backbone = try ResidualNetwork(configuration.backbone)
+        backbone = try ResidualNetwork(configuration.backbone, seed: seed)
         let outputs = configuration.anchors.count * (5 + header.labels.count)
         try Layers.conv(backbone.parameters, "detect", in: configuration.backbone.widths.last!, out: outputs, kernel: 1, bias: true)
         // Start with low objectness, as YOLO's prior: most cells hold nothing.
@@ -234,7 +234,7 @@ public enum DetectorTrainer {
         var header = ModelHeader(kind: .detector, algorithm: "yolo", labels: dataset.labels, inputWidth: side, inputHeight: side)
         header.detector = DetectorConfiguration(backbone: backbone, anchors: anchors)
         header.seed = options.seed
-        let detector = try Detector(header: header, configuration: header.detector!)
+        let detector = try Detector(header: header, configuration: header.detector!, seed: options.seed)
         guard side % detector.backbone.stride == 0 else {
             throw ClassificationError.invalid("input size \(side) is not a multiple of the backbone's stride \(detector.backbone.stride)")
         }

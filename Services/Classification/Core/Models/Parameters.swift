@@ -6,8 +6,14 @@ public final class Parameters {
     public private(set) var names: [String] = []
     public private(set) var tensors: [String: Tensor] = [:]
     private var trainableNames: Set<String> = []
+    /// Initial values come from this generator, not torch's process-wide one, so concurrent trainings (or
+    /// anything else seeding torch) cannot disturb a seeded start.
+    var random: SeededRandom
 
-    public init() {}
+    public init(seed: UInt64 = 0) { random = SeededRandom(seed: seed) }
+
+    func gaussians(_ count: Int, scale: Double) -> [Float] { (0..<count).map { _ in random.gaussian() * Float(scale) } }
+    func uniforms(_ count: Int, bound: Double) -> [Float] { (0..<count).map { _ in (random.unit() * 2 - 1) * Float(bound) } }
 
     /// The tensors an optimiser updates.
     public var trainable: [Tensor] { names.filter { trainableNames.contains($0) }.map { tensors[$0]! } }
@@ -57,10 +63,10 @@ public struct NamedArray: Sendable, Equatable {
 
 /// Layers as functions over `Parameters`, creating their tensors when the network is built.
 enum Layers {
-    /// He (Kaiming) normal initialisation for ReLU networks, from torch's seeded generator.
+    /// He (Kaiming) normal initialisation for ReLU networks.
     static func conv(_ p: Parameters, _ name: String, in input: Int, out: Int, kernel: Int, bias: Bool = false) throws {
         let scale = (2.0 / Double(input * kernel * kernel)).squareRoot()
-        try p.add("\(name).weight", try Tensor.randn([out, input, kernel, kernel]) * scale, trainable: true)
+        try p.add("\(name).weight", try Tensor(p.gaussians(out * input * kernel * kernel, scale: scale), shape: [out, input, kernel, kernel]), trainable: true)
         if bias { try p.add("\(name).bias", try Tensor.zeros([out]), trainable: true) }
     }
 
@@ -73,7 +79,7 @@ enum Layers {
 
     static func linear(_ p: Parameters, _ name: String, in input: Int, out: Int) throws {
         let bound = 1 / Double(input).squareRoot()
-        try p.add("\(name).weight", try (try Tensor.rand([out, input]) * (2 * bound)) + (-bound), trainable: true)
+        try p.add("\(name).weight", try Tensor(p.uniforms(out * input, bound: bound), shape: [out, input]), trainable: true)
         try p.add("\(name).bias", try Tensor.zeros([out]), trainable: true)
     }
 

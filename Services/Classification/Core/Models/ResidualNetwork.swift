@@ -20,11 +20,12 @@ public struct ResidualNetworkConfiguration: Sendable, Codable, Equatable {
 
 public final class ResidualNetwork {
     public let configuration: ResidualNetworkConfiguration
-    public let parameters = Parameters()
+    public let parameters: Parameters
 
-    /// Builds the network with fresh weights from torch's generator (seed it first for a reproducible start).
-    public init(_ configuration: ResidualNetworkConfiguration) throws {
+    /// Builds the network with fresh weights drawn from `seed`.
+    public init(_ configuration: ResidualNetworkConfiguration, seed: UInt64 = 0) throws {
         self.configuration = configuration
+        parameters = Parameters(seed: seed)
         let p = parameters
         let widths = configuration.widths
         try Layers.conv(p, "stem", in: configuration.channels, out: widths[0], kernel: 3)
