@@ -2,7 +2,8 @@ import Foundation
 import Storage
 
 /// The service's persistence in its SQLite database (shared by replicas): datasets with their images stored once
-/// per content hash, and models as their container files (so export is the stored bytes, and import is a decode).
+/// per content hash, models as their container files (so export is the stored bytes, and import is a decode), the
+/// catalogue and feedback (Catalogue.swift).
 public final class ClassificationStore: Sendable {
     public let database: Database
 
@@ -23,6 +24,13 @@ public final class ClassificationStore: Sendable {
                     size INTEGER NOT NULL, file BLOB NOT NULL);
                 CREATE TABLE active_models (
                     kind TEXT PRIMARY KEY, model TEXT NOT NULL REFERENCES models(name) ON DELETE CASCADE);
+                """)
+        },
+        Migration(2, "catalogue") { db in
+            try db.executeScript("""
+                CREATE TABLE catalogue (
+                    label TEXT PRIMARY KEY, name TEXT NOT NULL, local_name TEXT NOT NULL, attributes TEXT NOT NULL,
+                    search TEXT NOT NULL);
                 """)
         },
     ]
