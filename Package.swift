@@ -27,6 +27,9 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Shared/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CTesseract", path: "Shared/CTesseract", pkgConfig: "tesseract",
+            providers: [.apt(["libtesseract-dev", "libleptonica-dev"])]),
 
         // MARK: libtorch behind a C API (only the classification service and its tests link it: a process that
         // links libtorch starts ~0.9 s slower, so the gateway and the other services must never depend on these)
@@ -52,44 +55,95 @@ let package = Package(
 
         // MARK: Runtime layers
         .target(name: "Storage", dependencies: ["CSQLite"], path: "Shared/Storage"),
-        .target(name: "RPC", dependencies: ["Schema"], path: "Shared/RPC"),
-        .target(name: "Transport", dependencies: ["RPC", "Schema", "CLibUV"], path: "Shared/Transport"),
+        // Logging, the version string, a heap, the upward search for the source tree: no dependencies.
+        .target(name: "Base", path: "Shared/Base"),
+        .target(name: "RPC", dependencies: ["Base", "Schema"], path: "Shared/RPC"),
+        // Generated from Proto/ by schema-gen: a service protocol and a typed client per proto service.
+        .target(name: "ServiceAPI", dependencies: ["RPC", "Schema"], path: "Shared/ServiceAPI"),
+        .target(name: "Transport", dependencies: ["Base", "RPC", "Schema", "CLibUV"], path: "Shared/Transport"),
         .target(
             name: "ServiceKit",
             dependencies: [
-                "RPC", "Transport", "Storage",
+                "Base", "RPC", "Transport", "Storage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Shared/ServiceKit"),
 
+        // MARK: Domain libraries
+        .target(name: "TextRecognition", dependencies: ["CTesseract"], path: "Shared/TextRecognition"),
+
         // MARK: Services
-        .target(name: "ZooCore", dependencies: ["Storage", "Schema", "RPC"], path: "Services/Zoo/Core"),
-        .executableTarget(name: "zoo", dependencies: ["ZooCore", "ServiceKit"], path: "Services/Zoo/App"),
-        .executableTarget(name: "ocr", dependencies: ["ServiceKit"], path: "Services/OCR/App"),
+        // Each service <Name>: Core (domain and persistence; never RPC or Schema), Service (handlers, validation,
+        // proto conversions; conforms to the generated ServiceProtocol), App (the executable), CLI (`gateway <name>`).
+        .target(name: "ZooCore", dependencies: ["Base", "Storage"], path: "Services/Zoo/Core"),
+        .target(name: "ZooService", dependencies: ["ZooCore", "RPC", "Schema", "ServiceAPI"], path: "Services/Zoo/Service"),
+        .executableTarget(name: "zoo", dependencies: ["ZooCore", "ZooService", "ServiceKit", "Base"], path: "Services/Zoo/App"),
+        .target(name: "OCRCore", dependencies: ["Storage", "TextRecognition"], path: "Services/OCR/Core"),
+        .target(
+            name: "OCRService", dependencies: ["OCRCore", "TextRecognition", "RPC", "Schema", "ServiceAPI"],
+            path: "Services/OCR/Service"),
+        .executableTarget(
+            name: "ocr", dependencies: ["OCRCore", "OCRService", "TextRecognition", "ServiceKit"], path: "Services/OCR/App"),
         .executableTarget(name: "health", dependencies: ["ServiceKit"], path: "Services/Health/App"),
         .target(
             name: "ClassificationCore", dependencies: ["Storage", "Torch", "CImageCodecs"],
             path: "Services/Classification/Core"),
         .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),
+        .target(
+            name: "ZooCLI",
+            dependencies: [
+                "GatewayKit", "RPC", "Schema", "ServiceAPI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Services/Zoo/CLI"),
+        .target(
+            name: "OCRCLI",
+            dependencies: [
+                "GatewayKit", "RPC", "Schema", "ServiceAPI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Services/OCR/CLI"),
+
+        // MARK: Gateway: GatewayKit is what every service's command group shares; App assembles the groups.
+        .target(
+            name: "GatewayKit",
+            dependencies: [
+                "Base", "RPC", "Transport", "Schema", "ServiceAPI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Services/Gateway/Kit"),
         .executableTarget(
             name: "gateway",
             dependencies: [
-                "RPC", "Transport", "Schema",
+                "GatewayKit", "ZooCLI", "OCRCLI", "RPC", "Transport", "Schema", "ServiceAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/Gateway/App"),
 
         // MARK: Benchmarks
-        .executableTarget(name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore"], path: "Tests/Benchmarks"),
+        .executableTarget(name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService"], path: "Tests/Benchmarks"),
 
         // MARK: Tests
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator", "TestSupport"], path: "Tests/SchemaTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema", "ServiceKit", "TestSupport"], path: "Tests/RPCTests"),
-        .testTarget(name: "ZooTests", dependencies: ["ZooCore", "RPC", "Schema", "Storage"], path: "Tests/ZooTests"),
-        .testTarget(name: "ClassificationCoreTests", dependencies: ["ClassificationCore", "Torch", "Storage"], path: "Tests/ClassificationCoreTests"),
-        .testTarget(name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "TestSupport"], path: "Tests/IntegrationTests"),
+        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RPC", "Schema", "Storage"], path: "Tests/ServiceKitTests"),
+        .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "Transport"], path: "Tests/GatewayKitTests"),
+        .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
+        .testTarget(name: "ZooCoreTests", dependencies: ["ZooCore", "Storage"], path: "Tests/ZooCoreTests"),
+        .testTarget(
+            name: "ZooServiceTests", dependencies: ["ZooCore", "ZooService", "ServiceAPI", "ServiceKit", "RPC", "Schema"],
+            path: "Tests/ZooServiceTests"),
+        .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition"], path: "Tests/TextRecognitionTests"),
+        .testTarget(name: "OCRCoreTests", dependencies: ["OCRCore", "TextRecognition", "Storage"], path: "Tests/OCRCoreTests"),
+        .testTarget(
+            name: "OCRServiceTests", dependencies: ["OCRCore", "OCRService", "ServiceAPI", "ServiceKit", "RPC", "Schema"],
+            path: "Tests/OCRServiceTests"),
+        .testTarget(
+            name: "ClassificationCoreTests", dependencies: ["ClassificationCore", "Torch", "Storage"],
+            path: "Tests/ClassificationCoreTests"),
+        .testTarget(
+            name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport"],
+            path: "Tests/IntegrationTests"),
     ],
     cxxLanguageStandard: .cxx17
 )

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates the Schema sources from Proto/menagerie/**/*.proto. Run from anywhere. The output is
 # deterministic and committed (SchemaTests fails when it is stale):
-#   Shared/Schema/Generated/<path_with_underscores>.pb.swift    Swift types and services       (schema-gen)
+#   Shared/Schema/Generated/<path_with_underscores>.pb.swift    Swift types and method descriptors (schema-gen)
+#   Shared/ServiceAPI/Generated/<path_with_underscores>.rpc.swift
+#                                                               per file with services: a service protocol
+#                                                               per service and a typed client (schema-gen)
 #   Shared/MenagerieProtoC/menagerie/**/*.pb-c.c                protobuf-c code                (protoc-c)
 #   Shared/MenagerieProtoC/include/menagerie/**/*.pb-c.h        its headers; the .c files include them by
 #                                                               this path, SwiftPM exports include/ whole
@@ -14,10 +17,10 @@
 # is the same, and the Schema bridge reads presence from the oneof case. protoc-c generates C from that copy.
 #
 # Supported: proto3 scalars, string, bytes, enums, messages (singular and repeated), `optional`,
-# nested messages and enums (as nested Swift types), imports between these files, services with unary
-# and server-streaming rpcs and `option idempotency_level`. Rejected by schema-gen with an error naming
-# the element: proto2 (so groups and required), oneofs, maps, extensions, enum aliases, client or
-# bidirectional streaming, files without a package, type names the generated Swift reserves (String, ...).
+# nested messages and enums (as nested Swift types), imports between these files, services with rpcs
+# of all four kinds (unary, server, client and bidirectional streaming) and `option idempotency_level`.
+# Rejected by schema-gen with an error naming the element: proto2 (so groups and required), oneofs, maps,
+# extensions, enum aliases, files without a package, type names the generated Swift reserves (String, ...).
 # Strings travel as C strings through protobuf-c: text after an embedded NUL is dropped.
 #
 # Needs protoc, protoc-c (Debian: protobuf-compiler protobuf-c-compiler) and swift. SwiftPM loads the
@@ -29,6 +32,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 proto_dir="$root/Proto"
 c_dir="$root/Shared/MenagerieProtoC"
 swift_dir="$root/Shared/Schema/Generated"
+service_api_dir="$root/Shared/ServiceAPI/Generated"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -54,7 +58,7 @@ mkdir -p "$work/c"
 (cd "$work" && protoc-c --descriptor_set_in="$work/protoc-c.desc" --c_out="$work/c" "${protos[@]}")
 
 # Everything generated succeeded: replace the previous output wholesale (drops files of deleted protos).
-rm -rf "$c_dir/menagerie" "$c_dir/include/menagerie" "$swift_dir"
+rm -rf "$c_dir/menagerie" "$c_dir/include/menagerie" "$swift_dir" "$service_api_dir"
 rm -f "$c_dir/menagerie_proto_registry.c" "$c_dir/include/menagerie_proto_registry.h"
 mkdir -p "$c_dir/include" "$swift_dir"
 (cd "$work/c" && find menagerie -name '*.pb-c.h' -exec install -D -m 644 {} "$c_dir/include/{}" \;)

@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import Schema
 import Synchronization
@@ -47,7 +48,7 @@ struct BuiltinServices: RPCService {
                             RpcV1.MethodInfo(
                                 path: method.path, serverStreaming: method.serverStreaming,
                                 requestType: method.requestType, responseType: method.responseType,
-                                idempotent: method.idempotent)
+                                idempotent: method.idempotent, clientStreaming: method.clientStreaming)
                         })
                 })
         }
@@ -64,9 +65,6 @@ struct BuiltinServices: RPCService {
         }
     }
 }
-
-/// The version every Menagerie executable reports.
-public let menagerieVersion = "0.1.0"
 
 /// Echoes payloads back (unary and streaming): for tests and benchmarks, registered on request.
 public struct EchoService: RPCService {

@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import Schema
 import Synchronization
@@ -77,6 +78,8 @@ public final class RPCServer: Sendable {
         switch error {
         case let error as RPCError:
             return error
+        case let error as any RPCErrorConvertible where error.rpcError.code != .internalError:
+            return error.rpcError
         case is CancellationError:
             if let deadline = head.deadline, deadline <= .now {
                 return RPCError(.deadlineExceeded, "deadline exceeded while serving \(head.method)")

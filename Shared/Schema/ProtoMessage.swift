@@ -52,13 +52,16 @@ public struct SchemaError: Error, CustomStringConvertible, Equatable {
 public struct ProtoMethod<Request: ProtoMessage, Response: ProtoMessage>: Sendable {
     /// `/package.Service/Method`, e.g. "/menagerie.zoo.v1.Zoo/SearchAnimals".
     public let path: String
+    /// Whether the client sends a stream of requests.
+    public let clientStreaming: Bool
     /// Whether the server answers with a stream of responses.
     public let serverStreaming: Bool
     /// From `option idempotency_level = IDEMPOTENT | NO_SIDE_EFFECTS`: safe to retry.
     public let idempotent: Bool
 
-    public init(path: String, serverStreaming: Bool, idempotent: Bool) {
+    public init(path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool) {
         self.path = path
+        self.clientStreaming = clientStreaming
         self.serverStreaming = serverStreaming
         self.idempotent = idempotent
     }
@@ -66,7 +69,7 @@ public struct ProtoMethod<Request: ProtoMessage, Response: ProtoMessage>: Sendab
     /// The untyped description, for reflection.
     public var info: ProtoMethodInfo {
         ProtoMethodInfo(
-            path: path, serverStreaming: serverStreaming, idempotent: idempotent,
+            path: path, clientStreaming: clientStreaming, serverStreaming: serverStreaming, idempotent: idempotent,
             requestType: Request.protoName, responseType: Response.protoName)
     }
 }
@@ -75,14 +78,18 @@ public struct ProtoMethod<Request: ProtoMessage, Response: ProtoMessage>: Sendab
 public struct ProtoMethodInfo: Sendable, Hashable {
     /// `/package.Service/Method`.
     public let path: String
+    public let clientStreaming: Bool
     public let serverStreaming: Bool
     public let idempotent: Bool
     /// Full protobuf names of the request and response messages.
     public let requestType: String
     public let responseType: String
 
-    public init(path: String, serverStreaming: Bool, idempotent: Bool, requestType: String, responseType: String) {
+    public init(
+        path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool, requestType: String, responseType: String
+    ) {
         self.path = path
+        self.clientStreaming = clientStreaming
         self.serverStreaming = serverStreaming
         self.idempotent = idempotent
         self.requestType = requestType

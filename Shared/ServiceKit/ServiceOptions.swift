@@ -1,4 +1,5 @@
 import ArgumentParser
+import Base
 import Foundation
 import RPC
 import Transport

@@ -1,3 +1,4 @@
+import Base
 import Dispatch
 import Foundation
 import RPC

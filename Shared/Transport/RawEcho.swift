@@ -36,10 +36,7 @@ public final class RawEchoClient: @unchecked Sendable {
     private let state = Lock<(waiting: FIFO<UnsafeContinuation<[UInt8], any Error>>, closed: String?)>((FIFO(), nil))
 
     public init(endpoint: String, loop: EventLoop = .shared) async throws {
-        let parts = endpoint.split(separator: ":")
-        guard parts.count == 2, let port = Int(parts[1]), let address = SocketAddress(host: String(parts[0]), port: port) else {
-            throw RPCError(.invalidArgument, "bad endpoint \(endpoint)")
-        }
+        let address = try Endpoint(parsing: endpoint).socketAddress
         connection = loop.submit { TCPConnection(loop: loop, maxFrameSize: FrameCodec.defaultMaxFrameSize) }
         connection.onFrame = { [unowned self] envelope in
             // The server echoes in order; a frame nobody waits for cannot come from it.

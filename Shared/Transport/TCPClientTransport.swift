@@ -40,14 +40,10 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
 
     /// A transport to `endpoint` (`host:port`, numeric host or `localhost`).
     public init(endpoint: String, loop: EventLoop = .shared, maxFrameSize: Int = FrameCodec.defaultMaxFrameSize) throws {
-        guard let colon = endpoint.lastIndex(of: ":"), let port = Int(endpoint[endpoint.index(after: colon)...]),
-              SocketAddress(host: Self.unbracketed(String(endpoint[..<colon])), port: port) != nil
-        else {
-            throw RPCError(.invalidArgument, "endpoint \(endpoint) is not HOST:PORT with a numeric address (or localhost) and a port 0-65535")
-        }
+        let parsed = try Endpoint(parsing: endpoint)
         self.endpoint = endpoint
-        host = Self.unbracketed(String(endpoint[..<colon]))
-        self.port = port
+        host = parsed.host
+        port = parsed.port
         self.loop = loop
         self.maxFrameSize = maxFrameSize
     }
@@ -60,10 +56,6 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             connection?.close(reason: "transport released")
             deadlineTimer?.close()
         }
-    }
-
-    private static func unbracketed(_ host: String) -> String {
-        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
     public var isAvailable: Bool {

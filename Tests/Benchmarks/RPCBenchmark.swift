@@ -8,7 +8,8 @@ import Transport
 ///
 /// The VM this runs on is shared and its speed drifts within seconds, so each configuration is
 /// measured in `rounds` alternating raw/RPC pairs: calls/s, CPU per call and the ratio are medians
-/// over the rounds, latency percentiles come from all rounds' samples.
+/// over the rounds, latency percentiles come from all rounds' samples. Real gRPC C++ (`GRPCPeer`) is
+/// measured per configuration right after ours, when it is installed.
 struct RPCBenchmark {
     let secondsPerRun: Double
     let rounds: Int
@@ -16,6 +17,8 @@ struct RPCBenchmark {
     let callerCounts: [Int]
     /// Whether to measure the raw floor too (off only when profiling the RPC path alone).
     let includeFloor: Bool
+    /// Whether to measure the gRPC C++ peer too.
+    let includePeer: Bool
 
     func run() async throws {
         let duration = Duration.milliseconds(Int64(secondsPerRun * 1000))
@@ -24,6 +27,13 @@ struct RPCBenchmark {
         let rawClient = try await RawEchoClient(endpoint: rawServer.address)
         let rpcClient = RPCClient(transports: [try TCPClientTransport(endpoint: rpcServer.address)])
         print("RPC benchmark: unary echo over loopback, \(rounds) rounds of \(secondsPerRun)s per configuration, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        var peer: GRPCPeer?
+        if includePeer {
+            switch GRPCPeer.prepare() {
+            case .success(let built): peer = built
+            case .failure(let reason): print("gRPC C++ peer not measured: \(reason)")
+            }
+        }
         var rows: [[String]] = []
         var verdicts: [String] = []
         for size in payloadSizes {
@@ -40,6 +50,7 @@ struct RPCBenchmark {
                         _ = try await rpcClient.unary(RpcV1.Echo.echo, request)
                     })
                 }
+                let grpc = peer?.measure(size: size, callers: callers, rounds: rounds, seconds: secondsPerRun)
                 let raw = includeFloor ? Measurement.combining(raws) : Measurement()
                 let rpc = Measurement.combining(rpcs)
                 let ratio = includeFloor ? median(zip(rpcs, raws).map { $1.callsPerSecond > 0 ? $0.callsPerSecond / $1.callsPerSecond : 0 }) : 0
@@ -50,10 +61,18 @@ struct RPCBenchmark {
                     String(format: "%.0f", rpc.callsPerSecond), String(format: "%.3f", rpc.percentileMilliseconds(0.5)),
                     String(format: "%.3f", rpc.percentileMilliseconds(0.99)), String(format: "%.2f", ratio),
                     String(format: "%.1f", raw.cpuMicrosPerCall), String(format: "%.1f", rpc.cpuMicrosPerCall),
+                    grpc.map { String(format: "%.0f", $0.callsPerSecond) } ?? "-", grpc.map { String(format: "%.3f", $0.p99Milliseconds) } ?? "-",
+                    grpc.map { String(format: "%.1f", $0.cpuMicrosPerCall) } ?? "-",
+                    grpc.map { String(format: "%.2f", rpc.callsPerSecond / $0.callsPerSecond) } ?? "-",
+                    grpc.map { String(format: "%.2f", rpc.cpuMicrosPerCall / $0.cpuMicrosPerCall) } ?? "-",
                 ])
                 let label = "\(sizeLabel(size)), \(callers) callers"
                 if callers == 64 {
                     verdicts.append("goal rpc/raw calls/s >= 0.50 at \(label): \(String(format: "%.2f", ratio)) \(ratio >= 0.5 ? "met" : "NOT met")")
+                }
+                if let grpc, size >= 64 << 10 {
+                    let ahead = rpc.callsPerSecond / grpc.callsPerSecond
+                    verdicts.append("goal rpc ahead of gRPC C++ at \(label): \(String(format: "%.2f", ahead))x its calls/s \(ahead > 1 ? "met" : "NOT met")")
                 }
                 if callers == 16 {
                     let p99 = rpc.percentileMilliseconds(0.99)
@@ -63,7 +82,8 @@ struct RPCBenchmark {
         }
         printTable(
             ["payload", "callers", "raw calls/s", "raw p50 ms", "raw p99 ms", "rpc calls/s", "rpc p50 ms", "rpc p99 ms", "rpc/raw",
-             "raw cpu µs/call", "rpc cpu µs/call"], rows)
+             "raw cpu µs/call", "rpc cpu µs/call", "grpc calls/s", "grpc p99 ms", "grpc cpu µs/call", "rpc/grpc calls/s",
+             "rpc/grpc cpu"], rows)
         for verdict in verdicts { print(verdict) }
         rawClient.close()
         rpcClient.close()

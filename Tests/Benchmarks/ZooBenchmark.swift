@@ -4,6 +4,7 @@ import Schema
 import Synchronization
 import Transport
 import ZooCore
+import ZooService
 
 /// Search, detail and route calls through the client library (RPCClient over loopback TCP) to a zoo service
 /// loaded with the real data (`<package root>/../shared/datasets/zoo`; the sample data when it is missing).

@@ -1,6 +1,6 @@
 // menagerie-bench: prints throughput and latency figures (no pass/fail; goals are printed beside
 // the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [--seconds S]
-// [--rounds N] [--sizes 64,65536] [--callers 1,16,64] [--no-floor]
+// [--rounds N] [--sizes 64,65536] [--callers 1,16,64] [--no-floor] [--no-grpc]
 import Foundation
 import RPC
 import Schema
@@ -29,7 +29,7 @@ if suites.isEmpty || suites.contains("parts") {
 if suites.isEmpty || suites.contains("rpc") {
     try await RPCBenchmark(
         secondsPerRun: seconds ?? 1.0, rounds: max(1, option("rounds").flatMap(Int.init) ?? 3), payloadSizes: payloadSizes, callerCounts: numbers("callers", [1, 16, 64]),
-        includeFloor: !arguments.contains("--no-floor")
+        includeFloor: !arguments.contains("--no-floor"), includePeer: !arguments.contains("--no-grpc")
     ).run()
 }
 if suites.isEmpty || suites.contains("zoo") {

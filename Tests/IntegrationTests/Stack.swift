@@ -1,4 +1,5 @@
 import Foundation
+import GatewayKit
 import TestSupport
 import Testing
 
@@ -8,12 +9,18 @@ final class Stack: @unchecked Sendable {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let binDirectory = ProcessInfo.processInfo.environment["MENAGERIE_BIN_DIR"] ?? root.appendingPathComponent(".build/debug").path
 
+    /// The services compose starts, from the one list of them: compose/services.conf.
+    static let services: [String] = {
+        let file = root.appendingPathComponent("compose/services.conf")
+        return ServiceList.parse((try? String(contentsOf: file, encoding: .utf8)) ?? "")
+    }()
+
     let directory: URL
     let basePorts: [String: Int]
     var state: URL { directory.appendingPathComponent("state") }
 
     /// A stack whose services each get a block of `replicaRoom` free ports.
-    init(services: [String] = ["zoo", "ocr", "health", "classification"], replicaRoom: Int = 4) throws {
+    init(services: [String] = Stack.services, replicaRoom: Int = 4) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-stack-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var ports: [String: Int] = [:]
@@ -101,7 +108,7 @@ final class Stack: @unchecked Sendable {
     }
 
     /// Runs `body` against a new stack and tears the stack down however `body` ends.
-    static func with(services: [String] = ["zoo", "ocr", "health", "classification"], _ body: (Stack) async throws -> Void) async throws {
+    static func with(services: [String] = Stack.services, _ body: (Stack) async throws -> Void) async throws {
         let stack = try Stack(services: services)
         do {
             try await body(stack)

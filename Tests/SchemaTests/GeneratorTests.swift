@@ -53,7 +53,7 @@ import Testing
         ("syntax = \"proto3\"; package p.v1; message M { oneof choice { int32 a = 1; string b = 2; } }", "oneof"),
         ("syntax = \"proto3\"; package p.v1; message M { map<string, int32> counts = 1; }", "map fields"),
         ("syntax = \"proto3\"; package p.v1; enum E { option allow_alias = true; E_A = 0; E_B = 0; }", "enum aliases"),
-        ("syntax = \"proto3\"; package p.v1; message M {} service S { rpc Up(stream M) returns (M); }", "streaming"),
+        ("syntax = \"proto3\"; package p.v1; message M {} service S { rpc Register(M) returns (M); }", "register is taken"),
         ("syntax = \"proto3\"; package p.v1; message String {}", "reserved"),
         ("syntax = \"proto3\"; package p.v1; message M {} service S { rpc Name(M) returns (M); }", "name is taken"),
         ("syntax = \"proto3\"; package p.v1; enum E { E_UNRECOGNIZED = 0; }", "reserved"),
@@ -81,5 +81,62 @@ import Testing
         let swift = try #require(output.files.first { $0.path.hasSuffix(".pb.swift") })
         #expect(swift.contents.contains("public var a: Int32? = nil"))
         #expect(swift.contents.contains("public var b: String? = nil"))
+    }
+
+    /// The four call kinds in a service protocol, its registration and its client. Client and bidirectional
+    /// streaming are checked as text here: no committed proto uses them yet, so nothing else compiles them.
+    @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
+    func serviceAPIHasEveryCallKind() throws {
+        let output = try generate("""
+            syntax = "proto3";
+            package m.p.v1;
+            message Q {}
+            message A {}
+            service Kinds {
+              // Answers once.
+              rpc One(Q) returns (A);
+              rpc Down(Q) returns (stream A);
+              rpc Up(stream Q) returns (A);
+              rpc Both(stream Q) returns (stream A);
+            }
+            """)
+        let api = try #require(output.files.first { $0.path == "\(SchemaLayout.serviceAPIDirectory)/test.rpc.swift" })
+        let text = api.contents
+        for expected in [
+            "extension PV1.Kinds {",
+            "public protocol ServiceProtocol: RPCService {",
+            "/// Answers once.",
+            "func one(request: PV1.Q, context: ServerContext) async throws -> PV1.A",
+            "func down(request: PV1.Q, response: ResponseWriter<PV1.A>, context: ServerContext) async throws",
+            "func up(requests: RequestStream<PV1.Q>, context: ServerContext) async throws -> PV1.A",
+            "func both(requests: RequestStream<PV1.Q>, response: ResponseWriter<PV1.A>, context: ServerContext) async throws",
+            "extension PV1.Kinds.ServiceProtocol {",
+            "router.unary(PV1.Kinds.one) { request, context in",
+            "try await self.one(request: request, context: context)",
+            "router.serverStreaming(PV1.Kinds.down) { request, response, context in",
+            "try await self.down(request: request, response: response, context: context)",
+            "router.clientStreaming(PV1.Kinds.up) { requests, context in",
+            "try await self.up(requests: requests, context: context)",
+            "router.bidirectionalStreaming(PV1.Kinds.both) { requests, response, context in",
+            "try await self.both(requests: requests, response: response, context: context)",
+            "public init(wrapping rpcClient: RPCClient) {",
+            "public func one(_ request: PV1.Q, options: CallOptions = CallOptions()) async throws -> PV1.A {",
+            "try await rpcClient.unary(PV1.Kinds.one, request, options: options)",
+            "public func down(_ request: PV1.Q, options: CallOptions = CallOptions()) -> some AsyncSequence<PV1.A, any Error> {",
+            "rpcClient.serverStreaming(PV1.Kinds.down, request, options: options)",
+            "requests: @escaping @Sendable (RequestWriter<PV1.Q>) async throws -> Void",
+            "try await rpcClient.clientStreaming(PV1.Kinds.up, options: options, requests: requests)",
+            "responses: @escaping @Sendable (ResponseStream<PV1.A>) async throws -> Result",
+            "try await rpcClient.bidirectionalStreaming(PV1.Kinds.both, options: options, requests: requests, responses: responses)",
+        ] {
+            #expect(text.contains(expected), "missing: \(expected)")
+        }
+        let swift = try #require(output.files.first { $0.path.hasSuffix("test.pb.swift") })
+        #expect(swift.contents.contains("path: \"/m.p.v1.Kinds/Up\", clientStreaming: true, serverStreaming: false"))
+        #expect(swift.contents.contains("path: \"/m.p.v1.Kinds/Both\", clientStreaming: true, serverStreaming: true"))
+        #expect(swift.contents.contains("path: \"/m.p.v1.Kinds/Down\", serverStreaming: true"))
+        // A proto file without services has no ServiceAPI file.
+        let plain = try generate("syntax = \"proto3\"; package p.v1; message M {}")
+        #expect(!plain.files.contains { $0.path.hasPrefix(SchemaLayout.serviceAPIDirectory) })
     }
 }

@@ -52,7 +52,7 @@ struct StalenessTests {
     @Test func committedFilesMatchAFreshGeneration() throws {
         let generated = try Self.regenerate()
         var committed: Set<String> = []
-        for directory in [SchemaLayout.swiftDirectory, SchemaLayout.protobufCSourceDirectory] {
+        for directory in [SchemaLayout.swiftDirectory, SchemaLayout.serviceAPIDirectory, SchemaLayout.protobufCSourceDirectory] {
             for path in try Self.relativeFiles(under: Package.root.appendingPathComponent(directory)) {
                 committed.insert(directory + "/" + path)
             }
@@ -63,6 +63,7 @@ struct StalenessTests {
             #expect(Self.firstDifference(onDisk, contents) == nil, "\(path) is stale: run Proto/generate.sh")
         }
         #expect(generated.keys.contains("\(SchemaLayout.swiftDirectory)/menagerie_rpc_v1_rpc.pb.swift"))
+        #expect(generated.keys.contains("\(SchemaLayout.serviceAPIDirectory)/menagerie_zoo_v1_zoo.rpc.swift"))
         #expect(generated.keys.contains("\(SchemaLayout.protobufCHeaderDirectory)/menagerie/rpc/v1/rpc.pb-c.h"))
     }
 

@@ -1,4 +1,5 @@
-/// Generates the Swift value types (`Shared/Schema/Generated`) and the C descriptor registry
+/// Generates the Swift value types (`Shared/Schema/Generated`), the service protocols and typed clients
+/// (`Shared/ServiceAPI/Generated`) and the C descriptor registry
 /// (`Shared/MenagerieProtoC`) from a `FileDescriptorSet` written by
 /// `protoc --descriptor_set_out --include_imports --include_source_info`.
 public enum SchemaGenerator {
@@ -25,6 +26,11 @@ public enum SchemaGenerator {
             generated.append(GeneratedFile(
                 path: SchemaLayout.swiftDirectory + "/" + swiftFileName(for: file.name),
                 contents: try SwiftEmitter(file: file, types: types).emit(declaringNamespace: declaresNamespace)))
+            if !file.services.isEmpty {
+                generated.append(GeneratedFile(
+                    path: SchemaLayout.serviceAPIDirectory + "/" + serviceAPIFileName(for: file.name),
+                    contents: try ServiceAPIEmitter(file: file, types: types).emit()))
+            }
         }
         generated += CRegistryEmitter(files: files).emit()
         return Output(files: generated, protocCDescriptorSet: try protocCInput(from: descriptorSet))
@@ -33,6 +39,11 @@ public enum SchemaGenerator {
     /// `menagerie/rpc/v1/rpc.proto` → `menagerie_rpc_v1_rpc.pb.swift` (unique within the Schema module).
     static func swiftFileName(for protoPath: String) -> String {
         protoPath.droppingProtoExtension.replacingAll("/", with: "_") + ".pb.swift"
+    }
+
+    /// `menagerie/zoo/v1/zoo.proto` → `menagerie_zoo_v1_zoo.rpc.swift` (unique within the ServiceAPI module).
+    static func serviceAPIFileName(for protoPath: String) -> String {
+        protoPath.droppingProtoExtension.replacingAll("/", with: "_") + ".rpc.swift"
     }
 }
 
@@ -47,6 +58,8 @@ public struct GeneratedFile: Sendable, Equatable {
 public enum SchemaLayout {
     /// The generated Swift files, one per `.proto` file.
     public static let swiftDirectory = "Shared/Schema/Generated"
+    /// Per proto file with services: the service protocols and typed clients (module `ServiceAPI`).
+    public static let serviceAPIDirectory = "Shared/ServiceAPI/Generated"
     /// protoc-c's `.c` files (in their `menagerie/...` subdirectories) and the registry.
     public static let protobufCSourceDirectory = "Shared/MenagerieProtoC"
     /// protoc-c's `.h` files (in their `menagerie/...` subdirectories) and the umbrella header.

@@ -234,7 +234,7 @@ struct SwiftEmitter {
             output.doc(method.comment ?? "Calls `\(path)`.")
             output.line("public static let \(swiftName) = ProtoMethod<\(request), \(response)>(")
             output.line(
-                "    path: \"\(path)\", serverStreaming: \(method.serverStreaming), "
+                "    path: \"\(path)\", \(method.clientStreaming ? "clientStreaming: true, " : "")serverStreaming: \(method.serverStreaming), "
                     + "idempotent: \(method.idempotencyLevel != 0))")
         }
         output.blank()
@@ -259,6 +259,12 @@ struct CodeWriter {
     mutating func open(_ header: String, empty: Bool = false) {
         line(header + (empty ? " {}" : " {"))
         if !empty { indentation += "    " }
+    }
+
+    /// Writes `header { parameters in` and indents the closure's body; `close()` ends it.
+    mutating func open(_ header: String, closureParameters parameters: String) {
+        line("\(header) { \(parameters) in")
+        indentation += "    "
     }
 
     /// Outdents and writes `}`, unless the block was opened `empty`.

@@ -1,6 +1,6 @@
 /// Rejects, with a clear message, the proto features the Schema bridge does not support: proto2
-/// (and with it groups and required fields), extensions, maps, real oneofs, enum aliases, client
-/// streaming, files without a package, and names the generated Swift reserves. Nested messages and enums are supported (they become
+/// (and with it groups and required fields), extensions, maps, real oneofs, enum aliases,
+/// files without a package, and names the generated Swift reserves. Nested messages and enums are supported (they become
 /// nested Swift types). Fields and enum values whose Swift names would collide are already
 /// rejected by protoc (proto3 JSON-name and enum-prefix checks).
 func validate(_ files: [ProtoFile]) throws {
@@ -29,6 +29,9 @@ private let reservedTypeNames: Set<String> = [
     "Optional", "Sendable", "Equatable", "Hashable", "CaseIterable", "ProtoMessage", "ProtoEnum", "ProtoMethod",
     "ProtoMethodInfo", "ProtoReader", "ProtoWriter", "MessageSchema", "ProtobufCCodec", "ProtobufCBridged",
     "SchemaError", "Type", "Protocol", "Self",
+    // Used unqualified by the ServiceAPI files.
+    "RPC", "Schema", "RPCService", "RPCRouter", "RPCClient", "ServerContext", "CallOptions", "ResponseWriter",
+    "RequestStream", "RequestWriter", "ResponseStream", "AsyncSequence", "Error", "Void", "Result",
 ]
 
 private func validateTypeName(_ name: String, fullName: String, namespace: String) throws {
@@ -74,10 +77,10 @@ private func validate(_ decl: ProtoEnumDecl, in file: ProtoFile, namespace: Stri
 
 private func validate(_ service: ProtoServiceDecl, in file: ProtoFile, namespace: String) throws {
     try validateTypeName(service.name, fullName: service.fullName, namespace: namespace)
-    var swiftNames: Set<String> = ["name", "methods"]
+    // `name` and `methods` are the descriptors' statics; `register` and `rpcClient` belong to ServiceAPI's protocol and client.
+    var swiftNames: Set<String> = ["name", "methods", "register", "rpcClient"]
     for method in service.methods {
         let location = "\(service.fullName).\(method.name)"
-        if method.clientStreaming { throw GeneratorError.unsupported("\(location): client or bidirectional streaming") }
         let swiftName = Naming.lowerCamelCase(method.name)
         guard swiftNames.insert(swiftName).inserted else {
             throw GeneratorError.nameClash("\(location): the Swift name \(swiftName) is taken")

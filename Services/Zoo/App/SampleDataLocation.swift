@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import ZooCore
 
@@ -7,17 +8,8 @@ enum SampleDataLocation {
     static let relativePath = "Services/Zoo/SampleData"
 
     static func find() -> URL? {
-        var candidates: [URL] = []
-        for start in [URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent(),
-                      URL(fileURLWithPath: FileManager.default.currentDirectoryPath)] {
-            var directory = start
-            while directory.path != "/" {
-                candidates.append(directory.appendingPathComponent(relativePath))
-                directory = directory.deletingLastPathComponent()
-            }
-        }
-        candidates.append(ZooDataSet.bundledSampleDirectory)
-        return candidates.first { candidate in
+        let candidates = UpwardSearch.candidates(relativePath, from: [UpwardSearch.executableDirectory, UpwardSearch.workingDirectory])
+        return (candidates + [ZooDataSet.bundledSampleDirectory]).first { candidate in
             [ZooFileKind.animalsJSON, .lexiconCSV].contains {
                 FileManager.default.fileExists(atPath: candidate.appendingPathComponent($0.fileName).path)
             }

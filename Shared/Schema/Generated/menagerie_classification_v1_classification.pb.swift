@@ -1184,15 +1184,16 @@ extension ClassificationV1 {
         }
     }
 
-    /// The `menagerie.classification.v1.Classification` service.
+    /// Datasets arrive by an upload stream once client streaming is in the runtime and the generator (the platform
+    /// issue):
+    ///   rpc UploadDataset(stream UploadDatasetRequest) returns (DatasetSummary);
+    /// The header comes first; the service validates everything and stores the dataset in one transaction, or answers
+    /// INVALID_ARGUMENT naming the image and field and keeps nothing.
     public enum Classification {
         /// The service's full proto name.
         public static let name = "menagerie.classification.v1.Classification"
 
-        /// Once client streaming is in the runtime and the generator (the platform issue), datasets upload as a stream:
-        ///   rpc UploadDataset(stream UploadDatasetRequest) returns (DatasetSummary);
-        /// The header comes first; the service validates everything and stores the dataset in one transaction, or
-        /// answers INVALID_ARGUMENT naming the image and field and keeps nothing.
+        /// Calls `/menagerie.classification.v1.Classification/ListDatasets`.
         public static let listDatasets = ProtoMethod<ClassificationV1.ListDatasetsRequest, ClassificationV1.ListDatasetsResponse>(
             path: "/menagerie.classification.v1.Classification/ListDatasets", serverStreaming: false, idempotent: true)
 

@@ -196,6 +196,7 @@ extension RpcV1 {
         public var requestType: String = ""
         public var responseType: String = ""
         public var idempotent: Bool = false
+        public var clientStreaming: Bool = false
 
         /// A message with every field at its default.
         public init() {}
@@ -206,13 +207,15 @@ extension RpcV1 {
             serverStreaming: Bool = false,
             requestType: String = "",
             responseType: String = "",
-            idempotent: Bool = false
+            idempotent: Bool = false,
+            clientStreaming: Bool = false
         ) {
             self.path = path
             self.serverStreaming = serverStreaming
             self.requestType = requestType
             self.responseType = responseType
             self.idempotent = idempotent
+            self.clientStreaming = clientStreaming
         }
     }
 
@@ -556,6 +559,7 @@ extension RpcV1.MethodInfo: ProtoMessage, ProtobufCBridged {
         requestType = reader.value(3)
         responseType = reader.value(4)
         idempotent = reader.value(5)
+        clientStreaming = reader.value(6)
     }
 
     func write(to writer: ProtoWriter) {
@@ -564,6 +568,7 @@ extension RpcV1.MethodInfo: ProtoMessage, ProtobufCBridged {
         writer.set(3, requestType)
         writer.set(4, responseType)
         writer.set(5, idempotent)
+        writer.set(6, clientStreaming)
     }
 }
 

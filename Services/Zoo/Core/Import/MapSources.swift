@@ -90,6 +90,22 @@ public struct MapBounds: Sendable, Hashable, Codable {
         }
     }
 
+    /// The smallest box holding every node of `network` (grown to a few metres where it would be a line),
+    /// for a map imported without a bounds file: the bounds that came with older data would leave most of
+    /// a larger map out of range.
+    public init?(enclosing network: FootpathNetwork) {
+        guard let first = network.nodes.first?.position else { return nil }
+        var (south, north, west, east) = (first.lat, first.lat, first.lon, first.lon)
+        for node in network.nodes {
+            south = min(south, node.position.lat)
+            north = max(north, node.position.lat)
+            west = min(west, node.position.lon)
+            east = max(east, node.position.lon)
+        }
+        let minimumSpan = 0.0001  // degrees, about 10 m
+        self.init(north: max(north, south + minimumSpan), east: max(east, west + minimumSpan), south: south, west: west)
+    }
+
     /// Whether `point` lies inside the box grown by `marginMeters` on every side.
     public func contains(_ point: GeoPoint, marginMeters: Double = 100) -> Bool {
         let latMargin = marginMeters / Geo.metersPerDegree

@@ -1,5 +1,5 @@
+import Base
 import Foundation
-import RPC
 
 /// Refreshes the zoo's data from configured sources on a cron schedule. Replicas sharing one database each
 /// run the schedule; the first to import a firing wins and the others skip it.

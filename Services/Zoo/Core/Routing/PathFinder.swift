@@ -1,48 +1,14 @@
-/// A binary min-heap of (priority, node, cost) entries; stale entries are skipped by the caller (lazy deletion),
-/// recognised by a `cost` above the node's current one.
-struct MinHeap {
-    private var items: [(priority: Double, node: Int32, cost: Double)] = []
+import Base
 
-    init(capacity: Int) { items.reserveCapacity(capacity) }
+/// A path finder's frontier entry, ordered by `priority` alone; stale entries are skipped by the caller (lazy
+/// deletion), recognised by a `cost` above the node's current one.
+struct Frontier: Comparable {
+    let priority: Double
+    let node: Int32
+    let cost: Double
 
-    var isEmpty: Bool { items.isEmpty }
-
-    mutating func push(_ priority: Double, _ node: Int32, cost: Double) {
-        items.append((priority, node, cost))
-        items.withUnsafeMutableBufferPointer { heap in
-            // Sift up, moving parents down into the hole rather than swapping.
-            let entry = heap[heap.count - 1]
-            var hole = heap.count - 1
-            while hole > 0 {
-                let parent = (hole - 1) / 2
-                guard entry.priority < heap[parent].priority else { break }
-                heap[hole] = heap[parent]
-                hole = parent
-            }
-            heap[hole] = entry
-        }
-    }
-
-    mutating func pop() -> (priority: Double, node: Int32, cost: Double)? {
-        guard let top = items.first else { return nil }
-        let last = items.removeLast()
-        guard !items.isEmpty else { return top }
-        items.withUnsafeMutableBufferPointer { heap in
-            // Sift `last` down from the root, moving smaller children up into the hole.
-            var hole = 0
-            while true {
-                let left = 2 * hole + 1
-                guard left < heap.count else { break }
-                let right = left + 1
-                let child = right < heap.count && heap[right].priority < heap[left].priority ? right : left
-                guard heap[child].priority < last.priority else { break }
-                heap[hole] = heap[child]
-                hole = child
-            }
-            heap[hole] = last
-        }
-        return top
-    }
+    static func < (lhs: Frontier, rhs: Frontier) -> Bool { lhs.priority < rhs.priority }
+    static func == (lhs: Frontier, rhs: Frontier) -> Bool { lhs.priority == rhs.priority }
 }
 
 /// A shortest walk between two snapped points.
@@ -85,18 +51,19 @@ extension FootpathGraph {
         }
         var cost = [Double](repeating: .infinity, count: nodeCount)
         var parent = [Int32](repeating: -1, count: nodeCount)
-        var heap = MinHeap(capacity: 256)
+        var heap = Heap<Frontier>(capacity: 256)
         func reach(_ node: Int32, at value: Double, from previous: Int32) {
             cost[Int(node)] = value
             parent[Int(node)] = previous
-            heap.push(value + heuristic(node), node, cost: value)
+            heap.push(Frontier(priority: value + heuristic(node), node: node, cost: value))
         }
         let startSegment = segments[start.segment]
         for (node, initial) in [(startSegment.from, start.alongFromStart), (startSegment.to, start.alongToEnd)]
         where initial < cost[Int(node)] {
             reach(node, at: initial, from: -1)
         }
-        while let (estimate, node, reached) = heap.pop() {
+        while let entry = heap.popFirst() {
+            let (estimate, node, reached) = (entry.priority, entry.node, entry.cost)
             if estimate >= best { break }
             if reached > cost[Int(node)] { continue }  // a stale entry: the node was reached cheaper since
             for exit in exits where exit.node == node && reached + exit.remaining < best {
@@ -124,21 +91,22 @@ extension FootpathGraph {
     /// farther than `limit`).
     public func distances(from start: Snap, limit: Double = .infinity) -> [Double] {
         var cost = [Double](repeating: .infinity, count: nodeCount)
-        var heap = MinHeap(capacity: 64)
+        var heap = Heap<Frontier>(capacity: 64)
         let segment = segments[start.segment]
         for (node, initial) in [(segment.from, start.alongFromStart), (segment.to, start.alongToEnd)]
         where initial < cost[Int(node)] && initial <= limit {
             cost[Int(node)] = initial
-            heap.push(initial, node, cost: initial)
+            heap.push(Frontier(priority: initial, node: node, cost: initial))
         }
-        while let (reached, node, _) = heap.pop() {
+        while let entry = heap.popFirst() {
+            let (reached, node) = (entry.priority, entry.node)
             if reached > cost[Int(node)] { continue }
             for edge in Int(edgeStart[Int(node)])..<Int(edgeStart[Int(node) + 1]) {
                 let next = edgeTargets[edge]
                 let candidate = reached + edgeLengths[edge]
                 if candidate < cost[Int(next)] && candidate <= limit {
                     cost[Int(next)] = candidate
-                    heap.push(candidate, next, cost: candidate)
+                    heap.push(Frontier(priority: candidate, node: next, cost: candidate))
                 }
             }
         }

@@ -7,3 +7,4368 @@
 #endif
 
 #include "menagerie/ocr/v1/ocr.pb-c.h"
+void   menagerie__ocr__v1__scan_options__init
+                     (Menagerie__Ocr__V1__ScanOptions         *message)
+{
+  static const Menagerie__Ocr__V1__ScanOptions init_value = MENAGERIE__OCR__V1__SCAN_OPTIONS__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__scan_options__get_packed_size
+                     (const Menagerie__Ocr__V1__ScanOptions *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__scan_options__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__scan_options__pack
+                     (const Menagerie__Ocr__V1__ScanOptions *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__scan_options__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__scan_options__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ScanOptions *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__scan_options__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__ScanOptions *
+       menagerie__ocr__v1__scan_options__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__ScanOptions *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__scan_options__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__scan_options__free_unpacked
+                     (Menagerie__Ocr__V1__ScanOptions *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__scan_options__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__pixel_box__init
+                     (Menagerie__Ocr__V1__PixelBox         *message)
+{
+  static const Menagerie__Ocr__V1__PixelBox init_value = MENAGERIE__OCR__V1__PIXEL_BOX__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__pixel_box__get_packed_size
+                     (const Menagerie__Ocr__V1__PixelBox *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__pixel_box__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__pixel_box__pack
+                     (const Menagerie__Ocr__V1__PixelBox *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__pixel_box__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__pixel_box__pack_to_buffer
+                     (const Menagerie__Ocr__V1__PixelBox *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__pixel_box__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__PixelBox *
+       menagerie__ocr__v1__pixel_box__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__PixelBox *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__pixel_box__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__pixel_box__free_unpacked
+                     (Menagerie__Ocr__V1__PixelBox *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__pixel_box__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__normalized_box__init
+                     (Menagerie__Ocr__V1__NormalizedBox         *message)
+{
+  static const Menagerie__Ocr__V1__NormalizedBox init_value = MENAGERIE__OCR__V1__NORMALIZED_BOX__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__normalized_box__get_packed_size
+                     (const Menagerie__Ocr__V1__NormalizedBox *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__normalized_box__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__normalized_box__pack
+                     (const Menagerie__Ocr__V1__NormalizedBox *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__normalized_box__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__normalized_box__pack_to_buffer
+                     (const Menagerie__Ocr__V1__NormalizedBox *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__normalized_box__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__NormalizedBox *
+       menagerie__ocr__v1__normalized_box__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__NormalizedBox *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__normalized_box__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__normalized_box__free_unpacked
+                     (Menagerie__Ocr__V1__NormalizedBox *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__normalized_box__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__observation__init
+                     (Menagerie__Ocr__V1__Observation         *message)
+{
+  static const Menagerie__Ocr__V1__Observation init_value = MENAGERIE__OCR__V1__OBSERVATION__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__observation__get_packed_size
+                     (const Menagerie__Ocr__V1__Observation *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__observation__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__observation__pack
+                     (const Menagerie__Ocr__V1__Observation *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__observation__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__observation__pack_to_buffer
+                     (const Menagerie__Ocr__V1__Observation *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__observation__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__Observation *
+       menagerie__ocr__v1__observation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__Observation *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__observation__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__observation__free_unpacked
+                     (Menagerie__Ocr__V1__Observation *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__observation__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__page__init
+                     (Menagerie__Ocr__V1__Page         *message)
+{
+  static const Menagerie__Ocr__V1__Page init_value = MENAGERIE__OCR__V1__PAGE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__page__get_packed_size
+                     (const Menagerie__Ocr__V1__Page *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__page__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__page__pack
+                     (const Menagerie__Ocr__V1__Page *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__page__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__page__pack_to_buffer
+                     (const Menagerie__Ocr__V1__Page *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__page__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__Page *
+       menagerie__ocr__v1__page__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__Page *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__page__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__page__free_unpacked
+                     (Menagerie__Ocr__V1__Page *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__page__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__timings__init
+                     (Menagerie__Ocr__V1__Timings         *message)
+{
+  static const Menagerie__Ocr__V1__Timings init_value = MENAGERIE__OCR__V1__TIMINGS__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__timings__get_packed_size
+                     (const Menagerie__Ocr__V1__Timings *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__timings__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__timings__pack
+                     (const Menagerie__Ocr__V1__Timings *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__timings__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__timings__pack_to_buffer
+                     (const Menagerie__Ocr__V1__Timings *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__timings__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__Timings *
+       menagerie__ocr__v1__timings__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__Timings *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__timings__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__timings__free_unpacked
+                     (Menagerie__Ocr__V1__Timings *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__timings__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__scan_request__init
+                     (Menagerie__Ocr__V1__ScanRequest         *message)
+{
+  static const Menagerie__Ocr__V1__ScanRequest init_value = MENAGERIE__OCR__V1__SCAN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__scan_request__get_packed_size
+                     (const Menagerie__Ocr__V1__ScanRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__scan_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__scan_request__pack
+                     (const Menagerie__Ocr__V1__ScanRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__scan_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__scan_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ScanRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__scan_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__ScanRequest *
+       menagerie__ocr__v1__scan_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__ScanRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__scan_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__scan_request__free_unpacked
+                     (Menagerie__Ocr__V1__ScanRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__scan_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__scan_response__init
+                     (Menagerie__Ocr__V1__ScanResponse         *message)
+{
+  static const Menagerie__Ocr__V1__ScanResponse init_value = MENAGERIE__OCR__V1__SCAN_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__scan_response__get_packed_size
+                     (const Menagerie__Ocr__V1__ScanResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__scan_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__scan_response__pack
+                     (const Menagerie__Ocr__V1__ScanResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__scan_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__scan_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ScanResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__scan_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__ScanResponse *
+       menagerie__ocr__v1__scan_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__ScanResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__scan_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__scan_response__free_unpacked
+                     (Menagerie__Ocr__V1__ScanResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__scan_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__batch_scan_request__init
+                     (Menagerie__Ocr__V1__BatchScanRequest         *message)
+{
+  static const Menagerie__Ocr__V1__BatchScanRequest init_value = MENAGERIE__OCR__V1__BATCH_SCAN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__batch_scan_request__get_packed_size
+                     (const Menagerie__Ocr__V1__BatchScanRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__batch_scan_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__batch_scan_request__pack
+                     (const Menagerie__Ocr__V1__BatchScanRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__batch_scan_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__batch_scan_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__BatchScanRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__batch_scan_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__BatchScanRequest *
+       menagerie__ocr__v1__batch_scan_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__BatchScanRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__batch_scan_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__batch_scan_request__free_unpacked
+                     (Menagerie__Ocr__V1__BatchScanRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__batch_scan_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__start_batch_scan_response__init
+                     (Menagerie__Ocr__V1__StartBatchScanResponse         *message)
+{
+  static const Menagerie__Ocr__V1__StartBatchScanResponse init_value = MENAGERIE__OCR__V1__START_BATCH_SCAN_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__start_batch_scan_response__get_packed_size
+                     (const Menagerie__Ocr__V1__StartBatchScanResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__start_batch_scan_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__start_batch_scan_response__pack
+                     (const Menagerie__Ocr__V1__StartBatchScanResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__start_batch_scan_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__start_batch_scan_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__StartBatchScanResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__start_batch_scan_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__StartBatchScanResponse *
+       menagerie__ocr__v1__start_batch_scan_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__StartBatchScanResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__start_batch_scan_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__start_batch_scan_response__free_unpacked
+                     (Menagerie__Ocr__V1__StartBatchScanResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__start_batch_scan_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__batch_scan_file__init
+                     (Menagerie__Ocr__V1__BatchScanFile         *message)
+{
+  static const Menagerie__Ocr__V1__BatchScanFile init_value = MENAGERIE__OCR__V1__BATCH_SCAN_FILE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__batch_scan_file__get_packed_size
+                     (const Menagerie__Ocr__V1__BatchScanFile *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__batch_scan_file__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__batch_scan_file__pack
+                     (const Menagerie__Ocr__V1__BatchScanFile *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__batch_scan_file__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__batch_scan_file__pack_to_buffer
+                     (const Menagerie__Ocr__V1__BatchScanFile *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__batch_scan_file__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__BatchScanFile *
+       menagerie__ocr__v1__batch_scan_file__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__BatchScanFile *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__batch_scan_file__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__batch_scan_file__free_unpacked
+                     (Menagerie__Ocr__V1__BatchScanFile *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__batch_scan_file__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__batch_scan_result__init
+                     (Menagerie__Ocr__V1__BatchScanResult         *message)
+{
+  static const Menagerie__Ocr__V1__BatchScanResult init_value = MENAGERIE__OCR__V1__BATCH_SCAN_RESULT__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__batch_scan_result__get_packed_size
+                     (const Menagerie__Ocr__V1__BatchScanResult *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__batch_scan_result__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__batch_scan_result__pack
+                     (const Menagerie__Ocr__V1__BatchScanResult *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__batch_scan_result__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__batch_scan_result__pack_to_buffer
+                     (const Menagerie__Ocr__V1__BatchScanResult *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__batch_scan_result__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__BatchScanResult *
+       menagerie__ocr__v1__batch_scan_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__BatchScanResult *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__batch_scan_result__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__batch_scan_result__free_unpacked
+                     (Menagerie__Ocr__V1__BatchScanResult *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__batch_scan_result__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__value_definition__init
+                     (Menagerie__Ocr__V1__ValueDefinition         *message)
+{
+  static const Menagerie__Ocr__V1__ValueDefinition init_value = MENAGERIE__OCR__V1__VALUE_DEFINITION__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__value_definition__get_packed_size
+                     (const Menagerie__Ocr__V1__ValueDefinition *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__value_definition__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__value_definition__pack
+                     (const Menagerie__Ocr__V1__ValueDefinition *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__value_definition__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__value_definition__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ValueDefinition *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__value_definition__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__ValueDefinition *
+       menagerie__ocr__v1__value_definition__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__ValueDefinition *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__value_definition__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__value_definition__free_unpacked
+                     (Menagerie__Ocr__V1__ValueDefinition *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__value_definition__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__template__init
+                     (Menagerie__Ocr__V1__Template         *message)
+{
+  static const Menagerie__Ocr__V1__Template init_value = MENAGERIE__OCR__V1__TEMPLATE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__template__get_packed_size
+                     (const Menagerie__Ocr__V1__Template *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__template__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__template__pack
+                     (const Menagerie__Ocr__V1__Template *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__template__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__template__pack_to_buffer
+                     (const Menagerie__Ocr__V1__Template *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__template__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__Template *
+       menagerie__ocr__v1__template__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__Template *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__template__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__template__free_unpacked
+                     (Menagerie__Ocr__V1__Template *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__template__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__record_value__init
+                     (Menagerie__Ocr__V1__RecordValue         *message)
+{
+  static const Menagerie__Ocr__V1__RecordValue init_value = MENAGERIE__OCR__V1__RECORD_VALUE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__record_value__get_packed_size
+                     (const Menagerie__Ocr__V1__RecordValue *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__record_value__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__record_value__pack
+                     (const Menagerie__Ocr__V1__RecordValue *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__record_value__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__record_value__pack_to_buffer
+                     (const Menagerie__Ocr__V1__RecordValue *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__record_value__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__RecordValue *
+       menagerie__ocr__v1__record_value__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__RecordValue *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__record_value__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__record_value__free_unpacked
+                     (Menagerie__Ocr__V1__RecordValue *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__record_value__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__record__init
+                     (Menagerie__Ocr__V1__Record         *message)
+{
+  static const Menagerie__Ocr__V1__Record init_value = MENAGERIE__OCR__V1__RECORD__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__record__get_packed_size
+                     (const Menagerie__Ocr__V1__Record *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__record__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__record__pack
+                     (const Menagerie__Ocr__V1__Record *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__record__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__record__pack_to_buffer
+                     (const Menagerie__Ocr__V1__Record *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__record__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__Record *
+       menagerie__ocr__v1__record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__Record *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__record__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__record__free_unpacked
+                     (Menagerie__Ocr__V1__Record *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__record__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__create_template_request__init
+                     (Menagerie__Ocr__V1__CreateTemplateRequest         *message)
+{
+  static const Menagerie__Ocr__V1__CreateTemplateRequest init_value = MENAGERIE__OCR__V1__CREATE_TEMPLATE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__create_template_request__get_packed_size
+                     (const Menagerie__Ocr__V1__CreateTemplateRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__create_template_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__create_template_request__pack
+                     (const Menagerie__Ocr__V1__CreateTemplateRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__create_template_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__create_template_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__CreateTemplateRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__create_template_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__CreateTemplateRequest *
+       menagerie__ocr__v1__create_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__CreateTemplateRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__create_template_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__create_template_request__free_unpacked
+                     (Menagerie__Ocr__V1__CreateTemplateRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__create_template_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__create_template_response__init
+                     (Menagerie__Ocr__V1__CreateTemplateResponse         *message)
+{
+  static const Menagerie__Ocr__V1__CreateTemplateResponse init_value = MENAGERIE__OCR__V1__CREATE_TEMPLATE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__create_template_response__get_packed_size
+                     (const Menagerie__Ocr__V1__CreateTemplateResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__create_template_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__create_template_response__pack
+                     (const Menagerie__Ocr__V1__CreateTemplateResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__create_template_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__create_template_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__CreateTemplateResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__create_template_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__CreateTemplateResponse *
+       menagerie__ocr__v1__create_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__CreateTemplateResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__create_template_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__create_template_response__free_unpacked
+                     (Menagerie__Ocr__V1__CreateTemplateResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__create_template_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__list_templates_request__init
+                     (Menagerie__Ocr__V1__ListTemplatesRequest         *message)
+{
+  static const Menagerie__Ocr__V1__ListTemplatesRequest init_value = MENAGERIE__OCR__V1__LIST_TEMPLATES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__list_templates_request__get_packed_size
+                     (const Menagerie__Ocr__V1__ListTemplatesRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_templates_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__list_templates_request__pack
+                     (const Menagerie__Ocr__V1__ListTemplatesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_templates_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__list_templates_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ListTemplatesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_templates_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__ListTemplatesRequest *
+       menagerie__ocr__v1__list_templates_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__ListTemplatesRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__list_templates_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__list_templates_request__free_unpacked
+                     (Menagerie__Ocr__V1__ListTemplatesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_templates_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__list_templates_response__init
+                     (Menagerie__Ocr__V1__ListTemplatesResponse         *message)
+{
+  static const Menagerie__Ocr__V1__ListTemplatesResponse init_value = MENAGERIE__OCR__V1__LIST_TEMPLATES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__list_templates_response__get_packed_size
+                     (const Menagerie__Ocr__V1__ListTemplatesResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_templates_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__list_templates_response__pack
+                     (const Menagerie__Ocr__V1__ListTemplatesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_templates_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__list_templates_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ListTemplatesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_templates_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__ListTemplatesResponse *
+       menagerie__ocr__v1__list_templates_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__ListTemplatesResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__list_templates_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__list_templates_response__free_unpacked
+                     (Menagerie__Ocr__V1__ListTemplatesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_templates_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__get_template_request__init
+                     (Menagerie__Ocr__V1__GetTemplateRequest         *message)
+{
+  static const Menagerie__Ocr__V1__GetTemplateRequest init_value = MENAGERIE__OCR__V1__GET_TEMPLATE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__get_template_request__get_packed_size
+                     (const Menagerie__Ocr__V1__GetTemplateRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__get_template_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__get_template_request__pack
+                     (const Menagerie__Ocr__V1__GetTemplateRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__get_template_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__get_template_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__GetTemplateRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__get_template_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__GetTemplateRequest *
+       menagerie__ocr__v1__get_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__GetTemplateRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__get_template_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__get_template_request__free_unpacked
+                     (Menagerie__Ocr__V1__GetTemplateRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__get_template_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__get_template_response__init
+                     (Menagerie__Ocr__V1__GetTemplateResponse         *message)
+{
+  static const Menagerie__Ocr__V1__GetTemplateResponse init_value = MENAGERIE__OCR__V1__GET_TEMPLATE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__get_template_response__get_packed_size
+                     (const Menagerie__Ocr__V1__GetTemplateResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__get_template_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__get_template_response__pack
+                     (const Menagerie__Ocr__V1__GetTemplateResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__get_template_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__get_template_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__GetTemplateResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__get_template_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__GetTemplateResponse *
+       menagerie__ocr__v1__get_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__GetTemplateResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__get_template_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__get_template_response__free_unpacked
+                     (Menagerie__Ocr__V1__GetTemplateResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__get_template_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__rename_template_request__init
+                     (Menagerie__Ocr__V1__RenameTemplateRequest         *message)
+{
+  static const Menagerie__Ocr__V1__RenameTemplateRequest init_value = MENAGERIE__OCR__V1__RENAME_TEMPLATE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__rename_template_request__get_packed_size
+                     (const Menagerie__Ocr__V1__RenameTemplateRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_template_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__rename_template_request__pack
+                     (const Menagerie__Ocr__V1__RenameTemplateRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_template_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__rename_template_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__RenameTemplateRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_template_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__RenameTemplateRequest *
+       menagerie__ocr__v1__rename_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__RenameTemplateRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__rename_template_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__rename_template_request__free_unpacked
+                     (Menagerie__Ocr__V1__RenameTemplateRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_template_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__rename_template_response__init
+                     (Menagerie__Ocr__V1__RenameTemplateResponse         *message)
+{
+  static const Menagerie__Ocr__V1__RenameTemplateResponse init_value = MENAGERIE__OCR__V1__RENAME_TEMPLATE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__rename_template_response__get_packed_size
+                     (const Menagerie__Ocr__V1__RenameTemplateResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_template_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__rename_template_response__pack
+                     (const Menagerie__Ocr__V1__RenameTemplateResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_template_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__rename_template_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__RenameTemplateResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_template_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__RenameTemplateResponse *
+       menagerie__ocr__v1__rename_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__RenameTemplateResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__rename_template_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__rename_template_response__free_unpacked
+                     (Menagerie__Ocr__V1__RenameTemplateResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_template_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__value_rename__init
+                     (Menagerie__Ocr__V1__ValueRename         *message)
+{
+  static const Menagerie__Ocr__V1__ValueRename init_value = MENAGERIE__OCR__V1__VALUE_RENAME__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__value_rename__get_packed_size
+                     (const Menagerie__Ocr__V1__ValueRename *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__value_rename__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__value_rename__pack
+                     (const Menagerie__Ocr__V1__ValueRename *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__value_rename__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__value_rename__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ValueRename *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__value_rename__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__ValueRename *
+       menagerie__ocr__v1__value_rename__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__ValueRename *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__value_rename__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__value_rename__free_unpacked
+                     (Menagerie__Ocr__V1__ValueRename *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__value_rename__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__rename_values_request__init
+                     (Menagerie__Ocr__V1__RenameValuesRequest         *message)
+{
+  static const Menagerie__Ocr__V1__RenameValuesRequest init_value = MENAGERIE__OCR__V1__RENAME_VALUES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__rename_values_request__get_packed_size
+                     (const Menagerie__Ocr__V1__RenameValuesRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_values_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__rename_values_request__pack
+                     (const Menagerie__Ocr__V1__RenameValuesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_values_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__rename_values_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__RenameValuesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_values_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__RenameValuesRequest *
+       menagerie__ocr__v1__rename_values_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__RenameValuesRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__rename_values_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__rename_values_request__free_unpacked
+                     (Menagerie__Ocr__V1__RenameValuesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_values_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__rename_values_response__init
+                     (Menagerie__Ocr__V1__RenameValuesResponse         *message)
+{
+  static const Menagerie__Ocr__V1__RenameValuesResponse init_value = MENAGERIE__OCR__V1__RENAME_VALUES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__rename_values_response__get_packed_size
+                     (const Menagerie__Ocr__V1__RenameValuesResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_values_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__rename_values_response__pack
+                     (const Menagerie__Ocr__V1__RenameValuesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_values_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__rename_values_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__RenameValuesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_values_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__RenameValuesResponse *
+       menagerie__ocr__v1__rename_values_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__RenameValuesResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__rename_values_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__rename_values_response__free_unpacked
+                     (Menagerie__Ocr__V1__RenameValuesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__rename_values_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__delete_template_request__init
+                     (Menagerie__Ocr__V1__DeleteTemplateRequest         *message)
+{
+  static const Menagerie__Ocr__V1__DeleteTemplateRequest init_value = MENAGERIE__OCR__V1__DELETE_TEMPLATE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__delete_template_request__get_packed_size
+                     (const Menagerie__Ocr__V1__DeleteTemplateRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_template_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__delete_template_request__pack
+                     (const Menagerie__Ocr__V1__DeleteTemplateRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_template_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__delete_template_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__DeleteTemplateRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_template_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__DeleteTemplateRequest *
+       menagerie__ocr__v1__delete_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__DeleteTemplateRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__delete_template_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__delete_template_request__free_unpacked
+                     (Menagerie__Ocr__V1__DeleteTemplateRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_template_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__delete_template_response__init
+                     (Menagerie__Ocr__V1__DeleteTemplateResponse         *message)
+{
+  static const Menagerie__Ocr__V1__DeleteTemplateResponse init_value = MENAGERIE__OCR__V1__DELETE_TEMPLATE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__delete_template_response__get_packed_size
+                     (const Menagerie__Ocr__V1__DeleteTemplateResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_template_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__delete_template_response__pack
+                     (const Menagerie__Ocr__V1__DeleteTemplateResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_template_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__delete_template_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__DeleteTemplateResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_template_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__DeleteTemplateResponse *
+       menagerie__ocr__v1__delete_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__DeleteTemplateResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__delete_template_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__delete_template_response__free_unpacked
+                     (Menagerie__Ocr__V1__DeleteTemplateResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_template_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__draft_record_request__init
+                     (Menagerie__Ocr__V1__DraftRecordRequest         *message)
+{
+  static const Menagerie__Ocr__V1__DraftRecordRequest init_value = MENAGERIE__OCR__V1__DRAFT_RECORD_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__draft_record_request__get_packed_size
+                     (const Menagerie__Ocr__V1__DraftRecordRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__draft_record_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__draft_record_request__pack
+                     (const Menagerie__Ocr__V1__DraftRecordRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__draft_record_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__draft_record_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__DraftRecordRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__draft_record_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__DraftRecordRequest *
+       menagerie__ocr__v1__draft_record_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__DraftRecordRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__draft_record_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__draft_record_request__free_unpacked
+                     (Menagerie__Ocr__V1__DraftRecordRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__draft_record_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__draft_record_response__init
+                     (Menagerie__Ocr__V1__DraftRecordResponse         *message)
+{
+  static const Menagerie__Ocr__V1__DraftRecordResponse init_value = MENAGERIE__OCR__V1__DRAFT_RECORD_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__draft_record_response__get_packed_size
+                     (const Menagerie__Ocr__V1__DraftRecordResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__draft_record_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__draft_record_response__pack
+                     (const Menagerie__Ocr__V1__DraftRecordResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__draft_record_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__draft_record_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__DraftRecordResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__draft_record_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__DraftRecordResponse *
+       menagerie__ocr__v1__draft_record_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__DraftRecordResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__draft_record_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__draft_record_response__free_unpacked
+                     (Menagerie__Ocr__V1__DraftRecordResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__draft_record_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__add_record_request__init
+                     (Menagerie__Ocr__V1__AddRecordRequest         *message)
+{
+  static const Menagerie__Ocr__V1__AddRecordRequest init_value = MENAGERIE__OCR__V1__ADD_RECORD_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__add_record_request__get_packed_size
+                     (const Menagerie__Ocr__V1__AddRecordRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__add_record_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__add_record_request__pack
+                     (const Menagerie__Ocr__V1__AddRecordRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__add_record_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__add_record_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__AddRecordRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__add_record_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__AddRecordRequest *
+       menagerie__ocr__v1__add_record_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__AddRecordRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__add_record_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__add_record_request__free_unpacked
+                     (Menagerie__Ocr__V1__AddRecordRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__add_record_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__add_record_response__init
+                     (Menagerie__Ocr__V1__AddRecordResponse         *message)
+{
+  static const Menagerie__Ocr__V1__AddRecordResponse init_value = MENAGERIE__OCR__V1__ADD_RECORD_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__add_record_response__get_packed_size
+                     (const Menagerie__Ocr__V1__AddRecordResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__add_record_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__add_record_response__pack
+                     (const Menagerie__Ocr__V1__AddRecordResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__add_record_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__add_record_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__AddRecordResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__add_record_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__AddRecordResponse *
+       menagerie__ocr__v1__add_record_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__AddRecordResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__add_record_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__add_record_response__free_unpacked
+                     (Menagerie__Ocr__V1__AddRecordResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__add_record_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__latest_records_request__init
+                     (Menagerie__Ocr__V1__LatestRecordsRequest         *message)
+{
+  static const Menagerie__Ocr__V1__LatestRecordsRequest init_value = MENAGERIE__OCR__V1__LATEST_RECORDS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__latest_records_request__get_packed_size
+                     (const Menagerie__Ocr__V1__LatestRecordsRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__latest_records_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__latest_records_request__pack
+                     (const Menagerie__Ocr__V1__LatestRecordsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__latest_records_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__latest_records_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__LatestRecordsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__latest_records_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__LatestRecordsRequest *
+       menagerie__ocr__v1__latest_records_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__LatestRecordsRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__latest_records_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__latest_records_request__free_unpacked
+                     (Menagerie__Ocr__V1__LatestRecordsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__latest_records_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__latest_records_response__init
+                     (Menagerie__Ocr__V1__LatestRecordsResponse         *message)
+{
+  static const Menagerie__Ocr__V1__LatestRecordsResponse init_value = MENAGERIE__OCR__V1__LATEST_RECORDS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__latest_records_response__get_packed_size
+                     (const Menagerie__Ocr__V1__LatestRecordsResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__latest_records_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__latest_records_response__pack
+                     (const Menagerie__Ocr__V1__LatestRecordsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__latest_records_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__latest_records_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__LatestRecordsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__latest_records_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__LatestRecordsResponse *
+       menagerie__ocr__v1__latest_records_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__LatestRecordsResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__latest_records_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__latest_records_response__free_unpacked
+                     (Menagerie__Ocr__V1__LatestRecordsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__latest_records_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__list_records_request__init
+                     (Menagerie__Ocr__V1__ListRecordsRequest         *message)
+{
+  static const Menagerie__Ocr__V1__ListRecordsRequest init_value = MENAGERIE__OCR__V1__LIST_RECORDS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__list_records_request__get_packed_size
+                     (const Menagerie__Ocr__V1__ListRecordsRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_records_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__list_records_request__pack
+                     (const Menagerie__Ocr__V1__ListRecordsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_records_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__list_records_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ListRecordsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_records_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__ListRecordsRequest *
+       menagerie__ocr__v1__list_records_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__ListRecordsRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__list_records_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__list_records_request__free_unpacked
+                     (Menagerie__Ocr__V1__ListRecordsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_records_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__list_records_response__init
+                     (Menagerie__Ocr__V1__ListRecordsResponse         *message)
+{
+  static const Menagerie__Ocr__V1__ListRecordsResponse init_value = MENAGERIE__OCR__V1__LIST_RECORDS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__list_records_response__get_packed_size
+                     (const Menagerie__Ocr__V1__ListRecordsResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_records_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__list_records_response__pack
+                     (const Menagerie__Ocr__V1__ListRecordsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_records_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__list_records_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ListRecordsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_records_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__ListRecordsResponse *
+       menagerie__ocr__v1__list_records_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__ListRecordsResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__list_records_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__list_records_response__free_unpacked
+                     (Menagerie__Ocr__V1__ListRecordsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__list_records_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__delete_record_request__init
+                     (Menagerie__Ocr__V1__DeleteRecordRequest         *message)
+{
+  static const Menagerie__Ocr__V1__DeleteRecordRequest init_value = MENAGERIE__OCR__V1__DELETE_RECORD_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__delete_record_request__get_packed_size
+                     (const Menagerie__Ocr__V1__DeleteRecordRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_record_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__delete_record_request__pack
+                     (const Menagerie__Ocr__V1__DeleteRecordRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_record_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__delete_record_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__DeleteRecordRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_record_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__DeleteRecordRequest *
+       menagerie__ocr__v1__delete_record_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__DeleteRecordRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__delete_record_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__delete_record_request__free_unpacked
+                     (Menagerie__Ocr__V1__DeleteRecordRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_record_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__delete_record_response__init
+                     (Menagerie__Ocr__V1__DeleteRecordResponse         *message)
+{
+  static const Menagerie__Ocr__V1__DeleteRecordResponse init_value = MENAGERIE__OCR__V1__DELETE_RECORD_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__delete_record_response__get_packed_size
+                     (const Menagerie__Ocr__V1__DeleteRecordResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_record_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__delete_record_response__pack
+                     (const Menagerie__Ocr__V1__DeleteRecordResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_record_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__delete_record_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__DeleteRecordResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_record_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__DeleteRecordResponse *
+       menagerie__ocr__v1__delete_record_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__DeleteRecordResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__delete_record_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__delete_record_response__free_unpacked
+                     (Menagerie__Ocr__V1__DeleteRecordResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__delete_record_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__export_records_request__init
+                     (Menagerie__Ocr__V1__ExportRecordsRequest         *message)
+{
+  static const Menagerie__Ocr__V1__ExportRecordsRequest init_value = MENAGERIE__OCR__V1__EXPORT_RECORDS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__export_records_request__get_packed_size
+                     (const Menagerie__Ocr__V1__ExportRecordsRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__export_records_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__export_records_request__pack
+                     (const Menagerie__Ocr__V1__ExportRecordsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__export_records_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__export_records_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ExportRecordsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__export_records_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__ExportRecordsRequest *
+       menagerie__ocr__v1__export_records_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__ExportRecordsRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__export_records_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__export_records_request__free_unpacked
+                     (Menagerie__Ocr__V1__ExportRecordsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__export_records_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__export_records_chunk__init
+                     (Menagerie__Ocr__V1__ExportRecordsChunk         *message)
+{
+  static const Menagerie__Ocr__V1__ExportRecordsChunk init_value = MENAGERIE__OCR__V1__EXPORT_RECORDS_CHUNK__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__export_records_chunk__get_packed_size
+                     (const Menagerie__Ocr__V1__ExportRecordsChunk *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__export_records_chunk__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__export_records_chunk__pack
+                     (const Menagerie__Ocr__V1__ExportRecordsChunk *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__export_records_chunk__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__export_records_chunk__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ExportRecordsChunk *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__export_records_chunk__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__ExportRecordsChunk *
+       menagerie__ocr__v1__export_records_chunk__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__ExportRecordsChunk *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__export_records_chunk__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__export_records_chunk__free_unpacked
+                     (Menagerie__Ocr__V1__ExportRecordsChunk *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__export_records_chunk__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__scan_options__field_descriptors[5] =
+{
+  {
+    "languages",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Ocr__V1__ScanOptions, n_languages),
+    offsetof(Menagerie__Ocr__V1__ScanOptions, languages),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "level",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ScanOptions, level),
+    &menagerie__ocr__v1__recognition_level__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "custom_words",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Ocr__V1__ScanOptions, n_custom_words),
+    offsetof(Menagerie__Ocr__V1__ScanOptions, custom_words),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "minimum_text_height",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ScanOptions, minimum_text_height),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "segmentation",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ScanOptions, segmentation),
+    &menagerie__ocr__v1__segmentation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__scan_options__field_indices_by_name[] = {
+  2,   /* field[2] = custom_words */
+  0,   /* field[0] = languages */
+  1,   /* field[1] = level */
+  3,   /* field[3] = minimum_text_height */
+  4,   /* field[4] = segmentation */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__scan_options__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__scan_options__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.ScanOptions",
+  "ScanOptions",
+  "Menagerie__Ocr__V1__ScanOptions",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__ScanOptions),
+  5,
+  menagerie__ocr__v1__scan_options__field_descriptors,
+  menagerie__ocr__v1__scan_options__field_indices_by_name,
+  1,  menagerie__ocr__v1__scan_options__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__scan_options__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__pixel_box__field_descriptors[4] =
+{
+  {
+    "x",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__PixelBox, x),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "y",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__PixelBox, y),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "width",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__PixelBox, width),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "height",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__PixelBox, height),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__pixel_box__field_indices_by_name[] = {
+  3,   /* field[3] = height */
+  2,   /* field[2] = width */
+  0,   /* field[0] = x */
+  1,   /* field[1] = y */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__pixel_box__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__pixel_box__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.PixelBox",
+  "PixelBox",
+  "Menagerie__Ocr__V1__PixelBox",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__PixelBox),
+  4,
+  menagerie__ocr__v1__pixel_box__field_descriptors,
+  menagerie__ocr__v1__pixel_box__field_indices_by_name,
+  1,  menagerie__ocr__v1__pixel_box__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__pixel_box__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__normalized_box__field_descriptors[4] =
+{
+  {
+    "x",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__NormalizedBox, x),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "y",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__NormalizedBox, y),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "width",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__NormalizedBox, width),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "height",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__NormalizedBox, height),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__normalized_box__field_indices_by_name[] = {
+  3,   /* field[3] = height */
+  2,   /* field[2] = width */
+  0,   /* field[0] = x */
+  1,   /* field[1] = y */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__normalized_box__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__normalized_box__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.NormalizedBox",
+  "NormalizedBox",
+  "Menagerie__Ocr__V1__NormalizedBox",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__NormalizedBox),
+  4,
+  menagerie__ocr__v1__normalized_box__field_descriptors,
+  menagerie__ocr__v1__normalized_box__field_indices_by_name,
+  1,  menagerie__ocr__v1__normalized_box__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__normalized_box__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__observation__field_descriptors[6] =
+{
+  {
+    "level",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Observation, level),
+    &menagerie__ocr__v1__observation_level__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "text",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Observation, text),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "confidence",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Observation, confidence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "box",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Observation, box),
+    &menagerie__ocr__v1__normalized_box__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "box_px",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Observation, box_px),
+    &menagerie__ocr__v1__pixel_box__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Observation, page),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__observation__field_indices_by_name[] = {
+  3,   /* field[3] = box */
+  4,   /* field[4] = box_px */
+  2,   /* field[2] = confidence */
+  0,   /* field[0] = level */
+  5,   /* field[5] = page */
+  1,   /* field[1] = text */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__observation__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__observation__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.Observation",
+  "Observation",
+  "Menagerie__Ocr__V1__Observation",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__Observation),
+  6,
+  menagerie__ocr__v1__observation__field_descriptors,
+  menagerie__ocr__v1__observation__field_indices_by_name,
+  1,  menagerie__ocr__v1__observation__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__observation__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__page__field_descriptors[6] =
+{
+  {
+    "width",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Page, width),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "height",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Page, height),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "orientation_degrees",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Page, orientation_degrees),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "deskew_degrees",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Page, deskew_degrees),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "inverted",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Page, inverted),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "text",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Page, text),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__page__field_indices_by_name[] = {
+  3,   /* field[3] = deskew_degrees */
+  1,   /* field[1] = height */
+  4,   /* field[4] = inverted */
+  2,   /* field[2] = orientation_degrees */
+  5,   /* field[5] = text */
+  0,   /* field[0] = width */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__page__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__page__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.Page",
+  "Page",
+  "Menagerie__Ocr__V1__Page",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__Page),
+  6,
+  menagerie__ocr__v1__page__field_descriptors,
+  menagerie__ocr__v1__page__field_indices_by_name,
+  1,  menagerie__ocr__v1__page__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__page__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__timings__field_descriptors[4] =
+{
+  {
+    "decode_seconds",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Timings, decode_seconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "preprocess_seconds",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Timings, preprocess_seconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "recognize_seconds",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Timings, recognize_seconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "total_seconds",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Timings, total_seconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__timings__field_indices_by_name[] = {
+  0,   /* field[0] = decode_seconds */
+  1,   /* field[1] = preprocess_seconds */
+  2,   /* field[2] = recognize_seconds */
+  3,   /* field[3] = total_seconds */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__timings__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__timings__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.Timings",
+  "Timings",
+  "Menagerie__Ocr__V1__Timings",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__Timings),
+  4,
+  menagerie__ocr__v1__timings__field_descriptors,
+  menagerie__ocr__v1__timings__field_indices_by_name,
+  1,  menagerie__ocr__v1__timings__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__timings__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__scan_request__field_descriptors[2] =
+{
+  {
+    "options",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ScanRequest, options),
+    &menagerie__ocr__v1__scan_options__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "chunk",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ScanRequest, chunk),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__scan_request__field_indices_by_name[] = {
+  1,   /* field[1] = chunk */
+  0,   /* field[0] = options */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__scan_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__scan_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.ScanRequest",
+  "ScanRequest",
+  "Menagerie__Ocr__V1__ScanRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__ScanRequest),
+  2,
+  menagerie__ocr__v1__scan_request__field_descriptors,
+  menagerie__ocr__v1__scan_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__scan_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__scan_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__scan_response__field_descriptors[5] =
+{
+  {
+    "text",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ScanResponse, text),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "observations",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__ScanResponse, n_observations),
+    offsetof(Menagerie__Ocr__V1__ScanResponse, observations),
+    &menagerie__ocr__v1__observation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pages",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__ScanResponse, n_pages),
+    offsetof(Menagerie__Ocr__V1__ScanResponse, pages),
+    &menagerie__ocr__v1__page__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "orientation_degrees",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ScanResponse, orientation_degrees),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "timings",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ScanResponse, timings),
+    &menagerie__ocr__v1__timings__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__scan_response__field_indices_by_name[] = {
+  1,   /* field[1] = observations */
+  3,   /* field[3] = orientation_degrees */
+  2,   /* field[2] = pages */
+  0,   /* field[0] = text */
+  4,   /* field[4] = timings */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__scan_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__scan_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.ScanResponse",
+  "ScanResponse",
+  "Menagerie__Ocr__V1__ScanResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__ScanResponse),
+  5,
+  menagerie__ocr__v1__scan_response__field_descriptors,
+  menagerie__ocr__v1__scan_response__field_indices_by_name,
+  1,  menagerie__ocr__v1__scan_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__scan_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__batch_scan_request__field_descriptors[3] =
+{
+  {
+    "options",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__BatchScanRequest, options),
+    &menagerie__ocr__v1__scan_options__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "file_name",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__BatchScanRequest, file_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "chunk",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__BatchScanRequest, chunk),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__batch_scan_request__field_indices_by_name[] = {
+  2,   /* field[2] = chunk */
+  1,   /* field[1] = file_name */
+  0,   /* field[0] = options */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__batch_scan_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__batch_scan_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.BatchScanRequest",
+  "BatchScanRequest",
+  "Menagerie__Ocr__V1__BatchScanRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__BatchScanRequest),
+  3,
+  menagerie__ocr__v1__batch_scan_request__field_descriptors,
+  menagerie__ocr__v1__batch_scan_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__batch_scan_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__batch_scan_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__start_batch_scan_response__field_descriptors[1] =
+{
+  {
+    "job_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__StartBatchScanResponse, job_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__start_batch_scan_response__field_indices_by_name[] = {
+  0,   /* field[0] = job_id */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__start_batch_scan_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__start_batch_scan_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.StartBatchScanResponse",
+  "StartBatchScanResponse",
+  "Menagerie__Ocr__V1__StartBatchScanResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__StartBatchScanResponse),
+  1,
+  menagerie__ocr__v1__start_batch_scan_response__field_descriptors,
+  menagerie__ocr__v1__start_batch_scan_response__field_indices_by_name,
+  1,  menagerie__ocr__v1__start_batch_scan_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__start_batch_scan_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__batch_scan_file__field_descriptors[4] =
+{
+  {
+    "file_name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__BatchScanFile, file_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "result",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__BatchScanFile, result),
+    &menagerie__ocr__v1__scan_response__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error_code",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__BatchScanFile, error_code),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error_message",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__BatchScanFile, error_message),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__batch_scan_file__field_indices_by_name[] = {
+  2,   /* field[2] = error_code */
+  3,   /* field[3] = error_message */
+  0,   /* field[0] = file_name */
+  1,   /* field[1] = result */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__batch_scan_file__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__batch_scan_file__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.BatchScanFile",
+  "BatchScanFile",
+  "Menagerie__Ocr__V1__BatchScanFile",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__BatchScanFile),
+  4,
+  menagerie__ocr__v1__batch_scan_file__field_descriptors,
+  menagerie__ocr__v1__batch_scan_file__field_indices_by_name,
+  1,  menagerie__ocr__v1__batch_scan_file__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__batch_scan_file__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__batch_scan_result__field_descriptors[1] =
+{
+  {
+    "files",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__BatchScanResult, n_files),
+    offsetof(Menagerie__Ocr__V1__BatchScanResult, files),
+    &menagerie__ocr__v1__batch_scan_file__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__batch_scan_result__field_indices_by_name[] = {
+  0,   /* field[0] = files */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__batch_scan_result__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__batch_scan_result__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.BatchScanResult",
+  "BatchScanResult",
+  "Menagerie__Ocr__V1__BatchScanResult",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__BatchScanResult),
+  1,
+  menagerie__ocr__v1__batch_scan_result__field_descriptors,
+  menagerie__ocr__v1__batch_scan_result__field_indices_by_name,
+  1,  menagerie__ocr__v1__batch_scan_result__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__batch_scan_result__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__value_definition__field_descriptors[3] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ValueDefinition, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "region",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ValueDefinition, region),
+    &menagerie__ocr__v1__normalized_box__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "level",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ValueDefinition, level),
+    &menagerie__ocr__v1__observation_level__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__value_definition__field_indices_by_name[] = {
+  2,   /* field[2] = level */
+  0,   /* field[0] = name */
+  1,   /* field[1] = region */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__value_definition__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__value_definition__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.ValueDefinition",
+  "ValueDefinition",
+  "Menagerie__Ocr__V1__ValueDefinition",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__ValueDefinition),
+  3,
+  menagerie__ocr__v1__value_definition__field_descriptors,
+  menagerie__ocr__v1__value_definition__field_indices_by_name,
+  1,  menagerie__ocr__v1__value_definition__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__value_definition__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__template__field_descriptors[5] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Template, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "name",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Template, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "description",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Template, description),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created_at",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Template, created_at),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "values",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__Template, n_values),
+    offsetof(Menagerie__Ocr__V1__Template, values),
+    &menagerie__ocr__v1__value_definition__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__template__field_indices_by_name[] = {
+  3,   /* field[3] = created_at */
+  2,   /* field[2] = description */
+  0,   /* field[0] = id */
+  1,   /* field[1] = name */
+  4,   /* field[4] = values */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__template__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__template__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.Template",
+  "Template",
+  "Menagerie__Ocr__V1__Template",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__Template),
+  5,
+  menagerie__ocr__v1__template__field_descriptors,
+  menagerie__ocr__v1__template__field_indices_by_name,
+  1,  menagerie__ocr__v1__template__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__template__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__record_value__field_descriptors[3] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__RecordValue, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "text",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__RecordValue, text),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "confidence",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__RecordValue, confidence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__record_value__field_indices_by_name[] = {
+  2,   /* field[2] = confidence */
+  0,   /* field[0] = name */
+  1,   /* field[1] = text */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__record_value__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__record_value__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.RecordValue",
+  "RecordValue",
+  "Menagerie__Ocr__V1__RecordValue",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__RecordValue),
+  3,
+  menagerie__ocr__v1__record_value__field_descriptors,
+  menagerie__ocr__v1__record_value__field_indices_by_name,
+  1,  menagerie__ocr__v1__record_value__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__record_value__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__record__field_descriptors[4] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Record, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "template_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Record, template_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created_at",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Record, created_at),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "values",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__Record, n_values),
+    offsetof(Menagerie__Ocr__V1__Record, values),
+    &menagerie__ocr__v1__record_value__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__record__field_indices_by_name[] = {
+  2,   /* field[2] = created_at */
+  0,   /* field[0] = id */
+  1,   /* field[1] = template_id */
+  3,   /* field[3] = values */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__record__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__record__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.Record",
+  "Record",
+  "Menagerie__Ocr__V1__Record",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__Record),
+  4,
+  menagerie__ocr__v1__record__field_descriptors,
+  menagerie__ocr__v1__record__field_indices_by_name,
+  1,  menagerie__ocr__v1__record__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__record__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__create_template_request__field_descriptors[4] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__CreateTemplateRequest, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "description",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__CreateTemplateRequest, description),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "values",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__CreateTemplateRequest, n_values),
+    offsetof(Menagerie__Ocr__V1__CreateTemplateRequest, values),
+    &menagerie__ocr__v1__value_definition__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "first_record",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__CreateTemplateRequest, n_first_record),
+    offsetof(Menagerie__Ocr__V1__CreateTemplateRequest, first_record),
+    &menagerie__ocr__v1__record_value__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__create_template_request__field_indices_by_name[] = {
+  1,   /* field[1] = description */
+  3,   /* field[3] = first_record */
+  0,   /* field[0] = name */
+  2,   /* field[2] = values */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__create_template_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__create_template_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.CreateTemplateRequest",
+  "CreateTemplateRequest",
+  "Menagerie__Ocr__V1__CreateTemplateRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__CreateTemplateRequest),
+  4,
+  menagerie__ocr__v1__create_template_request__field_descriptors,
+  menagerie__ocr__v1__create_template_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__create_template_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__create_template_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__create_template_response__field_descriptors[2] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__CreateTemplateResponse, template_),
+    &menagerie__ocr__v1__template__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "first_record",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__CreateTemplateResponse, first_record),
+    &menagerie__ocr__v1__record__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__create_template_response__field_indices_by_name[] = {
+  1,   /* field[1] = first_record */
+  0,   /* field[0] = template */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__create_template_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__create_template_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.CreateTemplateResponse",
+  "CreateTemplateResponse",
+  "Menagerie__Ocr__V1__CreateTemplateResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__CreateTemplateResponse),
+  2,
+  menagerie__ocr__v1__create_template_response__field_descriptors,
+  menagerie__ocr__v1__create_template_response__field_indices_by_name,
+  1,  menagerie__ocr__v1__create_template_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__create_template_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__ocr__v1__list_templates_request__field_descriptors NULL
+#define menagerie__ocr__v1__list_templates_request__field_indices_by_name NULL
+#define menagerie__ocr__v1__list_templates_request__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__ocr__v1__list_templates_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.ListTemplatesRequest",
+  "ListTemplatesRequest",
+  "Menagerie__Ocr__V1__ListTemplatesRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__ListTemplatesRequest),
+  0,
+  menagerie__ocr__v1__list_templates_request__field_descriptors,
+  menagerie__ocr__v1__list_templates_request__field_indices_by_name,
+  0,  menagerie__ocr__v1__list_templates_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__list_templates_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__list_templates_response__field_descriptors[1] =
+{
+  {
+    "templates",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__ListTemplatesResponse, n_templates),
+    offsetof(Menagerie__Ocr__V1__ListTemplatesResponse, templates),
+    &menagerie__ocr__v1__template__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__list_templates_response__field_indices_by_name[] = {
+  0,   /* field[0] = templates */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__list_templates_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__list_templates_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.ListTemplatesResponse",
+  "ListTemplatesResponse",
+  "Menagerie__Ocr__V1__ListTemplatesResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__ListTemplatesResponse),
+  1,
+  menagerie__ocr__v1__list_templates_response__field_descriptors,
+  menagerie__ocr__v1__list_templates_response__field_indices_by_name,
+  1,  menagerie__ocr__v1__list_templates_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__list_templates_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__get_template_request__field_descriptors[1] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__GetTemplateRequest, template_),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__get_template_request__field_indices_by_name[] = {
+  0,   /* field[0] = template */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__get_template_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__get_template_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.GetTemplateRequest",
+  "GetTemplateRequest",
+  "Menagerie__Ocr__V1__GetTemplateRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__GetTemplateRequest),
+  1,
+  menagerie__ocr__v1__get_template_request__field_descriptors,
+  menagerie__ocr__v1__get_template_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__get_template_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__get_template_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__get_template_response__field_descriptors[1] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__GetTemplateResponse, template_),
+    &menagerie__ocr__v1__template__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__get_template_response__field_indices_by_name[] = {
+  0,   /* field[0] = template */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__get_template_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__get_template_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.GetTemplateResponse",
+  "GetTemplateResponse",
+  "Menagerie__Ocr__V1__GetTemplateResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__GetTemplateResponse),
+  1,
+  menagerie__ocr__v1__get_template_response__field_descriptors,
+  menagerie__ocr__v1__get_template_response__field_indices_by_name,
+  1,  menagerie__ocr__v1__get_template_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__get_template_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__rename_template_request__field_descriptors[2] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__RenameTemplateRequest, template_),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "new_name",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__RenameTemplateRequest, new_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__rename_template_request__field_indices_by_name[] = {
+  1,   /* field[1] = new_name */
+  0,   /* field[0] = template */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__rename_template_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__rename_template_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.RenameTemplateRequest",
+  "RenameTemplateRequest",
+  "Menagerie__Ocr__V1__RenameTemplateRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__RenameTemplateRequest),
+  2,
+  menagerie__ocr__v1__rename_template_request__field_descriptors,
+  menagerie__ocr__v1__rename_template_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__rename_template_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__rename_template_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__rename_template_response__field_descriptors[1] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__RenameTemplateResponse, template_),
+    &menagerie__ocr__v1__template__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__rename_template_response__field_indices_by_name[] = {
+  0,   /* field[0] = template */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__rename_template_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__rename_template_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.RenameTemplateResponse",
+  "RenameTemplateResponse",
+  "Menagerie__Ocr__V1__RenameTemplateResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__RenameTemplateResponse),
+  1,
+  menagerie__ocr__v1__rename_template_response__field_descriptors,
+  menagerie__ocr__v1__rename_template_response__field_indices_by_name,
+  1,  menagerie__ocr__v1__rename_template_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__rename_template_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__value_rename__field_descriptors[2] =
+{
+  {
+    "from",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ValueRename, from),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "to",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ValueRename, to),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__value_rename__field_indices_by_name[] = {
+  0,   /* field[0] = from */
+  1,   /* field[1] = to */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__value_rename__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__value_rename__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.ValueRename",
+  "ValueRename",
+  "Menagerie__Ocr__V1__ValueRename",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__ValueRename),
+  2,
+  menagerie__ocr__v1__value_rename__field_descriptors,
+  menagerie__ocr__v1__value_rename__field_indices_by_name,
+  1,  menagerie__ocr__v1__value_rename__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__value_rename__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__rename_values_request__field_descriptors[2] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__RenameValuesRequest, template_),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "renames",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__RenameValuesRequest, n_renames),
+    offsetof(Menagerie__Ocr__V1__RenameValuesRequest, renames),
+    &menagerie__ocr__v1__value_rename__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__rename_values_request__field_indices_by_name[] = {
+  1,   /* field[1] = renames */
+  0,   /* field[0] = template */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__rename_values_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__rename_values_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.RenameValuesRequest",
+  "RenameValuesRequest",
+  "Menagerie__Ocr__V1__RenameValuesRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__RenameValuesRequest),
+  2,
+  menagerie__ocr__v1__rename_values_request__field_descriptors,
+  menagerie__ocr__v1__rename_values_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__rename_values_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__rename_values_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__rename_values_response__field_descriptors[1] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__RenameValuesResponse, template_),
+    &menagerie__ocr__v1__template__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__rename_values_response__field_indices_by_name[] = {
+  0,   /* field[0] = template */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__rename_values_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__rename_values_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.RenameValuesResponse",
+  "RenameValuesResponse",
+  "Menagerie__Ocr__V1__RenameValuesResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__RenameValuesResponse),
+  1,
+  menagerie__ocr__v1__rename_values_response__field_descriptors,
+  menagerie__ocr__v1__rename_values_response__field_indices_by_name,
+  1,  menagerie__ocr__v1__rename_values_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__rename_values_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__delete_template_request__field_descriptors[1] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__DeleteTemplateRequest, template_),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__delete_template_request__field_indices_by_name[] = {
+  0,   /* field[0] = template */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__delete_template_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__delete_template_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.DeleteTemplateRequest",
+  "DeleteTemplateRequest",
+  "Menagerie__Ocr__V1__DeleteTemplateRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__DeleteTemplateRequest),
+  1,
+  menagerie__ocr__v1__delete_template_request__field_descriptors,
+  menagerie__ocr__v1__delete_template_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__delete_template_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__delete_template_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__ocr__v1__delete_template_response__field_descriptors NULL
+#define menagerie__ocr__v1__delete_template_response__field_indices_by_name NULL
+#define menagerie__ocr__v1__delete_template_response__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__ocr__v1__delete_template_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.DeleteTemplateResponse",
+  "DeleteTemplateResponse",
+  "Menagerie__Ocr__V1__DeleteTemplateResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__DeleteTemplateResponse),
+  0,
+  menagerie__ocr__v1__delete_template_response__field_descriptors,
+  menagerie__ocr__v1__delete_template_response__field_indices_by_name,
+  0,  menagerie__ocr__v1__delete_template_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__delete_template_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__draft_record_request__field_descriptors[3] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__DraftRecordRequest, template_),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "options",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__DraftRecordRequest, options),
+    &menagerie__ocr__v1__scan_options__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "chunk",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__DraftRecordRequest, chunk),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__draft_record_request__field_indices_by_name[] = {
+  2,   /* field[2] = chunk */
+  1,   /* field[1] = options */
+  0,   /* field[0] = template */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__draft_record_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__draft_record_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.DraftRecordRequest",
+  "DraftRecordRequest",
+  "Menagerie__Ocr__V1__DraftRecordRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__DraftRecordRequest),
+  3,
+  menagerie__ocr__v1__draft_record_request__field_descriptors,
+  menagerie__ocr__v1__draft_record_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__draft_record_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__draft_record_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__draft_record_response__field_descriptors[3] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__DraftRecordResponse, template_),
+    &menagerie__ocr__v1__template__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "values",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__DraftRecordResponse, n_values),
+    offsetof(Menagerie__Ocr__V1__DraftRecordResponse, values),
+    &menagerie__ocr__v1__record_value__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "scan",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__DraftRecordResponse, scan),
+    &menagerie__ocr__v1__scan_response__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__draft_record_response__field_indices_by_name[] = {
+  2,   /* field[2] = scan */
+  0,   /* field[0] = template */
+  1,   /* field[1] = values */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__draft_record_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__draft_record_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.DraftRecordResponse",
+  "DraftRecordResponse",
+  "Menagerie__Ocr__V1__DraftRecordResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__DraftRecordResponse),
+  3,
+  menagerie__ocr__v1__draft_record_response__field_descriptors,
+  menagerie__ocr__v1__draft_record_response__field_indices_by_name,
+  1,  menagerie__ocr__v1__draft_record_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__draft_record_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__add_record_request__field_descriptors[3] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__AddRecordRequest, template_),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "values",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__AddRecordRequest, n_values),
+    offsetof(Menagerie__Ocr__V1__AddRecordRequest, values),
+    &menagerie__ocr__v1__record_value__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created_at",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Ocr__V1__AddRecordRequest, _created_at_case),
+    offsetof(Menagerie__Ocr__V1__AddRecordRequest, created_at),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__add_record_request__field_indices_by_name[] = {
+  2,   /* field[2] = created_at */
+  0,   /* field[0] = template */
+  1,   /* field[1] = values */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__add_record_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__add_record_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.AddRecordRequest",
+  "AddRecordRequest",
+  "Menagerie__Ocr__V1__AddRecordRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__AddRecordRequest),
+  3,
+  menagerie__ocr__v1__add_record_request__field_descriptors,
+  menagerie__ocr__v1__add_record_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__add_record_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__add_record_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__add_record_response__field_descriptors[1] =
+{
+  {
+    "record",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__AddRecordResponse, record),
+    &menagerie__ocr__v1__record__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__add_record_response__field_indices_by_name[] = {
+  0,   /* field[0] = record */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__add_record_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__add_record_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.AddRecordResponse",
+  "AddRecordResponse",
+  "Menagerie__Ocr__V1__AddRecordResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__AddRecordResponse),
+  1,
+  menagerie__ocr__v1__add_record_response__field_descriptors,
+  menagerie__ocr__v1__add_record_response__field_indices_by_name,
+  1,  menagerie__ocr__v1__add_record_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__add_record_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__latest_records_request__field_descriptors[2] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__LatestRecordsRequest, template_),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "limit",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__LatestRecordsRequest, limit),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__latest_records_request__field_indices_by_name[] = {
+  1,   /* field[1] = limit */
+  0,   /* field[0] = template */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__latest_records_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__latest_records_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.LatestRecordsRequest",
+  "LatestRecordsRequest",
+  "Menagerie__Ocr__V1__LatestRecordsRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__LatestRecordsRequest),
+  2,
+  menagerie__ocr__v1__latest_records_request__field_descriptors,
+  menagerie__ocr__v1__latest_records_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__latest_records_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__latest_records_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__latest_records_response__field_descriptors[1] =
+{
+  {
+    "records",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__LatestRecordsResponse, n_records),
+    offsetof(Menagerie__Ocr__V1__LatestRecordsResponse, records),
+    &menagerie__ocr__v1__record__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__latest_records_response__field_indices_by_name[] = {
+  0,   /* field[0] = records */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__latest_records_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__latest_records_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.LatestRecordsResponse",
+  "LatestRecordsResponse",
+  "Menagerie__Ocr__V1__LatestRecordsResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__LatestRecordsResponse),
+  1,
+  menagerie__ocr__v1__latest_records_response__field_descriptors,
+  menagerie__ocr__v1__latest_records_response__field_indices_by_name,
+  1,  menagerie__ocr__v1__latest_records_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__latest_records_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__list_records_request__field_descriptors[3] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ListRecordsRequest, template_),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_size",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ListRecordsRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ListRecordsRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__list_records_request__field_indices_by_name[] = {
+  1,   /* field[1] = page_size */
+  2,   /* field[2] = page_token */
+  0,   /* field[0] = template */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__list_records_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__list_records_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.ListRecordsRequest",
+  "ListRecordsRequest",
+  "Menagerie__Ocr__V1__ListRecordsRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__ListRecordsRequest),
+  3,
+  menagerie__ocr__v1__list_records_request__field_descriptors,
+  menagerie__ocr__v1__list_records_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__list_records_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__list_records_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__list_records_response__field_descriptors[2] =
+{
+  {
+    "records",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__ListRecordsResponse, n_records),
+    offsetof(Menagerie__Ocr__V1__ListRecordsResponse, records),
+    &menagerie__ocr__v1__record__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ListRecordsResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__list_records_response__field_indices_by_name[] = {
+  1,   /* field[1] = next_page_token */
+  0,   /* field[0] = records */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__list_records_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__list_records_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.ListRecordsResponse",
+  "ListRecordsResponse",
+  "Menagerie__Ocr__V1__ListRecordsResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__ListRecordsResponse),
+  2,
+  menagerie__ocr__v1__list_records_response__field_descriptors,
+  menagerie__ocr__v1__list_records_response__field_indices_by_name,
+  1,  menagerie__ocr__v1__list_records_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__list_records_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__delete_record_request__field_descriptors[1] =
+{
+  {
+    "record_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__DeleteRecordRequest, record_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__delete_record_request__field_indices_by_name[] = {
+  0,   /* field[0] = record_id */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__delete_record_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__delete_record_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.DeleteRecordRequest",
+  "DeleteRecordRequest",
+  "Menagerie__Ocr__V1__DeleteRecordRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__DeleteRecordRequest),
+  1,
+  menagerie__ocr__v1__delete_record_request__field_descriptors,
+  menagerie__ocr__v1__delete_record_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__delete_record_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__delete_record_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__ocr__v1__delete_record_response__field_descriptors NULL
+#define menagerie__ocr__v1__delete_record_response__field_indices_by_name NULL
+#define menagerie__ocr__v1__delete_record_response__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__ocr__v1__delete_record_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.DeleteRecordResponse",
+  "DeleteRecordResponse",
+  "Menagerie__Ocr__V1__DeleteRecordResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__DeleteRecordResponse),
+  0,
+  menagerie__ocr__v1__delete_record_response__field_descriptors,
+  menagerie__ocr__v1__delete_record_response__field_indices_by_name,
+  0,  menagerie__ocr__v1__delete_record_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__delete_record_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__export_records_request__field_descriptors[1] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ExportRecordsRequest, template_),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__export_records_request__field_indices_by_name[] = {
+  0,   /* field[0] = template */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__export_records_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__export_records_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.ExportRecordsRequest",
+  "ExportRecordsRequest",
+  "Menagerie__Ocr__V1__ExportRecordsRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__ExportRecordsRequest),
+  1,
+  menagerie__ocr__v1__export_records_request__field_descriptors,
+  menagerie__ocr__v1__export_records_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__export_records_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__export_records_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__export_records_chunk__field_descriptors[1] =
+{
+  {
+    "csv",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ExportRecordsChunk, csv),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__export_records_chunk__field_indices_by_name[] = {
+  0,   /* field[0] = csv */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__export_records_chunk__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__export_records_chunk__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.ExportRecordsChunk",
+  "ExportRecordsChunk",
+  "Menagerie__Ocr__V1__ExportRecordsChunk",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__ExportRecordsChunk),
+  1,
+  menagerie__ocr__v1__export_records_chunk__field_descriptors,
+  menagerie__ocr__v1__export_records_chunk__field_indices_by_name,
+  1,  menagerie__ocr__v1__export_records_chunk__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__export_records_chunk__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCEnumValue menagerie__ocr__v1__recognition_level__enum_values_by_number[3] =
+{
+  { "RECOGNITION_LEVEL_UNSPECIFIED", "MENAGERIE__OCR__V1__RECOGNITION_LEVEL__RECOGNITION_LEVEL_UNSPECIFIED", 0 },
+  { "RECOGNITION_LEVEL_FAST", "MENAGERIE__OCR__V1__RECOGNITION_LEVEL__RECOGNITION_LEVEL_FAST", 1 },
+  { "RECOGNITION_LEVEL_ACCURATE", "MENAGERIE__OCR__V1__RECOGNITION_LEVEL__RECOGNITION_LEVEL_ACCURATE", 2 },
+};
+static const ProtobufCIntRange menagerie__ocr__v1__recognition_level__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex menagerie__ocr__v1__recognition_level__enum_values_by_name[3] =
+{
+  { "RECOGNITION_LEVEL_ACCURATE", 2 },
+  { "RECOGNITION_LEVEL_FAST", 1 },
+  { "RECOGNITION_LEVEL_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor menagerie__ocr__v1__recognition_level__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.RecognitionLevel",
+  "RecognitionLevel",
+  "Menagerie__Ocr__V1__RecognitionLevel",
+  "menagerie.ocr.v1",
+  3,
+  menagerie__ocr__v1__recognition_level__enum_values_by_number,
+  3,
+  menagerie__ocr__v1__recognition_level__enum_values_by_name,
+  1,
+  menagerie__ocr__v1__recognition_level__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue menagerie__ocr__v1__segmentation__enum_values_by_number[5] =
+{
+  { "SEGMENTATION_UNSPECIFIED", "MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_UNSPECIFIED", 0 },
+  { "SEGMENTATION_PAGE", "MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_PAGE", 1 },
+  { "SEGMENTATION_BLOCK", "MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_BLOCK", 2 },
+  { "SEGMENTATION_LINE", "MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_LINE", 3 },
+  { "SEGMENTATION_SPARSE", "MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_SPARSE", 4 },
+};
+static const ProtobufCIntRange menagerie__ocr__v1__segmentation__value_ranges[] = {
+{0, 0},{0, 5}
+};
+static const ProtobufCEnumValueIndex menagerie__ocr__v1__segmentation__enum_values_by_name[5] =
+{
+  { "SEGMENTATION_BLOCK", 2 },
+  { "SEGMENTATION_LINE", 3 },
+  { "SEGMENTATION_PAGE", 1 },
+  { "SEGMENTATION_SPARSE", 4 },
+  { "SEGMENTATION_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor menagerie__ocr__v1__segmentation__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.Segmentation",
+  "Segmentation",
+  "Menagerie__Ocr__V1__Segmentation",
+  "menagerie.ocr.v1",
+  5,
+  menagerie__ocr__v1__segmentation__enum_values_by_number,
+  5,
+  menagerie__ocr__v1__segmentation__enum_values_by_name,
+  1,
+  menagerie__ocr__v1__segmentation__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue menagerie__ocr__v1__observation_level__enum_values_by_number[4] =
+{
+  { "OBSERVATION_LEVEL_UNSPECIFIED", "MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_UNSPECIFIED", 0 },
+  { "OBSERVATION_LEVEL_BLOCK", "MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_BLOCK", 1 },
+  { "OBSERVATION_LEVEL_LINE", "MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_LINE", 2 },
+  { "OBSERVATION_LEVEL_WORD", "MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_WORD", 3 },
+};
+static const ProtobufCIntRange menagerie__ocr__v1__observation_level__value_ranges[] = {
+{0, 0},{0, 4}
+};
+static const ProtobufCEnumValueIndex menagerie__ocr__v1__observation_level__enum_values_by_name[4] =
+{
+  { "OBSERVATION_LEVEL_BLOCK", 1 },
+  { "OBSERVATION_LEVEL_LINE", 2 },
+  { "OBSERVATION_LEVEL_UNSPECIFIED", 0 },
+  { "OBSERVATION_LEVEL_WORD", 3 },
+};
+const ProtobufCEnumDescriptor menagerie__ocr__v1__observation_level__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.ObservationLevel",
+  "ObservationLevel",
+  "Menagerie__Ocr__V1__ObservationLevel",
+  "menagerie.ocr.v1",
+  4,
+  menagerie__ocr__v1__observation_level__enum_values_by_number,
+  4,
+  menagerie__ocr__v1__observation_level__enum_values_by_name,
+  1,
+  menagerie__ocr__v1__observation_level__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCMethodDescriptor menagerie__ocr__v1__ocr__method_descriptors[11] =
+{
+  { "CreateTemplate", &menagerie__ocr__v1__create_template_request__descriptor, &menagerie__ocr__v1__create_template_response__descriptor },
+  { "ListTemplates", &menagerie__ocr__v1__list_templates_request__descriptor, &menagerie__ocr__v1__list_templates_response__descriptor },
+  { "GetTemplate", &menagerie__ocr__v1__get_template_request__descriptor, &menagerie__ocr__v1__get_template_response__descriptor },
+  { "RenameTemplate", &menagerie__ocr__v1__rename_template_request__descriptor, &menagerie__ocr__v1__rename_template_response__descriptor },
+  { "RenameValues", &menagerie__ocr__v1__rename_values_request__descriptor, &menagerie__ocr__v1__rename_values_response__descriptor },
+  { "DeleteTemplate", &menagerie__ocr__v1__delete_template_request__descriptor, &menagerie__ocr__v1__delete_template_response__descriptor },
+  { "AddRecord", &menagerie__ocr__v1__add_record_request__descriptor, &menagerie__ocr__v1__add_record_response__descriptor },
+  { "LatestRecords", &menagerie__ocr__v1__latest_records_request__descriptor, &menagerie__ocr__v1__latest_records_response__descriptor },
+  { "ListRecords", &menagerie__ocr__v1__list_records_request__descriptor, &menagerie__ocr__v1__list_records_response__descriptor },
+  { "DeleteRecord", &menagerie__ocr__v1__delete_record_request__descriptor, &menagerie__ocr__v1__delete_record_response__descriptor },
+  { "ExportRecords", &menagerie__ocr__v1__export_records_request__descriptor, &menagerie__ocr__v1__export_records_chunk__descriptor },
+};
+const unsigned menagerie__ocr__v1__ocr__method_indices_by_name[] = {
+  6,        /* AddRecord */
+  0,        /* CreateTemplate */
+  9,        /* DeleteRecord */
+  5,        /* DeleteTemplate */
+  10,        /* ExportRecords */
+  2,        /* GetTemplate */
+  7,        /* LatestRecords */
+  8,        /* ListRecords */
+  1,        /* ListTemplates */
+  3,        /* RenameTemplate */
+  4         /* RenameValues */
+};
+const ProtobufCServiceDescriptor menagerie__ocr__v1__ocr__descriptor =
+{
+  PROTOBUF_C__SERVICE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.OCR",
+  "OCR",
+  "Menagerie__Ocr__V1__OCR",
+  "menagerie.ocr.v1",
+  11,
+  menagerie__ocr__v1__ocr__method_descriptors,
+  menagerie__ocr__v1__ocr__method_indices_by_name
+};
+void menagerie__ocr__v1__ocr__create_template(ProtobufCService *service,
+                                              const Menagerie__Ocr__V1__CreateTemplateRequest *input,
+                                              Menagerie__Ocr__V1__CreateTemplateResponse_Closure closure,
+                                              void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 0, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__ocr__v1__ocr__list_templates(ProtobufCService *service,
+                                             const Menagerie__Ocr__V1__ListTemplatesRequest *input,
+                                             Menagerie__Ocr__V1__ListTemplatesResponse_Closure closure,
+                                             void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__ocr__v1__ocr__get_template(ProtobufCService *service,
+                                           const Menagerie__Ocr__V1__GetTemplateRequest *input,
+                                           Menagerie__Ocr__V1__GetTemplateResponse_Closure closure,
+                                           void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__ocr__v1__ocr__rename_template(ProtobufCService *service,
+                                              const Menagerie__Ocr__V1__RenameTemplateRequest *input,
+                                              Menagerie__Ocr__V1__RenameTemplateResponse_Closure closure,
+                                              void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__ocr__v1__ocr__rename_values(ProtobufCService *service,
+                                            const Menagerie__Ocr__V1__RenameValuesRequest *input,
+                                            Menagerie__Ocr__V1__RenameValuesResponse_Closure closure,
+                                            void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__ocr__v1__ocr__delete_template(ProtobufCService *service,
+                                              const Menagerie__Ocr__V1__DeleteTemplateRequest *input,
+                                              Menagerie__Ocr__V1__DeleteTemplateResponse_Closure closure,
+                                              void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__ocr__v1__ocr__add_record(ProtobufCService *service,
+                                         const Menagerie__Ocr__V1__AddRecordRequest *input,
+                                         Menagerie__Ocr__V1__AddRecordResponse_Closure closure,
+                                         void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__ocr__v1__ocr__latest_records(ProtobufCService *service,
+                                             const Menagerie__Ocr__V1__LatestRecordsRequest *input,
+                                             Menagerie__Ocr__V1__LatestRecordsResponse_Closure closure,
+                                             void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__ocr__v1__ocr__list_records(ProtobufCService *service,
+                                           const Menagerie__Ocr__V1__ListRecordsRequest *input,
+                                           Menagerie__Ocr__V1__ListRecordsResponse_Closure closure,
+                                           void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__ocr__v1__ocr__delete_record(ProtobufCService *service,
+                                            const Menagerie__Ocr__V1__DeleteRecordRequest *input,
+                                            Menagerie__Ocr__V1__DeleteRecordResponse_Closure closure,
+                                            void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__ocr__v1__ocr__export_records(ProtobufCService *service,
+                                             const Menagerie__Ocr__V1__ExportRecordsRequest *input,
+                                             Menagerie__Ocr__V1__ExportRecordsChunk_Closure closure,
+                                             void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__ocr__v1__ocr__init (Menagerie__Ocr__V1__OCR_Service *service,
+                                    Menagerie__Ocr__V1__OCR_ServiceDestroy destroy)
+{
+  protobuf_c_service_generated_init (&service->base,
+                                     &menagerie__ocr__v1__ocr__descriptor,
+                                     (ProtobufCServiceDestroy) destroy);
+}

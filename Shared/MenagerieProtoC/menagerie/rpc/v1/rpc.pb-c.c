@@ -931,7 +931,7 @@ const ProtobufCMessageDescriptor menagerie__rpc__v1__list_services_request__desc
   (ProtobufCMessageInit) menagerie__rpc__v1__list_services_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__rpc__v1__method_info__field_descriptors[5] =
+static const ProtobufCFieldDescriptor menagerie__rpc__v1__method_info__field_descriptors[6] =
 {
   {
     "path",
@@ -993,8 +993,21 @@ static const ProtobufCFieldDescriptor menagerie__rpc__v1__method_info__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "client_streaming",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__MethodInfo, client_streaming),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__rpc__v1__method_info__field_indices_by_name[] = {
+  5,   /* field[5] = client_streaming */
   4,   /* field[4] = idempotent */
   0,   /* field[0] = path */
   2,   /* field[2] = request_type */
@@ -1004,7 +1017,7 @@ static const unsigned menagerie__rpc__v1__method_info__field_indices_by_name[] =
 static const ProtobufCIntRange menagerie__rpc__v1__method_info__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor menagerie__rpc__v1__method_info__descriptor =
 {
@@ -1014,7 +1027,7 @@ const ProtobufCMessageDescriptor menagerie__rpc__v1__method_info__descriptor =
   "Menagerie__Rpc__V1__MethodInfo",
   "menagerie.rpc.v1",
   sizeof(Menagerie__Rpc__V1__MethodInfo),
-  5,
+  6,
   menagerie__rpc__v1__method_info__field_descriptors,
   menagerie__rpc__v1__method_info__field_indices_by_name,
   1,  menagerie__rpc__v1__method_info__number_ranges,

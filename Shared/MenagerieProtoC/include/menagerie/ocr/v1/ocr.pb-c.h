@@ -15,21 +15,1820 @@ PROTOBUF_C__BEGIN_DECLS
 #endif
 
 
+typedef struct Menagerie__Ocr__V1__ScanOptions Menagerie__Ocr__V1__ScanOptions;
+typedef struct Menagerie__Ocr__V1__PixelBox Menagerie__Ocr__V1__PixelBox;
+typedef struct Menagerie__Ocr__V1__NormalizedBox Menagerie__Ocr__V1__NormalizedBox;
+typedef struct Menagerie__Ocr__V1__Observation Menagerie__Ocr__V1__Observation;
+typedef struct Menagerie__Ocr__V1__Page Menagerie__Ocr__V1__Page;
+typedef struct Menagerie__Ocr__V1__Timings Menagerie__Ocr__V1__Timings;
+typedef struct Menagerie__Ocr__V1__ScanRequest Menagerie__Ocr__V1__ScanRequest;
+typedef struct Menagerie__Ocr__V1__ScanResponse Menagerie__Ocr__V1__ScanResponse;
+typedef struct Menagerie__Ocr__V1__BatchScanRequest Menagerie__Ocr__V1__BatchScanRequest;
+typedef struct Menagerie__Ocr__V1__StartBatchScanResponse Menagerie__Ocr__V1__StartBatchScanResponse;
+typedef struct Menagerie__Ocr__V1__BatchScanFile Menagerie__Ocr__V1__BatchScanFile;
+typedef struct Menagerie__Ocr__V1__BatchScanResult Menagerie__Ocr__V1__BatchScanResult;
+typedef struct Menagerie__Ocr__V1__ValueDefinition Menagerie__Ocr__V1__ValueDefinition;
+typedef struct Menagerie__Ocr__V1__Template Menagerie__Ocr__V1__Template;
+typedef struct Menagerie__Ocr__V1__RecordValue Menagerie__Ocr__V1__RecordValue;
+typedef struct Menagerie__Ocr__V1__Record Menagerie__Ocr__V1__Record;
+typedef struct Menagerie__Ocr__V1__CreateTemplateRequest Menagerie__Ocr__V1__CreateTemplateRequest;
+typedef struct Menagerie__Ocr__V1__CreateTemplateResponse Menagerie__Ocr__V1__CreateTemplateResponse;
+typedef struct Menagerie__Ocr__V1__ListTemplatesRequest Menagerie__Ocr__V1__ListTemplatesRequest;
+typedef struct Menagerie__Ocr__V1__ListTemplatesResponse Menagerie__Ocr__V1__ListTemplatesResponse;
+typedef struct Menagerie__Ocr__V1__GetTemplateRequest Menagerie__Ocr__V1__GetTemplateRequest;
+typedef struct Menagerie__Ocr__V1__GetTemplateResponse Menagerie__Ocr__V1__GetTemplateResponse;
+typedef struct Menagerie__Ocr__V1__RenameTemplateRequest Menagerie__Ocr__V1__RenameTemplateRequest;
+typedef struct Menagerie__Ocr__V1__RenameTemplateResponse Menagerie__Ocr__V1__RenameTemplateResponse;
+typedef struct Menagerie__Ocr__V1__ValueRename Menagerie__Ocr__V1__ValueRename;
+typedef struct Menagerie__Ocr__V1__RenameValuesRequest Menagerie__Ocr__V1__RenameValuesRequest;
+typedef struct Menagerie__Ocr__V1__RenameValuesResponse Menagerie__Ocr__V1__RenameValuesResponse;
+typedef struct Menagerie__Ocr__V1__DeleteTemplateRequest Menagerie__Ocr__V1__DeleteTemplateRequest;
+typedef struct Menagerie__Ocr__V1__DeleteTemplateResponse Menagerie__Ocr__V1__DeleteTemplateResponse;
+typedef struct Menagerie__Ocr__V1__DraftRecordRequest Menagerie__Ocr__V1__DraftRecordRequest;
+typedef struct Menagerie__Ocr__V1__DraftRecordResponse Menagerie__Ocr__V1__DraftRecordResponse;
+typedef struct Menagerie__Ocr__V1__AddRecordRequest Menagerie__Ocr__V1__AddRecordRequest;
+typedef struct Menagerie__Ocr__V1__AddRecordResponse Menagerie__Ocr__V1__AddRecordResponse;
+typedef struct Menagerie__Ocr__V1__LatestRecordsRequest Menagerie__Ocr__V1__LatestRecordsRequest;
+typedef struct Menagerie__Ocr__V1__LatestRecordsResponse Menagerie__Ocr__V1__LatestRecordsResponse;
+typedef struct Menagerie__Ocr__V1__ListRecordsRequest Menagerie__Ocr__V1__ListRecordsRequest;
+typedef struct Menagerie__Ocr__V1__ListRecordsResponse Menagerie__Ocr__V1__ListRecordsResponse;
+typedef struct Menagerie__Ocr__V1__DeleteRecordRequest Menagerie__Ocr__V1__DeleteRecordRequest;
+typedef struct Menagerie__Ocr__V1__DeleteRecordResponse Menagerie__Ocr__V1__DeleteRecordResponse;
+typedef struct Menagerie__Ocr__V1__ExportRecordsRequest Menagerie__Ocr__V1__ExportRecordsRequest;
+typedef struct Menagerie__Ocr__V1__ExportRecordsChunk Menagerie__Ocr__V1__ExportRecordsChunk;
 
 
 /* --- enums --- */
 
+/*
+ * How hard to look.
+ */
+typedef enum _Menagerie__Ocr__V1__RecognitionLevel {
+  /*
+   * ACCURATE.
+   */
+  MENAGERIE__OCR__V1__RECOGNITION_LEVEL__RECOGNITION_LEVEL_UNSPECIFIED = 0,
+  /*
+   * Recognition only (a mostly dark image is still inverted): clean, upright scans and screenshots.
+   */
+  MENAGERIE__OCR__V1__RECOGNITION_LEVEL__RECOGNITION_LEVEL_FAST = 1,
+  /*
+   * Also turns pages lying on their side or upside down upright, levels skewed lines, binarises photos with
+   * a local threshold and enlarges small text. Roughly a third slower than FAST on a page.
+   */
+  MENAGERIE__OCR__V1__RECOGNITION_LEVEL__RECOGNITION_LEVEL_ACCURATE = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__OCR__V1__RECOGNITION_LEVEL)
+} Menagerie__Ocr__V1__RecognitionLevel;
+/*
+ * Where to expect text (Tesseract's page-segmentation mode).
+ */
+typedef enum _Menagerie__Ocr__V1__Segmentation {
+  /*
+   * PAGE.
+   */
+  MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_UNSPECIFIED = 0,
+  /*
+   * Blocks and columns found automatically: documents.
+   */
+  MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_PAGE = 1,
+  /*
+   * One uniform block of text.
+   */
+  MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_BLOCK = 2,
+  /*
+   * A single line.
+   */
+  MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_LINE = 3,
+  /*
+   * As much text as possible in no particular order: displays, labels, signs.
+   */
+  MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_SPARSE = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__OCR__V1__SEGMENTATION)
+} Menagerie__Ocr__V1__Segmentation;
+typedef enum _Menagerie__Ocr__V1__ObservationLevel {
+  MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_UNSPECIFIED = 0,
+  MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_BLOCK = 1,
+  MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_LINE = 2,
+  MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_WORD = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__OCR__V1__OBSERVATION_LEVEL)
+} Menagerie__Ocr__V1__ObservationLevel;
 
 /* --- messages --- */
 
+struct  Menagerie__Ocr__V1__ScanOptions
+{
+  ProtobufCMessage base;
+  /*
+   * Tesseract language codes in priority order; empty means ["ces", "eng"].
+   */
+  size_t n_languages;
+  char **languages;
+  Menagerie__Ocr__V1__RecognitionLevel level;
+  /*
+   * Words that take priority over the dictionary's look-alikes (domain terms, units, codes); no spaces.
+   */
+  size_t n_custom_words;
+  char **custom_words;
+  /*
+   * Text lower than this fraction (0–1) of the image height is left out; 0 keeps everything.
+   */
+  double minimum_text_height;
+  Menagerie__Ocr__V1__Segmentation segmentation;
+};
+#define MENAGERIE__OCR__V1__SCAN_OPTIONS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__scan_options__descriptor) \
+    , 0,NULL, MENAGERIE__OCR__V1__RECOGNITION_LEVEL__RECOGNITION_LEVEL_UNSPECIFIED, 0,NULL, 0, MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_UNSPECIFIED }
+
+
+/*
+ * Pixels of the upright image, top-left origin.
+ */
+struct  Menagerie__Ocr__V1__PixelBox
+{
+  ProtobufCMessage base;
+  int32_t x;
+  int32_t y;
+  int32_t width;
+  int32_t height;
+};
+#define MENAGERIE__OCR__V1__PIXEL_BOX__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__pixel_box__descriptor) \
+    , 0, 0, 0, 0 }
+
+
+/*
+ * Fractions 0–1 of the upright image's width and height, top-left origin.
+ */
+struct  Menagerie__Ocr__V1__NormalizedBox
+{
+  ProtobufCMessage base;
+  double x;
+  double y;
+  double width;
+  double height;
+};
+#define MENAGERIE__OCR__V1__NORMALIZED_BOX__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__normalized_box__descriptor) \
+    , 0, 0, 0, 0 }
+
+
+/*
+ * One piece of recognised text. Observations come in reading order, each block followed by its lines and each
+ * line by its words.
+ */
+struct  Menagerie__Ocr__V1__Observation
+{
+  ProtobufCMessage base;
+  Menagerie__Ocr__V1__ObservationLevel level;
+  char *text;
+  /*
+   * 0–1.
+   */
+  double confidence;
+  Menagerie__Ocr__V1__NormalizedBox *box;
+  Menagerie__Ocr__V1__PixelBox *box_px;
+  /*
+   * Index into ScanResponse.pages (0 unless the image is a multi-page TIFF).
+   */
+  uint32_t page;
+};
+#define MENAGERIE__OCR__V1__OBSERVATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__observation__descriptor) \
+    , MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, NULL, NULL, 0 }
+
+
+/*
+ * What was done to one page before recognition.
+ */
+struct  Menagerie__Ocr__V1__Page
+{
+  ProtobufCMessage base;
+  /*
+   * Size of the upright image, which the boxes refer to.
+   */
+  uint32_t width;
+  uint32_t height;
+  /*
+   * Clockwise degrees the page was turned to make it upright: 0, 90, 180 or 270.
+   */
+  uint32_t orientation_degrees;
+  /*
+   * Skew corrected, in degrees.
+   */
+  double deskew_degrees;
+  /*
+   * Light text on a dark background was inverted.
+   */
+  protobuf_c_boolean inverted;
+  char *text;
+};
+#define MENAGERIE__OCR__V1__PAGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__page__descriptor) \
+    , 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string }
+
+
+/*
+ * Seconds spent in each step.
+ */
+struct  Menagerie__Ocr__V1__Timings
+{
+  ProtobufCMessage base;
+  double decode_seconds;
+  double preprocess_seconds;
+  double recognize_seconds;
+  double total_seconds;
+};
+#define MENAGERIE__OCR__V1__TIMINGS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__timings__descriptor) \
+    , 0, 0, 0, 0 }
+
+
+/*
+ * Stream of a Scan: options in the first message (ignored in later ones), the image's bytes in `chunk`s in
+ * order (the first message may carry a chunk too).
+ */
+struct  Menagerie__Ocr__V1__ScanRequest
+{
+  ProtobufCMessage base;
+  Menagerie__Ocr__V1__ScanOptions *options;
+  ProtobufCBinaryData chunk;
+};
+#define MENAGERIE__OCR__V1__SCAN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__scan_request__descriptor) \
+    , NULL, {0,NULL} }
+
+
+struct  Menagerie__Ocr__V1__ScanResponse
+{
+  ProtobufCMessage base;
+  /*
+   * All pages' text; lines separated by newlines, blocks and pages by blank lines.
+   */
+  char *text;
+  size_t n_observations;
+  Menagerie__Ocr__V1__Observation **observations;
+  size_t n_pages;
+  Menagerie__Ocr__V1__Page **pages;
+  /*
+   * The first page's orientation_degrees.
+   */
+  uint32_t orientation_degrees;
+  Menagerie__Ocr__V1__Timings *timings;
+};
+#define MENAGERIE__OCR__V1__SCAN_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__scan_response__descriptor) \
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0, NULL }
+
+
+/*
+ * Stream of a batch: options in the first message; each file starts with a message naming it
+ * (`file_name` set), its bytes follow in `chunk`s (in that message and the next ones without a name).
+ */
+struct  Menagerie__Ocr__V1__BatchScanRequest
+{
+  ProtobufCMessage base;
+  Menagerie__Ocr__V1__ScanOptions *options;
+  char *file_name;
+  ProtobufCBinaryData chunk;
+};
+#define MENAGERIE__OCR__V1__BATCH_SCAN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__batch_scan_request__descriptor) \
+    , NULL, (char *)protobuf_c_empty_string, {0,NULL} }
+
+
+/*
+ * Returned at once; watch the job with menagerie.jobs.v1.Jobs (progress: files done / files). A SUCCEEDED job's
+ * result is a BatchScanResult.
+ */
+struct  Menagerie__Ocr__V1__StartBatchScanResponse
+{
+  ProtobufCMessage base;
+  char *job_id;
+};
+#define MENAGERIE__OCR__V1__START_BATCH_SCAN_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__start_batch_scan_response__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Ocr__V1__BatchScanFile
+{
+  ProtobufCMessage base;
+  char *file_name;
+  /*
+   * Set when the file was recognised.
+   */
+  Menagerie__Ocr__V1__ScanResponse *result;
+  /*
+   * gRPC status code and message when it was not (0 when it was): NOT_FOUND for no text, INVALID_ARGUMENT
+   * for bytes that are no image, …
+   */
+  uint32_t error_code;
+  char *error_message;
+};
+#define MENAGERIE__OCR__V1__BATCH_SCAN_FILE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__batch_scan_file__descriptor) \
+    , (char *)protobuf_c_empty_string, NULL, 0, (char *)protobuf_c_empty_string }
+
+
+/*
+ * A batch job's result: one entry per file in upload order.
+ */
+struct  Menagerie__Ocr__V1__BatchScanResult
+{
+  ProtobufCMessage base;
+  size_t n_files;
+  Menagerie__Ocr__V1__BatchScanFile **files;
+};
+#define MENAGERIE__OCR__V1__BATCH_SCAN_RESULT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__batch_scan_result__descriptor) \
+    , 0,NULL }
+
+
+/*
+ * A value read from every photo of a template: its name and where it sat on the template's first photo.
+ */
+struct  Menagerie__Ocr__V1__ValueDefinition
+{
+  ProtobufCMessage base;
+  char *name;
+  Menagerie__Ocr__V1__NormalizedBox *region;
+  /*
+   * The level of the observation it was picked from; values match observations of their level. Default WORD.
+   */
+  Menagerie__Ocr__V1__ObservationLevel level;
+};
+#define MENAGERIE__OCR__V1__VALUE_DEFINITION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__value_definition__descriptor) \
+    , (char *)protobuf_c_empty_string, NULL, MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_UNSPECIFIED }
+
+
+struct  Menagerie__Ocr__V1__Template
+{
+  ProtobufCMessage base;
+  int64_t id;
+  char *name;
+  char *description;
+  /*
+   * Unix time in seconds.
+   */
+  double created_at;
+  /*
+   * In CSV column order.
+   */
+  size_t n_values;
+  Menagerie__Ocr__V1__ValueDefinition **values;
+};
+#define MENAGERIE__OCR__V1__TEMPLATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__template__descriptor) \
+    , 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0,NULL }
+
+
+struct  Menagerie__Ocr__V1__RecordValue
+{
+  ProtobufCMessage base;
+  char *name;
+  /*
+   * Empty when the value's region held no text.
+   */
+  char *text;
+  /*
+   * 0–1: the recogniser's confidence, 0 for an empty value; a value the user typed is saved with 1.
+   */
+  double confidence;
+};
+#define MENAGERIE__OCR__V1__RECORD_VALUE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__record_value__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Menagerie__Ocr__V1__Record
+{
+  ProtobufCMessage base;
+  int64_t id;
+  int64_t template_id;
+  /*
+   * Unix time in seconds (millisecond precision).
+   */
+  double created_at;
+  /*
+   * In the template's value order.
+   */
+  size_t n_values;
+  Menagerie__Ocr__V1__RecordValue **values;
+};
+#define MENAGERIE__OCR__V1__RECORD__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__record__descriptor) \
+    , 0, 0, 0, 0,NULL }
+
+
+/*
+ * Made from a scan's observations: the client picks the observations that are values and names them
+ * (`region` = the observation's `box`, `level` = its level).
+ */
+struct  Menagerie__Ocr__V1__CreateTemplateRequest
+{
+  ProtobufCMessage base;
+  char *name;
+  char *description;
+  size_t n_values;
+  Menagerie__Ocr__V1__ValueDefinition **values;
+  /*
+   * The first photo's values (one per value, in order) saved as the first record; empty: no record.
+   */
+  size_t n_first_record;
+  Menagerie__Ocr__V1__RecordValue **first_record;
+};
+#define MENAGERIE__OCR__V1__CREATE_TEMPLATE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__create_template_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL, 0,NULL }
+
+
+struct  Menagerie__Ocr__V1__CreateTemplateResponse
+{
+  ProtobufCMessage base;
+  Menagerie__Ocr__V1__Template *template_;
+  /*
+   * Set when first_record was given.
+   */
+  Menagerie__Ocr__V1__Record *first_record;
+};
+#define MENAGERIE__OCR__V1__CREATE_TEMPLATE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__create_template_response__descriptor) \
+    , NULL, NULL }
+
+
+struct  Menagerie__Ocr__V1__ListTemplatesRequest
+{
+  ProtobufCMessage base;
+};
+#define MENAGERIE__OCR__V1__LIST_TEMPLATES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__list_templates_request__descriptor) \
+     }
+
+
+struct  Menagerie__Ocr__V1__ListTemplatesResponse
+{
+  ProtobufCMessage base;
+  /*
+   * By name.
+   */
+  size_t n_templates;
+  Menagerie__Ocr__V1__Template **templates;
+};
+#define MENAGERIE__OCR__V1__LIST_TEMPLATES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__list_templates_response__descriptor) \
+    , 0,NULL }
+
+
+/*
+ * `template` names a template by name, or by id when no template has that name.
+ */
+struct  Menagerie__Ocr__V1__GetTemplateRequest
+{
+  ProtobufCMessage base;
+  char *template_;
+};
+#define MENAGERIE__OCR__V1__GET_TEMPLATE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__get_template_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Ocr__V1__GetTemplateResponse
+{
+  ProtobufCMessage base;
+  Menagerie__Ocr__V1__Template *template_;
+};
+#define MENAGERIE__OCR__V1__GET_TEMPLATE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__get_template_response__descriptor) \
+    , NULL }
+
+
+struct  Menagerie__Ocr__V1__RenameTemplateRequest
+{
+  ProtobufCMessage base;
+  char *template_;
+  char *new_name;
+};
+#define MENAGERIE__OCR__V1__RENAME_TEMPLATE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__rename_template_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Ocr__V1__RenameTemplateResponse
+{
+  ProtobufCMessage base;
+  Menagerie__Ocr__V1__Template *template_;
+};
+#define MENAGERIE__OCR__V1__RENAME_TEMPLATE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__rename_template_response__descriptor) \
+    , NULL }
+
+
+struct  Menagerie__Ocr__V1__ValueRename
+{
+  ProtobufCMessage base;
+  char *from;
+  char *to;
+};
+#define MENAGERIE__OCR__V1__VALUE_RENAME__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__value_rename__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+/*
+ * Renames values; records keep their values (they are stored by position). Swapping two names is allowed.
+ */
+struct  Menagerie__Ocr__V1__RenameValuesRequest
+{
+  ProtobufCMessage base;
+  char *template_;
+  size_t n_renames;
+  Menagerie__Ocr__V1__ValueRename **renames;
+};
+#define MENAGERIE__OCR__V1__RENAME_VALUES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__rename_values_request__descriptor) \
+    , (char *)protobuf_c_empty_string, 0,NULL }
+
+
+struct  Menagerie__Ocr__V1__RenameValuesResponse
+{
+  ProtobufCMessage base;
+  Menagerie__Ocr__V1__Template *template_;
+};
+#define MENAGERIE__OCR__V1__RENAME_VALUES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__rename_values_response__descriptor) \
+    , NULL }
+
+
+/*
+ * Deletes the template and all its records.
+ */
+struct  Menagerie__Ocr__V1__DeleteTemplateRequest
+{
+  ProtobufCMessage base;
+  char *template_;
+};
+#define MENAGERIE__OCR__V1__DELETE_TEMPLATE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__delete_template_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Ocr__V1__DeleteTemplateResponse
+{
+  ProtobufCMessage base;
+};
+#define MENAGERIE__OCR__V1__DELETE_TEMPLATE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__delete_template_response__descriptor) \
+     }
+
+
+/*
+ * Stream of a DraftRecord: the template and options in the first message, the photo's bytes in chunks.
+ */
+struct  Menagerie__Ocr__V1__DraftRecordRequest
+{
+  ProtobufCMessage base;
+  char *template_;
+  Menagerie__Ocr__V1__ScanOptions *options;
+  ProtobufCBinaryData chunk;
+};
+#define MENAGERIE__OCR__V1__DRAFT_RECORD_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__draft_record_request__descriptor) \
+    , (char *)protobuf_c_empty_string, NULL, {0,NULL} }
+
+
+/*
+ * The photo's values matched to the template's regions, for the user to check and correct before AddRecord.
+ * Nothing is saved.
+ */
+struct  Menagerie__Ocr__V1__DraftRecordResponse
+{
+  ProtobufCMessage base;
+  Menagerie__Ocr__V1__Template *template_;
+  /*
+   * One per template value, in order.
+   */
+  size_t n_values;
+  Menagerie__Ocr__V1__RecordValue **values;
+  Menagerie__Ocr__V1__ScanResponse *scan;
+};
+#define MENAGERIE__OCR__V1__DRAFT_RECORD_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__draft_record_response__descriptor) \
+    , NULL, 0,NULL, NULL }
+
+
+typedef enum {
+  MENAGERIE__OCR__V1__ADD_RECORD_REQUEST___CREATED_AT__NOT_SET = 0,
+  MENAGERIE__OCR__V1__ADD_RECORD_REQUEST___CREATED_AT_CREATED_AT = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__OCR__V1__ADD_RECORD_REQUEST___CREATED_AT__CASE)
+} Menagerie__Ocr__V1__AddRecordRequest__CreatedAtCase;
+
+struct  Menagerie__Ocr__V1__AddRecordRequest
+{
+  ProtobufCMessage base;
+  char *template_;
+  /*
+   * One per template value, in order.
+   */
+  size_t n_values;
+  Menagerie__Ocr__V1__RecordValue **values;
+  Menagerie__Ocr__V1__AddRecordRequest__CreatedAtCase _created_at_case;
+  union {
+    /*
+     * Unix time in seconds; unset: now.
+     */
+    double created_at;
+  };
+};
+#define MENAGERIE__OCR__V1__ADD_RECORD_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__add_record_request__descriptor) \
+    , (char *)protobuf_c_empty_string, 0,NULL, MENAGERIE__OCR__V1__ADD_RECORD_REQUEST___CREATED_AT__NOT_SET, {0} }
+
+
+struct  Menagerie__Ocr__V1__AddRecordResponse
+{
+  ProtobufCMessage base;
+  Menagerie__Ocr__V1__Record *record;
+};
+#define MENAGERIE__OCR__V1__ADD_RECORD_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__add_record_response__descriptor) \
+    , NULL }
+
+
+/*
+ * The newest records, newest first.
+ */
+struct  Menagerie__Ocr__V1__LatestRecordsRequest
+{
+  ProtobufCMessage base;
+  char *template_;
+  /*
+   * 0 means 5.
+   */
+  uint32_t limit;
+};
+#define MENAGERIE__OCR__V1__LATEST_RECORDS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__latest_records_request__descriptor) \
+    , (char *)protobuf_c_empty_string, 0 }
+
+
+struct  Menagerie__Ocr__V1__LatestRecordsResponse
+{
+  ProtobufCMessage base;
+  size_t n_records;
+  Menagerie__Ocr__V1__Record **records;
+};
+#define MENAGERIE__OCR__V1__LATEST_RECORDS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__latest_records_response__descriptor) \
+    , 0,NULL }
+
+
+/*
+ * All records in time order, a page at a time.
+ */
+struct  Menagerie__Ocr__V1__ListRecordsRequest
+{
+  ProtobufCMessage base;
+  char *template_;
+  /*
+   * 0 means 100; at most 1000.
+   */
+  uint32_t page_size;
+  /*
+   * From the previous response; empty for the first page.
+   */
+  char *page_token;
+};
+#define MENAGERIE__OCR__V1__LIST_RECORDS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__list_records_request__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Ocr__V1__ListRecordsResponse
+{
+  ProtobufCMessage base;
+  size_t n_records;
+  Menagerie__Ocr__V1__Record **records;
+  /*
+   * Empty on the last page.
+   */
+  char *next_page_token;
+};
+#define MENAGERIE__OCR__V1__LIST_RECORDS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__list_records_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Ocr__V1__DeleteRecordRequest
+{
+  ProtobufCMessage base;
+  int64_t record_id;
+};
+#define MENAGERIE__OCR__V1__DELETE_RECORD_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__delete_record_request__descriptor) \
+    , 0 }
+
+
+struct  Menagerie__Ocr__V1__DeleteRecordResponse
+{
+  ProtobufCMessage base;
+};
+#define MENAGERIE__OCR__V1__DELETE_RECORD_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__delete_record_response__descriptor) \
+     }
+
+
+struct  Menagerie__Ocr__V1__ExportRecordsRequest
+{
+  ProtobufCMessage base;
+  char *template_;
+};
+#define MENAGERIE__OCR__V1__EXPORT_RECORDS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__export_records_request__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+/*
+ * A piece of the CSV export, streamed in order: RFC 4180 (CRLF line ends, fields with commas, quotes or
+ * newlines quoted), UTF-8 without a byte-order mark; header `Date` + the value names, one row per record in time
+ * order, ISO 8601 UTC timestamps.
+ */
+struct  Menagerie__Ocr__V1__ExportRecordsChunk
+{
+  ProtobufCMessage base;
+  char *csv;
+};
+#define MENAGERIE__OCR__V1__EXPORT_RECORDS_CHUNK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__export_records_chunk__descriptor) \
+    , (char *)protobuf_c_empty_string }
+
+
+/* Menagerie__Ocr__V1__ScanOptions methods */
+void   menagerie__ocr__v1__scan_options__init
+                     (Menagerie__Ocr__V1__ScanOptions         *message);
+size_t menagerie__ocr__v1__scan_options__get_packed_size
+                     (const Menagerie__Ocr__V1__ScanOptions   *message);
+size_t menagerie__ocr__v1__scan_options__pack
+                     (const Menagerie__Ocr__V1__ScanOptions   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__scan_options__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ScanOptions   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__ScanOptions *
+       menagerie__ocr__v1__scan_options__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__scan_options__free_unpacked
+                     (Menagerie__Ocr__V1__ScanOptions *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__PixelBox methods */
+void   menagerie__ocr__v1__pixel_box__init
+                     (Menagerie__Ocr__V1__PixelBox         *message);
+size_t menagerie__ocr__v1__pixel_box__get_packed_size
+                     (const Menagerie__Ocr__V1__PixelBox   *message);
+size_t menagerie__ocr__v1__pixel_box__pack
+                     (const Menagerie__Ocr__V1__PixelBox   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__pixel_box__pack_to_buffer
+                     (const Menagerie__Ocr__V1__PixelBox   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__PixelBox *
+       menagerie__ocr__v1__pixel_box__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__pixel_box__free_unpacked
+                     (Menagerie__Ocr__V1__PixelBox *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__NormalizedBox methods */
+void   menagerie__ocr__v1__normalized_box__init
+                     (Menagerie__Ocr__V1__NormalizedBox         *message);
+size_t menagerie__ocr__v1__normalized_box__get_packed_size
+                     (const Menagerie__Ocr__V1__NormalizedBox   *message);
+size_t menagerie__ocr__v1__normalized_box__pack
+                     (const Menagerie__Ocr__V1__NormalizedBox   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__normalized_box__pack_to_buffer
+                     (const Menagerie__Ocr__V1__NormalizedBox   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__NormalizedBox *
+       menagerie__ocr__v1__normalized_box__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__normalized_box__free_unpacked
+                     (Menagerie__Ocr__V1__NormalizedBox *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__Observation methods */
+void   menagerie__ocr__v1__observation__init
+                     (Menagerie__Ocr__V1__Observation         *message);
+size_t menagerie__ocr__v1__observation__get_packed_size
+                     (const Menagerie__Ocr__V1__Observation   *message);
+size_t menagerie__ocr__v1__observation__pack
+                     (const Menagerie__Ocr__V1__Observation   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__observation__pack_to_buffer
+                     (const Menagerie__Ocr__V1__Observation   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__Observation *
+       menagerie__ocr__v1__observation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__observation__free_unpacked
+                     (Menagerie__Ocr__V1__Observation *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__Page methods */
+void   menagerie__ocr__v1__page__init
+                     (Menagerie__Ocr__V1__Page         *message);
+size_t menagerie__ocr__v1__page__get_packed_size
+                     (const Menagerie__Ocr__V1__Page   *message);
+size_t menagerie__ocr__v1__page__pack
+                     (const Menagerie__Ocr__V1__Page   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__page__pack_to_buffer
+                     (const Menagerie__Ocr__V1__Page   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__Page *
+       menagerie__ocr__v1__page__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__page__free_unpacked
+                     (Menagerie__Ocr__V1__Page *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__Timings methods */
+void   menagerie__ocr__v1__timings__init
+                     (Menagerie__Ocr__V1__Timings         *message);
+size_t menagerie__ocr__v1__timings__get_packed_size
+                     (const Menagerie__Ocr__V1__Timings   *message);
+size_t menagerie__ocr__v1__timings__pack
+                     (const Menagerie__Ocr__V1__Timings   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__timings__pack_to_buffer
+                     (const Menagerie__Ocr__V1__Timings   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__Timings *
+       menagerie__ocr__v1__timings__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__timings__free_unpacked
+                     (Menagerie__Ocr__V1__Timings *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__ScanRequest methods */
+void   menagerie__ocr__v1__scan_request__init
+                     (Menagerie__Ocr__V1__ScanRequest         *message);
+size_t menagerie__ocr__v1__scan_request__get_packed_size
+                     (const Menagerie__Ocr__V1__ScanRequest   *message);
+size_t menagerie__ocr__v1__scan_request__pack
+                     (const Menagerie__Ocr__V1__ScanRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__scan_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ScanRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__ScanRequest *
+       menagerie__ocr__v1__scan_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__scan_request__free_unpacked
+                     (Menagerie__Ocr__V1__ScanRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__ScanResponse methods */
+void   menagerie__ocr__v1__scan_response__init
+                     (Menagerie__Ocr__V1__ScanResponse         *message);
+size_t menagerie__ocr__v1__scan_response__get_packed_size
+                     (const Menagerie__Ocr__V1__ScanResponse   *message);
+size_t menagerie__ocr__v1__scan_response__pack
+                     (const Menagerie__Ocr__V1__ScanResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__scan_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ScanResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__ScanResponse *
+       menagerie__ocr__v1__scan_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__scan_response__free_unpacked
+                     (Menagerie__Ocr__V1__ScanResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__BatchScanRequest methods */
+void   menagerie__ocr__v1__batch_scan_request__init
+                     (Menagerie__Ocr__V1__BatchScanRequest         *message);
+size_t menagerie__ocr__v1__batch_scan_request__get_packed_size
+                     (const Menagerie__Ocr__V1__BatchScanRequest   *message);
+size_t menagerie__ocr__v1__batch_scan_request__pack
+                     (const Menagerie__Ocr__V1__BatchScanRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__batch_scan_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__BatchScanRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__BatchScanRequest *
+       menagerie__ocr__v1__batch_scan_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__batch_scan_request__free_unpacked
+                     (Menagerie__Ocr__V1__BatchScanRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__StartBatchScanResponse methods */
+void   menagerie__ocr__v1__start_batch_scan_response__init
+                     (Menagerie__Ocr__V1__StartBatchScanResponse         *message);
+size_t menagerie__ocr__v1__start_batch_scan_response__get_packed_size
+                     (const Menagerie__Ocr__V1__StartBatchScanResponse   *message);
+size_t menagerie__ocr__v1__start_batch_scan_response__pack
+                     (const Menagerie__Ocr__V1__StartBatchScanResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__start_batch_scan_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__StartBatchScanResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__StartBatchScanResponse *
+       menagerie__ocr__v1__start_batch_scan_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__start_batch_scan_response__free_unpacked
+                     (Menagerie__Ocr__V1__StartBatchScanResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__BatchScanFile methods */
+void   menagerie__ocr__v1__batch_scan_file__init
+                     (Menagerie__Ocr__V1__BatchScanFile         *message);
+size_t menagerie__ocr__v1__batch_scan_file__get_packed_size
+                     (const Menagerie__Ocr__V1__BatchScanFile   *message);
+size_t menagerie__ocr__v1__batch_scan_file__pack
+                     (const Menagerie__Ocr__V1__BatchScanFile   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__batch_scan_file__pack_to_buffer
+                     (const Menagerie__Ocr__V1__BatchScanFile   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__BatchScanFile *
+       menagerie__ocr__v1__batch_scan_file__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__batch_scan_file__free_unpacked
+                     (Menagerie__Ocr__V1__BatchScanFile *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__BatchScanResult methods */
+void   menagerie__ocr__v1__batch_scan_result__init
+                     (Menagerie__Ocr__V1__BatchScanResult         *message);
+size_t menagerie__ocr__v1__batch_scan_result__get_packed_size
+                     (const Menagerie__Ocr__V1__BatchScanResult   *message);
+size_t menagerie__ocr__v1__batch_scan_result__pack
+                     (const Menagerie__Ocr__V1__BatchScanResult   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__batch_scan_result__pack_to_buffer
+                     (const Menagerie__Ocr__V1__BatchScanResult   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__BatchScanResult *
+       menagerie__ocr__v1__batch_scan_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__batch_scan_result__free_unpacked
+                     (Menagerie__Ocr__V1__BatchScanResult *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__ValueDefinition methods */
+void   menagerie__ocr__v1__value_definition__init
+                     (Menagerie__Ocr__V1__ValueDefinition         *message);
+size_t menagerie__ocr__v1__value_definition__get_packed_size
+                     (const Menagerie__Ocr__V1__ValueDefinition   *message);
+size_t menagerie__ocr__v1__value_definition__pack
+                     (const Menagerie__Ocr__V1__ValueDefinition   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__value_definition__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ValueDefinition   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__ValueDefinition *
+       menagerie__ocr__v1__value_definition__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__value_definition__free_unpacked
+                     (Menagerie__Ocr__V1__ValueDefinition *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__Template methods */
+void   menagerie__ocr__v1__template__init
+                     (Menagerie__Ocr__V1__Template         *message);
+size_t menagerie__ocr__v1__template__get_packed_size
+                     (const Menagerie__Ocr__V1__Template   *message);
+size_t menagerie__ocr__v1__template__pack
+                     (const Menagerie__Ocr__V1__Template   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__template__pack_to_buffer
+                     (const Menagerie__Ocr__V1__Template   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__Template *
+       menagerie__ocr__v1__template__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__template__free_unpacked
+                     (Menagerie__Ocr__V1__Template *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__RecordValue methods */
+void   menagerie__ocr__v1__record_value__init
+                     (Menagerie__Ocr__V1__RecordValue         *message);
+size_t menagerie__ocr__v1__record_value__get_packed_size
+                     (const Menagerie__Ocr__V1__RecordValue   *message);
+size_t menagerie__ocr__v1__record_value__pack
+                     (const Menagerie__Ocr__V1__RecordValue   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__record_value__pack_to_buffer
+                     (const Menagerie__Ocr__V1__RecordValue   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__RecordValue *
+       menagerie__ocr__v1__record_value__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__record_value__free_unpacked
+                     (Menagerie__Ocr__V1__RecordValue *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__Record methods */
+void   menagerie__ocr__v1__record__init
+                     (Menagerie__Ocr__V1__Record         *message);
+size_t menagerie__ocr__v1__record__get_packed_size
+                     (const Menagerie__Ocr__V1__Record   *message);
+size_t menagerie__ocr__v1__record__pack
+                     (const Menagerie__Ocr__V1__Record   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__record__pack_to_buffer
+                     (const Menagerie__Ocr__V1__Record   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__Record *
+       menagerie__ocr__v1__record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__record__free_unpacked
+                     (Menagerie__Ocr__V1__Record *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__CreateTemplateRequest methods */
+void   menagerie__ocr__v1__create_template_request__init
+                     (Menagerie__Ocr__V1__CreateTemplateRequest         *message);
+size_t menagerie__ocr__v1__create_template_request__get_packed_size
+                     (const Menagerie__Ocr__V1__CreateTemplateRequest   *message);
+size_t menagerie__ocr__v1__create_template_request__pack
+                     (const Menagerie__Ocr__V1__CreateTemplateRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__create_template_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__CreateTemplateRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__CreateTemplateRequest *
+       menagerie__ocr__v1__create_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__create_template_request__free_unpacked
+                     (Menagerie__Ocr__V1__CreateTemplateRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__CreateTemplateResponse methods */
+void   menagerie__ocr__v1__create_template_response__init
+                     (Menagerie__Ocr__V1__CreateTemplateResponse         *message);
+size_t menagerie__ocr__v1__create_template_response__get_packed_size
+                     (const Menagerie__Ocr__V1__CreateTemplateResponse   *message);
+size_t menagerie__ocr__v1__create_template_response__pack
+                     (const Menagerie__Ocr__V1__CreateTemplateResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__create_template_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__CreateTemplateResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__CreateTemplateResponse *
+       menagerie__ocr__v1__create_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__create_template_response__free_unpacked
+                     (Menagerie__Ocr__V1__CreateTemplateResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__ListTemplatesRequest methods */
+void   menagerie__ocr__v1__list_templates_request__init
+                     (Menagerie__Ocr__V1__ListTemplatesRequest         *message);
+size_t menagerie__ocr__v1__list_templates_request__get_packed_size
+                     (const Menagerie__Ocr__V1__ListTemplatesRequest   *message);
+size_t menagerie__ocr__v1__list_templates_request__pack
+                     (const Menagerie__Ocr__V1__ListTemplatesRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__list_templates_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ListTemplatesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__ListTemplatesRequest *
+       menagerie__ocr__v1__list_templates_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__list_templates_request__free_unpacked
+                     (Menagerie__Ocr__V1__ListTemplatesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__ListTemplatesResponse methods */
+void   menagerie__ocr__v1__list_templates_response__init
+                     (Menagerie__Ocr__V1__ListTemplatesResponse         *message);
+size_t menagerie__ocr__v1__list_templates_response__get_packed_size
+                     (const Menagerie__Ocr__V1__ListTemplatesResponse   *message);
+size_t menagerie__ocr__v1__list_templates_response__pack
+                     (const Menagerie__Ocr__V1__ListTemplatesResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__list_templates_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ListTemplatesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__ListTemplatesResponse *
+       menagerie__ocr__v1__list_templates_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__list_templates_response__free_unpacked
+                     (Menagerie__Ocr__V1__ListTemplatesResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__GetTemplateRequest methods */
+void   menagerie__ocr__v1__get_template_request__init
+                     (Menagerie__Ocr__V1__GetTemplateRequest         *message);
+size_t menagerie__ocr__v1__get_template_request__get_packed_size
+                     (const Menagerie__Ocr__V1__GetTemplateRequest   *message);
+size_t menagerie__ocr__v1__get_template_request__pack
+                     (const Menagerie__Ocr__V1__GetTemplateRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__get_template_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__GetTemplateRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__GetTemplateRequest *
+       menagerie__ocr__v1__get_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__get_template_request__free_unpacked
+                     (Menagerie__Ocr__V1__GetTemplateRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__GetTemplateResponse methods */
+void   menagerie__ocr__v1__get_template_response__init
+                     (Menagerie__Ocr__V1__GetTemplateResponse         *message);
+size_t menagerie__ocr__v1__get_template_response__get_packed_size
+                     (const Menagerie__Ocr__V1__GetTemplateResponse   *message);
+size_t menagerie__ocr__v1__get_template_response__pack
+                     (const Menagerie__Ocr__V1__GetTemplateResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__get_template_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__GetTemplateResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__GetTemplateResponse *
+       menagerie__ocr__v1__get_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__get_template_response__free_unpacked
+                     (Menagerie__Ocr__V1__GetTemplateResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__RenameTemplateRequest methods */
+void   menagerie__ocr__v1__rename_template_request__init
+                     (Menagerie__Ocr__V1__RenameTemplateRequest         *message);
+size_t menagerie__ocr__v1__rename_template_request__get_packed_size
+                     (const Menagerie__Ocr__V1__RenameTemplateRequest   *message);
+size_t menagerie__ocr__v1__rename_template_request__pack
+                     (const Menagerie__Ocr__V1__RenameTemplateRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__rename_template_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__RenameTemplateRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__RenameTemplateRequest *
+       menagerie__ocr__v1__rename_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__rename_template_request__free_unpacked
+                     (Menagerie__Ocr__V1__RenameTemplateRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__RenameTemplateResponse methods */
+void   menagerie__ocr__v1__rename_template_response__init
+                     (Menagerie__Ocr__V1__RenameTemplateResponse         *message);
+size_t menagerie__ocr__v1__rename_template_response__get_packed_size
+                     (const Menagerie__Ocr__V1__RenameTemplateResponse   *message);
+size_t menagerie__ocr__v1__rename_template_response__pack
+                     (const Menagerie__Ocr__V1__RenameTemplateResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__rename_template_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__RenameTemplateResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__RenameTemplateResponse *
+       menagerie__ocr__v1__rename_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__rename_template_response__free_unpacked
+                     (Menagerie__Ocr__V1__RenameTemplateResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__ValueRename methods */
+void   menagerie__ocr__v1__value_rename__init
+                     (Menagerie__Ocr__V1__ValueRename         *message);
+size_t menagerie__ocr__v1__value_rename__get_packed_size
+                     (const Menagerie__Ocr__V1__ValueRename   *message);
+size_t menagerie__ocr__v1__value_rename__pack
+                     (const Menagerie__Ocr__V1__ValueRename   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__value_rename__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ValueRename   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__ValueRename *
+       menagerie__ocr__v1__value_rename__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__value_rename__free_unpacked
+                     (Menagerie__Ocr__V1__ValueRename *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__RenameValuesRequest methods */
+void   menagerie__ocr__v1__rename_values_request__init
+                     (Menagerie__Ocr__V1__RenameValuesRequest         *message);
+size_t menagerie__ocr__v1__rename_values_request__get_packed_size
+                     (const Menagerie__Ocr__V1__RenameValuesRequest   *message);
+size_t menagerie__ocr__v1__rename_values_request__pack
+                     (const Menagerie__Ocr__V1__RenameValuesRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__rename_values_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__RenameValuesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__RenameValuesRequest *
+       menagerie__ocr__v1__rename_values_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__rename_values_request__free_unpacked
+                     (Menagerie__Ocr__V1__RenameValuesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__RenameValuesResponse methods */
+void   menagerie__ocr__v1__rename_values_response__init
+                     (Menagerie__Ocr__V1__RenameValuesResponse         *message);
+size_t menagerie__ocr__v1__rename_values_response__get_packed_size
+                     (const Menagerie__Ocr__V1__RenameValuesResponse   *message);
+size_t menagerie__ocr__v1__rename_values_response__pack
+                     (const Menagerie__Ocr__V1__RenameValuesResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__rename_values_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__RenameValuesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__RenameValuesResponse *
+       menagerie__ocr__v1__rename_values_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__rename_values_response__free_unpacked
+                     (Menagerie__Ocr__V1__RenameValuesResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__DeleteTemplateRequest methods */
+void   menagerie__ocr__v1__delete_template_request__init
+                     (Menagerie__Ocr__V1__DeleteTemplateRequest         *message);
+size_t menagerie__ocr__v1__delete_template_request__get_packed_size
+                     (const Menagerie__Ocr__V1__DeleteTemplateRequest   *message);
+size_t menagerie__ocr__v1__delete_template_request__pack
+                     (const Menagerie__Ocr__V1__DeleteTemplateRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__delete_template_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__DeleteTemplateRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__DeleteTemplateRequest *
+       menagerie__ocr__v1__delete_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__delete_template_request__free_unpacked
+                     (Menagerie__Ocr__V1__DeleteTemplateRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__DeleteTemplateResponse methods */
+void   menagerie__ocr__v1__delete_template_response__init
+                     (Menagerie__Ocr__V1__DeleteTemplateResponse         *message);
+size_t menagerie__ocr__v1__delete_template_response__get_packed_size
+                     (const Menagerie__Ocr__V1__DeleteTemplateResponse   *message);
+size_t menagerie__ocr__v1__delete_template_response__pack
+                     (const Menagerie__Ocr__V1__DeleteTemplateResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__delete_template_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__DeleteTemplateResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__DeleteTemplateResponse *
+       menagerie__ocr__v1__delete_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__delete_template_response__free_unpacked
+                     (Menagerie__Ocr__V1__DeleteTemplateResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__DraftRecordRequest methods */
+void   menagerie__ocr__v1__draft_record_request__init
+                     (Menagerie__Ocr__V1__DraftRecordRequest         *message);
+size_t menagerie__ocr__v1__draft_record_request__get_packed_size
+                     (const Menagerie__Ocr__V1__DraftRecordRequest   *message);
+size_t menagerie__ocr__v1__draft_record_request__pack
+                     (const Menagerie__Ocr__V1__DraftRecordRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__draft_record_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__DraftRecordRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__DraftRecordRequest *
+       menagerie__ocr__v1__draft_record_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__draft_record_request__free_unpacked
+                     (Menagerie__Ocr__V1__DraftRecordRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__DraftRecordResponse methods */
+void   menagerie__ocr__v1__draft_record_response__init
+                     (Menagerie__Ocr__V1__DraftRecordResponse         *message);
+size_t menagerie__ocr__v1__draft_record_response__get_packed_size
+                     (const Menagerie__Ocr__V1__DraftRecordResponse   *message);
+size_t menagerie__ocr__v1__draft_record_response__pack
+                     (const Menagerie__Ocr__V1__DraftRecordResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__draft_record_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__DraftRecordResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__DraftRecordResponse *
+       menagerie__ocr__v1__draft_record_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__draft_record_response__free_unpacked
+                     (Menagerie__Ocr__V1__DraftRecordResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__AddRecordRequest methods */
+void   menagerie__ocr__v1__add_record_request__init
+                     (Menagerie__Ocr__V1__AddRecordRequest         *message);
+size_t menagerie__ocr__v1__add_record_request__get_packed_size
+                     (const Menagerie__Ocr__V1__AddRecordRequest   *message);
+size_t menagerie__ocr__v1__add_record_request__pack
+                     (const Menagerie__Ocr__V1__AddRecordRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__add_record_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__AddRecordRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__AddRecordRequest *
+       menagerie__ocr__v1__add_record_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__add_record_request__free_unpacked
+                     (Menagerie__Ocr__V1__AddRecordRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__AddRecordResponse methods */
+void   menagerie__ocr__v1__add_record_response__init
+                     (Menagerie__Ocr__V1__AddRecordResponse         *message);
+size_t menagerie__ocr__v1__add_record_response__get_packed_size
+                     (const Menagerie__Ocr__V1__AddRecordResponse   *message);
+size_t menagerie__ocr__v1__add_record_response__pack
+                     (const Menagerie__Ocr__V1__AddRecordResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__add_record_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__AddRecordResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__AddRecordResponse *
+       menagerie__ocr__v1__add_record_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__add_record_response__free_unpacked
+                     (Menagerie__Ocr__V1__AddRecordResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__LatestRecordsRequest methods */
+void   menagerie__ocr__v1__latest_records_request__init
+                     (Menagerie__Ocr__V1__LatestRecordsRequest         *message);
+size_t menagerie__ocr__v1__latest_records_request__get_packed_size
+                     (const Menagerie__Ocr__V1__LatestRecordsRequest   *message);
+size_t menagerie__ocr__v1__latest_records_request__pack
+                     (const Menagerie__Ocr__V1__LatestRecordsRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__latest_records_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__LatestRecordsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__LatestRecordsRequest *
+       menagerie__ocr__v1__latest_records_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__latest_records_request__free_unpacked
+                     (Menagerie__Ocr__V1__LatestRecordsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__LatestRecordsResponse methods */
+void   menagerie__ocr__v1__latest_records_response__init
+                     (Menagerie__Ocr__V1__LatestRecordsResponse         *message);
+size_t menagerie__ocr__v1__latest_records_response__get_packed_size
+                     (const Menagerie__Ocr__V1__LatestRecordsResponse   *message);
+size_t menagerie__ocr__v1__latest_records_response__pack
+                     (const Menagerie__Ocr__V1__LatestRecordsResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__latest_records_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__LatestRecordsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__LatestRecordsResponse *
+       menagerie__ocr__v1__latest_records_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__latest_records_response__free_unpacked
+                     (Menagerie__Ocr__V1__LatestRecordsResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__ListRecordsRequest methods */
+void   menagerie__ocr__v1__list_records_request__init
+                     (Menagerie__Ocr__V1__ListRecordsRequest         *message);
+size_t menagerie__ocr__v1__list_records_request__get_packed_size
+                     (const Menagerie__Ocr__V1__ListRecordsRequest   *message);
+size_t menagerie__ocr__v1__list_records_request__pack
+                     (const Menagerie__Ocr__V1__ListRecordsRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__list_records_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ListRecordsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__ListRecordsRequest *
+       menagerie__ocr__v1__list_records_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__list_records_request__free_unpacked
+                     (Menagerie__Ocr__V1__ListRecordsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__ListRecordsResponse methods */
+void   menagerie__ocr__v1__list_records_response__init
+                     (Menagerie__Ocr__V1__ListRecordsResponse         *message);
+size_t menagerie__ocr__v1__list_records_response__get_packed_size
+                     (const Menagerie__Ocr__V1__ListRecordsResponse   *message);
+size_t menagerie__ocr__v1__list_records_response__pack
+                     (const Menagerie__Ocr__V1__ListRecordsResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__list_records_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ListRecordsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__ListRecordsResponse *
+       menagerie__ocr__v1__list_records_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__list_records_response__free_unpacked
+                     (Menagerie__Ocr__V1__ListRecordsResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__DeleteRecordRequest methods */
+void   menagerie__ocr__v1__delete_record_request__init
+                     (Menagerie__Ocr__V1__DeleteRecordRequest         *message);
+size_t menagerie__ocr__v1__delete_record_request__get_packed_size
+                     (const Menagerie__Ocr__V1__DeleteRecordRequest   *message);
+size_t menagerie__ocr__v1__delete_record_request__pack
+                     (const Menagerie__Ocr__V1__DeleteRecordRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__delete_record_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__DeleteRecordRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__DeleteRecordRequest *
+       menagerie__ocr__v1__delete_record_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__delete_record_request__free_unpacked
+                     (Menagerie__Ocr__V1__DeleteRecordRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__DeleteRecordResponse methods */
+void   menagerie__ocr__v1__delete_record_response__init
+                     (Menagerie__Ocr__V1__DeleteRecordResponse         *message);
+size_t menagerie__ocr__v1__delete_record_response__get_packed_size
+                     (const Menagerie__Ocr__V1__DeleteRecordResponse   *message);
+size_t menagerie__ocr__v1__delete_record_response__pack
+                     (const Menagerie__Ocr__V1__DeleteRecordResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__delete_record_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__DeleteRecordResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__DeleteRecordResponse *
+       menagerie__ocr__v1__delete_record_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__delete_record_response__free_unpacked
+                     (Menagerie__Ocr__V1__DeleteRecordResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__ExportRecordsRequest methods */
+void   menagerie__ocr__v1__export_records_request__init
+                     (Menagerie__Ocr__V1__ExportRecordsRequest         *message);
+size_t menagerie__ocr__v1__export_records_request__get_packed_size
+                     (const Menagerie__Ocr__V1__ExportRecordsRequest   *message);
+size_t menagerie__ocr__v1__export_records_request__pack
+                     (const Menagerie__Ocr__V1__ExportRecordsRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__export_records_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ExportRecordsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__ExportRecordsRequest *
+       menagerie__ocr__v1__export_records_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__export_records_request__free_unpacked
+                     (Menagerie__Ocr__V1__ExportRecordsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__ExportRecordsChunk methods */
+void   menagerie__ocr__v1__export_records_chunk__init
+                     (Menagerie__Ocr__V1__ExportRecordsChunk         *message);
+size_t menagerie__ocr__v1__export_records_chunk__get_packed_size
+                     (const Menagerie__Ocr__V1__ExportRecordsChunk   *message);
+size_t menagerie__ocr__v1__export_records_chunk__pack
+                     (const Menagerie__Ocr__V1__ExportRecordsChunk   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__export_records_chunk__pack_to_buffer
+                     (const Menagerie__Ocr__V1__ExportRecordsChunk   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__ExportRecordsChunk *
+       menagerie__ocr__v1__export_records_chunk__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__export_records_chunk__free_unpacked
+                     (Menagerie__Ocr__V1__ExportRecordsChunk *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
+typedef void (*Menagerie__Ocr__V1__ScanOptions_Closure)
+                 (const Menagerie__Ocr__V1__ScanOptions *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__PixelBox_Closure)
+                 (const Menagerie__Ocr__V1__PixelBox *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__NormalizedBox_Closure)
+                 (const Menagerie__Ocr__V1__NormalizedBox *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__Observation_Closure)
+                 (const Menagerie__Ocr__V1__Observation *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__Page_Closure)
+                 (const Menagerie__Ocr__V1__Page *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__Timings_Closure)
+                 (const Menagerie__Ocr__V1__Timings *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__ScanRequest_Closure)
+                 (const Menagerie__Ocr__V1__ScanRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__ScanResponse_Closure)
+                 (const Menagerie__Ocr__V1__ScanResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__BatchScanRequest_Closure)
+                 (const Menagerie__Ocr__V1__BatchScanRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__StartBatchScanResponse_Closure)
+                 (const Menagerie__Ocr__V1__StartBatchScanResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__BatchScanFile_Closure)
+                 (const Menagerie__Ocr__V1__BatchScanFile *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__BatchScanResult_Closure)
+                 (const Menagerie__Ocr__V1__BatchScanResult *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__ValueDefinition_Closure)
+                 (const Menagerie__Ocr__V1__ValueDefinition *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__Template_Closure)
+                 (const Menagerie__Ocr__V1__Template *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__RecordValue_Closure)
+                 (const Menagerie__Ocr__V1__RecordValue *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__Record_Closure)
+                 (const Menagerie__Ocr__V1__Record *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__CreateTemplateRequest_Closure)
+                 (const Menagerie__Ocr__V1__CreateTemplateRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__CreateTemplateResponse_Closure)
+                 (const Menagerie__Ocr__V1__CreateTemplateResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__ListTemplatesRequest_Closure)
+                 (const Menagerie__Ocr__V1__ListTemplatesRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__ListTemplatesResponse_Closure)
+                 (const Menagerie__Ocr__V1__ListTemplatesResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__GetTemplateRequest_Closure)
+                 (const Menagerie__Ocr__V1__GetTemplateRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__GetTemplateResponse_Closure)
+                 (const Menagerie__Ocr__V1__GetTemplateResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__RenameTemplateRequest_Closure)
+                 (const Menagerie__Ocr__V1__RenameTemplateRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__RenameTemplateResponse_Closure)
+                 (const Menagerie__Ocr__V1__RenameTemplateResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__ValueRename_Closure)
+                 (const Menagerie__Ocr__V1__ValueRename *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__RenameValuesRequest_Closure)
+                 (const Menagerie__Ocr__V1__RenameValuesRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__RenameValuesResponse_Closure)
+                 (const Menagerie__Ocr__V1__RenameValuesResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__DeleteTemplateRequest_Closure)
+                 (const Menagerie__Ocr__V1__DeleteTemplateRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__DeleteTemplateResponse_Closure)
+                 (const Menagerie__Ocr__V1__DeleteTemplateResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__DraftRecordRequest_Closure)
+                 (const Menagerie__Ocr__V1__DraftRecordRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__DraftRecordResponse_Closure)
+                 (const Menagerie__Ocr__V1__DraftRecordResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__AddRecordRequest_Closure)
+                 (const Menagerie__Ocr__V1__AddRecordRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__AddRecordResponse_Closure)
+                 (const Menagerie__Ocr__V1__AddRecordResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__LatestRecordsRequest_Closure)
+                 (const Menagerie__Ocr__V1__LatestRecordsRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__LatestRecordsResponse_Closure)
+                 (const Menagerie__Ocr__V1__LatestRecordsResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__ListRecordsRequest_Closure)
+                 (const Menagerie__Ocr__V1__ListRecordsRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__ListRecordsResponse_Closure)
+                 (const Menagerie__Ocr__V1__ListRecordsResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__DeleteRecordRequest_Closure)
+                 (const Menagerie__Ocr__V1__DeleteRecordRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__DeleteRecordResponse_Closure)
+                 (const Menagerie__Ocr__V1__DeleteRecordResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__ExportRecordsRequest_Closure)
+                 (const Menagerie__Ocr__V1__ExportRecordsRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__ExportRecordsChunk_Closure)
+                 (const Menagerie__Ocr__V1__ExportRecordsChunk *message,
+                  void *closure_data);
 
 /* --- services --- */
 
+typedef struct Menagerie__Ocr__V1__OCR_Service Menagerie__Ocr__V1__OCR_Service;
+struct Menagerie__Ocr__V1__OCR_Service
+{
+  ProtobufCService base;
+  void (*create_template)(Menagerie__Ocr__V1__OCR_Service *service,
+                          const Menagerie__Ocr__V1__CreateTemplateRequest *input,
+                          Menagerie__Ocr__V1__CreateTemplateResponse_Closure closure,
+                          void *closure_data);
+  void (*list_templates)(Menagerie__Ocr__V1__OCR_Service *service,
+                         const Menagerie__Ocr__V1__ListTemplatesRequest *input,
+                         Menagerie__Ocr__V1__ListTemplatesResponse_Closure closure,
+                         void *closure_data);
+  void (*get_template)(Menagerie__Ocr__V1__OCR_Service *service,
+                       const Menagerie__Ocr__V1__GetTemplateRequest *input,
+                       Menagerie__Ocr__V1__GetTemplateResponse_Closure closure,
+                       void *closure_data);
+  void (*rename_template)(Menagerie__Ocr__V1__OCR_Service *service,
+                          const Menagerie__Ocr__V1__RenameTemplateRequest *input,
+                          Menagerie__Ocr__V1__RenameTemplateResponse_Closure closure,
+                          void *closure_data);
+  void (*rename_values)(Menagerie__Ocr__V1__OCR_Service *service,
+                        const Menagerie__Ocr__V1__RenameValuesRequest *input,
+                        Menagerie__Ocr__V1__RenameValuesResponse_Closure closure,
+                        void *closure_data);
+  void (*delete_template)(Menagerie__Ocr__V1__OCR_Service *service,
+                          const Menagerie__Ocr__V1__DeleteTemplateRequest *input,
+                          Menagerie__Ocr__V1__DeleteTemplateResponse_Closure closure,
+                          void *closure_data);
+  void (*add_record)(Menagerie__Ocr__V1__OCR_Service *service,
+                     const Menagerie__Ocr__V1__AddRecordRequest *input,
+                     Menagerie__Ocr__V1__AddRecordResponse_Closure closure,
+                     void *closure_data);
+  void (*latest_records)(Menagerie__Ocr__V1__OCR_Service *service,
+                         const Menagerie__Ocr__V1__LatestRecordsRequest *input,
+                         Menagerie__Ocr__V1__LatestRecordsResponse_Closure closure,
+                         void *closure_data);
+  void (*list_records)(Menagerie__Ocr__V1__OCR_Service *service,
+                       const Menagerie__Ocr__V1__ListRecordsRequest *input,
+                       Menagerie__Ocr__V1__ListRecordsResponse_Closure closure,
+                       void *closure_data);
+  void (*delete_record)(Menagerie__Ocr__V1__OCR_Service *service,
+                        const Menagerie__Ocr__V1__DeleteRecordRequest *input,
+                        Menagerie__Ocr__V1__DeleteRecordResponse_Closure closure,
+                        void *closure_data);
+  void (*export_records)(Menagerie__Ocr__V1__OCR_Service *service,
+                         const Menagerie__Ocr__V1__ExportRecordsRequest *input,
+                         Menagerie__Ocr__V1__ExportRecordsChunk_Closure closure,
+                         void *closure_data);
+};
+typedef void (*Menagerie__Ocr__V1__OCR_ServiceDestroy)(Menagerie__Ocr__V1__OCR_Service *);
+void menagerie__ocr__v1__ocr__init (Menagerie__Ocr__V1__OCR_Service *service,
+                                    Menagerie__Ocr__V1__OCR_ServiceDestroy destroy);
+#define MENAGERIE__OCR__V1__OCR__BASE_INIT \
+    { &menagerie__ocr__v1__ocr__descriptor, protobuf_c_service_invoke_internal, NULL }
+#define MENAGERIE__OCR__V1__OCR__INIT(function_prefix__) \
+    { MENAGERIE__OCR__V1__OCR__BASE_INIT,\
+      function_prefix__ ## create_template,\
+      function_prefix__ ## list_templates,\
+      function_prefix__ ## get_template,\
+      function_prefix__ ## rename_template,\
+      function_prefix__ ## rename_values,\
+      function_prefix__ ## delete_template,\
+      function_prefix__ ## add_record,\
+      function_prefix__ ## latest_records,\
+      function_prefix__ ## list_records,\
+      function_prefix__ ## delete_record,\
+      function_prefix__ ## export_records  }
+void menagerie__ocr__v1__ocr__create_template(ProtobufCService *service,
+                                              const Menagerie__Ocr__V1__CreateTemplateRequest *input,
+                                              Menagerie__Ocr__V1__CreateTemplateResponse_Closure closure,
+                                              void *closure_data);
+void menagerie__ocr__v1__ocr__list_templates(ProtobufCService *service,
+                                             const Menagerie__Ocr__V1__ListTemplatesRequest *input,
+                                             Menagerie__Ocr__V1__ListTemplatesResponse_Closure closure,
+                                             void *closure_data);
+void menagerie__ocr__v1__ocr__get_template(ProtobufCService *service,
+                                           const Menagerie__Ocr__V1__GetTemplateRequest *input,
+                                           Menagerie__Ocr__V1__GetTemplateResponse_Closure closure,
+                                           void *closure_data);
+void menagerie__ocr__v1__ocr__rename_template(ProtobufCService *service,
+                                              const Menagerie__Ocr__V1__RenameTemplateRequest *input,
+                                              Menagerie__Ocr__V1__RenameTemplateResponse_Closure closure,
+                                              void *closure_data);
+void menagerie__ocr__v1__ocr__rename_values(ProtobufCService *service,
+                                            const Menagerie__Ocr__V1__RenameValuesRequest *input,
+                                            Menagerie__Ocr__V1__RenameValuesResponse_Closure closure,
+                                            void *closure_data);
+void menagerie__ocr__v1__ocr__delete_template(ProtobufCService *service,
+                                              const Menagerie__Ocr__V1__DeleteTemplateRequest *input,
+                                              Menagerie__Ocr__V1__DeleteTemplateResponse_Closure closure,
+                                              void *closure_data);
+void menagerie__ocr__v1__ocr__add_record(ProtobufCService *service,
+                                         const Menagerie__Ocr__V1__AddRecordRequest *input,
+                                         Menagerie__Ocr__V1__AddRecordResponse_Closure closure,
+                                         void *closure_data);
+void menagerie__ocr__v1__ocr__latest_records(ProtobufCService *service,
+                                             const Menagerie__Ocr__V1__LatestRecordsRequest *input,
+                                             Menagerie__Ocr__V1__LatestRecordsResponse_Closure closure,
+                                             void *closure_data);
+void menagerie__ocr__v1__ocr__list_records(ProtobufCService *service,
+                                           const Menagerie__Ocr__V1__ListRecordsRequest *input,
+                                           Menagerie__Ocr__V1__ListRecordsResponse_Closure closure,
+                                           void *closure_data);
+void menagerie__ocr__v1__ocr__delete_record(ProtobufCService *service,
+                                            const Menagerie__Ocr__V1__DeleteRecordRequest *input,
+                                            Menagerie__Ocr__V1__DeleteRecordResponse_Closure closure,
+                                            void *closure_data);
+void menagerie__ocr__v1__ocr__export_records(ProtobufCService *service,
+                                             const Menagerie__Ocr__V1__ExportRecordsRequest *input,
+                                             Menagerie__Ocr__V1__ExportRecordsChunk_Closure closure,
+                                             void *closure_data);
 
 /* --- descriptors --- */
 
+extern const ProtobufCEnumDescriptor    menagerie__ocr__v1__recognition_level__descriptor;
+extern const ProtobufCEnumDescriptor    menagerie__ocr__v1__segmentation__descriptor;
+extern const ProtobufCEnumDescriptor    menagerie__ocr__v1__observation_level__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__scan_options__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__pixel_box__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__normalized_box__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__observation__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__page__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__timings__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__scan_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__scan_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__batch_scan_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__start_batch_scan_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__batch_scan_file__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__batch_scan_result__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__value_definition__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__template__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__record_value__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__record__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__create_template_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__create_template_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__list_templates_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__list_templates_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__get_template_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__get_template_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__rename_template_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__rename_template_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__value_rename__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__rename_values_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__rename_values_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__delete_template_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__delete_template_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__draft_record_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__draft_record_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__add_record_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__add_record_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__latest_records_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__latest_records_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__list_records_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__list_records_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__delete_record_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__delete_record_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__export_records_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__export_records_chunk__descriptor;
+extern const ProtobufCServiceDescriptor menagerie__ocr__v1__ocr__descriptor;
 
 PROTOBUF_C__END_DECLS
 

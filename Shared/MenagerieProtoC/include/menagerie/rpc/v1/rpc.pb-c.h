@@ -178,10 +178,11 @@ struct  Menagerie__Rpc__V1__MethodInfo
   char *request_type;
   char *response_type;
   protobuf_c_boolean idempotent;
+  protobuf_c_boolean client_streaming;
 };
 #define MENAGERIE__RPC__V1__METHOD_INFO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__rpc__v1__method_info__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0 }
 
 
 struct  Menagerie__Rpc__V1__ServiceInfo

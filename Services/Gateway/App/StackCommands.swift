@@ -1,0 +1,172 @@
+import ArgumentParser
+import Foundation
+import GatewayKit
+import RPC
+import Schema
+import ServiceAPI
+import Transport
+
+// The stack-wide commands: they talk to any service through the built-in health, reflection and stats services.
+
+/// `gateway status`: every instance of every service with its health and uptime.
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List every running instance of every service with its address, health and uptime.",
+        discussion: "Exits 0 when every instance is SERVING, 1 otherwise.")
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let endpoints = try global.resolveEndpoints()
+            var instances: [Instance] = []
+            for service in endpoints.services() {
+                for address in endpoints.byService[service] ?? [] {
+                    instances.append(await Instance.check(service: service, address: address, timeout: global.timeout))
+                }
+            }
+            if global.json {
+                try printJSON(["instances": instances.map(\.json)])
+            } else if instances.isEmpty {
+                print("no instances known: start the stack with compose/compose up")
+            } else {
+                printTable(
+                    ["SERVICE", "ADDRESS", "HEALTH", "PID", "UPTIME"],
+                    instances.map { [$0.service, $0.address, $0.health, $0.pid.map(String.init) ?? "-", $0.uptime.map { formatDuration(seconds: $0) } ?? "-"] })
+            }
+            if instances.isEmpty || instances.contains(where: { $0.health != "SERVING" }) { throw GatewayExit.checkFailed }
+        }
+    }
+}
+
+/// One instance's answer to a health check.
+struct Instance {
+    var service: String
+    var address: String
+    var health: String
+    var pid: Int64?
+    var uptime: Double?
+    var detail: String?
+
+    static func check(service: String, address: String, timeout: Double) async -> Instance {
+        do {
+            let client = RPCClient(transports: [try TCPClientTransport(endpoint: address)], retry: .init(maxAttempts: 1))
+            defer { client.close() }
+            let reply = try await RpcV1.Health.Client(wrapping: client).check(
+                RpcV1.HealthCheckRequest(), options: CallOptions(timeout: .milliseconds(Int64(timeout * 1000))))
+            let health = reply.status == .serving ? "SERVING" : reply.status == .notServing ? "NOT_SERVING" : "UNKNOWN"
+            return Instance(service: service, address: address, health: health, pid: reply.pid, uptime: reply.uptimeSeconds)
+        } catch {
+            return Instance(service: service, address: address, health: "UNREACHABLE", detail: "\(error)")
+        }
+    }
+
+    var json: [String: Any] {
+        var object: [String: Any] = ["service": service, "address": address, "health": health]
+        if let pid { object["pid"] = pid }
+        if let uptime { object["uptime_seconds"] = uptime }
+        if let detail { object["error"] = detail }
+        return object
+    }
+}
+
+/// `gateway probe HOST:PORT`: exits 0 when that one instance answers SERVING (used by compose).
+struct Probe: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Check one instance's health; exit 0 only when it is SERVING.")
+
+    @Argument(help: "HOST:PORT of the instance.")
+    var address: String
+
+    @Option(help: "Seconds to wait for the answer.")
+    var timeout = 2.0
+
+    @Flag(help: "Print nothing.")
+    var quiet = false
+
+    @Option(help: "Also require the answer to come from the process with this id (another program may hold the port).")
+    var pid: Int64?
+
+    func validate() throws { try validateTimeout(timeout) }
+
+    func run() async throws {
+        var instance = await Instance.check(service: "", address: address, timeout: timeout)
+        if let pid, instance.health == "SERVING", instance.pid != pid {
+            instance.health = "OTHER_PROCESS"
+            instance.detail = "pid \(instance.pid.map(String.init) ?? "unknown") answers, not \(pid)"
+        }
+        if !quiet { print("\(address) \(instance.health)" + (instance.detail.map { ": \($0)" } ?? "")) }
+        if instance.health != "SERVING" { throw GatewayExit.checkFailed }
+    }
+}
+
+/// `gateway methods SERVICE`: what reflection reports.
+struct Methods: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the services and methods an instance of SERVICE offers (reflection).")
+
+    @Argument(help: "A service named in compose/services.conf, e.g. zoo.")
+    var service: String
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let client = try global.resolveEndpoints().client(for: service)
+            defer { client.close() }
+            let reply = try await RpcV1.Reflection.Client(wrapping: client).listServices(RpcV1.ListServicesRequest(), options: global.callOptions)
+            let methods = reply.services.flatMap(\.methods)
+            try global.render(
+                json: {
+                    ["methods": methods.map {
+                        ["path": $0.path, "client_streaming": $0.clientStreaming, "server_streaming": $0.serverStreaming,
+                         "idempotent": $0.idempotent, "request_type": $0.requestType, "response_type": $0.responseType]
+                    }]
+                },
+                text: {
+                    printTable(
+                        ["METHOD", "KIND", "REQUEST", "RESPONSE"],
+                        methods.map { [$0.path, Self.kind($0), $0.requestType, $0.responseType] })
+                })
+        }
+    }
+
+    /// The call kind as gRPC names it.
+    static func kind(_ method: RpcV1.MethodInfo) -> String {
+        switch (method.clientStreaming, method.serverStreaming) {
+        case (false, false): "unary"
+        case (false, true): "server-streaming"
+        case (true, false): "client-streaming"
+        case (true, true): "bidirectional-streaming"
+        }
+    }
+}
+
+/// `gateway stats SERVICE`: per-method figures of each instance.
+struct Stats: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Per-method call counts, errors and latency of every instance of SERVICE.")
+
+    @Argument(help: "A service named in compose/services.conf, e.g. zoo.")
+    var service: String
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let endpoints = try global.resolveEndpoints()
+            var rows: [[String]] = []
+            var objects: [[String: Any]] = []
+            for transport in try endpoints.client(for: service).transports {
+                let client = RPCClient(transports: [transport], retry: .init(maxAttempts: 1))
+                defer { client.close() }
+                let reply = try await RpcV1.Stats.Client(wrapping: client).getStats(RpcV1.GetStatsRequest(), options: global.callOptions)
+                for method in reply.methods {
+                    rows.append([transport.endpoint, method.path, "\(method.calls)", "\(method.errors)",
+                                 String(format: "%.3f", method.latencyP50Ms), String(format: "%.3f", method.latencyP99Ms)])
+                    objects.append(["address": transport.endpoint, "path": method.path, "calls": method.calls, "errors": method.errors,
+                                    "p50_ms": method.latencyP50Ms, "p99_ms": method.latencyP99Ms])
+                }
+            }
+            try global.render(
+                json: { ["methods": objects] }, text: { printTable(["ADDRESS", "METHOD", "CALLS", "ERRORS", "P50 MS", "P99 MS"], rows) })
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import RPC
+
+/// Options every gateway command takes: `@OptionGroup var global: GlobalOptions`.
+public struct GlobalOptions: ParsableArguments, Sendable {
+    @Option(name: .customLong("endpoint"), help: "SERVICE=HOST:PORT[,HOST:PORT…] (repeatable); overrides the compose state.")
+    public var endpoints: [String] = []
+
+    @Option(name: .customLong("state"), help: "The compose state directory (default: $MENAGERIE_STATE_DIR, else compose/.state).")
+    public var stateDirectory: String?
+
+    @Flag(help: "Print JSON instead of tables.")
+    public var json = false
+
+    @Option(help: "Seconds to wait for each call.")
+    public var timeout = 10.0
+
+    public init() {}
+
+    public func validate() throws { try validateTimeout(timeout) }
+
+    public func resolveEndpoints() throws -> Endpoints {
+        try Endpoints(flags: endpoints, stateDirectory: stateDirectory)
+    }
+
+    /// `--timeout` as the options of one call.
+    public var callOptions: CallOptions { CallOptions(timeout: .milliseconds(Int64(timeout * 1000))) }
+
+    /// Runs `body` with a typed client of `service` (e.g. `ZooV1.Zoo.Client.init(wrapping:)`) over every known
+    /// instance, closing it afterwards; a failed call prints its status and exits with its code.
+    public func withClient<Client>(
+        for service: String, _ makeClient: (RPCClient) -> Client, _ body: (Client) async throws -> Void
+    ) async throws {
+        try await reportingFailures {
+            let client = try resolveEndpoints().client(for: service)
+            defer { client.close() }
+            try await body(makeClient(client))
+        }
+    }
+
+    /// Prints `json()` with `--json`, else runs `text` (tables and lines for a reader).
+    public func render(json: () throws -> Any, text: () throws -> Void) throws {
+        if self.json {
+            try printJSON(json())
+        } else {
+            try text()
+        }
+    }
+}
+
+/// Rejects a `--timeout` that is no number of seconds a call can wait (NaN, infinite, not positive, or
+/// too large to count in milliseconds).
+public func validateTimeout(_ timeout: Double) throws {
+    guard timeout.isFinite, timeout > 0, timeout <= 1_000_000 else {
+        throw ValidationError("--timeout must be a number of seconds above 0 and at most 1000000 (got \(timeout))")
+    }
+}

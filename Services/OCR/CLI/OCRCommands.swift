@@ -1,0 +1,245 @@
+import ArgumentParser
+import Foundation
+import GatewayKit
+import RPC
+import Schema
+import ServiceAPI
+
+/// `gateway ocr …`: templates, records and their CSV export. (`scan`, `template create --from PHOTO` and
+/// `record add TEMPLATE PHOTO` upload photos and arrive with client streaming.)
+public struct OCRCommands: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "ocr",
+        abstract: "Templates that turn photos of a display into records, and their CSV export.",
+        discussion: "Unknown templates exit with the status code of NOT_FOUND (5), bad input with INVALID_ARGUMENT (3).",
+        subcommands: [OCRTemplateCommands.self, OCRRecordCommands.self, OCRExport.self])
+
+    public init() {}
+}
+
+extension GlobalOptions {
+    /// Runs `body` with a typed client of the ocr service's instances.
+    func withOCR(_ body: (OcrV1.OCR.Client) async throws -> Void) async throws {
+        try await withClient(for: "ocr", OcrV1.OCR.Client.init(wrapping:), body)
+    }
+}
+
+/// How templates and records print.
+enum OCRFormat {
+    static func templateJSON(_ template: OcrV1.Template) -> [String: Any] {
+        [
+            "id": template.id, "name": template.name, "description": template.description,
+            "created_at": isoDate(template.createdAt),
+            "values": template.values.map { value -> [String: Any] in
+                let box = value.region ?? OcrV1.NormalizedBox()
+                return [
+                    "name": value.name, "level": levelName(value.level),
+                    "region": ["x": box.x, "y": box.y, "width": box.width, "height": box.height],
+                ]
+            },
+        ]
+    }
+
+    static func recordJSON(_ record: OcrV1.Record) -> [String: Any] {
+        [
+            "id": record.id, "template_id": record.templateID, "created_at": isoDate(record.createdAt),
+            "values": record.values.map { ["name": $0.name, "text": $0.text, "confidence": $0.confidence] },
+        ]
+    }
+
+    static func levelName(_ level: OcrV1.ObservationLevel) -> String {
+        switch level {
+        case .block: "block"
+        case .line: "line"
+        case .word, .unspecified: "word"
+        case .unrecognized(let value): "level \(value)"
+        }
+    }
+
+    static func printRecords(_ records: [OcrV1.Record], template: OcrV1.Template?) {
+        let names = template?.values.map(\.name) ?? records.first?.values.map(\.name) ?? []
+        printTable(
+            ["id", "date"] + names,
+            records.map { record in ["\(record.id)", isoDate(record.createdAt)] + record.values.map(\.text) })
+    }
+}
+
+struct OCRTemplateCommands: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "template", abstract: "List, show, rename and delete templates.",
+        subcommands: [List.self, Show.self, Rename.self, RenameValue.self, Delete.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "Every template by name.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            try await global.withOCR { ocr in
+                let reply = try await ocr.listTemplates(OcrV1.ListTemplatesRequest(), options: global.callOptions)
+                try global.render(
+                    json: { reply.templates.map(OCRFormat.templateJSON) },
+                    text: {
+                        printTable(
+                            ["id", "name", "values", "created"],
+                            reply.templates.map {
+                                ["\($0.id)", $0.name, $0.values.map(\.name).joined(separator: ", "), isoDate($0.createdAt)]
+                            })
+                    })
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "show", abstract: "A template's values and regions, and its last 5 records.")
+        @Argument(help: "Template name or id.") var template: String
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            try await global.withOCR { ocr in
+                let reply = try await ocr.getTemplate(OcrV1.GetTemplateRequest(template: template), options: global.callOptions)
+                let latest = try await ocr.latestRecords(
+                    OcrV1.LatestRecordsRequest(template: template), options: global.callOptions)
+                guard let shown = reply.template else { throw RPCError(.internalError, "the answer has no template") }
+                try global.render(
+                    json: { OCRFormat.templateJSON(shown).merging(["latest_records": latest.records.map(OCRFormat.recordJSON)]) { $1 } },
+                    text: {
+                        print("#\(shown.id) \(shown.name)" + (shown.description.isEmpty ? "" : " — \(shown.description)"))
+                        printTable(
+                            ["value", "level", "x", "y", "width", "height"],
+                            shown.values.map { value in
+                                let box = value.region ?? OcrV1.NormalizedBox()
+                                return [value.name, OCRFormat.levelName(value.level)]
+                                    + [box.x, box.y, box.width, box.height].map { String(format: "%.3f", $0) }
+                            })
+                        print("last records:")
+                        OCRFormat.printRecords(latest.records, template: shown)
+                    })
+            }
+        }
+    }
+
+    struct Rename: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "rename", abstract: "Give a template a new name.")
+        @Argument(help: "Template name or id.") var template: String
+        @Argument(help: "The new name.") var newName: String
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            try await global.withOCR { ocr in
+                let reply = try await ocr.renameTemplate(
+                    OcrV1.RenameTemplateRequest(template: template, newName: newName), options: global.callOptions)
+                try global.render(
+                    json: { OCRFormat.templateJSON(reply.template ?? OcrV1.Template()) },
+                    text: { print("renamed to \(reply.template?.name ?? newName)") })
+            }
+        }
+    }
+
+    struct RenameValue: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rename-value", abstract: "Rename values (OLD=NEW …); records keep their values.")
+        @Argument(help: "Template name or id.") var template: String
+        @Argument(help: "OLD=NEW pairs.") var renames: [String]
+        @OptionGroup var global: GlobalOptions
+
+        func validate() throws {
+            for rename in renames where rename.split(separator: "=", omittingEmptySubsequences: false).count != 2 {
+                throw ValidationError("\(rename) is not OLD=NEW")
+            }
+        }
+
+        func run() async throws {
+            let pairs = renames.map { rename -> OcrV1.ValueRename in
+                let parts = rename.split(separator: "=", omittingEmptySubsequences: false).map(String.init)
+                return OcrV1.ValueRename(from: parts[0], to: parts[1])
+            }
+            try await global.withOCR { ocr in
+                let reply = try await ocr.renameValues(
+                    OcrV1.RenameValuesRequest(template: template, renames: pairs), options: global.callOptions)
+                try global.render(
+                    json: { OCRFormat.templateJSON(reply.template ?? OcrV1.Template()) },
+                    text: { print("values: " + (reply.template?.values.map(\.name).joined(separator: ", ") ?? "")) })
+            }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a template and its records.")
+        @Argument(help: "Template name or id.") var template: String
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            try await global.withOCR { ocr in
+                _ = try await ocr.deleteTemplate(OcrV1.DeleteTemplateRequest(template: template), options: global.callOptions)
+                try global.render(json: { ["deleted": template] }, text: { print("deleted \(template)") })
+            }
+        }
+    }
+}
+
+struct OCRRecordCommands: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "record", abstract: "List and delete a template's records.", subcommands: [List.self, Delete.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "The last 5 records, newest first, or with --all every record in time order.")
+        @Argument(help: "Template name or id.") var template: String
+        @Flag(help: "Every record, oldest first (fetched page by page).") var all = false
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            try await global.withOCR { ocr in
+                var records: [OcrV1.Record] = []
+                if all {
+                    var token = ""
+                    repeat {
+                        let page = try await ocr.listRecords(
+                            OcrV1.ListRecordsRequest(template: template, pageSize: 1000, pageToken: token),
+                            options: global.callOptions)
+                        records += page.records
+                        token = page.nextPageToken
+                    } while !token.isEmpty
+                } else {
+                    records = try await ocr.latestRecords(
+                        OcrV1.LatestRecordsRequest(template: template), options: global.callOptions
+                    ).records
+                }
+                try global.render(
+                    json: { records.map(OCRFormat.recordJSON) },
+                    text: { OCRFormat.printRecords(records, template: nil) })
+            }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete one record.")
+        @Argument(help: "Record id.") var id: Int64
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            try await global.withOCR { ocr in
+                _ = try await ocr.deleteRecord(OcrV1.DeleteRecordRequest(recordID: id), options: global.callOptions)
+                try global.render(json: { ["deleted": id] }, text: { print("deleted record \(id)") })
+            }
+        }
+    }
+}
+
+/// `gateway ocr export TEMPLATE > records.csv`.
+struct OCRExport: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "A template's records as CSV (RFC 4180, UTF-8): Date and the value names, one row per record in time order.")
+    @Argument(help: "Template name or id.") var template: String
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withOCR { ocr in
+            for try await chunk in ocr.exportRecords(OcrV1.ExportRecordsRequest(template: template), options: global.callOptions) {
+                FileHandle.standardOutput.write(Data(chunk.csv.utf8))
+            }
+        }
+    }
+}

@@ -1,0 +1,287 @@
+import Foundation
+import Storage
+
+/// Templates and their records in the service's SQLite database (replicas share the file, as zoo's do).
+///
+/// Synchronous: each call is one short transaction. Unknown templates and records are NOT_FOUND, a taken template
+/// name ALREADY_EXISTS, bad input INVALID_ARGUMENT; StorageError (busy, locked) passes through.
+public struct TemplateStore: Sendable {
+    public let database: Database
+    public static let maxPageSize = 1000
+    public static let defaultPageSize = 100
+
+    public init(database: Database) {
+        self.database = database
+    }
+
+    /// Opens (creating) the database at `path` with the ocr schema.
+    public init(path: String) throws {
+        self.init(database: try Database(path: path, migrations: OCRSchema.migrations))
+    }
+
+    public static func inMemory() throws -> TemplateStore {
+        TemplateStore(database: try Database.inMemory(migrations: OCRSchema.migrations))
+    }
+
+    // MARK: Templates
+
+    /// Creates a template; with `firstRecord`, the photo's values (in value order) become its first record.
+    public func createTemplate(
+        name: String, description: String = "", values: [ValueDefinition], firstRecord: [RecordValue]? = nil,
+        at date: Date = Date()
+    ) throws -> (template: Template, record: Record?) {
+        try Template.validate(name: name, description: description, values: values)
+        if let firstRecord { try Self.validateRecord(firstRecord, count: values.count) }
+        return try database.write { db in
+            if try db.queryOne("SELECT 1 FROM templates WHERE name = ?", [name]) != nil {
+                throw OCRError(.alreadyExists, "a template named \"\(name)\" already exists")
+            }
+            try db.execute(
+                "INSERT INTO templates (name, description, created_ms) VALUES (?, ?, ?)",
+                [name, description, Self.milliseconds(date)])
+            let id = db.lastInsertRowID
+            let insert = try db.prepare(
+                "INSERT INTO template_values (template_id, position, name, level, x, y, width, height) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+            for (position, value) in values.enumerated() {
+                try insert.execute([
+                    id, Int64(position), value.name, value.level.rawValue, value.region.x, value.region.y,
+                    value.region.width, value.region.height,
+                ])
+            }
+            let template = Template(
+                id: id, name: name, description: description, createdAt: Self.date(Self.milliseconds(date)),
+                values: values)
+            let record = try firstRecord.map { try Self.insertRecord($0, template: template, at: date, db) }
+            return (template, record)
+        }
+    }
+
+    /// All templates by name.
+    public func templates() throws -> [Template] {
+        try database.read { db in
+            try db.query("SELECT id FROM templates ORDER BY name, id").map { row in
+                try Self.loadTemplate(id: try row.value(at: 0), db)!
+            }
+        }
+    }
+
+    public func template(id: Int64) throws -> Template {
+        try database.read { db in try Self.loadTemplate(id: id, db) } ?? { throw Self.unknownTemplate("\(id)") }()
+    }
+
+    public func template(named name: String) throws -> Template {
+        try database.read { db -> Template? in
+            guard let row = try db.queryOne("SELECT id FROM templates WHERE name = ?", [name]) else { return nil }
+            return try Self.loadTemplate(id: try row.value(at: 0), db)
+        } ?? { throw Self.unknownTemplate(name) }()
+    }
+
+    /// A template by name, or by id when `reference` is a number no template is named.
+    public func template(_ reference: String) throws -> Template {
+        do {
+            return try template(named: reference)
+        } catch let error as OCRError where error.code == .notFound {
+            if let id = Int64(reference) { return try template(id: id) }
+            throw error
+        }
+    }
+
+    public func rename(templateID: Int64, to name: String) throws -> Template {
+        try Template.validateName(name, what: "template name")
+        return try database.write { db in
+            guard try db.queryOne("SELECT 1 FROM templates WHERE id = ?", [templateID]) != nil else {
+                throw Self.unknownTemplate("\(templateID)")
+            }
+            if try db.queryOne("SELECT 1 FROM templates WHERE name = ? AND id <> ?", [name, templateID]) != nil {
+                throw OCRError(.alreadyExists, "a template named \"\(name)\" already exists")
+            }
+            try db.execute("UPDATE templates SET name = ? WHERE id = ?", [name, templateID])
+            return try Self.loadTemplate(id: templateID, db)!
+        }
+    }
+
+    /// Renames values: `renames` maps current names to new ones; the records keep their values.
+    public func renameValues(templateID: Int64, _ renames: [String: String]) throws -> Template {
+        try database.write { db in
+            guard var template = try Self.loadTemplate(id: templateID, db) else {
+                throw Self.unknownTemplate("\(templateID)")
+            }
+            for old in renames.keys where !template.values.contains(where: { $0.name == old }) {
+                throw OCRError(.notFound, "template \"\(template.name)\" has no value named \"\(old)\"")
+            }
+            for index in template.values.indices {
+                if let new = renames[template.values[index].name] { template.values[index].name = new }
+            }
+            try Template.validateValueNames(template.values.map(\.name))
+            // Two steps, so that swapping two names does not trip the UNIQUE constraint halfway.
+            try db.execute("UPDATE template_values SET name = '\u{1}' || position WHERE template_id = ?", [templateID])
+            let update = try db.prepare("UPDATE template_values SET name = ? WHERE template_id = ? AND position = ?")
+            for (position, value) in template.values.enumerated() {
+                try update.execute([value.name, templateID, Int64(position)])
+            }
+            return template
+        }
+    }
+
+    /// Deletes a template with all its records.
+    public func deleteTemplate(id: Int64) throws {
+        try database.write { db in
+            try db.execute("DELETE FROM templates WHERE id = ?", [id])
+            if db.changes == 0 { throw Self.unknownTemplate("\(id)") }
+        }
+    }
+
+    // MARK: Records
+
+    /// Saves a record of `values` (in the template's value order, as many as it has values).
+    public func addRecord(templateID: Int64, values: [RecordValue], at date: Date = Date()) throws -> Record {
+        try database.write { db in
+            guard let template = try Self.loadTemplate(id: templateID, db) else {
+                throw Self.unknownTemplate("\(templateID)")
+            }
+            try Self.validateRecord(values, count: template.values.count)
+            return try Self.insertRecord(values, template: template, at: date, db)
+        }
+    }
+
+    /// The newest `limit` records, newest first.
+    public func latestRecords(templateID: Int64, limit: Int = 5) throws -> [Record] {
+        try database.read { db in
+            guard let template = try Self.loadTemplate(id: templateID, db) else {
+                throw Self.unknownTemplate("\(templateID)")
+            }
+            let rows = try db.query(
+                "SELECT id, created_ms FROM records WHERE template_id = ? ORDER BY created_ms DESC, id DESC LIMIT ?",
+                [templateID, Int64(max(0, limit))])
+            return try rows.map { try Self.loadRecord($0, template: template, db) }
+        }
+    }
+
+    /// Records in time order, a page at a time: pass the previous page's `nextPageToken` (nil: from the start) and
+    /// stop when it comes back nil. Pages follow the order even while records are added.
+    public func records(templateID: Int64, pageSize: Int = defaultPageSize, pageToken: String? = nil) throws
+        -> (records: [Record], nextPageToken: String?)
+    {
+        guard pageSize >= 0, pageSize <= Self.maxPageSize else {
+            throw OCRError.invalid("page size must be 1–\(Self.maxPageSize)")
+        }
+        let size = pageSize == 0 ? Self.defaultPageSize : pageSize
+        var after: (Int64, Int64) = (.min, .min)
+        if let pageToken, !pageToken.isEmpty {
+            let parts = pageToken.split(separator: ":")
+            guard parts.count == 2, let ms = Int64(parts[0]), let id = Int64(parts[1]) else {
+                throw OCRError.invalid("invalid page token")
+            }
+            after = (ms, id)
+        }
+        return try database.read { db in
+            guard let template = try Self.loadTemplate(id: templateID, db) else {
+                throw Self.unknownTemplate("\(templateID)")
+            }
+            let rows = try db.query(
+                """
+                SELECT id, created_ms FROM records WHERE template_id = ? AND (created_ms, id) > (?, ?)
+                ORDER BY created_ms, id LIMIT ?
+                """, [templateID, after.0, after.1, Int64(size + 1)])
+            let records = try rows.prefix(size).map { try Self.loadRecord($0, template: template, db) }
+            let next = rows.count > size ? records.last.map { "\(Self.milliseconds($0.createdAt)):\($0.id)" } : nil
+            return (records, next)
+        }
+    }
+
+    /// Every record of a template in time order (for the CSV export).
+    public func allRecords(templateID: Int64) throws -> [Record] {
+        var all: [Record] = []
+        var token: String?
+        repeat {
+            let page = try records(templateID: templateID, pageSize: Self.maxPageSize, pageToken: token)
+            all += page.records
+            token = page.nextPageToken
+        } while token != nil
+        return all
+    }
+
+    public func deleteRecord(id: Int64) throws {
+        try database.write { db in
+            try db.execute("DELETE FROM records WHERE id = ?", [id])
+            if db.changes == 0 { throw OCRError(.notFound, "no record \(id)") }
+        }
+    }
+
+    /// The CSV export of a template's records (see `RecordsCSV`).
+    public func exportCSV(templateID: Int64) throws -> String {
+        let template = try template(id: templateID)
+        return RecordsCSV.export(template, records: try allRecords(templateID: templateID))
+    }
+
+    // MARK: Rows
+
+    private static func unknownTemplate(_ reference: String) -> OCRError {
+        OCRError(.notFound, "no template \"\(reference)\"")
+    }
+
+    private static func validateRecord(_ values: [RecordValue], count: Int) throws {
+        guard values.count == count else {
+            throw OCRError.invalid("a record of this template has \(count) values, got \(values.count)")
+        }
+        for value in values {
+            try Template.validateLength(value.text, max: Template.maxValueTextLength, what: "the text of value \"\(value.name.prefix(80))\"")
+            guard (0...1).contains(value.confidence) else {
+                throw OCRError.invalid("value \"\(value.name.prefix(80))\" must have a confidence in 0–1")
+            }
+        }
+    }
+
+    private static func insertRecord(_ values: [RecordValue], template: Template, at date: Date, _ db: Connection)
+        throws -> Record
+    {
+        try db.execute(
+            "INSERT INTO records (template_id, created_ms) VALUES (?, ?)", [template.id, milliseconds(date)])
+        let id = db.lastInsertRowID
+        let insert = try db.prepare(
+            "INSERT INTO record_values (record_id, position, text, confidence) VALUES (?, ?, ?, ?)")
+        for (position, value) in values.enumerated() {
+            try insert.execute([id, Int64(position), value.text, value.confidence])
+        }
+        let named = zip(template.values, values).map {
+            RecordValue(name: $0.name, text: $1.text, confidence: $1.confidence)
+        }
+        return Record(id: id, templateID: template.id, createdAt: self.date(milliseconds(date)), values: named)
+    }
+
+    private static func loadTemplate(id: Int64, _ db: Connection) throws -> Template? {
+        guard let row = try db.queryOne("SELECT name, description, created_ms FROM templates WHERE id = ?", [id])
+        else { return nil }
+        let values = try db.query(
+            "SELECT name, level, x, y, width, height FROM template_values WHERE template_id = ? ORDER BY position",
+            [id]
+        ).map { value in
+            ValueDefinition(
+                name: try value.value(at: 0),
+                region: NormalizedRect(
+                    x: try value.value(at: 2), y: try value.value(at: 3), width: try value.value(at: 4),
+                    height: try value.value(at: 5)),
+                level: ObservationLevel(rawValue: try value.value(at: 1)) ?? .word)
+        }
+        return Template(
+            id: id, name: try row.value(at: 0), description: try row.value(at: 1),
+            createdAt: date(try row.value(at: 2)), values: values)
+    }
+
+    private static func loadRecord(_ row: Row, template: Template, _ db: Connection) throws -> Record {
+        let id: Int64 = try row.value(at: 0)
+        var values = template.values.map { RecordValue(name: $0.name, text: "", confidence: 0) }
+        for value in try db.query(
+            "SELECT position, text, confidence FROM record_values WHERE record_id = ? ORDER BY position", [id])
+        {
+            let position: Int64 = try value.value(at: 0)
+            guard position >= 0, position < values.count else { continue }
+            values[Int(position)].text = try value.value(at: 1)
+            values[Int(position)].confidence = try value.value(at: 2)
+        }
+        return Record(id: id, templateID: template.id, createdAt: date(try row.value(at: 1)), values: values)
+    }
+
+    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+    static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+}

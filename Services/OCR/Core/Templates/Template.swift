@@ -1,0 +1,112 @@
+import Foundation
+
+/// A value a template reads from every photo: its name and where it sat in the template's first photo.
+public struct ValueDefinition: Sendable, Hashable {
+    public var name: String
+    /// The region as fractions of the upright image, top-left origin.
+    public var region: NormalizedRect
+    /// The level of the observation the value was picked from: a value is matched against observations of the
+    /// same level (a word such as `12.6`, or a whole line such as `12.6 V`).
+    public var level: ObservationLevel
+
+    public init(name: String, region: NormalizedRect, level: ObservationLevel = .word) {
+        self.name = name
+        self.region = region
+        self.level = level
+    }
+
+    /// The value that sits where `observation` is.
+    public init(name: String, observation: Observation) {
+        self.init(name: name, region: observation.normalizedBox, level: observation.level)
+    }
+}
+
+/// A kind of photo (a battery monitor's display, a meter) and the values read from each photo of it.
+public struct Template: Sendable, Hashable {
+    public var id: Int64
+    public var name: String
+    public var description: String
+    public var createdAt: Date
+    /// In the order of the CSV columns.
+    public var values: [ValueDefinition]
+
+    public init(id: Int64, name: String, description: String, createdAt: Date, values: [ValueDefinition]) {
+        self.id = id
+        self.name = name
+        self.description = description
+        self.createdAt = createdAt
+        self.values = values
+    }
+
+    public static let maxNameLength = 200
+    public static let maxValues = 100
+
+    /// Throws INVALID_ARGUMENT for an empty or overlong name, no values, duplicate or empty value names, or a
+    /// region outside the image.
+    static func validate(name: String, description: String = "", values: [ValueDefinition]) throws {
+        try validateName(name, what: "template name")
+        try validateLength(description, max: maxDescriptionLength, what: "description")
+        if values.isEmpty { throw OCRError.invalid("a template needs at least one value") }
+        if values.count > maxValues { throw OCRError.invalid("a template has at most \(maxValues) values") }
+        try validateValueNames(values.map(\.name))
+        for value in values where !value.region.isValid {
+            throw OCRError.invalid("the region of value \"\(value.name)\" must lie within the image (fractions 0–1)")
+        }
+    }
+
+    public static let maxDescriptionLength = 2000
+    public static let maxValueTextLength = 1000
+
+    static func validateName(_ name: String, what: String) throws {
+        try validateLength(name, max: maxNameLength, what: what)
+        let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.isEmpty { throw OCRError.invalid("\(what) must not be empty") }
+    }
+
+    /// At most `max` Unicode scalars, no NUL. Scalars, not characters: "a" followed by millions of combining
+    /// accents is one character, and counting them costs seconds; the UTF-8 length bounds the count first.
+    static func validateLength(_ text: String, max: Int, what: String) throws {
+        guard text.utf8.count <= 4 * max, text.unicodeScalars.count <= max else {
+            throw OCRError.invalid("\(what) is longer than \(max) characters")
+        }
+        if text.utf8.contains(0) { throw OCRError.invalid("\(what) must not contain NUL") }
+    }
+
+    static func validateValueNames(_ names: [String]) throws {
+        var seen: Set<String> = []
+        for name in names {
+            try validateName(name, what: "value name")
+            guard seen.insert(name).inserted else { throw OCRError.invalid("value name \"\(name)\" is used twice") }
+        }
+    }
+}
+
+/// One value of a record: the text read (or corrected by the user) and the recogniser's confidence (0 for an
+/// empty value; 1 when the user typed it).
+public struct RecordValue: Sendable, Hashable {
+    public var name: String
+    public var text: String
+    public var confidence: Double
+
+    public init(name: String, text: String, confidence: Double) {
+        self.name = name
+        self.text = text
+        self.confidence = confidence
+    }
+}
+
+/// The values of one photo, saved with a timestamp.
+public struct Record: Sendable, Hashable {
+    public var id: Int64
+    public var templateID: Int64
+    public var createdAt: Date
+    /// In the template's value order.
+    public var values: [RecordValue]
+
+    public init(id: Int64, templateID: Int64, createdAt: Date, values: [RecordValue]) {
+        self.id = id
+        self.templateID = templateID
+        self.createdAt = createdAt
+        self.values = values
+    }
+}

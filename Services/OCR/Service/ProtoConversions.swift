@@ -1,0 +1,112 @@
+import Foundation
+import OCRCore
+import RPC
+import Schema
+import TextRecognition
+
+extension OCRError: RPCErrorConvertible {
+    /// The status a call ending with this error answers with.
+    public var rpcError: RPCError {
+        let status: StatusCode =
+            switch code {
+            case .invalidArgument: .invalidArgument
+            case .notFound: .notFound
+            case .alreadyExists: .alreadyExists
+            case .resourceExhausted: .resourceExhausted
+            case .failedPrecondition: .failedPrecondition
+            case .internal: .internalError
+            }
+        return RPCError(status, message)
+    }
+}
+
+extension OcrV1.NormalizedBox {
+    init(_ rect: NormalizedRect) { self.init(x: rect.x, y: rect.y, width: rect.width, height: rect.height) }
+}
+
+extension NormalizedRect {
+    init(_ box: OcrV1.NormalizedBox) { self.init(x: box.x, y: box.y, width: box.width, height: box.height) }
+}
+
+extension OcrV1.PixelBox {
+    init(_ rect: PixelRect) {
+        self.init(
+            x: Int32(clamping: rect.x), y: Int32(clamping: rect.y), width: Int32(clamping: rect.width),
+            height: Int32(clamping: rect.height))
+    }
+}
+
+extension OcrV1.ObservationLevel {
+    init(_ level: ObservationLevel) {
+        switch level {
+        case .block: self = .block
+        case .line: self = .line
+        case .word: self = .word
+        }
+    }
+
+    /// The domain level; unspecified means a word (the default of a value definition).
+    var domain: ObservationLevel? {
+        switch self {
+        case .block: .block
+        case .line: .line
+        case .word, .unspecified: .word
+        case .unrecognized: nil
+        }
+    }
+}
+
+extension OcrV1.ValueDefinition {
+    init(_ value: ValueDefinition) {
+        self.init(name: value.name, region: OcrV1.NormalizedBox(value.region), level: OcrV1.ObservationLevel(value.level))
+    }
+}
+
+extension OcrV1.Template {
+    init(_ template: Template) {
+        self.init(
+            id: template.id, name: template.name, description: template.description,
+            createdAt: template.createdAt.timeIntervalSince1970, values: template.values.map(OcrV1.ValueDefinition.init))
+    }
+}
+
+extension OcrV1.RecordValue {
+    init(_ value: RecordValue) { self.init(name: value.name, text: value.text, confidence: value.confidence) }
+}
+
+extension RecordValue {
+    init(_ value: OcrV1.RecordValue) { self.init(name: value.name, text: value.text, confidence: value.confidence) }
+}
+
+extension OcrV1.Record {
+    init(_ record: Record) {
+        self.init(
+            id: record.id, templateID: record.templateID, createdAt: record.createdAt.timeIntervalSince1970,
+            values: record.values.map(OcrV1.RecordValue.init))
+    }
+}
+
+extension OcrV1.Observation {
+    init(_ observation: Observation) {
+        self.init(
+            level: OcrV1.ObservationLevel(observation.level), text: observation.text,
+            confidence: observation.confidence, box: OcrV1.NormalizedBox(observation.normalizedBox),
+            boxPx: OcrV1.PixelBox(observation.box), page: UInt32(observation.page))
+    }
+}
+
+extension OcrV1.ScanResponse {
+    init(_ result: RecognitionResult) {
+        self.init(
+            text: result.text, observations: result.observations.map(OcrV1.Observation.init),
+            pages: result.pages.map {
+                OcrV1.Page(
+                    width: UInt32($0.width), height: UInt32($0.height), orientationDegrees: UInt32($0.orientationDegrees),
+                    deskewDegrees: $0.deskewDegrees, inverted: $0.inverted, text: $0.text)
+            },
+            orientationDegrees: UInt32(result.orientationDegrees),
+            timings: OcrV1.Timings(
+                decodeSeconds: result.timings.decode, preprocessSeconds: result.timings.preprocess,
+                recognizeSeconds: result.timings.recognize, totalSeconds: result.timings.total))
+    }
+}

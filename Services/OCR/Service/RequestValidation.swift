@@ -1,0 +1,47 @@
+import Foundation
+import OCRCore
+import RPC
+import Schema
+import TextRecognition
+
+/// Requests checked and turned into domain values; anything malformed is INVALID_ARGUMENT naming the field.
+enum RequestValidation {
+    static func templateReference(_ reference: String) throws -> String {
+        guard !reference.isEmpty else { throw RPCError(.invalidArgument, "template: name or id required") }
+        return reference
+    }
+
+    static func values(_ values: [OcrV1.ValueDefinition]) throws -> [ValueDefinition] {
+        try values.enumerated().map { index, value in
+            guard let region = value.region else {
+                throw RPCError(.invalidArgument, "values[\(index)].region is required")
+            }
+            guard let level = value.level.domain else {
+                throw RPCError(.invalidArgument, "values[\(index)].level is not a known level")
+            }
+            return ValueDefinition(name: value.name, region: NormalizedRect(region), level: level)
+        }
+    }
+
+    /// Scan options with the defaults of empty fields (ces+eng, accurate, page segmentation).
+    static func options(_ options: OcrV1.ScanOptions?) throws -> RecognitionOptions {
+        let options = options ?? OcrV1.ScanOptions()
+        let level: RecognitionLevel =
+            switch options.level {
+            case .fast: .fast
+            case .accurate, .unspecified: .accurate
+            case .unrecognized(let value): throw RPCError(.invalidArgument, "options.level \(value) is not known")
+            }
+        let segmentation: SegmentationMode =
+            switch options.segmentation {
+            case .page, .unspecified: .page
+            case .block: .block
+            case .line: .line
+            case .sparse: .sparse
+            case .unrecognized(let value): throw RPCError(.invalidArgument, "options.segmentation \(value) is not known")
+            }
+        return RecognitionOptions(
+            languages: options.languages.isEmpty ? RecognitionOptions.defaultLanguages : options.languages, level: level,
+            customWords: options.customWords, minimumTextHeight: options.minimumTextHeight, segmentation: segmentation)
+    }
+}

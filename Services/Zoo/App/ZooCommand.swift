@@ -1,0 +1,103 @@
+import ArgumentParser
+import Base
+import Foundation
+import ServiceKit
+import ZooCore
+import ZooService
+
+/// The zoo service executable.
+@main
+struct ZooCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "zoo",
+        abstract: "Menagerie's zoo service: the Prague Zoo lexicon and walking routes.",
+        discussion: """
+            Data lives in an SQLite file (--database, default DATA_DIR/zoo.sqlite) that replicas may share. \
+            An empty database is loaded with the bundled sample data (--sample-data); load the real data with \
+            `gateway zoo import`.
+            """)
+
+    @OptionGroup var options: ServiceOptions
+
+    @Option(name: .customLong("database"), help: "The SQLite file (default: DATA_DIR/zoo.sqlite).")
+    var databasePath: String?
+
+    @Option(
+        name: .customLong("sample-data"),
+        help: "Directory of data files loaded into an empty database (default: Services/Zoo/SampleData of the source tree the executable was built in).")
+    var sampleData: String?
+
+    @Flag(name: .customLong("no-sample-data"), help: "Start with an empty database instead of loading the sample data.")
+    var noSampleData = false
+
+    @Option(name: .customLong("walking-speed"), help: "Walking pace for route durations, in metres per second.")
+    var walkingSpeed = 1.2
+
+    @Option(
+        name: .customLong("refresh"),
+        help: "Cron expression for refreshing from the --refresh-source sources, e.g. \"0 2 * * 6\" (Saturdays 02:00 local time).")
+    var refreshCron: String?
+
+    @Option(
+        name: .customLong("refresh-source"),
+        help: "[KIND=]PATH|URL to refresh from (repeatable): a file, a directory of the open data's files, or an http(s) URL. Also loaded into an empty database instead of the sample data.")
+    var refreshSources: [String] = []
+
+    func validate() throws {
+        guard walkingSpeed.isFinite, (0.1...5).contains(walkingSpeed) else {
+            throw ValidationError("--walking-speed must be 0.1…5 metres per second (got \(walkingSpeed))")
+        }
+        guard (refreshCron == nil) == refreshSources.isEmpty else {
+            throw ValidationError("--refresh and --refresh-source go together")
+        }
+        if let refreshCron {
+            do { _ = try CronSchedule(refreshCron) } catch { throw ValidationError("--refresh: \(error)") }
+        }
+        for source in refreshSources {
+            do { _ = try RefreshSource(parsing: source) } catch { throw ValidationError("--refresh-source: \(error)") }
+        }
+    }
+
+    func run() async throws {
+        try await ServiceRunner.run(name: "zoo", options: options) { environment in
+            let path = databasePath ?? environment.dataDirectory.appendingPathComponent("zoo.sqlite").path
+            let library = try ZooLibrary(path: path, walkingSpeed: walkingSpeed)
+            let refresher = try refreshCron.map { cron in
+                ZooRefresher(
+                    library: library, sources: try refreshSources.map { try RefreshSource(parsing: $0) },
+                    scheduler: RefreshScheduler(schedule: try CronSchedule(cron)), logger: environment.logger)
+            }
+            if try library.isEmpty { await loadInitialData(into: library, refresher: refresher, logger: environment.logger) }
+            if let refresher { Task { await refresher.run() } }
+            return [ZooService(library: library, refresher: refresher)]
+        }
+    }
+
+    /// Fills an empty database from the refresh sources, else (or when they fail) from the sample data.
+    private func loadInitialData(into library: ZooLibrary, refresher: ZooRefresher?, logger: Logger) async {
+        if let refresher {
+            do {
+                try await refresher.refresh(scheduledFor: nil)
+                logger.info("loaded the empty database from the refresh sources")
+                return
+            } catch {
+                logger.error("could not load the empty database from the refresh sources: \(error)")
+            }
+        }
+        if !noSampleData { loadSampleData(into: library, logger: logger) }
+    }
+
+    private func loadSampleData(into library: ZooLibrary, logger: Logger) {
+        guard let directory = sampleData.map({ URL(fileURLWithPath: $0) }) ?? SampleDataLocation.find() else {
+            logger.warning("the database is empty and no sample data was found; load data with gateway zoo import")
+            return
+        }
+        do {
+            if let record = try library.loadSampleDataIfEmpty(from: directory) {
+                logger.info("loaded the sample data from \(directory.path): \(record.rowsImported) records")
+            }
+        } catch {
+            logger.error("could not load the sample data from \(directory.path): \(error)")
+        }
+    }
+}

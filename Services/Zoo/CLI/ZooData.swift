@@ -1,0 +1,180 @@
+import ArgumentParser
+import Foundation
+import GatewayKit
+import RPC
+import Schema
+import ServiceAPI
+
+/// `gateway zoo status`: the import metadata.
+struct ZooStatus: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show where the zoo's data came from, how the last imports went, what is stored, and the refresh schedule.")
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withZoo { zoo in
+            let reply = try await zoo.getMetadata(ZooV1.GetMetadataRequest(), options: global.callOptions)
+            try global.render(json: { Self.json(reply) }, text: { print(Self.text(reply)) })
+        }
+    }
+
+    static func json(_ reply: ZooV1.GetMetadataResponse) -> [String: Any] {
+        let counts = reply.counts ?? ZooV1.DataCounts()
+        return [
+            "lexicon": jsonValue(ZooFormat.fileKindName(reply.lexiconKind)),
+            "last_import": jsonValue(reply.lastImport.map(ZooFormat.importJSON)),
+            "last_successful_import": jsonValue(reply.lastSuccessfulImport.map(ZooFormat.importJSON)),
+            "last_failed_import": jsonValue(reply.lastFailedImport.map(ZooFormat.importJSON)),
+            "last_error": jsonValue(reply.lastFailedImport?.error),
+            "counts": [
+                "animals": counts.animals, "available_animals": counts.availableAnimals, "classes": counts.classes,
+                "orders": counts.orders, "continents": counts.continents, "biotopes": counts.biotopes, "foods": counts.foods,
+                "zoo_houses": counts.zooHouses, "map_locations": counts.mapLocations, "adoptions": counts.adoptions,
+                "footpath_nodes": counts.footpathNodes, "footpath_edges": counts.footpathEdges,
+            ],
+            "refresh": jsonValue(reply.refresh.map { refresh -> [String: Any] in
+                ["cron": refresh.cron, "sources": refresh.sources, "next_run": jsonValue(refresh.nextRun.map(isoDate))]
+            }),
+            "walking_speed_mps": reply.walkingSpeed,
+        ]
+    }
+
+    static func text(_ reply: ZooV1.GetMetadataResponse) -> String {
+        let counts = reply.counts ?? ZooV1.DataCounts()
+        var lines = [
+            "animals: \(counts.animals) (\(counts.availableAnimals) kept now), lexicon from \(ZooFormat.fileKindName(reply.lexiconKind) ?? "nothing yet")",
+            "classes \(counts.classes), orders \(counts.orders), continents \(counts.continents), biotopes \(counts.biotopes), "
+                + "foods \(counts.foods), zoo houses \(counts.zooHouses)",
+            "map: \(counts.mapLocations) animal locations, \(counts.footpathNodes) footpath nodes, \(counts.footpathEdges) edges; "
+                + "adoptions: \(counts.adoptions); walking pace \(reply.walkingSpeed) m/s",
+        ]
+        if let last = reply.lastImport {
+            lines.append("last import: " + importSummary(last))
+        } else {
+            lines.append("last import: none")
+        }
+        if let success = reply.lastSuccessfulImport, success.id != reply.lastImport?.id {
+            lines.append("last successful import: " + importSummary(success))
+        }
+        if let failed = reply.lastFailedImport { lines.append("last error (\(isoDate(failed.finishedAt))): \(failed.error ?? "unknown")") }
+        if let refresh = reply.refresh {
+            lines.append("refresh: \"\(refresh.cron)\" from \(refresh.sources.joined(separator: ", "))"
+                + (refresh.nextRun.map { "; next \(isoDate($0))" } ?? ""))
+        } else {
+            lines.append("refresh: not scheduled")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func importSummary(_ record: ZooV1.ImportRecord) -> String {
+        "#\(record.id) \(record.succeeded ? "succeeded" : "FAILED") \(isoDate(record.finishedAt)) (\(ZooFormat.triggerName(record.trigger))) "
+            + "from \(record.source): \(record.rowsImported) records imported, \(record.rowsSkipped) skipped"
+    }
+}
+
+/// `gateway zoo import --lexicon-csv F | --animals-json F | --map F | --adoptions F …`: sends files to the service.
+struct ZooImport: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Send data files to the zoo service, which imports them in one transaction.",
+        discussion: """
+            Each kind of file replaces its part of the data; the rest stays. The animals come from the lexicon CSV, \
+            or from the animals JSON when no lexicon CSV is given; the animals JSON always provides the map \
+            locations and which animals are kept now. Bad rows are skipped and listed. Together the files must \
+            stay under 16 MiB. The call waits at least 5 minutes.
+            """)
+
+    @Option(name: .customLong("lexicon-csv"), help: "The open-data lexicon (lexikon-zvirat.csv).")
+    var lexiconCSV: String?
+
+    @Option(name: .customLong("animals-json"), help: "The scraped lexicon with map locations (animals.json).")
+    var animalsJSON: String?
+
+    @Option(name: .customLong("map"), help: "The footpath graph (map-metadata.json).")
+    var map: String?
+
+    @Option(name: .customLong("bounds"), help: "The map's bounds (map-bounds.json).")
+    var bounds: String?
+
+    @Option(name: .customLong("adoptions"), help: "The adoption list (adopce-zvirat.csv).")
+    var adoptions: String?
+
+    @Option(name: .customLong("pavilion-fixes"), help: "Pavilion names of map buildings (zoo-parts-fixes.csv).")
+    var pavilionFixes: String?
+
+    @Option(name: .customLong("singular-plural"), help: "Singular forms of enclosure names (singular-plural.csv).")
+    var singularPlural: String?
+
+    @Option(name: .customLong("dir"), help: "A directory of the open data: every file of the names above found in it.")
+    var directory: String?
+
+    @Option(help: "Where the files come from, for the import metadata (default: their paths).")
+    var source: String?
+
+    @OptionGroup var global: GlobalOptions
+
+    /// Frames are at most 16 MiB; leave room for the envelope.
+    static let maxTotalBytes = (16 << 20) - (64 << 10)
+
+    func run() async throws {
+        try await global.withZoo { zoo in
+            let files = try collectFiles()
+            let request = ZooV1.ImportDataRequest(files: files, source: source ?? "")
+            let options = CallOptions(timeout: .milliseconds(Int64(max(global.timeout, 300) * 1000)))
+            let display = ProgressDisplay()
+            var result: ZooV1.ImportRecord?
+            for try await progress in zoo.importData(request, options: options) {
+                if !global.json { display.update(fraction: progress.fraction, message: progress.message) }
+                if let record = progress.result { result = record }
+            }
+            if !global.json { display.finish() }
+            guard let result else { throw RPCError(.internalError, "the import ended without reporting its result") }
+            try global.render(json: { ZooFormat.importJSON(result) }, text: { print(Self.text(result)) })
+        }
+    }
+
+    private func collectFiles() throws -> [ZooV1.ImportFile] {
+        var paths: [(ZooV1.FileKind, String)] = [
+            (.lexiconCsv, lexiconCSV), (.animalsJson, animalsJSON), (.map, map), (.bounds, bounds), (.adoptions, adoptions),
+            (.pavilionFixes, pavilionFixes), (.singularPlural, singularPlural),
+        ].compactMap { kind, path in path.map { (kind, $0) } }
+        if let directory {
+            for (kind, name) in fileNames where !paths.contains(where: { $0.0 == kind }) {
+                let path = URL(fileURLWithPath: directory).appendingPathComponent(name).path
+                if FileManager.default.fileExists(atPath: path) { paths.append((kind, path)) }
+            }
+        }
+        guard !paths.isEmpty else {
+            throw RPCError(.invalidArgument, "nothing to import: give --lexicon-csv, --animals-json, --map, --bounds, --adoptions, --pavilion-fixes, --singular-plural or --dir")
+        }
+        let files = try paths.map { kind, path in
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw RPCError(.invalidArgument, "cannot read \(path)")
+            }
+            return ZooV1.ImportFile(kind: kind, name: path, content: Array(data))
+        }
+        let total = files.reduce(0) { $0 + $1.content.count }
+        guard total <= Self.maxTotalBytes else {
+            throw RPCError(.invalidArgument, "the files add up to \(total) bytes, more than one call carries (\(Self.maxTotalBytes)); import them in several calls")
+        }
+        return files
+    }
+
+    /// The open data's file names.
+    private var fileNames: [(ZooV1.FileKind, String)] {
+        [(.lexiconCsv, "lexikon-zvirat.csv"), (.animalsJson, "animals.json"), (.map, "map-metadata.json"), (.bounds, "map-bounds.json"),
+         (.adoptions, "adopce-zvirat.csv"), (.pavilionFixes, "zoo-parts-fixes.csv"), (.singularPlural, "singular-plural.csv")]
+    }
+
+    static func text(_ record: ZooV1.ImportRecord) -> String {
+        var lines = ["import #\(record.id) succeeded: \(record.rowsImported) records imported, \(record.rowsSkipped) rows skipped"]
+        for file in record.files {
+            lines.append("  \(ZooFormat.fileKindName(file.kind) ?? "?") \(file.name): \(file.rowsImported) imported, \(file.skipped.count) skipped")
+            for row in file.skipped.prefix(20) { lines.append("    row \(row.row) (line \(row.line)): \(row.reason)") }
+            if file.skipped.count > 20 { lines.append("    … and \(file.skipped.count - 20) more (see --json)") }
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,174 @@
+import ArgumentParser
+import Foundation
+import GatewayKit
+import RPC
+import Schema
+import ServiceAPI
+
+/// `gateway zoo search TEXT [--class …] [--food …] [--biotope …] [--house …] [--continent …] [--all]`.
+struct ZooSearch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "search",
+        abstract: "Search animals by Czech, Latin or English name (diacritics and case do not matter), with filters.",
+        discussion: """
+            Filters are OR within one kind and AND across kinds; `gateway zoo filters` lists their values. \
+            With --json: {"total": N, "animals": [{"id", "name", "latin_name", "class", "location", "available"}, …]}.
+            """)
+
+    @Argument(help: "Text to look for (omit to list every animal the filters allow).")
+    var text: String = ""
+
+    @Option(name: .customLong("class"), help: "A class, e.g. Savci (repeatable).")
+    var classes: [String] = []
+
+    @Option(name: .customLong("food"), help: "A food (repeatable).")
+    var foods: [String] = []
+
+    @Option(name: .customLong("biotope"), help: "A biotope (repeatable).")
+    var biotopes: [String] = []
+
+    @Option(name: .customLong("house"), help: "A zoo house / pavilion (repeatable).")
+    var houses: [String] = []
+
+    @Option(name: .customLong("continent"), help: "A continent (repeatable).")
+    var continents: [String] = []
+
+    @Flag(help: "Include animals the zoo does not currently keep.")
+    var all = false
+
+    @Option(help: "Results per page (0…500).")
+    var limit: Int32 = 20
+
+    @Option(help: "Results to skip.")
+    var offset: Int32 = 0
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withZoo { zoo in
+            let request = ZooV1.SearchAnimalsRequest(
+                text: text, classes: classes, foods: foods, biotopes: biotopes, zooHouses: houses, continents: continents,
+                includeUnavailable: all, offset: offset, pageSize: limit)
+            let reply = try await zoo.searchAnimals(request, options: global.callOptions)
+            if global.json {
+                try printJSON(["total": reply.total, "animals": reply.animals.map(ZooFormat.summaryJSON)])
+                return
+            }
+            printTable(
+                ["ID", "NAME", "LATIN NAME", "CLASS", "LOCATION"],
+                reply.animals.map { animal in
+                    [String(animal.id), animal.name + (animal.available ? "" : " (not kept)"), animal.latinName ?? "-",
+                     animal.className ?? "-", animal.location ?? "-"]
+                })
+            let shown = reply.animals.isEmpty ? "no" : "\(Int(offset) + 1)–\(Int(offset) + reply.animals.count) of"
+            print("\(shown) \(reply.total) animal\(reply.total == 1 ? "" : "s")")
+        }
+    }
+}
+
+/// `gateway zoo show ID`: every attribute of one animal.
+struct ZooShow: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Show every attribute of one animal.",
+        discussion: "With --json: the record with the keys of `search --json` plus every other attribute.")
+
+    @Argument(help: "The animal's id.")
+    var id: Int64
+
+    @Flag(help: "Also show an animal the zoo does not currently keep.")
+    var all = false
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withZoo { zoo in
+            let reply = try await zoo.getAnimal(ZooV1.GetAnimalRequest(id: id, includeUnavailable: all), options: global.callOptions)
+            guard let animal = reply.animal else { throw RPCError(.internalError, "the service answered without the animal") }
+            try global.render(json: { Self.json(animal) }, text: { print(Self.text(animal)) })
+        }
+    }
+
+    static func json(_ animal: ZooV1.Animal) -> [String: Any] {
+        var object = ZooFormat.summaryJSON(ZooV1.AnimalSummary(
+            id: animal.id, name: animal.name, latinName: animal.latinName, englishName: animal.englishName,
+            className: animal.taxonClass?.czech, location: animal.location, available: animal.available))
+        let rest: [String: Any] = [
+            "english_name": jsonValue(animal.englishName), "class_latin": jsonValue(animal.taxonClass?.latin),
+            "order": jsonValue(animal.order?.czech), "order_latin": jsonValue(animal.order?.latin),
+            "continents": animal.continents, "range": jsonValue(animal.range), "biotopes": animal.biotopes,
+            "biotope_detail": jsonValue(animal.biotopeDetail), "foods": animal.foods, "food_detail": jsonValue(animal.foodDetail),
+            "description": jsonValue(animal.description), "proportions": jsonValue(animal.proportions),
+            "reproduction": jsonValue(animal.reproduction), "interesting_facts": jsonValue(animal.interestingFacts),
+            "projects": jsonValue(animal.projects), "breeding": jsonValue(animal.breeding),
+            "location_url": jsonValue(animal.locationURL), "image_url": jsonValue(animal.imageURL),
+            "image_alt": jsonValue(animal.imageAlt),
+            "adoption": jsonValue(animal.adoption.map { adoption -> [String: Any] in
+                ["czech_name": adoption.czechName, "english_name": jsonValue(adoption.englishName),
+                 "class": jsonValue(adoption.className), "price_czk": jsonValue(adoption.priceCzk), "visitable": adoption.visitable]
+            }),
+            "map_locations": animal.mapLocations.map { location -> [String: Any] in
+                ["id": location.id, "name": location.name, "building": location.isBuilding, "animal_pen": location.isAnimalPen,
+                 "lat": jsonValue(location.anchor?.lat), "lon": jsonValue(location.anchor?.lon)]
+            },
+        ]
+        object.merge(rest) { first, _ in first }
+        return object
+    }
+
+    static func text(_ animal: ZooV1.Animal) -> String {
+        func taxon(_ value: ZooV1.Taxon?) -> String? { value.map { $0.czech + ($0.latin.map { " (\($0))" } ?? "") } }
+        func list(_ values: [String]) -> String? { values.isEmpty ? nil : values.joined(separator: ", ") }
+        let adoption = animal.adoption.map { adoption in
+            (adoption.priceCzk.map { "\($0) CZK" } ?? "price not given") + (adoption.visitable ? "" : ", not visitable")
+        }
+        let locations = list(animal.mapLocations.map { location in
+            location.name + (location.anchor.map { String(format: " (%.5f,%.5f)", $0.lat, $0.lon) } ?? "")
+        })
+        let fields: [(String, String?)] = [
+            ("Id", String(animal.id)), ("English", animal.englishName), ("Class", taxon(animal.taxonClass)),
+            ("Order", taxon(animal.order)), ("Kept now", animal.available ? "yes" : "no"), ("Location", animal.location),
+            ("Location page", animal.locationURL), ("Map locations", locations), ("Continents", list(animal.continents)),
+            ("Range", animal.range), ("Biotopes", list(animal.biotopes)), ("Biotope", animal.biotopeDetail),
+            ("Food", list(animal.foods)), ("Diet", animal.foodDetail), ("Proportions", animal.proportions),
+            ("Reproduction", animal.reproduction), ("Adoption", adoption), ("Image", animal.imageURL),
+            ("Description", animal.description), ("Interesting facts", animal.interestingFacts),
+            ("Projects", animal.projects), ("Breeding in Prague", animal.breeding),
+        ]
+        let title = animal.name + (animal.latinName.map { " (\($0))" } ?? "")
+        return ([title] + fields.compactMap { label, value in value.map { "\(label): \($0)" } }).joined(separator: "\n")
+    }
+}
+
+/// `gateway zoo filters`: each filter kind's values with counts.
+struct ZooFilters: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "filters",
+        abstract: "List the values of each filter (class, food, biotope, house, continent) with how many animals have each.",
+        discussion: #"With --json: {"classes": [{"value", "count"}, …], "foods", "biotopes", "zoo_houses", "continents"}."#)
+
+    @Flag(help: "Count animals the zoo does not currently keep too.")
+    var all = false
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withZoo { zoo in
+            let reply = try await zoo.listFilterValues(ZooV1.ListFilterValuesRequest(includeUnavailable: all), options: global.callOptions)
+            let kinds: [(String, String, [ZooV1.FilterValue])] = [
+                ("classes", "--class", reply.classes), ("foods", "--food", reply.foods), ("biotopes", "--biotope", reply.biotopes),
+                ("zoo_houses", "--house", reply.zooHouses), ("continents", "--continent", reply.continents),
+            ]
+            if global.json {
+                try printJSON(Dictionary(uniqueKeysWithValues: kinds.map { key, _, values in
+                    (key, values.map { ["value": $0.value, "count": $0.count] as [String: Any] })
+                }))
+                return
+            }
+            for (index, (_, option, values)) in kinds.enumerated() {
+                if index > 0 { print("") }
+                printTable([option.uppercased().replacingOccurrences(of: "-", with: ""), "ANIMALS"], values.map { [$0.value, String($0.count)] })
+            }
+        }
+    }
+}

@@ -1,0 +1,168 @@
+import ArgumentParser
+import Foundation
+import GatewayKit
+import RPC
+import Schema
+import ServiceAPI
+
+/// `gateway zoo route --from LAT,LON | --from-animal ID | --from-house NAME  --to-animal ID | --to-house NAME | --to LAT,LON`.
+struct ZooRoute: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "route",
+        abstract: "The shortest walk along the zoo's footpaths, from a point, an animal or a pavilion to another.",
+        discussion: #"With --json: {"distance_m", "duration_s", "nodes": [ids], "coordinates": [[lat, lon], …]}."#)
+
+    @Option(name: .customLong("from"), help: "Start at LAT,LON (e.g. a phone's GPS fix).")
+    var fromPoint: String?
+
+    @Option(name: .customLong("from-animal"), help: "Start at an animal (its nearest map location).")
+    var fromAnimal: Int64?
+
+    @Option(name: .customLong("from-house"), help: "Start at a pavilion.")
+    var fromHouse: String?
+
+    @Option(name: .customLong("to"), help: "Go to LAT,LON.")
+    var toPoint: String?
+
+    @Option(name: .customLong("to-animal"), help: "Go to an animal (whichever of its map locations is nearest on foot).")
+    var toAnimal: Int64?
+
+    @Option(name: .customLong("to-house"), help: "Go to a pavilion.")
+    var toHouse: String?
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withZoo { zoo in
+            let request = ZooV1.RouteRequest(
+                from: try Self.place(point: fromPoint, animal: fromAnimal, house: fromHouse, end: "from"),
+                to: try Self.place(point: toPoint, animal: toAnimal, house: toHouse, end: "to"))
+            let reply = try await zoo.route(request, options: global.callOptions)
+            guard let route = reply.route else { throw RPCError(.internalError, "the service answered without a route") }
+            if global.json {
+                try printJSON(ZooFormat.routeJSON(route))
+            } else {
+                let nodes = route.nodeIds.count
+                print("\(ZooFormat.distance(route.distanceM)), about \(ZooFormat.walk(route.durationS)) on foot, passing \(nodes) footpath node\(nodes == 1 ? "" : "s")")
+                for point in route.coordinates { print(String(format: "  %.6f,%.6f", point.lat, point.lon)) }
+            }
+        }
+    }
+
+    /// The place one end names: exactly one of its three options.
+    static func place(point: String?, animal: Int64?, house: String?, end: String) throws -> ZooV1.Place {
+        let given = [point != nil, animal != nil, house != nil].filter { $0 }.count
+        guard given == 1 else {
+            throw RPCError(.invalidArgument, "give exactly one of --\(end), --\(end)-animal and --\(end)-house")
+        }
+        if let point { return ZooV1.Place(point: try ZooFormat.coordinate(point, option: "--\(end)")) }
+        return ZooV1.Place(animalID: animal, zooHouse: house)
+    }
+}
+
+/// `gateway zoo nearby --from LAT,LON [--radius M]`: animals within walking reach.
+struct ZooNearby: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "nearby",
+        abstract: "Animals kept now whose map locations are within a walking distance of a point, nearest first.")
+
+    @Option(name: .customLong("from"), help: "LAT,LON to walk from.")
+    var from: String
+
+    @Option(help: "Walking distance in metres.")
+    var radius = 200.0
+
+    @Option(help: "Most animals listed.")
+    var limit: Int32 = 50
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withZoo { zoo in
+            let request = ZooV1.NearbyRequest(point: try ZooFormat.coordinate(from, option: "--from"), radiusM: radius, limit: limit)
+            let reply = try await zoo.nearby(request, options: global.callOptions)
+            if global.json {
+                try printJSON(["animals": reply.animals.map { nearby -> [String: Any] in
+                    var object = nearby.animal.map(ZooFormat.summaryJSON) ?? [:]
+                    object["distance_m"] = nearby.distanceM
+                    object["location_id"] = nearby.locationID
+                    return object
+                }])
+                return
+            }
+            printTable(
+                ["WALK", "ID", "NAME", "LOCATION"],
+                reply.animals.map { [ZooFormat.distance($0.distanceM), String($0.animal?.id ?? 0), $0.animal?.name ?? "-", $0.animal?.location ?? "-"] })
+            print("\(reply.animals.count) animal\(reply.animals.count == 1 ? "" : "s") within \(ZooFormat.distance(radius))")
+        }
+    }
+}
+
+/// `gateway zoo tour ID… --from LAT,LON`: a short visiting order.
+struct ZooTour: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tour",
+        abstract: "A short walk from a point visiting each of the animals once (nearest neighbour improved by 2-opt).",
+        discussion: #"With --json: {"distance_m", "duration_s", "legs": [{"animal": {…}, "location_id", "distance_m", "duration_s", "nodes", "coordinates"}, …]}."#)
+
+    @Argument(help: "Ids of the animals to visit.")
+    var animals: [Int64]
+
+    @Option(name: .customLong("from"), help: "LAT,LON to start at.")
+    var from: String
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withZoo { zoo in
+            let request = ZooV1.TourRequest(start: try ZooFormat.coordinate(from, option: "--from"), animalIds: animals)
+            let reply = try await zoo.tour(request, options: global.callOptions)
+            if global.json {
+                try printJSON([
+                    "distance_m": reply.distanceM, "duration_s": reply.durationS,
+                    "legs": reply.legs.map { leg -> [String: Any] in
+                        var object = leg.route.map(ZooFormat.routeJSON) ?? [:]
+                        object["animal"] = jsonValue(leg.animal.map(ZooFormat.summaryJSON))
+                        object["location_id"] = leg.locationID
+                        return object
+                    },
+                ])
+                return
+            }
+            printTable(
+                ["#", "ID", "NAME", "WALK", "LOCATION"],
+                reply.legs.enumerated().map { index, leg in
+                    [String(index + 1), String(leg.animal?.id ?? 0), leg.animal?.name ?? "-", ZooFormat.distance(leg.route?.distanceM ?? 0),
+                     leg.animal?.location ?? "-"]
+                })
+            print("total \(ZooFormat.distance(reply.distanceM)), about \(ZooFormat.walk(reply.durationS)) on foot")
+        }
+    }
+}
+
+/// `gateway zoo geojson`: footpaths and animal locations for a web map.
+struct ZooGeoJSON: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "geojson",
+        abstract: "Export the footpaths and animal locations as a GeoJSON FeatureCollection.")
+
+    @Option(help: "Write to this file instead of standard output.")
+    var output: String?
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withZoo { zoo in
+            let reply = try await zoo.exportGeoJSON(ZooV1.ExportGeoJSONRequest(), options: global.callOptions)
+            if let output {
+                do {
+                    try Data(reply.geojson.utf8).write(to: URL(fileURLWithPath: output))
+                } catch {
+                    throw RPCError(.invalidArgument, "cannot write \(output): \(error.localizedDescription)")
+                }
+            } else {
+                print(reply.geojson)
+            }
+        }
+    }
+}

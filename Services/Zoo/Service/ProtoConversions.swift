@@ -1,0 +1,137 @@
+import Foundation
+import RPC
+import Schema
+import ZooCore
+
+// Domain values as the zoo's protobuf messages, and back for enums.
+
+extension ZooError: RPCErrorConvertible {
+    /// The status a call ending with this error answers with.
+    public var rpcError: RPCError {
+        let code: StatusCode =
+            switch kind {
+            case .notFound: .notFound
+            case .invalidArgument: .invalidArgument
+            case .outOfRange: .outOfRange
+            case .failedPrecondition: .failedPrecondition
+            }
+        return RPCError(code, description)
+    }
+}
+
+extension ZooV1.GeoPoint {
+    init(_ point: GeoPoint) { self.init(lat: point.lat, lon: point.lon) }
+}
+
+extension ZooV1.AnimalSummary {
+    init(_ animal: Animal) {
+        self.init(
+            id: Int64(animal.id), name: animal.name, latinName: animal.latinName, englishName: animal.englishName,
+            className: animal.taxonClass?.czech, location: animal.location, available: animal.isCurrentlyAvailable)
+    }
+}
+
+extension ZooV1.Animal {
+    init(_ animal: Animal, locations: [MapFeature]) {
+        self.init(
+            id: Int64(animal.id), name: animal.name, latinName: animal.latinName, englishName: animal.englishName,
+            taxonClass: animal.taxonClass.map { ZooV1.Taxon(czech: $0.czech, latin: $0.latin) },
+            order: animal.order.map { ZooV1.Taxon(czech: $0.czech, latin: $0.latin) }, continents: animal.continents,
+            range: animal.range, biotopes: animal.biotopes, biotopeDetail: animal.biotopeDetail, foods: animal.foods,
+            foodDetail: animal.foodDetail, description: animal.description, proportions: animal.proportions,
+            reproduction: animal.reproduction, interestingFacts: animal.interestingFacts, projects: animal.projects,
+            breeding: animal.breeding, location: animal.location, locationURL: animal.locationURL,
+            imageURL: animal.imageURL, imageAlt: animal.imageAlt, available: animal.isCurrentlyAvailable,
+            adoption: animal.adoption.map {
+                ZooV1.Adoption(czechName: $0.czechName, englishName: $0.englishName, className: $0.className,
+                               priceCzk: $0.priceCZK.map(Int64.init), visitable: $0.visitable)
+            },
+            mapLocations: locations.map {
+                ZooV1.MapLocation(id: $0.id, name: $0.name, isBuilding: $0.isBuilding, isAnimalPen: $0.isAnimalPen,
+                                  anchor: ZooV1.GeoPoint($0.anchor))
+            })
+    }
+}
+
+extension ZooV1.FilterValue {
+    init(_ value: FilterValue) { self.init(value: value.value, count: Int32(clamping: value.count)) }
+}
+
+extension ZooV1.Route {
+    init(_ route: Route) {
+        self.init(distanceM: route.distanceMeters, durationS: route.durationSeconds, nodeIds: route.nodeIDs,
+                  coordinates: route.coordinates.map(ZooV1.GeoPoint.init))
+    }
+}
+
+extension ZooV1.FileKind {
+    init(_ kind: ZooFileKind) {
+        self =
+            switch kind {
+            case .lexiconCSV: .lexiconCsv
+            case .animalsJSON: .animalsJson
+            case .map: .map
+            case .bounds: .bounds
+            case .adoptions: .adoptions
+            case .pavilionFixes: .pavilionFixes
+            case .singularPlural: .singularPlural
+            }
+    }
+}
+
+extension ZooFileKind {
+    /// The domain kind of a wire value; `nil` for unspecified and unknown values.
+    init?(_ kind: ZooV1.FileKind) {
+        guard let match = ZooFileKind.allCases.first(where: { ZooV1.FileKind($0) == kind }) else { return nil }
+        self = match
+    }
+}
+
+extension ZooV1.ImportRecord {
+    init(_ record: ImportRecord) {
+        let trigger: ZooV1.ImportTrigger =
+            switch record.trigger {
+            case .client: .client
+            case .sampleData: .sampleData
+            case .schedule: .schedule
+            }
+        self.init(
+            id: record.id, source: record.source, trigger: trigger, startedAt: record.startedAt.timeIntervalSince1970,
+            finishedAt: record.finishedAt.timeIntervalSince1970, succeeded: record.succeeded,
+            files: record.files.map { file in
+                ZooV1.ImportedFile(
+                    kind: ZooV1.FileKind(file.kind), name: file.name, sizeBytes: Int64(file.sizeBytes),
+                    rowsImported: Int32(clamping: file.rowsImported),
+                    skipped: file.skipped.map {
+                        ZooV1.SkippedRow(row: Int32(clamping: $0.row), line: Int32(clamping: $0.line), reason: $0.reason)
+                    })
+            },
+            rowsImported: Int32(clamping: record.rowsImported), rowsSkipped: Int32(clamping: record.rowsSkipped),
+            error: record.error)
+    }
+}
+
+extension ZooV1.DataCounts {
+    init(_ counts: DataCounts) {
+        self.init(
+            animals: Int32(clamping: counts.animals), availableAnimals: Int32(clamping: counts.availableAnimals),
+            classes: Int32(clamping: counts.classes), orders: Int32(clamping: counts.orders),
+            continents: Int32(clamping: counts.continents), biotopes: Int32(clamping: counts.biotopes),
+            foods: Int32(clamping: counts.foods), zooHouses: Int32(clamping: counts.zooHouses),
+            mapLocations: Int32(clamping: counts.mapLocations), adoptions: Int32(clamping: counts.adoptions),
+            footpathNodes: Int32(clamping: counts.footpathNodes), footpathEdges: Int32(clamping: counts.footpathEdges))
+    }
+}
+
+extension ZooV1.ImportProgress {
+    init(_ progress: ImportProgress, result: ImportRecord? = nil) {
+        let stage: ZooV1.ImportStage =
+            switch progress.stage {
+            case .parsing: .parsing
+            case .writing: .writing
+            case .indexing: .indexing
+            case .done: .done
+            }
+        self.init(stage: stage, fraction: progress.fraction, message: progress.message, result: result.map(ZooV1.ImportRecord.init))
+    }
+}

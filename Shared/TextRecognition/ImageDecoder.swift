@@ -1,0 +1,201 @@
+import CTesseract
+import Foundation
+
+/// Why image bytes were refused.
+public enum ImageError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Not an image format this Leptonica build reads, or a damaged file.
+    case cannotDecode
+    /// A page would decode to more pixels than allowed (`pixels` > `limit`); found from the header, before decoding.
+    case tooManyPixels(pixels: Int, limit: Int)
+    /// A multi-page file with more pages than allowed.
+    case tooManyPages(pages: Int, limit: Int)
+    /// A Leptonica operation failed (out of memory, or an image it cannot process): an internal error.
+    case processing(String)
+
+    public var description: String {
+        switch self {
+        case .cannotDecode: "cannot decode image"
+        case .tooManyPixels(let pixels, let limit):
+            "image has \(pixels) pixels, more than the limit of \(limit) (\(limit / 1_000_000) MP)"
+        case .tooManyPages(let pages, let limit): "image has \(pages) pages, more than the limit of \(limit)"
+        case .processing(let step): "image processing failed in \(step)"
+        }
+    }
+}
+
+/// Limits checked before any pixel is decoded, so an upload cannot make the service allocate without bound
+/// (a 100 000 × 100 000 PNG is a few kilobytes of bytes and 40 GB of pixels).
+public struct DecodeLimits: Sendable, Hashable {
+    /// Pixels of one page (width × height). Default 60 megapixels: a 48 MP phone photo passes.
+    public var maxPixels: Int
+    /// Pages of a multi-page TIFF.
+    public var maxPages: Int
+
+    public init(maxPixels: Int = 60_000_000, maxPages: Int = 100) {
+        self.maxPixels = maxPixels
+        self.maxPages = maxPages
+    }
+}
+
+/// A decoded image file: one page, or the pages of a multi-page TIFF, each upright as the file's EXIF
+/// orientation says (JPEG).
+public struct DecodedImage: Sendable {
+    public let format: ImageFormat
+    public let pages: [Image]
+    /// The EXIF orientation tag (1–8) that was applied; 1 when there was none.
+    public let exifOrientation: Int
+}
+
+/// Decodes image bytes with Leptonica after checking their header against `DecodeLimits`.
+public struct ImageDecoder: Sendable {
+    public var limits: DecodeLimits
+
+    public init(limits: DecodeLimits = DecodeLimits()) {
+        TesseractRuntime.configureOnce()
+        self.limits = limits
+    }
+
+    /// The pages of `data`. Throws `ImageError.cannotDecode` for bytes that are no image Leptonica reads and
+    /// `.tooManyPixels` / `.tooManyPages` when the header announces more than the limits.
+    public func decode(_ data: Data) throws -> DecodedImage {
+        guard data.count >= 8 else { throw ImageError.cannotDecode }
+        return try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> DecodedImage in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            guard let base = bytes.baseAddress else { throw ImageError.cannotDecode }
+            var leptonicaFormat: Int32 = 0
+            guard findFileFormatBuffer(base, &leptonicaFormat) == 0 else { throw ImageError.cannotDecode }
+            let format = try Self.format(leptonicaFormat)
+            if format == .tiff { return try decodeTIFF(base, count: bytes.count) }
+
+            var headerFormat: Int32 = 0, width: Int32 = 0, height: Int32 = 0
+            var bitsPerSample: Int32 = 0, samplesPerPixel: Int32 = 0, hasColormap: Int32 = 0
+            guard pixReadHeaderMem(
+                base, bytes.count, &headerFormat, &width, &height, &bitsPerSample, &samplesPerPixel, &hasColormap) == 0,
+                width > 0, height > 0
+            else { throw ImageError.cannotDecode }
+            try check(width: Int(width), height: Int(height))
+
+            let image = try Image.wrapDecoded(pixReadMem(base, bytes.count))
+            guard format == .jpeg else { return DecodedImage(format: format, pages: [image], exifOrientation: 1) }
+            let orientation = EXIFOrientation.read(fromJPEG: UnsafeRawBufferPointer(bytes)) ?? 1
+            return DecodedImage(
+                format: format, pages: [try image.applyingEXIFOrientation(orientation)], exifOrientation: orientation)
+        }
+    }
+
+    private func decodeTIFF(_ base: UnsafePointer<UInt8>, count: Int) throws -> DecodedImage {
+        // Check every page's header first: a file whose tenth page is huge is refused before page one decodes.
+        var page: Int32 = 0
+        while true {
+            var width: Int32 = 0, height: Int32 = 0, bitsPerSample: Int32 = 0, samplesPerPixel: Int32 = 0
+            var resolution: Int32 = 0, colormap: Int32 = 0, compression: Int32 = 0
+            let status = readHeaderMemTiff(
+                base, count, page, &width, &height, &bitsPerSample, &samplesPerPixel, &resolution, &colormap,
+                &compression)
+            if status != 0 { break }
+            try check(width: Int(width), height: Int(height))
+            page += 1
+            if page > limits.maxPages { throw ImageError.tooManyPages(pages: Int(page), limit: limits.maxPages) }
+        }
+        guard page > 0 else { throw ImageError.cannotDecode }
+        var pages: [Image] = []
+        var offset = 0
+        for _ in 0..<page {
+            pages.append(try Image.wrapDecoded(pixReadMemFromMultipageTiff(base, count, &offset)))
+            if offset == 0 { break }
+        }
+        return DecodedImage(format: .tiff, pages: pages, exifOrientation: 1)
+    }
+
+    private func check(width: Int, height: Int) throws {
+        let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
+        if overflow || pixels > limits.maxPixels {
+            throw ImageError.tooManyPixels(pixels: overflow ? .max : pixels, limit: limits.maxPixels)
+        }
+    }
+
+    private static func format(_ leptonicaFormat: Int32) throws -> ImageFormat {
+        switch Int(leptonicaFormat) {
+        case IFF_PNG: return .png
+        case IFF_JFIF_JPEG: return .jpeg
+        case IFF_BMP: return .bmp
+        case IFF_GIF: return .gif
+        case IFF_WEBP: return .webp
+        case IFF_TIFF, IFF_TIFF_PACKBITS, IFF_TIFF_RLE, IFF_TIFF_G3, IFF_TIFF_G4, IFF_TIFF_LZW, IFF_TIFF_ZIP,
+            IFF_TIFF_JPEG:
+            return .tiff
+        default: throw ImageError.cannotDecode
+        }
+    }
+}
+
+extension Image {
+    fileprivate static func wrapDecoded(_ pix: UnsafeMutablePointer<PIX>?) throws -> Image {
+        guard let pix else { throw ImageError.cannotDecode }
+        return Image(owning: pix)
+    }
+
+    /// Upright as a viewer shows a photo with this EXIF orientation (1 upright … 8 turned 90° counter-clockwise).
+    public func applyingEXIFOrientation(_ orientation: Int) throws -> Image {
+        switch orientation {
+        case 2: return try flippedHorizontally()
+        case 3: return try rotated(quarterTurns: 2)
+        case 4: return try flippedVertically()
+        case 5: return try rotated(quarterTurns: 1).flippedHorizontally()  // transpose
+        case 6: return try rotated(quarterTurns: 1)
+        case 7: return try rotated(quarterTurns: 1).flippedVertically()  // transverse
+        case 8: return try rotated(quarterTurns: 3)
+        default: return self
+        }
+    }
+}
+
+/// Reads the orientation tag (0x0112) of a JPEG's EXIF block; Leptonica decodes the pixels as stored, so a phone
+/// photo taken in portrait would otherwise be read lying on its side.
+public enum EXIFOrientation {
+    public static func read(fromJPEG bytes: UnsafeRawBufferPointer) -> Int? {
+        let data = bytes.bindMemory(to: UInt8.self)
+        guard data.count > 4, data[0] == 0xFF, data[1] == 0xD8 else { return nil }
+        var position = 2
+        while position + 4 <= data.count, data[position] == 0xFF {
+            let marker = data[position + 1]
+            if marker == 0xDA || marker == 0xD9 { return nil }  // start of scan: no EXIF before the pixels
+            let length = Int(data[position + 2]) << 8 | Int(data[position + 3])
+            guard length >= 2, position + 2 + length <= data.count else { return nil }
+            let segment = position + 4
+            if marker == 0xE1, length >= 14,
+                Array(data[segment..<segment + 6]) == [0x45, 0x78, 0x69, 0x66, 0, 0]  // "Exif\0\0"
+            {
+                return orientation(inTIFF: UnsafeBufferPointer(rebasing: data[(segment + 6)..<(position + 2 + length)]))
+            }
+            position += 2 + length
+        }
+        return nil
+    }
+
+    /// The orientation entry of IFD0 in a TIFF-structured EXIF payload.
+    static func orientation(inTIFF tiff: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard tiff.count >= 8 else { return nil }
+        let little: Bool
+        switch (tiff[0], tiff[1]) {
+        case (0x49, 0x49): little = true
+        case (0x4D, 0x4D): little = false
+        default: return nil
+        }
+        func u16(_ at: Int) -> Int? {
+            guard at >= 0, at + 2 <= tiff.count else { return nil }
+            return little ? Int(tiff[at]) | Int(tiff[at + 1]) << 8 : Int(tiff[at]) << 8 | Int(tiff[at + 1])
+        }
+        func u32(_ at: Int) -> Int? {
+            guard let high = u16(little ? at + 2 : at), let low = u16(little ? at : at + 2) else { return nil }
+            return high << 16 | low
+        }
+        guard let ifd = u32(4), let entries = u16(ifd) else { return nil }
+        for index in 0..<entries {
+            let entry = ifd + 2 + index * 12
+            guard let tag = u16(entry) else { return nil }
+            if tag == 0x0112, let value = u16(entry + 8), (1...8).contains(value) { return value }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+
+/// Which corrections to apply before recognition.
+public struct PreprocessingOptions: Sendable, Hashable {
+    /// Turn pages lying on their side or upside down upright (Tesseract's orientation detection).
+    public var detectOrientation: Bool
+    /// Rotate slightly skewed text lines level.
+    public var deskew: Bool
+    /// Binarise grey and colour images with a local threshold (uneven light, shadows).
+    public var binarize: Bool
+    /// Invert an image that is mostly dark (white text on a dark display or sign).
+    public var invertDarkBackground: Bool
+    /// Enlarge small text (twice, while the image stays under `maxUpscaledPixels`): Tesseract's LSTM misreads
+    /// letters whose lowercase is under about 20 pixels high (phototest's `quick` reads `guick` at its size).
+    public var upscaleSmallText: Bool
+
+    public init(
+        detectOrientation: Bool, deskew: Bool, binarize: Bool, invertDarkBackground: Bool = true,
+        upscaleSmallText: Bool = false
+    ) {
+        self.detectOrientation = detectOrientation
+        self.deskew = deskew
+        self.binarize = binarize
+        self.invertDarkBackground = invertDarkBackground
+        self.upscaleSmallText = upscaleSmallText
+    }
+
+    /// Only the inversion of dark images: costs a threshold and a pixel count.
+    public static let minimal = PreprocessingOptions(detectOrientation: false, deskew: false, binarize: false)
+    /// Everything.
+    public static let full = PreprocessingOptions(
+        detectOrientation: true, deskew: true, binarize: true, upscaleSmallText: true)
+}
+
+/// An image ready for recognition and what was done to it.
+public struct PreparedImage: Sendable {
+    public var image: Image
+    /// Clockwise quarter turns applied to make the text upright (0–3).
+    public var quarterTurns: Int
+    /// The skew corrected, in degrees (0 when none was).
+    public var deskewDegrees: Double
+    public var inverted: Bool
+    public var binarized: Bool
+    /// How much `image` was enlarged (1 when it was not): divide its coordinates by this for the upright image's.
+    public var scale: Double
+
+    public init(
+        image: Image, quarterTurns: Int, deskewDegrees: Double, inverted: Bool, binarized: Bool, scale: Double
+    ) {
+        self.image = image
+        self.quarterTurns = quarterTurns
+        self.deskewDegrees = deskewDegrees
+        self.inverted = inverted
+        self.binarized = binarized
+        self.scale = scale
+    }
+
+    /// Width and height of the upright image before any enlarging, which results are reported in.
+    public var uprightWidth: Int { Int((Double(image.width) / scale).rounded()) }
+    public var uprightHeight: Int { Int((Double(image.height) / scale).rounded()) }
+}
+
+/// Corrections that make a photo or scan easier for Tesseract, each cheap next to recognition.
+public enum Preprocessor {
+    /// Skews below this are left alone: rotating costs sharpness for no gain.
+    static let minimumSkewDegrees = 0.2
+    /// Leptonica's skew confidence below which its angle is noise.
+    static let minimumSkewConfidence = 2.5
+    /// Tesseract's orientation confidence below which a turn is not trusted.
+    static let minimumOrientationConfidence = 1.5
+    /// Text whose components are lower than this (pixels, about the lowercase height) is enlarged.
+    static let smallTextHeight = 20.0
+    /// Enlarging stops short of this many pixels: on a large page it would cost more than it gains.
+    static let maxUpscaledPixels = 12_000_000
+
+    public static func prepare(
+        _ image: Image, options: PreprocessingOptions, engine: TesseractEngine
+    ) throws -> PreparedImage {
+        var prepared = PreparedImage(
+            image: image, quarterTurns: 0, deskewDegrees: 0, inverted: false, binarized: false, scale: 1)
+        // Inversion first: orientation detection and the skew search both expect dark ink.
+        if options.invertDarkBackground, try prepared.image.darkFraction() > 0.5 {
+            prepared.image = try prepared.image.inverted()
+            prepared.inverted = true
+        }
+        if options.binarize, prepared.image.depth > 1 {
+            prepared.image = try prepared.image.adaptivelyBinarised()
+            prepared.binarized = true
+        }
+        if options.detectOrientation, let estimate = try engine.detectOrientation(prepared.image),
+            estimate.quarterTurnsToUpright != 0, estimate.confidence >= minimumOrientationConfidence
+        {
+            prepared.image = try prepared.image.rotated(quarterTurns: estimate.quarterTurnsToUpright)
+            prepared.quarterTurns = estimate.quarterTurnsToUpright
+        }
+        if options.deskew, let skew = try prepared.image.skew(), abs(skew.degrees) >= minimumSkewDegrees,
+            skew.confidence >= minimumSkewConfidence
+        {
+            // Leptonica's angle is the rotation that levels the lines (positive: clockwise).
+            prepared.image = try prepared.image.rotated(degrees: skew.degrees)
+            prepared.deskewDegrees = skew.degrees
+        }
+        if options.upscaleSmallText, prepared.image.pixelCount * 4 <= maxUpscaledPixels,
+            let height = try prepared.image.medianComponentHeight(), height < smallTextHeight
+        {
+            // Grey interpolation, then Tesseract binarises the smooth edges itself.
+            prepared.image = try prepared.image.grayscale().scaled(by: 2)
+            prepared.scale = 2
+        }
+        return prepared
+    }
+}

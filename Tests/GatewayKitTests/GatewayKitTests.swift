@@ -1,0 +1,84 @@
+import Foundation
+import GatewayKit
+import RPC
+import Testing
+import Transport
+
+/// The parts every command group shares: the service list, endpoint resolution, output and progress.
+@Suite struct GatewayKitTests {
+    @Test func theServiceListIsTheFirstWordOfEachLineOfTheServicesFile() {
+        let text = """
+            # comment
+            zoo             7100  1  .data/zoo
+
+              ocr\t7200 2 .data/ocr
+            health 7300 1 .data/health
+            zoo 7500 1 again
+            """
+        #expect(ServiceList.parse(text) == ["zoo", "ocr", "health"])
+    }
+
+    @Test func theServicesFileComesFromTheEnvironmentElseTheSourceTree() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("services-\(UUID().uuidString).conf")
+        try "b 1 1 x\na 2 1 y\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        #expect(ServiceList.names(environment: ["MENAGERIE_COMPOSE_CONFIG": file.path]) == ["b", "a"])
+        // The test runs from the package's .build: the upward search finds compose/services.conf of this tree.
+        let found = try #require(ServiceList.file(environment: [:]))
+        #expect(found.path.hasSuffix("compose/services.conf"))
+        #expect(ServiceList.names(environment: [:]).first == "zoo")
+    }
+
+    @Test func endpointsListServicesInTheFilesOrderThenByName() throws {
+        let endpoints = try Endpoints(
+            flags: ["zeta=127.0.0.1:1", "ocr=127.0.0.1:2,127.0.0.1:3", "alpha=[::1]:4", "zoo=localhost:5"], stateDirectory: nil,
+            environment: [:])
+        #expect(endpoints.services(listed: ["zoo", "ocr", "health"]) == ["zoo", "ocr", "health", "alpha", "zeta"])
+        #expect(endpoints.byService["ocr"] == ["127.0.0.1:2", "127.0.0.1:3"])
+        for bad in ["zoo", "=127.0.0.1:1", "zoo=127.0.0.1", "zoo=example.org:80", "zoo=127.0.0.1:70000"] {
+            #expect(throws: RPCError.self, "\(bad)") { try Endpoints(flags: [bad], stateDirectory: nil, environment: [:]) }
+        }
+        let fromEnvironment = try Endpoints(flags: [], stateDirectory: nil, environment: ["MENAGERIE_ENDPOINTS": "zoo=127.0.0.1:1;ocr=127.0.0.1:2"])
+        #expect(fromEnvironment.byService == ["zoo": ["127.0.0.1:1"], "ocr": ["127.0.0.1:2"]])
+        let missing = #expect(throws: RPCError.self) { try fromEnvironment.client(for: "health") }
+        #expect(missing?.code == .unavailable)
+    }
+
+    @Test func exitCodesFollowTheStatus() {
+        #expect(GatewayExit.code(for: RPCError(.invalidArgument, "")) == 3)
+        #expect(GatewayExit.code(for: RPCError(.unavailable, "")) == 14)
+        #expect(GatewayExit.code(for: RPCError(.ok, "")) == 1)
+    }
+
+    @Test func tablesAlignEveryColumnButTheLast() {
+        #expect(formatTable(["ID", "NAME"], [["1", "Lev"], ["100", "Žirafa"]]) == "ID   NAME\n1    Lev\n100  Žirafa\n")
+    }
+
+    @Test func progressIsARedrawnBarOnATerminalAndLinesOtherwise() {
+        final class Sink: @unchecked Sendable { var text = "" }
+        let terminal = Sink(), pipe = Sink()
+        let bar = ProgressDisplay(isTerminal: true) { terminal.text += $0 }
+        let lines = ProgressDisplay(isTerminal: false) { pipe.text += $0 }
+        for display in [bar, lines] {
+            display.update(fraction: 0.5, message: "parsing")
+            display.update(fraction: 2, message: "done")
+            display.finish()
+        }
+        #expect(terminal.text == "\r[###############               ]  50% parsing\u{1B}[K\r[##############################] 100% done\u{1B}[K\n")
+        #expect(pipe.text == "50% parsing\n100% done\n")
+    }
+}
+
+/// The one endpoint parser (transports, the raw echo client, `--endpoint`).
+@Suite struct EndpointTests {
+    @Test func parsesNumericAddressesAndLocalhost() throws {
+        #expect(try Endpoint(parsing: "127.0.0.1:7100") == Endpoint(parsing: "127.0.0.1:7100"))
+        let v6 = try Endpoint(parsing: "[::1]:7100")
+        #expect(v6.host == "::1" && v6.port == 7100 && v6.description == "[::1]:7100")
+        #expect(try Endpoint(parsing: "localhost:0").port == 0)
+        for bad in ["", "7100", "127.0.0.1", "127.0.0.1:", "127.0.0.1:x", "example.org:80", "127.0.0.1:65536", "127.0.0.1:-1"] {
+            let error = #expect(throws: RPCError.self, "\(bad)") { try Endpoint(parsing: bad) }
+            #expect(error?.code == .invalidArgument)
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// compose when things go wrong: a replica that dies, a service that cannot start, state left behind.
+@Suite(.serialized) struct ComposeRecoveryTests {
+    @Test func aDeadReplicasPidIsNotKeptDuringItsBackOff() async throws {
+        try await Stack.with(services: ["zoo"]) { stack in
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "\(up.output)")
+            let victim = try #require(try stack.servicePids()["zoo.0"])
+            kill(victim, SIGKILL)
+            // The supervisor notices at once and waits 1 s before restarting; meanwhile the dead pid is not the replica's.
+            try await Task.sleep(for: .milliseconds(400))
+            #expect(try stack.servicePids()["zoo.0"] != victim, "the pid file still names the dead replica during its back-off")
+            let ps = try await stack.compose("ps")
+            #expect(!ps.output.contains(" \(victim) "), "\(ps.output)")
+        }
+    }
+
+    @Test func upStartsEveryServiceItCanAndNamesEachThatFailed() async throws {
+        try await Stack.with(services: ["zoo", "ocr"]) { stack in
+            // zoo comes first and cannot bind its port; ocr must start all the same.
+            let blocker = try Stack.spawn(
+                "\(Stack.binDirectory)/ocr", ["--port", "\(try #require(stack.basePorts["zoo"]))",
+                                              "--data-dir", stack.directory.appendingPathComponent("blocker").path])
+            defer { if blocker.isRunning { blocker.terminate(); blocker.waitUntilExit() } }
+            try await Stack.waitServing(port: try #require(stack.basePorts["zoo"]))
+
+            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": "4"], ["up"])
+            #expect(up.status == 1, "\(up.output)")
+            #expect(up.output.contains("1 replica(s) did not report SERVING: zoo.0"), "\(up.output)")
+            let status = try await stack.gateway(["status", "--json"])
+            #expect(try statusInstances(status.output).contains { $0["service"] as? String == "ocr" && $0["health"] as? String == "SERVING" },
+                    "ocr was not started after zoo failed: \(status.output)")
+        }
+    }
+
+    @Test func downWithNothingRunningForgetsTheScaledCounts() async throws {
+        try await Stack.with(services: ["zoo"]) { stack in
+            // What a scale to 2 leaves behind when its replicas are gone (a reboot, say).
+            let replicas = stack.state.appendingPathComponent("replicas")
+            try FileManager.default.createDirectory(at: replicas, withIntermediateDirectories: true)
+            try "2\n".write(to: replicas.appendingPathComponent("zoo"), atomically: true, encoding: .utf8)
+            let down = try await stack.compose("down")
+            #expect(down.status == 0 && down.output.contains("nothing running"), "\(down.output)")
+            #expect(!FileManager.default.fileExists(atPath: replicas.path), "down kept the scaled counts")
+        }
+    }
+
+    @Test func followingLogsTakesInReplicasAddedLater() async throws {
+        try await Stack.with(services: ["zoo"]) { stack in
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "\(up.output)")
+            let output = stack.directory.appendingPathComponent("follow.log")
+            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: output)
+            // In a process group of its own, so that the test can end it with its tails (processes Foundation starts
+            // have SIGTERM blocked, so compose's own trap would never run).
+            let follow = Process()
+            follow.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+            follow.arguments = [Stack.root.appendingPathComponent("compose/compose").path, "logs", "-f", "zoo"]
+            follow.environment = stack.environment
+            follow.standardOutput = handle
+            follow.standardError = handle
+            follow.standardInput = FileHandle.nullDevice
+            try follow.run()
+            defer {
+                if follow.isRunning { kill(-follow.processIdentifier, SIGKILL) }
+                try? handle.close()
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let scale = try await stack.compose("scale", "zoo=2")
+            try #require(scale.status == 0, "\(scale.output)")
+            // zoo.1 logs the port it listens on when it starts.
+            let port = try #require(stack.basePorts["zoo"]) + 1
+            var text = ""
+            for _ in 0..<50 where !text.contains("zoo.1 | ") || !text.contains(":\(port)") {
+                try await Task.sleep(for: .milliseconds(100))
+                text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            }
+            #expect(text.contains("zoo.1 | ") && text.contains(":\(port)"), "logs -f did not show the replica added later: \(text)")
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+@testable import OCRCore
+
+@Suite struct TemplateStoreTests {
+    let store: TemplateStore
+    let values = [
+        ValueDefinition(name: "Volts", region: NormalizedRect(x: 0.5, y: 0.1, width: 0.1, height: 0.05)),
+        ValueDefinition(name: "Amps", region: NormalizedRect(x: 0.5, y: 0.3, width: 0.1, height: 0.05), level: .line),
+    ]
+
+    init() throws { store = try TemplateStore.inMemory() }
+
+    func values(_ texts: String...) -> [RecordValue] {
+        texts.map { RecordValue(name: "", text: $0, confidence: 0.8) }
+    }
+
+    @Test func createListShowRenameAndDelete() throws {
+        let (battery, first) = try store.createTemplate(
+            name: "Battery", description: "the shed's monitor", values: values, firstRecord: values("12.6", "3.2"),
+            at: Date(timeIntervalSince1970: 100))
+        #expect(first?.values.map(\.name) == ["Volts", "Amps"])
+        _ = try store.createTemplate(name: "Attic meter", values: [values[0]])
+        #expect(try store.templates().map(\.name) == ["Attic meter", "Battery"])
+        #expect(try store.template(named: "Battery") == battery)
+        #expect(try store.template("\(battery.id)") == battery)
+        #expect(try store.template(id: battery.id).values == values)
+
+        let renamed = try store.rename(templateID: battery.id, to: "Shed battery")
+        #expect(renamed.name == "Shed battery")
+        #expect(throws: OCRError(.alreadyExists, "a template named \"Attic meter\" already exists")) {
+            try store.rename(templateID: battery.id, to: "Attic meter")
+        }
+
+        try store.deleteTemplate(id: battery.id)
+        #expect(throws: OCRError(.notFound, "no template \"\(battery.id)\"")) { try store.template(id: battery.id) }
+        #expect(throws: OCRError(.notFound, "no template \"\(battery.id)\"")) {
+            try store.latestRecords(templateID: battery.id)
+        }
+        #expect(try store.database.read { try $0.queryOne("SELECT count(*) FROM record_values")?.int(0) } == 0,
+                "the records went with the template")
+    }
+
+    @Test func invalidTemplatesAreRefused() throws {
+        #expect(throws: OCRError(.invalidArgument, "a template needs at least one value")) {
+            try store.createTemplate(name: "Empty", values: [])
+        }
+        #expect(throws: OCRError(.invalidArgument, "value name \"Volts\" is used twice")) {
+            try store.createTemplate(name: "Twice", values: [values[0], values[0]])
+        }
+        let outside = ValueDefinition(name: "Out", region: NormalizedRect(x: 0.95, y: 0, width: 0.1, height: 0.1))
+        #expect(throws: OCRError.self) { try store.createTemplate(name: "Outside", values: [outside]) }
+        _ = try store.createTemplate(name: "Once", values: values)
+        #expect(throws: OCRError(.alreadyExists, "a template named \"Once\" already exists")) {
+            try store.createTemplate(name: "Once", values: values)
+        }
+        #expect(throws: OCRError(.notFound, "no template \"Nope\"")) { try store.template("Nope") }
+    }
+
+    @Test func renamingValuesKeepsTheRecordsValues() throws {
+        let template = try store.createTemplate(name: "B", values: values, firstRecord: values("12.6", "3.2")).template
+        let swapped = try store.renameValues(templateID: template.id, ["Volts": "Amps", "Amps": "Volts"])
+        #expect(swapped.values.map(\.name) == ["Amps", "Volts"])
+        let record = try store.latestRecords(templateID: template.id)[0]
+        #expect(record.values.map(\.name) == ["Amps", "Volts"])
+        #expect(record.values.map(\.text) == ["12.6", "3.2"])
+        #expect(throws: OCRError(.notFound, "template \"B\" has no value named \"Watts\"")) {
+            try store.renameValues(templateID: template.id, ["Watts": "W"])
+        }
+        #expect(throws: OCRError.self) { try store.renameValues(templateID: template.id, ["Amps": "Volts"]) }
+    }
+
+    @Test func latestFivePagesAndExportInTimeOrder() throws {
+        let template = try store.createTemplate(name: "B", values: values).template
+        // Added out of time order: the order is the records' time, not their insertion.
+        for second in [5, 3, 9, 1, 7, 2, 8, 4, 6, 0] {
+            _ = try store.addRecord(
+                templateID: template.id, values: values("\(second)", "a,\"b\""),
+                at: Date(timeIntervalSince1970: 1_800_000_000 + Double(second)))
+        }
+        #expect(try store.latestRecords(templateID: template.id).map { $0.values[0].text } == ["9", "8", "7", "6", "5"])
+
+        var seen: [String] = []
+        var token: String?
+        var pages = 0
+        repeat {
+            let page = try store.records(templateID: template.id, pageSize: 3, pageToken: token)
+            seen += page.records.map { $0.values[0].text }
+            token = page.nextPageToken
+            pages += 1
+        } while token != nil
+        #expect(seen == (0...9).map(String.init))
+        #expect(pages == 4)
+        #expect(throws: OCRError(.invalidArgument, "invalid page token")) {
+            try store.records(templateID: template.id, pageToken: "garbage")
+        }
+
+        let rows = parseCSV(try store.exportCSV(templateID: template.id))
+        #expect(rows[0] == ["Date", "Volts", "Amps"])
+        #expect(rows.dropFirst().map { $0[1] } == (0...9).map(String.init))
+        #expect(rows[1] == ["2027-01-15T08:00:00Z", "0", "a,\"b\""])
+
+        let oldest = try store.records(templateID: template.id, pageSize: 1).records[0]
+        try store.deleteRecord(id: oldest.id)
+        #expect(throws: OCRError(.notFound, "no record \(oldest.id)")) { try store.deleteRecord(id: oldest.id) }
+        #expect(try store.allRecords(templateID: template.id).count == 9)
+    }
+
+    @Test func recordsMustHaveOneValuePerTemplateValue() throws {
+        let template = try store.createTemplate(name: "B", values: values).template
+        #expect(throws: OCRError(.invalidArgument, "a record of this template has 2 values, got 1")) {
+            try store.addRecord(templateID: template.id, values: values("1"))
+        }
+        #expect(throws: OCRError(.notFound, "no template \"999\"")) {
+            try store.addRecord(templateID: 999, values: values("1", "2"))
+        }
+    }
+}
+
+@Suite struct TextLimitTests {
+    /// "a" and 300 combining accents is one character but 301 scalars: lengths count scalars, so such text cannot
+    /// pass as short (it could be megabytes and cost seconds to count as characters).
+    @Test func lengthsCountScalarsNotCharacters() throws {
+        let store = try TemplateStore.inMemory()
+        let value = ValueDefinition(name: "V", region: NormalizedRect(x: 0, y: 0, width: 0.1, height: 0.1))
+        let heavy = "a" + String(repeating: "\u{301}", count: 300)
+        #expect(heavy.count == 1)
+        #expect(throws: OCRError(.invalidArgument, "template name is longer than 200 characters")) {
+            try store.createTemplate(name: heavy, values: [value])
+        }
+        #expect(throws: OCRError.self) {
+            try store.createTemplate(name: "Long description", description: String(repeating: "x", count: 2001), values: [value])
+        }
+        let template = try store.createTemplate(name: String(repeating: "ř", count: 200), values: [value]).template
+        #expect(throws: OCRError.self) {
+            try store.addRecord(templateID: template.id, values: [RecordValue(name: "V", text: String(repeating: "1", count: 1001), confidence: 1)])
+        }
+        #expect(throws: OCRError.self) { try RecognitionOptions(customWords: ["a" + String(repeating: "\u{301}", count: 64)]).validate() }
+        #expect(throws: OCRError.self) { try RecognitionOptions(customWords: ["nul\0"]).validate() }
+        try RecognitionOptions(customWords: [String(repeating: "ž", count: 64)]).validate()
+    }
+}

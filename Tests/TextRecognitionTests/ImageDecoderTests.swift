@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+@testable import TextRecognition
+
+/// A 40 × 20 grey image, white with a black 10 × 10 square in the top-left corner.
+func cornerMarkedImage() throws -> Image {
+    let square = try Image.blank(width: 10, height: 10, depth: 8, gray: 0)
+    return try Image.blank(width: 40, height: 20).pasting(square, x: 0, y: 0)
+}
+
+/// `jpeg` with an EXIF block whose orientation tag is `orientation`, inserted after the start-of-image marker.
+func jpegWithEXIF(_ jpeg: Data, orientation: UInt8, littleEndian: Bool = false) -> Data {
+    let tiff: [UInt8] =
+        littleEndian
+        ? [0x49, 0x49, 0x2A, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, orientation, 0, 0, 0, 0, 0, 0, 0]
+        : [0x4D, 0x4D, 0, 0x2A, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, orientation, 0, 0, 0, 0, 0, 0]
+    let payload: [UInt8] = Array("Exif".utf8) + [0, 0] + tiff
+    let length = payload.count + 2
+    var bytes = [UInt8](jpeg.prefix(2))
+    bytes += [0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xFF)] + payload
+    bytes += jpeg.dropFirst(2)
+    return Data(bytes)
+}
+
+@Suite struct ImageDecoderTests {
+    @Test(arguments: ImageFormat.allCases)
+    func decodesEveryFormatLeptonicaWrites(format: ImageFormat) throws {
+        let data = try cornerMarkedImage().encoded(as: format)
+        let decoded = try ImageDecoder().decode(data)
+        #expect(decoded.format == format)
+        #expect(decoded.pages.count == 1)
+        #expect(decoded.pages[0].width == 40 && decoded.pages[0].height == 20)
+        let gray = try decoded.pages[0].grayscale()
+        #expect(gray.pixel(x: 2, y: 2) < 64, "the marked corner stays dark")
+        #expect(gray.pixel(x: 35, y: 15) > 192)
+    }
+
+    @Test func multiPageTIFFGivesEveryPage() throws {
+        let pages = try [10, 20, 30].map { try Image.blank(width: $0, height: 15) }
+        let decoded = try ImageDecoder().decode(try Image.multipageTIFF(pages))
+        #expect(decoded.format == .tiff)
+        #expect(decoded.pages.map(\.width) == [10, 20, 30])
+    }
+
+    @Test func pixelLimitIsCheckedBeforeDecoding() throws {
+        let data = try Image.blank(width: 1000, height: 600).encoded(as: .png)
+        #expect(throws: ImageError.tooManyPixels(pixels: 600_000, limit: 500_000)) {
+            try ImageDecoder(limits: DecodeLimits(maxPixels: 500_000)).decode(data)
+        }
+        #expect(try ImageDecoder(limits: DecodeLimits(maxPixels: 600_000)).decode(data).pages.count == 1)
+        #expect(DecodeLimits().maxPixels == 60_000_000)
+    }
+
+    @Test func pixelLimitCoversEveryTIFFPage() throws {
+        let pages = [try Image.blank(width: 10, height: 10), try Image.blank(width: 1000, height: 1000)]
+        let data = try Image.multipageTIFF(pages)
+        #expect(throws: ImageError.tooManyPixels(pixels: 1_000_000, limit: 100_000)) {
+            try ImageDecoder(limits: DecodeLimits(maxPixels: 100_000)).decode(data)
+        }
+        #expect(throws: ImageError.tooManyPages(pages: 2, limit: 1)) {
+            try ImageDecoder(limits: DecodeLimits(maxPages: 1)).decode(data)
+        }
+    }
+
+    @Test func bytesThatAreNoImageCannotBeDecoded() throws {
+        #expect(throws: ImageError.cannotDecode) { try ImageDecoder().decode(Data("hello, this is text".utf8)) }
+        #expect(throws: ImageError.cannotDecode) { try ImageDecoder().decode(Data()) }
+        let png = try cornerMarkedImage().encoded(as: .png)
+        #expect(throws: ImageError.cannotDecode) { try ImageDecoder().decode(png.prefix(40)) }
+    }
+
+    @Test(arguments: [
+        // orientation, decoded width × height, where the stored top-left square ends up (a point inside it)
+        (1, 40, 20, 2, 2), (3, 40, 20, 37, 17), (6, 20, 40, 17, 2), (8, 20, 40, 2, 37),
+        (2, 40, 20, 37, 2), (4, 40, 20, 2, 17), (5, 20, 40, 2, 2), (7, 20, 40, 17, 37),
+    ])
+    func jpegEXIFOrientationIsHonoured(orientation: Int, width: Int, height: Int, x: Int, y: Int) throws {
+        let jpeg = try cornerMarkedImage().encoded(as: .jpeg)
+        for littleEndian in [false, true] {
+            let decoded = try ImageDecoder().decode(
+                jpegWithEXIF(jpeg, orientation: UInt8(orientation), littleEndian: littleEndian))
+            #expect(decoded.exifOrientation == orientation)
+            let page = try decoded.pages[0].grayscale()
+            #expect(page.width == width && page.height == height)
+            #expect(page.pixel(x: x, y: y) < 64, "orientation \(orientation): the marked corner is at \(x), \(y)")
+        }
+    }
+}

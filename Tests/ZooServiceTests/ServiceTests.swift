@@ -1,0 +1,231 @@
+import Foundation
+import RPC
+import Schema
+import ServiceAPI
+import ServiceKit
+import Testing
+@testable import ZooCore
+import ZooService
+
+/// The zoo service over the in-process transport (ServiceKit is linked for the storage errors' statuses, as in the executable), on the sample data in a scratch database.
+final class ServiceFixture: Sendable {
+    let scratch: ScratchDirectory
+    let library: ZooLibrary
+    let client: RPCClient
+
+    init(sample: Bool = true) throws {
+        scratch = try ScratchDirectory()
+        library = try ZooLibrary(path: scratch.databasePath)
+        if sample { try library.loadSampleDataIfEmpty(from: SampleFiles.directory) }
+        let server = RPCServer(name: "zoo", services: [ZooService(library: library)])
+        client = RPCClient(transports: [InProcessTransport(server: server)])
+    }
+
+    func call<Request, Response>(_ method: ProtoMethod<Request, Response>, _ request: Request) async throws -> Response {
+        try await client.unary(method, request)
+    }
+
+    /// Runs an import and returns every progress message.
+    func importFiles(_ files: [ZooV1.ImportFile], source: String = "") async throws -> [ZooV1.ImportProgress] {
+        var messages: [ZooV1.ImportProgress] = []
+        for try await message in client.serverStreaming(ZooV1.Zoo.importData, ZooV1.ImportDataRequest(files: files, source: source)) {
+            messages.append(message)
+        }
+        return messages
+    }
+
+    static func file(_ kind: ZooV1.FileKind, _ text: String, name: String = "") -> ZooV1.ImportFile {
+        ZooV1.ImportFile(kind: kind, name: name, content: Array(text.utf8))
+    }
+}
+
+/// Expects `body` to fail with `code`.
+func expectStatus(
+    _ code: StatusCode, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> Void
+) async {
+    do {
+        try await body()
+        Issue.record("expected \(code.name), the call succeeded \(comment.map { "(\($0))" } ?? "")", sourceLocation: sourceLocation)
+    } catch let error as RPCError {
+        #expect(error.code == code, "\(error) \(comment.map { "(\($0))" } ?? "")", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected \(code.name), got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+@Suite struct ServiceTests {
+    static let entrance = ZooV1.GeoPoint(lat: 50.1163, lon: 14.4000)
+
+    @Test func searchDetailAndFilters() async throws {
+        let zoo = try ServiceFixture()
+        let found = try await zoo.call(ZooV1.Zoo.searchAnimals, .init(text: "ZELVA"))
+        #expect(found.total == 1 && found.animals.first?.name == "Želva obrovská")
+        let everything = try await zoo.call(ZooV1.Zoo.searchAnimals, .init(includeUnavailable: true, pageSize: 0))
+        #expect(everything.total == 13 && everything.animals.isEmpty)
+        let kept = try await zoo.call(ZooV1.Zoo.searchAnimals, .init(text: ""))
+        #expect(kept.total == 12 && kept.animals.count == 12)
+        let mammals = try await zoo.call(ZooV1.Zoo.searchAnimals, .init(classes: ["savci"], continents: ["Asie", "Afrika"]))
+        #expect(mammals.total > 0 && mammals.animals.allSatisfy { $0.className == "Savci" })
+
+        let lion = try #require(try await zoo.call(ZooV1.Zoo.getAnimal, .init(id: 1)).animal)
+        #expect(lion.name == "Lev indický" && lion.taxonClass == ZooV1.Taxon(czech: "Savci", latin: "Mammalia"))
+        #expect(lion.adoption?.englishName == "Lion" && lion.englishName == "Lion" && lion.mapLocations.count == 2)
+        #expect(lion.available && lion.description != nil && lion.location == "Pavilon šelem a plazů")
+        await expectStatus(.notFound) { _ = try await zoo.call(ZooV1.Zoo.getAnimal, .init(id: 12)) }
+        let hippo = try await zoo.call(ZooV1.Zoo.getAnimal, .init(id: 12, includeUnavailable: true))
+        #expect(hippo.animal?.available == false)
+        await expectStatus(.notFound) { _ = try await zoo.call(ZooV1.Zoo.getAnimal, .init(id: 9999)) }
+
+        let filters = try await zoo.call(ZooV1.Zoo.listFilterValues, .init())
+        #expect(filters.classes.reduce(0) { $0 + $1.count } == 12)
+        let all = try await zoo.call(ZooV1.Zoo.listFilterValues, .init(includeUnavailable: true))
+        #expect(all.classes.reduce(0) { $0 + $1.count } == 13)
+        for value in filters.zooHouses {
+            let page = try await zoo.call(ZooV1.Zoo.searchAnimals, .init(zooHouses: [value.value], pageSize: 0))
+            #expect(Int(page.total) == Int(value.count), "\(value.value)")
+        }
+    }
+
+    @Test func badRequestsAreInvalidArguments() async throws {
+        let zoo = try ServiceFixture()
+        let cases: [(String, ZooV1.SearchAnimalsRequest)] = [
+            ("negative page size", .init(pageSize: -1)), ("huge page size", .init(pageSize: 100_000)),
+            ("negative offset", .init(offset: -5)), ("long text", .init(text: String(repeating: "a", count: 201))),
+            ("empty filter value", .init(foods: [""])), ("too many values", .init(classes: Array(repeating: "x", count: 51))),
+            // One character of 14 MB: "a" and 7 million combining accents.
+            ("one huge character", .init(text: "a" + String(repeating: "\u{301}", count: 7_000_000))),
+            ("201 scalars in 3 characters", .init(text: "e" + String(repeating: "\u{301}", count: 200))),
+        ]
+        for (name, request) in cases {
+            await expectStatus(.invalidArgument, "\(name)") { _ = try await zoo.call(ZooV1.Zoo.searchAnimals, request) }
+        }
+        // The limit counts scalars: 200 two-byte letters are fine.
+        _ = try await zoo.call(ZooV1.Zoo.searchAnimals, .init(text: String(repeating: "ž", count: 200)))
+        for id: Int64 in [0, -1, .min] {
+            await expectStatus(.invalidArgument, "id \(id)") { _ = try await zoo.call(ZooV1.Zoo.getAnimal, .init(id: id)) }
+        }
+        let point = ZooV1.Place(point: Self.entrance)
+        let badPlaces: [(String, ZooV1.Place?)] = [
+            ("missing", nil), ("empty", ZooV1.Place()), ("two at once", ZooV1.Place(point: Self.entrance, animalID: 1)),
+            ("NaN", ZooV1.Place(point: .init(lat: .nan, lon: 14.4))), ("infinite", ZooV1.Place(point: .init(lat: 50.1, lon: .infinity))),
+            ("latitude 91", ZooV1.Place(point: .init(lat: 91, lon: 14.4))), ("animal 0", ZooV1.Place(animalID: 0)),
+            ("blank pavilion", ZooV1.Place(zooHouse: "  ")),
+        ]
+        for (name, place) in badPlaces {
+            await expectStatus(.invalidArgument, "from \(name)") { _ = try await zoo.call(ZooV1.Zoo.route, .init(from: place, to: point)) }
+            await expectStatus(.invalidArgument, "to \(name)") { _ = try await zoo.call(ZooV1.Zoo.route, .init(from: point, to: place)) }
+        }
+        let nearby: [(String, ZooV1.NearbyRequest)] = [
+            ("no point", .init(radiusM: 100)), ("negative radius", .init(point: Self.entrance, radiusM: -1)),
+            ("NaN radius", .init(point: Self.entrance, radiusM: .nan)), ("huge radius", .init(point: Self.entrance, radiusM: 1e9)),
+            ("limit 0", .init(point: Self.entrance, radiusM: 100, limit: 0)),
+        ]
+        for (name, request) in nearby {
+            await expectStatus(.invalidArgument, "\(name)") { _ = try await zoo.call(ZooV1.Zoo.nearby, request) }
+        }
+        await expectStatus(.invalidArgument) { _ = try await zoo.call(ZooV1.Zoo.tour, .init(start: Self.entrance)) }
+        await expectStatus(.invalidArgument) {
+            _ = try await zoo.call(ZooV1.Zoo.tour, .init(start: Self.entrance, animalIds: Array(1...31)))
+        }
+        await expectStatus(.invalidArgument) { _ = try await zoo.call(ZooV1.Zoo.tour, .init(animalIds: [1])) }
+        let unknownKind = ZooV1.ImportFile(kind: .unrecognized(99), name: "x", content: [1])
+        for files in [[], [unknownKind], [ZooV1.ImportFile(kind: .unspecified, content: [1])], [ServiceFixture.file(.map, "")],
+                      [ServiceFixture.file(.map, "{}"), ServiceFixture.file(.map, "{}")]] {
+            await expectStatus(.invalidArgument, "\(files.map(\.kind))") { _ = try await zoo.importFiles(files) }
+        }
+    }
+
+    @Test func routingAnswersAndItsErrors() async throws {
+        let zoo = try ServiceFixture()
+        let route = try #require(try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: Self.entrance), to: .init(animalID: 1))).route)
+        #expect(route.distanceM > 0 && abs(route.durationS - route.distanceM / 1.2) < 1e-9)
+        #expect(route.coordinates.count == route.nodeIds.count + 2)
+        let between = try await zoo.call(ZooV1.Zoo.route, .init(from: .init(animalID: 2), to: .init(zooHouse: "Pavilon šelem a plazů")))
+        #expect((between.route?.distanceM ?? 0) > 0)
+        await expectStatus(.outOfRange) {
+            _ = try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: .init(lat: 50.0875, lon: 14.4213)), to: .init(animalID: 1)))
+        }
+        await expectStatus(.failedPrecondition) {
+            _ = try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: Self.entrance), to: .init(animalID: 13)))
+        }
+        await expectStatus(.notFound) {
+            _ = try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: Self.entrance), to: .init(animalID: 4242)))
+        }
+        await expectStatus(.notFound) {
+            _ = try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: Self.entrance), to: .init(zooHouse: "Nowhere")))
+        }
+
+        let nearby = try await zoo.call(ZooV1.Zoo.nearby, .init(point: Self.entrance, radiusM: 10_000, limit: 3))
+        #expect(nearby.animals.count == 3 && nearby.animals.map(\.distanceM) == nearby.animals.map(\.distanceM).sorted())
+        let tour = try await zoo.call(ZooV1.Zoo.tour, .init(start: Self.entrance, animalIds: [1, 2, 3, 2]))
+        #expect(Set(tour.legs.compactMap { $0.animal?.id }) == [1, 2, 3] && tour.distanceM > 0)
+        await expectStatus(.failedPrecondition) { _ = try await zoo.call(ZooV1.Zoo.tour, .init(start: Self.entrance, animalIds: [1, 13])) }
+
+        let geojson = try await zoo.call(ZooV1.Zoo.exportGeoJSON, .init()).geojson
+        let object = try JSONSerialization.jsonObject(with: Data(geojson.utf8)) as? [String: Any]
+        #expect(object?["type"] as? String == "FeatureCollection")
+
+        // Two footpaths that do not meet: no path between them.
+        let islands = """
+            {"nodes": [], "roads": [
+              {"_id": 1, "geometry": {"coordinates": [{"_id": 1, "lon": 14.4000, "lat": 50.1150}, {"_id": 2, "lon": 14.4010, "lat": 50.1150}]}},
+              {"_id": 2, "geometry": {"coordinates": [{"_id": 3, "lon": 14.4000, "lat": 50.1180}, {"_id": 4, "lon": 14.4010, "lat": 50.1180}]}}]}
+            """
+        _ = try await zoo.importFiles([ServiceFixture.file(.map, islands)])
+        await expectStatus(.notFound) {
+            _ = try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: .init(lat: 50.1151, lon: 14.4005)),
+                                                         to: .init(point: .init(lat: 50.1179, lon: 14.4005))))
+        }
+    }
+
+    @Test func routingWithoutAMapIsAFailedPrecondition() async throws {
+        let zoo = try ServiceFixture(sample: false)
+        await expectStatus(.failedPrecondition) {
+            _ = try await zoo.call(ZooV1.Zoo.route, .init(from: .init(point: Self.entrance), to: .init(point: Self.entrance)))
+        }
+        #expect(try await zoo.call(ZooV1.Zoo.searchAnimals, .init()).total == 0)
+        #expect(try await zoo.call(ZooV1.Zoo.getMetadata, .init()).lastImport == nil)
+    }
+
+    @Test func importStreamsProgressAndRecordsMetadata() async throws {
+        let zoo = try ServiceFixture()
+        let csv = try SampleFiles.lexiconCSV(first: 3)
+        let messages = try await zoo.importFiles(
+            [ZooV1.ImportFile(kind: .lexiconCsv, name: "small.csv", content: Array(csv.content))], source: "unit test")
+        #expect(messages.map(\.fraction) == messages.map(\.fraction).sorted())
+        #expect(messages.first?.stage == .parsing && messages.last?.stage == .done)
+        let result = try #require(messages.last?.result)
+        #expect(result.succeeded && result.rowsImported == 3 && result.source == "unit test" && result.trigger == .client)
+        #expect(try await zoo.call(ZooV1.Zoo.searchAnimals, .init(includeUnavailable: true)).total == 3)
+
+        await expectStatus(.invalidArgument) { _ = try await zoo.importFiles([ServiceFixture.file(.animalsJson, "[oops", name: "broken.json")]) }
+        let metadata = try await zoo.call(ZooV1.Zoo.getMetadata, .init())
+        #expect(metadata.lastImport?.succeeded == false)
+        #expect(metadata.lastFailedImport?.error?.contains("broken.json") == true)
+        #expect(metadata.lastSuccessfulImport?.id == result.id)
+        #expect(metadata.counts?.animals == 3 && metadata.lexiconKind == .lexiconCsv && metadata.walkingSpeed == 1.2)
+        #expect(try await zoo.call(ZooV1.Zoo.searchAnimals, .init(includeUnavailable: true)).total == 3)
+    }
+
+    /// The generated client and registration: every rpc of the proto is routed (reflection lists all nine, none
+    /// left UNIMPLEMENTED), and the typed client reaches them.
+    @Test func theGeneratedProtocolRegistersEveryRPCAndTheTypedClientCallsThem() async throws {
+        let zoo = try ServiceFixture()
+        let reflection = try await RpcV1.Reflection.Client(wrapping: zoo.client).listServices(RpcV1.ListServicesRequest())
+        let zooMethods = reflection.services.first { $0.name == ZooV1.Zoo.name }?.methods ?? []
+        #expect(Set(zooMethods.map(\.path)) == Set(ZooV1.Zoo.methods.map(\.path)))
+        #expect(zooMethods.count == 9 && zooMethods.allSatisfy { !$0.clientStreaming })
+        #expect(zooMethods.filter(\.serverStreaming).map(\.path) == [ZooV1.Zoo.importData.path])
+
+        let client = ZooV1.Zoo.Client(wrapping: zoo.client)
+        #expect(try await client.searchAnimals(.init(text: "ZELVA")).animals.first?.name == "Želva obrovská")
+        await expectStatus(.notFound) { _ = try await client.getAnimal(.init(id: 999_999)) }
+        var stages: [ZooV1.ImportStage] = []
+        let csv = try SampleFiles.lexiconCSV(first: 2)
+        for try await progress in client.importData(.init(files: [ZooV1.ImportFile(kind: .lexiconCsv, name: "two.csv", content: Array(csv.content))])) {
+            stages.append(progress.stage)
+        }
+        #expect(stages.last == .done)
+    }
+}
