@@ -54,17 +54,21 @@ let package = Package(
         .executableTarget(name: "schema-gen", dependencies: ["SchemaGenerator"], path: "Proto/Generator/App"),
 
         // MARK: Runtime layers
-        .target(name: "Storage", dependencies: ["CSQLite"], path: "Shared/Storage"),
+        .target(name: "WorkLane", path: "Shared/WorkLane"),
+        .target(name: "Storage", dependencies: ["CSQLite", "WorkLane"], path: "Shared/Storage"),
         // Logging, the version string, a heap, the upward search for the source tree: no dependencies.
         .target(name: "Base", path: "Shared/Base"),
         .target(name: "RPC", dependencies: ["Base", "Schema"], path: "Shared/RPC"),
         // Generated from Proto/ by schema-gen: a service protocol and a typed client per proto service.
         .target(name: "ServiceAPI", dependencies: ["RPC", "Schema"], path: "Shared/ServiceAPI"),
         .target(name: "Transport", dependencies: ["Base", "RPC", "Schema", "CLibUV"], path: "Shared/Transport"),
+        // Jobs: the domain and persistence (no RPC), and the Jobs rpcs every service offers.
+        .target(name: "Jobs", dependencies: ["Storage", "WorkLane"], path: "Shared/Jobs"),
+        .target(name: "JobsService", dependencies: ["Jobs", "RPC", "Schema", "ServiceAPI", "WorkLane"], path: "Shared/JobsService"),
         .target(
             name: "ServiceKit",
             dependencies: [
-                "Base", "RPC", "Transport", "Storage",
+                "Base", "RPC", "Transport", "Storage", "WorkLane",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Shared/ServiceKit"),
@@ -76,8 +80,11 @@ let package = Package(
         // Each service <Name>: Core (domain and persistence; never RPC or Schema), Service (handlers, validation,
         // proto conversions; conforms to the generated ServiceProtocol), App (the executable), CLI (`gateway <name>`).
         .target(name: "ZooCore", dependencies: ["Base", "Storage"], path: "Services/Zoo/Core"),
-        .target(name: "ZooService", dependencies: ["ZooCore", "RPC", "Schema", "ServiceAPI"], path: "Services/Zoo/Service"),
-        .executableTarget(name: "zoo", dependencies: ["ZooCore", "ZooService", "ServiceKit", "Base"], path: "Services/Zoo/App"),
+        .target(
+            name: "ZooService", dependencies: ["ZooCore", "RPC", "Schema", "ServiceAPI", "Jobs", "JobsService"],
+            path: "Services/Zoo/Service"),
+        .executableTarget(
+            name: "zoo", dependencies: ["ZooCore", "ZooService", "ServiceKit", "Base", "Jobs", "JobsService"], path: "Services/Zoo/App"),
         .target(name: "OCRCore", dependencies: ["Storage", "TextRecognition"], path: "Services/OCR/Core"),
         .target(
             name: "OCRService", dependencies: ["OCRCore", "TextRecognition", "RPC", "Schema", "ServiceAPI"],
@@ -119,24 +126,51 @@ let package = Package(
             path: "Services/Gateway/App"),
 
         // MARK: Benchmarks
-        .executableTarget(name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService"], path: "Tests/Benchmarks"),
+        .executableTarget(
+            name: "menagerie-bench", dependencies: ["RPC", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService", "RPCTesting"],
+            path: "Tests/Benchmarks"),
 
         // MARK: Tests
+        // A service running test jobs, for the tests that kill a replica (built by `swift build --build-tests`).
+        .executableTarget(
+            name: "jobs-test-service", dependencies: ["ServiceKit", "Jobs", "JobsService", "Storage", "Schema", "RPC"],
+            path: "Tests/JobsTestService"),
+        .testTarget(name: "WorkLaneTests", dependencies: ["WorkLane", "TestSupport"], path: "Tests/WorkLaneTests"),
+        .testTarget(
+            name: "JobsTests",
+            dependencies: ["Jobs", "JobsService", "Storage", "WorkLane", "RPC", "Schema", "Transport", "TestSupport"],
+            path: "Tests/JobsTests"),
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator", "TestSupport"], path: "Tests/SchemaTests"),
-        .testTarget(name: "StorageTests", dependencies: ["Storage"], path: "Tests/StorageTests"),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane", "TestSupport"], path: "Tests/StorageTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "RPCTests", dependencies: ["RPC", "Transport", "Schema", "ServiceKit", "TestSupport"], path: "Tests/RPCTests"),
-        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RPC", "Schema", "Storage"], path: "Tests/ServiceKitTests"),
-        .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "Transport"], path: "Tests/GatewayKitTests"),
+        // Test-only and benchmark-only parts of the RPC stack (Echo, the in-process transport, the
+        // raw echo floor), kept out of the production modules.
+        .target(name: "RPCTesting", dependencies: ["RPC", "Transport", "Schema"], path: "Tests/RPCTesting"),
+        // What the RPC and transport tests share: a harness over both transports, faulty services.
+        .target(
+            name: "RPCTestSupport", dependencies: ["RPC", "Transport", "Schema", "RPCTesting", "TestSupport"],
+            path: "Tests/RPCTestSupport"),
+        .testTarget(
+            name: "RPCTests",
+            dependencies: ["RPC", "Transport", "Schema", "ServiceKit", "TestSupport", "RPCTesting", "RPCTestSupport"],
+            path: "Tests/RPCTests"),
+        .testTarget(
+            name: "TransportTests", dependencies: ["RPC", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport"],
+            path: "Tests/TransportTests"),
+        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RPC", "Schema", "Storage", "WorkLane", "Transport", "TestSupport", "RPCTesting"], path: "Tests/ServiceKitTests"),
+        .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "Transport", "Schema"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
         .testTarget(name: "ZooCoreTests", dependencies: ["ZooCore", "Storage"], path: "Tests/ZooCoreTests"),
         .testTarget(
-            name: "ZooServiceTests", dependencies: ["ZooCore", "ZooService", "ServiceAPI", "ServiceKit", "RPC", "Schema"],
+            name: "ZooServiceTests",
+            dependencies: [
+                "ZooCore", "ZooService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "Jobs", "JobsService", "WorkLane", "RPCTesting",
+            ],
             path: "Tests/ZooServiceTests"),
         .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition"], path: "Tests/TextRecognitionTests"),
         .testTarget(name: "OCRCoreTests", dependencies: ["OCRCore", "TextRecognition", "Storage"], path: "Tests/OCRCoreTests"),
         .testTarget(
-            name: "OCRServiceTests", dependencies: ["OCRCore", "OCRService", "ServiceAPI", "ServiceKit", "RPC", "Schema"],
+            name: "OCRServiceTests", dependencies: ["OCRCore", "OCRService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "RPCTesting"],
             path: "Tests/OCRServiceTests"),
         .testTarget(
             name: "ClassificationCoreTests", dependencies: ["ClassificationCore", "Torch", "Storage"],

@@ -5,6 +5,8 @@
 #include "menagerie/classification/v1/classification.pb-c.h"
 #include "menagerie/fixtures/v1/fixtures.pb-c.h"
 #include "menagerie/health/v1/health.pb-c.h"
+#include "menagerie/jobs/v1/jobs.pb-c.h"
+#include "menagerie/jobs/v1/testing.pb-c.h"
 #include "menagerie/ocr/v1/ocr.pb-c.h"
 #include "menagerie/rpc/v1/rpc.pb-c.h"
 #include "menagerie/zoo/v1/zoo.pb-c.h"
@@ -62,6 +64,17 @@ static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__fixtures__v1__optionals__descriptor,
     &menagerie__fixtures__v1__repeateds__descriptor,
     &menagerie__fixtures__v1__scalars__descriptor,
+    &menagerie__jobs__v1__cancel_job_request__descriptor,
+    &menagerie__jobs__v1__get_job_request__descriptor,
+    &menagerie__jobs__v1__job__descriptor,
+    &menagerie__jobs__v1__job_error__descriptor,
+    &menagerie__jobs__v1__job_result__descriptor,
+    &menagerie__jobs__v1__list_jobs_request__descriptor,
+    &menagerie__jobs__v1__list_jobs_response__descriptor,
+    &menagerie__jobs__v1__sleep_request__descriptor,
+    &menagerie__jobs__v1__sleep_response__descriptor,
+    &menagerie__jobs__v1__start_test_job_request__descriptor,
+    &menagerie__jobs__v1__watch_job_request__descriptor,
     &menagerie__ocr__v1__add_record_request__descriptor,
     &menagerie__ocr__v1__add_record_response__descriptor,
     &menagerie__ocr__v1__batch_scan_file__descriptor,
@@ -130,7 +143,6 @@ static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__zoo__v1__get_metadata_response__descriptor,
     &menagerie__zoo__v1__import_data_request__descriptor,
     &menagerie__zoo__v1__import_file__descriptor,
-    &menagerie__zoo__v1__import_progress__descriptor,
     &menagerie__zoo__v1__import_record__descriptor,
     &menagerie__zoo__v1__imported_file__descriptor,
     &menagerie__zoo__v1__list_filter_values_request__descriptor,

@@ -19,8 +19,7 @@ final class ServerState: Sendable {
     }
 
     var uptimeSeconds: Double {
-        let elapsed = ContinuousClock.now - startedAt
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        (ContinuousClock.now - startedAt).seconds
     }
 }
 
@@ -66,33 +65,3 @@ struct BuiltinServices: RPCService {
     }
 }
 
-/// Echoes payloads back (unary and streaming): for tests and benchmarks, registered on request.
-public struct EchoService: RPCService {
-    public init() {}
-
-    public func register(in router: inout RPCRouter) {
-        router.unary(RpcV1.Echo.echo) { request, context in
-            try await Self.pause(request)
-            try Self.failIfAsked(request)
-            return RpcV1.EchoResponse(payload: request.payload, index: 0)
-        }
-        router.serverStreaming(RpcV1.Echo.stream) { request, writer, context in
-            for index in 0..<request.count {
-                try await Self.pause(request)
-                try context.checkAlive()
-                try await writer.send(RpcV1.EchoResponse(payload: request.payload, index: index))
-            }
-            try Self.failIfAsked(request)
-        }
-    }
-
-    private static func pause(_ request: RpcV1.EchoRequest) async throws {
-        if request.delayMs > 0 { try await Task.sleep(for: .milliseconds(Int(request.delayMs))) }
-    }
-
-    private static func failIfAsked(_ request: RpcV1.EchoRequest) throws {
-        if request.failWithCode != 0 {
-            throw RPCError(StatusCode(rawValue: request.failWithCode), "failed as asked")
-        }
-    }
-}

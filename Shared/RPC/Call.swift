@@ -42,19 +42,21 @@ public struct ServerContext: Sendable {
 
 /// Where the server core writes the outcome of one call; each transport provides its own.
 public protocol ResponseSink: Sendable {
-    /// Sends one message of a server-streaming call. Suspends while the peer is not reading
-    /// (back-pressure); throws once the call is over (cancelled, deadline, connection gone).
+    /// Sends one message of a server-streaming or bidirectional call. Suspends while the call has
+    /// no credit (its client reads slowly) or the connection is above its high-water mark; throws
+    /// once the call is over (cancelled, deadline, connection gone).
     func send(_ message: [UInt8]) async throws
     /// Ends the call: OK (`error == nil`, with the unary response in `message`) or an error status.
     /// Only the first call takes effect.
     func finish(message: [UInt8]?, error: RPCError?)
 }
 
-/// The typed side of a server-streaming call.
+/// The typed side of the responses of a server-streaming or bidirectional call.
 public struct ResponseWriter<Response: ProtoMessage>: Sendable {
     let sink: any ResponseSink
 
-    /// Sends one response message, waiting while the client does not keep up.
+    /// Sends one response message, waiting while the client does not keep up (flow control).
+    /// Concurrent sends take turns, one message each.
     public func send(_ response: Response) async throws {
         try await sink.send(response.serializedBytes())
     }

@@ -8,8 +8,10 @@ public protocol ClientTransport: Sendable {
     /// Makes a unary call and returns the response bytes, or throws `RPCError` (or `ConnectFailure`
     /// when the request never left this process).
     func unary(_ head: CallHead, request: [UInt8]) async throws -> [UInt8]
-    /// Makes a server-streaming call; the stream yields response bytes and ends with the status.
-    func serverStreaming(_ head: CallHead, request: [UInt8]) -> AsyncThrowingStream<[UInt8], any Error>
+    /// Opens a streaming call. With `request`, that is the call's only request, sent as it opens
+    /// (server streaming); without, requests follow through the call's `send` and `closeRequests`
+    /// (client and bidirectional streaming).
+    func stream(_ head: CallHead, request: [UInt8]?) -> any ClientCall
     /// Closes connections; calls still open fail with UNAVAILABLE.
     func close()
 }

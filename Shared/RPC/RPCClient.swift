@@ -49,38 +49,95 @@ public final class RPCClient: Sendable {
     }
 
     /// Makes a server-streaming call. Only a failure to connect is retried: once a message arrived,
-    /// the stream belongs to that endpoint.
+    /// the stream belongs to that endpoint. The stream holds at most a window of unread responses
+    /// (the server waits for the client to read); dropping it before its end cancels the call.
     public func serverStreaming<Request, Response>(
         _ method: ProtoMethod<Request, Response>, _ request: Request, options: CallOptions = CallOptions()
-    ) -> AsyncThrowingStream<Response, any Error> {
+    ) -> ResponseStream<Response> {
         let head = makeHead(method.path, options)
         let payload = request.serializedBytes()
-        let (stream, continuation) = AsyncThrowingStream<Response, any Error>.makeStream()
-        let task = Task {
-            var lastError: any Error = RPCError(.unavailable, "no endpoint answered")
-            for _ in 0..<max(1, min(retry.maxAttempts, transports.count)) {
-                let (index, transport) = pick()
-                do {
-                    for try await bytes in transport.serverStreaming(head, request: payload) {
-                        continuation.yield(try Response(serializedBytes: bytes))
-                    }
-                    continuation.finish()
-                    return
-                } catch let failure as ConnectFailure {
-                    markUnhealthy(index)
-                    lastError = RPCError(.unavailable, failure.description)
-                } catch let error as RPCError {
-                    continuation.finish(throwing: error)
-                    return
-                } catch {
-                    continuation.finish(throwing: RPCError(.internalError, "response from \(method.path) did not decode: \(error)"))
-                    return
-                }
+        let (_, transport) = pick()
+        let first = transport.stream(head, request: payload)
+        let attempts = max(1, min(retry.maxAttempts, transports.count))
+        return ResponseStream(ResponseSource(method: method.path, call: first, retries: attempts - 1) { [self] in
+            let (_, transport) = pick()
+            return transport.stream(head, request: payload)
+        })
+    }
+
+    /// Makes a client-streaming call: `requests` writes the requests (each `send` waits while the
+    /// server does not keep up); the call half-closes when it returns, and the server's one response
+    /// is returned. When `requests` throws, the call is cancelled and its error rethrown. Not
+    /// retried: the requests are not kept.
+    public func clientStreaming<Request, Response>(
+        _ method: ProtoMethod<Request, Response>, options: CallOptions = CallOptions(),
+        requests: @escaping @Sendable (RequestWriter<Request>) async throws -> Void
+    ) async throws -> Response {
+        try await bidirectionalStreaming(method, options: options, requests: requests) { responses in
+            var iterator = responses.makeAsyncIterator()
+            guard let response = try await iterator.next() else {
+                throw RPCError(.internalError, "\(method.path) ended without a response")
             }
-            continuation.finish(throwing: lastError)
+            guard try await iterator.next() == nil else {
+                throw RPCError(.internalError, "\(method.path) answered with more than one response")
+            }
+            return response
         }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
+    }
+
+    /// Makes a bidirectional-streaming call: `requests` writes requests (the call half-closes when
+    /// it returns) while `responses` reads the responses, concurrently; returns what `responses`
+    /// returns, once both are done. When either throws, the call is cancelled and that error
+    /// rethrown (the first one, when `requests` failed first). When `responses` returns before the
+    /// stream ended, the call is cancelled. Not retried.
+    public func bidirectionalStreaming<Request, Response, Result: Sendable>(
+        _ method: ProtoMethod<Request, Response>, options: CallOptions = CallOptions(),
+        requests: @escaping @Sendable (RequestWriter<Request>) async throws -> Void,
+        responses: @escaping @Sendable (ResponseStream<Response>) async throws -> Result
+    ) async throws -> Result {
+        let head = makeHead(method.path, options)
+        let (index, transport) = pick()
+        let call = transport.stream(head, request: nil)
+        // Whichever fails first decides the error: `requests` (its error, and the call is
+        // cancelled) or the call (its status; what `requests` then throws is a consequence).
+        let outcome = Mutex<(settled: Bool, requestsError: (any Error)?)>((false, nil))
+        let writer = Task {
+            do {
+                try await requests(RequestWriter(call: call))
+                call.closeRequests()
+            } catch {
+                let first = outcome.withLock { outcome -> Bool in
+                    guard !outcome.settled else { return false }
+                    outcome = (true, error)
+                    return true
+                }
+                if first { call.cancel() }
+            }
+        }
+        do {
+            let result = try await withTaskCancellationHandler {
+                try await responses(ResponseStream(ResponseSource(method: method.path, call: call)))
+            } onCancel: {
+                call.cancel()
+            }
+            outcome.withLock { $0.settled = true }
+            // Nothing when the call ended; else `responses` returned before the end.
+            call.cancel()
+            writer.cancel()
+            await writer.value
+            return result
+        } catch {
+            let requestsError = outcome.withLock { outcome -> (any Error)? in
+                outcome.settled = true
+                return outcome.requestsError
+            }
+            call.cancel()  // when `responses` threw of its own accord
+            writer.cancel()
+            await writer.value
+            if let requestsError { throw requestsError }
+            if let error = error as? RPCError, error.code == .unavailable { markUnhealthy(index) }
+            throw error
+        }
     }
 
     /// Asks every endpoint's health service (in parallel) and keeps calls away from those that are

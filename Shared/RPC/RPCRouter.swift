@@ -8,12 +8,21 @@ public protocol RPCService: Sendable {
 
 /// Maps method paths to handlers; typed registration decodes requests and encodes responses.
 public struct RPCRouter: Sendable {
-    /// Untyped handler: returns the unary response, or nil after streaming through the sink.
+    /// Untyped handler of a method with a single request: returns the unary response, or nil
+    /// after streaming through the sink.
     typealias Handler = @Sendable ([UInt8], ServerContext, any ResponseSink) async throws -> [UInt8]?
+    /// Untyped handler of a method with a stream of requests (client or bidirectional streaming).
+    typealias StreamingHandler = @Sendable (MessageInbox, ServerContext, any ResponseSink) async throws -> [UInt8]?
+
+    /// How a method takes its requests.
+    enum Body: Sendable {
+        case single(Handler)
+        case streaming(StreamingHandler)
+    }
 
     struct Route: Sendable {
         let info: ProtoMethodInfo
-        let handler: Handler
+        let body: Body
     }
 
     private(set) var routes: [String: Route] = [:]
@@ -25,10 +34,10 @@ public struct RPCRouter: Sendable {
         _ method: ProtoMethod<Request, Response>,
         _ handler: @escaping @Sendable (Request, ServerContext) async throws -> Response
     ) {
-        add(method) { bytes, context, _ in
+        add(method, .single { bytes, context, _ in
             let request = try Self.decode(Request.self, bytes, method.path)
             return try await handler(request, context).serializedBytes()
-        }
+        })
     }
 
     /// Registers a server-streaming method.
@@ -36,19 +45,42 @@ public struct RPCRouter: Sendable {
         _ method: ProtoMethod<Request, Response>,
         _ handler: @escaping @Sendable (Request, ResponseWriter<Response>, ServerContext) async throws -> Void
     ) {
-        add(method) { bytes, context, sink in
+        add(method, .single { bytes, context, sink in
             let request = try Self.decode(Request.self, bytes, method.path)
             try await handler(request, ResponseWriter(sink: sink), context)
             return nil
-        }
+        })
+    }
+
+    /// Registers a client-streaming method: the handler reads the requests until the client
+    /// half-closes (or answers earlier) and returns the one response.
+    public mutating func clientStreaming<Request, Response>(
+        _ method: ProtoMethod<Request, Response>,
+        _ handler: @escaping @Sendable (RequestStream<Request>, ServerContext) async throws -> Response
+    ) {
+        add(method, .streaming { inbox, context, _ in
+            try await handler(RequestStream(inbox: inbox, method: method.path), context).serializedBytes()
+        })
+    }
+
+    /// Registers a bidirectional-streaming method: the handler reads requests and writes
+    /// responses in any order; the call ends (OK) when it returns.
+    public mutating func bidirectionalStreaming<Request, Response>(
+        _ method: ProtoMethod<Request, Response>,
+        _ handler: @escaping @Sendable (RequestStream<Request>, ResponseWriter<Response>, ServerContext) async throws -> Void
+    ) {
+        add(method, .streaming { inbox, context, sink in
+            try await handler(RequestStream(inbox: inbox, method: method.path), ResponseWriter(sink: sink), context)
+            return nil
+        })
     }
 
     /// Every registered method, sorted by path.
     public var methods: [ProtoMethodInfo] { routes.values.map(\.info).sorted { $0.path < $1.path } }
 
-    private mutating func add<Request, Response>(_ method: ProtoMethod<Request, Response>, _ handler: @escaping Handler) {
+    private mutating func add<Request, Response>(_ method: ProtoMethod<Request, Response>, _ body: Body) {
         precondition(routes[method.path] == nil, "method \(method.path) registered twice")
-        routes[method.path] = Route(info: method.info, handler: handler)
+        routes[method.path] = Route(info: method.info, body: body)
     }
 
     private static func decode<Request: ProtoMessage>(_ type: Request.Type, _ bytes: [UInt8], _ path: String) throws -> Request {

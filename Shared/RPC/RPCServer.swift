@@ -12,7 +12,7 @@ public final class RPCServer: Sendable {
     /// Every method this server offers, built-ins included, sorted by path.
     public let methods: [ProtoMethodInfo]
     let state: ServerState
-    private let routes: [String: (handler: RPCRouter.Handler, stats: MethodStats)]
+    private let routes: [String: ServerRoute]
     private let logger: Logger
 
     /// A server offering `services` plus the built-in health, reflection and stats services.
@@ -22,7 +22,10 @@ public final class RPCServer: Sendable {
         var router = RPCRouter()
         for service in services + [BuiltinServices(state: state)] { service.register(in: &router) }
         let stats = state.stats
-        routes = router.routes.mapValues { ($0.handler, stats.counters(for: $0.info.path)) }
+        let builtins = Set((RpcV1.Health.methods + RpcV1.Reflection.methods + RpcV1.Stats.methods).map(\.path))
+        routes = router.routes.mapValues {
+            ServerRoute(body: $0.body, stats: stats.counters(for: $0.info.path), isBuiltin: builtins.contains($0.info.path))
+        }
         methods = router.methods
         state.methods = methods
     }
@@ -36,14 +39,28 @@ public final class RPCServer: Sendable {
     /// Seconds since this server started.
     public var uptimeSeconds: Double { state.uptimeSeconds }
 
+    /// The route of `method`, for transports that look at it before serving the call; nil when
+    /// the method is unknown.
+    package func route(for method: String) -> ServerRoute? { routes[method] }
+
     /// Serves one call to completion; finishes `sink` (whose first `finish` counts) and never throws.
     ///
     /// The handler runs in the calling task. Transports enforce deadlines: when one passes they answer
     /// DEADLINE_EXCEEDED and cancel the task; here a call whose deadline passed before it started is
     /// refused, and a handler cancelled past its deadline counts as DEADLINE_EXCEEDED.
     public func handle(_ head: CallHead, request: [UInt8], sink: any ResponseSink) async {
+        await handle(head, route: routes[head.method], input: .single(request), sink: sink)
+    }
+
+    /// Serves one call whose route the transport looked up already (see `handle(_:request:sink:)`).
+    ///
+    /// Either kind of input serves either kind of method, as gRPC's wire does not tell them apart: a
+    /// streaming method called with one request gets a stream of it, and a method taking one request
+    /// called with a stream gets its only message (more or none is INVALID_ARGUMENT).
+    package func handle(_ head: CallHead, route: ServerRoute?, input: CallInput, sink: any ResponseSink) async {
         let started = ContinuousClock.now
-        guard let route = routes[head.method] else {
+        guard let route else {
+            if case .stream(let inbox) = input { inbox.finish(error: RPCError(.unimplemented, "unknown method"), discarding: true) }
             reject(head, sink, RPCError(.unimplemented, "unknown method \(head.method)"))
             return
         }
@@ -52,7 +69,23 @@ public final class RPCServer: Sendable {
             return
         }
         do {
-            let message = try await route.handler(request, ServerContext(head), sink)
+            let message: [UInt8]?
+            switch (route.body, input) {
+            case (.single(let handler), .single(let request)):
+                message = try await handler(request, ServerContext(head), sink)
+            case (.streaming(let handler), .stream(let inbox)):
+                message = try await handler(inbox, ServerContext(head), sink)
+            case (.streaming(let handler), .single(let request)):
+                message = try await handler(MessageInbox(closedWith: [request]), ServerContext(head), sink)
+            case (.single(let handler), .stream(let inbox)):
+                guard let request = try await inbox.next() else {
+                    throw RPCError(.invalidArgument, "\(head.method) takes one request; the client sent none")
+                }
+                guard try await inbox.next() == nil else {
+                    throw RPCError(.invalidArgument, "\(head.method) takes one request; the client sent more")
+                }
+                message = try await handler(request, ServerContext(head), sink)
+            }
             sink.finish(message: message, error: nil)
             route.stats.record(duration: .now - started, failed: false)
         } catch {
@@ -90,4 +123,21 @@ public final class RPCServer: Sendable {
             return RPCError(.internalError, "internal error while serving \(head.method)")
         }
     }
+}
+
+/// A method as a server serves it.
+package struct ServerRoute: Sendable {
+    let body: RPCRouter.Body
+    let stats: MethodStats
+    /// Health, reflection and stats: quick, never waiting, and wanted most when the server is busy,
+    /// so transports answer them at once instead of queueing them behind domain calls.
+    package let isBuiltin: Bool
+}
+
+/// The requests of a call as a transport hands them to the server.
+package enum CallInput: Sendable {
+    /// The only request, which came whole with the call (unary and server-streaming calls).
+    case single([UInt8])
+    /// The requests of a client-streaming or bidirectional call, as they arrive.
+    case stream(MessageInbox)
 }

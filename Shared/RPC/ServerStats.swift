@@ -61,7 +61,7 @@ public final class MethodStats: Sendable {
 
     /// Records one finished call.
     public func record(duration: Duration, failed: Bool) {
-        let micros = max(0, duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000)
+        let micros = Int64(clamping: duration.wholeMicroseconds)
         state.withLock { $0.record(micros: micros, failed: failed) }
     }
 

@@ -28,6 +28,12 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("workers"), help: "Handlers that run at once (default: one per core).")
     public var workers = ProcessInfo.processInfo.activeProcessorCount
 
+    @Option(name: .customLong("lane-threads"), help: "Threads of the heavy-work lane (blocking and CPU-bound work, jobs; default: one per core).")
+    public var laneThreads = ProcessInfo.processInfo.activeProcessorCount
+
+    @Option(name: .customLong("lane-queue"), help: "Work items that may wait for a lane thread; more are refused with RESOURCE_EXHAUSTED.")
+    public var laneQueue = 64
+
     @Option(name: .customLong("idle-timeout"), help: "Seconds an idle connection is kept open.")
     public var idleTimeout = 300.0
 
@@ -47,6 +53,8 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         guard maxFrameSize >= 1024 else { throw ValidationError("--max-frame-size must be at least 1024 bytes") }
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
         guard (1...1024).contains(workers) else { throw ValidationError("--workers must be 1-1024 (got \(workers))") }
+        guard (1...1024).contains(laneThreads) else { throw ValidationError("--lane-threads must be 1-1024 (got \(laneThreads))") }
+        guard (0...1_000_000).contains(laneQueue) else { throw ValidationError("--lane-queue must be 0-1000000 (got \(laneQueue))") }
         for (name, value) in [("idle-timeout", idleTimeout), ("frame-timeout", frameTimeout), ("shutdown-grace", shutdownGrace)] {
             // Counted in milliseconds in an Int64 at runtime (1e300 trapped); 11 days is more than any limit needs.
             guard value.isFinite, value > 0, value <= 1_000_000 else {

@@ -4,6 +4,7 @@ import Foundation
 import RPC
 import Synchronization
 import Transport
+import WorkLane
 
 /// Runs a service executable: creates its data directory, serves its RPC services over TCP, logs
 /// one line at start and stop, and shuts down gracefully on SIGTERM or SIGINT (exit status 0).
@@ -13,6 +14,8 @@ public enum ServiceRunner {
         /// The service's data directory, created and absolute.
         public let dataDirectory: URL
         public let logger: Logger
+        /// The heavy-work lane (`--lane-threads`, `--lane-queue`): run blocking and CPU-bound work here.
+        public let lane: HeavyWorkLane
     }
 
     /// Serves until a termination signal arrives, then drains and exits the process.
@@ -31,7 +34,8 @@ public enum ServiceRunner {
         }
         let server: TCPServer
         do {
-            let services = try await makeServices(Environment(dataDirectory: directory, logger: logger))
+            let lane = HeavyWorkLane(threads: options.laneThreads, queueLimit: options.laneQueue)
+            let services = try await makeServices(Environment(dataDirectory: directory, logger: logger, lane: lane))
             let rpc = RPCServer(name: name, services: services, logger: logger)
             server = try TCPServer(rpc: rpc, host: options.host, port: options.port, limits: options.limits, logger: logger)
         } catch {

@@ -1,4 +1,5 @@
 import Synchronization
+import WorkLane
 
 #if canImport(Glibc)
     import Glibc
@@ -14,9 +15,18 @@ import Synchronization
 /// Writes serialize in-process on the single writer connection and across processes through
 /// `BEGIN IMMEDIATE` plus the busy timeout. Readers see a consistent snapshot for the whole of a `read`.
 /// `read` and `write` are not reentrant: calling either inside another's closure throws `.misuse`.
+///
+/// Each comes in two forms, as in GRDB: the synchronous one runs on the calling thread and blocks it while
+/// SQLite waits (for a reader slot, the write lock, the disk); `try await read { }` / `write { }` run the
+/// same closure on the database's own threads (one writer, one per reader) and suspend the calling task
+/// meanwhile, so tasks on Swift's cooperative pool never block on the database. Async callers use the
+/// async form; the synchronous one stays for code that already runs on a thread of its own.
 public final class Database: Sendable {
     private let writer: ConnectionPool
     private let readers: ConnectionPool
+    /// The threads behind the async `write` (one: writes serialize anyway) and `read` (one per reader).
+    private let writeThread: ThreadPool
+    private let readThreads: ThreadPool
     /// A connection that never writes, so its `PRAGMA data_version` moves with every other commit.
     private let observer: Mutex<SQLiteHandle>
     /// Threads currently inside `read` or `write`, to report nesting instead of deadlocking.
@@ -56,6 +66,17 @@ public final class Database: Sendable {
         writer = ConnectionPool(capacity: 1, idle: [writerHandle]) { try open(.writer) }
         self.readers = ConnectionPool(capacity: readers) { try open(.reader) }
         observer = Mutex(try open(.reader))
+        // Queued work is bounded by the callers waiting for it, not by the pool.
+        writeThread = ThreadPool(name: "storage-writer", threads: 1, queueLimit: 1 << 40)
+        readThreads = ThreadPool(name: "storage-reader", threads: readers, queueLimit: 1 << 40)
+    }
+
+    /// Applies the pending `migrations` of a schema that shared code keeps beside the service's own (the jobs
+    /// tables): its versions count in a track of their own, named `track`, not in `PRAGMA user_version`, so
+    /// the service's migrations and the shared code's never have to agree on numbers. Safe to call from
+    /// several processes at once, as `init`'s migrations are.
+    public func migrate(_ migrations: [Migration], track: String) throws {
+        try writer.withHandle { try Migration.run(migrations, on: $0, track: .named(track)) }
     }
 
     /// Runs `body` in a read-only transaction (`BEGIN DEFERRED … COMMIT`): it sees one consistent snapshot.
@@ -67,6 +88,31 @@ public final class Database: Sendable {
     /// and is rethrown as is. Throws `.busy` when another process holds the write lock past the busy timeout.
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
         try withConnection(from: writer, begin: "BEGIN IMMEDIATE", body)
+    }
+
+    /// Runs `body` in a read-only transaction on one of the database's reader threads, suspending the calling
+    /// task meanwhile. Cancelling the task before a thread took the read throws `CancellationError` without
+    /// running it; a read cancelled while it runs finishes, and then throws `CancellationError` too.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await readThreads.run {
+            let result = try self.read(body)
+            if ThreadPool.isCurrentWorkCancelled { throw CancellationError() }
+            return result
+        }
+    }
+
+    /// Runs `body` in a write transaction on the database's writer thread, suspending the calling task
+    /// meanwhile. An error thrown by `body` rolls everything back and is rethrown. Cancelling the task before
+    /// the write started throws `CancellationError` without running it; a write cancelled while it runs is
+    /// rolled back when `body` returns and throws `CancellationError`: a cancelled write never commits.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await writeThread.run {
+            try self.write { connection in
+                let result = try body(connection)
+                if ThreadPool.isCurrentWorkCancelled { throw CancellationError() }
+                return result
+            }
+        }
     }
 
     /// A token that changes whenever a transaction commits on this database, from this process or another:

@@ -21,7 +21,7 @@ public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The socket address; it parsed when the endpoint did.
-    var socketAddress: SocketAddress { SocketAddress(host: host, port: port)! }
+    package var socketAddress: SocketAddress { SocketAddress(host: host, port: port)! }
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 

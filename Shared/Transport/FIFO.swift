@@ -1,15 +1,17 @@
 /// A first-in, first-out queue over an array: O(1) amortized `append` and `popFirst`, and popped
 /// slots are released at once.
-struct FIFO<Element> {
+package struct FIFO<Element> {
     private var elements: [Element?] = []
+
+    package init() {}
     /// Index of the oldest element still queued.
     private var head = 0
 
-    var isEmpty: Bool { head == elements.count }
+    package var isEmpty: Bool { head == elements.count }
 
-    mutating func append(_ element: Element) { elements.append(element) }
+    package mutating func append(_ element: Element) { elements.append(element) }
 
-    mutating func popFirst() -> Element? {
+    package mutating func popFirst() -> Element? {
         guard head < elements.count else { return nil }
         let element = elements[head].take()
         head += 1

@@ -3,11 +3,11 @@ import Foundation
 /// A plain (non priority-inheriting) mutex for the transport's short, hot critical sections,
 /// where the event loop and the worker threads meet on every call. Under contention it spins
 /// briefly before sleeping, which is far cheaper here than a priority-inheriting futex.
-final class Lock<State>: @unchecked Sendable {
+package final class Lock<State>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var state: State
 
-    init(_ state: State) {
+    package init(_ state: State) {
         self.state = state
         var attributes = pthread_mutexattr_t()
         pthread_mutexattr_init(&attributes)
@@ -21,7 +21,7 @@ final class Lock<State>: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T {
+    package func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)

@@ -74,17 +74,11 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         }
     }
 
-    public func serverStreaming(_ head: CallHead, request: [UInt8]) -> AsyncThrowingStream<[UInt8], any Error> {
+    public func stream(_ head: CallHead, request: [UInt8]?) -> any ClientCall {
         let id = nextCallID.wrappingAdd(1, ordering: .relaxed).oldValue
-        let frame = requestFrame(id, head, request)
-        let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
-        continuation.onTermination = { reason in
-            if case .cancelled = reason {
-                self.end(id, error: RPCError(.cancelled, "call to \(head.method) was cancelled"), notifyServer: true)
-            }
-        }
-        begin(id, .stream(continuation), head, frame)
-        return stream
+        let call = TCPClientCall(id: id, method: head.method, transport: self)
+        begin(id, .stream(call), head, requestFrame(id, head, request))
+        return call
     }
 
     public func close() {
@@ -96,26 +90,27 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         }
     }
 
-    private func requestFrame(_ id: UInt64, _ head: CallHead, _ request: [UInt8]) -> RpcV1.Frame {
+    /// The REQUEST frame opening call `id`: with its only request, or (nil) opening its stream of requests.
+    private func requestFrame(_ id: UInt64, _ head: CallHead, _ request: [UInt8]?) -> RpcV1.Frame {
         var frame = RpcV1.Frame(
             callID: id, kind: .request, method: head.method,
             metadata: head.metadata.map { RpcV1.MetadataEntry(key: $0.key, value: $0.value) },
-            hasPayload: true, payload: request)
+            hasPayload: request != nil, payload: request ?? [], clientStream: request == nil)
         if let deadline = head.deadline {
             let left = max(.zero, deadline - .now)
-            frame.timeoutMicros = UInt64(left.components.seconds) * 1_000_000 + UInt64(left.components.attoseconds / 1_000_000_000_000)
+            frame.timeoutMicros = left.wholeMicroseconds
         }
         return frame
     }
 
     private enum PendingCall {
         case unary(UnsafeContinuation<[UInt8], any Error>, last: [UInt8]?)
-        case stream(AsyncThrowingStream<[UInt8], any Error>.Continuation)
+        case stream(TCPClientCall)
 
         func fail(_ error: any Error) {
             switch self {
             case .unary(let continuation, _): continuation.resume(throwing: error)
-            case .stream(let continuation): continuation.finish(throwing: error)
+            case .stream(let call): call.ended(message: nil, error: error, local: false)
             }
         }
     }
@@ -154,6 +149,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     // MARK: Loop thread
 
     private func connect() {
+        loop.assertInLoop()
         guard state.withLock({ $0.connection == nil && !$0.calls.isEmpty }) else { return }
         let connection = TCPConnection(loop: loop, maxFrameSize: maxFrameSize)
         state.withLock { $0.connection = connection }
@@ -165,23 +161,27 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     }
 
     private func connected(_ connection: TCPConnection, status: Int32) {
+        loop.assertInLoop()
         guard status == 0 else {
             connection.close(reason: uvError(status))
             return
         }
-        let unsent = state.withLock { state -> [(id: UInt64, envelope: [UInt8])]? in
-            guard connection === state.connection, !connection.isClosed else { return nil }
+        let sent = state.withLock { state -> Bool in
+            guard connection === state.connection, !connection.isClosed else { return false }
             state.isConnected = true
             state.failures = 0
-            defer { state.unsent.removeAll() }
-            return state.unsent.filter { state.calls[$0.id] != nil }
+            // Under the lock, so that a stream's next frames (sent directly from now on) cannot
+            // overtake its first ones.
+            for (id, envelope) in state.unsent where state.calls[id] != nil { connection.send(envelope: envelope) }
+            state.unsent.removeAll()
+            return true
         }
-        guard let unsent else { return }
+        guard sent else { return }
         backoffUntil.withLock { $0 = nil }
-        for (_, envelope) in unsent { connection.send(envelope: envelope) }
     }
 
     private func lost(_ connection: TCPConnection, reason: String) {
+        loop.assertInLoop()
         let outcome = state.withLock { state -> (calls: [UInt64: PendingCall], neverSent: Set<UInt64>, failures: Int?)? in
             guard connection === state.connection else { return nil }
             let wasConnected = state.isConnected
@@ -208,22 +208,30 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
+        loop.assertInLoop()
         guard let frame = try? RpcV1.Frame(serializedBytes: bytes) else {
             state.withLock { $0.connection }?.close(reason: "reply envelope from \(endpoint) does not decode")
             return
         }
         switch frame.kind {
         case .message:
-            let stream = state.withLock { state -> AsyncThrowingStream<[UInt8], any Error>.Continuation? in
+            let stream = state.withLock { state -> TCPClientCall? in
                 switch state.calls[frame.callID] {
                 case .unary(let continuation, _):
                     state.calls[frame.callID] = .unary(continuation, last: frame.payload)
                     return nil
-                case .stream(let continuation): return continuation
+                case .stream(let call): return call
                 case nil: return nil
                 }
             }
-            stream?.yield(frame.payload)
+            do {
+                try stream?.inbox.receive(chunk: frame.payload, continues: frame.continues)
+            } catch {
+                end(frame.callID, error: error.error, notifyServer: true)
+            }
+        case .windowUpdate:
+            guard case .stream(let call) = state.withLock({ $0.calls[frame.callID] }) else { return }
+            call.window.grant(Int(frame.windowIncrement))
         case .status where frame.callID == 0:
             let error = RPCError(StatusCode(rawValue: frame.statusCode), frame.statusMessage)
             let calls = state.withLock { state in
@@ -255,10 +263,27 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             } else {
                 continuation.resume(throwing: RPCError(.internalError, "server ended a unary call without a response"))
             }
-        case .stream(let continuation):
-            if let message { continuation.yield(message) }
-            if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+        case .stream(let call):
+            call.ended(message: message, error: error, local: notifyServer)
         }
+    }
+
+    /// Sends a frame of open call `id`, or queues it behind the call's request while the connection
+    /// is being made; false once the call is over (any thread).
+    fileprivate func send(_ frame: RpcV1.Frame, onCall id: UInt64) -> Bool {
+        let outcome = state.withLock { state -> (open: Bool, connection: TCPConnection?) in
+            guard state.calls[id] != nil else { return (false, nil) }
+            if state.isConnected, let connection = state.connection { return (true, connection) }
+            state.unsent.append((id, frame.serializedBytes()))
+            return (true, nil)
+        }
+        outcome.connection?.send(frame)
+        return outcome.open
+    }
+
+    /// Ends call `id` from the client's side with CANCELLED, telling the server (any thread).
+    fileprivate func cancel(_ id: UInt64, method: String) {
+        end(id, error: RPCError(.cancelled, "call to \(method) was cancelled"), notifyServer: true)
     }
 
     /// Adds a call's deadline to the heap (under the state lock); true when the timer must be
@@ -271,6 +296,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
 
     /// Sets the timer for the earliest deadline (loop thread).
     private func armDeadlineTimer() {
+        loop.assertInLoop()
         guard let due = state.withLock({ state -> ContinuousClock.Instant? in
             guard let first = state.deadlines.earliest, state.timerDue.map({ first < $0 }) ?? true else { return nil }
             state.timerDue = first
@@ -283,6 +309,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     }
 
     private func expireDeadlines() {
+        loop.assertInLoop()
         let now = ContinuousClock.now
         let expired = state.withLock { state in
             state.timerDue = nil
@@ -295,9 +322,54 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     }
 }
 
-extension TCPConnection {
-    /// Queues `message` as one frame, encoded straight into the outbox; safe from any thread.
-    func send<Message: ProtoMessage>(_ message: Message) {
-        message.serialize { byteCount, pack in send(envelopeOfSize: byteCount, pack) }
+/// A streaming call on a `TCPClientTransport`: its responses' inbox (granting the server credit
+/// as the consumer reads) and its requests' credit window.
+final class TCPClientCall: ClientCall, @unchecked Sendable {  // `transport` is set once, in init
+    let id: UInt64
+    let method: String
+    private weak var transport: TCPClientTransport?
+    let inbox: MessageInbox
+    let window = SendWindow()
+
+    init(id: UInt64, method: String, transport: TCPClientTransport) {
+        self.id = id
+        self.method = method
+        self.transport = transport
+        inbox = MessageInbox { [weak transport] bytes in
+            _ = transport?.send(RpcV1.Frame(callID: id, kind: .windowUpdate, windowIncrement: UInt32(clamping: bytes)), onCall: id)
+        }
+    }
+
+    func send(_ message: [UInt8]) async throws {
+        try await window.withTurn {
+            var offset = 0
+            repeat {
+                let wanted = FlowControl.cost(min(message.count - offset, FlowControl.maxChunk))
+                let granted = try await window.take(upTo: wanted, atLeast: min(wanted, FlowControl.cost(FlowControl.minChunk)))
+                let size = granted - FlowControl.messageOverhead
+                let chunk = size == message.count ? message : Array(message[offset..<offset + size])
+                offset += size
+                let frame = RpcV1.Frame(callID: id, kind: .message, hasPayload: true, payload: chunk, continues: offset < message.count)
+                guard transport?.send(frame, onCall: id) == true else { throw RPCError(.cancelled, "call to \(method) is over") }
+            } while offset < message.count
+        }
+    }
+
+    func closeRequests() {
+        _ = transport?.send(RpcV1.Frame(callID: id, kind: .endStream), onCall: id)
+    }
+
+    func next() async throws -> [UInt8]? { try await inbox.next() }
+
+    func cancel() { transport?.cancel(id, method: method) }
+
+    var bufferedBytes: Int { inbox.bufferedBytes }
+
+    /// The call ended: with the server's status (its last response in `message`), or locally
+    /// (cancelled, deadline, flow control broken), which drops unread responses.
+    func ended(message: [UInt8]?, error: (any Error)?, local: Bool) {
+        if let message { inbox.receive(message: message) }
+        inbox.finish(error: error, discarding: local)
+        window.fail(error ?? RPCError(.cancelled, "call to \(method) is over"))
     }
 }

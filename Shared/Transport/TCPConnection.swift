@@ -1,5 +1,7 @@
 import CLibUV
 import Foundation
+import RPC
+import Schema
 import Synchronization
 
 /// One TCP connection on an event loop: reads bytes and cuts them into frames, and writes frames
@@ -7,8 +9,8 @@ import Synchronization
 ///
 /// Everything but `send` and `pendingBytes` runs on the loop thread. The connection keeps itself
 /// alive (through its libuv handle) until it is closed.
-final class TCPConnection: @unchecked Sendable {
-    let loop: EventLoop
+package final class TCPConnection: @unchecked Sendable {
+    package let loop: EventLoop
     let handle: UnsafeMutablePointer<uv_tcp_t>
     /// `host:port` of the other side.
     private(set) var peer = "unknown peer"
@@ -18,12 +20,12 @@ final class TCPConnection: @unchecked Sendable {
     private var closeWhenFlushed: String?
 
     /// A complete frame's envelope bytes arrived; they are valid only during the call.
-    var onFrame: ((UnsafeRawBufferPointer) -> Void)?
+    package var onFrame: ((UnsafeRawBufferPointer) -> Void)?
     /// The byte stream broke framing; the connection closes right after, unless this has it close
     /// once flushed (`close(afterFlushing:)`).
     var onFrameError: ((FrameError) -> Void)?
     /// The connection closed, with the reason.
-    var onClose: ((String) -> Void)?
+    package var onClose: ((String) -> Void)?
     /// Bytes waiting to be written fell below the low-water mark.
     var onDrain: (() -> Void)?
 
@@ -51,7 +53,7 @@ final class TCPConnection: @unchecked Sendable {
     }
 
     /// A new, unconnected TCP handle on `loop` (call on the loop thread).
-    init(loop: EventLoop, maxFrameSize: Int, highWater: Int = 4 << 20) {
+    package init(loop: EventLoop, maxFrameSize: Int, highWater: Int = 4 << 20) {
         self.loop = loop
         decoder = FrameDecoder(maxFrameSize: maxFrameSize)
         self.highWater = highWater
@@ -67,14 +69,18 @@ final class TCPConnection: @unchecked Sendable {
         Unmanaged<AnyObject>.fromOpaque(stream!.pointee.data).takeUnretainedValue() as! TCPConnection
     }
 
-    /// Call once connected or accepted: learns the peer's address, disables Nagle, starts reading.
-    func start() {
+    /// Call once connected or accepted (loop thread): learns the peer's address, disables Nagle,
+    /// starts reading.
+    package func start() {
+        loop.assertInLoop()
         uv_tcp_nodelay(handle, 1)
         peer = Self.address(of: handle, peer: true) ?? peer
         resumeReading()
     }
 
+    /// Starts reading again after `pauseReading` (loop thread).
     func resumeReading() {
+        loop.assertInLoop()
         guard !isClosed, !isReading, closeWhenFlushed == nil else { return }
         isReading = true
         uv_read_start(stream, { handle, _, buffer in
@@ -90,14 +96,16 @@ final class TCPConnection: @unchecked Sendable {
         })
     }
 
-    /// Stops reading (back-pressure: the peer's requests wait in its own socket buffer).
+    /// Stops reading (back-pressure: the peer's requests wait in its own socket buffer). Loop thread.
     func pauseReading() {
+        loop.assertInLoop()
         guard isReading, !isClosed else { return }
         isReading = false
         uv_read_stop(stream)
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
+        loop.assertInLoop()
         decoder.append(bytes)
         var frames = 0
         do {
@@ -121,7 +129,7 @@ final class TCPConnection: @unchecked Sendable {
 
     /// Queues one envelope for writing as a frame; safe from any thread. Dropped once the
     /// connection closed.
-    func send(envelope: [UInt8]) {
+    package func send(envelope: [UInt8]) {
         envelope.withUnsafeBytes { source in
             send(envelopeOfSize: source.count) { destination in
                 if let base = source.baseAddress { destination.baseAddress!.copyMemory(from: base, byteCount: source.count) }
@@ -132,7 +140,7 @@ final class TCPConnection: @unchecked Sendable {
     /// Queues a frame whose `size`-byte envelope `write` puts straight into the outbox (no copy in
     /// between); safe from any thread. `write` runs under the outbox lock, so keep it to copying or
     /// packing bytes.
-    func send(envelopeOfSize size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
+    package func send(envelopeOfSize size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
         let schedule = outbox.withLock { outbox -> Bool in
             guard !outbox.closed else { return false }
             outbox.bytes.appendFrame(envelopeSize: size, write)
@@ -148,6 +156,7 @@ final class TCPConnection: @unchecked Sendable {
 
     /// Writes everything queued so far in one `uv_write` (loop thread).
     func flush() {
+        loop.assertInLoop()
         let bytes = outbox.withLock { outbox -> OutboxBuffer? in
             outbox.flushScheduled = false
             guard !outbox.bytes.isEmpty else { return nil }
@@ -199,8 +208,9 @@ final class TCPConnection: @unchecked Sendable {
         }
     }
 
-    /// Closes once everything queued has been written (to deliver a last error status).
+    /// Closes once everything queued has been written (to deliver a last error status). Loop thread.
     func close(afterFlushing reason: String) {
+        loop.assertInLoop()
         guard !isClosed else { return }
         pauseReading()
         closeWhenFlushed = reason
@@ -208,8 +218,9 @@ final class TCPConnection: @unchecked Sendable {
         if pendingBytes.load(ordering: .relaxed) == 0 { close(reason: reason) }
     }
 
-    /// Closes now; writes still queued are dropped. Idempotent.
-    func close(reason: String) {
+    /// Closes now; writes still queued are dropped. Idempotent. Loop thread.
+    package func close(reason: String) {
+        loop.assertInLoop()
         guard !isClosed else { return }
         isClosed = true
         outbox.withLock { outbox in
@@ -240,6 +251,58 @@ final class TCPConnection: @unchecked Sendable {
         guard result == 0 else { return nil }
         return SocketAddress(storage).description
     }
+}
+
+// MARK: Connecting (clients) and typed frames
+
+extension TCPConnection {
+    /// Queues `message` as one frame, encoded straight into the outbox; safe from any thread.
+    func send<Message: ProtoMessage>(_ message: Message) {
+        message.serialize { byteCount, pack in send(envelopeOfSize: byteCount, pack) }
+    }
+
+    /// Connects this (new) connection to `address`; `completion` gets 0 or a libuv error code, on
+    /// the loop thread, after which a successful connection is started.
+    func connect(to address: SocketAddress, completion: @escaping (Int32) -> Void) {
+        loop.assertInLoop()
+        let request = allocateHandle(uv_connect_t.self)
+        request.pointee.data = Unmanaged.passRetained(ConnectCompletion(completion) as AnyObject).toOpaque()
+        let result = address.withSockaddr {
+            uv_tcp_connect(request, handle, $0) { request, status in
+                let completion = Unmanaged<AnyObject>.fromOpaque(request!.pointee.data).takeRetainedValue() as! ConnectCompletion
+                let connection = TCPConnection.owning(request!.pointee.handle)
+                free(request)
+                if status == 0, !connection.isClosed { connection.start() }
+                completion.body(status)
+            }
+        }
+        if result < 0 {
+            Unmanaged<AnyObject>.fromOpaque(request.pointee.data).release()
+            free(request)
+            completion(result)
+        }
+    }
+
+    /// Connects from any thread and waits.
+    package static func connect(_ connection: TCPConnection, to address: SocketAddress) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            connection.loop.execute {
+                connection.connect(to: address) { status in
+                    if status == 0 {
+                        continuation.resume()
+                    } else {
+                        continuation.resume(throwing: ConnectFailure(endpoint: address.description, reason: uvError(status)))
+                    }
+                }
+            }
+        }
+    }
+}
+
+private final class ConnectCompletion {
+    let body: (Int32) -> Void
+
+    init(_ body: @escaping (Int32) -> Void) { self.body = body }
 }
 
 /// The bytes of one `uv_write`, kept alive until libuv reports it done.
@@ -287,13 +350,13 @@ struct OutboxBuffer {
 }
 
 /// An IPv4 or IPv6 socket address.
-struct SocketAddress: CustomStringConvertible {
+package struct SocketAddress: CustomStringConvertible {
     var storage: sockaddr_storage
 
     init(_ storage: sockaddr_storage) { self.storage = storage }
 
     /// Parses a numeric address (`127.0.0.1`, `::1`); `localhost` means 127.0.0.1.
-    init?(host: String, port: Int) {
+    package init?(host: String, port: Int) {
         storage = sockaddr_storage()
         let host = host == "localhost" ? "127.0.0.1" : host
         let ok = withUnsafeMutablePointer(to: &storage) { pointer -> Bool in
@@ -318,7 +381,7 @@ struct SocketAddress: CustomStringConvertible {
         }
     }
 
-    var description: String {
+    package var description: String {
         var name = [CChar](repeating: 0, count: 64)
         let isV6 = Int32(storage.ss_family) == AF_INET6
         withUnsafePointer(to: storage) { pointer in

@@ -3,26 +3,29 @@ import Foundation
 import RPC
 
 /// A listening TCP socket on an event loop; hands each accepted connection to a closure (loop thread).
-final class TCPListener: @unchecked Sendable {
+package final class TCPListener: @unchecked Sendable {
     private let handle: UnsafeMutablePointer<uv_tcp_t>
     private let onAccept: (TCPConnection) -> Void
     private let makeConnection: () -> TCPConnection
+    private let loop: EventLoop
     /// `host:port` actually bound (the real port when asked for 0).
-    private(set) var address = ""
+    package private(set) var address = ""
 
     private init(loop: EventLoop, maxFrameSize: Int, highWater: Int, onAccept: @escaping (TCPConnection) -> Void) {
         handle = allocateHandle(uv_tcp_t.self)
         uv_tcp_init(loop.raw, handle)
         self.onAccept = onAccept
+        self.loop = loop
         makeConnection = { TCPConnection(loop: loop, maxFrameSize: maxFrameSize, highWater: highWater) }
         handle.pointee.data = Unmanaged.passRetained(self as AnyObject).toOpaque()
     }
 
     /// Binds and listens (loop thread).
-    static func open(
+    package static func open(
         loop: EventLoop, address: SocketAddress, maxFrameSize: Int = FrameCodec.defaultMaxFrameSize,
         highWater: Int = 4 << 20, onAccept: @escaping (TCPConnection) -> Void
     ) -> Result<TCPListener, RPCError> {
+        loop.assertInLoop()
         let listener = TCPListener(loop: loop, maxFrameSize: maxFrameSize, highWater: highWater, onAccept: onAccept)
         var result = address.withSockaddr { uv_tcp_bind(listener.handle, $0, 0) }
         if result == 0 {
@@ -40,6 +43,7 @@ final class TCPListener: @unchecked Sendable {
     }
 
     private func accept(status: Int32) {
+        loop.assertInLoop()
         guard status == 0 else { return }
         let connection = makeConnection()
         guard uv_accept(cast(handle, to: uv_stream_t.self), connection.stream) == 0 else {
@@ -50,49 +54,5 @@ final class TCPListener: @unchecked Sendable {
     }
 
     /// Stops listening; connections already accepted stay open.
-    func close() { closeHandle(handle) }
-}
-
-extension TCPConnection {
-    /// Connects this (new) connection to `address`; `completion` gets 0 or a libuv error code, on
-    /// the loop thread, after which a successful connection is started.
-    func connect(to address: SocketAddress, completion: @escaping (Int32) -> Void) {
-        let request = allocateHandle(uv_connect_t.self)
-        request.pointee.data = Unmanaged.passRetained(ConnectCompletion(completion) as AnyObject).toOpaque()
-        let result = address.withSockaddr {
-            uv_tcp_connect(request, handle, $0) { request, status in
-                let completion = Unmanaged<AnyObject>.fromOpaque(request!.pointee.data).takeRetainedValue() as! ConnectCompletion
-                let connection = TCPConnection.owning(request!.pointee.handle)
-                free(request)
-                if status == 0, !connection.isClosed { connection.start() }
-                completion.body(status)
-            }
-        }
-        if result < 0 {
-            Unmanaged<AnyObject>.fromOpaque(request.pointee.data).release()
-            free(request)
-            completion(result)
-        }
-    }
-
-    /// Connects from any thread and waits.
-    static func connect(_ connection: TCPConnection, to address: SocketAddress) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            connection.loop.execute {
-                connection.connect(to: address) { status in
-                    if status == 0 {
-                        continuation.resume()
-                    } else {
-                        continuation.resume(throwing: ConnectFailure(endpoint: address.description, reason: uvError(status)))
-                    }
-                }
-            }
-        }
-    }
-}
-
-private final class ConnectCompletion {
-    let body: (Int32) -> Void
-
-    init(_ body: @escaping (Int32) -> Void) { self.body = body }
+    package func close() { closeHandle(handle) }
 }

@@ -6,12 +6,17 @@ import Schema
 import Synchronization
 
 /// Serves an `RPCServer` over TCP: a libuv loop does all socket I/O; handlers run on a worker pool
-/// (one worker per core, on Swift's cooperative pool), never on the loop thread.
+/// (one worker per core, on Swift's cooperative pool), never on the loop thread, except the
+/// built-in health, reflection and stats methods, which the loop answers at once (see
+/// `ServerConnection`). The connections' side of calls is in ServerConnection.swift.
 public final class TCPServer: @unchecked Sendable {
     /// Limits that protect the server from clients that misbehave or are simply too many.
     public struct Limits: Sendable {
         /// Largest frame a client may send; a larger one gets RESOURCE_EXHAUSTED, then the connection closes.
         public var maxFrameSize = FrameCodec.defaultMaxFrameSize
+        /// Largest request message of a client-streaming call, joined from MESSAGE frames; a larger
+        /// one ends its call with RESOURCE_EXHAUSTED.
+        public var maxMessageSize = FlowControl.defaultMaxMessageSize
         /// Connections beyond this many are closed as soon as they are accepted.
         public var maxConnections = 1024
         /// Calls one connection may have open at once; more get RESOURCE_EXHAUSTED.
@@ -95,6 +100,7 @@ public final class TCPServer: @unchecked Sendable {
     }
 
     private func accept(_ connection: TCPConnection) {
+        loop.assertInLoop()
         if connections.count >= limits.maxConnections {
             rpc.stats.connectionRejected()
             connection.start()
@@ -119,6 +125,7 @@ public final class TCPServer: @unchecked Sendable {
     /// Closes connections that stalled mid-frame, never sent a frame, or sat idle too long (idle
     /// since the last request or answer, whichever came later).
     private func sweep() {
+        loop.assertInLoop()
         let now = ContinuousClock.now
         for served in Array(connections.values) {
             let connection = served.connection
@@ -136,6 +143,7 @@ public final class TCPServer: @unchecked Sendable {
     /// Answers DEADLINE_EXCEEDED for call `id` (numbered `serial`) of `connection` once `deadline`
     /// passes, unless it finished (loop thread).
     func watch(_ deadline: ContinuousClock.Instant, of id: UInt64, serial: UInt64, method: String, on connection: ServerConnection) {
+        loop.assertInLoop()
         let watched = WatchedCall(id: id, serial: serial, method: method, connection: connection)
         deadlines.add(watched, at: deadline, liveCalls: inFlight.load(ordering: .relaxed)) { call in
             call.connection.map { !$0.isOpen(call.id, serial: call.serial) } ?? true
@@ -146,9 +154,12 @@ public final class TCPServer: @unchecked Sendable {
     }
 
     private func expireDeadlines() {
+        loop.assertInLoop()
         deadlineTimerDue = nil
         let now = ContinuousClock.now
-        for call in deadlines.popExpired(at: now) { call.connection?.expire(call.id, serial: call.serial, method: call.method) }
+        for call in deadlines.popExpired(at: now) {
+            call.connection?.end(call.id, serial: call.serial, error: RPCError(.deadlineExceeded, "deadline exceeded while serving \(call.method)"))
+        }
         if let next = deadlines.earliest {
             deadlineTimerDue = next
             deadlineTimer?.start(after: max(.zero, next - now))
@@ -157,12 +168,14 @@ public final class TCPServer: @unchecked Sendable {
 
     /// Makes sure responses queued by workers are written within `WorkerPool.maxFlushDelay` (loop thread).
     func callStarted() {
+        loop.assertInLoop()
         guard !flushTimerRunning, let flushTimer else { return }
         flushTimerRunning = true
         flushTimer.start(after: WorkerPool.maxFlushDelay, every: WorkerPool.maxFlushDelay)
     }
 
     private func flushStaleResponses() {
+        loop.assertInLoop()
         workers.flushIfStale()
         if inFlight.load(ordering: .relaxed) == 0, !workers.hasDeferredFlushes {
             flushTimer?.stop()
@@ -219,300 +232,4 @@ private struct WatchedCall {
     let serial: UInt64
     let method: String
     weak var connection: ServerConnection?
-}
-
-/// The server side of one connection: turns request frames into calls and tracks them.
-final class ServerConnection: @unchecked Sendable {
-    let connection: TCPConnection
-    let server: TCPServer
-    /// Open calls by the id the client gave them, with the serial number the server gave them: once
-    /// a call is over the client may use its id again, and what is left of the old call (its
-    /// deadline, its handler if cancelled or expired) must not act on the new one.
-    private let calls = Lock<[UInt64: (serial: UInt64, slot: CallSlot)]>([:])
-    /// Serial number of the last call started (loop thread).
-    private var lastSerial: UInt64 = 0
-
-    /// A call's entry, from the moment its request arrived until its status was sent.
-    private enum CallSlot {
-        /// Waiting for a worker.
-        case queued
-        /// Cancelled (by the client, or because the connection closed) while still queued.
-        case cancelled
-        /// Its deadline passed before its task was known here (answered already); the worker
-        /// cancels or skips it and removes the entry.
-        case expired
-        /// Its handler runs (or waits) in this task.
-        case running(Task<Void, Never>)
-    }
-    /// Streaming handlers waiting for the client to read, by ticket (resumed on drain, close or
-    /// cancellation).
-    private let writers = Mutex<(waiting: [Int: CheckedContinuation<Void, any Error>], lastTicket: Int, closed: Bool)>(([:], 0, false))
-
-    init(connection: TCPConnection, server: TCPServer) {
-        self.connection = connection
-        self.server = server
-        connection.onFrame = { [unowned self] in received($0) }
-        connection.onFrameError = { [unowned self] error in frameError(error) }
-        connection.onDrain = { [unowned self] in drained() }
-    }
-
-    var openCalls: Int { calls.withLock { $0.count } }
-
-    private func received(_ bytes: UnsafeRawBufferPointer) {
-        let frame: RpcV1.Frame
-        do {
-            frame = try RpcV1.Frame(serializedBytes: bytes)
-        } catch {
-            connection.close(reason: "envelope does not decode: \(error)")
-            return
-        }
-        switch frame.kind {
-        case .request: start(frame)
-        case .cancel: cancel(frame.callID)
-        default: connection.close(reason: "unexpected \(frame.kind) frame from a client")
-        }
-    }
-
-    private func start(_ frame: RpcV1.Frame) {
-        let id = frame.callID
-        if server.isDraining {
-            answer(id, error: RPCError(.unavailable, "server is shutting down"))
-            return
-        }
-        let head = CallHead(
-            method: frame.method, metadata: Metadata(frame.metadata.map { ($0.key, $0.value) }),
-            deadline: frame.timeoutMicros.map { .now + .microseconds(Int64(clamping: $0)) }, peer: connection.peer)
-        lastSerial += 1
-        let serial = lastSerial
-        let accepted = calls.withLock { calls -> Bool in
-            guard calls[id] == nil, calls.count < server.limits.maxConcurrentCalls else { return false }
-            calls[id] = (serial, .queued)
-            return true
-        }
-        guard accepted else {
-            answer(id, error: RPCError(.resourceExhausted, "call id \(id) is in use or more than \(server.limits.maxConcurrentCalls) calls are open on this connection"))
-            return
-        }
-        server.inFlight.add(1, ordering: .relaxed)
-        server.callStarted()
-        if let deadline = head.deadline { server.watch(deadline, of: id, serial: serial, method: head.method, on: self) }
-        server.workers.submit(ServerCall(connection: self, id: id, serial: serial, head: head, payload: frame.payload))
-        if connection.pendingBytes.load(ordering: .relaxed) > connection.highWater { connection.pauseReading() }
-    }
-
-    /// Runs a queued call's handler (on a worker), unless it was cancelled or expired while it waited.
-    fileprivate func run(_ call: ServerCall) {
-        let id = call.id
-        let proceed = calls.withLock { calls -> Bool in
-            guard let entry = calls[id], entry.serial == call.serial else { return false }
-            switch entry.slot {
-            case .queued:
-                return true
-            case .cancelled:
-                // The client has already given up on this call; nothing to answer.
-                calls[id] = nil
-                server.inFlight.subtract(1, ordering: .relaxed)
-                return false
-            case .expired:
-                // Its deadline passed while it waited, and it was answered then.
-                calls[id] = nil
-                return false
-            case .running:
-                return false
-            }
-        }
-        guard proceed else { return }
-        // Runs right here, on this worker, until the handler first waits.
-        let task = Task.immediate { await call.serve() }
-        let cancelNow = calls.withLock { calls -> Bool in
-            guard let entry = calls[id], entry.serial == call.serial else { return false }  // finished already
-            switch entry.slot {
-            case .queued:
-                calls[id]?.slot = .running(task)
-                return false
-            case .cancelled:
-                calls[id]?.slot = .running(task)
-                return true
-            case .expired:
-                calls[id] = nil
-                return true
-            case .running:
-                return false
-            }
-        }
-        if cancelNow { task.cancel() }
-    }
-
-    /// The call's deadline passed: answers DEADLINE_EXCEEDED now and cancels its handler (loop thread).
-    func expire(_ id: UInt64, serial: UInt64, method: String) {
-        let slot = calls.withLock { calls -> CallSlot? in
-            guard let entry = calls[id], entry.serial == serial else { return nil }
-            switch entry.slot {
-            case .queued: calls[id]?.slot = .expired  // the worker may be starting it right now
-            case .running, .cancelled: calls[id] = nil
-            case .expired: return nil
-            }
-            return entry.slot
-        }
-        guard let slot else { return }
-        server.inFlight.subtract(1, ordering: .relaxed)
-        switch slot {
-        case .cancelled, .expired: return
-        case .queued: break
-        case .running(let task): task.cancel()
-        }
-        answer(id, error: RPCError(.deadlineExceeded, "deadline exceeded while serving \(method)"))
-    }
-
-    private func cancel(_ id: UInt64) {
-        let task = calls.withLock { calls -> Task<Void, Never>? in
-            switch calls[id]?.slot {
-            case .queued:
-                calls[id]?.slot = .cancelled
-                return nil
-            case .running(let task): return task
-            case .cancelled, .expired, nil: return nil
-            }
-        }
-        task?.cancel()
-    }
-
-    private func frameError(_ error: FrameError) {
-        guard case .tooLarge = error else { return }
-        // Tell the client why before closing (call id 0: the connection as a whole).
-        answer(0, error: RPCError(.resourceExhausted, error.description))
-        connection.close(afterFlushing: error.description)
-    }
-
-    private func answer(_ id: UInt64, error: RPCError) {
-        connection.send(Self.statusFrame(id, message: nil, error: error))
-    }
-
-    /// Called by a call's sink when it finished; only the first answer of a call is sent (a call
-    /// that expired was answered already).
-    func finished(_ id: UInt64, serial: UInt64, status: RpcV1.Frame) {
-        let slot = calls.withLock { calls -> CallSlot? in
-            guard let entry = calls[id], entry.serial == serial else { return nil }
-            calls[id] = nil
-            return entry.slot
-        }
-        if slot == nil { return }
-        if case .expired = slot { return }
-        // Queued before the call stops counting as in flight, so a shutdown waiting for that writes it.
-        connection.send(status)
-        server.inFlight.subtract(1, ordering: .releasing)
-    }
-
-    /// Whether call `id` may still send: it is open and was not answered because of its deadline.
-    func isOpen(_ id: UInt64, serial: UInt64) -> Bool {
-        calls.withLock { calls in
-            guard let entry = calls[id], entry.serial == serial else { return false }
-            switch entry.slot {
-            case .queued, .running, .cancelled: return true
-            case .expired: return false
-            }
-        }
-    }
-
-    /// Waits while the client has more unread response bytes than the high-water mark; throws once
-    /// the connection closed or the call's task is cancelled (client cancel, deadline).
-    func waitUntilWritable() async throws {
-        guard connection.pendingBytes.load(ordering: .relaxed) > connection.highWater else { return }
-        let ticket = writers.withLock { writers in
-            writers.lastTicket += 1
-            return writers.lastTicket
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let resumeNow = writers.withLock { writers -> (any Error)?? in
-                    if writers.closed { return .some(RPCError(.cancelled, "connection closed")) }
-                    if Task.isCancelled { return .some(CancellationError()) }
-                    if connection.pendingBytes.load(ordering: .relaxed) <= connection.lowWater { return .some(nil) }
-                    writers.waiting[ticket] = continuation
-                    return nil
-                }
-                if let outcome = resumeNow {
-                    if let error = outcome { continuation.resume(throwing: error) } else { continuation.resume() }
-                }
-            }
-        } onCancel: {
-            writers.withLock { $0.waiting.removeValue(forKey: ticket) }?.resume(throwing: CancellationError())
-        }
-    }
-
-    private func drained() {
-        let waiting = writers.withLock { writers in
-            defer { writers.waiting.removeAll() }
-            return writers.waiting.values
-        }
-        for writer in waiting { writer.resume() }
-        connection.resumeReading()
-    }
-
-    func closed(reason: String) {
-        let running = calls.withLock { calls -> [Task<Void, Never>] in
-            var running: [Task<Void, Never>] = []
-            for (id, call) in calls {
-                switch call.slot {
-                case .queued: calls[id]?.slot = .cancelled
-                case .running(let task): running.append(task)
-                case .cancelled, .expired: break
-                }
-            }
-            return running
-        }
-        let waiting = writers.withLock { writers in
-            writers.closed = true
-            defer { writers.waiting.removeAll() }
-            return writers.waiting.values
-        }
-        for writer in waiting { writer.resume(throwing: RPCError(.cancelled, "connection closed: \(reason)")) }
-        for task in running { task.cancel() }
-    }
-
-    static func statusFrame(_ id: UInt64, message: [UInt8]?, error: RPCError?) -> RpcV1.Frame {
-        RpcV1.Frame(
-            callID: id, kind: .status, hasPayload: message != nil, payload: message ?? [],
-            statusCode: error?.code.rawValue ?? 0, statusMessage: error?.message ?? "")
-    }
-}
-
-/// A call waiting in the worker pool's queue.
-private final class ServerCall: WorkerJob {
-    let connection: ServerConnection
-    let id: UInt64
-    let serial: UInt64
-    let head: CallHead
-    let payload: [UInt8]
-
-    init(connection: ServerConnection, id: UInt64, serial: UInt64, head: CallHead, payload: [UInt8]) {
-        self.connection = connection
-        self.id = id
-        self.serial = serial
-        self.head = head
-        self.payload = payload
-    }
-
-    func run() { connection.run(self) }
-
-    func serve() async {
-        await connection.server.rpc.handle(head, request: payload, sink: TCPResponseSink(connection: connection, callID: id, serial: serial))
-    }
-}
-
-/// Writes one call's responses to its connection.
-struct TCPResponseSink: ResponseSink {
-    let connection: ServerConnection
-    let callID: UInt64
-    let serial: UInt64
-
-    func send(_ message: [UInt8]) async throws {
-        guard connection.isOpen(callID, serial: serial) else { throw RPCError(.cancelled, "call \(callID) is over") }
-        try await connection.waitUntilWritable()
-        connection.connection.send(RpcV1.Frame(callID: callID, kind: .message, hasPayload: true, payload: message))
-    }
-
-    func finish(message: [UInt8]?, error: RPCError?) {
-        connection.finished(callID, serial: serial, status: ServerConnection.statusFrame(callID, message: message, error: error))
-    }
 }

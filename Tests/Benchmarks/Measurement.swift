@@ -1,4 +1,5 @@
 import Foundation
+import RPC
 import Synchronization
 
 /// Latency samples and call count of one benchmark run.
@@ -97,9 +98,4 @@ private final class CPUMark: Sendable {
     func setOnce() { mark.withLock { $0 = $0 ?? processCPUSeconds() } }
 
     var value: Double? { mark.withLock { $0 } }
-}
-
-extension Duration {
-    /// The duration in seconds, as a floating-point number.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

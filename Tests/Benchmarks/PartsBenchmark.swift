@@ -1,5 +1,6 @@
 import Foundation
 import RPC
+import RPCTesting
 import Schema
 
 /// What the RPC layer's own work for one unary echo costs, piece by piece, on one thread with no

@@ -1,5 +1,6 @@
 import Foundation
 import RPC
+import RPCTesting
 import Schema
 import Transport
 

@@ -1,3 +1,4 @@
+import RPCTesting
 import Foundation
 import OCRCore
 import OCRService

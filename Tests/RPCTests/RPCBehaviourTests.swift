@@ -1,5 +1,7 @@
 import Foundation
 import RPC
+import RPCTestSupport
+import RPCTesting
 import Schema
 import TestSupport
 import Testing
@@ -172,9 +174,10 @@ import Transport
             let services = try await harness.client.unary(RpcV1.Reflection.listServices, RpcV1.ListServicesRequest())
             #expect(services.services.map(\.name) == ["menagerie.rpc.v1.Echo", "menagerie.rpc.v1.Health", "menagerie.rpc.v1.Reflection", "menagerie.rpc.v1.Stats"])
             let echo = try #require(services.services.first { $0.name == "menagerie.rpc.v1.Echo" })
-            #expect(echo.methods.map(\.path) == ["/menagerie.rpc.v1.Echo/Echo", "/menagerie.rpc.v1.Echo/Stream"])
-            #expect(echo.methods.map(\.serverStreaming) == [false, true])
-            #expect(echo.methods.map(\.idempotent) == [true, false])
+            #expect(echo.methods.map(\.path) == ["Chat", "Collect", "Echo", "Stream"].map { "/menagerie.rpc.v1.Echo/\($0)" })
+            #expect(echo.methods.map(\.clientStreaming) == [true, true, false, false])
+            #expect(echo.methods.map(\.serverStreaming) == [true, false, false, true])
+            #expect(echo.methods.map(\.idempotent) == [false, false, true, false])
 
             for _ in 0..<5 { _ = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest()) }
             _ = try? await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(failWithCode: 3))

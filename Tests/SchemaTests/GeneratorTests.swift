@@ -66,6 +66,26 @@ import Testing
     }
 
     @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
+    func everyCallKindIsDescribed() throws {
+        let output = try generate("""
+            syntax = "proto3";
+            package p.v1;
+            message M {}
+            service S {
+              rpc One(M) returns (M);
+              rpc Down(M) returns (stream M);
+              rpc Up(stream M) returns (M);
+              rpc Both(stream M) returns (stream M);
+            }
+            """)
+        let swift = try #require(output.files.first { $0.path.hasSuffix("test.pb.swift") }).contents
+        #expect(swift.contains("path: \"/p.v1.S/One\", serverStreaming: false,"))
+        #expect(swift.contains("path: \"/p.v1.S/Down\", serverStreaming: true,"))
+        #expect(swift.contains("path: \"/p.v1.S/Up\", clientStreaming: true, serverStreaming: false,"))
+        #expect(swift.contains("path: \"/p.v1.S/Both\", clientStreaming: true, serverStreaming: true,"))
+    }
+
+    @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
     func protocCInputTurnsOptionalIntoPlainOneofs() throws {
         let output = try generate("""
             syntax = "proto3";

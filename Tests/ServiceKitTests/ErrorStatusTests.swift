@@ -1,3 +1,4 @@
+import RPCTesting
 import RPC
 import Schema
 import ServiceKit

@@ -50,7 +50,7 @@ import Testing
             }
             #expect(totals.count == 600)
             #expect(totals.allSatisfy { $0 == 2000 })
-            let transfers = try database.read { try $0.queryOne("SELECT count(*) FROM transfers")?.int(0) }
+            let transfers = try await database.read { try $0.queryOne("SELECT count(*) FROM transfers")?.int(0) }
             #expect(transfers == 200)
         }
     }

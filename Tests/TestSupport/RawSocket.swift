@@ -45,17 +45,20 @@ public final class RawSocket: @unchecked Sendable {
 
     /// Reads exactly `count` bytes; nil when the peer closes first or 10 s pass.
     public func read(count: Int) async -> [UInt8]? {
-        let descriptor = descriptor
-        return try? await offPool { () -> [UInt8]? in
-            var received = [UInt8](repeating: 0, count: count)
-            var filled = 0
-            while filled < count {
-                let got = received.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress! + filled, count - filled, 0) }
-                if got <= 0 { return nil }
-                filled += got
-            }
-            return received
-        } ?? nil
+        try? await offPool { [self] in readBlocking(count: count) } ?? nil
+    }
+
+    /// Reads exactly `count` bytes, blocking the calling thread (use it off the cooperative pool,
+    /// in `offPool`); nil when the peer closes first or 10 s pass.
+    public func readBlocking(count: Int) -> [UInt8]? {
+        var received = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = received.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress! + filled, count - filled, 0) }
+            if got <= 0 { return nil }
+            filled += got
+        }
+        return received
     }
 
     /// Connects to `port`, sends `bytes` and closes; nothing happens when nobody listens.

@@ -200,9 +200,9 @@ enum SampleFiles {
         let reader = try ZooLibrary(path: scratch.databasePath, recheckInterval: .zero)
         let full = try SampleFiles.file(.lexiconCSV), small = try SampleFiles.lexiconCSV(first: 5)
         try writer.importFiles([full], source: "full", trigger: .client)
-        let fullCounts = try writer.database.read(Self.lexiconCounts)
+        let fullCounts = try await writer.database.read(Self.lexiconCounts)
         try writer.importFiles([small], source: "small", trigger: .client)
-        let smallCounts = try writer.database.read(Self.lexiconCounts)
+        let smallCounts = try await writer.database.read(Self.lexiconCounts)
         #expect(fullCounts != smallCounts)
         let writing = Flag()
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -1,23 +1,31 @@
 import Foundation
+import Jobs
+import JobsService
 import RPC
+import RPCTesting
 import Schema
 import ServiceAPI
 import ServiceKit
 import Testing
 @testable import ZooCore
+import WorkLane
 import ZooService
 
 /// The zoo service over the in-process transport (ServiceKit is linked for the storage errors' statuses, as in the executable), on the sample data in a scratch database.
 final class ServiceFixture: Sendable {
     let scratch: ScratchDirectory
     let library: ZooLibrary
+    let jobs: JobRunner
     let client: RPCClient
 
     init(sample: Bool = true) throws {
         scratch = try ScratchDirectory()
         library = try ZooLibrary(path: scratch.databasePath)
         if sample { try library.loadSampleDataIfEmpty(from: SampleFiles.directory) }
-        let server = RPCServer(name: "zoo", services: [ZooService(library: library)])
+        jobs = JobRunner(
+            store: try JobStore(database: library.database), lane: ThreadPool(name: "lane", threads: 2, queueLimit: 8),
+            failureMapping: JobsRPC.failure)
+        let server = RPCServer(name: "zoo", services: [ZooService(library: library, jobs: jobs), JobsService(runner: jobs)])
         client = RPCClient(transports: [InProcessTransport(server: server)])
     }
 
@@ -25,13 +33,24 @@ final class ServiceFixture: Sendable {
         try await client.unary(method, request)
     }
 
-    /// Runs an import and returns every progress message.
-    func importFiles(_ files: [ZooV1.ImportFile], source: String = "") async throws -> [ZooV1.ImportProgress] {
-        var messages: [ZooV1.ImportProgress] = []
-        for try await message in client.serverStreaming(ZooV1.Zoo.importData, ZooV1.ImportDataRequest(files: files, source: source)) {
-            messages.append(message)
+    /// Starts an import job and watches it to its end: every snapshot, and the import's record. A failed job
+    /// throws its status, as the call did before imports were jobs.
+    func importFiles(_ files: [ZooV1.ImportFile], source: String = "") async throws
+        -> (snapshots: [JobsV1.Job], record: ZooV1.ImportRecord)
+    {
+        let job = try await client.unary(ZooV1.Zoo.importData, ZooV1.ImportDataRequest(files: files, source: source))
+        #expect(job.kind == ZooService.importJobKind)
+        var snapshots: [JobsV1.Job] = []
+        for try await snapshot in client.serverStreaming(JobsV1.Jobs.watchJob, JobsV1.WatchJobRequest(id: job.id)) {
+            snapshots.append(snapshot)
         }
-        return messages
+        let last = try #require(snapshots.last)
+        if last.state != .succeeded, let error = last.error {
+            throw RPCError(StatusCode(rawValue: error.code), error.message)
+        }
+        let result = try #require(last.result)
+        #expect(result.typeName == ZooV1.ImportRecord.protoName)
+        return (snapshots, try ZooV1.ImportRecord(serializedBytes: result.value))
     }
 
     static func file(_ kind: ZooV1.FileKind, _ text: String, name: String = "") -> ZooV1.ImportFile {
@@ -188,14 +207,13 @@ func expectStatus(
         #expect(try await zoo.call(ZooV1.Zoo.getMetadata, .init()).lastImport == nil)
     }
 
-    @Test func importStreamsProgressAndRecordsMetadata() async throws {
+    @Test func importRunsAsAJobAndRecordsMetadata() async throws {
         let zoo = try ServiceFixture()
         let csv = try SampleFiles.lexiconCSV(first: 3)
-        let messages = try await zoo.importFiles(
+        let (snapshots, result) = try await zoo.importFiles(
             [ZooV1.ImportFile(kind: .lexiconCsv, name: "small.csv", content: Array(csv.content))], source: "unit test")
-        #expect(messages.map(\.fraction) == messages.map(\.fraction).sorted())
-        #expect(messages.first?.stage == .parsing && messages.last?.stage == .done)
-        let result = try #require(messages.last?.result)
+        #expect(snapshots.map(\.progress) == snapshots.map(\.progress).sorted())
+        #expect(snapshots.last?.state == .succeeded && snapshots.last?.progress == 1)
         #expect(result.succeeded && result.rowsImported == 3 && result.source == "unit test" && result.trigger == .client)
         #expect(try await zoo.call(ZooV1.Zoo.searchAnimals, .init(includeUnavailable: true)).total == 3)
 
@@ -216,16 +234,15 @@ func expectStatus(
         let zooMethods = reflection.services.first { $0.name == ZooV1.Zoo.name }?.methods ?? []
         #expect(Set(zooMethods.map(\.path)) == Set(ZooV1.Zoo.methods.map(\.path)))
         #expect(zooMethods.count == 9 && zooMethods.allSatisfy { !$0.clientStreaming })
-        #expect(zooMethods.filter(\.serverStreaming).map(\.path) == [ZooV1.Zoo.importData.path])
+        #expect(zooMethods.allSatisfy { !$0.serverStreaming })  // the import is a job now
 
         let client = ZooV1.Zoo.Client(wrapping: zoo.client)
         #expect(try await client.searchAnimals(.init(text: "ZELVA")).animals.first?.name == "Želva obrovská")
         await expectStatus(.notFound) { _ = try await client.getAnimal(.init(id: 999_999)) }
-        var stages: [ZooV1.ImportStage] = []
         let csv = try SampleFiles.lexiconCSV(first: 2)
-        for try await progress in client.importData(.init(files: [ZooV1.ImportFile(kind: .lexiconCsv, name: "two.csv", content: Array(csv.content))])) {
-            stages.append(progress.stage)
-        }
-        #expect(stages.last == .done)
+        let job = try await client.importData(.init(files: [ZooV1.ImportFile(kind: .lexiconCsv, name: "two.csv", content: Array(csv.content))]))
+        var last: JobsV1.Job?
+        for try await snapshot in JobsV1.Jobs.Client(wrapping: zoo.client).watchJob(.init(id: job.id)) { last = snapshot }
+        #expect(last?.state == .succeeded)
     }
 }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Base
 import Foundation
+import Jobs
+import JobsService
 import ServiceKit
 import ZooCore
 import ZooService
@@ -69,7 +71,12 @@ struct ZooCommand: AsyncParsableCommand {
             }
             if try library.isEmpty { await loadInitialData(into: library, refresher: refresher, logger: environment.logger) }
             if let refresher { Task { await refresher.run() } }
-            return [ZooService(library: library, refresher: refresher)]
+            // Imports run as jobs, recorded beside the zoo's data so every replica answers for them.
+            let jobs = JobRunner(
+                store: try JobStore(database: library.database), lane: environment.lane.pool, failureMapping: JobsRPC.failure)
+            let failed = try await jobs.recoverAbandonedJobs()
+            if !failed.isEmpty { environment.logger.warning("failed \(failed.count) jobs left running by stopped replicas") }
+            return [ZooService(library: library, refresher: refresher, jobs: jobs), JobsService(runner: jobs)]
         }
     }
 

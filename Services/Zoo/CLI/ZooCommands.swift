@@ -14,10 +14,14 @@ public struct ZooCommands: AsyncParsableCommand {
         discussion: "Bad input exits with the status code of INVALID_ARGUMENT (3), unknown animals with NOT_FOUND (5), and so on.",
         subcommands: [
             ZooSearch.self, ZooShow.self, ZooFilters.self, ZooStatus.self, ZooImport.self, ZooRoute.self, ZooNearby.self,
-            ZooTour.self, ZooGeoJSON.self,
+            ZooTour.self, ZooGeoJSON.self, JobsCommands<ZooCommands>.self,
         ])
 
     public init() {}
+}
+
+extension ZooCommands: JobsCommandService {
+    public static let serviceName = "zoo"
 }
 
 extension GlobalOptions {

@@ -83,7 +83,8 @@ struct ZooImport: AsyncParsableCommand {
             Each kind of file replaces its part of the data; the rest stays. The animals come from the lexicon CSV, \
             or from the animals JSON when no lexicon CSV is given; the animals JSON always provides the map \
             locations and which animals are kept now. Bad rows are skipped and listed. Together the files must \
-            stay under 16 MiB. The call waits at least 5 minutes.
+            stay under 16 MiB. The import runs as a job: the command follows it with a progress bar (plain lines \
+            when the output is not a terminal) and prints its record; --detach returns its id at once.
             """)
 
     @Option(name: .customLong("lexicon-csv"), help: "The open-data lexicon (lexikon-zvirat.csv).")
@@ -118,20 +119,26 @@ struct ZooImport: AsyncParsableCommand {
     /// Frames are at most 16 MiB; leave room for the envelope.
     static let maxTotalBytes = (16 << 20) - (64 << 10)
 
+    @Flag(help: "Print the import job's id and return at once instead of following it (gateway zoo jobs watch ID).")
+    var detach = false
+
     func run() async throws {
-        try await global.withZoo { zoo in
+        try await global.withClient(for: "zoo", { $0 }) { client in
             let files = try collectFiles()
             let request = ZooV1.ImportDataRequest(files: files, source: source ?? "")
+            // The files travel in this call; allow them time on a slow link.
             let options = CallOptions(timeout: .milliseconds(Int64(max(global.timeout, 300) * 1000)))
-            let display = ProgressDisplay()
-            var result: ZooV1.ImportRecord?
-            for try await progress in zoo.importData(request, options: options) {
-                if !global.json { display.update(fraction: progress.fraction, message: progress.message) }
-                if let record = progress.result { result = record }
+            let job = try await ZooV1.Zoo.Client(wrapping: client).importData(request, options: options)
+            if detach {
+                try global.render(json: { job.json }, text: { print("started \(job.summary); follow it with: gateway zoo jobs watch \(job.id)") })
+                return
             }
-            if !global.json { display.finish() }
-            guard let result else { throw RPCError(.internalError, "the import ended without reporting its result") }
-            try global.render(json: { ZooFormat.importJSON(result) }, text: { print(Self.text(result)) })
+            let ended = try await followJob(job.id, with: JobsV1.Jobs.Client(wrapping: client), display: global.json ? nil : ProgressDisplay())
+            guard let result = try ended.requireResult(), result.typeName == ZooV1.ImportRecord.protoName else {
+                throw RPCError(.internalError, "import job \(job.id) ended without the import's record")
+            }
+            let record = try ZooV1.ImportRecord(serializedBytes: result.value)
+            try global.render(json: { ZooFormat.importJSON(record) }, text: { print(Self.text(record)) })
         }
     }
 

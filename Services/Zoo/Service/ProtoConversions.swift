@@ -123,15 +123,3 @@ extension ZooV1.DataCounts {
     }
 }
 
-extension ZooV1.ImportProgress {
-    init(_ progress: ImportProgress, result: ImportRecord? = nil) {
-        let stage: ZooV1.ImportStage =
-            switch progress.stage {
-            case .parsing: .parsing
-            case .writing: .writing
-            case .indexing: .indexing
-            case .done: .done
-            }
-        self.init(stage: stage, fraction: progress.fraction, message: progress.message, result: result.map(ZooV1.ImportRecord.init))
-    }
-}

@@ -1,5 +1,6 @@
-import Dispatch
 import Foundation
+import Jobs
+import JobsService
 import RPC
 import Schema
 import ServiceAPI
@@ -12,10 +13,17 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
     public let library: ZooLibrary
     /// The refresh schedule, reported by GetMetadata.
     public let refresher: ZooRefresher?
+    /// Runs imports (on the heavy-work lane, recorded in the zoo's database); the service offers
+    /// `JobsService(runner: jobs)` beside this one. Without it ImportData answers FAILED_PRECONDITION.
+    public let jobs: JobRunner?
 
-    public init(library: ZooLibrary, refresher: ZooRefresher? = nil) {
+    /// The kind of the jobs ImportData starts.
+    public static let importJobKind = "zoo.import"
+
+    public init(library: ZooLibrary, refresher: ZooRefresher? = nil, jobs: JobRunner? = nil) {
         self.library = library
         self.refresher = refresher
+        self.jobs = jobs
     }
 
     public func searchAnimals(request: ZooV1.SearchAnimalsRequest, context: ServerContext) async throws -> ZooV1.SearchAnimalsResponse {
@@ -57,15 +65,21 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
             walkingSpeed: library.walkingSpeed)
     }
 
-    public func importData(
-        request: ZooV1.ImportDataRequest, response: ResponseWriter<ZooV1.ImportProgress>, context: ServerContext
-    ) async throws {
+    public func importData(request: ZooV1.ImportDataRequest, context: ServerContext) async throws -> JobsV1.Job {
         let files = try RequestValidation.importFiles(request)
         let source = request.source.isEmpty ? files.map(\.name).joined(separator: ", ") : request.source
-        // The import runs to its end even when the caller goes away: it was asked for.
-        for try await event in Self.importing(files, source: source, into: library) {
-            try await response.send(event)
+        guard let jobs else { throw RPCError(.failedPrecondition, "this zoo server runs no jobs, so it takes no imports") }
+        let library = library
+        // The import runs to its end even when the caller goes away: it was asked for (CancelJob stops it
+        // between stages; once writing, the transaction finishes).
+        let job = try await jobs.start(kind: Self.importJobKind) { context -> ZooV1.ImportRecord in
+            let record = try library.importFiles(files, source: source, trigger: .client) { progress in
+                if progress.stage != .done { context.report(progress: progress.fraction, message: progress.message) }
+            }
+            guard let record else { throw RPCError(.internalError, "the import was skipped") }  // only for onlyIfEmpty/scheduledFor
+            return ZooV1.ImportRecord(record)
         }
+        return JobsV1.Job(job)
     }
 
     public func route(request: ZooV1.RouteRequest, context: ServerContext) async throws -> ZooV1.RouteResponse {
@@ -103,26 +117,5 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
             throw RPCError(.failedPrecondition, "no footpath map has been imported (gateway zoo import --map FILE)")
         }
         return snapshot
-    }
-
-    /// Runs the import on a thread of its own (it blocks on parsing and SQLite) and streams its progress; the
-    /// last message carries the import's record.
-    private static func importing(_ files: [ZooSourceFile], source: String, into library: ZooLibrary)
-        -> AsyncThrowingStream<ZooV1.ImportProgress, any Error>
-    {
-        AsyncThrowingStream { continuation in
-            DispatchQueue.global(qos: .userInitiated).async {
-                do {
-                    var last: ImportProgress?
-                    let record = try library.importFiles(files, source: source, trigger: .client) { progress in
-                        if progress.stage == .done { last = progress } else { continuation.yield(ZooV1.ImportProgress(progress)) }
-                    }
-                    if let record, let last { continuation.yield(ZooV1.ImportProgress(last, result: record)) }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-        }
     }
 }

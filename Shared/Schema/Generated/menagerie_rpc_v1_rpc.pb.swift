@@ -6,20 +6,56 @@ public enum RpcV1 {}
 
 extension RpcV1 {
     /// What a frame carries.
+    ///
+    /// A call is a stream of frames sharing a call id, much as a gRPC call is an HTTP/2 stream:
+    ///   unary, server streaming   REQUEST (with the request)                    → MESSAGE* STATUS
+    ///   client streaming, bidi    REQUEST (client_stream) MESSAGE* END_STREAM   → MESSAGE* STATUS
+    /// The client half-closes (HTTP/2's END_STREAM flag on its last DATA frame) with END_STREAM, or
+    /// implicitly with a REQUEST that carries its only request; it may keep reading after that. STATUS
+    /// ends the call for both sides (like gRPC's trailers, it also ends the client's request stream:
+    /// request frames for a finished call are ignored). CANCEL (HTTP/2's RST_STREAM) ends it from the
+    /// client's side at any time.
+    ///
+    /// Flow control, per call and per direction, in bytes, like HTTP/2's stream windows: the sender of
+    /// MESSAGE frames (client for requests, server for responses) starts with a credit of 1 MiB
+    /// (1048576) and spends the payload length plus 5 (gRPC's message prefix, so that empty messages
+    /// are bounded too) of each MESSAGE frame it sends; it never sends a frame it has no credit for.
+    /// The receiver gives credit back with WINDOW_UPDATE as its consumer takes messages (this
+    /// implementation: once half the window is consumed). A MESSAGE beyond the credit is a flow-control
+    /// error: the server ends that call with RESOURCE_EXHAUSTED, the client cancels it. A slow consumer
+    /// therefore holds up only its own call, and neither side buffers more than a window of complete
+    /// messages per call. REQUEST and STATUS payloads (the single request and the unary response) are
+    /// outside flow control, bounded by the frame size as before.
+    ///
+    /// A message larger than a frame (16 MiB by default) or than the credit is sent as consecutive
+    /// MESSAGE frames of the call, each but the last with `continues` set; the receiver joins them
+    /// (up to its largest message size, 64 MiB by default; beyond it the call fails RESOURCE_EXHAUSTED).
+    /// This implementation cuts messages into chunks of at most 256 KiB, so that other calls' frames
+    /// interleave, and waits for at least 16 KiB of credit (or the whole rest) before sending a chunk.
+    /// A partial message's chunks are credited back as they arrive (the join is bounded by the largest
+    /// message size, not by the window), a complete message's bytes once the consumer took it.
     public enum FrameKind: ProtoEnum, CaseIterable {
         case unspecified
-        /// Client → server: opens a call; carries method, deadline, metadata and the request payload.
+        /// Client → server: opens a call; carries method, deadline, metadata and, unless `client_stream`
+        /// is set, the only request payload (which half-closes the client's side).
         case request
-        /// Server → client: one response message of an open call (server streaming sends many).
+        /// One message (or a chunk of one, see `continues`) of an open call: server → client for
+        /// responses, client → server for the requests of a client or bidirectional streaming call.
+        /// Flow-controlled.
         case message
         /// Server → client: closes a call with a status; may carry the last (or only) response payload.
         case status
         /// Client → server: the client gave up on the call (cancellation or its deadline passed).
         case cancel
+        /// Client → server: the client sends no more requests on this call (half-close).
+        case endStream
+        /// Either way: the receiver of a call's MESSAGE frames grants `window_increment` more bytes of
+        /// credit for that call.
+        case windowUpdate
         /// A value this version of the schema does not know.
         case unrecognized(Int32)
 
-        public static let allCases: [FrameKind] = [.unspecified, .request, .message, .status, .cancel]
+        public static let allCases: [FrameKind] = [.unspecified, .request, .message, .status, .cancel, .endStream, .windowUpdate]
 
         public init(rawValue: Int32) {
             switch rawValue {
@@ -28,6 +64,8 @@ extension RpcV1 {
             case 2: self = .message
             case 3: self = .status
             case 4: self = .cancel
+            case 5: self = .endStream
+            case 6: self = .windowUpdate
             default: self = .unrecognized(rawValue)
             }
         }
@@ -39,6 +77,8 @@ extension RpcV1 {
             case .message: 2
             case .status: 3
             case .cancel: 4
+            case .endStream: 5
+            case .windowUpdate: 6
             case .unrecognized(let value): value
             }
         }
@@ -111,6 +151,14 @@ extension RpcV1 {
         /// On STATUS frames: one of gRPC's 17 status codes (0 = OK) and a human-readable message.
         public var statusCode: UInt32 = 0
         public var statusMessage: String = ""
+        /// On REQUEST frames: the requests follow as MESSAGE frames, ended by END_STREAM (client and
+        /// bidirectional streaming calls); the REQUEST frame itself then carries no payload.
+        public var clientStream: Bool = false
+        /// On MESSAGE frames: the payload is a chunk of a message that continues in the call's next
+        /// MESSAGE frame.
+        public var continues: Bool = false
+        /// On WINDOW_UPDATE frames: bytes of credit granted.
+        public var windowIncrement: UInt32 = 0
 
         /// A message with every field at its default.
         public init() {}
@@ -125,7 +173,10 @@ extension RpcV1 {
             hasPayload: Bool = false,
             payload: [UInt8] = [],
             statusCode: UInt32 = 0,
-            statusMessage: String = ""
+            statusMessage: String = "",
+            clientStream: Bool = false,
+            continues: Bool = false,
+            windowIncrement: UInt32 = 0
         ) {
             self.callID = callID
             self.kind = kind
@@ -136,6 +187,9 @@ extension RpcV1 {
             self.payload = payload
             self.statusCode = statusCode
             self.statusMessage = statusMessage
+            self.clientStream = clientStream
+            self.continues = continues
+            self.windowIncrement = windowIncrement
         }
     }
 
@@ -315,7 +369,8 @@ extension RpcV1 {
     /// The `menagerie.rpc.v1.EchoRequest` message.
     public struct EchoRequest: Sendable, Equatable {
         public var payload: [UInt8] = []
-        /// For Stream: how many responses to send (each echoes the payload).
+        /// For Stream: how many responses to send (each echoes the payload). For Chat: how many
+        /// responses to send for each request (0 = one).
         public var count: UInt32 = 0
         /// Milliseconds the handler waits before answering (each response, when streaming).
         public var delayMs: UInt32 = 0
@@ -409,8 +464,17 @@ extension RpcV1 {
         public static let stream = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
             path: "/menagerie.rpc.v1.Echo/Stream", serverStreaming: true, idempotent: false)
 
+        /// Client streaming: answers once the client half-closes, with the requests' payloads joined and
+        /// `index` = the number of requests.
+        public static let collect = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
+            path: "/menagerie.rpc.v1.Echo/Collect", clientStreaming: true, serverStreaming: false, idempotent: false)
+
+        /// Bidirectional streaming: answers each request as it arrives (`count` responses each).
+        public static let chat = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
+            path: "/menagerie.rpc.v1.Echo/Chat", clientStreaming: true, serverStreaming: true, idempotent: false)
+
         /// Every method of the service, in declaration order.
-        public static let methods: [ProtoMethodInfo] = [echo.info, stream.info]
+        public static let methods: [ProtoMethodInfo] = [echo.info, stream.info, collect.info, chat.info]
     }
 }
 
@@ -459,6 +523,9 @@ extension RpcV1.Frame: ProtoMessage, ProtobufCBridged {
         payload = reader.value(7)
         statusCode = reader.value(8)
         statusMessage = reader.value(9)
+        clientStream = reader.value(10)
+        continues = reader.value(11)
+        windowIncrement = reader.value(12)
     }
 
     func write(to writer: ProtoWriter) {
@@ -471,6 +538,9 @@ extension RpcV1.Frame: ProtoMessage, ProtobufCBridged {
         writer.set(7, payload)
         writer.set(8, statusCode)
         writer.set(9, statusMessage)
+        writer.set(10, clientStream)
+        writer.set(11, continues)
+        writer.set(12, windowIncrement)
     }
 }
 

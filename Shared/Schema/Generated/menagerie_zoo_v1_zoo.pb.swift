@@ -93,42 +93,6 @@ extension ZooV1 {
         }
     }
 
-    /// The `menagerie.zoo.v1.ImportStage` enum.
-    public enum ImportStage: ProtoEnum, CaseIterable {
-        case unspecified
-        case parsing
-        case writing
-        case indexing
-        /// The last message: the import committed; `result` holds its record.
-        case done
-        /// A value this version of the schema does not know.
-        case unrecognized(Int32)
-
-        public static let allCases: [ImportStage] = [.unspecified, .parsing, .writing, .indexing, .done]
-
-        public init(rawValue: Int32) {
-            switch rawValue {
-            case 0: self = .unspecified
-            case 1: self = .parsing
-            case 2: self = .writing
-            case 3: self = .indexing
-            case 4: self = .done
-            default: self = .unrecognized(rawValue)
-            }
-        }
-
-        public var rawValue: Int32 {
-            switch self {
-            case .unspecified: 0
-            case .parsing: 1
-            case .writing: 2
-            case .indexing: 3
-            case .done: 4
-            case .unrecognized(let value): value
-            }
-        }
-    }
-
     /// A WGS84 position in degrees.
     public struct GeoPoint: Sendable, Equatable {
         public var lat: Double = 0
@@ -759,31 +723,6 @@ extension ZooV1 {
         }
     }
 
-    /// The `menagerie.zoo.v1.ImportProgress` message.
-    public struct ImportProgress: Sendable, Equatable {
-        public var stage: ZooV1.ImportStage = .unspecified
-        /// 0…1.
-        public var fraction: Double = 0
-        public var message: String = ""
-        public var result: ZooV1.ImportRecord? = nil
-
-        /// A message with every field at its default.
-        public init() {}
-
-        /// A message with the given field values.
-        public init(
-            stage: ZooV1.ImportStage = .unspecified,
-            fraction: Double = 0,
-            message: String = "",
-            result: ZooV1.ImportRecord? = nil
-        ) {
-            self.stage = stage
-            self.fraction = fraction
-            self.message = message
-            self.result = result
-        }
-    }
-
     /// A start or destination: exactly one of a point (a visitor's GPS fix), an animal (any of its map locations,
     /// the nearest by walking wins) or a pavilion (any of its buildings).
     public struct Place: Sendable, Equatable {
@@ -1031,10 +970,13 @@ extension ZooV1 {
         public static let getMetadata = ProtoMethod<ZooV1.GetMetadataRequest, ZooV1.GetMetadataResponse>(
             path: "/menagerie.zoo.v1.Zoo/GetMetadata", serverStreaming: false, idempotent: true)
 
-        /// Imports the files in one transaction, streaming progress; the last message carries the result.
-        /// INVALID_ARGUMENT when a file cannot be read (the old data stays and the error is recorded).
-        public static let importData = ProtoMethod<ZooV1.ImportDataRequest, ZooV1.ImportProgress>(
-            path: "/menagerie.zoo.v1.Zoo/ImportData", serverStreaming: true, idempotent: false)
+        /// Starts importing the files (in one transaction) as a job of kind `zoo.import` and answers with it at once;
+        /// follow it with menagerie.jobs.v1.Jobs/WatchJob (progress: parsing, writing, indexing). The job's result is
+        /// the import's `ImportRecord`; a file that cannot be read fails it with INVALID_ARGUMENT (the old data
+        /// stays and the error is recorded). INVALID_ARGUMENT at once for a malformed request, RESOURCE_EXHAUSTED
+        /// when the service's heavy-work lane is full.
+        public static let importData = ProtoMethod<ZooV1.ImportDataRequest, JobsV1.Job>(
+            path: "/menagerie.zoo.v1.Zoo/ImportData", serverStreaming: false, idempotent: false)
 
         /// The shortest walk. OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal without a
         /// map location, NOT_FOUND when no footpath connects the ends, INVALID_ARGUMENT for malformed coordinates.
@@ -1697,33 +1639,6 @@ extension ZooV1.ImportDataRequest: ProtoMessage, ProtobufCBridged {
     func write(to writer: ProtoWriter) {
         writer.set(1, files)
         writer.set(2, source)
-    }
-}
-
-extension ZooV1.ImportProgress: ProtoMessage, ProtobufCBridged {
-    public static let protoName = "menagerie.zoo.v1.ImportProgress"
-    static let protoSchema = MessageSchema(named: protoName)
-
-    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
-        self = try ProtobufCCodec.decode(bytes)
-    }
-
-    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
-        ProtobufCCodec.encode(self, into: destination)
-    }
-
-    init(reading reader: ProtoReader) {
-        stage = reader.value(1)
-        fraction = reader.value(2)
-        message = reader.value(3)
-        result = reader.optional(4)
-    }
-
-    func write(to writer: ProtoWriter) {
-        writer.set(1, stage)
-        writer.set(2, fraction)
-        writer.set(3, message)
-        writer.set(4, result)
     }
 }
 

@@ -96,6 +96,13 @@ extension RpcV1.Echo {
         func echo(request: RpcV1.EchoRequest, context: ServerContext) async throws -> RpcV1.EchoResponse
 
         func stream(request: RpcV1.EchoRequest, response: ResponseWriter<RpcV1.EchoResponse>, context: ServerContext) async throws
+
+        /// Client streaming: answers once the client half-closes, with the requests' payloads joined and
+        /// `index` = the number of requests.
+        func collect(requests: RequestStream<RpcV1.EchoRequest>, context: ServerContext) async throws -> RpcV1.EchoResponse
+
+        /// Bidirectional streaming: answers each request as it arrives (`count` responses each).
+        func chat(requests: RequestStream<RpcV1.EchoRequest>, response: ResponseWriter<RpcV1.EchoResponse>, context: ServerContext) async throws
     }
 
     /// A typed client of `menagerie.rpc.v1.Echo`: one method per rpc over an `RPCClient` (which keeps the endpoints, retries and deadlines).
@@ -113,6 +120,24 @@ extension RpcV1.Echo {
         public func stream(_ request: RpcV1.EchoRequest, options: CallOptions = CallOptions()) -> some AsyncSequence<RpcV1.EchoResponse, any Error> {
             rpcClient.serverStreaming(RpcV1.Echo.stream, request, options: options)
         }
+
+        /// Client streaming: answers once the client half-closes, with the requests' payloads joined and
+        /// `index` = the number of requests.
+        public func collect(
+            options: CallOptions = CallOptions(),
+            requests: @escaping @Sendable (RequestWriter<RpcV1.EchoRequest>) async throws -> Void
+        ) async throws -> RpcV1.EchoResponse {
+            try await rpcClient.clientStreaming(RpcV1.Echo.collect, options: options, requests: requests)
+        }
+
+        /// Bidirectional streaming: answers each request as it arrives (`count` responses each).
+        public func chat<Result: Sendable>(
+            options: CallOptions = CallOptions(),
+            requests: @escaping @Sendable (RequestWriter<RpcV1.EchoRequest>) async throws -> Void,
+            responses: @escaping @Sendable (ResponseStream<RpcV1.EchoResponse>) async throws -> Result
+        ) async throws -> Result {
+            try await rpcClient.bidirectionalStreaming(RpcV1.Echo.chat, options: options, requests: requests, responses: responses)
+        }
     }
 }
 
@@ -124,6 +149,12 @@ extension RpcV1.Echo.ServiceProtocol {
         }
         router.serverStreaming(RpcV1.Echo.stream) { request, response, context in
             try await self.stream(request: request, response: response, context: context)
+        }
+        router.clientStreaming(RpcV1.Echo.collect) { requests, context in
+            try await self.collect(requests: requests, context: context)
+        }
+        router.bidirectionalStreaming(RpcV1.Echo.chat) { requests, response, context in
+            try await self.chat(requests: requests, response: response, context: context)
         }
     }
 }

@@ -18,9 +18,12 @@ extension ZooV1.Zoo {
         /// Import metadata, stored counts and the refresh schedule.
         func getMetadata(request: ZooV1.GetMetadataRequest, context: ServerContext) async throws -> ZooV1.GetMetadataResponse
 
-        /// Imports the files in one transaction, streaming progress; the last message carries the result.
-        /// INVALID_ARGUMENT when a file cannot be read (the old data stays and the error is recorded).
-        func importData(request: ZooV1.ImportDataRequest, response: ResponseWriter<ZooV1.ImportProgress>, context: ServerContext) async throws
+        /// Starts importing the files (in one transaction) as a job of kind `zoo.import` and answers with it at once;
+        /// follow it with menagerie.jobs.v1.Jobs/WatchJob (progress: parsing, writing, indexing). The job's result is
+        /// the import's `ImportRecord`; a file that cannot be read fails it with INVALID_ARGUMENT (the old data
+        /// stays and the error is recorded). INVALID_ARGUMENT at once for a malformed request, RESOURCE_EXHAUSTED
+        /// when the service's heavy-work lane is full.
+        func importData(request: ZooV1.ImportDataRequest, context: ServerContext) async throws -> JobsV1.Job
 
         /// The shortest walk. OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal without a
         /// map location, NOT_FOUND when no footpath connects the ends, INVALID_ARGUMENT for malformed coordinates.
@@ -64,10 +67,13 @@ extension ZooV1.Zoo {
             try await rpcClient.unary(ZooV1.Zoo.getMetadata, request, options: options)
         }
 
-        /// Imports the files in one transaction, streaming progress; the last message carries the result.
-        /// INVALID_ARGUMENT when a file cannot be read (the old data stays and the error is recorded).
-        public func importData(_ request: ZooV1.ImportDataRequest, options: CallOptions = CallOptions()) -> some AsyncSequence<ZooV1.ImportProgress, any Error> {
-            rpcClient.serverStreaming(ZooV1.Zoo.importData, request, options: options)
+        /// Starts importing the files (in one transaction) as a job of kind `zoo.import` and answers with it at once;
+        /// follow it with menagerie.jobs.v1.Jobs/WatchJob (progress: parsing, writing, indexing). The job's result is
+        /// the import's `ImportRecord`; a file that cannot be read fails it with INVALID_ARGUMENT (the old data
+        /// stays and the error is recorded). INVALID_ARGUMENT at once for a malformed request, RESOURCE_EXHAUSTED
+        /// when the service's heavy-work lane is full.
+        public func importData(_ request: ZooV1.ImportDataRequest, options: CallOptions = CallOptions()) async throws -> JobsV1.Job {
+            try await rpcClient.unary(ZooV1.Zoo.importData, request, options: options)
         }
 
         /// The shortest walk. OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal without a
@@ -108,8 +114,8 @@ extension ZooV1.Zoo.ServiceProtocol {
         router.unary(ZooV1.Zoo.getMetadata) { request, context in
             try await self.getMetadata(request: request, context: context)
         }
-        router.serverStreaming(ZooV1.Zoo.importData) { request, response, context in
-            try await self.importData(request: request, response: response, context: context)
+        router.unary(ZooV1.Zoo.importData) { request, context in
+            try await self.importData(request: request, context: context)
         }
         router.unary(ZooV1.Zoo.route) { request, context in
             try await self.route(request: request, context: context)

@@ -643,7 +643,7 @@ const ProtobufCMessageDescriptor menagerie__rpc__v1__metadata_entry__descriptor 
   (ProtobufCMessageInit) menagerie__rpc__v1__metadata_entry__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__rpc__v1__frame__field_descriptors[9] =
+static const ProtobufCFieldDescriptor menagerie__rpc__v1__frame__field_descriptors[12] =
 {
   {
     "call_id",
@@ -753,9 +753,47 @@ static const ProtobufCFieldDescriptor menagerie__rpc__v1__frame__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "client_stream",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__Frame, client_stream),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "continues",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__Frame, continues),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "window_increment",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__Frame, window_increment),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__rpc__v1__frame__field_indices_by_name[] = {
   0,   /* field[0] = call_id */
+  9,   /* field[9] = client_stream */
+  10,   /* field[10] = continues */
   5,   /* field[5] = has_payload */
   1,   /* field[1] = kind */
   4,   /* field[4] = metadata */
@@ -764,11 +802,12 @@ static const unsigned menagerie__rpc__v1__frame__field_indices_by_name[] = {
   7,   /* field[7] = status_code */
   8,   /* field[8] = status_message */
   3,   /* field[3] = timeout_micros */
+  11,   /* field[11] = window_increment */
 };
 static const ProtobufCIntRange menagerie__rpc__v1__frame__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor menagerie__rpc__v1__frame__descriptor =
 {
@@ -778,7 +817,7 @@ const ProtobufCMessageDescriptor menagerie__rpc__v1__frame__descriptor =
   "Menagerie__Rpc__V1__Frame",
   "menagerie.rpc.v1",
   sizeof(Menagerie__Rpc__V1__Frame),
-  9,
+  12,
   menagerie__rpc__v1__frame__field_descriptors,
   menagerie__rpc__v1__frame__field_indices_by_name,
   1,  menagerie__rpc__v1__frame__number_ranges,
@@ -1449,24 +1488,28 @@ const ProtobufCMessageDescriptor menagerie__rpc__v1__echo_response__descriptor =
   (ProtobufCMessageInit) menagerie__rpc__v1__echo_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCEnumValue menagerie__rpc__v1__frame_kind__enum_values_by_number[5] =
+static const ProtobufCEnumValue menagerie__rpc__v1__frame_kind__enum_values_by_number[7] =
 {
   { "FRAME_KIND_UNSPECIFIED", "MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_UNSPECIFIED", 0 },
   { "FRAME_KIND_REQUEST", "MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_REQUEST", 1 },
   { "FRAME_KIND_MESSAGE", "MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_MESSAGE", 2 },
   { "FRAME_KIND_STATUS", "MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_STATUS", 3 },
   { "FRAME_KIND_CANCEL", "MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_CANCEL", 4 },
+  { "FRAME_KIND_END_STREAM", "MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_END_STREAM", 5 },
+  { "FRAME_KIND_WINDOW_UPDATE", "MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_WINDOW_UPDATE", 6 },
 };
 static const ProtobufCIntRange menagerie__rpc__v1__frame_kind__value_ranges[] = {
-{0, 0},{0, 5}
+{0, 0},{0, 7}
 };
-static const ProtobufCEnumValueIndex menagerie__rpc__v1__frame_kind__enum_values_by_name[5] =
+static const ProtobufCEnumValueIndex menagerie__rpc__v1__frame_kind__enum_values_by_name[7] =
 {
   { "FRAME_KIND_CANCEL", 4 },
+  { "FRAME_KIND_END_STREAM", 5 },
   { "FRAME_KIND_MESSAGE", 2 },
   { "FRAME_KIND_REQUEST", 1 },
   { "FRAME_KIND_STATUS", 3 },
   { "FRAME_KIND_UNSPECIFIED", 0 },
+  { "FRAME_KIND_WINDOW_UPDATE", 6 },
 };
 const ProtobufCEnumDescriptor menagerie__rpc__v1__frame_kind__descriptor =
 {
@@ -1475,9 +1518,9 @@ const ProtobufCEnumDescriptor menagerie__rpc__v1__frame_kind__descriptor =
   "FrameKind",
   "Menagerie__Rpc__V1__FrameKind",
   "menagerie.rpc.v1",
-  5,
+  7,
   menagerie__rpc__v1__frame_kind__enum_values_by_number,
-  5,
+  7,
   menagerie__rpc__v1__frame_kind__enum_values_by_name,
   1,
   menagerie__rpc__v1__frame_kind__value_ranges,
@@ -1614,12 +1657,16 @@ void menagerie__rpc__v1__stats__init (Menagerie__Rpc__V1__Stats_Service *service
                                      &menagerie__rpc__v1__stats__descriptor,
                                      (ProtobufCServiceDestroy) destroy);
 }
-static const ProtobufCMethodDescriptor menagerie__rpc__v1__echo__method_descriptors[2] =
+static const ProtobufCMethodDescriptor menagerie__rpc__v1__echo__method_descriptors[4] =
 {
   { "Echo", &menagerie__rpc__v1__echo_request__descriptor, &menagerie__rpc__v1__echo_response__descriptor },
   { "Stream", &menagerie__rpc__v1__echo_request__descriptor, &menagerie__rpc__v1__echo_response__descriptor },
+  { "Collect", &menagerie__rpc__v1__echo_request__descriptor, &menagerie__rpc__v1__echo_response__descriptor },
+  { "Chat", &menagerie__rpc__v1__echo_request__descriptor, &menagerie__rpc__v1__echo_response__descriptor },
 };
 const unsigned menagerie__rpc__v1__echo__method_indices_by_name[] = {
+  3,        /* Chat */
+  2,        /* Collect */
   0,        /* Echo */
   1         /* Stream */
 };
@@ -1630,7 +1677,7 @@ const ProtobufCServiceDescriptor menagerie__rpc__v1__echo__descriptor =
   "Echo",
   "Menagerie__Rpc__V1__Echo",
   "menagerie.rpc.v1",
-  2,
+  4,
   menagerie__rpc__v1__echo__method_descriptors,
   menagerie__rpc__v1__echo__method_indices_by_name
 };
@@ -1649,6 +1696,22 @@ void menagerie__rpc__v1__echo__stream(ProtobufCService *service,
 {
   assert(service->descriptor == &menagerie__rpc__v1__echo__descriptor);
   service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__rpc__v1__echo__collect(ProtobufCService *service,
+                                       const Menagerie__Rpc__V1__EchoRequest *input,
+                                       Menagerie__Rpc__V1__EchoResponse_Closure closure,
+                                       void *closure_data)
+{
+  assert(service->descriptor == &menagerie__rpc__v1__echo__descriptor);
+  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__rpc__v1__echo__chat(ProtobufCService *service,
+                                    const Menagerie__Rpc__V1__EchoRequest *input,
+                                    Menagerie__Rpc__V1__EchoResponse_Closure closure,
+                                    void *closure_data)
+{
+  assert(service->descriptor == &menagerie__rpc__v1__echo__descriptor);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__rpc__v1__echo__init (Menagerie__Rpc__V1__Echo_Service *service,
                                      Menagerie__Rpc__V1__Echo_ServiceDestroy destroy)

@@ -997,51 +997,6 @@ void   menagerie__zoo__v1__import_data_request__free_unpacked
   assert(message->base.descriptor == &menagerie__zoo__v1__import_data_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-void   menagerie__zoo__v1__import_progress__init
-                     (Menagerie__Zoo__V1__ImportProgress         *message)
-{
-  static const Menagerie__Zoo__V1__ImportProgress init_value = MENAGERIE__ZOO__V1__IMPORT_PROGRESS__INIT;
-  *message = init_value;
-}
-size_t menagerie__zoo__v1__import_progress__get_packed_size
-                     (const Menagerie__Zoo__V1__ImportProgress *message)
-{
-  assert(message->base.descriptor == &menagerie__zoo__v1__import_progress__descriptor);
-  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
-}
-size_t menagerie__zoo__v1__import_progress__pack
-                     (const Menagerie__Zoo__V1__ImportProgress *message,
-                      uint8_t       *out)
-{
-  assert(message->base.descriptor == &menagerie__zoo__v1__import_progress__descriptor);
-  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
-}
-size_t menagerie__zoo__v1__import_progress__pack_to_buffer
-                     (const Menagerie__Zoo__V1__ImportProgress *message,
-                      ProtobufCBuffer *buffer)
-{
-  assert(message->base.descriptor == &menagerie__zoo__v1__import_progress__descriptor);
-  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
-}
-Menagerie__Zoo__V1__ImportProgress *
-       menagerie__zoo__v1__import_progress__unpack
-                     (ProtobufCAllocator  *allocator,
-                      size_t               len,
-                      const uint8_t       *data)
-{
-  return (Menagerie__Zoo__V1__ImportProgress *)
-     protobuf_c_message_unpack (&menagerie__zoo__v1__import_progress__descriptor,
-                                allocator, len, data);
-}
-void   menagerie__zoo__v1__import_progress__free_unpacked
-                     (Menagerie__Zoo__V1__ImportProgress *message,
-                      ProtobufCAllocator *allocator)
-{
-  if(!message)
-    return;
-  assert(message->base.descriptor == &menagerie__zoo__v1__import_progress__descriptor);
-  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
-}
 void   menagerie__zoo__v1__place__init
                      (Menagerie__Zoo__V1__Place         *message)
 {
@@ -3594,83 +3549,6 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__import_data_request__descri
   (ProtobufCMessageInit) menagerie__zoo__v1__import_data_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__zoo__v1__import_progress__field_descriptors[4] =
-{
-  {
-    "stage",
-    1,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_ENUM,
-    0,   /* quantifier_offset */
-    offsetof(Menagerie__Zoo__V1__ImportProgress, stage),
-    &menagerie__zoo__v1__import_stage__descriptor,
-    NULL,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
-    "fraction",
-    2,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_DOUBLE,
-    0,   /* quantifier_offset */
-    offsetof(Menagerie__Zoo__V1__ImportProgress, fraction),
-    NULL,
-    NULL,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
-    "message",
-    3,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_STRING,
-    0,   /* quantifier_offset */
-    offsetof(Menagerie__Zoo__V1__ImportProgress, message),
-    NULL,
-    &protobuf_c_empty_string,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
-    "result",
-    4,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_MESSAGE,
-    0,   /* quantifier_offset */
-    offsetof(Menagerie__Zoo__V1__ImportProgress, result),
-    &menagerie__zoo__v1__import_record__descriptor,
-    NULL,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-};
-static const unsigned menagerie__zoo__v1__import_progress__field_indices_by_name[] = {
-  1,   /* field[1] = fraction */
-  2,   /* field[2] = message */
-  3,   /* field[3] = result */
-  0,   /* field[0] = stage */
-};
-static const ProtobufCIntRange menagerie__zoo__v1__import_progress__number_ranges[1 + 1] =
-{
-  { 1, 0 },
-  { 0, 4 }
-};
-const ProtobufCMessageDescriptor menagerie__zoo__v1__import_progress__descriptor =
-{
-  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
-  "menagerie.zoo.v1.ImportProgress",
-  "ImportProgress",
-  "Menagerie__Zoo__V1__ImportProgress",
-  "menagerie.zoo.v1",
-  sizeof(Menagerie__Zoo__V1__ImportProgress),
-  4,
-  menagerie__zoo__v1__import_progress__field_descriptors,
-  menagerie__zoo__v1__import_progress__field_indices_by_name,
-  1,  menagerie__zoo__v1__import_progress__number_ranges,
-  (ProtobufCMessageInit) menagerie__zoo__v1__import_progress__init,
-  NULL,NULL,NULL    /* reserved[123] */
-};
 static const ProtobufCFieldDescriptor menagerie__zoo__v1__place__field_descriptors[3] =
 {
   {
@@ -4374,47 +4252,13 @@ const ProtobufCEnumDescriptor menagerie__zoo__v1__import_trigger__descriptor =
   menagerie__zoo__v1__import_trigger__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCEnumValue menagerie__zoo__v1__import_stage__enum_values_by_number[5] =
-{
-  { "IMPORT_STAGE_UNSPECIFIED", "MENAGERIE__ZOO__V1__IMPORT_STAGE__IMPORT_STAGE_UNSPECIFIED", 0 },
-  { "IMPORT_STAGE_PARSING", "MENAGERIE__ZOO__V1__IMPORT_STAGE__IMPORT_STAGE_PARSING", 1 },
-  { "IMPORT_STAGE_WRITING", "MENAGERIE__ZOO__V1__IMPORT_STAGE__IMPORT_STAGE_WRITING", 2 },
-  { "IMPORT_STAGE_INDEXING", "MENAGERIE__ZOO__V1__IMPORT_STAGE__IMPORT_STAGE_INDEXING", 3 },
-  { "IMPORT_STAGE_DONE", "MENAGERIE__ZOO__V1__IMPORT_STAGE__IMPORT_STAGE_DONE", 4 },
-};
-static const ProtobufCIntRange menagerie__zoo__v1__import_stage__value_ranges[] = {
-{0, 0},{0, 5}
-};
-static const ProtobufCEnumValueIndex menagerie__zoo__v1__import_stage__enum_values_by_name[5] =
-{
-  { "IMPORT_STAGE_DONE", 4 },
-  { "IMPORT_STAGE_INDEXING", 3 },
-  { "IMPORT_STAGE_PARSING", 1 },
-  { "IMPORT_STAGE_UNSPECIFIED", 0 },
-  { "IMPORT_STAGE_WRITING", 2 },
-};
-const ProtobufCEnumDescriptor menagerie__zoo__v1__import_stage__descriptor =
-{
-  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
-  "menagerie.zoo.v1.ImportStage",
-  "ImportStage",
-  "Menagerie__Zoo__V1__ImportStage",
-  "menagerie.zoo.v1",
-  5,
-  menagerie__zoo__v1__import_stage__enum_values_by_number,
-  5,
-  menagerie__zoo__v1__import_stage__enum_values_by_name,
-  1,
-  menagerie__zoo__v1__import_stage__value_ranges,
-  NULL,NULL,NULL,NULL   /* reserved[1234] */
-};
 static const ProtobufCMethodDescriptor menagerie__zoo__v1__zoo__method_descriptors[9] =
 {
   { "SearchAnimals", &menagerie__zoo__v1__search_animals_request__descriptor, &menagerie__zoo__v1__search_animals_response__descriptor },
   { "GetAnimal", &menagerie__zoo__v1__get_animal_request__descriptor, &menagerie__zoo__v1__get_animal_response__descriptor },
   { "ListFilterValues", &menagerie__zoo__v1__list_filter_values_request__descriptor, &menagerie__zoo__v1__list_filter_values_response__descriptor },
   { "GetMetadata", &menagerie__zoo__v1__get_metadata_request__descriptor, &menagerie__zoo__v1__get_metadata_response__descriptor },
-  { "ImportData", &menagerie__zoo__v1__import_data_request__descriptor, &menagerie__zoo__v1__import_progress__descriptor },
+  { "ImportData", &menagerie__zoo__v1__import_data_request__descriptor, &menagerie__jobs__v1__job__descriptor },
   { "Route", &menagerie__zoo__v1__route_request__descriptor, &menagerie__zoo__v1__route_response__descriptor },
   { "Nearby", &menagerie__zoo__v1__nearby_request__descriptor, &menagerie__zoo__v1__nearby_response__descriptor },
   { "Tour", &menagerie__zoo__v1__tour_request__descriptor, &menagerie__zoo__v1__tour_response__descriptor },
@@ -4476,7 +4320,7 @@ void menagerie__zoo__v1__zoo__get_metadata(ProtobufCService *service,
 }
 void menagerie__zoo__v1__zoo__import_data(ProtobufCService *service,
                                           const Menagerie__Zoo__V1__ImportDataRequest *input,
-                                          Menagerie__Zoo__V1__ImportProgress_Closure closure,
+                                          Menagerie__Jobs__V1__Job_Closure closure,
                                           void *closure_data)
 {
   assert(service->descriptor == &menagerie__zoo__v1__zoo__descriptor);

@@ -34,15 +34,43 @@ typedef struct Menagerie__Rpc__V1__EchoResponse Menagerie__Rpc__V1__EchoResponse
 
 /*
  * What a frame carries.
+ * A call is a stream of frames sharing a call id, much as a gRPC call is an HTTP/2 stream:
+ *   unary, server streaming   REQUEST (with the request)                    → MESSAGE* STATUS
+ *   client streaming, bidi    REQUEST (client_stream) MESSAGE* END_STREAM   → MESSAGE* STATUS
+ * The client half-closes (HTTP/2's END_STREAM flag on its last DATA frame) with END_STREAM, or
+ * implicitly with a REQUEST that carries its only request; it may keep reading after that. STATUS
+ * ends the call for both sides (like gRPC's trailers, it also ends the client's request stream:
+ * request frames for a finished call are ignored). CANCEL (HTTP/2's RST_STREAM) ends it from the
+ * client's side at any time.
+ * Flow control, per call and per direction, in bytes, like HTTP/2's stream windows: the sender of
+ * MESSAGE frames (client for requests, server for responses) starts with a credit of 1 MiB
+ * (1048576) and spends the payload length plus 5 (gRPC's message prefix, so that empty messages
+ * are bounded too) of each MESSAGE frame it sends; it never sends a frame it has no credit for.
+ * The receiver gives credit back with WINDOW_UPDATE as its consumer takes messages (this
+ * implementation: once half the window is consumed). A MESSAGE beyond the credit is a flow-control
+ * error: the server ends that call with RESOURCE_EXHAUSTED, the client cancels it. A slow consumer
+ * therefore holds up only its own call, and neither side buffers more than a window of complete
+ * messages per call. REQUEST and STATUS payloads (the single request and the unary response) are
+ * outside flow control, bounded by the frame size as before.
+ * A message larger than a frame (16 MiB by default) or than the credit is sent as consecutive
+ * MESSAGE frames of the call, each but the last with `continues` set; the receiver joins them
+ * (up to its largest message size, 64 MiB by default; beyond it the call fails RESOURCE_EXHAUSTED).
+ * This implementation cuts messages into chunks of at most 256 KiB, so that other calls' frames
+ * interleave, and waits for at least 16 KiB of credit (or the whole rest) before sending a chunk.
+ * A partial message's chunks are credited back as they arrive (the join is bounded by the largest
+ * message size, not by the window), a complete message's bytes once the consumer took it.
  */
 typedef enum _Menagerie__Rpc__V1__FrameKind {
   MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_UNSPECIFIED = 0,
   /*
-   * Client → server: opens a call; carries method, deadline, metadata and the request payload.
+   * Client → server: opens a call; carries method, deadline, metadata and, unless `client_stream`
+   * is set, the only request payload (which half-closes the client's side).
    */
   MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_REQUEST = 1,
   /*
-   * Server → client: one response message of an open call (server streaming sends many).
+   * One message (or a chunk of one, see `continues`) of an open call: server → client for
+   * responses, client → server for the requests of a client or bidirectional streaming call.
+   * Flow-controlled.
    */
   MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_MESSAGE = 2,
   /*
@@ -52,7 +80,16 @@ typedef enum _Menagerie__Rpc__V1__FrameKind {
   /*
    * Client → server: the client gave up on the call (cancellation or its deadline passed).
    */
-  MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_CANCEL = 4
+  MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_CANCEL = 4,
+  /*
+   * Client → server: the client sends no more requests on this call (half-close).
+   */
+  MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_END_STREAM = 5,
+  /*
+   * Either way: the receiver of a call's MESSAGE frames grants `window_increment` more bytes of
+   * credit for that call.
+   */
+  MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_WINDOW_UPDATE = 6
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__RPC__V1__FRAME_KIND)
 } Menagerie__Rpc__V1__FrameKind;
 typedef enum _Menagerie__Rpc__V1__ServingStatus {
@@ -115,6 +152,20 @@ struct  Menagerie__Rpc__V1__Frame
    */
   uint32_t status_code;
   char *status_message;
+  /*
+   * On REQUEST frames: the requests follow as MESSAGE frames, ended by END_STREAM (client and
+   * bidirectional streaming calls); the REQUEST frame itself then carries no payload.
+   */
+  protobuf_c_boolean client_stream;
+  /*
+   * On MESSAGE frames: the payload is a chunk of a message that continues in the call's next
+   * MESSAGE frame.
+   */
+  protobuf_c_boolean continues;
+  /*
+   * On WINDOW_UPDATE frames: bytes of credit granted.
+   */
+  uint32_t window_increment;
   Menagerie__Rpc__V1__Frame__TimeoutMicrosCase _timeout_micros_case;
   union {
     /*
@@ -125,7 +176,7 @@ struct  Menagerie__Rpc__V1__Frame
 };
 #define MENAGERIE__RPC__V1__FRAME__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__rpc__v1__frame__descriptor) \
-    , 0, MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, {0,NULL}, 0, (char *)protobuf_c_empty_string, MENAGERIE__RPC__V1__FRAME___TIMEOUT_MICROS__NOT_SET, {0} }
+    , 0, MENAGERIE__RPC__V1__FRAME_KIND__FRAME_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, {0,NULL}, 0, (char *)protobuf_c_empty_string, 0, 0, 0, MENAGERIE__RPC__V1__FRAME___TIMEOUT_MICROS__NOT_SET, {0} }
 
 
 /*
@@ -251,7 +302,8 @@ struct  Menagerie__Rpc__V1__EchoRequest
   ProtobufCMessage base;
   ProtobufCBinaryData payload;
   /*
-   * For Stream: how many responses to send (each echoes the payload).
+   * For Stream: how many responses to send (each echoes the payload). For Chat: how many
+   * responses to send for each request (0 = one).
    */
   uint32_t count;
   /*
@@ -645,6 +697,14 @@ struct Menagerie__Rpc__V1__Echo_Service
                  const Menagerie__Rpc__V1__EchoRequest *input,
                  Menagerie__Rpc__V1__EchoResponse_Closure closure,
                  void *closure_data);
+  void (*collect)(Menagerie__Rpc__V1__Echo_Service *service,
+                  const Menagerie__Rpc__V1__EchoRequest *input,
+                  Menagerie__Rpc__V1__EchoResponse_Closure closure,
+                  void *closure_data);
+  void (*chat)(Menagerie__Rpc__V1__Echo_Service *service,
+               const Menagerie__Rpc__V1__EchoRequest *input,
+               Menagerie__Rpc__V1__EchoResponse_Closure closure,
+               void *closure_data);
 };
 typedef void (*Menagerie__Rpc__V1__Echo_ServiceDestroy)(Menagerie__Rpc__V1__Echo_Service *);
 void menagerie__rpc__v1__echo__init (Menagerie__Rpc__V1__Echo_Service *service,
@@ -654,7 +714,9 @@ void menagerie__rpc__v1__echo__init (Menagerie__Rpc__V1__Echo_Service *service,
 #define MENAGERIE__RPC__V1__ECHO__INIT(function_prefix__) \
     { MENAGERIE__RPC__V1__ECHO__BASE_INIT,\
       function_prefix__ ## echo,\
-      function_prefix__ ## stream  }
+      function_prefix__ ## stream,\
+      function_prefix__ ## collect,\
+      function_prefix__ ## chat  }
 void menagerie__rpc__v1__echo__echo(ProtobufCService *service,
                                     const Menagerie__Rpc__V1__EchoRequest *input,
                                     Menagerie__Rpc__V1__EchoResponse_Closure closure,
@@ -663,6 +725,14 @@ void menagerie__rpc__v1__echo__stream(ProtobufCService *service,
                                       const Menagerie__Rpc__V1__EchoRequest *input,
                                       Menagerie__Rpc__V1__EchoResponse_Closure closure,
                                       void *closure_data);
+void menagerie__rpc__v1__echo__collect(ProtobufCService *service,
+                                       const Menagerie__Rpc__V1__EchoRequest *input,
+                                       Menagerie__Rpc__V1__EchoResponse_Closure closure,
+                                       void *closure_data);
+void menagerie__rpc__v1__echo__chat(ProtobufCService *service,
+                                    const Menagerie__Rpc__V1__EchoRequest *input,
+                                    Menagerie__Rpc__V1__EchoResponse_Closure closure,
+                                    void *closure_data);
 
 /* --- descriptors --- */
 

@@ -1,5 +1,6 @@
 import Foundation
 import RPC
+import Transport
 import Synchronization
 
 /// The floor the RPC path is measured against: the same event loop library and framing, but no

@@ -1,23 +1,27 @@
 import Foundation
+import Synchronization
 import RPC
 import Schema
 import TestSupport
 import Testing
+import RPCTesting
 import Transport
 
 /// The two ways tests reach a server: the same scenarios must behave alike over both.
-enum TransportKind: String, CaseIterable, CustomTestStringConvertible {
+public enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case inProcess, tcp
 
-    var testDescription: String { rawValue }
+    public var testDescription: String { rawValue }
 }
 
 /// Serves the Echo methods with faults on demand: payload "crash" throws an error that is no
 /// `RPCError`, "slow" sleeps for 30 s, `fail_with_code` fails with that code.
-struct FaultyService: RPCService {
-    struct Boom: Error {}
+public struct FaultyService: RPCService {
+    public struct Boom: Error {}
 
-    func register(in router: inout RPCRouter) {
+    public init() {}
+
+    public func register(in router: inout RPCRouter) {
         router.unary(RpcV1.Echo.echo) { request, _ in
             if request.payload == Array("crash".utf8) { throw Boom() }
             if request.payload == Array("slow".utf8) {
@@ -37,12 +41,12 @@ struct FaultyService: RPCService {
 }
 
 /// A running server and a client for it; `stop()` tears both down.
-final class Harness: @unchecked Sendable {
-    let rpc: RPCServer
-    let tcp: TCPServer?
-    let client: RPCClient
+public final class Harness: @unchecked Sendable {
+    public let rpc: RPCServer
+    public let tcp: TCPServer?
+    public let client: RPCClient
 
-    init(_ kind: TransportKind, services: [any RPCService] = [EchoService()], limits: TCPServer.Limits = TCPServer.Limits()) throws {
+    public init(_ kind: TransportKind, services: [any RPCService] = [EchoService()], limits: TCPServer.Limits = TCPServer.Limits()) throws {
         rpc = RPCServer(name: "test", services: services)
         switch kind {
         case .inProcess:
@@ -56,7 +60,7 @@ final class Harness: @unchecked Sendable {
     }
 
     /// Runs `body` against a new harness and stops it however `body` ends.
-    static func with(
+    public static func with(
         _ kind: TransportKind, services: [any RPCService] = [EchoService()], limits: TCPServer.Limits = TCPServer.Limits(),
         _ body: (Harness) async throws -> Void
     ) async throws {
@@ -70,7 +74,7 @@ final class Harness: @unchecked Sendable {
         await harness.stop()
     }
 
-    func stop() async {
+    public func stop() async {
         client.close()
         await tcp?.shutdown(grace: .seconds(1))
     }
@@ -78,7 +82,7 @@ final class Harness: @unchecked Sendable {
 
 /// Expects `body` to throw an `RPCError` with `code`; returns it.
 @discardableResult
-func expectStatus(_ code: StatusCode, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async -> RPCError? {
+public func expectStatus(_ code: StatusCode, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async -> RPCError? {
     do {
         try await body()
         Issue.record("expected \(code.name), got success", sourceLocation: sourceLocation)
@@ -92,7 +96,7 @@ func expectStatus(_ code: StatusCode, sourceLocation: SourceLocation = #_sourceL
 }
 
 /// Waits (at most 10 s) until `condition` holds.
-func waitUntil(_ condition: () -> Bool) async throws {
+public func waitUntil(_ condition: () -> Bool) async throws {
     let giveUp = ContinuousClock.now + .seconds(10)
     while !condition() {
         guard ContinuousClock.now < giveUp else { throw RPCError(.deadlineExceeded, "condition never held") }
@@ -102,21 +106,57 @@ func waitUntil(_ condition: () -> Bool) async throws {
 
 extension RawSocket {
     /// An Echo request frame, as a bare client that neither enforces deadlines nor cancels sends it.
-    static func echoFrame(_ request: RpcV1.EchoRequest, id: UInt64, timeoutMicros: UInt64? = nil) -> [UInt8] {
+    public static func echoFrame(_ request: RpcV1.EchoRequest, id: UInt64, timeoutMicros: UInt64? = nil) -> [UInt8] {
         FrameCodec.encode(RpcV1.Frame(
             callID: id, kind: .request, method: RpcV1.Echo.echo.path, timeoutMicros: timeoutMicros, hasPayload: true,
             payload: request.serializedBytes()).serializedBytes())
     }
 
     /// Sends an Echo request frame (see `echoFrame`).
-    func sendEcho(_ text: String, id: UInt64, timeoutMicros: UInt64? = nil) {
+    public func sendEcho(_ text: String, id: UInt64, timeoutMicros: UInt64? = nil) {
         write(Self.echoFrame(RpcV1.EchoRequest(payload: Array(text.utf8)), id: id, timeoutMicros: timeoutMicros))
     }
 
     /// Reads the next frame's envelope.
-    func receiveFrame() async throws -> RpcV1.Frame {
+    public func receiveFrame() async throws -> RpcV1.Frame {
         let header = try #require(await read(count: FrameCodec.headerSize))
         let length = header[1...].reduce(0) { $0 << 8 | Int($1) }
         return try RpcV1.Frame(serializedBytes: try #require(await read(count: length)))
+    }
+}
+
+/// Streams echo responses, counting how many the transport accepted.
+public final class CountingStream: RPCService {
+    public let sent = Atomic<Int>(0)
+
+    public init() {}
+
+    public func register(in router: inout RPCRouter) {
+        router.serverStreaming(RpcV1.Echo.stream) { [self] request, writer, _ in
+            for index in 0..<request.count {
+                try await writer.send(RpcV1.EchoResponse(payload: request.payload, index: index))
+                self.sent.add(1, ordering: .relaxed)
+            }
+        }
+    }
+}
+
+/// Fails unless every call is over on the server too (TCP: nothing in flight).
+public func expectNoCallsLeft(_ harness: Harness, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    guard let tcp = harness.tcp else { return }
+    let giveUp = ContinuousClock.now + .seconds(5)
+    while tcp.callsInFlight > 0, ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(10)) }
+    #expect(tcp.callsInFlight == 0, sourceLocation: sourceLocation)
+}
+
+/// A client-streaming Collect whose handler never reads its requests (until cancelled).
+public struct NeverReads: RPCService {
+    public init() {}
+
+    public func register(in router: inout RPCRouter) {
+        router.clientStreaming(RpcV1.Echo.collect) { _, _ in
+            try await Task.sleep(for: .seconds(3600))
+            return RpcV1.EchoResponse()
+        }
     }
 }

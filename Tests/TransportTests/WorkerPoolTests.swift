@@ -1,5 +1,7 @@
 import Foundation
 import RPC
+import RPCTestSupport
+import RPCTesting
 import Schema
 import Synchronization
 import TestSupport
@@ -47,6 +49,42 @@ import Testing
                 return RpcV1.EchoResponse(payload: request.payload)
             }
         }
+    }
+
+    @Test func healthReflectionAndStatsAreAnsweredAtOnceWhileEveryWorkerIsBusy() async throws {
+        let service = GatedService()
+        // One worker, so that the test keeps a thread of the cooperative pool.
+        let server = try TCPServer(rpc: RPCServer(name: "busy", services: [service]), port: 0, limits: Self.limits(workers: 1))
+        let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
+        // The worker is busy with a 2-second call; another call waits in the queue behind it.
+        let busy = ["block:2000", "queued"].map { text in
+            Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array(text.utf8))) }
+        }
+        try await Self.waitUntilRunning(1, service)
+        try await waitUntil { server.callsInFlight == 2 }
+        // Timed on a thread of its own, so that only the server's answer counts.
+        let socket = try RawSocket(port: server.port)
+        let methods = [RpcV1.Health.check.path, RpcV1.Stats.getStats.path, RpcV1.Reflection.listServices.path]
+        let answers = try await offPool { () -> [(code: UInt32, took: Duration)] in
+            methods.enumerated().map { index, method in
+                let started = ContinuousClock.now
+                socket.write(FrameCodec.encode(RpcV1.Frame(callID: UInt64(index + 1), kind: .request, method: method, hasPayload: true).serializedBytes()))
+                guard let header = socket.readBlocking(count: FrameCodec.headerSize),
+                      let body = socket.readBlocking(count: header[1...].reduce(0) { $0 << 8 | Int($1) }),
+                      let frame = try? RpcV1.Frame(serializedBytes: body)
+                else { return (UInt32.max, .seconds(10)) }
+                return (frame.statusCode, ContinuousClock.now - started)
+            }
+        }
+        print("built-ins with every worker busy: \(answers.map { "\($0.took)" })")
+        for answer in answers {
+            #expect(answer.code == StatusCode.ok.rawValue)
+            #expect(answer.took < .milliseconds(50), "a built-in waited behind domain calls: \(answer.took)")
+        }
+        #expect(service.running.load(ordering: .relaxed) == 1, "the 2-second call was over before the built-ins were asked")
+        for call in busy { _ = try await call.value }
+        client.close()
+        await server.shutdown(grace: .seconds(5))
     }
 
     /// Waits until `count` handlers of `service` are running.

@@ -1,5 +1,7 @@
 import Foundation
 import RPC
+import RPCTestSupport
+import RPCTesting
 import Schema
 import TestSupport
 import Testing
@@ -239,5 +241,80 @@ import Testing
             #expect(stats.rejectedConnections >= 1)
             _ = second
         }
+    }
+
+    @Test func aClientThatIgnoresItsCreditLosesThatCallNotTheConnection() async throws {
+        let rpc = RPCServer(name: "credit", services: [CollectNeverReads()])
+        let server = try TCPServer(rpc: rpc, port: 0, limits: Self.quickLimits)
+        let socket = try RawSocket(port: server.port)
+        socket.write(FrameCodec.encode(RpcV1.Frame(
+            callID: 1, kind: .request, method: RpcV1.Echo.collect.path, clientStream: true).serializedBytes()))
+        // 17 × 64 KiB: more than the 1 MiB window, to a handler that reads nothing.
+        let chunk = RpcV1.EchoRequest(payload: Array(repeating: 9, count: 64 << 10)).serializedBytes()
+        for _ in 0..<17 {
+            socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .message, hasPayload: true, payload: chunk).serializedBytes()))
+        }
+        let answer = try await socket.receiveFrame()
+        #expect(answer.callID == 1 && answer.kind == .status)
+        #expect(answer.statusCode == StatusCode.resourceExhausted.rawValue, "\(answer.statusMessage)")
+        // The connection serves on.
+        socket.sendEcho("still here", id: 2)
+        let echo = try await socket.receiveFrame()
+        #expect(echo.callID == 2 && echo.statusCode == StatusCode.ok.rawValue)
+        try await waitUntil { server.callsInFlight == 0 }
+        await server.shutdown(grace: .seconds(1))
+    }
+
+    @Test func aHalfCloseInsideAMessageIsInvalidArgument() async throws {
+        try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.write(FrameCodec.encode(RpcV1.Frame(
+                callID: 1, kind: .request, method: RpcV1.Echo.collect.path, clientStream: true).serializedBytes()))
+            let first = RpcV1.EchoRequest(payload: [1, 2, 3]).serializedBytes()
+            socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .message, hasPayload: true, payload: first).serializedBytes()))
+            socket.write(FrameCodec.encode(RpcV1.Frame(
+                callID: 1, kind: .message, hasPayload: true, payload: [0x0A, 0x10], continues: true).serializedBytes()))
+            socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .endStream).serializedBytes()))
+            let answer = try await socket.receiveFrame()
+            #expect(answer.callID == 1)
+            #expect(answer.statusCode == StatusCode.invalidArgument.rawValue, "\(answer.statusMessage)")
+            try await expectServing(harness)
+        }
+    }
+
+    @Test func aRequestMessageOverTheSizeLimitEndsItsCall() async throws {
+        var limits = Self.quickLimits
+        limits.maxMessageSize = 100 << 10
+        try await Harness.with(.tcp, limits: limits) { harness in
+            // One 80 KiB request passes; 120 KiB (two MESSAGE frames of 64 KiB + the rest) does not,
+            // whether it comes in one frame or in chunks.
+            let fits = try await harness.client.clientStreaming(RpcV1.Echo.collect) { writer in
+                try await writer.send(RpcV1.EchoRequest(payload: Array(repeating: 1, count: 80 << 10)))
+            }
+            #expect(fits.payload.count == 80 << 10)
+            await expectStatus(.resourceExhausted) {
+                _ = try await harness.client.clientStreaming(RpcV1.Echo.collect) { writer in
+                    try await writer.send(RpcV1.EchoRequest(payload: Array(repeating: 1, count: 120 << 10)))
+                }
+            }
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.write(FrameCodec.encode(RpcV1.Frame(
+                callID: 1, kind: .request, method: RpcV1.Echo.collect.path, clientStream: true).serializedBytes()))
+            let part = [UInt8](repeating: 0, count: 64 << 10)
+            for _ in 0..<2 {
+                socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .message, hasPayload: true, payload: part, continues: true).serializedBytes()))
+            }
+            let answer = try await socket.receiveFrame()
+            #expect(answer.statusCode == StatusCode.resourceExhausted.rawValue, "\(answer.statusMessage)")
+            try await expectServing(harness)
+        }
+    }
+}
+
+/// Echo plus a Collect whose handler never reads its requests.
+struct CollectNeverReads: RPCService {
+    func register(in router: inout RPCRouter) {
+        router.unary(RpcV1.Echo.echo) { request, _ in RpcV1.EchoResponse(payload: request.payload) }
+        NeverReads().register(in: &router)
     }
 }

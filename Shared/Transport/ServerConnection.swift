@@ -1,0 +1,407 @@
+import RPC
+import Schema
+import Synchronization
+
+/// The server side of one connection: turns frames into calls, keeps each open call's state (its
+/// slot, its flow-control window and request inbox) until its status is sent, and writes what
+/// calls send.
+///
+/// The loop thread calls the frame handlers; calls (`ServerCall`, on workers) call `claim`,
+/// `running`, `finished` and the sending side.
+final class ServerConnection: @unchecked Sendable {
+    let connection: TCPConnection
+    let server: TCPServer
+    /// Open calls by the id the client gave them. Each has a serial number the server gave it: once
+    /// a call is over the client may use its id again, and what is left of the old call (its
+    /// deadline, its handler if cancelled or expired) must not act on the new one.
+    private let calls = Lock<[UInt64: CallEntry]>([:])
+    /// Serial number of the last call started (loop thread).
+    private var lastSerial: UInt64 = 0
+
+    /// A call's entry, from the moment its request arrived until its status was sent.
+    struct CallEntry {
+        let serial: UInt64
+        var slot: CallSlot
+        /// Credit for the call's response MESSAGE frames, made when first needed (the first
+        /// streamed response or WINDOW_UPDATE), so unary calls never make one.
+        var window: SendWindow?
+        /// The requests of a client-streaming or bidirectional call.
+        let inbox: MessageInbox?
+    }
+
+    enum CallSlot {
+        /// Waiting for a worker.
+        case queued
+        /// Cancelled (by the client, or because the connection closed) while still queued.
+        case cancelled
+        /// Its deadline passed (or it broke flow control) before its task was known here
+        /// (answered already); the worker cancels or skips it and removes the entry.
+        case expired
+        /// Its handler runs (or waits) in this task.
+        case running(Task<Void, Never>)
+    }
+
+    /// Streaming handlers waiting for the client to read, by ticket (resumed on drain, close or
+    /// cancellation).
+    private let writers = Mutex<(waiting: [Int: CheckedContinuation<Void, any Error>], lastTicket: Int, closed: Bool)>(([:], 0, false))
+
+    init(connection: TCPConnection, server: TCPServer) {
+        self.connection = connection
+        self.server = server
+        connection.onFrame = { [unowned self] in received($0) }
+        connection.onFrameError = { [unowned self] error in frameError(error) }
+        connection.onDrain = { [unowned self] in drained() }
+    }
+
+    var openCalls: Int { calls.withLock { $0.count } }
+
+    // MARK: Frames from the client (loop thread)
+
+    private func received(_ bytes: UnsafeRawBufferPointer) {
+        connection.loop.assertInLoop()
+        let frame: RpcV1.Frame
+        do {
+            frame = try RpcV1.Frame(serializedBytes: bytes)
+        } catch {
+            connection.close(reason: "envelope does not decode: \(error)")
+            return
+        }
+        switch frame.kind {
+        case .request: start(frame)
+        case .message: receivedMessage(frame)
+        case .endStream: calls.withLock { $0[frame.callID]?.inbox }?.finish()
+        case .windowUpdate: responseWindow(frame.callID, serial: nil)?.grant(Int(frame.windowIncrement))
+        case .cancel: cancel(frame.callID)
+        default: connection.close(reason: "unexpected \(frame.kind) frame from a client")
+        }
+    }
+
+    private func start(_ frame: RpcV1.Frame) {
+        let id = frame.callID
+        if server.isDraining {
+            answer(id, error: RPCError(.unavailable, "server is shutting down"))
+            return
+        }
+        let head = CallHead(
+            method: frame.method, metadata: Metadata(frame.metadata.map { ($0.key, $0.value) }),
+            deadline: frame.timeoutMicros.map { .now + .microseconds(Int64(clamping: $0)) }, peer: connection.peer)
+        lastSerial += 1
+        let serial = lastSerial
+        let inbox = frame.clientStream ? makeInbox(id) : nil
+        let accepted = calls.withLock { calls -> Bool in
+            guard calls[id] == nil, calls.count < server.limits.maxConcurrentCalls else { return false }
+            calls[id] = CallEntry(serial: serial, slot: .queued, window: nil, inbox: inbox)
+            return true
+        }
+        guard accepted else {
+            answer(id, error: RPCError(.resourceExhausted, "call id \(id) is in use or more than \(server.limits.maxConcurrentCalls) calls are open on this connection"))
+            return
+        }
+        server.inFlight.add(1, ordering: .relaxed)
+        server.callStarted()
+        if let deadline = head.deadline { server.watch(deadline, of: id, serial: serial, method: head.method, on: self) }
+        let route = server.rpc.route(for: head.method)
+        let call = ServerCall(
+            connection: self, id: id, serial: serial, head: head, route: route,
+            input: inbox.map { .stream($0) } ?? .single(frame.payload))
+        if route?.isBuiltin == true {
+            // Health, reflection and stats answer at once, here on the loop (they never wait), rather
+            // than queueing behind domain calls that may hold every worker.
+            call.run()
+        } else {
+            server.workers.submit(call)
+        }
+        if connection.pendingBytes.load(ordering: .relaxed) > connection.highWater { connection.pauseReading() }
+    }
+
+    /// The requests of client-streaming call `id`; its consumer's reads grant the client credit.
+    private func makeInbox(_ id: UInt64) -> MessageInbox {
+        MessageInbox(maxMessageSize: server.limits.maxMessageSize) { [weak self] bytes in
+            self?.connection.send(RpcV1.Frame(callID: id, kind: .windowUpdate, windowIncrement: UInt32(clamping: bytes)))
+        }
+    }
+
+    /// A request MESSAGE frame: into its call's inbox. Frames of a call that is over are dropped
+    /// (the client may not have seen its status yet), as HTTP/2 drops DATA on a closed stream.
+    private func receivedMessage(_ frame: RpcV1.Frame) {
+        guard let (serial, inbox) = calls.withLock({ calls -> (UInt64, MessageInbox)? in
+            guard let entry = calls[frame.callID], let inbox = entry.inbox else { return nil }
+            return (entry.serial, inbox)
+        }) else { return }
+        do {
+            try inbox.receive(chunk: frame.payload, continues: frame.continues)
+        } catch {
+            end(frame.callID, serial: serial, error: error.error)
+        }
+    }
+
+    private func cancel(_ id: UInt64) {
+        let task = calls.withLock { calls -> Task<Void, Never>? in
+            switch calls[id]?.slot {
+            case .queued:
+                calls[id]?.slot = .cancelled
+                return nil
+            case .running(let task): return task
+            case .cancelled, .expired, nil: return nil
+            }
+        }
+        task?.cancel()
+    }
+
+    private func frameError(_ error: FrameError) {
+        guard case .tooLarge = error else { return }
+        // Tell the client why before closing (call id 0: the connection as a whole).
+        answer(0, error: RPCError(.resourceExhausted, error.description))
+        connection.close(afterFlushing: error.description)
+    }
+
+    // MARK: Call lifecycle
+
+    /// Ends call `id` from the server's side before its handler did: answers `error` now and
+    /// cancels the handler (deadline passed, flow control broken). Loop thread.
+    func end(_ id: UInt64, serial: UInt64, error: RPCError) {
+        connection.loop.assertInLoop()
+        let entry = calls.withLock { calls -> CallEntry? in
+            guard let entry = calls[id], entry.serial == serial else { return nil }
+            switch entry.slot {
+            case .queued: calls[id]?.slot = .expired  // the worker may be starting it right now
+            case .running, .cancelled: calls[id] = nil
+            case .expired: return nil
+            }
+            return entry
+        }
+        guard let entry else { return }
+        server.inFlight.subtract(1, ordering: .relaxed)
+        entry.window?.fail(error)
+        entry.inbox?.finish(error: error, discarding: true)
+        switch entry.slot {
+        case .cancelled, .expired: return
+        case .queued: break
+        case .running(let task): task.cancel()
+        }
+        answer(id, error: error)
+    }
+
+    /// A worker is about to run the call: true when it is still queued (neither cancelled nor
+    /// expired while it waited), in which case the caller must report its task with `running`.
+    func claim(_ id: UInt64, serial: UInt64) -> Bool {
+        calls.withLock { calls -> Bool in
+            guard let entry = calls[id], entry.serial == serial else { return false }
+            switch entry.slot {
+            case .queued:
+                return true
+            case .cancelled:
+                // The client has already given up on this call; nothing to answer.
+                calls[id] = nil
+                server.inFlight.subtract(1, ordering: .relaxed)
+                return false
+            case .expired:
+                // Its deadline passed while it waited, and it was answered then.
+                calls[id] = nil
+                return false
+            case .running:
+                return false
+            }
+        }
+    }
+
+    /// The claimed call's handler runs (or ran) in `task`; cancels it when the call was cancelled
+    /// or expired meanwhile.
+    func running(_ id: UInt64, serial: UInt64, task: Task<Void, Never>) {
+        let cancelNow = calls.withLock { calls -> Bool in
+            guard let entry = calls[id], entry.serial == serial else { return false }  // finished already
+            switch entry.slot {
+            case .queued:
+                calls[id]?.slot = .running(task)
+                return false
+            case .cancelled:
+                calls[id]?.slot = .running(task)
+                return true
+            case .expired:
+                calls[id] = nil
+                return true
+            case .running:
+                return false
+            }
+        }
+        if cancelNow { task.cancel() }
+    }
+
+    /// Called by a call's sink when it finished; only the first answer of a call is sent (a call
+    /// that expired was answered already).
+    func finished(_ id: UInt64, serial: UInt64, status: RpcV1.Frame) {
+        let slot = calls.withLock { calls -> CallSlot? in
+            guard let entry = calls[id], entry.serial == serial else { return nil }
+            calls[id] = nil
+            return entry.slot
+        }
+        if slot == nil { return }
+        if case .expired = slot { return }
+        // Queued before the call stops counting as in flight, so a shutdown waiting for that writes it.
+        connection.send(status)
+        server.inFlight.subtract(1, ordering: .releasing)
+    }
+
+    /// Whether call `id` may still send: it is open and was not answered because of its deadline.
+    func isOpen(_ id: UInt64, serial: UInt64) -> Bool {
+        calls.withLock { calls in
+            guard let entry = calls[id], entry.serial == serial else { return false }
+            switch entry.slot {
+            case .queued, .running, .cancelled: return true
+            case .expired: return false
+            }
+        }
+    }
+
+    /// The credit window of open call `id` (of that serial, when given) for its response
+    /// messages, made on first use; nil once the call is over.
+    func responseWindow(_ id: UInt64, serial: UInt64?) -> SendWindow? {
+        calls.withLock { calls in
+            guard let entry = calls[id], serial.map({ $0 == entry.serial }) ?? true else { return nil }
+            if case .expired = entry.slot { return nil }
+            if let window = entry.window { return window }
+            let window = SendWindow()
+            calls[id]?.window = window
+            return window
+        }
+    }
+
+    // MARK: Writing
+
+    private func answer(_ id: UInt64, error: RPCError) {
+        connection.send(Self.statusFrame(id, message: nil, error: error))
+    }
+
+    /// Waits while the client has more unread response bytes than the high-water mark; throws once
+    /// the connection closed or the call's task is cancelled (client cancel, deadline).
+    func waitUntilWritable() async throws {
+        guard connection.pendingBytes.load(ordering: .relaxed) > connection.highWater else { return }
+        let ticket = writers.withLock { writers in
+            writers.lastTicket += 1
+            return writers.lastTicket
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let resumeNow = writers.withLock { writers -> (any Error)?? in
+                    if writers.closed { return .some(RPCError(.cancelled, "connection closed")) }
+                    if Task.isCancelled { return .some(CancellationError()) }
+                    if connection.pendingBytes.load(ordering: .relaxed) <= connection.lowWater { return .some(nil) }
+                    writers.waiting[ticket] = continuation
+                    return nil
+                }
+                if let outcome = resumeNow {
+                    if let error = outcome { continuation.resume(throwing: error) } else { continuation.resume() }
+                }
+            }
+        } onCancel: {
+            writers.withLock { $0.waiting.removeValue(forKey: ticket) }?.resume(throwing: CancellationError())
+        }
+    }
+
+    private func drained() {
+        let waiting = writers.withLock { writers in
+            defer { writers.waiting.removeAll() }
+            return writers.waiting.values
+        }
+        for writer in waiting { writer.resume() }
+        connection.resumeReading()
+    }
+
+    /// The connection closed: queued calls are dropped, running ones cancelled (loop thread).
+    func closed(reason: String) {
+        connection.loop.assertInLoop()
+        let error = RPCError(.cancelled, "connection closed: \(reason)")
+        let (running, streams) = calls.withLock { calls -> ([Task<Void, Never>], [CallEntry]) in
+            var running: [Task<Void, Never>] = []
+            var streams: [CallEntry] = []
+            for (id, call) in calls {
+                switch call.slot {
+                case .queued: calls[id]?.slot = .cancelled
+                case .running(let task): running.append(task)
+                case .cancelled, .expired: break
+                }
+                if call.window != nil || call.inbox != nil { streams.append(call) }
+            }
+            return (running, streams)
+        }
+        let waiting = writers.withLock { writers in
+            writers.closed = true
+            defer { writers.waiting.removeAll() }
+            return writers.waiting.values
+        }
+        for writer in waiting { writer.resume(throwing: error) }
+        for stream in streams {
+            stream.window?.fail(error)
+            stream.inbox?.finish(error: error, discarding: true)
+        }
+        for task in running { task.cancel() }
+    }
+
+    static func statusFrame(_ id: UInt64, message: [UInt8]?, error: RPCError?) -> RpcV1.Frame {
+        RpcV1.Frame(
+            callID: id, kind: .status, hasPayload: message != nil, payload: message ?? [],
+            statusCode: error?.code.rawValue ?? 0, statusMessage: error?.message ?? "")
+    }
+}
+
+/// A call on its way through the server: queued on the worker pool (or run at once, for
+/// built-ins), then served by its handler in a task of its own.
+final class ServerCall: WorkerJob {
+    let connection: ServerConnection
+    let id: UInt64
+    let serial: UInt64
+    let head: CallHead
+    let route: ServerRoute?
+    let input: CallInput
+
+    init(connection: ServerConnection, id: UInt64, serial: UInt64, head: CallHead, route: ServerRoute?, input: CallInput) {
+        self.connection = connection
+        self.id = id
+        self.serial = serial
+        self.head = head
+        self.route = route
+        self.input = input
+    }
+
+    /// Runs the handler right here, until it first waits, unless the call was cancelled or
+    /// expired while it was queued.
+    func run() {
+        guard connection.claim(id, serial: serial) else { return }
+        let task = Task.immediate { [self] in
+            await connection.server.rpc.handle(head, route: route, input: input, sink: TCPResponseSink(call: self))
+        }
+        connection.running(id, serial: serial, task: task)
+    }
+}
+
+/// Writes one call's responses to its connection: each message within the call's credit (cut
+/// into chunks when larger than `FlowControl.maxChunk` or the credit), and within the
+/// connection's high-water mark.
+struct TCPResponseSink: ResponseSink {
+    let call: ServerCall
+
+    func send(_ message: [UInt8]) async throws {
+        let connection = call.connection
+        guard let window = connection.responseWindow(call.id, serial: call.serial) else {
+            throw RPCError(.cancelled, "call \(call.id) is over")
+        }
+        try await window.withTurn {
+            var offset = 0
+            repeat {
+                let wanted = FlowControl.cost(min(message.count - offset, FlowControl.maxChunk))
+                let granted = try await window.take(upTo: wanted, atLeast: min(wanted, FlowControl.cost(FlowControl.minChunk)))
+                let size = granted - FlowControl.messageOverhead
+                try await connection.waitUntilWritable()
+                guard connection.isOpen(call.id, serial: call.serial) else { throw RPCError(.cancelled, "call \(call.id) is over") }
+                let chunk = size == message.count ? message : Array(message[offset..<offset + size])
+                offset += size
+                connection.connection.send(RpcV1.Frame(
+                    callID: call.id, kind: .message, hasPayload: true, payload: chunk, continues: offset < message.count))
+            } while offset < message.count
+        }
+    }
+
+    func finish(message: [UInt8]?, error: RPCError?) {
+        call.connection.finished(call.id, serial: call.serial, status: ServerConnection.statusFrame(call.id, message: message, error: error))
+    }
+}

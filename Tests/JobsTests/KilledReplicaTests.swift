@@ -1,0 +1,179 @@
+import Foundation
+import Storage
+import RPC
+import Schema
+import TestSupport
+import Testing
+import Transport
+
+/// Jobs against real replicas (`jobs-test-service` processes sharing one database file).
+@Suite(.serialized) struct KilledReplicaTests {
+    /// A job runs on replica A and is watched from replica B, which sees its progress; A is killed with
+    /// `kill -9`: B's watch ends with the job FAILED (UNAVAILABLE), and A, restarted, reports it failed.
+    @Test func aJobSurvivesKill9OfItsReplicaAsAFailedJob() async throws {
+        let scratch = try Scratch()
+        let base = try RawSocket.freePortBlock(count: 2)
+        let a = try await ReplicaProcess(port: base, database: scratch.databasePath, directory: scratch.directory)
+        let b = try await ReplicaProcess(port: base + 1, database: scratch.databasePath, directory: scratch.directory)
+        defer { b.stop() }
+
+        let started = try await a.client.unary(
+            JobsV1.JobsTesting.startTestJob, JobsV1.StartTestJobRequest(steps: 1000, stepMs: 20, payload: [7]))
+        #expect(started.state == .queued || started.state == .running)
+        #expect(started.kind == "test.sleep")
+
+        let seen = Box<[JobsV1.Job]>([])
+        let watch = Task {
+            for try await job in b.client.serverStreaming(JobsV1.Jobs.watchJob, JobsV1.WatchJobRequest(id: started.id)) {
+                seen.set(seen.value + [job])
+            }
+        }
+        try await eventually("progress seen from the other replica") {
+            seen.value.contains { $0.state == .running && $0.progress > 0 && $0.message.hasPrefix("step ") }
+        }
+        a.kill9()
+        try await withTimeout(.seconds(10)) { try await watch.value }
+        let last = try #require(seen.value.last)
+        #expect(last.state == .failed)
+        #expect(last.error?.code == StatusCode.unavailable.rawValue)
+        #expect(last.finishedAt != nil)
+        #expect(seen.value.dropLast().allSatisfy { $0.state == .queued || $0.state == .running })
+
+        let restarted = try await ReplicaProcess(port: base, database: scratch.databasePath, directory: scratch.directory)
+        defer { restarted.stop() }
+        let reported = try await restarted.client.unary(JobsV1.Jobs.getJob, JobsV1.GetJobRequest(id: started.id))
+        #expect(reported.state == .failed)
+        #expect(reported.error == last.error)
+    }
+
+    /// The only replica is killed and restarted: on start it fails the jobs it was running, so List shows no
+    /// job running forever.
+    @Test func aRestartedReplicaFailsItsJobsWhenItStarts() async throws {
+        let scratch = try Scratch()
+        let port = try RawSocket.freePortBlock(count: 1)
+        let a = try await ReplicaProcess(port: port, database: scratch.databasePath, directory: scratch.directory)
+        let job = try await a.client.unary(
+            JobsV1.JobsTesting.startTestJob, JobsV1.StartTestJobRequest(steps: 1000, stepMs: 20))
+        try await eventually("the job running") {
+            try await a.client.unary(JobsV1.Jobs.getJob, JobsV1.GetJobRequest(id: job.id)).state == .running
+        }
+        a.kill9()
+        // Straight in the database, before any replica looked: still RUNNING.
+        let store = try JobsTestsStore(path: scratch.databasePath)
+        #expect(try await store.state(of: job.id) == "running")
+
+        let restarted = try await ReplicaProcess(port: port, database: scratch.databasePath, directory: scratch.directory)
+        defer { restarted.stop() }
+        #expect(try await store.state(of: job.id) == "failed")  // failed on start, before any call
+        let listed = try await restarted.client.unary(JobsV1.Jobs.listJobs, JobsV1.ListJobsRequest())
+        #expect(listed.jobs.map(\.id) == [job.id])
+        #expect(listed.jobs.first?.state == .failed)
+    }
+
+    /// Start, watch to the end, result; a failing job; cancel; list and its validation; through the wire.
+    @Test func theJobsRPCs() async throws {
+        let scratch = try Scratch()
+        let port = try RawSocket.freePortBlock(count: 1)
+        let replica = try await ReplicaProcess(port: port, database: scratch.databasePath, directory: scratch.directory)
+        defer { replica.stop() }
+        let client = replica.client
+
+        let request = JobsV1.StartTestJobRequest(steps: 3, stepMs: 10, payload: [1, 2, 3])
+        let job = try await client.unary(JobsV1.JobsTesting.startTestJob, request)
+        var states: [JobsV1.JobState] = []
+        var last: JobsV1.Job?
+        for try await snapshot in client.serverStreaming(JobsV1.Jobs.watchJob, JobsV1.WatchJobRequest(id: job.id)) {
+            states.append(snapshot.state)
+            last = snapshot
+        }
+        #expect(states.last == .succeeded)
+        let result = try #require(last?.result)
+        #expect(result.typeName == JobsV1.StartTestJobRequest.protoName)
+        #expect(try JobsV1.StartTestJobRequest(serializedBytes: result.value) == request)
+        #expect(last?.progress == 1)
+
+        let failing = try await client.unary(
+            JobsV1.JobsTesting.startTestJob, JobsV1.StartTestJobRequest(steps: 1, stepMs: 1, failWithCode: 9))
+        try await eventually("the failing job to end") {
+            try await client.unary(JobsV1.Jobs.getJob, JobsV1.GetJobRequest(id: failing.id)).state == .failed
+        }
+        let failed = try await client.unary(JobsV1.Jobs.getJob, JobsV1.GetJobRequest(id: failing.id))
+        #expect(failed.error == JobsV1.JobError(code: 9, message: "failed as asked"))
+
+        let long = try await client.unary(JobsV1.JobsTesting.startTestJob, JobsV1.StartTestJobRequest(steps: 1000, stepMs: 20))
+        _ = try await client.unary(JobsV1.Jobs.cancelJob, JobsV1.CancelJobRequest(id: long.id))
+        try await eventually("the cancelled job to end") {
+            try await client.unary(JobsV1.Jobs.getJob, JobsV1.GetJobRequest(id: long.id)).state == .cancelled
+        }
+
+        let page = try await client.unary(JobsV1.Jobs.listJobs, JobsV1.ListJobsRequest(pageSize: 2))
+        #expect(page.jobs.map(\.id) == [long.id, failing.id])
+        let rest = try await client.unary(JobsV1.Jobs.listJobs, JobsV1.ListJobsRequest(pageSize: 2, pageToken: page.nextPageToken))
+        #expect(rest.jobs.map(\.id) == [job.id])
+        #expect(rest.nextPageToken.isEmpty)
+        let cancelled = try await client.unary(JobsV1.Jobs.listJobs, JobsV1.ListJobsRequest(states: [.cancelled], kind: "test.sleep"))
+        #expect(cancelled.jobs.map(\.id) == [long.id])
+
+        for bad in [JobsV1.ListJobsRequest(pageSize: 0), JobsV1.ListJobsRequest(pageToken: "x"), JobsV1.ListJobsRequest(states: [.unspecified])] {
+            await #expect { _ = try await client.unary(JobsV1.Jobs.listJobs, bad) } throws: {
+                ($0 as? RPCError)?.code == .invalidArgument
+            }
+        }
+        for call in [
+            { _ = try await client.unary(JobsV1.Jobs.getJob, JobsV1.GetJobRequest(id: "nope")) },
+            { _ = try await client.unary(JobsV1.Jobs.cancelJob, JobsV1.CancelJobRequest(id: "nope")) },
+            { for try await _ in client.serverStreaming(JobsV1.Jobs.watchJob, JobsV1.WatchJobRequest(id: "nope")) {} },
+        ] as [@Sendable () async throws -> Void] {
+            await #expect { try await call() } throws: { ($0 as? RPCError)?.code == .notFound }
+        }
+    }
+
+    /// With every worker blocked by a handler that does not use the lane and every lane thread busy, all on
+    /// 2-second calls, a health check is answered within 50 ms. The service runs in its own process: blocking
+    /// every worker there blocks every thread of its cooperative pool.
+    @Test func healthIsAnsweredWhileEveryWorkerAndLaneThreadIsBusy() async throws {
+        let scratch = try Scratch()
+        let port = try RawSocket.freePortBlock(count: 1)
+        let replica = try await ReplicaProcess(
+            port: port, database: scratch.databasePath, directory: scratch.directory,
+            extraArguments: ["--workers", "2", "--lane-threads", "2"])
+        defer { replica.stop() }
+        let client = replica.client
+        var calls: [Task<Void, any Error>] = []
+        for onLane in [true, true, false, false] {
+            calls.append(Task { _ = try await client.unary(JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: 2000, onLane: onLane)) })
+        }
+        try await Task.sleep(for: .milliseconds(300))  // every call has reached its handler
+        let started = ContinuousClock.now
+        _ = try await client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(5)))
+        let latency = ContinuousClock.now - started
+        #expect(latency < .milliseconds(50), "health took \(latency)")
+        for call in calls { try await call.value }
+    }
+}
+
+/// Reads job rows straight from the database file, as no replica would.
+struct JobsTestsStore {
+    let path: String
+
+    init(path: String) throws { self.path = path }
+
+    func state(of id: String) async throws -> String? {
+        let database = try Storage.Database(path: path, migrations: [])
+        return try await database.read { try $0.queryOne("SELECT state FROM jobs WHERE id = ?", [id])?.string(0) }
+    }
+}
+
+struct Timeout: Error {}
+
+func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            throw Timeout()
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}
