@@ -5,9 +5,10 @@
 /// libtorch, evaluating them, and serving predictions (Create ML and Core ML + Vision, as a service).
 ///
 /// Uploads: a dataset arrives as a client stream (UploadDataset: a header, then the files in chunks), because a
-/// training set of thousands of photos is far larger than a frame. Long work (training) is a job: Train answers at
-/// once with the job's id, and menagerie.jobs.v1's Watch streams its epochs (loss, training and validation
-/// accuracy), Cancel stops it, and the finished job's result is a TrainingResult.
+/// training set of thousands of photos is far larger than a frame; so does a model file (ImportModel). Long work
+/// (training) is a job: Train answers at once with the job, and menagerie.jobs.v1's WatchJob streams its epochs
+/// (the progress message carries epoch, loss, training and validation accuracy), CancelJob stops it between
+/// batches, and the finished job's result is a TrainingResult.
 public enum ClassificationV1 {}
 
 extension ClassificationV1 {
@@ -439,21 +440,6 @@ extension ClassificationV1 {
         }
     }
 
-    /// Train's answer: the job to watch through menagerie.jobs.v1 (kind "classification.train").
-    public struct TrainResponse: Sendable, Equatable {
-        public var jobID: String = ""
-
-        /// A message with every field at its default.
-        public init() {}
-
-        /// A message with the given field values.
-        public init(
-            jobID: String = ""
-        ) {
-            self.jobID = jobID
-        }
-    }
-
     /// One epoch, carried in the job's progress message (and as its progress fraction epoch / epochs).
     public struct TrainingProgress: Sendable, Equatable {
         public var epoch: Int32 = 0
@@ -670,8 +656,8 @@ extension ClassificationV1 {
         }
     }
 
-    /// Import of a model file in one message: a model larger than the 16 MiB frame limit needs the client stream
-    /// (ImportModelUpload, beside UploadDataset) once client streaming is in place.
+    /// One message of the ImportModel stream: the first carries the name and, for TorchScript and ONNX, what the file
+    /// itself does not say; every message (the first too) carries the next piece of the file in `data`.
     public struct ImportModelRequest: Sendable, Equatable {
         public var name: String = ""
         public var format: ClassificationV1.ModelFormat = .unspecified
@@ -1184,14 +1170,15 @@ extension ClassificationV1 {
         }
     }
 
-    /// Datasets arrive by an upload stream once client streaming is in the runtime and the generator (the platform
-    /// issue):
-    ///   rpc UploadDataset(stream UploadDatasetRequest) returns (DatasetSummary);
-    /// The header comes first; the service validates everything and stores the dataset in one transaction, or answers
-    /// INVALID_ARGUMENT naming the image and field and keeps nothing.
+    /// The `menagerie.classification.v1.Classification` service.
     public enum Classification {
         /// The service's full proto name.
         public static let name = "menagerie.classification.v1.Classification"
+
+        /// The header comes first, then the files in chunks; the service validates everything and stores the dataset in
+        /// one transaction, or answers INVALID_ARGUMENT naming the image and field and keeps nothing.
+        public static let uploadDataset = ProtoMethod<ClassificationV1.UploadDatasetRequest, ClassificationV1.DatasetSummary>(
+            path: "/menagerie.classification.v1.Classification/UploadDataset", clientStreaming: true, serverStreaming: false, idempotent: false)
 
         /// Calls `/menagerie.classification.v1.Classification/ListDatasets`.
         public static let listDatasets = ProtoMethod<ClassificationV1.ListDatasetsRequest, ClassificationV1.ListDatasetsResponse>(
@@ -1205,8 +1192,10 @@ extension ClassificationV1 {
         public static let deleteDataset = ProtoMethod<ClassificationV1.DeleteDatasetRequest, ClassificationV1.DeleteDatasetResponse>(
             path: "/menagerie.classification.v1.Classification/DeleteDataset", serverStreaming: false, idempotent: true)
 
-        /// Starts a training job on the heavy-work lane; watch, cancel and collect it through menagerie.jobs.v1.
-        public static let train = ProtoMethod<ClassificationV1.TrainRequest, ClassificationV1.TrainResponse>(
+        /// Starts a training job (kind `classification.train`) on the heavy-work lane and answers with it at once; watch,
+        /// cancel and collect it through menagerie.jobs.v1.Jobs. Progress: epoch / epochs, the message a TrainingProgress
+        /// rendered as text ("epoch 3/12 loss 0.412 accuracy 0.871 validation 0.850"); the result a TrainingResult.
+        public static let train = ProtoMethod<ClassificationV1.TrainRequest, JobsV1.Job>(
             path: "/menagerie.classification.v1.Classification/Train", serverStreaming: false, idempotent: false)
 
         /// Calls `/menagerie.classification.v1.Classification/Evaluate`.
@@ -1241,9 +1230,9 @@ extension ClassificationV1 {
         public static let exportModel = ProtoMethod<ClassificationV1.ExportModelRequest, ClassificationV1.ModelFileChunk>(
             path: "/menagerie.classification.v1.Classification/ExportModel", serverStreaming: true, idempotent: true)
 
-        /// A corrupt or foreign file answers INVALID_ARGUMENT.
+        /// The file as a client stream; a corrupt or foreign file answers INVALID_ARGUMENT and nothing is kept.
         public static let importModel = ProtoMethod<ClassificationV1.ImportModelRequest, ClassificationV1.ImportModelResponse>(
-            path: "/menagerie.classification.v1.Classification/ImportModel", serverStreaming: false, idempotent: false)
+            path: "/menagerie.classification.v1.Classification/ImportModel", clientStreaming: true, serverStreaming: false, idempotent: false)
 
         /// Calls `/menagerie.classification.v1.Classification/ImportCatalogue`.
         public static let importCatalogue = ProtoMethod<ClassificationV1.ImportCatalogueRequest, ClassificationV1.ImportCatalogueResponse>(
@@ -1262,7 +1251,7 @@ extension ClassificationV1 {
             path: "/menagerie.classification.v1.Classification/Feedback", serverStreaming: false, idempotent: false)
 
         /// Every method of the service, in declaration order.
-        public static let methods: [ProtoMethodInfo] = [listDatasets.info, getDataset.info, deleteDataset.info, train.info, evaluate.info, classify.info, detect.info, listModels.info, getModel.info, deleteModel.info, setActiveModel.info, exportModel.info, importModel.info, importCatalogue.info, searchCatalogue.info, getCatalogueEntry.info, feedback.info]
+        public static let methods: [ProtoMethodInfo] = [uploadDataset.info, listDatasets.info, getDataset.info, deleteDataset.info, train.info, evaluate.info, classify.info, detect.info, listModels.info, getModel.info, deleteModel.info, setActiveModel.info, exportModel.info, importModel.info, importCatalogue.info, searchCatalogue.info, getCatalogueEntry.info, feedback.info]
     }
 }
 
@@ -1565,27 +1554,6 @@ extension ClassificationV1.TrainRequest: ProtoMessage, ProtobufCBridged {
         writer.set(9, augmentation)
         writer.set(10, imageSize)
         writer.set(11, seed)
-    }
-}
-
-extension ClassificationV1.TrainResponse: ProtoMessage, ProtobufCBridged {
-    public static let protoName = "menagerie.classification.v1.TrainResponse"
-    static let protoSchema = MessageSchema(named: protoName)
-
-    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
-        self = try ProtobufCCodec.decode(bytes)
-    }
-
-    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
-        ProtobufCCodec.encode(self, into: destination)
-    }
-
-    init(reading reader: ProtoReader) {
-        jobID = reader.value(1)
-    }
-
-    func write(to writer: ProtoWriter) {
-        writer.set(1, jobID)
     }
 }
 

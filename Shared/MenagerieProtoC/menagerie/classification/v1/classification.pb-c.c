@@ -547,51 +547,6 @@ void   menagerie__classification__v1__train_request__free_unpacked
   assert(message->base.descriptor == &menagerie__classification__v1__train_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-void   menagerie__classification__v1__train_response__init
-                     (Menagerie__Classification__V1__TrainResponse         *message)
-{
-  static const Menagerie__Classification__V1__TrainResponse init_value = MENAGERIE__CLASSIFICATION__V1__TRAIN_RESPONSE__INIT;
-  *message = init_value;
-}
-size_t menagerie__classification__v1__train_response__get_packed_size
-                     (const Menagerie__Classification__V1__TrainResponse *message)
-{
-  assert(message->base.descriptor == &menagerie__classification__v1__train_response__descriptor);
-  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
-}
-size_t menagerie__classification__v1__train_response__pack
-                     (const Menagerie__Classification__V1__TrainResponse *message,
-                      uint8_t       *out)
-{
-  assert(message->base.descriptor == &menagerie__classification__v1__train_response__descriptor);
-  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
-}
-size_t menagerie__classification__v1__train_response__pack_to_buffer
-                     (const Menagerie__Classification__V1__TrainResponse *message,
-                      ProtobufCBuffer *buffer)
-{
-  assert(message->base.descriptor == &menagerie__classification__v1__train_response__descriptor);
-  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
-}
-Menagerie__Classification__V1__TrainResponse *
-       menagerie__classification__v1__train_response__unpack
-                     (ProtobufCAllocator  *allocator,
-                      size_t               len,
-                      const uint8_t       *data)
-{
-  return (Menagerie__Classification__V1__TrainResponse *)
-     protobuf_c_message_unpack (&menagerie__classification__v1__train_response__descriptor,
-                                allocator, len, data);
-}
-void   menagerie__classification__v1__train_response__free_unpacked
-                     (Menagerie__Classification__V1__TrainResponse *message,
-                      ProtobufCAllocator *allocator)
-{
-  if(!message)
-    return;
-  assert(message->base.descriptor == &menagerie__classification__v1__train_response__descriptor);
-  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
-}
 void   menagerie__classification__v1__training_progress__init
                      (Menagerie__Classification__V1__TrainingProgress         *message)
 {
@@ -2913,44 +2868,6 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__train_request__d
   menagerie__classification__v1__train_request__field_indices_by_name,
   1,  menagerie__classification__v1__train_request__number_ranges,
   (ProtobufCMessageInit) menagerie__classification__v1__train_request__init,
-  NULL,NULL,NULL    /* reserved[123] */
-};
-static const ProtobufCFieldDescriptor menagerie__classification__v1__train_response__field_descriptors[1] =
-{
-  {
-    "job_id",
-    1,
-    PROTOBUF_C_LABEL_NONE,
-    PROTOBUF_C_TYPE_STRING,
-    0,   /* quantifier_offset */
-    offsetof(Menagerie__Classification__V1__TrainResponse, job_id),
-    NULL,
-    &protobuf_c_empty_string,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-};
-static const unsigned menagerie__classification__v1__train_response__field_indices_by_name[] = {
-  0,   /* field[0] = job_id */
-};
-static const ProtobufCIntRange menagerie__classification__v1__train_response__number_ranges[1 + 1] =
-{
-  { 1, 0 },
-  { 0, 1 }
-};
-const ProtobufCMessageDescriptor menagerie__classification__v1__train_response__descriptor =
-{
-  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
-  "menagerie.classification.v1.TrainResponse",
-  "TrainResponse",
-  "Menagerie__Classification__V1__TrainResponse",
-  "menagerie.classification.v1",
-  sizeof(Menagerie__Classification__V1__TrainResponse),
-  1,
-  menagerie__classification__v1__train_response__field_descriptors,
-  menagerie__classification__v1__train_response__field_indices_by_name,
-  1,  menagerie__classification__v1__train_response__number_ranges,
-  (ProtobufCMessageInit) menagerie__classification__v1__train_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor menagerie__classification__v1__training_progress__field_descriptors[5] =
@@ -5288,12 +5205,13 @@ const ProtobufCEnumDescriptor menagerie__classification__v1__scaling__descriptor
   menagerie__classification__v1__scaling__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor menagerie__classification__v1__classification__method_descriptors[17] =
+static const ProtobufCMethodDescriptor menagerie__classification__v1__classification__method_descriptors[18] =
 {
+  { "UploadDataset", &menagerie__classification__v1__upload_dataset_request__descriptor, &menagerie__classification__v1__dataset_summary__descriptor },
   { "ListDatasets", &menagerie__classification__v1__list_datasets_request__descriptor, &menagerie__classification__v1__list_datasets_response__descriptor },
   { "GetDataset", &menagerie__classification__v1__get_dataset_request__descriptor, &menagerie__classification__v1__dataset_summary__descriptor },
   { "DeleteDataset", &menagerie__classification__v1__delete_dataset_request__descriptor, &menagerie__classification__v1__delete_dataset_response__descriptor },
-  { "Train", &menagerie__classification__v1__train_request__descriptor, &menagerie__classification__v1__train_response__descriptor },
+  { "Train", &menagerie__classification__v1__train_request__descriptor, &menagerie__jobs__v1__job__descriptor },
   { "Evaluate", &menagerie__classification__v1__evaluate_request__descriptor, &menagerie__classification__v1__evaluate_response__descriptor },
   { "Classify", &menagerie__classification__v1__classify_request__descriptor, &menagerie__classification__v1__classify_response__descriptor },
   { "Detect", &menagerie__classification__v1__detect_request__descriptor, &menagerie__classification__v1__detect_response__descriptor },
@@ -5309,23 +5227,24 @@ static const ProtobufCMethodDescriptor menagerie__classification__v1__classifica
   { "Feedback", &menagerie__classification__v1__feedback_request__descriptor, &menagerie__classification__v1__feedback_response__descriptor },
 };
 const unsigned menagerie__classification__v1__classification__method_indices_by_name[] = {
-  5,        /* Classify */
-  2,        /* DeleteDataset */
-  9,        /* DeleteModel */
-  6,        /* Detect */
-  4,        /* Evaluate */
-  11,        /* ExportModel */
-  16,        /* Feedback */
-  15,        /* GetCatalogueEntry */
-  1,        /* GetDataset */
-  8,        /* GetModel */
-  13,        /* ImportCatalogue */
-  12,        /* ImportModel */
-  0,        /* ListDatasets */
-  7,        /* ListModels */
-  14,        /* SearchCatalogue */
-  10,        /* SetActiveModel */
-  3         /* Train */
+  6,        /* Classify */
+  3,        /* DeleteDataset */
+  10,        /* DeleteModel */
+  7,        /* Detect */
+  5,        /* Evaluate */
+  12,        /* ExportModel */
+  17,        /* Feedback */
+  16,        /* GetCatalogueEntry */
+  2,        /* GetDataset */
+  9,        /* GetModel */
+  14,        /* ImportCatalogue */
+  13,        /* ImportModel */
+  1,        /* ListDatasets */
+  8,        /* ListModels */
+  15,        /* SearchCatalogue */
+  11,        /* SetActiveModel */
+  4,        /* Train */
+  0         /* UploadDataset */
 };
 const ProtobufCServiceDescriptor menagerie__classification__v1__classification__descriptor =
 {
@@ -5334,17 +5253,25 @@ const ProtobufCServiceDescriptor menagerie__classification__v1__classification__
   "Classification",
   "Menagerie__Classification__V1__Classification",
   "menagerie.classification.v1",
-  17,
+  18,
   menagerie__classification__v1__classification__method_descriptors,
   menagerie__classification__v1__classification__method_indices_by_name
 };
+void menagerie__classification__v1__classification__upload_dataset(ProtobufCService *service,
+                                                                   const Menagerie__Classification__V1__UploadDatasetRequest *input,
+                                                                   Menagerie__Classification__V1__DatasetSummary_Closure closure,
+                                                                   void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 0, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void menagerie__classification__v1__classification__list_datasets(ProtobufCService *service,
                                                                   const Menagerie__Classification__V1__ListDatasetsRequest *input,
                                                                   Menagerie__Classification__V1__ListDatasetsResponse_Closure closure,
                                                                   void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 0, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__get_dataset(ProtobufCService *service,
                                                                 const Menagerie__Classification__V1__GetDatasetRequest *input,
@@ -5352,7 +5279,7 @@ void menagerie__classification__v1__classification__get_dataset(ProtobufCService
                                                                 void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__delete_dataset(ProtobufCService *service,
                                                                    const Menagerie__Classification__V1__DeleteDatasetRequest *input,
@@ -5360,15 +5287,15 @@ void menagerie__classification__v1__classification__delete_dataset(ProtobufCServ
                                                                    void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__train(ProtobufCService *service,
                                                           const Menagerie__Classification__V1__TrainRequest *input,
-                                                          Menagerie__Classification__V1__TrainResponse_Closure closure,
+                                                          Menagerie__Jobs__V1__Job_Closure closure,
                                                           void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__evaluate(ProtobufCService *service,
                                                              const Menagerie__Classification__V1__EvaluateRequest *input,
@@ -5376,7 +5303,7 @@ void menagerie__classification__v1__classification__evaluate(ProtobufCService *s
                                                              void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__classify(ProtobufCService *service,
                                                              const Menagerie__Classification__V1__ClassifyRequest *input,
@@ -5384,7 +5311,7 @@ void menagerie__classification__v1__classification__classify(ProtobufCService *s
                                                              void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__detect(ProtobufCService *service,
                                                            const Menagerie__Classification__V1__DetectRequest *input,
@@ -5392,7 +5319,7 @@ void menagerie__classification__v1__classification__detect(ProtobufCService *ser
                                                            void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__list_models(ProtobufCService *service,
                                                                 const Menagerie__Classification__V1__ListModelsRequest *input,
@@ -5400,7 +5327,7 @@ void menagerie__classification__v1__classification__list_models(ProtobufCService
                                                                 void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__get_model(ProtobufCService *service,
                                                               const Menagerie__Classification__V1__GetModelRequest *input,
@@ -5408,7 +5335,7 @@ void menagerie__classification__v1__classification__get_model(ProtobufCService *
                                                               void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__delete_model(ProtobufCService *service,
                                                                  const Menagerie__Classification__V1__DeleteModelRequest *input,
@@ -5416,7 +5343,7 @@ void menagerie__classification__v1__classification__delete_model(ProtobufCServic
                                                                  void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__set_active_model(ProtobufCService *service,
                                                                      const Menagerie__Classification__V1__SetActiveModelRequest *input,
@@ -5424,7 +5351,7 @@ void menagerie__classification__v1__classification__set_active_model(ProtobufCSe
                                                                      void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__export_model(ProtobufCService *service,
                                                                  const Menagerie__Classification__V1__ExportModelRequest *input,
@@ -5432,7 +5359,7 @@ void menagerie__classification__v1__classification__export_model(ProtobufCServic
                                                                  void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__import_model(ProtobufCService *service,
                                                                  const Menagerie__Classification__V1__ImportModelRequest *input,
@@ -5440,7 +5367,7 @@ void menagerie__classification__v1__classification__import_model(ProtobufCServic
                                                                  void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__import_catalogue(ProtobufCService *service,
                                                                      const Menagerie__Classification__V1__ImportCatalogueRequest *input,
@@ -5448,7 +5375,7 @@ void menagerie__classification__v1__classification__import_catalogue(ProtobufCSe
                                                                      void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__search_catalogue(ProtobufCService *service,
                                                                      const Menagerie__Classification__V1__SearchCatalogueRequest *input,
@@ -5456,7 +5383,7 @@ void menagerie__classification__v1__classification__search_catalogue(ProtobufCSe
                                                                      void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__get_catalogue_entry(ProtobufCService *service,
                                                                         const Menagerie__Classification__V1__GetCatalogueEntryRequest *input,
@@ -5464,7 +5391,7 @@ void menagerie__classification__v1__classification__get_catalogue_entry(Protobuf
                                                                         void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__feedback(ProtobufCService *service,
                                                              const Menagerie__Classification__V1__FeedbackRequest *input,
@@ -5472,7 +5399,7 @@ void menagerie__classification__v1__classification__feedback(ProtobufCService *s
                                                              void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__init (Menagerie__Classification__V1__Classification_Service *service,
                                                           Menagerie__Classification__V1__Classification_ServiceDestroy destroy)
