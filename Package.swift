@@ -95,7 +95,20 @@ let package = Package(
         .target(
             name: "ClassificationCore", dependencies: ["Storage", "Torch", "CImageCodecs"],
             path: "Services/Classification/Core"),
-        .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),
+        .target(
+            name: "ClassificationService",
+            dependencies: ["ClassificationCore", "Torch", "RPC", "Schema", "ServiceAPI", "ServiceKit", "Jobs", "JobsService"],
+            path: "Services/Classification/Service"),
+        .executableTarget(
+            name: "classification",
+            dependencies: ["ClassificationCore", "ClassificationService", "ServiceKit", "Jobs", "JobsService", "Torch", "Storage"],
+            path: "Services/Classification/App"),
+        .target(
+            name: "ClassificationCLI",
+            dependencies: [
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), "GatewayKit", "RPC", "Schema", "ServiceAPI",
+            ],
+            path: "Services/Classification/CLI"),
         .target(
             name: "ZooCLI",
             dependencies: [
@@ -120,7 +133,7 @@ let package = Package(
         .executableTarget(
             name: "gateway",
             dependencies: [
-                "GatewayKit", "ZooCLI", "OCRCLI", "RPC", "Transport", "Schema", "ServiceAPI",
+                "GatewayKit", "ZooCLI", "OCRCLI", "ClassificationCLI", "RPC", "Transport", "Schema", "ServiceAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/Gateway/App"),

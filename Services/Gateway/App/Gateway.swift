@@ -1,4 +1,5 @@
 import ArgumentParser
+import ClassificationCLI
 import OCRCLI
 import ZooCLI
 
@@ -14,5 +15,5 @@ struct Gateway: AsyncParsableCommand {
             ("zoo=HOST:PORT,HOST:PORT;ocr=HOST:PORT"), else the state compose/compose up wrote.
             A failed call prints its status code and message and exits non-zero.
             """,
-        subcommands: [Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, OCRCommands.self])
+        subcommands: [Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, OCRCommands.self, ClassificationCommands.self])
 }

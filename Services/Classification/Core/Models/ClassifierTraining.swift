@@ -85,8 +85,20 @@ public enum ClassifierTrainer {
         return (training.sorted(), validation.sorted())
     }
 
+    /// `base` (transfer learning) is a trained cnn classifier: the new network takes its widths and input size and
+    /// starts from its trained layers; only the final layer, whose shape depends on the labels, starts afresh.
     public static func train(_ dataset: Dataset, validation: Dataset? = nil, options: ClassifierTrainingOptions,
+                             base: ModelFile? = nil,
                              progress: (TrainingProgress) throws -> Void = { _ in }) throws -> ModelFile {
+        var options = options
+        if let base {
+            guard base.header.kind == .classifier, base.header.algorithm == "cnn", let network = base.header.network,
+                  options.algorithm == .cnn else {
+                throw ClassificationError.invalid("a base model must be a cnn classifier, trained with the cnn algorithm (this one is a \(base.header.algorithm) \(base.header.kind.rawValue))")
+            }
+            options.widths = network.widths
+            options.inputSize = base.header.inputWidth
+        }
         guard dataset.kind == .classification else {
             throw ClassificationError.invalid("a classifier trains on a classification dataset (label folders)")
         }
@@ -109,7 +121,7 @@ public enum ClassifierTrainer {
         try Torch.seed(options.seed)
         var file: ModelFile
         switch options.algorithm {
-        case .cnn: file = try trainNetwork(training, held, labels: dataset.labels, options: options, progress: progress)
+        case .cnn: file = try trainNetwork(training, held, labels: dataset.labels, options: options, base: base, progress: progress)
         case .features: file = try trainFeatures(training, held, labels: dataset.labels, options: options, progress: progress)
         }
         file.header.trainingSeconds = (ContinuousClock.now - started).seconds
@@ -121,9 +133,11 @@ public enum ClassifierTrainer {
     // MARK: cnn
 
     static func trainNetwork(_ training: LabelledInputs, _ held: LabelledInputs?, labels: [String],
-                             options: ClassifierTrainingOptions, progress: (TrainingProgress) throws -> Void) throws -> ModelFile {
+                             options: ClassifierTrainingOptions, base: ModelFile? = nil,
+                             progress: (TrainingProgress) throws -> Void) throws -> ModelFile {
         let configuration = ResidualNetworkConfiguration(widths: options.widths, classes: labels.count)
         let network = try ResidualNetwork(configuration, seed: options.seed)
+        if let base { try network.parameters.loadMatching(base.tensors) }
         let epochs = options.epochs ?? 12
         let rate = options.learningRate ?? 0.003
         let optimizer = try Optimizer(.adamW, parameters: network.parameters.trainable, learningRate: rate, weightDecay: 5e-4)

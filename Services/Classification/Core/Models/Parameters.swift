@@ -50,6 +50,21 @@ public final class Parameters {
     }
 }
 
+extension Parameters {
+    /// Overwrites the values of every tensor the arrays have with the same name and shape (transfer learning: a
+    /// base model's layers); returns how many were taken.
+    @discardableResult
+    public func loadMatching(_ arrays: [NamedArray]) throws -> Int {
+        var taken = 0
+        for array in arrays {
+            guard let tensor = tensors[array.name], tensor.shape == array.shape else { continue }
+            try tensor.copy(from: Tensor(array.values, shape: array.shape))
+            taken += 1
+        }
+        return taken
+    }
+}
+
 /// A tensor's values outside torch (for model files).
 public struct NamedArray: Sendable, Equatable {
     public var name: String

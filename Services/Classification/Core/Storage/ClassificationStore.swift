@@ -122,6 +122,33 @@ public final class ClassificationStore: Sendable {
         }
     }
 
+    /// One dataset's summary, without reading its images.
+    public func datasetSummary(named name: String) throws -> DatasetSummary {
+        guard let summary = try datasets().first(where: { $0.name == name }) else {
+            throw ClassificationError(.notFound, "no dataset named \(name)")
+        }
+        return summary
+    }
+
+    /// Per label: the images showing it and its objects (boxes; 0 for classification), read without the images.
+    public func labelCounts(dataset name: String) throws -> [(label: String, images: Int, objects: Int)] {
+        let summary = try datasetSummary(named: name)
+        let rows = try database.read { db in
+            try db.query("SELECT label, objects FROM dataset_samples WHERE dataset = ?", [name]).map { ($0.int(0) ?? 0, $0.string(1) ?? "[]") }
+        }
+        var images = [Int](repeating: 0, count: summary.labels.count), objects = images
+        for (label, json) in rows {
+            if summary.kind == .classification {
+                if summary.labels.indices.contains(label) { images[label] += 1 }
+                continue
+            }
+            let boxes = (try? JSONDecoder().decode([Dataset.Object].self, from: Data(json.utf8))) ?? []
+            for object in boxes where summary.labels.indices.contains(object.label) { objects[object.label] += 1 }
+            for label in Set(boxes.map(\.label)) where summary.labels.indices.contains(label) { images[label] += 1 }
+        }
+        return summary.labels.indices.map { (summary.labels[$0], images[$0], objects[$0]) }
+    }
+
     /// Deletes a dataset and the images no other dataset uses.
     public func deleteDataset(named name: String) throws {
         try database.write { db in
@@ -167,6 +194,17 @@ public final class ClassificationStore: Sendable {
     }
 
     public func model(named name: String) throws -> ModelFile { try ModelFile.decode(modelBytes(named: name)) }
+
+    /// When the model of that name was stored: a replica's cached copy of a name is stale when this differs (the
+    /// model was deleted and another stored under its name, perhaps by another replica).
+    public func modelStamp(named name: String) throws -> Double {
+        try database.read { db in
+            guard let row = try db.queryOne("SELECT created_at FROM models WHERE name = ?", [name]), let stamp = row.double(0) else {
+                throw ClassificationError(.notFound, "no model named \(name)")
+            }
+            return stamp
+        }
+    }
 
     public func models() throws -> [ModelSummary] {
         let rows = try database.read { db in
