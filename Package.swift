@@ -42,6 +42,12 @@ let package = Package(
                 .linkedLibrary("torch"), .linkedLibrary("torch_cpu"), .linkedLibrary("c10"),
             ]),
         .target(name: "Torch", dependencies: ["TorchShim"], path: "Shared/Torch"),
+        // OpenCV's DNN module behind a C API, for ONNX models trained elsewhere (libtorch's package pulls OpenCV in).
+        .target(
+            name: "OpenCVShim", path: "Shared/OpenCVShim",
+            cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
+            linkerSettings: [.linkedLibrary("opencv_dnn"), .linkedLibrary("opencv_core")]),
+        .target(name: "OpenCVDNN", dependencies: ["OpenCVShim"], path: "Shared/OpenCVDNN"),
         // PNG and JPEG decoding (libpng's simplified API, libjpeg-turbo) behind a tiny C API.
         .target(
             name: "CImageCodecs", path: "Shared/CImageCodecs",
@@ -93,7 +99,7 @@ let package = Package(
             name: "ocr", dependencies: ["OCRCore", "OCRService", "TextRecognition", "ServiceKit"], path: "Services/OCR/App"),
         .executableTarget(name: "health", dependencies: ["ServiceKit"], path: "Services/Health/App"),
         .target(
-            name: "ClassificationCore", dependencies: ["Storage", "Torch", "CImageCodecs"],
+            name: "ClassificationCore", dependencies: ["Storage", "Torch", "OpenCVDNN", "CImageCodecs"],
             path: "Services/Classification/Core"),
         .target(
             name: "ClassificationService",
@@ -186,7 +192,7 @@ let package = Package(
             name: "OCRServiceTests", dependencies: ["OCRCore", "OCRService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "RPCTesting"],
             path: "Tests/OCRServiceTests"),
         .testTarget(
-            name: "ClassificationCoreTests", dependencies: ["ClassificationCore", "Torch", "Storage"],
+            name: "ClassificationCoreTests", dependencies: ["ClassificationCore", "Torch", "OpenCVDNN", "Storage"],
             path: "Tests/ClassificationCoreTests"),
         .testTarget(
             name: "IntegrationTests", dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport"],

@@ -92,6 +92,8 @@ struct DatasetCreate: AsyncParsableCommand {
             let summary = try await client.uploadDataset(options: global.longCallOptions) { writer in
                 try await writer.send(ClassificationV1.UploadDatasetRequest(header: head, chunk: nil))
                 let display = showProgress ? ProgressDisplay() : nil
+                // A redrawn bar moves by the percent; a log gets a line per tenth.
+                let step = isatty(STDOUT_FILENO) == 1 ? 1 : 10
                 var sent: Int64 = 0
                 var lastPercent = -1
                 for file in files {
@@ -109,8 +111,8 @@ struct DatasetCreate: AsyncParsableCommand {
                     } while offset < bytes.count
                     sent += Int64(bytes.count)
                     let fraction = head.totalBytes > 0 ? Double(sent) / Double(head.totalBytes) : 1
-                    if Int(fraction * 100) != lastPercent {
-                        lastPercent = Int(fraction * 100)
+                    if Int(fraction * 100) / step != lastPercent {
+                        lastPercent = Int(fraction * 100) / step
                         display?.update(fraction: fraction, message: "uploading \(file.path)")
                     }
                 }

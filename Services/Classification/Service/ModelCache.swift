@@ -8,7 +8,7 @@ import Synchronization
 final class ModelCache: Sendable {
     enum Engine: Sendable {
         case classifier(Classifier)
-        case detector(Detector)
+        case detector(any ObjectDetector)
 
         var header: ModelHeader {
             switch self {
@@ -35,7 +35,7 @@ final class ModelCache: Sendable {
         let file = try store.model(named: name)
         let engine: Engine = switch file.header.kind {
         case .classifier: .classifier(try Classifier(file))
-        case .detector: .detector(try Detector(file))
+        case .detector: .detector(try Detectors.load(file))
         }
         entries.withLock { entries in
             if entries.count >= limit, let oldest = entries.min(by: { $0.value.stamp < $1.value.stamp })?.key {

@@ -107,32 +107,37 @@ enum ModelImport {
     static func file(_ plan: RequestValidation.ModelImportPlan, data: [UInt8]) throws -> ModelFile {
         let file: ModelFile
         switch plan.format {
-        case .torchscript:
-            guard plan.kind == .classifier else {
+        case .torchscript, .onnx:
+            let onnx = plan.format == .onnx
+            guard plan.kind == .classifier || onnx else {
                 throw RPCError(.invalidArgument, "kind: TorchScript imports are classifiers; import detectors as ONNX")
             }
-            var header = ModelHeader(kind: .classifier, algorithm: "torchscript", labels: plan.labels,
+            var header = ModelHeader(kind: plan.kind, algorithm: onnx ? "onnx" : "torchscript", labels: plan.labels,
                                      inputWidth: plan.width, inputHeight: plan.height)
             header.mean = plan.mean
             header.std = plan.std
+            if plan.kind == .detector {
+                switch plan.layout {
+                case .yolov5: header.layout = "yolov5"
+                case .yolov8: header.layout = "yolov8"
+                default: throw RPCError(.invalidArgument, "layout: an ONNX detector needs its output layout, yolov5 or yolov8")
+                }
+            }
             file = ModelFile(header: header, tensors: [], script: data)
-        case .onnx:
-            throw RPCError(.unimplemented, "format: ONNX models are not supported by this build yet")
         default:
             file = try ModelFile.decode(data)
         }
-        switch file.header.kind {
-        case .classifier:
-            let classifier = try Classifier(file)
-            if plan.format == .torchscript {
-                // One forward pass on a blank image: a module with the wrong input or output shape fails here.
-                do {
-                    _ = try classifier.probabilities([[Float](repeating: 0.5, count: 3 * plan.width * plan.height)])
-                } catch let error as TorchError {
-                    throw RPCError(.invalidArgument, "the TorchScript module does not run on a \(plan.width)×\(plan.height) image: \(error.message)")
-                }
+        // Every model is loaded and run once on a blank image, so a file that does not load or whose input or output
+        // does not fit its labels and size is refused now rather than at the first prediction.
+        let blank = RGBImage(width: file.header.inputWidth, height: file.header.inputHeight,
+                             pixels: [UInt8](repeating: 128, count: 3 * file.header.inputWidth * file.header.inputHeight))
+        do {
+            switch file.header.kind {
+            case .classifier: _ = try Classifier(file).classify(blank, top: 1)
+            case .detector: _ = try Detectors.load(file).detect(blank)
             }
-        case .detector: _ = try Detector(file)
+        } catch let error as TorchError {
+            throw RPCError(.invalidArgument, "the model does not run on a \(file.header.inputWidth)×\(file.header.inputHeight) image: \(error.message)")
         }
         return file
     }

@@ -1,3 +1,4 @@
+import OpenCVDNN
 import Torch
 
 /// A label with its probability.
@@ -14,6 +15,7 @@ public final class Classifier: @unchecked Sendable {
         case network(ResidualNetwork)
         case features(FeatureModel, weight: Tensor, bias: Tensor)
         case script(ScriptModule)
+        case onnx(ONNXNetwork)
     }
     private let engine: Engine
 
@@ -43,6 +45,11 @@ public final class Classifier: @unchecked Sendable {
             do { engine = .script(try ScriptModule(bytes: script)) } catch let error as TorchError {
                 throw ClassificationError.invalid("the TorchScript module does not load: \(error.message)")
             }
+        case "onnx":
+            guard let bytes = file.script else { throw ClassificationError.invalid("the onnx model has no graph") }
+            do { engine = .onnx(try ONNXNetwork(bytes: bytes)) } catch let error as DNNError {
+                throw ClassificationError.invalid("the ONNX model does not load: \(error.message)")
+            }
         default:
             throw ClassificationError.invalid("unknown classifier algorithm \(header.algorithm)")
         }
@@ -69,6 +76,21 @@ public final class Classifier: @unchecked Sendable {
                     throw ClassificationError.invalid("the module returned \(logits.count) scores for \(header.labels.count) labels")
                 }
                 return Metrics.softmax(logits)
+            }
+        case .onnx(let network):
+            return try inputs.map { input in
+                let output: [Float]
+                do {
+                    output = try network.forward(normalised(input), shape: [1, 3, header.inputHeight, header.inputWidth]).values
+                } catch let error as DNNError {
+                    throw ClassificationError.invalid("the ONNX model does not run: \(error.message)")
+                }
+                guard output.count == header.labels.count else {
+                    throw ClassificationError.invalid("the model returned \(output.count) scores for \(header.labels.count) labels")
+                }
+                // An exported model may end in a softmax already; scores that are not probabilities get one.
+                let sum = output.reduce(0, +)
+                return output.allSatisfy({ $0 >= 0 && $0 <= 1 }) && abs(sum - 1) < 1e-3 ? output : Metrics.softmax(output)
             }
         }
     }

@@ -22,7 +22,7 @@ public struct DetectorTrainingOptions: Sendable, Codable, Equatable {
 
 /// A YOLOv2-style single-shot grid detector on the residual backbone: per cell and anchor, a centre offset
 /// (sigmoid), a log-scale of the anchor's size, an objectness logit and per-class logits.
-public final class Detector: @unchecked Sendable {
+public final class Detector: ObjectDetector, @unchecked Sendable {
     public let header: ModelHeader
     let configuration: DetectorConfiguration
     let backbone: ResidualNetwork
@@ -116,7 +116,7 @@ public struct DetectorEvaluation: Sendable, Equatable {
     public var map50: Double
     public var map50to95: Double
 
-    public static func run(_ detector: Detector, on dataset: Dataset) throws -> DetectorEvaluation {
+    public static func run(_ detector: any ObjectDetector, on dataset: Dataset) throws -> DetectorEvaluation {
         guard dataset.kind == .detection else { throw ClassificationError.invalid("a detector is evaluated on a detection dataset") }
         let labels = detector.header.labels
         let index = Dictionary(uniqueKeysWithValues: labels.enumerated().map { ($1, $0) })

@@ -5,7 +5,7 @@ public struct ModelHeader: Sendable, Codable, Equatable {
     public enum Kind: String, Sendable, Codable { case classifier, detector }
 
     public var kind: Kind
-    /// "cnn", "features", "yolo", or "torchscript" for an imported module.
+    /// "cnn", "features", "yolo", or "torchscript" / "onnx" for an imported model.
     public var algorithm: String
     /// Class names in output order.
     public var labels: [String]
@@ -17,6 +17,8 @@ public struct ModelHeader: Sendable, Codable, Equatable {
     public var std: [Float]?
     public var network: ResidualNetworkConfiguration?
     public var detector: DetectorConfiguration?
+    /// The output layout of an imported ONNX detector: "yolov5" ([1, N, 5 + classes]) or "yolov8" ([1, 4 + classes, N]).
+    public var layout: String?
     public var trainingAccuracy: Double?
     public var validationAccuracy: Double?
     /// Further figures by name (evaluation results, mAP …).
@@ -30,7 +32,8 @@ public struct ModelHeader: Sendable, Codable, Equatable {
     }
 }
 
-/// A model as stored and exported: the header, the trained tensors, and for an imported TorchScript module its bytes.
+/// A model as stored and exported: the header, the trained tensors, and for an imported TorchScript module or ONNX
+/// model its bytes (in `script`).
 ///
 /// Container format, version 1 (all integers little-endian):
 ///
