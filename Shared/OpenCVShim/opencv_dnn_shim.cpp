@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-struct dnn_network {
+struct dnn_network_s {
     cv::dnn::Net net;
 };
 
@@ -40,7 +40,7 @@ int dnn_load_onnx(const uint8_t *bytes, size_t count, dnn_network *out) {
         }
         net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
         net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
-        *out = new dnn_network{net};
+        *out = new dnn_network_s{net};
         return 0;
     });
 }

@@ -98,10 +98,14 @@ struct ModelExport: AsyncParsableCommand {
 struct ModelImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Import a model file: one this service exported, or a TorchScript classifier trained elsewhere.",
+        abstract: "Import a model file: one this service exported, or a TorchScript or ONNX model trained elsewhere.",
         discussion: """
-            A TorchScript module takes a float tensor [1, 3, H, W] (pixels scaled to 0…1, then (x - mean) / std per \
-            channel when given) and returns one score per label, in --labels order.
+            A TorchScript or ONNX classifier takes a float tensor [1, 3, H, W] (RGB pixels scaled to 0…1, then \
+            (x - mean) / std per channel when given) and returns one score per label, in --labels order (logits or \
+            probabilities). An ONNX detector (--kind detector) returns Ultralytics' export layout: --layout yolov5 \
+            ([1, N, 5 + classes]) or yolov8 ([1, 4 + classes, N]), boxes in input pixels; its boxes pass through NMS. \
+            TorchScript runs on libtorch, ONNX on OpenCV's DNN module. The model is run once on import: a file that \
+            does not load or does not fit its labels and input is refused (INVALID_ARGUMENT) and nothing is kept.
             """)
 
     @Argument var file: String

@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-typedef struct dnn_network *dnn_network;
+typedef struct dnn_network_s *dnn_network;
 
 /// The calling thread's last error message ("" when none).
 const char *dnn_last_error(void);
