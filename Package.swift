@@ -31,6 +31,28 @@ let package = Package(
             name: "CTesseract", path: "Shared/CTesseract", pkgConfig: "tesseract",
             providers: [.apt(["libtesseract-dev", "libleptonica-dev"])]),
 
+        // MARK: libtorch behind a C API (only the classification service and its tests link it: a process that
+        // links libtorch starts ~0.9 s slower, so the gateway and the other services must never depend on these)
+        .target(
+            name: "TorchShim", path: "Shared/TorchShim",
+            cxxSettings: [
+                .unsafeFlags(["-I/usr/include/torch/csrc/api/include", "-Wno-deprecated-declarations"]),
+            ],
+            linkerSettings: [
+                .linkedLibrary("torch"), .linkedLibrary("torch_cpu"), .linkedLibrary("c10"),
+            ]),
+        .target(name: "Torch", dependencies: ["TorchShim"], path: "Shared/Torch"),
+        // OpenCV's DNN module behind a C API, for ONNX models trained elsewhere (libtorch's package pulls OpenCV in).
+        .target(
+            name: "OpenCVShim", path: "Shared/OpenCVShim",
+            cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
+            linkerSettings: [.linkedLibrary("opencv_dnn"), .linkedLibrary("opencv_core")]),
+        .target(name: "OpenCVDNN", dependencies: ["OpenCVShim"], path: "Shared/OpenCVDNN"),
+        // PNG and JPEG decoding (libpng's simplified API, libjpeg-turbo) behind a tiny C API.
+        .target(
+            name: "CImageCodecs", path: "Shared/CImageCodecs",
+            linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("jpeg")]),
+
         // MARK: Schema: protobuf-c output generated from Proto/, bridged to Swift values
         .target(name: "MenagerieProtoC", dependencies: ["CProtobufC"], path: "Shared/MenagerieProtoC"),
         .target(name: "Schema", dependencies: ["MenagerieProtoC", "CProtobufC"], path: "Shared/Schema"),
@@ -82,7 +104,23 @@ let package = Package(
             name: "HealthService", dependencies: ["HealthCore", "RPC", "Schema", "ServiceAPI", "WorkLane"], path: "Services/Health/Service"),
         .executableTarget(
             name: "health", dependencies: ["HealthCore", "HealthService", "ServiceKit", "Base"], path: "Services/Health/App"),
-        .executableTarget(name: "classification", dependencies: ["ServiceKit"], path: "Services/Classification/App"),
+        .target(
+            name: "ClassificationCore", dependencies: ["Storage", "Torch", "OpenCVDNN", "CImageCodecs"],
+            path: "Services/Classification/Core"),
+        .target(
+            name: "ClassificationService",
+            dependencies: ["ClassificationCore", "Torch", "RPC", "Schema", "ServiceAPI", "ServiceKit", "Jobs", "JobsService"],
+            path: "Services/Classification/Service"),
+        .executableTarget(
+            name: "classification",
+            dependencies: ["ClassificationCore", "ClassificationService", "ServiceKit", "Jobs", "JobsService", "Torch", "Storage"],
+            path: "Services/Classification/App"),
+        .target(
+            name: "ClassificationCLI",
+            dependencies: [
+                .product(name: "ArgumentParser", package: "swift-argument-parser"), "GatewayKit", "RPC", "Schema", "ServiceAPI",
+            ],
+            path: "Services/Classification/CLI"),
         .target(
             name: "HealthCLI",
             dependencies: [
@@ -114,7 +152,7 @@ let package = Package(
         .executableTarget(
             name: "gateway",
             dependencies: [
-                "GatewayKit", "ZooCLI", "OCRCLI", "HealthCLI", "RPC", "Transport", "Schema", "ServiceAPI",
+                "GatewayKit", "ZooCLI", "OCRCLI", "HealthCLI", "ClassificationCLI", "RPC", "Transport", "Schema", "ServiceAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/Gateway/App"),
@@ -182,8 +220,11 @@ let package = Package(
             ],
             path: "Tests/OCRServiceTests"),
         .testTarget(
+            name: "ClassificationCoreTests", dependencies: ["ClassificationCore", "Torch", "OpenCVDNN", "Storage"],
+            path: "Tests/ClassificationCoreTests"),
             name: "IntegrationTests",
             dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition"],
             path: "Tests/IntegrationTests"),
-    ]
+    ],
+    cxxLanguageStandard: .cxx17
 )

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ClassificationCLI
 import GatewayKit
 import HealthCLI
 import OCRCLI
@@ -19,7 +20,8 @@ struct Gateway: AsyncParsableCommand {
             that does not parse (unknown option, missing argument) exits 64, a failed status or probe check 1. \
             Negative numbers are values: --from -33.9,18.4; as an argument, after --.
             """,
-        subcommands: [Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, OCRCommands.self, HealthCommands.self])
+        subcommands: [Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, OCRCommands.self, HealthCommands.self,
+            ClassificationCommands.self])
 
     /// ArgumentParser's main, with GatewayKit's one rule for bad values (3) versus usage errors (64).
     static func main() async {

@@ -7,3 +7,5404 @@
 #endif
 
 #include "menagerie/classification/v1/classification.pb-c.h"
+void   menagerie__classification__v1__dataset_upload_header__init
+                     (Menagerie__Classification__V1__DatasetUploadHeader         *message)
+{
+  static const Menagerie__Classification__V1__DatasetUploadHeader init_value = MENAGERIE__CLASSIFICATION__V1__DATASET_UPLOAD_HEADER__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__dataset_upload_header__get_packed_size
+                     (const Menagerie__Classification__V1__DatasetUploadHeader *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__dataset_upload_header__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__dataset_upload_header__pack
+                     (const Menagerie__Classification__V1__DatasetUploadHeader *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__dataset_upload_header__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__dataset_upload_header__pack_to_buffer
+                     (const Menagerie__Classification__V1__DatasetUploadHeader *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__dataset_upload_header__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__DatasetUploadHeader *
+       menagerie__classification__v1__dataset_upload_header__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__DatasetUploadHeader *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__dataset_upload_header__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__dataset_upload_header__free_unpacked
+                     (Menagerie__Classification__V1__DatasetUploadHeader *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__dataset_upload_header__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__file_chunk__init
+                     (Menagerie__Classification__V1__FileChunk         *message)
+{
+  static const Menagerie__Classification__V1__FileChunk init_value = MENAGERIE__CLASSIFICATION__V1__FILE_CHUNK__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__file_chunk__get_packed_size
+                     (const Menagerie__Classification__V1__FileChunk *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__file_chunk__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__file_chunk__pack
+                     (const Menagerie__Classification__V1__FileChunk *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__file_chunk__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__file_chunk__pack_to_buffer
+                     (const Menagerie__Classification__V1__FileChunk *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__file_chunk__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__FileChunk *
+       menagerie__classification__v1__file_chunk__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__FileChunk *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__file_chunk__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__file_chunk__free_unpacked
+                     (Menagerie__Classification__V1__FileChunk *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__file_chunk__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__upload_dataset_request__init
+                     (Menagerie__Classification__V1__UploadDatasetRequest         *message)
+{
+  static const Menagerie__Classification__V1__UploadDatasetRequest init_value = MENAGERIE__CLASSIFICATION__V1__UPLOAD_DATASET_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__upload_dataset_request__get_packed_size
+                     (const Menagerie__Classification__V1__UploadDatasetRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__upload_dataset_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__upload_dataset_request__pack
+                     (const Menagerie__Classification__V1__UploadDatasetRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__upload_dataset_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__upload_dataset_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__UploadDatasetRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__upload_dataset_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__UploadDatasetRequest *
+       menagerie__classification__v1__upload_dataset_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__UploadDatasetRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__upload_dataset_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__upload_dataset_request__free_unpacked
+                     (Menagerie__Classification__V1__UploadDatasetRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__upload_dataset_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__label_count__init
+                     (Menagerie__Classification__V1__LabelCount         *message)
+{
+  static const Menagerie__Classification__V1__LabelCount init_value = MENAGERIE__CLASSIFICATION__V1__LABEL_COUNT__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__label_count__get_packed_size
+                     (const Menagerie__Classification__V1__LabelCount *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__label_count__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__label_count__pack
+                     (const Menagerie__Classification__V1__LabelCount *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__label_count__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__label_count__pack_to_buffer
+                     (const Menagerie__Classification__V1__LabelCount *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__label_count__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__LabelCount *
+       menagerie__classification__v1__label_count__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__LabelCount *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__label_count__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__label_count__free_unpacked
+                     (Menagerie__Classification__V1__LabelCount *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__label_count__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__dataset_summary__init
+                     (Menagerie__Classification__V1__DatasetSummary         *message)
+{
+  static const Menagerie__Classification__V1__DatasetSummary init_value = MENAGERIE__CLASSIFICATION__V1__DATASET_SUMMARY__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__dataset_summary__get_packed_size
+                     (const Menagerie__Classification__V1__DatasetSummary *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__dataset_summary__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__dataset_summary__pack
+                     (const Menagerie__Classification__V1__DatasetSummary *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__dataset_summary__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__dataset_summary__pack_to_buffer
+                     (const Menagerie__Classification__V1__DatasetSummary *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__dataset_summary__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__DatasetSummary *
+       menagerie__classification__v1__dataset_summary__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__DatasetSummary *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__dataset_summary__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__dataset_summary__free_unpacked
+                     (Menagerie__Classification__V1__DatasetSummary *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__dataset_summary__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__list_datasets_request__init
+                     (Menagerie__Classification__V1__ListDatasetsRequest         *message)
+{
+  static const Menagerie__Classification__V1__ListDatasetsRequest init_value = MENAGERIE__CLASSIFICATION__V1__LIST_DATASETS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__list_datasets_request__get_packed_size
+                     (const Menagerie__Classification__V1__ListDatasetsRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_datasets_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__list_datasets_request__pack
+                     (const Menagerie__Classification__V1__ListDatasetsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_datasets_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__list_datasets_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__ListDatasetsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_datasets_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ListDatasetsRequest *
+       menagerie__classification__v1__list_datasets_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ListDatasetsRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__list_datasets_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__list_datasets_request__free_unpacked
+                     (Menagerie__Classification__V1__ListDatasetsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__list_datasets_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__list_datasets_response__init
+                     (Menagerie__Classification__V1__ListDatasetsResponse         *message)
+{
+  static const Menagerie__Classification__V1__ListDatasetsResponse init_value = MENAGERIE__CLASSIFICATION__V1__LIST_DATASETS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__list_datasets_response__get_packed_size
+                     (const Menagerie__Classification__V1__ListDatasetsResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_datasets_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__list_datasets_response__pack
+                     (const Menagerie__Classification__V1__ListDatasetsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_datasets_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__list_datasets_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__ListDatasetsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_datasets_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ListDatasetsResponse *
+       menagerie__classification__v1__list_datasets_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ListDatasetsResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__list_datasets_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__list_datasets_response__free_unpacked
+                     (Menagerie__Classification__V1__ListDatasetsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__list_datasets_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__get_dataset_request__init
+                     (Menagerie__Classification__V1__GetDatasetRequest         *message)
+{
+  static const Menagerie__Classification__V1__GetDatasetRequest init_value = MENAGERIE__CLASSIFICATION__V1__GET_DATASET_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__get_dataset_request__get_packed_size
+                     (const Menagerie__Classification__V1__GetDatasetRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__get_dataset_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__get_dataset_request__pack
+                     (const Menagerie__Classification__V1__GetDatasetRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__get_dataset_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__get_dataset_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__GetDatasetRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__get_dataset_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__GetDatasetRequest *
+       menagerie__classification__v1__get_dataset_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__GetDatasetRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__get_dataset_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__get_dataset_request__free_unpacked
+                     (Menagerie__Classification__V1__GetDatasetRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__get_dataset_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__delete_dataset_request__init
+                     (Menagerie__Classification__V1__DeleteDatasetRequest         *message)
+{
+  static const Menagerie__Classification__V1__DeleteDatasetRequest init_value = MENAGERIE__CLASSIFICATION__V1__DELETE_DATASET_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__delete_dataset_request__get_packed_size
+                     (const Menagerie__Classification__V1__DeleteDatasetRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_dataset_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__delete_dataset_request__pack
+                     (const Menagerie__Classification__V1__DeleteDatasetRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_dataset_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__delete_dataset_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__DeleteDatasetRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_dataset_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__DeleteDatasetRequest *
+       menagerie__classification__v1__delete_dataset_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__DeleteDatasetRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__delete_dataset_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__delete_dataset_request__free_unpacked
+                     (Menagerie__Classification__V1__DeleteDatasetRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_dataset_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__delete_dataset_response__init
+                     (Menagerie__Classification__V1__DeleteDatasetResponse         *message)
+{
+  static const Menagerie__Classification__V1__DeleteDatasetResponse init_value = MENAGERIE__CLASSIFICATION__V1__DELETE_DATASET_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__delete_dataset_response__get_packed_size
+                     (const Menagerie__Classification__V1__DeleteDatasetResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_dataset_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__delete_dataset_response__pack
+                     (const Menagerie__Classification__V1__DeleteDatasetResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_dataset_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__delete_dataset_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__DeleteDatasetResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_dataset_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__DeleteDatasetResponse *
+       menagerie__classification__v1__delete_dataset_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__DeleteDatasetResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__delete_dataset_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__delete_dataset_response__free_unpacked
+                     (Menagerie__Classification__V1__DeleteDatasetResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_dataset_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__augmentation__init
+                     (Menagerie__Classification__V1__Augmentation         *message)
+{
+  static const Menagerie__Classification__V1__Augmentation init_value = MENAGERIE__CLASSIFICATION__V1__AUGMENTATION__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__augmentation__get_packed_size
+                     (const Menagerie__Classification__V1__Augmentation *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__augmentation__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__augmentation__pack
+                     (const Menagerie__Classification__V1__Augmentation *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__augmentation__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__augmentation__pack_to_buffer
+                     (const Menagerie__Classification__V1__Augmentation *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__augmentation__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__Augmentation *
+       menagerie__classification__v1__augmentation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__Augmentation *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__augmentation__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__augmentation__free_unpacked
+                     (Menagerie__Classification__V1__Augmentation *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__augmentation__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__train_request__init
+                     (Menagerie__Classification__V1__TrainRequest         *message)
+{
+  static const Menagerie__Classification__V1__TrainRequest init_value = MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__train_request__get_packed_size
+                     (const Menagerie__Classification__V1__TrainRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__train_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__train_request__pack
+                     (const Menagerie__Classification__V1__TrainRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__train_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__train_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__TrainRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__train_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__TrainRequest *
+       menagerie__classification__v1__train_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__TrainRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__train_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__train_request__free_unpacked
+                     (Menagerie__Classification__V1__TrainRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__train_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__training_progress__init
+                     (Menagerie__Classification__V1__TrainingProgress         *message)
+{
+  static const Menagerie__Classification__V1__TrainingProgress init_value = MENAGERIE__CLASSIFICATION__V1__TRAINING_PROGRESS__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__training_progress__get_packed_size
+                     (const Menagerie__Classification__V1__TrainingProgress *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__training_progress__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__training_progress__pack
+                     (const Menagerie__Classification__V1__TrainingProgress *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__training_progress__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__training_progress__pack_to_buffer
+                     (const Menagerie__Classification__V1__TrainingProgress *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__training_progress__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__TrainingProgress *
+       menagerie__classification__v1__training_progress__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__TrainingProgress *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__training_progress__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__training_progress__free_unpacked
+                     (Menagerie__Classification__V1__TrainingProgress *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__training_progress__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__training_result__init
+                     (Menagerie__Classification__V1__TrainingResult         *message)
+{
+  static const Menagerie__Classification__V1__TrainingResult init_value = MENAGERIE__CLASSIFICATION__V1__TRAINING_RESULT__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__training_result__get_packed_size
+                     (const Menagerie__Classification__V1__TrainingResult *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__training_result__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__training_result__pack
+                     (const Menagerie__Classification__V1__TrainingResult *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__training_result__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__training_result__pack_to_buffer
+                     (const Menagerie__Classification__V1__TrainingResult *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__training_result__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__TrainingResult *
+       menagerie__classification__v1__training_result__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__TrainingResult *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__training_result__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__training_result__free_unpacked
+                     (Menagerie__Classification__V1__TrainingResult *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__training_result__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__model_summary__init
+                     (Menagerie__Classification__V1__ModelSummary         *message)
+{
+  static const Menagerie__Classification__V1__ModelSummary init_value = MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__model_summary__get_packed_size
+                     (const Menagerie__Classification__V1__ModelSummary *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__model_summary__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__model_summary__pack
+                     (const Menagerie__Classification__V1__ModelSummary *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__model_summary__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__model_summary__pack_to_buffer
+                     (const Menagerie__Classification__V1__ModelSummary *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__model_summary__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ModelSummary *
+       menagerie__classification__v1__model_summary__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ModelSummary *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__model_summary__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__model_summary__free_unpacked
+                     (Menagerie__Classification__V1__ModelSummary *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__model_summary__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__list_models_request__init
+                     (Menagerie__Classification__V1__ListModelsRequest         *message)
+{
+  static const Menagerie__Classification__V1__ListModelsRequest init_value = MENAGERIE__CLASSIFICATION__V1__LIST_MODELS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__list_models_request__get_packed_size
+                     (const Menagerie__Classification__V1__ListModelsRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_models_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__list_models_request__pack
+                     (const Menagerie__Classification__V1__ListModelsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_models_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__list_models_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__ListModelsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_models_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ListModelsRequest *
+       menagerie__classification__v1__list_models_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ListModelsRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__list_models_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__list_models_request__free_unpacked
+                     (Menagerie__Classification__V1__ListModelsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__list_models_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__list_models_response__init
+                     (Menagerie__Classification__V1__ListModelsResponse         *message)
+{
+  static const Menagerie__Classification__V1__ListModelsResponse init_value = MENAGERIE__CLASSIFICATION__V1__LIST_MODELS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__list_models_response__get_packed_size
+                     (const Menagerie__Classification__V1__ListModelsResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_models_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__list_models_response__pack
+                     (const Menagerie__Classification__V1__ListModelsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_models_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__list_models_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__ListModelsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_models_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ListModelsResponse *
+       menagerie__classification__v1__list_models_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ListModelsResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__list_models_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__list_models_response__free_unpacked
+                     (Menagerie__Classification__V1__ListModelsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__list_models_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__get_model_request__init
+                     (Menagerie__Classification__V1__GetModelRequest         *message)
+{
+  static const Menagerie__Classification__V1__GetModelRequest init_value = MENAGERIE__CLASSIFICATION__V1__GET_MODEL_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__get_model_request__get_packed_size
+                     (const Menagerie__Classification__V1__GetModelRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__get_model_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__get_model_request__pack
+                     (const Menagerie__Classification__V1__GetModelRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__get_model_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__get_model_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__GetModelRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__get_model_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__GetModelRequest *
+       menagerie__classification__v1__get_model_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__GetModelRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__get_model_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__get_model_request__free_unpacked
+                     (Menagerie__Classification__V1__GetModelRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__get_model_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__delete_model_request__init
+                     (Menagerie__Classification__V1__DeleteModelRequest         *message)
+{
+  static const Menagerie__Classification__V1__DeleteModelRequest init_value = MENAGERIE__CLASSIFICATION__V1__DELETE_MODEL_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__delete_model_request__get_packed_size
+                     (const Menagerie__Classification__V1__DeleteModelRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_model_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__delete_model_request__pack
+                     (const Menagerie__Classification__V1__DeleteModelRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_model_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__delete_model_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__DeleteModelRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_model_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__DeleteModelRequest *
+       menagerie__classification__v1__delete_model_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__DeleteModelRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__delete_model_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__delete_model_request__free_unpacked
+                     (Menagerie__Classification__V1__DeleteModelRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_model_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__delete_model_response__init
+                     (Menagerie__Classification__V1__DeleteModelResponse         *message)
+{
+  static const Menagerie__Classification__V1__DeleteModelResponse init_value = MENAGERIE__CLASSIFICATION__V1__DELETE_MODEL_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__delete_model_response__get_packed_size
+                     (const Menagerie__Classification__V1__DeleteModelResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_model_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__delete_model_response__pack
+                     (const Menagerie__Classification__V1__DeleteModelResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_model_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__delete_model_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__DeleteModelResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_model_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__DeleteModelResponse *
+       menagerie__classification__v1__delete_model_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__DeleteModelResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__delete_model_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__delete_model_response__free_unpacked
+                     (Menagerie__Classification__V1__DeleteModelResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_model_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__set_active_model_request__init
+                     (Menagerie__Classification__V1__SetActiveModelRequest         *message)
+{
+  static const Menagerie__Classification__V1__SetActiveModelRequest init_value = MENAGERIE__CLASSIFICATION__V1__SET_ACTIVE_MODEL_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__set_active_model_request__get_packed_size
+                     (const Menagerie__Classification__V1__SetActiveModelRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__set_active_model_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__set_active_model_request__pack
+                     (const Menagerie__Classification__V1__SetActiveModelRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__set_active_model_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__set_active_model_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__SetActiveModelRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__set_active_model_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__SetActiveModelRequest *
+       menagerie__classification__v1__set_active_model_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__SetActiveModelRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__set_active_model_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__set_active_model_request__free_unpacked
+                     (Menagerie__Classification__V1__SetActiveModelRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__set_active_model_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__set_active_model_response__init
+                     (Menagerie__Classification__V1__SetActiveModelResponse         *message)
+{
+  static const Menagerie__Classification__V1__SetActiveModelResponse init_value = MENAGERIE__CLASSIFICATION__V1__SET_ACTIVE_MODEL_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__set_active_model_response__get_packed_size
+                     (const Menagerie__Classification__V1__SetActiveModelResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__set_active_model_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__set_active_model_response__pack
+                     (const Menagerie__Classification__V1__SetActiveModelResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__set_active_model_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__set_active_model_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__SetActiveModelResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__set_active_model_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__SetActiveModelResponse *
+       menagerie__classification__v1__set_active_model_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__SetActiveModelResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__set_active_model_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__set_active_model_response__free_unpacked
+                     (Menagerie__Classification__V1__SetActiveModelResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__set_active_model_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__export_model_request__init
+                     (Menagerie__Classification__V1__ExportModelRequest         *message)
+{
+  static const Menagerie__Classification__V1__ExportModelRequest init_value = MENAGERIE__CLASSIFICATION__V1__EXPORT_MODEL_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__export_model_request__get_packed_size
+                     (const Menagerie__Classification__V1__ExportModelRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__export_model_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__export_model_request__pack
+                     (const Menagerie__Classification__V1__ExportModelRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__export_model_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__export_model_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__ExportModelRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__export_model_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ExportModelRequest *
+       menagerie__classification__v1__export_model_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ExportModelRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__export_model_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__export_model_request__free_unpacked
+                     (Menagerie__Classification__V1__ExportModelRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__export_model_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__model_file_chunk__init
+                     (Menagerie__Classification__V1__ModelFileChunk         *message)
+{
+  static const Menagerie__Classification__V1__ModelFileChunk init_value = MENAGERIE__CLASSIFICATION__V1__MODEL_FILE_CHUNK__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__model_file_chunk__get_packed_size
+                     (const Menagerie__Classification__V1__ModelFileChunk *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__model_file_chunk__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__model_file_chunk__pack
+                     (const Menagerie__Classification__V1__ModelFileChunk *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__model_file_chunk__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__model_file_chunk__pack_to_buffer
+                     (const Menagerie__Classification__V1__ModelFileChunk *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__model_file_chunk__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ModelFileChunk *
+       menagerie__classification__v1__model_file_chunk__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ModelFileChunk *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__model_file_chunk__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__model_file_chunk__free_unpacked
+                     (Menagerie__Classification__V1__ModelFileChunk *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__model_file_chunk__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__import_model_request__init
+                     (Menagerie__Classification__V1__ImportModelRequest         *message)
+{
+  static const Menagerie__Classification__V1__ImportModelRequest init_value = MENAGERIE__CLASSIFICATION__V1__IMPORT_MODEL_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__import_model_request__get_packed_size
+                     (const Menagerie__Classification__V1__ImportModelRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__import_model_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__import_model_request__pack
+                     (const Menagerie__Classification__V1__ImportModelRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__import_model_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__import_model_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__ImportModelRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__import_model_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ImportModelRequest *
+       menagerie__classification__v1__import_model_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ImportModelRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__import_model_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__import_model_request__free_unpacked
+                     (Menagerie__Classification__V1__ImportModelRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__import_model_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__import_model_response__init
+                     (Menagerie__Classification__V1__ImportModelResponse         *message)
+{
+  static const Menagerie__Classification__V1__ImportModelResponse init_value = MENAGERIE__CLASSIFICATION__V1__IMPORT_MODEL_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__import_model_response__get_packed_size
+                     (const Menagerie__Classification__V1__ImportModelResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__import_model_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__import_model_response__pack
+                     (const Menagerie__Classification__V1__ImportModelResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__import_model_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__import_model_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__ImportModelResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__import_model_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ImportModelResponse *
+       menagerie__classification__v1__import_model_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ImportModelResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__import_model_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__import_model_response__free_unpacked
+                     (Menagerie__Classification__V1__ImportModelResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__import_model_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__evaluate_request__init
+                     (Menagerie__Classification__V1__EvaluateRequest         *message)
+{
+  static const Menagerie__Classification__V1__EvaluateRequest init_value = MENAGERIE__CLASSIFICATION__V1__EVALUATE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__evaluate_request__get_packed_size
+                     (const Menagerie__Classification__V1__EvaluateRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__evaluate_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__evaluate_request__pack
+                     (const Menagerie__Classification__V1__EvaluateRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__evaluate_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__evaluate_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__EvaluateRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__evaluate_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__EvaluateRequest *
+       menagerie__classification__v1__evaluate_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__EvaluateRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__evaluate_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__evaluate_request__free_unpacked
+                     (Menagerie__Classification__V1__EvaluateRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__evaluate_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__class_scores__init
+                     (Menagerie__Classification__V1__ClassScores         *message)
+{
+  static const Menagerie__Classification__V1__ClassScores init_value = MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__class_scores__get_packed_size
+                     (const Menagerie__Classification__V1__ClassScores *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__class_scores__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__class_scores__pack
+                     (const Menagerie__Classification__V1__ClassScores *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__class_scores__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__class_scores__pack_to_buffer
+                     (const Menagerie__Classification__V1__ClassScores *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__class_scores__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ClassScores *
+       menagerie__classification__v1__class_scores__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ClassScores *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__class_scores__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__class_scores__free_unpacked
+                     (Menagerie__Classification__V1__ClassScores *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__class_scores__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__confusion_row__init
+                     (Menagerie__Classification__V1__ConfusionRow         *message)
+{
+  static const Menagerie__Classification__V1__ConfusionRow init_value = MENAGERIE__CLASSIFICATION__V1__CONFUSION_ROW__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__confusion_row__get_packed_size
+                     (const Menagerie__Classification__V1__ConfusionRow *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__confusion_row__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__confusion_row__pack
+                     (const Menagerie__Classification__V1__ConfusionRow *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__confusion_row__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__confusion_row__pack_to_buffer
+                     (const Menagerie__Classification__V1__ConfusionRow *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__confusion_row__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ConfusionRow *
+       menagerie__classification__v1__confusion_row__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ConfusionRow *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__confusion_row__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__confusion_row__free_unpacked
+                     (Menagerie__Classification__V1__ConfusionRow *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__confusion_row__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__evaluate_response__init
+                     (Menagerie__Classification__V1__EvaluateResponse         *message)
+{
+  static const Menagerie__Classification__V1__EvaluateResponse init_value = MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__evaluate_response__get_packed_size
+                     (const Menagerie__Classification__V1__EvaluateResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__evaluate_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__evaluate_response__pack
+                     (const Menagerie__Classification__V1__EvaluateResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__evaluate_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__evaluate_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__EvaluateResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__evaluate_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__EvaluateResponse *
+       menagerie__classification__v1__evaluate_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__EvaluateResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__evaluate_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__evaluate_response__free_unpacked
+                     (Menagerie__Classification__V1__EvaluateResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__evaluate_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__classify_request__init
+                     (Menagerie__Classification__V1__ClassifyRequest         *message)
+{
+  static const Menagerie__Classification__V1__ClassifyRequest init_value = MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__classify_request__get_packed_size
+                     (const Menagerie__Classification__V1__ClassifyRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__classify_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__classify_request__pack
+                     (const Menagerie__Classification__V1__ClassifyRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__classify_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__classify_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__ClassifyRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__classify_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ClassifyRequest *
+       menagerie__classification__v1__classify_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ClassifyRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__classify_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__classify_request__free_unpacked
+                     (Menagerie__Classification__V1__ClassifyRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__classify_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__catalogue_entry__init
+                     (Menagerie__Classification__V1__CatalogueEntry         *message)
+{
+  static const Menagerie__Classification__V1__CatalogueEntry init_value = MENAGERIE__CLASSIFICATION__V1__CATALOGUE_ENTRY__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__catalogue_entry__get_packed_size
+                     (const Menagerie__Classification__V1__CatalogueEntry *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__catalogue_entry__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__catalogue_entry__pack
+                     (const Menagerie__Classification__V1__CatalogueEntry *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__catalogue_entry__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__catalogue_entry__pack_to_buffer
+                     (const Menagerie__Classification__V1__CatalogueEntry *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__catalogue_entry__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__CatalogueEntry *
+       menagerie__classification__v1__catalogue_entry__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__CatalogueEntry *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__catalogue_entry__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__catalogue_entry__free_unpacked
+                     (Menagerie__Classification__V1__CatalogueEntry *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__catalogue_entry__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__attribute__init
+                     (Menagerie__Classification__V1__Attribute         *message)
+{
+  static const Menagerie__Classification__V1__Attribute init_value = MENAGERIE__CLASSIFICATION__V1__ATTRIBUTE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__attribute__get_packed_size
+                     (const Menagerie__Classification__V1__Attribute *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__attribute__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__attribute__pack
+                     (const Menagerie__Classification__V1__Attribute *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__attribute__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__attribute__pack_to_buffer
+                     (const Menagerie__Classification__V1__Attribute *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__attribute__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__Attribute *
+       menagerie__classification__v1__attribute__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__Attribute *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__attribute__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__attribute__free_unpacked
+                     (Menagerie__Classification__V1__Attribute *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__attribute__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__label_confidence__init
+                     (Menagerie__Classification__V1__LabelConfidence         *message)
+{
+  static const Menagerie__Classification__V1__LabelConfidence init_value = MENAGERIE__CLASSIFICATION__V1__LABEL_CONFIDENCE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__label_confidence__get_packed_size
+                     (const Menagerie__Classification__V1__LabelConfidence *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__label_confidence__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__label_confidence__pack
+                     (const Menagerie__Classification__V1__LabelConfidence *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__label_confidence__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__label_confidence__pack_to_buffer
+                     (const Menagerie__Classification__V1__LabelConfidence *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__label_confidence__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__LabelConfidence *
+       menagerie__classification__v1__label_confidence__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__LabelConfidence *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__label_confidence__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__label_confidence__free_unpacked
+                     (Menagerie__Classification__V1__LabelConfidence *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__label_confidence__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__classify_response__init
+                     (Menagerie__Classification__V1__ClassifyResponse         *message)
+{
+  static const Menagerie__Classification__V1__ClassifyResponse init_value = MENAGERIE__CLASSIFICATION__V1__CLASSIFY_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__classify_response__get_packed_size
+                     (const Menagerie__Classification__V1__ClassifyResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__classify_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__classify_response__pack
+                     (const Menagerie__Classification__V1__ClassifyResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__classify_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__classify_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__ClassifyResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__classify_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ClassifyResponse *
+       menagerie__classification__v1__classify_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ClassifyResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__classify_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__classify_response__free_unpacked
+                     (Menagerie__Classification__V1__ClassifyResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__classify_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__detect_request__init
+                     (Menagerie__Classification__V1__DetectRequest         *message)
+{
+  static const Menagerie__Classification__V1__DetectRequest init_value = MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__detect_request__get_packed_size
+                     (const Menagerie__Classification__V1__DetectRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__detect_request__pack
+                     (const Menagerie__Classification__V1__DetectRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__detect_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__DetectRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__DetectRequest *
+       menagerie__classification__v1__detect_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__DetectRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__detect_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__detect_request__free_unpacked
+                     (Menagerie__Classification__V1__DetectRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__box__init
+                     (Menagerie__Classification__V1__Box         *message)
+{
+  static const Menagerie__Classification__V1__Box init_value = MENAGERIE__CLASSIFICATION__V1__BOX__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__box__get_packed_size
+                     (const Menagerie__Classification__V1__Box *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__box__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__box__pack
+                     (const Menagerie__Classification__V1__Box *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__box__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__box__pack_to_buffer
+                     (const Menagerie__Classification__V1__Box *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__box__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__Box *
+       menagerie__classification__v1__box__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__Box *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__box__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__box__free_unpacked
+                     (Menagerie__Classification__V1__Box *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__box__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__detected_object__init
+                     (Menagerie__Classification__V1__DetectedObject         *message)
+{
+  static const Menagerie__Classification__V1__DetectedObject init_value = MENAGERIE__CLASSIFICATION__V1__DETECTED_OBJECT__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__detected_object__get_packed_size
+                     (const Menagerie__Classification__V1__DetectedObject *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detected_object__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__detected_object__pack
+                     (const Menagerie__Classification__V1__DetectedObject *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detected_object__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__detected_object__pack_to_buffer
+                     (const Menagerie__Classification__V1__DetectedObject *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detected_object__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__DetectedObject *
+       menagerie__classification__v1__detected_object__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__DetectedObject *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__detected_object__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__detected_object__free_unpacked
+                     (Menagerie__Classification__V1__DetectedObject *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__detected_object__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__detect_response__init
+                     (Menagerie__Classification__V1__DetectResponse         *message)
+{
+  static const Menagerie__Classification__V1__DetectResponse init_value = MENAGERIE__CLASSIFICATION__V1__DETECT_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__detect_response__get_packed_size
+                     (const Menagerie__Classification__V1__DetectResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__detect_response__pack
+                     (const Menagerie__Classification__V1__DetectResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__detect_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__DetectResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__DetectResponse *
+       menagerie__classification__v1__detect_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__DetectResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__detect_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__detect_response__free_unpacked
+                     (Menagerie__Classification__V1__DetectResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__import_catalogue_request__init
+                     (Menagerie__Classification__V1__ImportCatalogueRequest         *message)
+{
+  static const Menagerie__Classification__V1__ImportCatalogueRequest init_value = MENAGERIE__CLASSIFICATION__V1__IMPORT_CATALOGUE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__import_catalogue_request__get_packed_size
+                     (const Menagerie__Classification__V1__ImportCatalogueRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__import_catalogue_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__import_catalogue_request__pack
+                     (const Menagerie__Classification__V1__ImportCatalogueRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__import_catalogue_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__import_catalogue_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__ImportCatalogueRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__import_catalogue_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ImportCatalogueRequest *
+       menagerie__classification__v1__import_catalogue_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ImportCatalogueRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__import_catalogue_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__import_catalogue_request__free_unpacked
+                     (Menagerie__Classification__V1__ImportCatalogueRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__import_catalogue_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__import_catalogue_response__init
+                     (Menagerie__Classification__V1__ImportCatalogueResponse         *message)
+{
+  static const Menagerie__Classification__V1__ImportCatalogueResponse init_value = MENAGERIE__CLASSIFICATION__V1__IMPORT_CATALOGUE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__import_catalogue_response__get_packed_size
+                     (const Menagerie__Classification__V1__ImportCatalogueResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__import_catalogue_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__import_catalogue_response__pack
+                     (const Menagerie__Classification__V1__ImportCatalogueResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__import_catalogue_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__import_catalogue_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__ImportCatalogueResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__import_catalogue_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ImportCatalogueResponse *
+       menagerie__classification__v1__import_catalogue_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ImportCatalogueResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__import_catalogue_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__import_catalogue_response__free_unpacked
+                     (Menagerie__Classification__V1__ImportCatalogueResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__import_catalogue_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__search_catalogue_request__init
+                     (Menagerie__Classification__V1__SearchCatalogueRequest         *message)
+{
+  static const Menagerie__Classification__V1__SearchCatalogueRequest init_value = MENAGERIE__CLASSIFICATION__V1__SEARCH_CATALOGUE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__search_catalogue_request__get_packed_size
+                     (const Menagerie__Classification__V1__SearchCatalogueRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__search_catalogue_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__search_catalogue_request__pack
+                     (const Menagerie__Classification__V1__SearchCatalogueRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__search_catalogue_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__search_catalogue_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__SearchCatalogueRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__search_catalogue_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__SearchCatalogueRequest *
+       menagerie__classification__v1__search_catalogue_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__SearchCatalogueRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__search_catalogue_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__search_catalogue_request__free_unpacked
+                     (Menagerie__Classification__V1__SearchCatalogueRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__search_catalogue_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__search_catalogue_response__init
+                     (Menagerie__Classification__V1__SearchCatalogueResponse         *message)
+{
+  static const Menagerie__Classification__V1__SearchCatalogueResponse init_value = MENAGERIE__CLASSIFICATION__V1__SEARCH_CATALOGUE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__search_catalogue_response__get_packed_size
+                     (const Menagerie__Classification__V1__SearchCatalogueResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__search_catalogue_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__search_catalogue_response__pack
+                     (const Menagerie__Classification__V1__SearchCatalogueResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__search_catalogue_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__search_catalogue_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__SearchCatalogueResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__search_catalogue_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__SearchCatalogueResponse *
+       menagerie__classification__v1__search_catalogue_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__SearchCatalogueResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__search_catalogue_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__search_catalogue_response__free_unpacked
+                     (Menagerie__Classification__V1__SearchCatalogueResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__search_catalogue_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__get_catalogue_entry_request__init
+                     (Menagerie__Classification__V1__GetCatalogueEntryRequest         *message)
+{
+  static const Menagerie__Classification__V1__GetCatalogueEntryRequest init_value = MENAGERIE__CLASSIFICATION__V1__GET_CATALOGUE_ENTRY_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__get_catalogue_entry_request__get_packed_size
+                     (const Menagerie__Classification__V1__GetCatalogueEntryRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__get_catalogue_entry_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__get_catalogue_entry_request__pack
+                     (const Menagerie__Classification__V1__GetCatalogueEntryRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__get_catalogue_entry_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__get_catalogue_entry_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__GetCatalogueEntryRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__get_catalogue_entry_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__GetCatalogueEntryRequest *
+       menagerie__classification__v1__get_catalogue_entry_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__GetCatalogueEntryRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__get_catalogue_entry_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__get_catalogue_entry_request__free_unpacked
+                     (Menagerie__Classification__V1__GetCatalogueEntryRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__get_catalogue_entry_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__feedback_request__init
+                     (Menagerie__Classification__V1__FeedbackRequest         *message)
+{
+  static const Menagerie__Classification__V1__FeedbackRequest init_value = MENAGERIE__CLASSIFICATION__V1__FEEDBACK_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__feedback_request__get_packed_size
+                     (const Menagerie__Classification__V1__FeedbackRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__feedback_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__feedback_request__pack
+                     (const Menagerie__Classification__V1__FeedbackRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__feedback_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__feedback_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__FeedbackRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__feedback_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__FeedbackRequest *
+       menagerie__classification__v1__feedback_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__FeedbackRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__feedback_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__feedback_request__free_unpacked
+                     (Menagerie__Classification__V1__FeedbackRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__feedback_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__feedback_response__init
+                     (Menagerie__Classification__V1__FeedbackResponse         *message)
+{
+  static const Menagerie__Classification__V1__FeedbackResponse init_value = MENAGERIE__CLASSIFICATION__V1__FEEDBACK_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__feedback_response__get_packed_size
+                     (const Menagerie__Classification__V1__FeedbackResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__feedback_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__feedback_response__pack
+                     (const Menagerie__Classification__V1__FeedbackResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__feedback_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__feedback_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__FeedbackResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__feedback_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__FeedbackResponse *
+       menagerie__classification__v1__feedback_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__FeedbackResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__feedback_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__feedback_response__free_unpacked
+                     (Menagerie__Classification__V1__FeedbackResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__feedback_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+static const ProtobufCFieldDescriptor menagerie__classification__v1__dataset_upload_header__field_descriptors[5] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DatasetUploadHeader, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DatasetUploadHeader, kind),
+    &menagerie__classification__v1__dataset_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "annotations",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DatasetUploadHeader, annotations),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "file_count",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DatasetUploadHeader, file_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "total_bytes",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DatasetUploadHeader, total_bytes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__dataset_upload_header__field_indices_by_name[] = {
+  2,   /* field[2] = annotations */
+  3,   /* field[3] = file_count */
+  1,   /* field[1] = kind */
+  0,   /* field[0] = name */
+  4,   /* field[4] = total_bytes */
+};
+static const ProtobufCIntRange menagerie__classification__v1__dataset_upload_header__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__dataset_upload_header__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DatasetUploadHeader",
+  "DatasetUploadHeader",
+  "Menagerie__Classification__V1__DatasetUploadHeader",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__DatasetUploadHeader),
+  5,
+  menagerie__classification__v1__dataset_upload_header__field_descriptors,
+  menagerie__classification__v1__dataset_upload_header__field_indices_by_name,
+  1,  menagerie__classification__v1__dataset_upload_header__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__dataset_upload_header__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__file_chunk__field_descriptors[3] =
+{
+  {
+    "path",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__FileChunk, path),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "data",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__FileChunk, data),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "last",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__FileChunk, last),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__file_chunk__field_indices_by_name[] = {
+  1,   /* field[1] = data */
+  2,   /* field[2] = last */
+  0,   /* field[0] = path */
+};
+static const ProtobufCIntRange menagerie__classification__v1__file_chunk__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__file_chunk__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.FileChunk",
+  "FileChunk",
+  "Menagerie__Classification__V1__FileChunk",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__FileChunk),
+  3,
+  menagerie__classification__v1__file_chunk__field_descriptors,
+  menagerie__classification__v1__file_chunk__field_indices_by_name,
+  1,  menagerie__classification__v1__file_chunk__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__file_chunk__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__upload_dataset_request__field_descriptors[2] =
+{
+  {
+    "header",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__UploadDatasetRequest, header),
+    &menagerie__classification__v1__dataset_upload_header__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "chunk",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__UploadDatasetRequest, chunk),
+    &menagerie__classification__v1__file_chunk__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__upload_dataset_request__field_indices_by_name[] = {
+  1,   /* field[1] = chunk */
+  0,   /* field[0] = header */
+};
+static const ProtobufCIntRange menagerie__classification__v1__upload_dataset_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__upload_dataset_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.UploadDatasetRequest",
+  "UploadDatasetRequest",
+  "Menagerie__Classification__V1__UploadDatasetRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__UploadDatasetRequest),
+  2,
+  menagerie__classification__v1__upload_dataset_request__field_descriptors,
+  menagerie__classification__v1__upload_dataset_request__field_indices_by_name,
+  1,  menagerie__classification__v1__upload_dataset_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__upload_dataset_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__label_count__field_descriptors[3] =
+{
+  {
+    "label",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__LabelCount, label),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "images",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__LabelCount, images),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "objects",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__LabelCount, objects),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__label_count__field_indices_by_name[] = {
+  1,   /* field[1] = images */
+  0,   /* field[0] = label */
+  2,   /* field[2] = objects */
+};
+static const ProtobufCIntRange menagerie__classification__v1__label_count__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__label_count__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.LabelCount",
+  "LabelCount",
+  "Menagerie__Classification__V1__LabelCount",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__LabelCount),
+  3,
+  menagerie__classification__v1__label_count__field_descriptors,
+  menagerie__classification__v1__label_count__field_indices_by_name,
+  1,  menagerie__classification__v1__label_count__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__label_count__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__dataset_summary__field_descriptors[6] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DatasetSummary, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DatasetSummary, kind),
+    &menagerie__classification__v1__dataset_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "images",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DatasetSummary, images),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "labels",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Classification__V1__DatasetSummary, n_labels),
+    offsetof(Menagerie__Classification__V1__DatasetSummary, labels),
+    &menagerie__classification__v1__label_count__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created_at",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DatasetSummary, created_at),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "duplicates",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DatasetSummary, duplicates),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__dataset_summary__field_indices_by_name[] = {
+  4,   /* field[4] = created_at */
+  5,   /* field[5] = duplicates */
+  2,   /* field[2] = images */
+  1,   /* field[1] = kind */
+  3,   /* field[3] = labels */
+  0,   /* field[0] = name */
+};
+static const ProtobufCIntRange menagerie__classification__v1__dataset_summary__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__dataset_summary__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DatasetSummary",
+  "DatasetSummary",
+  "Menagerie__Classification__V1__DatasetSummary",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__DatasetSummary),
+  6,
+  menagerie__classification__v1__dataset_summary__field_descriptors,
+  menagerie__classification__v1__dataset_summary__field_indices_by_name,
+  1,  menagerie__classification__v1__dataset_summary__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__dataset_summary__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__classification__v1__list_datasets_request__field_descriptors NULL
+#define menagerie__classification__v1__list_datasets_request__field_indices_by_name NULL
+#define menagerie__classification__v1__list_datasets_request__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__classification__v1__list_datasets_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ListDatasetsRequest",
+  "ListDatasetsRequest",
+  "Menagerie__Classification__V1__ListDatasetsRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ListDatasetsRequest),
+  0,
+  menagerie__classification__v1__list_datasets_request__field_descriptors,
+  menagerie__classification__v1__list_datasets_request__field_indices_by_name,
+  0,  menagerie__classification__v1__list_datasets_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__list_datasets_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__list_datasets_response__field_descriptors[1] =
+{
+  {
+    "datasets",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Classification__V1__ListDatasetsResponse, n_datasets),
+    offsetof(Menagerie__Classification__V1__ListDatasetsResponse, datasets),
+    &menagerie__classification__v1__dataset_summary__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__list_datasets_response__field_indices_by_name[] = {
+  0,   /* field[0] = datasets */
+};
+static const ProtobufCIntRange menagerie__classification__v1__list_datasets_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__list_datasets_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ListDatasetsResponse",
+  "ListDatasetsResponse",
+  "Menagerie__Classification__V1__ListDatasetsResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ListDatasetsResponse),
+  1,
+  menagerie__classification__v1__list_datasets_response__field_descriptors,
+  menagerie__classification__v1__list_datasets_response__field_indices_by_name,
+  1,  menagerie__classification__v1__list_datasets_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__list_datasets_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__get_dataset_request__field_descriptors[1] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__GetDatasetRequest, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__get_dataset_request__field_indices_by_name[] = {
+  0,   /* field[0] = name */
+};
+static const ProtobufCIntRange menagerie__classification__v1__get_dataset_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__get_dataset_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.GetDatasetRequest",
+  "GetDatasetRequest",
+  "Menagerie__Classification__V1__GetDatasetRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__GetDatasetRequest),
+  1,
+  menagerie__classification__v1__get_dataset_request__field_descriptors,
+  menagerie__classification__v1__get_dataset_request__field_indices_by_name,
+  1,  menagerie__classification__v1__get_dataset_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__get_dataset_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__delete_dataset_request__field_descriptors[1] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DeleteDatasetRequest, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__delete_dataset_request__field_indices_by_name[] = {
+  0,   /* field[0] = name */
+};
+static const ProtobufCIntRange menagerie__classification__v1__delete_dataset_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__delete_dataset_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DeleteDatasetRequest",
+  "DeleteDatasetRequest",
+  "Menagerie__Classification__V1__DeleteDatasetRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__DeleteDatasetRequest),
+  1,
+  menagerie__classification__v1__delete_dataset_request__field_descriptors,
+  menagerie__classification__v1__delete_dataset_request__field_indices_by_name,
+  1,  menagerie__classification__v1__delete_dataset_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__delete_dataset_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__classification__v1__delete_dataset_response__field_descriptors NULL
+#define menagerie__classification__v1__delete_dataset_response__field_indices_by_name NULL
+#define menagerie__classification__v1__delete_dataset_response__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__classification__v1__delete_dataset_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DeleteDatasetResponse",
+  "DeleteDatasetResponse",
+  "Menagerie__Classification__V1__DeleteDatasetResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__DeleteDatasetResponse),
+  0,
+  menagerie__classification__v1__delete_dataset_response__field_descriptors,
+  menagerie__classification__v1__delete_dataset_response__field_indices_by_name,
+  0,  menagerie__classification__v1__delete_dataset_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__delete_dataset_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__augmentation__field_descriptors[6] =
+{
+  {
+    "flip",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Augmentation, flip),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "crop",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Augmentation, crop),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "rotation",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Augmentation, rotation),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "blur",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Augmentation, blur),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "exposure",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Augmentation, exposure),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "noise",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Augmentation, noise),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__augmentation__field_indices_by_name[] = {
+  3,   /* field[3] = blur */
+  1,   /* field[1] = crop */
+  4,   /* field[4] = exposure */
+  0,   /* field[0] = flip */
+  5,   /* field[5] = noise */
+  2,   /* field[2] = rotation */
+};
+static const ProtobufCIntRange menagerie__classification__v1__augmentation__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__augmentation__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.Augmentation",
+  "Augmentation",
+  "Menagerie__Classification__V1__Augmentation",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__Augmentation),
+  6,
+  menagerie__classification__v1__augmentation__field_descriptors,
+  menagerie__classification__v1__augmentation__field_indices_by_name,
+  1,  menagerie__classification__v1__augmentation__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__augmentation__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__train_request__field_descriptors[11] =
+{
+  {
+    "dataset",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainRequest, dataset),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainRequest, kind),
+    &menagerie__classification__v1__model_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "algorithm",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainRequest, algorithm),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "name",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainRequest, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "base_model",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Classification__V1__TrainRequest, _base_model_case),
+    offsetof(Menagerie__Classification__V1__TrainRequest, base_model),
+    NULL,
+    &protobuf_c_empty_string,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "epochs",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    offsetof(Menagerie__Classification__V1__TrainRequest, _epochs_case),
+    offsetof(Menagerie__Classification__V1__TrainRequest, epochs),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "validation_dataset",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Classification__V1__TrainRequest, _validation_dataset_case),
+    offsetof(Menagerie__Classification__V1__TrainRequest, validation_dataset),
+    NULL,
+    &protobuf_c_empty_string,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "validation_fraction",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__TrainRequest, _validation_fraction_case),
+    offsetof(Menagerie__Classification__V1__TrainRequest, validation_fraction),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "augmentation",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainRequest, augmentation),
+    &menagerie__classification__v1__augmentation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "image_size",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    offsetof(Menagerie__Classification__V1__TrainRequest, _image_size_case),
+    offsetof(Menagerie__Classification__V1__TrainRequest, image_size),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "seed",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Menagerie__Classification__V1__TrainRequest, _seed_case),
+    offsetof(Menagerie__Classification__V1__TrainRequest, seed),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__train_request__field_indices_by_name[] = {
+  2,   /* field[2] = algorithm */
+  8,   /* field[8] = augmentation */
+  4,   /* field[4] = base_model */
+  0,   /* field[0] = dataset */
+  5,   /* field[5] = epochs */
+  9,   /* field[9] = image_size */
+  1,   /* field[1] = kind */
+  3,   /* field[3] = name */
+  10,   /* field[10] = seed */
+  6,   /* field[6] = validation_dataset */
+  7,   /* field[7] = validation_fraction */
+};
+static const ProtobufCIntRange menagerie__classification__v1__train_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 11 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__train_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.TrainRequest",
+  "TrainRequest",
+  "Menagerie__Classification__V1__TrainRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__TrainRequest),
+  11,
+  menagerie__classification__v1__train_request__field_descriptors,
+  menagerie__classification__v1__train_request__field_indices_by_name,
+  1,  menagerie__classification__v1__train_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__train_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__training_progress__field_descriptors[5] =
+{
+  {
+    "epoch",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainingProgress, epoch),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "epochs",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainingProgress, epochs),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "loss",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainingProgress, loss),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "training_accuracy",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainingProgress, training_accuracy),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "validation_accuracy",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__TrainingProgress, _validation_accuracy_case),
+    offsetof(Menagerie__Classification__V1__TrainingProgress, validation_accuracy),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__training_progress__field_indices_by_name[] = {
+  0,   /* field[0] = epoch */
+  1,   /* field[1] = epochs */
+  2,   /* field[2] = loss */
+  3,   /* field[3] = training_accuracy */
+  4,   /* field[4] = validation_accuracy */
+};
+static const ProtobufCIntRange menagerie__classification__v1__training_progress__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__training_progress__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.TrainingProgress",
+  "TrainingProgress",
+  "Menagerie__Classification__V1__TrainingProgress",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__TrainingProgress),
+  5,
+  menagerie__classification__v1__training_progress__field_descriptors,
+  menagerie__classification__v1__training_progress__field_indices_by_name,
+  1,  menagerie__classification__v1__training_progress__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__training_progress__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__training_result__field_descriptors[1] =
+{
+  {
+    "model",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainingResult, model),
+    &menagerie__classification__v1__model_summary__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__training_result__field_indices_by_name[] = {
+  0,   /* field[0] = model */
+};
+static const ProtobufCIntRange menagerie__classification__v1__training_result__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__training_result__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.TrainingResult",
+  "TrainingResult",
+  "Menagerie__Classification__V1__TrainingResult",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__TrainingResult),
+  1,
+  menagerie__classification__v1__training_result__field_descriptors,
+  menagerie__classification__v1__training_result__field_indices_by_name,
+  1,  menagerie__classification__v1__training_result__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__training_result__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summary__field_descriptors[14] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ModelSummary, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ModelSummary, kind),
+    &menagerie__classification__v1__model_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "algorithm",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ModelSummary, algorithm),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "labels",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Classification__V1__ModelSummary, n_labels),
+    offsetof(Menagerie__Classification__V1__ModelSummary, labels),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "input_width",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ModelSummary, input_width),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "input_height",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ModelSummary, input_height),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "training_accuracy",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__ModelSummary, _training_accuracy_case),
+    offsetof(Menagerie__Classification__V1__ModelSummary, training_accuracy),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "validation_accuracy",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__ModelSummary, _validation_accuracy_case),
+    offsetof(Menagerie__Classification__V1__ModelSummary, validation_accuracy),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "map50",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__ModelSummary, _map50_case),
+    offsetof(Menagerie__Classification__V1__ModelSummary, map50),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "map50_95",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__ModelSummary, _map50_95_case),
+    offsetof(Menagerie__Classification__V1__ModelSummary, map50_95),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "training_seconds",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ModelSummary, training_seconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "size",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ModelSummary, size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created_at",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ModelSummary, created_at),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "active",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ModelSummary, active),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__model_summary__field_indices_by_name[] = {
+  13,   /* field[13] = active */
+  2,   /* field[2] = algorithm */
+  12,   /* field[12] = created_at */
+  5,   /* field[5] = input_height */
+  4,   /* field[4] = input_width */
+  1,   /* field[1] = kind */
+  3,   /* field[3] = labels */
+  8,   /* field[8] = map50 */
+  9,   /* field[9] = map50_95 */
+  0,   /* field[0] = name */
+  11,   /* field[11] = size */
+  6,   /* field[6] = training_accuracy */
+  10,   /* field[10] = training_seconds */
+  7,   /* field[7] = validation_accuracy */
+};
+static const ProtobufCIntRange menagerie__classification__v1__model_summary__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 14 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ModelSummary",
+  "ModelSummary",
+  "Menagerie__Classification__V1__ModelSummary",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ModelSummary),
+  14,
+  menagerie__classification__v1__model_summary__field_descriptors,
+  menagerie__classification__v1__model_summary__field_indices_by_name,
+  1,  menagerie__classification__v1__model_summary__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__model_summary__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__classification__v1__list_models_request__field_descriptors NULL
+#define menagerie__classification__v1__list_models_request__field_indices_by_name NULL
+#define menagerie__classification__v1__list_models_request__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__classification__v1__list_models_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ListModelsRequest",
+  "ListModelsRequest",
+  "Menagerie__Classification__V1__ListModelsRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ListModelsRequest),
+  0,
+  menagerie__classification__v1__list_models_request__field_descriptors,
+  menagerie__classification__v1__list_models_request__field_indices_by_name,
+  0,  menagerie__classification__v1__list_models_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__list_models_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__list_models_response__field_descriptors[1] =
+{
+  {
+    "models",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Classification__V1__ListModelsResponse, n_models),
+    offsetof(Menagerie__Classification__V1__ListModelsResponse, models),
+    &menagerie__classification__v1__model_summary__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__list_models_response__field_indices_by_name[] = {
+  0,   /* field[0] = models */
+};
+static const ProtobufCIntRange menagerie__classification__v1__list_models_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__list_models_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ListModelsResponse",
+  "ListModelsResponse",
+  "Menagerie__Classification__V1__ListModelsResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ListModelsResponse),
+  1,
+  menagerie__classification__v1__list_models_response__field_descriptors,
+  menagerie__classification__v1__list_models_response__field_indices_by_name,
+  1,  menagerie__classification__v1__list_models_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__list_models_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__get_model_request__field_descriptors[1] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__GetModelRequest, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__get_model_request__field_indices_by_name[] = {
+  0,   /* field[0] = name */
+};
+static const ProtobufCIntRange menagerie__classification__v1__get_model_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__get_model_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.GetModelRequest",
+  "GetModelRequest",
+  "Menagerie__Classification__V1__GetModelRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__GetModelRequest),
+  1,
+  menagerie__classification__v1__get_model_request__field_descriptors,
+  menagerie__classification__v1__get_model_request__field_indices_by_name,
+  1,  menagerie__classification__v1__get_model_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__get_model_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__delete_model_request__field_descriptors[1] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DeleteModelRequest, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__delete_model_request__field_indices_by_name[] = {
+  0,   /* field[0] = name */
+};
+static const ProtobufCIntRange menagerie__classification__v1__delete_model_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__delete_model_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DeleteModelRequest",
+  "DeleteModelRequest",
+  "Menagerie__Classification__V1__DeleteModelRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__DeleteModelRequest),
+  1,
+  menagerie__classification__v1__delete_model_request__field_descriptors,
+  menagerie__classification__v1__delete_model_request__field_indices_by_name,
+  1,  menagerie__classification__v1__delete_model_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__delete_model_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__classification__v1__delete_model_response__field_descriptors NULL
+#define menagerie__classification__v1__delete_model_response__field_indices_by_name NULL
+#define menagerie__classification__v1__delete_model_response__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__classification__v1__delete_model_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DeleteModelResponse",
+  "DeleteModelResponse",
+  "Menagerie__Classification__V1__DeleteModelResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__DeleteModelResponse),
+  0,
+  menagerie__classification__v1__delete_model_response__field_descriptors,
+  menagerie__classification__v1__delete_model_response__field_indices_by_name,
+  0,  menagerie__classification__v1__delete_model_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__delete_model_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__set_active_model_request__field_descriptors[1] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__SetActiveModelRequest, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__set_active_model_request__field_indices_by_name[] = {
+  0,   /* field[0] = name */
+};
+static const ProtobufCIntRange menagerie__classification__v1__set_active_model_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__set_active_model_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.SetActiveModelRequest",
+  "SetActiveModelRequest",
+  "Menagerie__Classification__V1__SetActiveModelRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__SetActiveModelRequest),
+  1,
+  menagerie__classification__v1__set_active_model_request__field_descriptors,
+  menagerie__classification__v1__set_active_model_request__field_indices_by_name,
+  1,  menagerie__classification__v1__set_active_model_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__set_active_model_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__classification__v1__set_active_model_response__field_descriptors NULL
+#define menagerie__classification__v1__set_active_model_response__field_indices_by_name NULL
+#define menagerie__classification__v1__set_active_model_response__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__classification__v1__set_active_model_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.SetActiveModelResponse",
+  "SetActiveModelResponse",
+  "Menagerie__Classification__V1__SetActiveModelResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__SetActiveModelResponse),
+  0,
+  menagerie__classification__v1__set_active_model_response__field_descriptors,
+  menagerie__classification__v1__set_active_model_response__field_indices_by_name,
+  0,  menagerie__classification__v1__set_active_model_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__set_active_model_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__export_model_request__field_descriptors[1] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ExportModelRequest, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__export_model_request__field_indices_by_name[] = {
+  0,   /* field[0] = name */
+};
+static const ProtobufCIntRange menagerie__classification__v1__export_model_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__export_model_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ExportModelRequest",
+  "ExportModelRequest",
+  "Menagerie__Classification__V1__ExportModelRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ExportModelRequest),
+  1,
+  menagerie__classification__v1__export_model_request__field_descriptors,
+  menagerie__classification__v1__export_model_request__field_indices_by_name,
+  1,  menagerie__classification__v1__export_model_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__export_model_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__model_file_chunk__field_descriptors[3] =
+{
+  {
+    "data",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ModelFileChunk, data),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offset",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ModelFileChunk, offset),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "total",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ModelFileChunk, total),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__model_file_chunk__field_indices_by_name[] = {
+  0,   /* field[0] = data */
+  1,   /* field[1] = offset */
+  2,   /* field[2] = total */
+};
+static const ProtobufCIntRange menagerie__classification__v1__model_file_chunk__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__model_file_chunk__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ModelFileChunk",
+  "ModelFileChunk",
+  "Menagerie__Classification__V1__ModelFileChunk",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ModelFileChunk),
+  3,
+  menagerie__classification__v1__model_file_chunk__field_descriptors,
+  menagerie__classification__v1__model_file_chunk__field_indices_by_name,
+  1,  menagerie__classification__v1__model_file_chunk__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__model_file_chunk__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__import_model_request__field_descriptors[10] =
+{
+  {
+    "name",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ImportModelRequest, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "format",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ImportModelRequest, format),
+    &menagerie__classification__v1__model_format__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "data",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ImportModelRequest, data),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ImportModelRequest, kind),
+    &menagerie__classification__v1__model_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "labels",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Classification__V1__ImportModelRequest, n_labels),
+    offsetof(Menagerie__Classification__V1__ImportModelRequest, labels),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "input_width",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ImportModelRequest, input_width),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "input_height",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ImportModelRequest, input_height),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "mean",
+    8,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_FLOAT,
+    offsetof(Menagerie__Classification__V1__ImportModelRequest, n_mean),
+    offsetof(Menagerie__Classification__V1__ImportModelRequest, mean),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "std",
+    9,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_FLOAT,
+    offsetof(Menagerie__Classification__V1__ImportModelRequest, n_std),
+    offsetof(Menagerie__Classification__V1__ImportModelRequest, std),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "layout",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ImportModelRequest, layout),
+    &menagerie__classification__v1__detector_layout__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__import_model_request__field_indices_by_name[] = {
+  2,   /* field[2] = data */
+  1,   /* field[1] = format */
+  6,   /* field[6] = input_height */
+  5,   /* field[5] = input_width */
+  3,   /* field[3] = kind */
+  4,   /* field[4] = labels */
+  9,   /* field[9] = layout */
+  7,   /* field[7] = mean */
+  0,   /* field[0] = name */
+  8,   /* field[8] = std */
+};
+static const ProtobufCIntRange menagerie__classification__v1__import_model_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 10 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__import_model_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ImportModelRequest",
+  "ImportModelRequest",
+  "Menagerie__Classification__V1__ImportModelRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ImportModelRequest),
+  10,
+  menagerie__classification__v1__import_model_request__field_descriptors,
+  menagerie__classification__v1__import_model_request__field_indices_by_name,
+  1,  menagerie__classification__v1__import_model_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__import_model_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__import_model_response__field_descriptors[1] =
+{
+  {
+    "model",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ImportModelResponse, model),
+    &menagerie__classification__v1__model_summary__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__import_model_response__field_indices_by_name[] = {
+  0,   /* field[0] = model */
+};
+static const ProtobufCIntRange menagerie__classification__v1__import_model_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__import_model_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ImportModelResponse",
+  "ImportModelResponse",
+  "Menagerie__Classification__V1__ImportModelResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ImportModelResponse),
+  1,
+  menagerie__classification__v1__import_model_response__field_descriptors,
+  menagerie__classification__v1__import_model_response__field_indices_by_name,
+  1,  menagerie__classification__v1__import_model_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__import_model_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__evaluate_request__field_descriptors[2] =
+{
+  {
+    "model",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__EvaluateRequest, model),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "dataset",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__EvaluateRequest, dataset),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__evaluate_request__field_indices_by_name[] = {
+  1,   /* field[1] = dataset */
+  0,   /* field[0] = model */
+};
+static const ProtobufCIntRange menagerie__classification__v1__evaluate_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__evaluate_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.EvaluateRequest",
+  "EvaluateRequest",
+  "Menagerie__Classification__V1__EvaluateRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__EvaluateRequest),
+  2,
+  menagerie__classification__v1__evaluate_request__field_descriptors,
+  menagerie__classification__v1__evaluate_request__field_indices_by_name,
+  1,  menagerie__classification__v1__evaluate_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__evaluate_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__class_scores__field_descriptors[6] =
+{
+  {
+    "label",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassScores, label),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "precision",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassScores, precision),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "recall",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassScores, recall),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "f1",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassScores, f1),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ap50",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__ClassScores, _ap50_case),
+    offsetof(Menagerie__Classification__V1__ClassScores, ap50),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ap50_95",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__ClassScores, _ap50_95_case),
+    offsetof(Menagerie__Classification__V1__ClassScores, ap50_95),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__class_scores__field_indices_by_name[] = {
+  4,   /* field[4] = ap50 */
+  5,   /* field[5] = ap50_95 */
+  3,   /* field[3] = f1 */
+  0,   /* field[0] = label */
+  1,   /* field[1] = precision */
+  2,   /* field[2] = recall */
+};
+static const ProtobufCIntRange menagerie__classification__v1__class_scores__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__class_scores__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ClassScores",
+  "ClassScores",
+  "Menagerie__Classification__V1__ClassScores",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ClassScores),
+  6,
+  menagerie__classification__v1__class_scores__field_descriptors,
+  menagerie__classification__v1__class_scores__field_indices_by_name,
+  1,  menagerie__classification__v1__class_scores__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__class_scores__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__confusion_row__field_descriptors[2] =
+{
+  {
+    "label",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ConfusionRow, label),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "predicted",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Classification__V1__ConfusionRow, n_predicted),
+    offsetof(Menagerie__Classification__V1__ConfusionRow, predicted),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__confusion_row__field_indices_by_name[] = {
+  0,   /* field[0] = label */
+  1,   /* field[1] = predicted */
+};
+static const ProtobufCIntRange menagerie__classification__v1__confusion_row__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__confusion_row__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ConfusionRow",
+  "ConfusionRow",
+  "Menagerie__Classification__V1__ConfusionRow",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ConfusionRow),
+  2,
+  menagerie__classification__v1__confusion_row__field_descriptors,
+  menagerie__classification__v1__confusion_row__field_indices_by_name,
+  1,  menagerie__classification__v1__confusion_row__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__confusion_row__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__evaluate_response__field_descriptors[7] =
+{
+  {
+    "accuracy",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, accuracy),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "per_class",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, n_per_class),
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, per_class),
+    &menagerie__classification__v1__class_scores__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "labels",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, n_labels),
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, labels),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "confusion",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, n_confusion),
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, confusion),
+    &menagerie__classification__v1__confusion_row__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "map50",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, _map50_case),
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, map50),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "map50_95",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, _map50_95_case),
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, map50_95),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "images",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, images),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__evaluate_response__field_indices_by_name[] = {
+  0,   /* field[0] = accuracy */
+  3,   /* field[3] = confusion */
+  6,   /* field[6] = images */
+  2,   /* field[2] = labels */
+  4,   /* field[4] = map50 */
+  5,   /* field[5] = map50_95 */
+  1,   /* field[1] = per_class */
+};
+static const ProtobufCIntRange menagerie__classification__v1__evaluate_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__evaluate_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.EvaluateResponse",
+  "EvaluateResponse",
+  "Menagerie__Classification__V1__EvaluateResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__EvaluateResponse),
+  7,
+  menagerie__classification__v1__evaluate_response__field_descriptors,
+  menagerie__classification__v1__evaluate_response__field_indices_by_name,
+  1,  menagerie__classification__v1__evaluate_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__evaluate_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__classify_request__field_descriptors[5] =
+{
+  {
+    "image",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassifyRequest, image),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "model",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassifyRequest, model),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "top",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    offsetof(Menagerie__Classification__V1__ClassifyRequest, _top_case),
+    offsetof(Menagerie__Classification__V1__ClassifyRequest, top),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "scaling",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassifyRequest, scaling),
+    &menagerie__classification__v1__scaling__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "minimum_confidence",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__ClassifyRequest, _minimum_confidence_case),
+    offsetof(Menagerie__Classification__V1__ClassifyRequest, minimum_confidence),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__classify_request__field_indices_by_name[] = {
+  0,   /* field[0] = image */
+  4,   /* field[4] = minimum_confidence */
+  1,   /* field[1] = model */
+  3,   /* field[3] = scaling */
+  2,   /* field[2] = top */
+};
+static const ProtobufCIntRange menagerie__classification__v1__classify_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__classify_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ClassifyRequest",
+  "ClassifyRequest",
+  "Menagerie__Classification__V1__ClassifyRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ClassifyRequest),
+  5,
+  menagerie__classification__v1__classify_request__field_descriptors,
+  menagerie__classification__v1__classify_request__field_indices_by_name,
+  1,  menagerie__classification__v1__classify_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__classify_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__catalogue_entry__field_descriptors[4] =
+{
+  {
+    "label",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__CatalogueEntry, label),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "name",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__CatalogueEntry, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "local_name",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__CatalogueEntry, local_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "attributes",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Classification__V1__CatalogueEntry, n_attributes),
+    offsetof(Menagerie__Classification__V1__CatalogueEntry, attributes),
+    &menagerie__classification__v1__attribute__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__catalogue_entry__field_indices_by_name[] = {
+  3,   /* field[3] = attributes */
+  0,   /* field[0] = label */
+  2,   /* field[2] = local_name */
+  1,   /* field[1] = name */
+};
+static const ProtobufCIntRange menagerie__classification__v1__catalogue_entry__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__catalogue_entry__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.CatalogueEntry",
+  "CatalogueEntry",
+  "Menagerie__Classification__V1__CatalogueEntry",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__CatalogueEntry),
+  4,
+  menagerie__classification__v1__catalogue_entry__field_descriptors,
+  menagerie__classification__v1__catalogue_entry__field_indices_by_name,
+  1,  menagerie__classification__v1__catalogue_entry__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__catalogue_entry__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__attribute__field_descriptors[2] =
+{
+  {
+    "key",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Attribute, key),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "value",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Attribute, value),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__attribute__field_indices_by_name[] = {
+  0,   /* field[0] = key */
+  1,   /* field[1] = value */
+};
+static const ProtobufCIntRange menagerie__classification__v1__attribute__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__attribute__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.Attribute",
+  "Attribute",
+  "Menagerie__Classification__V1__Attribute",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__Attribute),
+  2,
+  menagerie__classification__v1__attribute__field_descriptors,
+  menagerie__classification__v1__attribute__field_indices_by_name,
+  1,  menagerie__classification__v1__attribute__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__attribute__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__label_confidence__field_descriptors[2] =
+{
+  {
+    "label",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__LabelConfidence, label),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "confidence",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__LabelConfidence, confidence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__label_confidence__field_indices_by_name[] = {
+  1,   /* field[1] = confidence */
+  0,   /* field[0] = label */
+};
+static const ProtobufCIntRange menagerie__classification__v1__label_confidence__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__label_confidence__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.LabelConfidence",
+  "LabelConfidence",
+  "Menagerie__Classification__V1__LabelConfidence",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__LabelConfidence),
+  2,
+  menagerie__classification__v1__label_confidence__field_descriptors,
+  menagerie__classification__v1__label_confidence__field_indices_by_name,
+  1,  menagerie__classification__v1__label_confidence__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__label_confidence__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__classify_response__field_descriptors[4] =
+{
+  {
+    "model",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassifyResponse, model),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "recognised",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassifyResponse, recognised),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "labels",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Classification__V1__ClassifyResponse, n_labels),
+    offsetof(Menagerie__Classification__V1__ClassifyResponse, labels),
+    &menagerie__classification__v1__label_confidence__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "entry",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassifyResponse, entry),
+    &menagerie__classification__v1__catalogue_entry__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__classify_response__field_indices_by_name[] = {
+  3,   /* field[3] = entry */
+  2,   /* field[2] = labels */
+  0,   /* field[0] = model */
+  1,   /* field[1] = recognised */
+};
+static const ProtobufCIntRange menagerie__classification__v1__classify_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__classify_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ClassifyResponse",
+  "ClassifyResponse",
+  "Menagerie__Classification__V1__ClassifyResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ClassifyResponse),
+  4,
+  menagerie__classification__v1__classify_response__field_descriptors,
+  menagerie__classification__v1__classify_response__field_indices_by_name,
+  1,  menagerie__classification__v1__classify_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__classify_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__detect_request__field_descriptors[6] =
+{
+  {
+    "image",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectRequest, image),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "model",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectRequest, model),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "labels",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Classification__V1__DetectRequest, n_labels),
+    offsetof(Menagerie__Classification__V1__DetectRequest, labels),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "confidence_threshold",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__DetectRequest, _confidence_threshold_case),
+    offsetof(Menagerie__Classification__V1__DetectRequest, confidence_threshold),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "iou_threshold",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__DetectRequest, _iou_threshold_case),
+    offsetof(Menagerie__Classification__V1__DetectRequest, iou_threshold),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "max_detections",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    offsetof(Menagerie__Classification__V1__DetectRequest, _max_detections_case),
+    offsetof(Menagerie__Classification__V1__DetectRequest, max_detections),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__detect_request__field_indices_by_name[] = {
+  3,   /* field[3] = confidence_threshold */
+  0,   /* field[0] = image */
+  4,   /* field[4] = iou_threshold */
+  2,   /* field[2] = labels */
+  5,   /* field[5] = max_detections */
+  1,   /* field[1] = model */
+};
+static const ProtobufCIntRange menagerie__classification__v1__detect_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__detect_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DetectRequest",
+  "DetectRequest",
+  "Menagerie__Classification__V1__DetectRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__DetectRequest),
+  6,
+  menagerie__classification__v1__detect_request__field_descriptors,
+  menagerie__classification__v1__detect_request__field_indices_by_name,
+  1,  menagerie__classification__v1__detect_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__detect_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__box__field_descriptors[4] =
+{
+  {
+    "x",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Box, x),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "y",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Box, y),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "width",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Box, width),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "height",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Box, height),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__box__field_indices_by_name[] = {
+  3,   /* field[3] = height */
+  2,   /* field[2] = width */
+  0,   /* field[0] = x */
+  1,   /* field[1] = y */
+};
+static const ProtobufCIntRange menagerie__classification__v1__box__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__box__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.Box",
+  "Box",
+  "Menagerie__Classification__V1__Box",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__Box),
+  4,
+  menagerie__classification__v1__box__field_descriptors,
+  menagerie__classification__v1__box__field_indices_by_name,
+  1,  menagerie__classification__v1__box__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__box__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__detected_object__field_descriptors[4] =
+{
+  {
+    "label",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectedObject, label),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "confidence",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectedObject, confidence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "box",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectedObject, box),
+    &menagerie__classification__v1__box__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "box_px",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectedObject, box_px),
+    &menagerie__classification__v1__box__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__detected_object__field_indices_by_name[] = {
+  2,   /* field[2] = box */
+  3,   /* field[3] = box_px */
+  1,   /* field[1] = confidence */
+  0,   /* field[0] = label */
+};
+static const ProtobufCIntRange menagerie__classification__v1__detected_object__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__detected_object__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DetectedObject",
+  "DetectedObject",
+  "Menagerie__Classification__V1__DetectedObject",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__DetectedObject),
+  4,
+  menagerie__classification__v1__detected_object__field_descriptors,
+  menagerie__classification__v1__detected_object__field_indices_by_name,
+  1,  menagerie__classification__v1__detected_object__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__detected_object__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__detect_response__field_descriptors[4] =
+{
+  {
+    "model",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectResponse, model),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "detections",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Classification__V1__DetectResponse, n_detections),
+    offsetof(Menagerie__Classification__V1__DetectResponse, detections),
+    &menagerie__classification__v1__detected_object__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "image_width",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectResponse, image_width),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "image_height",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectResponse, image_height),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__detect_response__field_indices_by_name[] = {
+  1,   /* field[1] = detections */
+  3,   /* field[3] = image_height */
+  2,   /* field[2] = image_width */
+  0,   /* field[0] = model */
+};
+static const ProtobufCIntRange menagerie__classification__v1__detect_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__detect_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DetectResponse",
+  "DetectResponse",
+  "Menagerie__Classification__V1__DetectResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__DetectResponse),
+  4,
+  menagerie__classification__v1__detect_response__field_descriptors,
+  menagerie__classification__v1__detect_response__field_indices_by_name,
+  1,  menagerie__classification__v1__detect_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__detect_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__import_catalogue_request__field_descriptors[1] =
+{
+  {
+    "json",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ImportCatalogueRequest, json),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__import_catalogue_request__field_indices_by_name[] = {
+  0,   /* field[0] = json */
+};
+static const ProtobufCIntRange menagerie__classification__v1__import_catalogue_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__import_catalogue_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ImportCatalogueRequest",
+  "ImportCatalogueRequest",
+  "Menagerie__Classification__V1__ImportCatalogueRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ImportCatalogueRequest),
+  1,
+  menagerie__classification__v1__import_catalogue_request__field_descriptors,
+  menagerie__classification__v1__import_catalogue_request__field_indices_by_name,
+  1,  menagerie__classification__v1__import_catalogue_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__import_catalogue_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__import_catalogue_response__field_descriptors[1] =
+{
+  {
+    "entries",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ImportCatalogueResponse, entries),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__import_catalogue_response__field_indices_by_name[] = {
+  0,   /* field[0] = entries */
+};
+static const ProtobufCIntRange menagerie__classification__v1__import_catalogue_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__import_catalogue_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ImportCatalogueResponse",
+  "ImportCatalogueResponse",
+  "Menagerie__Classification__V1__ImportCatalogueResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ImportCatalogueResponse),
+  1,
+  menagerie__classification__v1__import_catalogue_response__field_descriptors,
+  menagerie__classification__v1__import_catalogue_response__field_indices_by_name,
+  1,  menagerie__classification__v1__import_catalogue_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__import_catalogue_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__search_catalogue_request__field_descriptors[2] =
+{
+  {
+    "query",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__SearchCatalogueRequest, query),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "limit",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    offsetof(Menagerie__Classification__V1__SearchCatalogueRequest, _limit_case),
+    offsetof(Menagerie__Classification__V1__SearchCatalogueRequest, limit),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__search_catalogue_request__field_indices_by_name[] = {
+  1,   /* field[1] = limit */
+  0,   /* field[0] = query */
+};
+static const ProtobufCIntRange menagerie__classification__v1__search_catalogue_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__search_catalogue_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.SearchCatalogueRequest",
+  "SearchCatalogueRequest",
+  "Menagerie__Classification__V1__SearchCatalogueRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__SearchCatalogueRequest),
+  2,
+  menagerie__classification__v1__search_catalogue_request__field_descriptors,
+  menagerie__classification__v1__search_catalogue_request__field_indices_by_name,
+  1,  menagerie__classification__v1__search_catalogue_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__search_catalogue_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__search_catalogue_response__field_descriptors[1] =
+{
+  {
+    "entries",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Classification__V1__SearchCatalogueResponse, n_entries),
+    offsetof(Menagerie__Classification__V1__SearchCatalogueResponse, entries),
+    &menagerie__classification__v1__catalogue_entry__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__search_catalogue_response__field_indices_by_name[] = {
+  0,   /* field[0] = entries */
+};
+static const ProtobufCIntRange menagerie__classification__v1__search_catalogue_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__search_catalogue_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.SearchCatalogueResponse",
+  "SearchCatalogueResponse",
+  "Menagerie__Classification__V1__SearchCatalogueResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__SearchCatalogueResponse),
+  1,
+  menagerie__classification__v1__search_catalogue_response__field_descriptors,
+  menagerie__classification__v1__search_catalogue_response__field_indices_by_name,
+  1,  menagerie__classification__v1__search_catalogue_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__search_catalogue_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__get_catalogue_entry_request__field_descriptors[1] =
+{
+  {
+    "label",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__GetCatalogueEntryRequest, label),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__get_catalogue_entry_request__field_indices_by_name[] = {
+  0,   /* field[0] = label */
+};
+static const ProtobufCIntRange menagerie__classification__v1__get_catalogue_entry_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__get_catalogue_entry_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.GetCatalogueEntryRequest",
+  "GetCatalogueEntryRequest",
+  "Menagerie__Classification__V1__GetCatalogueEntryRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__GetCatalogueEntryRequest),
+  1,
+  menagerie__classification__v1__get_catalogue_entry_request__field_descriptors,
+  menagerie__classification__v1__get_catalogue_entry_request__field_indices_by_name,
+  1,  menagerie__classification__v1__get_catalogue_entry_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__get_catalogue_entry_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__feedback_request__field_descriptors[5] =
+{
+  {
+    "image",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__FeedbackRequest, image),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "label",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__FeedbackRequest, label),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "consent",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__FeedbackRequest, consent),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "model",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__FeedbackRequest, model),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "predicted_label",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__FeedbackRequest, predicted_label),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__feedback_request__field_indices_by_name[] = {
+  2,   /* field[2] = consent */
+  0,   /* field[0] = image */
+  1,   /* field[1] = label */
+  3,   /* field[3] = model */
+  4,   /* field[4] = predicted_label */
+};
+static const ProtobufCIntRange menagerie__classification__v1__feedback_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__feedback_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.FeedbackRequest",
+  "FeedbackRequest",
+  "Menagerie__Classification__V1__FeedbackRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__FeedbackRequest),
+  5,
+  menagerie__classification__v1__feedback_request__field_descriptors,
+  menagerie__classification__v1__feedback_request__field_indices_by_name,
+  1,  menagerie__classification__v1__feedback_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__feedback_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__feedback_response__field_descriptors[2] =
+{
+  {
+    "stored",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__FeedbackResponse, stored),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "dataset",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__FeedbackResponse, dataset),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__feedback_response__field_indices_by_name[] = {
+  1,   /* field[1] = dataset */
+  0,   /* field[0] = stored */
+};
+static const ProtobufCIntRange menagerie__classification__v1__feedback_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__feedback_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.FeedbackResponse",
+  "FeedbackResponse",
+  "Menagerie__Classification__V1__FeedbackResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__FeedbackResponse),
+  2,
+  menagerie__classification__v1__feedback_response__field_descriptors,
+  menagerie__classification__v1__feedback_response__field_indices_by_name,
+  1,  menagerie__classification__v1__feedback_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__feedback_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCEnumValue menagerie__classification__v1__dataset_kind__enum_values_by_number[3] =
+{
+  { "DATASET_KIND_UNSPECIFIED", "MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_UNSPECIFIED", 0 },
+  { "DATASET_KIND_CLASSIFICATION", "MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_CLASSIFICATION", 1 },
+  { "DATASET_KIND_DETECTION", "MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_DETECTION", 2 },
+};
+static const ProtobufCIntRange menagerie__classification__v1__dataset_kind__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex menagerie__classification__v1__dataset_kind__enum_values_by_name[3] =
+{
+  { "DATASET_KIND_CLASSIFICATION", 1 },
+  { "DATASET_KIND_DETECTION", 2 },
+  { "DATASET_KIND_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor menagerie__classification__v1__dataset_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DatasetKind",
+  "DatasetKind",
+  "Menagerie__Classification__V1__DatasetKind",
+  "menagerie.classification.v1",
+  3,
+  menagerie__classification__v1__dataset_kind__enum_values_by_number,
+  3,
+  menagerie__classification__v1__dataset_kind__enum_values_by_name,
+  1,
+  menagerie__classification__v1__dataset_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue menagerie__classification__v1__model_kind__enum_values_by_number[3] =
+{
+  { "MODEL_KIND_UNSPECIFIED", "MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED", 0 },
+  { "MODEL_KIND_CLASSIFIER", "MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_CLASSIFIER", 1 },
+  { "MODEL_KIND_DETECTOR", "MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_DETECTOR", 2 },
+};
+static const ProtobufCIntRange menagerie__classification__v1__model_kind__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex menagerie__classification__v1__model_kind__enum_values_by_name[3] =
+{
+  { "MODEL_KIND_CLASSIFIER", 1 },
+  { "MODEL_KIND_DETECTOR", 2 },
+  { "MODEL_KIND_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor menagerie__classification__v1__model_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ModelKind",
+  "ModelKind",
+  "Menagerie__Classification__V1__ModelKind",
+  "menagerie.classification.v1",
+  3,
+  menagerie__classification__v1__model_kind__enum_values_by_number,
+  3,
+  menagerie__classification__v1__model_kind__enum_values_by_name,
+  1,
+  menagerie__classification__v1__model_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue menagerie__classification__v1__model_format__enum_values_by_number[4] =
+{
+  { "MODEL_FORMAT_UNSPECIFIED", "MENAGERIE__CLASSIFICATION__V1__MODEL_FORMAT__MODEL_FORMAT_UNSPECIFIED", 0 },
+  { "MODEL_FORMAT_MENAGERIE", "MENAGERIE__CLASSIFICATION__V1__MODEL_FORMAT__MODEL_FORMAT_MENAGERIE", 1 },
+  { "MODEL_FORMAT_TORCHSCRIPT", "MENAGERIE__CLASSIFICATION__V1__MODEL_FORMAT__MODEL_FORMAT_TORCHSCRIPT", 2 },
+  { "MODEL_FORMAT_ONNX", "MENAGERIE__CLASSIFICATION__V1__MODEL_FORMAT__MODEL_FORMAT_ONNX", 3 },
+};
+static const ProtobufCIntRange menagerie__classification__v1__model_format__value_ranges[] = {
+{0, 0},{0, 4}
+};
+static const ProtobufCEnumValueIndex menagerie__classification__v1__model_format__enum_values_by_name[4] =
+{
+  { "MODEL_FORMAT_MENAGERIE", 1 },
+  { "MODEL_FORMAT_ONNX", 3 },
+  { "MODEL_FORMAT_TORCHSCRIPT", 2 },
+  { "MODEL_FORMAT_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor menagerie__classification__v1__model_format__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ModelFormat",
+  "ModelFormat",
+  "Menagerie__Classification__V1__ModelFormat",
+  "menagerie.classification.v1",
+  4,
+  menagerie__classification__v1__model_format__enum_values_by_number,
+  4,
+  menagerie__classification__v1__model_format__enum_values_by_name,
+  1,
+  menagerie__classification__v1__model_format__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue menagerie__classification__v1__detector_layout__enum_values_by_number[3] =
+{
+  { "DETECTOR_LAYOUT_UNSPECIFIED", "MENAGERIE__CLASSIFICATION__V1__DETECTOR_LAYOUT__DETECTOR_LAYOUT_UNSPECIFIED", 0 },
+  { "DETECTOR_LAYOUT_YOLOV5", "MENAGERIE__CLASSIFICATION__V1__DETECTOR_LAYOUT__DETECTOR_LAYOUT_YOLOV5", 1 },
+  { "DETECTOR_LAYOUT_YOLOV8", "MENAGERIE__CLASSIFICATION__V1__DETECTOR_LAYOUT__DETECTOR_LAYOUT_YOLOV8", 2 },
+};
+static const ProtobufCIntRange menagerie__classification__v1__detector_layout__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex menagerie__classification__v1__detector_layout__enum_values_by_name[3] =
+{
+  { "DETECTOR_LAYOUT_UNSPECIFIED", 0 },
+  { "DETECTOR_LAYOUT_YOLOV5", 1 },
+  { "DETECTOR_LAYOUT_YOLOV8", 2 },
+};
+const ProtobufCEnumDescriptor menagerie__classification__v1__detector_layout__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DetectorLayout",
+  "DetectorLayout",
+  "Menagerie__Classification__V1__DetectorLayout",
+  "menagerie.classification.v1",
+  3,
+  menagerie__classification__v1__detector_layout__enum_values_by_number,
+  3,
+  menagerie__classification__v1__detector_layout__enum_values_by_name,
+  1,
+  menagerie__classification__v1__detector_layout__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue menagerie__classification__v1__scaling__enum_values_by_number[4] =
+{
+  { "SCALING_UNSPECIFIED", "MENAGERIE__CLASSIFICATION__V1__SCALING__SCALING_UNSPECIFIED", 0 },
+  { "SCALING_FIT", "MENAGERIE__CLASSIFICATION__V1__SCALING__SCALING_FIT", 1 },
+  { "SCALING_FILL", "MENAGERIE__CLASSIFICATION__V1__SCALING__SCALING_FILL", 2 },
+  { "SCALING_CENTER_CROP", "MENAGERIE__CLASSIFICATION__V1__SCALING__SCALING_CENTER_CROP", 3 },
+};
+static const ProtobufCIntRange menagerie__classification__v1__scaling__value_ranges[] = {
+{0, 0},{0, 4}
+};
+static const ProtobufCEnumValueIndex menagerie__classification__v1__scaling__enum_values_by_name[4] =
+{
+  { "SCALING_CENTER_CROP", 3 },
+  { "SCALING_FILL", 2 },
+  { "SCALING_FIT", 1 },
+  { "SCALING_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor menagerie__classification__v1__scaling__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.Scaling",
+  "Scaling",
+  "Menagerie__Classification__V1__Scaling",
+  "menagerie.classification.v1",
+  4,
+  menagerie__classification__v1__scaling__enum_values_by_number,
+  4,
+  menagerie__classification__v1__scaling__enum_values_by_name,
+  1,
+  menagerie__classification__v1__scaling__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCMethodDescriptor menagerie__classification__v1__classification__method_descriptors[18] =
+{
+  { "UploadDataset", &menagerie__classification__v1__upload_dataset_request__descriptor, &menagerie__classification__v1__dataset_summary__descriptor },
+  { "ListDatasets", &menagerie__classification__v1__list_datasets_request__descriptor, &menagerie__classification__v1__list_datasets_response__descriptor },
+  { "GetDataset", &menagerie__classification__v1__get_dataset_request__descriptor, &menagerie__classification__v1__dataset_summary__descriptor },
+  { "DeleteDataset", &menagerie__classification__v1__delete_dataset_request__descriptor, &menagerie__classification__v1__delete_dataset_response__descriptor },
+  { "Train", &menagerie__classification__v1__train_request__descriptor, &menagerie__jobs__v1__job__descriptor },
+  { "Evaluate", &menagerie__classification__v1__evaluate_request__descriptor, &menagerie__classification__v1__evaluate_response__descriptor },
+  { "Classify", &menagerie__classification__v1__classify_request__descriptor, &menagerie__classification__v1__classify_response__descriptor },
+  { "Detect", &menagerie__classification__v1__detect_request__descriptor, &menagerie__classification__v1__detect_response__descriptor },
+  { "ListModels", &menagerie__classification__v1__list_models_request__descriptor, &menagerie__classification__v1__list_models_response__descriptor },
+  { "GetModel", &menagerie__classification__v1__get_model_request__descriptor, &menagerie__classification__v1__model_summary__descriptor },
+  { "DeleteModel", &menagerie__classification__v1__delete_model_request__descriptor, &menagerie__classification__v1__delete_model_response__descriptor },
+  { "SetActiveModel", &menagerie__classification__v1__set_active_model_request__descriptor, &menagerie__classification__v1__set_active_model_response__descriptor },
+  { "ExportModel", &menagerie__classification__v1__export_model_request__descriptor, &menagerie__classification__v1__model_file_chunk__descriptor },
+  { "ImportModel", &menagerie__classification__v1__import_model_request__descriptor, &menagerie__classification__v1__import_model_response__descriptor },
+  { "ImportCatalogue", &menagerie__classification__v1__import_catalogue_request__descriptor, &menagerie__classification__v1__import_catalogue_response__descriptor },
+  { "SearchCatalogue", &menagerie__classification__v1__search_catalogue_request__descriptor, &menagerie__classification__v1__search_catalogue_response__descriptor },
+  { "GetCatalogueEntry", &menagerie__classification__v1__get_catalogue_entry_request__descriptor, &menagerie__classification__v1__catalogue_entry__descriptor },
+  { "Feedback", &menagerie__classification__v1__feedback_request__descriptor, &menagerie__classification__v1__feedback_response__descriptor },
+};
+const unsigned menagerie__classification__v1__classification__method_indices_by_name[] = {
+  6,        /* Classify */
+  3,        /* DeleteDataset */
+  10,        /* DeleteModel */
+  7,        /* Detect */
+  5,        /* Evaluate */
+  12,        /* ExportModel */
+  17,        /* Feedback */
+  16,        /* GetCatalogueEntry */
+  2,        /* GetDataset */
+  9,        /* GetModel */
+  14,        /* ImportCatalogue */
+  13,        /* ImportModel */
+  1,        /* ListDatasets */
+  8,        /* ListModels */
+  15,        /* SearchCatalogue */
+  11,        /* SetActiveModel */
+  4,        /* Train */
+  0         /* UploadDataset */
+};
+const ProtobufCServiceDescriptor menagerie__classification__v1__classification__descriptor =
+{
+  PROTOBUF_C__SERVICE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.Classification",
+  "Classification",
+  "Menagerie__Classification__V1__Classification",
+  "menagerie.classification.v1",
+  18,
+  menagerie__classification__v1__classification__method_descriptors,
+  menagerie__classification__v1__classification__method_indices_by_name
+};
+void menagerie__classification__v1__classification__upload_dataset(ProtobufCService *service,
+                                                                   const Menagerie__Classification__V1__UploadDatasetRequest *input,
+                                                                   Menagerie__Classification__V1__DatasetSummary_Closure closure,
+                                                                   void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 0, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__list_datasets(ProtobufCService *service,
+                                                                  const Menagerie__Classification__V1__ListDatasetsRequest *input,
+                                                                  Menagerie__Classification__V1__ListDatasetsResponse_Closure closure,
+                                                                  void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 1, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__get_dataset(ProtobufCService *service,
+                                                                const Menagerie__Classification__V1__GetDatasetRequest *input,
+                                                                Menagerie__Classification__V1__DatasetSummary_Closure closure,
+                                                                void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 2, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__delete_dataset(ProtobufCService *service,
+                                                                   const Menagerie__Classification__V1__DeleteDatasetRequest *input,
+                                                                   Menagerie__Classification__V1__DeleteDatasetResponse_Closure closure,
+                                                                   void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__train(ProtobufCService *service,
+                                                          const Menagerie__Classification__V1__TrainRequest *input,
+                                                          Menagerie__Jobs__V1__Job_Closure closure,
+                                                          void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__evaluate(ProtobufCService *service,
+                                                             const Menagerie__Classification__V1__EvaluateRequest *input,
+                                                             Menagerie__Classification__V1__EvaluateResponse_Closure closure,
+                                                             void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__classify(ProtobufCService *service,
+                                                             const Menagerie__Classification__V1__ClassifyRequest *input,
+                                                             Menagerie__Classification__V1__ClassifyResponse_Closure closure,
+                                                             void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__detect(ProtobufCService *service,
+                                                           const Menagerie__Classification__V1__DetectRequest *input,
+                                                           Menagerie__Classification__V1__DetectResponse_Closure closure,
+                                                           void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__list_models(ProtobufCService *service,
+                                                                const Menagerie__Classification__V1__ListModelsRequest *input,
+                                                                Menagerie__Classification__V1__ListModelsResponse_Closure closure,
+                                                                void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__get_model(ProtobufCService *service,
+                                                              const Menagerie__Classification__V1__GetModelRequest *input,
+                                                              Menagerie__Classification__V1__ModelSummary_Closure closure,
+                                                              void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__delete_model(ProtobufCService *service,
+                                                                 const Menagerie__Classification__V1__DeleteModelRequest *input,
+                                                                 Menagerie__Classification__V1__DeleteModelResponse_Closure closure,
+                                                                 void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__set_active_model(ProtobufCService *service,
+                                                                     const Menagerie__Classification__V1__SetActiveModelRequest *input,
+                                                                     Menagerie__Classification__V1__SetActiveModelResponse_Closure closure,
+                                                                     void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__export_model(ProtobufCService *service,
+                                                                 const Menagerie__Classification__V1__ExportModelRequest *input,
+                                                                 Menagerie__Classification__V1__ModelFileChunk_Closure closure,
+                                                                 void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__import_model(ProtobufCService *service,
+                                                                 const Menagerie__Classification__V1__ImportModelRequest *input,
+                                                                 Menagerie__Classification__V1__ImportModelResponse_Closure closure,
+                                                                 void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__import_catalogue(ProtobufCService *service,
+                                                                     const Menagerie__Classification__V1__ImportCatalogueRequest *input,
+                                                                     Menagerie__Classification__V1__ImportCatalogueResponse_Closure closure,
+                                                                     void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__search_catalogue(ProtobufCService *service,
+                                                                     const Menagerie__Classification__V1__SearchCatalogueRequest *input,
+                                                                     Menagerie__Classification__V1__SearchCatalogueResponse_Closure closure,
+                                                                     void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__get_catalogue_entry(ProtobufCService *service,
+                                                                        const Menagerie__Classification__V1__GetCatalogueEntryRequest *input,
+                                                                        Menagerie__Classification__V1__CatalogueEntry_Closure closure,
+                                                                        void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__feedback(ProtobufCService *service,
+                                                             const Menagerie__Classification__V1__FeedbackRequest *input,
+                                                             Menagerie__Classification__V1__FeedbackResponse_Closure closure,
+                                                             void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__init (Menagerie__Classification__V1__Classification_Service *service,
+                                                          Menagerie__Classification__V1__Classification_ServiceDestroy destroy)
+{
+  protobuf_c_service_generated_init (&service->base,
+                                     &menagerie__classification__v1__classification__descriptor,
+                                     (ProtobufCServiceDestroy) destroy);
+}

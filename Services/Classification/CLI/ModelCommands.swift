@@ -1,0 +1,180 @@
+import ArgumentParser
+import Foundation
+import GatewayKit
+import RPC
+import Schema
+import ServiceAPI
+
+struct ModelCommands: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "model", abstract: "Trained and imported models: list, show, delete, activate, export, import.",
+        subcommands: [ModelList.self, ModelShow.self, ModelDelete.self, ModelActivate.self, ModelExport.self, ModelImportCommand.self])
+}
+
+struct ModelList: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "Every model with its kind, algorithm and figures.")
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withClassification { client in
+            let r = try await client.listModels(ClassificationV1.ListModelsRequest(), options: global.callOptions)
+            try global.render(json: { ["models": r.models.map(modelJSON)] }, text: {
+                printTable(["NAME", "KIND", "ALGORITHM", "LABELS", "INPUT", "ACCURACY", "ACTIVE"], r.models.map { m in
+                    [m.name, modelKindName(m.kind), m.algorithm, "\(m.labels.count)", "\(m.inputWidth)x\(m.inputHeight)",
+                     m.validationAccuracy.map(percent) ?? m.map50.map { String(format: "mAP50 %.3f", $0) } ?? "-", m.active ? "yes" : ""]
+                })
+            })
+        }
+    }
+}
+
+struct ModelShow: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "A model's labels, input and metrics.")
+    @Argument var name: String
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withClassification { client in
+            let m = try await client.getModel(ClassificationV1.GetModelRequest(name: name), options: global.callOptions)
+            try global.render(json: { modelJSON(m) }, text: {
+                print(modelText(m))
+                print("labels: \(m.labels.joined(separator: ", "))")
+                print("size: \(m.size) bytes, created \(isoDate(m.createdAt))")
+            })
+        }
+    }
+}
+
+struct ModelDelete: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a model.")
+    @Argument var name: String
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withClassification { client in
+            _ = try await client.deleteModel(ClassificationV1.DeleteModelRequest(name: name), options: global.callOptions)
+            try global.render(json: { ["deleted": name] }, text: { print("deleted model \(name)") })
+        }
+    }
+}
+
+struct ModelActivate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "activate", abstract: "Make a model its kind's active model (the default of image or detect).")
+    @Argument var name: String
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withClassification { client in
+            _ = try await client.setActiveModel(ClassificationV1.SetActiveModelRequest(name: name), options: global.callOptions)
+            try global.render(json: { ["active": name] }, text: { print("\(name) is now active") })
+        }
+    }
+}
+
+struct ModelExport: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export", abstract: "Write a model's container file (labels, input, tensors, SHA-256; see Services/Classification/README.md).")
+    @Argument var name: String
+    @Option(name: [.short, .customLong("output")], help: "The file to write (default NAME.menagerie-model).") var output: String?
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withClassification { client in
+            var bytes: [UInt8] = []
+            for try await chunk in client.exportModel(ClassificationV1.ExportModelRequest(name: name), options: global.longCallOptions) {
+                guard chunk.offset == Int64(bytes.count) else { throw RPCError(.dataLoss, "the export's chunks arrived out of order") }
+                bytes += chunk.data
+            }
+            let path = output ?? "\(name).menagerie-model"
+            guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
+                throw RPCError(.invalidArgument, "cannot write \(path)")
+            }
+            try global.render(json: { ["file": path, "size": bytes.count] }, text: { print("wrote \(path) (\(bytes.count) bytes)") })
+        }
+    }
+}
+
+struct ModelImportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Import a model file: one this service exported, or a TorchScript or ONNX model trained elsewhere.",
+        discussion: """
+            A TorchScript or ONNX classifier takes a float tensor [1, 3, H, W] (RGB pixels scaled to 0…1, then \
+            (x - mean) / std per channel when given) and returns one score per label, in --labels order (logits or \
+            probabilities). An ONNX detector (--kind detector) returns Ultralytics' export layout: --layout yolov5 \
+            ([1, N, 5 + classes]) or yolov8 ([1, 4 + classes, N]), boxes in input pixels; its boxes pass through NMS. \
+            TorchScript runs on libtorch, ONNX on OpenCV's DNN module. The model is run once on import: a file that \
+            does not load or does not fit its labels and input is refused (INVALID_ARGUMENT) and nothing is kept.
+            """)
+
+    @Argument var file: String
+    @Option var name: String
+    @Option(help: "menagerie (default), torchscript or onnx.") var format = "menagerie"
+    @Option(help: "classifier (default) or detector.") var kind = "classifier"
+    @Option(help: "The labels in output order, comma-separated.") var labels: String?
+    @Option(help: "Input size WxH (default 224x224).") var input: String?
+    @Option(help: "Per-channel mean, three comma-separated values.") var mean: String?
+    @Option(help: "Per-channel standard deviation, three comma-separated values.") var std: String?
+    @Option(help: "ONNX detector output layout: yolov5 or yolov8.") var layout: String?
+    @OptionGroup var global: GlobalOptions
+
+    func request() throws -> ClassificationV1.ImportModelRequest {
+        var r = ClassificationV1.ImportModelRequest()
+        r.name = name
+        switch format.lowercased() {
+        case "menagerie": r.format = .menagerie
+        case "torchscript": r.format = .torchscript
+        case "onnx": r.format = .onnx
+        default: throw ValidationError("--format must be menagerie, torchscript or onnx")
+        }
+        switch kind.lowercased() {
+        case "classifier": r.kind = .classifier
+        case "detector": r.kind = .detector
+        default: throw ValidationError("--kind must be classifier or detector")
+        }
+        r.labels = labels.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
+        if let input {
+            let parts = input.lowercased().split(separator: "x").compactMap { Int32($0) }
+            guard parts.count == 2 else { throw ValidationError("--input must be WxH, e.g. 224x224") }
+            r.inputWidth = parts[0]
+            r.inputHeight = parts[1]
+        }
+        func floats(_ text: String?, _ flag: String) throws -> [Float] {
+            guard let text else { return [] }
+            let values = text.split(separator: ",").compactMap { Float($0.trimmingCharacters(in: .whitespaces)) }
+            guard values.count == 3 else { throw ValidationError("\(flag) takes three comma-separated numbers") }
+            return values
+        }
+        r.mean = try floats(mean, "--mean")
+        r.std = try floats(std, "--std")
+        switch layout?.lowercased() {
+        case nil: break
+        case "yolov5": r.layout = .yolov5
+        case "yolov8": r.layout = .yolov8
+        default: throw ValidationError("--layout must be yolov5 or yolov8")
+        }
+        return r
+    }
+
+    func run() async throws {
+        let first = try request()
+        try await global.withClassification { client in
+            let bytes = try readFile(file)
+            let reply = try await client.importModel(options: global.longCallOptions) { writer in
+                let piece = 1 << 20
+                var offset = 0
+                var message = first
+                repeat {
+                    let end = min(bytes.count, offset + piece)
+                    message.data = Array(bytes[offset..<end])
+                    try await writer.send(message)
+                    message = ClassificationV1.ImportModelRequest()
+                    offset = end
+                } while offset < bytes.count
+            }
+            guard let model = reply.model else { throw RPCError(.internalError, "the import answered without the model") }
+            try global.render(json: { modelJSON(model) }, text: { print("imported " + modelText(model)) })
+        }
+    }
+}

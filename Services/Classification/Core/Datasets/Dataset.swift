@@ -1,0 +1,221 @@
+import Foundation
+
+/// A validated dataset: every image decoded once, stored once per content hash, with either one label per image
+/// (a classifier's Create ML folder layout) or labelled boxes (a detector's `annotations.json`).
+public struct Dataset: Sendable {
+    public enum Kind: String, Sendable, Codable { case classification, detection }
+
+    /// One labelled object in pixels of the upright image, origin top-left.
+    public struct Object: Sendable, Equatable, Codable {
+        public var label: Int
+        public var box: Box
+    }
+
+    public struct Sample: Sendable, Equatable {
+        /// The name the image was uploaded under (`label/file.png`, or the annotation's `image`).
+        public var name: String
+        /// SHA-256 of the image's bytes, its key in `images`.
+        public var hash: String
+        public var width: Int
+        public var height: Int
+        /// The class of a classification sample (index into `labels`).
+        public var label: Int
+        /// The boxes of a detection sample.
+        public var objects: [Object]
+    }
+
+    public var kind: Kind
+    /// Sorted, so indices are stable for the same data.
+    public var labels: [String]
+    public var samples: [Sample]
+    /// Image bytes by content hash: an image uploaded twice is kept once.
+    public var images: [String: [UInt8]]
+
+    /// Samples per label (a detection sample counts once per label it shows).
+    public var countsPerLabel: [String: Int] {
+        var counts: [String: Int] = [:]
+        for sample in samples {
+            switch kind {
+            case .classification: counts[labels[sample.label], default: 0] += 1
+            case .detection: for label in Set(sample.objects.map(\.label)) { counts[labels[label], default: 0] += 1 }
+            }
+        }
+        return counts
+    }
+}
+
+/// Builds datasets from uploaded files, validating everything before anything is kept: the first problem throws
+/// `invalidArgument` naming the image and the field, and no partial dataset exists.
+public enum DatasetBuilder {
+    static let imageExtensions: Set<String> = ["png", "jpg", "jpeg"]
+
+    /// A classifier's dataset from `label/name.ext` files (Create ML's folder layout). Files that are not PNG or
+    /// JPEG by extension and hidden files are skipped; an image whose bytes do not decode is an error.
+    public static func classification(files: [(path: String, bytes: [UInt8])],
+                                      pixelLimit: Int = RGBImage.defaultPixelLimit) throws -> Dataset {
+        var byLabel: [String: [(name: String, hash: String, width: Int, height: Int)]] = [:]
+        var images: [String: [UInt8]] = [:]
+        var labelOfHash: [String: (label: String, name: String)] = [:]
+        for file in files.sorted(by: { $0.path < $1.path }) {
+            let parts = file.path.split(separator: "/").map(String.init)
+            guard let fileName = parts.last, !fileName.hasPrefix("."),
+                  imageExtensions.contains((fileName as NSString).pathExtension.lowercased()) else { continue }
+            guard parts.count >= 2, !parts[parts.count - 2].isEmpty else {
+                throw ClassificationError.invalid("\(file.path): an image must be inside a folder named after its label")
+            }
+            let label = parts[parts.count - 2]
+            let hash = SHA256.hex(file.bytes)
+            if let seen = labelOfHash[hash] {
+                guard seen.label == label else {
+                    throw ClassificationError.invalid(
+                        "\(file.path): the same image as \(seen.name) under another label (\(seen.label))")
+                }
+                continue  // a duplicate under the same label: stored and counted once
+            }
+            let image = try RGBImage.decode(file.bytes, name: file.path, pixelLimit: pixelLimit)
+            labelOfHash[hash] = (label, file.path)
+            images[hash] = file.bytes
+            byLabel[label, default: []].append((file.path, hash, image.width, image.height))
+        }
+        let labels = byLabel.keys.sorted()
+        guard labels.count >= 2 else {
+            throw ClassificationError.invalid(
+                "a classifier needs at least 2 labels (folders of images); found \(labels.count)\(labels.isEmpty ? "" : ": " + labels.joined(separator: ", "))")
+        }
+        for label in labels where byLabel[label]!.count < 2 {
+            throw ClassificationError.invalid("label \(label) has \(byLabel[label]!.count) image; each label needs at least 2")
+        }
+        var samples: [Dataset.Sample] = []
+        for (index, label) in labels.enumerated() {
+            for entry in byLabel[label]! {
+                samples.append(Dataset.Sample(name: entry.name, hash: entry.hash, width: entry.width,
+                                              height: entry.height, label: index, objects: []))
+            }
+        }
+        return Dataset(kind: .classification, labels: labels, samples: samples, images: images)
+    }
+
+    /// Reads a classification folder from disk (`root/<label>/*.png|jpg`).
+    public static func classification(directory: URL, pixelLimit: Int = RGBImage.defaultPixelLimit) throws -> Dataset {
+        let manager = FileManager.default
+        guard let labels = try? manager.contentsOfDirectory(atPath: directory.path) else {
+            throw ClassificationError.invalid("\(directory.path): not a readable directory")
+        }
+        var files: [(path: String, bytes: [UInt8])] = []
+        for label in labels where !label.hasPrefix(".") {
+            let folder = directory.appendingPathComponent(label)
+            guard let names = try? manager.contentsOfDirectory(atPath: folder.path) else { continue }
+            for name in names {
+                let url = folder.appendingPathComponent(name)
+                guard imageExtensions.contains(url.pathExtension.lowercased()) else { continue }
+                files.append(("\(label)/\(name)", [UInt8](try Data(contentsOf: url))))
+            }
+        }
+        return try classification(files: files, pixelLimit: pixelLimit)
+    }
+
+    /// A detector's dataset from Create ML's `annotations.json` and the images it names (by file name).
+    /// Boxes are centre x/y, width, height in pixels, origin top-left; each must lie inside its image (half a pixel
+    /// of rounding allowed).
+    public static func detection(annotations json: [UInt8], images files: [String: [UInt8]],
+                                 pixelLimit: Int = RGBImage.defaultPixelLimit) throws -> Dataset {
+        let root: Any
+        do {
+            root = try JSONSerialization.jsonObject(with: Data(json))
+        } catch {
+            throw ClassificationError.invalid("annotations.json: malformed JSON (\(error.localizedDescription))")
+        }
+        guard let entries = root as? [Any] else {
+            throw ClassificationError.invalid("annotations.json: the top level must be an array of {image, annotations}")
+        }
+        struct Pending { var name: String; var hash: String; var width: Int; var height: Int; var objects: [(String, Box)] }
+        var pending: [Pending] = []
+        var images: [String: [UInt8]] = [:]
+        var seenNames: Set<String> = []
+        for (index, entry) in entries.enumerated() {
+            guard let object = entry as? [String: Any] else {
+                throw ClassificationError.invalid("annotations.json[\(index)]: not an object")
+            }
+            guard let name = object["image"] as? String, !name.isEmpty else {
+                throw ClassificationError.invalid("annotations.json[\(index)].image: missing or not a string")
+            }
+            guard seenNames.insert(name).inserted else {
+                throw ClassificationError.invalid("\(name): annotated twice in annotations.json")
+            }
+            guard let annotations = object["annotations"] as? [Any] else {
+                throw ClassificationError.invalid("\(name).annotations: missing or not an array")
+            }
+            let key = files[name] != nil ? name : (name as NSString).lastPathComponent
+            guard let bytes = files[key] else {
+                throw ClassificationError.invalid("\(name): named in annotations.json but not uploaded")
+            }
+            let hash = SHA256.hex(bytes)
+            let image = try RGBImage.decode(bytes, name: name, pixelLimit: pixelLimit)
+            var objects: [(String, Box)] = []
+            for (a, annotation) in annotations.enumerated() {
+                let field = "\(name).annotations[\(a)]"
+                guard let annotation = annotation as? [String: Any] else {
+                    throw ClassificationError.invalid("\(field): not an object")
+                }
+                guard let label = annotation["label"] as? String, !label.isEmpty else {
+                    throw ClassificationError.invalid("\(field).label: missing or not a string")
+                }
+                guard let coordinates = annotation["coordinates"] as? [String: Any] else {
+                    throw ClassificationError.invalid("\(field).coordinates: missing or not an object")
+                }
+                var values: [String: Double] = [:]
+                for key in ["x", "y", "width", "height"] {
+                    guard let number = coordinates[key] as? NSNumber,
+                          number.doubleValue.isFinite else {
+                        throw ClassificationError.invalid("\(field).coordinates.\(key): missing or not a number")
+                    }
+                    values[key] = number.doubleValue
+                }
+                guard values["width"]! > 0, values["height"]! > 0 else {
+                    throw ClassificationError.invalid("\(field).coordinates: width and height must be positive")
+                }
+                let box = Box(centerX: values["x"]!, centerY: values["y"]!, width: values["width"]!, height: values["height"]!)
+                let slack = 0.5
+                guard box.minX >= -slack, box.minY >= -slack, box.maxX <= Double(image.width) + slack,
+                      box.maxY <= Double(image.height) + slack else {
+                    throw ClassificationError.invalid(
+                        "\(field).coordinates: box \(box.minX)…\(box.maxX) × \(box.minY)…\(box.maxY) lies outside the \(image.width)×\(image.height) image")
+                }
+                let clipped = Box(x: max(0, box.minX), y: max(0, box.minY),
+                                  width: min(Double(image.width), box.maxX) - max(0, box.minX),
+                                  height: min(Double(image.height), box.maxY) - max(0, box.minY))
+                objects.append((label, clipped))
+            }
+            images[hash] = bytes
+            pending.append(Pending(name: name, hash: hash, width: image.width, height: image.height, objects: objects))
+        }
+        let labels = Set(pending.flatMap { $0.objects.map(\.0) }).sorted()
+        guard !labels.isEmpty else { throw ClassificationError.invalid("annotations.json: no annotated objects") }
+        var perLabel: [String: Int] = [:]
+        for p in pending { for label in Set(p.objects.map(\.0)) { perLabel[label, default: 0] += 1 } }
+        for label in labels where perLabel[label]! < 2 {
+            throw ClassificationError.invalid("label \(label) appears in \(perLabel[label]!) image; each label needs at least 2")
+        }
+        let index = Dictionary(uniqueKeysWithValues: labels.enumerated().map { ($1, $0) })
+        let samples = pending.map { p in
+            Dataset.Sample(name: p.name, hash: p.hash, width: p.width, height: p.height, label: -1,
+                           objects: p.objects.map { Dataset.Object(label: index[$0.0]!, box: $0.1) })
+        }
+        return Dataset(kind: .detection, labels: labels, samples: samples, images: images)
+    }
+
+    /// Reads a detection dataset from disk: the annotations file and the images beside it (or in `imagesDirectory`).
+    public static func detection(annotationsFile: URL, imagesDirectory: URL? = nil,
+                                 pixelLimit: Int = RGBImage.defaultPixelLimit) throws -> Dataset {
+        let json = [UInt8](try Data(contentsOf: annotationsFile))
+        let folder = imagesDirectory ?? annotationsFile.deletingLastPathComponent()
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        var files: [String: [UInt8]] = [:]
+        let wanted = Set(((try? JSONSerialization.jsonObject(with: Data(json))) as? [[String: Any]] ?? [])
+            .compactMap { $0["image"] as? String })
+        for name in names where wanted.contains(name) {
+            files[name] = [UInt8](try Data(contentsOf: folder.appendingPathComponent(name)))
+        }
+        return try detection(annotations: json, images: files, pixelLimit: pixelLimit)
+    }
+}

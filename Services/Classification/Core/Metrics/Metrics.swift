@@ -1,0 +1,168 @@
+import Foundation
+
+/// Pure-Swift metrics: what the service reports after training and evaluation, computed as Create ML and COCO
+/// define them, independent of the network library.
+public enum Metrics {
+    /// Numerically stable softmax: probabilities summing to 1.
+    public static func softmax(_ logits: [Float]) -> [Float] {
+        guard let top = logits.max() else { return [] }
+        let exps = logits.map { Float(exp(Double($0 - top))) }
+        let total = exps.reduce(0, +)
+        return exps.map { $0 / total }
+    }
+
+    /// Share of predictions equal to the truth (0 for no samples).
+    public static func accuracy(predicted: [Int], truth: [Int]) -> Double {
+        precondition(predicted.count == truth.count)
+        guard !truth.isEmpty else { return 0 }
+        return Double(zip(predicted, truth).filter { $0 == $1 }.count) / Double(truth.count)
+    }
+
+    /// confusion[truth][predicted] counts.
+    public static func confusion(predicted: [Int], truth: [Int], classes: Int) -> [[Int]] {
+        var matrix = [[Int]](repeating: [Int](repeating: 0, count: classes), count: classes)
+        for (p, t) in zip(predicted, truth) { matrix[t][p] += 1 }
+        return matrix
+    }
+
+    public struct ClassScores: Sendable, Equatable {
+        public var precision: Double
+        public var recall: Double
+        public var f1: Double
+    }
+
+    /// Per-class precision, recall and F1 from a confusion matrix (0 where undefined, as scikit-learn reports).
+    public static func perClass(confusion: [[Int]]) -> [ClassScores] {
+        let n = confusion.count
+        return (0..<n).map { c in
+            let tp = Double(confusion[c][c])
+            let predicted = Double((0..<n).reduce(0) { $0 + confusion[$1][c] })
+            let actual = Double(confusion[c].reduce(0, +))
+            let precision = predicted > 0 ? tp / predicted : 0
+            let recall = actual > 0 ? tp / actual : 0
+            let f1 = precision + recall > 0 ? 2 * precision * recall / (precision + recall) : 0
+            return ClassScores(precision: precision, recall: recall, f1: f1)
+        }
+    }
+
+    // MARK: Boxes
+
+    /// Intersection over union of two boxes (0 when either is empty).
+    public static func iou(_ a: Box, _ b: Box) -> Double {
+        let w = min(a.maxX, b.maxX) - max(a.minX, b.minX)
+        let h = min(a.maxY, b.maxY) - max(a.minY, b.minY)
+        guard w > 0, h > 0 else { return 0 }
+        let inter = w * h
+        let union = a.area + b.area - inter
+        return union > 0 ? inter / union : 0
+    }
+
+    /// Greedy non-maximum suppression per label: keeps the most confident box and drops any other of the same
+    /// label overlapping it by more than `iouThreshold`. Returns indices into `detections`, most confident first.
+    public static func nonMaximumSuppression(_ detections: [Detection], iouThreshold: Double, limit: Int = .max) -> [Int] {
+        let order = detections.indices.sorted {
+            detections[$0].confidence != detections[$1].confidence
+                ? detections[$0].confidence > detections[$1].confidence : $0 < $1
+        }
+        var kept: [Int] = []
+        for i in order where kept.count < limit {
+            let suppressed = kept.contains {
+                detections[$0].label == detections[i].label && iou(detections[$0].box, detections[i].box) > iouThreshold
+            }
+            if !suppressed { kept.append(i) }
+        }
+        return kept
+    }
+
+    /// COCO-style average precision of one class at one IoU threshold: detections over all images sorted by
+    /// confidence, each matched greedily to the unmatched truth box of its image with the highest IoU ≥ the
+    /// threshold; precision made monotone and sampled at 101 recall points. `nil` when the class has no truth.
+    public static func averagePrecision(detections: [(image: Int, detection: Detection)],
+                                        truth: [(image: Int, box: Box)], iouThreshold: Double) -> Double? {
+        guard !truth.isEmpty else { return nil }
+        var truthByImage: [Int: [Box]] = [:]
+        for t in truth { truthByImage[t.image, default: []].append(t.box) }
+        var used: [Int: [Bool]] = truthByImage.mapValues { [Bool](repeating: false, count: $0.count) }
+        let sorted = detections.enumerated().sorted {
+            $0.element.detection.confidence != $1.element.detection.confidence
+                ? $0.element.detection.confidence > $1.element.detection.confidence : $0.offset < $1.offset
+        }
+        var tp: [Double] = [], fp: [Double] = []
+        for (_, d) in sorted {
+            var best = -1
+            var bestIoU = iouThreshold
+            for (j, box) in (truthByImage[d.image] ?? []).enumerated() where !used[d.image]![j] {
+                let overlap = iou(box, d.detection.box)
+                if overlap >= bestIoU { bestIoU = overlap; best = j }
+            }
+            if best >= 0 {
+                used[d.image]![best] = true
+                tp.append(1); fp.append(0)
+            } else {
+                tp.append(0); fp.append(1)
+            }
+        }
+        var cumTP = 0.0, cumFP = 0.0
+        var recall: [Double] = [], precision: [Double] = []
+        for k in tp.indices {
+            cumTP += tp[k]; cumFP += fp[k]
+            recall.append(cumTP / Double(truth.count))
+            precision.append(cumTP / (cumTP + cumFP))
+        }
+        // Monotone envelope, right to left.
+        if precision.count > 1 {
+            for k in stride(from: precision.count - 2, through: 0, by: -1) { precision[k] = max(precision[k], precision[k + 1]) }
+        }
+        var total = 0.0
+        for r in 0...100 {
+            let level = Double(r) / 100
+            if let k = recall.firstIndex(where: { $0 >= level - 1e-12 }) { total += precision[k] }
+        }
+        return total / 101
+    }
+
+    /// Mean over classes (those with truth) of AP averaged over IoU 0.5, 0.55 … 0.95 — COCO's mAP@[.5:.95].
+    public static func meanAveragePrecision(perClass: [[Double: Double]]) -> Double {
+        let values = perClass.compactMap { byThreshold -> Double? in
+            byThreshold.isEmpty ? nil : byThreshold.values.reduce(0, +) / Double(byThreshold.count)
+        }
+        return values.isEmpty ? 0 : values.reduce(0, +) / Double(values.count)
+    }
+
+    /// The IoU thresholds COCO averages over.
+    public static let cocoThresholds: [Double] = (0..<10).map { 0.5 + Double($0) * 0.05 }
+}
+
+/// An axis-aligned box, origin top-left, in any consistent unit (pixels or normalised).
+public struct Box: Sendable, Equatable, Codable {
+    public var x: Double  // left
+    public var y: Double  // top
+    public var width: Double
+    public var height: Double
+
+    public init(x: Double, y: Double, width: Double, height: Double) {
+        self.x = x; self.y = y; self.width = width; self.height = height
+    }
+
+    /// From Create ML's centre coordinates.
+    public init(centerX: Double, centerY: Double, width: Double, height: Double) {
+        self.init(x: centerX - width / 2, y: centerY - height / 2, width: width, height: height)
+    }
+
+    public var minX: Double { x }
+    public var minY: Double { y }
+    public var maxX: Double { x + width }
+    public var maxY: Double { y + height }
+    public var area: Double { max(0, width) * max(0, height) }
+}
+
+/// A labelled box with a confidence.
+public struct Detection: Sendable, Equatable {
+    public var label: Int
+    public var confidence: Double
+    public var box: Box
+
+    public init(label: Int, confidence: Double, box: Box) {
+        self.label = label; self.confidence = confidence; self.box = box
+    }
+}

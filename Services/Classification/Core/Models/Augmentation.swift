@@ -1,0 +1,87 @@
+import Foundation
+
+/// Create ML's augmentations, applied to a training image already scaled to the network's input (CHW floats in
+/// [0, 1]). Each is drawn from the caller's seeded generator, so a seed reproduces the exact training inputs.
+public struct Augmentation: Sendable, Equatable, Codable {
+    public var flip = false
+    /// Random shift by up to this fraction of the side (a crop of a padded image).
+    public var crop = 0.0
+    /// Random rotation by up to this many degrees either way.
+    public var rotation = 0.0
+    public var blur = false
+    /// Random brightness scale in [1 − e, 1 + e].
+    public var exposure = 0.0
+    /// Gaussian noise of this standard deviation.
+    public var noise = 0.0
+
+    public init(flip: Bool = false, crop: Double = 0, rotation: Double = 0, blur: Bool = false, exposure: Double = 0,
+                noise: Double = 0) {
+        self.flip = flip; self.crop = crop; self.rotation = rotation; self.blur = blur
+        self.exposure = exposure; self.noise = noise
+    }
+
+    public static let none = Augmentation()
+
+    public var isNone: Bool { self == .none }
+
+    /// Returns an augmented copy of `image` ([channels][height][width] flattened).
+    public func apply(_ image: [Float], channels: Int, height: Int, width: Int,
+                      using random: inout SeededRandom) -> [Float] {
+        if isNone { return image }
+        var out = image
+        let doFlip = flip && random.unit() < 0.5
+        let dx = crop > 0 ? (random.unit() * 2 - 1) * Float(crop) * Float(width) : 0
+        let dy = crop > 0 ? (random.unit() * 2 - 1) * Float(crop) * Float(height) : 0
+        let angle = rotation > 0 ? (random.unit() * 2 - 1) * Float(rotation) * .pi / 180 : 0
+        if doFlip || dx != 0 || dy != 0 || angle != 0 {
+            // Inverse-map each output pixel to the source (bilinear), rotating about the centre.
+            let cx = Float(width - 1) / 2, cy = Float(height - 1) / 2
+            let c = cosf(angle), s = sinf(angle)
+            for y in 0..<height {
+                for x in 0..<width {
+                    var ox = Float(x) - cx - dx, oy = Float(y) - cy - dy
+                    if doFlip { ox = -ox }
+                    let sx = c * ox + s * oy + cx, sy = -s * ox + c * oy + cy
+                    for ch in 0..<channels {
+                        out[(ch * height + y) * width + x] = Self.sample(image, ch, sx, sy, height, width)
+                    }
+                }
+            }
+        }
+        if blur && random.unit() < 0.5 {
+            let source = out
+            for ch in 0..<channels {
+                for y in 0..<height {
+                    for x in 0..<width {
+                        var total: Float = 0, n: Float = 0
+                        for yy in max(0, y - 1)...min(height - 1, y + 1) {
+                            for xx in max(0, x - 1)...min(width - 1, x + 1) {
+                                total += source[(ch * height + yy) * width + xx]; n += 1
+                            }
+                        }
+                        out[(ch * height + y) * width + x] = total / n
+                    }
+                }
+            }
+        }
+        if exposure > 0 {
+            let scale = 1 + (random.unit() * 2 - 1) * Float(exposure)
+            for i in out.indices { out[i] = min(1, out[i] * scale) }
+        }
+        if noise > 0 {
+            for i in out.indices { out[i] = min(1, max(0, out[i] + random.gaussian() * Float(noise))) }
+        }
+        return out
+    }
+
+    private static func sample(_ image: [Float], _ ch: Int, _ x: Float, _ y: Float, _ h: Int, _ w: Int) -> Float {
+        let x0 = Int(floorf(x)), y0 = Int(floorf(y))
+        let fx = x - Float(x0), fy = y - Float(y0)
+        func at(_ xx: Int, _ yy: Int) -> Float {
+            guard xx >= 0, yy >= 0, xx < w, yy < h else { return 0 }
+            return image[(ch * h + yy) * w + xx]
+        }
+        return (at(x0, y0) * (1 - fx) + at(x0 + 1, y0) * fx) * (1 - fy)
+            + (at(x0, y0 + 1) * (1 - fx) + at(x0 + 1, y0 + 1) * fx) * fy
+    }
+}

@@ -1,0 +1,284 @@
+import Foundation
+import Torch
+
+/// The classifier algorithms.
+public enum ClassifierAlgorithm: String, Sendable, Codable, CaseIterable {
+    /// A small residual network trained from scratch on libtorch (the default).
+    case cnn
+    /// HOG and colour-histogram features with a multinomial logistic regression: trains in seconds.
+    case features
+}
+
+public struct ClassifierTrainingOptions: Sendable, Codable, Equatable {
+    public var algorithm: ClassifierAlgorithm = .cnn
+    /// Passes over the training images; nil picks the algorithm's default (cnn 12, features 300 full-batch steps).
+    public var epochs: Int?
+    /// The side of the square network input; nil picks the median image side, clamped to 32…96, rounded to 8.
+    public var inputSize: Int?
+    public var scaling: Scaling = .fit
+    /// Share of each label held out for validation when no validation dataset is given.
+    public var validationFraction = 0.1
+    public var augmentation = Augmentation.none
+    /// Same seed and data → the same model (with one libtorch thread).
+    public var seed: UInt64 = 0
+    public var batchSize = 64
+    public var learningRate: Double?
+    /// The residual network's stage widths.
+    public var widths = [16, 32, 64]
+
+    public init() {}
+}
+
+/// One training epoch's figures, for a job's progress.
+public struct TrainingProgress: Sendable, Equatable {
+    public var epoch: Int
+    public var epochs: Int
+    public var loss: Double
+    public var trainingAccuracy: Double
+    public var validationAccuracy: Double?
+}
+
+/// Preprocessed images and labels, ready for a network.
+public struct LabelledInputs: Sendable {
+    public var inputs: [[Float]]
+    public var labels: [Int]
+    public var side: Int
+
+    /// Decodes and scales every sample of a classification dataset.
+    public static func make(_ dataset: Dataset, side: Int, scaling: Scaling) throws -> LabelledInputs {
+        var inputs: [[Float]] = []
+        inputs.reserveCapacity(dataset.samples.count)
+        for sample in dataset.samples {
+            let image = try RGBImage.decode(dataset.images[sample.hash]!, name: sample.name)
+            inputs.append(try Preprocessing.input(image, width: side, height: side, scaling: scaling).pixels)
+        }
+        return LabelledInputs(inputs: inputs, labels: dataset.samples.map(\.label), side: side)
+    }
+
+    func subset(_ indices: [Int]) -> LabelledInputs {
+        LabelledInputs(inputs: indices.map { inputs[$0] }, labels: indices.map { labels[$0] }, side: side)
+    }
+}
+
+/// Trains classifiers. Synchronous and CPU-bound: the service runs it on its heavy-work lane. `progress` is called
+/// after each epoch; throwing from it (a cancelled job) stops training.
+public enum ClassifierTrainer {
+    public static func defaultInputSize(_ dataset: Dataset) -> Int {
+        let sides = dataset.samples.map { max($0.width, $0.height) }.sorted()
+        let median = sides.isEmpty ? 64 : sides[sides.count / 2]
+        return min(96, max(32, (median + 4) / 8 * 8))
+    }
+
+    /// Splits indices per label with the seed: `fraction` of each label (at least one when it has 3 or more) for
+    /// validation.
+    public static func split(labels: [Int], fraction: Double, seed: UInt64) -> (training: [Int], validation: [Int]) {
+        var random = SeededRandom(seed: seed ^ 0x5EED_5EED)
+        var training: [Int] = [], validation: [Int] = []
+        for label in Set(labels).sorted() {
+            var indices = labels.indices.filter { labels[$0] == label }
+            indices.shuffle(using: &random)
+            var held = Int((Double(indices.count) * fraction).rounded())
+            if fraction > 0 && held == 0 && indices.count >= 3 { held = 1 }
+            validation += indices.prefix(held)
+            training += indices.dropFirst(held)
+        }
+        return (training.sorted(), validation.sorted())
+    }
+
+    /// `base` (transfer learning) is a trained cnn classifier: the new network takes its widths and input size and
+    /// starts from its trained layers; only the final layer, whose shape depends on the labels, starts afresh.
+    public static func train(_ dataset: Dataset, validation: Dataset? = nil, options: ClassifierTrainingOptions,
+                             base: ModelFile? = nil,
+                             progress: (TrainingProgress) throws -> Void = { _ in }) throws -> ModelFile {
+        var options = options
+        if let base {
+            guard base.header.kind == .classifier, base.header.algorithm == "cnn", let network = base.header.network,
+                  options.algorithm == .cnn else {
+                throw ClassificationError.invalid("a base model must be a cnn classifier, trained with the cnn algorithm (this one is a \(base.header.algorithm) \(base.header.kind.rawValue))")
+            }
+            options.widths = network.widths
+            options.inputSize = base.header.inputWidth
+        }
+        guard dataset.kind == .classification else {
+            throw ClassificationError.invalid("a classifier trains on a classification dataset (label folders)")
+        }
+        if let validation, validation.labels != dataset.labels {
+            throw ClassificationError.invalid("the validation dataset's labels differ from the training dataset's")
+        }
+        let started = ContinuousClock.now
+        let side = options.inputSize ?? defaultInputSize(dataset)
+        guard (8...512).contains(side) else { throw ClassificationError.invalid("input size \(side) is outside 8…512") }
+        let all = try LabelledInputs.make(dataset, side: side, scaling: options.scaling)
+        let training: LabelledInputs, held: LabelledInputs?
+        if let validation {
+            training = all
+            held = try LabelledInputs.make(validation, side: side, scaling: options.scaling)
+        } else {
+            let parts = split(labels: all.labels, fraction: options.validationFraction, seed: options.seed)
+            training = all.subset(parts.training)
+            held = parts.validation.isEmpty ? nil : all.subset(parts.validation)
+        }
+        try Torch.seed(options.seed)
+        var file: ModelFile
+        switch options.algorithm {
+        case .cnn: file = try trainNetwork(training, held, labels: dataset.labels, options: options, base: base, progress: progress)
+        case .features: file = try trainFeatures(training, held, labels: dataset.labels, options: options, progress: progress)
+        }
+        file.header.trainingSeconds = (ContinuousClock.now - started).seconds
+        file.header.scaling = options.scaling
+        file.header.seed = options.seed
+        return file
+    }
+
+    // MARK: cnn
+
+    static func trainNetwork(_ training: LabelledInputs, _ held: LabelledInputs?, labels: [String],
+                             options: ClassifierTrainingOptions, base: ModelFile? = nil,
+                             progress: (TrainingProgress) throws -> Void) throws -> ModelFile {
+        let configuration = ResidualNetworkConfiguration(widths: options.widths, classes: labels.count)
+        let network = try ResidualNetwork(configuration, seed: options.seed)
+        if let base { try network.parameters.loadMatching(base.tensors) }
+        let epochs = options.epochs ?? 12
+        let rate = options.learningRate ?? 0.003
+        let optimizer = try Optimizer(.adamW, parameters: network.parameters.trainable, learningRate: rate, weightDecay: 5e-4)
+        var random = SeededRandom(seed: options.seed)
+        let side = training.side, plane = 3 * side * side
+        let batchSize = max(1, options.batchSize)
+        let steps = epochs * ((training.inputs.count + batchSize - 1) / batchSize)
+        var step = 0
+        var trainingAccuracy = 0.0, validationAccuracy: Double?
+        for epoch in 1...max(1, epochs) {
+            var order = Array(training.inputs.indices)
+            order.shuffle(using: &random)
+            var totalLoss = 0.0, correct = 0
+            for start in stride(from: 0, to: order.count, by: batchSize) {
+                let batch = order[start..<min(order.count, start + batchSize)]
+                var values: [Float] = []
+                values.reserveCapacity(batch.count * plane)
+                for i in batch {
+                    values += options.augmentation.apply(training.inputs[i], channels: 3, height: side, width: side, using: &random)
+                }
+                // One-cycle-like schedule: cosine decay from the peak rate after a short warm-up.
+                let progressShare = Double(step) / Double(max(1, steps))
+                let warm = min(1, Double(step + 1) / Double(max(1, steps / 20)))
+                try optimizer.setLearningRate(rate * warm * 0.5 * (1 + cos(.pi * progressShare)))
+                let x = try Tensor(values, shape: [batch.count, 3, side, side])
+                let y = try Tensor(int64s: batch.map { Int64(training.labels[$0]) }, shape: [batch.count])
+                let logits = try network.forward(x, training: true)
+                let loss = try logits.crossEntropy(targets: y)
+                try optimizer.zeroGradients()
+                try loss.backward()
+                try optimizer.step()
+                step += 1
+                totalLoss += Double(try loss.item()) * Double(batch.count)
+                let predicted = try logits.argmax(dim: 1).int64s()
+                correct += zip(predicted, batch).filter { Int($0) == training.labels[$1] }.count
+            }
+            trainingAccuracy = Double(correct) / Double(order.count)
+            if let held {
+                let predicted = try predictNetwork(network, held.inputs, side: side).map { argmax($0) }
+                validationAccuracy = Metrics.accuracy(predicted: predicted, truth: held.labels)
+            }
+            try progress(TrainingProgress(epoch: epoch, epochs: epochs, loss: totalLoss / Double(order.count),
+                                          trainingAccuracy: trainingAccuracy, validationAccuracy: validationAccuracy))
+        }
+        // Training accuracy as evaluated after training (eval-mode batch norm, no augmentation), as Create ML reports it.
+        let finalTraining = Metrics.accuracy(
+            predicted: try predictNetwork(network, training.inputs, side: side).map { argmax($0) }, truth: training.labels)
+        var header = ModelHeader(kind: .classifier, algorithm: "cnn", labels: labels, inputWidth: side, inputHeight: side)
+        header.network = configuration
+        header.trainingAccuracy = finalTraining
+        header.validationAccuracy = validationAccuracy
+        return ModelFile(header: header, tensors: try network.parameters.export())
+    }
+
+    static func predictNetwork(_ network: ResidualNetwork, _ inputs: [[Float]], side: Int) throws -> [[Float]] {
+        try Torch.withoutGradients {
+            var out: [[Float]] = []
+            for start in stride(from: 0, to: inputs.count, by: 256) {
+                let chunk = inputs[start..<min(inputs.count, start + 256)]
+                let x = try Tensor(Array(chunk.joined()), shape: [chunk.count, 3, side, side])
+                let probabilities = try network.forward(x, training: false).softmax(dim: 1).floats()
+                let classes = probabilities.count / chunk.count
+                for i in 0..<chunk.count { out.append(Array(probabilities[i * classes..<(i + 1) * classes])) }
+            }
+            return out
+        }
+    }
+
+    // MARK: features
+
+    static func trainFeatures(_ training: LabelledInputs, _ held: LabelledInputs?, labels: [String],
+                              options: ClassifierTrainingOptions, progress: (TrainingProgress) throws -> Void) throws -> ModelFile {
+        var random = SeededRandom(seed: options.seed)
+        let side = training.side
+        // Augmentation adds one augmented copy of each image (the linear model sees the whole set at once).
+        var inputs = training.inputs, targets = training.labels
+        if !options.augmentation.isNone {
+            for (input, label) in zip(training.inputs, training.labels) {
+                inputs.append(options.augmentation.apply(input, channels: 3, height: side, width: side, using: &random))
+                targets.append(label)
+            }
+        }
+        let width = Features.count()
+        let rows = inputs.map { Features.extract($0, side: side) }
+        var mean = [Float](repeating: 0, count: width), deviation = [Float](repeating: 0, count: width)
+        for row in rows { for j in 0..<width { mean[j] += row[j] } }
+        for j in 0..<width { mean[j] /= Float(rows.count) }
+        for row in rows { for j in 0..<width { deviation[j] += (row[j] - mean[j]) * (row[j] - mean[j]) } }
+        for j in 0..<width { deviation[j] = max(1e-3, (deviation[j] / Float(rows.count)).squareRoot()) }
+        let model = FeatureModel(mean: mean, deviation: deviation, classes: labels.count)
+        let x = try Tensor(rows.flatMap { model.standardise($0) }, shape: [rows.count, width])
+        let y = try Tensor(int64s: targets.map(Int64.init), shape: [targets.count])
+        let weight = try Tensor.zeros([labels.count, width]).requiringGradients()
+        let bias = try Tensor.zeros([labels.count]).requiringGradients()
+        let optimizer = try Optimizer(.adam, parameters: [weight, bias], learningRate: options.learningRate ?? 0.01)
+        let epochs = options.epochs ?? 300
+        let decay = 1e-3
+        var trainingAccuracy = 0.0, validationAccuracy: Double?
+        let heldFeatures = try held.map { held in
+            try Tensor(held.inputs.flatMap { model.standardise(Features.extract($0, side: side)) }, shape: [held.inputs.count, width])
+        }
+        for epoch in 1...max(1, epochs) {
+            let logits = try x.linear(weight: weight, bias: bias)
+            let loss = try logits.crossEntropy(targets: y) + (try weight.squared().sum() * decay)
+            try optimizer.zeroGradients()
+            try loss.backward()
+            try optimizer.step()
+            if epoch % 25 == 0 || epoch == epochs {
+                let predicted = try logits.argmax(dim: 1).int64s().map(Int.init)
+                trainingAccuracy = Metrics.accuracy(predicted: predicted, truth: targets)
+                if let held, let heldFeatures {
+                    let p = try Torch.withoutGradients { try heldFeatures.linear(weight: weight, bias: bias).argmax(dim: 1).int64s() }
+                    validationAccuracy = Metrics.accuracy(predicted: p.map(Int.init), truth: held.labels)
+                }
+                try progress(TrainingProgress(epoch: epoch, epochs: epochs, loss: Double(try loss.item()),
+                                              trainingAccuracy: trainingAccuracy, validationAccuracy: validationAccuracy))
+            }
+        }
+        var header = ModelHeader(kind: .classifier, algorithm: "features", labels: labels, inputWidth: side, inputHeight: side)
+        header.trainingAccuracy = trainingAccuracy
+        header.validationAccuracy = validationAccuracy
+        return ModelFile(header: header, tensors: [
+            NamedArray(name: "mean", shape: [width], values: mean),
+            NamedArray(name: "deviation", shape: [width], values: deviation),
+            NamedArray(name: "weight", shape: [labels.count, width], values: try weight.floats()),
+            NamedArray(name: "bias", shape: [labels.count], values: try bias.floats()),
+        ])
+    }
+}
+
+/// Standardisation of features by the training set's mean and deviation.
+struct FeatureModel {
+    var mean: [Float]
+    var deviation: [Float]
+    var classes: Int
+
+    func standardise(_ row: [Float]) -> [Float] { (0..<row.count).map { (row[$0] - mean[$0]) / deviation[$0] } }
+}
+
+func argmax(_ values: [Float]) -> Int { values.indices.max { values[$0] < values[$1] } ?? 0 }
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

@@ -1,0 +1,306 @@
+import Foundation
+import Torch
+
+public struct DetectorTrainingOptions: Sendable, Codable, Equatable {
+    public var epochs = 60
+    /// Side of the square (letterboxed) network input.
+    public var inputSize = 160
+    public var anchors = 3
+    public var widths = [16, 32, 64, 128]
+    public var seed: UInt64 = 0
+    public var batchSize = 16
+    public var learningRate = 0.003
+    /// Photometric augmentation (exposure, noise, blur); geometric jitter is `jitter`, which moves the boxes too.
+    public var augmentation = Augmentation.none
+    /// Random zoom by up to this fraction and shift by up to this fraction of the side, with the boxes (0: off).
+    /// From-scratch detectors on a hundred scenes need it to generalise.
+    public var jitter = 0.3
+    public var validationFraction = 0.1
+
+    public init() {}
+}
+
+/// A YOLOv2-style single-shot grid detector on the residual backbone: per cell and anchor, a centre offset
+/// (sigmoid), a log-scale of the anchor's size, an objectness logit and per-class logits.
+public final class Detector: ObjectDetector, @unchecked Sendable {
+    public let header: ModelHeader
+    let configuration: DetectorConfiguration
+    let backbone: ResidualNetwork
+
+    init(header: ModelHeader, configuration: DetectorConfiguration, seed: UInt64 = 0) throws {
+        self.header = header
+        self.configuration = configuration
+        backbone = try ResidualNetwork(configuration.backbone, seed: seed)
+        let outputs = configuration.anchors.count * (5 + header.labels.count)
+        try Layers.conv(backbone.parameters, "detect", in: configuration.backbone.widths.last!, out: outputs, kernel: 1, bias: true)
+        // Start with low objectness, as YOLO's prior: most cells hold nothing.
+        let bias = try backbone.parameters["detect.bias"].floats()
+        let stride = 5 + header.labels.count
+        try backbone.parameters["detect.bias"].copy(from: Tensor(bias.indices.map { $0 % stride == 4 ? -4 : 0 }, shape: [outputs]))
+    }
+
+    public convenience init(_ file: ModelFile) throws {
+        guard file.header.kind == .detector, file.header.algorithm == "yolo", let configuration = file.header.detector else {
+            throw ClassificationError.invalid("the model is not a yolo detector")
+        }
+        try self.init(header: file.header, configuration: configuration)
+        try backbone.parameters.load(file.tensors)
+    }
+
+    var grid: Int { header.inputWidth / backbone.stride }
+    var classes: Int { header.labels.count }
+
+    /// Raw outputs [N, anchors, grid, grid, 5 + classes].
+    func forward(_ x: Tensor, training: Bool) throws -> Tensor {
+        let map = try backbone.featureMap(x, training: training)
+        let out = try Layers.applyConv(backbone.parameters, "detect", map, padding: 0)
+        let a = configuration.anchors.count, g = out.shape[2]
+        return try out.reshaped([-1, a, 5 + classes, g, g]).permuted([0, 1, 3, 4, 2])
+    }
+
+    /// Detections in input pixels for a batch of inputs.
+    func decode(_ raw: [Float], batch: Int, threshold: Double) -> [[Detection]] {
+        let a = configuration.anchors.count, g = grid, c = classes, stride = Double(backbone.stride)
+        func sigmoid(_ v: Float) -> Double { 1 / (1 + Foundation.exp(-Double(v))) }
+        var result: [[Detection]] = []
+        for n in 0..<batch {
+            var found: [Detection] = []
+            for anchor in 0..<a {
+                for gy in 0..<g {
+                    for gx in 0..<g {
+                        let base = ((((n * a + anchor) * g + gy) * g) + gx) * (5 + c)
+                        let objectness = sigmoid(raw[base + 4])
+                        if objectness < threshold { continue }
+                        let scores = Metrics.softmax(Array(raw[(base + 5)..<(base + 5 + c)]))
+                        let best = argmax(scores)
+                        let confidence = objectness * Double(scores[best])
+                        if confidence < threshold { continue }
+                        let cx = (Double(gx) + sigmoid(raw[base])) * stride
+                        let cy = (Double(gy) + sigmoid(raw[base + 1])) * stride
+                        let w = configuration.anchors[anchor][0] * Foundation.exp(min(4, Double(raw[base + 2])))
+                        let h = configuration.anchors[anchor][1] * Foundation.exp(min(4, Double(raw[base + 3])))
+                        found.append(Detection(label: best, confidence: confidence, box: Box(centerX: cx, centerY: cy, width: w, height: h)))
+                    }
+                }
+            }
+            result.append(found)
+        }
+        return result
+    }
+
+    /// Labelled boxes in the image's pixels (origin top-left), after the threshold, the label filter and NMS.
+    public func detect(_ image: RGBImage, confidenceThreshold: Double = 0.25, iouThreshold: Double = 0.45,
+                       maximum: Int = 100, labels only: Set<String> = []) throws -> [Detection] {
+        let side = header.inputWidth
+        let (input, placement) = try Preprocessing.input(image, width: side, height: side, scaling: .fit)
+        let raw = try Torch.withoutGradients { try forward(Tensor(input, shape: [1, 3, side, side]), training: false).floats() }
+        var found = decode(raw, batch: 1, threshold: confidenceThreshold)[0]
+        if !only.isEmpty { found = found.filter { only.contains(header.labels[$0.label]) } }
+        let kept = Metrics.nonMaximumSuppression(found, iouThreshold: iouThreshold, limit: maximum)
+        return kept.map { i in
+            var d = found[i]
+            let box = placement.toSource(d.box)
+            // Clip to the image.
+            let x0 = max(0, box.minX), y0 = max(0, box.minY)
+            let x1 = min(Double(image.width), box.maxX), y1 = min(Double(image.height), box.maxY)
+            d.box = Box(x: x0, y: y0, width: max(0, x1 - x0), height: max(0, y1 - y0))
+            return d
+        }
+    }
+}
+
+/// Detector evaluation as COCO computes it: per-class AP at IoU 0.5 and averaged over 0.5:0.95, and their means.
+public struct DetectorEvaluation: Sendable, Equatable {
+    public var ap50: [String: Double]
+    public var ap50to95: [String: Double]
+    public var map50: Double
+    public var map50to95: Double
+
+    public static func run(_ detector: any ObjectDetector, on dataset: Dataset) throws -> DetectorEvaluation {
+        guard dataset.kind == .detection else { throw ClassificationError.invalid("a detector is evaluated on a detection dataset") }
+        let labels = detector.header.labels
+        let index = Dictionary(uniqueKeysWithValues: labels.enumerated().map { ($1, $0) })
+        var detections: [[(image: Int, detection: Detection)]] = Array(repeating: [], count: labels.count)
+        var truth: [[(image: Int, box: Box)]] = Array(repeating: [], count: labels.count)
+        for (i, sample) in dataset.samples.enumerated() {
+            let image = try RGBImage.decode(dataset.images[sample.hash]!, name: sample.name)
+            // COCO scores every detection down to a low threshold.
+            for d in try detector.detect(image, confidenceThreshold: 0.01, iouThreshold: 0.45, maximum: 100) {
+                detections[d.label].append((i, d))
+            }
+            for object in sample.objects {
+                guard let label = index[dataset.labels[object.label]] else {
+                    throw ClassificationError.invalid("the dataset's label \(dataset.labels[object.label]) is not one of the model's labels")
+                }
+                truth[label].append((i, object.box))
+            }
+        }
+        var ap50: [String: Double] = [:], ap: [String: Double] = [:]
+        var perClass: [[Double: Double]] = []
+        for (c, label) in labels.enumerated() where !truth[c].isEmpty {
+            var byThreshold: [Double: Double] = [:]
+            for t in Metrics.cocoThresholds {
+                byThreshold[t] = Metrics.averagePrecision(detections: detections[c], truth: truth[c], iouThreshold: t)
+            }
+            perClass.append(byThreshold)
+            ap50[label] = byThreshold[0.5]
+            ap[label] = byThreshold.values.reduce(0, +) / Double(byThreshold.count)
+        }
+        let map50 = ap50.isEmpty ? 0 : ap50.values.reduce(0, +) / Double(ap50.count)
+        return DetectorEvaluation(ap50: ap50, ap50to95: ap, map50: map50, map50to95: Metrics.meanAveragePrecision(perClass: perClass))
+    }
+}
+
+public enum DetectorTrainer {
+    /// YOLOv2's anchors: k-means over (width, height) with 1 − IoU (boxes aligned at their centres) as distance,
+    /// seeded; sorted by area.
+    public static func anchors(_ sizes: [(Double, Double)], count k: Int, seed: UInt64) -> [[Double]] {
+        guard !sizes.isEmpty else { return [] }
+        var random = SeededRandom(seed: seed ^ 0xA1C4)
+        var centres = (0..<min(k, sizes.count)).map { _ in sizes[Int(random.next() % UInt64(sizes.count))] }
+        func iou(_ a: (Double, Double), _ b: (Double, Double)) -> Double {
+            let inter = min(a.0, b.0) * min(a.1, b.1)
+            return inter / (a.0 * a.1 + b.0 * b.1 - inter)
+        }
+        for _ in 0..<50 {
+            var sums = [(Double, Double, Int)](repeating: (0, 0, 0), count: centres.count)
+            for s in sizes {
+                let nearest = centres.indices.max { iou(s, centres[$0]) < iou(s, centres[$1]) }!
+                sums[nearest].0 += s.0; sums[nearest].1 += s.1; sums[nearest].2 += 1
+            }
+            for i in centres.indices where sums[i].2 > 0 {
+                centres[i] = (sums[i].0 / Double(sums[i].2), sums[i].1 / Double(sums[i].2))
+            }
+        }
+        return centres.sorted { $0.0 * $0.1 < $1.0 * $1.1 }.map { [$0.0, $0.1] }
+    }
+
+    struct Prepared {
+        var input: [Float]
+        var boxes: [Dataset.Object]  // in input pixels
+    }
+
+    /// Zooms and shifts an input and its boxes together; boxes mostly pushed out of the frame are dropped.
+    static func jitter(_ sample: Prepared, side: Int, amount: Double, using random: inout SeededRandom) -> ([Float], [Dataset.Object]) {
+        guard amount > 0 else { return (sample.input, sample.boxes) }
+        let scale = 1 + (Double(random.unit()) * 2 - 1) * amount
+        let centre = Double(side) / 2
+        let tx = centre * (1 - scale) + (Double(random.unit()) * 2 - 1) * amount * Double(side)
+        let ty = centre * (1 - scale) + (Double(random.unit()) * 2 - 1) * amount * Double(side)
+        var out = [Float](repeating: 0, count: sample.input.count)
+        let plane = side * side
+        for y in 0..<side {
+            let sy = (Double(y) - ty) / scale
+            let y0 = Int(sy.rounded(.down)), fy = Float(sy - Double(y0))
+            for x in 0..<side {
+                let sx = (Double(x) - tx) / scale
+                let x0 = Int(sx.rounded(.down)), fx = Float(sx - Double(x0))
+                guard x0 >= 0, y0 >= 0, x0 + 1 < side, y0 + 1 < side else { continue }
+                for c in 0..<3 {
+                    let base = c * plane
+                    let top = sample.input[base + y0 * side + x0] * (1 - fx) + sample.input[base + y0 * side + x0 + 1] * fx
+                    let bottom = sample.input[base + (y0 + 1) * side + x0] * (1 - fx) + sample.input[base + (y0 + 1) * side + x0 + 1] * fx
+                    out[base + y * side + x] = top * (1 - fy) + bottom * fy
+                }
+            }
+        }
+        var boxes: [Dataset.Object] = []
+        for object in sample.boxes {
+            let moved = Box(x: object.box.x * scale + tx, y: object.box.y * scale + ty, width: object.box.width * scale, height: object.box.height * scale)
+            let x0 = max(0, moved.minX), y0 = max(0, moved.minY)
+            let x1 = min(Double(side), moved.maxX), y1 = min(Double(side), moved.maxY)
+            guard x1 > x0, y1 > y0, (x1 - x0) * (y1 - y0) >= 0.6 * moved.area else { continue }
+            boxes.append(Dataset.Object(label: object.label, box: Box(x: x0, y: y0, width: x1 - x0, height: y1 - y0)))
+        }
+        return (out, boxes)
+    }
+
+    public static func train(_ dataset: Dataset, options: DetectorTrainingOptions,
+                             progress: (TrainingProgress) throws -> Void = { _ in }) throws -> ModelFile {
+        guard dataset.kind == .detection else { throw ClassificationError.invalid("a detector trains on a detection dataset (annotations.json)") }
+        let started = ContinuousClock.now
+        let side = options.inputSize
+        var prepared: [Prepared] = []
+        for sample in dataset.samples {
+            let image = try RGBImage.decode(dataset.images[sample.hash]!, name: sample.name)
+            let (input, placement) = try Preprocessing.input(image, width: side, height: side, scaling: .fit)
+            prepared.append(Prepared(input: input, boxes: sample.objects.map { Dataset.Object(label: $0.label, box: placement.toInput($0.box)) }))
+        }
+        let split = ClassifierTrainer.split(labels: Array(repeating: 0, count: prepared.count), fraction: options.validationFraction, seed: options.seed)
+        let training = split.training.map { prepared[$0] }
+        let anchors = Self.anchors(training.flatMap { $0.boxes.map { ($0.box.width, $0.box.height) } }, count: options.anchors, seed: options.seed)
+        try Torch.seed(options.seed)
+        let backbone = ResidualNetworkConfiguration(widths: options.widths, classes: 1, stemStride: 2, firstStageStride: 2)
+        var header = ModelHeader(kind: .detector, algorithm: "yolo", labels: dataset.labels, inputWidth: side, inputHeight: side)
+        header.detector = DetectorConfiguration(backbone: backbone, anchors: anchors)
+        header.seed = options.seed
+        let detector = try Detector(header: header, configuration: header.detector!, seed: options.seed)
+        guard side % detector.backbone.stride == 0 else {
+            throw ClassificationError.invalid("input size \(side) is not a multiple of the backbone's stride \(detector.backbone.stride)")
+        }
+        let optimizer = try Optimizer(.adamW, parameters: detector.backbone.parameters.trainable, learningRate: options.learningRate, weightDecay: 5e-4)
+        var random = SeededRandom(seed: options.seed)
+        let g = detector.grid, a = anchors.count, c = dataset.labels.count, cellSize = Double(detector.backbone.stride)
+        let steps = options.epochs * ((training.count + options.batchSize - 1) / options.batchSize)
+        var step = 0
+        for epoch in 1...max(1, options.epochs) {
+            var order = Array(training.indices)
+            order.shuffle(using: &random)
+            var total = 0.0
+            for start in stride(from: 0, to: order.count, by: options.batchSize) {
+                let batch = Array(order[start..<min(order.count, start + options.batchSize)])
+                let n = batch.count
+                var values: [Float] = []
+                var objectness = [Float](repeating: 0, count: n * a * g * g)
+                var weight = [Float](repeating: 1, count: n * a * g * g)
+                var xy = [Float](repeating: 0, count: n * a * g * g * 2), wh = xy
+                var classTargets = [Float](repeating: 0, count: n * a * g * g * c)
+                var positives = 0
+                for (b, i) in batch.enumerated() {
+                    let (jittered, boxes) = jitter(training[i], side: side, amount: options.jitter, using: &random)
+                    values += options.augmentation.apply(jittered, channels: 3, height: side, width: side, using: &random)
+                    for object in boxes {
+                        let cx = object.box.x + object.box.width / 2, cy = object.box.y + object.box.height / 2
+                        let gx = min(g - 1, max(0, Int(cx / cellSize))), gy = min(g - 1, max(0, Int(cy / cellSize)))
+                        let best = anchors.indices.max { lhs, rhs in
+                            func overlap(_ k: Int) -> Double {
+                                let inter = min(anchors[k][0], object.box.width) * min(anchors[k][1], object.box.height)
+                                return inter / (anchors[k][0] * anchors[k][1] + object.box.area - inter)
+                            }
+                            return overlap(lhs) < overlap(rhs)
+                        }!
+                        let cell = ((b * a + best) * g + gy) * g + gx
+                        if objectness[cell] == 0 { positives += 1 }
+                        objectness[cell] = 1
+                        weight[cell] = 5
+                        xy[cell * 2] = Float(cx / cellSize - Double(gx)); xy[cell * 2 + 1] = Float(cy / cellSize - Double(gy))
+                        wh[cell * 2] = Float(Foundation.log(object.box.width / anchors[best][0]))
+                        wh[cell * 2 + 1] = Float(Foundation.log(object.box.height / anchors[best][1]))
+                        for k in 0..<c { classTargets[cell * c + k] = k == object.label ? 1 : 0 }
+                    }
+                }
+                let progressShare = Double(step) / Double(max(1, steps))
+                let warm = min(1, Double(step + 1) / Double(max(1, steps / 20)))
+                try optimizer.setLearningRate(options.learningRate * warm * 0.5 * (1 + cos(.pi * progressShare)))
+                let out = try detector.forward(Tensor(values, shape: [n, 3, side, side]), training: true)
+                let mask = try Tensor(objectness, shape: [n, a, g, g, 1])
+                let count = Double(max(1, positives))
+                let xyLoss = try ((try out.narrowed(dim: 4, start: 0, length: 2).sigmoid() - Tensor(xy, shape: [n, a, g, g, 2])).squared() * mask).sum()
+                let whLoss = try ((try out.narrowed(dim: 4, start: 2, length: 2) - Tensor(wh, shape: [n, a, g, g, 2])).squared() * mask).sum()
+                let objLoss = try out.narrowed(dim: 4, start: 4, length: 1).binaryCrossEntropyWithLogits(
+                    targets: Tensor(objectness, shape: [n, a, g, g, 1]), weight: Tensor(weight, shape: [n, a, g, g, 1]), summed: true)
+                let clsLoss = try (try out.narrowed(dim: 4, start: 5, length: c).logSoftmax(dim: 4) * Tensor(classTargets, shape: [n, a, g, g, c])).sum().negated()
+                let loss = try (try (try (try xyLoss * 5.0 + (try whLoss * 5.0)) + objLoss) + clsLoss) * (1 / count)
+                try optimizer.zeroGradients()
+                try loss.backward()
+                try optimizer.step()
+                step += 1
+                total += Double(try loss.item())
+            }
+            try progress(TrainingProgress(epoch: epoch, epochs: options.epochs, loss: total / Double(max(1, (training.count + options.batchSize - 1) / options.batchSize)),
+                                          trainingAccuracy: 0, validationAccuracy: nil))
+        }
+        header.trainingSeconds = (ContinuousClock.now - started).seconds
+        return ModelFile(header: header, tensors: try detector.backbone.parameters.export())
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import Storage
+
+/// A catalogue entry keyed by label (a breed, a species): what the app showed beside the top prediction.
+public struct CatalogueEntry: Sendable, Equatable, Codable {
+    public var label: String
+    public var name: String
+    public var localName: String
+    /// Free attributes: fur, size, weight, height, colour, life expectancy, country of origin, description.
+    public var attributes: [String: String]
+
+    public init(label: String, name: String, localName: String, attributes: [String: String] = [:]) {
+        self.label = label; self.name = name; self.localName = localName; self.attributes = attributes
+    }
+
+    enum CodingKeys: String, CodingKey { case label, name, localName = "local_name", attributes }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        label = try c.decode(String.self, forKey: .label)
+        name = try c.decodeIfPresent(String.self, forKey: .name) ?? label
+        localName = try c.decodeIfPresent(String.self, forKey: .localName) ?? name
+        attributes = try c.decodeIfPresent([String: String].self, forKey: .attributes) ?? [:]
+    }
+}
+
+/// Case- and diacritics-insensitive folding for search and sorting ("Čivava" matches "civava").
+func folded(_ text: String) -> String {
+    text.folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil)
+}
+
+extension ClassificationStore {
+    /// Parses a JSON array of entries (`label` required; `name`, `local_name`, `attributes` optional), naming the
+    /// index of a bad one.
+    public static func parseCatalogue(_ json: [UInt8]) throws -> [CatalogueEntry] {
+        do {
+            let entries = try JSONDecoder().decode([CatalogueEntry].self, from: Data(json))
+            for (i, entry) in entries.enumerated() where entry.label.isEmpty {
+                throw ClassificationError.invalid("catalogue[\(i)].label is empty")
+            }
+            return entries
+        } catch let error as ClassificationError {
+            throw error
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw ClassificationError.invalid("catalogue\(path(context.codingPath)).\(key.stringValue): missing")
+        } catch let DecodingError.typeMismatch(_, context) {
+            throw ClassificationError.invalid("catalogue\(path(context.codingPath)): wrong type (\(context.debugDescription))")
+        } catch {
+            throw ClassificationError.invalid("catalogue: malformed JSON (\(error.localizedDescription))")
+        }
+    }
+
+    private static func path(_ keys: [CodingKey]) -> String {
+        keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+    }
+
+    /// Imports entries, replacing those with the same labels; returns how many were written.
+    @discardableResult
+    public func importCatalogue(_ entries: [CatalogueEntry]) throws -> Int {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return try database.write { db in
+            let statement = try db.prepare("""
+                INSERT OR REPLACE INTO catalogue (label, name, local_name, attributes, search) VALUES (?, ?, ?, ?, ?)
+                """)
+            for entry in entries {
+                let text = ([entry.label, entry.name, entry.localName] + entry.attributes.keys + entry.attributes.values)
+                    .map(folded).joined(separator: "\u{1F}")
+                try statement.execute([entry.label, entry.name, entry.localName,
+                                       String(decoding: try encoder.encode(entry.attributes), as: UTF8.self), text])
+            }
+            return entries.count
+        }
+    }
+
+    public func catalogueEntry(label: String) throws -> CatalogueEntry? {
+        try database.read { db in
+            try db.queryOne("SELECT label, name, local_name, attributes FROM catalogue WHERE label = ?", [label]).map(Self.entry)
+        }
+    }
+
+    /// Entries whose any field contains the query (folded), sorted by folded local name; all for an empty query.
+    public func searchCatalogue(_ query: String, limit: Int = 100) throws -> [CatalogueEntry] {
+        let needle = folded(query.trimmingCharacters(in: .whitespaces))
+        let rows = try database.read { db in
+            try db.query("SELECT label, name, local_name, attributes, search FROM catalogue")
+        }
+        return rows.filter { needle.isEmpty || ($0.string(4) ?? "").contains(needle) }
+            .map(Self.entry)
+            .sorted { (folded($0.localName), $0.label) < (folded($1.localName), $1.label) }
+            .prefix(max(0, limit)).map { $0 }
+    }
+
+    private static func entry(_ row: Row) -> CatalogueEntry {
+        CatalogueEntry(label: row.string(0) ?? "", name: row.string(1) ?? "", localName: row.string(2) ?? "",
+                       attributes: (try? JSONDecoder().decode([String: String].self, from: Data((row.string(3) ?? "{}").utf8))) ?? [:])
+    }
+
+    // MARK: Feedback
+
+    /// The dataset feedback photos of a kind go to.
+    public static func feedbackDataset(_ kind: ModelHeader.Kind) -> String { "feedback-\(kind.rawValue)" }
+
+    /// Keeps a confirmed or corrected photo under `label` in the classifier feedback dataset — only with the
+    /// user's consent; without it nothing is stored and nil is returned. The image must decode.
+    @discardableResult
+    public func recordFeedback(image bytes: [UInt8], label: String, consent: Bool) throws -> String? {
+        guard consent else { return nil }
+        guard !label.isEmpty, !label.contains("/") else { throw ClassificationError.invalid("feedback label \"\(label)\" is empty or has a slash") }
+        let image = try RGBImage.decode(bytes, name: "feedback image")
+        let hash = SHA256.hex(bytes)
+        let name = Self.feedbackDataset(.classifier)
+        try database.write { db in
+            if try db.queryOne("SELECT 1 FROM datasets WHERE name = ?", [name]) == nil {
+                try db.execute("INSERT INTO datasets (name, kind, labels, created_at) VALUES (?, 'classification', '[]', ?)",
+                               [name, Date().timeIntervalSince1970])
+            }
+            let labelsText = try db.queryOne("SELECT labels FROM datasets WHERE name = ?", [name])?.string(0) ?? "[]"
+            var labels = try JSONDecoder().decode([String].self, from: Data(labelsText.utf8))
+            try db.execute("INSERT OR IGNORE INTO images (hash, bytes) VALUES (?, ?)", [hash, bytes])
+            // The same photo confirmed again replaces its earlier label.
+            try db.execute("DELETE FROM dataset_samples WHERE dataset = ? AND hash = ?", [name, hash])
+            if !labels.contains(label) {
+                // Labels stay sorted, so sample label indices are rewritten when a new label sorts before others.
+                let old = labels
+                labels.append(label)
+                labels.sort()
+                for (oldIndex, oldLabel) in old.enumerated() {
+                    try db.execute("UPDATE dataset_samples SET label = ? WHERE dataset = ? AND label = ?",
+                                   [-1 - labels.firstIndex(of: oldLabel)!, name, oldIndex])
+                }
+                try db.execute("UPDATE dataset_samples SET label = -1 - label WHERE dataset = ? AND label < 0", [name])
+                try db.execute("UPDATE datasets SET labels = ? WHERE name = ?",
+                               [String(decoding: try JSONEncoder().encode(labels), as: UTF8.self), name])
+            }
+            let position = (try db.queryOne("SELECT COALESCE(MAX(position), -1) + 1 FROM dataset_samples WHERE dataset = ?", [name])?.int(0)) ?? 0
+            try db.execute("""
+                INSERT INTO dataset_samples (dataset, position, name, hash, width, height, label, objects)
+                VALUES (?, ?, ?, ?, ?, ?, ?, '[]')
+                """, [name, position, "\(label)/\(hash.prefix(16)).img", hash, image.width, image.height, labels.firstIndex(of: label)!])
+        }
+        return name
+    }
+}

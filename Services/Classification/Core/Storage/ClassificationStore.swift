@@ -1,0 +1,242 @@
+import Foundation
+import Storage
+
+/// The service's persistence in its SQLite database (shared by replicas): datasets with their images stored once
+/// per content hash, models as their container files (so export is the stored bytes, and import is a decode), the
+/// catalogue and feedback (Catalogue.swift).
+public final class ClassificationStore: Sendable {
+    public let database: Database
+
+    public static let migrations = [
+        Migration(1, "datasets, images and models") { db in
+            try db.executeScript("""
+                CREATE TABLE images (hash TEXT PRIMARY KEY, bytes BLOB NOT NULL);
+                CREATE TABLE datasets (
+                    name TEXT PRIMARY KEY, kind TEXT NOT NULL, labels TEXT NOT NULL, created_at REAL NOT NULL);
+                CREATE TABLE dataset_samples (
+                    dataset TEXT NOT NULL REFERENCES datasets(name) ON DELETE CASCADE,
+                    position INTEGER NOT NULL, name TEXT NOT NULL, hash TEXT NOT NULL REFERENCES images(hash),
+                    width INTEGER NOT NULL, height INTEGER NOT NULL, label INTEGER NOT NULL, objects TEXT NOT NULL,
+                    PRIMARY KEY (dataset, position));
+                CREATE INDEX dataset_samples_hash ON dataset_samples(hash);
+                CREATE TABLE models (
+                    name TEXT PRIMARY KEY, kind TEXT NOT NULL, algorithm TEXT NOT NULL, created_at REAL NOT NULL,
+                    size INTEGER NOT NULL, file BLOB NOT NULL);
+                CREATE TABLE active_models (
+                    kind TEXT PRIMARY KEY, model TEXT NOT NULL REFERENCES models(name) ON DELETE CASCADE);
+                """)
+        },
+        Migration(2, "catalogue") { db in
+            try db.executeScript("""
+                CREATE TABLE catalogue (
+                    label TEXT PRIMARY KEY, name TEXT NOT NULL, local_name TEXT NOT NULL, attributes TEXT NOT NULL,
+                    search TEXT NOT NULL);
+                """)
+        },
+    ]
+
+    public init(database: Database) { self.database = database }
+
+    public convenience init(path: String) throws {
+        self.init(database: try Database(path: path, migrations: Self.migrations))
+    }
+
+    public static func inMemory() throws -> ClassificationStore {
+        ClassificationStore(database: try Database.inMemory(migrations: migrations))
+    }
+
+    // MARK: Datasets
+
+    public struct DatasetSummary: Sendable, Equatable {
+        public var name: String
+        public var kind: Dataset.Kind
+        public var labels: [String]
+        public var images: Int
+        public var createdAt: Date
+    }
+
+    static func validName(_ name: String, _ what: String) throws {
+        guard !name.isEmpty, name.count <= 100, !name.contains("/"), name.trimmingCharacters(in: .whitespaces) == name else {
+            throw ClassificationError.invalid("\(what) name \"\(name)\" must be 1–100 characters without slashes or outer spaces")
+        }
+    }
+
+    /// Stores a validated dataset in one transaction: all of it or nothing.
+    public func saveDataset(_ dataset: Dataset, name: String) throws {
+        try Self.validName(name, "dataset")
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        try database.write { db in
+            guard try db.queryOne("SELECT 1 FROM datasets WHERE name = ?", [name]) == nil else {
+                throw ClassificationError(.alreadyExists, "dataset \(name) already exists")
+            }
+            try db.execute("INSERT INTO datasets (name, kind, labels, created_at) VALUES (?, ?, ?, ?)",
+                           [name, dataset.kind.rawValue, String(decoding: try encoder.encode(dataset.labels), as: UTF8.self),
+                            Date().timeIntervalSince1970])
+            let image = try db.prepare("INSERT OR IGNORE INTO images (hash, bytes) VALUES (?, ?)")
+            for (hash, bytes) in dataset.images { try image.execute([hash, bytes]) }
+            let sample = try db.prepare("""
+                INSERT INTO dataset_samples (dataset, position, name, hash, width, height, label, objects)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            for (position, s) in dataset.samples.enumerated() {
+                try sample.execute([name, position, s.name, s.hash, s.width, s.height, s.label,
+                                    String(decoding: try encoder.encode(s.objects), as: UTF8.self)])
+            }
+        }
+    }
+
+    public func dataset(named name: String) throws -> Dataset {
+        try database.read { db in
+            guard let row = try db.queryOne("SELECT kind, labels FROM datasets WHERE name = ?", [name]) else {
+                throw ClassificationError(.notFound, "no dataset named \(name)")
+            }
+            let kind = Dataset.Kind(rawValue: row.string(0) ?? "") ?? .classification
+            let labels = try JSONDecoder().decode([String].self, from: Data((row.string(1) ?? "[]").utf8))
+            var images: [String: [UInt8]] = [:]
+            var samples: [Dataset.Sample] = []
+            for r in try db.query("""
+                SELECT s.name, s.hash, s.width, s.height, s.label, s.objects, i.bytes FROM dataset_samples s
+                JOIN images i ON i.hash = s.hash WHERE s.dataset = ? ORDER BY s.position
+                """, [name]) {
+                let hash = r.string(1) ?? ""
+                images[hash] = r.blob(6) ?? []
+                samples.append(Dataset.Sample(
+                    name: r.string(0) ?? "", hash: hash, width: r.int(2) ?? 0, height: r.int(3) ?? 0, label: r.int(4) ?? 0,
+                    objects: try JSONDecoder().decode([Dataset.Object].self, from: Data((r.string(5) ?? "[]").utf8))))
+            }
+            return Dataset(kind: kind, labels: labels, samples: samples, images: images)
+        }
+    }
+
+    public func datasets() throws -> [DatasetSummary] {
+        try database.read { db in
+            try db.query("""
+                SELECT d.name, d.kind, d.labels, d.created_at, COUNT(s.position) FROM datasets d
+                LEFT JOIN dataset_samples s ON s.dataset = d.name GROUP BY d.name ORDER BY d.name
+                """).map { r in
+                DatasetSummary(name: r.string(0) ?? "", kind: Dataset.Kind(rawValue: r.string(1) ?? "") ?? .classification,
+                               labels: (try? JSONDecoder().decode([String].self, from: Data((r.string(2) ?? "[]").utf8))) ?? [],
+                               images: r.int(4) ?? 0, createdAt: Date(timeIntervalSince1970: r.double(3) ?? 0))
+            }
+        }
+    }
+
+    /// One dataset's summary, without reading its images.
+    public func datasetSummary(named name: String) throws -> DatasetSummary {
+        guard let summary = try datasets().first(where: { $0.name == name }) else {
+            throw ClassificationError(.notFound, "no dataset named \(name)")
+        }
+        return summary
+    }
+
+    /// Per label: the images showing it and its objects (boxes; 0 for classification), read without the images.
+    public func labelCounts(dataset name: String) throws -> [(label: String, images: Int, objects: Int)] {
+        let summary = try datasetSummary(named: name)
+        let rows = try database.read { db in
+            try db.query("SELECT label, objects FROM dataset_samples WHERE dataset = ?", [name]).map { ($0.int(0) ?? 0, $0.string(1) ?? "[]") }
+        }
+        var images = [Int](repeating: 0, count: summary.labels.count), objects = images
+        for (label, json) in rows {
+            if summary.kind == .classification {
+                if summary.labels.indices.contains(label) { images[label] += 1 }
+                continue
+            }
+            let boxes = (try? JSONDecoder().decode([Dataset.Object].self, from: Data(json.utf8))) ?? []
+            for object in boxes where summary.labels.indices.contains(object.label) { objects[object.label] += 1 }
+            for label in Set(boxes.map(\.label)) where summary.labels.indices.contains(label) { images[label] += 1 }
+        }
+        return summary.labels.indices.map { (summary.labels[$0], images[$0], objects[$0]) }
+    }
+
+    /// Deletes a dataset and the images no other dataset uses.
+    public func deleteDataset(named name: String) throws {
+        try database.write { db in
+            try db.execute("DELETE FROM datasets WHERE name = ?", [name])
+            guard db.changes > 0 else { throw ClassificationError(.notFound, "no dataset named \(name)") }
+            try db.execute("DELETE FROM images WHERE hash NOT IN (SELECT hash FROM dataset_samples)")
+        }
+    }
+
+    // MARK: Models
+
+    public struct ModelSummary: Sendable, Equatable {
+        public var name: String
+        public var header: ModelHeader
+        public var size: Int
+        public var createdAt: Date
+        public var active: Bool
+    }
+
+    /// Stores a model file under `name` (replacing none: names are unique).
+    public func saveModel(_ file: ModelFile, name: String) throws {
+        try Self.validName(name, "model")
+        let bytes = try file.encoded()
+        try database.write { db in
+            guard try db.queryOne("SELECT 1 FROM models WHERE name = ?", [name]) == nil else {
+                throw ClassificationError(.alreadyExists, "model \(name) already exists")
+            }
+            try db.execute("INSERT INTO models (name, kind, algorithm, created_at, size, file) VALUES (?, ?, ?, ?, ?, ?)",
+                           [name, file.header.kind.rawValue, file.header.algorithm, Date().timeIntervalSince1970, bytes.count, bytes])
+            // The first model of a kind becomes that kind's active model.
+            try db.execute("INSERT OR IGNORE INTO active_models (kind, model) VALUES (?, ?)", [file.header.kind.rawValue, name])
+        }
+    }
+
+    /// The stored container bytes (export).
+    public func modelBytes(named name: String) throws -> [UInt8] {
+        try database.read { db in
+            guard let row = try db.queryOne("SELECT file FROM models WHERE name = ?", [name]), let bytes = row.blob(0) else {
+                throw ClassificationError(.notFound, "no model named \(name)")
+            }
+            return bytes
+        }
+    }
+
+    public func model(named name: String) throws -> ModelFile { try ModelFile.decode(modelBytes(named: name)) }
+
+    /// When the model of that name was stored: a replica's cached copy of a name is stale when this differs (the
+    /// model was deleted and another stored under its name, perhaps by another replica).
+    public func modelStamp(named name: String) throws -> Double {
+        try database.read { db in
+            guard let row = try db.queryOne("SELECT created_at FROM models WHERE name = ?", [name]), let stamp = row.double(0) else {
+                throw ClassificationError(.notFound, "no model named \(name)")
+            }
+            return stamp
+        }
+    }
+
+    public func models() throws -> [ModelSummary] {
+        let rows = try database.read { db in
+            try db.query("""
+                SELECT m.name, m.file, m.size, m.created_at, a.kind IS NOT NULL FROM models m
+                LEFT JOIN active_models a ON a.model = m.name ORDER BY m.name
+                """)
+        }
+        return try rows.map { r in
+            ModelSummary(name: r.string(0) ?? "", header: try ModelFile.decode(r.blob(1) ?? []).header, size: r.int(2) ?? 0,
+                         createdAt: Date(timeIntervalSince1970: r.double(3) ?? 0), active: r.bool(4) ?? false)
+        }
+    }
+
+    public func deleteModel(named name: String) throws {
+        try database.write { db in
+            try db.execute("DELETE FROM models WHERE name = ?", [name])
+            guard db.changes > 0 else { throw ClassificationError(.notFound, "no model named \(name)") }
+        }
+    }
+
+    public func setActiveModel(_ name: String) throws {
+        try database.write { db in
+            guard let row = try db.queryOne("SELECT kind FROM models WHERE name = ?", [name]) else {
+                throw ClassificationError(.notFound, "no model named \(name)")
+            }
+            try db.execute("INSERT OR REPLACE INTO active_models (kind, model) VALUES (?, ?)", [row.string(0) ?? "", name])
+        }
+    }
+
+    /// The active model's name for a kind, if any.
+    public func activeModel(kind: ModelHeader.Kind) throws -> String? {
+        try database.read { db in try db.queryOne("SELECT model FROM active_models WHERE kind = ?", [kind.rawValue])?.string(0) }
+    }
+}

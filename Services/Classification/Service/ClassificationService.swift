@@ -1,0 +1,410 @@
+import ClassificationCore
+import Foundation
+import Jobs
+import JobsService
+import RPC
+import Schema
+import ServiceAPI
+import ServiceKit
+import Torch
+
+/// The classification service's RPC methods (`menagerie.classification.v1.Classification`): thin handlers that
+/// validate the request, run the core on the heavy-work lane (decoding, training, inference are CPU-bound and would
+/// hold a server worker, so health checks would wait) and convert the answer.
+public struct ClassificationService: ClassificationV1.Classification.ServiceProtocol {
+    public let store: ClassificationStore
+    public let lane: HeavyWorkLane
+    /// Runs trainings (on the lane, recorded in the service's database); offer `JobsService(runner: jobs)` beside.
+    public let jobs: JobRunner
+    public let limits: Limits
+    let cache: ModelCache
+
+    /// The kind of the jobs Train starts.
+    public static let trainJobKind = "classification.train"
+
+    public struct Limits: Sendable {
+        /// libtorch's intra-op threads for each piece of work (it uses one by default).
+        public var torchThreads = ProcessInfo.processInfo.activeProcessorCount
+        /// An upload's total bytes (a dataset is held in memory while it is validated).
+        public var maxUploadBytes = 1 << 30
+        public var maxUploadFiles = 200_000
+        /// Decoded pixels of one image, checked from its header before decoding.
+        public var pixelLimit = RGBImage.defaultPixelLimit
+        public init() {}
+    }
+
+    public init(store: ClassificationStore, lane: HeavyWorkLane, jobs: JobRunner, limits: Limits = Limits()) {
+        self.store = store
+        self.lane = lane
+        self.jobs = jobs
+        self.limits = limits
+        cache = ModelCache(store: store)
+    }
+
+    /// Runs `work` on the lane with libtorch's threads set for that lane thread (OpenMP's count is per thread).
+    private func heavy<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        let threads = limits.torchThreads
+        return try await lane.run {
+            try Torch.setThreads(threads)
+            return try work()
+        }
+    }
+
+    // MARK: Datasets
+
+    public func uploadDataset(
+        requests: RequestStream<ClassificationV1.UploadDatasetRequest>, context: ServerContext
+    ) async throws -> ClassificationV1.DatasetSummary {
+        let upload = try await Upload.receive(requests, limits: limits)
+        let store = store, limits = limits
+        return try await heavy {
+            let dataset: Dataset
+            switch upload.header.kind {
+            case .classification:
+                dataset = try DatasetBuilder.classification(files: upload.files.map { ($0.key, $0.value) }, pixelLimit: limits.pixelLimit)
+            default:
+                dataset = try DatasetBuilder.detection(annotations: upload.header.annotations, images: upload.files, pixelLimit: limits.pixelLimit)
+            }
+            try store.saveDataset(dataset, name: upload.header.name)
+            var summary = try Self.summary(store, upload.header.name)
+            summary.duplicates = Int64(Upload.duplicates(upload.files, dataset))
+            return summary
+        }
+    }
+
+    public func listDatasets(request: ClassificationV1.ListDatasetsRequest, context: ServerContext) async throws -> ClassificationV1.ListDatasetsResponse {
+        let store = store
+        return try await heavy {
+            ClassificationV1.ListDatasetsResponse(datasets: try store.datasets().map { try Self.summary(store, $0.name) })
+        }
+    }
+
+    public func getDataset(request: ClassificationV1.GetDatasetRequest, context: ServerContext) async throws -> ClassificationV1.DatasetSummary {
+        let name = try RequestValidation.name(request.name, field: "name")
+        let store = store
+        return try await heavy { try Self.summary(store, name) }
+    }
+
+    public func deleteDataset(request: ClassificationV1.DeleteDatasetRequest, context: ServerContext) async throws -> ClassificationV1.DeleteDatasetResponse {
+        let name = try RequestValidation.name(request.name, field: "name")
+        let store = store
+        try await heavy { try store.deleteDataset(named: name) }
+        return ClassificationV1.DeleteDatasetResponse()
+    }
+
+    static func summary(_ store: ClassificationStore, _ name: String) throws -> ClassificationV1.DatasetSummary {
+        let stored = try store.datasetSummary(named: name)
+        var summary = ClassificationV1.DatasetSummary()
+        summary.name = stored.name
+        summary.kind = stored.kind == .classification ? .classification : .detection
+        summary.images = Int64(stored.images)
+        summary.createdAt = stored.createdAt.timeIntervalSince1970
+        summary.labels = try store.labelCounts(dataset: name).map { count in
+            var label = ClassificationV1.LabelCount()
+            label.label = count.label
+            label.images = Int64(count.images)
+            label.objects = Int64(count.objects)
+            return label
+        }
+        return summary
+    }
+
+    // MARK: Training
+
+    public func train(request: ClassificationV1.TrainRequest, context: ServerContext) async throws -> JobsV1.Job {
+        let plan = try RequestValidation.train(request)
+        let store = store, threads = limits.torchThreads
+        // What can be checked at once is, so a mistake is an error of this call rather than a failed job.
+        let dataset = try store.datasetSummary(named: plan.dataset)
+        guard (dataset.kind == .classification) == (plan.kind == .classifier) else {
+            throw RPCError(.invalidArgument, "dataset \(plan.dataset) is a \(dataset.kind.rawValue) dataset; a \(plan.kind.rawValue) trains on a \(plan.kind == .classifier ? "classification" : "detection") one")
+        }
+        if let validation = plan.validationDataset { _ = try store.datasetSummary(named: validation) }
+        if let base = plan.base { _ = try store.modelStamp(named: base) }
+        if let name = plan.name, (try? store.modelStamp(named: name)) != nil {
+            throw RPCError(.alreadyExists, "model \(name) already exists")
+        }
+        let job = try await jobs.start(kind: Self.trainJobKind) { context -> ClassificationV1.TrainingResult in
+            try Torch.setThreads(threads)
+            let data = try store.dataset(named: plan.dataset)
+            context.report(progress: 0, message: "preparing \(data.samples.count) images")
+            let report: (ClassificationCore.TrainingProgress) throws -> Void = { progress in
+                try context.checkCancellation()
+                context.report(progress: Double(progress.epoch) / Double(max(1, progress.epochs)), message: Self.progressText(progress))
+            }
+            var file: ModelFile
+            switch plan.kind {
+            case .classifier:
+                var options = ClassifierTrainingOptions()
+                options.algorithm = plan.algorithm == "features" ? .features : .cnn
+                options.epochs = plan.epochs
+                options.inputSize = plan.imageSize
+                options.augmentation = plan.augmentation
+                options.seed = plan.seed
+                if let fraction = plan.validationFraction { options.validationFraction = fraction }
+                let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
+                let base = try plan.base.map { try store.model(named: $0) }
+                file = try ClassifierTrainer.train(data, validation: validation, options: options, base: base, progress: report)
+            case .detector:
+                var options = DetectorTrainingOptions()
+                if let epochs = plan.epochs { options.epochs = epochs }
+                if let size = plan.imageSize { options.inputSize = size }
+                options.augmentation = plan.augmentation
+                options.seed = plan.seed
+                if let fraction = plan.validationFraction { options.validationFraction = fraction }
+                file = try DetectorTrainer.train(data, options: options, progress: report)
+                // The detector's figures on its own training images, as Create ML reports them after training.
+                context.report(progress: 1, message: "evaluating")
+                let evaluation = try DetectorEvaluation.run(Detector(file), on: data)
+                file.header.metrics["map50"] = evaluation.map50
+                file.header.metrics["map50_95"] = evaluation.map50to95
+            }
+            try context.checkCancellation()
+            let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(file.header.algorithm)")
+            try store.saveModel(file, name: name)
+            return ClassificationV1.TrainingResult(model: try Self.modelSummary(store, name))
+        }
+        return JobsV1.Job(job)
+    }
+
+    static func progressText(_ p: ClassificationCore.TrainingProgress) -> String {
+        var text = "epoch \(p.epoch)/\(p.epochs) loss \(String(format: "%.4f", p.loss))"
+        if p.trainingAccuracy > 0 { text += " accuracy \(String(format: "%.4f", p.trainingAccuracy))" }
+        if let validation = p.validationAccuracy { text += " validation \(String(format: "%.4f", validation))" }
+        return text
+    }
+
+    /// `<prefix>-<n>` with the first n not taken.
+    static func freeName(_ store: ClassificationStore, _ prefix: String) throws -> String {
+        let taken = Set(try store.models().map(\.name))
+        var n = 1
+        while taken.contains("\(prefix)-\(n)") { n += 1 }
+        return "\(prefix)-\(n)"
+    }
+
+    // MARK: Evaluation
+
+    public func evaluate(request: ClassificationV1.EvaluateRequest, context: ServerContext) async throws -> ClassificationV1.EvaluateResponse {
+        let model = try RequestValidation.name(request.model, field: "model")
+        let datasetName = try RequestValidation.name(request.dataset, field: "dataset")
+        let store = store, cache = cache
+        return try await heavy {
+            let engine = try cache.engine(named: model)
+            let dataset = try store.dataset(named: datasetName)
+            var response = ClassificationV1.EvaluateResponse()
+            response.images = Int64(dataset.samples.count)
+            switch engine {
+            case .classifier(let classifier):
+                let evaluation = try ClassifierEvaluation.run(classifier, on: dataset)
+                response.accuracy = evaluation.accuracy
+                response.labels = evaluation.labels
+                response.perClass = evaluation.labels.map { label in
+                    let scores = evaluation.perClass[label]!
+                    var entry = ClassificationV1.ClassScores()
+                    entry.label = label
+                    entry.precision = scores.precision
+                    entry.recall = scores.recall
+                    entry.f1 = scores.f1
+                    return entry
+                }
+                response.confusion = zip(evaluation.labels, evaluation.confusion).map { label, row in
+                    ClassificationV1.ConfusionRow(label: label, predicted: row.map(Int64.init))
+                }
+            case .detector(let detector):
+                let evaluation = try DetectorEvaluation.run(detector, on: dataset)
+                response.labels = detector.header.labels
+                response.perClass = detector.header.labels.map { label in
+                    var entry = ClassificationV1.ClassScores()
+                    entry.label = label
+                    entry.ap50 = evaluation.ap50[label]
+                    entry.ap5095 = evaluation.ap50to95[label]
+                    return entry
+                }
+                response.map50 = evaluation.map50
+                response.map5095 = evaluation.map50to95
+            }
+            return response
+        }
+    }
+
+    // MARK: Prediction
+
+    public func classify(request: ClassificationV1.ClassifyRequest, context: ServerContext) async throws -> ClassificationV1.ClassifyResponse {
+        let plan = try RequestValidation.classify(request)
+        let store = store, cache = cache, pixelLimit = limits.pixelLimit
+        return try await heavy {
+            let name = try plan.model ?? Self.activeModel(store, .classifier)
+            guard case .classifier(let classifier) = try cache.engine(named: name) else {
+                throw RPCError(.invalidArgument, "model \(name) is a detector; classify with a classifier (or use Detect)")
+            }
+            let image = try RGBImage.decode(plan.image, name: "image", pixelLimit: pixelLimit)
+            let predictions = try classifier.classify(image, top: classifier.header.labels.count, scaling: plan.scaling)
+            var response = ClassificationV1.ClassifyResponse()
+            response.model = name
+            guard let best = predictions.first, best.confidence >= plan.minimumConfidence else { return response }
+            response.recognised = true
+            response.labels = predictions.prefix(plan.top).map { ClassificationV1.LabelConfidence(label: $0.label, confidence: $0.confidence) }
+            response.entry = try store.catalogueEntry(label: best.label).map(ClassificationV1.CatalogueEntry.init)
+            return response
+        }
+    }
+
+    public func detect(request: ClassificationV1.DetectRequest, context: ServerContext) async throws -> ClassificationV1.DetectResponse {
+        let plan = try RequestValidation.detect(request)
+        let store = store, cache = cache, pixelLimit = limits.pixelLimit
+        return try await heavy {
+            let name = try plan.model ?? Self.activeModel(store, .detector)
+            guard case .detector(let detector) = try cache.engine(named: name) else {
+                throw RPCError(.invalidArgument, "model \(name) is a classifier; detect with a detector (or use Classify)")
+            }
+            for label in plan.labels where !detector.header.labels.contains(label) {
+                throw RPCError(.invalidArgument, "labels: \(label) is not one of model \(name)'s labels (\(detector.header.labels.joined(separator: ", ")))")
+            }
+            let image = try RGBImage.decode(plan.image, name: "image", pixelLimit: pixelLimit)
+            let found = try detector.detect(image, confidenceThreshold: plan.confidence, iouThreshold: plan.iou,
+                                            maximum: plan.maximum, labels: plan.labels)
+            var response = ClassificationV1.DetectResponse()
+            response.model = name
+            response.imageWidth = Int32(image.width)
+            response.imageHeight = Int32(image.height)
+            let w = Double(image.width), h = Double(image.height)
+            response.detections = found.map { d in
+                var object = ClassificationV1.DetectedObject()
+                object.label = detector.header.labels[d.label]
+                object.confidence = d.confidence
+                object.boxPx = ClassificationV1.Box(x: d.box.x, y: d.box.y, width: d.box.width, height: d.box.height)
+                object.box = ClassificationV1.Box(x: d.box.x / w, y: d.box.y / h, width: d.box.width / w, height: d.box.height / h)
+                return object
+            }
+            return response
+        }
+    }
+
+    static func activeModel(_ store: ClassificationStore, _ kind: ModelHeader.Kind) throws -> String {
+        guard let name = try store.activeModel(kind: kind) else {
+            throw RPCError(.failedPrecondition, "no \(kind.rawValue) has been trained or imported yet; give a model or train one")
+        }
+        return name
+    }
+
+    // MARK: Models
+
+    public func listModels(request: ClassificationV1.ListModelsRequest, context: ServerContext) async throws -> ClassificationV1.ListModelsResponse {
+        let store = store
+        return try await heavy { ClassificationV1.ListModelsResponse(models: try store.models().map(ClassificationV1.ModelSummary.init)) }
+    }
+
+    public func getModel(request: ClassificationV1.GetModelRequest, context: ServerContext) async throws -> ClassificationV1.ModelSummary {
+        let name = try RequestValidation.name(request.name, field: "name")
+        let store = store
+        return try await heavy { try Self.modelSummary(store, name) }
+    }
+
+    static func modelSummary(_ store: ClassificationStore, _ name: String) throws -> ClassificationV1.ModelSummary {
+        guard let model = try store.models().first(where: { $0.name == name }) else {
+            throw ClassificationError(.notFound, "no model named \(name)")
+        }
+        return ClassificationV1.ModelSummary(model)
+    }
+
+    public func deleteModel(request: ClassificationV1.DeleteModelRequest, context: ServerContext) async throws -> ClassificationV1.DeleteModelResponse {
+        let name = try RequestValidation.name(request.name, field: "name")
+        let store = store, cache = cache
+        try await heavy { try store.deleteModel(named: name) }
+        cache.forget(name)
+        return ClassificationV1.DeleteModelResponse()
+    }
+
+    public func setActiveModel(request: ClassificationV1.SetActiveModelRequest, context: ServerContext) async throws -> ClassificationV1.SetActiveModelResponse {
+        let name = try RequestValidation.name(request.name, field: "name")
+        let store = store
+        try await heavy { try store.setActiveModel(name) }
+        return ClassificationV1.SetActiveModelResponse()
+    }
+
+    /// Pieces of the exported file; 1 MiB each stays far below the frame limit.
+    static let exportChunk = 1 << 20
+
+    public func exportModel(
+        request: ClassificationV1.ExportModelRequest, response: ResponseWriter<ClassificationV1.ModelFileChunk>, context: ServerContext
+    ) async throws {
+        let name = try RequestValidation.name(request.name, field: "name")
+        let store = store
+        let bytes = try await heavy { try store.modelBytes(named: name) }
+        var offset = 0
+        repeat {
+            let end = min(bytes.count, offset + Self.exportChunk)
+            try await response.send(ClassificationV1.ModelFileChunk(data: Array(bytes[offset..<end]), offset: Int64(offset), total: Int64(bytes.count)))
+            offset = end
+        } while offset < bytes.count
+    }
+
+    public func importModel(
+        requests: RequestStream<ClassificationV1.ImportModelRequest>, context: ServerContext
+    ) async throws -> ClassificationV1.ImportModelResponse {
+        let (first, data) = try await ModelImport.receive(requests, limit: limits.maxUploadBytes)
+        let plan = try RequestValidation.importModel(first, size: data.count)
+        let store = store
+        return try await heavy {
+            let file = try ModelImport.file(plan, data: data)
+            try store.saveModel(file, name: plan.name)
+            return ClassificationV1.ImportModelResponse(model: try Self.modelSummary(store, plan.name))
+        }
+    }
+
+    // MARK: Catalogue and feedback
+
+    public func importCatalogue(request: ClassificationV1.ImportCatalogueRequest, context: ServerContext) async throws -> ClassificationV1.ImportCatalogueResponse {
+        guard !request.json.isEmpty else { throw RPCError(.invalidArgument, "json: empty; give a JSON array of catalogue entries") }
+        let store = store, json = request.json
+        return try await heavy {
+            ClassificationV1.ImportCatalogueResponse(entries: Int64(try store.importCatalogue(ClassificationStore.parseCatalogue(json))))
+        }
+    }
+
+    public func searchCatalogue(request: ClassificationV1.SearchCatalogueRequest, context: ServerContext) async throws -> ClassificationV1.SearchCatalogueResponse {
+        let limit = Int(request.limit ?? 100)
+        guard (1...1000).contains(limit) else { throw RPCError(.invalidArgument, "limit must be 1…1000 (got \(limit))") }
+        guard request.query.utf8.count <= 1000 else { throw RPCError(.invalidArgument, "query: longer than 1000 bytes") }
+        let store = store, query = request.query
+        return try await heavy {
+            ClassificationV1.SearchCatalogueResponse(entries: try store.searchCatalogue(query, limit: limit).map(ClassificationV1.CatalogueEntry.init))
+        }
+    }
+
+    public func getCatalogueEntry(request: ClassificationV1.GetCatalogueEntryRequest, context: ServerContext) async throws -> ClassificationV1.CatalogueEntry {
+        let label = try RequestValidation.name(request.label, field: "label")
+        let store = store
+        return try await heavy {
+            guard let entry = try store.catalogueEntry(label: label) else {
+                throw RPCError(.notFound, "no catalogue entry for label \(label)")
+            }
+            return ClassificationV1.CatalogueEntry(entry)
+        }
+    }
+
+    public func feedback(request: ClassificationV1.FeedbackRequest, context: ServerContext) async throws -> ClassificationV1.FeedbackResponse {
+        let label = try RequestValidation.name(request.label, field: "label")
+        guard !request.image.isEmpty else { throw RPCError(.invalidArgument, "image: empty") }
+        // Without consent nothing is looked at, let alone kept.
+        guard request.consent else { return ClassificationV1.FeedbackResponse(stored: false, dataset: "") }
+        let store = store, image = request.image
+        let dataset = try await heavy { try store.recordFeedback(image: image, label: label, consent: true) }
+        return ClassificationV1.FeedbackResponse(stored: dataset != nil, dataset: dataset ?? "")
+    }
+}
+
+extension ClassificationError: RPCErrorConvertible {
+    public var rpcError: RPCError {
+        let code: StatusCode = switch category {
+        case .invalidArgument: .invalidArgument
+        case .notFound: .notFound
+        case .alreadyExists: .alreadyExists
+        case .failedPrecondition: .failedPrecondition
+        case .resourceExhausted: .resourceExhausted
+        case .cancelled: .cancelled
+        case .internal: .internalError
+        }
+        return RPCError(code, message)
+    }
+}

@@ -1,0 +1,34 @@
+import ClassificationCore
+import Foundation
+import Schema
+
+extension ClassificationV1.ModelSummary {
+    init(_ model: ClassificationStore.ModelSummary) {
+        self.init()
+        let header = model.header
+        name = model.name
+        kind = header.kind == .classifier ? .classifier : .detector
+        algorithm = header.algorithm
+        labels = header.labels
+        inputWidth = Int32(header.inputWidth)
+        inputHeight = Int32(header.inputHeight)
+        trainingAccuracy = header.trainingAccuracy
+        validationAccuracy = header.validationAccuracy
+        map50 = header.metrics["map50"]
+        map5095 = header.metrics["map50_95"]
+        trainingSeconds = header.trainingSeconds ?? 0
+        size = Int64(model.size)
+        createdAt = model.createdAt.timeIntervalSince1970
+        active = model.active
+    }
+}
+
+extension ClassificationV1.CatalogueEntry {
+    init(_ entry: ClassificationCore.CatalogueEntry) {
+        self.init()
+        label = entry.label
+        name = entry.name
+        localName = entry.localName
+        attributes = entry.attributes.sorted { $0.key < $1.key }.map { ClassificationV1.Attribute(key: $0.key, value: $0.value) }
+    }
+}

@@ -1,0 +1,166 @@
+import ClassificationCore
+import Foundation
+import RPC
+import Schema
+
+/// Checks of requests before any work: INVALID_ARGUMENT naming the field, so nothing half-done follows a bad request.
+enum RequestValidation {
+    static func name(_ value: String, field: String) throws -> String {
+        guard !value.isEmpty else { throw RPCError(.invalidArgument, "\(field): empty") }
+        guard value.utf8.count <= 400, value.unicodeScalars.count <= 100, !value.contains("/"),
+              value.trimmingCharacters(in: .whitespacesAndNewlines) == value,
+              !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw RPCError(.invalidArgument, "\(field): \"\(value.prefix(100))\" must be 1–100 characters without slashes, control characters or outer spaces")
+        }
+        return value
+    }
+
+    struct Training: Sendable {
+        var dataset: String
+        var kind: ModelHeader.Kind
+        var algorithm: String
+        var name: String?
+        var base: String?
+        var epochs: Int?
+        var validationDataset: String?
+        var validationFraction: Double?
+        var augmentation: ClassificationCore.Augmentation
+        var imageSize: Int?
+        var seed: UInt64
+    }
+
+    static func train(_ request: ClassificationV1.TrainRequest) throws -> Training {
+        let dataset = try name(request.dataset, field: "dataset")
+        let kind: ModelHeader.Kind
+        switch request.kind {
+        case .classifier, .unspecified: kind = .classifier
+        case .detector: kind = .detector
+        case .unrecognized(let value): throw RPCError(.invalidArgument, "kind: \(value) is not a model kind")
+        }
+        let algorithm = request.algorithm.isEmpty ? (kind == .classifier ? "cnn" : "yolo") : request.algorithm.lowercased()
+        let allowed = kind == .classifier ? ["cnn", "features"] : ["yolo"]
+        guard allowed.contains(algorithm) else {
+            throw RPCError(.invalidArgument, "algorithm: \(request.algorithm) does not train a \(kind.rawValue) (use \(allowed.joined(separator: " or ")))")
+        }
+        if let epochs = request.epochs, !(1...1000).contains(epochs) {
+            throw RPCError(.invalidArgument, "epochs must be 1…1000 (got \(epochs))")
+        }
+        if let fraction = request.validationFraction, !(fraction.isFinite && fraction >= 0 && fraction <= 0.5) {
+            throw RPCError(.invalidArgument, "validation_fraction must be 0…0.5 (got \(fraction))")
+        }
+        if request.validationFraction != nil, request.validationDataset != nil {
+            throw RPCError(.invalidArgument, "give validation_dataset or validation_fraction, not both")
+        }
+        if let size = request.imageSize, !(kind == .classifier ? 8...512 : 32...640).contains(Int(size)) {
+            throw RPCError(.invalidArgument, "image_size must be \(kind == .classifier ? "8…512" : "32…640") (got \(size))")
+        }
+        if kind == .detector, request.baseModel != nil {
+            throw RPCError(.invalidArgument, "base_model: fine-tuning starts from a classifier; detectors train from scratch")
+        }
+        let a = request.augmentation ?? ClassificationV1.Augmentation()
+        for (field, value, range) in [("crop", a.crop, 0.0...0.5), ("rotation", a.rotation, 0.0...180), ("exposure", a.exposure, 0.0...1),
+                                      ("noise", a.noise, 0.0...0.5)] where !(value.isFinite && range.contains(value)) {
+            throw RPCError(.invalidArgument, "augmentation.\(field) must be \(range.lowerBound)…\(range.upperBound) (got \(value))")
+        }
+        return Training(
+            dataset: dataset, kind: kind, algorithm: algorithm,
+            name: request.name.isEmpty ? nil : try name(request.name, field: "name"),
+            base: try request.baseModel.map { try name($0, field: "base_model") },
+            epochs: request.epochs.map(Int.init),
+            validationDataset: try request.validationDataset.map { try name($0, field: "validation_dataset") },
+            validationFraction: request.validationFraction,
+            augmentation: ClassificationCore.Augmentation(flip: a.flip, crop: a.crop, rotation: a.rotation, blur: a.blur,
+                                                          exposure: a.exposure, noise: a.noise),
+            imageSize: request.imageSize.map(Int.init), seed: request.seed ?? 0)
+    }
+
+    struct Classification: Sendable {
+        var image: [UInt8]
+        var model: String?
+        var top: Int
+        var scaling: ClassificationCore.Scaling?
+        var minimumConfidence: Double
+    }
+
+    static func classify(_ request: ClassificationV1.ClassifyRequest) throws -> Classification {
+        guard !request.image.isEmpty else { throw RPCError(.invalidArgument, "image: empty; send PNG or JPEG bytes") }
+        let top = Int(request.top ?? 5)
+        guard (1...1000).contains(top) else { throw RPCError(.invalidArgument, "top must be 1…1000 (got \(top))") }
+        let minimum = request.minimumConfidence ?? 0
+        guard minimum.isFinite, (0...1).contains(minimum) else {
+            throw RPCError(.invalidArgument, "minimum_confidence must be 0…1 (got \(minimum))")
+        }
+        let scaling: ClassificationCore.Scaling?
+        switch request.scaling {
+        case .unspecified: scaling = nil
+        case .fit: scaling = .fit
+        case .fill: scaling = .fill
+        case .centerCrop: scaling = .centerCrop
+        case .unrecognized(let value): throw RPCError(.invalidArgument, "scaling: \(value) is not a scaling")
+        }
+        return Classification(image: request.image, model: request.model.isEmpty ? nil : try name(request.model, field: "model"),
+                              top: top, scaling: scaling, minimumConfidence: minimum)
+    }
+
+    struct Detection: Sendable {
+        var image: [UInt8]
+        var model: String?
+        var labels: Set<String>
+        var confidence: Double
+        var iou: Double
+        var maximum: Int
+    }
+
+    static func detect(_ request: ClassificationV1.DetectRequest) throws -> Detection {
+        guard !request.image.isEmpty else { throw RPCError(.invalidArgument, "image: empty; send PNG or JPEG bytes") }
+        let confidence = request.confidenceThreshold ?? 0.25, iou = request.iouThreshold ?? 0.45
+        guard confidence.isFinite, (0...1).contains(confidence) else {
+            throw RPCError(.invalidArgument, "confidence_threshold must be 0…1 (got \(confidence))")
+        }
+        guard iou.isFinite, iou > 0, iou <= 1 else { throw RPCError(.invalidArgument, "iou_threshold must be above 0 and at most 1 (got \(iou))") }
+        let maximum = Int(request.maxDetections ?? 100)
+        guard (1...1000).contains(maximum) else { throw RPCError(.invalidArgument, "max_detections must be 1…1000 (got \(maximum))") }
+        return Detection(image: request.image, model: request.model.isEmpty ? nil : try name(request.model, field: "model"),
+                         labels: Set(try request.labels.map { try name($0, field: "labels") }), confidence: confidence, iou: iou,
+                         maximum: maximum)
+    }
+
+    struct ModelImportPlan: Sendable {
+        var name: String
+        var format: ClassificationV1.ModelFormat
+        var kind: ModelHeader.Kind
+        var labels: [String]
+        var width: Int
+        var height: Int
+        var mean: [Float]?
+        var std: [Float]?
+        var layout: ClassificationV1.DetectorLayout
+    }
+
+    static func importModel(_ first: ClassificationV1.ImportModelRequest, size: Int) throws -> ModelImportPlan {
+        let modelName = try name(first.name, field: "name")
+        guard size > 0 else { throw RPCError(.invalidArgument, "data: the model file is empty") }
+        let format: ClassificationV1.ModelFormat = first.format == .unspecified ? .menagerie : first.format
+        if case .unrecognized(let value) = format { throw RPCError(.invalidArgument, "format: \(value) is not a model format") }
+        var plan = ModelImportPlan(name: modelName, format: format, kind: first.kind == .detector ? .detector : .classifier,
+                                   labels: first.labels, width: Int(first.inputWidth), height: Int(first.inputHeight),
+                                   mean: first.mean.isEmpty ? nil : first.mean, std: first.std.isEmpty ? nil : first.std,
+                                   layout: first.layout)
+        guard format != .menagerie else { return plan }
+        guard !plan.labels.isEmpty else { throw RPCError(.invalidArgument, "labels: a \(format == .onnx ? "ONNX" : "TorchScript") model needs its labels in output order") }
+        guard Set(plan.labels).count == plan.labels.count else { throw RPCError(.invalidArgument, "labels: a label is given twice") }
+        for label in plan.labels { _ = try name(label, field: "labels") }
+        if plan.width == 0 && plan.height == 0 { plan.width = 224; plan.height = 224 }
+        guard (8...2048).contains(plan.width), (8...2048).contains(plan.height) else {
+            throw RPCError(.invalidArgument, "input size must be 8…2048 pixels a side (got \(plan.width)×\(plan.height))")
+        }
+        for (field, values) in [("mean", plan.mean), ("std", plan.std)] {
+            if let values, values.count != 3 || !values.allSatisfy({ $0.isFinite }) {
+                throw RPCError(.invalidArgument, "\(field): three finite values, one per channel (got \(values.count))")
+            }
+        }
+        if let std = plan.std, std.contains(where: { $0 <= 0 }) { throw RPCError(.invalidArgument, "std: every value must be positive") }
+        guard (plan.mean == nil) == (plan.std == nil) else { throw RPCError(.invalidArgument, "mean and std go together") }
+        return plan
+    }
+}

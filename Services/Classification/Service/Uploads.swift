@@ -1,0 +1,144 @@
+import ClassificationCore
+import Foundation
+import RPC
+import Schema
+import Torch
+
+/// A dataset upload as received: the header and each file's bytes by path. Nothing is kept until the whole
+/// dataset validated, so a stream that breaks off or carries a bad file leaves nothing behind.
+struct Upload: Sendable {
+    var header: ClassificationV1.DatasetUploadHeader
+    var files: [String: [UInt8]]
+
+    static func receive(_ requests: RequestStream<ClassificationV1.UploadDatasetRequest>,
+                        limits: ClassificationService.Limits) async throws -> Upload {
+        var header: ClassificationV1.DatasetUploadHeader?
+        var files: [String: [UInt8]] = [:]
+        var finished: Set<String> = []
+        var open: String?
+        var total = 0
+        var index = 0
+        for try await message in requests {
+            defer { index += 1 }
+            if let h = message.header {
+                guard index == 0 else { throw RPCError(.invalidArgument, "message \(index): the header comes first and only once") }
+                _ = try RequestValidation.name(h.name, field: "header.name")
+                switch h.kind {
+                case .classification: break
+                case .detection:
+                    guard !h.annotations.isEmpty else {
+                        throw RPCError(.invalidArgument, "header.annotations: a detection dataset needs its annotations.json")
+                    }
+                default: throw RPCError(.invalidArgument, "header.kind: give CLASSIFICATION or DETECTION")
+                }
+                guard h.totalBytes <= Int64(limits.maxUploadBytes) else {
+                    throw RPCError(.resourceExhausted, "the upload's \(h.totalBytes) bytes exceed the limit of \(limits.maxUploadBytes)")
+                }
+                header = h
+            } else if index == 0 {
+                throw RPCError(.invalidArgument, "message 0: the first message must carry the header")
+            }
+            guard let chunk = message.chunk else { continue }
+            let path = chunk.path
+            guard !path.isEmpty, path.utf8.count <= 1024, !path.hasPrefix("/"), !path.split(separator: "/").contains("..") else {
+                throw RPCError(.invalidArgument, "chunk.path: \"\(path.prefix(200))\" must be a relative path without ..")
+            }
+            guard !finished.contains(path) else { throw RPCError(.invalidArgument, "\(path): sent twice") }
+            if let current = open, current != path {
+                throw RPCError(.invalidArgument, "\(current): its chunks ended without one marked last")
+            }
+            if files[path] == nil {
+                guard files.count < limits.maxUploadFiles else {
+                    throw RPCError(.resourceExhausted, "more than \(limits.maxUploadFiles) files in one upload")
+                }
+                files[path] = []
+            }
+            total += chunk.data.count
+            guard total <= limits.maxUploadBytes else {
+                throw RPCError(.resourceExhausted, "the upload exceeds the limit of \(limits.maxUploadBytes) bytes")
+            }
+            files[path]! += chunk.data
+            if chunk.last {
+                finished.insert(path)
+                open = nil
+            } else {
+                open = path
+            }
+        }
+        guard let header else { throw RPCError(.invalidArgument, "the upload was empty: no header") }
+        if let open { throw RPCError(.invalidArgument, "\(open): the stream ended before its last chunk") }
+        return Upload(header: header, files: files)
+    }
+
+    /// Images uploaded that the dataset stores once: files with the same bytes as another.
+    static func duplicates(_ files: [String: [UInt8]], _ dataset: Dataset) -> Int {
+        switch dataset.kind {
+        case .classification:
+            let images = files.keys.filter { path in
+                let name = path.split(separator: "/").last.map(String.init) ?? ""
+                return !name.hasPrefix(".") && ["png", "jpg", "jpeg"].contains((name as NSString).pathExtension.lowercased())
+            }
+            return max(0, images.count - dataset.samples.count)
+        case .detection:
+            return max(0, dataset.samples.count - dataset.images.count)
+        }
+    }
+}
+
+/// A model file arriving as a client stream, and its conversion into a stored model.
+enum ModelImport {
+    static func receive(_ requests: RequestStream<ClassificationV1.ImportModelRequest>,
+                        limit: Int) async throws -> (ClassificationV1.ImportModelRequest, [UInt8]) {
+        var first: ClassificationV1.ImportModelRequest?
+        var data: [UInt8] = []
+        for try await message in requests {
+            if first == nil { first = message }
+            data += message.data
+            guard data.count <= limit else { throw RPCError(.resourceExhausted, "the model file exceeds the limit of \(limit) bytes") }
+        }
+        guard var first else { throw RPCError(.invalidArgument, "the import was empty") }
+        first.data = []
+        return (first, data)
+    }
+
+    /// The stored model for an import: a Menagerie container is decoded (checksum, version, magic), a TorchScript
+    /// module wrapped with its labels and preprocessing; every model is loaded once, so a file that does not run
+    /// is refused now rather than at the first prediction.
+    static func file(_ plan: RequestValidation.ModelImportPlan, data: [UInt8]) throws -> ModelFile {
+        let file: ModelFile
+        switch plan.format {
+        case .torchscript, .onnx:
+            let onnx = plan.format == .onnx
+            guard plan.kind == .classifier || onnx else {
+                throw RPCError(.invalidArgument, "kind: TorchScript imports are classifiers; import detectors as ONNX")
+            }
+            var header = ModelHeader(kind: plan.kind, algorithm: onnx ? "onnx" : "torchscript", labels: plan.labels,
+                                     inputWidth: plan.width, inputHeight: plan.height)
+            header.mean = plan.mean
+            header.std = plan.std
+            if plan.kind == .detector {
+                switch plan.layout {
+                case .yolov5: header.layout = "yolov5"
+                case .yolov8: header.layout = "yolov8"
+                default: throw RPCError(.invalidArgument, "layout: an ONNX detector needs its output layout, yolov5 or yolov8")
+                }
+            }
+            file = ModelFile(header: header, tensors: [], script: data)
+        default:
+            file = try ModelFile.decode(data)
+        }
+        // Every model is loaded and run once on a blank image, so a file that does not load or whose input or output
+        // does not fit its labels and size is refused now rather than at the first prediction.
+        let blank = RGBImage(width: file.header.inputWidth, height: file.header.inputHeight,
+                             pixels: [UInt8](repeating: 128, count: 3 * file.header.inputWidth * file.header.inputHeight))
+        do {
+            switch file.header.kind {
+            case .classifier: _ = try Classifier(file).classify(blank, top: 1)
+            case .detector: _ = try Detectors.load(file).detect(blank)
+            }
+        } catch let error as TorchError {
+            throw RPCError(.invalidArgument, "the model does not run on a \(file.header.inputWidth)×\(file.header.inputHeight) image: \(error.message)")
+        }
+        return file
+    }
+}

@@ -1,0 +1,131 @@
+#include "image_codecs.h"
+
+#include <stdio.h>
+#include <jpeglib.h>
+#include <png.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <string.h>
+
+static int sniff(const uint8_t *data, size_t length) {
+    static const uint8_t png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    if (length >= 8 && memcmp(data, png_signature, 8) == 0) return IMAGE_FORMAT_PNG;
+    if (length >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff) return IMAGE_FORMAT_JPEG;
+    return IMAGE_FORMAT_UNKNOWN;
+}
+
+static void fail(char *error, size_t capacity, const char *message) {
+    if (capacity > 0) snprintf(error, capacity, "%s", message);
+}
+
+struct jpeg_failure {
+    struct jpeg_error_mgr manager;
+    jmp_buf jump;
+    char message[JMSG_LENGTH_MAX];
+};
+
+static void jpeg_exit(j_common_ptr info) {
+    struct jpeg_failure *failure = (struct jpeg_failure *)info->err;
+    (*info->err->format_message)(info, failure->message);
+    longjmp(failure->jump, 1);
+}
+
+static void jpeg_silence(j_common_ptr info) { (void)info; }
+
+/// Reads a JPEG's header and, when rgb is not NULL, its pixels. All libjpeg state stays in this frame.
+static int jpeg_run(const uint8_t *data, size_t length, uint32_t *width, uint32_t *height, uint8_t *rgb,
+                    size_t capacity, char *error, size_t error_capacity) {
+    struct jpeg_decompress_struct info;
+    struct jpeg_failure failure;
+    info.err = jpeg_std_error(&failure.manager);
+    failure.manager.error_exit = jpeg_exit;
+    failure.manager.output_message = jpeg_silence;
+    failure.message[0] = 0;
+    if (setjmp(failure.jump)) {
+        jpeg_destroy_decompress(&info);
+        fail(error, error_capacity, failure.message[0] ? failure.message : "JPEG decoding failed");
+        return 1;
+    }
+    jpeg_create_decompress(&info);
+    jpeg_mem_src(&info, data, (unsigned long)length);
+    jpeg_read_header(&info, TRUE);
+    if (width) *width = info.image_width;
+    if (height) *height = info.image_height;
+    if (rgb != NULL) {
+        info.out_color_space = JCS_RGB;
+        jpeg_start_decompress(&info);
+        size_t stride = (size_t)info.output_width * 3;
+        if (info.output_components != 3 || stride * info.output_height != capacity) {
+            jpeg_destroy_decompress(&info);
+            fail(error, error_capacity, "JPEG output size differs from its header");
+            return 1;
+        }
+        while (info.output_scanline < info.output_height) {
+            JSAMPROW row = rgb + stride * info.output_scanline;
+            jpeg_read_scanlines(&info, &row, 1);
+        }
+        jpeg_finish_decompress(&info);
+    }
+    jpeg_destroy_decompress(&info);
+    return 0;
+}
+
+int image_probe(const uint8_t *data, size_t length, int *format, uint32_t *width, uint32_t *height,
+                char *error, size_t error_capacity) {
+    *format = sniff(data, length);
+    switch (*format) {
+    case IMAGE_FORMAT_PNG: {
+        png_image image;
+        memset(&image, 0, sizeof image);
+        image.version = PNG_IMAGE_VERSION;
+        if (!png_image_begin_read_from_memory(&image, data, length)) {
+            fail(error, error_capacity, image.message);
+            png_image_free(&image);
+            return 1;
+        }
+        *width = image.width;
+        *height = image.height;
+        png_image_free(&image);
+        return 0;
+    }
+    case IMAGE_FORMAT_JPEG:
+        return jpeg_run(data, length, width, height, NULL, 0, error, error_capacity);
+    default:
+        fail(error, error_capacity, "neither PNG nor JPEG");
+        return 1;
+    }
+}
+
+int image_decode_rgb(const uint8_t *data, size_t length, uint8_t *rgb, size_t capacity, char *error,
+                     size_t error_capacity) {
+    switch (sniff(data, length)) {
+    case IMAGE_FORMAT_PNG: {
+        png_image image;
+        memset(&image, 0, sizeof image);
+        image.version = PNG_IMAGE_VERSION;
+        if (!png_image_begin_read_from_memory(&image, data, length)) {
+            fail(error, error_capacity, image.message);
+            png_image_free(&image);
+            return 1;
+        }
+        image.format = PNG_FORMAT_RGB;
+        if (PNG_IMAGE_SIZE(image) != capacity) {
+            png_image_free(&image);
+            fail(error, error_capacity, "PNG output size differs from its header");
+            return 1;
+        }
+        png_color black = {0, 0, 0};
+        if (!png_image_finish_read(&image, &black, rgb, 0, NULL)) {
+            fail(error, error_capacity, image.message);
+            png_image_free(&image);
+            return 1;
+        }
+        return 0;
+    }
+    case IMAGE_FORMAT_JPEG:
+        return jpeg_run(data, length, NULL, NULL, rgb, capacity, error, error_capacity);
+    default:
+        fail(error, error_capacity, "neither PNG nor JPEG");
+        return 1;
+    }
+}

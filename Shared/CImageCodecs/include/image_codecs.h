@@ -1,0 +1,23 @@
+// PNG (libpng's simplified API) and JPEG (libjpeg-turbo) decoding to 8-bit RGB behind a tiny C API.
+// It lives in C because libjpeg reports errors by longjmp, which must never cross Swift frames.
+// The size is read first (image_probe) so the caller can refuse an image too large before decoding it.
+#ifndef MENAGERIE_IMAGE_CODECS_H
+#define MENAGERIE_IMAGE_CODECS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define IMAGE_FORMAT_UNKNOWN 0
+#define IMAGE_FORMAT_PNG 1
+#define IMAGE_FORMAT_JPEG 2
+
+/// Writes the format and size from the header only; returns 0, or nonzero with a message in `error`.
+int image_probe(const uint8_t *data, size_t length, int *format, uint32_t *width, uint32_t *height,
+                char *error, size_t error_capacity);
+
+/// Decodes into `rgb`, which holds width * height * 3 bytes exactly (sizes from image_probe); alpha is dropped
+/// over black, grey is expanded. Returns 0, or nonzero with a message in `error`.
+int image_decode_rgb(const uint8_t *data, size_t length, uint8_t *rgb, size_t capacity, char *error,
+                     size_t error_capacity);
+
+#endif

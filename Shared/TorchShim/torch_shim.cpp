@@ -1,0 +1,279 @@
+// The C API of torch_shim.h over libtorch. Every entry point catches every C++ exception (GUARD) and turns it
+// into a nonzero return plus a thread-local message; handles own heap copies of torch's value types.
+#include "torch_shim.h"
+
+#include <torch/torch.h>
+#include <torch/script.h>
+
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+struct torch_tensor_s { at::Tensor tensor; };
+struct torch_optimizer_s { std::unique_ptr<torch::optim::Optimizer> optimizer; };
+struct torch_script_s { torch::jit::Module module; };
+
+namespace {
+thread_local std::string last_error;
+
+torch_tensor wrap(at::Tensor tensor) { return new torch_tensor_s{std::move(tensor)}; }
+
+std::vector<int64_t> dims(const int64_t *values, int count) {
+    if (count < 0 || (count > 0 && values == nullptr)) throw std::invalid_argument("negative or missing shape");
+    return std::vector<int64_t>(values, values + count);
+}
+
+const at::Tensor &get(torch_tensor handle) {
+    if (handle == nullptr) throw std::invalid_argument("null tensor handle");
+    return handle->tensor;
+}
+
+c10::optional<at::Tensor> optional(torch_tensor handle) {
+    if (handle == nullptr) return c10::nullopt;
+    return handle->tensor;
+}
+}  // namespace
+
+#define GUARD(...)                                                                    \
+    try {                                                                             \
+        __VA_ARGS__;                                                                  \
+        return 0;                                                                     \
+    } catch (const c10::Error &error) {                                               \
+        last_error = error.what_without_backtrace();                                  \
+    } catch (const std::exception &error) {                                           \
+        last_error = error.what();                                                    \
+    } catch (...) {                                                                   \
+        last_error = "unknown C++ exception";                                         \
+    }                                                                                 \
+    return 1;
+
+extern "C" {
+
+const char *torch_last_error(void) { return last_error.c_str(); }
+
+int torch_set_num_threads(int threads) { GUARD(at::set_num_threads(threads < 1 ? 1 : threads)) }
+int torch_get_num_threads(void) { return at::get_num_threads(); }
+int torch_manual_seed(uint64_t seed) { GUARD(torch::manual_seed(seed)) }
+int torch_set_grad_enabled(int enabled, int *previous) {
+    GUARD(if (previous) *previous = at::GradMode::is_enabled(); at::GradMode::set_enabled(enabled != 0))
+}
+
+int torch_from_floats(const float *data, const int64_t *shape, int rank, torch_tensor *out) {
+    GUARD(auto sizes = dims(shape, rank);
+          *out = wrap(torch::from_blob(const_cast<float *>(data), sizes, torch::kFloat32).clone()))
+}
+
+int torch_from_int64s(const int64_t *data, const int64_t *shape, int rank, torch_tensor *out) {
+    GUARD(auto sizes = dims(shape, rank);
+          *out = wrap(torch::from_blob(const_cast<int64_t *>(data), sizes, torch::kInt64).clone()))
+}
+
+int torch_filled(int kind, const int64_t *shape, int rank, torch_tensor *out) {
+    GUARD(auto sizes = dims(shape, rank); at::Tensor t; switch (kind) {
+        case 0: t = torch::zeros(sizes); break;
+        case 1: t = torch::ones(sizes); break;
+        case 2: t = torch::randn(sizes); break;
+        case 3: t = torch::rand(sizes); break;
+        default: throw std::invalid_argument("unknown fill kind " + std::to_string(kind));
+    } *out = wrap(t))
+}
+
+void torch_tensor_free(torch_tensor tensor) { delete tensor; }
+
+int torch_shape(torch_tensor tensor, int64_t *shape, int capacity, int *rank) {
+    GUARD(auto sizes = get(tensor).sizes(); *rank = static_cast<int>(sizes.size());
+          for (int i = 0; i < capacity && i < *rank; i++) shape[i] = sizes[i])
+}
+
+int torch_copy_floats(torch_tensor tensor, float *out, int64_t count) {
+    GUARD(auto t = get(tensor).detach().to(torch::kFloat32).contiguous();
+          if (t.numel() != count) throw std::invalid_argument("copy of " + std::to_string(t.numel()) +
+                                                              " elements into room for " + std::to_string(count));
+          std::memcpy(out, t.data_ptr<float>(), sizeof(float) * count))
+}
+
+int torch_copy_int64s(torch_tensor tensor, int64_t *out, int64_t count) {
+    GUARD(auto t = get(tensor).detach().to(torch::kInt64).contiguous();
+          if (t.numel() != count) throw std::invalid_argument("copy of " + std::to_string(t.numel()) +
+                                                              " elements into room for " + std::to_string(count));
+          std::memcpy(out, t.data_ptr<int64_t>(), sizeof(int64_t) * count))
+}
+
+int torch_set_requires_grad(torch_tensor tensor, int requires) { GUARD(get(tensor).requires_grad_(requires != 0)) }
+
+int torch_copy_into(torch_tensor tensor, torch_tensor source) {
+    GUARD(torch::NoGradGuard guard; get(tensor).copy_(get(source)))
+}
+
+int torch_backward(torch_tensor loss) { GUARD(get(loss).backward()) }
+
+int torch_unary(int op, torch_tensor a, torch_tensor *out) {
+    GUARD(const auto &x = get(a); at::Tensor y; switch (op) {
+        case 0: y = torch::relu(x); break;
+        case 1: y = torch::sigmoid(x); break;
+        case 2: y = torch::exp(x); break;
+        case 3: y = torch::log(x); break;
+        case 4: y = torch::neg(x); break;
+        case 5: y = torch::sqrt(x); break;
+        case 6: y = torch::square(x); break;
+        case 7: y = torch::tanh(x); break;
+        case 8: y = torch::abs(x); break;
+        case 9: y = x.detach(); break;
+        case 10: y = x.clone().contiguous(); break;
+        default: throw std::invalid_argument("unknown unary op " + std::to_string(op));
+    } *out = wrap(y))
+}
+
+int torch_binary(int op, torch_tensor a, torch_tensor b, torch_tensor *out) {
+    GUARD(const auto &x = get(a); const auto &z = get(b); at::Tensor y; switch (op) {
+        case 0: y = x + z; break;
+        case 1: y = x - z; break;
+        case 2: y = x * z; break;
+        case 3: y = x / z; break;
+        case 4: y = torch::matmul(x, z); break;
+        case 5: y = torch::maximum(x, z); break;
+        case 6: y = torch::minimum(x, z); break;
+        default: throw std::invalid_argument("unknown binary op " + std::to_string(op));
+    } *out = wrap(y))
+}
+
+int torch_scalar(int op, torch_tensor a, double value, torch_tensor *out) {
+    GUARD(const auto &x = get(a); at::Tensor y; switch (op) {
+        case 0: y = x + value; break;
+        case 1: y = x * value; break;
+        case 2: y = torch::pow(x, value); break;
+        case 3: y = torch::leaky_relu(x, value); break;
+        case 4: y = torch::clamp_min(x, value); break;
+        case 5: y = torch::clamp_max(x, value); break;
+        case 6: y = torch::dropout(x, value, true); break;
+        default: throw std::invalid_argument("unknown scalar op " + std::to_string(op));
+    } *out = wrap(y))
+}
+
+int torch_reduce(int op, torch_tensor a, int64_t dim, int keepdim, torch_tensor *out) {
+    GUARD(const auto &x = get(a); bool all = dim < -x.dim(); bool keep = keepdim != 0; at::Tensor y; switch (op) {
+        case 0: y = all ? x.sum() : x.sum(dim, keep); break;
+        case 1: y = all ? x.mean() : x.mean(dim, keep); break;
+        case 2: y = all ? x.max() : std::get<0>(x.max(dim, keep)); break;
+        case 3: y = all ? x.argmax() : x.argmax(dim, keep); break;
+        case 4: y = torch::softmax(x, dim); break;
+        case 5: y = torch::log_softmax(x, dim); break;
+        case 6: y = torch::cumsum(x, dim); break;
+        default: throw std::invalid_argument("unknown reduction " + std::to_string(op));
+    } *out = wrap(y))
+}
+
+int torch_reshape(torch_tensor a, const int64_t *shape, int rank, torch_tensor *out) {
+    GUARD(*out = wrap(get(a).reshape(dims(shape, rank))))
+}
+
+int torch_permute(torch_tensor a, const int64_t *order, int rank, torch_tensor *out) {
+    GUARD(*out = wrap(get(a).permute(dims(order, rank)).contiguous()))
+}
+
+int torch_narrow(torch_tensor a, int64_t dim, int64_t start, int64_t length, torch_tensor *out) {
+    GUARD(*out = wrap(get(a).narrow(dim, start, length)))
+}
+
+int torch_cat(const torch_tensor *tensors, int count, int64_t dim, torch_tensor *out) {
+    GUARD(std::vector<at::Tensor> parts; for (int i = 0; i < count; i++) parts.push_back(get(tensors[i]));
+          *out = wrap(torch::cat(parts, dim)))
+}
+
+int torch_flip(torch_tensor a, const int64_t *order, int count, torch_tensor *out) {
+    GUARD(*out = wrap(torch::flip(get(a), dims(order, count))))
+}
+
+int torch_conv2d(torch_tensor input, torch_tensor weight, torch_tensor bias, int64_t stride, int64_t padding,
+                 torch_tensor *out) {
+    GUARD(*out = wrap(torch::conv2d(get(input), get(weight), optional(bias), stride, padding)))
+}
+
+int torch_linear(torch_tensor input, torch_tensor weight, torch_tensor bias, torch_tensor *out) {
+    GUARD(*out = wrap(torch::linear(get(input), get(weight), optional(bias))))
+}
+
+int torch_batch_norm(torch_tensor input, torch_tensor weight, torch_tensor bias, torch_tensor running_mean,
+                     torch_tensor running_var, int training, double momentum, double eps, torch_tensor *out) {
+    GUARD(*out = wrap(torch::batch_norm(get(input), optional(weight), optional(bias), optional(running_mean),
+                                        optional(running_var), training != 0, momentum, eps, false)))
+}
+
+int torch_pool2d(int kind, torch_tensor input, int64_t kernel, int64_t stride, int64_t padding, torch_tensor *out) {
+    GUARD(at::Tensor y; switch (kind) {
+        case 0: y = torch::max_pool2d(get(input), kernel, stride, padding); break;
+        case 1: y = torch::avg_pool2d(get(input), kernel, stride, padding); break;
+        default: throw std::invalid_argument("unknown pool kind " + std::to_string(kind));
+    } *out = wrap(y))
+}
+
+int torch_adaptive_avg_pool2d(torch_tensor input, int64_t height, int64_t width, torch_tensor *out) {
+    GUARD(*out = wrap(torch::adaptive_avg_pool2d(get(input), {height, width})))
+}
+
+int torch_resize_bilinear(torch_tensor input, int64_t height, int64_t width, int antialias, torch_tensor *out) {
+    GUARD(std::vector<int64_t> size{height, width};
+          *out = wrap(antialias ? at::_upsample_bilinear2d_aa(get(input), size, false)
+                                : at::upsample_bilinear2d(get(input), size, false)))
+}
+
+int torch_cross_entropy(torch_tensor logits, torch_tensor targets, double label_smoothing, torch_tensor *out) {
+    GUARD(*out = wrap(at::cross_entropy_loss(get(logits), get(targets), {}, at::Reduction::Mean, -100,
+                                             label_smoothing)))
+}
+
+int torch_bce_with_logits(torch_tensor logits, torch_tensor targets, torch_tensor weight, int reduction,
+                          torch_tensor *out) {
+    GUARD(*out = wrap(at::binary_cross_entropy_with_logits(get(logits), get(targets), optional(weight), {},
+                                                           reduction == 1 ? at::Reduction::Sum : at::Reduction::Mean)))
+}
+
+int torch_mse(torch_tensor a, torch_tensor b, int reduction, torch_tensor *out) {
+    GUARD(*out = wrap(at::mse_loss(get(a), get(b), reduction == 1 ? at::Reduction::Sum : at::Reduction::Mean)))
+}
+
+int torch_optimizer_new(int kind, const torch_tensor *parameters, int count, double learning_rate,
+                        double momentum, double weight_decay, torch_optimizer *out) {
+    GUARD(std::vector<at::Tensor> params; for (int i = 0; i < count; i++) params.push_back(get(parameters[i]));
+          std::unique_ptr<torch::optim::Optimizer> optimizer; switch (kind) {
+              case 0: optimizer = std::make_unique<torch::optim::SGD>(
+                          params, torch::optim::SGDOptions(learning_rate).momentum(momentum)
+                                      .nesterov(momentum > 0).weight_decay(weight_decay));
+                      break;
+              case 1: optimizer = std::make_unique<torch::optim::Adam>(
+                          params, torch::optim::AdamOptions(learning_rate).weight_decay(weight_decay));
+                      break;
+              case 2: optimizer = std::make_unique<torch::optim::AdamW>(
+                          params, torch::optim::AdamWOptions(learning_rate).weight_decay(weight_decay));
+                      break;
+              default: throw std::invalid_argument("unknown optimizer kind " + std::to_string(kind));
+          } *out = new torch_optimizer_s{std::move(optimizer)})
+}
+
+int torch_optimizer_set_learning_rate(torch_optimizer optimizer, double learning_rate) {
+    GUARD(for (auto &group : optimizer->optimizer->param_groups()) group.options().set_lr(learning_rate))
+}
+
+int torch_optimizer_zero_grad(torch_optimizer optimizer) { GUARD(optimizer->optimizer->zero_grad()) }
+int torch_optimizer_step(torch_optimizer optimizer) { GUARD(optimizer->optimizer->step()) }
+void torch_optimizer_free(torch_optimizer optimizer) { delete optimizer; }
+
+int torch_script_load(const uint8_t *bytes, size_t length, torch_script *out) {
+    GUARD(std::istringstream stream(std::string(reinterpret_cast<const char *>(bytes), length));
+          auto module = torch::jit::load(stream, torch::kCPU); module.eval();
+          *out = new torch_script_s{std::move(module)})
+}
+
+int torch_script_forward(torch_script module, torch_tensor input, torch_tensor *out) {
+    GUARD(torch::NoGradGuard guard; auto result = module->module.forward({get(input)}); at::Tensor y;
+          if (result.isTensor()) y = result.toTensor();
+          else if (result.isTuple() && !result.toTupleRef().elements().empty() &&
+                   result.toTupleRef().elements()[0].isTensor()) y = result.toTupleRef().elements()[0].toTensor();
+          else throw std::invalid_argument("the module's forward returned neither a tensor nor a tuple of tensors");
+          *out = wrap(y))
+}
+
+void torch_script_free(torch_script module) { delete module; }
+
+}  // extern "C"

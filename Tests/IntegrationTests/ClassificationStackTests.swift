@@ -1,0 +1,205 @@
+import Foundation
+import Testing
+
+/// The classification service through `gateway classify …` against compose's stack, on small subsets of the shared
+/// digits and digit-detection sets (so the suite stays quick): uploads, bad datasets, training as a job, evaluation,
+/// predictions, model export and import, the catalogue and feedback.
+@Suite(.serialized) struct ClassificationStackTests {
+    static let datasets = Stack.root.deletingLastPathComponent().appendingPathComponent("shared/datasets")
+    static let enabled = FileManager.default.fileExists(atPath: datasets.appendingPathComponent("digits").path)
+        || ProcessInfo.processInfo.environment["CI"] == "true"
+    static let skipMessage: Comment = "skipped: ../shared/datasets/digits is missing (set CI=true to require it)"
+
+    /// `count` images of each of `labels` from digits/`split`, copied into `directory/<label>/`.
+    static func digitsSubset(_ split: String, labels: [String], count: Int, into directory: URL) throws {
+        for label in labels {
+            let source = datasets.appendingPathComponent("digits/\(split)/\(label)")
+            let target = directory.appendingPathComponent(label)
+            try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+            for name in try FileManager.default.contentsOfDirectory(atPath: source.path).sorted().prefix(count) {
+                try FileManager.default.copyItem(at: source.appendingPathComponent(name), to: target.appendingPathComponent(name))
+            }
+        }
+    }
+
+    static func status(_ result: (status: Int32, output: String), _ code: Int32, _ what: String,
+                       sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(result.status == code, "\(what): \(result.output)", sourceLocation: sourceLocation)
+    }
+
+    @Test(.enabled(if: enabled, skipMessage))
+    func datasetsTrainingAndPredictionsThroughTheGateway() async throws {
+        try await Stack.with(services: ["classification"]) { stack in
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "compose up failed: \(up.output)")
+            let scratch = stack.directory.appendingPathComponent("files")
+            let labels = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]
+            let train = scratch.appendingPathComponent("train"), test = scratch.appendingPathComponent("test")
+            try Self.digitsSubset("train", labels: labels, count: 25, into: train)
+            try Self.digitsSubset("test", labels: labels, count: 8, into: test)
+
+            // Upload: counts per label; plain progress lines when the output is not a terminal.
+            let created = try await stack.gateway(["classify", "dataset", "create", "digits", "--from", train.path])
+            Self.status(created, 0, "dataset create")
+            #expect(created.output.contains("digits: classification, 250 images, 10 labels"), "\(created.output)")
+            #expect(created.output.contains("100% validating") && !created.output.contains("\r"), "\(created.output)")
+            let shown = try jsonObject(try await stack.gateway(["classify", "dataset", "create", "digits-test", "--from", test.path, "--json"]))
+            #expect(shown["images"] as? Int == 80)
+            #expect(((shown["labels"] as? [String: Any])?["3"] as? [String: Any])?["images"] as? Int == 8)
+            Self.status(try await stack.gateway(["classify", "dataset", "create", "digits", "--from", train.path]), 6, "the same name again")
+
+            // Bad datasets: INVALID_ARGUMENT (exit 3) naming the problem, and nothing kept.
+            let oneLabel = scratch.appendingPathComponent("one-label")
+            try Self.digitsSubset("train", labels: ["7"], count: 3, into: oneLabel)
+            let refused = try await stack.gateway(["classify", "dataset", "create", "bad1", "--from", oneLabel.path])
+            Self.status(refused, 3, "one label")
+            #expect(refused.output.contains("at least 2 labels"), "\(refused.output)")
+            let broken = scratch.appendingPathComponent("broken")
+            try Self.digitsSubset("train", labels: ["1", "2"], count: 3, into: broken)
+            try Data("not a png".utf8).write(to: broken.appendingPathComponent("2/garbage.png"))
+            let undecodable = try await stack.gateway(["classify", "dataset", "create", "bad2", "--from", broken.path])
+            Self.status(undecodable, 3, "an image that does not decode")
+            #expect(undecodable.output.contains("2/garbage.png"), "\(undecodable.output)")
+            let images = Self.datasets.appendingPathComponent("digit-detection/images")
+            let badAnnotations: [(String, String)] = [
+                ("[{\"image\": \"img000.jpg\", \"annotations\": [", "malformed JSON"),
+                ("[{\"image\": \"missing.jpg\", \"annotations\": [{\"label\": \"a\", \"coordinates\": {\"x\": 5, \"y\": 5, \"width\": 4, \"height\": 4}}]}]", "missing.jpg"),
+                ("[{\"image\": \"img000.jpg\", \"annotations\": [{\"label\": \"a\", \"coordinates\": {\"x\": 500, \"y\": 5, \"width\": 40, \"height\": 4}}]}]", "outside"),
+                ("[{\"image\": \"img000.jpg\", \"annotations\": [{\"label\": \"a\", \"coordinates\": {\"x\": 5, \"y\": 5, \"width\": 4}}]}]", "coordinates.height"),
+            ]
+            for (index, (json, expected)) in badAnnotations.enumerated() {
+                let file = scratch.appendingPathComponent("bad-\(index).json")
+                try json.write(to: file, atomically: true, encoding: .utf8)
+                let result = try await stack.gateway(["classify", "dataset", "create", "bad-det-\(index)", "--annotations", file.path, "--images", images.path])
+                Self.status(result, 3, "bad annotations \(index)")
+                #expect(result.output.contains(expected), "\(result.output)")
+            }
+            let listed = try jsonObject(try await stack.gateway(["classify", "dataset", "list", "--json"]))
+            #expect((listed["datasets"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["digits", "digits-test"])
+
+            // Training is a job: progress lines with epochs and loss, then the model and its figures.
+            let cnn = try await stack.gateway(["classify", "train", "--dataset", "digits", "--epochs", "3", "--name", "cnn-small"])
+            Self.status(cnn, 0, "train cnn")
+            #expect(cnn.output.contains("epoch 1/3 loss") && cnn.output.contains("100% done"), "\(cnn.output)")
+            #expect(cnn.output.contains("cnn-small: cnn classifier, 10 labels"), "\(cnn.output)")
+            let features = try jsonObject(try await stack.gateway(["classify", "train", "--dataset", "digits", "--algorithm", "features", "--json"]))
+            #expect(features["model"] as? String == "digits-features-1")
+            #expect((features["training_accuracy"] as? Double ?? 0) > 0.9)
+            #expect((features["seconds"] as? Double ?? 0) > 0)
+            Self.status(try await stack.gateway(["classify", "train", "--dataset", "digits", "--algorithm", "yolo"]), 3, "yolo for a classifier")
+            Self.status(try await stack.gateway(["classify", "train", "--dataset", "nothing"]), 5, "unknown dataset")
+            Self.status(try await stack.gateway(["classify", "train", "--dataset", "digits", "--epochs", "0"]), 3, "zero epochs")
+            let jobs = try jsonObject(try await stack.gateway(["classify", "jobs", "list", "--json"]))
+            #expect((jobs["jobs"] as? [[String: Any]])?.allSatisfy { $0["kind"] as? String == "classification.train" && $0["state"] as? String == "succeeded" } == true)
+
+            // Evaluation on the held-out subset.
+            let evaluation = try jsonObject(try await stack.gateway(["classify", "evaluate", "digits-features-1", "digits-test", "--json"]))
+            #expect((evaluation["accuracy"] as? Double ?? 0) > 0.8, "\(evaluation)")
+            #expect((evaluation["per_class"] as? [String: Any])?.count == 10)
+            let confusion = try #require(evaluation["confusion"] as? [[Int]])
+            #expect(confusion.count == 10 && confusion.map { $0.reduce(0, +) }.allSatisfy { $0 == 8 })
+
+            // Classify: the top labels; the first model trained is the active one, --model picks another.
+            let photo = test.appendingPathComponent("3").appendingPathComponent(try FileManager.default.contentsOfDirectory(atPath: test.appendingPathComponent("3").path).sorted()[0])
+            let top = try jsonObject(try await stack.gateway(["classify", "image", photo.path, "--model", "digits-features-1", "--top", "2", "--json"]))
+            let answer = try #require(top["labels"] as? [[String: Any]])
+            #expect(answer.count == 2 && answer[0]["label"] as? String == "3", "\(top)")
+            #expect((answer.compactMap { $0["confidence"] as? Double }.reduce(0, +)) <= 1.000001)
+            let text = try await stack.gateway(["classify", "image", photo.path, "--top", "1"])
+            #expect(text.output.range(of: #"^\d+% \d\n"#, options: .regularExpression) != nil, "\(text.output)")
+            let unsure = try jsonObject(try await stack.gateway(["classify", "image", photo.path, "--min-confidence", "1", "--json"]))
+            #expect(unsure["recognised"] as? Bool == false && (unsure["labels"] as? [Any])?.isEmpty == true)
+            Self.status(try await stack.gateway(["classify", "image", photo.path, "--top", "0"]), 3, "top 0")
+            let notImage = scratch.appendingPathComponent("note.png")
+            try Data("hello".utf8).write(to: notImage)
+            Self.status(try await stack.gateway(["classify", "image", notImage.path]), 3, "not an image")
+
+            // The catalogue links the top label to its entry; search is case- and diacritics-insensitive.
+            let catalogue = scratch.appendingPathComponent("catalogue.json")
+            try #"[{"label": "3", "name": "Three", "local_name": "Trojka", "attributes": {"colour": "černá"}}, {"label": "4", "name": "Four", "local_name": "Čtyřka"}]"#
+                .write(to: catalogue, atomically: true, encoding: .utf8)
+            Self.status(try await stack.gateway(["classify", "catalogue", "import", catalogue.path]), 0, "catalogue import")
+            let linked = try jsonObject(try await stack.gateway(["classify", "image", photo.path, "--model", "digits-features-1", "--json"]))
+            #expect((linked["entry"] as? [String: Any])?["local_name"] as? String == "Trojka", "\(linked)")
+            let found = try jsonObject(try await stack.gateway(["classify", "catalogue", "search", "CTYR", "--json"]))
+            #expect((found["entries"] as? [[String: Any]])?.compactMap { $0["label"] as? String } == ["4"])
+            Self.status(try await stack.gateway(["classify", "catalogue", "import", notImage.path]), 3, "catalogue that is not JSON")
+
+            // Feedback: kept only with consent.
+            let declined = try jsonObject(try await stack.gateway(["classify", "feedback", photo.path, "--label", "3", "--json"]))
+            #expect(declined["stored"] as? Bool == false)
+            Self.status(try await stack.gateway(["classify", "dataset", "show", "feedback-classifier"]), 5, "no feedback dataset without consent")
+            let kept = try jsonObject(try await stack.gateway(["classify", "feedback", photo.path, "--label", "3", "--consent", "--json"]))
+            #expect(kept["stored"] as? Bool == true && kept["dataset"] as? String == "feedback-classifier")
+            #expect(try jsonObject(try await stack.gateway(["classify", "dataset", "show", "feedback-classifier", "--json"]))["images"] as? Int == 1)
+
+            // Export and import round trip; a corrupt or foreign file is INVALID_ARGUMENT and nothing is kept.
+            let exported = scratch.appendingPathComponent("features.model")
+            Self.status(try await stack.gateway(["classify", "model", "export", "digits-features-1", "-o", exported.path]), 0, "export")
+            let imported = try jsonObject(try await stack.gateway(["classify", "model", "import", exported.path, "--name", "copy", "--json"]))
+            #expect(imported["algorithm"] as? String == "features" && (imported["labels"] as? [String])?.count == 10)
+            let again = try jsonObject(try await stack.gateway(["classify", "image", photo.path, "--model", "copy", "--top", "2", "--json"]))
+            #expect(again["labels"] as? NSArray == top["labels"] as? NSArray)
+            var corrupt = try Data(contentsOf: exported)
+            corrupt[corrupt.count / 2] ^= 0xFF
+            let corruptFile = scratch.appendingPathComponent("corrupt.model")
+            try corrupt.write(to: corruptFile)
+            let refusedModel = try await stack.gateway(["classify", "model", "import", corruptFile.path, "--name", "corrupt"])
+            Self.status(refusedModel, 3, "corrupt model")
+            #expect(refusedModel.output.contains("checksum"), "\(refusedModel.output)")
+            Self.status(try await stack.gateway(["classify", "model", "import", catalogue.path, "--name", "foreign"]), 3, "foreign file")
+            let models = try jsonObject(try await stack.gateway(["classify", "model", "list", "--json"]))
+            #expect((models["models"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["cnn-small", "copy", "digits-features-1"])
+
+            // Activate and delete.
+            Self.status(try await stack.gateway(["classify", "model", "activate", "copy"]), 0, "activate")
+            #expect(try jsonObject(try await stack.gateway(["classify", "model", "show", "copy", "--json"]))["active"] as? Bool == true)
+            Self.status(try await stack.gateway(["classify", "model", "delete", "copy"]), 0, "delete")
+            Self.status(try await stack.gateway(["classify", "model", "show", "copy"]), 5, "deleted model")
+            Self.status(try await stack.gateway(["classify", "image", photo.path, "--model", "copy"]), 5, "classify with a deleted model")
+        }
+    }
+
+    @Test(.enabled(if: enabled, skipMessage))
+    func detectorThroughTheGateway() async throws {
+        try await Stack.with(services: ["classification"]) { stack in
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "compose up failed: \(up.output)")
+            let scratch = stack.directory.appendingPathComponent("files")
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            let images = Self.datasets.appendingPathComponent("digit-detection/images")
+            let all = try JSONSerialization.jsonObject(with: Data(contentsOf: Self.datasets.appendingPathComponent("digit-detection/train-annotations.json"))) as! [Any]
+            let subset = scratch.appendingPathComponent("annotations.json")
+            try JSONSerialization.data(withJSONObject: Array(all.prefix(24))).write(to: subset)
+
+            let created = try jsonObject(try await stack.gateway(["classify", "dataset", "create", "scenes", "--annotations", subset.path, "--images", images.path, "--json"]))
+            #expect(created["kind"] as? String == "detection" && created["images"] as? Int == 24)
+            #expect((((created["labels"] as? [String: Any])?["four"]) as? [String: Any])?["objects"] as? Int ?? 0 > 0)
+            Self.status(try await stack.gateway(["classify", "train", "--dataset", "scenes"]), 3, "a classifier on a detection dataset")
+
+            let trained = try jsonObject(try await stack.gateway(["classify", "train", "--dataset", "scenes", "--kind", "detector", "--epochs", "2", "--json"]))
+            #expect(trained["model"] as? String == "scenes-yolo-1")
+            #expect(trained["map50"] is Double)
+            let evaluation = try jsonObject(try await stack.gateway(["classify", "evaluate", "scenes-yolo-1", "scenes", "--json"]))
+            #expect(evaluation["map50"] is Double && evaluation["map50_95"] is Double, "\(evaluation)")
+            #expect(((evaluation["per_class"] as? [String: Any])?["three"] as? [String: Any])?["ap50"] is Double)
+
+            // Detect with a threshold low enough that a barely trained detector still finds boxes.
+            let photo = images.appendingPathComponent("img000.jpg").path
+            let detected = try jsonObject(try await stack.gateway(["classify", "detect", photo, "--confidence", "0", "--max", "5", "--json"]))
+            let boxes = try #require(detected["detections"] as? [[String: Any]])
+            #expect(boxes.count == 5, "\(detected)")
+            let width = try #require(detected["width"] as? Double), height = try #require(detected["height"] as? Double)
+            for box in boxes {
+                let normalised = try #require(box["box"] as? [String: Double]), pixels = try #require(box["box_px"] as? [String: Double])
+                #expect(abs(normalised["x"]! * width - pixels["x"]!) < 1e-6 && abs(normalised["height"]! * height - pixels["height"]!) < 1e-6, "\(box)")
+                #expect(normalised["x"]! >= 0 && normalised["x"]! + normalised["width"]! <= 1 + 1e-9, "\(box)")
+            }
+            let only = try jsonObject(try await stack.gateway(["classify", "detect", photo, "--confidence", "0", "--only", "four", "--json"]))
+            #expect((only["detections"] as? [[String: Any]])?.allSatisfy { $0["label"] as? String == "four" } == true)
+            Self.status(try await stack.gateway(["classify", "detect", photo, "--only", "five"]), 3, "an unknown label")
+            Self.status(try await stack.gateway(["classify", "detect", photo, "--confidence", "2"]), 3, "a confidence above 1")
+            Self.status(try await stack.gateway(["classify", "image", photo]), 9, "no classifier yet")
+        }
+    }
+}
