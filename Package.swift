@@ -222,6 +222,7 @@ let package = Package(
         .testTarget(
             name: "ClassificationCoreTests", dependencies: ["ClassificationCore", "Torch", "OpenCVDNN", "Storage"],
             path: "Tests/ClassificationCoreTests"),
+        .testTarget(
             name: "IntegrationTests",
             dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition"],
             path: "Tests/IntegrationTests"),
