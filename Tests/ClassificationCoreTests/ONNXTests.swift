@@ -15,12 +15,12 @@ import Testing
 
     @Test func anONNXClassifierRunsWithItsLabels() throws {
         let model = try Self.classifier()
-        let red = try model.classify(TestImages.solid(width: 40, height: 30, colour: (255, 0, 0)), top: 2)
+        let red = try model.classify(TestPNG.solid(width: 40, height: 30, colour: (255, 0, 0)), top: 2)
         #expect(red.map(\.label) == ["red", "green"])
         #expect(abs(red.map(\.confidence).reduce(0, +) - 1) < 1e-5)
         // Mean red 1 against 0: logits 4 and 0.
         #expect(abs(red[0].confidence - 1 / (1 + exp(-4.0))) < 1e-4, "\(red)")
-        #expect(try model.classify(TestImages.solid(width: 20, height: 20, colour: (0, 200, 0)), top: 1)[0].label == "green")
+        #expect(try model.classify(TestPNG.solid(width: 20, height: 20, colour: (0, 200, 0)), top: 1)[0].label == "green")
     }
 
     @Test func garbageIsNoONNXModelAndTheShimKeepsWorking() throws {
@@ -32,7 +32,7 @@ import Testing
         three.labels = ["a", "b", "c"]
         let graph = ONNXBuilder.channelClassifier(side: 16, weights: [[1, 0, 0], [0, 1, 0]], bias: [0, 0])
         let mismatched = try Classifier(ModelFile(header: three, tensors: [], script: graph))
-        #expect(throws: ClassificationError.self) { try mismatched.classify(TestImages.solid(width: 16, height: 16, colour: (9, 9, 9))) }
+        #expect(throws: ClassificationError.self) { try mismatched.classify(TestPNG.solid(width: 16, height: 16, colour: (9, 9, 9))) }
         // A wrong input shape is OpenCV's exception, caught in the shim.
         let network = try ONNXNetwork(bytes: graph)
         #expect(throws: DNNError.self) { try network.forward([Float](repeating: 0, count: 8), shape: [1, 2, 2, 2]) }
@@ -69,13 +69,13 @@ import Testing
     func anONNXDetectorsBoxesAreDecodedSuppressedAndMappedToTheImage(v8: Bool) throws {
         let detector = try Self.detector(v8: v8)
         // A 64×64 image is the 32×32 input scaled by 2: boxes double.
-        let found = try detector.detect(TestImages.solid(width: 64, height: 64, colour: (10, 10, 10)))
+        let found = try detector.detect(TestPNG.solid(width: 64, height: 64, colour: (10, 10, 10)))
         #expect(found.count == 1, "\(found)")
         #expect(found.first?.label == 0 && abs((found.first?.confidence ?? 0) - 0.9) < 1e-5)
         let box = try #require(found.first?.box)
         #expect(abs(box.x - 24) < 1e-3 && abs(box.y - 24) < 1e-3 && abs(box.width - 16) < 1e-3 && abs(box.height - 16) < 1e-3, "\(box)")
         // A lower threshold lets the faint box through; a label filter keeps only its label.
-        let faint = try detector.detect(TestImages.solid(width: 64, height: 64, colour: (10, 10, 10)), confidenceThreshold: 0.05,
+        let faint = try detector.detect(TestPNG.solid(width: 64, height: 64, colour: (10, 10, 10)), confidenceThreshold: 0.05,
                                         iouThreshold: 0.45, maximum: 10, labels: ["b"])
         #expect(faint.map(\.label) == [1, 1] || faint.map(\.label) == [1], "\(faint)")
     }
