@@ -176,6 +176,13 @@ import Testing
             #expect(created["kind"] as? String == "detection" && created["images"] as? Int == 24)
             #expect((((created["labels"] as? [String: Any])?["four"]) as? [String: Any])?["objects"] as? Int ?? 0 > 0)
             Self.status(try await stack.gateway(["classify", "train", "--dataset", "scenes"]), 3, "a classifier on a detection dataset")
+            // Flipping or cropping a scene would not move its boxes: refused for detectors, as is a size off the grid.
+            Self.status(
+                try await stack.gateway(["classify", "train", "--dataset", "scenes", "--kind", "detector", "--augment", "flip"]), 3,
+                "geometric augmentation of a detector")
+            Self.status(
+                try await stack.gateway(["classify", "train", "--dataset", "scenes", "--kind", "detector", "--image-size", "100"]), 3,
+                "a detector size that is no multiple of 32")
 
             let trained = try jsonObject(try await stack.gateway(["classify", "train", "--dataset", "scenes", "--kind", "detector", "--epochs", "2", "--json"]))
             #expect(trained["model"] as? String == "scenes-yolo-1")

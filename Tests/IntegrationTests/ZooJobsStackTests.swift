@@ -99,7 +99,7 @@ import ZooCore
             #expect(state == "failed" || state == "succeeded", "\(shown)")
             if state == "failed" {
                 #expect(gateway.terminationStatus == 14, "\(text)")
-                #expect(text.contains("job \(id) failed: UNAVAILABLE"), "\(text)")
+                #expect(text.contains("UNAVAILABLE") && text.contains("job \(id) failed"), "\(text)")
             } else {
                 #expect(gateway.terminationStatus == 0 && text.contains("19"), "\(text)")
             }

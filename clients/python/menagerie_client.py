@@ -26,6 +26,7 @@ from menagerie.rpc.v1 import rpc_pb2  # noqa: E402  (after the path is set)
 HEADER = struct.Struct(">BI")  # flags, length (protocol §2)
 MAX_FRAME_SIZE = 16 << 20
 MAX_MESSAGE_SIZE = 64 << 20
+MAX_OPEN_CALLS = 100  # calls open at once on one connection (protocol §6, the server's default)
 INITIAL_WINDOW = 1 << 20
 MESSAGE_OVERHEAD = 5
 GRANT_THRESHOLD = INITIAL_WINDOW // 2
@@ -83,7 +84,11 @@ class Connection:
         self.sock = socket.create_connection((host, port), timeout=connect_timeout)
         self.sock.settimeout(None)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.lock = threading.Lock()  # calls, next id, closed
+        self.lock = threading.Lock()  # calls, next id, closed, slots
+        # Calls the server may still count as open (protocol §6: at most MAX_OPEN_CALLS per connection);
+        # a slot is freed by the call's STATUS, its CANCEL, or the end of the connection.
+        self.slots = threading.Condition(self.lock)
+        self.holding = set()
         self.write_lock = threading.Lock()
         self.calls = {}
         self.next_id = 1  # id 0 names the connection (protocol §4); never reused
@@ -123,6 +128,10 @@ class Connection:
 
     def _start(self, method, request, timeout, metadata):
         with self.lock:
+            # Beyond the server's limit a REQUEST would be refused RESOURCE_EXHAUSTED: hold it back until
+            # an earlier call ends (the reader thread frees slots, so a single-threaded burst still drains).
+            while self.closed is None and len(self.holding) >= MAX_OPEN_CALLS:
+                self.slots.wait()
             if self.closed is not None:
                 raise RpcError(*self.closed)
             call_id = self.next_id
@@ -130,6 +139,7 @@ class Connection:
             deadline = None if timeout is None else time.monotonic() + timeout
             call = _Call(call_id, method, deadline)
             self.calls[call_id] = call
+            self.holding.add(call_id)
         frame = rpc_pb2.Frame(
             call_id=call_id, kind=rpc_pb2.FRAME_KIND_REQUEST, method=method,
             has_payload=True, payload=request.SerializeToString())
@@ -177,6 +187,7 @@ class Connection:
         """Gives up on a call: fails it here and sends CANCEL (protocol §5)."""
         with self.lock:
             open_here = self.calls.pop(call.id, None) is not None
+            self._free_slot(call.id)
         with call.cond:
             if call.status is None:
                 call.status = (CANCELLED, f"call to {call.method} was cancelled", None)
@@ -186,6 +197,12 @@ class Connection:
                 self._send(rpc_pb2.Frame(call_id=call.id, kind=rpc_pb2.FRAME_KIND_CANCEL))
             except RpcError:
                 pass
+
+    def _free_slot(self, call_id):
+        """Ends `call_id`'s claim on one of the server's open-call slots (self.lock held)."""
+        if call_id in self.holding:
+            self.holding.discard(call_id)
+            self.slots.notify()
 
     # Wire
 
@@ -236,6 +253,8 @@ class Connection:
         with self.lock:
             self.closed = reason
             calls, self.calls = list(self.calls.values()), {}
+            self.holding.clear()
+            self.slots.notify_all()
         for call in calls:
             with call.cond:
                 if call.status is None:
@@ -281,6 +300,8 @@ class Connection:
                                          window_increment=chunk_grant))
             return True
         if frame.kind == rpc_pb2.FRAME_KIND_STATUS:
+            with self.lock:
+                self._free_slot(frame.call_id)
             if call is not None:
                 with call.cond:
                     if call.status is None:

@@ -57,7 +57,17 @@ enum RequestValidation {
         if kind == .detector, request.baseModel != nil {
             throw RPCError(.invalidArgument, "base_model: fine-tuning starts from a classifier; detectors train from scratch")
         }
+        if kind == .detector, let size = request.imageSize, size % 32 != 0 {
+            throw RPCError(.invalidArgument, "image_size of a detector must be a multiple of 32, its grid's cell (got \(size))")
+        }
         let a = request.augmentation ?? ClassificationV1.Augmentation()
+        // A detector's boxes would not follow a flipped, cropped or turned image; it jitters boxes and pixels
+        // together itself, so only the photometric kinds apply.
+        if kind == .detector, a.flip || a.crop != 0 || a.rotation != 0 {
+            throw RPCError(
+                .invalidArgument,
+                "augmentation: flip, crop and rotation do not move a detector's boxes; a detector takes exposure, noise and blur (it jitters boxes itself)")
+        }
         for (field, value, range) in [("crop", a.crop, 0.0...0.5), ("rotation", a.rotation, 0.0...180), ("exposure", a.exposure, 0.0...1),
                                       ("noise", a.noise, 0.0...0.5)] where !(value.isFinite && range.contains(value)) {
             throw RPCError(.invalidArgument, "augmentation.\(field) must be \(range.lowerBound)…\(range.upperBound) (got \(value))")

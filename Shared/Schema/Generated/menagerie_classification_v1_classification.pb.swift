@@ -404,7 +404,9 @@ extension ClassificationV1 {
         public var validationDataset: String? = nil
         public var validationFraction: Double? = nil
         public var augmentation: ClassificationV1.Augmentation? = nil
-        /// Side of the square network input; default from the images (32..96) for classifiers, 224 for detectors.
+        /// Side of the square network input; default from the images (32..96) for classifiers, 160 for detectors (a
+        /// multiple of 32, the detector grid's cell). A detector's augmentation is photometric only: exposure, noise
+        /// and blur (flip, crop and rotation would not move its boxes; it jitters boxes and pixels together itself).
         public var imageSize: Int32? = nil
         /// Same seed and data give the same model.
         public var seed: UInt64? = nil

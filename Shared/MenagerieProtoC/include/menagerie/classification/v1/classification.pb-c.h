@@ -381,7 +381,9 @@ struct  Menagerie__Classification__V1__TrainRequest
   Menagerie__Classification__V1__TrainRequest__ImageSizeCase _image_size_case;
   union {
     /*
-     * Side of the square network input; default from the images (32..96) for classifiers, 224 for detectors.
+     * Side of the square network input; default from the images (32..96) for classifiers, 160 for detectors (a
+     * multiple of 32, the detector grid's cell). A detector's augmentation is photometric only: exposure, noise
+     * and blur (flip, crop and rotation would not move its boxes; it jitters boxes and pixels together itself).
      */
     int32_t image_size;
   };

@@ -13,11 +13,95 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n menagerie/health/v1/health.proto\x12\x13menagerie.health.v1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n menagerie/health/v1/health.proto\x12\x13menagerie.health.v1\"+\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"\xcf\x01\n\x06Sample\x12\x0c\n\x04uuid\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\x01\x12\x0c\n\x04unit\x18\x04 \x01(\t\x12\x10\n\x08start_ms\x18\x05 \x01(\x03\x12\x0e\n\x06\x65nd_ms\x18\x06 \x01(\x03\x12\x0e\n\x06source\x18\x07 \x01(\t\x12\x16\n\ttime_zone\x18\x08 \x01(\tH\x00\x88\x01\x01\x12\x34\n\x08metadata\x18\t \x03(\x0b\x32\".menagerie.health.v1.MetadataEntryB\x0c\n\n_time_zone\"x\n\x08\x44\x65letion\x12\x0c\n\x04uuid\x18\x01 \x01(\t\x12\x11\n\x04type\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x15\n\x08start_ms\x18\x03 \x01(\x03H\x01\x88\x01\x01\x12\x13\n\x06\x65nd_ms\x18\x04 \x01(\x03H\x02\x88\x01\x01\x42\x07\n\x05_typeB\x0b\n\t_start_msB\t\n\x07_end_ms\"f\n\x08\x43onflict\x12+\n\x06stored\x18\x01 \x01(\x0b\x32\x1b.menagerie.health.v1.Sample\x12-\n\x08rejected\x18\x02 \x01(\x0b\x32\x1b.menagerie.health.v1.Sample\"\xd5\x01\n\x0cWriteSummary\x12\r\n\x05\x61\x64\x64\x65\x64\x18\x01 \x01(\x03\x12\x12\n\nduplicates\x18\x02 \x01(\x03\x12\x17\n\x0f\x61lready_deleted\x18\x03 \x01(\x03\x12\x0f\n\x07\x64\x65leted\x18\x04 \x01(\x03\x12\x1b\n\x13\x64uplicate_deletions\x18\x05 \x01(\x03\x12\x30\n\tconflicts\x18\x06 \x03(\x0b\x32\x1d.menagerie.health.v1.Conflict\x12\x0e\n\x06\x61nchor\x18\x07 \x01(\x03\x12\x19\n\x11\x63onflicts_omitted\x18\x08 \x01(\x03\"!\n\x11\x43reateUserRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"1\n\x12\x43reateUserResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\"\x13\n\x11IssueTokenRequest\"#\n\x12IssueTokenResponse\x12\r\n\x05token\x18\x01 \x01(\t\"#\n\x12RevokeTokenRequest\x12\r\n\x05token\x18\x01 \x01(\t\"\x15\n\x13RevokeTokenResponse\"\x13\n\x11GetAccountRequest\"H\n\x12GetAccountResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06\x61nchor\x18\x02 \x01(\x03\x12\x14\n\x0csample_count\x18\x03 \x01(\x03\"A\n\x11\x41\x64\x64SamplesRequest\x12,\n\x07samples\x18\x01 \x03(\x0b\x32\x1b.menagerie.health.v1.Sample\"H\n\x12\x41\x64\x64SamplesResponse\x12\x32\n\x07summary\x18\x01 \x01(\x0b\x32!.menagerie.health.v1.WriteSummary\"%\n\x14\x44\x65leteSamplesRequest\x12\r\n\x05uuids\x18\x01 \x03(\t\"K\n\x15\x44\x65leteSamplesResponse\x12\x32\n\x07summary\x18\x01 \x01(\x0b\x32!.menagerie.health.v1.WriteSummary\".\n\x10GetSampleRequest\x12\x0c\n\x04uuid\x18\x01 \x01(\t\x12\x0c\n\x04unit\x18\x02 \x01(\t\"@\n\x11GetSampleResponse\x12+\n\x06sample\x18\x01 \x01(\x0b\x32\x1b.menagerie.health.v1.Sample\"\xd0\x01\n\x13QuerySamplesRequest\x12\r\n\x05types\x18\x01 \x03(\t\x12\x14\n\x07\x66rom_ms\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x12\n\x05to_ms\x18\x03 \x01(\x03H\x01\x88\x01\x01\x12\x14\n\x0cstrict_start\x18\x04 \x01(\x08\x12\x12\n\nstrict_end\x18\x05 \x01(\x08\x12\x0f\n\x07sources\x18\x06 \x03(\t\x12\r\n\x05limit\x18\x07 \x01(\r\x12\x12\n\ndescending\x18\x08 \x01(\x08\x12\x0c\n\x04unit\x18\t \x01(\tB\n\n\x08_from_msB\x08\n\x06_to_ms\"D\n\x14QuerySamplesResponse\x12,\n\x07samples\x18\x01 \x03(\x0b\x32\x1b.menagerie.health.v1.Sample\"\xc6\x02\n\x14GetStatisticsRequest\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x14\n\x07\x66rom_ms\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x12\n\x05to_ms\x18\x03 \x01(\x03H\x01\x88\x01\x01\x12\x35\n\x06preset\x18\x04 \x01(\x0e\x32%.menagerie.health.v1.StatisticsPreset\x12\x39\n\x08interval\x18\x05 \x01(\x0e\x32\'.menagerie.health.v1.StatisticsInterval\x12\x11\n\ttime_zone\x18\x06 \x01(\t\x12\x0c\n\x04unit\x18\x07 \x01(\t\x12\x17\n\x0fsource_priority\x18\x08 \x03(\t\x12\x14\n\x0csleep_values\x18\t \x03(\t\x12\x13\n\x06now_ms\x18\n \x01(\x03H\x02\x88\x01\x01\x42\n\n\x08_from_msB\x08\n\x06_to_msB\t\n\x07_now_ms\"\xc3\x01\n\x10StatisticsBucket\x12\x10\n\x08start_ms\x18\x01 \x01(\x03\x12\x0e\n\x06\x65nd_ms\x18\x02 \x01(\x03\x12\x10\n\x03sum\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07\x61verage\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x14\n\x07minimum\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x14\n\x07maximum\x18\x06 \x01(\x01H\x03\x88\x01\x01\x12\r\n\x05\x63ount\x18\x07 \x01(\x03\x42\x06\n\x04_sumB\n\n\x08_averageB\n\n\x08_minimumB\n\n\x08_maximum\"k\n\x15GetStatisticsResponse\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0c\n\x04unit\x18\x02 \x01(\t\x12\x36\n\x07\x62uckets\x18\x03 \x03(\x0b\x32%.menagerie.health.v1.StatisticsBucket\"8\n\x14GetPushCursorRequest\x12\x11\n\tdevice_id\x18\x01 \x01(\t\x12\r\n\x05scope\x18\x02 \x01(\t\"\'\n\x15GetPushCursorResponse\x12\x0e\n\x06\x61nchor\x18\x01 \x01(\x03\"\xa7\x01\n\x0bPushRequest\x12\x11\n\tdevice_id\x18\x01 \x01(\t\x12\r\n\x05scope\x18\x02 \x01(\t\x12,\n\x07samples\x18\x03 \x03(\x0b\x32\x1b.menagerie.health.v1.Sample\x12\x30\n\tdeletions\x18\x04 \x03(\x0b\x32\x1d.menagerie.health.v1.Deletion\x12\x16\n\x0ethrough_anchor\x18\x05 \x01(\x03\"\\\n\x0cPushResponse\x12\x32\n\x07summary\x18\x01 \x01(\x0b\x32!.menagerie.health.v1.WriteSummary\x12\x18\n\x10\x63ommitted_anchor\x18\x02 \x01(\x03\"\x85\x01\n\x0bPullRequest\x12\x14\n\x0csince_anchor\x18\x01 \x01(\x03\x12\r\n\x05types\x18\x02 \x03(\t\x12\x14\n\x07\x66rom_ms\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\x12\n\x05to_ms\x18\x04 \x01(\x03H\x01\x88\x01\x01\x12\x11\n\tpage_size\x18\x05 \x01(\rB\n\n\x08_from_msB\x08\n\x06_to_ms\"\x90\x01\n\x0cPullResponse\x12,\n\x07samples\x18\x01 \x03(\x0b\x32\x1b.menagerie.health.v1.Sample\x12\x30\n\tdeletions\x18\x02 \x03(\x0b\x32\x1d.menagerie.health.v1.Deletion\x12\x0e\n\x06\x61nchor\x18\x03 \x01(\x03\x12\x10\n\x08has_more\x18\x04 \x01(\x08\"n\n\x10\x45xportCSVRequest\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x14\n\x07\x66rom_ms\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x12\n\x05to_ms\x18\x03 \x01(\x03H\x01\x88\x01\x01\x12\x0c\n\x04unit\x18\x04 \x01(\tB\n\n\x08_from_msB\x08\n\x06_to_ms\"\x1e\n\x0e\x45xportCSVChunk\x12\x0c\n\x04text\x18\x01 \x01(\t*\xaa\x01\n\x12StatisticsInterval\x12\x1c\n\x18STATISTICS_INTERVAL_NONE\x10\x00\x12\x1c\n\x18STATISTICS_INTERVAL_HOUR\x10\x01\x12\x1b\n\x17STATISTICS_INTERVAL_DAY\x10\x02\x12\x1c\n\x18STATISTICS_INTERVAL_WEEK\x10\x03\x12\x1d\n\x19STATISTICS_INTERVAL_MONTH\x10\x04*\xb4\x01\n\x10StatisticsPreset\x12\x1a\n\x16STATISTICS_PRESET_NONE\x10\x00\x12\x1b\n\x17STATISTICS_PRESET_TODAY\x10\x01\x12!\n\x1dSTATISTICS_PRESET_LAST_7_DAYS\x10\x02\x12\"\n\x1eSTATISTICS_PRESET_LAST_30_DAYS\x10\x03\x12 \n\x1cSTATISTICS_PRESET_THIS_MONTH\x10\x04\x32\xfb\t\n\x06Health\x12]\n\nCreateUser\x12&.menagerie.health.v1.CreateUserRequest\x1a\'.menagerie.health.v1.CreateUserResponse\x12]\n\nIssueToken\x12&.menagerie.health.v1.IssueTokenRequest\x1a\'.menagerie.health.v1.IssueTokenResponse\x12`\n\x0bRevokeToken\x12\'.menagerie.health.v1.RevokeTokenRequest\x1a(.menagerie.health.v1.RevokeTokenResponse\x12\x62\n\nGetAccount\x12&.menagerie.health.v1.GetAccountRequest\x1a\'.menagerie.health.v1.GetAccountResponse\"\x03\x90\x02\x01\x12\x62\n\nAddSamples\x12&.menagerie.health.v1.AddSamplesRequest\x1a\'.menagerie.health.v1.AddSamplesResponse\"\x03\x90\x02\x02\x12k\n\rDeleteSamples\x12).menagerie.health.v1.DeleteSamplesRequest\x1a*.menagerie.health.v1.DeleteSamplesResponse\"\x03\x90\x02\x02\x12_\n\tGetSample\x12%.menagerie.health.v1.GetSampleRequest\x1a&.menagerie.health.v1.GetSampleResponse\"\x03\x90\x02\x01\x12h\n\x0cQuerySamples\x12(.menagerie.health.v1.QuerySamplesRequest\x1a).menagerie.health.v1.QuerySamplesResponse\"\x03\x90\x02\x01\x12k\n\rGetStatistics\x12).menagerie.health.v1.GetStatisticsRequest\x1a*.menagerie.health.v1.GetStatisticsResponse\"\x03\x90\x02\x01\x12k\n\rGetPushCursor\x12).menagerie.health.v1.GetPushCursorRequest\x1a*.menagerie.health.v1.GetPushCursorResponse\"\x03\x90\x02\x01\x12M\n\x04Push\x12 .menagerie.health.v1.PushRequest\x1a!.menagerie.health.v1.PushResponse(\x01\x12M\n\x04Pull\x12 .menagerie.health.v1.PullRequest\x1a!.menagerie.health.v1.PullResponse0\x01\x12Y\n\tExportCSV\x12%.menagerie.health.v1.ExportCSVRequest\x1a#.menagerie.health.v1.ExportCSVChunk0\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'menagerie.health.v1.health_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
+  _HEALTH.methods_by_name['GetAccount']._options = None
+  _HEALTH.methods_by_name['GetAccount']._serialized_options = b'\220\002\001'
+  _HEALTH.methods_by_name['AddSamples']._options = None
+  _HEALTH.methods_by_name['AddSamples']._serialized_options = b'\220\002\002'
+  _HEALTH.methods_by_name['DeleteSamples']._options = None
+  _HEALTH.methods_by_name['DeleteSamples']._serialized_options = b'\220\002\002'
+  _HEALTH.methods_by_name['GetSample']._options = None
+  _HEALTH.methods_by_name['GetSample']._serialized_options = b'\220\002\001'
+  _HEALTH.methods_by_name['QuerySamples']._options = None
+  _HEALTH.methods_by_name['QuerySamples']._serialized_options = b'\220\002\001'
+  _HEALTH.methods_by_name['GetStatistics']._options = None
+  _HEALTH.methods_by_name['GetStatistics']._serialized_options = b'\220\002\001'
+  _HEALTH.methods_by_name['GetPushCursor']._options = None
+  _HEALTH.methods_by_name['GetPushCursor']._serialized_options = b'\220\002\001'
+  _STATISTICSINTERVAL._serialized_start=3132
+  _STATISTICSINTERVAL._serialized_end=3302
+  _STATISTICSPRESET._serialized_start=3305
+  _STATISTICSPRESET._serialized_end=3485
+  _METADATAENTRY._serialized_start=57
+  _METADATAENTRY._serialized_end=100
+  _SAMPLE._serialized_start=103
+  _SAMPLE._serialized_end=310
+  _DELETION._serialized_start=312
+  _DELETION._serialized_end=432
+  _CONFLICT._serialized_start=434
+  _CONFLICT._serialized_end=536
+  _WRITESUMMARY._serialized_start=539
+  _WRITESUMMARY._serialized_end=752
+  _CREATEUSERREQUEST._serialized_start=754
+  _CREATEUSERREQUEST._serialized_end=787
+  _CREATEUSERRESPONSE._serialized_start=789
+  _CREATEUSERRESPONSE._serialized_end=838
+  _ISSUETOKENREQUEST._serialized_start=840
+  _ISSUETOKENREQUEST._serialized_end=859
+  _ISSUETOKENRESPONSE._serialized_start=861
+  _ISSUETOKENRESPONSE._serialized_end=896
+  _REVOKETOKENREQUEST._serialized_start=898
+  _REVOKETOKENREQUEST._serialized_end=933
+  _REVOKETOKENRESPONSE._serialized_start=935
+  _REVOKETOKENRESPONSE._serialized_end=956
+  _GETACCOUNTREQUEST._serialized_start=958
+  _GETACCOUNTREQUEST._serialized_end=977
+  _GETACCOUNTRESPONSE._serialized_start=979
+  _GETACCOUNTRESPONSE._serialized_end=1051
+  _ADDSAMPLESREQUEST._serialized_start=1053
+  _ADDSAMPLESREQUEST._serialized_end=1118
+  _ADDSAMPLESRESPONSE._serialized_start=1120
+  _ADDSAMPLESRESPONSE._serialized_end=1192
+  _DELETESAMPLESREQUEST._serialized_start=1194
+  _DELETESAMPLESREQUEST._serialized_end=1231
+  _DELETESAMPLESRESPONSE._serialized_start=1233
+  _DELETESAMPLESRESPONSE._serialized_end=1308
+  _GETSAMPLEREQUEST._serialized_start=1310
+  _GETSAMPLEREQUEST._serialized_end=1356
+  _GETSAMPLERESPONSE._serialized_start=1358
+  _GETSAMPLERESPONSE._serialized_end=1422
+  _QUERYSAMPLESREQUEST._serialized_start=1425
+  _QUERYSAMPLESREQUEST._serialized_end=1633
+  _QUERYSAMPLESRESPONSE._serialized_start=1635
+  _QUERYSAMPLESRESPONSE._serialized_end=1703
+  _GETSTATISTICSREQUEST._serialized_start=1706
+  _GETSTATISTICSREQUEST._serialized_end=2032
+  _STATISTICSBUCKET._serialized_start=2035
+  _STATISTICSBUCKET._serialized_end=2230
+  _GETSTATISTICSRESPONSE._serialized_start=2232
+  _GETSTATISTICSRESPONSE._serialized_end=2339
+  _GETPUSHCURSORREQUEST._serialized_start=2341
+  _GETPUSHCURSORREQUEST._serialized_end=2397
+  _GETPUSHCURSORRESPONSE._serialized_start=2399
+  _GETPUSHCURSORRESPONSE._serialized_end=2438
+  _PUSHREQUEST._serialized_start=2441
+  _PUSHREQUEST._serialized_end=2608
+  _PUSHRESPONSE._serialized_start=2610
+  _PUSHRESPONSE._serialized_end=2702
+  _PULLREQUEST._serialized_start=2705
+  _PULLREQUEST._serialized_end=2838
+  _PULLRESPONSE._serialized_start=2841
+  _PULLRESPONSE._serialized_end=2985
+  _EXPORTCSVREQUEST._serialized_start=2987
+  _EXPORTCSVREQUEST._serialized_end=3097
+  _EXPORTCSVCHUNK._serialized_start=3099
+  _EXPORTCSVCHUNK._serialized_end=3129
+  _HEALTH._serialized_start=3488
+  _HEALTH._serialized_end=4763
 # @@protoc_insertion_point(module_scope)
