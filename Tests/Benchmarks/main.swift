@@ -1,6 +1,7 @@
 // menagerie-bench: prints throughput and latency figures (no pass/fail; goals are printed beside
-// the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [ocr] [health] [--seconds S]
+// the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [ocr] [health] [abuse] [--seconds S]
 // [--rounds N] [--sizes 64,65536] [--callers 1,16,64] [--no-floor] [--no-grpc] [--health-records N]
+// [--abuse-scale 0.1] [--abuse-hold S]
 import Foundation
 import RPC
 import Schema
@@ -40,4 +41,10 @@ if suites.isEmpty || suites.contains("ocr") {
 }
 if suites.isEmpty || suites.contains("health") {
     try await HealthBenchmark(samples: option("health-records").flatMap(Int.init) ?? 1_000_000).run()
+}
+if suites.isEmpty || suites.contains("abuse") {
+    // Starts a zoo replica of its own (the `zoo` executable built beside this one) and attacks it.
+    try await AbuseBenchmark(
+        scale: option("abuse-scale").flatMap(Double.init) ?? 1, holdSeconds: option("abuse-hold").flatMap(Double.init) ?? 3
+    ).run()
 }

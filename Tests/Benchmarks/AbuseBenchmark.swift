@@ -1,0 +1,534 @@
+import Foundation
+import RPC
+import Schema
+import Synchronization
+import Transport
+import ZooCore
+
+/// Issue 9's robustness suite: the hostile probe's attacks, bounded in count and time, against a real
+/// zoo replica (the built `zoo` executable beside this one, on a free loopback port, with the real
+/// data when `../shared/datasets/zoo` is there, else its sample data). Per attack it prints whether
+/// the replica lived (same pid), the health-check and search latency measured meanwhile beside the
+/// unloaded figures of the same run, the peak RSS (VmHWM, reset between attacks through
+/// /proc/PID/clear_refs) beside the documented budget, and a verdict per goal.
+struct AbuseBenchmark {
+    /// Multiplies the attacks' counts (1 = the issue's: 1,000 pipelined exports, 40 large frames,
+    /// 1,100 idle sockets, 200 slowloris clients, …); `--abuse-scale 0.1` for a quick debug run.
+    let scale: Double
+    /// Seconds each attack holds its sockets while the probes run.
+    let holdSeconds: Double
+
+    /// The zoo's documented limits (README, `zoo --help`): `--memory-budget` 256 MiB for large frames
+    /// and unread answers, and frames under 64 KiB bounded by the connection limit (64 KiB × 1,024).
+    static let memoryBudget = 256 << 20
+    static let smallFrameBound = 64 << 20
+    static let healthGoal = 0.100
+
+    func count(_ full: Int, minimum: Int = 1) -> Int { max(minimum, Int((Double(full) * scale).rounded())) }
+
+    func run() async throws {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("zoo")
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            print("Abuse benchmark: no zoo executable at \(binary.path); build it first (swift build [-c release] --product zoo)")
+            return
+        }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("abuse-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let port = try Self.freePort()
+        let realData = FileManager.default.fileExists(atPath: ZooBenchmark.realData.path)
+        let dataDirectory = scratch.appendingPathComponent("data")
+        if realData {
+            // Imported here, as the benchmark of the zoo does; the replica finds its database filled.
+            try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+            let library = try ZooLibrary(path: dataDirectory.appendingPathComponent("zoo.sqlite").path)
+            try library.importFiles(ZooSourceFile.directory(ZooBenchmark.realData), source: ZooBenchmark.realData.path, trigger: .client)
+        }
+        let zoo = Process()
+        zoo.executableURL = binary
+        zoo.arguments = ["--port", "\(port)", "--data-dir", dataDirectory.path, "--log-level", "warning"]
+        let log = scratch.appendingPathComponent("zoo.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let logHandle = try FileHandle(forWritingTo: log)
+        zoo.standardOutput = logHandle
+        zoo.standardError = logHandle
+        zoo.standardInput = FileHandle.nullDevice
+        try zoo.run()
+        let pid = zoo.processIdentifier
+        defer {
+            if zoo.isRunning { kill(pid, SIGKILL) }
+            zoo.waitUntilExit()
+        }
+        let started = ContinuousClock.now
+        while Probe.health(port: port) == nil {
+            guard zoo.isRunning, ContinuousClock.now - started < .seconds(300) else {
+                print("Abuse benchmark: the zoo did not start serving; its log:\n" + ((try? String(contentsOf: log, encoding: .utf8)) ?? ""))
+                return
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        let client = RPCClient(transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(port)")], retry: .init(maxAttempts: 1))
+        defer { client.close() }
+        print("Abuse benchmark: zoo pid \(pid) on 127.0.0.1:\(port) with \(realData ? "the real data" : "its sample data"), scale \(scale), "
+              + "\(holdSeconds) s per attack, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+
+        // Unloaded figures, measured the same way as under attack.
+        let quiet = Probes(port: port, client: client)
+        quiet.start()
+        try await Task.sleep(for: .seconds(max(1, holdSeconds)))
+        let unloaded = await quiet.stop()
+        let baseRSS = Memory.read(pid).rss
+        let rssGoal = baseRSS + Self.memoryBudget + Self.smallFrameBound
+        print(String(format: "unloaded: health p50 %.2f ms max %.2f ms (%d probes), search p50 %.2f ms max %.2f ms (%d)",
+                     unloaded.health.p50 * 1000, unloaded.health.max * 1000, unloaded.health.samples.count,
+                     unloaded.search.p50 * 1000, unloaded.search.max * 1000, unloaded.search.samples.count)
+              + "; RSS \(Memory.mib(baseRSS)); RSS goal: \(Memory.mib(baseRSS)) + \(Memory.mib(Self.memoryBudget)) budget + "
+              + "\(Memory.mib(Self.smallFrameBound)) of small frames = \(Memory.mib(rssGoal))")
+        let searchGoal = max(unloaded.search.p50, 0.0001) * 10
+
+        var rows: [[String]] = []
+        var failures: [String] = []
+        for attack in attacks(port: port) {
+            Memory.resetPeak(pid)
+            let probes = Probes(port: port, client: client)
+            probes.start()
+            let began = ContinuousClock.now
+            let hold = holdSeconds
+            let outcome = await Self.onThread { () -> (lost: Int, note: String) in
+                // A quick attack is repeated until the hold is over, so that the probes measure it.
+                var (lost, note) = attack.run()
+                var rounds = 1
+                while attack.repeats && ContinuousClock.now - began < .milliseconds(Int64(hold * 1000)) {
+                    let outcome = attack.run()
+                    lost += outcome.lost
+                    rounds += 1
+                }
+                return (lost, rounds > 1 ? "\(rounds) rounds of: " + note : note)
+            }
+            let figures = await probes.stop()
+            let peak = Memory.read(pid).peak
+            let alive = zoo.isRunning && kill(pid, 0) == 0
+            let lost = outcome.lost + figures.health.failures + figures.search.failures
+            let verdicts = [
+                ("alive", alive),
+                ("health", figures.health.max <= Self.healthGoal && figures.health.failures == 0),
+                ("search", figures.search.max <= searchGoal && figures.search.failures == 0),
+                ("RSS", peak <= rssGoal),
+                ("nothing lost", lost == 0),
+            ]
+            let missed = verdicts.filter { !$0.1 }.map(\.0)
+            if !missed.isEmpty { failures.append("\(attack.name): \(missed.joined(separator: ", ")) not met") }
+            rows.append([
+                attack.name, alive ? "yes (pid \(pid))" : "NO",
+                String(format: "%.1f / %.1f", figures.health.p50 * 1000, figures.health.max * 1000) + (figures.health.failures > 0 ? " (\(figures.health.failures) failed)" : ""),
+                String(format: "%.1f / %.1f", figures.search.p50 * 1000, figures.search.max * 1000) + (figures.search.failures > 0 ? " (\(figures.search.failures) failed)" : ""),
+                Memory.mib(peak), "\(lost)", missed.isEmpty ? "all met" : "NOT met: " + missed.joined(separator: ", "),
+                String(format: "%.1f s", (ContinuousClock.now - began).seconds) + "; " + outcome.note,
+            ])
+            guard alive else { break }
+            try await Task.sleep(for: .milliseconds(300))  // let the server close what the attack left
+        }
+        print(String(format: "goals: health max ≤ %.0f ms; search max ≤ 10 × unloaded p50 = %.2f ms", Self.healthGoal * 1000, searchGoal * 1000)
+              + "; peak RSS ≤ \(Memory.mib(rssGoal)); nothing lost")
+        printTable(["attack", "alive", "health p50/max ms", "search p50/max ms", "peak RSS", "lost", "verdict", "notes"], rows)
+        print(failures.isEmpty ? "every goal met under every attack" : "goals not met:\n  " + failures.joined(separator: "\n  "))
+        let warnings = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
+        print("the zoo logged \(warnings.count) lines at warning level or above\(warnings.isEmpty ? "" : ", the last: \(warnings.last!)")")
+    }
+
+    // MARK: The attacks
+
+    struct Attack {
+        let name: String
+        /// Over in a moment: repeated for the hold.
+        var repeats = false
+        /// Runs the attack (blocking, on a thread of its own); what it lost and a note.
+        let run: @Sendable () -> (lost: Int, note: String)
+    }
+
+    func attacks(port: Int) -> [Attack] {
+        let hold = holdSeconds
+        let export = ZooV1.Zoo.exportGeoJSON.path
+        let pipelined = count(1000, minimum: 50), unreadConnections = 4, unreadCalls = count(300, minimum: 20)
+        let largeFrames = count(40, minimum: 4), idle = count(1100, minimum: 50), slow = count(200, minimum: 10)
+        let garbage = count(50, minimum: 5), nuls = count(200, minimum: 12), reused = count(100, minimum: 5)
+        return [
+            Attack(name: "pipelined exports") {
+                // 100 calls kept open (the per-connection limit) until `pipelined` were answered, all read.
+                guard let socket = AttackSocket(port: port, timeout: 60) else { return (1, "could not connect") }
+                var next: UInt64 = 1, answered = 0, refused = 0, lost = 0
+                func send() {
+                    socket.write(Frames.request(id: next, method: export))
+                    next += 1
+                }
+                while next <= UInt64(min(100, pipelined)) { send() }
+                while answered < pipelined {
+                    guard let frame = socket.readFrame() else {
+                        lost = pipelined - answered
+                        break
+                    }
+                    guard frame.kind == .status else { continue }
+                    answered += 1
+                    if frame.statusCode != 0 { refused += 1 }
+                    if next <= UInt64(pipelined) { send() }
+                }
+                return (lost, "\(answered) of \(pipelined) answered, \(refused) with an error")
+            },
+            Attack(name: "unread answers") {
+                // Connections that ask for exports and read nothing for the hold, then read what came.
+                let sockets = (0..<unreadConnections).compactMap { _ in AttackSocket(port: port, timeout: 10) }
+                for socket in sockets {
+                    socket.write((1...unreadCalls).flatMap { Frames.request(id: UInt64($0), method: export) })
+                }
+                Thread.sleep(forTimeInterval: hold)
+                var answers = 0, closedWithStatus = 0, lost = unreadConnections - sockets.count
+                for socket in sockets {
+                    var seen = 0
+                    while seen < unreadCalls, let frame = socket.readFrame() {
+                        if frame.callID == 0 { closedWithStatus += 1; break }
+                        if frame.kind == .status { seen += 1 }
+                    }
+                    answers += seen
+                    // Every call answered, or the connection closed with its reason (the memory budget).
+                    if seen < unreadCalls && !socket.sawConnectionStatus { lost += 1 }
+                }
+                return (lost, "\(answers) of \(unreadConnections * unreadCalls) answers read, \(closedWithStatus) connections closed with a status")
+            },
+            Attack(name: "almost complete 16 MiB frames") {
+                let size = FrameCodec.defaultMaxFrameSize - 16
+                let done = Tally()
+                let sockets = (0..<largeFrames).compactMap { _ in AttackSocket(port: port, timeout: 0.2, sendTimeout: 5) }
+                let group = DispatchGroup()
+                for socket in sockets {
+                    group.enter()
+                    Thread.detachNewThread {
+                        defer { group.leave() }
+                        guard socket.write(Frames.header(length: size)) else { return }
+                        let chunk = [UInt8](repeating: 0, count: 1 << 20)
+                        var sent = 0
+                        while sent + chunk.count < size - 1024 {
+                            guard socket.write(chunk) else { return }
+                            sent += chunk.count
+                        }
+                        done.value.add(1, ordering: .relaxed)
+                    }
+                }
+                group.wait()
+                Thread.sleep(forTimeInterval: hold)
+                let refused = sockets.filter { $0.drainForConnectionStatus() == StatusCode.resourceExhausted.rawValue }.count
+                return (0, "\(sockets.count) connections, \(done.value.load(ordering: .relaxed)) sent all but the last KiB, \(refused) told RESOURCE_EXHAUSTED")
+            },
+            Attack(name: "idle sockets, per-peer and process limit") {
+                // Over the per-peer limit from 127.0.0.1, and past the process limit from other addresses;
+                // each keeps its slot with a CANCEL of an unused id.
+                var sockets: [AttackSocket] = []
+                for index in 0..<idle {
+                    let source = index < idle * 3 / 11 ? "127.0.0.1" : "127.0.0.\(2 + index % 5)"
+                    guard let socket = AttackSocket(port: port, from: source, timeout: 0.002) else { continue }
+                    socket.write(FrameCodec.encode(RpcV1.Frame(callID: 99, kind: .cancel).serializedBytes()))
+                    sockets.append(socket)
+                }
+                Thread.sleep(forTimeInterval: hold)
+                let told = sockets.filter { $0.drainForConnectionStatus() != nil }.count
+                return (0, "\(sockets.count) of \(idle) connected, \(told) closed to make room (with a status)")
+            },
+            Attack(name: "slowloris") {
+                let sockets = (0..<slow).compactMap { _ in AttackSocket(port: port, timeout: 1) }
+                for socket in sockets { socket.write(Frames.header(length: 1000)) }
+                let end = Date().addingTimeInterval(hold)
+                var bytes = 0
+                while Date() < end {
+                    for socket in sockets where socket.write([0]) { bytes += 1 }
+                    Thread.sleep(forTimeInterval: 0.2)
+                }
+                return (0, "\(sockets.count) clients sent \(bytes) bytes, one at a time")
+            },
+            Attack(name: "garbage, huge lengths, 1-byte writes", repeats: true) {
+                var lost = 0
+                let kinds = garbage
+                for index in 0..<kinds {
+                    guard let socket = AttackSocket(port: port, timeout: 5) else { lost += 1; continue }
+                    switch index % 4 {
+                    case 0: socket.write([0xFF] + (0..<1024).map { _ in UInt8.random(in: 0...255) })  // bad flag byte
+                    case 1: socket.write([0, 0xFF, 0xFF, 0xFF, 0xFF])  // a 4 GiB frame
+                    case 2: socket.write([0, 0, 0, 0, 0])  // zero-length frame
+                    default: socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: RpcV1.FrameKind(rawValue: 42)).serializedBytes()))
+                    }
+                    if socket.drainForConnectionStatus() == nil { lost += 1 }
+                }
+                // A well-formed health check written one byte at a time is answered.
+                let byByte = count(20, minimum: 3)
+                for _ in 0..<byByte {
+                    guard let socket = AttackSocket(port: port, timeout: 5) else { lost += 1; continue }
+                    for byte in Frames.request(id: 1, method: RpcV1.Health.check.path, payload: RpcV1.HealthCheckRequest().serializedBytes()) {
+                        socket.write([byte])
+                        usleep(200)
+                    }
+                    if socket.readFrame()?.statusCode != 0 { lost += 1 }
+                }
+                return (lost, "\(kinds) garbage connections each expected to get a call-id-0 status, \(byByte) byte-by-byte health checks")
+            },
+            Attack(name: "NUL in method, metadata, search", repeats: true) {
+                guard let socket = AttackSocket(port: port, timeout: 10) else { return (1, "could not connect") }
+                let search = ZooV1.Zoo.searchAnimals.path
+                var ids: [UInt64] = []
+                var id: UInt64 = 0
+                while ids.count < nuls {
+                    id += 1
+                    if Frames.varint(id).contains(Frames.marker) { continue }  // the marker byte becomes the NUL
+                    ids.append(id)
+                }
+                var bytes: [UInt8] = []
+                for (index, id) in ids.enumerated() {
+                    switch index % 3 {
+                    case 0: bytes += Frames.withNUL(Frames.request(id: id, method: search + "~junk"))
+                    case 1: bytes += Frames.withNUL(Frames.request(id: id, method: search, metadata: [RpcV1.MetadataEntry(key: "k", value: "v~w")]))
+                    default: bytes += Frames.request(id: id, method: search, payload: Frames.withNUL(ZooV1.SearchAnimalsRequest(text: "zel~xyz").serializedBytes()))
+                    }
+                }
+                socket.write(bytes)
+                var invalid = 0, other = 0
+                for _ in ids {
+                    guard let frame = socket.readFrame() else { break }
+                    if frame.statusCode == StatusCode.invalidArgument.rawValue { invalid += 1 } else { other += 1 }
+                }
+                // The connection stays open.
+                socket.write(Frames.request(id: id + 1, method: RpcV1.Health.check.path, payload: RpcV1.HealthCheckRequest().serializedBytes()))
+                let after = socket.readFrame()?.statusCode == 0
+                return (ids.count - invalid + (after ? 0 : 1), "\(invalid) of \(ids.count) INVALID_ARGUMENT, \(other) other, connection \(after ? "still serves" : "LOST")")
+            },
+            Attack(name: "reused call ids", repeats: true) {
+                var told = 0
+                let sockets = (0..<reused).compactMap { _ in AttackSocket(port: port, timeout: 10) }
+                for socket in sockets { socket.write(Frames.request(id: 7, method: export) + Frames.request(id: 7, method: export)) }
+                for socket in sockets {
+                    // Exactly one frame: the connection's INTERNAL status; the first call is not answered under id 7.
+                    if let frame = socket.readFrame(), frame.callID == 0, frame.statusCode == StatusCode.internalError.rawValue, socket.readFrame() == nil {
+                        told += 1
+                    }
+                }
+                return (reused - told, "\(told) of \(reused) connections closed with INTERNAL and nothing under the reused id")
+            },
+        ]
+    }
+
+    // MARK: Helpers
+
+    /// Runs blocking work on a thread of its own (not the cooperative pool).
+    static func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: body()) }
+        }
+    }
+
+    static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = AttackSocket.address("127.0.0.1", port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        }
+        guard bound else { throw POSIXError(.EADDRINUSE) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// A count shared by threads.
+final class Tally: Sendable {
+    let value = Atomic<Int>(0)
+}
+
+/// Peak and current resident memory of a process, from /proc.
+enum Memory {
+    static func read(_ pid: Int32) -> (rss: Int, peak: Int) {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        func kib(_ key: String) -> Int {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(key + ":") }) else { return 0 }
+            return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+        }
+        return (kib("VmRSS"), kib("VmHWM"))
+    }
+
+    /// Resets VmHWM to the current RSS (`echo 5 > /proc/PID/clear_refs`).
+    static func resetPeak(_ pid: Int32) {
+        try? "5".write(toFile: "/proc/\(pid)/clear_refs", atomically: false, encoding: .utf8)
+    }
+
+    static func mib(_ bytes: Int) -> String { String(format: "%.0f MiB", Double(bytes) / Double(1 << 20)) }
+}
+
+/// A health check on a new connection every 50 ms (so a client that connects now is measured, as
+/// `gateway probe` would be) and a search through a long-lived client every 50 ms, until stopped.
+final class Probes: @unchecked Sendable {
+    struct Figures {
+        var samples: [Double] = []
+        var failures = 0
+        var p50: Double { samples.isEmpty ? .infinity : samples.sorted()[(samples.count - 1) / 2] }
+        var max: Double { samples.max() ?? .infinity }
+    }
+
+    let port: Int
+    let client: RPCClient
+    private let stopped = Atomic<Bool>(false)
+    private let health = Mutex(Figures())
+    private let search = Mutex(Figures())
+    private var healthThread: Task<Void, Never>?
+    private var searchTask: Task<Void, Never>?
+
+    init(port: Int, client: RPCClient) {
+        self.port = port
+        self.client = client
+    }
+
+    func start() {
+        healthThread = Task { [self] in
+            await AbuseBenchmark.onThread { [self] in
+                while !stopped.load(ordering: .relaxed) {
+                    let began = ContinuousClock.now
+                    let ok = Probe.health(port: port) == 0
+                    let took = (ContinuousClock.now - began).seconds
+                    health.withLock { if ok { $0.samples.append(took) } else { $0.failures += 1 } }
+                    usleep(50_000)
+                }
+            }
+        }
+        searchTask = Task { [self] in
+            while !stopped.load(ordering: .relaxed) {
+                let began = ContinuousClock.now
+                do {
+                    _ = try await client.unary(ZooV1.Zoo.searchAnimals, ZooV1.SearchAnimalsRequest(text: "zel"), options: CallOptions(timeout: .seconds(10)))
+                    let took = (ContinuousClock.now - began).seconds
+                    search.withLock { $0.samples.append(took) }
+                } catch {
+                    search.withLock { $0.failures += 1 }
+                }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+    }
+
+    func stop() async -> (health: Figures, search: Figures) {
+        stopped.store(true, ordering: .relaxed)
+        await healthThread?.value
+        await searchTask?.value
+        return (health.withLock { $0 }, search.withLock { $0 })
+    }
+}
+
+enum Probe {
+    /// A health check on a new connection: the status code, or nil when it got no answer within 5 s.
+    static func health(port: Int) -> UInt32? {
+        guard let socket = AttackSocket(port: port, timeout: 5) else { return nil }
+        socket.write(Frames.request(id: 1, method: RpcV1.Health.check.path, payload: RpcV1.HealthCheckRequest().serializedBytes()))
+        return socket.readFrame().map(\.statusCode)
+    }
+}
+
+/// Frames written by hand, as a hostile client writes them.
+enum Frames {
+    static let marker = UInt8(ascii: "~")
+
+    static func request(id: UInt64, method: String, payload: [UInt8] = [], metadata: [RpcV1.MetadataEntry] = []) -> [UInt8] {
+        FrameCodec.encode(RpcV1.Frame(callID: id, kind: .request, method: method, metadata: metadata, hasPayload: true, payload: payload).serializedBytes())
+    }
+
+    /// The 5-byte header of a frame of `length` bytes (flag byte 0, big-endian length).
+    static func header(length: Int) -> [UInt8] {
+        [0, UInt8(length >> 24 & 0xFF), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+    }
+
+    /// Our encoder cannot write a NUL into a string (protobuf-c's are C strings): `~` becomes one after.
+    static func withNUL(_ bytes: [UInt8]) -> [UInt8] { bytes.map { $0 == marker ? 0 : $0 } }
+
+    static func varint(_ value: UInt64) -> [UInt8] {
+        var value = value, bytes: [UInt8] = []
+        repeat {
+            bytes.append(UInt8(value & 0x7F) | (value > 0x7F ? 0x80 : 0))
+            value >>= 7
+        } while value > 0
+        return bytes
+    }
+}
+
+/// A blocking TCP socket to 127.0.0.1 from a chosen loopback address, speaking raw bytes.
+final class AttackSocket: @unchecked Sendable {
+    private let descriptor: Int32
+    private let decoder = FrameDecoder(maxFrameSize: 64 << 20)
+    private var closed = false
+    /// Whether a STATUS frame with call id 0 (the connection's last word) arrived.
+    private(set) var sawConnectionStatus = false
+
+    /// Connects; reads give up after `timeout` seconds, sends after `sendTimeout` (default: the same).
+    init?(port: Int, from source: String = "127.0.0.1", timeout: Double, sendTimeout: Double? = nil) {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return nil }
+        var local = Self.address(source, port: 0)
+        var remote = Self.address("127.0.0.1", port: port)
+        let size = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let connected = withUnsafePointer(to: &local) { local in
+            withUnsafePointer(to: &remote) { remote in
+                local.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, size) } == 0
+                    && remote.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, size) } == 0
+            }
+        }
+        guard connected else {
+            close(descriptor)
+            return nil
+        }
+        func interval(_ seconds: Double) -> timeval { timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1e6)) }
+        var receive = interval(timeout), sending = interval(sendTimeout ?? timeout)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &receive, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &sending, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(descriptor) }
+
+    static func address(_ host: String, port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr(host)
+        return address
+    }
+
+    /// Sends all of `bytes`; false once the peer has closed (or the send timed out).
+    @discardableResult
+    func write(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if sent <= 0 { return false }
+            offset += sent
+        }
+        return true
+    }
+
+    /// The next frame; nil when the peer closed or the receive timeout passed.
+    func readFrame() -> RpcV1.Frame? {
+        while true {
+            if let envelope = try? decoder.next() {
+                guard let frame = try? RpcV1.Frame(serializedBytes: envelope) else { return nil }
+                if frame.callID == 0 && frame.kind == .status { sawConnectionStatus = true }
+                return frame
+            }
+            guard !closed else { return nil }
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count <= 0 {
+                if count == 0 || errno != EAGAIN { closed = true }
+                if count < 0 && errno == EAGAIN { return nil }
+                continue
+            }
+            decoder.append(Array(buffer[0..<count]))
+        }
+    }
+
+    /// Reads what came (until the timeout or the close); the code of the call-id-0 STATUS, if one came.
+    func drainForConnectionStatus() -> UInt32? {
+        while let frame = readFrame() {
+            if frame.callID == 0 && frame.kind == .status { return frame.statusCode }
+        }
+        return nil
+    }
+}
