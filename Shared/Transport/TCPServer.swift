@@ -73,6 +73,8 @@ public final class TCPServer: @unchecked Sendable {
     let inFlight = Atomic<Int>(0)
     /// Calls being served or queued right now, over all connections.
     public var callsInFlight: Int { inFlight.load(ordering: .relaxed) }
+    /// Connections told why they are closed and waiting for that to be written (loop thread).
+    var connectionsFailing: Int { connections.values.filter(\.isFailing).count }
     /// Where handlers run.
     let workers: WorkerPool
     private let draining = Atomic<Bool>(false)
@@ -191,22 +193,48 @@ public final class TCPServer: @unchecked Sendable {
         guard let largest = connections.values.filter({ $0 !== spared && !$0.connection.isClosed })
             .max(by: { $0.connection.budgetFootprint < $1.connection.budgetFootprint }),
             largest.connection.budgetFootprint >= bytes else { return }
-        let held = largest.connection.budgetFootprint
-        logger.warning("closing connection from \(largest.connection.peer): it holds \(held) bytes of the exhausted memory budget")
-        largest.connection.close(reason: "memory budget exhausted: this connection held \(held) bytes")
+        shed(largest)
+    }
+
+    /// How long a connection told to go for the memory budget has to read its answers and that
+    /// status before it is closed outright, should the budget still be exhausted.
+    static let budgetGrace: Duration = .seconds(1)
+
+    /// Whether `served` was told why it is closed more than `budgetGrace` ago.
+    private func hadItsGrace(_ served: ServerConnection) -> Bool {
+        served.connection.closingSince.map { ContinuousClock.now - $0 > Self.budgetGrace } ?? false
+    }
+
+    /// Closes `served` for the memory budget: told RESOURCE_EXHAUSTED (call id 0, behind the answers
+    /// already written to it) and closed once that is sent; closed at once when it was told already,
+    /// over `budgetGrace` ago, and still holds its bytes (the client does not read).
+    private func shed(_ served: ServerConnection) {
+        let held = served.connection.budgetFootprint
+        if hadItsGrace(served) {
+            logger.warning("closing connection from \(served.connection.peer): it still holds \(held) bytes of the exhausted memory budget")
+            served.connection.close(reason: "memory budget exhausted and the client does not read (the connection held \(held) bytes)")
+        } else if !served.isFailing {
+            logger.warning("closing connection from \(served.connection.peer): it holds \(held) bytes and the memory budget of \(budget.limit) bytes is exhausted")
+            served.fail(.resourceExhausted, "memory budget exhausted: this connection held \(held) bytes of unread answers and unfinished frames")
+        }
     }
 
     /// Closes the connections holding the most of the budget until `room` more bytes fit in it
-    /// (loop thread).
+    /// (loop thread). Connections told why they are closed over `budgetGrace` ago and still not
+    /// flushed go first and at once, as they had their chance; the rest, largest first, are told
+    /// RESOURCE_EXHAUSTED and closed once that is sent — what they hold no longer counts then, as
+    /// it only shrinks (nothing more is queued or read on them).
     func enforceBudget(making room: Int) {
         loop.assertInLoop()
         guard budget.used + room > budget.limit else { return }
         let holders = connections.values.filter { $0.connection.budgetFootprint > 0 }
             .sorted { $0.connection.budgetFootprint > $1.connection.budgetFootprint }
-        for served in holders where budget.used + room > budget.limit {
-            let held = served.connection.budgetFootprint
-            logger.warning("closing connection from \(served.connection.peer): it holds \(held) bytes and the memory budget of \(budget.limit) bytes is exhausted")
-            served.connection.close(reason: "memory budget exhausted (the connection held \(held) bytes)")
+        for served in holders where hadItsGrace(served) && budget.used + room > budget.limit { shed(served) }
+        // Bytes of closed connections are released once their cancelled writes report back.
+        var leaving = holders.filter { $0.isFailing || $0.connection.isClosed }.reduce(0) { $0 + $1.connection.budgetFootprint }
+        for served in holders where !served.isFailing && !served.connection.isClosed && budget.used - leaving + room > budget.limit {
+            shed(served)
+            leaving += served.connection.budgetFootprint
         }
     }
 

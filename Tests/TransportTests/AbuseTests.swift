@@ -11,7 +11,7 @@ import Testing
 /// Issue 9: no client can starve or lock out the others, memory stays within a budget, and every
 /// connection-level error is told to the client (a STATUS frame with call id 0) before the close.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct AbuseTests {
-    /// Echo whose payload "busy" holds its worker for 20 ms (no suspension), "big" answers 64 KiB;
+    /// Echo whose payload "busy" holds its worker for 20 ms (no suspension), "big" answers 64 KiB, "huge" 1 MiB;
     /// counts the calls that started.
     final class BusyService: RPCService, @unchecked Sendable {
         let started = Atomic<Int>(0)
@@ -22,6 +22,7 @@ import Testing
                 switch String(decoding: request.payload, as: UTF8.self) {
                 case "busy": usleep(20_000)
                 case "big": return RpcV1.EchoResponse(payload: [UInt8](repeating: 7, count: 64 << 10))
+                case "huge": return RpcV1.EchoResponse(payload: [UInt8](repeating: 7, count: 1 << 20))
                 case "slow": try await Task.sleep(for: .seconds(30))
                 default: break
                 }
@@ -182,11 +183,38 @@ import Testing
             let second = try RawSocket(port: harness.tcp!.port)
             second.write(header + [UInt8](repeating: 0, count: 1000))
             try await expectConnectionError(second, .resourceExhausted)
-            #expect(await holder.readUntilClosed().closed)
+            try await expectConnectionError(holder, .resourceExhausted)
             try await waitUntil { harness.tcp!.loop.submit { harness.tcp!.budget.used } == 0 }
             // Within budget again: a large frame passes.
             let reply = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [UInt8](repeating: 3, count: 300 << 10)))
             #expect(reply.payload.count == 300 << 10)
+        }
+    }
+
+    @Test func unreadAnswersBeyondTheMemoryBudgetCloseTheirConnectionWithAReason() async throws {
+        var limits = Self.limits
+        limits.memoryBudget = 4 << 20
+        limits.writeHighWater = 64 << 20  // far above the budget: only the budget stops this client
+        try await Harness.with(.tcp, services: [BusyService()], limits: limits) { harness in
+            let hog = try RawSocket(port: harness.tcp!.port)
+            // 30 answers of 1 MiB, far more than the sockets' buffers and the budget, not read meanwhile.
+            hog.write((1...30).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: Array("huge".utf8)), id: UInt64($0)) })
+            try await waitUntil { harness.tcp!.loop.submit { harness.tcp!.connectionsFailing } == 1 }
+            // Reading now (within the grace it has), the hog finds its reason after the answers
+            // written before the budget ran out; another client is served meanwhile.
+            async let hogFrames = framesUntilClosed(hog)
+            let reply = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [4]))
+            #expect(reply.payload == [4])
+            let frames = try await hogFrames
+            let answered = frames.filter { $0.callID != 0 }
+            #expect(answered.count < 30, "every answer was sent: the budget never stopped the connection")
+            #expect(answered.allSatisfy { $0.statusCode == 0 })
+            let last = try #require(frames.last)
+            #expect(last.callID == 0 && last.statusCode == StatusCode.resourceExhausted.rawValue, "\(last.statusMessage)")
+            #expect(last.statusMessage.contains("memory budget"))
+            try await waitUntil { harness.tcp!.loop.submit { harness.tcp!.budget.used } == 0 }
+            let again = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("huge".utf8)))
+            #expect(again.payload.count == 1 << 20)
         }
     }
 
