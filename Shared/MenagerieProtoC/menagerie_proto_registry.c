@@ -159,6 +159,7 @@ static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__rpc__v1__method_info__descriptor,
     &menagerie__rpc__v1__method_stats__descriptor,
     &menagerie__rpc__v1__service_info__descriptor,
+    &menagerie__rpc__v1__status_count__descriptor,
     &menagerie__zoo__v1__adoption__descriptor,
     &menagerie__zoo__v1__animal__descriptor,
     &menagerie__zoo__v1__animal_summary__descriptor,

@@ -57,7 +57,10 @@ struct BuiltinServices: RPCService {
                 methods: state.stats.snapshot().map { figures in
                     RpcV1.MethodStats(
                         path: figures.path, calls: figures.calls, errors: figures.errors,
-                        latencyP50Ms: figures.p50Milliseconds, latencyP99Ms: figures.p99Milliseconds)
+                        latencyP50Ms: figures.p50Milliseconds, latencyP99Ms: figures.p99Milliseconds,
+                        byStatus: figures.byStatus.enumerated().filter { $0.element > 0 }.map {
+                            RpcV1.StatusCount(code: UInt32($0.offset), calls: $0.element)
+                        })
                 },
                 openConnections: connections.open, totalConnections: connections.total,
                 rejectedConnections: connections.rejected, uptimeSeconds: state.uptimeSeconds)

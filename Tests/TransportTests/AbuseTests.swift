@@ -271,6 +271,12 @@ import Testing
             #expect(echo.byStatus[Int(StatusCode.deadlineExceeded.rawValue)] == 20)
             #expect(echo.byStatus[Int(StatusCode.resourceExhausted.rawValue)] == 3)
             #expect(echo.byStatus[0] == 10)
+            // The same counts through a real GetStats call.
+            let reply = try await harness.client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest())
+            let figures = try #require(reply.methods.first { $0.path == RpcV1.Echo.echo.path })
+            #expect(figures.calls == 33 && figures.errors == 23)
+            let byStatus = Dictionary(figures.byStatus.map { ($0.code, $0.calls) }, uniquingKeysWith: +)
+            #expect(byStatus == [0: 10, StatusCode.deadlineExceeded.rawValue: 20, StatusCode.resourceExhausted.rawValue: 3])
         }
     }
 

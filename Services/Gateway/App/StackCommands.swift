@@ -159,14 +159,18 @@ struct Stats: AsyncParsableCommand {
                 defer { client.close() }
                 let reply = try await RpcV1.Stats.Client(wrapping: client).getStats(RpcV1.GetStatsRequest(), options: global.callOptions)
                 for method in reply.methods {
+                    let byStatus = method.byStatus.map { (StatusCode(rawValue: $0.code).name, $0.calls) }
                     rows.append([transport.endpoint, method.path, "\(method.calls)", "\(method.errors)",
-                                 String(format: "%.3f", method.latencyP50Ms), String(format: "%.3f", method.latencyP99Ms)])
+                                 String(format: "%.3f", method.latencyP50Ms), String(format: "%.3f", method.latencyP99Ms),
+                                 byStatus.filter { $0.0 != "OK" }.map { "\($0.0)=\($0.1)" }.joined(separator: " ")])
                     objects.append(["address": transport.endpoint, "path": method.path, "calls": method.calls, "errors": method.errors,
-                                    "p50_ms": method.latencyP50Ms, "p99_ms": method.latencyP99Ms])
+                                    "p50_ms": method.latencyP50Ms, "p99_ms": method.latencyP99Ms,
+                                    "by_status": Dictionary(byStatus, uniquingKeysWith: +)])
                 }
             }
             try global.render(
-                json: { ["methods": objects] }, text: { printTable(["ADDRESS", "METHOD", "CALLS", "ERRORS", "P50 MS", "P99 MS"], rows) })
+                json: { ["methods": objects] },
+                text: { printTable(["ADDRESS", "METHOD", "CALLS", "ERRORS", "P50 MS", "P99 MS", "ERRORS BY STATUS"], rows) })
         }
     }
 }

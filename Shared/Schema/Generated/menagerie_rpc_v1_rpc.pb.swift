@@ -315,10 +315,14 @@ extension RpcV1 {
     /// The `menagerie.rpc.v1.MethodStats` message.
     public struct MethodStats: Sendable, Equatable {
         public var path: String = ""
+        /// Every call answered, whatever answered it: its handler, its deadline, or the transport refusing it
+        /// (too many open calls, a NUL in a string, shutting down).
         public var calls: UInt64 = 0
         public var errors: UInt64 = 0
         public var latencyP50Ms: Double = 0
         public var latencyP99Ms: Double = 0
+        /// How many of `calls` ended with each status code, OK included; codes with no call are left out.
+        public var byStatus: [RpcV1.StatusCount] = []
 
         /// A message with every field at its default.
         public init() {}
@@ -329,13 +333,34 @@ extension RpcV1 {
             calls: UInt64 = 0,
             errors: UInt64 = 0,
             latencyP50Ms: Double = 0,
-            latencyP99Ms: Double = 0
+            latencyP99Ms: Double = 0,
+            byStatus: [RpcV1.StatusCount] = []
         ) {
             self.path = path
             self.calls = calls
             self.errors = errors
             self.latencyP50Ms = latencyP50Ms
             self.latencyP99Ms = latencyP99Ms
+            self.byStatus = byStatus
+        }
+    }
+
+    /// Calls of one method that ended with one status code.
+    public struct StatusCount: Sendable, Equatable {
+        /// gRPC's status code (0 = OK … 16 = UNAUTHENTICATED).
+        public var code: UInt32 = 0
+        public var calls: UInt64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            code: UInt32 = 0,
+            calls: UInt64 = 0
+        ) {
+            self.code = code
+            self.calls = calls
         }
     }
 
@@ -721,6 +746,7 @@ extension RpcV1.MethodStats: ProtoMessage, ProtobufCBridged {
         errors = reader.value(3)
         latencyP50Ms = reader.value(4)
         latencyP99Ms = reader.value(5)
+        byStatus = reader.repeated(6)
     }
 
     func write(to writer: ProtoWriter) {
@@ -729,6 +755,30 @@ extension RpcV1.MethodStats: ProtoMessage, ProtobufCBridged {
         writer.set(3, errors)
         writer.set(4, latencyP50Ms)
         writer.set(5, latencyP99Ms)
+        writer.set(6, byStatus)
+    }
+}
+
+extension RpcV1.StatusCount: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.rpc.v1.StatusCount"
+    static let protoSchema = MessageSchema(named: protoName)
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    init(reading reader: ProtoReader) {
+        code = reader.value(1)
+        calls = reader.value(2)
+    }
+
+    func write(to writer: ProtoWriter) {
+        writer.set(1, code)
+        writer.set(2, calls)
     }
 }
 

@@ -457,6 +457,51 @@ void   menagerie__rpc__v1__method_stats__free_unpacked
   assert(message->base.descriptor == &menagerie__rpc__v1__method_stats__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   menagerie__rpc__v1__status_count__init
+                     (Menagerie__Rpc__V1__StatusCount         *message)
+{
+  static const Menagerie__Rpc__V1__StatusCount init_value = MENAGERIE__RPC__V1__STATUS_COUNT__INIT;
+  *message = init_value;
+}
+size_t menagerie__rpc__v1__status_count__get_packed_size
+                     (const Menagerie__Rpc__V1__StatusCount *message)
+{
+  assert(message->base.descriptor == &menagerie__rpc__v1__status_count__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__rpc__v1__status_count__pack
+                     (const Menagerie__Rpc__V1__StatusCount *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__rpc__v1__status_count__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__rpc__v1__status_count__pack_to_buffer
+                     (const Menagerie__Rpc__V1__StatusCount *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__rpc__v1__status_count__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Rpc__V1__StatusCount *
+       menagerie__rpc__v1__status_count__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Rpc__V1__StatusCount *)
+     protobuf_c_message_unpack (&menagerie__rpc__v1__status_count__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__rpc__v1__status_count__free_unpacked
+                     (Menagerie__Rpc__V1__StatusCount *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__rpc__v1__status_count__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   menagerie__rpc__v1__get_stats_response__init
                      (Menagerie__Rpc__V1__GetStatsResponse         *message)
 {
@@ -1180,7 +1225,7 @@ const ProtobufCMessageDescriptor menagerie__rpc__v1__get_stats_request__descript
   (ProtobufCMessageInit) menagerie__rpc__v1__get_stats_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__rpc__v1__method_stats__field_descriptors[5] =
+static const ProtobufCFieldDescriptor menagerie__rpc__v1__method_stats__field_descriptors[6] =
 {
   {
     "path",
@@ -1242,8 +1287,21 @@ static const ProtobufCFieldDescriptor menagerie__rpc__v1__method_stats__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "by_status",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Rpc__V1__MethodStats, n_by_status),
+    offsetof(Menagerie__Rpc__V1__MethodStats, by_status),
+    &menagerie__rpc__v1__status_count__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__rpc__v1__method_stats__field_indices_by_name[] = {
+  5,   /* field[5] = by_status */
   1,   /* field[1] = calls */
   2,   /* field[2] = errors */
   3,   /* field[3] = latency_p50_ms */
@@ -1253,7 +1311,7 @@ static const unsigned menagerie__rpc__v1__method_stats__field_indices_by_name[] 
 static const ProtobufCIntRange menagerie__rpc__v1__method_stats__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor menagerie__rpc__v1__method_stats__descriptor =
 {
@@ -1263,11 +1321,62 @@ const ProtobufCMessageDescriptor menagerie__rpc__v1__method_stats__descriptor =
   "Menagerie__Rpc__V1__MethodStats",
   "menagerie.rpc.v1",
   sizeof(Menagerie__Rpc__V1__MethodStats),
-  5,
+  6,
   menagerie__rpc__v1__method_stats__field_descriptors,
   menagerie__rpc__v1__method_stats__field_indices_by_name,
   1,  menagerie__rpc__v1__method_stats__number_ranges,
   (ProtobufCMessageInit) menagerie__rpc__v1__method_stats__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__rpc__v1__status_count__field_descriptors[2] =
+{
+  {
+    "code",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__StatusCount, code),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "calls",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__StatusCount, calls),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__rpc__v1__status_count__field_indices_by_name[] = {
+  1,   /* field[1] = calls */
+  0,   /* field[0] = code */
+};
+static const ProtobufCIntRange menagerie__rpc__v1__status_count__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__rpc__v1__status_count__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.rpc.v1.StatusCount",
+  "StatusCount",
+  "Menagerie__Rpc__V1__StatusCount",
+  "menagerie.rpc.v1",
+  sizeof(Menagerie__Rpc__V1__StatusCount),
+  2,
+  menagerie__rpc__v1__status_count__field_descriptors,
+  menagerie__rpc__v1__status_count__field_indices_by_name,
+  1,  menagerie__rpc__v1__status_count__number_ranges,
+  (ProtobufCMessageInit) menagerie__rpc__v1__status_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor menagerie__rpc__v1__get_stats_response__field_descriptors[5] =

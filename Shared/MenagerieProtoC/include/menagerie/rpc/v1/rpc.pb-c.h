@@ -25,6 +25,7 @@ typedef struct Menagerie__Rpc__V1__ServiceInfo Menagerie__Rpc__V1__ServiceInfo;
 typedef struct Menagerie__Rpc__V1__ListServicesResponse Menagerie__Rpc__V1__ListServicesResponse;
 typedef struct Menagerie__Rpc__V1__GetStatsRequest Menagerie__Rpc__V1__GetStatsRequest;
 typedef struct Menagerie__Rpc__V1__MethodStats Menagerie__Rpc__V1__MethodStats;
+typedef struct Menagerie__Rpc__V1__StatusCount Menagerie__Rpc__V1__StatusCount;
 typedef struct Menagerie__Rpc__V1__GetStatsResponse Menagerie__Rpc__V1__GetStatsResponse;
 typedef struct Menagerie__Rpc__V1__EchoRequest Menagerie__Rpc__V1__EchoRequest;
 typedef struct Menagerie__Rpc__V1__EchoResponse Menagerie__Rpc__V1__EchoResponse;
@@ -272,14 +273,40 @@ struct  Menagerie__Rpc__V1__MethodStats
 {
   ProtobufCMessage base;
   char *path;
+  /*
+   * Every call answered, whatever answered it: its handler, its deadline, or the transport refusing it
+   * (too many open calls, a NUL in a string, shutting down).
+   */
   uint64_t calls;
   uint64_t errors;
   double latency_p50_ms;
   double latency_p99_ms;
+  /*
+   * How many of `calls` ended with each status code, OK included; codes with no call are left out.
+   */
+  size_t n_by_status;
+  Menagerie__Rpc__V1__StatusCount **by_status;
 };
 #define MENAGERIE__RPC__V1__METHOD_STATS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__rpc__v1__method_stats__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0, 0, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0,NULL }
+
+
+/*
+ * Calls of one method that ended with one status code.
+ */
+struct  Menagerie__Rpc__V1__StatusCount
+{
+  ProtobufCMessage base;
+  /*
+   * gRPC's status code (0 = OK … 16 = UNAUTHENTICATED).
+   */
+  uint32_t code;
+  uint64_t calls;
+};
+#define MENAGERIE__RPC__V1__STATUS_COUNT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__rpc__v1__status_count__descriptor) \
+    , 0, 0 }
 
 
 struct  Menagerie__Rpc__V1__GetStatsResponse
@@ -521,6 +548,25 @@ Menagerie__Rpc__V1__MethodStats *
 void   menagerie__rpc__v1__method_stats__free_unpacked
                      (Menagerie__Rpc__V1__MethodStats *message,
                       ProtobufCAllocator *allocator);
+/* Menagerie__Rpc__V1__StatusCount methods */
+void   menagerie__rpc__v1__status_count__init
+                     (Menagerie__Rpc__V1__StatusCount         *message);
+size_t menagerie__rpc__v1__status_count__get_packed_size
+                     (const Menagerie__Rpc__V1__StatusCount   *message);
+size_t menagerie__rpc__v1__status_count__pack
+                     (const Menagerie__Rpc__V1__StatusCount   *message,
+                      uint8_t             *out);
+size_t menagerie__rpc__v1__status_count__pack_to_buffer
+                     (const Menagerie__Rpc__V1__StatusCount   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Rpc__V1__StatusCount *
+       menagerie__rpc__v1__status_count__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__rpc__v1__status_count__free_unpacked
+                     (Menagerie__Rpc__V1__StatusCount *message,
+                      ProtobufCAllocator *allocator);
 /* Menagerie__Rpc__V1__GetStatsResponse methods */
 void   menagerie__rpc__v1__get_stats_response__init
                      (Menagerie__Rpc__V1__GetStatsResponse         *message);
@@ -609,6 +655,9 @@ typedef void (*Menagerie__Rpc__V1__GetStatsRequest_Closure)
                   void *closure_data);
 typedef void (*Menagerie__Rpc__V1__MethodStats_Closure)
                  (const Menagerie__Rpc__V1__MethodStats *message,
+                  void *closure_data);
+typedef void (*Menagerie__Rpc__V1__StatusCount_Closure)
+                 (const Menagerie__Rpc__V1__StatusCount *message,
                   void *closure_data);
 typedef void (*Menagerie__Rpc__V1__GetStatsResponse_Closure)
                  (const Menagerie__Rpc__V1__GetStatsResponse *message,
@@ -748,6 +797,7 @@ extern const ProtobufCMessageDescriptor menagerie__rpc__v1__service_info__descri
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__list_services_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__get_stats_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__method_stats__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__rpc__v1__status_count__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__get_stats_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__echo_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__echo_response__descriptor;
