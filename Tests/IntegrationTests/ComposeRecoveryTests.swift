@@ -48,15 +48,13 @@ import Testing
         }
     }
 
-    @Test func followingLogsTakesInReplicasAddedLater() async throws {
+    @Test func followingLogsWaitsForReplicasAndTakesInThoseAddedLater() async throws {
         try await Stack.with(services: ["zoo"]) { stack in
-            let up = try await stack.compose("up")
-            try #require(up.status == 0, "\(up.output)")
             let output = stack.directory.appendingPathComponent("follow.log")
             _ = FileManager.default.createFile(atPath: output.path, contents: nil)
             let handle = try FileHandle(forWritingTo: output)
-            // In a process group of its own, so that the test can end it with its tails (processes Foundation starts
-            // have SIGTERM blocked, so compose's own trap would never run).
+            // Followed before anything runs (no log yet), in a process group of its own, so that the test can end it
+            // with its tails (processes Foundation starts have SIGTERM blocked, so compose's own trap would never run).
             let follow = Process()
             follow.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
             follow.arguments = [Stack.root.appendingPathComponent("compose/compose").path, "logs", "-f", "zoo"]
@@ -70,16 +68,25 @@ import Testing
                 try? handle.close()
             }
             try await Task.sleep(for: .milliseconds(500))
+            #expect(follow.isRunning, "logs -f stopped as no replica had logged yet")
+            let base = try #require(stack.basePorts["zoo"])
+            func waitForLine(of replica: String, port: Int) async throws -> String {
+                var text = ""
+                for _ in 0..<100 where !text.contains("\(replica) | ") || !text.contains(":\(port)") {
+                    try await Task.sleep(for: .milliseconds(100))
+                    text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+                }
+                return text
+            }
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "\(up.output)")
+            // Each replica logs the port it listens on when it starts.
+            let first = try await waitForLine(of: "zoo.0", port: base)
+            #expect(first.contains("zoo.0 | ") && first.contains(":\(base)"), "logs -f did not show the replica started after it: \(first)")
             let scale = try await stack.compose("scale", "zoo=2")
             try #require(scale.status == 0, "\(scale.output)")
-            // zoo.1 logs the port it listens on when it starts.
-            let port = try #require(stack.basePorts["zoo"]) + 1
-            var text = ""
-            for _ in 0..<50 where !text.contains("zoo.1 | ") || !text.contains(":\(port)") {
-                try await Task.sleep(for: .milliseconds(100))
-                text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-            }
-            #expect(text.contains("zoo.1 | ") && text.contains(":\(port)"), "logs -f did not show the replica added later: \(text)")
+            let text = try await waitForLine(of: "zoo.1", port: base + 1)
+            #expect(text.contains("zoo.1 | ") && text.contains(":\(base + 1)"), "logs -f did not show the replica added later: \(text)")
         }
     }
 }

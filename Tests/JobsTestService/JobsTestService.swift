@@ -20,6 +20,11 @@ struct JobsTestCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await ServiceRunner.run(name: "jobs-test", options: options) { environment in
+            // For the test of a SIGTERM while a service starts up: a slow start (opening, migrating).
+            if let delay = ProcessInfo.processInfo.environment["JOBS_TEST_STARTUP_DELAY_MS"].flatMap(Int.init), delay > 0 {
+                environment.logger.info("delaying startup by \(delay) ms (JOBS_TEST_STARTUP_DELAY_MS)")
+                try await Task.sleep(for: .milliseconds(delay))
+            }
             let path = databasePath ?? environment.dataDirectory.appendingPathComponent("jobs-test.sqlite").path
             let store = try JobStore(database: try Database(path: path, migrations: []))
             var runnerOptions = JobRunner.Options()
