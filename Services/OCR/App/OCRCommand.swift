@@ -47,6 +47,18 @@ struct OCRCommand: AsyncParsableCommand {
             let recognizer = TextRecognizer(
                 engines: EnginePool(maxEnginesPerConfiguration: lane.threads, maxIdleEngines: max(4, 2 * lane.threads)),
                 limits: DecodeLimits(maxPixels: Int(maxMegapixels * 1_000_000)))
+            // Engines of the default languages, one per lane thread (with their orientation detectors), made in
+            // parallel before the port opens: no request pays Tesseract's start-up. A failure (trained data missing)
+            // is only logged: requests then make engines on demand and report what is missing.
+            let clock = ContinuousClock()
+            let start = clock.now
+            do {
+                let made = try await recognizer.engines.prewarm(
+                    languages: RecognitionOptions.defaultLanguages, count: lane.threads, lane: lane)
+                environment.logger.info("made \(made) \(RecognitionOptions.defaultLanguages.joined(separator: "+")) engines in \(clock.now - start)")
+            } catch {
+                environment.logger.warning("could not prepare engines for \(RecognitionOptions.defaultLanguages.joined(separator: "+")): \(error)")
+            }
             // Batch scans run as jobs, recorded beside the templates so every replica answers for them.
             let jobs = JobRunner(store: try JobStore(database: store.database), lane: lane, failureMapping: JobsRPC.failure)
             let failed = try await jobs.recoverAbandonedJobs()
