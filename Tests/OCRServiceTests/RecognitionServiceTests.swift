@@ -92,6 +92,19 @@ import WorkLane
         #expect(message.contains("pixels"), "\(message)")
     }
 
+    /// A GIF of a few bytes claiming 65535 × 65535: refused from its header, never handed to Leptonica (which
+    /// would decode it to learn its size).
+    @Test func aTinyGIFClaimingAHugeScreenIsResourceExhausted() async throws {
+        func u16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
+        let gif = Array("GIF89a".utf8) + u16(65535) + u16(65535) + [0, 0, 0]
+            + [0x2C] + u16(0) + u16(0) + u16(65535) + u16(65535) + [0, 2, 0, 0x3B]
+        let (code, message) = await Self.code {
+            _ = try await ocr.scan(requests: Self.upload(Data(gif), chunkSize: 1 << 20))
+        }
+        #expect(code == .resourceExhausted)
+        #expect(message.contains("pixels"), "\(message)")
+    }
+
     @Test func bytesThatAreNoImageAreInvalidArgument() async throws {
         let (code, message) = await Self.code {
             _ = try await ocr.scan(requests: Self.upload(Data("not an image at all, just text".utf8), chunkSize: 10))
