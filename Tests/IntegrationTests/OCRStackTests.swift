@@ -26,7 +26,7 @@ import TextRecognition
         return try #require(try JSONSerialization.jsonObject(with: Data(result.output[start...].utf8)) as? [[String: Any]])
     }
 
-    /// The shared pages, several files in one `gateway ocr scan --json` (a batch job): every page's CER no worse
+    /// The shared pages, several files in one `gateway ocr scan --json` (batch jobs): every page's CER no worse
     /// than the `tesseract` program's with the same language, the rotated ones upright in accurate mode under 1 %,
     /// and an inverted copy of phototest read as well as the original.
     @Test(.enabled(if: OCRData.enabled, dataSkip))
@@ -39,8 +39,12 @@ import TextRecognition
             let pages = ["phototest.tif", "eurotext.tif", "8071_093.3B.tif", "8087_054.3B.tif"]
             let rotated = ["phototest-rotated-L.png", "phototest-rotated-R.png", "phototest-rotated-180.png"]
             let paths = pages.map { OCRData.url($0).path } + rotated.map { OCRData.url($0).path } + [inverted.path]
-            let result = try await stack.gateway(["ocr", "scan"] + paths + ["--lang", "ces+eng", "--level", "accurate", "--json"])
+            // In batches of at most 0.2 MiB (several jobs), merged in the files' order.
+            let result = try await stack.gateway(
+                ["ocr", "scan"] + paths + ["--lang", "ces+eng", "--level", "accurate", "--json", "--batch-mib", "0.2"])
             #expect(result.status == 0, "\(result.output.prefix(2000))")
+            let jobs = try jsonObject(try await stack.gateway(["ocr", "jobs", "list", "--kind", "ocr.batch_scan", "--json"]))
+            #expect((jobs["jobs"] as? [Any])?.count ?? 0 >= 3, "the files went in several batches: \(jobs)")
             let objects = try Self.jsonArray(result)
             try #require(objects.count == paths.count)
             #expect(objects.map { $0["file"] as? String } == paths)
