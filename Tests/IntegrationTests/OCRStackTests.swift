@@ -129,6 +129,16 @@ import TextRecognition
                     "\(value) on the first photo; read: \(scan["text"] ?? "")")
                 picks.append("\(label)=\(index)")
             }
+            // A script that forgot --values is shown the same numbers before the usage error.
+            let unpicked = try await stack.gateway(["ocr", "template", "create", "--from", photos[0].path, "--name", "Battery monitor"])
+            #expect(unpicked.status == 64 && unpicked.output.contains("--values NAME=INDEX"), "\(unpicked.output)")
+            for (pick, value) in zip(picks, DisplayPhotos.values[0]) {
+                let number = pick.split(separator: "=")[1]
+                #expect(unpicked.output.split(separator: "\n").contains { $0.hasPrefix("\(number) ") && $0.contains(" word ") && $0.contains(value) },
+                    "observation \(number) is \(value) in the listing: \(unpicked.output)")
+            }
+            #expect(try await stack.gateway(["ocr", "template", "list", "--json"]).output.contains("Battery") == false, "nothing was created")
+
             let created = try jsonObject(
                 try await stack.gateway([
                     "ocr", "template", "create", "--from", photos[0].path, "--name", "Battery monitor",

@@ -280,8 +280,10 @@ struct OCRTemplateCreate: AsyncParsableCommand {
         discussion: """
             The photo is recognised (sparse segmentation unless --segmentation says otherwise) and its observations are \
             listed with numbers. On a terminal you pick values by number and name them; in scripts --values \
-            "Volts=2,Amps=5" names observations 2 and 5. The photo's values become the template's first record \
-            (--no-record: not).
+            "Volts=2,Amps=5" names observations 2 and 5. Without --values off a terminal, the numbered observations \
+            are printed (with --json: the scan, numbered by position in "observations") before the usage error; \
+            `gateway ocr scan PHOTO --segmentation sparse --json` lists the same numbers (with the same --lang, \
+            --level and --words). The photo's values become the template's first record (--no-record: not).
             """)
 
     @Option(name: .customLong("from"), help: "The template's first photo.") var photo: String
@@ -321,7 +323,11 @@ struct OCRTemplateCreate: AsyncParsableCommand {
                 OCRScanFormat.printObservations(scan)
                 picked = Self.pickInteractively(count: scan.observations.count)
             } else {
-                throw ValidationError("--values NAME=INDEX,… is needed when not asking on a terminal")
+                // A script learns the numbers here (or from `gateway ocr scan PHOTO --segmentation sparse --json`,
+                // whose observations are numbered from 0 in the same order).
+                try global.render(json: { OCRScanFormat.json(scan) }, text: { OCRScanFormat.printObservations(scan) })
+                throw ValidationError(
+                    "--values NAME=INDEX,… is needed when not asking on a terminal: pick from the \(scan.observations.count) observations listed above")
             }
             for (name, index) in picked where index >= scan.observations.count {
                 throw ValidationError("--values: \(name)=\(index), but the photo has \(scan.observations.count) observations (0…\(scan.observations.count - 1))")
