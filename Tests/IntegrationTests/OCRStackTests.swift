@@ -82,6 +82,15 @@ import TextRecognition
             let plain = try await stack.gateway(["ocr", "scan", OCRData.url("phototest.tif").path, inverted.path, "--lang", "eng", "--level", "fast"])
             #expect(plain.status == 0 && plain.output.contains("100% done") && !plain.output.contains("\r"), "\(plain.output)")
             #expect(plain.output.contains("==> \(inverted.path) <==\nThis is a lot of 12 point text"), "\(plain.output)")
+
+            // --words reaches the service: a custom word one letter from a word read replaces it.
+            let words = files.appendingPathComponent("words.txt")
+            try Data("browm\nMenagerie\n".utf8).write(to: words)
+            let page = OCRData.url("phototest.tif").path
+            let corrected = try await stack.gateway(["ocr", "scan", page, "--lang", "eng", "--level", "fast", "--words", words.path])
+            #expect(corrected.status == 0 && corrected.output.contains("quick browm dog"), "\(corrected.output)")
+            let missing = try await stack.gateway(["ocr", "scan", page, "--words", files.appendingPathComponent("none.txt").path])
+            #expect(missing.status != 0 && missing.output.contains("cannot read --words"), "\(missing.output)")
         }
     }
 
@@ -161,6 +170,31 @@ import TextRecognition
             #expect(rows.first == "Date,Volts,Amps,Temp", "\(csv.output)")
             #expect(rows.dropFirst().map { $0.split(separator: ",").dropFirst().joined(separator: ",") }
                 == DisplayPhotos.values.map { $0.joined(separator: ",") })
+
+            // The template's life through the gateway: list, show, list and delete records, rename, delete.
+            let templates = try Self.jsonArray(try await stack.gateway(["ocr", "template", "list", "--json"]))
+            #expect(templates.map { $0["name"] as? String } == ["Battery monitor"])
+            let shown = try jsonObject(try await stack.gateway(["ocr", "template", "show", "Battery monitor", "--json"]))
+            #expect((shown["values"] as? [[String: Any]])?.map { $0["name"] as? String } == DisplayPhotos.labels)
+            let latest = try #require(shown["latest_records"] as? [[String: Any]], "\(shown)")
+            #expect(latest.count == photos.count, "every record (fewer than 5), newest first")
+            #expect((latest.first?["values"] as? [[String: Any]])?.map { $0["text"] as? String } == DisplayPhotos.values.last)
+            let newest = try #require(latest.first?["id"] as? Int)
+            #expect(try await stack.gateway(["ocr", "record", "delete", "\(newest)"]).status == 0)
+            let remaining = try Self.jsonArray(try await stack.gateway(["ocr", "record", "list", "Battery monitor", "--all", "--json"]))
+            #expect(remaining.count == photos.count - 1 && !remaining.contains { $0["id"] as? Int == newest })
+            #expect(try await stack.gateway(["ocr", "record", "delete", "\(newest)"]).status == 5, "deleted already")
+
+            let renamed = try await stack.gateway(["ocr", "template", "rename", "Battery monitor", "Shed battery"])
+            #expect(renamed.status == 0 && renamed.output.contains("renamed to Shed battery"), "\(renamed.output)")
+            #expect(try await stack.gateway(["ocr", "record", "list", "Battery monitor"]).status == 5, "the old name is gone")
+            let kept = try Self.jsonArray(try await stack.gateway(["ocr", "record", "list", "Shed battery", "--json"]))
+            #expect(kept.count == photos.count - 1, "the records follow the rename")
+
+            #expect(try await stack.gateway(["ocr", "template", "delete", "Shed battery"]).status == 0)
+            #expect(try Self.jsonArray(try await stack.gateway(["ocr", "template", "list", "--json"])).isEmpty)
+            #expect(try await stack.gateway(["ocr", "export", "Shed battery"]).status == 5)
+            #expect(try await stack.gateway(["ocr", "template", "delete", "Shed battery"]).status == 5)
         }
     }
 

@@ -69,6 +69,11 @@ import WorkLane
         #expect(reply.text.contains("quick brown dog"), "read: \(reply.text)")
         #expect(reply.observations.contains { $0.level == .word && $0.text == "brown" && $0.confidence > 0.5 })
         #expect(reply.pages.count == 1 && reply.pages[0].width > 0)
+        // Each step is timed, and the total is their sum.
+        let timings = try #require(reply.timings)
+        #expect(timings.decodeSeconds > 0 && timings.preprocessSeconds > 0 && timings.recognizeSeconds > 0, "\(timings)")
+        #expect(abs(timings.totalSeconds - (timings.decodeSeconds + timings.preprocessSeconds + timings.recognizeSeconds)) < 1e-9)
+        #expect(timings.recognizeSeconds > timings.decodeSeconds, "reading a page takes longer than decoding it: \(timings)")
     }
 
     @Test func anUploadOverTheLimitIsResourceExhausted() async throws {
