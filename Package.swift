@@ -80,7 +80,7 @@ let package = Package(
             path: "Shared/ServiceKit"),
 
         // MARK: Domain libraries
-        .target(name: "TextRecognition", dependencies: ["CTesseract"], path: "Shared/TextRecognition"),
+        .target(name: "TextRecognition", dependencies: ["CTesseract", "WorkLane"], path: "Shared/TextRecognition"),
 
         // MARK: Services
         // Each service <Name>: Core (domain and persistence; never RPC or Schema), Service (handlers, validation,
@@ -207,7 +207,7 @@ let package = Package(
                 "ZooCore", "ZooService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "Jobs", "JobsService", "WorkLane", "RPCTesting",
             ],
             path: "Tests/ZooServiceTests"),
-        .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition"], path: "Tests/TextRecognitionTests"),
+        .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition", "WorkLane"], path: "Tests/TextRecognitionTests"),
         // What the OCR tests and the benchmark share: the shared pages, CER, the tesseract program, rendered pages.
         .target(name: "OCRTestSupport", dependencies: ["TextRecognition"], path: "Tests/OCRTestSupport"),
         .testTarget(

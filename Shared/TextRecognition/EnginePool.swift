@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import WorkLane
 
 /// Initialised engines kept for reuse, per `EngineConfiguration`, so no request pays Tesseract's start-up
 /// (~0.3 s for `ces+eng`, longer than recognising a small photo).
@@ -89,13 +90,7 @@ public final class EnginePool: Sendable {
                     state.withLock { $0.created += 1 }
                     return engine
                 } catch {
-                    // The slot is free again: let one waiter try in its turn.
-                    let waiter = state.withLock { state -> CheckedContinuation<TesseractEngine?, Error>? in
-                        state.slots[configuration]?.lent -= 1
-                        guard state.slots[configuration]?.waiters.isEmpty == false else { return nil }
-                        return state.slots[configuration]?.waiters.removeFirst().continuation
-                    }
-                    waiter?.resume(returning: nil)
+                    releaseReservation(configuration)
                     throw error
                 }
             case .wait:
@@ -156,6 +151,58 @@ public final class EnginePool: Sendable {
         }
         waiter?.resume(returning: engine)
         evicted.removeAll()  // engines are destroyed outside the lock
+    }
+
+    /// Makes engines of `languages` (with their orientation detectors) until `count` exist, each on a thread of
+    /// `lane` (in parallel, as requests would), and keeps them idle: run at service start with one per lane thread,
+    /// so no request pays Tesseract's start-up (~0.3 s for `ces+eng`) nor the detector's on its first accurate
+    /// scan. Requests queued on the lane meanwhile run after it and find the engines ready. Returns the number
+    /// made (fewer when engines of `languages` exist already); throws when an engine cannot be made.
+    @discardableResult
+    public func prewarm(languages: [String] = ["ces", "eng"], count: Int, lane: ThreadPool) async throws -> Int {
+        let configuration = EngineConfiguration(languages: languages)
+        return try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<max(0, count) {
+                group.addTask { try await lane.run { try self.prewarmOne(configuration, upTo: count) } }
+            }
+            var made = 0
+            for try await madeOne in group where madeOne { made += 1 }
+            return made
+        }
+    }
+
+    /// Makes one engine of `configuration` and its orientation detector on the calling thread and keeps it idle,
+    /// unless `count` engines of it (or the per-configuration bound) exist already. Returns whether it made one.
+    public func prewarmOne(_ configuration: EngineConfiguration, upTo count: Int) throws -> Bool {
+        let reserved = state.withLock { state -> Bool in
+            var slot = state.slots[configuration, default: Slot()]
+            guard slot.lent + slot.idle.count < min(count, maxEnginesPerConfiguration) else { return false }
+            slot.lent += 1
+            state.slots[configuration] = slot
+            return true
+        }
+        guard reserved else { return false }
+        let engine: TesseractEngine
+        do {
+            engine = try factory(configuration)
+        } catch {
+            releaseReservation(configuration)
+            throw error
+        }
+        state.withLock { $0.created += 1 }
+        defer { checkin(engine) }
+        try engine.prepareOrientationDetector()
+        return true
+    }
+
+    /// Gives up a place reserved for an engine that could not be made, and lets one waiter try in its turn.
+    private func releaseReservation(_ configuration: EngineConfiguration) {
+        let waiter = state.withLock { state -> CheckedContinuation<TesseractEngine?, Error>? in
+            state.slots[configuration]?.lent -= 1
+            guard state.slots[configuration]?.waiters.isEmpty == false else { return nil }
+            return state.slots[configuration]?.waiters.removeFirst().continuation
+        }
+        waiter?.resume(returning: nil)
     }
 
     /// Waits for an engine handed over by `checkin` (or nil: a slot freed up, try again).

@@ -67,13 +67,28 @@ public struct ImageDecoder: Sendable {
             let format = try Self.format(leptonicaFormat)
             if format == .tiff { return try decodeTIFF(base, count: bytes.count) }
 
-            var headerFormat: Int32 = 0, width: Int32 = 0, height: Int32 = 0
-            var bitsPerSample: Int32 = 0, samplesPerPixel: Int32 = 0, hasColormap: Int32 = 0
-            guard pixReadHeaderMem(
-                base, bytes.count, &headerFormat, &width, &height, &bitsPerSample, &samplesPerPixel, &hasColormap) == 0,
-                width > 0, height > 0
-            else { throw ImageError.cannotDecode }
-            try check(width: Int(width), height: Int(height))
+            switch format {
+            // Leptonica learns a GIF's or BMP's size by decoding it (`pixReadHeaderMem` reads the whole file), so
+            // a few bytes claiming 65535 × 65535 would be allocated before any check: read their headers here.
+            case .gif:
+                guard let pixels = HeaderSizes.gifPixels(UnsafeRawBufferPointer(bytes), complete: true) else {
+                    throw ImageError.cannotDecode
+                }
+                try check(pixels: pixels)
+            case .bmp:
+                guard let (width, height) = HeaderSizes.bmpSize(UnsafeRawBufferPointer(bytes)) else {
+                    throw ImageError.cannotDecode
+                }
+                try check(width: width, height: height)
+            default:
+                var headerFormat: Int32 = 0, width: Int32 = 0, height: Int32 = 0
+                var bitsPerSample: Int32 = 0, samplesPerPixel: Int32 = 0, hasColormap: Int32 = 0
+                guard pixReadHeaderMem(
+                    base, bytes.count, &headerFormat, &width, &height, &bitsPerSample, &samplesPerPixel, &hasColormap)
+                    == 0, width > 0, height > 0
+                else { throw ImageError.cannotDecode }
+                try check(width: Int(width), height: Int(height))
+            }
 
             let image = try Image.wrapDecoded(pixReadMem(base, bytes.count))
             guard format == .jpeg else { return DecodedImage(format: format, pages: [image], exifOrientation: 1) }
@@ -84,8 +99,8 @@ public struct ImageDecoder: Sendable {
     }
 
     /// Checks the pixel limit from the first bytes of an upload still arriving, so an image too large to decode is
-    /// refused before the rest of it is received. Throws `.tooManyPixels` when the header (of a PNG, JPEG, BMP or
-    /// WebP) announces more than the limit; returns quietly when the header cannot be read from `prefix` (yet),
+    /// refused before the rest of it is received. Throws `.tooManyPixels` when the header (of a PNG, JPEG, BMP, GIF
+    /// or WebP) announces more than the limit; returns quietly when the header cannot be read from `prefix` (yet),
     /// leaving the verdict to `decode`.
     public func checkHeader(prefix data: Data) throws {
         guard data.count >= 32 else { return }
@@ -93,9 +108,22 @@ public struct ImageDecoder: Sendable {
             let bytes = raw.bindMemory(to: UInt8.self)
             guard let base = bytes.baseAddress else { return }
             var leptonicaFormat: Int32 = 0
-            guard findFileFormatBuffer(base, &leptonicaFormat) == 0,
-                [IFF_PNG, IFF_JFIF_JPEG, IFF_BMP, IFF_WEBP].contains(Int(leptonicaFormat))
-            else { return }
+            guard findFileFormatBuffer(base, &leptonicaFormat) == 0 else { return }
+            switch Int(leptonicaFormat) {
+            case IFF_GIF:
+                // The frames announced so far: a later one over the limit is found by `decode`.
+                if let pixels = HeaderSizes.gifPixels(UnsafeRawBufferPointer(bytes), complete: false) {
+                    try check(pixels: pixels)
+                }
+                return
+            case IFF_BMP:
+                if let (width, height) = HeaderSizes.bmpSize(UnsafeRawBufferPointer(bytes)) {
+                    try check(width: width, height: height)
+                }
+                return
+            case IFF_PNG, IFF_JFIF_JPEG, IFF_WEBP: break
+            default: return
+            }
             var headerFormat: Int32 = 0, width: Int32 = 0, height: Int32 = 0
             var bitsPerSample: Int32 = 0, samplesPerPixel: Int32 = 0, hasColormap: Int32 = 0
             guard pixReadHeaderMem(
@@ -130,6 +158,10 @@ public struct ImageDecoder: Sendable {
         return DecodedImage(format: .tiff, pages: pages, exifOrientation: 1)
     }
 
+    private func check(pixels: Int) throws {
+        if pixels > limits.maxPixels { throw ImageError.tooManyPixels(pixels: pixels, limit: limits.maxPixels) }
+    }
+
     private func check(width: Int, height: Int) throws {
         let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
         if overflow || pixels > limits.maxPixels {
@@ -149,6 +181,75 @@ public struct ImageDecoder: Sendable {
             return .tiff
         default: throw ImageError.cannotDecode
         }
+    }
+}
+
+/// Image sizes read from GIF and BMP headers without Leptonica, which decodes those files to learn their size.
+enum HeaderSizes {
+    /// The pixels a GIF decodes to: its logical screen (bytes 6–9, little-endian) or, when larger, the sum of its
+    /// frames' sizes (every image descriptor's; giflib keeps each frame's pixels, and a small screen may announce
+    /// huge frames). Nil when the bytes are no GIF, or, if `complete`, when the blocks do not parse up to a frame.
+    /// With `complete` false (a prefix of an upload) the frames found before the bytes end are counted.
+    static func gifPixels(_ data: UnsafeRawBufferPointer, complete: Bool) -> Int? {
+        guard data.count >= 13, data.prefix(4).elementsEqual(Array("GIF8".utf8)) else { return nil }
+        func u16(_ at: Int) -> Int { Int(data[at]) | Int(data[at + 1]) << 8 }
+        let screen = u16(6) * u16(8)
+        var frames = 0, frameCount = 0
+        var position = 13
+        if data[10] & 0x80 != 0 { position += 3 << (Int(data[10] & 0x07) + 1) }  // global colour table
+        /// Skips data sub-blocks (a length byte, that many bytes, … up to a zero length); false at the end of data.
+        func skipSubBlocks() -> Bool {
+            while position < data.count {
+                let length = Int(data[position])
+                position += 1 + length
+                if length == 0 { return true }
+            }
+            return false
+        }
+        parsing: while position < data.count {
+            switch data[position] {
+            case 0x21:  // extension: label, sub-blocks
+                position += 2
+                guard skipSubBlocks() else { break parsing }
+            case 0x2C:  // image descriptor: left, top, width, height, flags; colour table; LZW code size; sub-blocks
+                guard position + 10 <= data.count else { break parsing }
+                let (pixels, overflow) = frames.addingReportingOverflow(u16(position + 5) * u16(position + 7))
+                frames = overflow ? .max : pixels
+                frameCount += 1
+                let flags = data[position + 9]
+                position += 10
+                if flags & 0x80 != 0 { position += 3 << (Int(flags & 0x07) + 1) }
+                position += 1
+                guard skipSubBlocks() else { break parsing }
+            case 0x3B:  // trailer
+                break parsing
+            default:
+                if complete { return frameCount > 0 ? max(screen, frames) : nil }
+                break parsing
+            }
+        }
+        if complete && frameCount == 0 { return nil }
+        return max(screen, frames)
+    }
+
+    /// A BMP's width and height: 16-bit at bytes 18–21 for the old 12-byte core header, else signed 32-bit at
+    /// bytes 18–25 (a negative height means rows stored top-down). Nil when the bytes are no BMP or the size is not
+    /// positive.
+    static func bmpSize(_ data: UnsafeRawBufferPointer) -> (width: Int, height: Int)? {
+        guard data.count >= 26, data[0] == 0x42, data[1] == 0x4D else { return nil }
+        func u32(_ at: Int) -> UInt32 {
+            UInt32(data[at]) | UInt32(data[at + 1]) << 8 | UInt32(data[at + 2]) << 16 | UInt32(data[at + 3]) << 24
+        }
+        let width: Int, height: Int
+        if u32(14) == 12 {
+            width = Int(data[18]) | Int(data[19]) << 8
+            height = Int(data[20]) | Int(data[21]) << 8
+        } else {
+            width = Int(Int32(bitPattern: u32(18)))
+            height = abs(Int(Int32(bitPattern: u32(22))))
+        }
+        guard width > 0, height > 0 else { return nil }
+        return (width, height)
     }
 }
 

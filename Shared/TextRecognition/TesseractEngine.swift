@@ -264,6 +264,12 @@ public final class TesseractEngine: @unchecked Sendable {
             script: scriptName)
     }
 
+    /// Makes the orientation detector now (`EnginePool.prewarm`), so the first accurate scan does not pay for it.
+    public func prepareOrientationDetector() throws { _ = try orientationDetectorHandle() }
+
+    /// Whether the orientation detector has been made.
+    public var hasOrientationDetector: Bool { orientationDetector != nil }
+
     private func orientationDetectorHandle() throws -> OpaquePointer {
         if let orientationDetector { return orientationDetector }
         guard let detector = TessBaseAPICreate() else { throw EngineError.tesseract("TessBaseAPICreate") }

@@ -1,7 +1,7 @@
 // menagerie-bench: prints throughput and latency figures (no pass/fail; goals are printed beside
 // the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [ocr] [health] [abuse] [--seconds S]
 // [--rounds N] [--sizes 64,65536] [--callers 1,16,64] [--no-floor] [--no-grpc] [--health-records N]
-// [--abuse-scale 0.1] [--abuse-hold S]
+// [--abuse-scale 0.1] [--abuse-hold S] [--ocr-rounds N] [--ocr-images N]
 import Foundation
 import RPC
 import Schema
@@ -37,7 +37,10 @@ if suites.isEmpty || suites.contains("zoo") {
     try await ZooBenchmark(secondsPerRun: seconds ?? 2.0).run()
 }
 if suites.isEmpty || suites.contains("ocr") {
-    try await OCRBenchmark(rounds: max(1, option("ocr-rounds").flatMap(Int.init) ?? 2)).run()
+    try await OCRBenchmark(
+        rounds: max(1, option("ocr-rounds").flatMap(Int.init) ?? 2),
+        imagesPerKind: max(1, option("ocr-images").flatMap(Int.init) ?? .max)
+    ).run()
 }
 if suites.isEmpty || suites.contains("health") {
     try await HealthBenchmark(samples: option("health-records").flatMap(Int.init) ?? 1_000_000).run()

@@ -26,7 +26,7 @@ import TextRecognition
         return try #require(try JSONSerialization.jsonObject(with: Data(result.output[start...].utf8)) as? [[String: Any]])
     }
 
-    /// The shared pages, several files in one `gateway ocr scan --json` (a batch job): every page's CER no worse
+    /// The shared pages, several files in one `gateway ocr scan --json` (batch jobs): every page's CER no worse
     /// than the `tesseract` program's with the same language, the rotated ones upright in accurate mode under 1 %,
     /// and an inverted copy of phototest read as well as the original.
     @Test(.enabled(if: OCRData.enabled, dataSkip))
@@ -39,8 +39,12 @@ import TextRecognition
             let pages = ["phototest.tif", "eurotext.tif", "8071_093.3B.tif", "8087_054.3B.tif"]
             let rotated = ["phototest-rotated-L.png", "phototest-rotated-R.png", "phototest-rotated-180.png"]
             let paths = pages.map { OCRData.url($0).path } + rotated.map { OCRData.url($0).path } + [inverted.path]
-            let result = try await stack.gateway(["ocr", "scan"] + paths + ["--lang", "ces+eng", "--level", "accurate", "--json"])
+            // In batches of at most 0.2 MiB (several jobs), merged in the files' order.
+            let result = try await stack.gateway(
+                ["ocr", "scan"] + paths + ["--lang", "ces+eng", "--level", "accurate", "--json", "--batch-mib", "0.2"])
             #expect(result.status == 0, "\(result.output.prefix(2000))")
+            let jobs = try jsonObject(try await stack.gateway(["ocr", "jobs", "list", "--kind", "ocr.batch_scan", "--json"]))
+            #expect((jobs["jobs"] as? [Any])?.count ?? 0 >= 3, "the files went in several batches: \(jobs)")
             let objects = try Self.jsonArray(result)
             try #require(objects.count == paths.count)
             #expect(objects.map { $0["file"] as? String } == paths)
@@ -78,6 +82,15 @@ import TextRecognition
             let plain = try await stack.gateway(["ocr", "scan", OCRData.url("phototest.tif").path, inverted.path, "--lang", "eng", "--level", "fast"])
             #expect(plain.status == 0 && plain.output.contains("100% done") && !plain.output.contains("\r"), "\(plain.output)")
             #expect(plain.output.contains("==> \(inverted.path) <==\nThis is a lot of 12 point text"), "\(plain.output)")
+
+            // --words reaches the service: a custom word one letter from a word read replaces it.
+            let words = files.appendingPathComponent("words.txt")
+            try Data("browm\nMenagerie\n".utf8).write(to: words)
+            let page = OCRData.url("phototest.tif").path
+            let corrected = try await stack.gateway(["ocr", "scan", page, "--lang", "eng", "--level", "fast", "--words", words.path])
+            #expect(corrected.status == 0 && corrected.output.contains("quick browm dog"), "\(corrected.output)")
+            let missing = try await stack.gateway(["ocr", "scan", page, "--words", files.appendingPathComponent("none.txt").path])
+            #expect(missing.status != 0 && missing.output.contains("cannot read --words"), "\(missing.output)")
         }
     }
 
@@ -125,6 +138,16 @@ import TextRecognition
                     "\(value) on the first photo; read: \(scan["text"] ?? "")")
                 picks.append("\(label)=\(index)")
             }
+            // A script that forgot --values is shown the same numbers before the usage error.
+            let unpicked = try await stack.gateway(["ocr", "template", "create", "--from", photos[0].path, "--name", "Battery monitor"])
+            #expect(unpicked.status == 64 && unpicked.output.contains("--values NAME=INDEX"), "\(unpicked.output)")
+            for (pick, value) in zip(picks, DisplayPhotos.values[0]) {
+                let number = pick.split(separator: "=")[1]
+                #expect(unpicked.output.split(separator: "\n").contains { $0.hasPrefix("\(number) ") && $0.contains(" word ") && $0.contains(value) },
+                    "observation \(number) is \(value) in the listing: \(unpicked.output)")
+            }
+            #expect(try await stack.gateway(["ocr", "template", "list", "--json"]).output.contains("Battery") == false, "nothing was created")
+
             let created = try jsonObject(
                 try await stack.gateway([
                     "ocr", "template", "create", "--from", photos[0].path, "--name", "Battery monitor",
@@ -147,6 +170,31 @@ import TextRecognition
             #expect(rows.first == "Date,Volts,Amps,Temp", "\(csv.output)")
             #expect(rows.dropFirst().map { $0.split(separator: ",").dropFirst().joined(separator: ",") }
                 == DisplayPhotos.values.map { $0.joined(separator: ",") })
+
+            // The template's life through the gateway: list, show, list and delete records, rename, delete.
+            let templates = try Self.jsonArray(try await stack.gateway(["ocr", "template", "list", "--json"]))
+            #expect(templates.map { $0["name"] as? String } == ["Battery monitor"])
+            let shown = try jsonObject(try await stack.gateway(["ocr", "template", "show", "Battery monitor", "--json"]))
+            #expect((shown["values"] as? [[String: Any]])?.map { $0["name"] as? String } == DisplayPhotos.labels)
+            let latest = try #require(shown["latest_records"] as? [[String: Any]], "\(shown)")
+            #expect(latest.count == photos.count, "every record (fewer than 5), newest first")
+            #expect((latest.first?["values"] as? [[String: Any]])?.map { $0["text"] as? String } == DisplayPhotos.values.last)
+            let newest = try #require(latest.first?["id"] as? Int)
+            #expect(try await stack.gateway(["ocr", "record", "delete", "\(newest)"]).status == 0)
+            let remaining = try Self.jsonArray(try await stack.gateway(["ocr", "record", "list", "Battery monitor", "--all", "--json"]))
+            #expect(remaining.count == photos.count - 1 && !remaining.contains { $0["id"] as? Int == newest })
+            #expect(try await stack.gateway(["ocr", "record", "delete", "\(newest)"]).status == 5, "deleted already")
+
+            let renamed = try await stack.gateway(["ocr", "template", "rename", "Battery monitor", "Shed battery"])
+            #expect(renamed.status == 0 && renamed.output.contains("renamed to Shed battery"), "\(renamed.output)")
+            #expect(try await stack.gateway(["ocr", "record", "list", "Battery monitor"]).status == 5, "the old name is gone")
+            let kept = try Self.jsonArray(try await stack.gateway(["ocr", "record", "list", "Shed battery", "--json"]))
+            #expect(kept.count == photos.count - 1, "the records follow the rename")
+
+            #expect(try await stack.gateway(["ocr", "template", "delete", "Shed battery"]).status == 0)
+            #expect(try Self.jsonArray(try await stack.gateway(["ocr", "template", "list", "--json"])).isEmpty)
+            #expect(try await stack.gateway(["ocr", "export", "Shed battery"]).status == 5)
+            #expect(try await stack.gateway(["ocr", "template", "delete", "Shed battery"]).status == 5)
         }
     }
 

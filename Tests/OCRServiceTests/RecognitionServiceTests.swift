@@ -23,13 +23,16 @@ import WorkLane
     /// One pool for the suite's services, so each language set initialises once.
     static let recognizer = TextRecognizer(engines: EnginePool(maxEnginesPerConfiguration: 2))
 
-    init(maxUploadBytes: Int = OCRService.defaultMaxUploadBytes, maxPixels: Int = 60_000_000) throws {
+    init(
+        maxUploadBytes: Int = OCRService.defaultMaxUploadBytes, maxBatchBytes: Int = OCRService.defaultMaxBatchBytes,
+        maxPixels: Int = 60_000_000
+    ) throws {
         store = try TemplateStore.inMemory()
         let lane = ThreadPool(name: "lane", threads: 2, queueLimit: 8)
         jobs = JobRunner(store: try JobStore(database: store.database), lane: lane, failureMapping: JobsRPC.failure)
         let recognizer = maxPixels == 60_000_000
             ? Self.recognizer : TextRecognizer(engines: Self.recognizer.engines, limits: DecodeLimits(maxPixels: maxPixels))
-        let service = OCRService(store: store, recognizer: recognizer, lane: lane, jobs: jobs, maxUploadBytes: maxUploadBytes)
+        let service = OCRService(store: store, recognizer: recognizer, lane: lane, jobs: jobs, maxUploadBytes: maxUploadBytes, maxBatchBytes: maxBatchBytes)
         client = RPCClient(transports: [InProcessTransport(server: RPCServer(name: "ocr", services: [service, JobsService(runner: jobs)]))])
     }
 
@@ -66,6 +69,11 @@ import WorkLane
         #expect(reply.text.contains("quick brown dog"), "read: \(reply.text)")
         #expect(reply.observations.contains { $0.level == .word && $0.text == "brown" && $0.confidence > 0.5 })
         #expect(reply.pages.count == 1 && reply.pages[0].width > 0)
+        // Each step is timed, and the total is their sum.
+        let timings = try #require(reply.timings)
+        #expect(timings.decodeSeconds > 0 && timings.preprocessSeconds > 0 && timings.recognizeSeconds > 0, "\(timings)")
+        #expect(abs(timings.totalSeconds - (timings.decodeSeconds + timings.preprocessSeconds + timings.recognizeSeconds)) < 1e-9)
+        #expect(timings.recognizeSeconds > timings.decodeSeconds, "reading a page takes longer than decoding it: \(timings)")
     }
 
     @Test func anUploadOverTheLimitIsResourceExhausted() async throws {
@@ -90,6 +98,51 @@ import WorkLane
         }
         #expect(code == .resourceExhausted)
         #expect(message.contains("pixels"), "\(message)")
+    }
+
+    /// A GIF of a few bytes claiming 65535 × 65535: refused from its header, never handed to Leptonica (which
+    /// would decode it to learn its size).
+    @Test func aTinyGIFClaimingAHugeScreenIsResourceExhausted() async throws {
+        func u16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
+        let gif = Array("GIF89a".utf8) + u16(65535) + u16(65535) + [0, 0, 0]
+            + [0x2C] + u16(0) + u16(0) + u16(65535) + u16(65535) + [0, 2, 0, 0x3B]
+        let (code, message) = await Self.code {
+            _ = try await ocr.scan(requests: Self.upload(Data(gif), chunkSize: 1 << 20))
+        }
+        #expect(code == .resourceExhausted)
+        #expect(message.contains("pixels"), "\(message)")
+    }
+
+    /// The upload limit is per image: a batch of many photos may hold more than one image's limit in all (it was
+    /// capped at that, so `gateway ocr scan *.jpg` failed after a dozen phone photos), up to the batch's own limit.
+    @Test func theUploadLimitIsPerImageAndABatchHasItsOwn() async throws {
+        let fixture = try RecognitionServiceTests(maxUploadBytes: 100_000, maxBatchBytes: 250_000)
+        func batch(_ sizes: [Int]) async -> (StatusCode?, String) {
+            await Self.code {
+                let job = try await fixture.ocr.startBatchScan { writer in
+                    try await writer.send(OcrV1.BatchScanRequest(options: OcrV1.ScanOptions(languages: ["eng"], level: .fast)))
+                    for (index, size) in sizes.enumerated() {
+                        try await writer.send(OcrV1.BatchScanRequest(fileName: "\(index).jpg", chunk: Array(repeating: 7, count: size / 2)))
+                        try await writer.send(OcrV1.BatchScanRequest(chunk: Array(repeating: 7, count: size - size / 2)))
+                    }
+                }
+                var last: JobsV1.Job?
+                for try await snapshot in JobsV1.Jobs.Client(wrapping: fixture.client).watchJob(JobsV1.WatchJobRequest(id: job.id)) {
+                    last = snapshot
+                }
+                #expect(last?.state == .succeeded, "junk files fail one by one, not the job")
+            }
+        }
+        let (fits, fitsMessage) = await batch([90_000, 90_000])
+        #expect(fits == nil, "two files under the image limit, more than it together: \(fitsMessage)")
+        let (large, largeMessage) = await batch([10_000, 100_001])
+        #expect(large == .resourceExhausted && largeMessage.hasPrefix("1.jpg: ") && largeMessage.contains("upload limit of 100000 bytes"), "\(largeMessage)")
+        let (many, manyMessage) = await batch([90_000, 90_000, 90_000])
+        #expect(many == .resourceExhausted && manyMessage.contains("batch") && manyMessage.contains("250000 bytes"), "\(manyMessage)")
+        let (single, _) = await Self.code {
+            _ = try await fixture.ocr.scan(requests: Self.upload(Data(repeating: 7, count: 100_001), chunkSize: 50_000))
+        }
+        #expect(single == .resourceExhausted)
     }
 
     @Test func bytesThatAreNoImageAreInvalidArgument() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import WorkLane
 @testable import TextRecognition
 
 @Suite struct EnginePoolTests {
@@ -60,6 +61,47 @@ import Testing
         }
         let engine = try await pool.checkout(english)
         pool.checkin(engine)
+    }
+
+    @Test func prewarmMakesOneReadyEnginePerLaneThreadAndScansMakeNone() async throws {
+        let lane = ThreadPool(name: "prewarm-test", threads: 2)
+        let pool = EnginePool(maxEnginesPerConfiguration: 2)
+        #expect(try await pool.prewarm(languages: ["eng"], count: lane.threads, lane: lane) == 2)
+        #expect(pool.enginesCreated == 2)
+        #expect(pool.idleCount == 2)
+        #expect(try await pool.prewarm(languages: ["eng"], count: lane.threads, lane: lane) == 0, "already warm")
+
+        // Both threads read at once, as the service's lane does: neither makes an engine or a detector.
+        let page = try Image.blank(width: 200, height: 60)
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    let engine = try await pool.checkout(self.english)
+                    defer { pool.checkin(engine) }
+                    let hadDetector = engine.hasOrientationDetector
+                    _ = try await lane.run {
+                        _ = try engine.detectOrientation(page)
+                        return try engine.recognize(page)
+                    }
+                    return hadDetector
+                }
+            }
+            for try await hadDetector in group { #expect(hadDetector, "the orientation detector was made by the pre-warm") }
+        }
+        #expect(pool.enginesCreated == 2, "scans after the pre-warm made no engine")
+    }
+
+    @Test func prewarmReportsAMissingLanguageAndLeavesNoPlaceTaken() async throws {
+        let lane = ThreadPool(name: "prewarm-test", threads: 1)
+        let pool = EnginePool(maxEnginesPerConfiguration: 1)
+        await #expect(throws: EngineError.languageUnavailable("xx_none")) {
+            try await pool.prewarm(languages: ["xx_none"], count: 1, lane: lane)
+        }
+        #expect(pool.enginesCreated == 0)
+        // Had the place stayed taken, this checkout would wait for ever instead of failing at once.
+        await #expect(throws: EngineError.languageUnavailable("xx_none")) {
+            try await pool.checkout(EngineConfiguration(languages: ["xx_none"]))
+        }
     }
 
     @Test func recognitionRunsWithoutOpenMPThreads() async throws {

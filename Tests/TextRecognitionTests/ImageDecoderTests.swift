@@ -22,6 +22,26 @@ func jpegWithEXIF(_ jpeg: Data, orientation: UInt8, littleEndian: Bool = false) 
     return Data(bytes)
 }
 
+/// A GIF of a few bytes whose logical screen is `screen` and whose one frame (an empty LZW stream) is `frame`.
+func handMadeGIF(screen: (Int, Int), frame: (Int, Int)) -> Data {
+    func u16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
+    var bytes = Array("GIF89a".utf8) + u16(screen.0) + u16(screen.1) + [0, 0, 0]
+    bytes += [0x21, 0xF9, 4, 0, 0, 0, 0, 0]  // a graphic control extension, to be skipped
+    bytes += [0x2C] + u16(0) + u16(0) + u16(frame.0) + u16(frame.1) + [0, 2, 0, 0x3B]
+    return Data(bytes)
+}
+
+/// The first bytes of a BMP announcing `width` × `height` (negative: stored top-down), with the usual 40-byte
+/// header or the old 12-byte core header; no pixels follow.
+func handMadeBMP(width: Int, height: Int, coreHeader: Bool = false) -> Data {
+    func le(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+    var bytes: [UInt8] = [0x42, 0x4D] + le(1 << 20, 4) + le(0, 4) + le(54, 4)
+    bytes += coreHeader
+        ? le(12, 4) + le(width, 2) + le(height, 2) + le(1, 2) + le(24, 2)
+        : le(40, 4) + le(width, 4) + le(height, 4) + le(1, 2) + le(24, 2) + [UInt8](repeating: 0, count: 24)
+    return Data(bytes + [UInt8](repeating: 0, count: 64))
+}
+
 @Suite struct ImageDecoderTests {
     @Test(arguments: ImageFormat.allCases)
     func decodesEveryFormatLeptonicaWrites(format: ImageFormat) throws {
@@ -49,6 +69,42 @@ func jpegWithEXIF(_ jpeg: Data, orientation: UInt8, littleEndian: Bool = false) 
         }
         #expect(try ImageDecoder(limits: DecodeLimits(maxPixels: 600_000)).decode(data).pages.count == 1)
         #expect(DecodeLimits().maxPixels == 60_000_000)
+    }
+
+    /// Leptonica decodes a GIF or BMP to learn its size: the decoder reads their headers itself, so these few bytes
+    /// are refused instead of making Leptonica allocate 4 GB.
+    @Test(arguments: [
+        (handMadeGIF(screen: (65535, 65535), frame: (65535, 65535)), 65535 * 65535),
+        (handMadeGIF(screen: (10, 10), frame: (65535, 65535)), 65535 * 65535),
+        (handMadeGIF(screen: (65535, 65535), frame: (1, 1)), 65535 * 65535),
+        (handMadeBMP(width: 65535, height: 65535), 65535 * 65535),
+        (handMadeBMP(width: 40000, height: -30000), 40000 * 30000),
+        (handMadeBMP(width: 65535, height: 65535, coreHeader: true), 65535 * 65535),
+    ])
+    func gifAndBMPSizesAreReadFromTheirHeaders(data: Data, pixels: Int) throws {
+        #expect(throws: ImageError.tooManyPixels(pixels: pixels, limit: 60_000_000)) { try ImageDecoder().decode(data) }
+        #expect(throws: ImageError.tooManyPixels(pixels: pixels, limit: 60_000_000)) {
+            try ImageDecoder().checkHeader(prefix: data.prefix(64))
+        }
+    }
+
+    @Test func framesOfAGIFCountTogether() throws {
+        let frame: [UInt8] = [0x2C, 0, 0, 0, 0, 0x10, 0x27, 0x10, 0x27, 0, 2, 0]  // 10 000 × 10 000
+        let gif = Data(Array("GIF89a".utf8) + [10, 0, 10, 0, 0, 0, 0] + frame + frame + [0x3B])
+        #expect(throws: ImageError.tooManyPixels(pixels: 200_000_000, limit: 150_000_000)) {
+            try ImageDecoder(limits: DecodeLimits(maxPixels: 150_000_000)).decode(gif)
+        }
+    }
+
+    @Test func realGIFsAndBMPsPassTheirHeaderChecks() throws {
+        for format in [ImageFormat.gif, .bmp] {
+            let data = try Image.blank(width: 300, height: 200).encoded(as: format)
+            #expect(throws: ImageError.tooManyPixels(pixels: 60_000, limit: 59_999)) {
+                try ImageDecoder(limits: DecodeLimits(maxPixels: 59_999)).decode(data)
+            }
+            #expect(try ImageDecoder(limits: DecodeLimits(maxPixels: 60_000)).decode(data).pages[0].width == 300)
+        }
+        #expect(throws: ImageError.cannotDecode) { try ImageDecoder().decode(handMadeBMP(width: 0, height: 10)) }
     }
 
     @Test func pixelLimitCoversEveryTIFFPage() throws {

@@ -26,12 +26,20 @@ struct OCRCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-megapixels"), help: "Largest decoded image (per page) accepted, in megapixels.")
     var maxMegapixels = 60.0
 
-    @Option(name: .customLong("max-upload-mib"), help: "Largest image upload (and batch upload) accepted, in MiB.")
+    @Option(name: .customLong("max-upload-mib"), help: "Largest image accepted (a scan's, or each file of a batch), in MiB.")
     var maxUploadMiB = 64
+
+    @Option(
+        name: .customLong("max-batch-mib"),
+        help: "Largest batch scan accepted (its files together, held in memory until its job ends), in MiB.")
+    var maxBatchMiB = 512
 
     func validate() throws {
         guard (1...4096).contains(maxUploadMiB) else {
             throw ValidationError("--max-upload-mib must be 1…4096 (got \(maxUploadMiB))")
+        }
+        guard (1...65536).contains(maxBatchMiB) else {
+            throw ValidationError("--max-batch-mib must be 1…65536 (got \(maxBatchMiB))")
         }
         guard maxMegapixels.isFinite, maxMegapixels >= 0.01, maxMegapixels <= 1000 else {
             throw ValidationError("--max-megapixels must be 0.01…1000 (got \(maxMegapixels))")
@@ -47,12 +55,25 @@ struct OCRCommand: AsyncParsableCommand {
             let recognizer = TextRecognizer(
                 engines: EnginePool(maxEnginesPerConfiguration: lane.threads, maxIdleEngines: max(4, 2 * lane.threads)),
                 limits: DecodeLimits(maxPixels: Int(maxMegapixels * 1_000_000)))
+            // Engines of the default languages, one per lane thread (with their orientation detectors), made in
+            // parallel before the port opens: no request pays Tesseract's start-up. A failure (trained data missing)
+            // is only logged: requests then make engines on demand and report what is missing.
+            let clock = ContinuousClock()
+            let start = clock.now
+            do {
+                let made = try await recognizer.engines.prewarm(
+                    languages: RecognitionOptions.defaultLanguages, count: lane.threads, lane: lane)
+                environment.logger.info("made \(made) \(RecognitionOptions.defaultLanguages.joined(separator: "+")) engines in \(clock.now - start)")
+            } catch {
+                environment.logger.warning("could not prepare engines for \(RecognitionOptions.defaultLanguages.joined(separator: "+")): \(error)")
+            }
             // Batch scans run as jobs, recorded beside the templates so every replica answers for them.
             let jobs = JobRunner(store: try JobStore(database: store.database), lane: lane, failureMapping: JobsRPC.failure)
             let failed = try await jobs.recoverAbandonedJobs()
             if !failed.isEmpty { environment.logger.warning("failed \(failed.count) jobs left running by stopped replicas") }
             return [
-                OCRService(store: store, recognizer: recognizer, lane: lane, jobs: jobs, maxUploadBytes: maxUploadMiB << 20),
+                OCRService(store: store, recognizer: recognizer, lane: lane, jobs: jobs, maxUploadBytes: maxUploadMiB << 20,
+                    maxBatchBytes: maxBatchMiB << 20),
                 JobsService(runner: jobs),
             ]
         }

@@ -12,7 +12,8 @@ public struct OCRCommands: AsyncParsableCommand {
         commandName: "ocr",
         abstract: "Text recognition, and templates that turn photos of a display into records exported as CSV.",
         discussion: """
-            Unknown templates exit with the status code of NOT_FOUND (5), bad input with INVALID_ARGUMENT (3), an             image without text with NOT_FOUND, one too large with RESOURCE_EXHAUSTED (8).
+            Unknown templates exit with the status code of NOT_FOUND (5), bad input with INVALID_ARGUMENT (3), an \
+            image without text with NOT_FOUND, one too large with RESOURCE_EXHAUSTED (8).
             """,
         subcommands: [OCRScan.self, OCRTemplateCommands.self, OCRRecordCommands.self, OCRExport.self, JobsCommands<OCRCommands>.self])
 

@@ -70,6 +70,39 @@ enum OCRUpload {
         }
     }
 
+    /// Files in one batch at most (the service takes 10 000).
+    static let maxFilesPerBatch = 1000
+
+    /// `paths` in order, grouped into batches of at most `budget` bytes (their sizes on disk) and
+    /// `maxFilesPerBatch` files; a file larger than `budget` makes a batch of its own.
+    static func batches(_ paths: [String], budget: Int) throws -> [[String]] {
+        let sizes = try paths.map { path -> Int in
+            do {
+                return (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+            } catch {
+                throw ValidationError("cannot read \(path): \(error.localizedDescription)")
+            }
+        }
+        return batches(sizes: sizes, budget: budget).map { $0.map { paths[$0] } }
+    }
+
+    /// Indices of `sizes` grouped as `batches(_:budget:)` groups files.
+    static func batches(sizes: [Int], budget: Int) -> [[Int]] {
+        var batches: [[Int]] = []
+        var current: [Int] = [], bytes = 0
+        for (index, size) in sizes.enumerated() {
+            if !current.isEmpty && (size > budget - bytes || current.count == maxFilesPerBatch) {
+                batches.append(current)
+                current = []
+                bytes = 0
+            }
+            current.append(index)
+            bytes += size
+        }
+        if !current.isEmpty { batches.append(current) }
+        return batches
+    }
+
     /// `data` in chunks of `chunkSize` (at least one, possibly empty).
     static func chunks(_ data: Data) -> [[UInt8]] {
         guard !data.isEmpty else { return [[]] }
@@ -132,22 +165,27 @@ struct OCRScan: AsyncParsableCommand {
         commandName: "scan",
         abstract: "Recognise the text of photos and scans (PNG, JPEG, TIFF incl. multi-page, BMP, GIF, WebP).",
         discussion: """
-            One file is uploaded and read at once. Several are uploaded as one batch job, read in parallel on the \
-            service, and followed with a progress bar (plain lines when the output is not a terminal); the text of each \
-            follows under its name. --json prints {"text", "observations": [{"level", "text", "confidence", "box", \
-            "box_px"}], "orientation"} for one file (boxes with a top-left origin: box in fractions of the image, box_px \
+            One file is uploaded and read at once. Several are uploaded as batch jobs (of at most --batch-mib each, one \
+            after another), read in parallel on the service, and followed with a progress bar (plain lines when the \
+            output is not a terminal); the text of each follows under its name. --json prints {"text", "observations": \
+            [{"level", "text", "confidence", "box", "box_px"}], "orientation"} for one file (boxes with a top-left origin: box in fractions of the image, box_px \
             in pixels), and an array of such objects, each with "file" (and "error" instead of the rest for a file that \
             could not be read), for several. Exits with the status code of the first file that failed.
             """)
 
     @Argument(help: "Image files.") var files: [String]
     @OptionGroup var scanOptions: OCRScanOptions
-    @Flag(help: "Upload several files as a job and print its id instead of waiting (gateway ocr jobs watch ID).")
+    @Flag(help: "Upload several files as batch jobs and print their ids instead of waiting (gateway ocr jobs watch ID).")
     var detach = false
+    @Option(
+        name: .customLong("batch-mib"),
+        help: "Several files go to the service in batches (jobs, one after another) of at most this many MiB each; keep it under the service's --max-batch-mib.")
+    var batchMiB = 256.0
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         guard !files.isEmpty else { throw ValidationError("name at least one image file") }
+        guard batchMiB.isFinite, batchMiB > 0 else { throw ValidationError("--batch-mib must be more than 0") }
     }
 
     func run() async throws {
@@ -159,25 +197,43 @@ struct OCRScan: AsyncParsableCommand {
                 try global.render(json: { OCRScanFormat.json(scan) }, text: { print(scan.text) })
                 return
             }
-            let paths = files
-            let job = try await ocr.startBatchScan(options: OCRUpload.callOptions(global)) { writer in
-                try await writer.send(OcrV1.BatchScanRequest(options: options))
-                for path in paths {
-                    for (index, chunk) in OCRUpload.chunks(try OCRUpload.read(path)).enumerated() {
-                        try await writer.send(OcrV1.BatchScanRequest(fileName: index == 0 ? path : "", chunk: chunk))
+            // Files go in batches of at most --batch-mib (each a job, one after another), so many photos never pass
+            // the server's limit for one batch (--max-batch-mib, 512 MiB by default) nor sit in its memory at once.
+            let batches = try OCRUpload.batches(files, budget: Int(batchMiB * 1_048_576))
+            var started: [JobsV1.Job] = []
+            var results: [OcrV1.BatchScanFile] = []
+            for (number, paths) in batches.enumerated() {
+                let job = try await ocr.startBatchScan(options: OCRUpload.callOptions(global)) { writer in
+                    try await writer.send(OcrV1.BatchScanRequest(options: options))
+                    for path in paths {
+                        for (index, chunk) in OCRUpload.chunks(try OCRUpload.read(path)).enumerated() {
+                            try await writer.send(OcrV1.BatchScanRequest(fileName: index == 0 ? path : "", chunk: chunk))
+                        }
                     }
                 }
+                started.append(job)
+                if detach { continue }
+                if batches.count > 1 && !global.json {
+                    print("batch \(number + 1) of \(batches.count): \(paths.count) files")
+                }
+                let ended = try await followJob(
+                    job.id, with: JobsV1.Jobs.Client(wrapping: client), display: global.json ? nil : ProgressDisplay())
+                guard let result = try ended.requireResult(), result.typeName == OcrV1.BatchScanResult.protoName else {
+                    throw RPCError(.internalError, "batch scan job \(job.id) ended without its result")
+                }
+                results += try OcrV1.BatchScanResult(serializedBytes: result.value).files
             }
             if detach {
-                try global.render(json: { job.json }, text: { print("started \(job.summary); follow it with: gateway ocr jobs watch \(job.id)") })
+                try global.render(
+                    json: { () -> Any in started.count == 1 ? started[0].json as Any : started.map(\.json) as Any },
+                    text: {
+                        for job in started {
+                            print("started \(job.summary); follow it with: gateway ocr jobs watch \(job.id)")
+                        }
+                    })
                 return
             }
-            let ended = try await followJob(
-                job.id, with: JobsV1.Jobs.Client(wrapping: client), display: global.json ? nil : ProgressDisplay())
-            guard let result = try ended.requireResult(), result.typeName == OcrV1.BatchScanResult.protoName else {
-                throw RPCError(.internalError, "batch scan job \(job.id) ended without its result")
-            }
-            let batch = try OcrV1.BatchScanResult(serializedBytes: result.value)
+            let batch = OcrV1.BatchScanResult(files: results)
             try global.render(
                 json: {
                     batch.files.map { file -> [String: Any] in
@@ -224,8 +280,10 @@ struct OCRTemplateCreate: AsyncParsableCommand {
         discussion: """
             The photo is recognised (sparse segmentation unless --segmentation says otherwise) and its observations are \
             listed with numbers. On a terminal you pick values by number and name them; in scripts --values \
-            "Volts=2,Amps=5" names observations 2 and 5. The photo's values become the template's first record \
-            (--no-record: not).
+            "Volts=2,Amps=5" names observations 2 and 5. Without --values off a terminal, the numbered observations \
+            are printed (with --json: the scan, numbered by position in "observations") before the usage error; \
+            `gateway ocr scan PHOTO --segmentation sparse --json` lists the same numbers (with the same --lang, \
+            --level and --words). The photo's values become the template's first record (--no-record: not).
             """)
 
     @Option(name: .customLong("from"), help: "The template's first photo.") var photo: String
@@ -265,7 +323,11 @@ struct OCRTemplateCreate: AsyncParsableCommand {
                 OCRScanFormat.printObservations(scan)
                 picked = Self.pickInteractively(count: scan.observations.count)
             } else {
-                throw ValidationError("--values NAME=INDEX,… is needed when not asking on a terminal")
+                // A script learns the numbers here (or from `gateway ocr scan PHOTO --segmentation sparse --json`,
+                // whose observations are numbered from 0 in the same order).
+                try global.render(json: { OCRScanFormat.json(scan) }, text: { OCRScanFormat.printObservations(scan) })
+                throw ValidationError(
+                    "--values NAME=INDEX,… is needed when not asking on a terminal: pick from the \(scan.observations.count) observations listed above")
             }
             for (name, index) in picked where index >= scan.observations.count {
                 throw ValidationError("--values: \(name)=\(index), but the photo has \(scan.observations.count) observations (0…\(scan.observations.count - 1))")

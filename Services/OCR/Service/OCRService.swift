@@ -23,23 +23,29 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
     public let lane: ThreadPool
     /// Runs batch scans; without it StartBatchScan answers FAILED_PRECONDITION.
     public let jobs: JobRunner?
-    /// Largest image upload (and largest batch upload), in bytes.
+    /// Largest image upload, in bytes: a scan's, a draft's, and each file's of a batch.
     public let maxUploadBytes: Int
+    /// Largest batch upload (all its files together), in bytes: a batch is held in memory until its job ends.
+    /// `gateway ocr scan` splits many files into batches well under the default.
+    public let maxBatchBytes: Int
     /// Size of the export's chunks (records per message).
     static let exportRecordsPerChunk = 500
     /// The kind of the jobs StartBatchScan starts.
     public static let batchScanJobKind = "ocr.batch_scan"
     public static let defaultMaxUploadBytes = 64 << 20
+    public static let defaultMaxBatchBytes = 512 << 20
 
     public init(
         store: TemplateStore, recognizer: TextRecognizer = TextRecognizer(), lane: ThreadPool = ThreadPool(name: "ocr"),
-        jobs: JobRunner? = nil, maxUploadBytes: Int = OCRService.defaultMaxUploadBytes
+        jobs: JobRunner? = nil, maxUploadBytes: Int = OCRService.defaultMaxUploadBytes,
+        maxBatchBytes: Int = OCRService.defaultMaxBatchBytes
     ) {
         self.store = store
         self.recognizer = recognizer
         self.lane = lane
         self.jobs = jobs
         self.maxUploadBytes = maxUploadBytes
+        self.maxBatchBytes = maxBatchBytes
     }
 
     // MARK: Recognition
@@ -111,7 +117,9 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
                     throw RPCError(.resourceExhausted, "a batch holds at most \(Self.maxBatchFiles) files")
                 }
                 files.append(BatchFile(name: message.fileName, data: Data()))
-                upload = UploadCollector(limit: maxUploadBytes - total, decoder: recognizer.decoder)
+                upload = UploadCollector(
+                    limit: min(maxUploadBytes, maxBatchBytes - total), decoder: recognizer.decoder,
+                    batchLimit: maxBatchBytes - total < maxUploadBytes ? maxBatchBytes : nil)
             } else if upload == nil, !message.chunk.isEmpty {
                 throw RPCError(.invalidArgument, "image bytes before the first file_name")
             }

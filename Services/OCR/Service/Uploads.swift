@@ -8,6 +8,8 @@ import TextRecognition
 struct UploadCollector {
     /// Largest upload accepted, in bytes.
     let limit: Int
+    /// The batch's limit when what is left of it, not the per-image limit, is `limit` (for the message).
+    let batchLimit: Int?
     let decoder: ImageDecoder
     /// Bytes after which the header is checked (the first chunk usually holds it; a JPEG's size may come after
     /// its EXIF block).
@@ -16,8 +18,9 @@ struct UploadCollector {
     private(set) var data = Data()
     private var headerChecked = false
 
-    init(limit: Int, decoder: ImageDecoder) {
+    init(limit: Int, decoder: ImageDecoder, batchLimit: Int? = nil) {
         self.limit = limit
+        self.batchLimit = batchLimit
         self.decoder = decoder
     }
 
@@ -26,9 +29,13 @@ struct UploadCollector {
     mutating func append(_ chunk: [UInt8], file: String? = nil) throws {
         guard !chunk.isEmpty else { return }
         guard chunk.count <= limit - data.count else {
-            throw RPCError(
-                .resourceExhausted,
-                "\(file.map { "\($0): " } ?? "")the upload is larger than the limit of \(Self.describe(limit))")
+            let prefix = file.map { "\($0): " } ?? ""
+            if let batchLimit {
+                throw RPCError(
+                    .resourceExhausted,
+                    "\(prefix)the batch's files together are larger than its limit of \(Self.describe(batchLimit)); send fewer files per batch")
+            }
+            throw RPCError(.resourceExhausted, "\(prefix)the image is larger than the upload limit of \(Self.describe(limit))")
         }
         data.append(contentsOf: chunk)
         if !headerChecked, data.count >= Self.headerCheckBytes {
