@@ -324,8 +324,10 @@ struct HealthSyncCommand: AsyncParsableCommand {
             // No progress lines with --json: they would go to standard output before the JSON and break it.
             let progress = SharedProgress(display: global.json ? nil : ProgressDisplay())
             let sync = HealthSync(device: store, remote: RPCHealthRemote(client: client, token: token, timeout: .seconds(max(global.timeout, 60))))
-            let report = try await sync.run(filter: filter) { pushed, pulled in
-                progress.update("pushed \(pushed), pulled \(pulled)")
+            let report = try await sync.run(filter: filter) { state in
+                progress.update(
+                    fraction: state.fraction ?? 0,
+                    state.phase == .push ? "pushing: \(state.pushed) sent" : "pulling: \(state.pulled) received (\(state.pushed) sent)")
             }
             progress.finish()
             try global.render(
@@ -357,8 +359,13 @@ struct HealthImport: AsyncParsableCommand {
         try await locally {
             let store = try health.openStore()
             let progress = global.json ? nil : ProgressDisplay()
+            // Reported per 1 MiB chunk; shown when the percentage moves (a pipe gets at most 101 lines).
+            var shown = -1
             let report = try HealthExportImporter(store: store.store, user: store.user).importFile(atPath: path) { read, total in
-                progress?.update(fraction: total > 0 ? Double(read) / Double(total) : 0, message: "\(read / 1_000_000) MB")
+                let fraction = total > 0 ? Double(read) / Double(total) : 0
+                guard Int(fraction * 100) != shown else { return }
+                shown = Int(fraction * 100)
+                progress?.update(fraction: fraction, message: "\(read / 1_000_000) of \(total / 1_000_000) MB read")
             }
             progress?.finish()
             try global.render(
@@ -410,6 +417,6 @@ final class SharedProgress: @unchecked Sendable {
 
     init(display: ProgressDisplay?) { self.display = display }
 
-    func update(_ message: String) { lock.withLock { display?.update(fraction: 0, message: message) } }
+    func update(fraction: Double, _ message: String) { lock.withLock { display?.update(fraction: fraction, message: message) } }
     func finish() { lock.withLock { display?.finish() } }
 }
