@@ -206,6 +206,10 @@ import Testing
             let sent = try await sync(stack, token: token, store: phone)
             #expect(sent["pushed"] as? Int == 30 && sent["added_on_server"] as? Int == 30, "\(sent)")
             #expect(try await januarySteps(stack, token: token) == (30, Self.stepSum(30)))
+            // Without --json on a pipe: plain progress lines, the pull's fraction reaching 100%, then the summary.
+            let watchText = try await health(stack, ["sync", "--store", watch, "--token", token])
+            #expect(watchText.status == 0 && watchText.output.contains("100% pulling: ") && !watchText.output.contains("\r"), "\(watchText.output)")
+            #expect(watchText.output.contains("pulled 30 (added 30, deleted 0)"), "\(watchText.output)")
             let broken = files.appendingPathComponent("broken.xml")
             try "<HealthData>\n <Record type=\"HKQuantityTypeIdentifierStepCount\" value=\"1\"\n".write(to: broken, atomically: true, encoding: .utf8)
             status(try await health(stack, ["import", broken.path, "--store", watch, "--token", token]), 3, "a malformed file", contains: "line")

@@ -324,11 +324,13 @@ struct HealthSyncCommand: AsyncParsableCommand {
             // No progress lines with --json: they would go to standard output before the JSON and break it.
             let progress = SharedProgress(display: global.json ? nil : ProgressDisplay())
             let sync = HealthSync(device: store, remote: RPCHealthRemote(client: client, token: token, timeout: .seconds(max(global.timeout, 60))))
-            let report = try await sync.run(filter: filter) { state in
+            // With --json nothing watches, so the sync does not ask the server's anchor for the fraction either.
+            let show: @Sendable (SyncProgress) -> Void = { state in
                 progress.update(
                     fraction: state.fraction ?? 0,
                     state.phase == .push ? "pushing: \(state.pushed) sent" : "pulling: \(state.pulled) received (\(state.pushed) sent)")
             }
+            let report = try await sync.run(filter: filter, progress: global.json ? nil : show)
             progress.finish()
             try global.render(
                 json: {

@@ -137,7 +137,8 @@ public struct HealthSync: Sendable {
         let pulledResult = ResultBox()
         let pushedCount = counter.value
         let pullStart = try device.pulledAnchor(scope: scope)
-        let pullEnd = progress == nil ? nil : try await remote.currentAnchor()
+        // Only for progress, which must not fail a sync: unknown when the remote cannot say.
+        let pullEnd = progress == nil ? nil : ((try? await remote.currentAnchor()) ?? nil)
         try await remote.pull(since: pullStart, filter: filter, pageSize: batchSize) { page in
             let result = try device.applyPulled(page, scope: scope)
             pulledTotal.add(page.changes.count)
