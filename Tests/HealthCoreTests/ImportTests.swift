@@ -105,6 +105,21 @@ enum ExportFixture {
         return try HealthExportImporter(store: store, user: user).importFile(atPath: path)
     }
 
+    /// Progress comes per chunk read while the file is scanned, not once at the end (the gateway's bar moved
+    /// only when the import was over): the fixture in 512-byte chunks reports each, rising to the file's size.
+    @Test func progressIsReportedForEachChunkRead() throws {
+        let path = try ExportFixture.write()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let size = Int64(ExportFixture.text.utf8.count)
+        var importer = HealthExportImporter(store: store, user: user)
+        importer.chunkSize = 512
+        var reports: [(Int64, Int64)] = []
+        let report = try importer.importFile(atPath: path) { read, total in reports.append((read, total)) }
+        #expect(report.added == 10)
+        #expect(reports.count == Int((size + 511) / 512), "\(reports)")
+        #expect(reports.map(\.0) == reports.map(\.0).sorted() && reports.last?.0 == size && reports.allSatisfy { $0.1 == size })
+    }
+
     @Test func theRealFilesMessImports() throws {
         let report = try importText(ExportFixture.text)
         #expect(report.records == 13)

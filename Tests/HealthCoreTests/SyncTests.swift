@@ -102,6 +102,24 @@ final class FlakyRemote: HealthRemote {
         #expect(try !serverUUIDs().contains(fromWatch) && !serverUUIDs().contains(fromPhone))
     }
 
+    /// Progress is a fraction of each phase, not the 0 the gateway's bar showed throughout: the push's through the
+    /// device's change log, then the pull's through the server's, each rising to 1.
+    @Test func progressGivesEachPhasesFraction() async throws {
+        let phone = try DeviceStore.inMemory(), watch = try DeviceStore.inMemory()
+        _ = try watch.add(steps(6, from: 9, source: "Apple Watch"))
+        _ = try await HealthSync(device: watch, remote: remote).run()
+        _ = try phone.add(steps(10, source: "iPhone"))
+        let seen = Locked<[SyncProgress]>([])
+        _ = try await HealthSync(device: phone, remote: remote, batchSize: 4).run { progress in seen.withLock { $0.append(progress) } }
+        let all = seen.withLock { $0 }
+        let push = all.filter { $0.phase == .push }, pull = all.filter { $0.phase == .pull }
+        #expect(push.map(\.pushed) == [4, 8, 10])
+        #expect(push.map(\.fraction) == [0.4, 0.8, 1])
+        // The server's log: the watch's 6 and the phone's 10, pulled in pages of 4.
+        #expect(pull.map(\.pulled) == [4, 8, 12, 16] && pull.allSatisfy { $0.pushed == 10 })
+        #expect(pull.map(\.fraction) == [0.25, 0.5, 0.75, 1])
+    }
+
     @Test func runningItAgainChangesNothing() async throws {
         let phone = try DeviceStore.inMemory()
         _ = try phone.add(steps(10, source: "iPhone"))
@@ -195,4 +213,12 @@ final class FlakyRemote: HealthRemote {
         _ = try await HealthSync(device: tablet, remote: remote).run(filter: range)
         #expect(try tablet.samples(SampleQuery()).map(\.start) == [T.ms("2026-05-01T08:02:00Z"), T.ms("2026-05-01T08:03:00Z")])
     }
+}
+
+/// A value shared with a `@Sendable` callback.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<R>(_ body: (inout Value) -> R) -> R { lock.withLock { body(&value) } }
 }

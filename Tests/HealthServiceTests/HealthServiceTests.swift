@@ -1,6 +1,6 @@
 import Foundation
 import HealthCore
-import HealthService
+@testable import HealthService
 import RPC
 import RPCTesting
 import Schema
@@ -212,5 +212,35 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
                 try await writer.send(HealthV1.PushRequest(deviceID: "phone", samples: [good], throughAnchor: 1))
             }
         }
+    }
+}
+
+/// The sync's streams have no deadline for the whole call (a million-sample first sync outlived the 60 s one
+/// and failed DEADLINE_EXCEEDED); they fail only when no batch moves for the limit.
+@Suite struct StallLimitTests {
+    @Test func aStreamThatKeepsMovingOutlivesTheLimit() async throws {
+        let start = ContinuousClock.now
+        let batches = try await withStallLimit(.milliseconds(500), what: "push") { moved in
+            var count = 0
+            while ContinuousClock.now - start < .milliseconds(1500) {
+                try await Task.sleep(for: .milliseconds(50))
+                moved()
+                count += 1
+            }
+            return count
+        }
+        #expect(batches > 10 && ContinuousClock.now - start >= .milliseconds(1500))
+    }
+
+    @Test func aStalledStreamIsDeadlineExceededAndCancelled() async throws {
+        let start = ContinuousClock.now
+        let error = await #expect(throws: RPCError.self) {
+            try await withStallLimit(.milliseconds(300), what: "pull") { moved in
+                moved()
+                try await Task.sleep(for: .seconds(30))  // cancelled when the limit passes
+            }
+        }
+        #expect(error?.code == .deadlineExceeded && error?.message.contains("pull") == true, "\(String(describing: error))")
+        #expect(ContinuousClock.now - start < .seconds(10))
     }
 }

@@ -21,7 +21,7 @@ public struct HealthCommands: AsyncParsableCommand {
             2026-05-01 / 2026-05-01T09:00 in --tz.
             """,
         subcommands: [
-            HealthUser.self, HealthToken.self, HealthAccount.self, HealthLogin.self, HealthAdd.self, HealthList.self, HealthStats.self, HealthDelete.self,
+            HealthUser.self, HealthToken.self, HealthAccount.self, HealthLogin.self, HealthAdd.self, HealthList.self, HealthShow.self, HealthStats.self, HealthDelete.self,
             HealthSyncCommand.self, HealthImport.self, HealthExport.self,
         ])
 

@@ -168,6 +168,35 @@ struct HealthList: AsyncParsableCommand {
     }
 }
 
+/// `gateway health show UUID`: one sample; another user's UUID is NOT_FOUND, as one that never existed.
+struct HealthShow: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "Show one sample by its UUID.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var health: HealthOptions
+    @Argument var uuid: String
+    @Option(help: "The unit to show the value in.") var unit: String?
+    @Flag(help: "Work on the device's store instead of the server.") var local = false
+
+    func run() async throws { try await reportingFailures { try await asStatus(body) } }
+
+    func body() async throws {
+        var sample = HealthV1.Sample()
+        if local {
+            try await locally {
+                let target = try HealthProto.unit(unit ?? "")
+                sample = try HealthProto.message(try health.openStore().sample(try HealthProto.uuid(uuid, "uuid")), unit: target)
+            }
+        } else {
+            try await global.withHealth { client in
+                sample = try await client.getSample(.init(uuid: uuid, unit: unit ?? ""), options: try health.callOptions(global)).sample ?? .init()
+            }
+        }
+        try global.render(
+            json: { HealthFormat.sampleJSON(sample) },
+            text: { printTable(["UUID", "TYPE", "VALUE", "UNIT", "START", "END", "SOURCE"], [HealthFormat.sampleRow(sample)]) })
+    }
+}
+
 /// `gateway health stats TYPE --period day …`.
 struct HealthStats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -292,11 +321,16 @@ struct HealthSyncCommand: AsyncParsableCommand {
         let token = try health.resolvedToken()
         let filter = try HealthProto.filter(types: type, from: try from.map(health.instant), to: try to.map(health.instant))
         try await global.withHealth { client in
-            let progress = SharedProgress()
+            // No progress lines with --json: they would go to standard output before the JSON and break it.
+            let progress = SharedProgress(display: global.json ? nil : ProgressDisplay())
             let sync = HealthSync(device: store, remote: RPCHealthRemote(client: client, token: token, timeout: .seconds(max(global.timeout, 60))))
-            let report = try await sync.run(filter: filter) { pushed, pulled in
-                progress.update("pushed \(pushed), pulled \(pulled)")
+            // With --json nothing watches, so the sync does not ask the server's anchor for the fraction either.
+            let show: @Sendable (SyncProgress) -> Void = { state in
+                progress.update(
+                    fraction: state.fraction ?? 0,
+                    state.phase == .push ? "pushing: \(state.pushed) sent" : "pulling: \(state.pulled) received (\(state.pushed) sent)")
             }
+            let report = try await sync.run(filter: filter, progress: global.json ? nil : show)
             progress.finish()
             try global.render(
                 json: {
@@ -326,11 +360,16 @@ struct HealthImport: AsyncParsableCommand {
     func run() async throws {
         try await locally {
             let store = try health.openStore()
-            let progress = ProgressDisplay()
+            let progress = global.json ? nil : ProgressDisplay()
+            // Reported per 1 MiB chunk; shown when the percentage moves (a pipe gets at most 101 lines).
+            var shown = -1
             let report = try HealthExportImporter(store: store.store, user: store.user).importFile(atPath: path) { read, total in
-                progress.update(fraction: total > 0 ? Double(read) / Double(total) : 0, message: "\(read / 1_000_000) MB")
+                let fraction = total > 0 ? Double(read) / Double(total) : 0
+                guard Int(fraction * 100) != shown else { return }
+                shown = Int(fraction * 100)
+                progress?.update(fraction: fraction, message: "\(read / 1_000_000) of \(total / 1_000_000) MB read")
             }
-            progress.finish()
+            progress?.finish()
             try global.render(
                 json: {
                     ["records": report.records, "added": report.added, "duplicates": report.duplicates, "rejected": report.rejected,
@@ -372,11 +411,14 @@ struct HealthExport: AsyncParsableCommand {
     }
 }
 
-/// The progress display, for the sync's `@Sendable` progress callback (called from one task at a time).
+/// The progress display, for the sync's `@Sendable` progress callback (called from one task at a time);
+/// none (with `--json`) shows nothing.
 final class SharedProgress: @unchecked Sendable {
     private let lock = NSLock()
-    private let display = ProgressDisplay()
+    private let display: ProgressDisplay?
 
-    func update(_ message: String) { lock.withLock { display.update(fraction: 0, message: message) } }
-    func finish() { lock.withLock { display.finish() } }
+    init(display: ProgressDisplay?) { self.display = display }
+
+    func update(fraction: Double, _ message: String) { lock.withLock { display?.update(fraction: fraction, message: message) } }
+    func finish() { lock.withLock { display?.finish() } }
 }

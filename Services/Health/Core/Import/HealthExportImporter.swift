@@ -37,13 +37,16 @@ public struct ImportReport: Sendable, Hashable {
 public struct HealthExportImporter {
     public let store: HealthStore
     public let user: Int64
+    /// How much of the file is read at a time (and how often progress is reported).
+    public var chunkSize = 1 << 20
 
     public init(store: HealthStore, user: Int64) {
         self.store = store
         self.user = user
     }
 
-    /// Imports the file at `path`. `progress` gets the bytes read and the file size now and then.
+    /// Imports the file at `path`. `progress` gets the bytes read and the file size after each chunk read
+    /// (samples written up to there are not committed before the end).
     public func importFile(atPath path: String, progress: ((Int64, Int64) -> Void)? = nil) throws -> ImportReport {
         guard let file = FileHandle(forReadingAtPath: path) else { throw HealthError.notFound("cannot open \(path)") }
         defer { try? file.close() }
@@ -52,7 +55,7 @@ public struct HealthExportImporter {
         return try store.database.write { db in
             var writer = try ChangeWriter(db: db, user: user, pulled: false)
             var handler = ExportHandler(writer: writer, limits: store.limits)
-            var scanner = XMLScanner(file: file)
+            var scanner = XMLScanner(file: file, chunkSize: chunkSize) { read in progress?(read, size) }
             do {
                 try scanner.scan(&handler)
             } catch let error as XMLFormatError {
@@ -60,7 +63,6 @@ public struct HealthExportImporter {
             }
             writer = handler.writer
             try writer.finish()
-            progress?(scanner.bytesRead, size)
             return handler.report
         }
     }

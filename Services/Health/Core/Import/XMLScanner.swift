@@ -31,10 +31,14 @@ struct XMLScanner {
     private var sawRoot = false
     /// Bytes consumed so far, for progress.
     private(set) var bytesRead: Int64 = 0
-    private static let chunkSize = 1 << 20
+    private let chunkSize: Int
+    /// Called with `bytesRead` after each chunk read.
+    private let onChunk: ((Int64) -> Void)?
 
-    init(file: FileHandle) {
+    init(file: FileHandle, chunkSize: Int = 1 << 20, onChunk: ((Int64) -> Void)? = nil) {
         self.file = file
+        self.chunkSize = chunkSize
+        self.onChunk = onChunk
     }
 
     private func fail(_ reason: String, line: Int? = nil) -> XMLFormatError {
@@ -48,13 +52,14 @@ struct XMLScanner {
             buffer.removeFirst(position)
             position = 0
         }
-        let data = try file.read(upToCount: Self.chunkSize) ?? Data()
+        let data = try file.read(upToCount: chunkSize) ?? Data()
         if data.isEmpty {
             atEnd = true
             return false
         }
         bytesRead += Int64(data.count)
         buffer.append(contentsOf: data)
+        onChunk?(bytesRead)
         return true
     }
 

@@ -34,6 +34,38 @@ public protocol HealthRemote: Sendable {
     func pull(
         since: Int64, filter: SyncFilter, pageSize: Int, receive: @escaping @Sendable (ChangeBatch) async throws -> Void
     ) async throws
+    /// The user's anchor on the server now, so a pull's progress can be a fraction; nil when not known.
+    func currentAnchor() async throws -> Int64?
+}
+
+extension HealthRemote {
+    public func currentAnchor() async throws -> Int64? { nil }
+}
+
+/// How far a running sync is.
+public struct SyncProgress: Sendable, Hashable {
+    public enum Phase: Sendable, Hashable { case push, pull }
+    public var phase: Phase
+    /// Changes sent and received so far.
+    public var pushed: Int
+    public var pulled: Int
+    /// How much of the current phase is done, 0…1: the position reached in the change log (the device's for
+    /// the push, the server's for the pull) between where the phase started and where the log ended when it
+    /// started. nil when the remote does not say its anchor.
+    public var fraction: Double?
+
+    public init(phase: Phase, pushed: Int, pulled: Int, fraction: Double?) {
+        self.phase = phase
+        self.pushed = pushed
+        self.pulled = pulled
+        self.fraction = fraction
+    }
+
+    static func fraction(at anchor: Int64, from start: Int64, to end: Int64?) -> Double? {
+        guard let end else { return nil }
+        guard end > start else { return 1 }
+        return min(1, max(0, Double(anchor - start) / Double(end - start)))
+    }
 }
 
 /// What a sync did.
@@ -67,9 +99,9 @@ public struct HealthSync: Sendable {
         self.batchSize = batchSize
     }
 
-    /// `progress` gets the running count of changes pushed and pulled.
+    /// `progress` is called after each batch sent or received.
     public func run(
-        filter: SyncFilter = .everything, progress: (@Sendable (_ pushed: Int, _ pulled: Int) -> Void)? = nil
+        filter: SyncFilter = .everything, progress: (@Sendable (SyncProgress) -> Void)? = nil
     ) async throws -> SyncReport {
         let scope = filter.scope
         var report = SyncReport()
@@ -78,6 +110,7 @@ public struct HealthSync: Sendable {
         // does not send it again (and one cut off before does).
         let start = try await remote.pushedAnchor(device: device.deviceID, scope: scope)
         let device = self.device, batchSize = self.batchSize
+        let pushEnd = try device.store.anchor(user: device.user)
         let counter = Counter()
         let finalAnchor = Counter()
         report.pushed = try await remote.push(device: device.deviceID, scope: scope) { writer in
@@ -89,7 +122,9 @@ public struct HealthSync: Sendable {
                 try await writer.send(PushBatch(changes: page.changes, through: page.anchor))
                 counter.add(page.changes.count)
                 finalAnchor.set(page.anchor)
-                progress?(counter.value, 0)
+                progress?(SyncProgress(
+                    phase: .push, pushed: counter.value, pulled: 0,
+                    fraction: SyncProgress.fraction(at: page.anchor, from: start, to: pushEnd)))
                 since = page.anchor
                 if !page.hasMore { break }
             }
@@ -101,11 +136,16 @@ public struct HealthSync: Sendable {
         let pulledTotal = Counter()
         let pulledResult = ResultBox()
         let pushedCount = counter.value
-        try await remote.pull(since: try device.pulledAnchor(scope: scope), filter: filter, pageSize: batchSize) { page in
+        let pullStart = try device.pulledAnchor(scope: scope)
+        // Only for progress, which must not fail a sync: unknown when the remote cannot say.
+        let pullEnd = progress == nil ? nil : ((try? await remote.currentAnchor()) ?? nil)
+        try await remote.pull(since: pullStart, filter: filter, pageSize: batchSize) { page in
             let result = try device.applyPulled(page, scope: scope)
             pulledTotal.add(page.changes.count)
             pulledResult.merge(result)
-            progress?(pushedCount, pulledTotal.value)
+            progress?(SyncProgress(
+                phase: .pull, pushed: pushedCount, pulled: pulledTotal.value,
+                fraction: SyncProgress.fraction(at: page.anchor, from: pullStart, to: pullEnd)))
         }
         report.pulledChanges = pulledTotal.value
         report.pulled = pulledResult.value
@@ -136,6 +176,8 @@ public struct InProcessRemote: HealthRemote {
             PushWriter { batch in total.merge(try server.commitPush(batch, user: user, device: device, scope: scope)) })
         return total.value
     }
+
+    public func currentAnchor() async throws -> Int64? { try server.anchor(user: user) }
 
     public func pull(
         since: Int64, filter: SyncFilter, pageSize: Int, receive: @escaping @Sendable (ChangeBatch) async throws -> Void

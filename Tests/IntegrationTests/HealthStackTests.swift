@@ -1,0 +1,298 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The health service through `gateway health …` against compose's stack: users and tokens, the server's samples,
+/// two devices (two `--store` files) syncing, isolation between users, import of an export.xml, and kill -9.
+@Suite(.serialized) struct HealthStackTests {
+    /// Runs `gateway health ARGS` with a scratch `XDG_DATA_HOME` (no token remembered from elsewhere) and no
+    /// `MENAGERIE_HEALTH_TOKEN`, so only what the test passes authenticates.
+    func health(_ stack: Stack, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+        var environment = stack.environment
+        environment["XDG_DATA_HOME"] = stack.directory.appendingPathComponent("xdg").path
+        environment.removeValue(forKey: "MENAGERIE_HEALTH_TOKEN")
+        return try await Stack.run("\(Stack.binDirectory)/gateway", ["health"] + arguments + ["--state", stack.state.path], environment: environment)
+    }
+
+    /// The whole output as one JSON value: a progress line or anything else beside it fails the test.
+    func strictJSON(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws -> Any {
+        try #require(result.status == 0, "\(result.output)", sourceLocation: sourceLocation)
+        let text = result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        return try #require(try? JSONSerialization.jsonObject(with: Data(text.utf8)), "not only JSON: \(result.output)", sourceLocation: sourceLocation)
+    }
+
+    func object(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        try #require(try strictJSON(result, sourceLocation: sourceLocation) as? [String: Any], sourceLocation: sourceLocation)
+    }
+
+    func status(_ result: (status: Int32, output: String), _ code: Int32, _ what: String, contains text: String? = nil,
+                       sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(result.status == code, "\(what): \(result.output)", sourceLocation: sourceLocation)
+        if let text { #expect(result.output.contains(text), "\(what): \(result.output)", sourceLocation: sourceLocation) }
+    }
+
+    /// The UUID `gateway health add` printed ("<uuid>: added 1").
+    func addedUUID(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        #expect(result.status == 0 && result.output.contains(": added 1"), "\(result.output)", sourceLocation: sourceLocation)
+        return try #require(result.output.split(separator: ":").first.map(String.init), sourceLocation: sourceLocation)
+    }
+
+    /// UUIDs `list --json` printed.
+    func uuids(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws -> Set<String> {
+        let samples = try #require(try strictJSON(result, sourceLocation: sourceLocation) as? [[String: Any]], sourceLocation: sourceLocation)
+        return Set(samples.compactMap { $0["uuid"] as? String })
+    }
+
+    /// An export.xml with the inline DTD, `ExportDate` and `Me`, `count` minute-long step records from 2026-01-01
+    /// 00:00 UTC (values 1, 2, …, 50, 1, …), a record of a type the service does not model and a `Workout`.
+    static func export(steps count: Int) -> String {
+        var text = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE HealthData [
+            <!-- HealthKit Export Version: 14 -->
+            <!ELEMENT HealthData (ExportDate,Me,(Record|Correlation|Workout|ActivitySummary)*)>
+            <!ATTLIST HealthData locale CDATA #REQUIRED>
+            ]>
+            <HealthData locale="en_US">
+             <ExportDate value="2026-05-02 10:00:00 +0200"/>
+             <Me HKCharacteristicTypeIdentifierBiologicalSex="HKBiologicalSexFemale"/>
+             <Record type="HKQuantityTypeIdentifierVO2Max" sourceName="Watch" unit="mL/min·kg" startDate="2026-01-01 07:00:00 +0200" endDate="2026-01-01 07:00:00 +0200" value="41.2"/>
+             <Workout workoutActivityType="HKWorkoutActivityTypeRunning" duration="30" startDate="2026-01-01 07:00:00 +0200" endDate="2026-01-01 07:30:00 +0200">
+              <MetadataEntry key="HKIndoorWorkout" value="0"/>
+             </Workout>
+
+            """
+        text.reserveCapacity(count * 230)
+        let base = 1_767_225_600  // 2026-01-01T00:00:00Z
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        for index in 0..<count {
+            let start = formatter.string(from: Date(timeIntervalSince1970: Double(base + index * 60)))
+            let end = formatter.string(from: Date(timeIntervalSince1970: Double(base + index * 60 + 60)))
+            text += #" <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Watch" unit="count" startDate="\#(start) +0000" endDate="\#(end) +0000" value="\#(index % 50 + 1)"/>"#
+            text += "\n"
+        }
+        return text + "</HealthData>\n"
+    }
+
+    /// The sum of `export(steps:)`'s values.
+    static func stepSum(_ count: Int) -> Int { (0..<count).reduce(0) { $0 + $1 % 50 + 1 } }
+
+    /// The sample count and step sum in January 2026, on the server or (with `store`) in a device's store.
+    func januarySteps(_ stack: Stack, token: String, store: String? = nil) async throws -> (count: Int, sum: Int) {
+        var arguments = ["stats", "stepCount", "--from", "2026-01-01", "--to", "2026-02-01", "--tz", "UTC", "--json", "--token", token]
+        if let store { arguments += ["--local", "--store", store] }
+        let stats = try object(try await health(stack, arguments))
+        let bucket = try #require((stats["buckets"] as? [[String: Any]])?.first, "\(stats)")
+        return ((bucket["count"] as? Int) ?? -1, Int(((bucket["value"] as? Double) ?? -1).rounded()))
+    }
+
+    func serverSamples(_ stack: Stack, token: String) async throws -> Int {
+        try #require(try object(try await health(stack, ["account", "--json", "--token", token]))["samples"] as? Int)
+    }
+
+    /// `sync --json` of `store`, which must print only its JSON (no progress lines: the output is a pipe).
+    func sync(_ stack: Stack, token: String, store: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [String: Any] {
+        try object(try await health(stack, ["sync", "--json", "--token", token, "--store", store]), sourceLocation: sourceLocation)
+    }
+
+    /// Waits until compose has restarted `replica` (a pid other than `victim`) and it answers.
+    func waitRestarted(_ stack: Stack, _ replica: String, victim: Int32) async throws {
+        var restarted = false
+        for _ in 0..<300 where !restarted {
+            try await Task.sleep(for: .milliseconds(100))
+            if let pid = try? stack.servicePids()[replica], pid != victim, Stack.isRunning(pid) { restarted = true }
+        }
+        try #require(restarted, "compose did not restart \(replica)")
+        try await Stack.waitServing(port: try #require(stack.basePorts["health"]))
+    }
+
+    @Test func usersSamplesDevicesAndImportThroughTheGateway() async throws {
+        try await Stack.with(services: ["health"]) { stack in
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "compose up failed: \(up.output)")
+            let files = stack.directory.appendingPathComponent("files")
+            try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+
+            // A user and its token (printed once).
+            let jana = try object(try await health(stack, ["user", "create", "jana", "--json"]))
+            let token = try #require(jana["token"] as? String)
+            #expect(jana["name"] as? String == "jana" && token.count >= 43, "\(jana)")
+            status(try await health(stack, ["user", "create", "jana"]), 6, "the same name again")
+
+            // On the server: add, show, list, stats --json, delete.
+            let steps = try addedUUID(try await health(stack, [
+                "add", "stepCount", "400", "--start", "2026-05-01T23:45", "--end", "2026-05-02T00:45", "--tz", "UTC", "--token", token]))
+            let water = try addedUUID(try await health(stack, [
+                "add", "dietaryWater", "0.25", "--unit", "L", "--start", "2026-05-01T09:00", "--tz", "UTC", "--token", token]))
+            let shown = try object(try await health(stack, ["show", water, "--unit", "mL", "--json", "--token", token]))
+            #expect(shown["type"] as? String == "dietaryWater" && shown["value"] as? Double == 250 && shown["unit"] as? String == "mL", "\(shown)")
+            #expect(try uuids(try await health(stack, ["list", "stepCount", "--json", "--from", "2026-05-01", "--to", "2026-05-03", "--tz", "UTC", "--token", token])) == [steps])
+            let stats = try object(try await health(stack, [
+                "stats", "stepCount", "--period", "day", "--from", "2026-05-01", "--to", "2026-05-03", "--tz", "UTC", "--json", "--token", token]))
+            #expect(stats["type"] as? String == "stepCount" && stats["unit"] as? String == "count", "\(stats)")
+            let buckets = try #require(stats["buckets"] as? [[String: Any]])
+            #expect(buckets.map { $0["value"] as? Double } == [100, 300], "a sample over midnight is split: \(buckets)")
+            #expect(buckets.map { $0["start"] as? String } == ["2026-05-01T00:00:00Z", "2026-05-02T00:00:00Z"], "\(buckets)")
+            status(try await health(stack, ["delete", water, "--token", token]), 0, "delete", contains: "deleted 1")
+            #expect(try uuids(try await health(stack, ["list", "dietaryWater", "--json", "--from", "2026-05-01", "--to", "2026-05-02", "--tz", "UTC", "--token", token])).isEmpty)
+            status(try await health(stack, ["show", water, "--token", token]), 5, "a deleted sample")
+
+            // Bad values: exit 3 (INVALID_ARGUMENT), nothing stored.
+            status(try await health(stack, ["add", "stepCount", "10", "--start", "garbage", "--token", token]), 3, "a garbage --start", contains: "garbage")
+            status(try await health(stack, ["add", "heartRate", "500", "--token", token]), 3, "an implausible heart rate")
+            status(try await health(stack, ["add", "dietaryWater", "1", "--unit", "kg", "--token", token]), 3, "a unit of another dimension")
+            status(try await health(stack, ["add", "stepCount", "10", "--start", "2026-05-02", "--end", "2026-05-01", "--token", token]), 3, "an end before the start")
+            status(try await health(stack, ["list", "stepCount", "--from", "yesterday-ish", "--token", token]), 3, "a garbage --from")
+            #expect(try await serverSamples(stack, token: token) == 1)
+
+            // Another user: the first user's UUID is NOT_FOUND (exit 5) whatever it asks; it sees nothing.
+            let piotr = try #require(try object(try await health(stack, ["user", "create", "piotr", "--json"]))["token"] as? String)
+            status(try await health(stack, ["show", steps, "--token", piotr]), 5, "another user's sample", contains: "NOT_FOUND")
+            status(try await health(stack, ["delete", steps, "--token", piotr]), 5, "deleting another user's sample", contains: "NOT_FOUND")
+            #expect(try uuids(try await health(stack, ["list", "stepCount", "--json", "--from", "2026-05-01", "--to", "2026-05-03", "--tz", "UTC", "--token", piotr])).isEmpty)
+            #expect(try await serverSamples(stack, token: piotr) == 0)
+            #expect(try await serverSamples(stack, token: token) == 1, "the other user's delete changed nothing")
+
+            // No token, or a wrong one: UNAUTHENTICATED (exit 16).
+            status(try await health(stack, ["account"]), 16, "no token", contains: "UNAUTHENTICATED")
+            status(try await health(stack, ["account", "--token", "not-a-token"]), 16, "a wrong token", contains: "UNAUTHENTICATED")
+            status(try await health(stack, ["list", "stepCount", "--token", String(token.reversed())]), 16, "a wrong token")
+
+            // Two devices of jana's: each adds offline, each syncs, both converge; a second sync changes nothing.
+            let phone = files.appendingPathComponent("phone.sqlite").path, watch = files.appendingPathComponent("watch.sqlite").path
+            let onPhone = try addedUUID(try await health(stack, [
+                "add", "stepCount", "120", "--start", "2026-05-03T08:00", "--end", "2026-05-03T08:10", "--tz", "UTC", "--local", "--store", phone, "--token", token]))
+            let doomed = try addedUUID(try await health(stack, [
+                "add", "stepCount", "7", "--start", "2026-05-03T09:00", "--end", "2026-05-03T09:01", "--tz", "UTC", "--local", "--store", phone, "--token", token]))
+            let onWatch = try addedUUID(try await health(stack, [
+                "add", "heartRate", "61", "--start", "2026-05-03T08:05", "--tz", "UTC", "--local", "--store", watch, "--token", token]))
+            let phoneFirst = try await sync(stack, token: token, store: phone)
+            #expect(phoneFirst["pushed"] as? Int == 2 && phoneFirst["added_on_server"] as? Int == 2 && phoneFirst["added_here"] as? Int == 1,
+                    "the server's sample comes down: \(phoneFirst)")
+            let watchFirst = try await sync(stack, token: token, store: watch)
+            #expect(watchFirst["pushed"] as? Int == 1 && watchFirst["added_here"] as? Int == 3, "the server's sample and the phone's two: \(watchFirst)")
+            let phoneSecond = try await sync(stack, token: token, store: phone)
+            #expect(phoneSecond["pushed"] as? Int == 0 && phoneSecond["added_here"] as? Int == 1, "the watch's sample: \(phoneSecond)")
+            for store in [phone, watch] {
+                let again = try await sync(stack, token: token, store: store)
+                #expect(again["pushed"] as? Int == 0 && again["pulled"] as? Int == 0 && again["added_here"] as? Int == 0, "\(again)")
+                let local = try uuids(try await health(stack, ["list", "stepCount", "--local", "--store", store, "--json", "--from", "2026-05-01", "--to", "2026-05-04", "--tz", "UTC", "--token", token]))
+                #expect(local == [steps, onPhone, doomed], "\(store)")
+                let beats = try uuids(try await health(stack, ["list", "heartRate", "--local", "--store", store, "--json", "--from", "2026-05-03", "--to", "2026-05-04", "--tz", "UTC", "--token", token]))
+                #expect(beats == [onWatch], "\(store)")
+            }
+            // A deletion on the watch travels through the server to the phone.
+            status(try await health(stack, ["delete", doomed, "--local", "--store", watch, "--token", token]), 0, "a local delete", contains: "deleted 1")
+            #expect(try await sync(stack, token: token, store: watch)["pushed"] as? Int == 1)
+            let deletedHere = try await sync(stack, token: token, store: phone)
+            #expect(deletedHere["deleted_here"] as? Int == 1, "\(deletedHere)")
+            status(try await health(stack, ["show", doomed, "--local", "--store", phone, "--token", token]), 5, "a sample deleted on the other device")
+            #expect(try await serverSamples(stack, token: token) == 3)
+
+            // Import an export.xml into the phone's store (only JSON with --json; plain progress lines without),
+            // a second import adds nothing, and the next sync sends it on.
+            let export = files.appendingPathComponent("export.xml")
+            try Self.export(steps: 30).write(to: export, atomically: true, encoding: .utf8)
+            let imported = try object(try await health(stack, ["import", export.path, "--json", "--store", phone, "--token", token]))
+            #expect(imported["records"] as? Int == 31 && imported["added"] as? Int == 30, "\(imported)")
+            #expect((imported["skipped_types"] as? [String: Int])?["HKQuantityTypeIdentifierVO2Max"] == 1, "\(imported)")
+            #expect((imported["skipped_elements"] as? [String: Int])?["Workout"] == 1, "\(imported)")
+            let again = try await health(stack, ["import", export.path, "--store", phone, "--token", token])
+            #expect(again.status == 0 && again.output.contains("added 0, 30 already stored"), "\(again.output)")
+            #expect(again.output.contains("100% ") && !again.output.contains("\r"), "plain progress lines on a pipe: \(again.output)")
+            let sent = try await sync(stack, token: token, store: phone)
+            #expect(sent["pushed"] as? Int == 30 && sent["added_on_server"] as? Int == 30, "\(sent)")
+            #expect(try await januarySteps(stack, token: token) == (30, Self.stepSum(30)))
+            // Without --json on a pipe: plain progress lines, the pull's fraction reaching 100%, then the summary.
+            let watchText = try await health(stack, ["sync", "--store", watch, "--token", token])
+            #expect(watchText.status == 0 && watchText.output.contains("100% pulling: ") && !watchText.output.contains("\r"), "\(watchText.output)")
+            #expect(watchText.output.contains("pulled 30 (added 30, deleted 0)"), "\(watchText.output)")
+            let broken = files.appendingPathComponent("broken.xml")
+            try "<HealthData>\n <Record type=\"HKQuantityTypeIdentifierStepCount\" value=\"1\"\n".write(to: broken, atomically: true, encoding: .utf8)
+            status(try await health(stack, ["import", broken.path, "--store", watch, "--token", token]), 3, "a malformed file", contains: "line")
+
+            // Tokens: a further one works until revoked; login remembers one for later commands.
+            let second = try #require(try object(try await health(stack, ["token", "issue", "--json", "--token", token]))["token"] as? String)
+            #expect(try await serverSamples(stack, token: second) == 33)
+            status(try await health(stack, ["token", "revoke", second, "--token", token]), 0, "revoke", contains: "revoked")
+            status(try await health(stack, ["account", "--token", second]), 16, "a revoked token", contains: "UNAUTHENTICATED")
+            status(try await health(stack, ["token", "revoke", token, "--token", piotr]), 5, "revoking another user's token")
+            status(try await health(stack, ["login", token]), 0, "login", contains: "logged in as jana")
+            status(try await health(stack, ["account"]), 0, "the remembered token", contains: "jana: 33 samples")
+        }
+    }
+
+    /// Acknowledged writes survive kill -9 of the replica; a sync cut off by one resumes without loss or duplicates.
+    @Test func killMinusNineLosesNothingAndAnInterruptedSyncResumes() async throws {
+        try await Stack.with(services: ["health"]) { stack in
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "compose up failed: \(up.output)")
+            let files = stack.directory.appendingPathComponent("files")
+            try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+            let token = try #require(try object(try await health(stack, ["user", "create", "jana", "--json"]))["token"] as? String)
+            let phone = files.appendingPathComponent("phone.sqlite").path
+
+            // Synced samples survive kill -9; the next sync finds nothing to do.
+            let export = files.appendingPathComponent("small.xml")
+            try Self.export(steps: 200).write(to: export, atomically: true, encoding: .utf8)
+            #expect(try object(try await health(stack, ["import", export.path, "--json", "--store", phone, "--token", token]))["added"] as? Int == 200)
+            _ = try addedUUID(try await health(stack, ["add", "dietaryWater", "300", "--start", "2026-05-01T09:00", "--tz", "UTC", "--token", token]))
+            #expect(try await sync(stack, token: token, store: phone)["added_on_server"] as? Int == 200)
+            let before = try object(try await health(stack, ["account", "--json", "--token", token]))
+            #expect(before["samples"] as? Int == 201, "\(before)")
+            let victim = try #require(try stack.servicePids()["health.0"])
+            kill(victim, SIGKILL)
+            try await waitRestarted(stack, "health.0", victim: victim)
+            let after = try object(try await health(stack, ["account", "--json", "--token", token]))
+            #expect(after["samples"] as? Int == 201 && after["anchor"] as? Int == before["anchor"] as? Int, "\(before) → \(after)")
+            let quiet = try await sync(stack, token: token, store: phone)
+            #expect(quiet["pushed"] as? Int == 0 && quiet["pulled"] as? Int == 0, "\(quiet)")
+
+            // kill -9 while a large push runs: the sync fails, a re-run completes, and nothing is lost or doubled.
+            let total = 40_000
+            let big = files.appendingPathComponent("big.xml")
+            try Self.export(steps: total).write(to: big, atomically: true, encoding: .utf8)
+            let tablet = files.appendingPathComponent("tablet.sqlite").path
+            #expect(try object(try await health(stack, ["import", big.path, "--json", "--store", tablet, "--token", token]))["added"] as? Int == total)
+            var environment = stack.environment
+            environment["XDG_DATA_HOME"] = stack.directory.appendingPathComponent("xdg").path
+            let gateway = Process()
+            gateway.executableURL = URL(fileURLWithPath: "\(Stack.binDirectory)/gateway")
+            gateway.arguments = ["health", "sync", "--store", tablet, "--token", token, "--state", stack.state.path]
+            gateway.environment = environment
+            gateway.standardOutput = FileHandle.nullDevice
+            gateway.standardError = FileHandle.nullDevice
+            gateway.standardInput = FileHandle.nullDevice
+            try gateway.run()
+            defer { if gateway.isRunning { gateway.terminate() } }
+            // Once the server has committed part of the push (the January steps: 200 from the phone, more now), kill.
+            var midway = false
+            for _ in 0..<600 where !midway && gateway.isRunning {
+                try await Task.sleep(for: .milliseconds(50))
+                let count = (try? await januarySteps(stack, token: token).count) ?? 0
+                midway = count > 200 && count < total
+            }
+            let second = try #require(try stack.servicePids()["health.0"])
+            kill(second, SIGKILL)
+            if !midway { Issue.record("the push ended before the kill; it proves nothing about resuming (a faster machine?)") }
+            let exited = try await offPool { () -> Bool in
+                for _ in 0..<1200 where gateway.isRunning { usleep(100_000) }
+                return !gateway.isRunning
+            }
+            try #require(exited, "the sync did not end within 2 minutes of the kill")
+            try await waitRestarted(stack, "health.0", victim: second)
+
+            let resumed = try object(try await health(stack, ["sync", "--json", "--store", tablet, "--token", token]))
+            #expect((resumed["pushed"] as? Int ?? 0) < total || !midway, "the re-run sent everything again: \(resumed)")
+            // The tablet's 40,000 steps start where the phone's 200 did: the same records, so their UUIDs are the same.
+            #expect(try await januarySteps(stack, token: token) == (total, Self.stepSum(total)), "the server's January")
+            #expect(try await januarySteps(stack, token: token, store: tablet) == (total, Self.stepSum(total)), "the tablet's January")
+            #expect(try await serverSamples(stack, token: token) == total + 1)
+            let quietAgain = try await sync(stack, token: token, store: tablet)
+            #expect(quietAgain["pushed"] as? Int == 0 && quietAgain["pulled"] as? Int == 0, "\(quietAgain)")
+        }
+    }
+}
