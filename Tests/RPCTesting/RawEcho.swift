@@ -39,11 +39,13 @@ public final class RawEchoClient: @unchecked Sendable {
     public init(endpoint: String, loop: EventLoop = .shared) async throws {
         let address = try Endpoint(parsing: endpoint).socketAddress
         connection = loop.submit { TCPConnection(loop: loop, maxFrameSize: FrameCodec.defaultMaxFrameSize) }
-        connection.onFrame = { [unowned self] envelope in
+        // Weak: the connection lives on the shared loop, which may finish closing it after this client is gone.
+        connection.onFrame = { [weak self] envelope in
             // The server echoes in order; a frame nobody waits for cannot come from it.
-            state.withLock { $0.waiting.popFirst() }?.resume(returning: Array(envelope))
+            self?.state.withLock { $0.waiting.popFirst() }?.resume(returning: Array(envelope))
         }
-        connection.onClose = { [unowned self] reason in
+        connection.onClose = { [weak self] reason in
+            guard let self else { return }
             var waiting = state.withLock { state in
                 state.closed = reason
                 defer { state.waiting = FIFO() }

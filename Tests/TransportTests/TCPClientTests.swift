@@ -112,6 +112,21 @@ import Transport
         await expectStatus(.unavailable) { _ = try await client.echo([5]) }
     }
 
+    /// The benchmark's floor client closes its connection on the shared loop and is released at once; the
+    /// close then finished on the loop after the client was gone, and its `[unowned self]` callback stopped the
+    /// whole benchmark ("Attempted to read an unowned reference but object … was already destroyed").
+    @Test(.timeLimit(.minutes(1))) func theBenchmarkFloorsEchoClientCanBeReleasedRightAfterClosing() async throws {
+        let server = try RawEchoServer()
+        defer { server.shutdown() }
+        for round in 0..<50 {
+            let client = try await RawEchoClient(endpoint: server.address)
+            #expect(try await client.echo([UInt8(round)]) == [UInt8(round)])
+            client.close()
+        }
+        // Let the loop finish every close after its client is gone.
+        try await Task.sleep(for: .milliseconds(200))
+    }
+
     @Test func shutdownGivesUpOnCallsAfterTheGracePeriod() async throws {
         let server = try server()
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
