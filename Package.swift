@@ -99,13 +99,13 @@ let package = Package(
         .executableTarget(
             name: "ocr", dependencies: ["OCRCore", "OCRService", "TextRecognition", "ServiceKit", "Jobs", "JobsService"],
             path: "Services/OCR/App"),
-        .target(name: "HealthCore", dependencies: ["Storage"], path: "Services/Health/Core"),
+        .target(name: "HealthCore", dependencies: ["Base", "Storage"], path: "Services/Health/Core"),
         .target(
             name: "HealthService", dependencies: ["HealthCore", "RPC", "Schema", "ServiceAPI", "WorkLane"], path: "Services/Health/Service"),
         .executableTarget(
             name: "health", dependencies: ["HealthCore", "HealthService", "ServiceKit", "Base"], path: "Services/Health/App"),
         .target(
-            name: "ClassificationCore", dependencies: ["Storage", "Torch", "OpenCVDNN", "CImageCodecs"],
+            name: "ClassificationCore", dependencies: ["Base", "Storage", "Torch", "OpenCVDNN", "CImageCodecs"],
             path: "Services/Classification/Core"),
         .target(
             name: "ClassificationService",
@@ -196,7 +196,7 @@ let package = Package(
         .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RPC", "Schema", "Storage", "WorkLane", "Transport", "TestSupport", "RPCTesting"], path: "Tests/ServiceKitTests"),
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "Transport", "Schema"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
-        .testTarget(name: "HealthCoreTests", dependencies: ["HealthCore", "Storage"], path: "Tests/HealthCoreTests"),
+        .testTarget(name: "HealthCoreTests", dependencies: ["HealthCore", "Storage", "Base"], path: "Tests/HealthCoreTests"),
         .testTarget(
             name: "HealthServiceTests", dependencies: ["HealthCore", "HealthService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "RPCTesting"],
             path: "Tests/HealthServiceTests"),
@@ -220,7 +220,7 @@ let package = Package(
             ],
             path: "Tests/OCRServiceTests"),
         .testTarget(
-            name: "ClassificationCoreTests", dependencies: ["ClassificationCore", "Torch", "OpenCVDNN", "Storage"],
+            name: "ClassificationCoreTests", dependencies: ["ClassificationCore", "Torch", "OpenCVDNN", "Storage", "Base"],
             path: "Tests/ClassificationCoreTests"),
         .testTarget(
             name: "IntegrationTests",

@@ -1,3 +1,4 @@
+import Base
 import Testing
 @testable import ClassificationCore
 

@@ -149,7 +149,7 @@ public func expectNoCallsLeft(_ harness: Harness, sourceLocation: SourceLocation
     #expect(tcp.callsInFlight == 0, sourceLocation: sourceLocation)
 }
 
-/// A client-streaming Collect whose handler never reads its requests (until cancelled).
+/// A client-streaming Collect whose handler never reads its requests (until cancelled), and an ordinary Echo.
 public struct NeverReads: RPCService {
     public init() {}
 
@@ -158,7 +158,7 @@ public struct NeverReads: RPCService {
             try await Task.sleep(for: .seconds(3600))
             return RpcV1.EchoResponse()
         }
-        // Beside it, an ordinary call, to show the stuck stream does not hold the connection.
+        // Beside it, an ordinary call, to show that the stuck stream does not hold the connection.
         router.unary(RpcV1.Echo.echo) { request, _ in RpcV1.EchoResponse(payload: request.payload) }
     }
 }

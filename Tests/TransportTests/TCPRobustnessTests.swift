@@ -252,7 +252,7 @@ import Testing
     }
 
     @Test func aClientThatIgnoresItsCreditLosesThatCallNotTheConnection() async throws {
-        let rpc = RPCServer(name: "credit", services: [CollectNeverReads()])
+        let rpc = RPCServer(name: "credit", services: [NeverReads()])
         let server = try TCPServer(rpc: rpc, port: 0, limits: Self.quickLimits)
         let socket = try RawSocket(port: server.port)
         socket.write(FrameCodec.encode(RpcV1.Frame(
@@ -319,10 +319,3 @@ import Testing
     }
 }
 
-/// Echo plus a Collect whose handler never reads its requests.
-struct CollectNeverReads: RPCService {
-    func register(in router: inout RPCRouter) {
-        router.unary(RpcV1.Echo.echo) { request, _ in RpcV1.EchoResponse(payload: request.payload) }
-        NeverReads().register(in: &router)
-    }
-}

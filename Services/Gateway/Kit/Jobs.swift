@@ -35,25 +35,34 @@ public struct JobProgress {
 
 /// Follows job `id` to its end with `WatchJob`, showing its progress on `display` (none with nil), and returns
 /// the last snapshot. The watch has no deadline (jobs take minutes); when the replica serving it goes away
-/// mid-watch, it resumes on another (the job itself lives in the database every replica reads).
+/// mid-watch, it resumes on another or on the same one restarted (the job itself lives in the database every
+/// replica reads), asking for up to `reconnectWindow` before it gives up UNAVAILABLE.
 public func followJob(
-    _ id: String, with jobs: JobsV1.Jobs.Client, display: ProgressDisplay?, metadata: Metadata = [:]
+    _ id: String, with jobs: JobsV1.Jobs.Client, display: ProgressDisplay?, metadata: Metadata = [:],
+    reconnectWindow: Duration = .seconds(60)
 ) async throws -> JobsV1.Job {
     var progress = display.map(JobProgress.init)
     defer { progress?.finish() }
     var last: JobsV1.Job?
     var attempts = 0
+    var lostAt: ContinuousClock.Instant?
     while true {
         do {
             for try await job in jobs.watchJob(JobsV1.WatchJobRequest(id: id), options: CallOptions(metadata: metadata)) {
                 progress?.show(job)
                 last = job
+                lostAt = nil
             }
             guard let last else { throw RPCError(.internalError, "the watch of job \(id) ended without a message") }
             return last
-        } catch let error as RPCError where error.code == .unavailable && attempts < 5 {
+        } catch let error as RPCError where error.code == .unavailable {
+            // A killed replica is restarted by its supervisor after a back-off of up to a few seconds (longer
+            // on a loaded machine): keep asking for up to `reconnectWindow`, then give up with the status.
+            let since = lostAt ?? .now
+            lostAt = since
+            guard ContinuousClock.now - since < reconnectWindow else { throw error }
             attempts += 1
-            try await Task.sleep(for: .milliseconds(200 * attempts))
+            try await Task.sleep(for: .milliseconds(min(200 * attempts, 2000)))
         }
     }
 }

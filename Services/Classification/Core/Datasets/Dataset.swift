@@ -1,3 +1,4 @@
+import Base
 import Foundation
 
 /// A validated dataset: every image decoded once, stored once per content hash, with either one label per image

@@ -1,3 +1,4 @@
+import Base
 import Foundation
 
 /// What a model file says about its model (JSON inside the container).

@@ -1,6 +1,7 @@
 /// SHA-256 (FIPS 180-4). Foundation on Linux has no CryptoKit and the project takes no network packages,
-/// so the token hashes and the import's deterministic UUIDs use this small implementation; the tests check
-/// it against the standard's vectors (including inputs that end right at and around block boundaries).
+/// so health's token hashes and deterministic UUIDs, and classification's content addresses and model
+/// checksums, use this one small implementation; the tests check it against the standard's vectors
+/// (including inputs that end right at and around block boundaries).
 public struct SHA256: Sendable {
     private var state: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
         0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19
@@ -16,6 +17,12 @@ public struct SHA256: Sendable {
         hasher.update(bytes)
         return hasher.finalize()
     }
+
+    /// The digest of `bytes` (the same as `hash`, named as a checksum reads).
+    public static func digest(_ bytes: [UInt8]) -> [UInt8] { hash(bytes) }
+
+    /// The digest of `bytes` in lowercase hexadecimal: a content address.
+    public static func hex(_ bytes: [UInt8]) -> String { hash(bytes).hexString }
 
     public mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
         let handled: Void? = bytes.withContiguousStorageIfAvailable { buffer in
