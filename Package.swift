@@ -163,6 +163,8 @@ let package = Package(
             dependencies: [
                 "RPC", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService", "RPCTesting", "OCRCore", "OCRService", "OCRTestSupport",
                 "TextRecognition", "WorkLane", "ServiceAPI", "HealthCore", "HealthService",
+                // The classification suite trains and serves in process, so this executable links libtorch.
+                "ClassificationCore", "ClassificationService", "Jobs", "ServiceKit", "Torch",
             ],
             path: "Tests/Benchmarks"),
 

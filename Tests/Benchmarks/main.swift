@@ -1,6 +1,7 @@
 // menagerie-bench: prints throughput and latency figures (no pass/fail; goals are printed beside
-// the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [ocr] [health] [--seconds S]
+// the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [ocr] [health] [classification] [--seconds S]
 // [--rounds N] [--sizes 64,65536] [--callers 1,16,64] [--no-floor] [--no-grpc] [--health-records N]
+// [--classification-epochs N] [--detector-epochs N] [--classification-images N] [--detection-images N]
 import Foundation
 import RPC
 import Schema
@@ -40,4 +41,11 @@ if suites.isEmpty || suites.contains("ocr") {
 }
 if suites.isEmpty || suites.contains("health") {
     try await HealthBenchmark(samples: option("health-records").flatMap(Int.init) ?? 1_000_000).run()
+}
+if suites.isEmpty || suites.contains("classification") {
+    try await ClassificationBenchmark(
+        cnnEpochs: option("classification-epochs").flatMap(Int.init), detectorEpochs: option("detector-epochs").flatMap(Int.init),
+        imagesPerLabel: option("classification-images").flatMap(Int.init), detectionImages: option("detection-images").flatMap(Int.init),
+        secondsPerRun: seconds ?? 3.0
+    ).run()
 }
