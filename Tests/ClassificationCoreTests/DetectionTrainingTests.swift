@@ -35,6 +35,45 @@ struct DetectionTrainingTests {
         }
     }
 
+    /// The model's stored mAP is measured on the validation images — the given dataset, else the held-out scenes —
+    /// never on the scenes it trained on (it used to be, and a given validation dataset was ignored).
+    @Test func storedMAPComesFromTheValidationImages() throws {
+        let all = try DatasetBuilder.detection(annotationsFile: Self.folder.appendingPathComponent("train-annotations.json"),
+                                               imagesDirectory: Self.folder.appendingPathComponent("images"))
+        var training = all, validation = all
+        training.samples = Array(all.samples.prefix(10))
+        validation.samples = Array(all.samples.suffix(4))
+        try Torch.setThreads(1)
+        var options = DetectorTrainingOptions()
+        options.epochs = 1
+        options.jitter = 0
+        options.batchSize = 8
+
+        let given = try DetectorTrainer.train(training, validation: validation, options: options)
+        let onGiven = try DetectorEvaluation.run(Detector(given), on: validation)
+        #expect(given.header.metrics["validation_images"] == 4)
+        #expect(abs((given.header.metrics["map50"] ?? -1) - onGiven.map50) < 1e-9)
+        #expect(abs((given.header.metrics["map50_95"] ?? -1) - onGiven.map50to95) < 1e-9)
+
+        options.validationFraction = 0.3
+        let heldOut = try DetectorTrainer.train(training, options: options)
+        var held = training
+        held.samples = ClassifierTrainer.split(labels: Array(repeating: 0, count: 10), fraction: 0.3, seed: 0).validation.map { training.samples[$0] }
+        let onHeld = try DetectorEvaluation.run(Detector(heldOut), on: held)
+        #expect(heldOut.header.metrics["validation_images"] == 3)
+        #expect(abs((heldOut.header.metrics["map50"] ?? -1) - onHeld.map50) < 1e-9)
+
+        options.validationFraction = 0
+        #expect(try DetectorTrainer.train(training, options: options).header.metrics["map50"] == nil)
+
+        // A validation set the detector cannot be scored on is refused before any epoch runs.
+        var foreign = validation
+        foreign.labels = ["four", "seven"]
+        #expect(throws: ClassificationError.invalid("the validation dataset's label seven is not one of the training dataset's labels (four, three)")) {
+            try DetectorTrainer.train(training, validation: foreign, options: options)
+        }
+    }
+
     @Test func anchorsComeFromKMeansOverTheBoxes() {
         let sizes: [(Double, Double)] = [(10, 10), (11, 11), (9, 9), (40, 20), (42, 21), (38, 19)]
         let anchors = DetectorTrainer.anchors(sizes, count: 2, seed: 1)

@@ -215,9 +215,22 @@ public enum DetectorTrainer {
         return (out, boxes)
     }
 
-    public static func train(_ dataset: Dataset, options: DetectorTrainingOptions,
+    /// Trains on `dataset` — all of it when a `validation` dataset is given, else all but a seeded
+    /// `validationFraction` held out — and stores the mAP at IoU 0.5 and 0.5:0.95 on the validation images (the
+    /// given dataset or the held-out scenes) in the model's metrics (`map50`, `map50_95`, `validation_images`); with
+    /// no validation images there are none.
+    public static func train(_ dataset: Dataset, validation: Dataset? = nil, options: DetectorTrainingOptions,
                              progress: (TrainingProgress) throws -> Void = { _ in }) throws -> ModelFile {
         guard dataset.kind == .detection else { throw ClassificationError.invalid("a detector trains on a detection dataset (annotations.json)") }
+        if let validation {
+            guard validation.kind == .detection else {
+                throw ClassificationError.invalid("the validation dataset is a classification dataset; a detector validates on a detection one")
+            }
+            // Checked before training: an unknown label would only fail the evaluation after every epoch ran.
+            for label in validation.labels where !dataset.labels.contains(label) {
+                throw ClassificationError.invalid("the validation dataset's label \(label) is not one of the training dataset's labels (\(dataset.labels.joined(separator: ", ")))")
+            }
+        }
         let started = ContinuousClock.now
         let side = options.inputSize
         var prepared: [Prepared] = []
@@ -226,7 +239,9 @@ public enum DetectorTrainer {
             let (input, placement) = try Preprocessing.input(image, width: side, height: side, scaling: .fit)
             prepared.append(Prepared(input: input, boxes: sample.objects.map { Dataset.Object(label: $0.label, box: placement.toInput($0.box)) }))
         }
-        let split = ClassifierTrainer.split(labels: Array(repeating: 0, count: prepared.count), fraction: options.validationFraction, seed: options.seed)
+        let split = validation != nil
+            ? (training: Array(prepared.indices), validation: [Int]())
+            : ClassifierTrainer.split(labels: Array(repeating: 0, count: prepared.count), fraction: options.validationFraction, seed: options.seed)
         let training = split.training.map { prepared[$0] }
         let anchors = Self.anchors(training.flatMap { $0.boxes.map { ($0.box.width, $0.box.height) } }, count: options.anchors, seed: options.seed)
         try Torch.seed(options.seed)
@@ -301,6 +316,18 @@ public enum DetectorTrainer {
                                           trainingAccuracy: 0, validationAccuracy: nil))
         }
         header.trainingSeconds = (ContinuousClock.now - started).seconds
+        var held = validation
+        if held == nil, !split.validation.isEmpty {
+            var subset = dataset
+            subset.samples = split.validation.map { dataset.samples[$0] }
+            held = subset
+        }
+        if let held, !held.samples.isEmpty {
+            let evaluation = try DetectorEvaluation.run(detector, on: held)
+            header.metrics["map50"] = evaluation.map50
+            header.metrics["map50_95"] = evaluation.map50to95
+            header.metrics["validation_images"] = Double(held.samples.count)
+        }
         return ModelFile(header: header, tensors: try detector.backbone.parameters.export())
     }
 }
