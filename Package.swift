@@ -225,6 +225,13 @@ let package = Package(
             name: "ClassificationCoreTests", dependencies: ["ClassificationCore", "Torch", "OpenCVDNN", "Storage"],
             path: "Tests/ClassificationCoreTests"),
         .testTarget(
+            name: "ClassificationServiceTests",
+            dependencies: [
+                "ClassificationCore", "ClassificationService", "Torch", "Jobs", "JobsService", "RPC", "RPCTesting", "Schema", "ServiceAPI",
+                "ServiceKit",
+            ],
+            path: "Tests/ClassificationServiceTests"),
+        .testTarget(
             name: "IntegrationTests",
             dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition"],
             path: "Tests/IntegrationTests"),

@@ -385,8 +385,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         guard !request.image.isEmpty else { throw RPCError(.invalidArgument, "image: empty") }
         // Without consent nothing is looked at, let alone kept.
         guard request.consent else { return ClassificationV1.FeedbackResponse(stored: false, dataset: "") }
-        let store = store, image = request.image
-        let dataset = try await heavy { try store.recordFeedback(image: image, label: label, consent: true) }
+        let store = store, image = request.image, pixelLimit = limits.pixelLimit
+        let dataset = try await heavy { try store.recordFeedback(image: image, label: label, consent: true, pixelLimit: pixelLimit) }
         return ClassificationV1.FeedbackResponse(stored: dataset != nil, dataset: dataset ?? "")
     }
 }
