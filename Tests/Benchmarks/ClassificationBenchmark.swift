@@ -11,7 +11,8 @@ import Torch
 import Transport
 
 /// The classification issue's figures beside its goals, on the shared sets (`<package root>/../shared/datasets`):
-/// digits test accuracy and training seconds with `features` and `cnn` (the service's defaults), digit-detection
+/// digits test accuracy and training seconds with `features` and `cnn` (the service's defaults, and cnn with the
+/// options that suit the digits), digit-detection
 /// mAP at IoU 0.5 and 0.5:0.95 on `test-annotations.json` after training on `train-annotations.json`, the p50
 /// latency of Classify on a 640×480 JPEG through the service (RPCClient over loopback TCP), and predictions per
 /// second with 1 and with 3 replicas — services in this process, each with its own connection to one SQLite file,
@@ -64,22 +65,34 @@ struct ClassificationBenchmark {
         }
         var rows: [[String]] = []
         var files: [ClassifierAlgorithm: ModelFile] = [:]
-        for algorithm in [ClassifierAlgorithm.features, .cnn] {
-            var options = ClassifierTrainingOptions()
-            options.algorithm = algorithm
-            if algorithm == .cnn { options.epochs = cnnEpochs }
+        // features and cnn with the service's defaults, then cnn as `gateway classify train --dataset digits
+        // --image-size 16 --augment crop,rotation --epochs 25 --validation-fraction 0` asks for it (the 8×8 scans
+        // scaled to 32×32 keep their detail at 16×16; the held-out 10 % is worth more as training data).
+        var digitsCNN = ClassifierTrainingOptions()
+        digitsCNN.inputSize = 16
+        digitsCNN.augmentation = Augmentation(crop: 0.1, rotation: 10)
+        digitsCNN.epochs = cnnEpochs ?? 25
+        digitsCNN.validationFraction = 0
+        var defaultCNN = ClassifierTrainingOptions()
+        defaultCNN.epochs = cnnEpochs
+        var features = ClassifierTrainingOptions()
+        features.algorithm = .features
+        for (name, options, goal) in [
+            ("features (defaults)", features, 0.97), ("cnn (defaults)", defaultCNN, 0.99),
+            ("cnn (16×16, crop and rotation, 25 epochs, all for training)", digitsCNN, 0.99),
+        ] {
             let started = ContinuousClock.now
             let file = try ClassifierTrainer.train(train, options: options)
             let seconds = (ContinuousClock.now - started).seconds
             let accuracy = try ClassifierEvaluation.run(Classifier(file), on: test).accuracy
-            files[algorithm] = file
+            // The defaults' models are served below: what a user gets without options.
+            if options.validationFraction > 0 { files[options.algorithm] = file }
             rows.append([
-                "digits", algorithm.rawValue, "\(train.samples.count) → \(test.samples.count)", String(format: "%.1f", seconds),
+                "digits", name, "\(train.samples.count) → \(test.samples.count)", String(format: "%.1f", seconds),
                 percent(file.header.validationAccuracy), String(format: "%.1f %%", accuracy * 100), "", "",
             ])
-            let goal = algorithm == .features ? 0.97 : 0.99
-            verdict("digits test accuracy with \(algorithm.rawValue) ≥ \(Int(goal * 100)) %", String(format: "%.1f %%", accuracy * 100), accuracy >= goal)
-            if algorithm == .features { verdict("features training < 30 s", String(format: "%.1f s", seconds), seconds < 30) }
+            verdict("digits test accuracy with \(name) ≥ \(Int(goal * 100)) %", String(format: "%.1f %%", accuracy * 100), accuracy >= goal)
+            if options.algorithm == .features { verdict("features training < 30 s", String(format: "%.1f s", seconds), seconds < 30) }
         }
 
         // Digit detection: train-annotations.json → test-annotations.json.
