@@ -154,7 +154,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 if let fraction = plan.validationFraction { options.validationFraction = fraction }
                 // The trainer stores the mAP on the validation dataset or on the scenes it held out.
                 let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
-                file = try DetectorTrainer.train(data, validation: validation, options: options, progress: report)
+                let base = try plan.base.map { try store.model(named: $0) }
+                file = try DetectorTrainer.train(data, validation: validation, options: options, base: base, progress: report)
             }
             try context.checkCancellation()
             let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(file.header.algorithm)")

@@ -219,9 +219,30 @@ public enum DetectorTrainer {
     /// `validationFraction` held out — and stores the mAP at IoU 0.5 and 0.5:0.95 on the validation images (the
     /// given dataset or the held-out scenes) in the model's metrics (`map50`, `map50_95`, `validation_images`); with
     /// no validation images there are none.
+    ///
+    /// `base` (transfer learning) is a trained cnn classifier or yolo detector: the backbone takes its widths and
+    /// starts from its trained layers (a yolo base's detection layer too when its labels are the same); the anchors
+    /// come from the new boxes and every other layer starts afresh.
     public static func train(_ dataset: Dataset, validation: Dataset? = nil, options: DetectorTrainingOptions,
+                             base: ModelFile? = nil,
                              progress: (TrainingProgress) throws -> Void = { _ in }) throws -> ModelFile {
         guard dataset.kind == .detection else { throw ClassificationError.invalid("a detector trains on a detection dataset (annotations.json)") }
+        var options = options
+        var inherited: [NamedArray] = []
+        if let base {
+            switch (base.header.kind, base.header.algorithm) {
+            case (.classifier, "cnn"):
+                guard let network = base.header.network else { throw ClassificationError.invalid("the base cnn has no network configuration") }
+                options.widths = network.widths
+                inherited = base.tensors.filter { !$0.name.hasPrefix("head.") }
+            case (.detector, "yolo"):
+                guard let configuration = base.header.detector else { throw ClassificationError.invalid("the base yolo has no configuration") }
+                options.widths = configuration.backbone.widths
+                inherited = base.tensors.filter { !$0.name.hasPrefix("detect.") || base.header.labels == dataset.labels }
+            default:
+                throw ClassificationError.invalid("a detector's base model must be a cnn classifier or a yolo detector (this one is a \(base.header.algorithm) \(base.header.kind.rawValue))")
+            }
+        }
         if let validation {
             guard validation.kind == .detection else {
                 throw ClassificationError.invalid("the validation dataset is a classification dataset; a detector validates on a detection one")
@@ -253,6 +274,8 @@ public enum DetectorTrainer {
         guard side % detector.backbone.stride == 0 else {
             throw ClassificationError.invalid("input size \(side) is not a multiple of the backbone's stride \(detector.backbone.stride)")
         }
+        // Layers whose names and shapes match (convolution weights do not depend on the input size or strides).
+        if !inherited.isEmpty { _ = try detector.backbone.parameters.loadMatching(inherited) }
         let optimizer = try Optimizer(.adamW, parameters: detector.backbone.parameters.trainable, learningRate: options.learningRate, weightDecay: 5e-4)
         var random = SeededRandom(seed: options.seed)
         let g = detector.grid, a = anchors.count, c = dataset.labels.count, cellSize = Double(detector.backbone.stride)
