@@ -224,6 +224,10 @@ import Testing
             // The stored figures are the validation dataset's, as the evaluation measures them.
             let stored = try #require(trained["map50"] as? Double, "\(trained)"), measured = try #require(evaluation["map50"] as? Double)
             #expect(abs(stored - measured) < 1e-9, "stored \(stored), evaluated \(measured)")
+            // Transfer learning: a detector fine-tuned from the first.
+            let tuned = try jsonObject(try await stack.gateway(
+                ["classify", "train", "--dataset", "scenes", "--kind", "detector", "--epochs", "1", "--base", "scenes-yolo-1", "--name", "tuned", "--json"]))
+            #expect(tuned["model"] as? String == "tuned", "\(tuned)")
             #expect(((evaluation["per_class"] as? [String: Any])?["three"] as? [String: Any])?["ap50"] is Double)
 
             // Detect with a threshold low enough that a barely trained detector still finds boxes.
