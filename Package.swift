@@ -190,7 +190,7 @@ let package = Package(
             path: "Tests/RPCTestSupport"),
         .testTarget(
             name: "RPCTests",
-            dependencies: ["RPC", "Transport", "Schema", "ServiceKit", "TestSupport", "RPCTesting", "RPCTestSupport"],
+            dependencies: ["RPC", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport"],
             path: "Tests/RPCTests"),
         .testTarget(
             name: "TransportTests", dependencies: ["RPC", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport"],

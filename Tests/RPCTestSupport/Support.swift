@@ -158,5 +158,7 @@ public struct NeverReads: RPCService {
             try await Task.sleep(for: .seconds(3600))
             return RpcV1.EchoResponse()
         }
+        // Beside it, an ordinary call, to show the stuck stream does not hold the connection.
+        router.unary(RpcV1.Echo.echo) { request, _ in RpcV1.EchoResponse(payload: request.payload) }
     }
 }

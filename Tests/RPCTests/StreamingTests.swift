@@ -179,6 +179,14 @@ import Transport
             // A window is 16 such messages; without flow control this would be thousands.
             #expect(afterOneSecond <= FlowControl.initialWindow / (64 << 10), "\(afterOneSecond) requests sent")
             #expect(sent.load(ordering: .relaxed) == afterOneSecond)
+            // The writer is stuck at its window, yet other calls on the same connection are answered (within a
+            // deadline, so a connection held by the stuck stream fails here instead of hanging the test).
+            let options = CallOptions(timeout: .seconds(5))
+            for index in 0..<20 {
+                let answer = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [UInt8(index)]), options: options)
+                #expect(answer.payload == [UInt8(index)])
+            }
+            _ = try await harness.client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: options)
             call.cancel()
             await expectStatus(.cancelled) { _ = try await call.value }
             try await expectNoCallsLeft(harness)

@@ -124,7 +124,7 @@ final class ManualClock: WallClock {
         clock.advance(to: firing)
         _ = await clock.nextSleep()  // the refresh ran; the scheduler waits for the next firing
         #expect(server.requests == ["/open-data/lexikon-zvirat.csv", "/adoptions"])
-        let metadata = try library.metadata()
+        let metadata = try await library.metadata()
         let record = try #require(metadata.lastImport)
         #expect(record.succeeded && record.trigger == .schedule && record.files.map(\.kind) == [.lexiconCSV, .adoptions, .map])
         #expect(try library.snapshot().catalogue.animal(id: 1).adoption?.englishName == "Lion")
@@ -143,7 +143,7 @@ final class ManualClock: WallClock {
         let scheduler = RefreshScheduler(schedule: try CronSchedule("@daily"))
         let refresher = ZooRefresher(library: library, sources: [try RefreshSource(parsing: "\(server.baseURL)/animals.json")], scheduler: scheduler)
         await #expect(throws: ZooError.self) { try await refresher.refresh(scheduledFor: nil) }
-        let failed = try #require(try library.metadata().lastFailedImport)
+        let failed = try #require(try await library.metadata().lastFailedImport)
         #expect(failed.trigger == .schedule && failed.error?.contains("HTTP 404") == true)
         #expect(try library.snapshot().catalogue.animals.count == 13)
         // Nothing listens: a connection error is a failure too.

@@ -75,9 +75,15 @@ public final class ZooLibrary: Sendable {
         get throws { try database.read(ZooTables.generation) == 0 }
     }
 
-    /// The import metadata and counts of what is stored.
+    /// The import metadata and counts of what is stored (blocks the calling thread on SQLite; handlers use the
+    /// async overload, which reads on the database's reader threads).
     public func metadata() throws -> ZooMetadata {
         try database.read(ZooTables.metadata)
+    }
+
+    /// The import metadata and counts, read off the cooperative pool so a handler never holds a worker on SQLite.
+    public func metadata() async throws -> ZooMetadata {
+        try await database.read { try ZooTables.metadata($0) }
     }
 
     /// Imports `files` (at most one of each kind) in one transaction and rebuilds the snapshot.

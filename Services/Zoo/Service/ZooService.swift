@@ -50,7 +50,7 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
     }
 
     public func getMetadata(request: ZooV1.GetMetadataRequest, context: ServerContext) async throws -> ZooV1.GetMetadataResponse {
-        let metadata = try library.metadata()
+        let metadata = try await library.metadata()
         return ZooV1.GetMetadataResponse(
             lastImport: metadata.lastImport.map(ZooV1.ImportRecord.init),
             lastSuccessfulImport: metadata.lastSuccessfulImport.map(ZooV1.ImportRecord.init),
