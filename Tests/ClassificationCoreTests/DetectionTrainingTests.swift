@@ -92,7 +92,7 @@ struct DetectionTrainingTests {
 
         let yolo = try DetectorTrainer.train(scenes, options: options)
         let fromYOLO = try DetectorTrainer.train(scenes, options: options, base: yolo)
-        for name in ["stem.weight", "stage3.conv2.weight", "detect.weight"] {
+        for name in ["stem.weight", "stage2.conv2.weight", "detect.weight"] {
             let same = weights(fromYOLO, name) != nil && weights(fromYOLO, name) == weights(yolo, name)
             #expect(same, "\(name)")
         }
@@ -102,7 +102,7 @@ struct DetectionTrainingTests {
         var reseeded = options
         reseeded.seed = 1
         let otherLabels = try DetectorTrainer.train(relabelled, options: reseeded, base: yolo)
-        let sameBackbone = weights(otherLabels, "stage3.conv2.weight") == weights(yolo, "stage3.conv2.weight")
+        let sameBackbone = weights(otherLabels, "stage2.conv2.weight") == weights(yolo, "stage2.conv2.weight")
         #expect(sameBackbone)
         let freshHead = weights(otherLabels, "detect.weight") != weights(yolo, "detect.weight")
         #expect(freshHead, "a base with other labels gives no detection layer")
