@@ -163,6 +163,8 @@ let package = Package(
             dependencies: [
                 "RPC", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService", "RPCTesting", "OCRCore", "OCRService", "OCRTestSupport",
                 "TextRecognition", "WorkLane", "ServiceAPI", "HealthCore", "HealthService",
+                // The classification suite trains and serves in process, so this executable links libtorch.
+                "ClassificationCore", "ClassificationService", "Jobs", "ServiceKit", "Torch",
             ],
             path: "Tests/Benchmarks"),
 
@@ -222,6 +224,13 @@ let package = Package(
         .testTarget(
             name: "ClassificationCoreTests", dependencies: ["ClassificationCore", "Torch", "OpenCVDNN", "Storage", "Base"],
             path: "Tests/ClassificationCoreTests"),
+        .testTarget(
+            name: "ClassificationServiceTests",
+            dependencies: [
+                "ClassificationCore", "ClassificationService", "Torch", "Jobs", "JobsService", "RPC", "RPCTesting", "Schema", "ServiceAPI",
+                "ServiceKit",
+            ],
+            path: "Tests/ClassificationServiceTests"),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition"],

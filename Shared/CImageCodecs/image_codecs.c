@@ -4,6 +4,7 @@
 #include <jpeglib.h>
 #include <png.h>
 #include <setjmp.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -128,4 +129,46 @@ int image_decode_rgb(const uint8_t *data, size_t length, uint8_t *rgb, size_t ca
         fail(error, error_capacity, "neither PNG nor JPEG");
         return 1;
     }
+}
+
+int image_encode_jpeg(const uint8_t *rgb, uint32_t width, uint32_t height, int quality, uint8_t **out,
+                      size_t *out_length, char *error, size_t error_capacity) {
+    struct jpeg_compress_struct info;
+    struct jpeg_failure failure;
+    unsigned char *buffer = NULL;
+    unsigned long size = 0;
+    *out = NULL;
+    *out_length = 0;
+    if (width == 0 || height == 0 || quality < 1 || quality > 100) {
+        fail(error, error_capacity, "JPEG encoding needs a positive size and a quality of 1-100");
+        return 1;
+    }
+    info.err = jpeg_std_error(&failure.manager);
+    failure.manager.error_exit = jpeg_exit;
+    failure.manager.output_message = jpeg_silence;
+    failure.message[0] = 0;
+    if (setjmp(failure.jump)) {
+        fail(error, error_capacity, failure.message[0] ? failure.message : "JPEG encoding failed");
+        jpeg_destroy_compress(&info);
+        free(buffer);
+        return 1;
+    }
+    jpeg_create_compress(&info);
+    jpeg_mem_dest(&info, &buffer, &size);
+    info.image_width = width;
+    info.image_height = height;
+    info.input_components = 3;
+    info.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&info);
+    jpeg_set_quality(&info, quality, TRUE);
+    jpeg_start_compress(&info, TRUE);
+    while (info.next_scanline < info.image_height) {
+        JSAMPROW row = (JSAMPROW)(rgb + (size_t)info.next_scanline * width * 3);
+        jpeg_write_scanlines(&info, &row, 1);
+    }
+    jpeg_finish_compress(&info);
+    jpeg_destroy_compress(&info);
+    *out = buffer;
+    *out_length = size;
+    return 0;
 }

@@ -1,3 +1,4 @@
+import Foundation
 import TorchShim
 
 // Tensor operations. Each maps onto one shim entry point with an operation code; the codes are private to this
@@ -163,5 +164,16 @@ public final class ScriptModule: @unchecked Sendable {
 
     public func forward(_ input: Tensor) throws -> Tensor {
         try produce { torch_script_forward(handle, input.handle, $0) }
+    }
+
+    /// The saved archive of a module compiled from TorchScript source (`def forward(self, x): …`), as
+    /// `torch.jit.save` writes one: tests build modules with it, nothing is downloaded.
+    public static func compile(source: String) throws -> [UInt8] {
+        var bytes: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        try check(torch_script_compile(source, &bytes, &length))
+        defer { free(bytes) }
+        guard let bytes else { throw TorchError("the shim returned no archive") }
+        return Array(UnsafeBufferPointer(start: bytes, count: length))
     }
 }

@@ -5,6 +5,8 @@
 #include <torch/torch.h>
 #include <torch/script.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -275,5 +277,14 @@ int torch_script_forward(torch_script module, torch_tensor input, torch_tensor *
 }
 
 void torch_script_free(torch_script module) { delete module; }
+
+int torch_script_compile(const char *source, uint8_t **bytes, size_t *length) {
+    GUARD(*bytes = nullptr; *length = 0; if (source == nullptr) throw std::invalid_argument("no source");
+          torch::jit::Module module("Compiled"); module.define(source);
+          std::ostringstream stream; module.save(stream); const std::string data = stream.str();
+          auto *buffer = static_cast<uint8_t *>(std::malloc(data.size()));
+          if (buffer == nullptr) throw std::bad_alloc();
+          std::memcpy(buffer, data.data(), data.size()); *bytes = buffer; *length = data.size())
+}
 
 }  // extern "C"

@@ -1,7 +1,8 @@
 // menagerie-bench: prints throughput and latency figures (no pass/fail; goals are printed beside
-// the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [ocr] [health] [abuse] [--seconds S]
-// [--rounds N] [--sizes 64,65536] [--callers 1,16,64] [--no-floor] [--no-grpc] [--health-records N]
+// the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [ocr] [health] [abuse] [classification]
+// [--seconds S] [--rounds N] [--sizes 64,65536] [--callers 1,16,64] [--no-floor] [--no-grpc] [--health-records N]
 // [--abuse-scale 0.1] [--abuse-hold S] [--ocr-rounds N] [--ocr-images N]
+// [--classification-epochs N] [--detector-epochs N] [--classification-images N] [--detection-images N]
 import Foundation
 import RPC
 import Schema
@@ -49,5 +50,12 @@ if suites.isEmpty || suites.contains("abuse") {
     // Starts a zoo replica of its own (the `zoo` executable built beside this one) and attacks it.
     try await AbuseBenchmark(
         scale: option("abuse-scale").flatMap(Double.init) ?? 1, holdSeconds: option("abuse-hold").flatMap(Double.init) ?? 3
+    ).run()
+}
+if suites.isEmpty || suites.contains("classification") {
+    try await ClassificationBenchmark(
+        cnnEpochs: option("classification-epochs").flatMap(Int.init), detectorEpochs: option("detector-epochs").flatMap(Int.init),
+        imagesPerLabel: option("classification-images").flatMap(Int.init), detectionImages: option("detection-images").flatMap(Int.init),
+        secondsPerRun: seconds ?? 3.0
     ).run()
 }

@@ -92,6 +92,29 @@ import Testing
             let jobs = try jsonObject(try await stack.gateway(["classify", "jobs", "list", "--json"]))
             #expect((jobs["jobs"] as? [[String: Any]])?.allSatisfy { $0["kind"] as? String == "classification.train" && $0["state"] as? String == "succeeded" } == true)
 
+            // A long training, detached, cancelled through the gateway: other calls answer while it runs, it stops
+            // between epochs and keeps no model.
+            let detached = try jsonObject(try await stack.gateway(
+                ["classify", "train", "--dataset", "digits", "--epochs", "1000", "--name", "endless", "--detach", "--json"]))
+            let trainingID = try #require(detached["id"] as? String, "\(detached)")
+            func job() async throws -> [String: Any] { try jsonObject(try await stack.gateway(["classify", "jobs", "show", trainingID, "--json"])) }
+            var training = try await job()
+            for _ in 0..<600 where !(training["state"] as? String == "running" && (training["message"] as? String ?? "").hasPrefix("epoch")) {
+                try await Task.sleep(for: .milliseconds(100))
+                training = try await job()
+            }
+            try #require(training["state"] as? String == "running", "\(training)")
+            let meanwhile = try jsonObject(try await stack.gateway(["classify", "model", "list", "--json"]))
+            #expect((meanwhile["models"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["cnn-small", "digits-features-1"])
+            #expect(try await job()["state"] as? String == "running", "the model list answered while the training ran")
+            Self.status(try await stack.gateway(["classify", "jobs", "cancel", trainingID]), 0, "jobs cancel")
+            for _ in 0..<600 where (training["state"] as? String) != "cancelled" {
+                try await Task.sleep(for: .milliseconds(100))
+                training = try await job()
+            }
+            #expect(training["state"] as? String == "cancelled", "\(training)")
+            Self.status(try await stack.gateway(["classify", "model", "show", "endless"]), 5, "the cancelled training's model")
+
             // Evaluation on the held-out subset.
             let evaluation = try jsonObject(try await stack.gateway(["classify", "evaluate", "digits-features-1", "digits-test", "--json"]))
             #expect((evaluation["accuracy"] as? Double ?? 0) > 0.8, "\(evaluation)")
@@ -184,11 +207,27 @@ import Testing
                 try await stack.gateway(["classify", "train", "--dataset", "scenes", "--kind", "detector", "--image-size", "100"]), 3,
                 "a detector size that is no multiple of 32")
 
-            let trained = try jsonObject(try await stack.gateway(["classify", "train", "--dataset", "scenes", "--kind", "detector", "--epochs", "2", "--json"]))
+            // Scenes it never trained on: a subset of test-annotations.json, its validation dataset and its test.
+            let tests = try JSONSerialization.jsonObject(with: Data(contentsOf: Self.datasets.appendingPathComponent("digit-detection/test-annotations.json"))) as! [Any]
+            let testSubset = scratch.appendingPathComponent("test-annotations.json")
+            try JSONSerialization.data(withJSONObject: Array(tests.prefix(8))).write(to: testSubset)
+            Self.status(
+                try await stack.gateway(["classify", "dataset", "create", "scenes-test", "--annotations", testSubset.path, "--images", images.path]), 0,
+                "test scenes")
+
+            let trained = try jsonObject(try await stack.gateway(
+                ["classify", "train", "--dataset", "scenes", "--kind", "detector", "--epochs", "2", "--validation-dataset", "scenes-test", "--json"]))
             #expect(trained["model"] as? String == "scenes-yolo-1")
-            #expect(trained["map50"] is Double)
-            let evaluation = try jsonObject(try await stack.gateway(["classify", "evaluate", "scenes-yolo-1", "scenes", "--json"]))
+            let evaluation = try jsonObject(try await stack.gateway(["classify", "evaluate", "scenes-yolo-1", "scenes-test", "--json"]))
             #expect(evaluation["map50"] is Double && evaluation["map50_95"] is Double, "\(evaluation)")
+            #expect(evaluation["images"] as? Int == 8)
+            // The stored figures are the validation dataset's, as the evaluation measures them.
+            let stored = try #require(trained["map50"] as? Double, "\(trained)"), measured = try #require(evaluation["map50"] as? Double)
+            #expect(abs(stored - measured) < 1e-9, "stored \(stored), evaluated \(measured)")
+            // Transfer learning: a detector fine-tuned from the first.
+            let tuned = try jsonObject(try await stack.gateway(
+                ["classify", "train", "--dataset", "scenes", "--kind", "detector", "--epochs", "1", "--base", "scenes-yolo-1", "--name", "tuned", "--json"]))
+            #expect(tuned["model"] as? String == "tuned", "\(tuned)")
             #expect(((evaluation["per_class"] as? [String: Any])?["three"] as? [String: Any])?["ap50"] is Double)
 
             // Detect with a threshold low enough that a barely trained detector still finds boxes.

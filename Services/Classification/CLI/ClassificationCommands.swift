@@ -224,15 +224,15 @@ struct Train: AsyncParsableCommand {
         abstract: "Train a classifier or detector on a dataset; follows the job with a progress bar and prints the model.",
         discussion: """
             Algorithms: cnn (a small residual network, the classifier default), features (HOG and colour histograms \
-            with a linear model, trained in seconds), yolo (the detector). --base MODEL fine-tunes another cnn \
-            classifier's trained layers. The same --seed and data give the same model. --detach prints the job and \
+            with a linear model, trained in seconds), yolo (the detector). --base MODEL fine-tunes another model's \
+            trained layers: a cnn classifier for a classifier; a cnn classifier or a yolo detector for a detector. The same --seed and data give the same model. --detach prints the job and \
             returns (gateway classify jobs watch ID).
             """)
 
     @Option var dataset: String
     @Option(help: "classifier or detector.") var kind = "classifier"
     @Option(help: "cnn, features or yolo.") var algorithm: String?
-    @Option(help: "Start from this cnn classifier's layers.") var base: String?
+    @Option(help: "Start from this model's layers (a cnn classifier; or a yolo detector, for a detector).") var base: String?
     @Option(help: "The model's name (default DATASET-ALGORITHM-N).") var name: String?
     @Option var epochs: Int32?
     @Option var seed: UInt64?

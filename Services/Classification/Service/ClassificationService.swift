@@ -132,7 +132,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 try context.checkCancellation()
                 context.report(progress: Double(progress.epoch) / Double(max(1, progress.epochs)), message: Self.progressText(progress))
             }
-            var file: ModelFile
+            let file: ModelFile
             switch plan.kind {
             case .classifier:
                 var options = ClassifierTrainingOptions()
@@ -152,12 +152,10 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 options.augmentation = plan.augmentation
                 options.seed = plan.seed
                 if let fraction = plan.validationFraction { options.validationFraction = fraction }
-                file = try DetectorTrainer.train(data, options: options, progress: report)
-                // The detector's figures on its own training images, as Create ML reports them after training.
-                context.report(progress: 1, message: "evaluating")
-                let evaluation = try DetectorEvaluation.run(Detector(file), on: data)
-                file.header.metrics["map50"] = evaluation.map50
-                file.header.metrics["map50_95"] = evaluation.map50to95
+                // The trainer stores the mAP on the validation dataset or on the scenes it held out.
+                let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
+                let base = try plan.base.map { try store.model(named: $0) }
+                file = try DetectorTrainer.train(data, validation: validation, options: options, base: base, progress: report)
             }
             try context.checkCancellation()
             let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(file.header.algorithm)")
@@ -388,8 +386,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         guard !request.image.isEmpty else { throw RPCError(.invalidArgument, "image: empty") }
         // Without consent nothing is looked at, let alone kept.
         guard request.consent else { return ClassificationV1.FeedbackResponse(stored: false, dataset: "") }
-        let store = store, image = request.image
-        let dataset = try await heavy { try store.recordFeedback(image: image, label: label, consent: true) }
+        let store = store, image = request.image, pixelLimit = limits.pixelLimit
+        let dataset = try await heavy { try store.recordFeedback(image: image, label: label, consent: true, pixelLimit: pixelLimit) }
         return ClassificationV1.FeedbackResponse(stored: dataset != nil, dataset: dataset ?? "")
     }
 }

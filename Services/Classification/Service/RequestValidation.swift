@@ -54,9 +54,6 @@ enum RequestValidation {
         if let size = request.imageSize, !(kind == .classifier ? 8...512 : 32...640).contains(Int(size)) {
             throw RPCError(.invalidArgument, "image_size must be \(kind == .classifier ? "8…512" : "32…640") (got \(size))")
         }
-        if kind == .detector, request.baseModel != nil {
-            throw RPCError(.invalidArgument, "base_model: fine-tuning starts from a classifier; detectors train from scratch")
-        }
         if kind == .detector, let size = request.imageSize, size % 32 != 0 {
             throw RPCError(.invalidArgument, "image_size of a detector must be a multiple of 32, its grid's cell (got \(size))")
         }

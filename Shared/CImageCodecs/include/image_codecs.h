@@ -20,4 +20,9 @@ int image_probe(const uint8_t *data, size_t length, int *format, uint32_t *width
 int image_decode_rgb(const uint8_t *data, size_t length, uint8_t *rgb, size_t capacity, char *error,
                      size_t error_capacity);
 
+/// Encodes 8-bit RGB (width * height * 3 bytes) as a baseline JPEG of `quality` (1–100) into a buffer this call
+/// allocates with malloc: the caller frees `*out`. Returns 0, or nonzero with a message in `error`.
+int image_encode_jpeg(const uint8_t *rgb, uint32_t width, uint32_t height, int quality, uint8_t **out,
+                      size_t *out_length, char *error, size_t error_capacity);
+
 #endif

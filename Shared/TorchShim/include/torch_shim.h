@@ -107,6 +107,9 @@ int torch_script_load(const uint8_t *bytes, size_t length, torch_script *out);
 /// element is one).
 int torch_script_forward(torch_script module, torch_tensor input, torch_tensor *out);
 void torch_script_free(torch_script module);
+/// Compiles TorchScript source (the methods of one module, e.g. `def forward(self, x): ...`) into a saved module
+/// archive in a buffer allocated with malloc (the caller frees it): tests build their modules without Python.
+int torch_script_compile(const char *source, uint8_t **bytes, size_t *length);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,5 @@
 import CImageCodecs
+import Foundation
 
 /// An 8-bit RGB image, rows top to bottom, pixels interleaved (r, g, b).
 public struct RGBImage: Sendable, Equatable {
@@ -49,6 +50,19 @@ public struct RGBImage: Sendable, Equatable {
         let image = RGBImage(width: Int(width), height: Int(height), pixels: rgb)
         let orientation = format == IMAGE_FORMAT_JPEG ? EXIF.orientation(inJPEG: bytes) : 1
         return image.oriented(orientation)
+    }
+
+    /// The image as a baseline JPEG (libjpeg-turbo) of `quality` 1–100: for benchmarks and tests that need photos.
+    public func jpeg(quality: Int = 90) throws -> [UInt8] {
+        var out: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        var message = [CChar](repeating: 0, count: 256)
+        let status = pixels.withUnsafeBufferPointer {
+            image_encode_jpeg($0.baseAddress, UInt32(width), UInt32(height), Int32(quality), &out, &length, &message, message.count)
+        }
+        defer { free(out) }
+        guard status == 0, let out else { throw ClassificationError.invalid("JPEG encoding failed: \(text(message))") }
+        return Array(UnsafeBufferPointer(start: out, count: length))
     }
 
     /// Width and height from the header alone (validation of boxes without decoding), upright per EXIF.

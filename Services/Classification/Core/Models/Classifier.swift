@@ -71,7 +71,14 @@ public final class Classifier: @unchecked Sendable {
         case .script(let module):
             return try inputs.map { input in
                 let x = try Tensor(normalised(input), shape: [1, 3, header.inputHeight, header.inputWidth])
-                let logits = try module.forward(x).reshaped([-1]).floats()
+                let logits: [Float]
+                do {
+                    logits = try module.forward(x).reshaped([-1]).floats()
+                } catch let error as TorchError {
+                    // The imported module's own failure (a shape it does not take, an op it raises): the model given
+                    // does not fit, as an ONNX one that does not run — not a fault of this service.
+                    throw ClassificationError.invalid("the TorchScript model does not run: \(error.message)")
+                }
                 guard logits.count == header.labels.count else {
                     throw ClassificationError.invalid("the module returned \(logits.count) scores for \(header.labels.count) labels")
                 }

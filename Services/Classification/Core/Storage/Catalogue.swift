@@ -105,10 +105,11 @@ extension ClassificationStore {
     /// Keeps a confirmed or corrected photo under `label` in the classifier feedback dataset — only with the
     /// user's consent; without it nothing is stored and nil is returned. The image must decode.
     @discardableResult
-    public func recordFeedback(image bytes: [UInt8], label: String, consent: Bool) throws -> String? {
+    public func recordFeedback(image bytes: [UInt8], label: String, consent: Bool,
+                               pixelLimit: Int = RGBImage.defaultPixelLimit) throws -> String? {
         guard consent else { return nil }
         guard !label.isEmpty, !label.contains("/") else { throw ClassificationError.invalid("feedback label \"\(label)\" is empty or has a slash") }
-        let image = try RGBImage.decode(bytes, name: "feedback image")
+        let image = try RGBImage.decode(bytes, name: "feedback image", pixelLimit: pixelLimit)
         let hash = SHA256.hex(bytes)
         let name = Self.feedbackDataset(.classifier)
         try database.write { db in

@@ -1,0 +1,101 @@
+import ClassificationCore
+import ClassificationService
+import Foundation
+import Jobs
+import JobsService
+import RPC
+import RPCTesting
+import Schema
+import ServiceAPI
+import ServiceKit
+import Testing
+import Torch
+
+/// The classification service's handlers over the in-process transport: the statuses its failures come back with.
+@Suite struct ClassificationServiceTests {
+    let store: ClassificationStore
+    let client: ClassificationV1.Classification.Client
+
+    init(pixelLimit: Int = RGBImage.defaultPixelLimit) throws {
+        store = try ClassificationStore.inMemory()
+        let lane = HeavyWorkLane(threads: 1, queueLimit: 8)
+        let jobs = JobRunner(store: try JobStore(database: store.database), lane: lane.pool, failureMapping: JobsRPC.failure)
+        var limits = ClassificationService.Limits()
+        limits.torchThreads = 1
+        limits.pixelLimit = pixelLimit
+        let service = ClassificationService(store: store, lane: lane, jobs: jobs, limits: limits)
+        client = ClassificationV1.Classification.Client(
+            wrapping: RPCClient(transports: [InProcessTransport(server: RPCServer(name: "classification", services: [service, JobsService(runner: jobs)]))]))
+    }
+
+    static func failure(_ body: () async throws -> Void) async -> (StatusCode?, String) {
+        do {
+            try await body()
+            return (nil, "")
+        } catch let error as RPCError {
+            return (error.code, error.message)
+        } catch {
+            return (.unknown, "\(error)")
+        }
+    }
+
+    static func photo(_ colour: (UInt8, UInt8, UInt8), side: Int = 16) throws -> [UInt8] {
+        try RGBImage(width: side, height: side, pixels: (0..<side * side).flatMap { _ in [colour.0, colour.1, colour.2] }).jpeg(quality: 95)
+    }
+
+    /// An imported TorchScript classifier scoring red, green and blue by their mean — that raises on a bright image,
+    /// which the blank grey image of the import check is not.
+    static let pickyModule = """
+        def forward(self, x):
+            if bool(x.max() > 0.9):
+                return x.view(7, 11)
+            return x.mean(dim=[2, 3])
+
+        """
+
+    /// A TorchScript module's failure on one image is the imported model's: INVALID_ARGUMENT naming it (it was
+    /// INTERNAL, as any error libtorch raised), while images it takes are classified.
+    @Test func anImportedModelFailingOnAnImageIsInvalidArgument() async throws {
+        let module = try ScriptModule.compile(source: Self.pickyModule)
+        let imported = try await client.importModel { writer in
+            try await writer.send(ClassificationV1.ImportModelRequest(
+                name: "picky", format: .torchscript, data: module, kind: .classifier, labels: ["red", "green", "blue"],
+                inputWidth: 8, inputHeight: 8))
+        }
+        #expect(imported.model?.algorithm == "torchscript")
+        let red = try await client.classify(ClassificationV1.ClassifyRequest(image: try Self.photo((200, 10, 10)), model: "picky", top: 1))
+        #expect(red.labels.map(\.label) == ["red"])
+        let (code, message) = await Self.failure {
+            _ = try await client.classify(ClassificationV1.ClassifyRequest(image: try Self.photo((255, 255, 255)), model: "picky"))
+        }
+        #expect(code == .invalidArgument, "\(message)")
+        #expect(message.contains("TorchScript model does not run"), "\(message)")
+    }
+
+    /// A module that does not run even on the blank image is refused at import, and nothing is kept.
+    @Test func aModuleThatDoesNotRunIsRefusedAtImport() async throws {
+        let module = try ScriptModule.compile(source: "def forward(self, x):\n    return x.view(7, 11)\n")
+        let (code, message) = await Self.failure {
+            _ = try await client.importModel { writer in
+                try await writer.send(ClassificationV1.ImportModelRequest(
+                    name: "broken", format: .torchscript, data: module, kind: .classifier, labels: ["a", "b"], inputWidth: 8, inputHeight: 8))
+            }
+        }
+        #expect(code == .invalidArgument, "\(message)")
+        #expect(try store.models().isEmpty)
+    }
+
+    /// Feedback photos are checked against the service's configured pixel limit (they were decoded with the default).
+    @Test func feedbackKeepsToTheConfiguredPixelLimit() async throws {
+        let limited = try ClassificationServiceTests(pixelLimit: 100)
+        let (code, message) = await Self.failure {
+            _ = try await limited.client.feedback(ClassificationV1.FeedbackRequest(image: try Self.photo((0, 0, 200), side: 16), label: "blue", consent: true))
+        }
+        #expect(code == .invalidArgument, "\(message)")
+        #expect(message.contains("exceeds the limit of 100 pixels"), "\(message)")
+        #expect(try limited.store.datasets().isEmpty)
+        let small = try await limited.client.feedback(
+            ClassificationV1.FeedbackRequest(image: try Self.photo((0, 0, 200), side: 8), label: "blue", consent: true))
+        #expect(small.stored)
+    }
+}
