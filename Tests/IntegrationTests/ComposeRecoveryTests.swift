@@ -49,7 +49,9 @@ import Testing
     }
 
     @Test func followingLogsWaitsForReplicasAndTakesInThoseAddedLater() async throws {
+        var directory = ""
         try await Stack.with(services: ["zoo"]) { stack in
+            directory = stack.directory.path
             let output = stack.directory.appendingPathComponent("follow.log")
             _ = FileManager.default.createFile(atPath: output.path, contents: nil)
             let handle = try FileHandle(forWritingTo: output)
@@ -87,6 +89,24 @@ import Testing
             try #require(scale.status == 0, "\(scale.output)")
             let text = try await waitForLine(of: "zoo.1", port: base + 1)
             #expect(text.contains("zoo.1 | ") && text.contains(":\(base + 1)"), "logs -f did not show the replica added later: \(text)")
+        }
+        // Once the stack's state is gone, the follower and its tails are gone too (they stayed, one set per run).
+        var left: [String] = []
+        for _ in 0..<50 {
+            left = Self.processes(mentioning: directory)
+            if left.isEmpty { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(left.isEmpty, "still running after the stack was removed: \(left)")
+    }
+
+    /// Command lines of live processes that mention `text`.
+    static func processes(mentioning text: String) -> [String] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.filter { Int($0) != nil }.compactMap { pid in
+            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return nil }
+            let line = String(decoding: data.map { $0 == 0 ? 32 : $0 }, as: UTF8.self)
+            return line.contains(text) ? "\(pid): \(line)" : nil
         }
     }
 }
