@@ -227,28 +227,7 @@ struct OCRBenchmark {
     }
 
     static func tesseract(_ file: URL, psm: String, ompLimit: Bool) async throws -> String {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/tesseract")
-                process.arguments = [file.path, "stdout", "-l", "ces+eng", "--psm", psm]
-                var environment = ProcessInfo.processInfo.environment
-                // This process sets OMP_THREAD_LIMIT=1 for its children (TesseractRuntime); the default run drops it.
-                if ompLimit { environment["OMP_THREAD_LIMIT"] = "1" } else { environment.removeValue(forKey: "OMP_THREAD_LIMIT") }
-                process.environment = environment
-                let output = Pipe()
-                process.standardOutput = output
-                process.standardError = FileHandle.nullDevice
-                do {
-                    try process.run()
-                    let data = output.fileHandleForReading.readDataToEndOfFile()
-                    process.waitUntilExit()
-                    continuation.resume(returning: String(decoding: data, as: UTF8.self))
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
-        }
+        try await TesseractCLI.text(file, psm: psm, ompThreadLimit: ompLimit)
     }
 
     /// CER; for sparse text (a display, read in no particular order) over the words sorted.

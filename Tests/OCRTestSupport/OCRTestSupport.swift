@@ -44,14 +44,19 @@ public func characterErrorRate(_ recognized: String, reference: String) -> Doubl
 /// The `tesseract` program on a file as its best use runs it (`OMP_THREAD_LIMIT=1`), on a thread of its own so
 /// it runs beside the engine under test.
 public enum TesseractCLI {
-    public static func text(_ file: URL, languages: String = "ces+eng") async throws -> String {
+    /// `psm` is tesseract's page-segmentation mode (nil: its default); `ompThreadLimit` false runs it as it runs
+    /// by default (OpenMP threads on every core), for the benchmark's "by default" row.
+    public static func text(
+        _ file: URL, languages: String = "ces+eng", psm: String? = nil, ompThreadLimit: Bool = true
+    ) async throws -> String {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: "/usr/bin/tesseract")
-                process.arguments = [file.path, "stdout", "-l", languages]
+                process.arguments = [file.path, "stdout", "-l", languages] + (psm.map { ["--psm", $0] } ?? [])
                 var environment = ProcessInfo.processInfo.environment
-                environment["OMP_THREAD_LIMIT"] = "1"
+                // A process that links TextRecognition sets OMP_THREAD_LIMIT=1 for its children; the default run drops it.
+                if ompThreadLimit { environment["OMP_THREAD_LIMIT"] = "1" } else { environment.removeValue(forKey: "OMP_THREAD_LIMIT") }
                 process.environment = environment
                 let output = Pipe()
                 process.standardOutput = output
