@@ -9,6 +9,11 @@ package struct FIFO<Element> {
 
     package var isEmpty: Bool { head == elements.count }
 
+    package var count: Int { elements.count - head }
+
+    /// The oldest element, left queued.
+    package var first: Element? { head < elements.count ? elements[head] : nil }
+
     package mutating func append(_ element: Element) { elements.append(element) }
 
     package mutating func popFirst() -> Element? {

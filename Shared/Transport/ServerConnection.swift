@@ -76,6 +76,9 @@ final class ServerConnection: @unchecked Sendable {
 
     var openCalls: Int { calls.withLock { $0.count } }
 
+    /// No longer counted against the server's connection limits (loop thread; see `TCPServer.uncount`).
+    var uncounted = false
+
     /// Whether the connection is being closed after a connection-level error.
     var isFailing: Bool { connection.closingSince != nil }
 
@@ -86,6 +89,7 @@ final class ServerConnection: @unchecked Sendable {
         guard !isFailing, !connection.isClosed else { return }
         answer(0, error: RPCError(code, message))
         connection.close(afterFlushing: message, sealing: true)
+        if !connection.isClosed { server.uncount(self) }
         cancelAll()
     }
 
@@ -483,14 +487,18 @@ final class ServerCall: WorkerJob {
         self.input = input
     }
 
+    var workerTime: WorkerTime? { route?.workerTime }
+
     /// Runs the handler right here, until it first waits, unless the call was cancelled or
     /// expired while it was queued.
-    func run() {
-        guard connection.claim(id, serial: serial) else { return }
+    @discardableResult
+    func run() -> Bool {
+        guard connection.claim(id, serial: serial) else { return false }
         let task = Task.immediate { [self] in
             await connection.server.rpc.handle(head, route: route, input: input, sink: TCPResponseSink(call: self), recordsStats: false)
         }
         connection.running(id, serial: serial, task: task)
+        return true
     }
 }
 

@@ -20,6 +20,15 @@ package final class TCPConnection: @unchecked Sendable {
     private var closeWhenFlushed: String?
     /// Since when the connection waits to be flushed before it closes (`close(afterFlushing:)`).
     private(set) var closingSince: ContinuousClock.Instant?
+    /// A lingering close under way: writing is shut down and what the peer still sends is read and
+    /// dropped (`discarded` bytes so far) until it closes too, or `timer` ends the wait.
+    private var lingering: (discarded: Int, timer: LoopTimer)?
+    /// How long, and for how many bytes, a closing connection reads and drops what its peer still
+    /// sends after the last frame went out. Closing a socket with unread bytes makes the kernel reset
+    /// the connection, and a reset discards what the peer has not read yet (the closing status
+    /// among it); half-closing and draining first lets it arrive (as web servers' lingering close).
+    static let lingerTime = Duration.seconds(2)
+    static let lingerBytes = 4 << 20
     /// The server's budget for bytes its clients make it hold (nil for client connections), what
     /// this connection holds of it in written-but-unsent answers, and in the large frame arriving.
     var budget: MemoryBudget?
@@ -107,7 +116,7 @@ package final class TCPConnection: @unchecked Sendable {
     /// Starts reading again after `pauseReading` (loop thread).
     func resumeReading() {
         loop.assertInLoop()
-        guard !isClosed, !isReading, closeWhenFlushed == nil else { return }
+        guard !isClosed, !isReading, closeWhenFlushed == nil || lingering != nil else { return }
         isReading = true
         uv_read_start(stream, { handle, _, buffer in
             let loop = EventLoop.owning(handle!.pointee.loop)
@@ -117,7 +126,9 @@ package final class TCPConnection: @unchecked Sendable {
             if count > 0 {
                 connection.received(UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count))
             } else if count < 0 {
-                connection.close(reason: Int32(count) == UV_EOF.rawValue ? "peer closed the connection" : "read failed: \(uvError(Int32(count)))")
+                // A lingering close keeps its own reason: the peer's end is what it waited for.
+                connection.close(reason: connection.lingering != nil ? connection.closeWhenFlushed!
+                    : Int32(count) == UV_EOF.rawValue ? "peer closed the connection" : "read failed: \(uvError(Int32(count)))")
             }
         })
     }
@@ -132,6 +143,11 @@ package final class TCPConnection: @unchecked Sendable {
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
         loop.assertInLoop()
+        if let reason = closeWhenFlushed, lingering != nil {
+            lingering!.discarded += bytes.count
+            if lingering!.discarded > Self.lingerBytes { close(reason: reason) }
+            return
+        }
         decoder.append(bytes)
         var frames = 0
         do {
@@ -240,14 +256,14 @@ package final class TCPConnection: @unchecked Sendable {
         }
         lastWriteAt = .now
         if left == 0, let reason = closeWhenFlushed {
-            close(reason: reason)
+            linger(reason)
         } else if left < lowWater {
             onDrain?()
         }
     }
 
-    /// Closes once everything queued has been written (to deliver a last error status); when
-    /// `sealing`, nothing queued later is sent. Loop thread.
+    /// Closes once everything queued has been written (to deliver a last error status), lingering
+    /// (see `lingerTime`); when `sealing`, nothing queued later is sent. Loop thread.
     func close(afterFlushing reason: String, sealing: Bool = false) {
         loop.assertInLoop()
         guard !isClosed else { return }
@@ -256,7 +272,28 @@ package final class TCPConnection: @unchecked Sendable {
         if closeWhenFlushed == nil { closingSince = .now }
         closeWhenFlushed = reason
         flush()
-        if pendingBytes.load(ordering: .relaxed) == 0 { close(reason: reason) }
+        if pendingBytes.load(ordering: .relaxed) == 0 { linger(reason) }
+    }
+
+    /// Everything is written: shuts down writing (the peer reads the last frames, then the end of
+    /// the stream) and reads and drops what the peer still sends until it closes too, for at most
+    /// `lingerTime` and `lingerBytes`; then closes (loop thread).
+    private func linger(_ reason: String) {
+        guard !isClosed, lingering == nil else { return }
+        let request = allocateHandle(uv_shutdown_t.self)
+        guard uv_shutdown(request, stream, { request, _ in free(request) }) == 0 else {
+            free(request)
+            close(reason: reason)
+            return
+        }
+        let timer = LoopTimer(loop: loop) { [weak self] in self?.close(reason: reason) }
+        timer.start(after: Self.lingerTime)
+        lingering = (0, timer)
+        if budgetedFrame > 0 {
+            budget?.release(budgetedFrame)
+            budgetedFrame = 0
+        }
+        resumeReading()
     }
 
     /// Closes now; writes still queued are dropped. Idempotent. Loop thread.
@@ -271,6 +308,8 @@ package final class TCPConnection: @unchecked Sendable {
             outbox.spare.take()?.deallocate()
         }
         if isReading { uv_read_stop(stream) }
+        lingering?.timer.close()
+        lingering = nil
         if budgetedFrame > 0 {
             budget?.release(budgetedFrame)
             budgetedFrame = 0

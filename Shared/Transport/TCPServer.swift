@@ -35,6 +35,9 @@ public final class TCPServer: @unchecked Sendable {
         /// Answer batching of the worker pool (see `WorkerPool`); only tests change these.
         var quickCall: Duration = .microseconds(50)
         var answerBatchingWindow: Duration = .microseconds(100)
+        /// Calls whose method has held a worker this long count as long: together they take at most
+        /// `workers - 1` workers, so quick calls always find one (see `WorkerPool`).
+        var longCall: Duration = .milliseconds(5)
         /// A connection with no open call and no frame either way for this long is closed.
         public var idleTimeout: Duration = .seconds(300)
         /// A connection must complete its first frame, and any frame it started, within this time.
@@ -58,6 +61,9 @@ public final class TCPServer: @unchecked Sendable {
     private var connections: [ObjectIdentifier: ServerConnection] = [:]
     /// Open connections per client address (loop thread).
     private var connectionsPerPeer: [String: Int] = [:]
+    /// Connections counted against the limits: being closed (told why, lingering) no longer counts,
+    /// as such a connection serves nothing and goes within `TCPConnection.lingerTime`.
+    private var countedConnections = 0
     /// Large frames arriving and answers unsent, over all connections (loop thread).
     let budget: MemoryBudget
     private var budgetCheckScheduled = false
@@ -75,6 +81,8 @@ public final class TCPServer: @unchecked Sendable {
     public var callsInFlight: Int { inFlight.load(ordering: .relaxed) }
     /// Connections told why they are closed and waiting for that to be written (loop thread).
     var connectionsFailing: Int { connections.values.filter(\.isFailing).count }
+    /// Answer bytes queued and not yet written, over every connection (loop thread; for tests).
+    var pendingAnswerBytes: Int { connections.values.reduce(0) { $0 + $1.connection.pendingBytes.load(ordering: .relaxed) } }
     /// Where handlers run.
     let workers: WorkerPool
     private let draining = Atomic<Bool>(false)
@@ -85,7 +93,8 @@ public final class TCPServer: @unchecked Sendable {
         self.limits = limits
         self.logger = logger ?? Logger(label: rpc.name)
         budget = MemoryBudget(limit: limits.memoryBudget)
-        workers = WorkerPool(width: limits.workers, quickJob: limits.quickCall, burstDelay: limits.answerBatchingWindow)
+        workers = WorkerPool(
+            width: limits.workers, quickJob: limits.quickCall, burstDelay: limits.answerBatchingWindow, longJob: limits.longCall)
         loop = EventLoop(name: "\(rpc.name)-loop")
         guard let socketAddress = SocketAddress(host: host, port: port) else {
             loop.shutdown()
@@ -121,7 +130,7 @@ public final class TCPServer: @unchecked Sendable {
         connection.start()
         let host = connection.peerHost
         let fromPeer = connectionsPerPeer[host, default: 0]
-        if connections.count >= limits.maxConnections || fromPeer >= limits.maxConnectionsPerPeer {
+        if countedConnections >= limits.maxConnections || fromPeer >= limits.maxConnectionsPerPeer {
             let perPeer = fromPeer >= limits.maxConnectionsPerPeer
             let limit = perPeer
                 ? "the limit of \(limits.maxConnectionsPerPeer) connections from \(host)"
@@ -146,10 +155,11 @@ public final class TCPServer: @unchecked Sendable {
         let served = ServerConnection(connection: connection, server: self)
         connections[ObjectIdentifier(served)] = served
         connectionsPerPeer[host, default: 0] += 1
+        countedConnections += 1
         rpc.stats.connectionOpened()
         connection.onClose = { [unowned self] reason in
             connections[ObjectIdentifier(served)] = nil
-            if let count = connectionsPerPeer[host], count > 1 { connectionsPerPeer[host] = count - 1 } else { connectionsPerPeer[host] = nil }
+            uncount(served)
             rpc.stats.connectionClosed()
             served.closed(reason: reason)
             let level: LogLevel = reason == "peer closed the connection" ? .debug : .info
@@ -157,6 +167,15 @@ public final class TCPServer: @unchecked Sendable {
         }
         connection.onBudgetExceeded = { [unowned self] in budgetExceeded() }
         logger.debug("accepted connection from \(connection.peer)")
+    }
+
+    /// Stops counting `served` against the connection limits: it closes, or is being closed (loop thread).
+    func uncount(_ served: ServerConnection) {
+        guard !served.uncounted else { return }
+        served.uncounted = true
+        countedConnections -= 1
+        let host = served.connection.peerHost
+        if let count = connectionsPerPeer[host], count > 1 { connectionsPerPeer[host] = count - 1 } else { connectionsPerPeer[host] = nil }
     }
 
     /// Refused connections waiting for their last status to be written; closed by the sweeper if

@@ -1,8 +1,14 @@
 import Foundation
+import RPC
 
 /// Work for a `WorkerPool`: runs on a worker, must not block for long before its first suspension.
 protocol WorkerJob: AnyObject, Sendable {
-    func run()
+    /// Runs the job; false when it found nothing to do (a call cancelled while it waited), which
+    /// then does not count as a measure of its kind.
+    func run() -> Bool
+    /// How long jobs of this kind (a call's method) have held a worker, measured by the pool; nil
+    /// for work never measured (taken as quick).
+    var workerTime: WorkerTime? { get }
 }
 
 /// The server's worker pool: runs the jobs the event loop hands it (one per call) on at most
@@ -23,6 +29,14 @@ protocol WorkerJob: AnyObject, Sendable {
 /// oldest waiting response is `burstDelay` old, and in any case within `maxFlushDelay` (the owner
 /// calls `flushIfStale()` from a timer), so a long handler cannot hold back answers that are ready.
 /// (Tests stretch `quickJob` and `burstDelay`, as unoptimised builds make every job slow.)
+///
+/// Workers are not preempted, so turns alone do not keep a quick call quick: a client pipelining
+/// calls that compute for 40 ms each (an export) would hold every worker, and a search of half a
+/// millisecond from anyone else would wait for one of them to end. So jobs are measured (per
+/// method, `WorkerTime`), and those that held a worker for `longJob` or more take at most
+/// `width - 1` workers together, however many clients send them: one worker (one core) is always
+/// left for quick calls, which the long ones cannot then delay by more than the kernel's
+/// time-slicing. The price is that long calls alone use one core fewer than there are.
 final class WorkerPool: Sendable {
     /// A unit of work: one call to serve. A class, so queueing one moves a reference (a closure
     /// would cost allocations for its context and for reabstraction on the way in and out).
@@ -34,6 +48,10 @@ final class WorkerPool: Sendable {
     private static let jobsPerTurn = 64
     /// A job at least this long has its responses written at once: batching saves nothing there.
     private let quickJob: Duration
+    /// Jobs whose kind has held a worker this long or longer count as long (see above).
+    private let longJob: Duration
+    /// Workers long jobs may hold at once.
+    private let longJobWorkers: Int
     /// How long quick jobs' responses may wait for more to write together.
     private let burstDelay: Duration
     /// Longest a sent response waits in a connection's outbox for its burst to end.
@@ -44,6 +62,8 @@ final class WorkerPool: Sendable {
         /// Queues with jobs waiting, in the order they get their next turn.
         var ready = FIFO<CallQueue>()
         var workers = 0
+        /// Workers running long jobs.
+        var longJobs = 0
         /// Connections with responses queued by jobs, waiting for the burst to end.
         var unflushed: [TCPConnection] = []
         /// When the oldest of those was queued.
@@ -52,11 +72,13 @@ final class WorkerPool: Sendable {
 
     init(
         width: Int = ProcessInfo.processInfo.activeProcessorCount, quickJob: Duration = .microseconds(50),
-        burstDelay: Duration = .microseconds(100)
+        burstDelay: Duration = .microseconds(100), longJob: Duration = .milliseconds(5)
     ) {
         self.width = max(1, width)
         self.quickJob = quickJob
         self.burstDelay = burstDelay
+        self.longJob = longJob
+        longJobWorkers = max(1, self.width - 1)
     }
 
     /// The queue of jobs that belong to no connection.
@@ -118,14 +140,16 @@ final class WorkerPool: Sendable {
     private func work() async {
         var ran = 0
         var jobStarted: ContinuousClock.Instant?
+        var wasLong = false
         setCurrent(self)
         while true {
             let now = ContinuousClock.now
-            let (job, due) = next(now: now, afterLongJob: jobStarted.map { now - $0 >= quickJob } ?? false)
+            let (job, isLong, due) = next(now: now, afterLongJob: jobStarted.map { now - $0 >= quickJob } ?? false, endedLong: wasLong)
             flush(due)
             guard let job else { break }
             jobStarted = now
-            job.run()
+            wasLong = isLong
+            if job.run() { job.workerTime?.record(ContinuousClock.now - now) }
             ran += 1
             if ran % Self.jobsPerTurn == 0 {
                 setCurrent(nil)
@@ -137,22 +161,34 @@ final class WorkerPool: Sendable {
         setCurrent(nil)
     }
 
-    /// The oldest queued job (nil, and one worker fewer, when there is none), and the connections
-    /// whose responses are due to be written: after a long job, at the end of a burst, or when the
-    /// oldest has waited `burstDelay`. One lock for both.
-    private func next(now: ContinuousClock.Instant, afterLongJob: Bool) -> (Job?, [TCPConnection]) {
+    /// The next job in turn (nil, and one worker fewer, when there is none it may run), whether it
+    /// is long, and the connections whose responses are due to be written: after a long job, at the
+    /// end of a burst, or when the oldest has waited `burstDelay`. One lock for all.
+    ///
+    /// `endedLong`: the worker's previous job was long. A queue whose next job is long while long
+    /// jobs hold `longJobWorkers` keeps its place and is passed over; when only such queues are left
+    /// the worker stops (the worker that ends a long job takes the next one).
+    private func next(now: ContinuousClock.Instant, afterLongJob: Bool, endedLong: Bool) -> (Job?, Bool, [TCPConnection]) {
         state.withLock { state in
+            if endedLong { state.longJobs -= 1 }
             let queueEmpty = state.ready.isEmpty
             var due: [TCPConnection] = []
             if let since = state.unflushedSince, afterLongJob || queueEmpty || now - since >= burstDelay {
                 swap(&due, &state.unflushed)
                 state.unflushedSince = nil
             }
-            while let queue = state.ready.popFirst() {
+            var passedOver = 0
+            while passedOver < state.ready.count, let queue = state.ready.popFirst() {
                 if !queue.isClosed, let connection = queue.connection,
                    connection.pendingBytes.load(ordering: .relaxed) > connection.highWater {
                     queue.isScheduled = false
                     queue.isParked = true
+                    continue
+                }
+                let isLong = queue.jobs.first.map(isLongJob) ?? false
+                if isLong && state.longJobs >= longJobWorkers {
+                    state.ready.append(queue)
+                    passedOver += 1
                     continue
                 }
                 let job = queue.jobs.popFirst()
@@ -161,11 +197,18 @@ final class WorkerPool: Sendable {
                 } else {
                     state.ready.append(queue)
                 }
-                if let job { return (job, due) }
+                if let job {
+                    if isLong { state.longJobs += 1 }
+                    return (job, isLong, due)
+                }
             }
             state.workers -= 1
-            return (nil, due)
+            return (nil, false, due)
         }
+    }
+
+    private func isLongJob(_ job: Job) -> Bool {
+        job.workerTime.map { $0.estimate >= longJob } ?? false
     }
 
     /// Has the loops write every response jobs queued.
