@@ -37,7 +37,7 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("memory-budget"), help: "MiB the server may hold for large frames still arriving and answers clients have not read; beyond it large frames are refused (RESOURCE_EXHAUSTED) and the connections holding the most are closed.")
     public var memoryBudget = 256
 
-    @Option(name: .customLong("workers"), help: "Handlers that run at once (default: one per core).")
+    @Option(name: .customLong("workers"), help: "Handlers that run at once (default: one per core; calls measured at 5 ms or more run on all but one).")
     public var workers = ProcessInfo.processInfo.activeProcessorCount
 
     @Option(name: .customLong("lane-threads"), help: "Threads of the heavy-work lane (blocking and CPU-bound work, jobs; default: one per core).")
