@@ -70,7 +70,7 @@ let package = Package(
         .target(name: "Transport", dependencies: ["Base", "RPC", "Schema", "CLibUV"], path: "Shared/Transport"),
         // Jobs: the domain and persistence (no RPC), and the Jobs rpcs every service offers.
         .target(name: "Jobs", dependencies: ["Storage", "WorkLane"], path: "Shared/Jobs"),
-        .target(name: "JobsService", dependencies: ["Jobs", "RPC", "Schema", "ServiceAPI", "WorkLane"], path: "Shared/JobsService"),
+        .target(name: "JobsService", dependencies: ["Jobs", "RPC", "Schema", "ServiceAPI", "ServiceKit"], path: "Shared/JobsService"),
         .target(
             name: "ServiceKit",
             dependencies: [
@@ -91,7 +91,7 @@ let package = Package(
             path: "Services/Zoo/Service"),
         .executableTarget(
             name: "zoo", dependencies: ["ZooCore", "ZooService", "ServiceKit", "Base", "Jobs", "JobsService"], path: "Services/Zoo/App"),
-        .target(name: "OCRCore", dependencies: ["Storage", "TextRecognition", "WorkLane"], path: "Services/OCR/Core"),
+        .target(name: "OCRCore", dependencies: ["Base", "Storage", "TextRecognition", "WorkLane"], path: "Services/OCR/Core"),
         .target(
             name: "OCRService",
             dependencies: ["OCRCore", "TextRecognition", "RPC", "Schema", "ServiceAPI", "Jobs", "JobsService", "WorkLane"],

@@ -3,8 +3,7 @@ import Jobs
 import RPC
 import Schema
 import ServiceAPI
-import Storage
-import WorkLane
+import ServiceKit
 
 /// `menagerie.jobs.v1.Jobs`, the same for every service that runs jobs: get, watch, cancel and list the
 /// jobs of the runner's database. A service offers it beside its own service and starts jobs from its own
@@ -79,15 +78,13 @@ public enum JobsRPC {
         }
     }
 
-    /// The status for one of the jobs machinery's errors; nil for others.
+    /// The status an error carries: its own, or its type's `RPCErrorConvertible` conformance (ServiceKit maps
+    /// a busy database and a full or stopped lane once, for every service); nil for an error that would be
+    /// answered INTERNAL, so that its details are logged rather than sent.
     public static func rpcError(for error: any Error) -> RPCError? {
         switch error {
         case let error as RPCError: error
-        case let error as any RPCErrorConvertible: error.rpcError
-        case let error as JobNotFound: RPCError(.notFound, error.description)
-        case let error as ThreadPool.QueueFull: RPCError(.resourceExhausted, error.description)
-        case let error as ThreadPool.ShutDown: RPCError(.unavailable, error.description)
-        case let error as StorageError where error.kind == .busy: RPCError(.unavailable, "the database is busy: \(error.message)")
+        case let error as any RPCErrorConvertible where error.rpcError.code != .internalError: error.rpcError
         default: nil
         }
     }

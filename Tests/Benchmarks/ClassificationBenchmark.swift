@@ -1,3 +1,4 @@
+import Base
 import ClassificationCore
 import ClassificationService
 import Foundation

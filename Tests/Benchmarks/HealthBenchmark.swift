@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import HealthCore
 import HealthService
@@ -28,7 +29,7 @@ struct HealthBenchmark {
             let wall = ContinuousClock.now, cpu = processCPUSeconds()
             let (note, held) = try await body()
             let elapsed = ContinuousClock.now - wall
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = elapsed.seconds
             let verdict = (limit.map { seconds < $0 } ?? held).map { $0 ? "met" : "MISSED" } ?? ""
             rows.append([name, Self.format(seconds), Self.format(processCPUSeconds() - cpu), goal, verdict, note])
         }

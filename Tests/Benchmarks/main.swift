@@ -1,14 +1,49 @@
 // menagerie-bench: prints throughput and latency figures (no pass/fail; goals are printed beside
-// the figures). Run: swift run -c release menagerie-bench [parts] [rpc] [zoo] [ocr] [health] [abuse] [classification]
-// [--seconds S] [--rounds N] [--sizes 64,65536] [--callers 1,16,64] [--no-floor] [--no-grpc] [--health-records N]
-// [--abuse-scale 0.1] [--abuse-hold S] [--ocr-rounds N] [--ocr-images N]
-// [--classification-epochs N] [--detector-epochs N] [--classification-images N] [--detection-images N]
+// the figures). Run: swift run -c release menagerie-bench [suite …] [options]; `--help` lists both.
 import Foundation
 import RPC
 import Schema
 import Transport
 
 let arguments = CommandLine.arguments.dropFirst()
+let usage = """
+    usage: menagerie-bench [suite …] [options]   (no suite: all of them, in this order)
+    suites: parts rpc zoo ocr health abuse classification
+    options: --seconds S  --rounds N  --sizes 64,65536  --callers 1,16,64  --no-floor  --no-grpc  --health-records N
+             --abuse-scale F  --abuse-hold S  --ocr-rounds N  --ocr-images N  --classification-epochs N
+             --detector-epochs N  --classification-images N  --detection-images N
+    """
+/// Suites and options this program knows: anything else is a typo that would otherwise run every suite
+/// with defaults for many minutes.
+let knownSuites: Set = ["parts", "rpc", "zoo", "ocr", "health", "abuse", "classification"]
+let knownFlags: Set = ["--no-floor", "--no-grpc"]
+let knownOptions: Set = [
+    "--seconds", "--rounds", "--sizes", "--callers", "--health-records", "--abuse-scale", "--abuse-hold", "--ocr-rounds",
+    "--ocr-images", "--classification-epochs", "--detector-epochs", "--classification-images", "--detection-images",
+]
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(usage)
+    exit(0)
+}
+do {
+    var index = arguments.startIndex
+    while index < arguments.endIndex {
+        let argument = arguments[index]
+        if knownOptions.contains(argument) {
+            guard arguments.index(after: index) < arguments.endIndex else {
+                FileHandle.standardError.write(Data("menagerie-bench: \(argument) needs a value\n\(usage)\n".utf8))
+                exit(64)
+            }
+            index = arguments.index(index, offsetBy: 2)
+            continue
+        }
+        guard knownFlags.contains(argument) || knownSuites.contains(argument) else {
+            FileHandle.standardError.write(Data("menagerie-bench: unknown suite or option \(argument)\n\(usage)\n".utf8))
+            exit(64)
+        }
+        index = arguments.index(after: index)
+    }
+}
 /// The value after `--name`, if given.
 func option(_ name: String) -> String? {
     arguments.firstIndex(of: "--\(name)").flatMap { arguments.index(after: $0) < arguments.endIndex ? arguments[arguments.index(after: $0)] : nil }

@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import Testing
 import Torch
@@ -53,6 +54,3 @@ struct DigitsTrainingTests {
 
 func percent(_ value: Double) -> String { String(format: "%.1f %%", value * 100) }
 
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}

@@ -99,24 +99,28 @@ enum ExportFixture {
         user = try store.createUser(name: "jana").user.id
     }
 
-    func importText(_ text: String) throws -> ImportReport {
+    func importText(_ text: String, batchSize: Int = 2048) throws -> ImportReport {
         let path = try ExportFixture.write(text)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        return try HealthExportImporter(store: store, user: user).importFile(atPath: path)
+        var importer = HealthExportImporter(store: store, user: user)
+        importer.batchSize = batchSize
+        return try importer.importFile(atPath: path)
     }
 
-    /// Progress comes per chunk read while the file is scanned, not once at the end (the gateway's bar moved
-    /// only when the import was over): the fixture in 512-byte chunks reports each, rising to the file's size.
-    @Test func progressIsReportedForEachChunkRead() throws {
+    /// Progress comes as records are written, not once at the end (the gateway's bar moved only when the
+    /// import was over): the fixture in 512-byte chunks and batches of one sample reports each, rising to the
+    /// file's size.
+    @Test func progressIsReportedAsRecordsAreWritten() throws {
         let path = try ExportFixture.write()
         defer { try? FileManager.default.removeItem(atPath: path) }
         let size = Int64(ExportFixture.text.utf8.count)
         var importer = HealthExportImporter(store: store, user: user)
         importer.chunkSize = 512
+        importer.batchSize = 1
         var reports: [(Int64, Int64)] = []
         let report = try importer.importFile(atPath: path) { read, total in reports.append((read, total)) }
         #expect(report.added == 10)
-        #expect(reports.count == Int((size + 511) / 512), "\(reports)")
+        #expect(Set(reports.map(\.0)).count > 3, "\(reports)")
         #expect(reports.map(\.0) == reports.map(\.0).sorted() && reports.last?.0 == size && reports.allSatisfy { $0.1 == size })
     }
 
@@ -169,6 +173,14 @@ enum ExportFixture {
         #expect(try store.anchor(user: user) == anchor)
     }
 
+    /// XML allows white space after an end tag's name (`</Correlation >`, or a line break there).
+    @Test func endTagsMayEndInWhiteSpace() throws {
+        #expect(ExportFixture.text.contains(" </Correlation>"))
+        let spaced = ExportFixture.text.replacingOccurrences(of: " </Correlation>", with: " </Correlation \n>")
+        let report = try importText(spaced)
+        #expect(report.added == 10 && report.correlations == 1)
+    }
+
     @Test func aMalformedFileImportsNothingAndNamesTheLine() throws {
         let cases: [(String, String, String, Int)] = [
             // (what to replace, with what, text that starts the line to report, lines after it)
@@ -180,11 +192,13 @@ enum ExportFixture {
             (#"sourceName="Scale &amp; Co""#, #"sourceName="Scale & Co""#, "Scale & Co", 0),
             ("</HealthData>", "", "", 0),
         ]
+        // In batches of one, the writer has written the samples before the error when the parser meets it.
+        for batchSize in [2048, 1] {
         for (old, new, marker, offset) in cases {
             #expect(ExportFixture.text.contains(old), "\(old)")
             let broken = ExportFixture.text.replacingOccurrences(of: old, with: new)
             do {
-                _ = try importText(broken)
+                _ = try importText(broken, batchSize: batchSize)
                 Issue.record("imported a file with \(new)")
             } catch let error as HealthError {
                 #expect(error.code == .invalidArgument)
@@ -197,6 +211,7 @@ enum ExportFixture {
             }
             #expect(try store.samples(SampleQuery(), user: user).isEmpty)
             #expect(try store.anchor(user: user) == 0)
+        }
         }
     }
 
@@ -216,5 +231,35 @@ enum ExportFixture {
         try store.exportCSV(type: .sleepAnalysis, user: user) { sleep += $0 }
         #expect(sleep.contains(",asleepDeep,,"))
         #expect(throws: HealthError.self) { try store.exportCSV(type: .stepCount, user: user, unit: .liter) { _ in } }
+    }
+}
+
+/// The queue between the import's parser and writer threads.
+@Suite struct SampleHandoffTests {
+    /// A writer that gives up (its error) releases a parser waiting for room, and the parser's next hand-off
+    /// tells it to stop.
+    @Test func cancellingReleasesAWaitingParser() async throws {
+        let handoff = SampleHandoff(capacity: 1)
+        #expect(handoff.put(ParsedBatch()))
+        let parser = Thread {
+            let accepted = handoff.put(ParsedBatch())  // waits: the queue is full
+            handoff.finish(accepted ? .success(ImportReport()) : .failure(ImportCancelled()))
+        }
+        parser.start()
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(handoff.outcome == nil, "the parser waits for room")
+        handoff.cancel()
+        handoff.waitUntilParserEnded()
+        guard case .failure(let error) = handoff.outcome else { Issue.record("the parser was not stopped"); return }
+        #expect(error is ImportCancelled)
+        #expect(handoff.next() == nil)
+    }
+
+    /// A parser that failed ends the writer's loop at once: what it queued before need not be written.
+    @Test func aParserFailureEndsTheWriterAtOnce() {
+        let handoff = SampleHandoff(capacity: 4)
+        #expect(handoff.put(ParsedBatch()))
+        handoff.finish(.failure(XMLFormatError(line: 3, reason: "broken")))
+        #expect(handoff.next() == nil)
     }
 }

@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import Storage
 import Testing
@@ -15,14 +16,14 @@ import Testing
         let start = ContinuousClock.now
         try body()
         let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return elapsed.seconds
     }
 
     static func seconds(_ body: () async throws -> Void) async rethrows -> Double {
         let start = ContinuousClock.now
         try await body()
         let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return elapsed.seconds
     }
 
     @Test func dailyStatisticsOverAYearOfMinuteSteps() throws {

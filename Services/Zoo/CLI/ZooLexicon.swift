@@ -50,18 +50,20 @@ struct ZooSearch: AsyncParsableCommand {
                 text: text, classes: classes, foods: foods, biotopes: biotopes, zooHouses: houses, continents: continents,
                 includeUnavailable: all, offset: offset, pageSize: limit)
             let reply = try await zoo.searchAnimals(request, options: global.callOptions)
-            if global.json {
-                try printJSON(["total": reply.total, "animals": reply.animals.map(ZooFormat.summaryJSON)])
-                return
-            }
-            printTable(
-                ["ID", "NAME", "LATIN NAME", "CLASS", "LOCATION"],
-                reply.animals.map { animal in
-                    [String(animal.id), animal.name + (animal.available ? "" : " (not kept)"), animal.latinName ?? "-",
-                     animal.className ?? "-", animal.location ?? "-"]
+            try global.render(
+                json: {
+                    ["total": reply.total, "animals": reply.animals.map(ZooFormat.summaryJSON)]
+                },
+                text: {
+                    printTable(
+                        ["ID", "NAME", "LATIN NAME", "CLASS", "LOCATION"],
+                        reply.animals.map { animal in
+                            [String(animal.id), animal.name + (animal.available ? "" : " (not kept)"), animal.latinName ?? "-",
+                             animal.className ?? "-", animal.location ?? "-"]
+                        })
+                    let shown = reply.animals.isEmpty ? "no" : "\(Int(offset) + 1)–\(Int(offset) + reply.animals.count) of"
+                    print("\(shown) \(reply.total) animal\(reply.total == 1 ? "" : "s")")
                 })
-            let shown = reply.animals.isEmpty ? "no" : "\(Int(offset) + 1)–\(Int(offset) + reply.animals.count) of"
-            print("\(shown) \(reply.total) animal\(reply.total == 1 ? "" : "s")")
         }
     }
 }
@@ -159,16 +161,18 @@ struct ZooFilters: AsyncParsableCommand {
                 ("classes", "--class", reply.classes), ("foods", "--food", reply.foods), ("biotopes", "--biotope", reply.biotopes),
                 ("zoo_houses", "--house", reply.zooHouses), ("continents", "--continent", reply.continents),
             ]
-            if global.json {
-                try printJSON(Dictionary(uniqueKeysWithValues: kinds.map { key, _, values in
-                    (key, values.map { ["value": $0.value, "count": $0.count] as [String: Any] })
-                }))
-                return
-            }
-            for (index, (_, option, values)) in kinds.enumerated() {
-                if index > 0 { print("") }
-                printTable([option.uppercased().replacingOccurrences(of: "-", with: ""), "ANIMALS"], values.map { [$0.value, String($0.count)] })
-            }
+            try global.render(
+                json: {
+                    Dictionary(uniqueKeysWithValues: kinds.map { key, _, values in
+                        (key, values.map { ["value": $0.value, "count": $0.count] as [String: Any] })
+                    })
+                },
+                text: {
+                    for (index, (_, option, values)) in kinds.enumerated() {
+                        if index > 0 { print("") }
+                        printTable([option.uppercased().replacingOccurrences(of: "-", with: ""), "ANIMALS"], values.map { [$0.value, String($0.count)] })
+                    }
+                })
         }
     }
 }

@@ -39,13 +39,15 @@ struct ZooRoute: AsyncParsableCommand {
                 to: try Self.place(point: toPoint, animal: toAnimal, house: toHouse, end: "to"))
             let reply = try await zoo.route(request, options: global.callOptions)
             guard let route = reply.route else { throw RPCError(.internalError, "the service answered without a route") }
-            if global.json {
-                try printJSON(ZooFormat.routeJSON(route))
-            } else {
-                let nodes = route.nodeIds.count
-                print("\(ZooFormat.distance(route.distanceM)), about \(ZooFormat.walk(route.durationS)) on foot, passing \(nodes) footpath node\(nodes == 1 ? "" : "s")")
-                for point in route.coordinates { print(String(format: "  %.6f,%.6f", point.lat, point.lon)) }
-            }
+            try global.render(
+                json: {
+                    ZooFormat.routeJSON(route)
+                },
+                text: {
+                    let nodes = route.nodeIds.count
+                    print("\(ZooFormat.distance(route.distanceM)), about \(ZooFormat.walk(route.durationS)) on foot, passing \(nodes) footpath node\(nodes == 1 ? "" : "s")")
+                    for point in route.coordinates { print(String(format: "  %.6f,%.6f", point.lat, point.lon)) }
+                })
         }
     }
 
@@ -81,19 +83,21 @@ struct ZooNearby: AsyncParsableCommand {
         try await global.withZoo { zoo in
             let request = ZooV1.NearbyRequest(point: try ZooFormat.coordinate(from, option: "--from"), radiusM: radius, limit: limit)
             let reply = try await zoo.nearby(request, options: global.callOptions)
-            if global.json {
-                try printJSON(["animals": reply.animals.map { nearby -> [String: Any] in
-                    var object = nearby.animal.map(ZooFormat.summaryJSON) ?? [:]
-                    object["distance_m"] = nearby.distanceM
-                    object["location_id"] = nearby.locationID
-                    return object
-                }])
-                return
-            }
-            printTable(
-                ["WALK", "ID", "NAME", "LOCATION"],
-                reply.animals.map { [ZooFormat.distance($0.distanceM), String($0.animal?.id ?? 0), $0.animal?.name ?? "-", $0.animal?.location ?? "-"] })
-            print("\(reply.animals.count) animal\(reply.animals.count == 1 ? "" : "s") within \(ZooFormat.distance(radius))")
+            try global.render(
+                json: {
+                    ["animals": reply.animals.map { nearby -> [String: Any] in
+                        var object = nearby.animal.map(ZooFormat.summaryJSON) ?? [:]
+                        object["distance_m"] = nearby.distanceM
+                        object["location_id"] = nearby.locationID
+                        return object
+                    }]
+                },
+                text: {
+                    printTable(
+                        ["WALK", "ID", "NAME", "LOCATION"],
+                        reply.animals.map { [ZooFormat.distance($0.distanceM), String($0.animal?.id ?? 0), $0.animal?.name ?? "-", $0.animal?.location ?? "-"] })
+                    print("\(reply.animals.count) animal\(reply.animals.count == 1 ? "" : "s") within \(ZooFormat.distance(radius))")
+                })
         }
     }
 }
@@ -117,25 +121,27 @@ struct ZooTour: AsyncParsableCommand {
         try await global.withZoo { zoo in
             let request = ZooV1.TourRequest(start: try ZooFormat.coordinate(from, option: "--from"), animalIds: animals)
             let reply = try await zoo.tour(request, options: global.callOptions)
-            if global.json {
-                try printJSON([
-                    "distance_m": reply.distanceM, "duration_s": reply.durationS,
-                    "legs": reply.legs.map { leg -> [String: Any] in
-                        var object = leg.route.map(ZooFormat.routeJSON) ?? [:]
-                        object["animal"] = jsonValue(leg.animal.map(ZooFormat.summaryJSON))
-                        object["location_id"] = leg.locationID
-                        return object
-                    },
-                ])
-                return
-            }
-            printTable(
-                ["#", "ID", "NAME", "WALK", "LOCATION"],
-                reply.legs.enumerated().map { index, leg in
-                    [String(index + 1), String(leg.animal?.id ?? 0), leg.animal?.name ?? "-", ZooFormat.distance(leg.route?.distanceM ?? 0),
-                     leg.animal?.location ?? "-"]
+            try global.render(
+                json: {
+                    [
+                        "distance_m": reply.distanceM, "duration_s": reply.durationS,
+                        "legs": reply.legs.map { leg -> [String: Any] in
+                            var object = leg.route.map(ZooFormat.routeJSON) ?? [:]
+                            object["animal"] = jsonValue(leg.animal.map(ZooFormat.summaryJSON))
+                            object["location_id"] = leg.locationID
+                            return object
+                        },
+                    ]
+                },
+                text: {
+                    printTable(
+                        ["#", "ID", "NAME", "WALK", "LOCATION"],
+                        reply.legs.enumerated().map { index, leg in
+                            [String(index + 1), String(leg.animal?.id ?? 0), leg.animal?.name ?? "-", ZooFormat.distance(leg.route?.distanceM ?? 0),
+                             leg.animal?.location ?? "-"]
+                        })
+                    print("total \(ZooFormat.distance(reply.distanceM)), about \(ZooFormat.walk(reply.durationS)) on foot")
                 })
-            print("total \(ZooFormat.distance(reply.distanceM)), about \(ZooFormat.walk(reply.durationS)) on foot")
         }
     }
 }

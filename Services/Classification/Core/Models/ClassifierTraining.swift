@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import Torch
 
@@ -279,6 +280,3 @@ struct FeatureModel {
 
 func argmax(_ values: [Float]) -> Int { values.indices.max { values[$0] < values[$1] } ?? 0 }
 
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}

@@ -24,11 +24,32 @@ public struct ImportReport: Sendable, Hashable {
     public var conflicts = 0
 
     public init() {}
+
+    mutating func reject(_ line: Int, _ reason: String) {
+        rejected += 1
+        if rejections.count < 20 { rejections.append("line \(line): \(reason)") }
+    }
+}
+
+/// A start tag's attributes by name: a record has about ten, so a linear search beats hashing them into a
+/// dictionary, a million times over.
+struct Attributes {
+    let pairs: [(String, String)]
+    init(_ pairs: [(String, String)]) { self.pairs = pairs }
+    subscript(name: String) -> String? {
+        for (key, value) in pairs where key == name { return value }
+        return nil
+    }
 }
 
 /// Imports an Apple Health export (`export.xml`) into a user's samples in one transaction: a malformed file
 /// (broken XML, a record without a date, a value that is not a number) imports nothing and the error names
-/// its line. The file streams through in 1 MiB chunks; samples are written as they are read.
+/// its line. The file streams through in 1 MiB chunks.
+///
+/// Two threads share the work, as two cores can: one reads and parses the file and makes each record a
+/// validated sample, the calling thread writes them, a batch at a time. At most `batchesInFlight` batches wait
+/// between the two, so a file of several GB never sits in memory; either side's error stops the other, and the
+/// transaction is rolled back.
 ///
 /// Each record becomes a sample with a deterministic UUID (SHA-256 of its type, source, version, device,
 /// unit, value, dates and metadata), so importing the same file twice adds nothing, and byte-identical
@@ -37,55 +58,224 @@ public struct ImportReport: Sendable, Hashable {
 public struct HealthExportImporter {
     public let store: HealthStore
     public let user: Int64
-    /// How much of the file is read at a time (and how often progress is reported).
+    /// How much of the file is read at a time.
     public var chunkSize = 1 << 20
+    /// Samples handed from the parser to the writer at a time.
+    public var batchSize = 2048
+    /// Batches parsed ahead of the writer, at most.
+    public var batchesInFlight = 8
 
     public init(store: HealthStore, user: Int64) {
         self.store = store
         self.user = user
     }
 
-    /// Imports the file at `path`. `progress` gets the bytes read and the file size after each chunk read
-    /// (samples written up to there are not committed before the end).
+    /// Imports the file at `path`. `progress` gets the bytes whose records are written and the file size
+    /// after each batch (nothing is committed before the end).
     public func importFile(atPath path: String, progress: ((Int64, Int64) -> Void)? = nil) throws -> ImportReport {
-        guard let file = FileHandle(forReadingAtPath: path) else { throw HealthError.notFound("cannot open \(path)") }
-        defer { try? file.close() }
+        guard FileManager.default.isReadableFile(atPath: path), let file = FileHandle(forReadingAtPath: path) else {
+            throw HealthError.notFound("cannot open \(path)")
+        }
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
         let user = self.user
+        let handoff = SampleHandoff(capacity: batchesInFlight)
+        let parser = ExportParser(file: file, chunkSize: chunkSize, batchSize: batchSize, limits: store.limits, handoff: handoff)
         return try store.database.write { db in
             var writer = try ChangeWriter(db: db, user: user, pulled: false)
-            var handler = ExportHandler(writer: writer, limits: store.limits)
-            var scanner = XMLScanner(file: file, chunkSize: chunkSize) { read in progress?(read, size) }
-            do {
-                try scanner.scan(&handler)
-            } catch let error as XMLFormatError {
-                throw HealthError.invalid("\(path): \(error.description); nothing was imported")
+            let thread = Thread { parser.run() }
+            thread.name = "health-import-parser"
+            thread.start()
+            // However this ends, the parser stops and is waited for before the transaction ends.
+            defer {
+                handoff.cancel()
+                handoff.waitUntilParserEnded()
+                try? file.close()
             }
-            writer = handler.writer
+            var (added, duplicates, conflicts) = (0, 0, 0)
+            var rejected: [(line: Int, reason: String)] = []
+            while let batch = handoff.next() {
+                for (sample, line) in zip(batch.samples, batch.lines) {
+                    var result = WriteResult()
+                    do {
+                        try writer.insert(sample, serverWins: false, into: &result)
+                    } catch let error as HealthError {
+                        rejected.append((line, error.message))
+                    }
+                    added += result.added
+                    duplicates += result.duplicates + result.alreadyDeleted
+                    conflicts += result.conflictCount
+                }
+                progress?(batch.bytesRead, size)
+            }
+            progress?(handoff.bytesRead, size)
+            var report: ImportReport
+            switch handoff.outcome {
+            case .success(let parsed): report = parsed
+            case .failure(let error as XMLFormatError): throw HealthError.invalid("\(path): \(error.description); nothing was imported")
+            case .failure(let error): throw error
+            case nil: throw HealthError.invalid("\(path): the import stopped before the end of the file")
+            }
             try writer.finish()
-            return handler.report
+            report.added = added
+            report.duplicates = duplicates
+            report.conflicts = conflicts
+            for (line, reason) in rejected { report.reject(line, reason) }
+            return report
         }
     }
 }
 
+/// Samples parsed from the file, with the line of each record and how far the file had been read.
+struct ParsedBatch: Sendable {
+    var samples: [HealthSample] = []
+    var lines: [Int] = []
+    var bytesRead: Int64 = 0
+}
+
+/// The queue between the parser thread and the writer: bounded, so the parser waits while the writer is
+/// `capacity` batches behind, and cancellable from the writer's side (its error, or the end of the import).
+final class SampleHandoff: @unchecked Sendable {
+    private let condition = NSCondition()
+    private let capacity: Int
+    private var queue: [ParsedBatch] = []
+    private var cancelled = false
+    private var parserEnded = false
+    /// The parser's result once it ended: its report, or why it stopped.
+    private var result: Result<ImportReport, any Error>?
+    /// How far the parser has read the file: written by the parser, read by the writer from batches and,
+    /// once the parser ended, from here.
+    var bytesRead: Int64 = 0
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    /// Parser side: queues a batch, waiting for room; false when the writer gave up (stop parsing).
+    func put(_ batch: ParsedBatch) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while queue.count >= capacity, !cancelled { condition.wait() }
+        guard !cancelled else { return false }
+        queue.append(batch)
+        condition.broadcast()
+        return true
+    }
+
+    /// Parser side, last: how parsing ended.
+    func finish(_ outcome: Result<ImportReport, any Error>) {
+        condition.lock()
+        result = outcome
+        parserEnded = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Writer side: the next batch; nil once the parser ended and everything was taken, or at once when it
+    /// failed (the import will be rolled back, so what it queued before need not be written).
+    func next() -> ParsedBatch? {
+        condition.lock()
+        defer { condition.unlock() }
+        while queue.isEmpty, !parserEnded { condition.wait() }
+        if case .failure = result { return nil }
+        guard !queue.isEmpty else { return nil }
+        let batch = queue.removeFirst()
+        condition.broadcast()
+        return batch
+    }
+
+    var outcome: Result<ImportReport, any Error>? {
+        condition.lock()
+        defer { condition.unlock() }
+        return result
+    }
+
+    /// Writer side: stop the parser at its next batch.
+    func cancel() {
+        condition.lock()
+        cancelled = true
+        queue.removeAll()
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    var isCancelled: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return cancelled
+    }
+
+    func waitUntilParserEnded() {
+        condition.lock()
+        while !parserEnded { condition.wait() }
+        condition.unlock()
+    }
+}
+
+/// The parser thread's work: scans the file and hands validated samples over in batches.
+struct ExportParser: @unchecked Sendable {
+    // FileHandle is used by this thread alone until the writer, after waiting for it, closes it.
+    let file: FileHandle
+    let chunkSize: Int
+    let batchSize: Int
+    let limits: SampleLimits
+    let handoff: SampleHandoff
+
+    func run() {
+        let outcome: Result<ImportReport, any Error>
+        do {
+            var handler = ExportHandler(limits: limits, batchSize: batchSize, handoff: handoff)
+            var scanner = XMLScanner(file: file, chunkSize: chunkSize) { [handoff] read in handoff.bytesRead = read }
+            try scanner.scan(&handler)
+            try handler.flush()
+            outcome = .success(handler.report)
+        } catch {
+            outcome = .failure(error)
+        }
+        handoff.finish(outcome)
+    }
+}
+
+/// The writer gave up; the parser stops quietly.
+struct ImportCancelled: Error {}
+
 /// Turns scanner events into samples.
 struct ExportHandler: XMLScannerDelegate {
-    var writer: ChangeWriter
     let limits: SampleLimits
+    let batchSize: Int
+    let handoff: SampleHandoff
     var report = ImportReport()
+    /// Samples made since the last handoff.
+    private(set) var batch = ParsedBatch()
     private var depth = 0
+    /// Elements seen since the last look at whether the writer gave up.
+    private var sinceCancelCheck = 0
     /// Depth of a skipped subtree's root, while inside one.
     private var skippingFrom: Int?
     private var correlationDepth: Int?
     /// The record being read (its MetadataEntry children come before its end tag).
     private var pending: (attributes: [(String, String)], metadata: [MetadataEntry], line: Int, depth: Int)?
 
-    init(writer: ChangeWriter, limits: SampleLimits) {
-        self.writer = writer
+    init(limits: SampleLimits, batchSize: Int, handoff: SampleHandoff) {
         self.limits = limits
+        self.batchSize = batchSize
+        self.handoff = handoff
+    }
+
+    /// Hands the samples made so far to the writer.
+    mutating func flush() throws {
+        guard !batch.samples.isEmpty else { return }
+        batch.bytesRead = handoff.bytesRead
+        guard handoff.put(batch) else { throw ImportCancelled() }
+        batch = ParsedBatch()
+        batch.samples.reserveCapacity(batchSize)
+        batch.lines.reserveCapacity(batchSize)
     }
 
     mutating func startElement(_ name: String, attributes: [(String, String)], selfClosing: Bool, line: Int) throws {
+        sinceCancelCheck += 1
+        if sinceCancelCheck == 4096 {
+            // A long stretch without records (workouts, say) still stops soon after the writer gave up.
+            sinceCancelCheck = 0
+            if handoff.isCancelled { throw ImportCancelled() }
+        }
         depth += 1
         defer { if selfClosing { depth -= 1 } }
         if skippingFrom != nil { return }
@@ -139,8 +329,7 @@ struct ExportHandler: XMLScannerDelegate {
         guard let record = pending else { return }
         pending = nil
         report.records += 1
-        var fields: [String: String] = [:]
-        for (key, value) in record.attributes { fields[key] = value }
+        let fields = Attributes(record.attributes)
         let line = record.line
         guard let typeName = fields["type"] else { throw XMLFormatError(line: line, reason: "a Record without a type") }
         guard let type = HealthType(healthKitIdentifier: typeName) else {
@@ -190,30 +379,35 @@ struct ExportHandler: XMLScannerDelegate {
             }
         }
         // The identity: every field of the record as written, so identical records share one UUID.
-        var identity = typeName
-        for key in ["sourceName", "sourceVersion", "device", "unit", "creationDate", "startDate", "endDate", "value"] {
-            identity += "\u{1F}" + (fields[key] ?? "")
+        var identity: [UInt8] = []
+        identity.reserveCapacity(512)
+        identity += typeName.utf8
+        for key in Self.identityKeys {
+            identity.append(0x1F)
+            if let value = fields[key] { identity += value.utf8 }
         }
-        for entry in record.metadata { identity += "\u{1E}\(entry.key)\u{1F}\(entry.value)" }
+        for entry in record.metadata {
+            identity.append(0x1E)
+            identity += entry.key.utf8
+            identity.append(0x1F)
+            identity += entry.value.utf8
+        }
         do {
             let sample = try HealthSample(
-                uuid: .named(identity.utf8), type: type, value: value, unit: unit, start: start, end: end,
+                uuid: .named(identity), type: type, value: value, unit: unit, start: start, end: end,
                 source: fields["sourceName"] ?? "unknown", timeZone: zone, metadata: metadata)
             try sample.validate(limits)
-            var result = WriteResult()
-            try writer.insert(sample, serverWins: false, into: &result)
-            report.added += result.added
-            report.duplicates += result.duplicates + result.alreadyDeleted
-            report.conflicts += result.conflicts.count
+            batch.samples.append(sample)
+            batch.lines.append(line)
+            if batch.samples.count >= batchSize { try flush() }
         } catch let error as HealthError {
-            reject(line, error.message)
+            report.reject(line, error.message)
         }
     }
 
-    private mutating func reject(_ line: Int, _ reason: String) {
-        report.rejected += 1
-        if report.rejections.count < 20 { report.rejections.append("line \(line): \(reason)") }
-    }
+    private static let identityKeys = ["sourceName", "sourceVersion", "device", "unit", "creationDate", "startDate", "endDate", "value"]
+
+    private mutating func reject(_ line: Int, _ reason: String) { report.reject(line, reason) }
 
     static func offsetName(_ seconds: Int) -> String {
         let magnitude = abs(seconds) / 60

@@ -136,8 +136,10 @@ struct XMLScanner {
             } else if next == 47 {  // </
                 let startLine = line
                 guard let end = try find([62], from: 2) else { throw fail("unterminated end tag") }
-                let name = String(decoding: buffer[position + 2..<position + end], as: UTF8.self)
-                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                var (from, to) = (position + 2, position + end)
+                while from < to, Self.isSpace(buffer[from]) { from += 1 }
+                while to > from, Self.isSpace(buffer[to - 1]) { to -= 1 }
+                let name = String(decoding: buffer[from..<to], as: UTF8.self)
                 guard let open = stack.popLast() else { throw fail("</\(name)> closes nothing", line: startLine) }
                 guard open == name else { throw fail("</\(name)> closes <\(open)>", line: startLine) }
                 consume(end + 1)

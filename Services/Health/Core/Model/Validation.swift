@@ -20,7 +20,8 @@ public struct SampleLimits: Sendable {
 extension HealthSample {
     /// Throws INVALID_ARGUMENT naming the first thing wrong with this sample.
     public func validate(_ limits: SampleLimits = .standard) throws(HealthError) {
-        let name = "sample \(uuid.uuidString.lowercased())"
+        // Computed when an error needs it: a million valid imported samples need no UUID strings.
+        var name: String { "sample \(uuid.uuidString.lowercased())" }
         guard start <= end else { throw .invalid("\(name): end \(end) is before start \(start)") }
         guard start >= limits.earliest, end <= limits.latest else {
             throw .invalid("\(name): time \(start)…\(end) ms is outside 1900–2200 (seconds sent as milliseconds?)")

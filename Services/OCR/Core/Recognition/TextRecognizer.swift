@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import TextRecognition
 
@@ -164,9 +165,3 @@ public struct TextRecognizer: Sendable {
     }
 }
 
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}

@@ -1,6 +1,4 @@
-import RPC
-import RPCTestSupport
-import RPCTesting
+import Base
 import Testing
 
 /// The one place durations become seconds, microseconds and milliseconds.
