@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Torch
 @testable import ClassificationCore
 
 /// The cnn's defaults that depend on the data: the input side from the images' size and detail, the default
@@ -82,5 +83,18 @@ import Testing
             #expect(error.category == .invalidArgument)
             #expect(error.message.contains("feedback label emu is not among the dataset's labels (cat, dog)"), "\(error.message)")
         }
+    }
+
+    /// yolo's box loss is 1 − GIoU: hand-computed cases (centres and sizes).
+    @Test func generalisedIoU() throws {
+        func giou(_ a: [Float], _ b: [Float]) throws -> Float {
+            try DetectorTrainer.giou(centre: Tensor([a[0], a[1]], shape: [1, 2]), size: Tensor([a[2], a[3]], shape: [1, 2]),
+                                     targetCentre: Tensor([b[0], b[1]], shape: [1, 2]), targetSize: Tensor([b[2], b[3]], shape: [1, 2])).item()
+        }
+        #expect(abs(try giou([0, 0, 2, 2], [0, 0, 2, 2]) - 1) < 1e-6)
+        // Half overlapping: intersection 2, union 6, hull 6.
+        #expect(abs(try giou([0, 0, 2, 2], [1, 0, 2, 2]) - 1.0 / 3) < 1e-6)
+        // Apart: no intersection, union 8, hull 12 → −1/3.
+        #expect(abs(try giou([0, 0, 2, 2], [4, 0, 2, 2]) + 1.0 / 3) < 1e-6)
     }
 }
