@@ -20,6 +20,11 @@ struct DetectionTrainingTests {
         var options = DetectorTrainingOptions()
         options.epochs = Int(ProcessInfo.processInfo.environment["DETECTION_EPOCHS"] ?? "") ?? 40
         options.jitter = 0
+        // KNOWN ISSUE: the default GIoU box loss, which reaches mAP50 1.000 on the test scenes after 150 epochs on the
+        // 120 training scenes, fits these 16 scenes in 40 (or 100) epochs only to mAP50 0.003 (0.05); the squared
+        // loss fits them to 0.875. This quick check of targets, decoding and box mapping uses the squared loss until
+        // that is understood.
+        options.boxLoss = .squared
         options.batchSize = 8
         options.validationFraction = 0
         let file = try DetectorTrainer.train(subset, options: options)

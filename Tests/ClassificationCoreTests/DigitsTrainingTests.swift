@@ -25,16 +25,13 @@ struct DigitsTrainingTests {
     @Test func cnnReachesNinetyNinePercent() throws {
         let train = try RealData.digitsTrain.get(), test = try RealData.digitsTest.get()
         try Torch.setThreads(Int(ProcessInfo.processInfo.environment["TORCH_THREADS"] ?? "") ?? 1)
-        // What `gateway classify train --dataset digits --image-size 16 --augment crop,rotation --epochs 25
-        // --validation-fraction 0` asks for (the benchmark measures the same): the digits are 8×8 scans scaled to
-        // 32×32, so 16×16 keeps all their detail at a quarter of the work, and on 1,438 images the 10 % held out for
-        // validation is worth more as training data.
+        // The defaults, without the held-out 10 %: the model `gateway classify train --dataset digits` keeps (its
+        // second pass, on every image, after the first measured the validation accuracy). The input side comes
+        // from the images: the digits are 8×8 scans scaled to 32×32, so 16×16 keeps all their detail.
         var options = ClassifierTrainingOptions()
-        options.algorithm = .cnn
-        options.inputSize = 16
-        options.augmentation = Augmentation(crop: 0.1, rotation: 10)
-        options.epochs = Int(ProcessInfo.processInfo.environment["DIGITS_EPOCHS"] ?? "") ?? 25
         options.validationFraction = 0
+        if let epochs = ProcessInfo.processInfo.environment["DIGITS_EPOCHS"].flatMap(Int.init) { options.epochs = epochs }
+        #expect(ClassifierTrainer.defaultInputSize(train) == 16)
         var last = ContinuousClock.now
         let started = ContinuousClock.now
         let file = try ClassifierTrainer.train(train, options: options) { p in
@@ -45,10 +42,9 @@ struct DigitsTrainingTests {
         let seconds = (ContinuousClock.now - started).seconds
         let evaluation = try ClassifierEvaluation.run(Classifier(ModelFile.decode(file.encoded())), on: test)
         print("digits cnn: test accuracy \(percent(evaluation.accuracy)), \(String(format: "%.1f", seconds)) s on \(Torch.threads) threads")
-        // The issue's goal is 99 %; this configuration measured 98.9 % (355 of 359) here with one thread, where the
-        // issue measured 98.6–98.9 % for a three-block CNN. Across seeds such settings measured 98.1–99.2 %, and other
-        // CPUs' kernels may round differently: 98 % is the floor.
-        #expect(evaluation.accuracy >= 0.98)
+        // The issue's goal is 99 %, which the defaults reached with seeds 0–4 here (99.2–99.7 %); other CPUs' kernels
+        // may round differently, so 98.5 % is the floor.
+        #expect(evaluation.accuracy >= 0.985)
     }
 }
 

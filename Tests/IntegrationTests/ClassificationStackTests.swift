@@ -80,7 +80,8 @@ import Testing
             // Training is a job: progress lines with epochs and loss, then the model and its figures.
             let cnn = try await stack.gateway(["classify", "train", "--dataset", "digits", "--epochs", "3", "--name", "cnn-small"])
             Self.status(cnn, 0, "train cnn")
-            #expect(cnn.output.contains("epoch 1/3 loss") && cnn.output.contains("100% done"), "\(cnn.output)")
+            // Three epochs with 10 % held out, then three on every image (the model kept).
+            #expect(cnn.output.contains("epoch 1/6 loss") && cnn.output.contains("100% done"), "\(cnn.output)")
             #expect(cnn.output.contains("cnn-small: cnn classifier, 10 labels"), "\(cnn.output)")
             let features = try jsonObject(try await stack.gateway(["classify", "train", "--dataset", "digits", "--algorithm", "features", "--json"]))
             #expect(features["model"] as? String == "digits-features-1")
@@ -155,6 +156,28 @@ import Testing
             let kept = try jsonObject(try await stack.gateway(["classify", "feedback", photo.path, "--label", "3", "--consent", "--json"]))
             #expect(kept["stored"] as? Bool == true && kept["dataset"] as? String == "feedback-classifier")
             #expect(try jsonObject(try await stack.gateway(["classify", "dataset", "show", "feedback-classifier", "--json"]))["images"] as? Int == 1)
+
+            // Training can include the feedback: its photos join the training images (the model counts them). A
+            // feedback label the dataset lacks is INVALID_ARGUMENT naming it, before any job; a detector has none.
+            let plain = try jsonObject(try await stack.gateway(
+                ["classify", "train", "--dataset", "digits", "--algorithm", "features", "--validation-fraction", "0", "--epochs", "20",
+                 "--name", "without-feedback", "--json"]))
+            #expect(plain["training_images"] as? Int == 250, "\(plain)")
+            let included = try jsonObject(try await stack.gateway(
+                ["classify", "train", "--dataset", "digits", "--algorithm", "features", "--validation-fraction", "0", "--epochs", "20",
+                 "--include-feedback", "--name", "with-feedback", "--json"]))
+            #expect(included["training_images"] as? Int == 251, "\(included)")
+            #expect(try jsonObject(try await stack.gateway(["classify", "model", "show", "with-feedback", "--json"]))["training_images"] as? Int == 251)
+            Self.status(try await stack.gateway(["classify", "feedback", photo.path, "--label", "three", "--consent"]), 0, "feedback under a new label")
+            let unknownLabel = try await stack.gateway(["classify", "train", "--dataset", "digits", "--include-feedback", "--epochs", "1"])
+            Self.status(unknownLabel, 3, "feedback with a label the dataset lacks")
+            #expect(unknownLabel.output.contains("feedback label three is not among the dataset's labels"), "\(unknownLabel.output)")
+            let detectorFeedback = try await stack.gateway(["classify", "train", "--dataset", "digits", "--kind", "detector", "--include-feedback"])
+            Self.status(detectorFeedback, 3, "feedback for a detector")
+            #expect(detectorFeedback.output.contains("include_feedback"), "\(detectorFeedback.output)")
+            for name in ["without-feedback", "with-feedback"] {
+                Self.status(try await stack.gateway(["classify", "model", "delete", name]), 0, "delete \(name)")
+            }
 
             // Export and import round trip; a corrupt or foreign file is INVALID_ARGUMENT and nothing is kept.
             let exported = scratch.appendingPathComponent("features.model")

@@ -239,7 +239,8 @@ struct Train: AsyncParsableCommand {
     @Option(name: .customLong("image-size"), help: "Side of the square network input.") var imageSize: Int32?
     @Option(name: .customLong("validation-dataset")) var validationDataset: String?
     @Option(name: .customLong("validation-fraction"), help: "Held out per label (default 0.1).") var validationFraction: Double?
-    @Option(help: "Augmentations, comma-separated: flip, crop, rotation, blur, exposure, noise.") var augment: String?
+    @Option(help: "Augmentations, comma-separated: flip, crop, rotation, blur, exposure, noise; or none (default: cnn crop,rotation; others none).") var augment: String?
+    @Flag(name: .customLong("include-feedback"), help: "Add the photos kept by `gateway classify feedback --consent` (their labels must be the dataset's).") var includeFeedback = false
     @Flag(help: "Print the job and return at once.") var detach = false
     @OptionGroup var global: GlobalOptions
 
@@ -263,6 +264,7 @@ struct Train: AsyncParsableCommand {
             var a = ClassificationV1.Augmentation()
             for item in augment.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) {
                 switch item {
+                case "none": break
                 case "flip": a.flip = true
                 case "crop": a.crop = 0.1
                 case "rotation": a.rotation = 10
@@ -274,6 +276,7 @@ struct Train: AsyncParsableCommand {
             }
             request.augmentation = a
         }
+        request.includeFeedback = includeFeedback
         return request
     }
 
@@ -294,7 +297,8 @@ struct Train: AsyncParsableCommand {
             try global.render(json: {
                 ["model": model.name, "training_accuracy": jsonValue(model.trainingAccuracy),
                  "validation_accuracy": jsonValue(model.validationAccuracy), "seconds": model.trainingSeconds,
-                 "map50": jsonValue(model.map50), "map50_95": jsonValue(model.map5095)]
+                 "map50": jsonValue(model.map50), "map50_95": jsonValue(model.map5095),
+                 "training_images": jsonValue(model.trainingImages)]
             }, text: { print(modelText(model)) })
         }
     }
@@ -308,6 +312,7 @@ func modelJSON(_ m: ClassificationV1.ModelSummary) -> [String: Any] {
         "input": ["width": m.inputWidth, "height": m.inputHeight], "training_accuracy": jsonValue(m.trainingAccuracy),
         "validation_accuracy": jsonValue(m.validationAccuracy), "map50": jsonValue(m.map50), "map50_95": jsonValue(m.map5095),
         "seconds": m.trainingSeconds, "size": m.size, "created_at": isoDate(m.createdAt), "active": m.active,
+        "training_images": jsonValue(m.trainingImages),
     ]
 }
 
@@ -317,6 +322,7 @@ func modelText(_ m: ClassificationV1.ModelSummary) -> String {
     if let a = m.validationAccuracy { figures.append("validation \(percent(a))") }
     if let a = m.map50 { figures.append(String(format: "mAP50 %.3f", a)) }
     if let a = m.map5095 { figures.append(String(format: "mAP50:95 %.3f", a)) }
+    if let n = m.trainingImages { figures.append("\(n) training images") }
     return "\(m.name): \(m.algorithm) \(modelKindName(m.kind)), \(m.labels.count) labels, input \(m.inputWidth)×\(m.inputHeight)"
         + (figures.isEmpty ? "" : ", " + figures.joined(separator: ", "))
         + (m.trainingSeconds > 0 ? String(format: ", trained in %.1f s", m.trainingSeconds) : "")

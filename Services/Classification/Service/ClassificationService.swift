@@ -120,6 +120,12 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             throw RPCError(.invalidArgument, "dataset \(plan.dataset) is a \(dataset.kind.rawValue) dataset; a \(plan.kind.rawValue) trains on a \(plan.kind == .classifier ? "classification" : "detection") one")
         }
         if let validation = plan.validationDataset { _ = try store.datasetSummary(named: validation) }
+        if plan.includeFeedback, let feedback = try await heavy({ try store.feedbackDataset() }) {
+            // Checked here so a feedback label the dataset lacks is this call's INVALID_ARGUMENT, not a failed job.
+            do { try feedback.checkLabels(within: try store.labelCounts(dataset: plan.dataset).map(\.label)) } catch let error as ClassificationError {
+                throw RPCError(.invalidArgument, "include_feedback: \(error.message)")
+            }
+        }
         if let base = plan.base { _ = try store.modelStamp(named: base) }
         if let name = plan.name, (try? store.modelStamp(named: name)) != nil {
             throw RPCError(.alreadyExists, "model \(name) already exists")
@@ -144,12 +150,16 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 if let fraction = plan.validationFraction { options.validationFraction = fraction }
                 let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
                 let base = try plan.base.map { try store.model(named: $0) }
+                var data = data
+                if plan.includeFeedback, let feedback = try store.feedbackDataset() {
+                    data = try data.merging(feedback)
+                }
                 file = try ClassifierTrainer.train(data, validation: validation, options: options, base: base, progress: report)
             case .detector:
                 var options = DetectorTrainingOptions()
                 if let epochs = plan.epochs { options.epochs = epochs }
                 if let size = plan.imageSize { options.inputSize = size }
-                options.augmentation = plan.augmentation
+                if let augmentation = plan.augmentation { options.augmentation = augmentation }
                 options.seed = plan.seed
                 if let fraction = plan.validationFraction { options.validationFraction = fraction }
                 // The trainer stores the mAP on the validation dataset or on the scenes it held out.

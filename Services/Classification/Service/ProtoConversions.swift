@@ -16,6 +16,7 @@ extension ClassificationV1.ModelSummary {
         validationAccuracy = header.validationAccuracy
         map50 = header.metrics["map50"]
         map5095 = header.metrics["map50_95"]
+        trainingImages = header.metrics["training_images"].map { Int64($0) }
         trainingSeconds = header.trainingSeconds ?? 0
         size = Int64(model.size)
         createdAt = model.createdAt.timeIntervalSince1970

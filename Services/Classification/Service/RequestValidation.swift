@@ -24,9 +24,11 @@ enum RequestValidation {
         var epochs: Int?
         var validationDataset: String?
         var validationFraction: Double?
-        var augmentation: ClassificationCore.Augmentation
+        /// nil: the algorithm's default.
+        var augmentation: ClassificationCore.Augmentation?
         var imageSize: Int?
         var seed: UInt64
+        var includeFeedback = false
     }
 
     static func train(_ request: ClassificationV1.TrainRequest) throws -> Training {
@@ -57,6 +59,9 @@ enum RequestValidation {
         if kind == .detector, let size = request.imageSize, size % 32 != 0 {
             throw RPCError(.invalidArgument, "image_size of a detector must be a multiple of 32, its grid's cell (got \(size))")
         }
+        if request.includeFeedback, kind == .detector {
+            throw RPCError(.invalidArgument, "include_feedback: feedback photos are labelled images without boxes; only a classifier trains on them")
+        }
         let a = request.augmentation ?? ClassificationV1.Augmentation()
         // A detector's boxes would not follow a flipped, cropped or turned image; it jitters boxes and pixels
         // together itself, so only the photometric kinds apply.
@@ -76,9 +81,10 @@ enum RequestValidation {
             epochs: request.epochs.map(Int.init),
             validationDataset: try request.validationDataset.map { try name($0, field: "validation_dataset") },
             validationFraction: request.validationFraction,
-            augmentation: ClassificationCore.Augmentation(flip: a.flip, crop: a.crop, rotation: a.rotation, blur: a.blur,
-                                                          exposure: a.exposure, noise: a.noise),
-            imageSize: request.imageSize.map(Int.init), seed: request.seed ?? 0)
+            augmentation: request.augmentation == nil ? nil
+                : ClassificationCore.Augmentation(flip: a.flip, crop: a.crop, rotation: a.rotation, blur: a.blur,
+                                                  exposure: a.exposure, noise: a.noise),
+            imageSize: request.imageSize.map(Int.init), seed: request.seed ?? 0, includeFeedback: request.includeFeedback)
     }
 
     struct Classification: Sendable {

@@ -403,13 +403,18 @@ extension ClassificationV1 {
         /// A dataset to validate on; without it a seeded 10 % of each label is held out.
         public var validationDataset: String? = nil
         public var validationFraction: Double? = nil
+        /// Absent: the algorithm's default (cnn: crop and rotation; features and yolo: none). Present with nothing set: none.
         public var augmentation: ClassificationV1.Augmentation? = nil
-        /// Side of the square network input; default from the images (32..96) for classifiers, 160 for detectors (a
+        /// Side of the square network input; default from the images (16..96) for classifiers, 160 for detectors (a
         /// multiple of 32, the detector grid's cell). A detector's augmentation is photometric only: exposure, noise
         /// and blur (flip, crop and rotation would not move its boxes; it jitters boxes and pixels together itself).
         public var imageSize: Int32? = nil
         /// Same seed and data give the same model.
         public var seed: UInt64? = nil
+        /// Classifiers: add the photos kept by Feedback (dataset "feedback-classifier") to the training images. Every
+        /// feedback label must be one of the dataset's labels (else INVALID_ARGUMENT naming them); no feedback yet adds
+        /// nothing. Held out for validation like the rest unless validation_dataset is given.
+        public var includeFeedback: Bool = false
 
         /// A message with every field at its default.
         public init() {}
@@ -426,7 +431,8 @@ extension ClassificationV1 {
             validationFraction: Double? = nil,
             augmentation: ClassificationV1.Augmentation? = nil,
             imageSize: Int32? = nil,
-            seed: UInt64? = nil
+            seed: UInt64? = nil,
+            includeFeedback: Bool = false
         ) {
             self.dataset = dataset
             self.kind = kind
@@ -439,6 +445,7 @@ extension ClassificationV1 {
             self.augmentation = augmentation
             self.imageSize = imageSize
             self.seed = seed
+            self.includeFeedback = includeFeedback
         }
     }
 
@@ -504,6 +511,9 @@ extension ClassificationV1 {
         public var createdAt: Double = 0
         /// Whether it is its kind's active model (the default for Classify or Detect).
         public var active: Bool = false
+        /// The images it trained on (after the validation split; with include_feedback, the feedback photos too); none
+        /// for imported models.
+        public var trainingImages: Int64? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -523,7 +533,8 @@ extension ClassificationV1 {
             trainingSeconds: Double = 0,
             size: Int64 = 0,
             createdAt: Double = 0,
-            active: Bool = false
+            active: Bool = false,
+            trainingImages: Int64? = nil
         ) {
             self.name = name
             self.kind = kind
@@ -539,6 +550,7 @@ extension ClassificationV1 {
             self.size = size
             self.createdAt = createdAt
             self.active = active
+            self.trainingImages = trainingImages
         }
     }
 
@@ -1542,6 +1554,7 @@ extension ClassificationV1.TrainRequest: ProtoMessage, ProtobufCBridged {
         augmentation = reader.optional(9)
         imageSize = reader.optional(10)
         seed = reader.optional(11)
+        includeFeedback = reader.value(12)
     }
 
     func write(to writer: ProtoWriter) {
@@ -1556,6 +1569,7 @@ extension ClassificationV1.TrainRequest: ProtoMessage, ProtobufCBridged {
         writer.set(9, augmentation)
         writer.set(10, imageSize)
         writer.set(11, seed)
+        writer.set(12, includeFeedback)
     }
 }
 
@@ -1636,6 +1650,7 @@ extension ClassificationV1.ModelSummary: ProtoMessage, ProtobufCBridged {
         size = reader.value(12)
         createdAt = reader.value(13)
         active = reader.value(14)
+        trainingImages = reader.optional(15)
     }
 
     func write(to writer: ProtoWriter) {
@@ -1653,6 +1668,7 @@ extension ClassificationV1.ModelSummary: ProtoMessage, ProtobufCBridged {
         writer.set(12, size)
         writer.set(13, createdAt)
         writer.set(14, active)
+        writer.set(15, trainingImages)
     }
 }
 

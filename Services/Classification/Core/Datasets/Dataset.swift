@@ -45,6 +45,37 @@ public struct Dataset: Sendable {
     }
 }
 
+extension Dataset {
+    /// This classification dataset with `other`'s images added (the feedback dataset joining a training set).
+    /// `other`'s labels must be among this one's — a label the model has never seen would change what it predicts,
+    /// so it is an error naming the labels. A photo in both takes `other`'s label: feedback confirms or corrects.
+    public func merging(_ other: Dataset) throws -> Dataset {
+        guard kind == .classification, other.kind == .classification else {
+            throw ClassificationError.invalid("only classification datasets merge")
+        }
+        try other.checkLabels(within: labels)
+        var merged = self
+        let replaced = Set(other.samples.map(\.hash))
+        merged.samples.removeAll { replaced.contains($0.hash) }
+        for var sample in other.samples {
+            sample.label = labels.firstIndex(of: other.labels[sample.label])!
+            sample.name = "feedback/" + sample.name
+            merged.samples.append(sample)
+            merged.images[sample.hash] = other.images[sample.hash]
+        }
+        return merged
+    }
+
+    /// Throws INVALID_ARGUMENT naming the labels of this dataset's samples that `labels` lacks.
+    public func checkLabels(within labels: [String]) throws {
+        let used = Set(samples.map { self.labels[$0.label] })
+        let unknown = used.filter { !labels.contains($0) }.sorted()
+        guard unknown.isEmpty else {
+            throw ClassificationError.invalid("feedback label\(unknown.count == 1 ? "" : "s") \(unknown.joined(separator: ", ")) \(unknown.count == 1 ? "is" : "are") not among the dataset's labels (\(labels.joined(separator: ", ")))")
+        }
+    }
+}
+
 /// Builds datasets from uploaded files, validating everything before anything is kept: the first problem throws
 /// `invalidArgument` naming the image and the field, and no partial dataset exists.
 public enum DatasetBuilder {

@@ -12,20 +12,38 @@ public enum ClassifierAlgorithm: String, Sendable, Codable, CaseIterable {
 
 public struct ClassifierTrainingOptions: Sendable, Codable, Equatable {
     public var algorithm: ClassifierAlgorithm = .cnn
-    /// Passes over the training images; nil picks the algorithm's default (cnn 12, features 300 full-batch steps).
+    /// Passes over the training images; nil picks the algorithm's default (cnn 30, features 300 full-batch steps).
     public var epochs: Int?
-    /// The side of the square network input; nil picks the median image side, clamped to 32…96, rounded to 8.
+    /// The side of the square network input; nil picks it from the images (`ClassifierTrainer.defaultInputSize`).
     public var inputSize: Int?
     public var scaling: Scaling = .fit
     /// Share of each label held out for validation when no validation dataset is given.
     public var validationFraction = 0.1
-    public var augmentation = Augmentation.none
+    /// nil picks the algorithm's default: cnn shifts (crop 10 %) and rotates (10°), features none.
+    public var augmentation: Augmentation?
     /// Same seed and data → the same model (with one libtorch thread).
     public var seed: UInt64 = 0
     public var batchSize = 64
     public var learningRate: Double?
     /// The residual network's stage widths.
     public var widths = [16, 32, 64]
+    /// cnn: the target's share spread over the other labels (nil: 0.1), which keeps a small set from being
+    /// fitted with overconfident logits.
+    public var labelSmoothing: Double?
+    /// cnn with a share held out of the dataset for validation: after measuring the validation accuracy, train
+    /// again on every image and keep that model (nil: true). The model's validation accuracy is the first pass's.
+    public var refit: Bool?
+    /// cnn: the decay of the weights' exponential moving average, which is the model kept (nil: 0.99; 0: off).
+    /// Averaging the last few epochs' weights evens out the noise of the final steps, which otherwise moves the
+    /// test accuracy by a point between seeds.
+    public var averageDecay: Double?
+
+    /// The augmentation used: the given one or the algorithm's default.
+    public var resolvedAugmentation: Augmentation {
+        augmentation ?? (algorithm == .cnn ? ClassifierTrainingOptions.cnnAugmentation : .none)
+    }
+
+    public static let cnnAugmentation = Augmentation(crop: 0.1, rotation: 10)
 
     public init() {}
 }
@@ -64,10 +82,48 @@ public struct LabelledInputs: Sendable {
 /// Trains classifiers. Synchronous and CPU-bound: the service runs it on its heavy-work lane. `progress` is called
 /// after each epoch; throwing from it (a cancelled job) stops training.
 public enum ClassifierTrainer {
+    /// The input side for a dataset: the images' median side rounded to 8 and clamped to 16…96, then halved (down
+    /// to 16) while halving loses almost none of the images' detail — small images scaled up from smaller ones (the
+    /// digits are 8×8 scans blown up to 32×32) carry no more detail than their source, and a smaller input is a
+    /// quarter of the work per halving. Photos keep their side: halving them loses detail.
     public static func defaultInputSize(_ dataset: Dataset) -> Int {
         let sides = dataset.samples.map { max($0.width, $0.height) }.sorted()
         let median = sides.isEmpty ? 64 : sides[sides.count / 2]
-        return min(96, max(32, (median + 4) / 8 * 8))
+        var side = min(96, max(16, (median + 4) / 8 * 8))
+        // Up to 64 images spread over the dataset.
+        let step = max(1, dataset.samples.count / 64)
+        let probe = stride(from: 0, to: dataset.samples.count, by: step).prefix(64).compactMap { i -> RGBImage? in
+            let sample = dataset.samples[i]
+            return dataset.images[sample.hash].flatMap { try? RGBImage.decode($0, name: sample.name) }
+        }
+        while side >= 32, side % 16 == 0, !probe.isEmpty {
+            let losses = probe.compactMap { image in
+                (try? Preprocessing.input(image, width: side, height: side, scaling: .fit).pixels).map { detailLost(byHalving: $0, side: side) }
+            }.sorted()
+            guard !losses.isEmpty, losses[losses.count / 2] < 0.02 else { break }
+            side /= 2
+        }
+        return side
+    }
+
+    /// The share of an image's variation (mean absolute deviation from its mean) that halving it loses: the mean
+    /// absolute difference between it and its 2×2 block means. 0 for an image made of 2×2 blocks.
+    static func detailLost(byHalving pixels: [Float], side: Int) -> Double {
+        let plane = side * side
+        let mean = pixels.reduce(0, +) / Float(pixels.count)
+        let spread = pixels.reduce(Float(0)) { $0 + abs($1 - mean) } / Float(pixels.count)
+        guard spread > 1e-4 else { return 0 }
+        var lost: Float = 0
+        for c in 0..<3 {
+            for y in stride(from: 0, to: side - 1, by: 2) {
+                for x in stride(from: 0, to: side - 1, by: 2) {
+                    let i = c * plane + y * side + x
+                    let block = (pixels[i] + pixels[i + 1] + pixels[i + side] + pixels[i + side + 1]) / 4
+                    lost += abs(pixels[i] - block) + abs(pixels[i + 1] - block) + abs(pixels[i + side] - block) + abs(pixels[i + side + 1] - block)
+                }
+            }
+        }
+        return Double(lost / Float(pixels.count) / spread)
     }
 
     /// Splits indices per label with the seed: `fraction` of each label (at least one when it has 3 or more) for
@@ -121,11 +177,32 @@ public enum ClassifierTrainer {
         }
         try Torch.seed(options.seed)
         var file: ModelFile
+        var trainedOn = training.inputs.count
         switch options.algorithm {
-        case .cnn: file = try trainNetwork(training, held, labels: dataset.labels, options: options, base: base, progress: progress)
+        case .cnn:
+            // The held-out share measures the validation accuracy; the model kept is then trained again, the same
+            // way, on every image: on 1,438 digits the 10 % held out cost 0.3–0.8 points of test accuracy.
+            let refit = held != nil && validation == nil && (options.refit ?? true)
+            let passes = refit ? 2 : 1
+            file = try trainNetwork(training, held, labels: dataset.labels, options: options, base: base) { p in
+                var p = p
+                p.epochs *= passes
+                try progress(p)
+            }
+            if refit {
+                let estimate = file.header.validationAccuracy
+                try Torch.seed(options.seed)
+                file = try trainNetwork(all, nil, labels: dataset.labels, options: options, base: base) { p in
+                    try progress(TrainingProgress(epoch: p.epochs + p.epoch, epochs: 2 * p.epochs, loss: p.loss,
+                                                  trainingAccuracy: p.trainingAccuracy, validationAccuracy: estimate))
+                }
+                file.header.validationAccuracy = estimate
+                trainedOn = all.inputs.count
+            }
         case .features: file = try trainFeatures(training, held, labels: dataset.labels, options: options, progress: progress)
         }
         file.header.trainingSeconds = (ContinuousClock.now - started).seconds
+        file.header.metrics["training_images"] = Double(trainedOn)
         file.header.scaling = options.scaling
         file.header.seed = options.seed
         return file
@@ -139,9 +216,15 @@ public enum ClassifierTrainer {
         let configuration = ResidualNetworkConfiguration(widths: options.widths, classes: labels.count)
         let network = try ResidualNetwork(configuration, seed: options.seed)
         if let base { try network.parameters.loadMatching(base.tensors) }
-        let epochs = options.epochs ?? 12
+        let epochs = options.epochs ?? 30
         let rate = options.learningRate ?? 0.003
+        let augmentation = options.resolvedAugmentation
+        let smoothing = options.labelSmoothing ?? 0.1
         let optimizer = try Optimizer(.adamW, parameters: network.parameters.trainable, learningRate: rate, weightDecay: 5e-4)
+        // The moving average of the weights (and batch-norm statistics), the network kept and validated.
+        let decay = options.averageDecay ?? 0.99
+        let average = decay > 0 ? try ResidualNetwork(configuration, seed: options.seed) : nil
+        if let average { try average.parameters.loadMatching(network.parameters.export()) }
         var random = SeededRandom(seed: options.seed)
         let side = training.side, plane = 3 * side * side
         let batchSize = max(1, options.batchSize)
@@ -157,7 +240,7 @@ public enum ClassifierTrainer {
                 var values: [Float] = []
                 values.reserveCapacity(batch.count * plane)
                 for i in batch {
-                    values += options.augmentation.apply(training.inputs[i], channels: 3, height: side, width: side, using: &random)
+                    values += augmentation.apply(training.inputs[i], channels: 3, height: side, width: side, using: &random)
                 }
                 // One-cycle-like schedule: cosine decay from the peak rate after a short warm-up.
                 let progressShare = Double(step) / Double(max(1, steps))
@@ -166,31 +249,37 @@ public enum ClassifierTrainer {
                 let x = try Tensor(values, shape: [batch.count, 3, side, side])
                 let y = try Tensor(int64s: batch.map { Int64(training.labels[$0]) }, shape: [batch.count])
                 let logits = try network.forward(x, training: true)
-                let loss = try logits.crossEntropy(targets: y)
+                let loss = try logits.crossEntropy(targets: y, labelSmoothing: smoothing)
                 try optimizer.zeroGradients()
                 try loss.backward()
                 try optimizer.step()
                 step += 1
+                if let average {
+                    // Early on the average follows the weights closely (the decay warms up as in TensorFlow's EMA).
+                    let d = min(decay, Double(1 + step) / Double(10 + step))
+                    try network.parameters.blend(into: average.parameters, keeping: d)
+                }
                 totalLoss += Double(try loss.item()) * Double(batch.count)
                 let predicted = try logits.argmax(dim: 1).int64s()
                 correct += zip(predicted, batch).filter { Int($0) == training.labels[$1] }.count
             }
             trainingAccuracy = Double(correct) / Double(order.count)
             if let held {
-                let predicted = try predictNetwork(network, held.inputs, side: side).map { argmax($0) }
+                let predicted = try predictNetwork(average ?? network, held.inputs, side: side).map { argmax($0) }
                 validationAccuracy = Metrics.accuracy(predicted: predicted, truth: held.labels)
             }
             try progress(TrainingProgress(epoch: epoch, epochs: epochs, loss: totalLoss / Double(order.count),
                                           trainingAccuracy: trainingAccuracy, validationAccuracy: validationAccuracy))
         }
         // Training accuracy as evaluated after training (eval-mode batch norm, no augmentation), as Create ML reports it.
+        let kept = average ?? network
         let finalTraining = Metrics.accuracy(
-            predicted: try predictNetwork(network, training.inputs, side: side).map { argmax($0) }, truth: training.labels)
+            predicted: try predictNetwork(kept, training.inputs, side: side).map { argmax($0) }, truth: training.labels)
         var header = ModelHeader(kind: .classifier, algorithm: "cnn", labels: labels, inputWidth: side, inputHeight: side)
         header.network = configuration
         header.trainingAccuracy = finalTraining
         header.validationAccuracy = validationAccuracy
-        return ModelFile(header: header, tensors: try network.parameters.export())
+        return ModelFile(header: header, tensors: try kept.parameters.export())
     }
 
     static func predictNetwork(_ network: ResidualNetwork, _ inputs: [[Float]], side: Int) throws -> [[Float]] {
@@ -215,9 +304,10 @@ public enum ClassifierTrainer {
         let side = training.side
         // Augmentation adds one augmented copy of each image (the linear model sees the whole set at once).
         var inputs = training.inputs, targets = training.labels
-        if !options.augmentation.isNone {
+        let augmentation = options.resolvedAugmentation
+        if !augmentation.isNone {
             for (input, label) in zip(training.inputs, training.labels) {
-                inputs.append(options.augmentation.apply(input, channels: 3, height: side, width: side, using: &random))
+                inputs.append(augmentation.apply(input, channels: 3, height: side, width: side, using: &random))
                 targets.append(label)
             }
         }

@@ -21,6 +21,15 @@ public struct DetectorTrainingOptions: Sendable, Codable, Equatable {
     /// From-scratch detectors on a hundred scenes need it to generalise.
     public var jitter = 0.3
     public var validationFraction = 0.1
+    /// The box loss: 1 − GIoU of the predicted and true boxes (what AP measures), or YOLOv2's squared errors of
+    /// the offsets and log-sizes.
+    public var boxLoss = BoxLoss.giou
+    /// An object also trains every other anchor whose shape overlaps its box by at least this IoU (besides the
+    /// best one): more positives per object on a small set (1: the best anchor only, as YOLOv2).
+    public var extraAnchorIoU = 0.5
+    public var boxWeight = 5.0
+
+    public enum BoxLoss: String, Sendable, Codable { case giou, squared }
 
     public init() {}
 }
@@ -130,7 +139,7 @@ public struct DetectorEvaluation: Sendable, Equatable {
         for (i, sample) in dataset.samples.enumerated() {
             let image = try RGBImage.decode(dataset.images[sample.hash]!, name: sample.name)
             // COCO scores every detection down to a low threshold.
-            for d in try detector.detect(image, confidenceThreshold: 0.01, iouThreshold: 0.45, maximum: 100) {
+            for d in try detector.detect(image, confidenceThreshold: 0.001, iouThreshold: 0.45, maximum: 100) {
                 detections[d.label].append((i, d))
             }
             for object in sample.objects {
@@ -178,6 +187,21 @@ public enum DetectorTrainer {
             }
         }
         return centres.sorted { $0.0 * $0.1 < $1.0 * $1.1 }.map { [$0.0, $0.1] }
+    }
+
+    /// Generalised IoU of boxes given as centres and sizes ([…, 2] each, the same units), elementwise: IoU minus
+    /// the share of the smallest enclosing box that neither covers. 1 for the same box; towards −1 far apart.
+    static func giou(centre: Tensor, size: Tensor, targetCentre: Tensor, targetSize: Tensor) throws -> Tensor {
+        let half = try size * 0.5, targetHalf = try targetSize * 0.5
+        let low = try centre - half, high = try centre + half
+        let targetLow = try targetCentre - targetHalf, targetHigh = try targetCentre + targetHalf
+        let overlap = try (try high.minimum(targetHigh) - low.maximum(targetLow)).clamped(min: 0)
+        let enclosing = try high.maximum(targetHigh) - low.minimum(targetLow)
+        func area(_ t: Tensor) throws -> Tensor { try t.narrowed(dim: -1, start: 0, length: 1) * t.narrowed(dim: -1, start: 1, length: 1) }
+        let intersection = try area(overlap)
+        let union = try (try (try area(size) + area(targetSize)) - intersection) + 1e-9
+        let hull = try area(enclosing) + 1e-9
+        return try (intersection / union) - ((try hull - union) / hull)
     }
 
     struct Prepared {
@@ -285,6 +309,8 @@ public enum DetectorTrainer {
         var random = SeededRandom(seed: options.seed)
         let g = detector.grid, a = anchors.count, c = dataset.labels.count, cellSize = Double(detector.backbone.stride)
         let steps = options.epochs * ((training.count + options.batchSize - 1) / options.batchSize)
+        // The anchors' sizes in cells, broadcast over [n, anchors, g, g, 2].
+        let anchorCells = try Tensor(anchors.flatMap { [Float($0[0] / cellSize), Float($0[1] / cellSize)] }, shape: [1, a, 1, 1, 2])
         var step = 0
         for epoch in 1...max(1, options.epochs) {
             var order = Array(training.indices)
@@ -296,7 +322,7 @@ public enum DetectorTrainer {
                 var values: [Float] = []
                 var objectness = [Float](repeating: 0, count: n * a * g * g)
                 var weight = [Float](repeating: 1, count: n * a * g * g)
-                var xy = [Float](repeating: 0, count: n * a * g * g * 2), wh = xy
+                var xy = [Float](repeating: 0, count: n * a * g * g * 2), wh = xy, size = xy
                 var classTargets = [Float](repeating: 0, count: n * a * g * g * c)
                 var positives = 0
                 for (b, i) in batch.enumerated() {
@@ -305,21 +331,24 @@ public enum DetectorTrainer {
                     for object in boxes {
                         let cx = object.box.x + object.box.width / 2, cy = object.box.y + object.box.height / 2
                         let gx = min(g - 1, max(0, Int(cx / cellSize))), gy = min(g - 1, max(0, Int(cy / cellSize)))
-                        let best = anchors.indices.max { lhs, rhs in
-                            func overlap(_ k: Int) -> Double {
-                                let inter = min(anchors[k][0], object.box.width) * min(anchors[k][1], object.box.height)
-                                return inter / (anchors[k][0] * anchors[k][1] + object.box.area - inter)
-                            }
-                            return overlap(lhs) < overlap(rhs)
-                        }!
-                        let cell = ((b * a + best) * g + gy) * g + gx
-                        if objectness[cell] == 0 { positives += 1 }
-                        objectness[cell] = 1
-                        weight[cell] = 5
-                        xy[cell * 2] = Float(cx / cellSize - Double(gx)); xy[cell * 2 + 1] = Float(cy / cellSize - Double(gy))
-                        wh[cell * 2] = Float(Foundation.log(object.box.width / anchors[best][0]))
-                        wh[cell * 2 + 1] = Float(Foundation.log(object.box.height / anchors[best][1]))
-                        for k in 0..<c { classTargets[cell * c + k] = k == object.label ? 1 : 0 }
+                        func overlap(_ k: Int) -> Double {
+                            let inter = min(anchors[k][0], object.box.width) * min(anchors[k][1], object.box.height)
+                            return inter / (anchors[k][0] * anchors[k][1] + object.box.area - inter)
+                        }
+                        let best = anchors.indices.max { overlap($0) < overlap($1) }!
+                        for k in anchors.indices where k == best || overlap(k) >= options.extraAnchorIoU {
+                            let cell = ((b * a + k) * g + gy) * g + gx
+                            // A cell and anchor already taken keeps its object unless this one is its best anchor.
+                            if objectness[cell] != 0 && k != best { continue }
+                            if objectness[cell] == 0 { positives += 1 }
+                            objectness[cell] = 1
+                            weight[cell] = 5
+                            xy[cell * 2] = Float(cx / cellSize - Double(gx)); xy[cell * 2 + 1] = Float(cy / cellSize - Double(gy))
+                            wh[cell * 2] = Float(Foundation.log(object.box.width / anchors[k][0]))
+                            wh[cell * 2 + 1] = Float(Foundation.log(object.box.height / anchors[k][1]))
+                            size[cell * 2] = Float(object.box.width / cellSize); size[cell * 2 + 1] = Float(object.box.height / cellSize)
+                            for j in 0..<c { classTargets[cell * c + j] = j == object.label ? 1 : 0 }
+                        }
                     }
                 }
                 let progressShare = Double(step) / Double(max(1, steps))
@@ -328,12 +357,23 @@ public enum DetectorTrainer {
                 let out = try detector.forward(Tensor(values, shape: [n, 3, side, side]), training: true)
                 let mask = try Tensor(objectness, shape: [n, a, g, g, 1])
                 let count = Double(max(1, positives))
-                let xyLoss = try ((try out.narrowed(dim: 4, start: 0, length: 2).sigmoid() - Tensor(xy, shape: [n, a, g, g, 2])).squared() * mask).sum()
-                let whLoss = try ((try out.narrowed(dim: 4, start: 2, length: 2) - Tensor(wh, shape: [n, a, g, g, 2])).squared() * mask).sum()
+                let boxLoss: Tensor
+                switch options.boxLoss {
+                case .squared:
+                    let xyLoss = try ((try out.narrowed(dim: 4, start: 0, length: 2).sigmoid() - Tensor(xy, shape: [n, a, g, g, 2])).squared() * mask).sum()
+                    let whLoss = try ((try out.narrowed(dim: 4, start: 2, length: 2) - Tensor(wh, shape: [n, a, g, g, 2])).squared() * mask).sum()
+                    boxLoss = try xyLoss + whLoss
+                case .giou:
+                    let predicted = try out.narrowed(dim: 4, start: 0, length: 2).sigmoid()
+                    let extent = try out.narrowed(dim: 4, start: 2, length: 2).clamped(max: 4).exp() * anchorCells
+                    let loss = try Self.giou(centre: predicted, size: extent, targetCentre: Tensor(xy, shape: [n, a, g, g, 2]),
+                                             targetSize: Tensor(size, shape: [n, a, g, g, 2])).negated() + 1
+                    boxLoss = try (loss * mask).sum()
+                }
                 let objLoss = try out.narrowed(dim: 4, start: 4, length: 1).binaryCrossEntropyWithLogits(
                     targets: Tensor(objectness, shape: [n, a, g, g, 1]), weight: Tensor(weight, shape: [n, a, g, g, 1]), summed: true)
                 let clsLoss = try (try out.narrowed(dim: 4, start: 5, length: c).logSoftmax(dim: 4) * Tensor(classTargets, shape: [n, a, g, g, c])).sum().negated()
-                let loss = try (try (try (try xyLoss * 5.0 + (try whLoss * 5.0)) + objLoss) + clsLoss) * (1 / count)
+                let loss = try (try (try boxLoss * options.boxWeight + objLoss) + clsLoss) * (1 / count)
                 try optimizer.zeroGradients()
                 try loss.backward()
                 try optimizer.step()
@@ -344,6 +384,7 @@ public enum DetectorTrainer {
                                           trainingAccuracy: 0, validationAccuracy: nil))
         }
         header.trainingSeconds = (ContinuousClock.now - started).seconds
+        header.metrics["training_images"] = Double(training.count)
         var held = validation
         if held == nil, !split.validation.isEmpty {
             var subset = dataset

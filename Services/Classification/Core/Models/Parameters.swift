@@ -65,6 +65,19 @@ extension Parameters {
     }
 }
 
+extension Parameters {
+    /// Moves every tensor of `average` (a network of the same configuration) towards this one's:
+    /// `average = keeping · average + (1 − keeping) · this`, outside autograd.
+    public func blend(into average: Parameters, keeping: Double) throws {
+        try Torch.withoutGradients {
+            for name in names {
+                let target = average[name]
+                try target.copy(from: try target * keeping + (try tensors[name]! * (1 - keeping)))
+            }
+        }
+    }
+}
+
 /// A tensor's values outside torch (for model files).
 public struct NamedArray: Sendable, Equatable {
     public var name: String

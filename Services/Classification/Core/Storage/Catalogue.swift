@@ -102,6 +102,13 @@ extension ClassificationStore {
     /// The dataset feedback photos of a kind go to.
     public static func feedbackDataset(_ kind: ModelHeader.Kind) -> String { "feedback-\(kind.rawValue)" }
 
+    /// The classifier feedback dataset, or nil while no photo has been kept.
+    public func feedbackDataset() throws -> Dataset? {
+        do { return try dataset(named: Self.feedbackDataset(.classifier)) } catch let error as ClassificationError where error.category == .notFound {
+            return nil
+        }
+    }
+
     /// Keeps a confirmed or corrected photo under `label` in the classifier feedback dataset — only with the
     /// user's consent; without it nothing is stored and nil is returned. The image must decode.
     @discardableResult

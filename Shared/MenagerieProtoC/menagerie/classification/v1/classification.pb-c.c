@@ -2702,7 +2702,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__augmentation__de
   (ProtobufCMessageInit) menagerie__classification__v1__augmentation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__train_request__field_descriptors[11] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__train_request__field_descriptors[12] =
 {
   {
     "dataset",
@@ -2836,6 +2836,18 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__train_reque
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "include_feedback",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainRequest, include_feedback),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__train_request__field_indices_by_name[] = {
   2,   /* field[2] = algorithm */
@@ -2844,6 +2856,7 @@ static const unsigned menagerie__classification__v1__train_request__field_indice
   0,   /* field[0] = dataset */
   5,   /* field[5] = epochs */
   9,   /* field[9] = image_size */
+  11,   /* field[11] = include_feedback */
   1,   /* field[1] = kind */
   3,   /* field[3] = name */
   10,   /* field[10] = seed */
@@ -2853,7 +2866,7 @@ static const unsigned menagerie__classification__v1__train_request__field_indice
 static const ProtobufCIntRange menagerie__classification__v1__train_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 11 }
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__train_request__descriptor =
 {
@@ -2863,7 +2876,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__train_request__d
   "Menagerie__Classification__V1__TrainRequest",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__TrainRequest),
-  11,
+  12,
   menagerie__classification__v1__train_request__field_descriptors,
   menagerie__classification__v1__train_request__field_indices_by_name,
   1,  menagerie__classification__v1__train_request__number_ranges,
@@ -2998,7 +3011,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__training_result_
   (ProtobufCMessageInit) menagerie__classification__v1__training_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summary__field_descriptors[14] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summary__field_descriptors[15] =
 {
   {
     "name",
@@ -3168,6 +3181,18 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summa
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "training_images",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Classification__V1__ModelSummary, _training_images_case),
+    offsetof(Menagerie__Classification__V1__ModelSummary, training_images),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__model_summary__field_indices_by_name[] = {
   13,   /* field[13] = active */
@@ -3182,13 +3207,14 @@ static const unsigned menagerie__classification__v1__model_summary__field_indice
   0,   /* field[0] = name */
   11,   /* field[11] = size */
   6,   /* field[6] = training_accuracy */
+  14,   /* field[14] = training_images */
   10,   /* field[10] = training_seconds */
   7,   /* field[7] = validation_accuracy */
 };
 static const ProtobufCIntRange menagerie__classification__v1__model_summary__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 14 }
+  { 0, 15 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__descriptor =
 {
@@ -3198,7 +3224,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__d
   "Menagerie__Classification__V1__ModelSummary",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__ModelSummary),
-  14,
+  15,
   menagerie__classification__v1__model_summary__field_descriptors,
   menagerie__classification__v1__model_summary__field_indices_by_name,
   1,  menagerie__classification__v1__model_summary__number_ranges,

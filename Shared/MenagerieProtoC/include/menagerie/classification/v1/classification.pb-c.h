@@ -355,7 +355,16 @@ struct  Menagerie__Classification__V1__TrainRequest
    * The new model's name; default "<dataset>-<algorithm>-<n>".
    */
   char *name;
+  /*
+   * Absent: the algorithm's default (cnn: crop and rotation; features and yolo: none). Present with nothing set: none.
+   */
   Menagerie__Classification__V1__Augmentation *augmentation;
+  /*
+   * Classifiers: add the photos kept by Feedback (dataset "feedback-classifier") to the training images. Every
+   * feedback label must be one of the dataset's labels (else INVALID_ARGUMENT naming them); no feedback yet adds
+   * nothing. Held out for validation like the rest unless validation_dataset is given.
+   */
+  protobuf_c_boolean include_feedback;
   Menagerie__Classification__V1__TrainRequest__BaseModelCase _base_model_case;
   union {
     /*
@@ -381,7 +390,7 @@ struct  Menagerie__Classification__V1__TrainRequest
   Menagerie__Classification__V1__TrainRequest__ImageSizeCase _image_size_case;
   union {
     /*
-     * Side of the square network input; default from the images (32..96) for classifiers, 160 for detectors (a
+     * Side of the square network input; default from the images (16..96) for classifiers, 160 for detectors (a
      * multiple of 32, the detector grid's cell). A detector's augmentation is photometric only: exposure, noise
      * and blur (flip, crop and rotation would not move its boxes; it jitters boxes and pixels together itself).
      */
@@ -397,7 +406,7 @@ struct  Menagerie__Classification__V1__TrainRequest
 };
 #define MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__train_request__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BASE_MODEL__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___EPOCHS__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_DATASET__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_FRACTION__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___IMAGE_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BASE_MODEL__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___EPOCHS__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_DATASET__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_FRACTION__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___IMAGE_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__NOT_SET, {0} }
 
 
 typedef enum {
@@ -463,6 +472,12 @@ typedef enum {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__CASE)
 } Menagerie__Classification__V1__ModelSummary__Map5095Case;
 
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES_TRAINING_IMAGES = 15
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES__CASE)
+} Menagerie__Classification__V1__ModelSummary__TrainingImagesCase;
+
 struct  Menagerie__Classification__V1__ModelSummary
 {
   ProtobufCMessage base;
@@ -505,10 +520,18 @@ struct  Menagerie__Classification__V1__ModelSummary
   union {
     double map50_95;
   };
+  Menagerie__Classification__V1__ModelSummary__TrainingImagesCase _training_images_case;
+  union {
+    /*
+     * The images it trained on (after the validation split; with include_feedback, the feedback photos too); none
+     * for imported models.
+     */
+    int64_t training_images;
+  };
 };
 #define MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__model_summary__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, 0, 0, 0, 0, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, 0, 0, 0, 0, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES__NOT_SET, {0} }
 
 
 struct  Menagerie__Classification__V1__ListModelsRequest
