@@ -66,3 +66,7 @@ mkdir -p "$c_dir/include" "$swift_dir"
 cp -R "$work/out/." "$root/"
 
 echo "generate.sh: regenerated ${#protos[@]} proto files" >&2
+
+# The Python client's modules come from the same protos: regenerate them too, so one command keeps
+# every generated file current (the suite checks both).
+"$root/clients/python/generate.sh"
