@@ -233,7 +233,8 @@ let package = Package(
             path: "Tests/ClassificationServiceTests"),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition"],
+            // Torch compiles the TorchScript modules the classification tests import (the test bundle links it anyway).
+            dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition", "Torch"],
             path: "Tests/IntegrationTests"),
     ],
     cxxLanguageStandard: .cxx17

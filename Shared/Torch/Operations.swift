@@ -162,8 +162,17 @@ public final class ScriptModule: @unchecked Sendable {
     }
     deinit { torch_script_free(handle) }
 
-    public func forward(_ input: Tensor) throws -> Tensor {
-        try produce { torch_script_forward(handle, input.handle, $0) }
+    public func forward(_ input: Tensor) throws -> Tensor { try run("forward", input) }
+
+    /// Runs a method by name: `forward`, or another the module exports (`@torch.jit.export`), such as `features`.
+    public func run(_ method: String, _ input: Tensor) throws -> Tensor {
+        try produce { torch_script_run(handle, method, input.handle, $0) }
+    }
+
+    public func hasMethod(_ name: String) throws -> Bool {
+        var found: Int32 = 0
+        try check(torch_script_has_method(handle, name, &found))
+        return found == 1
     }
 
     /// The saved archive of a module compiled from TorchScript source (`def forward(self, x): …`), as

@@ -267,13 +267,20 @@ int torch_script_load(const uint8_t *bytes, size_t length, torch_script *out) {
           *out = new torch_script_s{std::move(module)})
 }
 
-int torch_script_forward(torch_script module, torch_tensor input, torch_tensor *out) {
-    GUARD(torch::NoGradGuard guard; auto result = module->module.forward({get(input)}); at::Tensor y;
+int torch_script_run(torch_script module, const char *name, torch_tensor input, torch_tensor *out) {
+    GUARD(torch::NoGradGuard guard; if (name == nullptr) throw std::invalid_argument("no method name");
+          auto method = module->module.find_method(name);
+          if (!method) throw std::invalid_argument(std::string("the module has no method ") + name);
+          auto result = (*method)({get(input)}); at::Tensor y;
           if (result.isTensor()) y = result.toTensor();
           else if (result.isTuple() && !result.toTupleRef().elements().empty() &&
                    result.toTupleRef().elements()[0].isTensor()) y = result.toTupleRef().elements()[0].toTensor();
-          else throw std::invalid_argument("the module's forward returned neither a tensor nor a tuple of tensors");
+          else throw std::invalid_argument(std::string("the module's ") + name + " returned neither a tensor nor a tuple of tensors");
           *out = wrap(y))
+}
+
+int torch_script_has_method(torch_script module, const char *name, int *out) {
+    GUARD(*out = name != nullptr && module->module.find_method(name).has_value() ? 1 : 0)
 }
 
 void torch_script_free(torch_script module) { delete module; }

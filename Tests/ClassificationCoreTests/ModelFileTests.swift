@@ -30,6 +30,19 @@ import Torch
         #expect(refusal(future)?.contains("version 9") == true)
     }
 
+    /// A model fine-tuned from an imported module is written as version 2, which a version-1 reader refuses instead
+    /// of taking it for the plain module; every other model stays version 1.
+    @Test func onlyAFineTunedModuleNeedsVersionTwo() throws {
+        #expect(try sample().encoded()[16] == 1)
+        var tuned = sample()
+        tuned.header.algorithm = "torchscript"
+        tuned.header.featureMethod = "features"
+        tuned.script = [1, 2, 3]
+        let bytes = try tuned.encoded()
+        #expect(bytes[16] == 2)
+        #expect(try ModelFile.decode(bytes) == tuned)
+    }
+
     @Test func aTrainedNetworkReloadsWithTheSamePredictions() throws {
         try Torch.seed(7)
         let network = try ResidualNetwork(ResidualNetworkConfiguration(widths: [4, 8], classes: 3))

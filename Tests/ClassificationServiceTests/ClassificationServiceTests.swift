@@ -15,17 +15,19 @@ import Torch
 @Suite struct ClassificationServiceTests {
     let store: ClassificationStore
     let client: ClassificationV1.Classification.Client
+    let jobs: JobStore
 
     init(pixelLimit: Int = RGBImage.defaultPixelLimit) throws {
         store = try ClassificationStore.inMemory()
         let lane = HeavyWorkLane(threads: 1, queueLimit: 8)
-        let jobs = JobRunner(store: try JobStore(database: store.database), lane: lane.pool, failureMapping: JobsRPC.failure)
+        jobs = try JobStore(database: store.database)
+        let runner = JobRunner(store: jobs, lane: lane.pool, failureMapping: JobsRPC.failure)
         var limits = ClassificationService.Limits()
         limits.torchThreads = 1
         limits.pixelLimit = pixelLimit
-        let service = ClassificationService(store: store, lane: lane, jobs: jobs, limits: limits)
+        let service = ClassificationService(store: store, lane: lane, jobs: runner, limits: limits)
         client = ClassificationV1.Classification.Client(
-            wrapping: RPCClient(transports: [InProcessTransport(server: RPCServer(name: "classification", services: [service, JobsService(runner: jobs)]))]))
+            wrapping: RPCClient(transports: [InProcessTransport(server: RPCServer(name: "classification", services: [service, JobsService(runner: runner)]))]))
     }
 
     static func failure(_ body: () async throws -> Void) async -> (StatusCode?, String) {
@@ -83,6 +85,23 @@ import Torch
         }
         #expect(code == .invalidArgument, "\(message)")
         #expect(try store.models().isEmpty)
+    }
+
+    /// A base that cannot serve (here a features model for a classifier) is the call's INVALID_ARGUMENT, naming the
+    /// field, before any job starts (it was a job that failed after loading the dataset).
+    @Test func aBaseThatCannotServeIsRefusedBeforeAnyJob() async throws {
+        try store.saveDataset(try DatasetBuilder.classification(files: [
+            ("red/a.jpg", try Self.photo((200, 10, 10))), ("red/b.jpg", try Self.photo((190, 20, 10))),
+            ("blue/a.jpg", try Self.photo((10, 10, 200))), ("blue/b.jpg", try Self.photo((20, 10, 190))),
+        ]), name: "colours")
+        try store.saveModel(ModelFile(header: ModelHeader(kind: .classifier, algorithm: "features", labels: ["a", "b"], inputWidth: 16, inputHeight: 16),
+                                      tensors: []), name: "hog")
+        let (code, message) = await Self.failure {
+            _ = try await client.train(ClassificationV1.TrainRequest(dataset: "colours", kind: .classifier, baseModel: "hog"))
+        }
+        #expect(code == .invalidArgument, "\(message)")
+        #expect(message.hasPrefix("base_model: a classifier's base model must be"), "\(message)")
+        #expect(try await jobs.list(limit: 10).jobs.isEmpty)
     }
 
     /// Feedback photos are checked against the service's configured pixel limit (they were decoded with the default).

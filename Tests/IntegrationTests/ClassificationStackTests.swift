@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Torch
 
 /// The classification service through `gateway classify …` against compose's stack, on small subsets of the shared
 /// digits and digit-detection sets (so the suite stays quick): uploads, bad datasets, training as a job, evaluation,
@@ -196,6 +197,36 @@ import Testing
             Self.status(try await stack.gateway(["classify", "model", "import", catalogue.path, "--name", "foreign"]), 3, "foreign file")
             let models = try jsonObject(try await stack.gateway(["classify", "model", "list", "--json"]))
             #expect((models["models"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["cnn-small", "copy", "digits-features-1"])
+
+            // A model trained elsewhere as the base of fine-tuning: an imported TorchScript classifier (here one whose
+            // embedding is the 8×8 block means of the grey image) under a head trained on the digits. A model that
+            // cannot be a base is INVALID_ARGUMENT before any job.
+            let module = scratch.appendingPathComponent("pooled.pt")
+            try Data(try ScriptModule.compile(source: """
+                def features(self, x):
+                    return torch.adaptive_avg_pool2d(x.mean(1, keepdim=True), [8, 8]).flatten(1)
+                def forward(self, x):
+                    return x.mean([2, 3])
+
+                """)).write(to: module)
+            let elsewhere = try jsonObject(try await stack.gateway(
+                ["classify", "model", "import", module.path, "--format", "torchscript", "--name", "elsewhere", "--labels", "r,g,b",
+                 "--input", "32x32", "--json"]))
+            #expect(elsewhere["algorithm"] as? String == "torchscript", "\(elsewhere)")
+            let tuned = try jsonObject(try await stack.gateway(
+                ["classify", "train", "--dataset", "digits", "--base", "elsewhere", "--name", "tuned", "--json"]))
+            #expect(tuned["model"] as? String == "tuned" && (tuned["training_accuracy"] as? Double ?? 0) > 0.9, "\(tuned)")
+            let tunedEvaluation = try jsonObject(try await stack.gateway(["classify", "evaluate", "tuned", "digits-test", "--json"]))
+            #expect((tunedEvaluation["accuracy"] as? Double ?? 0) > 0.8, "\(tunedEvaluation)")
+            let tunedTop = try jsonObject(try await stack.gateway(["classify", "image", photo.path, "--model", "tuned", "--top", "1", "--json"]))
+            #expect((tunedTop["labels"] as? [[String: Any]])?.first?["label"] as? String == "3", "\(tunedTop)")
+            let notABase = try await stack.gateway(["classify", "train", "--dataset", "digits", "--base", "digits-features-1"])
+            Self.status(notABase, 3, "a features model as the base")
+            #expect(notABase.output.contains("base_model: a classifier's base model must be a cnn classifier or an imported TorchScript classifier"),
+                    "\(notABase.output)")
+            for name in ["tuned", "elsewhere"] {
+                Self.status(try await stack.gateway(["classify", "model", "delete", name]), 0, "delete \(name)")
+            }
 
             // Activate and delete.
             Self.status(try await stack.gateway(["classify", "model", "activate", "copy"]), 0, "activate")

@@ -126,7 +126,18 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 throw RPCError(.invalidArgument, "include_feedback: \(error.message)")
             }
         }
-        if let base = plan.base { _ = try store.modelStamp(named: base) }
+        if let base = plan.base {
+            // Checked here so a base that cannot serve is this call's INVALID_ARGUMENT, not a failed job.
+            let header = try await heavy { try store.model(named: base).header }
+            do {
+                switch plan.kind {
+                case .classifier: try ClassifierTrainer.checkBase(header, algorithm: plan.classifierAlgorithm)
+                case .detector: try DetectorTrainer.checkBase(header)
+                }
+            } catch let error as ClassificationError {
+                throw RPCError(.invalidArgument, "base_model: \(error.message)")
+            }
+        }
         if let name = plan.name, (try? store.modelStamp(named: name)) != nil {
             throw RPCError(.alreadyExists, "model \(name) already exists")
         }
@@ -142,7 +153,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             switch plan.kind {
             case .classifier:
                 var options = ClassifierTrainingOptions()
-                options.algorithm = plan.algorithm == "features" ? .features : .cnn
+                options.algorithm = plan.classifierAlgorithm
                 options.epochs = plan.epochs
                 options.inputSize = plan.imageSize
                 options.augmentation = plan.augmentation

@@ -29,6 +29,9 @@ enum RequestValidation {
         var imageSize: Int?
         var seed: UInt64
         var includeFeedback = false
+
+        /// The classifier algorithm (validated: cnn or features).
+        var classifierAlgorithm: ClassifierAlgorithm { ClassifierAlgorithm(rawValue: algorithm) ?? .cnn }
     }
 
     static func train(_ request: ClassificationV1.TrainRequest) throws -> Training {

@@ -103,9 +103,11 @@ void torch_optimizer_free(torch_optimizer optimizer);
 
 // MARK: TorchScript modules trained elsewhere
 int torch_script_load(const uint8_t *bytes, size_t length, torch_script *out);
-/// Runs forward(input) in eval mode without gradients; the output must be a tensor (or a tuple whose first
-/// element is one).
-int torch_script_forward(torch_script module, torch_tensor input, torch_tensor *out);
+/// Runs the method `name` (e.g. "forward") on input in eval mode without gradients; the output must be a tensor
+/// (or a tuple whose first element is one). A method the module lacks is an error naming it.
+int torch_script_run(torch_script module, const char *name, torch_tensor input, torch_tensor *out);
+/// Sets *out to 1 when the module has a method `name` (e.g. an exported `features`), else 0.
+int torch_script_has_method(torch_script module, const char *name, int *out);
 void torch_script_free(torch_script module);
 /// Compiles TorchScript source (the methods of one module, e.g. `def forward(self, x): ...`) into a saved module
 /// archive in a buffer allocated with malloc (the caller frees it): tests build their modules without Python.

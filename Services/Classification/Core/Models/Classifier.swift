@@ -13,8 +13,11 @@ public final class Classifier: @unchecked Sendable {
     public let header: ModelHeader
     private enum Engine {
         case network(ResidualNetwork)
-        case features(FeatureModel, weight: Tensor, bias: Tensor)
-        case script(ScriptModule)
+        case features(LinearHead)
+        /// An imported module whose `forward` gives the class scores.
+        case script(ScriptFeatures)
+        /// An imported module under a head trained here (`ClassifierTrainer.trainScriptHead`).
+        case scriptHead(ScriptFeatures, LinearHead)
         case onnx(ONNXNetwork)
     }
     private let engine: Engine
@@ -31,19 +34,13 @@ public final class Classifier: @unchecked Sendable {
             try network.parameters.load(file.tensors)
             engine = .network(network)
         case "features":
-            let byName = Dictionary(file.tensors.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-            guard let mean = byName["mean"], let deviation = byName["deviation"], let weight = byName["weight"],
-                  let bias = byName["bias"], weight.shape == [header.labels.count, Features.count()],
-                  mean.values.count == Features.count(), deviation.values.count == Features.count(),
-                  bias.values.count == header.labels.count else {
-                throw ClassificationError.invalid("the features model's tensors do not match its labels")
-            }
-            engine = .features(FeatureModel(mean: mean.values, deviation: deviation.values, classes: header.labels.count),
-                               weight: try Tensor(weight.values, shape: weight.shape), bias: try Tensor(bias.values, shape: bias.shape))
+            engine = .features(try LinearHead(tensors: file.tensors, classes: header.labels.count, width: Features.count(), model: "features"))
         case "torchscript":
-            guard let script = file.script else { throw ClassificationError.invalid("the torchscript model has no module") }
-            do { engine = .script(try ScriptModule(bytes: script)) } catch let error as TorchError {
-                throw ClassificationError.invalid("the TorchScript module does not load: \(error.message)")
+            let module = try ScriptFeatures(model: file, method: header.featureMethod ?? "forward")
+            if header.featureMethod != nil {
+                engine = .scriptHead(module, try LinearHead(tensors: file.tensors, classes: header.labels.count, model: "fine-tuned TorchScript"))
+            } else {
+                engine = .script(module)
             }
         case "onnx":
             guard let bytes = file.script else { throw ClassificationError.invalid("the onnx model has no graph") }
@@ -61,24 +58,17 @@ public final class Classifier: @unchecked Sendable {
         switch engine {
         case .network(let network):
             return try ClassifierTrainer.predictNetwork(network, inputs, side: side)
-        case .features(let model, let weight, let bias):
-            return try Torch.withoutGradients {
-                let rows = inputs.flatMap { model.standardise(Features.extract($0, side: side)) }
-                let x = try Tensor(rows, shape: [inputs.count, Features.count()])
-                let p = try x.linear(weight: weight, bias: bias).softmax(dim: 1).floats()
-                return (0..<inputs.count).map { Array(p[$0 * model.classes..<($0 + 1) * model.classes]) }
+        case .features(let head):
+            return try head.probabilities(inputs.map { Features.extract($0, side: side) })
+        case .scriptHead(let extractor, let head):
+            let rows = try extractor.extract(inputs)
+            if let row = rows.first, row.count != head.width {
+                throw ClassificationError.invalid("the TorchScript module's \(extractor.method) returned \(row.count) features; the head takes \(head.width)")
             }
+            return try head.probabilities(rows)
         case .script(let module):
             return try inputs.map { input in
-                let x = try Tensor(normalised(input), shape: [1, 3, header.inputHeight, header.inputWidth])
-                let logits: [Float]
-                do {
-                    logits = try module.forward(x).reshaped([-1]).floats()
-                } catch let error as TorchError {
-                    // The imported module's own failure (a shape it does not take, an op it raises): the model given
-                    // does not fit, as an ONNX one that does not run — not a fault of this service.
-                    throw ClassificationError.invalid("the TorchScript model does not run: \(error.message)")
-                }
+                let logits = try module.extract(input)
                 guard logits.count == header.labels.count else {
                     throw ClassificationError.invalid("the module returned \(logits.count) scores for \(header.labels.count) labels")
                 }
@@ -88,7 +78,7 @@ public final class Classifier: @unchecked Sendable {
             return try inputs.map { input in
                 let output: [Float]
                 do {
-                    output = try network.forward(normalised(input), shape: [1, 3, header.inputHeight, header.inputWidth]).values
+                    output = try network.forward(header.normalised(input), shape: [1, 3, header.inputHeight, header.inputWidth]).values
                 } catch let error as DNNError {
                     throw ClassificationError.invalid("the ONNX model does not run: \(error.message)")
                 }
@@ -111,11 +101,6 @@ public final class Classifier: @unchecked Sendable {
             .map { Prediction(label: header.labels[$0], confidence: Double(p[$0])) }
     }
 
-    private func normalised(_ input: [Float]) -> [Float] {
-        guard let mean = header.mean, let std = header.std, mean.count == 3, std.count == 3 else { return input }
-        let plane = input.count / 3
-        return input.indices.map { (input[$0] - mean[$0 / plane]) / std[$0 / plane] }
-    }
 }
 
 /// Evaluation of a classifier on a labelled dataset.
@@ -132,7 +117,8 @@ public struct ClassifierEvaluation: Sendable, Equatable {
         for label in dataset.labels where index[label] == nil {
             throw ClassificationError.invalid("the dataset's label \(label) is not one of the model's labels")
         }
-        let inputs = try LabelledInputs.make(dataset, side: classifier.header.inputWidth, scaling: classifier.header.scaling)
+        let header = classifier.header
+        let inputs = try LabelledInputs.make(dataset, width: header.inputWidth, height: header.inputHeight, scaling: header.scaling)
         let truth = inputs.labels.map { index[dataset.labels[$0]]! }
         let predicted = try classifier.probabilities(inputs.inputs).map { argmax($0) }
         let confusion = Metrics.confusion(predicted: predicted, truth: truth, classes: labels.count)

@@ -244,6 +244,24 @@ public enum DetectorTrainer {
         return (out, boxes)
     }
 
+    /// What a detector's base gives it.
+    public enum Base {
+        case classifier(ResidualNetworkConfiguration)
+        case detector(DetectorConfiguration)
+    }
+
+    /// A detector's base must be a cnn classifier or a yolo detector trained here (`INVALID_ARGUMENT` otherwise): an
+    /// imported model has no backbone of this network's shape to start from.
+    @discardableResult
+    public static func checkBase(_ header: ModelHeader) throws -> Base {
+        switch (header.kind, header.algorithm, header.network, header.detector) {
+        case (.classifier, "cnn", let network?, _): return .classifier(network)
+        case (.detector, "yolo", _, let configuration?): return .detector(configuration)
+        default:
+            throw ClassificationError.invalid("a detector's base model must be a cnn classifier or a yolo detector trained here (this one is a \(header.algorithm) \(header.kind.rawValue))")
+        }
+    }
+
     /// Trains on `dataset` — all of it when a `validation` dataset is given, else all but a seeded
     /// `validationFraction` held out — and stores the mAP at IoU 0.5 and 0.5:0.95 on the validation images (the
     /// given dataset or the held-out scenes) in the model's metrics (`map50`, `map50_95`, `validation_images`); with
@@ -259,17 +277,13 @@ public enum DetectorTrainer {
         var options = options
         var inherited: [NamedArray] = []
         if let base {
-            switch (base.header.kind, base.header.algorithm) {
-            case (.classifier, "cnn"):
-                guard let network = base.header.network else { throw ClassificationError.invalid("the base cnn has no network configuration") }
+            switch try checkBase(base.header) {
+            case .classifier(let network):
                 options.widths = network.widths
                 inherited = base.tensors.filter { !$0.name.hasPrefix("head.") }
-            case (.detector, "yolo"):
-                guard let configuration = base.header.detector else { throw ClassificationError.invalid("the base yolo has no configuration") }
+            case .detector(let configuration):
                 options.widths = configuration.backbone.widths
                 inherited = base.tensors.filter { !$0.name.hasPrefix("detect.") || base.header.labels == dataset.labels }
-            default:
-                throw ClassificationError.invalid("a detector's base model must be a cnn classifier or a yolo detector (this one is a \(base.header.algorithm) \(base.header.kind.rawValue))")
             }
         }
         if let validation {

@@ -51,7 +51,7 @@ public final class ImportedDetector: ObjectDetector, @unchecked Sendable {
         let (input, placement) = try Preprocessing.input(image, width: header.inputWidth, height: header.inputHeight, scaling: .fit)
         let output: (values: [Float], shape: [Int])
         do {
-            output = try network.forward(normalised(input), shape: [1, 3, header.inputHeight, header.inputWidth])
+            output = try network.forward(header.normalised(input), shape: [1, 3, header.inputHeight, header.inputWidth])
         } catch let error as DNNError {
             throw ClassificationError.invalid("the ONNX model does not run: \(error.message)")
         }
@@ -94,11 +94,5 @@ public final class ImportedDetector: ObjectDetector, @unchecked Sendable {
                                    box: Box(centerX: value(b, 0), centerY: value(b, 1), width: w, height: h)))
         }
         return found
-    }
-
-    private func normalised(_ input: [Float]) -> [Float] {
-        guard let mean = header.mean, let std = header.std, mean.count == 3, std.count == 3 else { return input }
-        let plane = input.count / 3
-        return input.indices.map { (input[$0] - mean[$0 / plane]) / std[$0 / plane] }
     }
 }

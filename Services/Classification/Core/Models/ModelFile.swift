@@ -18,6 +18,10 @@ public struct ModelHeader: Sendable, Codable, Equatable {
     public var std: [Float]?
     public var network: ResidualNetworkConfiguration?
     public var detector: DetectorConfiguration?
+    /// A classifier fine-tuned from an imported TorchScript one: the module's method whose output feeds the trained
+    /// linear head ("features" when the module exports one, else "forward"); nil when the module's own output is
+    /// the class scores.
+    public var featureMethod: String?
     /// The output layout of an imported ONNX detector: "yolov5" ([1, N, 5 + classes]) or "yolov8" ([1, 4 + classes, N]).
     public var layout: String?
     public var trainingAccuracy: Double?
@@ -33,14 +37,24 @@ public struct ModelHeader: Sendable, Codable, Equatable {
     }
 }
 
+extension ModelHeader {
+    /// A CHW input in [0, 1] normalised per channel by `mean` and `std`, as the imported model expects.
+    func normalised(_ input: [Float]) -> [Float] {
+        guard let mean, let std, mean.count == 3, std.count == 3 else { return input }
+        let plane = input.count / 3
+        return input.indices.map { (input[$0] - mean[$0 / plane]) / std[$0 / plane] }
+    }
+}
+
 /// A model as stored and exported: the header, the trained tensors, and for an imported TorchScript module or ONNX
 /// model its bytes (in `script`).
 ///
-/// Container format, version 1 (all integers little-endian):
+/// Container format, versions 1 and 2 (all integers little-endian):
 ///
 ///     offset  size  field
 ///     0       16    magic "MENAGERIE-MODEL\n"
-///     16      4     format version (1)
+///     16      4     format version: 2 for a model fine-tuned from an imported module (`featureMethod`), which a
+///                   version-1 reader would take for the plain module and misread; 1 for every other model
 ///     20      4     header length H
 ///     24      H     header: UTF-8 JSON, ModelHeader plus "tensors": [{"name", "shape"}] in payload order
 ///                   and "script_bytes": the TorchScript module's length (0 for none)
@@ -59,7 +73,11 @@ public struct ModelFile: Sendable, Equatable {
     }
 
     public static let magic = Array("MENAGERIE-MODEL\n".utf8)
-    public static let version: UInt32 = 1
+    /// The newest format version this build reads and writes.
+    public static let version: UInt32 = 2
+
+    /// The version this model is written in: the oldest that holds it, so other models stay readable by older builds.
+    var formatVersion: UInt32 { header.featureMethod == nil ? 1 : 2 }
 
     private struct Envelope: Codable {
         var model: ModelHeader
@@ -76,7 +94,7 @@ public struct ModelFile: Sendable, Equatable {
         encoder.outputFormatting = [.sortedKeys]
         let json = [UInt8](try encoder.encode(envelope))
         var bytes = Self.magic
-        append(&bytes, Self.version)
+        append(&bytes, formatVersion)
         append(&bytes, UInt32(json.count))
         bytes += json
         for tensor in tensors {
@@ -96,7 +114,9 @@ public struct ModelFile: Sendable, Equatable {
             throw invalid("it does not start with the Menagerie model magic (a foreign file?)")
         }
         let version = readUInt32(bytes, at: 16)
-        guard version == Self.version else { throw invalid("format version \(version) is not supported (this build reads \(Self.version))") }
+        guard (1...Self.version).contains(version) else {
+            throw invalid("format version \(version) is not supported (this build reads 1 to \(Self.version))")
+        }
         let body = Array(bytes[..<(bytes.count - 32)])
         guard SHA256.digest(body) == Array(bytes[(bytes.count - 32)...]) else {
             throw invalid("its checksum does not match (the file is corrupt or truncated)")
