@@ -20,18 +20,15 @@ struct DetectionTrainingTests {
         var options = DetectorTrainingOptions()
         options.epochs = Int(ProcessInfo.processInfo.environment["DETECTION_EPOCHS"] ?? "") ?? 40
         options.jitter = 0
-        // KNOWN ISSUE: the default GIoU box loss, which reaches mAP50 1.000 on the test scenes after 150 epochs on the
-        // 120 training scenes, fits these 16 scenes in 40 (or 100) epochs only to mAP50 0.003 (0.05); the squared
-        // loss fits them to 0.875. This quick check of targets, decoding and box mapping uses the squared loss until
-        // that is understood.
-        options.boxLoss = .squared
+        // The default box loss. 1 − GIoU alone fitted these scenes only to mAP50 0.003: its boxes shrank to dots or
+        // swelled to the frame (see `DetectorTrainingOptions.boxLoss`).
         options.batchSize = 8
         options.validationFraction = 0
         let file = try DetectorTrainer.train(subset, options: options)
         let detector = try Detector(ModelFile.decode(file.encoded()))
         let fitted = try DetectorEvaluation.run(detector, on: subset)
         print("digit-detection yolo, \(subset.samples.count) scenes, \(options.epochs) epochs: mAP50 on them \(String(format: "%.3f", fitted.map50)), mAP50-95 \(String(format: "%.3f", fitted.map50to95)), anchors \(file.header.detector!.anchors.map { $0.map { Int($0) } }), \(String(format: "%.1f", file.header.trainingSeconds ?? 0)) s")
-        #expect(fitted.map50 >= 0.6)
+        #expect(fitted.map50 >= 0.8)
         // Boxes come back in the photo's pixels, inside it.
         let sample = subset.samples[0]
         let image = try RGBImage.decode(subset.images[sample.hash]!)
