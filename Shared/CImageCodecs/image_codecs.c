@@ -34,8 +34,8 @@ static void jpeg_exit(j_common_ptr info) {
 static void jpeg_silence(j_common_ptr info) { (void)info; }
 
 /// Reads a JPEG's header and, when rgb is not NULL, its pixels. All libjpeg state stays in this frame.
-static int jpeg_run(const uint8_t *data, size_t length, uint32_t *width, uint32_t *height, uint8_t *rgb,
-                    size_t capacity, char *error, size_t error_capacity) {
+static int jpeg_run(const uint8_t *data, size_t length, unsigned reduction, uint32_t *width, uint32_t *height,
+                    uint8_t *rgb, size_t capacity, char *error, size_t error_capacity) {
     struct jpeg_decompress_struct info;
     struct jpeg_failure failure;
     info.err = jpeg_std_error(&failure.manager);
@@ -54,6 +54,8 @@ static int jpeg_run(const uint8_t *data, size_t length, uint32_t *width, uint32_
     if (height) *height = info.image_height;
     if (rgb != NULL) {
         info.out_color_space = JCS_RGB;
+        info.scale_num = 1;
+        info.scale_denom = reduction;
         jpeg_start_decompress(&info);
         size_t stride = (size_t)info.output_width * 3;
         if (info.output_components != 3 || stride * info.output_height != capacity) {
@@ -90,16 +92,21 @@ int image_probe(const uint8_t *data, size_t length, int *format, uint32_t *width
         return 0;
     }
     case IMAGE_FORMAT_JPEG:
-        return jpeg_run(data, length, width, height, NULL, 0, error, error_capacity);
+        return jpeg_run(data, length, 1, width, height, NULL, 0, error, error_capacity);
     default:
         fail(error, error_capacity, "neither PNG nor JPEG");
         return 1;
     }
 }
 
-int image_decode_rgb(const uint8_t *data, size_t length, uint8_t *rgb, size_t capacity, char *error,
-                     size_t error_capacity) {
-    switch (sniff(data, length)) {
+int image_decode_rgb(const uint8_t *data, size_t length, unsigned reduction, uint8_t *rgb, size_t capacity,
+                     char *error, size_t error_capacity) {
+    int format = sniff(data, length);
+    if (!(reduction == 1 || (format == IMAGE_FORMAT_JPEG && (reduction == 2 || reduction == 4 || reduction == 8)))) {
+        fail(error, error_capacity, "unsupported reduction");
+        return 1;
+    }
+    switch (format) {
     case IMAGE_FORMAT_PNG: {
         png_image image;
         memset(&image, 0, sizeof image);
@@ -124,7 +131,7 @@ int image_decode_rgb(const uint8_t *data, size_t length, uint8_t *rgb, size_t ca
         return 0;
     }
     case IMAGE_FORMAT_JPEG:
-        return jpeg_run(data, length, NULL, NULL, rgb, capacity, error, error_capacity);
+        return jpeg_run(data, length, reduction, NULL, NULL, rgb, capacity, error, error_capacity);
     default:
         fail(error, error_capacity, "neither PNG nor JPEG");
         return 1;

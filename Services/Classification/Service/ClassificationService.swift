@@ -256,7 +256,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             guard case .classifier(let classifier) = try cache.engine(named: name) else {
                 throw RPCError(.invalidArgument, "model \(name) is a detector; classify with a classifier (or use Detect)")
             }
-            let image = try RGBImage.decode(plan.image, name: "image", pixelLimit: pixelLimit)
+            let image = try RGBImage.decode(plan.image, name: "image", pixelLimit: pixelLimit, atLeast: classifier.decodeSize)
             let predictions = try classifier.classify(image, top: classifier.header.labels.count, scaling: plan.scaling)
             var response = ClassificationV1.ClassifyResponse()
             response.model = name

@@ -16,9 +16,11 @@ int image_probe(const uint8_t *data, size_t length, int *format, uint32_t *width
                 char *error, size_t error_capacity);
 
 /// Decodes into `rgb`, which holds width * height * 3 bytes exactly (sizes from image_probe); alpha is dropped
-/// over black, grey is expanded. Returns 0, or nonzero with a message in `error`.
-int image_decode_rgb(const uint8_t *data, size_t length, uint8_t *rgb, size_t capacity, char *error,
-                     size_t error_capacity);
+/// over black, grey is expanded. A JPEG is decoded at 1/`reduction` of its size (1, 2, 4 or 8: libjpeg's DCT
+/// scaling, which skips most of the work), each side then ceil(side / reduction); a PNG takes only 1. Returns 0, or
+/// nonzero with a message in `error`.
+int image_decode_rgb(const uint8_t *data, size_t length, unsigned reduction, uint8_t *rgb, size_t capacity,
+                     char *error, size_t error_capacity);
 
 /// Encodes 8-bit RGB (width * height * 3 bytes) as a baseline JPEG of `quality` (1–100) into a buffer this call
 /// allocates with malloc: the caller frees `*out`. Returns 0, or nonzero with a message in `error`.

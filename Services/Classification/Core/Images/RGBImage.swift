@@ -19,8 +19,14 @@ public struct RGBImage: Sendable, Equatable {
     public static let defaultPixelLimit = 40_000_000
 
     /// Decodes PNG or JPEG bytes, turning a JPEG upright by its EXIF orientation as a photo viewer does.
-    /// Throws `invalidArgument` (naming `name`) for bytes that are not a decodable image or exceed the limit.
-    public static func decode(_ bytes: [UInt8], name: String = "image", pixelLimit: Int = defaultPixelLimit) throws -> RGBImage {
+    /// Throws `invalidArgument` (naming `name`) for bytes that are not a decodable image or exceed the limit (the
+    /// limit is on the full size, whatever is decoded).
+    ///
+    /// `atLeast` (upright width and height) lets a JPEG decode at 1/2, 1/4 or 1/8 of its size while the result still
+    /// covers it: libjpeg's DCT scaling skips most of the decoding, and everything after works on 1/64 of the pixels
+    /// at 1/8 — a model whose input is a few dozen pixels needs no more of a 12-megapixel photo.
+    public static func decode(_ bytes: [UInt8], name: String = "image", pixelLimit: Int = defaultPixelLimit,
+                              atLeast minimum: (width: Int, height: Int)? = nil) throws -> RGBImage {
         var format: Int32 = 0
         var width: UInt32 = 0, height: UInt32 = 0
         var message = [CChar](repeating: 0, count: 256)
@@ -35,11 +41,20 @@ public struct RGBImage: Sendable, Equatable {
         guard pixels <= pixelLimit else {
             throw ClassificationError.invalid("\(name): \(width)×\(height) exceeds the limit of \(pixelLimit) pixels")
         }
-        let capacity = pixels * 3
+        let orientation = format == IMAGE_FORMAT_JPEG ? EXIF.orientation(inJPEG: bytes) : 1
+        var reduction = 1
+        if format == IMAGE_FORMAT_JPEG, let minimum {
+            // Orientations 5–8 turn the image a quarter: its stored width is the upright height.
+            let (needWidth, needHeight) = orientation >= 5 ? (minimum.height, minimum.width) : (minimum.width, minimum.height)
+            while reduction < 8, Int(width) / (reduction * 2) >= needWidth, Int(height) / (reduction * 2) >= needHeight { reduction *= 2 }
+        }
+        // libjpeg's scaled size: each side rounded up.
+        let decodedWidth = (Int(width) + reduction - 1) / reduction, decodedHeight = (Int(height) + reduction - 1) / reduction
+        let capacity = decodedWidth * decodedHeight * 3
         var failure: Int32 = 0
         let rgb = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialised in
             failure = bytes.withUnsafeBufferPointer {
-                image_decode_rgb($0.baseAddress, $0.count, buffer.baseAddress, capacity, &message, message.count)
+                image_decode_rgb($0.baseAddress, $0.count, UInt32(reduction), buffer.baseAddress, capacity, &message, message.count)
             }
             if failure != 0 { buffer.initialize(repeating: 0) }
             initialised = capacity
@@ -47,9 +62,7 @@ public struct RGBImage: Sendable, Equatable {
         guard failure == 0 else {
             throw ClassificationError.invalid("\(name): not a decodable image (\(text(message)))")
         }
-        let image = RGBImage(width: Int(width), height: Int(height), pixels: rgb)
-        let orientation = format == IMAGE_FORMAT_JPEG ? EXIF.orientation(inJPEG: bytes) : 1
-        return image.oriented(orientation)
+        return RGBImage(width: decodedWidth, height: decodedHeight, pixels: rgb).oriented(orientation)
     }
 
     /// The image as a baseline JPEG (libjpeg-turbo) of `quality` 1–100: for benchmarks and tests that need photos.

@@ -92,6 +92,10 @@ public final class Classifier: @unchecked Sendable {
         }
     }
 
+    /// The smallest decoded photo `classify` needs (`RGBImage.decode(atLeast:)`): twice the input, so that the
+    /// resize to the input still averages several pixels into each.
+    public var decodeSize: (width: Int, height: Int) { (2 * header.inputWidth, 2 * header.inputHeight) }
+
     /// The top `k` labels of one image, most probable first.
     public func classify(_ image: RGBImage, top k: Int = 5, scaling: Scaling? = nil) throws -> [Prediction] {
         let input = try Preprocessing.input(image, width: header.inputWidth, height: header.inputHeight,
