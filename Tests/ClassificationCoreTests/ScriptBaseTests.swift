@@ -83,6 +83,19 @@ import Torch
         #expect(try classifier.classify(try RGBImage.decode(Self.photo((30, 200, 60), mark: 8), name: "g.png"), top: 1).map(\.label) == ["green"])
     }
 
+    /// The cnn's default shifts and turns are not applied to a frozen extractor's training: only augmentation asked
+    /// for adds copies (the default added them, as `Augmentation?`'s `?? .none` read as nil).
+    @Test func noAugmentationUnlessAskedFor() throws {
+        let base = try Self.base(Self.colourModule), data = try Self.temperatures()
+        var plain = Self.noHoldOut
+        plain.augmentation = Augmentation.none
+        var brightened = Self.noHoldOut
+        brightened.augmentation = Augmentation(exposure: 0.3)
+        let byDefault = try ClassifierTrainer.train(data, options: Self.noHoldOut, base: base)
+        #expect(byDefault.tensors == (try ClassifierTrainer.train(data, options: plain, base: base)).tensors)
+        #expect(byDefault.tensors != (try ClassifierTrainer.train(data, options: brightened, base: base)).tensors)
+    }
+
     @Test func modelsThatCannotBeABaseAreRefused() throws {
         let script = try Self.base(Self.colourModule)
         var onnx = script.header

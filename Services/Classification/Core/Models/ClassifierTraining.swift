@@ -225,8 +225,8 @@ public enum ClassifierTrainer {
     }
 
     /// Throws `INVALID_ARGUMENT` unless the model can be a classifier's base: a cnn classifier trained here, or an
-    /// imported TorchScript classifier (or one fine-tuned from such, whatever the algorithm). An ONNX model cannot: OpenCV's DNN module runs
-    /// it but gives no way to train or take features from it.
+    /// imported TorchScript classifier (or one fine-tuned from such, whatever the algorithm). An ONNX model cannot:
+    /// OpenCV's DNN module runs it but gives no way to train or take features from it.
     public static func checkBase(_ header: ModelHeader, algorithm: ClassifierAlgorithm) throws {
         switch (header.kind, header.algorithm) {
         case (.classifier, "cnn"):
@@ -364,6 +364,9 @@ public enum ClassifierTrainer {
     static func trainScriptHead(_ training: LabelledInputs, _ held: LabelledInputs?, labels: [String], base: ModelFile,
                                 options: ClassifierTrainingOptions, progress: (TrainingProgress) throws -> Void) throws -> ModelFile {
         let extractor = try ScriptFeatures(model: base, method: base.header.featureMethod)
+        // No augmentation unless asked for: the cnn's default shifts and turns are no default of a frozen extractor.
+        var options = options
+        options.augmentation = options.augmentation ?? Augmentation.none
         let (inputs, targets) = withAugmentedCopies(training, options: options)
         let fit = try LinearHead.fit(rows: try extractor.extract(inputs), targets: targets,
                                      held: try held.map { (try extractor.extract($0.inputs), $0.labels) },
