@@ -41,6 +41,8 @@ package final class TCPConnection: @unchecked Sendable {
 
     /// A complete frame's envelope bytes arrived; they are valid only during the call.
     package var onFrame: ((UnsafeRawBufferPointer) -> Void)?
+    /// The frames of one read were handed to `onFrame` (loop thread).
+    var onFramesEnd: (() -> Void)?
     /// The byte stream broke framing; the connection closes right after, unless this has it close
     /// once flushed (`close(afterFlushing:)`).
     var onFrameError: ((FrameError) -> Void)?
@@ -150,6 +152,7 @@ package final class TCPConnection: @unchecked Sendable {
         }
         decoder.append(bytes)
         var frames = 0
+        defer { if frames > 0 { onFramesEnd?() } }
         do {
             defer { if frames > 0 { lastFrameAt = .now } }
             while !isClosed, closeWhenFlushed == nil, let envelope = try decoder.nextEnvelope() {
@@ -319,6 +322,7 @@ package final class TCPConnection: @unchecked Sendable {
         let onClose = onClose
         self.onClose = nil
         onFrame = nil
+        onFramesEnd = nil
         onFrameError = nil
         onDrain = nil
         onClose?(reason)

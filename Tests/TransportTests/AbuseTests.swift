@@ -12,15 +12,25 @@ import Testing
 /// connection-level error is told to the client (a STATUS frame with call id 0) before the close.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct AbuseTests {
     /// Echo whose payload "busy" holds its worker for 20 ms (no suspension), "big" answers 64 KiB, "huge" 1 MiB;
-    /// counts the calls that started.
+    /// counts the calls that started. "spin" computes (never suspending) for up to 5 s, asking between
+    /// steps whether its call is still wanted, and counts in `spinsStopped` the times it was told not.
     final class BusyService: RPCService, @unchecked Sendable {
         let started = Atomic<Int>(0)
+        let spinsStopped = Atomic<Int>(0)
 
         func register(in router: inout RPCRouter) {
-            router.unary(RpcV1.Echo.echo) { [self] request, _ in
+            router.unary(RpcV1.Echo.echo) { [self] request, context in
                 started.add(1, ordering: .relaxed)
                 switch String(decoding: request.payload, as: UTF8.self) {
                 case "busy": usleep(20_000)
+                case "spin":
+                    for _ in 0..<5000 {
+                        do { try context.checkAlive() } catch {
+                            spinsStopped.add(1, ordering: .relaxed)
+                            throw error
+                        }
+                        usleep(1000)
+                    }
                 case "big": return RpcV1.EchoResponse(payload: [UInt8](repeating: 7, count: 64 << 10))
                 case "huge": return RpcV1.EchoResponse(payload: [UInt8](repeating: 7, count: 1 << 20))
                 case "slow": try await Task.sleep(for: .seconds(30))
@@ -168,6 +178,64 @@ import Testing
                 #expect(frame.statusCode == 0)
             }
             #expect(service.started.load(ordering: .relaxed) == 250)
+        }
+    }
+
+    @Test func theCallsAClosedConnectionLeftQueuedNeverRun() async throws {
+        let service = BusyService()
+        var limits = Self.limits
+        limits.workers = 1
+        try await Harness.with(.tcp, services: [service], limits: limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.write((1...30).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: Array("busy".utf8)), id: UInt64($0)) })
+            try await waitUntil { service.started.load(ordering: .relaxed) >= 1 }
+            socket.finishWriting()
+            try await waitUntil { harness.tcp!.callsInFlight == 0 }
+            try await Task.sleep(for: .milliseconds(100))
+            // The one running when the client left (and perhaps the next, taken meanwhile), not the 28 others.
+            let started = service.started.load(ordering: .relaxed)
+            #expect(started <= 2, "\(started) of 30 calls ran for a client that had gone")
+        }
+    }
+
+    /// A reused call id fails the connection: calls that came in the same read as the offending
+    /// frame (here 13 frames before it) are dropped before any worker starts one.
+    @Test func callsBeforeAReusedIDInTheSameReadNeverRun() async throws {
+        let service = BusyService()
+        try await Harness.with(.tcp, services: [service], limits: Self.limits) { harness in
+            for _ in 0..<20 {
+                let socket = try RawSocket(port: harness.tcp!.port)
+                let busy = Array("busy".utf8)
+                socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: busy), id: 7)
+                    + (8...19).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: busy), id: $0) }
+                    + RawSocket.echoFrame(RpcV1.EchoRequest(payload: busy), id: 7))
+                let frames = try await framesUntilClosed(socket)
+                #expect(frames.count == 1 && frames.first?.callID == 0)
+            }
+            try await waitUntil { harness.tcp!.callsInFlight == 0 }
+            let started = service.started.load(ordering: .relaxed)
+            #expect(started == 0, "\(started) calls ran for connections closed by the same read that brought them")
+        }
+    }
+
+    /// A handler that computes without suspending runs on its worker before the server knows its task
+    /// (`Task.immediate` returns that at the first suspension): the end of its call must still reach it.
+    @Test(arguments: ["reused call id", "client cancel", "client gone"])
+    func aHandlerComputingWithoutSuspendingLearnsThatItsCallIsOver(_ how: String) async throws {
+        let service = BusyService()
+        try await Harness.with(.tcp, services: [service], limits: Self.limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.sendEcho("spin", id: 7)
+            try await waitUntil { service.started.load(ordering: .relaxed) == 1 }
+            let ended = ContinuousClock.now
+            switch how {
+            case "reused call id": socket.sendEcho("again", id: 7)
+            case "client cancel": socket.write(FrameCodec.encode(RpcV1.Frame(callID: 7, kind: .cancel).serializedBytes()))
+            default: socket.finishWriting()
+            }
+            try await waitUntil { service.spinsStopped.load(ordering: .relaxed) == 1 }
+            #expect(ContinuousClock.now - ended < .seconds(2))
+            try await waitUntil { harness.tcp!.callsInFlight == 0 }
         }
     }
 
