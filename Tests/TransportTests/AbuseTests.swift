@@ -239,6 +239,27 @@ import Testing
         }
     }
 
+    /// libuv reads a readable socket up to 32 times per loop turn (8 MiB with the loop's 256 KiB
+    /// buffer): clients streaming large frames held the loop, and every other client's accept and
+    /// read, for hundreds of milliseconds per turn. A turn now reads one buffer per connection.
+    @Test func oneLoopTurnReadsABoundedAmountWhateverClientsSend() async throws {
+        var limits = Self.limits
+        limits.maxFrameSize = 16 << 20
+        try await Harness.with(.tcp, limits: limits) { harness in
+            let server = harness.tcp!
+            let sockets = try (0..<4).map { _ in try RawSocket(port: server.port) }
+            // Each sends 12 MiB of a 16 MiB frame at once, from a thread of its own.
+            let body = [0, 1, 0, 0, 0] + [UInt8](repeating: 0, count: 12 << 20)
+            await withTaskGroup(of: Void.self) { group in
+                for socket in sockets { group.addTask { _ = try? await offPool { socket.write(body) } } }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            let largest = server.loop.submit { server.loop.largestTurnRead }
+            let bound = (sockets.count + 1) * server.loop.readBuffer.count  // one read per connection, the harness client's too
+            #expect(largest > 0 && largest <= bound, "a loop turn read \(largest) bytes (bound \(bound))")
+        }
+    }
+
     @Test func largeFramesBeyondTheMemoryBudgetAreRefusedAndTheLargestHolderClosed() async throws {
         var limits = Self.limits
         limits.memoryBudget = 1 << 20
