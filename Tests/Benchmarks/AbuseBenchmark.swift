@@ -90,9 +90,10 @@ struct AbuseBenchmark {
         let unloaded = await quiet.stop()
         let baseRSS = Memory.read(pid).rss
         let rssGoal = baseRSS + Self.memoryBudget + Self.smallFrameBound
-        print(String(format: "unloaded: health p50 %.2f ms p99 %.2f ms max %.2f ms (%d probes), search p50 %.2f ms p99 %.2f ms max %.2f ms (%d)",
+        print(String(format: "unloaded: health p50 %.2f ms p99 %.2f ms max %.2f ms (%d probes), search p50 %.2f ms p95 %.2f ms p99 %.2f ms max %.2f ms (%d)",
                      unloaded.health.p50 * 1000, unloaded.health.p99 * 1000, unloaded.health.max * 1000, unloaded.health.samples.count,
-                     unloaded.search.p50 * 1000, unloaded.search.p99 * 1000, unloaded.search.max * 1000, unloaded.search.samples.count)
+                     unloaded.search.p50 * 1000, unloaded.search.p95 * 1000, unloaded.search.p99 * 1000, unloaded.search.max * 1000,
+                     unloaded.search.samples.count)
               + "; RSS \(Memory.mib(baseRSS)); RSS goal: \(Memory.mib(baseRSS)) + \(Memory.mib(Self.memoryBudget)) budget + "
               + "\(Memory.mib(Self.smallFrameBound)) of small frames = \(Memory.mib(rssGoal))")
         let searchGoal = max(unloaded.search.p50, 0.0001) * 10
@@ -138,10 +139,15 @@ struct AbuseBenchmark {
             rows.append([
                 attack.name, alive ? "yes (pid \(pid))" : "NO",
                 String(format: "%.1f / %.1f", figures.health.p50 * 1000, figures.health.max * 1000) + (figures.health.failures > 0 ? " (\(figures.health.failures) failed)" : ""),
-                String(format: "%.1f / %.1f / %.1f", figures.search.p50 * 1000, figures.search.p99 * 1000, figures.search.max * 1000)
+                String(format: "%.1f / %.1f / %.1f / %.1f", figures.search.p50 * 1000, figures.search.p95 * 1000, figures.search.p99 * 1000, figures.search.max * 1000)
                     + (figures.search.failures > 0 ? " (\(figures.search.failures) failed)" : ""),
+                // Not a verdict (the goal's is above): the same statistic under attack and unloaded.
+                [("p50", figures.search.p50, unloaded.search.p50), ("p95", figures.search.p95, unloaded.search.p95),
+                 ("max", figures.search.max, unloaded.search.max)]
+                    .map { "\($0.0) " + ($0.1 <= 10 * $0.2 ? "ok" : "NO") }.joined(separator: ", "),
                 Memory.mib(peak), "\(lost)", missed.isEmpty ? "all met" : "NOT met: " + missed.joined(separator: ", "),
-                String(format: "%.1f s", (ContinuousClock.now - began).seconds) + "; " + outcome.note,
+                String(format: "%.1f s", (ContinuousClock.now - began).seconds) + "; " + outcome.note
+                    + (figures.search.firstFailure.map { "; a search failed: \($0)" } ?? ""),
             ])
             let elapsed = (ContinuousClock.now - began).seconds
             cpuRows.append([
@@ -155,8 +161,9 @@ struct AbuseBenchmark {
             try await Task.sleep(for: .milliseconds(300))  // let the server close what the attack left
         }
         print(String(format: "goals: health max ≤ %.0f ms; search max ≤ 10 × unloaded p50 = %.2f ms", Self.healthGoal * 1000, searchGoal * 1000)
+              + " (\"search ≤ 10× same stat\" compares like with like, each figure with 10 × the unloaded one: informational)"
               + "; peak RSS ≤ \(Memory.mib(rssGoal)); nothing lost")
-        printTable(["attack", "alive", "health p50/max ms", "search p50/p99/max ms", "peak RSS", "lost", "verdict", "notes"], rows)
+        printTable(["attack", "alive", "health p50/max ms", "search p50/p95/p99/max ms", "search ≤ 10× same stat", "peak RSS", "lost", "verdict", "notes"], rows)
         print("where the time went (CPU seconds during each attack; the zoo's by thread name, the benchmark's = attacker + probes, "
               + "others' = the rest of the machine's busy time):")
         printTable(["attack", "took", "zoo CPU s", "zoo by thread", "bench CPU s", "others' CPU s", "exports answered", "slowest probes"], cpuRows)
@@ -463,9 +470,16 @@ final class Probes: @unchecked Sendable {
             if took > slowest?.took ?? -1 { slowest = (took, at) }
         }
         var failures = 0
+        /// Why the first failed probe failed.
+        var firstFailure: String?
         var p50: Double { samples.isEmpty ? .infinity : samples.sorted()[(samples.count - 1) / 2] }
         /// The 99th percentile (nearest rank), which with a few dozen samples is one of the largest.
-        var p99: Double { samples.isEmpty ? .infinity : samples.sorted()[Int((Double(samples.count) * 0.99).rounded(.up)) - 1] }
+        var p99: Double { quantile(0.99) }
+        var p95: Double { quantile(0.95) }
+        /// Nearest rank: with the ~60 probes of a 3-second hold, p99 is the largest and p95 the third largest.
+        func quantile(_ q: Double) -> Double {
+            samples.isEmpty ? .infinity : samples.sorted()[Swift.max(0, Int((Double(samples.count) * q).rounded(.up)) - 1)]
+        }
         var max: Double { samples.max() ?? .infinity }
     }
 
@@ -507,7 +521,10 @@ final class Probes: @unchecked Sendable {
                     let took = (ContinuousClock.now - began).seconds
                     search.withLock { $0.add(took, at: (began - started).seconds) }
                 } catch {
-                    search.withLock { $0.failures += 1 }
+                    search.withLock {
+                        $0.failures += 1
+                        $0.firstFailure = $0.firstFailure ?? "\(error)"
+                    }
                 }
                 try? await Task.sleep(for: .milliseconds(50))
             }
