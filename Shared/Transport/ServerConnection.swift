@@ -85,6 +85,10 @@ final class ServerConnection: @unchecked Sendable {
 
     var openCalls: Int { calls.withLock { $0.count } }
 
+    /// Whether the client ever started a call here (loop thread): one that never did is reclaimed
+    /// first when the connection limits are reached.
+    var hasMadeCalls: Bool { lastSerial > 0 }
+
     /// No longer counted against the server's connection limits (loop thread; see `TCPServer.uncount`).
     var uncounted = false
 

@@ -364,6 +364,36 @@ import Testing
         }
     }
 
+    /// A client that makes calls keeps its connection over sockets that never made one, even when
+    /// those sent a frame (a CANCEL of an unused id) after its last call: under the abuse suite's idle
+    /// sockets the search client, quiet for 50 ms between searches, was reclaimed before them.
+    @Test func aConnectionThatNeverMadeACallIsReclaimedBeforeOneThatDid() async throws {
+        var limits = Self.limits
+        limits.maxConnectionsPerPeer = 3
+        try await Harness.with(.tcp, services: [BusyService()], limits: limits) { harness in
+            let port = harness.tcp!.port
+            let caller = try RawSocket(port: port)
+            caller.sendEcho("first", id: 1)
+            #expect(try await caller.receiveFrame().statusCode == 0)
+            try await Task.sleep(for: .milliseconds(20))
+            var idle: [RawSocket] = []
+            for _ in 0..<2 {
+                let socket = try RawSocket(port: port)
+                socket.write(FrameCodec.encode(RpcV1.Frame(callID: 99, kind: .cancel).serializedBytes()))
+                idle.append(socket)
+            }
+            try await waitUntil { harness.rpc.stats.connectionFigures.open == 3 }
+            try await Task.sleep(for: .milliseconds(20))  // the cancels arrived
+            let newcomer = try RawSocket(port: port)
+            newcomer.sendEcho("new", id: 1)
+            #expect(try await newcomer.receiveFrame().statusCode == 0)
+            try await expectConnectionError(idle[0], .unavailable)
+            caller.sendEcho("second", id: 2)
+            let frame = try await caller.receiveFrame()
+            #expect(frame.callID == 2 && frame.statusCode == 0, "the calling client's connection was reclaimed: \(frame.statusMessage)")
+        }
+    }
+
     // MARK: Stats (#11) and cancels (#15)
 
     @Test func statsCountEveryAnsweredCallByStatus() async throws {
