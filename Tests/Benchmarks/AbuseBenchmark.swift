@@ -122,7 +122,8 @@ struct AbuseBenchmark {
             }
             let figures = await probes.stop()
             let zooCPU = ThreadCPU.read(pid).since(zooCPUBefore), benchCPU = processCPUSeconds() - benchCPUBefore
-            let othersCPU = ThreadCPU.machineBusySeconds() - machineBefore - zooCPU.total - benchCPU
+            let machine = ThreadCPU.machineBusySeconds()
+            let othersCPU = machine.busy - machineBefore.busy - zooCPU.total - benchCPU, steal = machine.steal - machineBefore.steal
             let exports = await Self.answered(ZooV1.Zoo.exportGeoJSON.path, client: client) - exportsBefore
             let peak = Memory.read(pid).peak
             let alive = zoo.isRunning && kill(pid, 0) == 0
@@ -152,7 +153,7 @@ struct AbuseBenchmark {
             let elapsed = (ContinuousClock.now - began).seconds
             cpuRows.append([
                 attack.name, String(format: "%.1f s", elapsed), String(format: "%.2f", zooCPU.total), ThreadCPU.describe(zooCPU.byName),
-                String(format: "%.2f", benchCPU), String(format: "%.2f", max(0, othersCPU)), "\(exports)",
+                String(format: "%.2f", benchCPU), String(format: "%.2f / %.2f", max(0, othersCPU), steal), "\(exports)",
                 [("health", figures.health), ("search", figures.search)].compactMap { name, figures in
                     figures.slowest.map { name + String(format: " %.0f ms at +%.1f s", $0.took * 1000, $0.at) }
                 }.joined(separator: ", "),
@@ -165,8 +166,8 @@ struct AbuseBenchmark {
               + "; peak RSS ≤ \(Memory.mib(rssGoal)); nothing lost")
         printTable(["attack", "alive", "health p50/max ms", "search p50/p95/p99/max ms", "search ≤ 10× same stat", "peak RSS", "lost", "verdict", "notes"], rows)
         print("where the time went (CPU seconds during each attack; the zoo's by thread name, the benchmark's = attacker + probes, "
-              + "others' = the rest of the machine's busy time):")
-        printTable(["attack", "took", "zoo CPU s", "zoo by thread", "bench CPU s", "others' CPU s", "exports answered", "slowest probes"], cpuRows)
+              + "others' = the rest of the machine's busy time, steal = time the hypervisor ran other machines instead):")
+        printTable(["attack", "took", "zoo CPU s", "zoo by thread", "bench CPU s", "others' CPU / steal s", "exports answered", "slowest probes"], cpuRows)
         print(failures.isEmpty ? "every goal met under every attack" : "goals not met:\n  " + failures.joined(separator: "\n  "))
         let warnings = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
         print("the zoo logged \(warnings.count) lines at warning level or above\(warnings.isEmpty ? "" : ", the last: \(warnings.last!)")")
@@ -409,15 +410,17 @@ struct ThreadCPU {
 
     var total: Double { threads.values.reduce(0) { $0 + $1.seconds } }
 
-    /// CPU seconds the whole machine has been busy (all cores, /proc/stat), to tell how much other
-    /// processes took during an attack on a shared machine.
-    static func machineBusySeconds() -> Double {
+    /// CPU seconds the whole machine has been busy (all cores, /proc/stat), and those the hypervisor
+    /// gave to other machines while this one wanted to run (steal), to tell how much others took
+    /// during an attack on a shared machine.
+    static func machineBusySeconds() -> (busy: Double, steal: Double) {
         guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
-              let line = stat.split(separator: "\n").first, line.hasPrefix("cpu ") else { return 0 }
+              let line = stat.split(separator: "\n").first, line.hasPrefix("cpu ") else { return (0, 0) }
         let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
-        guard ticks.count >= 8 else { return 0 }
-        // user nice system idle iowait irq softirq steal: all but idle and iowait.
-        return (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        guard ticks.count >= 8 else { return (0, 0) }
+        let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
+        // user nice system idle iowait irq softirq steal: busy is all but idle, iowait and steal.
+        return ((ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]) / hz, ticks[7] / hz)
     }
 
     /// Seconds by thread name, most first, with how many threads had that name.
