@@ -24,19 +24,27 @@ public struct ServerContext: Sendable {
     public var metadata: Metadata
     public var deadline: ContinuousClock.Instant?
     public var peer: String
+    /// Where the transport says the call is over before the handler's task hears of it.
+    private let sink: (any ResponseSink)?
 
-    init(_ head: CallHead) {
+    init(_ head: CallHead, sink: (any ResponseSink)? = nil) {
         method = head.method
         metadata = head.metadata
         deadline = head.deadline
         peer = head.peer
+        self.sink = sink
     }
+
+    /// Whether the call is over for its caller (it cancelled, went away, or the server ended the call):
+    /// the handler's task is cancelled, or, for a handler that has not suspended yet (whose task the
+    /// transport may not know), the transport says so.
+    public var isCancelled: Bool { Task.isCancelled || sink?.isCancelled == true }
 
     /// Throws CANCELLED once the caller went away or DEADLINE_EXCEEDED once the deadline passed;
     /// long handlers call it between steps.
     public func checkAlive() throws {
         if let deadline, deadline <= .now { throw RPCError(.deadlineExceeded, "deadline passed while serving \(method)") }
-        if Task.isCancelled { throw RPCError(.cancelled, "call to \(method) was cancelled") }
+        if isCancelled { throw RPCError(.cancelled, "call to \(method) was cancelled") }
     }
 }
 
@@ -49,6 +57,14 @@ public protocol ResponseSink: Sendable {
     /// Ends the call: OK (`error == nil`, with the unary response in `message`) or an error status.
     /// Only the first call takes effect.
     func finish(message: [UInt8]?, error: RPCError?)
+    /// Whether the transport has ended the call (its client cancelled or left, its deadline passed),
+    /// also while the handler computes before its first suspension, when its task may not be known
+    /// to the transport and so not yet cancelled. False by default.
+    var isCancelled: Bool { get }
+}
+
+extension ResponseSink {
+    public var isCancelled: Bool { false }
 }
 
 /// The typed side of the responses of a server-streaming or bidirectional call.

@@ -78,11 +78,11 @@ public final class RPCServer: Sendable {
             let message: [UInt8]?
             switch (route.body, input) {
             case (.single(let handler), .single(let request)):
-                message = try await handler(request, ServerContext(head), sink)
+                message = try await handler(request, ServerContext(head, sink: sink), sink)
             case (.streaming(let handler), .stream(let inbox)):
-                message = try await handler(inbox, ServerContext(head), sink)
+                message = try await handler(inbox, ServerContext(head, sink: sink), sink)
             case (.streaming(let handler), .single(let request)):
-                message = try await handler(MessageInbox(closedWith: [request]), ServerContext(head), sink)
+                message = try await handler(MessageInbox(closedWith: [request]), ServerContext(head, sink: sink), sink)
             case (.single(let handler), .stream(let inbox)):
                 guard let request = try await inbox.next() else {
                     throw RPCError(.invalidArgument, "\(head.method) takes one request; the client sent none")
@@ -90,7 +90,7 @@ public final class RPCServer: Sendable {
                 guard try await inbox.next() == nil else {
                     throw RPCError(.invalidArgument, "\(head.method) takes one request; the client sent more")
                 }
-                message = try await handler(request, ServerContext(head), sink)
+                message = try await handler(request, ServerContext(head, sink: sink), sink)
             }
             sink.finish(message: message, error: nil)
             if recordsStats { route.stats.record(duration: .now - started, code: .ok) }

@@ -17,6 +17,20 @@ public final class EventLoop: @unchecked Sendable {
     private var draining: [@Sendable () -> Void] = []
     /// Scratch space every read on this loop lands in before it is parsed (loop thread only).
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
+    /// Bytes read on this loop turn, and the most a turn reads in full buffers: once it is spent,
+    /// each further read of the turn gets a buffer of `minimumRead` bytes (`readSize`), so one turn
+    /// reads about `turnReadBudget` + `minimumRead` per readable connection, whatever clients send.
+    private var readThisTurn = 0
+    /// The most one turn has read so far (loop thread; tests check the bound).
+    private(set) var largestTurnRead = 0
+    static let turnReadBudget = 1 << 20
+    static let minimumRead = 16 * 1024
+    /// Connections that read a full buffer this turn and read again in the next one (loop thread;
+    /// see `TCPConnection.yieldReading`), and the check handle that restarts them (and resets
+    /// `readThisTurn`) once this turn's I/O callbacks are done.
+    private var yielded: [TCPConnection] = []
+    private var resuming: [TCPConnection] = []
+    private let nextTurn: UnsafeMutablePointer<uv_check_t>
 
     public let name: String
 
@@ -26,6 +40,8 @@ public final class EventLoop: @unchecked Sendable {
         check(uv_loop_init(raw), "uv_loop_init")
         wakeup = allocateHandle(uv_async_t.self)
         check(uv_async_init(raw, wakeup) { handle in EventLoop.owning(handle!.pointee.loop).drain() }, "uv_async_init")
+        nextTurn = allocateHandle(uv_check_t.self)
+        check(uv_check_init(raw, nextTurn), "uv_check_init")
         raw.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let thread = Thread { [self] in
             Thread.current.name = name  // set from the thread itself, so top -H and perf show it
@@ -84,6 +100,37 @@ public final class EventLoop: @unchecked Sendable {
         queue.withLock { swap(&$0.work, &draining) }
         for item in draining { item() }
         draining.removeAll(keepingCapacity: true)
+    }
+
+    /// How many bytes the next read may take (loop thread).
+    var readSize: Int {
+        let left = Self.turnReadBudget - readThisTurn
+        return left >= readBuffer.count ? readBuffer.count : max(Self.minimumRead, left)
+    }
+
+    /// Counts `bytes` read on this turn (loop thread).
+    func didRead(_ bytes: Int) {
+        if readThisTurn == 0 && yielded.isEmpty { startNextTurnCheck() }
+        readThisTurn += bytes
+    }
+
+    /// Has `connection` read again after this turn's I/O callbacks (loop thread).
+    func readAgainNextTurn(_ connection: TCPConnection) {
+        if readThisTurn == 0 && yielded.isEmpty { startNextTurnCheck() }
+        yielded.append(connection)
+    }
+
+    private func startNextTurnCheck() {
+        uv_check_start(nextTurn) { handle in EventLoop.owning(handle!.pointee.loop).resumeYielded() }
+    }
+
+    private func resumeYielded() {
+        uv_check_stop(nextTurn)
+        largestTurnRead = max(largestTurnRead, readThisTurn)
+        readThisTurn = 0
+        swap(&yielded, &resuming)
+        for connection in resuming { connection.resumeAfterYield() }
+        resuming.removeAll(keepingCapacity: true)
     }
 
     /// Whether the calling thread is this loop's thread.

@@ -19,6 +19,11 @@ final class ServerConnection: @unchecked Sendable {
     private var lastSerial: UInt64 = 0
     /// This connection's calls waiting for a worker.
     let queue: CallQueue
+    /// Calls started by the frames of the read being parsed, handed to the pool together when the
+    /// read's frames are done (or every `startBatch`), so a protocol error later in the same read (a
+    /// reused call id) drops them before any worker could start one (loop thread).
+    private var starting: [ServerCall] = []
+    private static let startBatch = 16
     /// The highest call id the client has used, and CANCELs that arrived for ids above it: a
     /// cancel that overtook its request (loop thread). Bounded by the concurrent-call limit.
     private var highestID: UInt64 = 0
@@ -27,6 +32,8 @@ final class ServerConnection: @unchecked Sendable {
     /// A call's entry, from the moment its request arrived until its status was sent.
     struct CallEntry {
         let serial: UInt64
+        /// The call itself, whose flag tells a handler not yet known by its task that it is over.
+        let call: ServerCall
         /// Where the call is counted once answered (nil: an unknown method), and since when it is open.
         let stats: MethodStats?
         let arrived: ContinuousClock.Instant
@@ -50,13 +57,14 @@ final class ServerConnection: @unchecked Sendable {
     }
 
     enum CallSlot {
-        /// Waiting for a worker.
+        /// Waiting for a worker: its job is in `queue` (or `starting`). Ending such a call removes
+        /// its entry at once, and the worker that takes the job finds nothing to run.
         case queued
-        /// Cancelled (by the client, or because the connection closed) while still queued.
-        case cancelled
-        /// Its deadline passed (or it broke flow control) before its task was known here
-        /// (answered already); the worker cancels or skips it and removes the entry.
-        case expired
+        /// A worker runs its handler, which has not suspended yet, so its task is not known here
+        /// (`Task.immediate` returns it at the first suspension): ending the call sets its flag
+        /// (`ServerCall.cancel`), which `ServerContext.checkAlive` sees, and `running` cancels the
+        /// task once it is known.
+        case claimed
         /// Its handler runs (or waits) in this task.
         case running(Task<Void, Never>)
     }
@@ -70,11 +78,16 @@ final class ServerConnection: @unchecked Sendable {
         self.server = server
         queue = CallQueue(connection: connection)
         connection.onFrame = { [unowned self] in received($0) }
+        connection.onFramesEnd = { [unowned self] in startQueued() }
         connection.onFrameError = { [unowned self] error in frameError(error) }
         connection.onDrain = { [unowned self] in drained() }
     }
 
     var openCalls: Int { calls.withLock { $0.count } }
+
+    /// Whether the client ever started a call here (loop thread): one that never did is reclaimed
+    /// first when the connection limits are reached.
+    var hasMadeCalls: Bool { lastSerial > 0 }
 
     /// No longer counted against the server's connection limits (loop thread; see `TCPServer.uncount`).
     var uncounted = false
@@ -88,9 +101,9 @@ final class ServerConnection: @unchecked Sendable {
         connection.loop.assertInLoop()
         guard !isFailing, !connection.isClosed else { return }
         answer(0, error: RPCError(code, message))
+        cancelAll()
         connection.close(afterFlushing: message, sealing: true)
         if !connection.isClosed { server.uncount(self) }
-        cancelAll()
     }
 
     // MARK: Frames from the client (loop thread)
@@ -148,10 +161,13 @@ final class ServerConnection: @unchecked Sendable {
         let route = server.rpc.route(for: head.method)
         let inbox = frame.clientStream ? makeInbox(id) : nil
         let limit = server.limits.maxConcurrentCalls
+        let call = ServerCall(
+            connection: self, id: id, serial: serial, head: head, route: route,
+            input: inbox.map { .stream($0) } ?? .single(frame.payload))
         let accepted = calls.withLock { calls -> Admission in
             guard calls[id] == nil else { return .idInUse }
             guard calls.count - cancelledCalls.load(ordering: .relaxed) < limit else { return .tooMany }
-            calls[id] = CallEntry(serial: serial, stats: route?.stats, arrived: arrived, slot: .queued, window: nil, inbox: inbox)
+            calls[id] = CallEntry(serial: serial, call: call, stats: route?.stats, arrived: arrived, slot: .queued, window: nil, inbox: inbox)
             return .accepted
         }
         switch accepted {
@@ -170,17 +186,22 @@ final class ServerConnection: @unchecked Sendable {
         server.inFlight.add(1, ordering: .relaxed)
         server.callStarted()
         if let deadline = head.deadline { server.watch(deadline, of: id, serial: serial, method: head.method, on: self) }
-        let call = ServerCall(
-            connection: self, id: id, serial: serial, head: head, route: route,
-            input: inbox.map { .stream($0) } ?? .single(frame.payload))
         if route?.isBuiltin == true {
             // Health, reflection and stats answer at once, here on the loop (they never wait), rather
             // than queueing behind domain calls that may hold every worker.
             call.run()
         } else {
-            server.workers.submit(call, to: queue)
+            starting.append(call)
+            if starting.count >= Self.startBatch { startQueued() }
         }
         if connection.pendingBytes.load(ordering: .relaxed) > connection.highWater { connection.pauseReading() }
+    }
+
+    /// Hands the calls the last frames started to the worker pool (loop thread).
+    private func startQueued() {
+        guard !starting.isEmpty else { return }
+        server.workers.submit(starting, to: queue)
+        starting.removeAll(keepingCapacity: true)
     }
 
     /// The requests of client-streaming call `id`; its consumer's reads grant the client credit.
@@ -206,22 +227,23 @@ final class ServerConnection: @unchecked Sendable {
 
     private func cancel(_ id: UInt64) {
         let (known, task) = calls.withLock { calls -> (Bool, Task<Void, Never>?) in
-            switch calls[id]?.slot {
+            guard let entry = calls[id] else { return (false, nil) }
+            switch entry.slot {
             case .queued:
                 // Gone at once (its worker will find nothing to run), so the id and its place under
                 // the concurrent-call limit are free again, as they are for the client.
-                calls[id]?.inbox?.finish(error: RPCError(.cancelled, "cancelled by the client"), discarding: true)
+                entry.inbox?.finish(error: RPCError(.cancelled, "cancelled by the client"), discarding: true)
                 remove(id, &calls)
                 server.inFlight.subtract(1, ordering: .relaxed)
                 return (true, nil)
-            case .running(let task):
-                if calls[id]?.cancelledByClient == false {
+            case .claimed, .running:
+                if !entry.cancelledByClient {
                     calls[id]?.cancelledByClient = true
                     cancelledCalls.add(1, ordering: .relaxed)
                 }
-                return (true, task)
-            case .cancelled, .expired: return (true, nil)
-            case nil: return (false, nil)
+                entry.call.cancel()
+                if case .running(let task) = entry.slot { return (true, task) }
+                return (true, nil)
             }
         }
         task?.cancel()
@@ -231,21 +253,33 @@ final class ServerConnection: @unchecked Sendable {
         }
     }
 
-    /// Cancels every open call (the connection is failing): queued ones never run, running ones
-    /// are cancelled; none is answered, as the connection is sealed.
-    private func cancelAll() {
-        let running = calls.withLock { calls -> [Task<Void, Never>] in
+    /// Cancels every open call (the connection is failing or closed): queued ones are dropped and
+    /// never run, running ones are cancelled; none is answered, as the connection is sealed. The
+    /// open calls left: those with a handler still to finish (loop thread).
+    @discardableResult
+    private func cancelAll() -> [CallEntry] {
+        let (running, left) = calls.withLock { calls -> ([Task<Void, Never>], [CallEntry]) in
             var running: [Task<Void, Never>] = []
-            for (id, call) in calls {
-                switch call.slot {
-                case .queued: calls[id]?.slot = .cancelled
-                case .running(let task): running.append(task)
-                case .cancelled, .expired: break
+            var dropped = 0
+            for (id, entry) in calls {
+                switch entry.slot {
+                case .queued:
+                    entry.inbox?.finish(error: RPCError(.cancelled, "the connection closed"), discarding: true)
+                    remove(id, &calls)
+                    dropped += 1
+                case .claimed: entry.call.cancel()
+                case .running(let task):
+                    entry.call.cancel()
+                    running.append(task)
                 }
             }
-            return running
+            if dropped > 0 { server.inFlight.subtract(dropped, ordering: .relaxed) }
+            return (running, Array(calls.values))
         }
+        starting.removeAll()
+        server.workers.discard(queue)
         for task in running { task.cancel() }
+        return left
     }
 
     private func frameError(_ error: FrameError) {
@@ -274,11 +308,9 @@ final class ServerConnection: @unchecked Sendable {
         connection.loop.assertInLoop()
         let entry = calls.withLock { calls -> CallEntry? in
             guard let entry = calls[id], entry.serial == serial else { return nil }
-            switch entry.slot {
-            case .queued: calls[id]?.slot = .expired  // the worker may be starting it right now
-            case .running, .cancelled: remove(id, &calls)
-            case .expired: return nil
-            }
+            // A queued call's worker finds nothing to run; a claimed one's handler sees the flag.
+            remove(id, &calls)
+            entry.call.cancel()
             return entry
         }
         guard let entry else { return }
@@ -286,57 +318,29 @@ final class ServerConnection: @unchecked Sendable {
         entry.stats?.record(duration: ContinuousClock.now - entry.arrived, code: error.code)
         entry.window?.fail(error)
         entry.inbox?.finish(error: error, discarding: true)
-        switch entry.slot {
-        case .cancelled, .expired: return
-        case .queued: break
-        case .running(let task): task.cancel()
-        }
+        if case .running(let task) = entry.slot { task.cancel() }
         answer(id, error: error)
     }
 
-    /// A worker is about to run the call: true when it is still queued (neither cancelled nor
-    /// expired while it waited), in which case the caller must report its task with `running`.
+    /// A worker is about to run the call: true when it is still queued (not ended while it
+    /// waited: cancelled, expired, its connection gone), in which case the caller must report its
+    /// task with `running`.
     func claim(_ id: UInt64, serial: UInt64) -> Bool {
         calls.withLock { calls -> Bool in
-            guard let entry = calls[id], entry.serial == serial else { return false }
-            switch entry.slot {
-            case .queued:
-                return true
-            case .cancelled:
-                // The client has already given up on this call; nothing to answer.
-                remove(id, &calls)
-                server.inFlight.subtract(1, ordering: .relaxed)
-                return false
-            case .expired:
-                // Its deadline passed while it waited, and it was answered then.
-                remove(id, &calls)
-                return false
-            case .running:
-                return false
-            }
+            guard let entry = calls[id], entry.serial == serial, case .queued = entry.slot else { return false }
+            calls[id]?.slot = .claimed
+            return true
         }
     }
 
-    /// The claimed call's handler runs (or ran) in `task`; cancels it when the call was cancelled
-    /// or expired meanwhile.
-    func running(_ id: UInt64, serial: UInt64, task: Task<Void, Never>) {
-        let cancelNow = calls.withLock { calls -> Bool in
-            guard let entry = calls[id], entry.serial == serial else { return false }  // finished already
-            switch entry.slot {
-            case .queued:
-                calls[id]?.slot = .running(task)
-                return false
-            case .cancelled:
-                calls[id]?.slot = .running(task)
-                return true
-            case .expired:
-                remove(id, &calls)
-                return true
-            case .running:
-                return false
-            }
+    /// The claimed call's handler runs (or ran) in `task`; cancels it when the call was ended
+    /// meanwhile (its flag is set under the lock that also guards the slot).
+    func running(_ call: ServerCall, task: Task<Void, Never>) {
+        calls.withLock { calls in
+            guard let entry = calls[call.id], entry.serial == call.serial, case .claimed = entry.slot else { return }  // over already
+            calls[call.id]?.slot = .running(task)
         }
-        if cancelNow { task.cancel() }
+        if call.isCancelled { task.cancel() }
     }
 
     /// Called by a call's sink when it finished; only the first answer of a call is sent (a call
@@ -347,8 +351,7 @@ final class ServerConnection: @unchecked Sendable {
             remove(id, &calls)
             return entry
         }
-        guard let entry else { return }
-        if case .expired = entry.slot { return }
+        guard let entry else { return }  // ended already (answered, or its connection gone)
         let code = StatusCode(rawValue: status.statusCode)
         if let stats = entry.stats {
             stats.record(duration: ContinuousClock.now - entry.arrived, code: code)
@@ -360,15 +363,9 @@ final class ServerConnection: @unchecked Sendable {
         server.inFlight.subtract(1, ordering: .releasing)
     }
 
-    /// Whether call `id` may still send: it is open and was not answered because of its deadline.
+    /// Whether call `id` may still send: it is open (not answered because of its deadline).
     func isOpen(_ id: UInt64, serial: UInt64) -> Bool {
-        calls.withLock { calls in
-            guard let entry = calls[id], entry.serial == serial else { return false }
-            switch entry.slot {
-            case .queued, .running, .cancelled: return true
-            case .expired: return false
-            }
-        }
+        calls.withLock { calls in calls[id].map { $0.serial == serial } ?? false }
     }
 
     /// The credit window of open call `id` (of that serial, when given) for its response
@@ -376,7 +373,6 @@ final class ServerConnection: @unchecked Sendable {
     func responseWindow(_ id: UInt64, serial: UInt64?) -> SendWindow? {
         calls.withLock { calls in
             guard let entry = calls[id], serial.map({ $0 == entry.serial }) ?? true else { return nil }
-            if case .expired = entry.slot { return nil }
             if let window = entry.window { return window }
             let window = SendWindow()
             calls[id]?.window = window
@@ -426,23 +422,12 @@ final class ServerConnection: @unchecked Sendable {
         connection.resumeReading()
     }
 
-    /// The connection closed: queued calls are dropped, running ones cancelled (loop thread).
+    /// The connection closed: queued calls are dropped (the pool forgets their jobs), running ones
+    /// cancelled (loop thread).
     func closed(reason: String) {
         connection.loop.assertInLoop()
         let error = RPCError(.cancelled, "connection closed: \(reason)")
-        let (running, streams) = calls.withLock { calls -> ([Task<Void, Never>], [CallEntry]) in
-            var running: [Task<Void, Never>] = []
-            var streams: [CallEntry] = []
-            for (id, call) in calls {
-                switch call.slot {
-                case .queued: calls[id]?.slot = .cancelled
-                case .running(let task): running.append(task)
-                case .cancelled, .expired: break
-                }
-                if call.window != nil || call.inbox != nil { streams.append(call) }
-            }
-            return (running, streams)
-        }
+        let streams = cancelAll().filter { $0.window != nil || $0.inbox != nil }
         let waiting = writers.withLock { writers in
             writers.closed = true
             defer { writers.waiting.removeAll() }
@@ -453,8 +438,6 @@ final class ServerConnection: @unchecked Sendable {
             stream.window?.fail(error)
             stream.inbox?.finish(error: error, discarding: true)
         }
-        for task in running { task.cancel() }
-        server.workers.unpark(queue, closed: true)
     }
 
     static func statusFrame(_ id: UInt64, message: [UInt8]?, error: RPCError?) -> RpcV1.Frame {
@@ -472,6 +455,8 @@ private enum Admission {
 /// built-ins), then served by its handler in a task of its own.
 final class ServerCall: WorkerJob {
     let connection: ServerConnection
+    /// Set when the call ended before its handler did (see `ServerConnection.CallSlot.claimed`).
+    private let cancelled = Atomic<Bool>(false)
     let id: UInt64
     let serial: UInt64
     let head: CallHead
@@ -489,6 +474,11 @@ final class ServerCall: WorkerJob {
 
     var workerTime: WorkerTime? { route?.workerTime }
 
+    /// Tells the handler its call is over (its client cancelled or left, its deadline passed).
+    func cancel() { cancelled.store(true, ordering: .releasing) }
+
+    var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
     /// Runs the handler right here, until it first waits, unless the call was cancelled or
     /// expired while it was queued.
     @discardableResult
@@ -497,7 +487,7 @@ final class ServerCall: WorkerJob {
         let task = Task.immediate { [self] in
             await connection.server.rpc.handle(head, route: route, input: input, sink: TCPResponseSink(call: self), recordsStats: false)
         }
-        connection.running(id, serial: serial, task: task)
+        connection.running(self, task: task)
         return true
     }
 }
@@ -507,6 +497,8 @@ final class ServerCall: WorkerJob {
 /// connection's high-water mark.
 struct TCPResponseSink: ResponseSink {
     let call: ServerCall
+
+    var isCancelled: Bool { call.isCancelled }
 
     func send(_ message: [UInt8]) async throws {
         let connection = call.connection

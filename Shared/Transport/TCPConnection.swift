@@ -17,6 +17,9 @@ package final class TCPConnection: @unchecked Sendable {
     private let decoder: FrameDecoder
     private(set) var isClosed = false
     private var isReading = false
+    /// Reading is stopped until the loop's next turn, after a read that filled the loop's buffer
+    /// (`yieldReading`); `isReading` still says whether it should read.
+    private var yielded = false
     private var closeWhenFlushed: String?
     /// Since when the connection waits to be flushed before it closes (`close(afterFlushing:)`).
     private(set) var closingSince: ContinuousClock.Instant?
@@ -41,6 +44,8 @@ package final class TCPConnection: @unchecked Sendable {
 
     /// A complete frame's envelope bytes arrived; they are valid only during the call.
     package var onFrame: ((UnsafeRawBufferPointer) -> Void)?
+    /// The frames of one read were handed to `onFrame` (loop thread).
+    var onFramesEnd: (() -> Void)?
     /// The byte stream broke framing; the connection closes right after, unless this has it close
     /// once flushed (`close(afterFlushing:)`).
     var onFrameError: ((FrameError) -> Void)?
@@ -118,13 +123,39 @@ package final class TCPConnection: @unchecked Sendable {
         loop.assertInLoop()
         guard !isClosed, !isReading, closeWhenFlushed == nil || lingering != nil else { return }
         isReading = true
+        if !yielded { startReading() }  // else the loop's next turn starts it
+    }
+
+    /// A read filled the buffer it was given, so more is likely waiting: reading stops for the rest
+    /// of this loop turn and starts again in the next. libuv reads a readable socket up to 32 times
+    /// per turn (8 MiB with our 256 KiB buffer), so 40 clients streaming large frames held the loop
+    /// for hundreds of milliseconds, and a health check waited that long for its accept and its
+    /// read (280-640 ms in the abuse benchmark); now a turn reads one buffer from each connection,
+    /// and small ones once the turn has read `EventLoop.turnReadBudget` (loop thread).
+    private func yieldReading() {
+        guard isReading, !isClosed, !yielded else { return }
+        yielded = true
+        uv_read_stop(stream)
+        loop.readAgainNextTurn(self)
+    }
+
+    /// The loop's next turn after `yieldReading` (loop thread).
+    func resumeAfterYield() {
+        guard yielded else { return }
+        yielded = false
+        if isReading, !isClosed { startReading() }
+    }
+
+    private func startReading() {
         uv_read_start(stream, { handle, _, buffer in
             let loop = EventLoop.owning(handle!.pointee.loop)
-            buffer!.pointee = uv_buf_init(loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(loop.readBuffer.count))
+            buffer!.pointee = uv_buf_init(loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(loop.readSize))
         }, { stream, count, buffer in
             let connection = TCPConnection.owning(stream)
             if count > 0 {
+                connection.loop.didRead(count)
                 connection.received(UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count))
+                if count == Int(buffer!.pointee.len) { connection.yieldReading() }
             } else if count < 0 {
                 // A lingering close keeps its own reason: the peer's end is what it waited for.
                 connection.close(reason: connection.lingering != nil ? connection.closeWhenFlushed!
@@ -150,6 +181,7 @@ package final class TCPConnection: @unchecked Sendable {
         }
         decoder.append(bytes)
         var frames = 0
+        defer { if frames > 0 { onFramesEnd?() } }
         do {
             defer { if frames > 0 { lastFrameAt = .now } }
             while !isClosed, closeWhenFlushed == nil, let envelope = try decoder.nextEnvelope() {
@@ -319,6 +351,7 @@ package final class TCPConnection: @unchecked Sendable {
         let onClose = onClose
         self.onClose = nil
         onFrame = nil
+        onFramesEnd = nil
         onFrameError = nil
         onDrain = nil
         onClose?(reason)

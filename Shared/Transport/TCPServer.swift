@@ -182,14 +182,18 @@ public final class TCPServer: @unchecked Sendable {
     /// their client does not read it.
     private var refused: [TCPConnection] = []
 
-    /// The connection (from `host`, when given) with no open call and the oldest last frame or answer.
+    /// The connection (from `host`, when given) with no open call to reclaim: one that never started
+    /// a call before any that did, then the one with the oldest last frame or answer. (A socket that
+    /// only keeps its slot, with a CANCEL of an unused id, had a frame more recently than a client
+    /// that calls every 50 ms may have had; it went first all the same.)
     private func longestIdle(from host: String?) -> ServerConnection? {
-        var best: (ServerConnection, ContinuousClock.Instant)?
+        var best: (ServerConnection, Bool, ContinuousClock.Instant)?
         for served in connections.values where served.openCalls == 0 && !served.isFailing {
             let connection = served.connection
             if let host, connection.peerHost != host { continue }
             let quietSince = max(connection.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt)
-            if best.map({ quietSince < $0.1 }) ?? true { best = (served, quietSince) }
+            let called = served.hasMadeCalls
+            if best.map({ (!called && $0.1) || (called == $0.1 && quietSince < $0.2) }) ?? true { best = (served, called, quietSince) }
         }
         return best?.0
     }

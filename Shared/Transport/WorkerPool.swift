@@ -87,9 +87,16 @@ final class WorkerPool: Sendable {
     /// Queues `job` in `queue` (in a queue of its own when nil); starts another worker when fewer
     /// than `width` are running.
     func submit(_ job: Job, to queue: CallQueue? = nil) {
+        submit(CollectionOfOne(job), to: queue)
+    }
+
+    /// Queues `jobs` in `queue` in order, under one lock (a connection hands over the calls of one
+    /// read together); nothing when the queue was discarded.
+    func submit(_ jobs: some Collection<Job>, to queue: CallQueue? = nil) {
         let queue = queue ?? sharedQueue
         let startWorker = state.withLock { state -> Bool in
-            queue.jobs.append(job)
+            guard !queue.isClosed else { return false }
+            for job in jobs { queue.jobs.append(job) }
             guard !queue.isScheduled, !queue.isParked else { return false }
             queue.isScheduled = true
             state.ready.append(queue)
@@ -98,12 +105,10 @@ final class WorkerPool: Sendable {
         if startWorker { Task { await self.work() } }
     }
 
-    /// Gives a parked queue its turns again: its connection's client read its answers, or the
-    /// connection closed (then its jobs run only to see that they are cancelled).
-    func unpark(_ queue: CallQueue, closed: Bool = false) {
+    /// Gives a parked queue its turns again: its connection's client read its answers.
+    func unpark(_ queue: CallQueue) {
         let startWorker = state.withLock { state -> Bool in
-            if closed { queue.isClosed = true }
-            guard queue.isParked else { return false }
+            guard queue.isParked, !queue.isClosed else { return false }
             queue.isParked = false
             guard !queue.jobs.isEmpty else { return false }
             queue.isScheduled = true
@@ -111,6 +116,20 @@ final class WorkerPool: Sendable {
             return state.startWorker(width)
         }
         if startWorker { Task { await self.work() } }
+    }
+
+    /// Forgets the jobs waiting in `queue` and takes no more for it: its connection is gone, so
+    /// they are not run at all (a worker that took one already finds its call over). The ring
+    /// drops the queue at its next turn.
+    func discard(_ queue: CallQueue) {
+        let dropped = state.withLock { _ -> FIFO<Job> in
+            queue.isClosed = true
+            queue.isParked = false
+            var dropped = FIFO<Job>()
+            swap(&dropped, &queue.jobs)
+            return dropped
+        }
+        _ = dropped  // released here, outside the lock
     }
 
     /// The pool whose job is running on this thread, if any.
@@ -260,7 +279,7 @@ final class CallQueue: @unchecked Sendable {
     fileprivate var isScheduled = false
     /// Out of the ring because its connection's outbox is above the high-water mark.
     fileprivate var isParked = false
-    /// The connection closed: the jobs left run (and find themselves cancelled) whatever the outbox holds.
+    /// The connection closed (or failed): its jobs were dropped and no more are taken (`discard`).
     fileprivate var isClosed = false
 
     init(connection: TCPConnection?) { self.connection = connection }

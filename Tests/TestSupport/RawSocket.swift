@@ -28,6 +28,11 @@ public final class RawSocket: @unchecked Sendable {
         bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
     }
 
+    /// Closes the sending side (the peer reads end-of-stream, as when a client closes), keeping the socket to read.
+    public func finishWriting() {
+        shutdown(descriptor, Int32(SHUT_WR))
+    }
+
     /// Reads until the peer closes (or 10 s pass); returns what arrived and whether it closed.
     public func readUntilClosed() async -> (bytes: [UInt8], closed: Bool) {
         let descriptor = descriptor

@@ -12,15 +12,25 @@ import Testing
 /// connection-level error is told to the client (a STATUS frame with call id 0) before the close.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct AbuseTests {
     /// Echo whose payload "busy" holds its worker for 20 ms (no suspension), "big" answers 64 KiB, "huge" 1 MiB;
-    /// counts the calls that started.
+    /// counts the calls that started. "spin" computes (never suspending) for up to 5 s, asking between
+    /// steps whether its call is still wanted, and counts in `spinsStopped` the times it was told not.
     final class BusyService: RPCService, @unchecked Sendable {
         let started = Atomic<Int>(0)
+        let spinsStopped = Atomic<Int>(0)
 
         func register(in router: inout RPCRouter) {
-            router.unary(RpcV1.Echo.echo) { [self] request, _ in
+            router.unary(RpcV1.Echo.echo) { [self] request, context in
                 started.add(1, ordering: .relaxed)
                 switch String(decoding: request.payload, as: UTF8.self) {
                 case "busy": usleep(20_000)
+                case "spin":
+                    for _ in 0..<5000 {
+                        do { try context.checkAlive() } catch {
+                            spinsStopped.add(1, ordering: .relaxed)
+                            throw error
+                        }
+                        usleep(1000)
+                    }
                 case "big": return RpcV1.EchoResponse(payload: [UInt8](repeating: 7, count: 64 << 10))
                 case "huge": return RpcV1.EchoResponse(payload: [UInt8](repeating: 7, count: 1 << 20))
                 case "slow": try await Task.sleep(for: .seconds(30))
@@ -171,6 +181,85 @@ import Testing
         }
     }
 
+    @Test func theCallsAClosedConnectionLeftQueuedNeverRun() async throws {
+        let service = BusyService()
+        var limits = Self.limits
+        limits.workers = 1
+        try await Harness.with(.tcp, services: [service], limits: limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.write((1...30).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: Array("busy".utf8)), id: UInt64($0)) })
+            try await waitUntil { service.started.load(ordering: .relaxed) >= 1 }
+            socket.finishWriting()
+            try await waitUntil { harness.tcp!.callsInFlight == 0 }
+            try await Task.sleep(for: .milliseconds(100))
+            // The one running when the client left (and perhaps the next, taken meanwhile), not the 28 others.
+            let started = service.started.load(ordering: .relaxed)
+            #expect(started <= 2, "\(started) of 30 calls ran for a client that had gone")
+        }
+    }
+
+    /// A reused call id fails the connection: calls that came in the same read as the offending
+    /// frame (here 13 frames before it) are dropped before any worker starts one.
+    @Test func callsBeforeAReusedIDInTheSameReadNeverRun() async throws {
+        let service = BusyService()
+        try await Harness.with(.tcp, services: [service], limits: Self.limits) { harness in
+            for _ in 0..<20 {
+                let socket = try RawSocket(port: harness.tcp!.port)
+                let busy = Array("busy".utf8)
+                socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: busy), id: 7)
+                    + (8...19).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: busy), id: $0) }
+                    + RawSocket.echoFrame(RpcV1.EchoRequest(payload: busy), id: 7))
+                let frames = try await framesUntilClosed(socket)
+                #expect(frames.count == 1 && frames.first?.callID == 0)
+            }
+            try await waitUntil { harness.tcp!.callsInFlight == 0 }
+            let started = service.started.load(ordering: .relaxed)
+            #expect(started == 0, "\(started) calls ran for connections closed by the same read that brought them")
+        }
+    }
+
+    /// A handler that computes without suspending runs on its worker before the server knows its task
+    /// (`Task.immediate` returns that at the first suspension): the end of its call must still reach it.
+    @Test(arguments: ["reused call id", "client cancel", "client gone"])
+    func aHandlerComputingWithoutSuspendingLearnsThatItsCallIsOver(_ how: String) async throws {
+        let service = BusyService()
+        try await Harness.with(.tcp, services: [service], limits: Self.limits) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.sendEcho("spin", id: 7)
+            try await waitUntil { service.started.load(ordering: .relaxed) == 1 }
+            let ended = ContinuousClock.now
+            switch how {
+            case "reused call id": socket.sendEcho("again", id: 7)
+            case "client cancel": socket.write(FrameCodec.encode(RpcV1.Frame(callID: 7, kind: .cancel).serializedBytes()))
+            default: socket.finishWriting()
+            }
+            try await waitUntil { service.spinsStopped.load(ordering: .relaxed) == 1 }
+            #expect(ContinuousClock.now - ended < .seconds(2))
+            try await waitUntil { harness.tcp!.callsInFlight == 0 }
+        }
+    }
+
+    /// libuv reads a readable socket up to 32 times per loop turn (8 MiB with the loop's 256 KiB
+    /// buffer): clients streaming large frames held the loop, and every other client's accept and
+    /// read, for hundreds of milliseconds per turn. A turn now reads one buffer per connection.
+    @Test func oneLoopTurnReadsABoundedAmountWhateverClientsSend() async throws {
+        var limits = Self.limits
+        limits.maxFrameSize = 16 << 20
+        try await Harness.with(.tcp, limits: limits) { harness in
+            let server = harness.tcp!
+            let sockets = try (0..<4).map { _ in try RawSocket(port: server.port) }
+            // Each sends 12 MiB of a 16 MiB frame at once, from a thread of its own.
+            let body = [0, 1, 0, 0, 0] + [UInt8](repeating: 0, count: 12 << 20)
+            await withTaskGroup(of: Void.self) { group in
+                for socket in sockets { group.addTask { _ = try? await offPool { socket.write(body) } } }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            let largest = server.loop.submit { server.loop.largestTurnRead }
+            let bound = (sockets.count + 1) * server.loop.readBuffer.count  // one read per connection, the harness client's too
+            #expect(largest > 0 && largest <= bound, "a loop turn read \(largest) bytes (bound \(bound))")
+        }
+    }
+
     @Test func largeFramesBeyondTheMemoryBudgetAreRefusedAndTheLargestHolderClosed() async throws {
         var limits = Self.limits
         limits.memoryBudget = 1 << 20
@@ -272,6 +361,36 @@ import Testing
             try await expectConnectionError(refused, .resourceExhausted)
             #expect(harness.rpc.stats.connectionFigures.rejected >= 1)
             slow.cancel()
+        }
+    }
+
+    /// A client that makes calls keeps its connection over sockets that never made one, even when
+    /// those sent a frame (a CANCEL of an unused id) after its last call: under the abuse suite's idle
+    /// sockets the search client, quiet for 50 ms between searches, was reclaimed before them.
+    @Test func aConnectionThatNeverMadeACallIsReclaimedBeforeOneThatDid() async throws {
+        var limits = Self.limits
+        limits.maxConnectionsPerPeer = 3
+        try await Harness.with(.tcp, services: [BusyService()], limits: limits) { harness in
+            let port = harness.tcp!.port
+            let caller = try RawSocket(port: port)
+            caller.sendEcho("first", id: 1)
+            #expect(try await caller.receiveFrame().statusCode == 0)
+            try await Task.sleep(for: .milliseconds(20))
+            var idle: [RawSocket] = []
+            for _ in 0..<2 {
+                let socket = try RawSocket(port: port)
+                socket.write(FrameCodec.encode(RpcV1.Frame(callID: 99, kind: .cancel).serializedBytes()))
+                idle.append(socket)
+            }
+            try await waitUntil { harness.rpc.stats.connectionFigures.open == 3 }
+            try await Task.sleep(for: .milliseconds(20))  // the cancels arrived
+            let newcomer = try RawSocket(port: port)
+            newcomer.sendEcho("new", id: 1)
+            #expect(try await newcomer.receiveFrame().statusCode == 0)
+            try await expectConnectionError(idle[0], .unavailable)
+            caller.sendEcho("second", id: 2)
+            let frame = try await caller.receiveFrame()
+            #expect(frame.callID == 2 && frame.statusCode == 0, "the calling client's connection was reclaimed: \(frame.statusMessage)")
         }
     }
 

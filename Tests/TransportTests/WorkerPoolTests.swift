@@ -56,11 +56,14 @@ import Testing
         // One worker, so that the test keeps a thread of the cooperative pool.
         let server = try TCPServer(rpc: RPCServer(name: "busy", services: [service]), port: 0, limits: Self.limits(workers: 1))
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
-        // The worker is busy with a 2-second call; another call waits in the queue behind it.
-        let busy = ["block:2000", "queued"].map { text in
+        // The worker is busy with a 2-second call; another call waits in the queue behind it. (Sent
+        // one after the other: sent together, the quick one could go first and be over already.)
+        func call(_ text: String) -> Task<RpcV1.EchoResponse, any Error> {
             Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array(text.utf8))) }
         }
+        let blocking = call("block:2000")
         try await Self.waitUntilRunning(1, service)
+        let busy = [blocking, call("queued")]
         try await waitUntil { server.callsInFlight == 2 }
         // Timed on a thread of its own, so that only the server's answer counts.
         let socket = try RawSocket(port: server.port)
