@@ -81,8 +81,10 @@ import Torch
             // Training is a job: progress lines with epochs and loss, then the model and its figures.
             let cnn = try await stack.gateway(["classify", "train", "--dataset", "digits", "--epochs", "3", "--name", "cnn-small"])
             Self.status(cnn, 0, "train cnn")
-            // Three epochs with 10 % held out, then three on every image (the model kept).
-            #expect(cnn.output.contains("epoch 1/6 loss") && cnn.output.contains("100% done"), "\(cnn.output)")
+            // Three epochs with 10 % held out, then three on every image (the model kept). The watch shows the job's
+            // latest progress, so a quick epoch can be passed over (epoch 1 was, once): any epoch of the six will do.
+            #expect(cnn.output.range(of: #"epoch [1-6]/6 loss"#, options: .regularExpression) != nil && cnn.output.contains("100% done"),
+                    "\(cnn.output)")
             #expect(cnn.output.contains("cnn-small: cnn classifier, 10 labels"), "\(cnn.output)")
             let features = try jsonObject(try await stack.gateway(["classify", "train", "--dataset", "digits", "--algorithm", "features", "--json"]))
             #expect(features["model"] as? String == "digits-features-1")
