@@ -1,1 +1,7 @@
 #include <uv.h>
+
+/// `uv_loop_configure` is variadic, which Swift cannot call: measuring the loop's idle time
+/// (`uv_metrics_idle_time`) is the one option we set.
+static inline int uv_loop_configure_idle_time(uv_loop_t *loop) {
+    return uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
+}

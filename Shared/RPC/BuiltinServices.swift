@@ -63,7 +63,12 @@ struct BuiltinServices: RPCService {
                         })
                 },
                 openConnections: connections.open, totalConnections: connections.total,
-                rejectedConnections: connections.rejected, uptimeSeconds: state.uptimeSeconds)
+                rejectedConnections: connections.rejected, uptimeSeconds: state.uptimeSeconds,
+                loop: state.stats.loopFigures.map { loop in
+                    RpcV1.LoopStats(
+                        turns: loop.turns, busySeconds: loop.busySeconds, longestTurnMs: loop.longestMilliseconds,
+                        turnsOver1ms: loop.turnsOver[0], turnsOver10ms: loop.turnsOver[1], turnsOver100ms: loop.turnsOver[2])
+                })
         }
     }
 }

@@ -22,6 +22,7 @@ public final class ServerStats: Sendable {
 
     private let methods = Mutex<[String: MethodStats]>([:])
     private let connections = Mutex(ConnectionCounters())
+    private let loop = Mutex<(@Sendable () -> LoopFigures)?>(nil)
 
     public init() {}
 
@@ -58,6 +59,12 @@ public final class ServerStats: Sendable {
     public func connectionOpened() { connections.withLock { $0.open += 1; $0.total += 1 } }
     public func connectionClosed() { connections.withLock { $0.open -= 1 } }
     public func connectionRejected() { connections.withLock { $0.rejected += 1 } }
+
+    /// Where `loopFigures` come from: the transport's event loop.
+    public func reportLoop(_ figures: @escaping @Sendable () -> LoopFigures) { loop.withLock { $0 = figures } }
+
+    /// How long the event loop's turns kept it busy; nil without one (the in-process transport).
+    public var loopFigures: LoopFigures? { loop.withLock { $0 }?() }
 
     /// Open, total accepted and rejected connections.
     public var connectionFigures: (open: UInt64, total: UInt64, rejected: UInt64) {
@@ -142,4 +149,18 @@ struct LatencyHistogram: Sendable {
         }
         return pow(Self.growth, Double(Self.bucketCount))
     }
+}
+
+/// How long an event loop's turns kept it busy (the loop's lag): every connection's reads and writes
+/// wait while a turn runs.
+public struct LoopFigures: Sendable, Equatable {
+    /// Turns counted in `turnsOver`: longer than 1, 10 and 100 ms.
+    public static let thresholdsMilliseconds: [Double] = [1, 10, 100]
+    public var turns: UInt64 = 0
+    public var busySeconds: Double = 0
+    public var longestMilliseconds: Double = 0
+    /// Turns longer than each of `thresholdsMilliseconds`.
+    public var turnsOver: [UInt64] = thresholdsMilliseconds.map { _ in 0 }
+
+    public init() {}
 }

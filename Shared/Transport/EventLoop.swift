@@ -17,20 +17,60 @@ public final class EventLoop: @unchecked Sendable {
     private var draining: [@Sendable () -> Void] = []
     /// Scratch space every read on this loop lands in before it is parsed (loop thread only).
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
-    /// Bytes read on this loop turn, and the most a turn reads in full buffers: once it is spent,
-    /// each further read of the turn gets a buffer of `minimumRead` bytes (`readSize`), so one turn
-    /// reads about `turnReadBudget` + `minimumRead` per readable connection, whatever clients send.
-    private var readThisTurn = 0
-    /// The most one turn has read so far (loop thread; tests check the bound).
+    /// What one turn of the loop may do, so that no client can make a turn long: every connection's
+    /// reads and writes wait while a turn runs, health checks included. Reset after each turn's I/O
+    /// callbacks by the check handle `nextTurn`, which also restarts what was put off to the next turn.
+    private var thisTurn = TurnCounters()
+    private struct TurnCounters {
+        /// Bytes read; once `turnReadBudget` is spent, each further read gets `minimumRead` bytes.
+        var read = 0
+        /// Bytes of large frames read (`turnBulkBudget`).
+        var bulk = 0
+        /// Connections accepted (`turnAcceptBudget`), and closed as their peers ended (`turnCloseBudget`).
+        var accepted = 0
+        var closed = 0
+    }
+    /// The most one turn has read so far, in all and of large frames, accepted and closed (loop
+    /// thread; tests check the bounds).
     private(set) var largestTurnRead = 0
+    private(set) var largestTurnBulkRead = 0
+    private(set) var largestTurnAccepts = 0
+    private(set) var largestTurnCloses = 0
+    /// Starts the records above again (loop thread; for tests).
+    func forgetLargestTurns() {
+        largestTurnRead = 0
+        largestTurnBulkRead = 0
+        largestTurnAccepts = 0
+        largestTurnCloses = 0
+    }
+    /// libuv reads a readable socket up to 32 times a turn; these bound what a turn reads to about
+    /// `turnReadBudget` + `minimumRead` per readable connection, whatever clients send.
     static let turnReadBudget = 1 << 20
     static let minimumRead = 16 * 1024
-    /// Connections that read a full buffer this turn and read again in the next one (loop thread;
-    /// see `TCPConnection.yieldReading`), and the check handle that restarts them (and resets
-    /// `readThisTurn`) once this turn's I/O callbacks are done.
+    /// Bytes of large frames (and what closing connections read only to drop) that one turn reads,
+    /// over all connections; a connection receiving a large frame reads nothing more in a turn that
+    /// spent it. Each 4 KiB copied into a large frame's new buffer costs a page fault: about 5 ms a MiB
+    /// on this project's 2-core VM, so 40 uploaders at 16 KiB each made 8 ms turns, and a search
+    /// waited two of them (the abuse benchmark's search maximum, 50-200 ms, under 16 MiB frames).
+    static let turnBulkBudget = 256 << 10
+    /// Connections one turn accepts; the rest wait in the kernel's queue for the next turn. 875
+    /// connections arriving at once took one 36 ms turn (the abuse benchmark's idle sockets).
+    static let turnAcceptBudget = 64
+    /// Connections one turn closes for their peers' end; the others wait for the next turn. 591
+    /// attacker sockets leaving together took a 10 ms turn.
+    static let turnCloseBudget = 64
+    /// Connections that read a full buffer this turn and read again in the next one (see
+    /// `TCPConnection.yieldReading`), and other work put off to the next turn.
     private var yielded: [TCPConnection] = []
     private var resuming: [TCPConnection] = []
+    private var putOff: [() -> Void] = []
     private let nextTurn: UnsafeMutablePointer<uv_check_t>
+    private var nextTurnStarted = false
+    /// Runs just before each poll for I/O: measures the turn that ends there (`turns`).
+    private let turnEnd: UnsafeMutablePointer<uv_prepare_t>
+    private var lastTurnEnd: (at: UInt64, idle: UInt64) = (0, 0)
+    /// How long the loop's turns kept it busy; readable from any thread.
+    public let turns = LoopTurnFigures()
 
     public let name: String
 
@@ -42,6 +82,13 @@ public final class EventLoop: @unchecked Sendable {
         check(uv_async_init(raw, wakeup) { handle in EventLoop.owning(handle!.pointee.loop).drain() }, "uv_async_init")
         nextTurn = allocateHandle(uv_check_t.self)
         check(uv_check_init(raw, nextTurn), "uv_check_init")
+        // Idle time: what the loop spent waiting in epoll, so that a turn's busy time is its wall
+        // time minus that (libuv ≥ 1.39).
+        check(uv_loop_configure_idle_time(raw), "uv_loop_configure(UV_METRICS_IDLE_TIME)")
+        turnEnd = allocateHandle(uv_prepare_t.self)
+        check(uv_prepare_init(raw, turnEnd), "uv_prepare_init")
+        check(uv_prepare_start(turnEnd) { handle in EventLoop.owning(handle!.pointee.loop).endTurn() }, "uv_prepare_start")
+        uv_unref(cast(turnEnd, to: uv_handle_t.self))
         raw.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let thread = Thread { [self] in
             Thread.current.name = name  // set from the thread itself, so top -H and perf show it
@@ -102,35 +149,80 @@ public final class EventLoop: @unchecked Sendable {
         draining.removeAll(keepingCapacity: true)
     }
 
-    /// How many bytes the next read may take (loop thread).
-    var readSize: Int {
-        let left = Self.turnReadBudget - readThisTurn
-        return left >= readBuffer.count ? readBuffer.count : max(Self.minimumRead, left)
+    /// How many bytes the next read may take, for a connection receiving a large frame (`bulk`) or
+    /// not; 0 when a bulk read has to wait for the next turn (loop thread).
+    func readSize(bulk: Bool) -> Int {
+        let left = Self.turnReadBudget - thisTurn.read
+        let size = left >= readBuffer.count ? readBuffer.count : max(Self.minimumRead, left)
+        return bulk ? max(0, min(size, Self.turnBulkBudget - thisTurn.bulk)) : size
     }
 
     /// Counts `bytes` read on this turn (loop thread).
-    func didRead(_ bytes: Int) {
-        if readThisTurn == 0 && yielded.isEmpty { startNextTurnCheck() }
-        readThisTurn += bytes
+    func didRead(_ bytes: Int, bulk: Bool) {
+        startNextTurnCheck()
+        thisTurn.read += bytes
+        if bulk { thisTurn.bulk += bytes }
+    }
+
+    /// Counts an accept on this turn; false when the turn accepted its share (loop thread).
+    func mayAccept() -> Bool {
+        startNextTurnCheck()
+        guard thisTurn.accepted < Self.turnAcceptBudget else { return false }
+        thisTurn.accepted += 1
+        return true
+    }
+
+    /// Counts a close on this turn; false when the turn closed its share (loop thread).
+    func mayClose() -> Bool {
+        startNextTurnCheck()
+        guard thisTurn.closed < Self.turnCloseBudget else { return false }
+        thisTurn.closed += 1
+        return true
     }
 
     /// Has `connection` read again after this turn's I/O callbacks (loop thread).
     func readAgainNextTurn(_ connection: TCPConnection) {
-        if readThisTurn == 0 && yielded.isEmpty { startNextTurnCheck() }
+        startNextTurnCheck()
         yielded.append(connection)
     }
 
-    private func startNextTurnCheck() {
-        uv_check_start(nextTurn) { handle in EventLoop.owning(handle!.pointee.loop).resumeYielded() }
+    /// Runs `work` after this turn's I/O callbacks, when the turn's counters start again (loop thread).
+    func afterThisTurn(_ work: @escaping () -> Void) {
+        startNextTurnCheck()
+        putOff.append(work)
     }
 
-    private func resumeYielded() {
+    private func startNextTurnCheck() {
+        guard !nextTurnStarted else { return }
+        nextTurnStarted = true
+        uv_check_start(nextTurn) { handle in EventLoop.owning(handle!.pointee.loop).startNextTurn() }
+    }
+
+    private func startNextTurn() {
         uv_check_stop(nextTurn)
-        largestTurnRead = max(largestTurnRead, readThisTurn)
-        readThisTurn = 0
+        nextTurnStarted = false
+        largestTurnRead = max(largestTurnRead, thisTurn.read)
+        largestTurnBulkRead = max(largestTurnBulkRead, thisTurn.bulk)
+        largestTurnAccepts = max(largestTurnAccepts, thisTurn.accepted)
+        largestTurnCloses = max(largestTurnCloses, thisTurn.closed)
+        thisTurn = TurnCounters()
         swap(&yielded, &resuming)
         for connection in resuming { connection.resumeAfterYield() }
         resuming.removeAll(keepingCapacity: true)
+        let work = putOff
+        putOff.removeAll()
+        for item in work { item() }
+    }
+
+    /// A turn of the loop ends: its busy time is the time since the previous turn ended, less the
+    /// time spent waiting for I/O in between (loop thread). Two clock reads per turn.
+    private func endTurn() {
+        let now = uv_hrtime(), idle = uv_metrics_idle_time(raw)
+        if lastTurnEnd.at != 0 {
+            let elapsed = now &- lastTurnEnd.at, waited = idle &- lastTurnEnd.idle
+            turns.record(busyNanoseconds: elapsed > waited ? elapsed - waited : 0)
+        }
+        lastTurnEnd = (now, idle)
     }
 
     /// Whether the calling thread is this loop's thread.

@@ -59,10 +59,17 @@ public final class FrameDecoder {
         self.maxFrameSize = maxFrameSize
     }
 
-    deinit { base?.deallocate() }
+    deinit { if let base { LargeBuffers.deallocate(base, capacity: capacity) } }
 
     /// Whether bytes of an unfinished frame are waiting for the rest.
     public var hasPartialFrame: Bool { end > start }
+
+    /// A frame of `MemoryBudget.largeFrame` bytes or more has begun and is not complete.
+    var isReceivingLargeFrame: Bool {
+        guard end - start >= FrameCodec.headerSize, let base else { return false }
+        let length = Int(UInt32(bigEndian: (base + start).loadUnaligned(fromByteOffset: 1, as: UInt32.self)))
+        return length >= MemoryBudget.largeFrame && end - start < FrameCodec.headerSize + length
+    }
 
     /// Bytes received but not yet returned as frames.
     public var bufferedByteCount: Int { end - start }
@@ -114,7 +121,7 @@ public final class FrameDecoder {
             end = 0
             if capacity > Self.largestKept, extra <= Self.largestKept {
                 // A big frame went through; don't hold on to its buffer.
-                base?.deallocate()
+                if let base { LargeBuffers.deallocate(base, capacity: capacity) }
                 base = nil
                 capacity = 0
             }
@@ -128,7 +135,7 @@ public final class FrameDecoder {
             let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
             if let base {
                 newBase.copyMemory(from: base + start, byteCount: unread)
-                base.deallocate()
+                LargeBuffers.deallocate(base, capacity: capacity)
             }
             base = newBase
             capacity = newCapacity

@@ -100,9 +100,11 @@ final class ServerConnection: @unchecked Sendable {
     func fail(_ code: StatusCode, _ message: String) {
         connection.loop.assertInLoop()
         guard !isFailing, !connection.isClosed else { return }
-        answer(0, error: RPCError(code, message))
+        // Sealed as it is queued: an answer a worker writes now would otherwise follow it, and the
+        // client would take that answer for the connection's last word (AbuseTests saw it).
+        connection.send(Self.statusFrame(0, message: nil, error: RPCError(code, message)), sealing: true)
         cancelAll()
-        connection.close(afterFlushing: message, sealing: true)
+        connection.close(afterFlushing: message)
         if !connection.isClosed { server.uncount(self) }
     }
 

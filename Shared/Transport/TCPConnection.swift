@@ -92,8 +92,10 @@ package final class TCPConnection: @unchecked Sendable {
 
     var stream: UnsafeMutablePointer<uv_stream_t> { cast(handle, to: uv_stream_t.self) }
 
+    /// The connection of a TCP handle (a read, write or connect callback's).
     static func owning(_ stream: UnsafeMutablePointer<uv_stream_t>?) -> TCPConnection {
-        Unmanaged<AnyObject>.fromOpaque(stream!.pointee.data).takeUnretainedValue() as! TCPConnection
+        // `data` of a connection's handle holds nothing but its TCPConnection.
+        unsafeDowncast(Unmanaged<AnyObject>.fromOpaque(stream!.pointee.data).takeUnretainedValue(), to: TCPConnection.self)
     }
 
     /// Call once connected or accepted (loop thread): learns the peer's address, disables Nagle,
@@ -102,6 +104,7 @@ package final class TCPConnection: @unchecked Sendable {
         loop.assertInLoop()
         uv_tcp_nodelay(handle, 1)
         peer = Self.address(of: handle, peer: true) ?? peer
+        peerHost = peer.lastIndex(of: ":").map { String(peer[..<$0]) } ?? peer
         if budget != nil {
             decoder.admitLargeFrame = { [unowned self] length in
                 guard let budget, budget.reserve(length) else { return false }
@@ -112,11 +115,13 @@ package final class TCPConnection: @unchecked Sendable {
         resumeReading()
     }
 
-    /// The peer's address without its port: what per-client limits count by.
-    var peerHost: String {
-        guard let colon = peer.lastIndex(of: ":") else { return peer }
-        return String(peer[..<colon])
-    }
+    /// The peer's address without its port: what per-client limits count by. Kept, not derived:
+    /// finding the idle connection to reclaim compares it for every connection.
+    private(set) var peerHost = "unknown peer"
+
+    /// Whether reads feed a large frame (or are dropped by a lingering close): such reads share the
+    /// loop's `turnBulkBudget`.
+    private var readsInBulk: Bool { lingering != nil || decoder.isReceivingLargeFrame }
 
     /// Starts reading again after `pauseReading` (loop thread).
     func resumeReading() {
@@ -126,8 +131,8 @@ package final class TCPConnection: @unchecked Sendable {
         if !yielded { startReading() }  // else the loop's next turn starts it
     }
 
-    /// A read filled the buffer it was given, so more is likely waiting: reading stops for the rest
-    /// of this loop turn and starts again in the next. libuv reads a readable socket up to 32 times
+    /// A read filled the buffer it was given, so more is likely waiting (or the turn's bulk budget
+    /// is spent): reading stops for the rest of this loop turn and starts again in the next. libuv reads a readable socket up to 32 times
     /// per turn (8 MiB with our 256 KiB buffer), so 40 clients streaming large frames held the loop
     /// for hundreds of milliseconds, and a health check waited that long for its accept and its
     /// read (280-640 ms in the abuse benchmark); now a turn reads one buffer from each connection,
@@ -148,20 +153,37 @@ package final class TCPConnection: @unchecked Sendable {
 
     private func startReading() {
         uv_read_start(stream, { handle, _, buffer in
-            let loop = EventLoop.owning(handle!.pointee.loop)
-            buffer!.pointee = uv_buf_init(loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(loop.readSize))
+            let connection = TCPConnection.owning(cast(handle!, to: uv_stream_t.self))
+            let loop = connection.loop
+            // A length of 0 makes libuv skip the read with UV_ENOBUFS.
+            buffer!.pointee = uv_buf_init(
+                loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(loop.readSize(bulk: connection.readsInBulk)))
         }, { stream, count, buffer in
             let connection = TCPConnection.owning(stream)
             if count > 0 {
-                connection.loop.didRead(count)
+                connection.loop.didRead(count, bulk: connection.readsInBulk)
                 connection.received(UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count))
                 if count == Int(buffer!.pointee.len) { connection.yieldReading() }
+            } else if Int32(count) == UV_ENOBUFS.rawValue {
+                // The turn's bulk budget is spent. libuv keeps watching the socket, and the next turn
+                // (its counters reset) reads it: level-triggered epoll reports it again, behind the
+                // sockets reported after it this time, so the uploaders take turns.
             } else if count < 0 {
                 // A lingering close keeps its own reason: the peer's end is what it waited for.
-                connection.close(reason: connection.lingering != nil ? connection.closeWhenFlushed!
+                connection.peerEnded(connection.lingering != nil ? connection.closeWhenFlushed!
                     : Int32(count) == UV_EOF.rawValue ? "peer closed the connection" : "read failed: \(uvError(Int32(count)))")
             }
         })
+    }
+
+    /// The peer's end of the stream (or a read error; libuv has stopped reading): closes now, or in
+    /// the next loop turn once this one closed its share (`EventLoop.turnCloseBudget`).
+    private func peerEnded(_ reason: String) {
+        guard loop.mayClose() else {
+            loop.afterThisTurn { [self] in peerEnded(reason) }
+            return
+        }
+        close(reason: reason)
     }
 
     /// Stops reading (back-pressure: the peer's requests wait in its own socket buffer). Loop thread.
@@ -217,11 +239,14 @@ package final class TCPConnection: @unchecked Sendable {
 
     /// Queues a frame whose `size`-byte envelope `write` puts straight into the outbox (no copy in
     /// between); safe from any thread. `write` runs under the outbox lock, so keep it to copying or
-    /// packing bytes.
-    package func send(envelopeOfSize size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
+    /// packing bytes. A `sealing` frame is the last: nothing queued after it is sent (a
+    /// connection-level error), sealed under the same lock, so that no answer a worker writes
+    /// meanwhile can follow it.
+    package func send(envelopeOfSize size: Int, sealing: Bool = false, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
         let schedule = outbox.withLock { outbox -> Bool in
             guard !outbox.closed, !outbox.sealed else { return false }
             outbox.bytes.appendFrame(envelopeSize: size, write)
+            outbox.sealed = sealing
             pendingBytes.add(FrameCodec.headerSize + size, ordering: .relaxed)
             defer { outbox.flushScheduled = true }
             return !outbox.flushScheduled
@@ -294,12 +319,11 @@ package final class TCPConnection: @unchecked Sendable {
         }
     }
 
-    /// Closes once everything queued has been written (to deliver a last error status), lingering
-    /// (see `lingerTime`); when `sealing`, nothing queued later is sent. Loop thread.
-    func close(afterFlushing reason: String, sealing: Bool = false) {
+    /// Closes once everything queued has been written (to deliver a last error status, sent
+    /// `sealing`), lingering (see `lingerTime`). Loop thread.
+    func close(afterFlushing reason: String) {
         loop.assertInLoop()
         guard !isClosed else { return }
-        if sealing { outbox.withLock { $0.sealed = true } }
         pauseReading()
         if closeWhenFlushed == nil { closingSince = .now }
         closeWhenFlushed = reason
@@ -374,9 +398,10 @@ package final class TCPConnection: @unchecked Sendable {
 // MARK: Connecting (clients) and typed frames
 
 extension TCPConnection {
-    /// Queues `message` as one frame, encoded straight into the outbox; safe from any thread.
-    func send<Message: ProtoMessage>(_ message: Message) {
-        message.serialize { byteCount, pack in send(envelopeOfSize: byteCount, pack) }
+    /// Queues `message` as one frame, encoded straight into the outbox (the last one when `sealing`);
+    /// safe from any thread.
+    func send<Message: ProtoMessage>(_ message: Message, sealing: Bool = false) {
+        message.serialize { byteCount, pack in send(envelopeOfSize: byteCount, sealing: sealing, pack) }
     }
 
     /// Connects this (new) connection to `address`; `completion` gets 0 or a libuv error code, on
@@ -453,14 +478,14 @@ struct OutboxBuffer {
 
     mutating func removeAll() { count = 0 }
 
-    func deallocate() { base?.deallocate() }
+    func deallocate() { if let base { LargeBuffers.deallocate(base, capacity: capacity) } }
 
     private mutating func grow(to needed: Int) {
         let newCapacity = max(needed, capacity * 2, 4096)
         let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
         if let base {
             newBase.copyMemory(from: base, byteCount: count)
-            base.deallocate()
+            LargeBuffers.deallocate(base, capacity: capacity)
         }
         base = newBase
         capacity = newCapacity

@@ -42,9 +42,22 @@ package final class TCPListener: @unchecked Sendable {
         return .success(listener)
     }
 
+    /// A connection waits for the next turn: the turn accepted its share (`EventLoop.turnAcceptBudget`).
+    private var acceptPutOff = false
+
     private func accept(status: Int32) {
         loop.assertInLoop()
-        guard status == 0 else { return }
+        guard status == 0, !acceptPutOff, !isClosed else { return }
+        guard loop.mayAccept() else {
+            // Not accepting it now makes libuv stop watching the socket; `uv_accept` in the next
+            // turn takes this connection and watches again, and the kernel queues the others.
+            acceptPutOff = true
+            loop.afterThisTurn { [self] in
+                acceptPutOff = false
+                accept(status: 0)
+            }
+            return
+        }
         let connection = makeConnection()
         guard uv_accept(cast(handle, to: uv_stream_t.self), connection.stream) == 0 else {
             connection.close(reason: "accept failed")
@@ -53,6 +66,11 @@ package final class TCPListener: @unchecked Sendable {
         onAccept(connection)
     }
 
+    private var isClosed = false
+
     /// Stops listening; connections already accepted stay open.
-    package func close() { closeHandle(handle) }
+    package func close() {
+        isClosed = true
+        closeHandle(handle)
+    }
 }

@@ -81,6 +81,8 @@ public final class TCPServer: @unchecked Sendable {
     public var callsInFlight: Int { inFlight.load(ordering: .relaxed) }
     /// Connections told why they are closed and waiting for that to be written (loop thread).
     var connectionsFailing: Int { connections.values.filter(\.isFailing).count }
+    /// Connections being served (loop thread; for tests).
+    var connectionsOpen: Int { connections.count }
     /// Answer bytes queued and not yet written, over every connection (loop thread; for tests).
     var pendingAnswerBytes: Int { connections.values.reduce(0) { $0 + $1.connection.pendingBytes.load(ordering: .relaxed) } }
     /// Where handlers run.
@@ -96,6 +98,7 @@ public final class TCPServer: @unchecked Sendable {
         workers = WorkerPool(
             width: limits.workers, quickJob: limits.quickCall, burstDelay: limits.answerBatchingWindow, longJob: limits.longCall)
         loop = EventLoop(name: "\(rpc.name)-loop")
+        rpc.stats.reportLoop { [turns = loop.turns] in turns.snapshot }
         guard let socketAddress = SocketAddress(host: host, port: port) else {
             loop.shutdown()
             throw RPCError(.invalidArgument, "cannot listen on \(host):\(port): not a numeric IP address and port")
@@ -145,9 +148,9 @@ public final class TCPServer: @unchecked Sendable {
                 logger.warning("refusing connection from \(connection.peer): \(limit) is reached and every connection has a call open")
                 connection.budget = nil
                 connection.send(ServerConnection.statusFrame(
-                    0, message: nil, error: RPCError(.resourceExhausted, "too many connections: \(limit) is reached")))
+                    0, message: nil, error: RPCError(.resourceExhausted, "too many connections: \(limit) is reached")), sealing: true)
                 connection.onClose = { [weak self] reason in self?.logger.debug("closed refused connection: \(reason)") }
-                connection.close(afterFlushing: "too many connections", sealing: true)
+                connection.close(afterFlushing: "too many connections")
                 refused.append(connection)
                 return
             }

@@ -103,7 +103,7 @@ struct AbuseBenchmark {
         var cpuRows: [[String]] = []
         for attack in attacks(port: port) where only.map({ names in names.contains { attack.name.contains($0) } }) ?? true {
             Memory.resetPeak(pid)
-            let exportsBefore = await Self.answered(ZooV1.Zoo.exportGeoJSON.path, client: client)
+            let before = await Self.serverFigures(client: client)
             let zooCPUBefore = ThreadCPU.read(pid), benchCPUBefore = processCPUSeconds(), machineBefore = ThreadCPU.machineBusySeconds()
             let probes = Probes(port: port, client: client)
             probes.start()
@@ -124,7 +124,9 @@ struct AbuseBenchmark {
             let zooCPU = ThreadCPU.read(pid).since(zooCPUBefore), benchCPU = processCPUSeconds() - benchCPUBefore
             let machine = ThreadCPU.machineBusySeconds()
             let othersCPU = machine.busy - machineBefore.busy - zooCPU.total - benchCPU, steal = machine.steal - machineBefore.steal
-            let exports = await Self.answered(ZooV1.Zoo.exportGeoJSON.path, client: client) - exportsBefore
+            let after = await Self.serverFigures(client: client)
+            let exports = after.exports - before.exports
+            let longTurns = zip(after.loop?.turnsOver ?? [], before.loop?.turnsOver ?? []).map { $0 - $1 }
             let peak = Memory.read(pid).peak
             let alive = zoo.isRunning && kill(pid, 0) == 0
             let lost = outcome.lost + figures.health.failures + figures.search.failures
@@ -154,6 +156,8 @@ struct AbuseBenchmark {
             cpuRows.append([
                 attack.name, String(format: "%.1f s", elapsed), String(format: "%.2f", zooCPU.total), ThreadCPU.describe(zooCPU.byName),
                 String(format: "%.2f", benchCPU), String(format: "%.2f / %.2f", max(0, othersCPU), steal), "\(exports)",
+                longTurns.isEmpty ? "?" : longTurns.map(String.init).joined(separator: " / ")
+                    + (after.loop.map { $0.longestMilliseconds > before.loop?.longestMilliseconds ?? 0 ? String(format: " (%.0f ms)", $0.longestMilliseconds) : "" } ?? ""),
                 [("health", figures.health), ("search", figures.search)].compactMap { name, figures in
                     figures.slowest.map { name + String(format: " %.0f ms at +%.1f s", $0.took * 1000, $0.at) }
                 }.joined(separator: ", "),
@@ -166,8 +170,11 @@ struct AbuseBenchmark {
               + "; peak RSS ≤ \(Memory.mib(rssGoal)); nothing lost")
         printTable(["attack", "alive", "health p50/max ms", "search p50/p95/p99/max ms", "search ≤ 10× same stat", "peak RSS", "lost", "verdict", "notes"], rows)
         print("where the time went (CPU seconds during each attack; the zoo's by thread name, the benchmark's = attacker + probes, "
-              + "others' = the rest of the machine's busy time, steal = time the hypervisor ran other machines instead):")
-        printTable(["attack", "took", "zoo CPU s", "zoo by thread", "bench CPU s", "others' CPU / steal s", "exports answered", "slowest probes"], cpuRows)
+              + "others' = the rest of the machine's busy time, steal = time the hypervisor ran other machines instead; "
+              + "zoo loop turns: how many turns of its event loop ran over 1 / 10 / 100 ms, each one a stall that every client felt, "
+              + "with the longest turn so far when this attack made it):")
+        printTable(["attack", "took", "zoo CPU s", "zoo by thread", "bench CPU s", "others' CPU / steal s", "exports answered",
+                    "zoo loop turns > 1/10/100 ms", "slowest probes"], cpuRows)
         print(failures.isEmpty ? "every goal met under every attack" : "goals not met:\n  " + failures.joined(separator: "\n  "))
         let warnings = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
         print("the zoo logged \(warnings.count) lines at warning level or above\(warnings.isEmpty ? "" : ", the last: \(warnings.last!)")")
@@ -351,10 +358,18 @@ struct AbuseBenchmark {
 
     // MARK: Helpers
 
-    /// Calls of `method` the replica answered so far (its Stats service), whatever their status; 0 when it does not say.
-    static func answered(_ method: String, client: RPCClient) async -> Int {
+    /// From the replica's Stats service: the exports it answered so far, whatever their status (0 when
+    /// it does not say), and its event loop's turns.
+    static func serverFigures(client: RPCClient) async -> (exports: Int, loop: LoopFigures?) {
         let stats = try? await client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest(), options: CallOptions(timeout: .seconds(10)))
-        return Int(stats?.methods.first { $0.path == method }?.calls ?? 0)
+        let exports = Int(stats?.methods.first { $0.path == ZooV1.Zoo.exportGeoJSON.path }?.calls ?? 0)
+        return (exports, stats?.loop.map { loop in
+            var figures = LoopFigures()
+            figures.turns = loop.turns
+            figures.longestMilliseconds = loop.longestTurnMs
+            figures.turnsOver = [loop.turnsOver1ms, loop.turnsOver10ms, loop.turnsOver100ms]
+            return figures
+        })
     }
 
     /// Runs blocking work on a thread of its own (not the cooperative pool).

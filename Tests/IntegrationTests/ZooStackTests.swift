@@ -81,6 +81,13 @@ import ZooCore
         #expect((afterFailure["counts"] as? [String: Any])?["animals"] as? Int == 13)
         let route = try jsonObject(try await stack.gateway(["zoo", "route", "--from", point, "--to-animal", "1", "--json"]))
         #expect((route["distance_m"] as? Double ?? 0) > 0)
+
+        // Stats of each replica: the calls above by method, and its event loop's turns.
+        let stats = try jsonObject(try await stack.gateway(["stats", "zoo", "--json"]))
+        let methods = try #require(stats["methods"] as? [[String: Any]])
+        #expect(methods.contains { $0["path"] as? String == "/menagerie.zoo.v1.Zoo/SearchAnimals" && ($0["calls"] as? Int ?? 0) >= 1 })
+        let loops = try #require(stats["event_loops"] as? [[String: Any]])
+        #expect(!loops.isEmpty && loops.allSatisfy { ($0["turns"] as? Int ?? 0) > 0 && ($0["longest_turn_ms"] as? Double ?? 0) > 0 }, "\(loops)")
     }
 
     @Test(.enabled(if: realDataEnabled, realDataSkipMessage))

@@ -36,4 +36,25 @@ import Testing
         #expect(ran.load(ordering: .relaxed) == 1000)
         loop.shutdown()
     }
+
+    /// The loop's lag: a turn that runs 30 ms of work counts as one turn over 1 and 10 ms (not over
+    /// 100), as busy time and as the longest; waiting for I/O in between counts as nothing.
+    @Test func aTurnIsMeasuredByItsWorkNotByTheWaitForIO() async throws {
+        let loop = EventLoop(name: "test-loop")
+        defer { loop.shutdown() }
+        _ = loop.submit { 0 }
+        try await Task.sleep(for: .milliseconds(200))  // idle: no turn may take this wait as busy
+        _ = loop.submit { 0 }
+        let quiet = loop.turns.snapshot
+        #expect(quiet.turns > 0)
+        #expect(quiet.longestMilliseconds < 100, "200 ms of waiting for I/O was counted as busy")
+        _ = loop.submit { usleep(30_000); return 0 }
+        _ = loop.submit { 0 }  // the turn after ends the long one
+        let after = loop.turns.snapshot
+        #expect(after.longestMilliseconds >= 30)
+        #expect(after.turnsOver[0] - quiet.turnsOver[0] >= 1)
+        #expect(after.turnsOver[1] - quiet.turnsOver[1] >= 1)
+        #expect(after.turnsOver[2] == quiet.turnsOver[2])
+        #expect(after.busySeconds - quiet.busySeconds >= 0.03)
+    }
 }

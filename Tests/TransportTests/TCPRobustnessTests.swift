@@ -139,6 +139,9 @@ import Testing
             try await expectServing(harness)
             let stats = try await harness.client.unary(RpcV1.Stats.getStats, RpcV1.GetStatsRequest())
             #expect(stats.totalConnections >= 150)
+            // The event loop's turns are reported beside the calls.
+            let loop = try #require(stats.loop)
+            #expect(loop.turns > 0 && loop.busySeconds > 0 && loop.longestTurnMs > 0)
         }
     }
 

@@ -142,7 +142,7 @@ struct Methods: AsyncParsableCommand {
 
 /// `gateway stats SERVICE`: per-method figures of each instance.
 struct Stats: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Per-method call counts, errors and latency of every instance of SERVICE.")
+    static let configuration = CommandConfiguration(abstract: "Per-method call counts, errors and latency of every instance of SERVICE, and how long its event loop's turns ran.")
 
     @Argument(help: "A service named in compose/services.conf, e.g. zoo.")
     var service: String
@@ -152,8 +152,8 @@ struct Stats: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let endpoints = try global.resolveEndpoints()
-            var rows: [[String]] = []
-            var objects: [[String: Any]] = []
+            var rows: [[String]] = [], loopRows: [[String]] = []
+            var objects: [[String: Any]] = [], loops: [[String: Any]] = []
             for transport in try endpoints.client(for: service).transports {
                 let client = RPCClient(transports: [transport], retry: .init(maxAttempts: 1))
                 defer { client.close() }
@@ -167,10 +167,22 @@ struct Stats: AsyncParsableCommand {
                                     "p50_ms": method.latencyP50Ms, "p99_ms": method.latencyP99Ms,
                                     "by_status": Dictionary(byStatus, uniquingKeysWith: +)])
                 }
+                if let loop = reply.loop {
+                    loopRows.append([transport.endpoint, "\(loop.turns)", String(format: "%.3f", loop.busySeconds),
+                                     String(format: "%.3f", loop.longestTurnMs), "\(loop.turnsOver1ms)", "\(loop.turnsOver10ms)", "\(loop.turnsOver100ms)"])
+                    loops.append(["address": transport.endpoint, "turns": loop.turns, "busy_seconds": loop.busySeconds,
+                                  "longest_turn_ms": loop.longestTurnMs, "turns_over_1ms": loop.turnsOver1ms,
+                                  "turns_over_10ms": loop.turnsOver10ms, "turns_over_100ms": loop.turnsOver100ms])
+                }
             }
             try global.render(
-                json: { ["methods": objects] },
-                text: { printTable(["ADDRESS", "METHOD", "CALLS", "ERRORS", "P50 MS", "P99 MS", "ERRORS BY STATUS"], rows) })
+                json: { ["methods": objects, "event_loops": loops] },
+                text: {
+                    printTable(["ADDRESS", "METHOD", "CALLS", "ERRORS", "P50 MS", "P99 MS", "ERRORS BY STATUS"], rows)
+                    // A long turn of the event loop delays every connection of that instance at once.
+                    print("")
+                    printTable(["ADDRESS", "LOOP TURNS", "BUSY S", "LONGEST MS", "OVER 1 MS", "OVER 10 MS", "OVER 100 MS"], loopRows)
+                })
         }
     }
 }

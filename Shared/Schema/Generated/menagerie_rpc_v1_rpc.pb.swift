@@ -371,6 +371,8 @@ extension RpcV1 {
         public var totalConnections: UInt64 = 0
         public var rejectedConnections: UInt64 = 0
         public var uptimeSeconds: Double = 0
+        /// Absent where calls do not come through an event loop (the in-process transport).
+        public var loop: RpcV1.LoopStats? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -381,13 +383,47 @@ extension RpcV1 {
             openConnections: UInt64 = 0,
             totalConnections: UInt64 = 0,
             rejectedConnections: UInt64 = 0,
-            uptimeSeconds: Double = 0
+            uptimeSeconds: Double = 0,
+            loop: RpcV1.LoopStats? = nil
         ) {
             self.methods = methods
             self.openConnections = openConnections
             self.totalConnections = totalConnections
             self.rejectedConnections = rejectedConnections
             self.uptimeSeconds = uptimeSeconds
+            self.loop = loop
+        }
+    }
+
+    /// How long the server's event loop was busy in each turn: its socket reads and writes, timers and
+    /// the work handed to it. Every connection waits while a turn runs, health checks included, so a long
+    /// turn is a stall that every client feels at once; a slow answer with no long turn was slow elsewhere.
+    public struct LoopStats: Sendable, Equatable {
+        public var turns: UInt64 = 0
+        public var busySeconds: Double = 0
+        public var longestTurnMs: Double = 0
+        public var turnsOver1ms: UInt64 = 0
+        public var turnsOver10ms: UInt64 = 0
+        public var turnsOver100ms: UInt64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            turns: UInt64 = 0,
+            busySeconds: Double = 0,
+            longestTurnMs: Double = 0,
+            turnsOver1ms: UInt64 = 0,
+            turnsOver10ms: UInt64 = 0,
+            turnsOver100ms: UInt64 = 0
+        ) {
+            self.turns = turns
+            self.busySeconds = busySeconds
+            self.longestTurnMs = longestTurnMs
+            self.turnsOver1ms = turnsOver1ms
+            self.turnsOver10ms = turnsOver10ms
+            self.turnsOver100ms = turnsOver100ms
         }
     }
 
@@ -800,6 +836,7 @@ extension RpcV1.GetStatsResponse: ProtoMessage, ProtobufCBridged {
         totalConnections = reader.value(3)
         rejectedConnections = reader.value(4)
         uptimeSeconds = reader.value(5)
+        loop = reader.optional(6)
     }
 
     func write(to writer: ProtoWriter) {
@@ -808,6 +845,38 @@ extension RpcV1.GetStatsResponse: ProtoMessage, ProtobufCBridged {
         writer.set(3, totalConnections)
         writer.set(4, rejectedConnections)
         writer.set(5, uptimeSeconds)
+        writer.set(6, loop)
+    }
+}
+
+extension RpcV1.LoopStats: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.rpc.v1.LoopStats"
+    static let protoSchema = MessageSchema(named: protoName)
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    init(reading reader: ProtoReader) {
+        turns = reader.value(1)
+        busySeconds = reader.value(2)
+        longestTurnMs = reader.value(3)
+        turnsOver1ms = reader.value(4)
+        turnsOver10ms = reader.value(5)
+        turnsOver100ms = reader.value(6)
+    }
+
+    func write(to writer: ProtoWriter) {
+        writer.set(1, turns)
+        writer.set(2, busySeconds)
+        writer.set(3, longestTurnMs)
+        writer.set(4, turnsOver1ms)
+        writer.set(5, turnsOver10ms)
+        writer.set(6, turnsOver100ms)
     }
 }
 

@@ -547,6 +547,51 @@ void   menagerie__rpc__v1__get_stats_response__free_unpacked
   assert(message->base.descriptor == &menagerie__rpc__v1__get_stats_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   menagerie__rpc__v1__loop_stats__init
+                     (Menagerie__Rpc__V1__LoopStats         *message)
+{
+  static const Menagerie__Rpc__V1__LoopStats init_value = MENAGERIE__RPC__V1__LOOP_STATS__INIT;
+  *message = init_value;
+}
+size_t menagerie__rpc__v1__loop_stats__get_packed_size
+                     (const Menagerie__Rpc__V1__LoopStats *message)
+{
+  assert(message->base.descriptor == &menagerie__rpc__v1__loop_stats__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__rpc__v1__loop_stats__pack
+                     (const Menagerie__Rpc__V1__LoopStats *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__rpc__v1__loop_stats__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__rpc__v1__loop_stats__pack_to_buffer
+                     (const Menagerie__Rpc__V1__LoopStats *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__rpc__v1__loop_stats__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Rpc__V1__LoopStats *
+       menagerie__rpc__v1__loop_stats__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Rpc__V1__LoopStats *)
+     protobuf_c_message_unpack (&menagerie__rpc__v1__loop_stats__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__rpc__v1__loop_stats__free_unpacked
+                     (Menagerie__Rpc__V1__LoopStats *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__rpc__v1__loop_stats__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   menagerie__rpc__v1__echo_request__init
                      (Menagerie__Rpc__V1__EchoRequest         *message)
 {
@@ -1379,7 +1424,7 @@ const ProtobufCMessageDescriptor menagerie__rpc__v1__status_count__descriptor =
   (ProtobufCMessageInit) menagerie__rpc__v1__status_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__rpc__v1__get_stats_response__field_descriptors[5] =
+static const ProtobufCFieldDescriptor menagerie__rpc__v1__get_stats_response__field_descriptors[6] =
 {
   {
     "methods",
@@ -1441,8 +1486,21 @@ static const ProtobufCFieldDescriptor menagerie__rpc__v1__get_stats_response__fi
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "loop",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__GetStatsResponse, loop),
+    &menagerie__rpc__v1__loop_stats__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__rpc__v1__get_stats_response__field_indices_by_name[] = {
+  5,   /* field[5] = loop */
   0,   /* field[0] = methods */
   1,   /* field[1] = open_connections */
   3,   /* field[3] = rejected_connections */
@@ -1452,7 +1510,7 @@ static const unsigned menagerie__rpc__v1__get_stats_response__field_indices_by_n
 static const ProtobufCIntRange menagerie__rpc__v1__get_stats_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor menagerie__rpc__v1__get_stats_response__descriptor =
 {
@@ -1462,11 +1520,114 @@ const ProtobufCMessageDescriptor menagerie__rpc__v1__get_stats_response__descrip
   "Menagerie__Rpc__V1__GetStatsResponse",
   "menagerie.rpc.v1",
   sizeof(Menagerie__Rpc__V1__GetStatsResponse),
-  5,
+  6,
   menagerie__rpc__v1__get_stats_response__field_descriptors,
   menagerie__rpc__v1__get_stats_response__field_indices_by_name,
   1,  menagerie__rpc__v1__get_stats_response__number_ranges,
   (ProtobufCMessageInit) menagerie__rpc__v1__get_stats_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__rpc__v1__loop_stats__field_descriptors[6] =
+{
+  {
+    "turns",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__LoopStats, turns),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "busy_seconds",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__LoopStats, busy_seconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "longest_turn_ms",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__LoopStats, longest_turn_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "turns_over_1ms",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__LoopStats, turns_over_1ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "turns_over_10ms",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__LoopStats, turns_over_10ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "turns_over_100ms",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__LoopStats, turns_over_100ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__rpc__v1__loop_stats__field_indices_by_name[] = {
+  1,   /* field[1] = busy_seconds */
+  2,   /* field[2] = longest_turn_ms */
+  0,   /* field[0] = turns */
+  5,   /* field[5] = turns_over_100ms */
+  4,   /* field[4] = turns_over_10ms */
+  3,   /* field[3] = turns_over_1ms */
+};
+static const ProtobufCIntRange menagerie__rpc__v1__loop_stats__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor menagerie__rpc__v1__loop_stats__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.rpc.v1.LoopStats",
+  "LoopStats",
+  "Menagerie__Rpc__V1__LoopStats",
+  "menagerie.rpc.v1",
+  sizeof(Menagerie__Rpc__V1__LoopStats),
+  6,
+  menagerie__rpc__v1__loop_stats__field_descriptors,
+  menagerie__rpc__v1__loop_stats__field_indices_by_name,
+  1,  menagerie__rpc__v1__loop_stats__number_ranges,
+  (ProtobufCMessageInit) menagerie__rpc__v1__loop_stats__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor menagerie__rpc__v1__echo_request__field_descriptors[4] =

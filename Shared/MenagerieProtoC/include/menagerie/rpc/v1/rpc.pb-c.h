@@ -27,6 +27,7 @@ typedef struct Menagerie__Rpc__V1__GetStatsRequest Menagerie__Rpc__V1__GetStatsR
 typedef struct Menagerie__Rpc__V1__MethodStats Menagerie__Rpc__V1__MethodStats;
 typedef struct Menagerie__Rpc__V1__StatusCount Menagerie__Rpc__V1__StatusCount;
 typedef struct Menagerie__Rpc__V1__GetStatsResponse Menagerie__Rpc__V1__GetStatsResponse;
+typedef struct Menagerie__Rpc__V1__LoopStats Menagerie__Rpc__V1__LoopStats;
 typedef struct Menagerie__Rpc__V1__EchoRequest Menagerie__Rpc__V1__EchoRequest;
 typedef struct Menagerie__Rpc__V1__EchoResponse Menagerie__Rpc__V1__EchoResponse;
 
@@ -318,10 +319,34 @@ struct  Menagerie__Rpc__V1__GetStatsResponse
   uint64_t total_connections;
   uint64_t rejected_connections;
   double uptime_seconds;
+  /*
+   * Absent where calls do not come through an event loop (the in-process transport).
+   */
+  Menagerie__Rpc__V1__LoopStats *loop;
 };
 #define MENAGERIE__RPC__V1__GET_STATS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__rpc__v1__get_stats_response__descriptor) \
-    , 0,NULL, 0, 0, 0, 0 }
+    , 0,NULL, 0, 0, 0, 0, NULL }
+
+
+/*
+ * How long the server's event loop was busy in each turn: its socket reads and writes, timers and
+ * the work handed to it. Every connection waits while a turn runs, health checks included, so a long
+ * turn is a stall that every client feels at once; a slow answer with no long turn was slow elsewhere.
+ */
+struct  Menagerie__Rpc__V1__LoopStats
+{
+  ProtobufCMessage base;
+  uint64_t turns;
+  double busy_seconds;
+  double longest_turn_ms;
+  uint64_t turns_over_1ms;
+  uint64_t turns_over_10ms;
+  uint64_t turns_over_100ms;
+};
+#define MENAGERIE__RPC__V1__LOOP_STATS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__rpc__v1__loop_stats__descriptor) \
+    , 0, 0, 0, 0, 0, 0 }
 
 
 struct  Menagerie__Rpc__V1__EchoRequest
@@ -586,6 +611,25 @@ Menagerie__Rpc__V1__GetStatsResponse *
 void   menagerie__rpc__v1__get_stats_response__free_unpacked
                      (Menagerie__Rpc__V1__GetStatsResponse *message,
                       ProtobufCAllocator *allocator);
+/* Menagerie__Rpc__V1__LoopStats methods */
+void   menagerie__rpc__v1__loop_stats__init
+                     (Menagerie__Rpc__V1__LoopStats         *message);
+size_t menagerie__rpc__v1__loop_stats__get_packed_size
+                     (const Menagerie__Rpc__V1__LoopStats   *message);
+size_t menagerie__rpc__v1__loop_stats__pack
+                     (const Menagerie__Rpc__V1__LoopStats   *message,
+                      uint8_t             *out);
+size_t menagerie__rpc__v1__loop_stats__pack_to_buffer
+                     (const Menagerie__Rpc__V1__LoopStats   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Rpc__V1__LoopStats *
+       menagerie__rpc__v1__loop_stats__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__rpc__v1__loop_stats__free_unpacked
+                     (Menagerie__Rpc__V1__LoopStats *message,
+                      ProtobufCAllocator *allocator);
 /* Menagerie__Rpc__V1__EchoRequest methods */
 void   menagerie__rpc__v1__echo_request__init
                      (Menagerie__Rpc__V1__EchoRequest         *message);
@@ -661,6 +705,9 @@ typedef void (*Menagerie__Rpc__V1__StatusCount_Closure)
                   void *closure_data);
 typedef void (*Menagerie__Rpc__V1__GetStatsResponse_Closure)
                  (const Menagerie__Rpc__V1__GetStatsResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Rpc__V1__LoopStats_Closure)
+                 (const Menagerie__Rpc__V1__LoopStats *message,
                   void *closure_data);
 typedef void (*Menagerie__Rpc__V1__EchoRequest_Closure)
                  (const Menagerie__Rpc__V1__EchoRequest *message,
@@ -799,6 +846,7 @@ extern const ProtobufCMessageDescriptor menagerie__rpc__v1__get_stats_request__d
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__method_stats__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__status_count__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__get_stats_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__rpc__v1__loop_stats__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__echo_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__echo_response__descriptor;
 extern const ProtobufCServiceDescriptor menagerie__rpc__v1__health__descriptor;
