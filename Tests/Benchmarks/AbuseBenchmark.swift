@@ -158,6 +158,7 @@ struct AbuseBenchmark {
                 String(format: "%.2f", benchCPU), String(format: "%.2f / %.2f", max(0, othersCPU), steal), "\(exports)",
                 longTurns.isEmpty ? "?" : longTurns.map(String.init).joined(separator: " / ")
                     + (after.loop.map { $0.longestMilliseconds > before.loop?.longestMilliseconds ?? 0 ? String(format: " (%.0f ms)", $0.longestMilliseconds) : "" } ?? ""),
+                String(format: "%.2f", zooCPU.waited(named: "zoo-loop")),
                 [("health", figures.health), ("search", figures.search)].compactMap { name, figures in
                     figures.slowest.map { name + String(format: " %.0f ms at +%.1f s", $0.took * 1000, $0.at) }
                 }.joined(separator: ", "),
@@ -172,9 +173,10 @@ struct AbuseBenchmark {
         print("where the time went (CPU seconds during each attack; the zoo's by thread name, the benchmark's = attacker + probes, "
               + "others' = the rest of the machine's busy time, steal = time the hypervisor ran other machines instead; "
               + "zoo loop turns: how many turns of its event loop ran over 1 / 10 / 100 ms, each one a stall that every client felt, "
-              + "with the longest turn so far when this attack made it):")
+              + "with the longest turn so far when this attack made it; zoo loop waited = seconds its thread was runnable but "
+              + "had no CPU, which long turns include):")
         printTable(["attack", "took", "zoo CPU s", "zoo by thread", "bench CPU s", "others' CPU / steal s", "exports answered",
-                    "zoo loop turns > 1/10/100 ms", "slowest probes"], cpuRows)
+                    "zoo loop turns > 1/10/100 ms", "zoo loop waited s", "slowest probes"], cpuRows)
         print(failures.isEmpty ? "every goal met under every attack" : "goals not met:\n  " + failures.joined(separator: "\n  "))
         let warnings = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
         print("the zoo logged \(warnings.count) lines at warning level or above\(warnings.isEmpty ? "" : ", the last: \(warnings.last!)")")
@@ -397,6 +399,9 @@ struct AbuseBenchmark {
 struct ThreadCPU {
     /// Seconds of user + system time by thread id, with the thread's name.
     var threads: [Int: (name: String, seconds: Double)] = [:]
+    /// Seconds each thread waited on a run queue, runnable but not running (/proc schedstat): what
+    /// other threads of the machine, the attacker's among them, kept it from its CPU.
+    var waited: [Int: Double] = [:]
 
     static func read(_ pid: Int32) -> ThreadCPU {
         var result = ThreadCPU()
@@ -410,6 +415,10 @@ struct ThreadCPU {
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]), let id = Int(tid) else { continue }
             result.threads[id] = (name, (user + system) / ticks)
+            if let schedstat = try? String(contentsOfFile: "\(directory)/\(tid)/schedstat", encoding: .utf8),
+               let nanoseconds = schedstat.split(separator: " ").dropFirst().first.flatMap({ Double($0) }) {
+                result.waited[id] = nanoseconds / 1e9
+            }
         }
         return result
     }
@@ -418,12 +427,19 @@ struct ThreadCPU {
     func since(_ earlier: ThreadCPU) -> ThreadCPU {
         var result = ThreadCPU()
         for (id, thread) in threads {
-            result.threads[id] = (thread.name, thread.seconds - (earlier.threads[id].map { $0.name == thread.name ? $0.seconds : 0 } ?? 0))
+            let same = earlier.threads[id]?.name == thread.name
+            result.threads[id] = (thread.name, thread.seconds - (same ? earlier.threads[id]!.seconds : 0))
+            result.waited[id] = (waited[id] ?? 0) - (same ? earlier.waited[id] ?? 0 : 0)
         }
         return result
     }
 
     var total: Double { threads.values.reduce(0) { $0 + $1.seconds } }
+
+    /// Seconds the threads named `name` waited on a run queue.
+    func waited(named name: String) -> Double {
+        threads.filter { $0.value.name == name }.keys.reduce(0) { $0 + (waited[$1] ?? 0) }
+    }
 
     /// CPU seconds the whole machine has been busy (all cores, /proc/stat), and those the hypervisor
     /// gave to other machines while this one wanted to run (steal), to tell how much others took
