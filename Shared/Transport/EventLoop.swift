@@ -21,7 +21,7 @@ public final class EventLoop: @unchecked Sendable {
     /// reads and writes wait while a turn runs, health checks included. Reset after each turn's I/O
     /// callbacks by the check handle `nextTurn`, which also restarts what was put off to the next turn.
     private var thisTurn = TurnCounters()
-    private struct TurnCounters {
+    struct TurnCounters {
         /// Bytes read; once `turnReadBudget` is spent, each further read gets `minimumRead` bytes.
         var read = 0
         /// Bytes of large frames read (`turnBulkBudget`).
@@ -29,20 +29,18 @@ public final class EventLoop: @unchecked Sendable {
         /// Connections accepted (`turnAcceptBudget`), and closed as their peers ended (`turnCloseBudget`).
         var accepted = 0
         var closed = 0
+
+        /// Each count raised to `other`'s where that is larger.
+        mutating func formMaximum(_ other: TurnCounters) {
+            read = max(read, other.read)
+            bulk = max(bulk, other.bulk)
+            accepted = max(accepted, other.accepted)
+            closed = max(closed, other.closed)
+        }
     }
-    /// The most one turn has read so far, in all and of large frames, accepted and closed (loop
-    /// thread; tests check the bounds).
-    private(set) var largestTurnRead = 0
-    private(set) var largestTurnBulkRead = 0
-    private(set) var largestTurnAccepts = 0
-    private(set) var largestTurnCloses = 0
-    /// Starts the records above again (loop thread; for tests).
-    func forgetLargestTurns() {
-        largestTurnRead = 0
-        largestTurnBulkRead = 0
-        largestTurnAccepts = 0
-        largestTurnCloses = 0
-    }
+    /// The most any one turn has done of each so far (loop thread; tests check the bounds, and
+    /// reset it to measure from a point on).
+    var largestTurn = TurnCounters()
     /// libuv reads a readable socket up to 32 times a turn; these bound what a turn reads to about
     /// `turnReadBudget` + `minimumRead` per readable connection, whatever clients send.
     static let turnReadBudget = 1 << 20
@@ -165,18 +163,15 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Counts an accept on this turn; false when the turn accepted its share (loop thread).
-    func mayAccept() -> Bool {
-        startNextTurnCheck()
-        guard thisTurn.accepted < Self.turnAcceptBudget else { return false }
-        thisTurn.accepted += 1
-        return true
-    }
+    func mayAccept() -> Bool { takeShare(of: \.accepted, budget: Self.turnAcceptBudget) }
 
     /// Counts a close on this turn; false when the turn closed its share (loop thread).
-    func mayClose() -> Bool {
+    func mayClose() -> Bool { takeShare(of: \.closed, budget: Self.turnCloseBudget) }
+
+    private func takeShare(of count: WritableKeyPath<TurnCounters, Int>, budget: Int) -> Bool {
         startNextTurnCheck()
-        guard thisTurn.closed < Self.turnCloseBudget else { return false }
-        thisTurn.closed += 1
+        guard thisTurn[keyPath: count] < budget else { return false }
+        thisTurn[keyPath: count] += 1
         return true
     }
 
@@ -201,10 +196,7 @@ public final class EventLoop: @unchecked Sendable {
     private func startNextTurn() {
         uv_check_stop(nextTurn)
         nextTurnStarted = false
-        largestTurnRead = max(largestTurnRead, thisTurn.read)
-        largestTurnBulkRead = max(largestTurnBulkRead, thisTurn.bulk)
-        largestTurnAccepts = max(largestTurnAccepts, thisTurn.accepted)
-        largestTurnCloses = max(largestTurnCloses, thisTurn.closed)
+        largestTurn.formMaximum(thisTurn)
         thisTurn = TurnCounters()
         swap(&yielded, &resuming)
         for connection in resuming { connection.resumeAfterYield() }

@@ -66,9 +66,15 @@ public final class FrameDecoder {
 
     /// A frame of `MemoryBudget.largeFrame` bytes or more has begun and is not complete.
     var isReceivingLargeFrame: Bool {
-        guard end - start >= FrameCodec.headerSize, let base else { return false }
-        let length = Int(UInt32(bigEndian: (base + start).loadUnaligned(fromByteOffset: 1, as: UInt32.self)))
+        guard let (_, length) = nextHeader else { return false }
         return length >= MemoryBudget.largeFrame && end - start < FrameCodec.headerSize + length
+    }
+
+    /// The flag byte and envelope length of the next frame, once its header arrived.
+    private var nextHeader: (flags: UInt8, length: Int)? {
+        guard end - start >= FrameCodec.headerSize, let base else { return nil }
+        let header = UnsafeRawPointer(base + start)
+        return (header.load(as: UInt8.self), Int(UInt32(bigEndian: header.loadUnaligned(fromByteOffset: 1, as: UInt32.self))))
     }
 
     /// Bytes received but not yet returned as frames.
@@ -88,10 +94,8 @@ public final class FrameDecoder {
     /// The next complete frame's envelope, viewed in place: valid until the next `append`. Nil until
     /// one is complete; throws as soon as a header is invalid (before its body arrives).
     public func nextEnvelope() throws(FrameError) -> UnsafeRawBufferPointer? {
-        guard end - start >= FrameCodec.headerSize, let header = base.map({ UnsafeRawPointer($0 + start) }) else { return nil }
-        let flags = header.load(as: UInt8.self)
+        guard let (flags, length) = nextHeader else { return nil }
         guard flags == 0 else { throw .unsupportedFlags(flags) }
-        let length = Int(UInt32(bigEndian: header.loadUnaligned(fromByteOffset: 1, as: UInt32.self)))
         guard length <= maxFrameSize else { throw .tooLarge(length: length, limit: maxFrameSize) }
         let frameSize = FrameCodec.headerSize + length
         guard end - start >= frameSize else {

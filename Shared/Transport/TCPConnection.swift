@@ -131,8 +131,8 @@ package final class TCPConnection: @unchecked Sendable {
         if !yielded { startReading() }  // else the loop's next turn starts it
     }
 
-    /// A read filled the buffer it was given, so more is likely waiting (or the turn's bulk budget
-    /// is spent): reading stops for the rest of this loop turn and starts again in the next. libuv reads a readable socket up to 32 times
+    /// A read filled the buffer it was given, so more is likely waiting: reading stops for the rest
+    /// of this loop turn and starts again in the next. libuv reads a readable socket up to 32 times
     /// per turn (8 MiB with our 256 KiB buffer), so 40 clients streaming large frames held the loop
     /// for hundreds of milliseconds, and a health check waited that long for its accept and its
     /// read (280-640 ms in the abuse benchmark); now a turn reads one buffer from each connection,

@@ -42,20 +42,14 @@ package final class TCPListener: @unchecked Sendable {
         return .success(listener)
     }
 
-    /// A connection waits for the next turn: the turn accepted its share (`EventLoop.turnAcceptBudget`).
-    private var acceptPutOff = false
-
     private func accept(status: Int32) {
         loop.assertInLoop()
-        guard status == 0, !acceptPutOff, !isClosed else { return }
+        guard status == 0, !isClosed else { return }
         guard loop.mayAccept() else {
-            // Not accepting it now makes libuv stop watching the socket; `uv_accept` in the next
-            // turn takes this connection and watches again, and the kernel queues the others.
-            acceptPutOff = true
-            loop.afterThisTurn { [self] in
-                acceptPutOff = false
-                accept(status: 0)
-            }
+            // Not accepting it now makes libuv stop watching the socket (so this is not called again
+            // meanwhile); `uv_accept` in the next turn takes this connection and watches again, and
+            // the kernel queues the others.
+            loop.afterThisTurn { [self] in accept(status: 0) }
             return
         }
         let connection = makeConnection()

@@ -254,7 +254,7 @@ import Testing
                 for socket in sockets { group.addTask { _ = try? await offPool { socket.write(body) } } }
             }
             try await Task.sleep(for: .milliseconds(200))
-            let largest = server.loop.submit { server.loop.largestTurnRead }
+            let largest = server.loop.submit { server.loop.largestTurn.read }
             let bound = (sockets.count + 1) * server.loop.readBuffer.count  // one read per connection, the harness client's too
             #expect(largest > 0 && largest <= bound, "a loop turn read \(largest) bytes (bound \(bound))")
         }
@@ -272,7 +272,7 @@ import Testing
             // Headers first: once every frame is admitted, every byte read feeds a large frame.
             for (socket, frame) in zip(sockets, frames) { socket.write(Array(frame.prefix(64))) }
             try await waitUntil { server.loop.submit { server.budget.used } >= frames.count * size }
-            server.loop.submit { server.loop.forgetLargestTurns() }
+            server.loop.submit { server.loop.largestTurn = EventLoop.TurnCounters() }
             await withTaskGroup(of: Void.self) { group in
                 for (socket, frame) in zip(sockets, frames) { group.addTask { _ = try? await offPool { socket.write(Array(frame.dropFirst(64))) } } }
             }
@@ -283,7 +283,7 @@ import Testing
                 let reply = try RpcV1.EchoResponse(serializedBytes: answer.payload)
                 #expect(reply.payload.count == size && reply.payload.first == UInt8(index))
             }
-            let (bulk, all) = server.loop.submit { (server.loop.largestTurnBulkRead, server.loop.largestTurnRead) }
+            let (bulk, all) = server.loop.submit { (server.loop.largestTurn.bulk, server.loop.largestTurn.read) }
             #expect(bulk > 0 && bulk <= EventLoop.turnBulkBudget, "a turn read \(bulk) bytes of large frames")
             #expect(all <= EventLoop.turnBulkBudget + EventLoop.minimumRead, "a turn read \(all) bytes")
         }
@@ -303,7 +303,7 @@ import Testing
             let sockets = try (0..<count).map { _ in try RawSocket(port: server.port) }
             held.signal()
             try await waitUntil { server.loop.submit { server.connectionsOpen } >= count }
-            let most = server.loop.submit { server.loop.largestTurnAccepts }
+            let most = server.loop.submit { server.loop.largestTurn.accepted }
             #expect(most <= EventLoop.turnAcceptBudget, "one turn accepted \(most) connections")
             // They leave while the loop is held: every end is there for one turn.
             server.loop.execute { holding.signal(); held.wait() }
@@ -312,7 +312,7 @@ import Testing
             try await Task.sleep(for: .milliseconds(100))
             held.signal()
             try await waitUntil { server.loop.submit { server.connectionsOpen } <= 1 }
-            let closes = server.loop.submit { server.loop.largestTurnCloses }
+            let closes = server.loop.submit { server.loop.largestTurn.closed }
             #expect(closes <= EventLoop.turnCloseBudget, "one turn closed \(closes) connections")
             _ = try await harness.client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest())
         }
