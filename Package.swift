@@ -2,6 +2,55 @@
 // Menagerie: Swift microservices speaking length-prefixed protobuf over libuv TCP.
 import PackageDescription
 
+let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+
+/// The targets of one service `<Name>` (see ARCHITECTURE.md, "Adding a service"), each in `Services/<Name>/<Part>`:
+/// - `<Name>ProtoC` (`ProtoC`) and `<Name>API` (`API`): its proto package's protobuf-c code and generated Swift
+///   (messages, service protocol, client protocol, typed client), placed there by Proto/generate.sh after
+///   Proto/modules.conf; `imports` are the API modules of the protos its proto imports (`"Jobs"` for JobsAPI);
+/// - `<Name>Core` (`Core`): the domain and its persistence; never RPC or the API module;
+/// - `<Name>Service` (`Service`): handlers conforming to the generated `ServiceProtocol`;
+/// - the executable `executable` (`App`) and `<Name>CLI` (`CLI`, the `gateway <name>` command group);
+/// - the test targets `<Name>CoreTests` and `<Name>ServiceTests` in `Tests/`.
+/// Each list adds the dependencies beyond what every service's part has.
+func service(
+    _ name: String, executable: String, imports: [String] = [],
+    core: [Target.Dependency] = [], service: [Target.Dependency] = [], app: [Target.Dependency] = [],
+    cli: [Target.Dependency] = [], coreTests: [Target.Dependency] = [], serviceTests: [Target.Dependency] = [],
+    appResources: [Resource]? = nil, coreResources: [Resource]? = nil
+) -> [Target] {
+    let folder = "Services/\(name)"
+    let api = Target.Dependency(stringLiteral: "\(name)API")
+    let importedAPIs = imports.map { Target.Dependency(stringLiteral: "\($0)API") }
+    let jobs: [Target.Dependency] = imports.contains("Jobs") ? ["Jobs", "JobsService"] : []
+    return [
+        .target(
+            name: "\(name)ProtoC", dependencies: ["CProtobufC"] + imports.map { .init(stringLiteral: "\($0)ProtoC") },
+            path: "\(folder)/ProtoC"),
+        .target(name: "\(name)API", dependencies: ["Schema", "RPC", .init(stringLiteral: "\(name)ProtoC")] + importedAPIs, path: "\(folder)/API"),
+        .target(name: "\(name)Core", dependencies: ["Base", "Storage"] + core, path: "\(folder)/Core", resources: coreResources),
+        .target(
+            name: "\(name)Service", dependencies: [.init(stringLiteral: "\(name)Core"), api, "RPC", "Schema"] + importedAPIs + jobs + service,
+            path: "\(folder)/Service"),
+        .executableTarget(
+            name: executable,
+            dependencies: [.init(stringLiteral: "\(name)Core"), .init(stringLiteral: "\(name)Service"), "ServiceKit", "Base", argumentParser]
+                + jobs + app,
+            path: "\(folder)/App", resources: appResources),
+        .target(
+            name: "\(name)CLI", dependencies: ["GatewayKit", "RPC", "Schema", api, argumentParser] + importedAPIs + cli,
+            path: "\(folder)/CLI"),
+        .testTarget(
+            name: "\(name)CoreTests", dependencies: [.init(stringLiteral: "\(name)Core"), "Storage", "Base"] + coreTests,
+            path: "Tests/\(name)CoreTests"),
+        .testTarget(
+            name: "\(name)ServiceTests",
+            dependencies: [.init(stringLiteral: "\(name)Core"), .init(stringLiteral: "\(name)Service"), api, "RPC", "Schema", "RPCTesting"]
+                + importedAPIs + jobs + serviceTests,
+            path: "Tests/\(name)ServiceTests"),
+    ]
+}
+
 let package = Package(
     name: "Menagerie",
     platforms: [.macOS(.v15)],
@@ -53,107 +102,44 @@ let package = Package(
             name: "CImageCodecs", path: "Shared/CImageCodecs",
             linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("jpeg")]),
 
-        // MARK: Schema: protobuf-c output generated from Proto/, bridged to Swift values
-        .target(name: "MenagerieProtoC", dependencies: ["CProtobufC"], path: "Shared/MenagerieProtoC"),
-        .target(name: "Schema", dependencies: ["MenagerieProtoC", "CProtobufC"], path: "Shared/Schema"),
+        // MARK: Schema: the protobuf-c bridge every generated message uses (no messages of its own), and its generator
+        .target(name: "Schema", dependencies: ["CProtobufC"], path: "Shared/Schema"),
         .target(name: "SchemaGenerator", path: "Proto/Generator/Library"),
         .executableTarget(name: "schema-gen", dependencies: ["SchemaGenerator"], path: "Proto/Generator/App"),
 
-        // MARK: Runtime layers
+        // MARK: Runtime layers (no domain: none of these depends on a service's API module)
         .target(name: "WorkLane", path: "Shared/WorkLane"),
         .target(name: "Storage", dependencies: ["CSQLite", "WorkLane"], path: "Shared/Storage"),
         // Logging, the version string, a heap, the upward search for the source tree: no dependencies.
         .target(name: "Base", path: "Shared/Base"),
-        .target(name: "RPC", dependencies: ["Base", "Schema"], path: "Shared/RPC"),
-        // Generated from Proto/ by schema-gen: a service protocol and a typed client per proto service.
-        .target(name: "ServiceAPI", dependencies: ["RPC", "Schema"], path: "Shared/ServiceAPI"),
-        .target(name: "Transport", dependencies: ["Base", "RPC", "Schema", "CLibUV"], path: "Shared/Transport"),
-        // Jobs: the domain and persistence (no RPC), and the Jobs rpcs every service offers.
+        // rpc.proto: the envelope and the built-in services' messages (its service protocols are generated into RPC).
+        .target(name: "RPCWireProtoC", dependencies: ["CProtobufC"], path: "Shared/RPCWireProtoC"),
+        .target(name: "RPCWire", dependencies: ["Schema", "RPCWireProtoC"], path: "Shared/RPCWire"),
+        .target(name: "RPC", dependencies: ["Base", "Schema", "RPCWire"], path: "Shared/RPC"),
+        .target(name: "Transport", dependencies: ["Base", "RPC", "RPCWire", "Schema", "CLibUV"], path: "Shared/Transport"),
+        // Jobs: the domain and persistence (no RPC), jobs.proto's API, and the Jobs rpcs every service with long work offers.
         .target(name: "Jobs", dependencies: ["Storage", "WorkLane"], path: "Shared/Jobs"),
-        .target(name: "JobsService", dependencies: ["Jobs", "RPC", "Schema", "ServiceAPI", "ServiceKit"], path: "Shared/JobsService"),
+        .target(name: "JobsProtoC", dependencies: ["CProtobufC"], path: "Shared/JobsProtoC"),
+        .target(name: "JobsAPI", dependencies: ["Schema", "RPC", "JobsProtoC"], path: "Shared/JobsAPI"),
+        .target(name: "JobsService", dependencies: ["Jobs", "RPC", "Schema", "JobsAPI", "ServiceKit"], path: "Shared/JobsService"),
         .target(
             name: "ServiceKit",
-            dependencies: [
-                "Base", "RPC", "Transport", "Storage", "WorkLane",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
+            dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", argumentParser],
             path: "Shared/ServiceKit"),
 
         // MARK: Domain libraries
         .target(name: "TextRecognition", dependencies: ["CTesseract", "WorkLane"], path: "Shared/TextRecognition"),
 
-        // MARK: Services
-        // Each service <Name>: Core (domain and persistence; never RPC or Schema), Service (handlers, validation,
-        // proto conversions; conforms to the generated ServiceProtocol), App (the executable), CLI (`gateway <name>`).
-        .target(name: "ZooCore", dependencies: ["Base", "Storage"], path: "Services/Zoo/Core"),
-        .target(
-            name: "ZooService", dependencies: ["ZooCore", "RPC", "Schema", "ServiceAPI", "Jobs", "JobsService"],
-            path: "Services/Zoo/Service"),
-        .executableTarget(
-            name: "zoo", dependencies: ["ZooCore", "ZooService", "ServiceKit", "Base", "Jobs", "JobsService"], path: "Services/Zoo/App"),
-        .target(name: "OCRCore", dependencies: ["Base", "Storage", "TextRecognition", "WorkLane"], path: "Services/OCR/Core"),
-        .target(
-            name: "OCRService",
-            dependencies: ["OCRCore", "TextRecognition", "RPC", "Schema", "ServiceAPI", "Jobs", "JobsService", "WorkLane"],
-            path: "Services/OCR/Service"),
-        .executableTarget(
-            name: "ocr", dependencies: ["OCRCore", "OCRService", "TextRecognition", "ServiceKit", "Jobs", "JobsService"],
-            path: "Services/OCR/App"),
-        .target(name: "HealthCore", dependencies: ["Base", "Storage"], path: "Services/Health/Core"),
-        .target(
-            name: "HealthService", dependencies: ["HealthCore", "RPC", "Schema", "ServiceAPI", "WorkLane"], path: "Services/Health/Service"),
-        .executableTarget(
-            name: "health", dependencies: ["HealthCore", "HealthService", "ServiceKit", "Base"], path: "Services/Health/App"),
-        .target(
-            name: "ClassificationCore", dependencies: ["Base", "Storage", "Torch", "OpenCVDNN", "CImageCodecs"],
-            path: "Services/Classification/Core"),
-        .target(
-            name: "ClassificationService",
-            dependencies: ["ClassificationCore", "Torch", "RPC", "Schema", "ServiceAPI", "ServiceKit", "Jobs", "JobsService"],
-            path: "Services/Classification/Service"),
-        .executableTarget(
-            name: "classification",
-            dependencies: ["ClassificationCore", "ClassificationService", "ServiceKit", "Jobs", "JobsService", "Torch", "Storage"],
-            path: "Services/Classification/App"),
-        .target(
-            name: "ClassificationCLI",
-            dependencies: [
-                .product(name: "ArgumentParser", package: "swift-argument-parser"), "GatewayKit", "RPC", "Schema", "ServiceAPI",
-            ],
-            path: "Services/Classification/CLI"),
-        .target(
-            name: "HealthCLI",
-            dependencies: [
-                "HealthCore", "HealthService", "GatewayKit", "RPC", "Schema", "ServiceAPI",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            path: "Services/Health/CLI"),
-        .target(
-            name: "ZooCLI",
-            dependencies: [
-                "GatewayKit", "RPC", "Schema", "ServiceAPI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            path: "Services/Zoo/CLI"),
-        .target(
-            name: "OCRCLI",
-            dependencies: [
-                "GatewayKit", "RPC", "Schema", "ServiceAPI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            path: "Services/OCR/CLI"),
-
         // MARK: Gateway: GatewayKit is what every service's command group shares; App assembles the groups.
         .target(
             name: "GatewayKit",
-            dependencies: [
-                "Base", "RPC", "Transport", "Schema", "ServiceAPI",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
+            dependencies: ["Base", "RPC", "RPCWire", "Transport", "Schema", "JobsAPI", argumentParser],
             path: "Services/Gateway/Kit"),
         .executableTarget(
             name: "gateway",
             dependencies: [
-                "GatewayKit", "ZooCLI", "OCRCLI", "HealthCLI", "ClassificationCLI", "RPC", "Transport", "Schema", "ServiceAPI",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "GatewayKit", "ZooCLI", "OCRCLI", "HealthCLI", "ClassificationCLI", "RPC", "RPCWire", "Transport", "Schema",
+                argumentParser,
             ],
             path: "Services/Gateway/App"),
 
@@ -161,81 +147,82 @@ let package = Package(
         .executableTarget(
             name: "menagerie-bench",
             dependencies: [
-                "RPC", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService", "RPCTesting", "OCRCore", "OCRService", "OCRTestSupport",
-                "TextRecognition", "WorkLane", "ServiceAPI", "HealthCore", "HealthService",
+                "RPC", "RPCWire", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService", "ZooAPI", "RPCTesting", "OCRCore",
+                "OCRService", "OCRAPI", "OCRTestSupport", "TextRecognition", "WorkLane", "HealthCore", "HealthService", "HealthAPI",
                 // The classification suite trains and serves in process, so this executable links libtorch.
-                "ClassificationCore", "ClassificationService", "Jobs", "ServiceKit", "Torch",
+                "ClassificationCore", "ClassificationService", "ClassificationAPI", "Jobs", "JobsAPI", "ServiceKit", "Torch",
             ],
             path: "Tests/Benchmarks"),
 
         // MARK: Tests
+        // Test-only protos (Proto/modules.conf places them here): schema fixtures, and the test jobs service's API.
+        .target(name: "FixturesProtoC", dependencies: ["CProtobufC", "RPCWireProtoC"], path: "Tests/FixturesProtoC"),
+        .target(name: "FixturesAPI", dependencies: ["Schema", "RPC", "RPCWire", "FixturesProtoC"], path: "Tests/FixturesAPI"),
+        .target(name: "JobsTestingProtoC", dependencies: ["CProtobufC", "JobsProtoC"], path: "Tests/JobsTestingProtoC"),
+        .target(name: "JobsTestingAPI", dependencies: ["Schema", "RPC", "JobsAPI", "JobsTestingProtoC"], path: "Tests/JobsTestingAPI"),
         // A service running test jobs, for the tests that kill a replica (built by `swift build --build-tests`).
         .executableTarget(
-            name: "jobs-test-service", dependencies: ["ServiceKit", "Jobs", "JobsService", "Storage", "Schema", "RPC"],
+            name: "jobs-test-service",
+            dependencies: ["ServiceKit", "Jobs", "JobsService", "JobsAPI", "JobsTestingAPI", "Storage", "Schema", "RPC", argumentParser],
             path: "Tests/JobsTestService"),
         .testTarget(name: "WorkLaneTests", dependencies: ["WorkLane", "TestSupport"], path: "Tests/WorkLaneTests"),
         .testTarget(
             name: "JobsTests",
-            dependencies: ["Jobs", "JobsService", "Storage", "WorkLane", "RPC", "Schema", "Transport", "TestSupport"],
+            dependencies: [
+                "Jobs", "JobsService", "JobsAPI", "JobsTestingAPI", "Storage", "WorkLane", "RPC", "RPCWire", "Schema", "Transport",
+                "TestSupport",
+            ],
             path: "Tests/JobsTests"),
-        .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator", "TestSupport"], path: "Tests/SchemaTests"),
+        .testTarget(
+            name: "SchemaTests", dependencies: ["Schema", "RPCWire", "FixturesAPI", "ZooAPI", "SchemaGenerator", "TestSupport"],
+            path: "Tests/SchemaTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane", "TestSupport"], path: "Tests/StorageTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Test-only and benchmark-only parts of the RPC stack (Echo, the in-process transport, the
         // raw echo floor), kept out of the production modules.
-        .target(name: "RPCTesting", dependencies: ["RPC", "Transport", "Schema"], path: "Tests/RPCTesting"),
+        .target(name: "RPCTesting", dependencies: ["RPC", "RPCWire", "Transport", "Schema"], path: "Tests/RPCTesting"),
         // What the RPC and transport tests share: a harness over both transports, faulty services.
         .target(
-            name: "RPCTestSupport", dependencies: ["RPC", "Transport", "Schema", "RPCTesting", "TestSupport"],
+            name: "RPCTestSupport", dependencies: ["RPC", "RPCWire", "Transport", "Schema", "RPCTesting", "TestSupport"],
             path: "Tests/RPCTestSupport"),
         .testTarget(
             name: "RPCTests",
-            dependencies: ["RPC", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport"],
+            dependencies: ["RPC", "RPCWire", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport"],
             path: "Tests/RPCTests"),
         .testTarget(
-            name: "TransportTests", dependencies: ["RPC", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport"],
+            name: "TransportTests",
+            dependencies: ["RPC", "RPCWire", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport"],
             path: "Tests/TransportTests"),
-        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RPC", "Schema", "Storage", "WorkLane", "Transport", "TestSupport", "RPCTesting"], path: "Tests/ServiceKitTests"),
-        .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "Transport", "Schema"], path: "Tests/GatewayKitTests"),
+        .testTarget(
+            name: "ServiceKitTests",
+            dependencies: ["ServiceKit", "RPC", "RPCWire", "Schema", "Storage", "WorkLane", "Transport", "TestSupport", "RPCTesting"],
+            path: "Tests/ServiceKitTests"),
+        .testTarget(
+            name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "RPCWire", "JobsAPI", "Transport", "Schema"],
+            path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
-        .testTarget(name: "HealthCoreTests", dependencies: ["HealthCore", "Storage", "Base"], path: "Tests/HealthCoreTests"),
-        .testTarget(
-            name: "HealthServiceTests", dependencies: ["HealthCore", "HealthService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "RPCTesting"],
-            path: "Tests/HealthServiceTests"),
-        .testTarget(name: "ZooCoreTests", dependencies: ["ZooCore", "Storage"], path: "Tests/ZooCoreTests"),
-        .testTarget(
-            name: "ZooServiceTests",
-            dependencies: [
-                "ZooCore", "ZooService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "Jobs", "JobsService", "WorkLane", "RPCTesting",
-            ],
-            path: "Tests/ZooServiceTests"),
         .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition", "WorkLane"], path: "Tests/TextRecognitionTests"),
         // What the OCR tests and the benchmark share: the shared pages, CER, the tesseract program, rendered pages.
         .target(name: "OCRTestSupport", dependencies: ["TextRecognition"], path: "Tests/OCRTestSupport"),
-        .testTarget(
-            name: "OCRCoreTests", dependencies: ["OCRCore", "TextRecognition", "Storage", "OCRTestSupport"], path: "Tests/OCRCoreTests"),
-        .testTarget(
-            name: "OCRServiceTests",
-            dependencies: [
-                "OCRCore", "OCRService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "RPCTesting", "Jobs", "JobsService", "WorkLane",
-                "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport",
-            ],
-            path: "Tests/OCRServiceTests"),
-        .testTarget(
-            name: "ClassificationCoreTests", dependencies: ["ClassificationCore", "Torch", "OpenCVDNN", "Storage", "Base"],
-            path: "Tests/ClassificationCoreTests"),
-        .testTarget(
-            name: "ClassificationServiceTests",
-            dependencies: [
-                "ClassificationCore", "ClassificationService", "Torch", "Jobs", "JobsService", "RPC", "RPCTesting", "Schema", "ServiceAPI",
-                "ServiceKit",
-            ],
-            path: "Tests/ClassificationServiceTests"),
         .testTarget(
             name: "IntegrationTests",
             // Torch compiles the TorchScript modules the classification tests import (the test bundle links it anyway).
             dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition", "Torch"],
             path: "Tests/IntegrationTests"),
-    ],
+    ]
+        // MARK: Services
+        + service("Zoo", executable: "zoo", imports: ["Jobs"], serviceTests: ["ServiceKit", "WorkLane", "RPCWire"])
+        + service(
+            "OCR", executable: "ocr", imports: ["Jobs"],
+            core: ["TextRecognition", "WorkLane"], service: ["TextRecognition", "WorkLane"], app: ["TextRecognition"],
+            coreTests: ["TextRecognition", "OCRTestSupport"],
+            serviceTests: ["ServiceKit", "WorkLane", "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport"])
+        + service(
+            "Health", executable: "health", service: ["WorkLane"], cli: ["HealthCore", "HealthService"],
+            serviceTests: ["ServiceKit"])
+        + service(
+            "Classification", executable: "classification", imports: ["Jobs"],
+            core: ["Torch", "OpenCVDNN", "CImageCodecs"], service: ["Torch", "ServiceKit"], app: ["Torch", "Storage"],
+            coreTests: ["Torch", "OpenCVDNN"], serviceTests: ["Torch", "ServiceKit"]),
     cxxLanguageStandard: .cxx17
 )

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# Regenerates the Schema sources from Proto/menagerie/**/*.proto. Run from anywhere. The output is
-# deterministic and committed (SchemaTests fails when it is stale):
-#   Shared/Schema/Generated/<path_with_underscores>.pb.swift    Swift types and method descriptors (schema-gen)
-#   Shared/ServiceAPI/Generated/<path_with_underscores>.rpc.swift
-#                                                               per file with services: a service protocol
-#                                                               per service and a typed client (schema-gen)
-#   Shared/MenagerieProtoC/menagerie/**/*.pb-c.c                protobuf-c code                (protoc-c)
-#   Shared/MenagerieProtoC/include/menagerie/**/*.pb-c.h        its headers; the .c files include them by
-#                                                               this path, SwiftPM exports include/ whole
-#   Shared/MenagerieProtoC/menagerie_proto_registry.c, include/menagerie_proto_registry.h
-#                                                               full message name -> &descriptor (schema-gen)
+# Regenerates the API modules' sources from Proto/menagerie/**/*.proto. Run from anywhere. Proto/modules.conf says
+# where each proto file's code goes (one API module per proto package: RPCWire, JobsAPI, ZooAPI, ...). The output is
+# deterministic and committed (SchemaTests fails when it is stale). Per proto file:
+#   <Swift directory>/<path_with_underscores>.pb.swift     Swift types and method descriptors       (schema-gen)
+#   <service directory>/<path_with_underscores>.rpc.swift  per file with services: a service protocol, a client
+#                                                          protocol and a typed client per service   (schema-gen)
+#   <C directory>/menagerie/**/*.pb-c.c                    protobuf-c code                           (protoc-c)
+#   <C directory>/include/menagerie/**/*.pb-c.h            its headers; the .c files include them by this path,
+#                                                          SwiftPM exports include/ whole
+# and per C target <C directory>/<C target>_registry.c, include/<C target>_registry.h: full message name ->
+# &descriptor (schema-gen).
 #
 # Steps: protoc writes one FileDescriptorSet (imports and comments included); schema-gen (Proto/Generator)
-# turns it into the Swift files and the registry, plus a copy of the set for protoc-c in which proto3
+# turns it into the Swift files and the registries, plus a copy of the set for protoc-c in which proto3
 # `optional` fields are plain one-field oneofs: protoc-c 1.4 refuses proto3 `optional`, the wire format
 # is the same, and the Schema bridge reads presence from the oneof case. protoc-c generates C from that copy.
 #
@@ -20,7 +20,8 @@
 # nested messages and enums (as nested Swift types), imports between these files, services with rpcs
 # of all four kinds (unary, server, client and bidirectional streaming) and `option idempotency_level`.
 # Rejected by schema-gen with an error naming the element: proto2 (so groups and required), oneofs, maps,
-# extensions, enum aliases, files without a package, type names the generated Swift reserves (String, ...).
+# extensions, enum aliases, files without a package, type names the generated Swift reserves (String, ...),
+# a proto file modules.conf does not place.
 # Strings travel as C strings through protobuf-c: text after an embedded NUL is dropped.
 #
 # Needs protoc, protoc-c (Debian: protobuf-compiler protobuf-c-compiler) and swift. SwiftPM loads the
@@ -30,9 +31,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 proto_dir="$root/Proto"
-c_dir="$root/Shared/MenagerieProtoC"
-swift_dir="$root/Shared/Schema/Generated"
-service_api_dir="$root/Shared/ServiceAPI/Generated"
+layout="$proto_dir/modules.conf"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -51,19 +50,26 @@ if [ -z "${SCHEMA_GEN:-}" ]; then
     SCHEMA_GEN="$(swift build --package-path "$root" --show-bin-path)/schema-gen"
 fi
 mkdir -p "$work/out"
-"$SCHEMA_GEN" "$work/schema.desc" "$work/out" "$work/protoc-c.desc"
+"$SCHEMA_GEN" "$work/schema.desc" "$layout" "$work/out" "$work/protoc-c.desc"
 
 mkdir -p "$work/c"
 # From $work, so protoc-c reads the rewritten descriptors rather than the .proto files.
 (cd "$work" && protoc-c --descriptor_set_in="$work/protoc-c.desc" --c_out="$work/c" "${protos[@]}")
 
 # Everything generated succeeded: replace the previous output wholesale (drops files of deleted protos).
-rm -rf "$c_dir/menagerie" "$c_dir/include/menagerie" "$swift_dir" "$service_api_dir"
-rm -f "$c_dir/menagerie_proto_registry.c" "$c_dir/include/menagerie_proto_registry.h"
-mkdir -p "$c_dir/include" "$swift_dir"
-(cd "$work/c" && find menagerie -name '*.pb-c.h' -exec install -D -m 644 {} "$c_dir/include/{}" \;)
-(cd "$work/c" && find menagerie -name '*.pb-c.c' -exec install -D -m 644 {} "$c_dir/{}" \;)
+# The directories are modules.conf's third, fifth and seventh fields.
+mapfile -t directories < <(sed 's/#.*//' "$layout" | awk 'NF { print $3; print $5; if (NF == 7) print $7 }' | sort -u)
+for directory in "${directories[@]}"; do
+    rm -rf "${root:?}/$directory/menagerie" "$root/$directory/include/menagerie"
+    rm -f "$root/$directory"/*.pb.swift "$root/$directory"/*.rpc.swift "$root/$directory"/*_registry.c "$root/$directory"/include/*_registry.h
+done
 cp -R "$work/out/." "$root/"
+# protoc-c's output goes to the C directory of its proto file.
+while read -r proto c_directory; do
+    base=${proto%.proto}
+    install -D -m 644 "$work/c/$base.pb-c.h" "$root/$c_directory/include/$base.pb-c.h"
+    install -D -m 644 "$work/c/$base.pb-c.c" "$root/$c_directory/$base.pb-c.c"
+done < <(sed 's/#.*//' "$layout" | awk 'NF { print $1, $5 }')
 
 echo "generate.sh: regenerated ${#protos[@]} proto files" >&2
 

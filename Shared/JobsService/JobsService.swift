@@ -1,8 +1,8 @@
 import Foundation
 import Jobs
+import JobsAPI
 import RPC
 import Schema
-import ServiceAPI
 import ServiceKit
 
 /// `menagerie.jobs.v1.Jobs`, the same for every service that runs jobs: get, watch, cancel and list the

@@ -1,3 +1,4 @@
+import RPCWire
 import Schema
 import Synchronization
 

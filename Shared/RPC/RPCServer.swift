@@ -1,5 +1,6 @@
 import Base
 import Foundation
+import RPCWire
 import Schema
 import Synchronization
 

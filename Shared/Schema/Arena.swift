@@ -6,7 +6,7 @@ internal import Glibc
 /// A bump allocator for the C message tree of one encode or decode: structs, arrays, strings and
 /// byte buffers are carved from a stack buffer and, when that is full, from heap chunks, all freed
 /// together when `Arena.with` returns. No reference counting, no per-allocation `free`.
-struct Arena {
+@usableFromInline package struct Arena {
     private struct State {
         var cursor: UnsafeMutableRawPointer
         var remaining: Int
@@ -42,7 +42,7 @@ struct Arena {
     }
 
     /// `byteCount` bytes aligned for any C type, valid until `with` returns.
-    func allocate(_ byteCount: Int) -> UnsafeMutableRawPointer {
+    @usableFromInline package func allocate(_ byteCount: Int) -> UnsafeMutableRawPointer {
         let size = (max(byteCount, 1) + Self.alignment - 1) & ~(Self.alignment - 1)
         if size <= state.pointee.remaining {
             let pointer = state.pointee.cursor

@@ -1,16 +1,15 @@
 internal import CProtobufC
-internal import MenagerieProtoC
 
 /// The protobuf-c layout of one message type: its descriptor and, per field, where and how the
 /// C struct stores it. Built once per generated type (a `static let`) and shared by every encode/decode.
-final class MessageSchema: @unchecked Sendable {  // immutable; the descriptor is static C data
+@usableFromInline package final class MessageSchema: @unchecked Sendable {  // immutable; the descriptor is static C data
     /// How a field's value is represented in the C struct.
-    enum Storage: Equatable {
+    @usableFromInline package enum Storage: Equatable {
         case int32, uint32, int64, uint64, float, double, bool, enumValue, string, bytes, message
     }
 
     /// How generated code sees the field: a plain value, a Swift optional or an array.
-    enum Shape: Equatable {
+    @usableFromInline package enum Shape: Equatable {
         /// A proto3 field without presence.
         case value
         /// A proto3 `optional` field, which protoc-c sees as the only member of a oneof (see
@@ -20,31 +19,32 @@ final class MessageSchema: @unchecked Sendable {  // immutable; the descriptor i
         case repeated
     }
 
-    struct Field {
-        let number: UInt32
-        let storage: Storage
-        let shape: Shape
+    @usableFromInline package struct Field {
+        @usableFromInline package let number: UInt32
+        @usableFromInline package let storage: Storage
+        @usableFromInline package let shape: Shape
         /// Presence is the oneof case at `quantifierOffset` being equal to `number`.
-        let isOneofMember: Bool
-        let offset: Int
-        let quantifierOffset: Int
+        @usableFromInline package let isOneofMember: Bool
+        @usableFromInline package let offset: Int
+        @usableFromInline package let quantifierOffset: Int
         /// For message fields: the element type's descriptor.
         let messageDescriptor: UnsafeRawPointer?
     }
 
-    let name: String
+    @usableFromInline package let name: String
     let descriptor: UnsafePointer<ProtobufCMessageDescriptor>
     /// `sizeof` the C struct.
-    let size: Int
+    @usableFromInline package let size: Int
     /// In descriptor order (by field number).
     private let fields: [Field]
     /// Field number → index in `fields`, for numbers up to `fields.count * 4` (dense tables for the usual
     /// small, mostly consecutive numbers); protobuf-c finds larger ones.
     private let indexByNumber: [Int32]
 
-    /// Looks up the protobuf-c descriptor that Proto/generate.sh registered under `name`.
-    init(named name: String) {
-        guard let descriptor = menagerie_proto_message_descriptor(name) else {
+    /// The layout of the message `name`, from the protobuf-c descriptor that its C target's registry (generated
+    /// by Proto/generate.sh) answers for that name.
+    @usableFromInline package init(named name: String, descriptor: UnsafeRawPointer?) {
+        guard let descriptor = descriptor?.assumingMemoryBound(to: ProtobufCMessageDescriptor.self) else {
             preconditionFailure("no protobuf-c descriptor for \(name): run Proto/generate.sh")
         }
         self.name = name
@@ -61,7 +61,7 @@ final class MessageSchema: @unchecked Sendable {  // immutable; the descriptor i
 
     /// The field `number`, checked against what the generated code expects (a mismatch means the
     /// generated Swift and C are out of sync: run Proto/generate.sh).
-    func field(_ number: UInt32, _ storage: Storage, _ shape: Shape) -> Field {
+    @usableFromInline package func field(_ number: UInt32, _ storage: Storage, _ shape: Shape) -> Field {
         let field = fields[index(of: number)]
         precondition(
             field.storage == storage && field.shape == shape,
@@ -70,7 +70,7 @@ final class MessageSchema: @unchecked Sendable {  // immutable; the descriptor i
     }
 
     /// A message field, also checked to hold `Value`.
-    func messageField<Value: ProtobufCBridged>(_ number: UInt32, _ shape: Shape, _ type: Value.Type) -> Field {
+    @usableFromInline package func messageField<Value: ProtobufCBridged>(_ number: UInt32, _ shape: Shape, _ type: Value.Type) -> Field {
         let field = field(number, .message, shape)
         precondition(
             field.messageDescriptor == UnsafeRawPointer(Value.protoSchema.descriptor),

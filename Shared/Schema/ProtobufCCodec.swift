@@ -1,7 +1,7 @@
 internal import CProtobufC
 
 /// What generated message types implement so `ProtobufCCodec` can move them in and out of protobuf-c.
-protocol ProtobufCBridged: ProtoMessage {
+@usableFromInline package protocol ProtobufCBridged: ProtoMessage {
     /// The message's protobuf-c layout, looked up once.
     static var protoSchema: MessageSchema { get }
     /// Reads every field from an unpacked C message.
@@ -11,10 +11,10 @@ protocol ProtobufCBridged: ProtoMessage {
 }
 
 /// Encodes and decodes generated messages with protobuf-c's own packer and parser.
-enum ProtobufCCodec {
+@usableFromInline package enum ProtobufCCodec {
     /// Builds the C message in an arena, then `protobuf_c_message_pack`s it into the memory that
     /// `destination` provides for its packed size.
-    static func encode<Message: ProtobufCBridged>(
+    @usableFromInline package static func encode<Message: ProtobufCBridged>(
         _ message: Message, into destination: (Int, (UnsafeMutableRawBufferPointer) -> Void) -> Void
     ) {
         Arena.with { arena in
@@ -38,7 +38,7 @@ enum ProtobufCCodec {
     ///
     /// A string field with a NUL inside is refused (protobuf-c, and C code after it, would cut the
     /// text there: `zel\0xyz` read as `zel`) unless `allowingNUL`, for a caller that answers it itself.
-    static func decode<Message: ProtobufCBridged>(_ bytes: UnsafeRawBufferPointer, allowingNUL: Bool = false) throws -> Message {
+    @usableFromInline package static func decode<Message: ProtobufCBridged>(_ bytes: UnsafeRawBufferPointer, allowingNUL: Bool = false) throws -> Message {
         let schema = Message.protoSchema
         return try Arena.with { arena in
             var allocator = arena.protobufCAllocator

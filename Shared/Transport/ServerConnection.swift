@@ -1,4 +1,5 @@
 import RPC
+import RPCWire
 import Schema
 import Synchronization
 

@@ -2,6 +2,7 @@ import Base
 import CLibUV
 import Foundation
 import RPC
+import RPCWire
 import Schema
 import Synchronization
 

@@ -1,9 +1,11 @@
 import Base
 import Foundation
 import RPC
+import RPCWire
 import Schema
 import Synchronization
 import Transport
+import ZooAPI
 import ZooCore
 
 /// Issue 9's robustness suite: the hostile probe's attacks, bounded in count and time, against a real

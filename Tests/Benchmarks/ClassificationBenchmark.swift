@@ -1,11 +1,11 @@
 import Base
+import ClassificationAPI
 import ClassificationCore
 import ClassificationService
 import Foundation
 import Jobs
 import RPC
 import Schema
-import ServiceAPI
 import ServiceKit
 import Synchronization
 import Torch

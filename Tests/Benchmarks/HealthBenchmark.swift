@@ -1,10 +1,10 @@
 import Base
 import Foundation
+import HealthAPI
 import HealthCore
 import HealthService
 import RPC
 import Schema
-import ServiceAPI
 import Transport
 
 /// The health issue's figures: a device's first sync of 4,300 samples and an incremental sync of one more

@@ -1,14 +1,14 @@
 import Base
 import Foundation
+import OCRAPI
 import OCRCore
 import OCRService
 import OCRTestSupport
 import RPC
 import Schema
-import ServiceAPI
+import Synchronization
 import TextRecognition
 import Transport
-import Synchronization
 import WorkLane
 
 /// Images per second through the ocr service (RPCClient over loopback TCP, uploads as client streams, recognition on

@@ -2,6 +2,7 @@ import Base
 import Foundation
 import RPC
 import RPCTesting
+import RPCWire
 import Schema
 
 /// What the RPC layer's own work for one unary echo costs, piece by piece, on one thread with no

@@ -1,6 +1,7 @@
 import Foundation
 import RPC
 import RPCTesting
+import RPCWire
 import Schema
 import Transport
 

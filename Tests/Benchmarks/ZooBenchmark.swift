@@ -3,6 +3,7 @@ import RPC
 import Schema
 import Synchronization
 import Transport
+import ZooAPI
 import ZooCore
 import ZooService
 

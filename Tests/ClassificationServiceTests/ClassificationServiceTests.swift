@@ -1,3 +1,4 @@
+import ClassificationAPI
 import ClassificationCore
 import ClassificationService
 import Foundation
@@ -6,7 +7,6 @@ import JobsService
 import RPC
 import RPCTesting
 import Schema
-import ServiceAPI
 import ServiceKit
 import Testing
 import Torch

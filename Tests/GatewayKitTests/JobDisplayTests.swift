@@ -1,5 +1,6 @@
 import Foundation
 import GatewayKit
+import JobsAPI
 import RPC
 import Schema
 import Testing

@@ -1,10 +1,10 @@
 import Foundation
 import HealthCore
 @testable import HealthService
+import HealthAPI
 import RPC
 import RPCTesting
 import Schema
-import ServiceAPI
 import ServiceKit
 import Testing
 

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import Jobs
+import JobsAPI
+import JobsTestingAPI
 import JobsService
 import RPC
 import Schema

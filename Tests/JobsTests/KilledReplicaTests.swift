@@ -1,7 +1,10 @@
 import Foundation
-import Storage
+import JobsAPI
+import JobsTestingAPI
 import RPC
+import RPCWire
 import Schema
+import Storage
 import TestSupport
 import Testing
 import Transport

@@ -1,5 +1,6 @@
 import Foundation
 import RPC
+import RPCWire
 import Schema
 import TestSupport
 import Transport

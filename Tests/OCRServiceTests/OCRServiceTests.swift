@@ -1,10 +1,10 @@
-import RPCTesting
 import Foundation
+import OCRAPI
 import OCRCore
 import OCRService
 import RPC
+import RPCTesting
 import Schema
-import ServiceAPI
 import ServiceKit
 import Testing
 

@@ -1,13 +1,14 @@
 import Foundation
 import Jobs
+import JobsAPI
 import JobsService
+import OCRAPI
 import OCRCore
 import OCRService
 import OCRTestSupport
 import RPC
 import RPCTesting
 import Schema
-import ServiceAPI
 import ServiceKit
 import Testing
 import TextRecognition

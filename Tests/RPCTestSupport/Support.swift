@@ -1,10 +1,11 @@
 import Foundation
-import Synchronization
 import RPC
+import RPCTesting
+import RPCWire
 import Schema
+import Synchronization
 import TestSupport
 import Testing
-import RPCTesting
 import Transport
 
 /// The two ways tests reach a server: the same scenarios must behave alike over both.

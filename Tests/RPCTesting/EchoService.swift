@@ -1,4 +1,5 @@
 import RPC
+import RPCWire
 import Schema
 
 /// Echoes payloads back, in all four call kinds: for tests and benchmarks, registered on request.

@@ -31,20 +31,70 @@ import Testing
     }
 
     @Test func malformedDescriptorSetsAreRejected() {
-        #expect(throws: GeneratorError.self) { try SchemaGenerator.generate(descriptorSet: [0x0A, 0x05, 0x01]) }
-        #expect(throws: GeneratorError.self) { try SchemaGenerator.generate(descriptorSet: [0x0F]) }
+        #expect(throws: GeneratorError.self) { try SchemaGenerator.generate(descriptorSet: [0x0A, 0x05, 0x01], layout: Self.layout) }
+        #expect(throws: GeneratorError.self) { try SchemaGenerator.generate(descriptorSet: [0x0F], layout: Self.layout) }
+    }
+
+    /// Places the scratch `test.proto` (and `other.proto`, for the tests of imports between modules).
+    static let layout = ModuleLayout(entries: [
+        .init(protoFile: "test.proto", swiftModule: "TestAPI", swiftDirectory: "T/API", cModule: "TestProtoC", cDirectory: "T/ProtoC"),
+        .init(protoFile: "other.proto", swiftModule: "OtherAPI", swiftDirectory: "O/API", cModule: "OtherProtoC", cDirectory: "O/ProtoC"),
+    ])
+
+    @Test func modulesConfIsParsed() throws {
+        let layout = try ModuleLayout(parsing: """
+            # comment
+            a/x.proto  XAPI  S/X/API  XProtoC  S/X/ProtoC   # trailing comment
+            a/r.proto  RWire S/RW     RWireC   S/RWC        RPC  S/RPC/Generated
+
+            """)
+        #expect(layout.entries.count == 2)
+        #expect(try layout.entry(for: "a/x.proto").serviceModule == "XAPI")
+        #expect(try layout.entry(for: "a/r.proto").serviceDirectory == "S/RPC/Generated")
+        #expect(try layout.entry(for: "a/x.proto").cPath(ofProtocCOutput: "a/x.pb-c.h") == "S/X/ProtoC/include/a/x.pb-c.h")
+        #expect(try layout.entry(for: "a/x.proto").cPath(ofProtocCOutput: "a/x.pb-c.c") == "S/X/ProtoC/a/x.pb-c.c")
+        #expect(throws: GeneratorError.self) { try ModuleLayout(parsing: "a/x.proto XAPI dir") }
+        #expect(throws: GeneratorError.self) { try ModuleLayout(parsing: "a/x.proto A B C D\na/x.proto A B C D") }
+        #expect(throws: GeneratorError.self) { try layout.entry(for: "a/unlisted.proto") }
+    }
+
+    /// Each file's code goes to its module; a file imports the modules of the files it imports; a C target's
+    /// registry has a name of its own; a file modules.conf does not place is refused.
+    @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
+    func filesGoToTheirModules() throws {
+        let output = try generate(
+            "syntax = \"proto3\"; package m.t.v1; import \"other.proto\"; message M { m.o.v1.O other = 1; }",
+            other: "syntax = \"proto3\"; package m.o.v1; message O { int32 a = 1; }")
+        let paths = Set(output.files.map(\.path))
+        #expect(paths.isSuperset(of: [
+            "T/API/test.pb.swift", "O/API/other.pb.swift", "T/ProtoC/TestProtoC_registry.c", "T/ProtoC/include/TestProtoC_registry.h",
+            "O/ProtoC/OtherProtoC_registry.c",
+        ]))
+        let test = try #require(output.files.first { $0.path == "T/API/test.pb.swift" }).contents
+        #expect(test.contains("import OtherAPI\n"))
+        #expect(test.contains("internal import TestProtoC\n"))
+        #expect(test.contains("MessageSchema(named: protoName, descriptor: TestProtoC_message_descriptor(protoName))"))
+        let registry = try #require(output.files.first { $0.path == "O/ProtoC/OtherProtoC_registry.c" }).contents
+        #expect(registry.contains("&m__o__v1__o__descriptor"))
+        #expect(!registry.contains("m__t__v1"))
+        let unplaced = ModuleLayout(entries: [Self.layout.entries[0]])
+        #expect(throws: GeneratorError.self) {
+            try generate("syntax = \"proto3\"; package m.t.v1; import \"other.proto\";", other: "syntax = \"proto3\"; package m.o.v1;", layout: unplaced)
+        }
     }
 
     /// Runs protoc on one `.proto` source and the generator on the result.
-    func generate(_ source: String) throws -> SchemaGenerator.Output {
+    func generate(_ source: String, other: String? = nil, layout: ModuleLayout = Self.layout) throws -> SchemaGenerator.Output {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("schema-gen-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
         try Data(source.utf8).write(to: scratch.appendingPathComponent("test.proto"))
+        if let other { try Data(other.utf8).write(to: scratch.appendingPathComponent("other.proto")) }
         try Tool.protoc!.run(
             ["-I", scratch.path, "--descriptor_set_out=\(scratch.path)/set.desc", "--include_imports",
              "--include_source_info", "test.proto"])
-        return try SchemaGenerator.generate(descriptorSet: [UInt8](Data(contentsOf: scratch.appendingPathComponent("set.desc"))))
+        return try SchemaGenerator.generate(
+            descriptorSet: [UInt8](Data(contentsOf: scratch.appendingPathComponent("set.desc"))), layout: layout)
     }
 
     static let rejected: [(source: String, reason: String)] = [
@@ -120,7 +170,7 @@ import Testing
               rpc Both(stream Q) returns (stream A);
             }
             """)
-        let api = try #require(output.files.first { $0.path == "\(SchemaLayout.serviceAPIDirectory)/test.rpc.swift" })
+        let api = try #require(output.files.first { $0.path == "T/API/test.rpc.swift" })
         let text = api.contents
         for expected in [
             "extension PV1.Kinds {",
@@ -140,9 +190,15 @@ import Testing
             "router.bidirectionalStreaming(PV1.Kinds.both) { requests, response, context in",
             "try await self.both(requests: requests, response: response, context: context)",
             "public init(wrapping rpcClient: RPCClient) {",
-            "public func one(_ request: PV1.Q, options: CallOptions = CallOptions()) async throws -> PV1.A {",
+            "public protocol ClientProtocol: Sendable {",
+            "func one(_ request: PV1.Q, options: CallOptions) async throws -> PV1.A\n",
+            "public struct Client: ClientProtocol {",
+            "public func one(_ request: PV1.Q, options: CallOptions) async throws -> PV1.A {",
+            "extension PV1.Kinds.ClientProtocol {",
+            "public func one(_ request: PV1.Q) async throws -> PV1.A {",
+            "try await one(request, options: CallOptions())",
             "try await rpcClient.unary(PV1.Kinds.one, request, options: options)",
-            "public func down(_ request: PV1.Q, options: CallOptions = CallOptions()) -> some AsyncSequence<PV1.A, any Error> {",
+            "public func down(_ request: PV1.Q, options: CallOptions) -> any AsyncSequence<PV1.A, any Error> {",
             "rpcClient.serverStreaming(PV1.Kinds.down, request, options: options)",
             "requests: @escaping @Sendable (RequestWriter<PV1.Q>) async throws -> Void",
             "try await rpcClient.clientStreaming(PV1.Kinds.up, options: options, requests: requests)",
@@ -155,8 +211,8 @@ import Testing
         #expect(swift.contents.contains("path: \"/m.p.v1.Kinds/Up\", clientStreaming: true, serverStreaming: false"))
         #expect(swift.contents.contains("path: \"/m.p.v1.Kinds/Both\", clientStreaming: true, serverStreaming: true"))
         #expect(swift.contents.contains("path: \"/m.p.v1.Kinds/Down\", serverStreaming: true"))
-        // A proto file without services has no ServiceAPI file.
+        // A proto file without services has no service API file.
         let plain = try generate("syntax = \"proto3\"; package p.v1; message M {}")
-        #expect(!plain.files.contains { $0.path.hasPrefix(SchemaLayout.serviceAPIDirectory) })
+        #expect(!plain.files.contains { $0.path.hasSuffix(".rpc.swift") })
     }
 }

@@ -2,6 +2,8 @@ import Foundation
 import TestSupport
 import Testing
 @testable import Schema
+import FixturesAPI
+import RPCWire
 
 /// Bytes that are not a valid message throw `SchemaError`; nothing crashes or leaks.
 @Suite struct MalformedInputTests {

@@ -1,5 +1,6 @@
-import Testing
+import RPCWire
 import Schema
+import Testing
 
 /// Rough cost of encoding and decoding the RPC envelope, printed (no timing assertions: machines vary).
 @Suite struct PerformanceTests {

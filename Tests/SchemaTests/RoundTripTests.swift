@@ -1,5 +1,7 @@
-import Testing
+import FixturesAPI
+import RPCWire
 import Schema
+import Testing
 
 /// Values survive encode → decode through protobuf-c, for every field kind and shape.
 @Suite struct RoundTripTests {

@@ -17,7 +17,8 @@ struct StalenessTests {
         try Tool.protoc!.run(
             ["-I", Package.protoDirectory.path, "--descriptor_set_out=\(descriptorSet.path)", "--include_imports",
              "--include_source_info"] + protos)
-        let output = try SchemaGenerator.generate(descriptorSet: [UInt8](Data(contentsOf: descriptorSet)))
+        let layout = try Package.moduleLayout()
+        let output = try SchemaGenerator.generate(descriptorSet: [UInt8](Data(contentsOf: descriptorSet)), layout: layout)
 
         var files: [String: [UInt8]] = [:]
         for file in output.files { files[file.path] = Array(file.contents.utf8) }
@@ -29,8 +30,10 @@ struct StalenessTests {
         try Tool.protocC!.run(
             ["--descriptor_set_in=\(protocCInput.path)", "--c_out=\(cOutput.path)"] + protos, in: scratch)
         for path in try relativeFiles(under: cOutput) {
-            let directory = path.hasSuffix(".h") ? SchemaLayout.protobufCHeaderDirectory : SchemaLayout.protobufCSourceDirectory
-            files[directory + "/" + path] = try [UInt8](Data(contentsOf: cOutput.appendingPathComponent(path)))
+            // protoc-c names its output after the proto file: menagerie/zoo/v1/zoo.pb-c.h.
+            let protoFile = String(path.prefix(upTo: path.range(of: ".pb-c.")!.lowerBound)) + ".proto"
+            files[try layout.entry(for: protoFile).cPath(ofProtocCOutput: path)] =
+                try [UInt8](Data(contentsOf: cOutput.appendingPathComponent(path)))
         }
         return files
     }
@@ -52,8 +55,9 @@ struct StalenessTests {
     @Test func committedFilesMatchAFreshGeneration() throws {
         let generated = try Self.regenerate()
         var committed: Set<String> = []
-        for directory in [SchemaLayout.swiftDirectory, SchemaLayout.serviceAPIDirectory, SchemaLayout.protobufCSourceDirectory] {
-            for path in try Self.relativeFiles(under: Package.root.appendingPathComponent(directory)) {
+        for directory in try Package.moduleLayout().outputDirectories {
+            for path in try Self.relativeFiles(under: Package.root.appendingPathComponent(directory))
+            where Self.isGenerated(path) {
                 committed.insert(directory + "/" + path)
             }
         }
@@ -62,9 +66,17 @@ struct StalenessTests {
             guard let onDisk = try? [UInt8](Data(contentsOf: Package.root.appendingPathComponent(path))) else { continue }
             #expect(Self.firstDifference(onDisk, contents) == nil, "\(path) is stale: run Proto/generate.sh")
         }
-        #expect(generated.keys.contains("\(SchemaLayout.swiftDirectory)/menagerie_rpc_v1_rpc.pb.swift"))
-        #expect(generated.keys.contains("\(SchemaLayout.serviceAPIDirectory)/menagerie_zoo_v1_zoo.rpc.swift"))
-        #expect(generated.keys.contains("\(SchemaLayout.protobufCHeaderDirectory)/menagerie/rpc/v1/rpc.pb-c.h"))
+        #expect(generated.keys.contains("Shared/RPCWire/Generated/menagerie_rpc_v1_rpc.pb.swift"))
+        #expect(generated.keys.contains("Shared/RPC/Generated/menagerie_rpc_v1_rpc.rpc.swift"))
+        #expect(generated.keys.contains("Services/Zoo/API/Generated/menagerie_zoo_v1_zoo.rpc.swift"))
+        #expect(generated.keys.contains("Shared/RPCWireProtoC/include/menagerie/rpc/v1/rpc.pb-c.h"))
+        #expect(generated.keys.contains("Services/Zoo/ProtoC/ZooProtoC_registry.c"))
+    }
+
+    /// What generate.sh writes (and so may remove) in the output directories; other files there are hand-written.
+    static func isGenerated(_ path: String) -> Bool {
+        path.hasSuffix(".pb.swift") || path.hasSuffix(".rpc.swift") || path.hasSuffix(".pb-c.c") || path.hasSuffix(".pb-c.h")
+            || path.hasSuffix("_registry.c") || path.hasSuffix("_registry.h")
     }
 
     /// The first line where the committed and the generated text differ, or nil when they are equal.

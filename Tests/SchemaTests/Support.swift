@@ -1,10 +1,16 @@
 import Foundation
+import SchemaGenerator
 
 /// Paths of the package under test, found from this file's location.
 enum Package {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     static let protoDirectory = root.appendingPathComponent("Proto")
+
+    /// Proto/modules.conf: where each proto file's generated code goes.
+    static func moduleLayout() throws -> ModuleLayout {
+        try ModuleLayout(parsing: String(decoding: Data(contentsOf: protoDirectory.appendingPathComponent("modules.conf")), as: UTF8.self))
+    }
 
     /// Every `.proto` under Proto/menagerie, as protoc names them (`menagerie/rpc/v1/rpc.proto`), sorted
     /// like generate.sh sorts them (byte order).

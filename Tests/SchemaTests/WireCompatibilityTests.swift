@@ -1,5 +1,7 @@
-import Testing
+import FixturesAPI
+import RPCWire
 import Schema
+import Testing
 
 /// Our protobuf-c encoding agrees with protoc's independent implementation, in both directions.
 @Suite(.enabled(if: Tool.protoc != nil, "needs protoc (Debian: protobuf-compiler) as the reference implementation"))

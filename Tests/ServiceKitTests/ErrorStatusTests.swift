@@ -1,5 +1,6 @@
-import RPCTesting
 import RPC
+import RPCTesting
+import RPCWire
 import Schema
 import ServiceKit
 import Storage

@@ -1,9 +1,10 @@
 import Foundation
-import Synchronization
 import RPC
 import RPCTestSupport
 import RPCTesting
+import RPCWire
 import Schema
+import Synchronization
 import TestSupport
 import Testing
 import Transport

@@ -1,12 +1,14 @@
 import Foundation
 import Jobs
+import JobsAPI
 import JobsService
 import RPC
 import RPCTesting
+import RPCWire
 import Schema
-import ServiceAPI
 import ServiceKit
 import Testing
+import ZooAPI
 @testable import ZooCore
 import WorkLane
 import ZooService

@@ -9,6 +9,8 @@ struct ProtoFile {
     var enums: [ProtoEnumDecl] = []
     var services: [ProtoServiceDecl] = []
     var hasExtensions = false
+    /// The files this one imports (`import "menagerie/jobs/v1/jobs.proto"`), as protoc names them.
+    var dependencies: [String] = []
     /// Leading comment of the `syntax` statement: the file's description.
     var comment: String?
 }
@@ -100,6 +102,7 @@ private func decodeFile(_ bytes: ArraySlice<UInt8>) throws -> ProtoFile {
         switch record.number {
         case 1: file.name = try record.string("FileDescriptorProto.name")
         case 2: file.package = try record.string("FileDescriptorProto.package")
+        case 3: file.dependencies.append(try record.string("FileDescriptorProto.dependency"))
         case 4:
             file.messages.append(try decodeMessage(
                 record.bytes("FileDescriptorProto.message_type"), scope: file.package,

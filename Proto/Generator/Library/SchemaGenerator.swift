@@ -1,47 +1,69 @@
-/// Generates the Swift value types (`Shared/Schema/Generated`), the service protocols and typed clients
-/// (`Shared/ServiceAPI/Generated`) and the C descriptor registry
-/// (`Shared/MenagerieProtoC`) from a `FileDescriptorSet` written by
+/// Generates, per proto file, the Swift value types and method descriptors, the service protocols and typed
+/// clients, and per C target the descriptor registry, each into the module `Proto/modules.conf` names for the file
+/// (see `ModuleLayout`), from a `FileDescriptorSet` written by
 /// `protoc --descriptor_set_out --include_imports --include_source_info`.
 public enum SchemaGenerator {
     /// Everything generated from one descriptor set.
     public struct Output: Sendable {
-        /// Files to write, with paths relative to the package root (see `SchemaLayout`).
+        /// Files to write, with paths relative to the package root.
         public let files: [GeneratedFile]
         /// The descriptor set to hand to `protoc-c --descriptor_set_in`: proto3 `optional` fields
         /// become one-field oneofs, since protoc-c 1.4 refuses them.
         public let protocCDescriptorSet: [UInt8]
     }
 
-    /// Generates all files; throws `GeneratorError` for malformed input and for proto features
-    /// the Schema bridge does not support (see `Proto/generate.sh`).
-    public static func generate(descriptorSet: [UInt8]) throws -> Output {
+    /// Generates all files; throws `GeneratorError` for malformed input, for proto features the Schema bridge
+    /// does not support (see `Proto/generate.sh`) and for a file `layout` does not place.
+    public static func generate(descriptorSet: [UInt8], layout: ModuleLayout) throws -> Output {
         let files = try decodeFileDescriptorSet(descriptorSet)
         try validate(files)
         let types = SwiftTypeTable(files: files)
+        let entries = try Dictionary(uniqueKeysWithValues: files.map { ($0.name, try layout.entry(for: $0.name)) })
         var generated: [GeneratedFile] = []
-        var declaredNamespaces: Set<String> = []
+        // A package's namespace enum (`JobsV1`) is declared once, by its first file; a file of the same package in
+        // another module (a test-only proto) extends it, so it must import the declaring module.
+        var namespaceModules: [String: String] = [:]
+        var declaredNamespaceFiles: Set<String> = []
         for file in files {
+            let entry = entries[file.name]!
             let namespace = Naming.namespace(ofPackage: file.package)
-            let declaresNamespace = declaredNamespaces.insert(namespace).inserted
+            let imported = file.dependencies.compactMap { entries[$0] }
+            let declaringModule = namespaceModules[namespace, default: entry.swiftModule]
+            namespaceModules[namespace] = declaringModule
+            let declaresNamespace = declaringModule == entry.swiftModule && !declaredNamespaceFiles.contains(namespace)
+            declaredNamespaceFiles.insert(namespace)
+            guard declaringModule == entry.swiftModule || imported.contains(where: { $0.swiftModule == declaringModule }) else {
+                throw GeneratorError.unsupported(
+                    "\(file.name) is in \(entry.swiftModule), but its package \(file.package) is declared in \(declaringModule), "
+                        + "which it does not import")
+            }
             generated.append(GeneratedFile(
-                path: SchemaLayout.swiftDirectory + "/" + swiftFileName(for: file.name),
-                contents: try SwiftEmitter(file: file, types: types).emit(declaringNamespace: declaresNamespace)))
+                path: entry.swiftDirectory + "/" + swiftFileName(for: file.name),
+                contents: try SwiftEmitter(file: file, types: types, entry: entry, imports: imported)
+                    .emit(declaringNamespace: declaresNamespace)))
             if !file.services.isEmpty {
                 generated.append(GeneratedFile(
-                    path: SchemaLayout.serviceAPIDirectory + "/" + serviceAPIFileName(for: file.name),
-                    contents: try ServiceAPIEmitter(file: file, types: types).emit()))
+                    path: entry.serviceDirectory + "/" + serviceAPIFileName(for: file.name),
+                    contents: try ServiceAPIEmitter(file: file, types: types, entry: entry, imports: imported).emit()))
             }
         }
-        generated += CRegistryEmitter(files: files).emit()
+        var filesByCModule: [String: (entry: ModuleLayout.Entry, files: [ProtoFile])] = [:]
+        for file in files {
+            let entry = entries[file.name]!
+            filesByCModule[entry.cModule, default: (entry, [])].files.append(file)
+        }
+        for (_, group) in filesByCModule.sorted(by: { $0.key < $1.key }) {
+            generated += CRegistryEmitter(entry: group.entry, files: group.files).emit()
+        }
         return Output(files: generated, protocCDescriptorSet: try protocCInput(from: descriptorSet))
     }
 
-    /// `menagerie/rpc/v1/rpc.proto` → `menagerie_rpc_v1_rpc.pb.swift` (unique within the Schema module).
+    /// `menagerie/rpc/v1/rpc.proto` → `menagerie_rpc_v1_rpc.pb.swift`.
     static func swiftFileName(for protoPath: String) -> String {
         protoPath.droppingProtoExtension.replacingAll("/", with: "_") + ".pb.swift"
     }
 
-    /// `menagerie/zoo/v1/zoo.proto` → `menagerie_zoo_v1_zoo.rpc.swift` (unique within the ServiceAPI module).
+    /// `menagerie/zoo/v1/zoo.proto` → `menagerie_zoo_v1_zoo.rpc.swift`.
     static func serviceAPIFileName(for protoPath: String) -> String {
         protoPath.droppingProtoExtension.replacingAll("/", with: "_") + ".rpc.swift"
     }
@@ -52,18 +74,6 @@ public struct GeneratedFile: Sendable, Equatable {
     /// Relative to the package root.
     public let path: String
     public let contents: String
-}
-
-/// Where generated code lives, relative to the package root.
-public enum SchemaLayout {
-    /// The generated Swift files, one per `.proto` file.
-    public static let swiftDirectory = "Shared/Schema/Generated"
-    /// Per proto file with services: the service protocols and typed clients (module `ServiceAPI`).
-    public static let serviceAPIDirectory = "Shared/ServiceAPI/Generated"
-    /// protoc-c's `.c` files (in their `menagerie/...` subdirectories) and the registry.
-    public static let protobufCSourceDirectory = "Shared/MenagerieProtoC"
-    /// protoc-c's `.h` files (in their `menagerie/...` subdirectories) and the umbrella header.
-    public static let protobufCHeaderDirectory = "Shared/MenagerieProtoC/include"
 }
 
 /// Why generation failed.

@@ -1,9 +1,10 @@
 import ArgumentParser
+import ClassificationAPI
 import Foundation
 import GatewayKit
+import JobsAPI
 import RPC
 import Schema
-import ServiceAPI
 
 /// `gateway classify …`: datasets, training, evaluation, predictions, models, the catalogue and feedback of the
 /// classification service.

@@ -1,9 +1,9 @@
 import ArgumentParser
+import ClassificationAPI
 import Foundation
 import GatewayKit
 import RPC
 import Schema
-import ServiceAPI
 
 struct ModelCommands: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

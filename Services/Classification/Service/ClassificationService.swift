@@ -1,10 +1,11 @@
+import ClassificationAPI
 import ClassificationCore
 import Foundation
 import Jobs
+import JobsAPI
 import JobsService
 import RPC
 import Schema
-import ServiceAPI
 import ServiceKit
 import Torch
 

@@ -1,3 +1,4 @@
+import ClassificationAPI
 import ClassificationCore
 import Foundation
 import RPC

@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import GatewayKit
 import RPC
+import RPCWire
 import Schema
-import ServiceAPI
 import Transport
 
 // The stack-wide commands: they talk to any service through the built-in health, reflection and stats services.

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
+import JobsAPI
 import RPC
 import Schema
-import ServiceAPI
 
 /// Shows a job's snapshots on a `ProgressDisplay`: a bar redrawn in place on a terminal, one line per change
 /// otherwise (repeats left out, so a log gets a line when the percentage or the message moves).

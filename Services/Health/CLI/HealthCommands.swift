@@ -1,11 +1,11 @@
 import ArgumentParser
 import Foundation
 import GatewayKit
+import HealthAPI
 import HealthCore
 import HealthService
 import RPC
 import Schema
-import ServiceAPI
 
 /// `gateway health …`: a user's health samples, on the server or in this device's own store, and the sync
 /// between them. Everything it shares with other groups (options, endpoints, output, exit codes) is GatewayKit's.

@@ -1,11 +1,11 @@
 import ArgumentParser
 import Foundation
 import GatewayKit
+import HealthAPI
 import HealthCore
 import HealthService
 import RPC
 import Schema
-import ServiceAPI
 
 /// `gateway health user create NAME`.
 struct HealthUser: AsyncParsableCommand {

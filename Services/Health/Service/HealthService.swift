@@ -1,8 +1,8 @@
 import Foundation
+import HealthAPI
 import HealthCore
 import RPC
 import Schema
-import ServiceAPI
 import WorkLane
 
 /// The health service's RPC methods (`menagerie.health.v1.Health`): thin handlers that authenticate the

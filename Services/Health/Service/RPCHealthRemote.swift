@@ -1,8 +1,8 @@
 import Foundation
+import HealthAPI
 import HealthCore
 import RPC
 import Schema
-import ServiceAPI
 
 /// The server as a device's sync sees it, over the typed client: what the gateway plugs into `HealthSync`.
 /// Every call carries the user's token.

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
 import GatewayKit
+import OCRAPI
 import RPC
 import Schema
-import ServiceAPI
 
 /// `gateway ocr …`: recognition, templates made from photos, records read from new photos, their CSV export, and
 /// the service's jobs (batch scans).

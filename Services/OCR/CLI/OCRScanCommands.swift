@@ -1,9 +1,10 @@
 import ArgumentParser
 import Foundation
 import GatewayKit
+import JobsAPI
+import OCRAPI
 import RPC
 import Schema
-import ServiceAPI
 
 /// The recognition options every command that uploads a photo takes.
 struct OCRScanOptions: ParsableArguments {

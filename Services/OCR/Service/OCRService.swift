@@ -1,10 +1,11 @@
 import Foundation
 import Jobs
+import JobsAPI
 import JobsService
+import OCRAPI
 import OCRCore
 import RPC
 import Schema
-import ServiceAPI
 import TextRecognition
 import WorkLane
 

@@ -1,4 +1,5 @@
 import Foundation
+import OCRAPI
 import OCRCore
 import RPC
 import Schema

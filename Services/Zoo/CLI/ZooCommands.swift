@@ -3,7 +3,7 @@ import Foundation
 import GatewayKit
 import RPC
 import Schema
-import ServiceAPI
+import ZooAPI
 
 /// `gateway zoo …`: the zoo service's lexicon, data and walking routes. The gateway executable lists it among
 /// its subcommands; everything it shares with other groups (options, endpoints, output, exit codes) is GatewayKit's.

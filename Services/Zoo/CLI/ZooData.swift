@@ -1,9 +1,10 @@
 import ArgumentParser
 import Foundation
 import GatewayKit
+import JobsAPI
 import RPC
 import Schema
-import ServiceAPI
+import ZooAPI
 
 /// `gateway zoo status`: the import metadata.
 struct ZooStatus: AsyncParsableCommand {

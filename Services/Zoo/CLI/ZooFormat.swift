@@ -2,6 +2,7 @@ import Foundation
 import GatewayKit
 import RPC
 import Schema
+import ZooAPI
 
 /// How the zoo's command group reads and writes values: the JSON shapes of `--json`, distances and times for
 /// reading, and `LAT,LON` options.

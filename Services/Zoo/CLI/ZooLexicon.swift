@@ -3,7 +3,7 @@ import Foundation
 import GatewayKit
 import RPC
 import Schema
-import ServiceAPI
+import ZooAPI
 
 /// `gateway zoo search TEXT [--class …] [--food …] [--biotope …] [--house …] [--continent …] [--all]`.
 struct ZooSearch: AsyncParsableCommand {

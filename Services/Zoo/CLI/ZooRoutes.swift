@@ -3,7 +3,7 @@ import Foundation
 import GatewayKit
 import RPC
 import Schema
-import ServiceAPI
+import ZooAPI
 
 /// `gateway zoo route --from LAT,LON | --from-animal ID | --from-house NAME  --to-animal ID | --to-house NAME | --to LAT,LON`.
 struct ZooRoute: AsyncParsableCommand {

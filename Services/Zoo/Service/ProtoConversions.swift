@@ -1,6 +1,7 @@
 import Foundation
 import RPC
 import Schema
+import ZooAPI
 import ZooCore
 
 // Domain values as the zoo's protobuf messages, and back for enums.

@@ -1,6 +1,7 @@
 import Foundation
 import RPC
 import Schema
+import ZooAPI
 import ZooCore
 
 /// Checks every field of the zoo's requests and turns them into domain values; anything out of bounds is

@@ -1,9 +1,10 @@
 import Foundation
 import Jobs
+import JobsAPI
 import JobsService
 import RPC
 import Schema
-import ServiceAPI
+import ZooAPI
 import ZooCore
 
 /// The zoo's RPC methods (`menagerie.zoo.v1.Zoo`): thin handlers that validate the request, ask the library's
