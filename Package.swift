@@ -148,7 +148,7 @@ let package = Package(
             name: "menagerie-bench",
             dependencies: [
                 "RPC", "RPCWire", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService", "ZooAPI", "RPCTesting", "OCRCore",
-                "OCRService", "OCRAPI", "OCRTestSupport", "TextRecognition", "WorkLane", "HealthCore", "HealthService", "HealthAPI",
+                "OCRService", "OCRAPI", "OCRTestSupport", "TextRecognition", "WorkLane", "HealthCore", "HealthService", "HealthAPI", "HealthBridge",
                 // The classification suite trains and serves in process, so this executable links libtorch.
                 "ClassificationCore", "ClassificationService", "ClassificationAPI", "Jobs", "JobsAPI", "ServiceKit", "Torch",
             ],
@@ -218,8 +218,11 @@ let package = Package(
             coreTests: ["TextRecognition", "OCRTestSupport"],
             serviceTests: ["ServiceKit", "WorkLane", "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport"])
         + service(
-            "Health", executable: "health", service: ["WorkLane"], cli: ["HealthCore", "HealthService"],
-            serviceTests: ["ServiceKit"])
+            "Health", executable: "health", service: ["WorkLane", "HealthBridge"], cli: ["HealthCore", "HealthBridge"],
+            serviceTests: ["ServiceKit", "HealthBridge"])
+        // Domain ⇄ proto conversions and the device sync's adapter over the typed client: shared by the handlers and
+        // the gateway, so `gateway health sync` links no server code.
+        + [.target(name: "HealthBridge", dependencies: ["HealthCore", "HealthAPI", "RPC", "Schema"], path: "Services/Health/Bridge")]
         + service(
             "Classification", executable: "classification", imports: ["Jobs"],
             core: ["Torch", "OpenCVDNN", "CImageCodecs"], service: ["Torch", "ServiceKit"], app: ["Torch", "Storage"],

@@ -1,6 +1,7 @@
 import Base
 import Foundation
 import HealthAPI
+import HealthBridge
 import HealthCore
 import HealthService
 import RPC

@@ -1,7 +1,8 @@
 import Foundation
-import HealthCore
-@testable import HealthService
 import HealthAPI
+@testable import HealthBridge
+import HealthCore
+import HealthService
 import RPC
 import RPCTesting
 import Schema

@@ -3,7 +3,7 @@ import Foundation
 import GatewayKit
 import HealthAPI
 import HealthCore
-import HealthService
+import HealthBridge
 import RPC
 import Schema
 

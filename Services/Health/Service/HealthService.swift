@@ -1,5 +1,6 @@
 import Foundation
 import HealthAPI
+import HealthBridge
 import HealthCore
 import RPC
 import Schema

@@ -4,23 +4,8 @@ import HealthCore
 import RPC
 import Schema
 
-// Domain values as the health service's protobuf messages, and requests back into domain values.
-
-extension HealthError: RPCErrorConvertible {
-    /// The status a call ending with this error answers with.
-    public var rpcError: RPCError {
-        let status: StatusCode =
-            switch code {
-            case .notFound: .notFound
-            case .invalidArgument: .invalidArgument
-            case .unauthenticated: .unauthenticated
-            case .alreadyExists: .alreadyExists
-            case .resourceExhausted: .resourceExhausted
-            case .failedPrecondition: .failedPrecondition
-            }
-        return RPCError(status, message)
-    }
-}
+// Domain values as the health service's protobuf messages, and requests back into domain values: what the handlers
+// (HealthService) and the gateway's sync (RPCHealthRemote) share, so the gateway links no server code.
 
 /// Conversions between the health service's messages and domain values, shared by the handlers and the gateway.
 public enum HealthProto {
