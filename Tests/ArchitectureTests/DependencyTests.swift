@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+
+/// The module graph as Package.swift declares it: what each layer may link. These are the promises of
+/// ARCHITECTURE.md that a stray dependency would silently break (an OCR proto edit rebuilding the zoo, the gateway
+/// linking libtorch).
+@Suite struct DependencyTests {
+    /// Target name → the names of the targets (and products) it depends on directly, from `swift package dump-package`.
+    static let graph: [String: [String]] = {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        // A scratch path of its own: the default .build is locked by the `swift test` running this.
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("architecture-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        process.arguments = ["swift", "package", "--package-path", root.path, "--scratch-path", scratch.path, "dump-package"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return [:] }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0,
+            let manifest = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let targets = manifest["targets"] as? [[String: Any]]
+        else { return [:] }
+        var graph: [String: [String]] = [:]
+        for target in targets {
+            guard let name = target["name"] as? String else { continue }
+            let dependencies = (target["dependencies"] as? [[String: Any]] ?? []).compactMap { dependency -> String? in
+                for key in ["byName", "target", "product"] {
+                    if let parts = dependency[key] as? [Any], let name = parts.first as? String { return name }
+                }
+                return nil
+            }
+            graph[name] = dependencies
+        }
+        return graph
+    }()
+
+    /// Everything `target` links, directly or not.
+    static func closure(of target: String) -> Set<String> {
+        var seen: Set<String> = []
+        var stack = graph[target] ?? []
+        while let next = stack.popLast() {
+            if seen.insert(next).inserted { stack += graph[next] ?? [] }
+        }
+        return seen
+    }
+
+    static let services = ["Zoo", "OCR", "Health", "Classification"]
+
+    @Test func theManifestIsRead() {
+        #expect(Self.graph["ZooService"] != nil, "swift package dump-package failed or has no ZooService target")
+    }
+
+    /// `swift build --target ZooService` compiles no OCR, health or classification code; likewise for each service.
+    @Test(arguments: services)
+    func aServiceLinksNoOtherDomain(service: String) {
+        for part in ["Service", "Core", "API", "CLI"] {
+            let linked = Self.closure(of: service + part)
+            for other in Self.services where other != service {
+                let foreign = linked.filter { $0.hasPrefix(other) }
+                #expect(foreign.isEmpty, "\(service)\(part) links \(foreign.sorted())")
+            }
+        }
+    }
+
+    /// The runtime layers know no domain: a service's proto never rebuilds them.
+    @Test(arguments: ["Schema", "RPCWire", "RPC", "Transport", "ServiceKit", "Storage", "WorkLane", "Base", "Jobs"])
+    func aRuntimeLayerLinksNoDomain(layer: String) {
+        let linked = Self.closure(of: layer)
+        let domains = linked.filter { name in Self.services.contains { name.hasPrefix($0) } || name.hasPrefix("JobsAPI") }
+        #expect(domains.isEmpty, "\(layer) links \(domains.sorted())")
+        #expect(Self.graph[layer] != nil)
+    }
+
+    /// A Core holds the domain: no RPC, no generated messages.
+    @Test(arguments: services)
+    func aCoreKnowsNoRPC(service: String) {
+        let linked = Self.closure(of: service + "Core")
+        let rpc = linked.filter { ["RPC", "RPCWire", "Schema", "Transport", "ServiceKit"].contains($0) || $0.hasSuffix("API") }
+        #expect(rpc.isEmpty, "\(service)Core links \(rpc.sorted())")
+    }
+
+    /// The gateway links command groups and clients, no server handlers and no libtorch (which costs every
+    /// process that links it ~0.9 s at start).
+    @Test func theGatewayLinksNoServer() {
+        let linked = Self.closure(of: "gateway")
+        let servers = linked.filter { $0.hasSuffix("Service") || $0 == "ServiceKit" || $0.hasPrefix("Torch") || $0 == "TextRecognition" }
+        #expect(servers.isEmpty, "gateway links \(servers.sorted())")
+    }
+}
