@@ -126,7 +126,8 @@ final class ProtocolSniffer: ConnectionReader {
 
     func received(_ bytes: UnsafeRawBufferPointer) {
         guard let first = bytes.first else { return }
-        pick(Kind(firstByte: first))
+        // `pick` replaces this reader, whose last reference the connection held.
+        withExtendedLifetime(self) { pick(Kind(firstByte: first)) }
         guard let next = connection.reader, next !== self, !connection.isClosing, !connection.isClosed else { return }
         next.received(bytes)
     }
