@@ -55,8 +55,10 @@ public protocol ResponseSink: Sendable {
     /// once the call is over (cancelled, deadline, connection gone).
     func send(_ message: [UInt8]) async throws
     /// Ends the call: OK (`error == nil`, with the unary response in `message`) or an error status.
-    /// Only the first call takes effect.
-    func finish(message: [UInt8]?, error: RPCError?)
+    /// Only the first call takes effect, and only it returns true: the server counts a call's status
+    /// where it took effect, so a status the transport gave first (a deadline) is not counted twice.
+    @discardableResult
+    func finish(message: [UInt8]?, error: RPCError?) -> Bool
     /// Whether the transport has ended the call (its client cancelled or left, its deadline passed),
     /// also while the handler computes before its first suspension, when its task may not be known
     /// to the transport and so not yet cancelled. False by default.

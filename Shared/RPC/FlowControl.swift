@@ -79,6 +79,25 @@ package final class SendWindow: Sendable {
         return try await body()
     }
 
+    /// Sends one message within this window's credit, in its turn: whole when it fits in a chunk
+    /// and the credit, else in chunks of at most `FlowControl.maxChunk`, waiting for at least
+    /// `FlowControl.minChunk` of credit before each. `write` puts one chunk on the wire (`continues`:
+    /// more of the message follows), first waiting for its connection if it must, and throws once
+    /// the call is over. The one place messages are cut, so both ends of every transport cut alike.
+    package func send(_ message: [UInt8], write: (_ chunk: [UInt8], _ continues: Bool) async throws -> Void) async throws {
+        try await withTurn {
+            var offset = 0
+            repeat {
+                let wanted = FlowControl.cost(min(message.count - offset, FlowControl.maxChunk))
+                let granted = try await take(upTo: wanted, atLeast: min(wanted, FlowControl.cost(FlowControl.minChunk)))
+                let size = granted - FlowControl.messageOverhead
+                let chunk = size == message.count ? message : Array(message[offset..<offset + size])
+                offset += size
+                try await write(chunk, offset < message.count)
+            } while offset < message.count
+        }
+    }
+
     private func takeTurn() async throws {
         let ticket = try state.withLock { state throws -> Int? in
             if let failure = state.failure { throw failure }

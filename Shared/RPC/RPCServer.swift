@@ -40,9 +40,12 @@ public final class RPCServer: Sendable {
     /// Seconds since this server started.
     public var uptimeSeconds: Double { state.uptimeSeconds }
 
-    /// The route of `method`, for transports that look at it before serving the call; nil when
-    /// the method is unknown.
-    package func route(for method: String) -> ServerRoute? { routes[method] }
+    /// A call a transport received, routed and its clock started: the transport decides where it
+    /// runs (`answersAtOnce`, `workerTime`), then serves it or answers it itself (see `IncomingCall`).
+    /// One dictionary lookup, so a transport's I/O thread can call it for every call.
+    package func accept(_ head: CallHead) -> IncomingCall {
+        IncomingCall(head: head, route: routes[head.method], arrived: .now, server: self)
+    }
 
     /// Serves one call to completion; finishes `sink` (whose first `finish` counts) and never throws.
     ///
@@ -50,29 +53,20 @@ public final class RPCServer: Sendable {
     /// DEADLINE_EXCEEDED and cancel the task; here a call whose deadline passed before it started is
     /// refused, and a handler cancelled past its deadline counts as DEADLINE_EXCEEDED.
     public func handle(_ head: CallHead, request: [UInt8], sink: any ResponseSink) async {
-        await handle(head, route: routes[head.method], input: .single(request), sink: sink)
+        await accept(head).serve(.single(request), responses: sink)
     }
 
-    /// Serves one call whose route the transport looked up already (see `handle(_:request:sink:)`).
-    ///
-    /// Either kind of input serves either kind of method, as gRPC's wire does not tell them apart: a
-    /// streaming method called with one request gets a stream of it, and a method taking one request
-    /// called with a stream gets its only message (more or none is INVALID_ARGUMENT).
-    ///
-    /// Unless `recordsStats` is false (a transport that counts calls where it answers them, as TCP
-    /// does, since it also answers calls no handler saw), the call is counted in the stats here.
-    package func handle(
-        _ head: CallHead, route: ServerRoute?, input: CallInput, sink: any ResponseSink, recordsStats: Bool = true
-    ) async {
-        let started = ContinuousClock.now
-        guard let route else {
+    /// Runs `call`'s handler and answers through `sink`, counting the status where it took effect
+    /// (see `IncomingCall.serve`).
+    fileprivate func serve(_ call: IncomingCall, _ input: CallInput, _ sink: any ResponseSink) async {
+        let head = call.head
+        guard let route = call.route else {
             if case .stream(let inbox) = input { inbox.finish(error: RPCError(.unimplemented, "unknown method"), discarding: true) }
-            if recordsStats { stats.recordRefused(head.method, code: .unimplemented) }
-            reject(head, sink, RPCError(.unimplemented, "unknown method \(head.method)"))
+            answer(call, sink, RPCError(.unimplemented, "unknown method \(head.method)"))
             return
         }
-        if let deadline = head.deadline, deadline <= started {
-            finish(head, sink, recordsStats ? route.stats : nil, started, failure: RPCError(.deadlineExceeded, "deadline passed before \(head.method) started"))
+        if let deadline = head.deadline, deadline <= .now {
+            answer(call, sink, RPCError(.deadlineExceeded, "deadline passed before \(head.method) started"))
             return
         }
         do {
@@ -93,25 +87,27 @@ public final class RPCServer: Sendable {
                 }
                 message = try await handler(request, ServerContext(head, sink: sink), sink)
             }
-            sink.finish(message: message, error: nil)
-            if recordsStats { route.stats.record(duration: .now - started, code: .ok) }
+            if sink.finish(message: message, error: nil) { count(call, .ok) }
         } catch {
-            finish(head, sink, recordsStats ? route.stats : nil, started, failure: status(for: error, head))
+            answer(call, sink, status(for: error, head))
         }
     }
 
-    private func finish(
-        _ head: CallHead, _ sink: any ResponseSink, _ stats: MethodStats?, _ started: ContinuousClock.Instant, failure: RPCError
-    ) {
-        stats?.record(duration: .now - started, code: failure.code)
-        reject(head, sink, failure)
+    /// Counts `call`'s status: under its method, or under `ServerStats.unknownMethod`. Called once
+    /// per call, where its status took effect.
+    fileprivate func count(_ call: IncomingCall, _ code: StatusCode) {
+        if let route = call.route {
+            route.stats.record(duration: .now - call.arrived, code: code)
+        } else {
+            stats.recordRefused(ServerStats.unknownMethod, code: code)
+        }
     }
 
-    /// Answers with an error and logs it.
-    private func reject(_ head: CallHead, _ sink: any ResponseSink, _ failure: RPCError) {
-        sink.finish(message: nil, error: failure)
+    /// Answers with an error (counted if it was the call's answer) and logs it.
+    private func answer(_ call: IncomingCall, _ sink: any ResponseSink, _ failure: RPCError) {
+        if sink.finish(message: nil, error: failure) { count(call, failure.code) }
         let level: LogLevel = failure.code == .internalError ? .error : .info
-        logger.log(level, "call \(head.method) from \(head.peer) failed: \(failure)")
+        logger.log(level, "call \(call.head.method) from \(call.head.peer) failed: \(failure)")
     }
 
     private func status(for error: any Error, _ head: CallHead) -> RPCError {
@@ -133,14 +129,14 @@ public final class RPCServer: Sendable {
 }
 
 /// A method as a server serves it.
-package struct ServerRoute: Sendable {
+struct ServerRoute: Sendable {
     let body: RPCRouter.Body
-    package let stats: MethodStats
+    let stats: MethodStats
     /// Health, reflection and stats: quick, never waiting, and wanted most when the server is busy,
     /// so transports answer them at once instead of queueing them behind domain calls.
-    package let isBuiltin: Bool
+    let isBuiltin: Bool
     /// How long a call of this method holds a server worker, as measured.
-    package let workerTime = WorkerTime()
+    let workerTime = WorkerTime()
 }
 
 /// How long the calls of one method hold a worker before they finish or first wait: a moving
@@ -160,6 +156,45 @@ package final class WorkerTime: Sendable {
         let old = nanoseconds.load(ordering: .relaxed)
         // Racing updates may lose a sample, which an average can afford.
         nanoseconds.store(old == 0 ? sample : old + (sample - old) / 4, ordering: .relaxed)
+    }
+}
+
+/// One call a transport received, as the server routed it, from its arrival until its status: what
+/// grpc-swift-2 hands its router as an `RPCStream` (the head here; the requests and the response
+/// writer come with `serve`, as a transport may queue the call before it has a worker to run it).
+///
+/// A transport ends every call it accepted in one of two ways, and the server counts it either way,
+/// once: `serve` runs the handler (counted where its answer took effect), or the transport answers
+/// the call itself — refused (too many calls, draining, a malformed head) or ended before its handler
+/// answered (deadline passed, flow control broken) — and says so with `answered`. Transports never
+/// see routes or stats.
+package struct IncomingCall: Sendable {
+    package let head: CallHead
+    fileprivate let route: ServerRoute?
+    fileprivate let arrived: ContinuousClock.Instant
+    fileprivate let server: RPCServer
+
+    /// Health, reflection and stats: quick, never waiting, and wanted most when the server is busy,
+    /// so a transport answers them at once on its I/O thread instead of queueing them behind domain calls.
+    package var answersAtOnce: Bool { route?.isBuiltin == true }
+
+    /// How long a call of this method holds a worker, as measured (nil: an unknown method).
+    package var workerTime: WorkerTime? { route?.workerTime }
+
+    /// Runs the handler in the calling task with `input` as its requests, answering through
+    /// `responses` (whose first `finish` counts); never throws.
+    ///
+    /// Either kind of input serves either kind of method, as gRPC's wire does not tell them apart: a
+    /// streaming method called with one request gets a stream of it, and a method taking one request
+    /// called with a stream gets its only message (more or none is INVALID_ARGUMENT).
+    package func serve(_ input: CallInput, responses: any ResponseSink) async {
+        await server.serve(self, input, responses)
+    }
+
+    /// The transport answered this call with `code` itself (refused it, or ended it before its
+    /// handler answered); call at most once, and only when that answer was the call's.
+    package func answered(_ code: StatusCode) {
+        server.count(self, code)
     }
 }
 

@@ -41,7 +41,7 @@ public enum ServiceRunner {
             let lane = HeavyWorkLane(threads: options.laneThreads, queueLimit: options.laneQueue)
             let services = try await makeServices(Environment(dataDirectory: directory, logger: logger, lane: lane))
             let rpc = RPCServer(name: name, services: services, logger: logger)
-            server = try TCPServer(rpc: rpc, host: options.host, port: options.port, limits: options.limits, logger: logger)
+            server = try rpc.serve(over: TCPServer(host: options.host, port: options.port, limits: options.limits, logger: logger))
         } catch {
             logger.error("failed to start: \(error)")
             exit(1)

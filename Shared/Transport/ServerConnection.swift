@@ -11,6 +11,8 @@ import Synchronization
 /// `running`, `finished` and the sending side.
 final class ServerConnection: @unchecked Sendable {
     let connection: TCPConnection
+    /// The connection read as our frames, once its first byte says it speaks them.
+    let frames: FrameReader
     let server: TCPServer
     /// Open calls by the id the client gave them. Each has a serial number the server gave it: once
     /// a call is over the client may use its id again, and what is left of the old call (its
@@ -35,9 +37,6 @@ final class ServerConnection: @unchecked Sendable {
         let serial: UInt64
         /// The call itself, whose flag tells a handler not yet known by its task that it is over.
         let call: ServerCall
-        /// Where the call is counted once answered (nil: an unknown method), and since when it is open.
-        let stats: MethodStats?
-        let arrived: ContinuousClock.Instant
         var slot: CallSlot
         /// Credit for the call's response MESSAGE frames, made when first needed (the first
         /// streamed response or WINDOW_UPDATE), so unary calls never make one.
@@ -78,10 +77,35 @@ final class ServerConnection: @unchecked Sendable {
         self.connection = connection
         self.server = server
         queue = CallQueue(connection: connection)
-        connection.onFrame = { [unowned self] in received($0) }
-        connection.onFramesEnd = { [unowned self] in startQueued() }
-        connection.onFrameError = { [unowned self] error in frameError(error) }
+        frames = FrameReader(connection, maxFrameSize: server.limits.maxFrameSize)
+        frames.onFrame = { [unowned self] in received($0) }
+        frames.onFramesEnd = { [unowned self] in startQueued() }
+        frames.onFrameError = { [unowned self] error in frameError(error) }
         connection.onDrain = { [unowned self] in drained() }
+    }
+
+    /// The connection's first byte says it speaks `kind` (loop thread): our frames are read from now
+    /// on; to a protocol not served here it is answered in that protocol and closed.
+    func picked(_ kind: ProtocolSniffer.Kind) {
+        switch kind {
+        case .frames:
+            connection.reader = frames
+        case .http:
+            refuseProtocol(ProtocolSniffer.httpNotServed, "an HTTP client: HTTP is not served yet")
+        case .tls:
+            refuseProtocol(ProtocolSniffer.tlsNotServed, "a TLS client: TLS is not served yet")
+        }
+    }
+
+    /// Answers a client of another protocol with `reply` (its protocol's own refusal) and closes once
+    /// that is written, lingering like any closing connection (loop thread).
+    private func refuseProtocol(_ reply: [UInt8], _ reason: String) {
+        connection.reader = nil
+        connection.send(bytesOfSize: reply.count, sealing: true) { destination in
+            reply.withUnsafeBytes { destination.copyMemory(from: $0) }
+        }
+        connection.close(afterFlushing: reason)
+        if !connection.isClosed { server.uncount(self) }
     }
 
     var openCalls: Int { calls.withLock { $0.count } }
@@ -148,11 +172,13 @@ final class ServerConnection: @unchecked Sendable {
             return
         }
         if server.isDraining {
-            refuse(id, frame.method, RPCError(.unavailable, "server is shutting down"))
+            refuse(id, server.rpc.accept(CallHead(method: frame.method, peer: connection.peer)), RPCError(.unavailable, "server is shutting down"))
             return
         }
         if frame.method.utf8.contains(0) || frame.metadata.contains(where: { $0.key.utf8.contains(0) || $0.value.utf8.contains(0) }) {
-            refuse(id, frame.method, RPCError(.invalidArgument, "the method name or metadata contains a NUL character"))
+            refuse(
+                id, server.rpc.accept(CallHead(method: frame.method, peer: connection.peer)),
+                RPCError(.invalidArgument, "the method name or metadata contains a NUL character"))
             return
         }
         let head = CallHead(
@@ -160,17 +186,15 @@ final class ServerConnection: @unchecked Sendable {
             deadline: frame.timeoutMicros.map { .now + .microseconds(Int64(clamping: $0)) }, peer: connection.peer)
         lastSerial += 1
         let serial = lastSerial
-        let arrived = ContinuousClock.now
-        let route = server.rpc.route(for: head.method)
+        let incoming = server.rpc.accept(head)
         let inbox = frame.clientStream ? makeInbox(id) : nil
         let limit = server.limits.maxConcurrentCalls
         let call = ServerCall(
-            connection: self, id: id, serial: serial, head: head, route: route,
-            input: inbox.map { .stream($0) } ?? .single(frame.payload))
+            connection: self, id: id, serial: serial, incoming: incoming, input: inbox.map { .stream($0) } ?? .single(frame.payload))
         let accepted = calls.withLock { calls -> Admission in
             guard calls[id] == nil else { return .idInUse }
             guard calls.count - cancelledCalls.load(ordering: .relaxed) < limit else { return .tooMany }
-            calls[id] = CallEntry(serial: serial, call: call, stats: route?.stats, arrived: arrived, slot: .queued, window: nil, inbox: inbox)
+            calls[id] = CallEntry(serial: serial, call: call, slot: .queued, window: nil, inbox: inbox)
             return .accepted
         }
         switch accepted {
@@ -183,13 +207,13 @@ final class ServerConnection: @unchecked Sendable {
             return
         case .tooMany:
             inbox?.finish(error: RPCError(.resourceExhausted, "too many calls"), discarding: true)
-            refuse(id, head.method, RPCError(.resourceExhausted, "more than \(limit) calls are open on this connection"))
+            refuse(id, incoming, RPCError(.resourceExhausted, "more than \(limit) calls are open on this connection"))
             return
         }
         server.inFlight.add(1, ordering: .relaxed)
         server.callStarted()
         if let deadline = head.deadline { server.watch(deadline, of: id, serial: serial, method: head.method, on: self) }
-        if route?.isBuiltin == true {
+        if incoming.answersAtOnce {
             // Health, reflection and stats answer at once, here on the loop (they never wait), rather
             // than queueing behind domain calls that may hold every worker.
             call.run()
@@ -297,9 +321,9 @@ final class ServerConnection: @unchecked Sendable {
         }
     }
 
-    /// Answers a call that was not started (it is not open) with `error`, counting it in the stats.
-    private func refuse(_ id: UInt64, _ method: String, _ error: RPCError) {
-        server.rpc.stats.recordRefused(method, code: error.code)
+    /// Answers a call that was not started (it is not open) with `error`; the server counts it.
+    private func refuse(_ id: UInt64, _ call: IncomingCall, _ error: RPCError) {
+        call.answered(error.code)
         answer(id, error: error)
     }
 
@@ -318,7 +342,7 @@ final class ServerConnection: @unchecked Sendable {
         }
         guard let entry else { return }
         server.inFlight.subtract(1, ordering: .relaxed)
-        entry.stats?.record(duration: ContinuousClock.now - entry.arrived, code: error.code)
+        entry.call.incoming.answered(error.code)
         entry.window?.fail(error)
         entry.inbox?.finish(error: error, discarding: true)
         if case .running(let task) = entry.slot { task.cancel() }
@@ -347,23 +371,18 @@ final class ServerConnection: @unchecked Sendable {
     }
 
     /// Called by a call's sink when it finished; only the first answer of a call is sent (a call
-    /// that expired was answered already).
-    func finished(_ id: UInt64, serial: UInt64, status: RpcV1.Frame) {
-        let entry = calls.withLock { calls -> CallEntry? in
-            guard let entry = calls[id], entry.serial == serial else { return nil }
+    /// that expired was answered already), and only then is this true (the server counts it).
+    func finished(_ id: UInt64, serial: UInt64, status: RpcV1.Frame) -> Bool {
+        let open = calls.withLock { calls -> Bool in
+            guard let entry = calls[id], entry.serial == serial else { return false }
             remove(id, &calls)
-            return entry
+            return true
         }
-        guard let entry else { return }  // ended already (answered, or its connection gone)
-        let code = StatusCode(rawValue: status.statusCode)
-        if let stats = entry.stats {
-            stats.record(duration: ContinuousClock.now - entry.arrived, code: code)
-        } else {
-            server.rpc.stats.recordRefused(ServerStats.unknownMethod, code: code)
-        }
+        guard open else { return false }  // ended already (answered, or its connection gone)
         // Queued before the call stops counting as in flight, so a shutdown waiting for that writes it.
         connection.send(status)
         server.inFlight.subtract(1, ordering: .releasing)
+        return true
     }
 
     /// Whether call `id` may still send: it is open (not answered because of its deadline).
@@ -462,20 +481,19 @@ final class ServerCall: WorkerJob {
     private let cancelled = Atomic<Bool>(false)
     let id: UInt64
     let serial: UInt64
-    let head: CallHead
-    let route: ServerRoute?
+    /// The call as the server accepted it: what serves it, and where the transport reports answering it.
+    let incoming: IncomingCall
     let input: CallInput
 
-    init(connection: ServerConnection, id: UInt64, serial: UInt64, head: CallHead, route: ServerRoute?, input: CallInput) {
+    init(connection: ServerConnection, id: UInt64, serial: UInt64, incoming: IncomingCall, input: CallInput) {
         self.connection = connection
         self.id = id
         self.serial = serial
-        self.head = head
-        self.route = route
+        self.incoming = incoming
         self.input = input
     }
 
-    var workerTime: WorkerTime? { route?.workerTime }
+    var workerTime: WorkerTime? { incoming.workerTime }
 
     /// Tells the handler its call is over (its client cancelled or left, its deadline passed).
     func cancel() { cancelled.store(true, ordering: .releasing) }
@@ -488,7 +506,7 @@ final class ServerCall: WorkerJob {
     func run() -> Bool {
         guard connection.claim(id, serial: serial) else { return false }
         let task = Task.immediate { [self] in
-            await connection.server.rpc.handle(head, route: route, input: input, sink: TCPResponseSink(call: self), recordsStats: false)
+            await incoming.serve(input, responses: TCPResponseSink(call: self))
         }
         connection.running(self, task: task)
         return true
@@ -508,23 +526,14 @@ struct TCPResponseSink: ResponseSink {
         guard let window = connection.responseWindow(call.id, serial: call.serial) else {
             throw RPCError(.cancelled, "call \(call.id) is over")
         }
-        try await window.withTurn {
-            var offset = 0
-            repeat {
-                let wanted = FlowControl.cost(min(message.count - offset, FlowControl.maxChunk))
-                let granted = try await window.take(upTo: wanted, atLeast: min(wanted, FlowControl.cost(FlowControl.minChunk)))
-                let size = granted - FlowControl.messageOverhead
-                try await connection.waitUntilWritable()
-                guard connection.isOpen(call.id, serial: call.serial) else { throw RPCError(.cancelled, "call \(call.id) is over") }
-                let chunk = size == message.count ? message : Array(message[offset..<offset + size])
-                offset += size
-                connection.connection.send(RpcV1.Frame(
-                    callID: call.id, kind: .message, hasPayload: true, payload: chunk, continues: offset < message.count))
-            } while offset < message.count
+        try await window.send(message) { [call] chunk, continues in
+            try await connection.waitUntilWritable()
+            guard connection.isOpen(call.id, serial: call.serial) else { throw RPCError(.cancelled, "call \(call.id) is over") }
+            connection.connection.send(RpcV1.Frame(callID: call.id, kind: .message, hasPayload: true, payload: chunk, continues: continues))
         }
     }
 
-    func finish(message: [UInt8]?, error: RPCError?) {
+    func finish(message: [UInt8]?, error: RPCError?) -> Bool {
         call.connection.finished(call.id, serial: call.serial, status: ServerConnection.statusFrame(call.id, message: message, error: error))
     }
 }

@@ -175,9 +175,9 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     private func connect() {
         loop.assertInLoop()
         guard state.withLock({ $0.connection == nil && !$0.calls.isEmpty }) else { return }
-        let connection = TCPConnection(loop: loop, maxFrameSize: maxFrameSize)
+        let connection = TCPConnection(loop: loop)
         state.withLock { $0.connection = connection }
-        connection.onFrame = { [weak self] in self?.received($0) }
+        connection.readFrames(maxFrameSize: maxFrameSize).onFrame = { [weak self] in self?.received($0) }
         connection.onClose = { [weak self, unowned connection] reason in self?.lost(connection, reason: reason) }
         connection.connect(to: SocketAddress(host: host, port: port)!) { [weak self] status in
             self?.connected(connection, status: status)
@@ -402,17 +402,9 @@ final class TCPClientCall: ClientCall, @unchecked Sendable {  // `transport` is 
     }
 
     func send(_ message: [UInt8]) async throws {
-        try await window.withTurn {
-            var offset = 0
-            repeat {
-                let wanted = FlowControl.cost(min(message.count - offset, FlowControl.maxChunk))
-                let granted = try await window.take(upTo: wanted, atLeast: min(wanted, FlowControl.cost(FlowControl.minChunk)))
-                let size = granted - FlowControl.messageOverhead
-                let chunk = size == message.count ? message : Array(message[offset..<offset + size])
-                offset += size
-                let frame = RpcV1.Frame(callID: id, kind: .message, hasPayload: true, payload: chunk, continues: offset < message.count)
-                guard transport?.send(frame, onCall: id) == true else { throw RPCError(.cancelled, "call to \(method) is over") }
-            } while offset < message.count
+        try await window.send(message) { chunk, continues in
+            let frame = RpcV1.Frame(callID: id, kind: .message, hasPayload: true, payload: chunk, continues: continues)
+            guard transport?.send(frame, onCall: id) == true else { throw RPCError(.cancelled, "call to \(method) is over") }
         }
     }
 

@@ -4,8 +4,11 @@ import RPC
 import Schema
 import Synchronization
 
-/// One TCP connection on an event loop: reads bytes and cuts them into frames, and writes frames
-/// handed to it from any thread, batching whatever piled up into one write.
+/// One TCP connection on an event loop: the byte-stream layer. It hands the bytes it reads to the
+/// protocol spoken on it (its `reader`: our frames today, picked per connection by the server's
+/// `ProtocolSniffer`), and writes bytes handed to it from any thread, batching whatever piled up
+/// into one write; it pauses, lingers and closes whatever the protocol. A TLS stream would sit at
+/// this layer, under the same readers.
 ///
 /// Everything but `send` and `pendingBytes` runs on the loop thread. The connection keeps itself
 /// alive (through its libuv handle) until it is closed.
@@ -14,7 +17,8 @@ package final class TCPConnection: @unchecked Sendable {
     let handle: UnsafeMutablePointer<uv_tcp_t>
     /// `host:port` of the other side.
     private(set) var peer = "unknown peer"
-    private let decoder: FrameDecoder
+    /// The protocol reading this connection's bytes (loop thread); dropped when it closes.
+    var reader: (any ConnectionReader)?
     private(set) var isClosed = false
     private var isReading = false
     /// Reading is stopped until the loop's next turn, after a read that filled the loop's buffer
@@ -32,35 +36,23 @@ package final class TCPConnection: @unchecked Sendable {
     /// among it); half-closing and draining first lets it arrive (as web servers' lingering close).
     static let lingerTime = Duration.seconds(2)
     static let lingerBytes = 4 << 20
-    /// The server's budget for bytes its clients make it hold (nil for client connections), what
-    /// this connection holds of it in written-but-unsent answers, and in the large frame arriving.
+    /// The server's budget for bytes its clients make it hold (nil for client connections), and what
+    /// this connection holds of it in written-but-unsent answers (its reader holds the rest).
     var budget: MemoryBudget?
     private(set) var budgetedWrites = 0
-    private(set) var budgetedFrame = 0
     /// Called when answers took the budget past its limit (loop thread).
     var onBudgetExceeded: (() -> Void)?
     /// Bytes of the budget this connection holds.
-    var budgetFootprint: Int { budgetedWrites + budgetedFrame }
+    var budgetFootprint: Int { budgetedWrites + (reader?.budgetedBytes ?? 0) }
 
-    /// A complete frame's envelope bytes arrived; they are valid only during the call.
-    package var onFrame: ((UnsafeRawBufferPointer) -> Void)?
-    /// The frames of one read were handed to `onFrame` (loop thread).
-    var onFramesEnd: (() -> Void)?
-    /// The byte stream broke framing; the connection closes right after, unless this has it close
-    /// once flushed (`close(afterFlushing:)`).
-    var onFrameError: ((FrameError) -> Void)?
     /// The connection closed, with the reason.
     package var onClose: ((String) -> Void)?
     /// Bytes waiting to be written fell below the low-water mark.
     var onDrain: (() -> Void)?
 
-    /// When the connection was opened, when the last complete frame arrived, and when a write
-    /// last completed.
+    /// When the connection was opened, and when a write last completed.
     let openedAt = ContinuousClock.now
-    private(set) var lastFrameAt: ContinuousClock.Instant?
     private(set) var lastWriteAt: ContinuousClock.Instant?
-    /// Since when bytes of an unfinished frame have been waiting.
-    private(set) var partialFrameSince: ContinuousClock.Instant?
 
     private let outbox = Lock(Outbox())
     /// Bytes handed to `send` and not yet written to the socket.
@@ -80,9 +72,8 @@ package final class TCPConnection: @unchecked Sendable {
     }
 
     /// A new, unconnected TCP handle on `loop` (call on the loop thread).
-    package init(loop: EventLoop, maxFrameSize: Int, highWater: Int = 4 << 20) {
+    package init(loop: EventLoop, highWater: Int = 4 << 20) {
         self.loop = loop
-        decoder = FrameDecoder(maxFrameSize: maxFrameSize)
         self.highWater = highWater
         lowWater = highWater / 4
         handle = allocateHandle(uv_tcp_t.self)
@@ -105,13 +96,6 @@ package final class TCPConnection: @unchecked Sendable {
         uv_tcp_nodelay(handle, 1)
         peer = Self.address(of: handle, peer: true) ?? peer
         peerHost = peer.lastIndex(of: ":").map { String(peer[..<$0]) } ?? peer
-        if budget != nil {
-            decoder.admitLargeFrame = { [unowned self] length in
-                guard let budget, budget.reserve(length) else { return false }
-                budgetedFrame = length
-                return true
-            }
-        }
         resumeReading()
     }
 
@@ -121,7 +105,7 @@ package final class TCPConnection: @unchecked Sendable {
 
     /// Whether reads feed a large frame (or are dropped by a lingering close): such reads share the
     /// loop's `turnBulkBudget`.
-    private var readsInBulk: Bool { lingering != nil || decoder.isReceivingLargeFrame }
+    private var readsInBulk: Bool { lingering != nil || reader?.readsInBulk == true }
 
     /// Starts reading again after `pauseReading` (loop thread).
     func resumeReading() {
@@ -201,31 +185,11 @@ package final class TCPConnection: @unchecked Sendable {
             if lingering!.discarded > Self.lingerBytes { close(reason: reason) }
             return
         }
-        decoder.append(bytes)
-        var frames = 0
-        defer { if frames > 0 { onFramesEnd?() } }
-        do {
-            defer { if frames > 0 { lastFrameAt = .now } }
-            while !isClosed, closeWhenFlushed == nil, let envelope = try decoder.nextEnvelope() {
-                frames += 1
-                if budgetedFrame > 0 {
-                    budget?.release(budgetedFrame)
-                    budgetedFrame = 0
-                }
-                onFrame?(envelope)
-            }
-        } catch {
-            onFrameError?(error)
-            if closeWhenFlushed == nil { close(reason: error.description) }
-            return
-        }
-        if decoder.hasPartialFrame {
-            // After a complete frame, what waits is the beginning of the next one.
-            if partialFrameSince == nil || frames > 0 { partialFrameSince = .now }
-        } else {
-            partialFrameSince = nil
-        }
+        reader?.received(bytes)
     }
+
+    /// Whether it is being closed once flushed (`close(afterFlushing:)`): a reader takes no more from it.
+    var isClosing: Bool { closeWhenFlushed != nil }
 
     /// Queues one envelope for writing as a frame; safe from any thread. Dropped once the
     /// connection closed.
@@ -243,11 +207,20 @@ package final class TCPConnection: @unchecked Sendable {
     /// connection-level error), sealed under the same lock, so that no answer a worker writes
     /// meanwhile can follow it.
     package func send(envelopeOfSize size: Int, sealing: Bool = false, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
+        send(bytesOfSize: FrameCodec.headerSize + size, sealing: sealing) { frame in
+            FrameCodec.writeHeader(length: size, to: frame.baseAddress!)
+            write(UnsafeMutableRawBufferPointer(rebasing: frame[FrameCodec.headerSize...]))
+        }
+    }
+
+    /// Queues `size` bytes, which `write` puts straight into the outbox, whatever protocol they
+    /// are (see `send(envelopeOfSize:sealing:_:)`); safe from any thread.
+    package func send(bytesOfSize size: Int, sealing: Bool = false, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
         let schedule = outbox.withLock { outbox -> Bool in
             guard !outbox.closed, !outbox.sealed else { return false }
-            outbox.bytes.appendFrame(envelopeSize: size, write)
+            outbox.bytes.append(size, write)
             outbox.sealed = sealing
-            pendingBytes.add(FrameCodec.headerSize + size, ordering: .relaxed)
+            pendingBytes.add(size, ordering: .relaxed)
             defer { outbox.flushScheduled = true }
             return !outbox.flushScheduled
         }
@@ -345,10 +318,7 @@ package final class TCPConnection: @unchecked Sendable {
         let timer = LoopTimer(loop: loop) { [weak self] in self?.close(reason: reason) }
         timer.start(after: Self.lingerTime)
         lingering = (0, timer)
-        if budgetedFrame > 0 {
-            budget?.release(budgetedFrame)
-            budgetedFrame = 0
-        }
+        reader?.releaseBudget()
         resumeReading()
     }
 
@@ -366,17 +336,12 @@ package final class TCPConnection: @unchecked Sendable {
         if isReading { uv_read_stop(stream) }
         lingering?.timer.close()
         lingering = nil
-        if budgetedFrame > 0 {
-            budget?.release(budgetedFrame)
-            budgetedFrame = 0
-        }
+        reader?.releaseBudget()
+        reader = nil
         onBudgetExceeded = nil
         closeHandle(handle)
         let onClose = onClose
         self.onClose = nil
-        onFrame = nil
-        onFramesEnd = nil
-        onFrameError = nil
         onDrain = nil
         onClose?(reason)
     }
@@ -466,13 +431,11 @@ struct OutboxBuffer {
 
     var isEmpty: Bool { count == 0 }
 
-    /// Appends a frame header for a `size`-byte envelope, then lets `write` fill in the envelope.
-    mutating func appendFrame(envelopeSize size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
-        let needed = count + FrameCodec.headerSize + size
+    /// Appends `size` bytes that `write` fills in.
+    mutating func append(_ size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
+        let needed = count + size
         if needed > capacity { grow(to: needed) }
-        let frame = base! + count
-        FrameCodec.writeHeader(length: size, to: frame)
-        write(UnsafeMutableRawBufferPointer(start: frame + FrameCodec.headerSize, count: size))
+        write(UnsafeMutableRawBufferPointer(start: base! + count, count: size))
         count = needed
     }
 

@@ -11,22 +11,21 @@ package final class TCPListener: @unchecked Sendable {
     /// `host:port` actually bound (the real port when asked for 0).
     package private(set) var address = ""
 
-    private init(loop: EventLoop, maxFrameSize: Int, highWater: Int, onAccept: @escaping (TCPConnection) -> Void) {
+    private init(loop: EventLoop, highWater: Int, onAccept: @escaping (TCPConnection) -> Void) {
         handle = allocateHandle(uv_tcp_t.self)
         uv_tcp_init(loop.raw, handle)
         self.onAccept = onAccept
         self.loop = loop
-        makeConnection = { TCPConnection(loop: loop, maxFrameSize: maxFrameSize, highWater: highWater) }
+        makeConnection = { TCPConnection(loop: loop, highWater: highWater) }
         handle.pointee.data = Unmanaged.passRetained(self as AnyObject).toOpaque()
     }
 
     /// Binds and listens (loop thread).
     package static func open(
-        loop: EventLoop, address: SocketAddress, maxFrameSize: Int = FrameCodec.defaultMaxFrameSize,
-        highWater: Int = 4 << 20, onAccept: @escaping (TCPConnection) -> Void
+        loop: EventLoop, address: SocketAddress, highWater: Int = 4 << 20, onAccept: @escaping (TCPConnection) -> Void
     ) -> Result<TCPListener, RPCError> {
         loop.assertInLoop()
-        let listener = TCPListener(loop: loop, maxFrameSize: maxFrameSize, highWater: highWater, onAccept: onAccept)
+        let listener = TCPListener(loop: loop, highWater: highWater, onAccept: onAccept)
         var result = address.withSockaddr { uv_tcp_bind(listener.handle, $0, 0) }
         if result == 0 {
             result = uv_listen(cast(listener.handle, to: uv_stream_t.self), 511) { stream, status in

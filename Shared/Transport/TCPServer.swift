@@ -9,7 +9,7 @@ import Synchronization
 /// (one worker per core, on Swift's cooperative pool), never on the loop thread, except the
 /// built-in health, reflection and stats methods, which the loop answers at once (see
 /// `ServerConnection`). The connections' side of calls is in ServerConnection.swift.
-public final class TCPServer: @unchecked Sendable {
+public final class TCPServer: ServerTransport, @unchecked Sendable {
     /// Limits that protect the server from clients that misbehave or are simply too many.
     public struct Limits: Sendable {
         /// Largest frame a client may send; a larger one gets RESOURCE_EXHAUSTED, then the connection closes.
@@ -49,14 +49,20 @@ public final class TCPServer: @unchecked Sendable {
         public init() {}
     }
 
-    public let rpc: RPCServer
+    /// The server its calls go to, from `listen` on.
+    public private(set) var rpc: RPCServer!
     public let limits: Limits
     /// The address the server listens on, with the port it got (useful when asked for port 0).
     public private(set) var address: String = ""
     public var port: Int { Int(address.split(separator: ":").last ?? "0") ?? 0 }
 
-    let loop: EventLoop
-    private let logger: Logger
+    /// The event loop doing this server's socket I/O, made by `listen` (named after the server).
+    private(set) var loop: EventLoop!
+    private let host: String
+    private let requestedPort: Int
+    /// The logger given, else one labelled with the server's name once `listen` knows it.
+    private var logger: Logger
+    private let loggerGiven: Bool
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: ServerConnection] = [:]
     /// Open connections per client address (loop thread).
@@ -89,19 +95,39 @@ public final class TCPServer: @unchecked Sendable {
     let workers: WorkerPool
     private let draining = Atomic<Bool>(false)
 
-    /// Binds and starts listening; throws when the address is taken or invalid.
-    public init(rpc: RPCServer, host: String = "127.0.0.1", port: Int, limits: Limits = Limits(), logger: Logger? = nil) throws {
-        self.rpc = rpc
+    /// A server for `host:port` (port 0: any free one) that listens once given an `RPCServer`
+    /// (`rpc.serve(over:)`).
+    public init(host: String = "127.0.0.1", port: Int, limits: Limits = Limits(), logger: Logger? = nil) {
+        self.host = host
+        requestedPort = port
         self.limits = limits
-        self.logger = logger ?? Logger(label: rpc.name)
+        self.logger = logger ?? Logger(label: "tcp-server")
+        loggerGiven = logger != nil
         budget = MemoryBudget(limit: limits.memoryBudget)
         workers = WorkerPool(
             width: limits.workers, quickJob: limits.quickCall, burstDelay: limits.answerBatchingWindow, longJob: limits.longCall)
-        loop = EventLoop(name: "\(rpc.name)-loop")
-        rpc.stats.reportLoop { [turns = loop.turns] in turns.snapshot }
-        guard let socketAddress = SocketAddress(host: host, port: port) else {
+    }
+
+    /// Serves `rpc`, binding and listening at once; throws when the address is taken or invalid.
+    public convenience init(rpc: RPCServer, host: String = "127.0.0.1", port: Int, limits: Limits = Limits(), logger: Logger? = nil) throws {
+        self.init(host: host, port: port, limits: limits, logger: logger)
+        try rpc.serve(over: self)
+    }
+
+    /// Binds and starts listening, handing calls to `server`; throws when the address is taken or
+    /// invalid, or when it listens already.
+    public func listen(handingCallsTo server: RPCServer) throws {
+        guard rpc == nil else { throw RPCError(.failedPrecondition, "\(address) serves \(rpc.name) already") }
+        rpc = server
+        if !loggerGiven { logger = Logger(label: server.name) }
+        let loop = EventLoop(name: "\(server.name)-loop")
+        self.loop = loop
+        server.reportLoop { [turns = loop.turns] in turns.snapshot }
+        guard let socketAddress = SocketAddress(host: host, port: requestedPort) else {
             loop.shutdown()
-            throw RPCError(.invalidArgument, "cannot listen on \(host):\(port): not a numeric IP address and port")
+            self.loop = nil
+            rpc = nil
+            throw RPCError(.invalidArgument, "cannot listen on \(host):\(requestedPort): not a numeric IP address and port")
         }
         let outcome: Result<String, RPCError> = loop.submit { self.listen(socketAddress) }
         switch outcome {
@@ -109,13 +135,15 @@ public final class TCPServer: @unchecked Sendable {
             address = bound
         case .failure(let error):
             loop.shutdown()
+            self.loop = nil
+            rpc = nil
             throw error
         }
     }
 
     private func listen(_ socketAddress: SocketAddress) -> Result<String, RPCError> {
         let opened = TCPListener.open(
-            loop: loop, address: socketAddress, maxFrameSize: limits.maxFrameSize, highWater: limits.writeHighWater
+            loop: loop, address: socketAddress, highWater: limits.writeHighWater
         ) { [weak self] connection in self?.accept(connection) }
         guard case .success(let listener) = opened else { return opened.map(\.address) }
         self.listener = listener
@@ -144,7 +172,7 @@ public final class TCPServer: @unchecked Sendable {
                 logger.info("closing idle connection from \(idle.connection.peer) to make room: \(limit) is reached")
                 idle.fail(.unavailable, "idle connection closed to make room: \(limit) is reached")
             } else {
-                rpc.stats.connectionRejected()
+                rpc.connectionRefused()
                 logger.warning("refusing connection from \(connection.peer): \(limit) is reached and every connection has a call open")
                 connection.budget = nil
                 connection.send(ServerConnection.statusFrame(
@@ -156,14 +184,16 @@ public final class TCPServer: @unchecked Sendable {
             }
         }
         let served = ServerConnection(connection: connection, server: self)
+        // The first byte picks the protocol; the limits above hold whichever it is.
+        connection.reader = ProtocolSniffer(connection) { [unowned served] kind in served.picked(kind) }
         connections[ObjectIdentifier(served)] = served
         connectionsPerPeer[host, default: 0] += 1
         countedConnections += 1
-        rpc.stats.connectionOpened()
+        rpc.connectionOpened()
         connection.onClose = { [unowned self] reason in
             connections[ObjectIdentifier(served)] = nil
             uncount(served)
-            rpc.stats.connectionClosed()
+            rpc.connectionClosed()
             served.closed(reason: reason)
             let level: LogLevel = reason == "peer closed the connection" ? .debug : .info
             logger.log(level, "closed connection from \(served.connection.peer): \(reason)")
@@ -194,7 +224,7 @@ public final class TCPServer: @unchecked Sendable {
         for served in connections.values where served.openCalls == 0 && !served.isFailing {
             let connection = served.connection
             if let host, connection.peerHost != host { continue }
-            let quietSince = max(connection.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt)
+            let quietSince = max(served.frames.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt)
             let called = served.hasMadeCalls
             if best.map({ (!called && $0.1) || (called == $0.1 && quietSince < $0.2) }) ?? true { best = (served, called, quietSince) }
         }
@@ -280,12 +310,12 @@ public final class TCPServer: @unchecked Sendable {
             if let since = connection.closingSince {
                 // Told why it is closed, but the client does not read: close without waiting more.
                 if now - since > limits.frameTimeout { connection.close(reason: "closing, and the client does not read") }
-            } else if let since = connection.partialFrameSince, now - since > limits.frameTimeout {
+            } else if let since = served.frames.partialFrameSince, now - since > limits.frameTimeout {
                 served.fail(.unavailable, "stalled: frame still incomplete after \(limits.frameTimeout) (stalled or too slow client)")
-            } else if connection.lastFrameAt == nil, now - connection.openedAt > limits.frameTimeout {
+            } else if served.frames.lastFrameAt == nil, now - connection.openedAt > limits.frameTimeout {
                 served.fail(.unavailable, "stalled: no frame within \(limits.frameTimeout) of connecting")
             } else if served.openCalls == 0,
-                      now - max(connection.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt) > limits.idleTimeout {
+                      now - max(served.frames.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt) > limits.idleTimeout {
                 served.fail(.unavailable, "idle timeout: no call for \(limits.idleTimeout)")
             }
         }
@@ -341,7 +371,8 @@ public final class TCPServer: @unchecked Sendable {
     /// calls in flight get up to `grace` to finish and their answers what is left of it to be
     /// written; then every connection closes and the loop stops. Calling it again returns at once.
     public func shutdown(grace: Duration) async {
-        guard !draining.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard !draining.exchange(true, ordering: .acquiringAndReleasing), let rpc, let loop else { return }
+        // Health checks answer NOT_SERVING from now on, so clients move to other replicas.
         rpc.isServing = false
         loop.execute { [self] in
             listener?.close()

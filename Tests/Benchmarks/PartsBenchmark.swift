@@ -91,5 +91,5 @@ struct PartsBenchmark {
 /// Takes a call's outcome and drops it.
 private struct DiscardingSink: ResponseSink {
     func send(_ message: [UInt8]) async throws {}
-    func finish(message: [UInt8]?, error: RPCError?) {}
+    func finish(message: [UInt8]?, error: RPCError?) -> Bool { true }
 }

@@ -26,12 +26,12 @@ public final class InProcessTransport: ClientTransport {
     }
 
     public func stream(_ head: CallHead, request: [UInt8]?) -> any ClientCall {
-        let call = InProcessCall(method: head.method)
         let head = CallHead(method: head.method, metadata: head.metadata, deadline: head.deadline, peer: "in-process")
-        let server = server
+        let incoming = server.accept(head)
+        let call = InProcessCall(incoming)
         let input: CallInput = request.map { .single($0) } ?? .stream(call.requests)
         let sink = call.sink
-        let task = Task { await server.handle(head, route: server.route(for: head.method), input: input, sink: sink) }
+        let task = Task { await incoming.serve(input, responses: sink) }
         let watchdog = head.deadline.map { deadline in
             Task {
                 try await Task.sleep(until: deadline, clock: .continuous)
@@ -49,6 +49,8 @@ public final class InProcessTransport: ClientTransport {
 /// `ResponseSink`; each direction an inbox with its sender's window.
 private final class InProcessCall: ClientCall {
     let method: String
+    /// The call as the server accepted it: told when this side ended it first (cancel, deadline).
+    private let incoming: IncomingCall
     private let requestWindow = SendWindow()
     let requests: MessageInbox
     private let responseWindow = SendWindow()
@@ -56,8 +58,9 @@ private final class InProcessCall: ClientCall {
     /// The server's task and the deadline's, once started, and whether the call is over.
     private let tasks = Mutex<(call: Task<Void, Never>?, watchdog: Task<Void, any Error>?, over: Bool, local: Bool)>((nil, nil, false, false))
 
-    init(method: String) {
-        self.method = method
+    init(_ incoming: IncomingCall) {
+        self.incoming = incoming
+        method = incoming.head.method
         requests = MessageInbox(grant: { [requestWindow] in requestWindow.grant($0) })
         responses = MessageInbox(grant: { [responseWindow] in responseWindow.grant($0) })
     }
@@ -105,14 +108,15 @@ private final class InProcessCall: ClientCall {
 
     /// Ends the call once: with the server's answer, or locally (cancelled, deadline), which drops
     /// unread responses and cancels the handler.
-    func end(message: [UInt8]?, error: RPCError?, local: Bool) {
+    @discardableResult
+    func end(message: [UInt8]?, error: RPCError?, local: Bool) -> Bool {
         guard let (call, watchdog) = tasks.withLock({ tasks -> (Task<Void, Never>?, Task<Void, any Error>?)? in
             guard !tasks.over else { return nil }
             tasks.over = true
             tasks.local = local
             defer { (tasks.call, tasks.watchdog) = (nil, nil) }
             return (tasks.call, tasks.watchdog)
-        }) else { return }
+        }) else { return false }
         if let message { responses.receive(message: message) }
         responses.finish(error: error, discarding: local)
         let over = error ?? RPCError(.cancelled, "call to \(method) is over")
@@ -120,7 +124,11 @@ private final class InProcessCall: ClientCall {
         requestWindow.fail(over)
         responseWindow.fail(over)
         watchdog?.cancel()
-        if local { call?.cancel() }
+        if local {
+            call?.cancel()
+            incoming.answered(error?.code ?? .cancelled)
+        }
+        return true
     }
 }
 
@@ -133,5 +141,5 @@ private struct InProcessSink: ResponseSink {
         try await call.respond(message)
     }
 
-    func finish(message: [UInt8]?, error: RPCError?) { call.end(message: message, error: error, local: false) }
+    func finish(message: [UInt8]?, error: RPCError?) -> Bool { call.end(message: message, error: error, local: false) }
 }

@@ -13,7 +13,7 @@ public final class RawEchoServer: @unchecked Sendable {
     public init() throws {
         let outcome: Result<TCPListener, RPCError> = loop.submit { [loop] in
             TCPListener.open(loop: loop, address: SocketAddress(host: "127.0.0.1", port: 0)!) { connection in
-                connection.onFrame = { [unowned connection] envelope in
+                connection.readFrames().onFrame = { [unowned connection] envelope in
                     connection.send(envelopeOfSize: envelope.count) { $0.copyMemory(from: envelope) }
                 }
                 connection.start()
@@ -38,9 +38,9 @@ public final class RawEchoClient: @unchecked Sendable {
 
     public init(endpoint: String, loop: EventLoop = .shared) async throws {
         let address = try Endpoint(parsing: endpoint).socketAddress
-        connection = loop.submit { TCPConnection(loop: loop, maxFrameSize: FrameCodec.defaultMaxFrameSize) }
+        connection = loop.submit { TCPConnection(loop: loop) }
         // Weak: the connection lives on the shared loop, which may finish closing it after this client is gone.
-        connection.onFrame = { [weak self] envelope in
+        connection.readFrames().onFrame = { [weak self] envelope in
             // The server echoes in order; a frame nobody waits for cannot come from it.
             self?.state.withLock { $0.waiting.popFirst() }?.resume(returning: Array(envelope))
         }

@@ -346,3 +346,34 @@ struct ConcurrentSenders: RPCService {
         }
     }
 }
+
+/// The one place messages are cut into MESSAGE frames, which both transports' senders use.
+@Suite struct ChunkedSendTests {
+    @Test func aLargeMessageGoesOutInChunksWithinTheCreditAndJoinsUpAgain() async throws {
+        let window = SendWindow(credit: 300 << 10)
+        let message = (0..<(600 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        var chunks: [(count: Int, continues: Bool)] = []
+        var joined: [UInt8] = []
+        try await window.send(message) { chunk, continues in
+            chunks.append((chunk.count, continues))
+            joined += chunk
+            // The receiver reads: more credit after the second chunk spent what was left.
+            if chunks.count == 2 { window.grant(1 << 20) }
+        }
+        let rest = (300 << 10) - FlowControl.cost(FlowControl.maxChunk) - FlowControl.messageOverhead
+        #expect(chunks.map(\.count) == [FlowControl.maxChunk, rest, FlowControl.maxChunk, (600 << 10) - 2 * FlowControl.maxChunk - rest])
+        #expect(chunks.map(\.continues) == [true, true, true, false])
+        #expect(joined == message)
+    }
+
+    @Test func aSmallMessageGoesWholeAndTheSenderWaitsForCredit() async throws {
+        let window = SendWindow(credit: 10)
+        var sent: [[UInt8]] = []
+        try await window.send([1, 2, 3]) { chunk, continues in
+            #expect(!continues)
+            sent.append(chunk)
+        }
+        #expect(sent == [[1, 2, 3]])
+        #expect(window.credit == 10 - FlowControl.cost(3))
+    }
+}
