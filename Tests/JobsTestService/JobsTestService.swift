@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import Jobs
 import JobsAPI
-import JobsTestingAPI
 import JobsService
+import JobsTestingAPI
 import RPC
 import Schema
 import ServiceKit

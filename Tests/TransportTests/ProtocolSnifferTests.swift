@@ -2,6 +2,7 @@ import Foundation
 import RPC
 import RPCTestSupport
 import RPCTesting
+import RPCWire
 import Schema
 import TestSupport
 import Testing

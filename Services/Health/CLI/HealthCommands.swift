@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import GatewayKit
 import HealthAPI
-import HealthCore
 import HealthBridge
+import HealthCore
 import RPC
 import Schema
 
