@@ -60,17 +60,17 @@ let package = Package(
         .executableTarget(name: "schema-gen", dependencies: ["SchemaGenerator"], path: "Proto/Generator/App"),
 
         // MARK: Runtime layers
-        .target(name: "WorkLane", path: "Shared/WorkLane"),
-        .target(name: "Storage", dependencies: ["CSQLite", "WorkLane"], path: "Shared/Storage"),
-        // Logging, the version string, a heap, the upward search for the source tree: no dependencies.
+        .target(name: "WorkLane", dependencies: ["Base"], path: "Shared/WorkLane"),
+        .target(name: "Storage", dependencies: ["Base", "CSQLite", "WorkLane"], path: "Shared/Storage"),
+        // Logging, the error categories, the version string, a heap, the upward search for the source tree: no dependencies.
         .target(name: "Base", path: "Shared/Base"),
         .target(name: "RPC", dependencies: ["Base", "Schema"], path: "Shared/RPC"),
         // Generated from Proto/ by schema-gen: a service protocol and a typed client per proto service.
         .target(name: "ServiceAPI", dependencies: ["RPC", "Schema"], path: "Shared/ServiceAPI"),
         .target(name: "Transport", dependencies: ["Base", "RPC", "Schema", "CLibUV"], path: "Shared/Transport"),
         // Jobs: the domain and persistence (no RPC), and the Jobs rpcs every service offers.
-        .target(name: "Jobs", dependencies: ["Storage", "WorkLane"], path: "Shared/Jobs"),
-        .target(name: "JobsService", dependencies: ["Jobs", "RPC", "Schema", "ServiceAPI", "ServiceKit"], path: "Shared/JobsService"),
+        .target(name: "Jobs", dependencies: ["Base", "Storage", "WorkLane"], path: "Shared/Jobs"),
+        .target(name: "JobsService", dependencies: ["Jobs", "RPC", "Schema", "ServiceAPI"], path: "Shared/JobsService"),
         .target(
             name: "ServiceKit",
             dependencies: [
@@ -109,7 +109,7 @@ let package = Package(
             path: "Services/Classification/Core"),
         .target(
             name: "ClassificationService",
-            dependencies: ["ClassificationCore", "Torch", "RPC", "Schema", "ServiceAPI", "ServiceKit", "Jobs", "JobsService"],
+            dependencies: ["ClassificationCore", "Torch", "RPC", "Schema", "ServiceAPI", "Jobs", "JobsService", "WorkLane"],
             path: "Services/Classification/Service"),
         .executableTarget(
             name: "classification",
@@ -171,12 +171,12 @@ let package = Package(
         // MARK: Tests
         // A service running test jobs, for the tests that kill a replica (built by `swift build --build-tests`).
         .executableTarget(
-            name: "jobs-test-service", dependencies: ["ServiceKit", "Jobs", "JobsService", "Storage", "Schema", "RPC"],
+            name: "jobs-test-service", dependencies: ["ServiceKit", "Jobs", "JobsService", "Storage", "Schema", "RPC", "WorkLane"],
             path: "Tests/JobsTestService"),
         .testTarget(name: "WorkLaneTests", dependencies: ["WorkLane", "TestSupport"], path: "Tests/WorkLaneTests"),
         .testTarget(
             name: "JobsTests",
-            dependencies: ["Jobs", "JobsService", "Storage", "WorkLane", "RPC", "Schema", "Transport", "TestSupport"],
+            dependencies: ["Base", "Jobs", "JobsService", "Storage", "WorkLane", "RPC", "Schema", "Transport", "TestSupport"],
             path: "Tests/JobsTests"),
         .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator", "TestSupport"], path: "Tests/SchemaTests"),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane", "TestSupport"], path: "Tests/StorageTests"),
@@ -190,7 +190,7 @@ let package = Package(
             path: "Tests/RPCTestSupport"),
         .testTarget(
             name: "RPCTests",
-            dependencies: ["RPC", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport"],
+            dependencies: ["RPC", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport", "Base", "Storage", "WorkLane"],
             path: "Tests/RPCTests"),
         .testTarget(
             name: "TransportTests", dependencies: ["RPC", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport"],
@@ -200,13 +200,13 @@ let package = Package(
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
         .testTarget(name: "HealthCoreTests", dependencies: ["HealthCore", "Storage", "Base"], path: "Tests/HealthCoreTests"),
         .testTarget(
-            name: "HealthServiceTests", dependencies: ["HealthCore", "HealthService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "RPCTesting"],
+            name: "HealthServiceTests", dependencies: ["HealthCore", "HealthService", "ServiceAPI", "RPC", "Schema", "RPCTesting"],
             path: "Tests/HealthServiceTests"),
         .testTarget(name: "ZooCoreTests", dependencies: ["ZooCore", "Storage"], path: "Tests/ZooCoreTests"),
         .testTarget(
             name: "ZooServiceTests",
             dependencies: [
-                "ZooCore", "ZooService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "Jobs", "JobsService", "WorkLane", "RPCTesting",
+                "ZooCore", "ZooService", "ServiceAPI", "RPC", "Schema", "Jobs", "JobsService", "WorkLane", "RPCTesting",
             ],
             path: "Tests/ZooServiceTests"),
         .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition", "WorkLane"], path: "Tests/TextRecognitionTests"),
@@ -217,7 +217,7 @@ let package = Package(
         .testTarget(
             name: "OCRServiceTests",
             dependencies: [
-                "OCRCore", "OCRService", "ServiceAPI", "ServiceKit", "RPC", "Schema", "RPCTesting", "Jobs", "JobsService", "WorkLane",
+                "OCRCore", "OCRService", "ServiceAPI", "RPC", "Schema", "RPCTesting", "Jobs", "JobsService", "WorkLane",
                 "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport",
             ],
             path: "Tests/OCRServiceTests"),
@@ -228,7 +228,7 @@ let package = Package(
             name: "ClassificationServiceTests",
             dependencies: [
                 "ClassificationCore", "ClassificationService", "Torch", "Jobs", "JobsService", "RPC", "RPCTesting", "Schema", "ServiceAPI",
-                "ServiceKit",
+                "WorkLane",
             ],
             path: "Tests/ClassificationServiceTests"),
         .testTarget(

@@ -5,7 +5,6 @@ import RPC
 import RPCTesting
 import Schema
 import ServiceAPI
-import ServiceKit
 import Testing
 
 /// The health service over the in-process transport, on an in-memory store.

@@ -8,7 +8,6 @@ import RPC
 import RPCTesting
 import Schema
 import ServiceAPI
-import ServiceKit
 import Testing
 import TextRecognition
 import WorkLane

@@ -5,22 +5,6 @@ import Schema
 
 // Domain values as the health service's protobuf messages, and requests back into domain values.
 
-extension HealthError: RPCErrorConvertible {
-    /// The status a call ending with this error answers with.
-    public var rpcError: RPCError {
-        let status: StatusCode =
-            switch code {
-            case .notFound: .notFound
-            case .invalidArgument: .invalidArgument
-            case .unauthenticated: .unauthenticated
-            case .alreadyExists: .alreadyExists
-            case .resourceExhausted: .resourceExhausted
-            case .failedPrecondition: .failedPrecondition
-            }
-        return RPCError(status, message)
-    }
-}
-
 /// Conversions between the health service's messages and domain values, shared by the handlers and the gateway.
 public enum HealthProto {
     public static func uuid(_ text: String, _ what: String) throws(HealthError) -> UUID {
@@ -42,7 +26,7 @@ public enum HealthProto {
                 end: message.endMs, source: message.source, timeZone: message.timeZone,
                 metadata: message.metadata.map { MetadataEntry($0.key, $0.value) })
         } catch {
-            throw HealthError(error.code, "batch rejected, #\(index) (\(message.uuid)): \(error.message)")
+            throw HealthError(error.category, "batch rejected, #\(index) (\(message.uuid)): \(error.message)")
         }
     }
 
