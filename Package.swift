@@ -108,9 +108,9 @@ let package = Package(
         .executableTarget(name: "schema-gen", dependencies: ["SchemaGenerator"], path: "Proto/Generator/App"),
 
         // MARK: Runtime layers (no domain: none of these depends on a service's API module)
-        .target(name: "WorkLane", path: "Shared/WorkLane"),
-        .target(name: "Storage", dependencies: ["CSQLite", "WorkLane"], path: "Shared/Storage"),
-        // Logging, the version string, a heap, the upward search for the source tree: no dependencies.
+        .target(name: "WorkLane", dependencies: ["Base"], path: "Shared/WorkLane"),
+        .target(name: "Storage", dependencies: ["Base", "CSQLite", "WorkLane"], path: "Shared/Storage"),
+        // Logging, the error categories, the version string, a heap, the upward search for the source tree: no dependencies.
         .target(name: "Base", path: "Shared/Base"),
         // rpc.proto: the envelope and the built-in services' messages (its service protocols are generated into RPC).
         .target(name: "RPCWireProtoC", dependencies: ["CProtobufC"], path: "Shared/RPCWireProtoC"),
@@ -118,10 +118,10 @@ let package = Package(
         .target(name: "RPC", dependencies: ["Base", "Schema", "RPCWire"], path: "Shared/RPC"),
         .target(name: "Transport", dependencies: ["Base", "RPC", "RPCWire", "Schema", "CLibUV"], path: "Shared/Transport"),
         // Jobs: the domain and persistence (no RPC), jobs.proto's API, and the Jobs rpcs every service with long work offers.
-        .target(name: "Jobs", dependencies: ["Storage", "WorkLane"], path: "Shared/Jobs"),
+        .target(name: "Jobs", dependencies: ["Base", "Storage", "WorkLane"], path: "Shared/Jobs"),
         .target(name: "JobsProtoC", dependencies: ["CProtobufC"], path: "Shared/JobsProtoC"),
         .target(name: "JobsAPI", dependencies: ["Schema", "RPC", "JobsProtoC"], path: "Shared/JobsAPI"),
-        .target(name: "JobsService", dependencies: ["Jobs", "RPC", "Schema", "JobsAPI", "ServiceKit"], path: "Shared/JobsService"),
+        .target(name: "JobsService", dependencies: ["Jobs", "RPC", "Schema", "JobsAPI"], path: "Shared/JobsService"),
         .target(
             name: "ServiceKit",
             dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", argumentParser],
@@ -163,14 +163,16 @@ let package = Package(
         // A service running test jobs, for the tests that kill a replica (built by `swift build --build-tests`).
         .executableTarget(
             name: "jobs-test-service",
-            dependencies: ["ServiceKit", "Jobs", "JobsService", "JobsAPI", "JobsTestingAPI", "Storage", "Schema", "RPC", argumentParser],
+            dependencies: [
+                "ServiceKit", "Jobs", "JobsService", "JobsAPI", "JobsTestingAPI", "Storage", "Schema", "RPC", "WorkLane", argumentParser,
+            ],
             path: "Tests/JobsTestService"),
         .testTarget(name: "WorkLaneTests", dependencies: ["WorkLane", "TestSupport"], path: "Tests/WorkLaneTests"),
         .testTarget(
             name: "JobsTests",
             dependencies: [
-                "Jobs", "JobsService", "JobsAPI", "JobsTestingAPI", "Storage", "WorkLane", "RPC", "RPCWire", "Schema", "Transport",
-                "TestSupport",
+                "Base", "Jobs", "JobsService", "JobsAPI", "JobsTestingAPI", "Storage", "WorkLane", "RPC", "RPCWire", "Schema",
+                "Transport", "TestSupport",
             ],
             path: "Tests/JobsTests"),
         .testTarget(
@@ -187,7 +189,9 @@ let package = Package(
             path: "Tests/RPCTestSupport"),
         .testTarget(
             name: "RPCTests",
-            dependencies: ["RPC", "RPCWire", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport"],
+            dependencies: [
+                "RPC", "RPCWire", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport", "Base", "Storage", "WorkLane",
+            ],
             path: "Tests/RPCTests"),
         .testTarget(
             name: "TransportTests",
@@ -213,21 +217,21 @@ let package = Package(
             path: "Tests/IntegrationTests"),
     ]
         // MARK: Services
-        + service("Zoo", executable: "zoo", imports: ["Jobs"], serviceTests: ["ServiceKit", "WorkLane", "RPCWire"])
+        + service("Zoo", executable: "zoo", imports: ["Jobs"], serviceTests: ["WorkLane", "RPCWire"])
         + service(
             "OCR", executable: "ocr", imports: ["Jobs"],
             core: ["TextRecognition", "WorkLane"], service: ["TextRecognition", "WorkLane"], app: ["TextRecognition"],
             coreTests: ["TextRecognition", "OCRTestSupport"],
-            serviceTests: ["ServiceKit", "WorkLane", "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport"])
+            serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport"])
         + service(
             "Health", executable: "health", service: ["WorkLane", "HealthBridge"], cli: ["HealthCore", "HealthBridge"],
-            serviceTests: ["ServiceKit", "HealthBridge"])
+            serviceTests: ["HealthBridge"])
         // Domain ⇄ proto conversions and the device sync's adapter over the typed client: shared by the handlers and
         // the gateway, so `gateway health sync` links no server code.
         + [.target(name: "HealthBridge", dependencies: ["HealthCore", "HealthAPI", "RPC", "Schema"], path: "Services/Health/Bridge")]
         + service(
             "Classification", executable: "classification", imports: ["Jobs"],
-            core: ["Torch", "OpenCVDNN", "CImageCodecs"], service: ["Torch", "ServiceKit"], app: ["Torch", "Storage"],
-            coreTests: ["Torch", "OpenCVDNN"], serviceTests: ["Torch", "ServiceKit"]),
+            core: ["Torch", "OpenCVDNN", "CImageCodecs"], service: ["Torch", "WorkLane"], app: ["Torch", "Storage"],
+            coreTests: ["Torch", "OpenCVDNN"], serviceTests: ["Torch", "WorkLane"]),
     cxxLanguageStandard: .cxx17
 )

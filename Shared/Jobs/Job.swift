@@ -1,3 +1,4 @@
+import Base
 import Foundation
 
 /// Where a job is in its life. `queued` and `running` are active; the other three are end states that never
@@ -117,9 +118,11 @@ public enum JobOutcome: Sendable, Hashable {
     }
 }
 
-/// Thrown for a job id the service does not know.
-public struct JobNotFound: Error, Sendable, CustomStringConvertible {
+/// Thrown for a job id the service does not know (not found).
+public struct JobNotFound: CategorizedError, CustomStringConvertible {
     public let id: String
     public init(id: String) { self.id = id }
-    public var description: String { "no job with id \(id)" }
+    public var category: ErrorCategory { .notFound }
+    public var message: String { "no job with id \(id)" }
+    public var description: String { message }
 }

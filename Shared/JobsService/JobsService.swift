@@ -3,7 +3,6 @@ import Jobs
 import JobsAPI
 import RPC
 import Schema
-import ServiceKit
 
 /// `menagerie.jobs.v1.Jobs`, the same for every service that runs jobs: get, watch, cancel and list the
 /// jobs of the runner's database. A service offers it beside its own service and starts jobs from its own
@@ -15,21 +14,19 @@ public struct JobsService: JobsV1.Jobs.ServiceProtocol {
 
     public func getJob(request: JobsV1.GetJobRequest, context: ServerContext) async throws -> JobsV1.Job {
         let id = try Self.validID(request.id)
-        return try await JobsRPC.answering { JobsV1.Job(try await runner.snapshot(id)) }
+        return JobsV1.Job(try await runner.snapshot(id))
     }
 
     public func watchJob(
         request: JobsV1.WatchJobRequest, response: ResponseWriter<JobsV1.Job>, context: ServerContext
     ) async throws {
         let id = try Self.validID(request.id)
-        try await JobsRPC.answering {
-            try await runner.watch(id) { job in try await response.send(JobsV1.Job(job)) }
-        }
+        try await runner.watch(id) { job in try await response.send(JobsV1.Job(job)) }
     }
 
     public func cancelJob(request: JobsV1.CancelJobRequest, context: ServerContext) async throws -> JobsV1.Job {
         let id = try Self.validID(request.id)
-        return try await JobsRPC.answering { JobsV1.Job(try await runner.cancel(id)) }
+        return JobsV1.Job(try await runner.cancel(id))
     }
 
     public func listJobs(request: JobsV1.ListJobsRequest, context: ServerContext) async throws -> JobsV1.ListJobsResponse {
@@ -52,10 +49,8 @@ public struct JobsService: JobsV1.Jobs.ServiceProtocol {
             states.insert(known)
         }
         let kind = request.kind.isEmpty ? nil : request.kind
-        return try await JobsRPC.answering {
-            let page = try await runner.list(states: states, kind: kind, limit: pageSize, before: before)
-            return JobsV1.ListJobsResponse(jobs: page.jobs.map(JobsV1.Job.init), nextPageToken: page.next.map(String.init) ?? "")
-        }
+        let page = try await runner.list(states: states, kind: kind, limit: pageSize, before: before)
+        return JobsV1.ListJobsResponse(jobs: page.jobs.map(JobsV1.Job.init), nextPageToken: page.next.map(String.init) ?? "")
     }
 
     private static func validID(_ id: String) throws -> String {
@@ -66,53 +61,27 @@ public struct JobsService: JobsV1.Jobs.ServiceProtocol {
     }
 }
 
-/// How jobs meet the RPC layer: statuses for the jobs machinery's errors, and jobs' failures for errors.
+/// How jobs meet the RPC layer: a job's failure as a status.
 public enum JobsRPC {
-    /// Runs `body`, turning the jobs machinery's errors into statuses: an unknown job NOT_FOUND, a full
-    /// lane RESOURCE_EXHAUSTED, a busy database UNAVAILABLE.
-    public static func answering<T>(_ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch {
-            throw rpcError(for: error) ?? error
-        }
-    }
-
-    /// The status an error carries: its own, or its type's `RPCErrorConvertible` conformance (ServiceKit maps
-    /// a busy database and a full or stopped lane once, for every service); nil for an error that would be
-    /// answered INTERNAL, so that its details are logged rather than sent.
-    public static func rpcError(for error: any Error) -> RPCError? {
-        switch error {
-        case let error as RPCError: error
-        case let error as any RPCErrorConvertible where error.rpcError.code != .internalError: error.rpcError
-        default: nil
-        }
-    }
-
-    /// The failure a job ends with when its work throws `error`: a status error keeps its code, the jobs
-    /// machinery's errors get theirs, anything else is INTERNAL. Pass it to `JobRunner`.
+    /// The failure a job ends with when its work throws `error`: a status error or a categorized error keeps
+    /// its status and message (`RPCError(answering:)`, as a failed call would), anything else is INTERNAL.
+    /// Pass it to `JobRunner`.
     public static let failure: @Sendable (any Error) -> JobFailure = { error in
         if let convertible = error as? any JobFailureConvertible { return convertible.jobFailure }
-        if let status = rpcError(for: error) { return JobFailure(code: status.code.rawValue, message: status.message) }
+        if let status = RPCError(answering: error) { return JobFailure(code: status.code.rawValue, message: status.message) }
         return JobFailure(code: StatusCode.internalError.rawValue, message: "\(error)")
     }
 }
 
-extension JobNotFound: RPCErrorConvertible {
-    public var rpcError: RPCError { RPCError(.notFound, description) }
-}
-
 extension JobRunner {
     /// Starts a job whose work returns a protobuf message: the job's result is that message, with its type
-    /// name. Throws RESOURCE_EXHAUSTED when the lane's queue is full.
+    /// name. Throws `ThreadPool.QueueFull` (RESOURCE_EXHAUSTED) when the lane's queue is full.
     public func start<Result: ProtoMessage>(
         kind: String, _ work: @escaping @Sendable (JobContext) throws -> Result
     ) async throws -> Job {
-        try await JobsRPC.answering {
-            try await start(kind: kind) { context in
-                let message = try work(context)
-                return JobResult(typeName: Result.protoName, bytes: message.serializedBytes())
-            }
+        try await start(kind: kind) { context in
+            let message = try work(context)
+            return JobResult(typeName: Result.protoName, bytes: message.serializedBytes())
         }
     }
 }

@@ -110,12 +110,12 @@ public final class RPCServer: Sendable {
         logger.log(level, "call \(call.head.method) from \(call.head.peer) failed: \(failure)")
     }
 
+    /// The status a call whose handler threw `error` answers with: an `RPCError` or a categorized error's own
+    /// (`RPCError(answering:)`), CANCELLED or DEADLINE_EXCEEDED for a cancellation, and INTERNAL for anything
+    /// else (internal and unknown categories too), whose details go to the log and never to the caller.
     private func status(for error: any Error, _ head: CallHead) -> RPCError {
+        if let answer = RPCError(answering: error) { return answer }
         switch error {
-        case let error as RPCError:
-            return error
-        case let error as any RPCErrorConvertible where error.rpcError.code != .internalError:
-            return error.rpcError
         case is CancellationError:
             if let deadline = head.deadline, deadline <= .now {
                 return RPCError(.deadlineExceeded, "deadline exceeded while serving \(head.method)")

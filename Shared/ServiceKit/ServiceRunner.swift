@@ -14,8 +14,10 @@ public enum ServiceRunner {
         /// The service's data directory, created and absolute.
         public let dataDirectory: URL
         public let logger: Logger
-        /// The heavy-work lane (`--lane-threads`, `--lane-queue`): run blocking and CPU-bound work here.
-        public let lane: HeavyWorkLane
+        /// The heavy-work lane (`--lane-threads`, `--lane-queue`): a handler runs blocking and CPU-bound work
+        /// here (`try await lane.run { … }`) so its server worker serves other calls meanwhile, and jobs run
+        /// here. Past its queue limit work is refused at once (`ThreadPool.QueueFull`, RESOURCE_EXHAUSTED).
+        public let lane: ThreadPool
     }
 
     /// Serves until a termination signal arrives, then drains and exits the process.
@@ -38,7 +40,7 @@ public enum ServiceRunner {
         }
         let server: TCPServer
         do {
-            let lane = HeavyWorkLane(threads: options.laneThreads, queueLimit: options.laneQueue)
+            let lane = ThreadPool(name: "lane", threads: options.laneThreads, queueLimit: options.laneQueue)
             let services = try await makeServices(Environment(dataDirectory: directory, logger: logger, lane: lane))
             let rpc = RPCServer(name: name, services: services, logger: logger)
             server = try rpc.serve(over: TCPServer(host: options.host, port: options.port, limits: options.limits, logger: logger))

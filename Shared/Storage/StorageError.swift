@@ -1,3 +1,4 @@
+import Base
 import CSQLite
 
 /// An error from the storage layer, with SQLite's extended result code and message when SQLite raised it.
@@ -27,6 +28,7 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
     public var kind: Kind
     /// SQLite's extended result code (e.g. 2067 for `SQLITE_CONSTRAINT_UNIQUE`), or 0 when SQLite was not involved.
     public var code: Int32
+    /// SQLite's message, or the storage layer's own.
     public var message: String
     /// The statement involved, when there is one.
     public var sql: String?
@@ -45,6 +47,13 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
         if let sql { text += " [SQL: \(sql)]" }
         return text
     }
+}
+
+/// A database another connection (or process) held longer than the busy timeout is UNAVAILABLE, which clients
+/// retry elsewhere or later; anything else is an unexpected internal error, logged and answered without its
+/// details (SQL, paths).
+extension StorageError: CategorizedError {
+    public var category: ErrorCategory { kind == .busy ? .unavailable : .internal }
 }
 
 extension StorageError {

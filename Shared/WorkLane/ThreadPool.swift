@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import Synchronization
 
@@ -17,19 +18,22 @@ import Synchronization
 ///
 /// Threads start on first use and stop on `shutdown()` or when the pool is released.
 public final class ThreadPool: Sendable {
-    /// Thrown by `submit` and `run` when `queueLimit` items are already waiting.
-    public struct QueueFull: Error, CustomStringConvertible, Sendable {
+    /// Thrown by `submit` and `run` when `queueLimit` items are already waiting: resource exhausted, so the
+    /// caller may try again later or elsewhere.
+    public struct QueueFull: CategorizedError, CustomStringConvertible {
         public let pool: String
         public let limit: Int
-        public var description: String {
-            "the \(pool) queue is full (\(limit) waiting); try again later"
-        }
+        public var category: ErrorCategory { .resourceExhausted }
+        public var message: String { "the \(pool) queue is full (\(limit) waiting); try again later" }
+        public var description: String { message }
     }
 
-    /// Thrown by `submit` and `run` after `shutdown()`.
-    public struct ShutDown: Error, CustomStringConvertible, Sendable {
+    /// Thrown by `submit` and `run` after `shutdown()`: the service is stopping, so unavailable.
+    public struct ShutDown: CategorizedError, CustomStringConvertible {
         public let pool: String
-        public var description: String { "the \(pool) thread pool has shut down" }
+        public var category: ErrorCategory { .unavailable }
+        public var message: String { "the \(pool) thread pool has shut down" }
+        public var description: String { message }
     }
 
     /// The handle of one submitted item: cancelling it takes the item out of the queue if no thread

@@ -10,6 +10,7 @@ import ServiceKit
 import Synchronization
 import Torch
 import Transport
+import WorkLane
 
 /// The classification issue's figures beside its goals, on the shared sets (`<package root>/../shared/datasets`):
 /// digits test accuracy and training seconds with `features` and `cnn` (the service's defaults), digit-detection
@@ -132,8 +133,8 @@ struct ClassificationBenchmark {
         var connections: [RPCClient] = []
         for index in 0..<3 {
             let replicaStore = try ClassificationStore(path: path)
-            let lane = HeavyWorkLane(threads: cores, queueLimit: 256)
-            let jobs = JobRunner(store: try JobStore(database: replicaStore.database), lane: lane.pool)
+            let lane = ThreadPool(name: "lane", threads: cores, queueLimit: 256)
+            let jobs = JobRunner(store: try JobStore(database: replicaStore.database), lane: lane)
             let service = ClassificationService(store: replicaStore, lane: lane, jobs: jobs)
             let server = try TCPServer(rpc: RPCServer(name: "classification-\(index)", services: [service]), port: 0)
             let connection = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])

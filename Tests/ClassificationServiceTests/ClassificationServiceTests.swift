@@ -7,9 +7,9 @@ import JobsService
 import RPC
 import RPCTesting
 import Schema
-import ServiceKit
 import Testing
 import Torch
+import WorkLane
 
 /// The classification service's handlers over the in-process transport: the statuses its failures come back with.
 @Suite struct ClassificationServiceTests {
@@ -19,9 +19,9 @@ import Torch
 
     init(pixelLimit: Int = RGBImage.defaultPixelLimit) throws {
         store = try ClassificationStore.inMemory()
-        let lane = HeavyWorkLane(threads: 1, queueLimit: 8)
+        let lane = ThreadPool(name: "lane", threads: 1, queueLimit: 8)
         jobs = try JobStore(database: store.database)
-        let runner = JobRunner(store: jobs, lane: lane.pool, failureMapping: JobsRPC.failure)
+        let runner = JobRunner(store: jobs, lane: lane, failureMapping: JobsRPC.failure)
         var limits = ClassificationService.Limits()
         limits.torchThreads = 1
         limits.pixelLimit = pixelLimit

@@ -201,7 +201,7 @@ enum ExportFixture {
                 _ = try importText(broken, batchSize: batchSize)
                 Issue.record("imported a file with \(new)")
             } catch let error as HealthError {
-                #expect(error.code == .invalidArgument)
+                #expect(error.category == .invalidArgument)
                 if !marker.isEmpty {
                     let start = broken.range(of: marker)!.lowerBound
                     let line = broken[..<start].filter { $0 == "\n" }.count + 1 + offset

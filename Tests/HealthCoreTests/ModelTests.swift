@@ -22,7 +22,7 @@ import Testing
             _ = try HealthSample(type: .dietaryWater, value: 1, unit: .kilogram, start: 0, end: 0, source: "x")
             Issue.record("kg accepted for water")
         } catch {
-            #expect(error.code == .invalidArgument)
+            #expect(error.category == .invalidArgument)
             #expect(error.message.contains("kg"))
         }
     }
@@ -85,7 +85,7 @@ import Testing
             try HealthSample.validate(batch: batch)
             Issue.record("accepted")
         } catch {
-            #expect(error.code == .invalidArgument)
+            #expect(error.category == .invalidArgument)
             #expect(error.message.contains("#1"))
             #expect(error.message.contains(bad.uuid.uuidString.lowercased()))
         }

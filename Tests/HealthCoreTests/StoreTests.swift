@@ -28,7 +28,7 @@ import Testing
             _ = try store.authenticate(token: token)
             Issue.record("revoked token accepted")
         } catch let error as HealthError {
-            #expect(error.code == .unauthenticated)
+            #expect(error.category == .unauthenticated)
         }
         #expect(try store.authenticate(token: second) == alice)
     }
@@ -102,7 +102,7 @@ import Testing
             _ = try store.delete([sample.uuid], user: bob)
             Issue.record("bob deleted alice's sample")
         } catch let error as HealthError {
-            #expect(error.code == .notFound)
+            #expect(error.category == .notFound)
         }
         #expect(try store.samples(SampleQuery(), user: bob).isEmpty)
         #expect(try store.sample(sample.uuid, user: alice) == sample)

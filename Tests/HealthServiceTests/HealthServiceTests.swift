@@ -6,7 +6,6 @@ import HealthService
 import RPC
 import RPCTesting
 import Schema
-import ServiceKit
 import Testing
 
 /// The health service over the in-process transport, on an in-memory store.

@@ -8,6 +8,7 @@ import RPC
 import Schema
 import ServiceKit
 import Storage
+import WorkLane
 
 /// A service that runs test jobs (`menagerie.jobs.v1.JobsTesting`) and offers `menagerie.jobs.v1.Jobs`: what
 /// the jobs tests start, watch and kill. Not part of the stack.
@@ -33,7 +34,7 @@ struct JobsTestCommand: AsyncParsableCommand {
             runnerOptions.progressInterval = .milliseconds(50)
             runnerOptions.watchInterval = .milliseconds(50)
             let runner = JobRunner(
-                store: store, lane: environment.lane.pool, options: runnerOptions, failureMapping: JobsRPC.failure)
+                store: store, lane: environment.lane, options: runnerOptions, failureMapping: JobsRPC.failure)
             let failed = try await runner.recoverAbandonedJobs()
             if !failed.isEmpty { environment.logger.info("failed \(failed.count) jobs of stopped replicas: \(failed)") }
             return [JobsService(runner: runner), JobsTestingService(runner: runner, lane: environment.lane)]
@@ -45,7 +46,7 @@ struct JobsTestCommand: AsyncParsableCommand {
 /// Sleeps on the lane or on the handler's worker.
 struct JobsTestingService: RPCService {
     let runner: JobRunner
-    let lane: HeavyWorkLane
+    let lane: ThreadPool
 
     func register(in router: inout RPCRouter) {
         let runner = runner, lane = lane

@@ -1,3 +1,4 @@
+import Base
 import Jobs
 import JobsService
 import RPC
@@ -5,8 +6,8 @@ import Storage
 import Testing
 import WorkLane
 
-/// A job's failure keeps the status its error carries, from the same conformances the RPC server uses, so a
-/// job and a call fail alike; anything without a status is INTERNAL.
+/// A job's failure keeps the status its error carries, by the same mapping the RPC server uses, so a job and a
+/// call fail alike; anything without a status is INTERNAL.
 @Suite struct JobsRPCTests {
     @Test func failuresKeepTheStatusTheirErrorCarries() throws {
         func code(_ error: any Error) -> StatusCode? { StatusCode(rawValue: JobsRPC.failure(error).code) }
@@ -23,14 +24,14 @@ import WorkLane
         #expect(code(try #require(stopped)) == .unavailable)
     }
 
-    /// What `answering` rethrows for the RPC server: a status, or the error itself for the server to log as
-    /// INTERNAL without sending its details.
-    @Test func answeringTurnsKnownErrorsIntoStatuses() async {
-        await #expect(throws: RPCError(.unavailable, "the database is busy: locked")) {
-            try await JobsRPC.answering { throw StorageError(.busy, message: "locked") }
+    /// A job fails as a call would: a categorized error keeps its category's status and message; an internal
+    /// one is INTERNAL too.
+    @Test func aCategorizedErrorKeepsItsStatusAndMessage() {
+        struct Refused: CategorizedError {
+            var category: ErrorCategory { .failedPrecondition }
+            var message: String { "the model is not trained yet" }
         }
-        await #expect(throws: StorageError.self) {
-            try await JobsRPC.answering { throw StorageError(.corrupt, message: "disk image is malformed") }
-        }
+        #expect(JobsRPC.failure(Refused()) == JobFailure(code: StatusCode.failedPrecondition.rawValue, message: "the model is not trained yet"))
+        #expect(JobsRPC.failure(StorageError(.busy, message: "locked")) == JobFailure(code: StatusCode.unavailable.rawValue, message: "locked"))
     }
 }

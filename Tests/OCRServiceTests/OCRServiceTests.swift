@@ -5,7 +5,6 @@ import OCRService
 import RPC
 import RPCTesting
 import Schema
-import ServiceKit
 import Testing
 
 /// The ocr service's template and record rpcs over the in-process transport, through the generated typed client.

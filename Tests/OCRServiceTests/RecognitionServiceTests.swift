@@ -9,7 +9,6 @@ import OCRTestSupport
 import RPC
 import RPCTesting
 import Schema
-import ServiceKit
 import Testing
 import TextRecognition
 import WorkLane

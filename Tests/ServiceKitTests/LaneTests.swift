@@ -13,7 +13,7 @@ import WorkLane
 
     /// Echo whose handler sleeps `delay_ms` on the lane.
     struct SlowService: RPCService {
-        let lane: HeavyWorkLane
+        let lane: ThreadPool
 
         func register(in router: inout RPCRouter) {
             let lane = lane
@@ -26,9 +26,9 @@ import WorkLane
     }
 
     private func withServer(
-        workers: Int, laneThreads: Int, laneQueue: Int, _ body: (RPCClient, HeavyWorkLane) async throws -> Void
+        workers: Int, laneThreads: Int, laneQueue: Int, _ body: (RPCClient, ThreadPool) async throws -> Void
     ) async throws {
-        let lane = HeavyWorkLane(threads: laneThreads, queueLimit: laneQueue)
+        let lane = ThreadPool(name: "lane", threads: laneThreads, queueLimit: laneQueue)
         var limits = TCPServer.Limits()
         limits.workers = workers
         let server = try TCPServer(rpc: RPCServer(name: "lane-test", services: [SlowService(lane: lane)]), port: 0, limits: limits)
@@ -74,10 +74,10 @@ import WorkLane
     /// within 50 ms.
     @Test func healthIsAnsweredWhileTheLaneIsBusy() async throws {
         try await withServer(workers: 2, laneThreads: 2, laneQueue: 8) { client, lane in
-            let calls = try await startCalls(client, count: 4, payload: "lane") { lane.pool.running == 2 && lane.pool.queued == 2 }
-            #expect(lane.pool.running == 2)
+            let calls = try await startCalls(client, count: 4, payload: "lane") { lane.running == 2 && lane.queued == 2 }
+            #expect(lane.running == 2)
             let latency = try await healthLatency(client)
-            #expect(lane.pool.running == 2)  // still busy: the checks did not wait for the calls
+            #expect(lane.running == 2)  // still busy: the checks did not wait for the calls
             #expect(latency < .milliseconds(50))
             for call in calls { _ = try await call.value }
         }
@@ -86,7 +86,7 @@ import WorkLane
     /// A full lane answers RESOURCE_EXHAUSTED at once.
     @Test func aFullLaneRefusesWithResourceExhausted() async throws {
         try await withServer(workers: 2, laneThreads: 1, laneQueue: 1) { client, lane in
-            let calls = try await startCalls(client, count: 2, payload: "lane") { lane.pool.running == 1 && lane.pool.queued == 1 }
+            let calls = try await startCalls(client, count: 2, payload: "lane") { lane.running == 1 && lane.queued == 1 }
             let started = ContinuousClock.now
             await #expect {
                 _ = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [], delayMs: 1))

@@ -92,7 +92,7 @@ import Testing
         #expect(throws: ZooError.unknownAnimal(id: 6)) { try Self.catalogue.animal(id: 6) }
         #expect(try Self.catalogue.animal(id: 6, includeUnavailable: true).name == "Zmije levantská")
         #expect(throws: ZooError.unknownAnimal(id: 99)) { try Self.catalogue.animal(id: 99, includeUnavailable: true) }
-        #expect(ZooError.unknownAnimal(id: 99).kind == .notFound)
+        #expect(ZooError.unknownAnimal(id: 99).category == .notFound)
     }
 
     @Test func mapFeaturesJoinDirectlyByPavilionAndBySingularName() {

@@ -53,13 +53,13 @@ import Testing
 
     @Test func errorsAreTyped() {
         #expect(performing: { try Self.router.route(from: GeoPoint(lat: 50.1150, lon: 14.4004), to: GeoPoint(lat: 50.1180, lon: 14.4105)) },
-                throws: { ($0 as? ZooError)?.kind == .notFound })
+                throws: { ($0 as? ZooError)?.category == .notFound })
         #expect(performing: { try Self.router.route(from: GeoPoint(lat: 50.2, lon: 14.4), to: GeoPoint(lat: 50.115, lon: 14.4)) },
-                throws: { ($0 as? ZooError)?.kind == .outOfRange })
+                throws: { ($0 as? ZooError)?.category == .outOfRange })
         #expect(performing: { try Self.router.snap(GeoPoint(lat: .nan, lon: 14.4)) },
-                throws: { ($0 as? ZooError)?.kind == .invalidArgument })
+                throws: { ($0 as? ZooError)?.category == .invalidArgument })
         #expect(performing: { try Self.router.snap(GeoPoint(lat: 91, lon: 14.4)) },
-                throws: { ($0 as? ZooError)?.kind == .invalidArgument })
+                throws: { ($0 as? ZooError)?.category == .invalidArgument })
         // The margin lets points just outside the box in.
         #expect((try? Self.router.snap(GeoPoint(lat: 50.1195, lon: 14.4))) != nil)
     }

@@ -6,14 +6,13 @@ import RPC
 import RPCTesting
 import RPCWire
 import Schema
-import ServiceKit
 import Testing
 import ZooAPI
 @testable import ZooCore
 import WorkLane
 import ZooService
 
-/// The zoo service over the in-process transport (ServiceKit is linked for the storage errors' statuses, as in the executable), on the sample data in a scratch database.
+/// The zoo service over the in-process transport, on the sample data in a scratch database.
 final class ServiceFixture: Sendable {
     let scratch: ScratchDirectory
     let library: ZooLibrary
@@ -226,6 +225,20 @@ func expectStatus(
         #expect(metadata.lastSuccessfulImport?.id == result.id)
         #expect(metadata.counts?.animals == 3 && metadata.lexiconKind == .lexiconCsv && metadata.walkingSpeed == 1.2)
         #expect(try await zoo.call(ZooV1.Zoo.searchAnimals, .init(includeUnavailable: true)).total == 3)
+    }
+
+    /// A core error reaches the caller as its category's status with its message, though no handler catches it;
+    /// an import job fails the same way, naming the file it could not read.
+    @Test func aCoreErrorsMessageReachesTheCaller() async throws {
+        let zoo = try ServiceFixture()
+        await #expect(throws: RPCError(.notFound, "no animal with id 9999")) {
+            _ = try await zoo.call(ZooV1.Zoo.getAnimal, .init(id: 9999))
+        }
+        let failed = await #expect(throws: RPCError.self) {
+            _ = try await zoo.importFiles([ServiceFixture.file(.lexiconCsv, "id;name\n1;x\n", name: "odd.csv")])
+        }
+        #expect(failed?.code == .invalidArgument)
+        #expect(failed?.message.hasPrefix("cannot import odd.csv: unexpected header") == true, "\(String(describing: failed))")
     }
 
     /// The generated client and registration: every rpc of the proto is routed (reflection lists all nine, none

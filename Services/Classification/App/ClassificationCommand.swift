@@ -39,7 +39,7 @@ struct ClassificationCommand: AsyncParsableCommand {
             let path = databasePath ?? environment.dataDirectory.appendingPathComponent("classification.sqlite").path
             let store = try ClassificationStore(path: path)
             // Trainings are recorded beside the models so every replica answers for them.
-            let jobs = JobRunner(store: try JobStore(database: store.database), lane: environment.lane.pool, failureMapping: JobsRPC.failure)
+            let jobs = JobRunner(store: try JobStore(database: store.database), lane: environment.lane, failureMapping: JobsRPC.failure)
             let failed = try await jobs.recoverAbandonedJobs()
             if !failed.isEmpty { environment.logger.warning("failed \(failed.count) trainings left running by stopped replicas") }
             var limits = ClassificationService.Limits()

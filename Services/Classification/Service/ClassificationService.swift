@@ -6,15 +6,15 @@ import JobsAPI
 import JobsService
 import RPC
 import Schema
-import ServiceKit
 import Torch
+import WorkLane
 
 /// The classification service's RPC methods (`menagerie.classification.v1.Classification`): thin handlers that
 /// validate the request, run the core on the heavy-work lane (decoding, training, inference are CPU-bound and would
 /// hold a server worker, so health checks would wait) and convert the answer.
 public struct ClassificationService: ClassificationV1.Classification.ServiceProtocol {
     public let store: ClassificationStore
-    public let lane: HeavyWorkLane
+    public let lane: ThreadPool
     /// Runs trainings (on the lane, recorded in the service's database); offer `JobsService(runner: jobs)` beside.
     public let jobs: JobRunner
     public let limits: Limits
@@ -34,7 +34,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         public init() {}
     }
 
-    public init(store: ClassificationStore, lane: HeavyWorkLane, jobs: JobRunner, limits: Limits = Limits()) {
+    public init(store: ClassificationStore, lane: ThreadPool, jobs: JobRunner, limits: Limits = Limits()) {
         self.store = store
         self.lane = lane
         self.jobs = jobs
@@ -411,20 +411,5 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         let store = store, image = request.image, pixelLimit = limits.pixelLimit
         let dataset = try await heavy { try store.recordFeedback(image: image, label: label, consent: true, pixelLimit: pixelLimit) }
         return ClassificationV1.FeedbackResponse(stored: dataset != nil, dataset: dataset ?? "")
-    }
-}
-
-extension ClassificationError: RPCErrorConvertible {
-    public var rpcError: RPCError {
-        let code: StatusCode = switch category {
-        case .invalidArgument: .invalidArgument
-        case .notFound: .notFound
-        case .alreadyExists: .alreadyExists
-        case .failedPrecondition: .failedPrecondition
-        case .resourceExhausted: .resourceExhausted
-        case .cancelled: .cancelled
-        case .internal: .internalError
-        }
-        return RPCError(code, message)
     }
 }

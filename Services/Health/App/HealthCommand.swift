@@ -22,7 +22,7 @@ struct HealthCommand: AsyncParsableCommand {
     func run() async throws {
         try await ServiceRunner.run(name: "health", options: options) { environment in
             let path = databasePath ?? environment.dataDirectory.appendingPathComponent("health.sqlite").path
-            return [HealthService(store: try HealthStore(path: path), lane: environment.lane.pool)]
+            return [HealthService(store: try HealthStore(path: path), lane: environment.lane)]
         }
     }
 }

@@ -28,7 +28,7 @@ public enum HealthProto {
                 end: message.endMs, source: message.source, timeZone: message.timeZone,
                 metadata: message.metadata.map { MetadataEntry($0.key, $0.value) })
         } catch {
-            throw HealthError(error.code, "batch rejected, #\(index) (\(message.uuid)): \(error.message)")
+            throw HealthError(error.category, "batch rejected, #\(index) (\(message.uuid)): \(error.message)")
         }
     }
 

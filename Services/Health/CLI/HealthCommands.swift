@@ -116,7 +116,7 @@ func asStatus(_ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let error as HealthError {
-        throw error.rpcError
+        throw RPCError(StatusCode(error.category), error.message)
     }
 }
 

@@ -8,7 +8,8 @@ import WorkLane
 
 /// The health service's RPC methods (`menagerie.health.v1.Health`): thin handlers that authenticate the
 /// caller from `authorization: Bearer <token>`, convert the request, ask the store, and convert the answer.
-/// Domain errors carry their own status (`HealthError: RPCErrorConvertible`), so handlers do not catch them.
+/// Domain, storage and lane errors carry their category (`CategorizedError`), which the RPC server answers with
+/// its status, so handlers do not catch them.
 public struct HealthService: HealthV1.Health.ServiceProtocol {
     public let store: HealthStore
     /// The heavy-work lane: statistics over long periods and large writes run there, so a year of minute
@@ -186,7 +187,7 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
                 let store = self.store, deviceID = request.deviceID, batchScope = request.scope
                 total.merge(try await offload { try store.commitPush(batch, user: user.id, device: deviceID, scope: batchScope) })
             } catch let error as HealthError {
-                throw HealthError(error.code, "push batch #\(index) (nothing of it stored): \(error.message)")
+                throw HealthError(error.category, "push batch #\(index) (nothing of it stored): \(error.message)")
             }
             index += 1
         }

@@ -51,7 +51,7 @@ struct OCRCommand: AsyncParsableCommand {
             let path = databasePath ?? environment.dataDirectory.appendingPathComponent("ocr.sqlite").path
             let store = try TemplateStore(path: path)
             // One engine per lane thread and language set: every thread can read a page, none waits for an engine.
-            let lane = environment.lane.pool
+            let lane = environment.lane
             let recognizer = TextRecognizer(
                 engines: EnginePool(maxEnginesPerConfiguration: lane.threads, maxIdleEngines: max(4, 2 * lane.threads)),
                 limits: DecodeLimits(maxPixels: Int(maxMegapixels * 1_000_000)))

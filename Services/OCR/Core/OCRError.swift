@@ -1,27 +1,17 @@
+import Base
 import Storage
 import TextRecognition
 
-/// A failure of the ocr domain with the status category a caller sees. The Service layer maps `code` onto RPC
-/// status codes (Core does not import RPC); messages are written for the user who sent the request.
-public struct OCRError: Error, Equatable, Sendable, CustomStringConvertible {
-    public enum Code: String, Sendable {
-        case invalidArgument = "INVALID_ARGUMENT"
-        case notFound = "NOT_FOUND"
-        case alreadyExists = "ALREADY_EXISTS"
-        case resourceExhausted = "RESOURCE_EXHAUSTED"
-        case failedPrecondition = "FAILED_PRECONDITION"
-        case `internal` = "INTERNAL"
-    }
-
-    public let code: Code
+/// A failure of the ocr domain: its category (the status a caller gets) and a message written for the user who
+/// sent the request. The same shape as every service's domain error.
+public struct OCRError: CategorizedError, Equatable, CustomStringConvertible {
+    public let category: ErrorCategory
     public let message: String
 
-    public init(_ code: Code, _ message: String) {
-        self.code = code
+    public init(_ category: ErrorCategory, _ message: String) {
+        self.category = category
         self.message = message
     }
-
-    public var description: String { "\(code.rawValue): \(message)" }
 
     static func invalid(_ message: String) -> OCRError { OCRError(.invalidArgument, message) }
 
@@ -46,7 +36,7 @@ public struct OCRError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     /// `error` as an OCRError when it is one of the wrapper's; StorageError and others pass through unchanged
-    /// (ServiceKit maps storage's busy and locked once for every service).
+    /// (they carry their own category).
     static func mapping(_ error: any Error) -> any Error {
         switch error {
         case let error as ImageError: OCRError(error)

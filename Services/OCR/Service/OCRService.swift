@@ -10,8 +10,8 @@ import TextRecognition
 import WorkLane
 
 /// The ocr service's RPC methods (`menagerie.ocr.v1.OCR`): thin handlers that validate the request, call the
-/// template store and convert the answer. Domain errors carry their own status (`OCRError: RPCErrorConvertible`,
-/// a busy database is mapped by ServiceKit), so handlers do not catch them.
+/// template store and convert the answer. Domain, storage and lane errors carry their category
+/// (`CategorizedError`), which the RPC server answers with its status, so handlers do not catch them.
 ///
 /// Images arrive as client streams (options first, then chunks) and are recognised on `lane`, the service's lane
 /// for heavy work, each with an engine of `recognizer`'s pool checked out on the lane thread: a handler's worker is
@@ -19,7 +19,7 @@ import WorkLane
 public struct OCRService: OcrV1.OCR.ServiceProtocol {
     public let store: TemplateStore
     public let recognizer: TextRecognizer
-    /// Where recognition runs (ServiceKit's `environment.lane.pool`); its thread count bounds how many images are
+    /// Where recognition runs (ServiceKit's `environment.lane`); its thread count bounds how many images are
     /// read at once.
     public let lane: ThreadPool
     /// Runs batch scans; without it StartBatchScan answers FAILED_PRECONDITION.
@@ -142,7 +142,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
                     case .success(let recognised): OcrV1.BatchScanFile(fileName: file.name, result: OcrV1.ScanResponse(recognised))
                     case .failure(let error):
                         OcrV1.BatchScanFile(
-                            fileName: file.name, errorCode: UInt32(error.rpcError.code.rawValue), errorMessage: error.message)
+                            fileName: file.name, errorCode: StatusCode(error.category).rawValue, errorMessage: error.message)
                     }
                 })
         }

@@ -5,22 +5,6 @@ import RPC
 import Schema
 import TextRecognition
 
-extension OCRError: RPCErrorConvertible {
-    /// The status a call ending with this error answers with.
-    public var rpcError: RPCError {
-        let status: StatusCode =
-            switch code {
-            case .invalidArgument: .invalidArgument
-            case .notFound: .notFound
-            case .alreadyExists: .alreadyExists
-            case .resourceExhausted: .resourceExhausted
-            case .failedPrecondition: .failedPrecondition
-            case .internal: .internalError
-            }
-        return RPCError(status, message)
-    }
-}
-
 extension OcrV1.NormalizedBox {
     init(_ rect: NormalizedRect) { self.init(x: rect.x, y: rect.y, width: rect.width, height: rect.height) }
 }

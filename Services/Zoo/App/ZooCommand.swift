@@ -73,7 +73,7 @@ struct ZooCommand: AsyncParsableCommand {
             if let refresher { Task { await refresher.run() } }
             // Imports run as jobs, recorded beside the zoo's data so every replica answers for them.
             let jobs = JobRunner(
-                store: try JobStore(database: library.database), lane: environment.lane.pool, failureMapping: JobsRPC.failure)
+                store: try JobStore(database: library.database), lane: environment.lane, failureMapping: JobsRPC.failure)
             let failed = try await jobs.recoverAbandonedJobs()
             if !failed.isEmpty { environment.logger.warning("failed \(failed.count) jobs left running by stopped replicas") }
             return [ZooService(library: library, refresher: refresher, jobs: jobs), JobsService(runner: jobs)]

@@ -6,20 +6,6 @@ import ZooCore
 
 // Domain values as the zoo's protobuf messages, and back for enums.
 
-extension ZooError: RPCErrorConvertible {
-    /// The status a call ending with this error answers with.
-    public var rpcError: RPCError {
-        let code: StatusCode =
-            switch kind {
-            case .notFound: .notFound
-            case .invalidArgument: .invalidArgument
-            case .outOfRange: .outOfRange
-            case .failedPrecondition: .failedPrecondition
-            }
-        return RPCError(code, description)
-    }
-}
-
 extension ZooV1.GeoPoint {
     init(_ point: GeoPoint) { self.init(lat: point.lat, lon: point.lon) }
 }

@@ -8,8 +8,8 @@ import ZooAPI
 import ZooCore
 
 /// The zoo's RPC methods (`menagerie.zoo.v1.Zoo`): thin handlers that validate the request, ask the library's
-/// current snapshot and convert the answer. Domain errors carry their own status (`ZooError: RPCErrorConvertible`,
-/// a busy database is mapped by ServiceKit), so handlers do not catch them.
+/// current snapshot and convert the answer. Domain, storage and lane errors carry their category
+/// (`CategorizedError`), which the RPC server answers with its status, so handlers do not catch them.
 public struct ZooService: ZooV1.Zoo.ServiceProtocol {
     public let library: ZooLibrary
     /// The refresh schedule, reported by GetMetadata.

@@ -1,25 +1,15 @@
-/// Domain errors of the health core. `code` is a status-like category the service layer maps one-to-one
-/// onto RPC status codes; the core never imports RPC, so it cannot name them itself.
-public struct HealthError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// Coarse category, spelled like the RPC status it becomes.
-    public enum Code: String, Sendable, Equatable {
-        case notFound = "NOT_FOUND"
-        case invalidArgument = "INVALID_ARGUMENT"
-        case unauthenticated = "UNAUTHENTICATED"
-        case alreadyExists = "ALREADY_EXISTS"
-        case resourceExhausted = "RESOURCE_EXHAUSTED"
-        case failedPrecondition = "FAILED_PRECONDITION"
-    }
+import Base
 
-    public var code: Code
-    public var message: String
+/// A failure of the health domain: its category (the status a caller gets) and a message for the user who sent
+/// the request. The same shape as every service's domain error.
+public struct HealthError: CategorizedError, Equatable, CustomStringConvertible {
+    public let category: ErrorCategory
+    public let message: String
 
-    public init(_ code: Code, _ message: String) {
-        self.code = code
+    public init(_ category: ErrorCategory, _ message: String) {
+        self.category = category
         self.message = message
     }
-
-    public var description: String { "\(code.rawValue): \(message)" }
 
     static func invalid(_ message: String) -> HealthError { HealthError(.invalidArgument, message) }
     static func notFound(_ message: String) -> HealthError { HealthError(.notFound, message) }

@@ -80,7 +80,7 @@ public struct TemplateStore: Sendable {
     public func template(_ reference: String) throws -> Template {
         do {
             return try template(named: reference)
-        } catch let error as OCRError where error.code == .notFound {
+        } catch let error as OCRError where error.category == .notFound {
             if let id = Int64(reference) { return try template(id: id) }
             throw error
         }

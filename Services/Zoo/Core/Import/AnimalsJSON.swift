@@ -3,13 +3,13 @@ import Foundation
 /// Reads the lexicon as scraped from the zoo's website (`animals.json`), with map locations.
 public enum AnimalsJSON {
     /// Decodes the file. Entries without an id or a name are skipped and reported;
-    /// map features are de-duplicated by their OpenStreetMap id.
-    public static func parse(_ data: Data) throws(ZooError) -> LexiconImport {
+    /// map features are de-duplicated by their OpenStreetMap id. An unreadable file is `importFailed`, naming `source`.
+    public static func parse(_ data: Data, source: String = "animals JSON") throws(ZooError) -> LexiconImport {
         let entries: [Entry]
         do {
             entries = try JSONDecoder().decode([Lenient<Entry>].self, from: data).map { try $0.result.get() }
         } catch {
-            throw .importFailed(source: "animals JSON", reason: String(describing: error))
+            throw .importFailed(source: source, reason: String(describing: error))
         }
         var animals: [Animal] = []
         var skipped: [SkippedRow] = []

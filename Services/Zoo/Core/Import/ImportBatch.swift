@@ -111,12 +111,7 @@ struct ImportBatch: Sendable {
         var batch = ImportBatch()
         for (index, file) in files.enumerated() {
             progress(index)
-            do throws(ZooError) {
-                try batch.add(file, lexiconCSVGiven: kinds.contains(.lexiconCSV))
-            } catch {
-                if case .importFailed(_, let reason) = error { throw .importFailed(source: file.name, reason: reason) }
-                throw error
-            }
+            try batch.add(file, lexiconCSVGiven: kinds.contains(.lexiconCSV))
         }
         if batch.bounds == nil, let network = batch.network { batch.bounds = MapBounds(enclosing: network) }
         return batch
@@ -129,11 +124,11 @@ struct ImportBatch: Sendable {
         var skipped: [SkippedRow] = []
         switch file.kind {
         case .lexiconCSV:
-            let result = try LexiconCSV.parse(text)
+            let result = try LexiconCSV.parse(text, source: file.name)
             lexicon = (result.animals, .lexiconCSV)
             (imported, skipped) = (result.animals.count, result.skipped)
         case .animalsJSON:
-            let result = try AnimalsJSON.parse(file.content)
+            let result = try AnimalsJSON.parse(file.content, source: file.name)
             if !lexiconCSVGiven { lexicon = (result.animals, .animalsJSON) }
             mapFeatures = result.mapFeatures
             var available: [String: Bool] = [:]
@@ -144,14 +139,14 @@ struct ImportBatch: Sendable {
             availability = available
             (imported, skipped) = (result.animals.count, result.skipped)
         case .map:
-            let parsed = try FootpathNetwork.parse(file.content)
+            let parsed = try FootpathNetwork.parse(file.content, source: file.name)
             network = parsed
             imported = parsed.roads.count
         case .bounds:
-            bounds = try MapBounds.parse(file.content)
+            bounds = try MapBounds.parse(file.content, source: file.name)
             imported = 1
         case .adoptions:
-            let result = try AdoptionCSV.parse(text)
+            let result = try AdoptionCSV.parse(text, source: file.name)
             adoptions = result.adoptions
             (imported, skipped) = (result.adoptions.count, result.skipped)
         case .pavilionFixes:

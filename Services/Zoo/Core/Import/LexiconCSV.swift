@@ -37,13 +37,13 @@ public enum LexiconCSV {
     ]
 
     /// Parses the file; bad rows are skipped and reported, the rest import.
-    /// Throws `ZooError.importFailed` when the header is not the lexicon's.
-    public static func parse(_ text: String) throws(ZooError) -> LexiconImport {
+    /// Throws `ZooError.importFailed` (naming `source`) when the header is not the lexicon's.
+    public static func parse(_ text: String, source: String = "lexicon CSV") throws(ZooError) -> LexiconImport {
         var records = CSVParser.parse(text)
-        guard !records.isEmpty else { throw .importFailed(source: "lexicon CSV", reason: "the file is empty") }
+        guard !records.isEmpty else { throw .importFailed(source: source, reason: "the file is empty") }
         let header = records.removeFirst().fields.map { TextKey.collapseWhitespace($0) }
         guard trimmedTrailingEmpty(header) == columns else {
-            throw .importFailed(source: "lexicon CSV", reason: "unexpected header \(header.joined(separator: ";"))")
+            throw .importFailed(source: source, reason: "unexpected header \(header.joined(separator: ";"))")
         }
         var animals: [Animal] = []
         var skipped: [SkippedRow] = []

@@ -35,15 +35,15 @@ public struct FootpathNetwork: Sendable, Hashable, Codable {
     }
 
     /// Decodes `map-metadata.json`. Road vertices missing from `nodes` are added from the road geometry;
-    /// roads with fewer than two vertices are dropped.
-    public static func parse(_ data: Data) throws(ZooError) -> FootpathNetwork {
+    /// roads with fewer than two vertices are dropped. An unreadable file is `importFailed`, naming `source`.
+    public static func parse(_ data: Data, source: String = "map metadata") throws(ZooError) -> FootpathNetwork {
         struct Vertex: Decodable { var _id: Int64; var lon: Double; var lat: Double }
         struct Geometry: Decodable { var coordinates: [Vertex] }
         struct Road: Decodable { var _id: Int64; var geometry: Geometry }
         struct File: Decodable { var nodes: [Vertex]; var roads: [Road] }
         let file: File
         do { file = try JSONDecoder().decode(File.self, from: data) } catch {
-            throw .importFailed(source: "map metadata", reason: String(describing: error))
+            throw .importFailed(source: source, reason: String(describing: error))
         }
         var nodes: [FootpathNode] = []
         var known = Set<Int64>()
@@ -57,7 +57,7 @@ public struct FootpathNetwork: Sendable, Hashable, Codable {
             road.geometry.coordinates.forEach(add)
             roads.append(Footpath(id: road._id, nodeIDs: road.geometry.coordinates.map(\._id)))
         }
-        guard !roads.isEmpty else { throw .importFailed(source: "map metadata", reason: "no roads") }
+        guard !roads.isEmpty else { throw .importFailed(source: source, reason: "no roads") }
         return FootpathNetwork(nodes: nodes, roads: roads)
     }
 }
@@ -76,17 +76,17 @@ public struct MapBounds: Sendable, Hashable, Codable {
         self.west = west
     }
 
-    /// Decodes `{"bounds": {"north", "east", "south", "west"}, …}`.
-    public static func parse(_ data: Data) throws(ZooError) -> MapBounds {
+    /// Decodes `{"bounds": {"north", "east", "south", "west"}, …}`; an unreadable file is `importFailed`, naming `source`.
+    public static func parse(_ data: Data, source: String = "map bounds") throws(ZooError) -> MapBounds {
         struct File: Decodable { var bounds: MapBounds }
         do {
             let bounds = try JSONDecoder().decode(File.self, from: data).bounds
             guard bounds.south < bounds.north, bounds.west < bounds.east else {
-                throw ZooError.importFailed(source: "map bounds", reason: "south/west must be below north/east")
+                throw ZooError.importFailed(source: source, reason: "south/west must be below north/east")
             }
             return bounds
         } catch let error as ZooError { throw error } catch {
-            throw .importFailed(source: "map bounds", reason: String(describing: error))
+            throw .importFailed(source: source, reason: String(describing: error))
         }
     }
 
@@ -119,11 +119,12 @@ public struct MapBounds: Sendable, Hashable, Codable {
 public enum AdoptionCSV {
     public static let columns = ["id", "nazev_cz", "nazev_en", "trida_cz", "cena", "k_prohlidce"]
 
-    /// Parses the list; rows without a Czech name or with a wrong field count are skipped and reported.
-    public static func parse(_ text: String) throws(ZooError) -> (adoptions: [Adoption], skipped: [SkippedRow]) {
+    /// Parses the list; rows without a Czech name or with a wrong field count are skipped and reported. A file
+    /// that is not the list is `importFailed`, naming `source`.
+    public static func parse(_ text: String, source: String = "adoption CSV") throws(ZooError) -> (adoptions: [Adoption], skipped: [SkippedRow]) {
         var records = CSVParser.parse(text)
         guard let header = records.first?.fields.map(TextKey.collapseWhitespace), header.prefix(columns.count).elementsEqual(columns) else {
-            throw .importFailed(source: "adoption CSV", reason: "unexpected header")
+            throw .importFailed(source: source, reason: "unexpected header")
         }
         records.removeFirst()
         var adoptions: [Adoption] = []
