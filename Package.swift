@@ -69,8 +69,8 @@ let package = Package(
         .target(name: "ServiceAPI", dependencies: ["RPC", "Schema"], path: "Shared/ServiceAPI"),
         .target(name: "Transport", dependencies: ["Base", "RPC", "Schema", "CLibUV"], path: "Shared/Transport"),
         // Jobs: the domain and persistence (no RPC), and the Jobs rpcs every service offers.
-        .target(name: "Jobs", dependencies: ["Storage", "WorkLane"], path: "Shared/Jobs"),
-        .target(name: "JobsService", dependencies: ["Jobs", "RPC", "Schema", "ServiceAPI", "ServiceKit"], path: "Shared/JobsService"),
+        .target(name: "Jobs", dependencies: ["Base", "Storage", "WorkLane"], path: "Shared/Jobs"),
+        .target(name: "JobsService", dependencies: ["Base", "Jobs", "Storage", "RPC", "Schema", "ServiceAPI", "ServiceKit"], path: "Shared/JobsService"),
         .target(
             name: "ServiceKit",
             dependencies: [
@@ -85,7 +85,8 @@ let package = Package(
         // MARK: Services
         // Each service <Name>: Core (domain and persistence; never RPC or Schema), Service (handlers, validation,
         // proto conversions; conforms to the generated ServiceProtocol), App (the executable), CLI (`gateway <name>`).
-        .target(name: "ZooCore", dependencies: ["Base", "Storage"], path: "Services/Zoo/Core"),
+        // The sample data ships as a resource bundle (Menagerie_ZooCore.resources), which SwiftPM puts beside the executables.
+        .target(name: "ZooCore", dependencies: ["Base", "Storage"], path: "Services/Zoo/Core", resources: [.copy("SampleData")]),
         .target(
             name: "ZooService", dependencies: ["ZooCore", "RPC", "Schema", "ServiceAPI", "Jobs", "JobsService"],
             path: "Services/Zoo/Service"),
@@ -171,7 +172,7 @@ let package = Package(
         // MARK: Tests
         // A service running test jobs, for the tests that kill a replica (built by `swift build --build-tests`).
         .executableTarget(
-            name: "jobs-test-service", dependencies: ["ServiceKit", "Jobs", "JobsService", "Storage", "Schema", "RPC"],
+            name: "jobs-test-service", dependencies: ["Base", "ServiceKit", "Jobs", "JobsService", "Storage", "Schema", "RPC"],
             path: "Tests/JobsTestService"),
         .testTarget(name: "WorkLaneTests", dependencies: ["WorkLane", "TestSupport"], path: "Tests/WorkLaneTests"),
         .testTarget(
@@ -195,7 +196,7 @@ let package = Package(
         .testTarget(
             name: "TransportTests", dependencies: ["RPC", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport"],
             path: "Tests/TransportTests"),
-        .testTarget(name: "ServiceKitTests", dependencies: ["ServiceKit", "RPC", "Schema", "Storage", "WorkLane", "Transport", "TestSupport", "RPCTesting"], path: "Tests/ServiceKitTests"),
+        .testTarget(name: "ServiceKitTests", dependencies: ["Base", "ServiceKit", "RPC", "Schema", "Storage", "WorkLane", "Transport", "TestSupport", "RPCTesting"], path: "Tests/ServiceKitTests"),
         .testTarget(name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "Transport", "Schema"], path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
         .testTarget(name: "HealthCoreTests", dependencies: ["HealthCore", "Storage", "Base"], path: "Tests/HealthCoreTests"),

@@ -1,9 +1,11 @@
+import Base
 import Foundation
 import Jobs
 import RPC
 import Schema
 import ServiceAPI
 import ServiceKit
+import Storage
 
 /// `menagerie.jobs.v1.Jobs`, the same for every service that runs jobs: get, watch, cancel and list the
 /// jobs of the runner's database. A service offers it beside its own service and starts jobs from its own
@@ -152,5 +154,32 @@ extension JobState {
         case .cancelled: self = .cancelled
         case .unspecified, .unrecognized: return nil
         }
+    }
+}
+
+extension JobRunner.Stopped: RPCErrorConvertible {
+    public var rpcError: RPCError { RPCError(.unavailable, description) }
+}
+
+/// A service's jobs, wired in one call (`ServiceRunner.Environment.jobs(in:)`): the runner its rpcs start
+/// jobs on, the Jobs rpcs to serve beside them, and the background service that ends the runner's jobs
+/// when the service stops.
+public struct ServiceJobs: Sendable {
+    public let runner: JobRunner
+    public let rpcService: JobsService
+    public let backgroundService: any BackgroundService
+}
+
+extension ServiceRunner.Environment {
+    /// The jobs of a service whose data is in `database`, recorded there so that every replica sharing it
+    /// answers for them: opens (or upgrades) the jobs tables on the heavy-work lane's runner, fails the jobs
+    /// that replicas now gone left active (and logs how many), and returns the pieces to hand the runner.
+    /// Call it once in the setup, before the service serves.
+    public func jobs(in database: Database, options: JobRunner.Options = JobRunner.Options()) async throws -> ServiceJobs {
+        let runner = JobRunner(store: try JobStore(database: database), lane: lane.pool, options: options, failureMapping: JobsRPC.failure)
+        let failed = try await runner.recoverAbandonedJobs()
+        if !failed.isEmpty { logger.warning("failed \(failed.count) jobs left running by stopped replicas") }
+        return ServiceJobs(
+            runner: runner, rpcService: JobsService(runner: runner), backgroundService: runner.backgroundService(grace: shutdownGrace))
     }
 }
