@@ -129,7 +129,7 @@ public enum ServiceRunner {
         let background = BackgroundGroup(services.backgroundServices, logger: logger) { sink.yield(.backgroundEnded(name: $0, reason: $1)) }
         logger.info("started: pid \(getpid()), listening on \(server.address), data in \(directory.path), version \(menagerieVersion)")
 
-        var outcome: Result<Stop, Failure>
+        let outcome: Result<Stop, Failure>
         switch await pending.next() {
         case .signal(let signal):
             logger.info("received \(signal); draining (grace \(options.shutdownGrace)s)")

@@ -37,17 +37,9 @@ public final class ZooRefresher: BackgroundService {
         return try library.importFiles(files, source: source, trigger: .schedule, scheduledFor: scheduledFor)
     }
 
-    /// Refreshes at every firing of the schedule until the task is cancelled; failures are logged. A
-    /// schedule with no firing left (30 February) leaves it waiting to be cancelled: not a failure.
+    /// Refreshes at every firing of the schedule until the task is cancelled; failures are logged. (A
+    /// schedule that fires no more within 30 years ends it, which stops the service: `BackgroundService`.)
     public func run() async {
-        await runSchedule()
-        if !Task.isCancelled {
-            logger.warning("the refresh schedule \"\(scheduler.schedule)\" fires no more; no further refreshes")
-            await waitUntilCancelled()
-        }
-    }
-
-    private func runSchedule() async {
         logger.info("refreshing on \"\(scheduler.schedule)\" from \(sources.map(\.description).joined(separator: ", "))")
         await scheduler.run { firing in
             do {
