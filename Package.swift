@@ -121,7 +121,7 @@ let package = Package(
         .target(name: "Jobs", dependencies: ["Base", "Storage", "WorkLane"], path: "Shared/Jobs"),
         .target(name: "JobsProtoC", dependencies: ["CProtobufC"], path: "Shared/JobsProtoC"),
         .target(name: "JobsAPI", dependencies: ["Schema", "RPC", "JobsProtoC"], path: "Shared/JobsAPI"),
-        .target(name: "JobsService", dependencies: ["Jobs", "RPC", "Schema", "JobsAPI"], path: "Shared/JobsService"),
+        .target(name: "JobsService", dependencies: ["Base", "Jobs", "Storage", "WorkLane", "RPC", "Schema", "JobsAPI"], path: "Shared/JobsService"),
         .target(
             name: "ServiceKit",
             dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", argumentParser],
@@ -164,7 +164,8 @@ let package = Package(
         .executableTarget(
             name: "jobs-test-service",
             dependencies: [
-                "ServiceKit", "Jobs", "JobsService", "JobsAPI", "JobsTestingAPI", "Storage", "Schema", "RPC", "WorkLane", argumentParser,
+                "Base", "ServiceKit", "Jobs", "JobsService", "JobsAPI", "JobsTestingAPI", "Storage", "Schema", "RPC", "WorkLane",
+                argumentParser,
             ],
             path: "Tests/JobsTestService"),
         .testTarget(name: "WorkLaneTests", dependencies: ["WorkLane", "TestSupport"], path: "Tests/WorkLaneTests"),
@@ -199,7 +200,9 @@ let package = Package(
             path: "Tests/TransportTests"),
         .testTarget(
             name: "ServiceKitTests",
-            dependencies: ["ServiceKit", "RPC", "RPCWire", "Schema", "Storage", "WorkLane", "Transport", "TestSupport", "RPCTesting"],
+            dependencies: [
+                "Base", "ServiceKit", "RPC", "RPCWire", "Schema", "Storage", "WorkLane", "Transport", "TestSupport", "RPCTesting",
+            ],
             path: "Tests/ServiceKitTests"),
         .testTarget(
             name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "RPCWire", "JobsAPI", "Transport", "Schema"],
@@ -217,7 +220,9 @@ let package = Package(
             path: "Tests/IntegrationTests"),
     ]
         // MARK: Services
-        + service("Zoo", executable: "zoo", imports: ["Jobs"], serviceTests: ["WorkLane", "RPCWire"])
+        // The zoo's sample data ships as a resource bundle (Menagerie_ZooCore.resources), which SwiftPM puts beside the
+        // executables.
+        + service("Zoo", executable: "zoo", imports: ["Jobs"], serviceTests: ["WorkLane", "RPCWire"], coreResources: [.copy("SampleData")])
         + service(
             "OCR", executable: "ocr", imports: ["Jobs"],
             core: ["TextRecognition", "WorkLane"], service: ["TextRecognition", "WorkLane"], app: ["TextRecognition"],

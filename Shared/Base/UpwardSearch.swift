@@ -1,8 +1,8 @@
 import Foundation
 
 /// Finds a file of the source tree from wherever an executable runs: executables live in the package's
-/// `.build`, so the tree is above them; a developer runs them from somewhere inside it. Used for the zoo's
-/// sample data, compose's services file and its state.
+/// `.build`, so the tree is above them; a developer runs them from somewhere inside it. Used for compose's
+/// services file and its state (the zoo's sample data is a resource bundle beside the executable).
 public enum UpwardSearch {
     /// The directory of the running executable (symbolic links resolved).
     public static var executableDirectory: URL {

@@ -1,3 +1,4 @@
+import Base
 import Dispatch
 import Foundation
 import Storage
@@ -39,6 +40,15 @@ public final class JobRunner: Sendable {
         var jobs: [String: ActiveJob] = [:]
         var tickerRunning = false
         var registered = false
+        /// Set by `shutDown`: new jobs are refused.
+        var stopping = false
+    }
+
+    /// Thrown by `start` once the runner is shutting down with its service.
+    public struct Stopped: CategorizedError, CustomStringConvertible {
+        public var category: ErrorCategory { .unavailable }
+        public var message: String { "the service is shutting down and starts no more jobs; try another replica" }
+        public var description: String { message }
     }
 
     /// A runner whose jobs run on `lane`. `failureMapping` turns an error thrown by a job's work into its
@@ -76,6 +86,7 @@ public final class JobRunner: Sendable {
     /// result, what it throws its failure (`CancellationError` after a cancel request: CANCELLED).
     /// Throws `ThreadPool.QueueFull` (and records nothing) when the lane's queue is full.
     public func start(kind: String, work: @escaping @Sendable (JobContext) throws -> JobResult?) async throws -> Job {
+        guard !state.withLock({ $0.stopping }) else { throw Stopped() }
         // With a fresh heartbeat: after a quiet spell the last one may be older than the lease.
         try await store.register(JobOwner(
             id: owner.id, machine: owner.machine, pid: owner.pid, processStart: owner.processStart, heartbeatAt: Date()))
@@ -83,7 +94,16 @@ public final class JobRunner: Sendable {
         let job = Job(id: UUID().uuidString.lowercased(), kind: kind, owner: owner.id)
         try await store.insert(job)
         let active = ActiveJob(job)
-        state.withLock { $0.jobs[job.id] = active }
+        // Checked again with the job added, in one step: a shutdown that began meanwhile must see every job.
+        let admitted = state.withLock { state -> Bool in
+            guard !state.stopping else { return false }
+            state.jobs[job.id] = active
+            return true
+        }
+        guard admitted else {
+            try? await store.delete(job.id)
+            throw Stopped()
+        }
         do {
             let ticket = try lane.submit { cancelled in
                 if cancelled {
@@ -156,13 +176,51 @@ public final class JobRunner: Sendable {
     /// Ids of the jobs this runner has queued or running.
     public var activeJobIDs: [String] { state.withLock { Array($0.jobs.keys) } }
 
+    // MARK: Shutting down
+
+    /// Stops the runner as its service shuts down, so that no job of this process is left RUNNING or lost:
+    /// new jobs are refused (`Stopped`), queued ones leave the lane, running ones are asked to stop (their
+    /// work sees `isCancelled`) and get up to `grace` to notice. Each ends FAILED with UNAVAILABLE and
+    /// `shutdownFailure`'s message, unless it finished first; one whose work still runs after `grace` is
+    /// recorded so all the same (its work's own end then changes nothing). FAILED with UNAVAILABLE, as for
+    /// a replica that was killed, rather than CANCELLED: nobody asked for it, and the code tells a client to
+    /// try again. Calling it again only waits again.
+    public func shutDown(grace: Duration) async {
+        let jobs = state.withLock { state -> [ActiveJob] in
+            state.stopping = true
+            return Array(state.jobs.values)
+        }
+        for job in jobs { job.requestShutdown() }
+        let deadline = ContinuousClock.now + grace
+        for job in jobs { await job.waitUntilEnded(orAfter: deadline - .now) }
+        for job in state.withLock({ Array($0.jobs.values) }) {
+            let failure = JobFailure(
+                code: JobFailure.unavailableCode,
+                message: Self.shutdownFailure.message + " (its work did not stop within the \(grace) grace period)")
+            for attempt in 0..<Self.recordAttempts {
+                if (try? await store.finishing(job.id, .failed(failure))) != nil { break }
+                try? await Task.sleep(for: Self.pause(attempt))
+            }
+        }
+    }
+
+    /// How a job stopped by `shutDown` ends.
+    public static let shutdownFailure = JobFailure(
+        code: JobFailure.unavailableCode, message: "the service shut down before the job finished; start it again")
+
+    /// The runner as a background service of its service: it waits while the service serves and, when the
+    /// service stops, ends the runner's jobs (`shutDown(grace:)`).
+    public func backgroundService(grace: Duration) -> any BackgroundService {
+        JobsShutdown(runner: self, grace: grace)
+    }
+
     // MARK: Running
 
     /// On a lane thread: marks the job running, runs the work, records the outcome.
     private func execute(_ active: ActiveJob, _ work: @Sendable (JobContext) throws -> JobResult?) {
         defer { done(active) }
         if active.isCancelRequested {
-            record(active, .cancelled(Self.cancelledFailure))
+            record(active, active.stoppedOutcome)
             return
         }
         do {
@@ -176,7 +234,7 @@ public final class JobRunner: Sendable {
         do {
             outcome = .succeeded(try work(JobContext(active)))
         } catch is CancellationError where active.isCancelRequested {
-            outcome = .cancelled(Self.cancelledFailure)
+            outcome = active.stoppedOutcome
         } catch {
             outcome = .failed(failureMapping(error))
         }
@@ -187,7 +245,7 @@ public final class JobRunner: Sendable {
     private func endWithoutRunning(_ active: ActiveJob) {
         let outcome: JobOutcome =
             active.isCancelRequested
-            ? .cancelled(Self.cancelledFailure)
+            ? active.stoppedOutcome
             : .failed(JobFailure(code: JobFailure.unavailableCode, message: "the service stopped before the job ran"))
         Task {
             defer { self.done(active) }
@@ -273,6 +331,18 @@ public final class JobRunner: Sendable {
     }
 }
 
+/// Ends a runner's jobs when its service stops (`JobRunner.backgroundService`).
+private struct JobsShutdown: BackgroundService {
+    let runner: JobRunner
+    let grace: Duration
+    var name: String { "job runner" }
+
+    func run() async {
+        await waitUntilCancelled()
+        await runner.shutDown(grace: grace)
+    }
+}
+
 /// What a job's work uses to report progress and learn of a cancel request.
 public struct JobContext: Sendable {
     fileprivate let active: ActiveJob
@@ -300,6 +370,8 @@ public struct JobContext: Sendable {
 final class ActiveJob: Sendable {
     let id: String
     private let cancelRequested = Atomic<Bool>(false)
+    /// Whether the stop was asked by the runner's shutdown rather than by someone cancelling the job.
+    private let stoppedByShutdown = Atomic<Bool>(false)
     private let mutable = Mutex(Mutable())
 
     private struct Mutable {
@@ -325,6 +397,17 @@ final class ActiveJob: Sendable {
     func requestCancel() {
         cancelRequested.store(true, ordering: .releasing)
         mutable.withLock { $0.ticket }?.cancel()
+    }
+
+    /// Asks the job to stop because the service shuts down; a job someone cancelled already stays cancelled.
+    func requestShutdown() {
+        if !isCancelRequested { stoppedByShutdown.store(true, ordering: .releasing) }
+        requestCancel()
+    }
+
+    /// How the job ends when its work stops because it was asked to.
+    var stoppedOutcome: JobOutcome {
+        stoppedByShutdown.load(ordering: .acquiring) ? .failed(JobRunner.shutdownFailure) : .cancelled(JobRunner.cancelledFailure)
     }
 
     func markRunning() {

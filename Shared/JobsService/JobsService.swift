@@ -1,8 +1,11 @@
+import Base
 import Foundation
 import Jobs
 import JobsAPI
 import RPC
 import Schema
+import Storage
+import WorkLane
 
 /// `menagerie.jobs.v1.Jobs`, the same for every service that runs jobs: get, watch, cancel and list the
 /// jobs of the runner's database. A service offers it beside its own service and starts jobs from its own
@@ -121,5 +124,29 @@ extension JobState {
         case .cancelled: self = .cancelled
         case .unspecified, .unrecognized: return nil
         }
+    }
+}
+
+/// A service's jobs, wired in one call: the runner its rpcs start jobs on, the Jobs rpcs to serve beside them,
+/// and the background service that ends the runner's jobs when the service stops.
+public struct ServiceJobs: Sendable {
+    public let runner: JobRunner
+    public let rpcService: JobsService
+    public let backgroundService: any BackgroundService
+
+    /// The jobs of a service whose data is in `database`, recorded there so that every replica sharing it
+    /// answers for them: opens (or upgrades) the jobs tables, runs jobs on `lane` (the heavy-work lane), fails
+    /// the jobs that replicas now gone left active (and logs how many). Running jobs get `shutdownGrace` to
+    /// stop when the service does. Call it once in the setup, before the service serves:
+    /// `try await ServiceJobs(database: db, lane: environment.lane, logger: environment.logger, shutdownGrace: environment.shutdownGrace)`.
+    public init(
+        database: Database, lane: ThreadPool, logger: Logger, shutdownGrace: Duration,
+        options: JobRunner.Options = JobRunner.Options()
+    ) async throws {
+        runner = JobRunner(store: try JobStore(database: database), lane: lane, options: options, failureMapping: JobsRPC.failure)
+        let failed = try await runner.recoverAbandonedJobs()
+        if !failed.isEmpty { logger.warning("failed \(failed.count) jobs left running by stopped replicas") }
+        rpcService = JobsService(runner: runner)
+        backgroundService = runner.backgroundService(grace: shutdownGrace)
     }
 }

@@ -16,6 +16,9 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("data-dir"), help: "Directory for the service's database and files (created if missing).")
     public var dataDirectory = "data"
 
+    @Option(name: .customLong("database"), help: "The service's SQLite file, which replicas may share (default: DATA_DIR/SERVICE.sqlite, e.g. zoo.sqlite).")
+    public var database: String?
+
     @Option(name: .customLong("log-level"), help: "debug, info, warning or error.")
     public var logLevel = "info"
 
@@ -63,6 +66,9 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         }
         guard LogFormat(name: logFormat) != nil else {
             throw ValidationError("--log-format must be one of text, logfmt, json (got \(logFormat))")
+        }
+        if let database, database.isEmpty || database.utf8.contains(0) {
+            throw ValidationError("--database must be a file path (got \"\(database)\")")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535 (got \(port))") }
         guard maxFrameSize >= 1024 else { throw ValidationError("--max-frame-size must be at least 1024 bytes") }

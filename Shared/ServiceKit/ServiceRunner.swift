@@ -6,98 +6,248 @@ import Synchronization
 import Transport
 import WorkLane
 
-/// Runs a service executable: creates its data directory, serves its RPC services over TCP, logs
-/// one line at start and stop, and shuts down gracefully on SIGTERM or SIGINT (exit status 0).
+/// What a service's setup hands the runner: the RPC services it serves and the background services that
+/// run beside them (a refresh schedule, the job runner). The runner starts them together and stops them
+/// together.
+public struct AppServices: Sendable {
+    public var rpcServices: [any RPCService]
+    public var backgroundServices: [any BackgroundService]
+
+    public init(rpc rpcServices: [any RPCService], background backgroundServices: [any BackgroundService] = []) {
+        self.rpcServices = rpcServices
+        self.backgroundServices = backgroundServices
+    }
+}
+
+/// Runs a service executable, after swift-service-lifecycle's `ServiceGroup`: creates its data directory,
+/// serves its RPC services over TCP beside its background services, logs one line at start and stop, and
+/// on SIGTERM or SIGINT stops them together: health checks answer NOT_SERVING and the port closes, new calls
+/// get UNAVAILABLE, calls in flight get the grace period to finish while the background services are asked
+/// to stop (a running job ends failed by the shutdown), then the connections close.
+///
+/// It never ends the process: it returns, or throws `Failure`, and the executable's `main` picks the exit
+/// status (0 after a graceful stop, 1 after a failure), so a test or a host can run a service in process.
 public enum ServiceRunner {
     /// What a service's setup gets to build its services from.
     public struct Environment: Sendable {
         /// The service's data directory, created and absolute.
         public let dataDirectory: URL
+        /// The service's SQLite file: `--database`, else `NAME.sqlite` in the data directory.
+        public let databasePath: String
         public let logger: Logger
         /// The heavy-work lane (`--lane-threads`, `--lane-queue`): a handler runs blocking and CPU-bound work
         /// here (`try await lane.run { … }`) so its server worker serves other calls meanwhile, and jobs run
         /// here. Past its queue limit work is refused at once (`ThreadPool.QueueFull`, RESOURCE_EXHAUSTED).
         public let lane: ThreadPool
+        /// How long calls in flight and background services get to finish when the service stops
+        /// (`--shutdown-grace`).
+        public let shutdownGrace: Duration
     }
 
-    /// Serves until a termination signal arrives, then drains and exits the process.
+    /// How a service that stopped on a signal stopped.
+    public enum Stop: Sendable, Equatable {
+        /// It served, then drained on `signal`.
+        case drained(signal: String)
+        /// The signal came while it started up (opening or migrating its data, which is transactional):
+        /// it stopped at once, without waiting for its setup, and never served.
+        case stoppedWhileStarting(signal: String)
+    }
+
+    /// Why a service stopped other than on a signal; logged before it is thrown.
+    public enum Failure: Error, Sendable, CustomStringConvertible {
+        /// The data directory, the setup (opening the database, say) or the port failed.
+        case startup(String)
+        /// A background service failed or ended while the service ran; the rest was stopped gracefully.
+        case backgroundService(name: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case .startup(let reason): "failed to start: \(reason)"
+            case .backgroundService(let name, let reason): "background service \(name) \(reason)"
+            }
+        }
+    }
+
+    /// A background service gets the grace period to stop and this much more to record what it stopped.
+    static let recordingMargin: Duration = .seconds(5)
+
+    /// Starts the service that `setup` describes and serves until SIGTERM or SIGINT, or until a background
+    /// service fails; then stops it gracefully and returns how it stopped, or throws the failure.
+    ///
+    /// The signals are caught from the very start: one while `setup` runs stops at once (the setup's task
+    /// is cancelled and not waited for; what it does to the database is transactional).
+    @discardableResult
     public static func run(
-        name: String, options: ServiceOptions,
-        services makeServices: (Environment) async throws -> [any RPCService]
-    ) async throws -> Never {
+        name: String, options: ServiceOptions, setup: @escaping @Sendable (Environment) async throws -> AppServices
+    ) async throws(Failure) -> Stop {
         Logger.level = LogLevel(name: options.logLevel) ?? .info
         Logger.format = LogFormat(name: options.logFormat) ?? .text
         let logger = Logger(label: name)
-        // Caught from the very start: a SIGTERM while the service starts up (opening or migrating
-        // its data, which is transactional) exits 0 at once, as one while serving does after draining.
-        let termination = TerminationSignals(logger: logger)
+        let (events, sink) = AsyncStream.makeStream(of: Event.self)
+        let signals = TerminationSignals { sink.yield(.signal($0)) }
+        defer { withExtendedLifetime(signals) {} }
+        var pending = events.makeAsyncIterator()
+
         let directory = URL(fileURLWithPath: options.dataDirectory).standardizedFileURL
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
-            logger.error("cannot create data directory \(directory.path): \(error.localizedDescription)")
-            exit(1)
+            return try stopStarting(logger, "cannot create data directory \(directory.path): \(error.localizedDescription)")
         }
+        let grace = Duration.milliseconds(Int64(options.shutdownGrace * 1000))
+        let environment = Environment(
+            dataDirectory: directory,
+            databasePath: options.database ?? directory.appendingPathComponent("\(name).sqlite").path,
+            logger: logger, lane: ThreadPool(name: "lane", threads: options.laneThreads, queueLimit: options.laneQueue),
+            shutdownGrace: grace)
+        // Unstructured, so that a signal need not wait for a setup stuck in a long migration.
+        let starting = Task {
+            do {
+                sink.yield(.setUp(.success(try await setup(environment))))
+            } catch {
+                sink.yield(.setUp(.failure(error)))
+            }
+        }
+        let services: AppServices
+        switch await pending.next() {
+        case .signal(let signal):
+            logger.info("received \(signal) while starting; stopping")
+            starting.cancel()
+            return .stoppedWhileStarting(signal: signal)
+        case .setUp(.failure(let error)):
+            return try stopStarting(logger, "\(error)")
+        case .setUp(.success(let made)):
+            services = made
+        case .backgroundEnded, nil:
+            preconditionFailure("background services run only once the service started")
+        }
+
         let server: TCPServer
         do {
-            let lane = ThreadPool(name: "lane", threads: options.laneThreads, queueLimit: options.laneQueue)
-            let services = try await makeServices(Environment(dataDirectory: directory, logger: logger, lane: lane))
-            let rpc = RPCServer(name: name, services: services, logger: logger)
-            server = try rpc.serve(over: TCPServer(host: options.host, port: options.port, limits: options.limits, logger: logger))
+            server = try makeServer(RPCServer(name: name, services: services.rpcServices, logger: logger), options, logger)
         } catch {
-            logger.error("failed to start: \(error)")
-            exit(1)
+            return try stopStarting(logger, "\(error)")
         }
+        let background = BackgroundGroup(services.backgroundServices, logger: logger) { sink.yield(.backgroundEnded(name: $0, reason: $1)) }
         logger.info("started: pid \(getpid()), listening on \(server.address), data in \(directory.path), version \(menagerieVersion)")
-        let signal = await termination.first()
-        logger.info("received \(signal); draining (grace \(options.shutdownGrace)s)")
-        await server.shutdown(grace: .milliseconds(Int64(options.shutdownGrace * 1000)))
+
+        let outcome: Result<Stop, Failure>
+        switch await pending.next() {
+        case .signal(let signal):
+            logger.info("received \(signal); draining (grace \(options.shutdownGrace)s)")
+            outcome = .success(.drained(signal: signal))
+        case .backgroundEnded(let service, let reason):
+            logger.error("background service \(service) \(reason); stopping the service")
+            outcome = .failure(.backgroundService(name: service, reason: reason))
+        case .setUp, nil:
+            preconditionFailure("the setup reports once")
+        }
+        // Together: the server drains its calls while the background services stop.
+        async let drained: Void = server.shutdown(grace: grace)
+        await background.stop(within: grace + recordingMargin, logger: logger)
+        await drained
         logger.info("stopped after \(String(format: "%.1f", server.rpc.uptimeSeconds))s")
-        exit(0)
+        return try outcome.get()
     }
 
+    /// The one place the server is made (the transport seam replaces it).
+    private static func makeServer(_ rpc: RPCServer, _ options: ServiceOptions, _ logger: Logger) throws -> TCPServer {
+        try rpc.serve(over: TCPServer(host: options.host, port: options.port, limits: options.limits, logger: logger))
+    }
+
+    private static func stopStarting(_ logger: Logger, _ reason: String) throws(Failure) -> Stop {
+        let failure = Failure.startup(reason)
+        logger.error("\(failure)")
+        throw failure
+    }
+
+    /// What the runner waits for.
+    enum Event: Sendable {
+        case signal(String)
+        case setUp(Result<AppServices, any Error>)
+        case backgroundEnded(name: String, reason: String)
+    }
 }
 
-/// SIGTERM and SIGINT, caught from the moment this is made: before `first()` is awaited (while the
-/// service starts) the first one exits the process with status 0; afterwards it resumes `first()`.
+/// The background services of a running service, each in its own task; an end they were not asked for is
+/// reported, and `stop` cancels them and waits, bounded, for them to return.
+private final class BackgroundGroup: Sendable {
+    private struct State {
+        var stopping = false
+        var running: Set<String> = []
+        var tasks: [Task<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// Starts `services`; `ended` gets the name and the reason of one that returns or throws unasked.
+    init(_ services: [any BackgroundService], logger: Logger, ended: @escaping @Sendable (String, String) -> Void) {
+        for (index, service) in services.enumerated() {
+            // Unique names, so that each task can be told apart in `running`.
+            let name = services.filter({ $0.name == service.name }).count > 1 ? "\(service.name) #\(index + 1)" : service.name
+            state.withLock { _ = $0.running.insert(name) }
+            let task = Task { [self] in
+                var reason = "ended before the service stopped"
+                var failedWhileStopping = false
+                do {
+                    try await service.run()
+                } catch {
+                    reason = "failed: \(error)"
+                    failedWhileStopping = !(error is CancellationError)
+                }
+                let asked = state.withLock { state in
+                    state.running.remove(name)
+                    return state.stopping
+                }
+                if !asked {
+                    ended(name, reason)
+                } else if failedWhileStopping {
+                    logger.warning("background service \(name) \(reason) while stopping")
+                }
+            }
+            state.withLock { $0.tasks.append(task) }
+        }
+    }
+
+    /// Cancels every background service and waits up to `limit` for them to return; those that do not are
+    /// logged and left (the process is about to end).
+    func stop(within limit: Duration, logger: Logger) async {
+        let tasks = state.withLock { state in
+            state.stopping = true
+            return state.tasks
+        }
+        for task in tasks { task.cancel() }
+        let deadline = ContinuousClock.now + limit
+        while !state.withLock({ $0.running.isEmpty }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        for name in state.withLock({ $0.running }).sorted() {
+            logger.warning("background service \(name) did not stop within \(limit); leaving it")
+        }
+    }
+}
+
+/// SIGTERM and SIGINT, caught from the moment this is made (their default action, ending the process,
+/// is switched off) and passed to `received`, each time one arrives; their default action is back once
+/// this goes.
 private final class TerminationSignals: @unchecked Sendable {
-    private let state = Mutex<(waiter: CheckedContinuation<String, Never>?, waiting: Bool, fired: Bool)>((nil, false, false))
-    /// Kept alive for the life of the process.
     private let sources: [any DispatchSourceSignal]
 
-    init(logger: Logger) {
+    init(received: @escaping @Sendable (String) -> Void) {
         var sources: [any DispatchSourceSignal] = []
         for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { received(name) }
+            source.resume()
             sources.append(source)
         }
         self.sources = sources
-        for (source, name) in zip(sources, ["SIGTERM", "SIGINT"]) {
-            source.setEventHandler { [self] in
-                let (waiter, starting) = state.withLock { state -> (CheckedContinuation<String, Never>?, Bool) in
-                    guard !state.fired else { return (nil, false) }
-                    state.fired = true
-                    defer { state.waiter = nil }
-                    return (state.waiter, !state.waiting)
-                }
-                if starting {
-                    logger.info("received \(name) while starting; exiting")
-                    exit(0)
-                }
-                waiter?.resume(returning: name)
-            }
-            source.resume()
-        }
     }
 
-    /// Suspends until SIGTERM or SIGINT arrives; returns its name.
-    func first() async -> String {
-        await withCheckedContinuation { continuation in
-            state.withLock { state in
-                state.waiting = true
-                state.waiter = continuation
-            }
-        }
+    deinit {
+        for source in sources { source.cancel() }
+        signal(SIGTERM, SIG_DFL)
+        signal(SIGINT, SIG_DFL)
     }
 }

@@ -171,7 +171,8 @@ final class ServerConnection: @unchecked Sendable {
             // as for a call cancelled while it waited for a worker).
             return
         }
-        if server.isDraining {
+        // Health checks are still answered while draining, NOT_SERVING, so that clients move away.
+        if server.isDraining, frame.method != RpcV1.Health.check.path {
             refuse(id, server.rpc.accept(CallHead(method: frame.method, peer: connection.peer)), RPCError(.unavailable, "server is shutting down"))
             return
         }

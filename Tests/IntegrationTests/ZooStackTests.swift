@@ -8,7 +8,7 @@ import ZooCore
 
 /// The zoo service started by compose and driven through `gateway zoo`, as a user would.
 @Suite(.serialized) struct ZooStackTests {
-    static let sampleDirectory = Stack.root.appendingPathComponent("Services/Zoo/SampleData")
+    static let sampleDirectory = Stack.root.appendingPathComponent("Services/Zoo/Core/SampleData")
     static let realDirectory = Stack.root.deletingLastPathComponent().appendingPathComponent("shared/datasets/zoo")
     static let realDataEnabled = FileManager.default.fileExists(atPath: realDirectory.path)
         || ProcessInfo.processInfo.environment["CI"] == "true"

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Base
 import Foundation
 import Jobs
 import JobsAPI
@@ -18,27 +19,54 @@ struct JobsTestCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ServiceOptions
 
-    @Option(name: .customLong("database"), help: "The SQLite file (default: DATA_DIR/jobs-test.sqlite).")
-    var databasePath: String?
+    /// As the services' executables: 0 after a graceful stop, 1 after a failure.
+    func run() async throws {
+        do {
+            try await ServiceRunner.run(name: "jobs-test", options: options) { environment in
+                let knobs = ProcessInfo.processInfo.environment
+                // For the test of a SIGTERM while a service starts up: a slow start (opening, migrating).
+                if let delay = knobs["JOBS_TEST_STARTUP_DELAY_MS"].flatMap(Int.init), delay > 0 {
+                    environment.logger.info("delaying startup by \(delay) ms (JOBS_TEST_STARTUP_DELAY_MS)")
+                    try await Task.sleep(for: .milliseconds(delay))
+                }
+                // For the test of a failed start.
+                if let reason = knobs["JOBS_TEST_FAIL_STARTUP"] { throw StartupRefused(description: reason) }
+                var runnerOptions = JobRunner.Options()
+                runnerOptions.progressInterval = .milliseconds(50)
+                runnerOptions.watchInterval = .milliseconds(50)
+                let jobs = try await ServiceJobs(
+                    database: try Database(path: environment.databasePath, migrations: []), lane: environment.lane, logger: environment.logger,
+                    shutdownGrace: environment.shutdownGrace, options: runnerOptions)
+                var background = [jobs.backgroundService]
+                // For the test of a background service that fails while the service runs.
+                if let after = knobs["JOBS_TEST_FAILING_BACKGROUND_MS"].flatMap(Int.init) {
+                    background.append(FailingBackgroundService(after: .milliseconds(after)))
+                }
+                return AppServices(
+                    rpc: [jobs.rpcService, JobsTestingService(runner: jobs.runner, lane: environment.lane, logger: environment.logger)], background: background)
+            }
+        } catch {
+            throw ExitCode.failure
+        }
+    }
+}
+
+struct StartupRefused: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Throws `after` it starts, as a background service whose source went away would.
+struct FailingBackgroundService: BackgroundService {
+    let after: Duration
+    var name: String { "failing test service" }
+
+    struct Failed: Error, CustomStringConvertible {
+        var description: String { "failed as asked (JOBS_TEST_FAILING_BACKGROUND_MS)" }
+    }
 
     func run() async throws {
-        try await ServiceRunner.run(name: "jobs-test", options: options) { environment in
-            // For the test of a SIGTERM while a service starts up: a slow start (opening, migrating).
-            if let delay = ProcessInfo.processInfo.environment["JOBS_TEST_STARTUP_DELAY_MS"].flatMap(Int.init), delay > 0 {
-                environment.logger.info("delaying startup by \(delay) ms (JOBS_TEST_STARTUP_DELAY_MS)")
-                try await Task.sleep(for: .milliseconds(delay))
-            }
-            let path = databasePath ?? environment.dataDirectory.appendingPathComponent("jobs-test.sqlite").path
-            let store = try JobStore(database: try Database(path: path, migrations: []))
-            var runnerOptions = JobRunner.Options()
-            runnerOptions.progressInterval = .milliseconds(50)
-            runnerOptions.watchInterval = .milliseconds(50)
-            let runner = JobRunner(
-                store: store, lane: environment.lane, options: runnerOptions, failureMapping: JobsRPC.failure)
-            let failed = try await runner.recoverAbandonedJobs()
-            if !failed.isEmpty { environment.logger.info("failed \(failed.count) jobs of stopped replicas: \(failed)") }
-            return [JobsService(runner: runner), JobsTestingService(runner: runner, lane: environment.lane)]
-        }
+        try await Task.sleep(for: after)
+        throw Failed()
     }
 }
 
@@ -47,11 +75,14 @@ struct JobsTestCommand: AsyncParsableCommand {
 struct JobsTestingService: RPCService {
     let runner: JobRunner
     let lane: ThreadPool
+    let logger: Logger
 
     func register(in router: inout RPCRouter) {
-        let runner = runner, lane = lane
+        let runner = runner, lane = lane, logger = logger
         router.unary(JobsV1.JobsTesting.sleep) { request, _ in
             let micros = UInt32(max(0, min(request.ms, 60_000))) * 1000
+            // What the shutdown test waits for: the call is being served.
+            logger.debug("sleep call started")
             if request.onLane {
                 try await lane.run { usleep(micros) }
             } else {

@@ -32,7 +32,7 @@ import Transport
     @Test(arguments: [
         ["--port", "70000"], ["--workers", "0"], ["--workers", "5000"], ["--max-frame-size", "10"],
         ["--max-connections", "0"], ["--idle-timeout", "-1"], ["--frame-timeout", "nan"], ["--shutdown-grace", "0"],
-        ["--log-level", "loud"], ["--max-concurrent-calls", "0"], ["--memory-budget", "0"], ["--max-connections-per-peer", "0"],
+        ["--log-level", "loud"], ["--database", ""], ["--max-concurrent-calls", "0"], ["--memory-budget", "0"], ["--max-connections-per-peer", "0"],
     ])
     func badFlagsAreRefused(arguments: [String]) {
         #expect(throws: (any Error).self) { try ServiceOptions.parse(arguments) }

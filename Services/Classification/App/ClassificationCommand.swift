@@ -20,9 +20,6 @@ struct ClassificationCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ServiceOptions
 
-    @Option(name: .customLong("database"), help: "The SQLite file (default: DATA_DIR/classification.sqlite).")
-    var databasePath: String?
-
     @Option(name: .customLong("torch-threads"), help: "libtorch's threads for each training or prediction (default: the cores).")
     var torchThreads: Int?
 
@@ -34,18 +31,24 @@ struct ClassificationCommand: AsyncParsableCommand {
         guard maxUploadBytes > 0 else { throw ValidationError("--max-upload-bytes must be positive") }
     }
 
+    /// Exits 0 after a graceful stop, 1 when the service could not start or a background service failed.
     func run() async throws {
-        try await ServiceRunner.run(name: "classification", options: options) { environment in
-            let path = databasePath ?? environment.dataDirectory.appendingPathComponent("classification.sqlite").path
-            let store = try ClassificationStore(path: path)
-            // Trainings are recorded beside the models so every replica answers for them.
-            let jobs = JobRunner(store: try JobStore(database: store.database), lane: environment.lane, failureMapping: JobsRPC.failure)
-            let failed = try await jobs.recoverAbandonedJobs()
-            if !failed.isEmpty { environment.logger.warning("failed \(failed.count) trainings left running by stopped replicas") }
-            var limits = ClassificationService.Limits()
-            if let torchThreads { limits.torchThreads = torchThreads }
-            limits.maxUploadBytes = maxUploadBytes
-            return [ClassificationService(store: store, lane: environment.lane, jobs: jobs, limits: limits), JobsService(runner: jobs)]
+        do {
+            try await ServiceRunner.run(name: "classification", options: options) { environment in
+                let store = try ClassificationStore(path: environment.databasePath)
+                // Trainings are recorded beside the models so every replica answers for them.
+                let jobs = try await ServiceJobs(
+                    database: store.database, lane: environment.lane, logger: environment.logger,
+                    shutdownGrace: environment.shutdownGrace)
+                var limits = ClassificationService.Limits()
+                if let torchThreads { limits.torchThreads = torchThreads }
+                limits.maxUploadBytes = maxUploadBytes
+                return AppServices(
+                    rpc: [ClassificationService(store: store, lane: environment.lane, jobs: jobs.runner, limits: limits), jobs.rpcService],
+                    background: [jobs.backgroundService])
+            }
+        } catch {
+            throw ExitCode.failure
         }
     }
 }

@@ -16,13 +16,14 @@ struct HealthCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ServiceOptions
 
-    @Option(name: .customLong("database"), help: "The SQLite file (default: DATA_DIR/health.sqlite).")
-    var databasePath: String?
-
+    /// Exits 0 after a graceful stop, 1 when the service could not start.
     func run() async throws {
-        try await ServiceRunner.run(name: "health", options: options) { environment in
-            let path = databasePath ?? environment.dataDirectory.appendingPathComponent("health.sqlite").path
-            return [HealthService(store: try HealthStore(path: path), lane: environment.lane)]
+        do {
+            try await ServiceRunner.run(name: "health", options: options) { environment in
+                AppServices(rpc: [HealthService(store: try HealthStore(path: environment.databasePath), lane: environment.lane)])
+            }
+        } catch {
+            throw ExitCode.failure
         }
     }
 }

@@ -20,9 +20,6 @@ struct OCRCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ServiceOptions
 
-    @Option(name: .customLong("database"), help: "The SQLite file (default: DATA_DIR/ocr.sqlite).")
-    var databasePath: String?
-
     @Option(name: .customLong("max-megapixels"), help: "Largest decoded image (per page) accepted, in megapixels.")
     var maxMegapixels = 60.0
 
@@ -46,10 +43,18 @@ struct OCRCommand: AsyncParsableCommand {
         }
     }
 
+    /// Exits 0 after a graceful stop, 1 when the service could not start or a background service failed.
     func run() async throws {
+        do {
+            try await serve()
+        } catch {
+            throw ExitCode.failure
+        }
+    }
+
+    private func serve() async throws(ServiceRunner.Failure) {
         try await ServiceRunner.run(name: "ocr", options: options) { environment in
-            let path = databasePath ?? environment.dataDirectory.appendingPathComponent("ocr.sqlite").path
-            let store = try TemplateStore(path: path)
+            let store = try TemplateStore(path: environment.databasePath)
             // One engine per lane thread and language set: every thread can read a page, none waits for an engine.
             let lane = environment.lane
             let recognizer = TextRecognizer(
@@ -68,14 +73,16 @@ struct OCRCommand: AsyncParsableCommand {
                 environment.logger.warning("could not prepare engines for \(RecognitionOptions.defaultLanguages.joined(separator: "+")): \(error)")
             }
             // Batch scans run as jobs, recorded beside the templates so every replica answers for them.
-            let jobs = JobRunner(store: try JobStore(database: store.database), lane: lane, failureMapping: JobsRPC.failure)
-            let failed = try await jobs.recoverAbandonedJobs()
-            if !failed.isEmpty { environment.logger.warning("failed \(failed.count) jobs left running by stopped replicas") }
-            return [
-                OCRService(store: store, recognizer: recognizer, lane: lane, jobs: jobs, maxUploadBytes: maxUploadMiB << 20,
-                    maxBatchBytes: maxBatchMiB << 20),
-                JobsService(runner: jobs),
-            ]
+            let jobs = try await ServiceJobs(
+                    database: store.database, lane: environment.lane, logger: environment.logger,
+                    shutdownGrace: environment.shutdownGrace)
+            return AppServices(
+                rpc: [
+                    OCRService(store: store, recognizer: recognizer, lane: lane, jobs: jobs.runner, maxUploadBytes: maxUploadMiB << 20,
+                        maxBatchBytes: maxBatchMiB << 20),
+                    jobs.rpcService,
+                ],
+                background: [jobs.backgroundService])
         }
     }
 }

@@ -21,12 +21,9 @@ struct ZooCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ServiceOptions
 
-    @Option(name: .customLong("database"), help: "The SQLite file (default: DATA_DIR/zoo.sqlite).")
-    var databasePath: String?
-
     @Option(
         name: .customLong("sample-data"),
-        help: "Directory of data files loaded into an empty database (default: Services/Zoo/SampleData of the source tree the executable was built in).")
+        help: "Directory of data files loaded into an empty database (default: the sample data in the Menagerie_ZooCore.resources bundle beside the executable).")
     var sampleData: String?
 
     @Flag(name: .customLong("no-sample-data"), help: "Start with an empty database instead of loading the sample data.")
@@ -60,23 +57,27 @@ struct ZooCommand: AsyncParsableCommand {
         }
     }
 
+    /// Exits 0 after a graceful stop, 1 when the service could not start or a background service failed.
     func run() async throws {
-        try await ServiceRunner.run(name: "zoo", options: options) { environment in
-            let path = databasePath ?? environment.dataDirectory.appendingPathComponent("zoo.sqlite").path
-            let library = try ZooLibrary(path: path, walkingSpeed: walkingSpeed)
-            let refresher = try refreshCron.map { cron in
-                ZooRefresher(
-                    library: library, sources: try refreshSources.map { try RefreshSource(parsing: $0) },
-                    scheduler: RefreshScheduler(schedule: try CronSchedule(cron)), logger: environment.logger)
+        do {
+            try await ServiceRunner.run(name: "zoo", options: options) { environment in
+                let library = try ZooLibrary(path: environment.databasePath, walkingSpeed: walkingSpeed)
+                let refresher = try refreshCron.map { cron in
+                    ZooRefresher(
+                        library: library, sources: try refreshSources.map { try RefreshSource(parsing: $0) },
+                        scheduler: RefreshScheduler(schedule: try CronSchedule(cron)), logger: environment.logger)
+                }
+                if try library.isEmpty { await loadInitialData(into: library, refresher: refresher, logger: environment.logger) }
+                // Imports run as jobs, recorded beside the zoo's data so every replica answers for them.
+                let jobs = try await ServiceJobs(
+                    database: library.database, lane: environment.lane, logger: environment.logger,
+                    shutdownGrace: environment.shutdownGrace)
+                return AppServices(
+                    rpc: [ZooService(library: library, refresher: refresher, jobs: jobs.runner), jobs.rpcService],
+                    background: [jobs.backgroundService] + (refresher.map { [$0] } ?? []))
             }
-            if try library.isEmpty { await loadInitialData(into: library, refresher: refresher, logger: environment.logger) }
-            if let refresher { Task { await refresher.run() } }
-            // Imports run as jobs, recorded beside the zoo's data so every replica answers for them.
-            let jobs = JobRunner(
-                store: try JobStore(database: library.database), lane: environment.lane, failureMapping: JobsRPC.failure)
-            let failed = try await jobs.recoverAbandonedJobs()
-            if !failed.isEmpty { environment.logger.warning("failed \(failed.count) jobs left running by stopped replicas") }
-            return [ZooService(library: library, refresher: refresher, jobs: jobs), JobsService(runner: jobs)]
+        } catch {
+            throw ExitCode.failure
         }
     }
 
@@ -95,8 +96,9 @@ struct ZooCommand: AsyncParsableCommand {
     }
 
     private func loadSampleData(into library: ZooLibrary, logger: Logger) {
-        guard let directory = sampleData.map({ URL(fileURLWithPath: $0) }) ?? SampleDataLocation.find() else {
-            logger.warning("the database is empty and no sample data was found; load data with gateway zoo import")
+        let directory = sampleData.map { URL(fileURLWithPath: $0) } ?? ZooDataSet.bundledSampleDirectory
+        guard FileManager.default.fileExists(atPath: directory.path) else {
+            logger.warning("the database is empty and there is no sample data at \(directory.path); load data with gateway zoo import")
             return
         }
         do {

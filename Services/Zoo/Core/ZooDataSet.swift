@@ -17,9 +17,13 @@ public struct ZooDataSet: Sendable {
         self.joins = joins
     }
 
-    /// The sample data shipped with the sources (`Services/Zoo/SampleData`), for development and tests.
-    public static let bundledSampleDirectory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("SampleData")
+    /// The sample data shipped with the zoo (`Core/SampleData`, a SwiftPM resource): in the resource bundle
+    /// SwiftPM puts beside the executable (`Menagerie_ZooCore.resources`), so a binary run from `.build` or
+    /// copied together with its bundle finds it wherever the sources are.
+    public static var bundledSampleDirectory: URL {
+        // `.copy` keeps the directory; the bundle holds nothing else that could be found instead.
+        Bundle.module.bundleURL.appendingPathComponent("SampleData")
+    }
 
     /// Indexes the data for answering requests.
     public func snapshot(walkingSpeed: Double = 1.2) -> ZooSnapshot {

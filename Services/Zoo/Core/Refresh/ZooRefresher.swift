@@ -2,8 +2,11 @@ import Base
 import Foundation
 
 /// Refreshes the zoo's data from configured sources on a cron schedule. Replicas sharing one database each
-/// run the schedule; the first to import a firing wins and the others skip it.
-public final class ZooRefresher: Sendable {
+/// run the schedule; the first to import a firing wins and the others skip it. The service runs it as a
+/// background service, stopped (between or during a refresh, whose import is one transaction) on shutdown.
+public final class ZooRefresher: BackgroundService {
+    public var name: String { "zoo refresher" }
+
     public let sources: [RefreshSource]
     public let scheduler: RefreshScheduler
     private let library: ZooLibrary
@@ -34,7 +37,8 @@ public final class ZooRefresher: Sendable {
         return try library.importFiles(files, source: source, trigger: .schedule, scheduledFor: scheduledFor)
     }
 
-    /// Refreshes at every firing of the schedule until the task is cancelled; failures are logged.
+    /// Refreshes at every firing of the schedule until the task is cancelled; failures are logged. (A
+    /// schedule that fires no more within 30 years ends it, which stops the service: `BackgroundService`.)
     public func run() async {
         logger.info("refreshing on \"\(scheduler.schedule)\" from \(sources.map(\.description).joined(separator: ", "))")
         await scheduler.run { firing in
