@@ -178,7 +178,8 @@ let package = Package(
             name: "JobsTests",
             dependencies: ["Jobs", "JobsService", "Storage", "WorkLane", "RPC", "Schema", "Transport", "TestSupport"],
             path: "Tests/JobsTests"),
-        .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator", "TestSupport"], path: "Tests/SchemaTests"),
+        .testTarget(name: "SchemaTests", dependencies: ["Schema", "SchemaGenerator", "TestSupport"], path: "Tests/SchemaTests",
+            exclude: ["protojson_samples.py"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane", "TestSupport"], path: "Tests/StorageTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Test-only and benchmark-only parts of the RPC stack (Echo, the in-process transport, the

@@ -70,6 +70,7 @@ struct SwiftEmitter {
             output.close()
         }
         for message in file.messages { try emitConformances(message, scope: namespace) }
+        try JSONEmitter(file: file, types: types).emit(into: &output)
         return output.text
     }
 

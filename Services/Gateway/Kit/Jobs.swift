@@ -87,10 +87,10 @@ extension JobsV1.Job {
     public var json: [String: Any] {
         [
             "id": id, "kind": kind, "state": state.name, "progress": progress, "message": message,
-            "created_at": isoDate(createdAt), "started_at": jsonValue(startedAt.map(isoDate)),
-            "finished_at": jsonValue(finishedAt.map(isoDate)), "cancel_requested": cancelRequested,
-            "result_type": jsonValue(result?.typeName),
-            "error": jsonValue(error.map { ["code": StatusCode(rawValue: $0.code).name, "message": $0.message] }),
+            "created_at": isoDate(createdAt), "started_at": GatewayKit.jsonValue(startedAt.map(isoDate)),
+            "finished_at": GatewayKit.jsonValue(finishedAt.map(isoDate)), "cancel_requested": cancelRequested,
+            "result_type": GatewayKit.jsonValue(result?.typeName),
+            "error": GatewayKit.jsonValue(error.map { ["code": StatusCode(rawValue: $0.code).name, "message": $0.message] }),
         ]
     }
 
