@@ -177,8 +177,12 @@ let package = Package(
             ],
             path: "Tests/JobsTests"),
         .testTarget(
-            name: "SchemaTests", dependencies: ["Schema", "RPCWire", "FixturesAPI", "ZooAPI", "SchemaGenerator", "TestSupport"],
-            path: "Tests/SchemaTests"),
+            name: "SchemaTests",
+            dependencies: [
+                "Schema", "RPCWire", "JobsAPI", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "FixturesAPI", "JobsTestingAPI",
+                "SchemaGenerator", "TestSupport",
+            ],
+            path: "Tests/SchemaTests", exclude: ["protojson_samples.py"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane", "TestSupport"], path: "Tests/StorageTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Test-only and benchmark-only parts of the RPC stack (Echo, the in-process transport, the
@@ -205,7 +209,7 @@ let package = Package(
             ],
             path: "Tests/ServiceKitTests"),
         .testTarget(
-            name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "RPCWire", "JobsAPI", "Transport", "Schema"],
+            name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "RPCWire", "JobsAPI", "OCRAPI", "Transport", "Schema"],
             path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
         // The module graph's promises (no domain under the runtime, no other domain in a service), read from this file.

@@ -55,12 +55,11 @@ import Testing
         let job = JobsV1.Job(
             id: "j4", kind: "zoo.import", state: .cancelled, createdAt: 0, finishedAt: 60,
             error: JobsV1.JobError(code: 1, message: "the job was cancelled"), cancelRequested: true)
-        let json = job.json
-        #expect(json["state"] as? String == "cancelled")
-        #expect(json["created_at"] as? String == "1970-01-01T00:00:00Z")
-        #expect(json["finished_at"] as? String == "1970-01-01T00:01:00Z")
-        #expect(json["started_at"] is NSNull)
-        #expect((json["error"] as? [String: String]) == ["code": "CANCELLED", "message": "the job was cancelled"])
+        let json = job.outputJSON  // protobuf's JSON mapping, defaults printed
+        #expect(json["state"] == .string("JOB_STATE_CANCELLED"))
+        #expect(json["createdAt"]?.doubleValue == 0 && json["finishedAt"]?.doubleValue == 60)
+        #expect(json["startedAt"] == nil, "an unset optional stays absent")
+        #expect(json["error"] == .object([JSONMember("code", .number(1)), JSONMember("message", .string("the job was cancelled"))]))
         #expect(JobsV1.JobState(name: "RUNNING") == .running)
         #expect(JobsV1.JobState(name: "unspecified") == nil)
     }

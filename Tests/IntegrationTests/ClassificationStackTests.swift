@@ -94,7 +94,7 @@ import Torch
             Self.status(try await stack.gateway(["classify", "train", "--dataset", "nothing"]), 5, "unknown dataset")
             Self.status(try await stack.gateway(["classify", "train", "--dataset", "digits", "--epochs", "0"]), 3, "zero epochs")
             let jobs = try jsonObject(try await stack.gateway(["classify", "jobs", "list", "--json"]))
-            #expect((jobs["jobs"] as? [[String: Any]])?.allSatisfy { $0["kind"] as? String == "classification.train" && $0["state"] as? String == "succeeded" } == true)
+            #expect((jobs["jobs"] as? [[String: Any]])?.allSatisfy { $0["kind"] as? String == "classification.train" && $0["state"] as? String == "JOB_STATE_SUCCEEDED" } == true)
 
             // A long training, detached, cancelled through the gateway: other calls answer while it runs, it stops
             // between epochs and keeps no model.
@@ -103,20 +103,20 @@ import Torch
             let trainingID = try #require(detached["id"] as? String, "\(detached)")
             func job() async throws -> [String: Any] { try jsonObject(try await stack.gateway(["classify", "jobs", "show", trainingID, "--json"])) }
             var training = try await job()
-            for _ in 0..<600 where !(training["state"] as? String == "running" && (training["message"] as? String ?? "").hasPrefix("epoch")) {
+            for _ in 0..<600 where !(training["state"] as? String == "JOB_STATE_RUNNING" && (training["message"] as? String ?? "").hasPrefix("epoch")) {
                 try await Task.sleep(for: .milliseconds(100))
                 training = try await job()
             }
-            try #require(training["state"] as? String == "running", "\(training)")
+            try #require(training["state"] as? String == "JOB_STATE_RUNNING", "\(training)")
             let meanwhile = try jsonObject(try await stack.gateway(["classify", "model", "list", "--json"]))
             #expect((meanwhile["models"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["cnn-small", "digits-features-1"])
-            #expect(try await job()["state"] as? String == "running", "the model list answered while the training ran")
+            #expect(try await job()["state"] as? String == "JOB_STATE_RUNNING", "the model list answered while the training ran")
             Self.status(try await stack.gateway(["classify", "jobs", "cancel", trainingID]), 0, "jobs cancel")
-            for _ in 0..<600 where (training["state"] as? String) != "cancelled" {
+            for _ in 0..<600 where (training["state"] as? String) != "JOB_STATE_CANCELLED" {
                 try await Task.sleep(for: .milliseconds(100))
                 training = try await job()
             }
-            #expect(training["state"] as? String == "cancelled", "\(training)")
+            #expect(training["state"] as? String == "JOB_STATE_CANCELLED", "\(training)")
             Self.status(try await stack.gateway(["classify", "model", "show", "endless"]), 5, "the cancelled training's model")
 
             // Evaluation on the held-out subset.

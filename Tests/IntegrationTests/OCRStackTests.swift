@@ -21,6 +21,11 @@ import TextRecognition
         }
     }
 
+    /// The array under `key` of a response printed with `--json` (`{"records": [...]}`).
+    static func records(_ result: (status: Int32, output: String), key: String = "records") throws -> [[String: Any]] {
+        try #require(try jsonObject(result)[key] as? [[String: Any]], "no \(key) in: \(result.output)")
+    }
+
     static func jsonArray(_ result: (status: Int32, output: String)) throws -> [[String: Any]] {
         let start = try #require(result.output.firstIndex(of: "["), "no JSON array in: \(result.output)")
         return try #require(try JSONSerialization.jsonObject(with: Data(result.output[start...].utf8)) as? [[String: Any]])
@@ -47,8 +52,9 @@ import TextRecognition
             #expect((jobs["jobs"] as? [Any])?.count ?? 0 >= 3, "the files went in several batches: \(jobs)")
             let objects = try Self.jsonArray(result)
             try #require(objects.count == paths.count)
-            #expect(objects.map { $0["file"] as? String } == paths)
-            func text(_ index: Int) -> String { objects[index]["text"] as? String ?? "" }
+            #expect(objects.map { $0["fileName"] as? String } == paths)
+            let scans = objects.map { $0["result"] as? [String: Any] ?? [:] }
+            func text(_ index: Int) -> String { scans[index]["text"] as? String ?? "" }
 
             for (index, page) in pages.enumerated() {
                 let truth = try OCRData.groundTruth(page)
@@ -61,24 +67,25 @@ import TextRecognition
             for (offset, page) in rotated.enumerated() {
                 let index = pages.count + offset
                 let rate = characterErrorRate(text(index), reference: truth)
-                print("CER \(page) (accurate): \(String(format: "%.2f", rate * 100)) %, orientation \(objects[index]["orientation"] ?? "?")")
+                print("CER \(page) (accurate): \(String(format: "%.2f", rate * 100)) %, orientation \(scans[index]["orientationDegrees"] ?? "?")")
                 #expect(rate < 0.01, "\(page): \(text(index))")
-                #expect((objects[index]["orientation"] as? Int ?? 0) != 0)
+                #expect((scans[index]["orientationDegrees"] as? Int ?? 0) != 0)
             }
             let originalRate = characterErrorRate(text(0), reference: truth)
             let invertedRate = characterErrorRate(text(paths.count - 1), reference: truth)
             #expect(invertedRate <= originalRate + 0.002, "inverted \(invertedRate) vs \(originalRate)")
 
-            // The shape of one observation: level, text, confidence, box in fractions, box_px in pixels.
-            let observation = try #require((objects[0]["observations"] as? [[String: Any]])?.first { $0["level"] as? String == "word" })
-            #expect(Set(observation.keys) == ["level", "text", "confidence", "box", "box_px"])
+            // The shape of one observation (protobuf's JSON mapping, defaults printed): level, text, confidence, box in
+            // fractions, boxPx in pixels, page.
+            let observation = try #require((scans[0]["observations"] as? [[String: Any]])?.first { $0["level"] as? String == "OBSERVATION_LEVEL_WORD" })
+            #expect(Set(observation.keys) == ["level", "text", "confidence", "box", "boxPx", "page"])
             let box = try #require(observation["box"] as? [String: Double])
             #expect(Set(box.keys) == ["x", "y", "width", "height"] && box.values.allSatisfy { (0...1).contains($0) })
-            #expect((observation["box_px"] as? [String: Int])?["width"] ?? 0 > 1)
+            #expect((observation["boxPx"] as? [String: Int])?["width"] ?? 0 > 1)
 
             // One file: the object itself; plain text without --json; a batch on a pipe prints plain progress lines.
             let one = try jsonObject(try await stack.gateway(["ocr", "scan", OCRData.url("phototest.tif").path, "--lang", "eng", "--json"]))
-            #expect(Set(one.keys) == ["text", "observations", "orientation"])
+            #expect(Set(one.keys) == ["text", "observations", "pages", "orientationDegrees", "timings"])
             let plain = try await stack.gateway(["ocr", "scan", OCRData.url("phototest.tif").path, inverted.path, "--lang", "eng", "--level", "fast"])
             #expect(plain.status == 0 && plain.output.contains("100% done") && !plain.output.contains("\r"), "\(plain.output)")
             #expect(plain.output.contains("==> \(inverted.path) <==\nThis is a lot of 12 point text"), "\(plain.output)")
@@ -134,7 +141,7 @@ import TextRecognition
             var picks: [String] = []
             for (label, value) in zip(DisplayPhotos.labels, DisplayPhotos.values[0]) {
                 let index = try #require(
-                    observations.firstIndex { $0["level"] as? String == "word" && $0["text"] as? String == value },
+                    observations.firstIndex { $0["level"] as? String == "OBSERVATION_LEVEL_WORD" && $0["text"] as? String == value },
                     "\(value) on the first photo; read: \(scan["text"] ?? "")")
                 picks.append("\(label)=\(index)")
             }
@@ -153,13 +160,13 @@ import TextRecognition
                     "ocr", "template", "create", "--from", photos[0].path, "--name", "Battery monitor",
                     "--values", picks.joined(separator: ","), "--json",
                 ]))
-            #expect((created["values"] as? [[String: Any]])?.map { $0["name"] as? String } == DisplayPhotos.labels)
-            let first = try #require(created["first_record"] as? [String: Any])
+            #expect(((created["template"] as? [String: Any])?["values"] as? [[String: Any]])?.map { $0["name"] as? String } == DisplayPhotos.labels)
+            let first = try #require(created["firstRecord"] as? [String: Any])
             #expect((first["values"] as? [[String: Any]])?.map { $0["text"] as? String } == DisplayPhotos.values[0])
 
             for index in 1..<photos.count {
                 let added = try jsonObject(try await stack.gateway(["ocr", "record", "add", "Battery monitor", photos[index].path, "--yes", "--json"]))
-                let values = try #require(added["values"] as? [[String: Any]], "\(added)")
+                let values = try #require((added["record"] as? [String: Any])?["values"] as? [[String: Any]], "\(added)")
                 #expect(values.map { $0["text"] as? String } == DisplayPhotos.values[index], "photo \(index)")
                 #expect(values.allSatisfy { ($0["confidence"] as? Double ?? 0) > 0.5 })
             }
@@ -172,27 +179,29 @@ import TextRecognition
                 == DisplayPhotos.values.map { $0.joined(separator: ",") })
 
             // The template's life through the gateway: list, show, list and delete records, rename, delete.
-            let templates = try Self.jsonArray(try await stack.gateway(["ocr", "template", "list", "--json"]))
+            let templates = try Self.records(try await stack.gateway(["ocr", "template", "list", "--json"]), key: "templates")
             #expect(templates.map { $0["name"] as? String } == ["Battery monitor"])
-            let shown = try jsonObject(try await stack.gateway(["ocr", "template", "show", "Battery monitor", "--json"]))
+            let shownPair = try Self.jsonArray(try await stack.gateway(["ocr", "template", "show", "Battery monitor", "--json"]))
+            try #require(shownPair.count == 2, "the GetTemplateResponse and the LatestRecordsResponse")
+            let shown = try #require(shownPair[0]["template"] as? [String: Any])
             #expect((shown["values"] as? [[String: Any]])?.map { $0["name"] as? String } == DisplayPhotos.labels)
-            let latest = try #require(shown["latest_records"] as? [[String: Any]], "\(shown)")
+            let latest = try #require(shownPair[1]["records"] as? [[String: Any]], "\(shownPair)")
             #expect(latest.count == photos.count, "every record (fewer than 5), newest first")
             #expect((latest.first?["values"] as? [[String: Any]])?.map { $0["text"] as? String } == DisplayPhotos.values.last)
-            let newest = try #require(latest.first?["id"] as? Int)
+            let newest = try #require(latest.first?["id"] as? String)
             #expect(try await stack.gateway(["ocr", "record", "delete", "\(newest)"]).status == 0)
-            let remaining = try Self.jsonArray(try await stack.gateway(["ocr", "record", "list", "Battery monitor", "--all", "--json"]))
-            #expect(remaining.count == photos.count - 1 && !remaining.contains { $0["id"] as? Int == newest })
+            let remaining = try Self.records(try await stack.gateway(["ocr", "record", "list", "Battery monitor", "--all", "--json"]))
+            #expect(remaining.count == photos.count - 1 && !remaining.contains { $0["id"] as? String == newest })
             #expect(try await stack.gateway(["ocr", "record", "delete", "\(newest)"]).status == 5, "deleted already")
 
             let renamed = try await stack.gateway(["ocr", "template", "rename", "Battery monitor", "Shed battery"])
             #expect(renamed.status == 0 && renamed.output.contains("renamed to Shed battery"), "\(renamed.output)")
             #expect(try await stack.gateway(["ocr", "record", "list", "Battery monitor"]).status == 5, "the old name is gone")
-            let kept = try Self.jsonArray(try await stack.gateway(["ocr", "record", "list", "Shed battery", "--json"]))
+            let kept = try Self.records(try await stack.gateway(["ocr", "record", "list", "Shed battery", "--json"]))
             #expect(kept.count == photos.count - 1, "the records follow the rename")
 
             #expect(try await stack.gateway(["ocr", "template", "delete", "Shed battery"]).status == 0)
-            #expect(try Self.jsonArray(try await stack.gateway(["ocr", "template", "list", "--json"])).isEmpty)
+            #expect(try Self.records(try await stack.gateway(["ocr", "template", "list", "--json"]), key: "templates").isEmpty)
             #expect(try await stack.gateway(["ocr", "export", "Shed battery"]).status == 5)
             #expect(try await stack.gateway(["ocr", "template", "delete", "Shed battery"]).status == 5)
         }
@@ -220,7 +229,8 @@ import TextRecognition
             let batch = try await stack.gateway(["ocr", "scan", junk.path, blank.path, "--json"])
             #expect(batch.status == 3, "\(batch.output)")
             let objects = try Self.jsonArray(batch)
-            #expect(objects.map { ($0["error"] as? [String: Any])?["code"] as? String } == ["INVALID_ARGUMENT", "NOT_FOUND"])
+            #expect(objects.map { $0["errorCode"] as? Int } == [3, 5], "INVALID_ARGUMENT, NOT_FOUND")
+            #expect(objects.allSatisfy { $0["result"] == nil && !($0["errorMessage"] as? String ?? "").isEmpty })
         }
     }
 

@@ -24,7 +24,7 @@ import ZooCore
             #expect(lines.contains("100% done"), "\(watched.output)")
             #expect(!watched.output.contains("\r") && !watched.output.contains("\u{1B}["))
             #expect(lines.last == "job \(id) (zoo.import) succeeded")
-            #expect(try await stack.gateway(["zoo", "search", "--all", "--json"]).output.contains("\"total\" : 5"))
+            #expect(try await stack.gateway(["zoo", "search", "--all", "--json"]).output.contains("\"total\": 5"))
 
             // A failing import: the job fails with INVALID_ARGUMENT, and so does the gateway.
             let broken = scratch.appendingPathComponent("broken.json")
@@ -35,8 +35,8 @@ import ZooCore
             // List: newest first, the failed one with its status; show; an unknown id is NOT_FOUND (exit 5).
             let listed = try jsonObject(try await stack.gateway(["zoo", "jobs", "list", "--json"]))
             let jobs = try #require(listed["jobs"] as? [[String: Any]])
-            #expect(jobs.map { $0["state"] as? String } == ["failed", "succeeded"])
-            #expect((jobs.first?["error"] as? [String: String])?["code"] == "INVALID_ARGUMENT")
+            #expect(jobs.map { $0["state"] as? String } == ["JOB_STATE_FAILED", "JOB_STATE_SUCCEEDED"])
+            #expect((jobs.first?["error"] as? [String: Any])?["code"] as? Int == 3, "INVALID_ARGUMENT")
             let table = try await stack.gateway(["zoo", "jobs", "list", "--job-state", "succeeded"])
             #expect(table.status == 0 && table.output.contains(id) && !table.output.contains("failed"), "\(table.output)")
             let shown = try await stack.gateway(["zoo", "jobs", "show", id])
@@ -96,8 +96,8 @@ import ZooCore
             #expect(!text.contains("connection lost") && !text.contains("connection to"), "\(text)")
             let shown = try jsonObject(try await stack.gateway(["zoo", "jobs", "show", id, "--json"]))
             let state = try #require(shown["state"] as? String)
-            #expect(state == "failed" || state == "succeeded", "\(shown)")
-            if state == "failed" {
+            #expect(state == "JOB_STATE_FAILED" || state == "JOB_STATE_SUCCEEDED", "\(shown)")
+            if state == "JOB_STATE_FAILED" {
                 #expect(gateway.terminationStatus == 14, "\(text)")
                 #expect(text.contains("UNAVAILABLE") && text.contains("job \(id) failed"), "\(text)")
             } else {

@@ -26,7 +26,7 @@ import ZooCore
         let zelva = try jsonObject(try await stack.gateway(["zoo", "search", "zelva", "--json"]))
         #expect((zelva["animals"] as? [[String: Any]])?.first?["name"] as? String == "Želva obrovská")
         let status = try jsonObject(try await stack.gateway(["zoo", "status", "--json"]))
-        #expect((status["last_import"] as? [String: Any])?["trigger"] as? String == "sample_data")
+        #expect((status["lastImport"] as? [String: Any])?["trigger"] as? String == "IMPORT_TRIGGER_SAMPLE_DATA")
 
         // Two replicas share one database: an import through one is seen by the other.
         try #require(try await stack.compose("scale", "zoo=2").status == 0)
@@ -45,14 +45,14 @@ import ZooCore
         let full = Self.sampleDirectory.appendingPathComponent("lexikon-zvirat.csv").path
         let acknowledged = try await stack.gateway(["zoo", "import", "--lexicon-csv", full, "--endpoint", replicas[1], "--json"])
         try #require(acknowledged.status == 0, "\(acknowledged.output)")
-        let importID = try jsonObject(acknowledged)["id"] as? Int
+        let importID = try jsonObject(acknowledged)["id"] as? String  // int64: a string in protobuf's JSON mapping
         let victims = try stack.servicePids()
         for name in ["zoo.0", "zoo.1"] { kill(try #require(victims[name]), SIGKILL) }
         try await Self.waitForRestart(stack, after: victims)
         for replica in replicas {
             #expect(try await Self.total(stack, ["--all", "--endpoint", replica]) == 13)
             let metadata = try jsonObject(try await stack.gateway(["zoo", "status", "--json", "--endpoint", replica]))
-            #expect((metadata["last_successful_import"] as? [String: Any])?["id"] as? Int == importID)
+            #expect((metadata["lastSuccessfulImport"] as? [String: Any])?["id"] as? String == importID)
         }
 
         // Bad input gets the right status code (the gateway exits with it).
@@ -77,10 +77,10 @@ import ZooCore
         let failed = try await stack.gateway(["zoo", "import", "--map", broken.path])
         #expect(failed.status == 3 && failed.output.contains("INVALID_ARGUMENT"), "\(failed.output)")
         let afterFailure = try jsonObject(try await stack.gateway(["zoo", "status", "--json"]))
-        #expect((afterFailure["last_error"] as? String)?.contains(broken.path) == true)
+        #expect(((afterFailure["lastFailedImport"] as? [String: Any])?["error"] as? String)?.contains(broken.path) == true)
         #expect((afterFailure["counts"] as? [String: Any])?["animals"] as? Int == 13)
         let route = try jsonObject(try await stack.gateway(["zoo", "route", "--from", point, "--to-animal", "1", "--json"]))
-        #expect((route["distance_m"] as? Double ?? 0) > 0)
+        #expect(((route["route"] as? [String: Any])?["distanceM"] as? Double ?? 0) > 0)
 
         // Stats of each replica: the calls above by method, and its event loop's turns.
         let stats = try jsonObject(try await stack.gateway(["stats", "zoo", "--json"]))
@@ -99,7 +99,7 @@ import ZooCore
         try #require(try await stack.compose("up").status == 0)
         let imported = try await stack.gateway(["zoo", "import", "--dir", Self.realDirectory.path, "--json"])
         try #require(imported.status == 0, "\(imported.output)")
-        #expect(try jsonObject(imported)["rows_skipped"] as? Int == 1)
+        #expect(try jsonObject(imported)["rowsSkipped"] as? Int == 1)
 
         // Every animal of the CSV that imports is found by its name without diacritics.
         let csv = try String(contentsOf: Self.realDirectory.appendingPathComponent("lexikon-zvirat.csv"), encoding: .utf8)
@@ -109,7 +109,7 @@ import ZooCore
             let plain = animal.name.folding(options: .diacriticInsensitive, locale: nil)
             guard let result = try? await stack.gateway(["zoo", "search", plain, "--all", "--limit", "500", "--json"]),
                   let found = try? jsonObject(result)["animals"] as? [[String: Any]],
-                  found.contains(where: { $0["id"] as? Int == animal.id })
+                  found.contains(where: { $0["id"] as? String == String(animal.id) })
             else { return "\(animal.id) \(animal.name) (searched \(plain))" }
             return nil
         }
@@ -125,7 +125,7 @@ import ZooCore
         #expect(counts("foods") == source["food"])
         #expect(counts("biotopes") == source["biotop"])
         #expect(counts("continents") == source["continents"])
-        #expect(counts("zoo_houses") == source["localities_title"])
+        #expect(counts("zooHouses") == source["localities_title"])
         for (value, count) in source["classes", default: [:]] {
             #expect(try await Self.total(stack, ["--all", "--class", value]) == count, "class \(value)")
         }
@@ -145,8 +145,9 @@ import ZooCore
             else { return (false, "\(i)→\(j): the call or the snap failed") }
             let dijkstra = router.graph.distance(using: router.graph.distances(from: start), from: start, to: end)
             if result.status == 5 { return (false, dijkstra.isInfinite ? nil : "\(i)→\(j): NOT_FOUND but Dijkstra found \(dijkstra) m") }
-            guard result.status == 0, let route = try? jsonObject(result), let distance = route["distance_m"] as? Double,
-                  let coordinates = route["coordinates"] as? [[Double]], let first = coordinates.first, let last = coordinates.last
+            guard result.status == 0, let route = try? jsonObject(result)["route"] as? [String: Any], let distance = route["distanceM"] as? Double,
+                  let points = route["coordinates"] as? [[String: Double]], let first = points.first.map({ [$0["lat"] ?? 0, $0["lon"] ?? 0] }),
+                  let last = points.last.map({ [$0["lat"] ?? 0, $0["lon"] ?? 0] })
             else { return (false, "\(i)→\(j): \(result.output)") }
             let straight = Geo.haversine(GeoPoint(lat: first[0], lon: first[1]), GeoPoint(lat: last[0], lon: last[1]))
             if distance > dijkstra + 1e-6 { return (true, "\(i)→\(j): \(distance) m is longer than Dijkstra's \(dijkstra) m") }

@@ -31,6 +31,8 @@ struct Tool: Sendable {
     static let protoc = Tool(named: "protoc")
     static let protocC = Tool(named: "protoc-c")
 
+    init(url: URL) { self.url = url }
+
     init?(named name: String) {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         guard let directory = path.split(separator: ":").first(where: {

@@ -44,7 +44,27 @@ struct ProtoFieldDecl {
     var typeName = ""
     var oneofIndex: Int32?
     var isProto3Optional = false
+    /// `json_name`: protoc fills it (lowerCamelCase of `name`, or the field's `json_name` option).
+    /// Nil when the descriptor set lacks it; `jsonNameOrDefault` then derives it as protoc does.
+    var jsonName: String?
     var comment: String?
+
+    /// The name protobuf's JSON mapping uses: `json_name`, or protoc's rule applied to `name`
+    /// (drop each `_` and capitalise the letter after it; nothing else changes).
+    var jsonNameOrDefault: String {
+        if let jsonName { return jsonName }
+        var result = ""
+        var capitalizeNext = false
+        for character in name {
+            if character == "_" {
+                capitalizeNext = true
+            } else {
+                result += capitalizeNext ? character.uppercased() : String(character)
+                capitalizeNext = false
+            }
+        }
+        return result
+    }
 }
 
 struct ProtoEnumDecl {
@@ -184,6 +204,7 @@ private func decodeField(_ bytes: ArraySlice<UInt8>, comment: String?) throws ->
             field.kind = kind
         case 6: field.typeName = try record.string("FieldDescriptorProto.type_name")
         case 9: field.oneofIndex = Int32(truncatingIfNeeded: try record.varint("FieldDescriptorProto.oneof_index"))
+        case 10: field.jsonName = try record.string("FieldDescriptorProto.json_name")
         case 17: field.isProto3Optional = try record.varint("FieldDescriptorProto.proto3_optional") != 0
         default: break
         }

@@ -79,6 +79,7 @@ struct SwiftEmitter {
             output.close()
         }
         for message in file.messages { try emitConformances(message, scope: namespace) }
+        try JSONEmitter(file: file, types: types).emit(into: &output)
         return output.text
     }
 

@@ -29,6 +29,9 @@ private let reservedTypeNames: Set<String> = [
     "Optional", "Sendable", "Equatable", "Hashable", "CaseIterable", "ProtoMessage", "ProtoEnum", "ProtoMethod",
     "ProtoMethodInfo", "ProtoReader", "ProtoWriter", "MessageSchema", "ProtobufCCodec", "ProtobufCBridged",
     "SchemaError", "Type", "Protocol", "Self",
+    // The JSON mapping's runtime (JSONEmitter).
+    "JSONValue", "JSONMember", "JSONNumber", "ProtoJSONMessage", "ProtoJSONEnum", "ProtoJSONField", "ProtoJSONOptions",
+    "ProtoJSONError", "ProtoJSONObjectEncoder", "ProtoJSONObjectDecoder", "ProtoFileMessages",
     // Used unqualified by the ServiceAPI files.
     "RPC", "Schema", "RPCService", "RPCRouter", "RPCClient", "ServerContext", "CallOptions", "ResponseWriter",
     "RequestStream", "RequestWriter", "ResponseStream", "AsyncSequence", "Error", "Void", "Result",

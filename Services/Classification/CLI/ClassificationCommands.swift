@@ -287,7 +287,7 @@ struct Train: AsyncParsableCommand {
             let client = ClassificationV1.Classification.Client(wrapping: rpc)
             let job = try await client.train(request, options: global.callOptions)
             if detach {
-                try global.render(json: { job.json }, text: { print("started job \(job.id); follow it with: gateway classify jobs watch \(job.id)") })
+                try global.render(job, text: { print("started job \(job.id); follow it with: gateway classify jobs watch \(job.id)") })
                 return
             }
             let ended = try await followJob(job.id, with: JobsV1.Jobs.Client(wrapping: rpc), display: global.json ? nil : ProgressDisplay())

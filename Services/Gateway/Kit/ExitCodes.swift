@@ -89,10 +89,13 @@ public struct InvalidValue: Error, CustomStringConvertible {
 }
 
 /// Runs a command body; an `RPCError` prints its status code and message and exits with `GatewayExit.code(for:)`.
-public func reportingFailures(_ body: () async throws -> Void) async throws {
+/// With `json`, the error is also printed on stdout as `{"code": "not_found", "message": "..."}` (see
+/// `RPCError.outputJSON`), so a script reading `--json` output gets JSON either way.
+public func reportingFailures(json: Bool = false, _ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let error as RPCError {
+        if json { printJSON(error.outputJSON) }
         FileHandle.standardError.write(Data("error: \(error.code.name): \(error.message)\n".utf8))
         throw ExitCode(GatewayExit.code(for: error))
     }

@@ -32,14 +32,15 @@ public struct GlobalOptions: ParsableArguments, Sendable {
     public func withClient<Client>(
         for service: String, _ makeClient: (RPCClient) -> Client, _ body: (Client) async throws -> Void
     ) async throws {
-        try await reportingFailures {
+        try await reportingFailures(json: json) {
             let client = try resolveEndpoints().client(for: service)
             defer { client.close() }
             try await body(makeClient(client))
         }
     }
 
-    /// Prints `json()` with `--json`, else runs `text` (tables and lines for a reader).
+    /// Prints `json()` with `--json`, else runs `text`. The hand-built dictionaries of the commands not yet
+    /// printing their response's JSON mapping (`render(_:text:)`) go through here; new commands must not.
     public func render(json: () throws -> Any, text: () throws -> Void) throws {
         if self.json {
             try printJSON(json())

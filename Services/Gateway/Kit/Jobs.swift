@@ -83,17 +83,6 @@ extension JobsV1.Job {
         }
     }
 
-    /// The job for `--json`.
-    public var json: [String: Any] {
-        [
-            "id": id, "kind": kind, "state": state.name, "progress": progress, "message": message,
-            "created_at": isoDate(createdAt), "started_at": jsonValue(startedAt.map(isoDate)),
-            "finished_at": jsonValue(finishedAt.map(isoDate)), "cancel_requested": cancelRequested,
-            "result_type": jsonValue(result?.typeName),
-            "error": jsonValue(error.map { ["code": StatusCode(rawValue: $0.code).name, "message": $0.message] }),
-        ]
-    }
-
     /// One line for a reader: `zoo.import 3f2a… succeeded`, with the error when it failed.
     public var summary: String {
         var text = "job \(id) (\(kind)) \(state.name)"
@@ -186,9 +175,7 @@ public struct JobsList<Service: JobsCommandService>: AsyncParsableCommand {
                     states: states.compactMap(JobsV1.JobState.init(name:)), kind: kind ?? "", pageSize: pageSize,
                     pageToken: pageToken ?? ""),
                 options: global.callOptions)
-            try global.render(
-                json: { ["jobs": reply.jobs.map(\.json), "next_page_token": reply.nextPageToken] },
-                text: { print(Self.text(reply)) })
+            try global.render(reply, text: { print(Self.text(reply)) })
         }
     }
 
@@ -216,7 +203,7 @@ public struct JobsShow<Service: JobsCommandService>: AsyncParsableCommand {
     public func run() async throws {
         try await global.withJobs(of: Service.serviceName) { jobs in
             let job = try await jobs.getJob(JobsV1.GetJobRequest(id: id), options: global.callOptions)
-            try global.render(json: { job.json }, text: { print(job.summary) })
+            try global.render(job, text: { print(job.summary) })
         }
     }
 }
@@ -236,7 +223,7 @@ public struct JobsWatch<Service: JobsCommandService>: AsyncParsableCommand {
     public func run() async throws {
         try await global.withJobs(of: Service.serviceName) { jobs in
             let job = try await followJob(id, with: jobs, display: global.json ? nil : ProgressDisplay())
-            try global.render(json: { job.json }, text: { print(job.summary) })
+            try global.render(job, text: { print(job.summary) })
             _ = try job.requireResult()
         }
     }
@@ -256,7 +243,7 @@ public struct JobsCancel<Service: JobsCommandService>: AsyncParsableCommand {
     public func run() async throws {
         try await global.withJobs(of: Service.serviceName) { jobs in
             let job = try await jobs.cancelJob(JobsV1.CancelJobRequest(id: id), options: global.callOptions)
-            try global.render(json: { job.json }, text: { print(job.summary) })
+            try global.render(job, text: { print(job.summary) })
         }
     }
 }

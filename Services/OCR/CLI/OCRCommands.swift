@@ -33,27 +33,6 @@ extension GlobalOptions {
 
 /// How templates and records print.
 enum OCRFormat {
-    static func templateJSON(_ template: OcrV1.Template) -> [String: Any] {
-        [
-            "id": template.id, "name": template.name, "description": template.description,
-            "created_at": isoDate(template.createdAt),
-            "values": template.values.map { value -> [String: Any] in
-                let box = value.region ?? OcrV1.NormalizedBox()
-                return [
-                    "name": value.name, "level": levelName(value.level),
-                    "region": ["x": box.x, "y": box.y, "width": box.width, "height": box.height],
-                ]
-            },
-        ]
-    }
-
-    static func recordJSON(_ record: OcrV1.Record) -> [String: Any] {
-        [
-            "id": record.id, "template_id": record.templateID, "created_at": isoDate(record.createdAt),
-            "values": record.values.map { ["name": $0.name, "text": $0.text, "confidence": $0.confidence] },
-        ]
-    }
-
     static func levelName(_ level: OcrV1.ObservationLevel) -> String {
         switch level {
         case .block: "block"
@@ -84,8 +63,7 @@ struct OCRTemplateCommands: AsyncParsableCommand {
             try await global.withOCR { ocr in
                 let reply = try await ocr.listTemplates(OcrV1.ListTemplatesRequest(), options: global.callOptions)
                 try global.render(
-                    json: { reply.templates.map(OCRFormat.templateJSON) },
-                    text: {
+                    reply, text: {
                         printTable(
                             ["id", "name", "values", "created"],
                             reply.templates.map {
@@ -98,7 +76,8 @@ struct OCRTemplateCommands: AsyncParsableCommand {
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "show", abstract: "A template's values and regions, and its last 5 records.")
+            commandName: "show", abstract: "A template's values and regions, and its last 5 records.",
+            discussion: "With --json: an array of the two responses, the GetTemplateResponse and the LatestRecordsResponse.")
         @Argument(help: "Template name or id.") var template: String
         @OptionGroup var global: GlobalOptions
 
@@ -109,8 +88,7 @@ struct OCRTemplateCommands: AsyncParsableCommand {
                     OcrV1.LatestRecordsRequest(template: template), options: global.callOptions)
                 guard let shown = reply.template else { throw RPCError(.internalError, "the answer has no template") }
                 try global.render(
-                    json: { OCRFormat.templateJSON(shown).merging(["latest_records": latest.records.map(OCRFormat.recordJSON)]) { $1 } },
-                    text: {
+                    jsonValue: { .array([reply.outputJSON, latest.outputJSON]) }, text: {
                         print("#\(shown.id) \(shown.name)" + (shown.description.isEmpty ? "" : " — \(shown.description)"))
                         printTable(
                             ["value", "level", "x", "y", "width", "height"],
@@ -137,8 +115,7 @@ struct OCRTemplateCommands: AsyncParsableCommand {
                 let reply = try await ocr.renameTemplate(
                     OcrV1.RenameTemplateRequest(template: template, newName: newName), options: global.callOptions)
                 try global.render(
-                    json: { OCRFormat.templateJSON(reply.template ?? OcrV1.Template()) },
-                    text: { print("renamed to \(reply.template?.name ?? newName)") })
+                    reply, text: { print("renamed to \(reply.template?.name ?? newName)") })
             }
         }
     }
@@ -165,8 +142,7 @@ struct OCRTemplateCommands: AsyncParsableCommand {
                 let reply = try await ocr.renameValues(
                     OcrV1.RenameValuesRequest(template: template, renames: pairs), options: global.callOptions)
                 try global.render(
-                    json: { OCRFormat.templateJSON(reply.template ?? OcrV1.Template()) },
-                    text: { print("values: " + (reply.template?.values.map(\.name).joined(separator: ", ") ?? "")) })
+                    reply, text: { print("values: " + (reply.template?.values.map(\.name).joined(separator: ", ") ?? "")) })
             }
         }
     }
@@ -178,8 +154,8 @@ struct OCRTemplateCommands: AsyncParsableCommand {
 
         func run() async throws {
             try await global.withOCR { ocr in
-                _ = try await ocr.deleteTemplate(OcrV1.DeleteTemplateRequest(template: template), options: global.callOptions)
-                try global.render(json: { ["deleted": template] }, text: { print("deleted \(template)") })
+                let deleted = try await ocr.deleteTemplate(OcrV1.DeleteTemplateRequest(template: template), options: global.callOptions)
+                try global.render(deleted, text: { print("deleted \(template)") })
             }
         }
     }
@@ -192,7 +168,8 @@ struct OCRRecordCommands: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "list", abstract: "The last 5 records, newest first, or with --all every record in time order.")
+            commandName: "list", abstract: "The last 5 records, newest first, or with --all every record in time order.",
+            discussion: #"With --json: a LatestRecordsResponse, {"records": […]} (with --all, every page's records in one)."#)
         @Argument(help: "Template name or id.") var template: String
         @Flag(help: "Every record, oldest first (fetched page by page).") var all = false
         @OptionGroup var global: GlobalOptions
@@ -215,8 +192,7 @@ struct OCRRecordCommands: AsyncParsableCommand {
                     ).records
                 }
                 try global.render(
-                    json: { records.map(OCRFormat.recordJSON) },
-                    text: { OCRFormat.printRecords(records, template: nil) })
+                    OcrV1.LatestRecordsResponse(records: records), text: { OCRFormat.printRecords(records, template: nil) })
             }
         }
     }
@@ -228,8 +204,8 @@ struct OCRRecordCommands: AsyncParsableCommand {
 
         func run() async throws {
             try await global.withOCR { ocr in
-                _ = try await ocr.deleteRecord(OcrV1.DeleteRecordRequest(recordID: id), options: global.callOptions)
-                try global.render(json: { ["deleted": id] }, text: { print("deleted record \(id)") })
+                let deleted = try await ocr.deleteRecord(OcrV1.DeleteRecordRequest(recordID: id), options: global.callOptions)
+                try global.render(deleted, text: { print("deleted record \(id)") })
             }
         }
     }

@@ -128,25 +128,6 @@ enum OCRUpload {
 
 /// How scans print.
 enum OCRScanFormat {
-    /// `{"text", "observations": [{"level", "text", "confidence", "box": {x, y, width, height}, "box_px": {…}}],
-    /// "orientation"}`: boxes with a top-left origin, `box` in fractions of the image, `box_px` in pixels.
-    static func json(_ scan: OcrV1.ScanResponse) -> [String: Any] {
-        [
-            "text": scan.text,
-            "observations": scan.observations.map { observation -> [String: Any] in
-                let box = observation.box ?? OcrV1.NormalizedBox()
-                let pixels = observation.boxPx ?? OcrV1.PixelBox()
-                return [
-                    "level": OCRFormat.levelName(observation.level), "text": observation.text,
-                    "confidence": observation.confidence,
-                    "box": ["x": box.x, "y": box.y, "width": box.width, "height": box.height],
-                    "box_px": ["x": pixels.x, "y": pixels.y, "width": pixels.width, "height": pixels.height],
-                ]
-            },
-            "orientation": scan.orientationDegrees,
-        ]
-    }
-
     /// The observations numbered as `--values` picks them.
     static func printObservations(_ scan: OcrV1.ScanResponse) {
         printTable(
@@ -168,10 +149,13 @@ struct OCRScan: AsyncParsableCommand {
         discussion: """
             One file is uploaded and read at once. Several are uploaded as batch jobs (of at most --batch-mib each, one \
             after another), read in parallel on the service, and followed with a progress bar (plain lines when the \
-            output is not a terminal); the text of each follows under its name. --json prints {"text", "observations": \
-            [{"level", "text", "confidence", "box", "box_px"}], "orientation"} for one file (boxes with a top-left origin: box in fractions of the image, box_px \
-            in pixels), and an array of such objects, each with "file" (and "error" instead of the rest for a file that \
-            could not be read), for several. Exits with the status code of the first file that failed.
+            output is not a terminal); the text of each follows under its name. --json prints protobuf's JSON mapping of the \
+            ScanResponse for one file: {"text", "observations": [{"level", "text", "confidence", "box", "boxPx", "page"}], \
+            "pages", "orientationDegrees", "timings"} (boxes with a top-left origin: box in fractions of the image, boxPx \
+            in pixels). For several files it prints a JSON array with one BatchScanFile per file, in the order given: \
+            {"fileName", "result": {the ScanResponse}, "errorCode": 0, "errorMessage": ""}, or no "result" and the \
+            gRPC status code and message for a file that could not be read; with --detach, an array of the started jobs. \
+            Exits with the status code of the first file that failed.
             """)
 
     @Argument(help: "Image files.") var files: [String]
@@ -195,7 +179,7 @@ struct OCRScan: AsyncParsableCommand {
             let ocr = OcrV1.OCR.Client(wrapping: client)
             if files.count == 1 && !detach {
                 let scan = try await OCRUpload.scan(ocr, try OCRUpload.read(files[0]), options: options, global: global)
-                try global.render(json: { OCRScanFormat.json(scan) }, text: { print(scan.text) })
+                try global.render(scan, text: { print(scan.text) })
                 return
             }
             // Files go in batches of at most --batch-mib (each a job, one after another), so many photos never pass
@@ -226,7 +210,7 @@ struct OCRScan: AsyncParsableCommand {
             }
             if detach {
                 try global.render(
-                    json: { () -> Any in started.count == 1 ? started[0].json as Any : started.map(\.json) as Any },
+                    jsonValue: { .array(started.map(\.outputJSON)) },
                     text: {
                         for job in started {
                             print("started \(job.summary); follow it with: gateway ocr jobs watch \(job.id)")
@@ -236,15 +220,7 @@ struct OCRScan: AsyncParsableCommand {
             }
             let batch = OcrV1.BatchScanResult(files: results)
             try global.render(
-                json: {
-                    batch.files.map { file -> [String: Any] in
-                        if let scan = file.result { return OCRScanFormat.json(scan).merging(["file": file.fileName]) { $1 } }
-                        return [
-                            "file": file.fileName,
-                            "error": ["code": StatusCode(rawValue: file.errorCode).name, "message": file.errorMessage],
-                        ]
-                    }
-                },
+                jsonValue: { .array(batch.files.map(\.outputJSON)) },
                 text: {
                     for (index, file) in batch.files.enumerated() {
                         print((index == 0 ? "" : "\n") + "==> \(file.fileName) <==")
@@ -326,7 +302,7 @@ struct OCRTemplateCreate: AsyncParsableCommand {
             } else {
                 // A script learns the numbers here (or from `gateway ocr scan PHOTO --segmentation sparse --json`,
                 // whose observations are numbered from 0 in the same order).
-                try global.render(json: { OCRScanFormat.json(scan) }, text: { OCRScanFormat.printObservations(scan) })
+                try global.render(scan, text: { OCRScanFormat.printObservations(scan) })
                 throw ValidationError(
                     "--values NAME=INDEX,… is needed when not asking on a terminal: pick from the \(scan.observations.count) observations listed above")
             }
@@ -343,12 +319,7 @@ struct OCRTemplateCreate: AsyncParsableCommand {
                 OcrV1.CreateTemplateRequest(name: name, description: description, values: definitions, firstRecord: first),
                 options: global.callOptions)
             try global.render(
-                json: {
-                    var object = OCRFormat.templateJSON(reply.template ?? OcrV1.Template())
-                    object["first_record"] = jsonValue(reply.firstRecord.map(OCRFormat.recordJSON))
-                    return object
-                },
-                text: {
+                reply, text: {
                     let template = reply.template ?? OcrV1.Template()
                     print("created template #\(template.id) \(template.name): " + template.values.map(\.name).joined(separator: ", "))
                     if let record = reply.firstRecord { OCRFormat.printRecords([record], template: template) }
@@ -419,8 +390,7 @@ struct OCRRecordAdd: AsyncParsableCommand {
                 OcrV1.AddRecordRequest(template: reference, values: values), options: global.callOptions)
             let record = reply.record ?? OcrV1.Record()
             try global.render(
-                json: { OCRFormat.recordJSON(record) },
-                text: {
+                reply, text: {
                     print("saved record \(record.id)")
                     printTable(
                         ["value", "text", "confidence"],

@@ -17,29 +17,8 @@ struct ZooStatus: AsyncParsableCommand {
     func run() async throws {
         try await global.withZoo { zoo in
             let reply = try await zoo.getMetadata(ZooV1.GetMetadataRequest(), options: global.callOptions)
-            try global.render(json: { Self.json(reply) }, text: { print(Self.text(reply)) })
+            try global.render(reply, text: { print(Self.text(reply)) })
         }
-    }
-
-    static func json(_ reply: ZooV1.GetMetadataResponse) -> [String: Any] {
-        let counts = reply.counts ?? ZooV1.DataCounts()
-        return [
-            "lexicon": jsonValue(ZooFormat.fileKindName(reply.lexiconKind)),
-            "last_import": jsonValue(reply.lastImport.map(ZooFormat.importJSON)),
-            "last_successful_import": jsonValue(reply.lastSuccessfulImport.map(ZooFormat.importJSON)),
-            "last_failed_import": jsonValue(reply.lastFailedImport.map(ZooFormat.importJSON)),
-            "last_error": jsonValue(reply.lastFailedImport?.error),
-            "counts": [
-                "animals": counts.animals, "available_animals": counts.availableAnimals, "classes": counts.classes,
-                "orders": counts.orders, "continents": counts.continents, "biotopes": counts.biotopes, "foods": counts.foods,
-                "zoo_houses": counts.zooHouses, "map_locations": counts.mapLocations, "adoptions": counts.adoptions,
-                "footpath_nodes": counts.footpathNodes, "footpath_edges": counts.footpathEdges,
-            ],
-            "refresh": jsonValue(reply.refresh.map { refresh -> [String: Any] in
-                ["cron": refresh.cron, "sources": refresh.sources, "next_run": jsonValue(refresh.nextRun.map(isoDate))]
-            }),
-            "walking_speed_mps": reply.walkingSpeed,
-        ]
     }
 
     static func text(_ reply: ZooV1.GetMetadataResponse) -> String {
@@ -131,7 +110,7 @@ struct ZooImport: AsyncParsableCommand {
             let options = CallOptions(timeout: .milliseconds(Int64(max(global.timeout, 300) * 1000)))
             let job = try await ZooV1.Zoo.Client(wrapping: client).importData(request, options: options)
             if detach {
-                try global.render(json: { job.json }, text: { print("started \(job.summary); follow it with: gateway zoo jobs watch \(job.id)") })
+                try global.render(job, text: { print("started \(job.summary); follow it with: gateway zoo jobs watch \(job.id)") })
                 return
             }
             let ended = try await followJob(job.id, with: JobsV1.Jobs.Client(wrapping: client), display: global.json ? nil : ProgressDisplay())
@@ -139,7 +118,7 @@ struct ZooImport: AsyncParsableCommand {
                 throw RPCError(.internalError, "import job \(job.id) ended without the import's record")
             }
             let record = try ZooV1.ImportRecord(serializedBytes: result.value)
-            try global.render(json: { ZooFormat.importJSON(record) }, text: { print(Self.text(record)) })
+            try global.render(record, text: { print(Self.text(record)) })
         }
     }
 

@@ -12,7 +12,8 @@ struct ZooSearch: AsyncParsableCommand {
         abstract: "Search animals by Czech, Latin or English name (diacritics and case do not matter), with filters.",
         discussion: """
             Filters are OR within one kind and AND across kinds; `gateway zoo filters` lists their values. \
-            With --json: {"total": N, "animals": [{"id", "name", "latin_name", "class", "location", "available"}, …]}.
+            With --json: the SearchAnimalsResponse, as protobuf's JSON mapping ({"total": N, "animals": [{"id": "42", "name", \
+            "latinName", "className", "location", "available"}, …]}; ids are strings).
             """)
 
     @Argument(help: "Text to look for (omit to list every animal the filters allow).")
@@ -51,10 +52,7 @@ struct ZooSearch: AsyncParsableCommand {
                 includeUnavailable: all, offset: offset, pageSize: limit)
             let reply = try await zoo.searchAnimals(request, options: global.callOptions)
             try global.render(
-                json: {
-                    ["total": reply.total, "animals": reply.animals.map(ZooFormat.summaryJSON)]
-                },
-                text: {
+                reply, text: {
                     printTable(
                         ["ID", "NAME", "LATIN NAME", "CLASS", "LOCATION"],
                         reply.animals.map { animal in
@@ -73,7 +71,7 @@ struct ZooShow: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
         abstract: "Show every attribute of one animal.",
-        discussion: "With --json: the record with the keys of `search --json` plus every other attribute.")
+        discussion: #"With --json: the GetAnimalResponse as protobuf's JSON mapping, {"animal": {every attribute}}."#)
 
     @Argument(help: "The animal's id.")
     var id: Int64
@@ -87,35 +85,8 @@ struct ZooShow: AsyncParsableCommand {
         try await global.withZoo { zoo in
             let reply = try await zoo.getAnimal(ZooV1.GetAnimalRequest(id: id, includeUnavailable: all), options: global.callOptions)
             guard let animal = reply.animal else { throw RPCError(.internalError, "the service answered without the animal") }
-            try global.render(json: { Self.json(animal) }, text: { print(Self.text(animal)) })
+            try global.render(reply, text: { print(Self.text(animal)) })
         }
-    }
-
-    static func json(_ animal: ZooV1.Animal) -> [String: Any] {
-        var object = ZooFormat.summaryJSON(ZooV1.AnimalSummary(
-            id: animal.id, name: animal.name, latinName: animal.latinName, englishName: animal.englishName,
-            className: animal.taxonClass?.czech, location: animal.location, available: animal.available))
-        let rest: [String: Any] = [
-            "english_name": jsonValue(animal.englishName), "class_latin": jsonValue(animal.taxonClass?.latin),
-            "order": jsonValue(animal.order?.czech), "order_latin": jsonValue(animal.order?.latin),
-            "continents": animal.continents, "range": jsonValue(animal.range), "biotopes": animal.biotopes,
-            "biotope_detail": jsonValue(animal.biotopeDetail), "foods": animal.foods, "food_detail": jsonValue(animal.foodDetail),
-            "description": jsonValue(animal.description), "proportions": jsonValue(animal.proportions),
-            "reproduction": jsonValue(animal.reproduction), "interesting_facts": jsonValue(animal.interestingFacts),
-            "projects": jsonValue(animal.projects), "breeding": jsonValue(animal.breeding),
-            "location_url": jsonValue(animal.locationURL), "image_url": jsonValue(animal.imageURL),
-            "image_alt": jsonValue(animal.imageAlt),
-            "adoption": jsonValue(animal.adoption.map { adoption -> [String: Any] in
-                ["czech_name": adoption.czechName, "english_name": jsonValue(adoption.englishName),
-                 "class": jsonValue(adoption.className), "price_czk": jsonValue(adoption.priceCzk), "visitable": adoption.visitable]
-            }),
-            "map_locations": animal.mapLocations.map { location -> [String: Any] in
-                ["id": location.id, "name": location.name, "building": location.isBuilding, "animal_pen": location.isAnimalPen,
-                 "lat": jsonValue(location.anchor?.lat), "lon": jsonValue(location.anchor?.lon)]
-            },
-        ]
-        object.merge(rest) { first, _ in first }
-        return object
     }
 
     static func text(_ animal: ZooV1.Animal) -> String {
@@ -147,7 +118,7 @@ struct ZooFilters: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "filters",
         abstract: "List the values of each filter (class, food, biotope, house, continent) with how many animals have each.",
-        discussion: #"With --json: {"classes": [{"value", "count"}, …], "foods", "biotopes", "zoo_houses", "continents"}."#)
+        discussion: #"With --json: the ListFilterValuesResponse, {"classes": [{"value", "count"}, …], "foods", "biotopes", "zooHouses", "continents"}."#)
 
     @Flag(help: "Count animals the zoo does not currently keep too.")
     var all = false
@@ -162,12 +133,7 @@ struct ZooFilters: AsyncParsableCommand {
                 ("zoo_houses", "--house", reply.zooHouses), ("continents", "--continent", reply.continents),
             ]
             try global.render(
-                json: {
-                    Dictionary(uniqueKeysWithValues: kinds.map { key, _, values in
-                        (key, values.map { ["value": $0.value, "count": $0.count] as [String: Any] })
-                    })
-                },
-                text: {
+                reply, text: {
                     for (index, (_, option, values)) in kinds.enumerated() {
                         if index > 0 { print("") }
                         printTable([option.uppercased().replacingOccurrences(of: "-", with: ""), "ANIMALS"], values.map { [$0.value, String($0.count)] })

@@ -10,7 +10,7 @@ struct ZooRoute: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "route",
         abstract: "The shortest walk along the zoo's footpaths, from a point, an animal or a pavilion to another.",
-        discussion: #"With --json: {"distance_m", "duration_s", "nodes": [ids], "coordinates": [[lat, lon], …]}."#)
+        discussion: #"With --json: the RouteResponse, {"route": {"distanceM", "durationS", "nodeIds": ["id", …], "coordinates": [{"lat", "lon"}, …]}}."#)
 
     @Option(name: .customLong("from"), parsing: .unconditional, help: "Start at LAT,LON (e.g. a phone's GPS fix).")
     var fromPoint: String?
@@ -40,10 +40,7 @@ struct ZooRoute: AsyncParsableCommand {
             let reply = try await zoo.route(request, options: global.callOptions)
             guard let route = reply.route else { throw RPCError(.internalError, "the service answered without a route") }
             try global.render(
-                json: {
-                    ZooFormat.routeJSON(route)
-                },
-                text: {
+                reply, text: {
                     let nodes = route.nodeIds.count
                     print("\(ZooFormat.distance(route.distanceM)), about \(ZooFormat.walk(route.durationS)) on foot, passing \(nodes) footpath node\(nodes == 1 ? "" : "s")")
                     for point in route.coordinates { print(String(format: "  %.6f,%.6f", point.lat, point.lon)) }
@@ -84,15 +81,7 @@ struct ZooNearby: AsyncParsableCommand {
             let request = ZooV1.NearbyRequest(point: try ZooFormat.coordinate(from, option: "--from"), radiusM: radius, limit: limit)
             let reply = try await zoo.nearby(request, options: global.callOptions)
             try global.render(
-                json: {
-                    ["animals": reply.animals.map { nearby -> [String: Any] in
-                        var object = nearby.animal.map(ZooFormat.summaryJSON) ?? [:]
-                        object["distance_m"] = nearby.distanceM
-                        object["location_id"] = nearby.locationID
-                        return object
-                    }]
-                },
-                text: {
+                reply, text: {
                     printTable(
                         ["WALK", "ID", "NAME", "LOCATION"],
                         reply.animals.map { [ZooFormat.distance($0.distanceM), String($0.animal?.id ?? 0), $0.animal?.name ?? "-", $0.animal?.location ?? "-"] })
@@ -107,7 +96,7 @@ struct ZooTour: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tour",
         abstract: "A short walk from a point visiting each of the animals once (nearest neighbour improved by 2-opt).",
-        discussion: #"With --json: {"distance_m", "duration_s", "legs": [{"animal": {…}, "location_id", "distance_m", "duration_s", "nodes", "coordinates"}, …]}."#)
+        discussion: #"With --json: the TourResponse, {"legs": [{"animal": {…}, "locationId", "route": {…}}, …], "distanceM", "durationS"}."#)
 
     @Argument(help: "Ids of the animals to visit.")
     var animals: [Int64]
@@ -122,18 +111,7 @@ struct ZooTour: AsyncParsableCommand {
             let request = ZooV1.TourRequest(start: try ZooFormat.coordinate(from, option: "--from"), animalIds: animals)
             let reply = try await zoo.tour(request, options: global.callOptions)
             try global.render(
-                json: {
-                    [
-                        "distance_m": reply.distanceM, "duration_s": reply.durationS,
-                        "legs": reply.legs.map { leg -> [String: Any] in
-                            var object = leg.route.map(ZooFormat.routeJSON) ?? [:]
-                            object["animal"] = jsonValue(leg.animal.map(ZooFormat.summaryJSON))
-                            object["location_id"] = leg.locationID
-                            return object
-                        },
-                    ]
-                },
-                text: {
+                reply, text: {
                     printTable(
                         ["#", "ID", "NAME", "WALK", "LOCATION"],
                         reply.legs.enumerated().map { index, leg in

@@ -463,3 +463,222 @@ extension JobsV1.ListJobsResponse: ProtoMessage, ProtobufCBridged {
         writer.set(2, nextPageToken)
     }
 }
+
+extension JobsV1.JobState: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("JOB_STATE_UNSPECIFIED", 0),
+        ("JOB_STATE_QUEUED", 1),
+        ("JOB_STATE_RUNNING", 2),
+        ("JOB_STATE_SUCCEEDED", 3),
+        ("JOB_STATE_FAILED", 4),
+        ("JOB_STATE_CANCELLED", 5),
+    ]
+}
+
+extension JobsV1.JobResult: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "type_name", jsonName: "typeName", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "value", jsonName: "value", kind: .bytes, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.typeName)
+        json.value(1, self.value)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.typeName)
+        try json.value(1, into: &self.value)
+    }
+}
+
+extension JobsV1.JobError: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "code", jsonName: "code", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "message", jsonName: "message", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.code)
+        json.value(1, self.message)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.code)
+        try json.value(1, into: &self.message)
+    }
+}
+
+extension JobsV1.Job: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "kind", jsonName: "kind", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "state", jsonName: "state", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "progress", jsonName: "progress", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "message", jsonName: "message", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "created_at", jsonName: "createdAt", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "started_at", jsonName: "startedAt", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 8, protoName: "finished_at", jsonName: "finishedAt", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 9, protoName: "result", jsonName: "result", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 10, protoName: "error", jsonName: "error", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 11, protoName: "cancel_requested", jsonName: "cancelRequested", kind: .bool, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.id)
+        json.value(1, self.kind)
+        json.value(2, self.state)
+        json.value(3, self.progress)
+        json.value(4, self.message)
+        json.value(5, self.createdAt)
+        json.optional(6, self.startedAt)
+        json.optional(7, self.finishedAt)
+        json.optional(8, self.result)
+        json.optional(9, self.error)
+        json.value(10, self.cancelRequested)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.id)
+        try json.value(1, into: &self.kind)
+        try json.value(2, into: &self.state)
+        try json.value(3, into: &self.progress)
+        try json.value(4, into: &self.message)
+        try json.value(5, into: &self.createdAt)
+        try json.optional(6, into: &self.startedAt)
+        try json.optional(7, into: &self.finishedAt)
+        try json.optional(8, into: &self.result)
+        try json.optional(9, into: &self.error)
+        try json.value(10, into: &self.cancelRequested)
+    }
+}
+
+extension JobsV1.GetJobRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.id)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.id)
+    }
+}
+
+extension JobsV1.WatchJobRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.id)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.id)
+    }
+}
+
+extension JobsV1.CancelJobRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.id)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.id)
+    }
+}
+
+extension JobsV1.ListJobsRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "states", jsonName: "states", kind: .`enum`, cardinality: .repeated),
+        ProtoJSONField(number: 2, protoName: "kind", jsonName: "kind", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "page_size", jsonName: "pageSize", kind: .int32, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "page_token", jsonName: "pageToken", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.states)
+        json.value(1, self.kind)
+        json.optional(2, self.pageSize)
+        json.value(3, self.pageToken)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.states)
+        try json.value(1, into: &self.kind)
+        try json.optional(2, into: &self.pageSize)
+        try json.value(3, into: &self.pageToken)
+    }
+}
+
+extension JobsV1.ListJobsResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "jobs", jsonName: "jobs", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 2, protoName: "next_page_token", jsonName: "nextPageToken", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.jobs)
+        json.value(1, self.nextPageToken)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.jobs)
+        try json.value(1, into: &self.nextPageToken)
+    }
+}
+
+extension JobsV1 {
+    /// Every message type of `menagerie/jobs/v1/jobs.proto`, nested ones included, in declaration order.
+    public static let jobsProtoFile = ProtoFileMessages(
+        path: "menagerie/jobs/v1/jobs.proto",
+        messages: [
+            JobsV1.JobResult.self,
+            JobsV1.JobError.self,
+            JobsV1.Job.self,
+            JobsV1.GetJobRequest.self,
+            JobsV1.WatchJobRequest.self,
+            JobsV1.CancelJobRequest.self,
+            JobsV1.ListJobsRequest.self,
+            JobsV1.ListJobsResponse.self,
+        ])
+}

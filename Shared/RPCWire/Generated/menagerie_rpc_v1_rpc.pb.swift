@@ -931,3 +931,433 @@ extension RpcV1.EchoResponse: ProtoMessage, ProtobufCBridged {
         writer.set(2, index)
     }
 }
+
+extension RpcV1.FrameKind: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("FRAME_KIND_UNSPECIFIED", 0),
+        ("FRAME_KIND_REQUEST", 1),
+        ("FRAME_KIND_MESSAGE", 2),
+        ("FRAME_KIND_STATUS", 3),
+        ("FRAME_KIND_CANCEL", 4),
+        ("FRAME_KIND_END_STREAM", 5),
+        ("FRAME_KIND_WINDOW_UPDATE", 6),
+    ]
+}
+
+extension RpcV1.ServingStatus: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("SERVING_STATUS_UNKNOWN", 0),
+        ("SERVING_STATUS_SERVING", 1),
+        ("SERVING_STATUS_NOT_SERVING", 2),
+        ("SERVING_STATUS_SERVICE_UNKNOWN", 3),
+    ]
+}
+
+extension RpcV1.MetadataEntry: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "key", jsonName: "key", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "value", jsonName: "value", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.key)
+        json.value(1, self.value)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.key)
+        try json.value(1, into: &self.value)
+    }
+}
+
+extension RpcV1.Frame: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "call_id", jsonName: "callId", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "kind", jsonName: "kind", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "method", jsonName: "method", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "timeout_micros", jsonName: "timeoutMicros", kind: .uint64, cardinality: .optional),
+        ProtoJSONField(number: 5, protoName: "metadata", jsonName: "metadata", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 6, protoName: "has_payload", jsonName: "hasPayload", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "payload", jsonName: "payload", kind: .bytes, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "status_code", jsonName: "statusCode", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 9, protoName: "status_message", jsonName: "statusMessage", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 10, protoName: "client_stream", jsonName: "clientStream", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 11, protoName: "continues", jsonName: "continues", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 12, protoName: "window_increment", jsonName: "windowIncrement", kind: .uint32, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.callID)
+        json.value(1, self.kind)
+        json.value(2, self.method)
+        json.optional(3, self.timeoutMicros)
+        json.repeated(4, self.metadata)
+        json.value(5, self.hasPayload)
+        json.value(6, self.payload)
+        json.value(7, self.statusCode)
+        json.value(8, self.statusMessage)
+        json.value(9, self.clientStream)
+        json.value(10, self.continues)
+        json.value(11, self.windowIncrement)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.callID)
+        try json.value(1, into: &self.kind)
+        try json.value(2, into: &self.method)
+        try json.optional(3, into: &self.timeoutMicros)
+        try json.repeated(4, into: &self.metadata)
+        try json.value(5, into: &self.hasPayload)
+        try json.value(6, into: &self.payload)
+        try json.value(7, into: &self.statusCode)
+        try json.value(8, into: &self.statusMessage)
+        try json.value(9, into: &self.clientStream)
+        try json.value(10, into: &self.continues)
+        try json.value(11, into: &self.windowIncrement)
+    }
+}
+
+extension RpcV1.HealthCheckRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "service", jsonName: "service", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.service)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.service)
+    }
+}
+
+extension RpcV1.HealthCheckResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "status", jsonName: "status", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "server_name", jsonName: "serverName", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "pid", jsonName: "pid", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "uptime_seconds", jsonName: "uptimeSeconds", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "version", jsonName: "version", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.status)
+        json.value(1, self.serverName)
+        json.value(2, self.pid)
+        json.value(3, self.uptimeSeconds)
+        json.value(4, self.version)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.status)
+        try json.value(1, into: &self.serverName)
+        try json.value(2, into: &self.pid)
+        try json.value(3, into: &self.uptimeSeconds)
+        try json.value(4, into: &self.version)
+    }
+}
+
+extension RpcV1.ListServicesRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension RpcV1.MethodInfo: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "path", jsonName: "path", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "server_streaming", jsonName: "serverStreaming", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "request_type", jsonName: "requestType", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "response_type", jsonName: "responseType", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "idempotent", jsonName: "idempotent", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "client_streaming", jsonName: "clientStreaming", kind: .bool, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.path)
+        json.value(1, self.serverStreaming)
+        json.value(2, self.requestType)
+        json.value(3, self.responseType)
+        json.value(4, self.idempotent)
+        json.value(5, self.clientStreaming)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.path)
+        try json.value(1, into: &self.serverStreaming)
+        try json.value(2, into: &self.requestType)
+        try json.value(3, into: &self.responseType)
+        try json.value(4, into: &self.idempotent)
+        try json.value(5, into: &self.clientStreaming)
+    }
+}
+
+extension RpcV1.ServiceInfo: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "methods", jsonName: "methods", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        json.repeated(1, self.methods)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+        try json.repeated(1, into: &self.methods)
+    }
+}
+
+extension RpcV1.ListServicesResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "services", jsonName: "services", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.services)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.services)
+    }
+}
+
+extension RpcV1.GetStatsRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension RpcV1.MethodStats: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "path", jsonName: "path", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "calls", jsonName: "calls", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "errors", jsonName: "errors", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "latency_p50_ms", jsonName: "latencyP50Ms", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "latency_p99_ms", jsonName: "latencyP99Ms", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "by_status", jsonName: "byStatus", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.path)
+        json.value(1, self.calls)
+        json.value(2, self.errors)
+        json.value(3, self.latencyP50Ms)
+        json.value(4, self.latencyP99Ms)
+        json.repeated(5, self.byStatus)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.path)
+        try json.value(1, into: &self.calls)
+        try json.value(2, into: &self.errors)
+        try json.value(3, into: &self.latencyP50Ms)
+        try json.value(4, into: &self.latencyP99Ms)
+        try json.repeated(5, into: &self.byStatus)
+    }
+}
+
+extension RpcV1.StatusCount: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "code", jsonName: "code", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "calls", jsonName: "calls", kind: .uint64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.code)
+        json.value(1, self.calls)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.code)
+        try json.value(1, into: &self.calls)
+    }
+}
+
+extension RpcV1.GetStatsResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "methods", jsonName: "methods", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 2, protoName: "open_connections", jsonName: "openConnections", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "total_connections", jsonName: "totalConnections", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "rejected_connections", jsonName: "rejectedConnections", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "uptime_seconds", jsonName: "uptimeSeconds", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "loop", jsonName: "loop", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.methods)
+        json.value(1, self.openConnections)
+        json.value(2, self.totalConnections)
+        json.value(3, self.rejectedConnections)
+        json.value(4, self.uptimeSeconds)
+        json.optional(5, self.loop)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.methods)
+        try json.value(1, into: &self.openConnections)
+        try json.value(2, into: &self.totalConnections)
+        try json.value(3, into: &self.rejectedConnections)
+        try json.value(4, into: &self.uptimeSeconds)
+        try json.optional(5, into: &self.loop)
+    }
+}
+
+extension RpcV1.LoopStats: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "turns", jsonName: "turns", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "busy_seconds", jsonName: "busySeconds", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "longest_turn_ms", jsonName: "longestTurnMs", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "turns_over_1ms", jsonName: "turnsOver1ms", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "turns_over_10ms", jsonName: "turnsOver10ms", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "turns_over_100ms", jsonName: "turnsOver100ms", kind: .uint64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.turns)
+        json.value(1, self.busySeconds)
+        json.value(2, self.longestTurnMs)
+        json.value(3, self.turnsOver1ms)
+        json.value(4, self.turnsOver10ms)
+        json.value(5, self.turnsOver100ms)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.turns)
+        try json.value(1, into: &self.busySeconds)
+        try json.value(2, into: &self.longestTurnMs)
+        try json.value(3, into: &self.turnsOver1ms)
+        try json.value(4, into: &self.turnsOver10ms)
+        try json.value(5, into: &self.turnsOver100ms)
+    }
+}
+
+extension RpcV1.EchoRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "payload", jsonName: "payload", kind: .bytes, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "count", jsonName: "count", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "delay_ms", jsonName: "delayMs", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "fail_with_code", jsonName: "failWithCode", kind: .uint32, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.payload)
+        json.value(1, self.count)
+        json.value(2, self.delayMs)
+        json.value(3, self.failWithCode)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.payload)
+        try json.value(1, into: &self.count)
+        try json.value(2, into: &self.delayMs)
+        try json.value(3, into: &self.failWithCode)
+    }
+}
+
+extension RpcV1.EchoResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "payload", jsonName: "payload", kind: .bytes, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "index", jsonName: "index", kind: .uint32, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.payload)
+        json.value(1, self.index)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.payload)
+        try json.value(1, into: &self.index)
+    }
+}
+
+extension RpcV1 {
+    /// Every message type of `menagerie/rpc/v1/rpc.proto`, nested ones included, in declaration order.
+    public static let rpcProtoFile = ProtoFileMessages(
+        path: "menagerie/rpc/v1/rpc.proto",
+        messages: [
+            RpcV1.MetadataEntry.self,
+            RpcV1.Frame.self,
+            RpcV1.HealthCheckRequest.self,
+            RpcV1.HealthCheckResponse.self,
+            RpcV1.ListServicesRequest.self,
+            RpcV1.MethodInfo.self,
+            RpcV1.ServiceInfo.self,
+            RpcV1.ListServicesResponse.self,
+            RpcV1.GetStatsRequest.self,
+            RpcV1.MethodStats.self,
+            RpcV1.StatusCount.self,
+            RpcV1.GetStatsResponse.self,
+            RpcV1.LoopStats.self,
+            RpcV1.EchoRequest.self,
+            RpcV1.EchoResponse.self,
+        ])
+}

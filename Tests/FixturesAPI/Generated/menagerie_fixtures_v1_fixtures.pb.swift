@@ -550,3 +550,296 @@ extension FixturesV1.Envelope.Inner: ProtoMessage, ProtobufCBridged {
         writer.set(2, note)
     }
 }
+
+extension FixturesV1.Color: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("COLOR_UNSPECIFIED", 0),
+        ("COLOR_RED", 1),
+        ("COLOR_GREEN", 2),
+        ("COLOR_INFRARED", -1),
+    ]
+}
+
+extension FixturesV1.Scalars: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "a_double", jsonName: "aDouble", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "a_float", jsonName: "aFloat", kind: .float, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "an_int32", jsonName: "anInt32", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "an_int64", jsonName: "anInt64", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "a_uint32", jsonName: "aUint32", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "a_uint64", jsonName: "aUint64", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "a_sint32", jsonName: "aSint32", kind: .sint32, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "a_sint64", jsonName: "aSint64", kind: .sint64, cardinality: .singular),
+        ProtoJSONField(number: 9, protoName: "a_fixed32", jsonName: "aFixed32", kind: .fixed32, cardinality: .singular),
+        ProtoJSONField(number: 10, protoName: "a_fixed64", jsonName: "aFixed64", kind: .fixed64, cardinality: .singular),
+        ProtoJSONField(number: 11, protoName: "an_sfixed32", jsonName: "anSfixed32", kind: .sfixed32, cardinality: .singular),
+        ProtoJSONField(number: 12, protoName: "an_sfixed64", jsonName: "anSfixed64", kind: .sfixed64, cardinality: .singular),
+        ProtoJSONField(number: 13, protoName: "a_bool", jsonName: "aBool", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 14, protoName: "a_string", jsonName: "aString", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 15, protoName: "some_bytes", jsonName: "someBytes", kind: .bytes, cardinality: .singular),
+        ProtoJSONField(number: 16, protoName: "color", jsonName: "color", kind: .`enum`, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.aDouble)
+        json.value(1, self.aFloat)
+        json.value(2, self.anInt32)
+        json.value(3, self.anInt64)
+        json.value(4, self.aUint32)
+        json.value(5, self.aUint64)
+        json.value(6, self.aSint32)
+        json.value(7, self.aSint64)
+        json.value(8, self.aFixed32)
+        json.value(9, self.aFixed64)
+        json.value(10, self.anSfixed32)
+        json.value(11, self.anSfixed64)
+        json.value(12, self.aBool)
+        json.value(13, self.aString)
+        json.value(14, self.someBytes)
+        json.value(15, self.color)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.aDouble)
+        try json.value(1, into: &self.aFloat)
+        try json.value(2, into: &self.anInt32)
+        try json.value(3, into: &self.anInt64)
+        try json.value(4, into: &self.aUint32)
+        try json.value(5, into: &self.aUint64)
+        try json.value(6, into: &self.aSint32)
+        try json.value(7, into: &self.aSint64)
+        try json.value(8, into: &self.aFixed32)
+        try json.value(9, into: &self.aFixed64)
+        try json.value(10, into: &self.anSfixed32)
+        try json.value(11, into: &self.anSfixed64)
+        try json.value(12, into: &self.aBool)
+        try json.value(13, into: &self.aString)
+        try json.value(14, into: &self.someBytes)
+        try json.value(15, into: &self.color)
+    }
+}
+
+extension FixturesV1.Optionals: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "a_double", jsonName: "aDouble", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "a_float", jsonName: "aFloat", kind: .float, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "an_int32", jsonName: "anInt32", kind: .int32, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "an_int64", jsonName: "anInt64", kind: .int64, cardinality: .optional),
+        ProtoJSONField(number: 5, protoName: "a_uint32", jsonName: "aUint32", kind: .uint32, cardinality: .optional),
+        ProtoJSONField(number: 6, protoName: "a_uint64", jsonName: "aUint64", kind: .uint64, cardinality: .optional),
+        ProtoJSONField(number: 7, protoName: "a_sint32", jsonName: "aSint32", kind: .sint32, cardinality: .optional),
+        ProtoJSONField(number: 8, protoName: "a_sint64", jsonName: "aSint64", kind: .sint64, cardinality: .optional),
+        ProtoJSONField(number: 9, protoName: "a_fixed32", jsonName: "aFixed32", kind: .fixed32, cardinality: .optional),
+        ProtoJSONField(number: 10, protoName: "a_fixed64", jsonName: "aFixed64", kind: .fixed64, cardinality: .optional),
+        ProtoJSONField(number: 11, protoName: "an_sfixed32", jsonName: "anSfixed32", kind: .sfixed32, cardinality: .optional),
+        ProtoJSONField(number: 12, protoName: "an_sfixed64", jsonName: "anSfixed64", kind: .sfixed64, cardinality: .optional),
+        ProtoJSONField(number: 13, protoName: "a_bool", jsonName: "aBool", kind: .bool, cardinality: .optional),
+        ProtoJSONField(number: 14, protoName: "a_string", jsonName: "aString", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 15, protoName: "some_bytes", jsonName: "someBytes", kind: .bytes, cardinality: .optional),
+        ProtoJSONField(number: 16, protoName: "color", jsonName: "color", kind: .`enum`, cardinality: .optional),
+        ProtoJSONField(number: 17, protoName: "scalars", jsonName: "scalars", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.aDouble)
+        json.optional(1, self.aFloat)
+        json.optional(2, self.anInt32)
+        json.optional(3, self.anInt64)
+        json.optional(4, self.aUint32)
+        json.optional(5, self.aUint64)
+        json.optional(6, self.aSint32)
+        json.optional(7, self.aSint64)
+        json.optional(8, self.aFixed32)
+        json.optional(9, self.aFixed64)
+        json.optional(10, self.anSfixed32)
+        json.optional(11, self.anSfixed64)
+        json.optional(12, self.aBool)
+        json.optional(13, self.aString)
+        json.optional(14, self.someBytes)
+        json.optional(15, self.color)
+        json.optional(16, self.scalars)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.aDouble)
+        try json.optional(1, into: &self.aFloat)
+        try json.optional(2, into: &self.anInt32)
+        try json.optional(3, into: &self.anInt64)
+        try json.optional(4, into: &self.aUint32)
+        try json.optional(5, into: &self.aUint64)
+        try json.optional(6, into: &self.aSint32)
+        try json.optional(7, into: &self.aSint64)
+        try json.optional(8, into: &self.aFixed32)
+        try json.optional(9, into: &self.aFixed64)
+        try json.optional(10, into: &self.anSfixed32)
+        try json.optional(11, into: &self.anSfixed64)
+        try json.optional(12, into: &self.aBool)
+        try json.optional(13, into: &self.aString)
+        try json.optional(14, into: &self.someBytes)
+        try json.optional(15, into: &self.color)
+        try json.optional(16, into: &self.scalars)
+    }
+}
+
+extension FixturesV1.Repeateds: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "doubles", jsonName: "doubles", kind: .double, cardinality: .repeated),
+        ProtoJSONField(number: 2, protoName: "floats", jsonName: "floats", kind: .float, cardinality: .repeated),
+        ProtoJSONField(number: 3, protoName: "int32s", jsonName: "int32s", kind: .int32, cardinality: .repeated),
+        ProtoJSONField(number: 4, protoName: "int64s", jsonName: "int64s", kind: .int64, cardinality: .repeated),
+        ProtoJSONField(number: 5, protoName: "uint32s", jsonName: "uint32s", kind: .uint32, cardinality: .repeated),
+        ProtoJSONField(number: 6, protoName: "uint64s", jsonName: "uint64s", kind: .uint64, cardinality: .repeated),
+        ProtoJSONField(number: 7, protoName: "sint32s", jsonName: "sint32s", kind: .sint32, cardinality: .repeated),
+        ProtoJSONField(number: 8, protoName: "sint64s", jsonName: "sint64s", kind: .sint64, cardinality: .repeated),
+        ProtoJSONField(number: 9, protoName: "fixed32s", jsonName: "fixed32s", kind: .fixed32, cardinality: .repeated),
+        ProtoJSONField(number: 10, protoName: "fixed64s", jsonName: "fixed64s", kind: .fixed64, cardinality: .repeated),
+        ProtoJSONField(number: 11, protoName: "sfixed32s", jsonName: "sfixed32s", kind: .sfixed32, cardinality: .repeated),
+        ProtoJSONField(number: 12, protoName: "sfixed64s", jsonName: "sfixed64s", kind: .sfixed64, cardinality: .repeated),
+        ProtoJSONField(number: 13, protoName: "bools", jsonName: "bools", kind: .bool, cardinality: .repeated),
+        ProtoJSONField(number: 14, protoName: "strings", jsonName: "strings", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 15, protoName: "byte_strings", jsonName: "byteStrings", kind: .bytes, cardinality: .repeated),
+        ProtoJSONField(number: 16, protoName: "colors", jsonName: "colors", kind: .`enum`, cardinality: .repeated),
+        ProtoJSONField(number: 17, protoName: "scalars", jsonName: "scalars", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 18, protoName: "unpacked_int32s", jsonName: "unpackedInt32s", kind: .int32, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.doubles)
+        json.repeated(1, self.floats)
+        json.repeated(2, self.int32s)
+        json.repeated(3, self.int64s)
+        json.repeated(4, self.uint32s)
+        json.repeated(5, self.uint64s)
+        json.repeated(6, self.sint32s)
+        json.repeated(7, self.sint64s)
+        json.repeated(8, self.fixed32s)
+        json.repeated(9, self.fixed64s)
+        json.repeated(10, self.sfixed32s)
+        json.repeated(11, self.sfixed64s)
+        json.repeated(12, self.bools)
+        json.repeated(13, self.strings)
+        json.repeated(14, self.byteStrings)
+        json.repeated(15, self.colors)
+        json.repeated(16, self.scalars)
+        json.repeated(17, self.unpackedInt32s)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.doubles)
+        try json.repeated(1, into: &self.floats)
+        try json.repeated(2, into: &self.int32s)
+        try json.repeated(3, into: &self.int64s)
+        try json.repeated(4, into: &self.uint32s)
+        try json.repeated(5, into: &self.uint64s)
+        try json.repeated(6, into: &self.sint32s)
+        try json.repeated(7, into: &self.sint64s)
+        try json.repeated(8, into: &self.fixed32s)
+        try json.repeated(9, into: &self.fixed64s)
+        try json.repeated(10, into: &self.sfixed32s)
+        try json.repeated(11, into: &self.sfixed64s)
+        try json.repeated(12, into: &self.bools)
+        try json.repeated(13, into: &self.strings)
+        try json.repeated(14, into: &self.byteStrings)
+        try json.repeated(15, into: &self.colors)
+        try json.repeated(16, into: &self.scalars)
+        try json.repeated(17, into: &self.unpackedInt32s)
+    }
+}
+
+extension FixturesV1.Envelope: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "inner", jsonName: "inner", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "inners", jsonName: "inners", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 3, protoName: "mood", jsonName: "mood", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "entry", jsonName: "entry", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 5, protoName: "kinds", jsonName: "kinds", kind: .`enum`, cardinality: .repeated),
+        ProtoJSONField(number: 6, protoName: "user_id", jsonName: "userId", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "avatar_url", jsonName: "avatarUrl", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "default", jsonName: "default", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 9, protoName: "class", jsonName: "class", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 100000, protoName: "far_away", jsonName: "farAway", kind: .int32, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.inner)
+        json.repeated(1, self.inners)
+        json.value(2, self.mood)
+        json.optional(3, self.entry)
+        json.repeated(4, self.kinds)
+        json.value(5, self.userID)
+        json.value(6, self.avatarURL)
+        json.value(7, self.default)
+        json.value(8, self.class)
+        json.value(9, self.farAway)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.inner)
+        try json.repeated(1, into: &self.inners)
+        try json.value(2, into: &self.mood)
+        try json.optional(3, into: &self.entry)
+        try json.repeated(4, into: &self.kinds)
+        try json.value(5, into: &self.userID)
+        try json.value(6, into: &self.avatarURL)
+        try json.value(7, into: &self.default)
+        try json.value(8, into: &self.class)
+        try json.value(9, into: &self.farAway)
+    }
+}
+
+extension FixturesV1.Envelope.Inner: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "mood", jsonName: "mood", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "note", jsonName: "note", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.mood)
+        json.value(1, self.note)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.mood)
+        try json.value(1, into: &self.note)
+    }
+}
+
+extension FixturesV1.Envelope.Inner.Mood: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("MOOD_UNSPECIFIED", 0),
+        ("MOOD_HAPPY", 1),
+    ]
+}
+
+extension FixturesV1 {
+    /// Every message type of `menagerie/fixtures/v1/fixtures.proto`, nested ones included, in declaration order.
+    public static let fixturesProtoFile = ProtoFileMessages(
+        path: "menagerie/fixtures/v1/fixtures.proto",
+        messages: [
+            FixturesV1.Scalars.self,
+            FixturesV1.Optionals.self,
+            FixturesV1.Repeateds.self,
+            FixturesV1.Envelope.self,
+            FixturesV1.Envelope.Inner.self,
+        ])
+}

@@ -141,3 +141,75 @@ extension JobsV1.SleepResponse: ProtoMessage, ProtobufCBridged {
 
     @usableFromInline package func write(to writer: ProtoWriter) {}
 }
+
+extension JobsV1.StartTestJobRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "steps", jsonName: "steps", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "step_ms", jsonName: "stepMs", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "payload", jsonName: "payload", kind: .bytes, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "fail_with_code", jsonName: "failWithCode", kind: .uint32, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.steps)
+        json.value(1, self.stepMs)
+        json.value(2, self.payload)
+        json.value(3, self.failWithCode)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.steps)
+        try json.value(1, into: &self.stepMs)
+        try json.value(2, into: &self.payload)
+        try json.value(3, into: &self.failWithCode)
+    }
+}
+
+extension JobsV1.SleepRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "ms", jsonName: "ms", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "on_lane", jsonName: "onLane", kind: .bool, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.ms)
+        json.value(1, self.onLane)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.ms)
+        try json.value(1, into: &self.onLane)
+    }
+}
+
+extension JobsV1.SleepResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension JobsV1 {
+    /// Every message type of `menagerie/jobs/v1/testing.proto`, nested ones included, in declaration order.
+    public static let testingProtoFile = ProtoFileMessages(
+        path: "menagerie/jobs/v1/testing.proto",
+        messages: [
+            JobsV1.StartTestJobRequest.self,
+            JobsV1.SleepRequest.self,
+            JobsV1.SleepResponse.self,
+        ])
+}

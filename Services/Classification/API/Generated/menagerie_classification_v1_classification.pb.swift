@@ -2425,3 +2425,1214 @@ extension ClassificationV1.FeedbackResponse: ProtoMessage, ProtobufCBridged {
         writer.set(2, dataset)
     }
 }
+
+extension ClassificationV1.DatasetKind: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("DATASET_KIND_UNSPECIFIED", 0),
+        ("DATASET_KIND_CLASSIFICATION", 1),
+        ("DATASET_KIND_DETECTION", 2),
+    ]
+}
+
+extension ClassificationV1.ModelKind: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("MODEL_KIND_UNSPECIFIED", 0),
+        ("MODEL_KIND_CLASSIFIER", 1),
+        ("MODEL_KIND_DETECTOR", 2),
+    ]
+}
+
+extension ClassificationV1.ModelFormat: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("MODEL_FORMAT_UNSPECIFIED", 0),
+        ("MODEL_FORMAT_MENAGERIE", 1),
+        ("MODEL_FORMAT_TORCHSCRIPT", 2),
+        ("MODEL_FORMAT_ONNX", 3),
+    ]
+}
+
+extension ClassificationV1.DetectorLayout: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("DETECTOR_LAYOUT_UNSPECIFIED", 0),
+        ("DETECTOR_LAYOUT_YOLOV5", 1),
+        ("DETECTOR_LAYOUT_YOLOV8", 2),
+    ]
+}
+
+extension ClassificationV1.Scaling: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("SCALING_UNSPECIFIED", 0),
+        ("SCALING_FIT", 1),
+        ("SCALING_FILL", 2),
+        ("SCALING_CENTER_CROP", 3),
+    ]
+}
+
+extension ClassificationV1.DatasetUploadHeader: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "kind", jsonName: "kind", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "annotations", jsonName: "annotations", kind: .bytes, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "file_count", jsonName: "fileCount", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "total_bytes", jsonName: "totalBytes", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        json.value(1, self.kind)
+        json.value(2, self.annotations)
+        json.value(3, self.fileCount)
+        json.value(4, self.totalBytes)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+        try json.value(1, into: &self.kind)
+        try json.value(2, into: &self.annotations)
+        try json.value(3, into: &self.fileCount)
+        try json.value(4, into: &self.totalBytes)
+    }
+}
+
+extension ClassificationV1.FileChunk: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "path", jsonName: "path", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "data", jsonName: "data", kind: .bytes, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "last", jsonName: "last", kind: .bool, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.path)
+        json.value(1, self.data)
+        json.value(2, self.last)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.path)
+        try json.value(1, into: &self.data)
+        try json.value(2, into: &self.last)
+    }
+}
+
+extension ClassificationV1.UploadDatasetRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "header", jsonName: "header", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "chunk", jsonName: "chunk", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.header)
+        json.optional(1, self.chunk)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.header)
+        try json.optional(1, into: &self.chunk)
+    }
+}
+
+extension ClassificationV1.LabelCount: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "label", jsonName: "label", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "images", jsonName: "images", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "objects", jsonName: "objects", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.label)
+        json.value(1, self.images)
+        json.value(2, self.objects)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.label)
+        try json.value(1, into: &self.images)
+        try json.value(2, into: &self.objects)
+    }
+}
+
+extension ClassificationV1.DatasetSummary: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "kind", jsonName: "kind", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "images", jsonName: "images", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "labels", jsonName: "labels", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 5, protoName: "created_at", jsonName: "createdAt", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "duplicates", jsonName: "duplicates", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        json.value(1, self.kind)
+        json.value(2, self.images)
+        json.repeated(3, self.labels)
+        json.value(4, self.createdAt)
+        json.value(5, self.duplicates)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+        try json.value(1, into: &self.kind)
+        try json.value(2, into: &self.images)
+        try json.repeated(3, into: &self.labels)
+        try json.value(4, into: &self.createdAt)
+        try json.value(5, into: &self.duplicates)
+    }
+}
+
+extension ClassificationV1.ListDatasetsRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension ClassificationV1.ListDatasetsResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "datasets", jsonName: "datasets", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.datasets)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.datasets)
+    }
+}
+
+extension ClassificationV1.GetDatasetRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+    }
+}
+
+extension ClassificationV1.DeleteDatasetRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+    }
+}
+
+extension ClassificationV1.DeleteDatasetResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension ClassificationV1.Augmentation: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "flip", jsonName: "flip", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "crop", jsonName: "crop", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "rotation", jsonName: "rotation", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "blur", jsonName: "blur", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "exposure", jsonName: "exposure", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "noise", jsonName: "noise", kind: .double, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.flip)
+        json.value(1, self.crop)
+        json.value(2, self.rotation)
+        json.value(3, self.blur)
+        json.value(4, self.exposure)
+        json.value(5, self.noise)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.flip)
+        try json.value(1, into: &self.crop)
+        try json.value(2, into: &self.rotation)
+        try json.value(3, into: &self.blur)
+        try json.value(4, into: &self.exposure)
+        try json.value(5, into: &self.noise)
+    }
+}
+
+extension ClassificationV1.TrainRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "dataset", jsonName: "dataset", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "kind", jsonName: "kind", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "algorithm", jsonName: "algorithm", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "base_model", jsonName: "baseModel", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 6, protoName: "epochs", jsonName: "epochs", kind: .int32, cardinality: .optional),
+        ProtoJSONField(number: 7, protoName: "validation_dataset", jsonName: "validationDataset", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 8, protoName: "validation_fraction", jsonName: "validationFraction", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 9, protoName: "augmentation", jsonName: "augmentation", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 10, protoName: "image_size", jsonName: "imageSize", kind: .int32, cardinality: .optional),
+        ProtoJSONField(number: 11, protoName: "seed", jsonName: "seed", kind: .uint64, cardinality: .optional),
+        ProtoJSONField(number: 12, protoName: "include_feedback", jsonName: "includeFeedback", kind: .bool, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.dataset)
+        json.value(1, self.kind)
+        json.value(2, self.algorithm)
+        json.value(3, self.name)
+        json.optional(4, self.baseModel)
+        json.optional(5, self.epochs)
+        json.optional(6, self.validationDataset)
+        json.optional(7, self.validationFraction)
+        json.optional(8, self.augmentation)
+        json.optional(9, self.imageSize)
+        json.optional(10, self.seed)
+        json.value(11, self.includeFeedback)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.dataset)
+        try json.value(1, into: &self.kind)
+        try json.value(2, into: &self.algorithm)
+        try json.value(3, into: &self.name)
+        try json.optional(4, into: &self.baseModel)
+        try json.optional(5, into: &self.epochs)
+        try json.optional(6, into: &self.validationDataset)
+        try json.optional(7, into: &self.validationFraction)
+        try json.optional(8, into: &self.augmentation)
+        try json.optional(9, into: &self.imageSize)
+        try json.optional(10, into: &self.seed)
+        try json.value(11, into: &self.includeFeedback)
+    }
+}
+
+extension ClassificationV1.TrainingProgress: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "epoch", jsonName: "epoch", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "epochs", jsonName: "epochs", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "loss", jsonName: "loss", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "training_accuracy", jsonName: "trainingAccuracy", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "validation_accuracy", jsonName: "validationAccuracy", kind: .double, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.epoch)
+        json.value(1, self.epochs)
+        json.value(2, self.loss)
+        json.value(3, self.trainingAccuracy)
+        json.optional(4, self.validationAccuracy)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.epoch)
+        try json.value(1, into: &self.epochs)
+        try json.value(2, into: &self.loss)
+        try json.value(3, into: &self.trainingAccuracy)
+        try json.optional(4, into: &self.validationAccuracy)
+    }
+}
+
+extension ClassificationV1.TrainingResult: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "model", jsonName: "model", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.model)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.model)
+    }
+}
+
+extension ClassificationV1.ModelSummary: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "kind", jsonName: "kind", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "algorithm", jsonName: "algorithm", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "labels", jsonName: "labels", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 5, protoName: "input_width", jsonName: "inputWidth", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "input_height", jsonName: "inputHeight", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "training_accuracy", jsonName: "trainingAccuracy", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 8, protoName: "validation_accuracy", jsonName: "validationAccuracy", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 9, protoName: "map50", jsonName: "map50", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 10, protoName: "map50_95", jsonName: "map5095", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 11, protoName: "training_seconds", jsonName: "trainingSeconds", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 12, protoName: "size", jsonName: "size", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 13, protoName: "created_at", jsonName: "createdAt", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 14, protoName: "active", jsonName: "active", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 15, protoName: "training_images", jsonName: "trainingImages", kind: .int64, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        json.value(1, self.kind)
+        json.value(2, self.algorithm)
+        json.repeated(3, self.labels)
+        json.value(4, self.inputWidth)
+        json.value(5, self.inputHeight)
+        json.optional(6, self.trainingAccuracy)
+        json.optional(7, self.validationAccuracy)
+        json.optional(8, self.map50)
+        json.optional(9, self.map5095)
+        json.value(10, self.trainingSeconds)
+        json.value(11, self.size)
+        json.value(12, self.createdAt)
+        json.value(13, self.active)
+        json.optional(14, self.trainingImages)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+        try json.value(1, into: &self.kind)
+        try json.value(2, into: &self.algorithm)
+        try json.repeated(3, into: &self.labels)
+        try json.value(4, into: &self.inputWidth)
+        try json.value(5, into: &self.inputHeight)
+        try json.optional(6, into: &self.trainingAccuracy)
+        try json.optional(7, into: &self.validationAccuracy)
+        try json.optional(8, into: &self.map50)
+        try json.optional(9, into: &self.map5095)
+        try json.value(10, into: &self.trainingSeconds)
+        try json.value(11, into: &self.size)
+        try json.value(12, into: &self.createdAt)
+        try json.value(13, into: &self.active)
+        try json.optional(14, into: &self.trainingImages)
+    }
+}
+
+extension ClassificationV1.ListModelsRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension ClassificationV1.ListModelsResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "models", jsonName: "models", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.models)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.models)
+    }
+}
+
+extension ClassificationV1.GetModelRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+    }
+}
+
+extension ClassificationV1.DeleteModelRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+    }
+}
+
+extension ClassificationV1.DeleteModelResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension ClassificationV1.SetActiveModelRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+    }
+}
+
+extension ClassificationV1.SetActiveModelResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension ClassificationV1.ExportModelRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+    }
+}
+
+extension ClassificationV1.ModelFileChunk: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "data", jsonName: "data", kind: .bytes, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "offset", jsonName: "offset", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "total", jsonName: "total", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.data)
+        json.value(1, self.offset)
+        json.value(2, self.total)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.data)
+        try json.value(1, into: &self.offset)
+        try json.value(2, into: &self.total)
+    }
+}
+
+extension ClassificationV1.ImportModelRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "format", jsonName: "format", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "data", jsonName: "data", kind: .bytes, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "kind", jsonName: "kind", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "labels", jsonName: "labels", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 6, protoName: "input_width", jsonName: "inputWidth", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "input_height", jsonName: "inputHeight", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "mean", jsonName: "mean", kind: .float, cardinality: .repeated),
+        ProtoJSONField(number: 9, protoName: "std", jsonName: "std", kind: .float, cardinality: .repeated),
+        ProtoJSONField(number: 10, protoName: "layout", jsonName: "layout", kind: .`enum`, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        json.value(1, self.format)
+        json.value(2, self.data)
+        json.value(3, self.kind)
+        json.repeated(4, self.labels)
+        json.value(5, self.inputWidth)
+        json.value(6, self.inputHeight)
+        json.repeated(7, self.mean)
+        json.repeated(8, self.std)
+        json.value(9, self.layout)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+        try json.value(1, into: &self.format)
+        try json.value(2, into: &self.data)
+        try json.value(3, into: &self.kind)
+        try json.repeated(4, into: &self.labels)
+        try json.value(5, into: &self.inputWidth)
+        try json.value(6, into: &self.inputHeight)
+        try json.repeated(7, into: &self.mean)
+        try json.repeated(8, into: &self.std)
+        try json.value(9, into: &self.layout)
+    }
+}
+
+extension ClassificationV1.ImportModelResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "model", jsonName: "model", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.model)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.model)
+    }
+}
+
+extension ClassificationV1.EvaluateRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "model", jsonName: "model", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "dataset", jsonName: "dataset", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.model)
+        json.value(1, self.dataset)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.model)
+        try json.value(1, into: &self.dataset)
+    }
+}
+
+extension ClassificationV1.ClassScores: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "label", jsonName: "label", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "precision", jsonName: "precision", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "recall", jsonName: "recall", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "f1", jsonName: "f1", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "ap50", jsonName: "ap50", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 6, protoName: "ap50_95", jsonName: "ap5095", kind: .double, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.label)
+        json.value(1, self.precision)
+        json.value(2, self.recall)
+        json.value(3, self.f1)
+        json.optional(4, self.ap50)
+        json.optional(5, self.ap5095)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.label)
+        try json.value(1, into: &self.precision)
+        try json.value(2, into: &self.recall)
+        try json.value(3, into: &self.f1)
+        try json.optional(4, into: &self.ap50)
+        try json.optional(5, into: &self.ap5095)
+    }
+}
+
+extension ClassificationV1.ConfusionRow: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "label", jsonName: "label", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "predicted", jsonName: "predicted", kind: .int64, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.label)
+        json.repeated(1, self.predicted)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.label)
+        try json.repeated(1, into: &self.predicted)
+    }
+}
+
+extension ClassificationV1.EvaluateResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "accuracy", jsonName: "accuracy", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "per_class", jsonName: "perClass", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 3, protoName: "labels", jsonName: "labels", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 4, protoName: "confusion", jsonName: "confusion", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 5, protoName: "map50", jsonName: "map50", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 6, protoName: "map50_95", jsonName: "map5095", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 7, protoName: "images", jsonName: "images", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.accuracy)
+        json.repeated(1, self.perClass)
+        json.repeated(2, self.labels)
+        json.repeated(3, self.confusion)
+        json.optional(4, self.map50)
+        json.optional(5, self.map5095)
+        json.value(6, self.images)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.accuracy)
+        try json.repeated(1, into: &self.perClass)
+        try json.repeated(2, into: &self.labels)
+        try json.repeated(3, into: &self.confusion)
+        try json.optional(4, into: &self.map50)
+        try json.optional(5, into: &self.map5095)
+        try json.value(6, into: &self.images)
+    }
+}
+
+extension ClassificationV1.ClassifyRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "image", jsonName: "image", kind: .bytes, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "model", jsonName: "model", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "top", jsonName: "top", kind: .int32, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "scaling", jsonName: "scaling", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "minimum_confidence", jsonName: "minimumConfidence", kind: .double, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.image)
+        json.value(1, self.model)
+        json.optional(2, self.top)
+        json.value(3, self.scaling)
+        json.optional(4, self.minimumConfidence)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.image)
+        try json.value(1, into: &self.model)
+        try json.optional(2, into: &self.top)
+        try json.value(3, into: &self.scaling)
+        try json.optional(4, into: &self.minimumConfidence)
+    }
+}
+
+extension ClassificationV1.CatalogueEntry: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "label", jsonName: "label", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "local_name", jsonName: "localName", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "attributes", jsonName: "attributes", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.label)
+        json.value(1, self.name)
+        json.value(2, self.localName)
+        json.repeated(3, self.attributes)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.label)
+        try json.value(1, into: &self.name)
+        try json.value(2, into: &self.localName)
+        try json.repeated(3, into: &self.attributes)
+    }
+}
+
+extension ClassificationV1.Attribute: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "key", jsonName: "key", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "value", jsonName: "value", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.key)
+        json.value(1, self.value)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.key)
+        try json.value(1, into: &self.value)
+    }
+}
+
+extension ClassificationV1.LabelConfidence: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "label", jsonName: "label", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "confidence", jsonName: "confidence", kind: .double, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.label)
+        json.value(1, self.confidence)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.label)
+        try json.value(1, into: &self.confidence)
+    }
+}
+
+extension ClassificationV1.ClassifyResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "model", jsonName: "model", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "recognised", jsonName: "recognised", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "labels", jsonName: "labels", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 4, protoName: "entry", jsonName: "entry", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.model)
+        json.value(1, self.recognised)
+        json.repeated(2, self.labels)
+        json.optional(3, self.entry)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.model)
+        try json.value(1, into: &self.recognised)
+        try json.repeated(2, into: &self.labels)
+        try json.optional(3, into: &self.entry)
+    }
+}
+
+extension ClassificationV1.DetectRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "image", jsonName: "image", kind: .bytes, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "model", jsonName: "model", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "labels", jsonName: "labels", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 4, protoName: "confidence_threshold", jsonName: "confidenceThreshold", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 5, protoName: "iou_threshold", jsonName: "iouThreshold", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 6, protoName: "max_detections", jsonName: "maxDetections", kind: .int32, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.image)
+        json.value(1, self.model)
+        json.repeated(2, self.labels)
+        json.optional(3, self.confidenceThreshold)
+        json.optional(4, self.iouThreshold)
+        json.optional(5, self.maxDetections)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.image)
+        try json.value(1, into: &self.model)
+        try json.repeated(2, into: &self.labels)
+        try json.optional(3, into: &self.confidenceThreshold)
+        try json.optional(4, into: &self.iouThreshold)
+        try json.optional(5, into: &self.maxDetections)
+    }
+}
+
+extension ClassificationV1.Box: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "x", jsonName: "x", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "y", jsonName: "y", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "width", jsonName: "width", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "height", jsonName: "height", kind: .double, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.x)
+        json.value(1, self.y)
+        json.value(2, self.width)
+        json.value(3, self.height)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.x)
+        try json.value(1, into: &self.y)
+        try json.value(2, into: &self.width)
+        try json.value(3, into: &self.height)
+    }
+}
+
+extension ClassificationV1.DetectedObject: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "label", jsonName: "label", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "confidence", jsonName: "confidence", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "box", jsonName: "box", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "box_px", jsonName: "boxPx", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.label)
+        json.value(1, self.confidence)
+        json.optional(2, self.box)
+        json.optional(3, self.boxPx)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.label)
+        try json.value(1, into: &self.confidence)
+        try json.optional(2, into: &self.box)
+        try json.optional(3, into: &self.boxPx)
+    }
+}
+
+extension ClassificationV1.DetectResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "model", jsonName: "model", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "detections", jsonName: "detections", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 3, protoName: "image_width", jsonName: "imageWidth", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "image_height", jsonName: "imageHeight", kind: .int32, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.model)
+        json.repeated(1, self.detections)
+        json.value(2, self.imageWidth)
+        json.value(3, self.imageHeight)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.model)
+        try json.repeated(1, into: &self.detections)
+        try json.value(2, into: &self.imageWidth)
+        try json.value(3, into: &self.imageHeight)
+    }
+}
+
+extension ClassificationV1.ImportCatalogueRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "json", jsonName: "json", kind: .bytes, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.json)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.json)
+    }
+}
+
+extension ClassificationV1.ImportCatalogueResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "entries", jsonName: "entries", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.entries)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.entries)
+    }
+}
+
+extension ClassificationV1.SearchCatalogueRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "query", jsonName: "query", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "limit", jsonName: "limit", kind: .int32, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.query)
+        json.optional(1, self.limit)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.query)
+        try json.optional(1, into: &self.limit)
+    }
+}
+
+extension ClassificationV1.SearchCatalogueResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "entries", jsonName: "entries", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.entries)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.entries)
+    }
+}
+
+extension ClassificationV1.GetCatalogueEntryRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "label", jsonName: "label", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.label)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.label)
+    }
+}
+
+extension ClassificationV1.FeedbackRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "image", jsonName: "image", kind: .bytes, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "label", jsonName: "label", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "consent", jsonName: "consent", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "model", jsonName: "model", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "predicted_label", jsonName: "predictedLabel", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.image)
+        json.value(1, self.label)
+        json.value(2, self.consent)
+        json.value(3, self.model)
+        json.value(4, self.predictedLabel)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.image)
+        try json.value(1, into: &self.label)
+        try json.value(2, into: &self.consent)
+        try json.value(3, into: &self.model)
+        try json.value(4, into: &self.predictedLabel)
+    }
+}
+
+extension ClassificationV1.FeedbackResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "stored", jsonName: "stored", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "dataset", jsonName: "dataset", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.stored)
+        json.value(1, self.dataset)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.stored)
+        try json.value(1, into: &self.dataset)
+    }
+}
+
+extension ClassificationV1 {
+    /// Every message type of `menagerie/classification/v1/classification.proto`, nested ones included, in declaration order.
+    public static let classificationProtoFile = ProtoFileMessages(
+        path: "menagerie/classification/v1/classification.proto",
+        messages: [
+            ClassificationV1.DatasetUploadHeader.self,
+            ClassificationV1.FileChunk.self,
+            ClassificationV1.UploadDatasetRequest.self,
+            ClassificationV1.LabelCount.self,
+            ClassificationV1.DatasetSummary.self,
+            ClassificationV1.ListDatasetsRequest.self,
+            ClassificationV1.ListDatasetsResponse.self,
+            ClassificationV1.GetDatasetRequest.self,
+            ClassificationV1.DeleteDatasetRequest.self,
+            ClassificationV1.DeleteDatasetResponse.self,
+            ClassificationV1.Augmentation.self,
+            ClassificationV1.TrainRequest.self,
+            ClassificationV1.TrainingProgress.self,
+            ClassificationV1.TrainingResult.self,
+            ClassificationV1.ModelSummary.self,
+            ClassificationV1.ListModelsRequest.self,
+            ClassificationV1.ListModelsResponse.self,
+            ClassificationV1.GetModelRequest.self,
+            ClassificationV1.DeleteModelRequest.self,
+            ClassificationV1.DeleteModelResponse.self,
+            ClassificationV1.SetActiveModelRequest.self,
+            ClassificationV1.SetActiveModelResponse.self,
+            ClassificationV1.ExportModelRequest.self,
+            ClassificationV1.ModelFileChunk.self,
+            ClassificationV1.ImportModelRequest.self,
+            ClassificationV1.ImportModelResponse.self,
+            ClassificationV1.EvaluateRequest.self,
+            ClassificationV1.ClassScores.self,
+            ClassificationV1.ConfusionRow.self,
+            ClassificationV1.EvaluateResponse.self,
+            ClassificationV1.ClassifyRequest.self,
+            ClassificationV1.CatalogueEntry.self,
+            ClassificationV1.Attribute.self,
+            ClassificationV1.LabelConfidence.self,
+            ClassificationV1.ClassifyResponse.self,
+            ClassificationV1.DetectRequest.self,
+            ClassificationV1.Box.self,
+            ClassificationV1.DetectedObject.self,
+            ClassificationV1.DetectResponse.self,
+            ClassificationV1.ImportCatalogueRequest.self,
+            ClassificationV1.ImportCatalogueResponse.self,
+            ClassificationV1.SearchCatalogueRequest.self,
+            ClassificationV1.SearchCatalogueResponse.self,
+            ClassificationV1.GetCatalogueEntryRequest.self,
+            ClassificationV1.FeedbackRequest.self,
+            ClassificationV1.FeedbackResponse.self,
+        ])
+}

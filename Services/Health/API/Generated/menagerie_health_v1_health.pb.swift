@@ -1659,3 +1659,819 @@ extension HealthV1.ExportCSVChunk: ProtoMessage, ProtobufCBridged {
         writer.set(1, text)
     }
 }
+
+extension HealthV1.StatisticsInterval: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("STATISTICS_INTERVAL_NONE", 0),
+        ("STATISTICS_INTERVAL_HOUR", 1),
+        ("STATISTICS_INTERVAL_DAY", 2),
+        ("STATISTICS_INTERVAL_WEEK", 3),
+        ("STATISTICS_INTERVAL_MONTH", 4),
+    ]
+}
+
+extension HealthV1.StatisticsPreset: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("STATISTICS_PRESET_NONE", 0),
+        ("STATISTICS_PRESET_TODAY", 1),
+        ("STATISTICS_PRESET_LAST_7_DAYS", 2),
+        ("STATISTICS_PRESET_LAST_30_DAYS", 3),
+        ("STATISTICS_PRESET_THIS_MONTH", 4),
+    ]
+}
+
+extension HealthV1.MetadataEntry: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "key", jsonName: "key", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "value", jsonName: "value", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.key)
+        json.value(1, self.value)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.key)
+        try json.value(1, into: &self.value)
+    }
+}
+
+extension HealthV1.Sample: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "uuid", jsonName: "uuid", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "type", jsonName: "type", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "value", jsonName: "value", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "unit", jsonName: "unit", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "start_ms", jsonName: "startMs", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "end_ms", jsonName: "endMs", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "source", jsonName: "source", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "time_zone", jsonName: "timeZone", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 9, protoName: "metadata", jsonName: "metadata", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.uuid)
+        json.value(1, self.type)
+        json.value(2, self.value)
+        json.value(3, self.unit)
+        json.value(4, self.startMs)
+        json.value(5, self.endMs)
+        json.value(6, self.source)
+        json.optional(7, self.timeZone)
+        json.repeated(8, self.metadata)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.uuid)
+        try json.value(1, into: &self.type)
+        try json.value(2, into: &self.value)
+        try json.value(3, into: &self.unit)
+        try json.value(4, into: &self.startMs)
+        try json.value(5, into: &self.endMs)
+        try json.value(6, into: &self.source)
+        try json.optional(7, into: &self.timeZone)
+        try json.repeated(8, into: &self.metadata)
+    }
+}
+
+extension HealthV1.Deletion: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "uuid", jsonName: "uuid", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "type", jsonName: "type", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "start_ms", jsonName: "startMs", kind: .int64, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "end_ms", jsonName: "endMs", kind: .int64, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.uuid)
+        json.optional(1, self.type)
+        json.optional(2, self.startMs)
+        json.optional(3, self.endMs)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.uuid)
+        try json.optional(1, into: &self.type)
+        try json.optional(2, into: &self.startMs)
+        try json.optional(3, into: &self.endMs)
+    }
+}
+
+extension HealthV1.Conflict: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "stored", jsonName: "stored", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "rejected", jsonName: "rejected", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.stored)
+        json.optional(1, self.rejected)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.stored)
+        try json.optional(1, into: &self.rejected)
+    }
+}
+
+extension HealthV1.WriteSummary: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "added", jsonName: "added", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "duplicates", jsonName: "duplicates", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "already_deleted", jsonName: "alreadyDeleted", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "deleted", jsonName: "deleted", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "duplicate_deletions", jsonName: "duplicateDeletions", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "conflicts", jsonName: "conflicts", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 7, protoName: "anchor", jsonName: "anchor", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "conflicts_omitted", jsonName: "conflictsOmitted", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.added)
+        json.value(1, self.duplicates)
+        json.value(2, self.alreadyDeleted)
+        json.value(3, self.deleted)
+        json.value(4, self.duplicateDeletions)
+        json.repeated(5, self.conflicts)
+        json.value(6, self.anchor)
+        json.value(7, self.conflictsOmitted)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.added)
+        try json.value(1, into: &self.duplicates)
+        try json.value(2, into: &self.alreadyDeleted)
+        try json.value(3, into: &self.deleted)
+        try json.value(4, into: &self.duplicateDeletions)
+        try json.repeated(5, into: &self.conflicts)
+        try json.value(6, into: &self.anchor)
+        try json.value(7, into: &self.conflictsOmitted)
+    }
+}
+
+extension HealthV1.CreateUserRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+    }
+}
+
+extension HealthV1.CreateUserResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "token", jsonName: "token", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        json.value(1, self.token)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+        try json.value(1, into: &self.token)
+    }
+}
+
+extension HealthV1.IssueTokenRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension HealthV1.IssueTokenResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "token", jsonName: "token", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.token)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.token)
+    }
+}
+
+extension HealthV1.RevokeTokenRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "token", jsonName: "token", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.token)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.token)
+    }
+}
+
+extension HealthV1.RevokeTokenResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension HealthV1.GetAccountRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension HealthV1.GetAccountResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "anchor", jsonName: "anchor", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "sample_count", jsonName: "sampleCount", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        json.value(1, self.anchor)
+        json.value(2, self.sampleCount)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+        try json.value(1, into: &self.anchor)
+        try json.value(2, into: &self.sampleCount)
+    }
+}
+
+extension HealthV1.AddSamplesRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "samples", jsonName: "samples", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.samples)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.samples)
+    }
+}
+
+extension HealthV1.AddSamplesResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "summary", jsonName: "summary", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.summary)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.summary)
+    }
+}
+
+extension HealthV1.DeleteSamplesRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "uuids", jsonName: "uuids", kind: .string, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.uuids)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.uuids)
+    }
+}
+
+extension HealthV1.DeleteSamplesResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "summary", jsonName: "summary", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.summary)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.summary)
+    }
+}
+
+extension HealthV1.GetSampleRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "uuid", jsonName: "uuid", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "unit", jsonName: "unit", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.uuid)
+        json.value(1, self.unit)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.uuid)
+        try json.value(1, into: &self.unit)
+    }
+}
+
+extension HealthV1.GetSampleResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "sample", jsonName: "sample", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.sample)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.sample)
+    }
+}
+
+extension HealthV1.QuerySamplesRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "types", jsonName: "types", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 2, protoName: "from_ms", jsonName: "fromMs", kind: .int64, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "to_ms", jsonName: "toMs", kind: .int64, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "strict_start", jsonName: "strictStart", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "strict_end", jsonName: "strictEnd", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "sources", jsonName: "sources", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 7, protoName: "limit", jsonName: "limit", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "descending", jsonName: "descending", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 9, protoName: "unit", jsonName: "unit", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.types)
+        json.optional(1, self.fromMs)
+        json.optional(2, self.toMs)
+        json.value(3, self.strictStart)
+        json.value(4, self.strictEnd)
+        json.repeated(5, self.sources)
+        json.value(6, self.limit)
+        json.value(7, self.descending)
+        json.value(8, self.unit)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.types)
+        try json.optional(1, into: &self.fromMs)
+        try json.optional(2, into: &self.toMs)
+        try json.value(3, into: &self.strictStart)
+        try json.value(4, into: &self.strictEnd)
+        try json.repeated(5, into: &self.sources)
+        try json.value(6, into: &self.limit)
+        try json.value(7, into: &self.descending)
+        try json.value(8, into: &self.unit)
+    }
+}
+
+extension HealthV1.QuerySamplesResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "samples", jsonName: "samples", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.samples)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.samples)
+    }
+}
+
+extension HealthV1.GetStatisticsRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "type", jsonName: "type", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "from_ms", jsonName: "fromMs", kind: .int64, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "to_ms", jsonName: "toMs", kind: .int64, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "preset", jsonName: "preset", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "interval", jsonName: "interval", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "time_zone", jsonName: "timeZone", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "unit", jsonName: "unit", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "source_priority", jsonName: "sourcePriority", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 9, protoName: "sleep_values", jsonName: "sleepValues", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 10, protoName: "now_ms", jsonName: "nowMs", kind: .int64, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.type)
+        json.optional(1, self.fromMs)
+        json.optional(2, self.toMs)
+        json.value(3, self.preset)
+        json.value(4, self.interval)
+        json.value(5, self.timeZone)
+        json.value(6, self.unit)
+        json.repeated(7, self.sourcePriority)
+        json.repeated(8, self.sleepValues)
+        json.optional(9, self.nowMs)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.type)
+        try json.optional(1, into: &self.fromMs)
+        try json.optional(2, into: &self.toMs)
+        try json.value(3, into: &self.preset)
+        try json.value(4, into: &self.interval)
+        try json.value(5, into: &self.timeZone)
+        try json.value(6, into: &self.unit)
+        try json.repeated(7, into: &self.sourcePriority)
+        try json.repeated(8, into: &self.sleepValues)
+        try json.optional(9, into: &self.nowMs)
+    }
+}
+
+extension HealthV1.StatisticsBucket: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "start_ms", jsonName: "startMs", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "end_ms", jsonName: "endMs", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "sum", jsonName: "sum", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "average", jsonName: "average", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 5, protoName: "minimum", jsonName: "minimum", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 6, protoName: "maximum", jsonName: "maximum", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 7, protoName: "count", jsonName: "count", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.startMs)
+        json.value(1, self.endMs)
+        json.optional(2, self.sum)
+        json.optional(3, self.average)
+        json.optional(4, self.minimum)
+        json.optional(5, self.maximum)
+        json.value(6, self.count)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.startMs)
+        try json.value(1, into: &self.endMs)
+        try json.optional(2, into: &self.sum)
+        try json.optional(3, into: &self.average)
+        try json.optional(4, into: &self.minimum)
+        try json.optional(5, into: &self.maximum)
+        try json.value(6, into: &self.count)
+    }
+}
+
+extension HealthV1.GetStatisticsResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "type", jsonName: "type", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "unit", jsonName: "unit", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "buckets", jsonName: "buckets", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.type)
+        json.value(1, self.unit)
+        json.repeated(2, self.buckets)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.type)
+        try json.value(1, into: &self.unit)
+        try json.repeated(2, into: &self.buckets)
+    }
+}
+
+extension HealthV1.GetPushCursorRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "device_id", jsonName: "deviceId", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "scope", jsonName: "scope", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.deviceID)
+        json.value(1, self.scope)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.deviceID)
+        try json.value(1, into: &self.scope)
+    }
+}
+
+extension HealthV1.GetPushCursorResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "anchor", jsonName: "anchor", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.anchor)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.anchor)
+    }
+}
+
+extension HealthV1.PushRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "device_id", jsonName: "deviceId", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "scope", jsonName: "scope", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "samples", jsonName: "samples", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 4, protoName: "deletions", jsonName: "deletions", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 5, protoName: "through_anchor", jsonName: "throughAnchor", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.deviceID)
+        json.value(1, self.scope)
+        json.repeated(2, self.samples)
+        json.repeated(3, self.deletions)
+        json.value(4, self.throughAnchor)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.deviceID)
+        try json.value(1, into: &self.scope)
+        try json.repeated(2, into: &self.samples)
+        try json.repeated(3, into: &self.deletions)
+        try json.value(4, into: &self.throughAnchor)
+    }
+}
+
+extension HealthV1.PushResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "summary", jsonName: "summary", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "committed_anchor", jsonName: "committedAnchor", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.summary)
+        json.value(1, self.committedAnchor)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.summary)
+        try json.value(1, into: &self.committedAnchor)
+    }
+}
+
+extension HealthV1.PullRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "since_anchor", jsonName: "sinceAnchor", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "types", jsonName: "types", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 3, protoName: "from_ms", jsonName: "fromMs", kind: .int64, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "to_ms", jsonName: "toMs", kind: .int64, cardinality: .optional),
+        ProtoJSONField(number: 5, protoName: "page_size", jsonName: "pageSize", kind: .uint32, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.sinceAnchor)
+        json.repeated(1, self.types)
+        json.optional(2, self.fromMs)
+        json.optional(3, self.toMs)
+        json.value(4, self.pageSize)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.sinceAnchor)
+        try json.repeated(1, into: &self.types)
+        try json.optional(2, into: &self.fromMs)
+        try json.optional(3, into: &self.toMs)
+        try json.value(4, into: &self.pageSize)
+    }
+}
+
+extension HealthV1.PullResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "samples", jsonName: "samples", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 2, protoName: "deletions", jsonName: "deletions", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 3, protoName: "anchor", jsonName: "anchor", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "has_more", jsonName: "hasMore", kind: .bool, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.samples)
+        json.repeated(1, self.deletions)
+        json.value(2, self.anchor)
+        json.value(3, self.hasMore)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.samples)
+        try json.repeated(1, into: &self.deletions)
+        try json.value(2, into: &self.anchor)
+        try json.value(3, into: &self.hasMore)
+    }
+}
+
+extension HealthV1.ExportCSVRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "type", jsonName: "type", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "from_ms", jsonName: "fromMs", kind: .int64, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "to_ms", jsonName: "toMs", kind: .int64, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "unit", jsonName: "unit", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.type)
+        json.optional(1, self.fromMs)
+        json.optional(2, self.toMs)
+        json.value(3, self.unit)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.type)
+        try json.optional(1, into: &self.fromMs)
+        try json.optional(2, into: &self.toMs)
+        try json.value(3, into: &self.unit)
+    }
+}
+
+extension HealthV1.ExportCSVChunk: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "text", jsonName: "text", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.text)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.text)
+    }
+}
+
+extension HealthV1 {
+    /// Every message type of `menagerie/health/v1/health.proto`, nested ones included, in declaration order.
+    public static let healthProtoFile = ProtoFileMessages(
+        path: "menagerie/health/v1/health.proto",
+        messages: [
+            HealthV1.MetadataEntry.self,
+            HealthV1.Sample.self,
+            HealthV1.Deletion.self,
+            HealthV1.Conflict.self,
+            HealthV1.WriteSummary.self,
+            HealthV1.CreateUserRequest.self,
+            HealthV1.CreateUserResponse.self,
+            HealthV1.IssueTokenRequest.self,
+            HealthV1.IssueTokenResponse.self,
+            HealthV1.RevokeTokenRequest.self,
+            HealthV1.RevokeTokenResponse.self,
+            HealthV1.GetAccountRequest.self,
+            HealthV1.GetAccountResponse.self,
+            HealthV1.AddSamplesRequest.self,
+            HealthV1.AddSamplesResponse.self,
+            HealthV1.DeleteSamplesRequest.self,
+            HealthV1.DeleteSamplesResponse.self,
+            HealthV1.GetSampleRequest.self,
+            HealthV1.GetSampleResponse.self,
+            HealthV1.QuerySamplesRequest.self,
+            HealthV1.QuerySamplesResponse.self,
+            HealthV1.GetStatisticsRequest.self,
+            HealthV1.StatisticsBucket.self,
+            HealthV1.GetStatisticsResponse.self,
+            HealthV1.GetPushCursorRequest.self,
+            HealthV1.GetPushCursorResponse.self,
+            HealthV1.PushRequest.self,
+            HealthV1.PushResponse.self,
+            HealthV1.PullRequest.self,
+            HealthV1.PullResponse.self,
+            HealthV1.ExportCSVRequest.self,
+            HealthV1.ExportCSVChunk.self,
+        ])
+}

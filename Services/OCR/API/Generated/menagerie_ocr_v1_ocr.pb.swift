@@ -1938,3 +1938,966 @@ extension OcrV1.ExportRecordsChunk: ProtoMessage, ProtobufCBridged {
         writer.set(1, csv)
     }
 }
+
+extension OcrV1.RecognitionLevel: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("RECOGNITION_LEVEL_UNSPECIFIED", 0),
+        ("RECOGNITION_LEVEL_FAST", 1),
+        ("RECOGNITION_LEVEL_ACCURATE", 2),
+    ]
+}
+
+extension OcrV1.Segmentation: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("SEGMENTATION_UNSPECIFIED", 0),
+        ("SEGMENTATION_PAGE", 1),
+        ("SEGMENTATION_BLOCK", 2),
+        ("SEGMENTATION_LINE", 3),
+        ("SEGMENTATION_SPARSE", 4),
+    ]
+}
+
+extension OcrV1.ObservationLevel: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("OBSERVATION_LEVEL_UNSPECIFIED", 0),
+        ("OBSERVATION_LEVEL_BLOCK", 1),
+        ("OBSERVATION_LEVEL_LINE", 2),
+        ("OBSERVATION_LEVEL_WORD", 3),
+    ]
+}
+
+extension OcrV1.ScanOptions: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "languages", jsonName: "languages", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 2, protoName: "level", jsonName: "level", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "custom_words", jsonName: "customWords", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 4, protoName: "minimum_text_height", jsonName: "minimumTextHeight", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "segmentation", jsonName: "segmentation", kind: .`enum`, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.languages)
+        json.value(1, self.level)
+        json.repeated(2, self.customWords)
+        json.value(3, self.minimumTextHeight)
+        json.value(4, self.segmentation)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.languages)
+        try json.value(1, into: &self.level)
+        try json.repeated(2, into: &self.customWords)
+        try json.value(3, into: &self.minimumTextHeight)
+        try json.value(4, into: &self.segmentation)
+    }
+}
+
+extension OcrV1.PixelBox: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "x", jsonName: "x", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "y", jsonName: "y", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "width", jsonName: "width", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "height", jsonName: "height", kind: .int32, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.x)
+        json.value(1, self.y)
+        json.value(2, self.width)
+        json.value(3, self.height)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.x)
+        try json.value(1, into: &self.y)
+        try json.value(2, into: &self.width)
+        try json.value(3, into: &self.height)
+    }
+}
+
+extension OcrV1.NormalizedBox: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "x", jsonName: "x", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "y", jsonName: "y", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "width", jsonName: "width", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "height", jsonName: "height", kind: .double, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.x)
+        json.value(1, self.y)
+        json.value(2, self.width)
+        json.value(3, self.height)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.x)
+        try json.value(1, into: &self.y)
+        try json.value(2, into: &self.width)
+        try json.value(3, into: &self.height)
+    }
+}
+
+extension OcrV1.Observation: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "level", jsonName: "level", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "text", jsonName: "text", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "confidence", jsonName: "confidence", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "box", jsonName: "box", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 5, protoName: "box_px", jsonName: "boxPx", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 6, protoName: "page", jsonName: "page", kind: .uint32, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.level)
+        json.value(1, self.text)
+        json.value(2, self.confidence)
+        json.optional(3, self.box)
+        json.optional(4, self.boxPx)
+        json.value(5, self.page)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.level)
+        try json.value(1, into: &self.text)
+        try json.value(2, into: &self.confidence)
+        try json.optional(3, into: &self.box)
+        try json.optional(4, into: &self.boxPx)
+        try json.value(5, into: &self.page)
+    }
+}
+
+extension OcrV1.Page: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "width", jsonName: "width", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "height", jsonName: "height", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "orientation_degrees", jsonName: "orientationDegrees", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "deskew_degrees", jsonName: "deskewDegrees", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "inverted", jsonName: "inverted", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "text", jsonName: "text", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.width)
+        json.value(1, self.height)
+        json.value(2, self.orientationDegrees)
+        json.value(3, self.deskewDegrees)
+        json.value(4, self.inverted)
+        json.value(5, self.text)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.width)
+        try json.value(1, into: &self.height)
+        try json.value(2, into: &self.orientationDegrees)
+        try json.value(3, into: &self.deskewDegrees)
+        try json.value(4, into: &self.inverted)
+        try json.value(5, into: &self.text)
+    }
+}
+
+extension OcrV1.Timings: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "decode_seconds", jsonName: "decodeSeconds", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "preprocess_seconds", jsonName: "preprocessSeconds", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "recognize_seconds", jsonName: "recognizeSeconds", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "total_seconds", jsonName: "totalSeconds", kind: .double, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.decodeSeconds)
+        json.value(1, self.preprocessSeconds)
+        json.value(2, self.recognizeSeconds)
+        json.value(3, self.totalSeconds)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.decodeSeconds)
+        try json.value(1, into: &self.preprocessSeconds)
+        try json.value(2, into: &self.recognizeSeconds)
+        try json.value(3, into: &self.totalSeconds)
+    }
+}
+
+extension OcrV1.ScanRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "options", jsonName: "options", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "chunk", jsonName: "chunk", kind: .bytes, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.options)
+        json.value(1, self.chunk)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.options)
+        try json.value(1, into: &self.chunk)
+    }
+}
+
+extension OcrV1.ScanResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "text", jsonName: "text", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "observations", jsonName: "observations", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 3, protoName: "pages", jsonName: "pages", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 4, protoName: "orientation_degrees", jsonName: "orientationDegrees", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "timings", jsonName: "timings", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.text)
+        json.repeated(1, self.observations)
+        json.repeated(2, self.pages)
+        json.value(3, self.orientationDegrees)
+        json.optional(4, self.timings)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.text)
+        try json.repeated(1, into: &self.observations)
+        try json.repeated(2, into: &self.pages)
+        try json.value(3, into: &self.orientationDegrees)
+        try json.optional(4, into: &self.timings)
+    }
+}
+
+extension OcrV1.BatchScanRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "options", jsonName: "options", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "file_name", jsonName: "fileName", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "chunk", jsonName: "chunk", kind: .bytes, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.options)
+        json.value(1, self.fileName)
+        json.value(2, self.chunk)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.options)
+        try json.value(1, into: &self.fileName)
+        try json.value(2, into: &self.chunk)
+    }
+}
+
+extension OcrV1.BatchScanFile: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "file_name", jsonName: "fileName", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "result", jsonName: "result", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "error_code", jsonName: "errorCode", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "error_message", jsonName: "errorMessage", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.fileName)
+        json.optional(1, self.result)
+        json.value(2, self.errorCode)
+        json.value(3, self.errorMessage)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.fileName)
+        try json.optional(1, into: &self.result)
+        try json.value(2, into: &self.errorCode)
+        try json.value(3, into: &self.errorMessage)
+    }
+}
+
+extension OcrV1.BatchScanResult: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "files", jsonName: "files", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.files)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.files)
+    }
+}
+
+extension OcrV1.ValueDefinition: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "region", jsonName: "region", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "level", jsonName: "level", kind: .`enum`, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        json.optional(1, self.region)
+        json.value(2, self.level)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+        try json.optional(1, into: &self.region)
+        try json.value(2, into: &self.level)
+    }
+}
+
+extension OcrV1.Template: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "description", jsonName: "description", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "created_at", jsonName: "createdAt", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "values", jsonName: "values", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.id)
+        json.value(1, self.name)
+        json.value(2, self.description)
+        json.value(3, self.createdAt)
+        json.repeated(4, self.values)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.id)
+        try json.value(1, into: &self.name)
+        try json.value(2, into: &self.description)
+        try json.value(3, into: &self.createdAt)
+        try json.repeated(4, into: &self.values)
+    }
+}
+
+extension OcrV1.RecordValue: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "text", jsonName: "text", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "confidence", jsonName: "confidence", kind: .double, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        json.value(1, self.text)
+        json.value(2, self.confidence)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+        try json.value(1, into: &self.text)
+        try json.value(2, into: &self.confidence)
+    }
+}
+
+extension OcrV1.Record: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "template_id", jsonName: "templateId", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "created_at", jsonName: "createdAt", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "values", jsonName: "values", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.id)
+        json.value(1, self.templateID)
+        json.value(2, self.createdAt)
+        json.repeated(3, self.values)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.id)
+        try json.value(1, into: &self.templateID)
+        try json.value(2, into: &self.createdAt)
+        try json.repeated(3, into: &self.values)
+    }
+}
+
+extension OcrV1.CreateTemplateRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "description", jsonName: "description", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "values", jsonName: "values", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 4, protoName: "first_record", jsonName: "firstRecord", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.name)
+        json.value(1, self.description)
+        json.repeated(2, self.values)
+        json.repeated(3, self.firstRecord)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.name)
+        try json.value(1, into: &self.description)
+        try json.repeated(2, into: &self.values)
+        try json.repeated(3, into: &self.firstRecord)
+    }
+}
+
+extension OcrV1.CreateTemplateResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "first_record", jsonName: "firstRecord", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.template)
+        json.optional(1, self.firstRecord)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.template)
+        try json.optional(1, into: &self.firstRecord)
+    }
+}
+
+extension OcrV1.ListTemplatesRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension OcrV1.ListTemplatesResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "templates", jsonName: "templates", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.templates)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.templates)
+    }
+}
+
+extension OcrV1.GetTemplateRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.template)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.template)
+    }
+}
+
+extension OcrV1.GetTemplateResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.template)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.template)
+    }
+}
+
+extension OcrV1.RenameTemplateRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "new_name", jsonName: "newName", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.template)
+        json.value(1, self.newName)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.template)
+        try json.value(1, into: &self.newName)
+    }
+}
+
+extension OcrV1.RenameTemplateResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.template)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.template)
+    }
+}
+
+extension OcrV1.ValueRename: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "from", jsonName: "from", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "to", jsonName: "to", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.from)
+        json.value(1, self.to)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.from)
+        try json.value(1, into: &self.to)
+    }
+}
+
+extension OcrV1.RenameValuesRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "renames", jsonName: "renames", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.template)
+        json.repeated(1, self.renames)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.template)
+        try json.repeated(1, into: &self.renames)
+    }
+}
+
+extension OcrV1.RenameValuesResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.template)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.template)
+    }
+}
+
+extension OcrV1.DeleteTemplateRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.template)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.template)
+    }
+}
+
+extension OcrV1.DeleteTemplateResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension OcrV1.DraftRecordRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "options", jsonName: "options", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "chunk", jsonName: "chunk", kind: .bytes, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.template)
+        json.optional(1, self.options)
+        json.value(2, self.chunk)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.template)
+        try json.optional(1, into: &self.options)
+        try json.value(2, into: &self.chunk)
+    }
+}
+
+extension OcrV1.DraftRecordResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "values", jsonName: "values", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 3, protoName: "scan", jsonName: "scan", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.template)
+        json.repeated(1, self.values)
+        json.optional(2, self.scan)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.template)
+        try json.repeated(1, into: &self.values)
+        try json.optional(2, into: &self.scan)
+    }
+}
+
+extension OcrV1.AddRecordRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "values", jsonName: "values", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 3, protoName: "created_at", jsonName: "createdAt", kind: .double, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.template)
+        json.repeated(1, self.values)
+        json.optional(2, self.createdAt)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.template)
+        try json.repeated(1, into: &self.values)
+        try json.optional(2, into: &self.createdAt)
+    }
+}
+
+extension OcrV1.AddRecordResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "record", jsonName: "record", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.record)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.record)
+    }
+}
+
+extension OcrV1.LatestRecordsRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "limit", jsonName: "limit", kind: .uint32, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.template)
+        json.value(1, self.limit)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.template)
+        try json.value(1, into: &self.limit)
+    }
+}
+
+extension OcrV1.LatestRecordsResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "records", jsonName: "records", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.records)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.records)
+    }
+}
+
+extension OcrV1.ListRecordsRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "page_size", jsonName: "pageSize", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "page_token", jsonName: "pageToken", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.template)
+        json.value(1, self.pageSize)
+        json.value(2, self.pageToken)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.template)
+        try json.value(1, into: &self.pageSize)
+        try json.value(2, into: &self.pageToken)
+    }
+}
+
+extension OcrV1.ListRecordsResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "records", jsonName: "records", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 2, protoName: "next_page_token", jsonName: "nextPageToken", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.records)
+        json.value(1, self.nextPageToken)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.records)
+        try json.value(1, into: &self.nextPageToken)
+    }
+}
+
+extension OcrV1.DeleteRecordRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "record_id", jsonName: "recordId", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.recordID)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.recordID)
+    }
+}
+
+extension OcrV1.DeleteRecordResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension OcrV1.ExportRecordsRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.template)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.template)
+    }
+}
+
+extension OcrV1.ExportRecordsChunk: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "csv", jsonName: "csv", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.csv)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.csv)
+    }
+}
+
+extension OcrV1 {
+    /// Every message type of `menagerie/ocr/v1/ocr.proto`, nested ones included, in declaration order.
+    public static let ocrProtoFile = ProtoFileMessages(
+        path: "menagerie/ocr/v1/ocr.proto",
+        messages: [
+            OcrV1.ScanOptions.self,
+            OcrV1.PixelBox.self,
+            OcrV1.NormalizedBox.self,
+            OcrV1.Observation.self,
+            OcrV1.Page.self,
+            OcrV1.Timings.self,
+            OcrV1.ScanRequest.self,
+            OcrV1.ScanResponse.self,
+            OcrV1.BatchScanRequest.self,
+            OcrV1.BatchScanFile.self,
+            OcrV1.BatchScanResult.self,
+            OcrV1.ValueDefinition.self,
+            OcrV1.Template.self,
+            OcrV1.RecordValue.self,
+            OcrV1.Record.self,
+            OcrV1.CreateTemplateRequest.self,
+            OcrV1.CreateTemplateResponse.self,
+            OcrV1.ListTemplatesRequest.self,
+            OcrV1.ListTemplatesResponse.self,
+            OcrV1.GetTemplateRequest.self,
+            OcrV1.GetTemplateResponse.self,
+            OcrV1.RenameTemplateRequest.self,
+            OcrV1.RenameTemplateResponse.self,
+            OcrV1.ValueRename.self,
+            OcrV1.RenameValuesRequest.self,
+            OcrV1.RenameValuesResponse.self,
+            OcrV1.DeleteTemplateRequest.self,
+            OcrV1.DeleteTemplateResponse.self,
+            OcrV1.DraftRecordRequest.self,
+            OcrV1.DraftRecordResponse.self,
+            OcrV1.AddRecordRequest.self,
+            OcrV1.AddRecordResponse.self,
+            OcrV1.LatestRecordsRequest.self,
+            OcrV1.LatestRecordsResponse.self,
+            OcrV1.ListRecordsRequest.self,
+            OcrV1.ListRecordsResponse.self,
+            OcrV1.DeleteRecordRequest.self,
+            OcrV1.DeleteRecordResponse.self,
+            OcrV1.ExportRecordsRequest.self,
+            OcrV1.ExportRecordsChunk.self,
+        ])
+}

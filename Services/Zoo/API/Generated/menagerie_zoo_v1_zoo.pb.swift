@@ -1922,3 +1922,990 @@ extension ZooV1.ExportGeoJSONResponse: ProtoMessage, ProtobufCBridged {
         writer.set(1, geojson)
     }
 }
+
+extension ZooV1.FileKind: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("FILE_KIND_UNSPECIFIED", 0),
+        ("FILE_KIND_LEXICON_CSV", 1),
+        ("FILE_KIND_ANIMALS_JSON", 2),
+        ("FILE_KIND_MAP", 3),
+        ("FILE_KIND_BOUNDS", 4),
+        ("FILE_KIND_ADOPTIONS", 5),
+        ("FILE_KIND_PAVILION_FIXES", 6),
+        ("FILE_KIND_SINGULAR_PLURAL", 7),
+    ]
+}
+
+extension ZooV1.ImportTrigger: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("IMPORT_TRIGGER_UNSPECIFIED", 0),
+        ("IMPORT_TRIGGER_CLIENT", 1),
+        ("IMPORT_TRIGGER_SAMPLE_DATA", 2),
+        ("IMPORT_TRIGGER_SCHEDULE", 3),
+    ]
+}
+
+extension ZooV1.GeoPoint: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "lat", jsonName: "lat", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "lon", jsonName: "lon", kind: .double, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.lat)
+        json.value(1, self.lon)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.lat)
+        try json.value(1, into: &self.lon)
+    }
+}
+
+extension ZooV1.Taxon: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "czech", jsonName: "czech", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "latin", jsonName: "latin", kind: .string, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.czech)
+        json.optional(1, self.latin)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.czech)
+        try json.optional(1, into: &self.latin)
+    }
+}
+
+extension ZooV1.AnimalSummary: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "latin_name", jsonName: "latinName", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "english_name", jsonName: "englishName", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 5, protoName: "class_name", jsonName: "className", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 6, protoName: "location", jsonName: "location", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 7, protoName: "available", jsonName: "available", kind: .bool, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.id)
+        json.value(1, self.name)
+        json.optional(2, self.latinName)
+        json.optional(3, self.englishName)
+        json.optional(4, self.className)
+        json.optional(5, self.location)
+        json.value(6, self.available)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.id)
+        try json.value(1, into: &self.name)
+        try json.optional(2, into: &self.latinName)
+        try json.optional(3, into: &self.englishName)
+        try json.optional(4, into: &self.className)
+        try json.optional(5, into: &self.location)
+        try json.value(6, into: &self.available)
+    }
+}
+
+extension ZooV1.Adoption: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "czech_name", jsonName: "czechName", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "english_name", jsonName: "englishName", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "class_name", jsonName: "className", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "price_czk", jsonName: "priceCzk", kind: .int64, cardinality: .optional),
+        ProtoJSONField(number: 5, protoName: "visitable", jsonName: "visitable", kind: .bool, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.czechName)
+        json.optional(1, self.englishName)
+        json.optional(2, self.className)
+        json.optional(3, self.priceCzk)
+        json.value(4, self.visitable)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.czechName)
+        try json.optional(1, into: &self.englishName)
+        try json.optional(2, into: &self.className)
+        try json.optional(3, into: &self.priceCzk)
+        try json.value(4, into: &self.visitable)
+    }
+}
+
+extension ZooV1.MapLocation: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "is_building", jsonName: "isBuilding", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "is_animal_pen", jsonName: "isAnimalPen", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "anchor", jsonName: "anchor", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.id)
+        json.value(1, self.name)
+        json.value(2, self.isBuilding)
+        json.value(3, self.isAnimalPen)
+        json.optional(4, self.anchor)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.id)
+        try json.value(1, into: &self.name)
+        try json.value(2, into: &self.isBuilding)
+        try json.value(3, into: &self.isAnimalPen)
+        try json.optional(4, into: &self.anchor)
+    }
+}
+
+extension ZooV1.Animal: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "latin_name", jsonName: "latinName", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "english_name", jsonName: "englishName", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 5, protoName: "taxon_class", jsonName: "taxonClass", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 6, protoName: "order", jsonName: "order", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 7, protoName: "continents", jsonName: "continents", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 8, protoName: "range", jsonName: "range", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 9, protoName: "biotopes", jsonName: "biotopes", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 10, protoName: "biotope_detail", jsonName: "biotopeDetail", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 11, protoName: "foods", jsonName: "foods", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 12, protoName: "food_detail", jsonName: "foodDetail", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 13, protoName: "description", jsonName: "description", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 14, protoName: "proportions", jsonName: "proportions", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 15, protoName: "reproduction", jsonName: "reproduction", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 16, protoName: "interesting_facts", jsonName: "interestingFacts", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 17, protoName: "projects", jsonName: "projects", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 18, protoName: "breeding", jsonName: "breeding", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 19, protoName: "location", jsonName: "location", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 20, protoName: "location_url", jsonName: "locationUrl", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 21, protoName: "image_url", jsonName: "imageUrl", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 22, protoName: "image_alt", jsonName: "imageAlt", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 23, protoName: "available", jsonName: "available", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 24, protoName: "adoption", jsonName: "adoption", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 25, protoName: "map_locations", jsonName: "mapLocations", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.id)
+        json.value(1, self.name)
+        json.optional(2, self.latinName)
+        json.optional(3, self.englishName)
+        json.optional(4, self.taxonClass)
+        json.optional(5, self.order)
+        json.repeated(6, self.continents)
+        json.optional(7, self.range)
+        json.repeated(8, self.biotopes)
+        json.optional(9, self.biotopeDetail)
+        json.repeated(10, self.foods)
+        json.optional(11, self.foodDetail)
+        json.optional(12, self.description)
+        json.optional(13, self.proportions)
+        json.optional(14, self.reproduction)
+        json.optional(15, self.interestingFacts)
+        json.optional(16, self.projects)
+        json.optional(17, self.breeding)
+        json.optional(18, self.location)
+        json.optional(19, self.locationURL)
+        json.optional(20, self.imageURL)
+        json.optional(21, self.imageAlt)
+        json.value(22, self.available)
+        json.optional(23, self.adoption)
+        json.repeated(24, self.mapLocations)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.id)
+        try json.value(1, into: &self.name)
+        try json.optional(2, into: &self.latinName)
+        try json.optional(3, into: &self.englishName)
+        try json.optional(4, into: &self.taxonClass)
+        try json.optional(5, into: &self.order)
+        try json.repeated(6, into: &self.continents)
+        try json.optional(7, into: &self.range)
+        try json.repeated(8, into: &self.biotopes)
+        try json.optional(9, into: &self.biotopeDetail)
+        try json.repeated(10, into: &self.foods)
+        try json.optional(11, into: &self.foodDetail)
+        try json.optional(12, into: &self.description)
+        try json.optional(13, into: &self.proportions)
+        try json.optional(14, into: &self.reproduction)
+        try json.optional(15, into: &self.interestingFacts)
+        try json.optional(16, into: &self.projects)
+        try json.optional(17, into: &self.breeding)
+        try json.optional(18, into: &self.location)
+        try json.optional(19, into: &self.locationURL)
+        try json.optional(20, into: &self.imageURL)
+        try json.optional(21, into: &self.imageAlt)
+        try json.value(22, into: &self.available)
+        try json.optional(23, into: &self.adoption)
+        try json.repeated(24, into: &self.mapLocations)
+    }
+}
+
+extension ZooV1.SearchAnimalsRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "text", jsonName: "text", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "classes", jsonName: "classes", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 3, protoName: "foods", jsonName: "foods", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 4, protoName: "biotopes", jsonName: "biotopes", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 5, protoName: "zoo_houses", jsonName: "zooHouses", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 6, protoName: "continents", jsonName: "continents", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 7, protoName: "include_unavailable", jsonName: "includeUnavailable", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "offset", jsonName: "offset", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 9, protoName: "page_size", jsonName: "pageSize", kind: .int32, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.text)
+        json.repeated(1, self.classes)
+        json.repeated(2, self.foods)
+        json.repeated(3, self.biotopes)
+        json.repeated(4, self.zooHouses)
+        json.repeated(5, self.continents)
+        json.value(6, self.includeUnavailable)
+        json.value(7, self.offset)
+        json.optional(8, self.pageSize)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.text)
+        try json.repeated(1, into: &self.classes)
+        try json.repeated(2, into: &self.foods)
+        try json.repeated(3, into: &self.biotopes)
+        try json.repeated(4, into: &self.zooHouses)
+        try json.repeated(5, into: &self.continents)
+        try json.value(6, into: &self.includeUnavailable)
+        try json.value(7, into: &self.offset)
+        try json.optional(8, into: &self.pageSize)
+    }
+}
+
+extension ZooV1.SearchAnimalsResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "total", jsonName: "total", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "animals", jsonName: "animals", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.total)
+        json.repeated(1, self.animals)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.total)
+        try json.repeated(1, into: &self.animals)
+    }
+}
+
+extension ZooV1.GetAnimalRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "include_unavailable", jsonName: "includeUnavailable", kind: .bool, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.id)
+        json.value(1, self.includeUnavailable)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.id)
+        try json.value(1, into: &self.includeUnavailable)
+    }
+}
+
+extension ZooV1.GetAnimalResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "animal", jsonName: "animal", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.animal)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.animal)
+    }
+}
+
+extension ZooV1.ListFilterValuesRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "include_unavailable", jsonName: "includeUnavailable", kind: .bool, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.includeUnavailable)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.includeUnavailable)
+    }
+}
+
+extension ZooV1.FilterValue: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "value", jsonName: "value", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "count", jsonName: "count", kind: .int32, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.value)
+        json.value(1, self.count)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.value)
+        try json.value(1, into: &self.count)
+    }
+}
+
+extension ZooV1.ListFilterValuesResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "classes", jsonName: "classes", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 2, protoName: "foods", jsonName: "foods", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 3, protoName: "biotopes", jsonName: "biotopes", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 4, protoName: "zoo_houses", jsonName: "zooHouses", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 5, protoName: "continents", jsonName: "continents", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.classes)
+        json.repeated(1, self.foods)
+        json.repeated(2, self.biotopes)
+        json.repeated(3, self.zooHouses)
+        json.repeated(4, self.continents)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.classes)
+        try json.repeated(1, into: &self.foods)
+        try json.repeated(2, into: &self.biotopes)
+        try json.repeated(3, into: &self.zooHouses)
+        try json.repeated(4, into: &self.continents)
+    }
+}
+
+extension ZooV1.SkippedRow: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "row", jsonName: "row", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "line", jsonName: "line", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "reason", jsonName: "reason", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.row)
+        json.value(1, self.line)
+        json.value(2, self.reason)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.row)
+        try json.value(1, into: &self.line)
+        try json.value(2, into: &self.reason)
+    }
+}
+
+extension ZooV1.ImportedFile: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "kind", jsonName: "kind", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "size_bytes", jsonName: "sizeBytes", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "rows_imported", jsonName: "rowsImported", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "skipped", jsonName: "skipped", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.kind)
+        json.value(1, self.name)
+        json.value(2, self.sizeBytes)
+        json.value(3, self.rowsImported)
+        json.repeated(4, self.skipped)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.kind)
+        try json.value(1, into: &self.name)
+        try json.value(2, into: &self.sizeBytes)
+        try json.value(3, into: &self.rowsImported)
+        try json.repeated(4, into: &self.skipped)
+    }
+}
+
+extension ZooV1.ImportRecord: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "source", jsonName: "source", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "trigger", jsonName: "trigger", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "started_at", jsonName: "startedAt", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "finished_at", jsonName: "finishedAt", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "succeeded", jsonName: "succeeded", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "files", jsonName: "files", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 8, protoName: "rows_imported", jsonName: "rowsImported", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 9, protoName: "rows_skipped", jsonName: "rowsSkipped", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 10, protoName: "error", jsonName: "error", kind: .string, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.id)
+        json.value(1, self.source)
+        json.value(2, self.trigger)
+        json.value(3, self.startedAt)
+        json.value(4, self.finishedAt)
+        json.value(5, self.succeeded)
+        json.repeated(6, self.files)
+        json.value(7, self.rowsImported)
+        json.value(8, self.rowsSkipped)
+        json.optional(9, self.error)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.id)
+        try json.value(1, into: &self.source)
+        try json.value(2, into: &self.trigger)
+        try json.value(3, into: &self.startedAt)
+        try json.value(4, into: &self.finishedAt)
+        try json.value(5, into: &self.succeeded)
+        try json.repeated(6, into: &self.files)
+        try json.value(7, into: &self.rowsImported)
+        try json.value(8, into: &self.rowsSkipped)
+        try json.optional(9, into: &self.error)
+    }
+}
+
+extension ZooV1.DataCounts: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "animals", jsonName: "animals", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "available_animals", jsonName: "availableAnimals", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "classes", jsonName: "classes", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "orders", jsonName: "orders", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "continents", jsonName: "continents", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "biotopes", jsonName: "biotopes", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "foods", jsonName: "foods", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "zoo_houses", jsonName: "zooHouses", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 9, protoName: "map_locations", jsonName: "mapLocations", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 10, protoName: "adoptions", jsonName: "adoptions", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 11, protoName: "footpath_nodes", jsonName: "footpathNodes", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 12, protoName: "footpath_edges", jsonName: "footpathEdges", kind: .int32, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.animals)
+        json.value(1, self.availableAnimals)
+        json.value(2, self.classes)
+        json.value(3, self.orders)
+        json.value(4, self.continents)
+        json.value(5, self.biotopes)
+        json.value(6, self.foods)
+        json.value(7, self.zooHouses)
+        json.value(8, self.mapLocations)
+        json.value(9, self.adoptions)
+        json.value(10, self.footpathNodes)
+        json.value(11, self.footpathEdges)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.animals)
+        try json.value(1, into: &self.availableAnimals)
+        try json.value(2, into: &self.classes)
+        try json.value(3, into: &self.orders)
+        try json.value(4, into: &self.continents)
+        try json.value(5, into: &self.biotopes)
+        try json.value(6, into: &self.foods)
+        try json.value(7, into: &self.zooHouses)
+        try json.value(8, into: &self.mapLocations)
+        try json.value(9, into: &self.adoptions)
+        try json.value(10, into: &self.footpathNodes)
+        try json.value(11, into: &self.footpathEdges)
+    }
+}
+
+extension ZooV1.RefreshSchedule: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "cron", jsonName: "cron", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "sources", jsonName: "sources", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 3, protoName: "next_run", jsonName: "nextRun", kind: .double, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.cron)
+        json.repeated(1, self.sources)
+        json.optional(2, self.nextRun)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.cron)
+        try json.repeated(1, into: &self.sources)
+        try json.optional(2, into: &self.nextRun)
+    }
+}
+
+extension ZooV1.GetMetadataRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension ZooV1.GetMetadataResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "last_import", jsonName: "lastImport", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "last_successful_import", jsonName: "lastSuccessfulImport", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "last_failed_import", jsonName: "lastFailedImport", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "counts", jsonName: "counts", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 5, protoName: "lexicon_kind", jsonName: "lexiconKind", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "refresh", jsonName: "refresh", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 7, protoName: "walking_speed", jsonName: "walkingSpeed", kind: .double, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.lastImport)
+        json.optional(1, self.lastSuccessfulImport)
+        json.optional(2, self.lastFailedImport)
+        json.optional(3, self.counts)
+        json.value(4, self.lexiconKind)
+        json.optional(5, self.refresh)
+        json.value(6, self.walkingSpeed)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.lastImport)
+        try json.optional(1, into: &self.lastSuccessfulImport)
+        try json.optional(2, into: &self.lastFailedImport)
+        try json.optional(3, into: &self.counts)
+        try json.value(4, into: &self.lexiconKind)
+        try json.optional(5, into: &self.refresh)
+        try json.value(6, into: &self.walkingSpeed)
+    }
+}
+
+extension ZooV1.ImportFile: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "kind", jsonName: "kind", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "content", jsonName: "content", kind: .bytes, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.kind)
+        json.value(1, self.name)
+        json.value(2, self.content)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.kind)
+        try json.value(1, into: &self.name)
+        try json.value(2, into: &self.content)
+    }
+}
+
+extension ZooV1.ImportDataRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "files", jsonName: "files", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 2, protoName: "source", jsonName: "source", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.files)
+        json.value(1, self.source)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.files)
+        try json.value(1, into: &self.source)
+    }
+}
+
+extension ZooV1.Place: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "point", jsonName: "point", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "animal_id", jsonName: "animalId", kind: .int64, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "zoo_house", jsonName: "zooHouse", kind: .string, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.point)
+        json.optional(1, self.animalID)
+        json.optional(2, self.zooHouse)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.point)
+        try json.optional(1, into: &self.animalID)
+        try json.optional(2, into: &self.zooHouse)
+    }
+}
+
+extension ZooV1.Route: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "distance_m", jsonName: "distanceM", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "duration_s", jsonName: "durationS", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "node_ids", jsonName: "nodeIds", kind: .int64, cardinality: .repeated),
+        ProtoJSONField(number: 4, protoName: "coordinates", jsonName: "coordinates", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.distanceM)
+        json.value(1, self.durationS)
+        json.repeated(2, self.nodeIds)
+        json.repeated(3, self.coordinates)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.distanceM)
+        try json.value(1, into: &self.durationS)
+        try json.repeated(2, into: &self.nodeIds)
+        try json.repeated(3, into: &self.coordinates)
+    }
+}
+
+extension ZooV1.RouteRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "from", jsonName: "from", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "to", jsonName: "to", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.from)
+        json.optional(1, self.to)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.from)
+        try json.optional(1, into: &self.to)
+    }
+}
+
+extension ZooV1.RouteResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "route", jsonName: "route", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.route)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.route)
+    }
+}
+
+extension ZooV1.NearbyRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "point", jsonName: "point", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "radius_m", jsonName: "radiusM", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "limit", jsonName: "limit", kind: .int32, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.point)
+        json.value(1, self.radiusM)
+        json.optional(2, self.limit)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.point)
+        try json.value(1, into: &self.radiusM)
+        try json.optional(2, into: &self.limit)
+    }
+}
+
+extension ZooV1.NearbyAnimal: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "animal", jsonName: "animal", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "distance_m", jsonName: "distanceM", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "location_id", jsonName: "locationId", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.animal)
+        json.value(1, self.distanceM)
+        json.value(2, self.locationID)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.animal)
+        try json.value(1, into: &self.distanceM)
+        try json.value(2, into: &self.locationID)
+    }
+}
+
+extension ZooV1.NearbyResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "animals", jsonName: "animals", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.animals)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.animals)
+    }
+}
+
+extension ZooV1.TourRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "start", jsonName: "start", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "animal_ids", jsonName: "animalIds", kind: .int64, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.start)
+        json.repeated(1, self.animalIds)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.start)
+        try json.repeated(1, into: &self.animalIds)
+    }
+}
+
+extension ZooV1.TourLeg: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "animal", jsonName: "animal", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "location_id", jsonName: "locationId", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "route", jsonName: "route", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.animal)
+        json.value(1, self.locationID)
+        json.optional(2, self.route)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.animal)
+        try json.value(1, into: &self.locationID)
+        try json.optional(2, into: &self.route)
+    }
+}
+
+extension ZooV1.TourResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "legs", jsonName: "legs", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 2, protoName: "distance_m", jsonName: "distanceM", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "duration_s", jsonName: "durationS", kind: .double, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.legs)
+        json.value(1, self.distanceM)
+        json.value(2, self.durationS)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.legs)
+        try json.value(1, into: &self.distanceM)
+        try json.value(2, into: &self.durationS)
+    }
+}
+
+extension ZooV1.ExportGeoJSONRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension ZooV1.ExportGeoJSONResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "geojson", jsonName: "geojson", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.geojson)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.geojson)
+    }
+}
+
+extension ZooV1 {
+    /// Every message type of `menagerie/zoo/v1/zoo.proto`, nested ones included, in declaration order.
+    public static let zooProtoFile = ProtoFileMessages(
+        path: "menagerie/zoo/v1/zoo.proto",
+        messages: [
+            ZooV1.GeoPoint.self,
+            ZooV1.Taxon.self,
+            ZooV1.AnimalSummary.self,
+            ZooV1.Adoption.self,
+            ZooV1.MapLocation.self,
+            ZooV1.Animal.self,
+            ZooV1.SearchAnimalsRequest.self,
+            ZooV1.SearchAnimalsResponse.self,
+            ZooV1.GetAnimalRequest.self,
+            ZooV1.GetAnimalResponse.self,
+            ZooV1.ListFilterValuesRequest.self,
+            ZooV1.FilterValue.self,
+            ZooV1.ListFilterValuesResponse.self,
+            ZooV1.SkippedRow.self,
+            ZooV1.ImportedFile.self,
+            ZooV1.ImportRecord.self,
+            ZooV1.DataCounts.self,
+            ZooV1.RefreshSchedule.self,
+            ZooV1.GetMetadataRequest.self,
+            ZooV1.GetMetadataResponse.self,
+            ZooV1.ImportFile.self,
+            ZooV1.ImportDataRequest.self,
+            ZooV1.Place.self,
+            ZooV1.Route.self,
+            ZooV1.RouteRequest.self,
+            ZooV1.RouteResponse.self,
+            ZooV1.NearbyRequest.self,
+            ZooV1.NearbyAnimal.self,
+            ZooV1.NearbyResponse.self,
+            ZooV1.TourRequest.self,
+            ZooV1.TourLeg.self,
+            ZooV1.TourResponse.self,
+            ZooV1.ExportGeoJSONRequest.self,
+            ZooV1.ExportGeoJSONResponse.self,
+        ])
+}
