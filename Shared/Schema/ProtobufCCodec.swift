@@ -11,23 +11,26 @@ internal import CProtobufC
 }
 
 /// Encodes and decodes generated messages with protobuf-c's own packer and parser.
+///
+/// `encode` and `decode` are `@inlinable`, so each message type's copy is specialized where the message is
+/// generated (its API module): an unspecialized generic would move every decoded message through value witness
+/// tables, which doubled the decode cost of a small envelope. What touches C stays behind the non-generic
+/// functions below.
 @usableFromInline package enum ProtobufCCodec {
     /// Builds the C message in an arena, then `protobuf_c_message_pack`s it into the memory that
     /// `destination` provides for its packed size.
-    @usableFromInline package static func encode<Message: ProtobufCBridged>(
+    @inlinable package static func encode<Message: ProtobufCBridged>(
         _ message: Message, into destination: (Int, (UnsafeMutableRawBufferPointer) -> Void) -> Void
     ) {
-        Arena.with { arena in
+        withArena { arena in
             let schema = Message.protoSchema
             let cMessage = ProtoWriter.newMessage(schema, in: arena)
             message.write(to: ProtoWriter(message: cMessage, schema: schema, arena: arena))
-            let packable = UnsafePointer(cMessage.assumingMemoryBound(to: ProtobufCMessage.self))
-            let size = protobuf_c_message_get_packed_size(packable)
+            let size = packedSize(cMessage)
             destination(size) { buffer in
                 precondition(buffer.count == size, "protobuf-c needs \(size) bytes, got \(buffer.count)")
                 guard size > 0 else { return }
-                let packed = protobuf_c_message_pack(packable, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                precondition(packed == size, "protobuf-c packed \(packed) bytes, sized \(size)")
+                pack(cMessage, into: buffer)
             }
         }
     }
@@ -38,18 +41,46 @@ internal import CProtobufC
     ///
     /// A string field with a NUL inside is refused (protobuf-c, and C code after it, would cut the
     /// text there: `zel\0xyz` read as `zel`) unless `allowingNUL`, for a caller that answers it itself.
-    @usableFromInline package static func decode<Message: ProtobufCBridged>(_ bytes: UnsafeRawBufferPointer, allowingNUL: Bool = false) throws -> Message {
+    @inlinable package static func decode<Message: ProtobufCBridged>(
+        _ bytes: UnsafeRawBufferPointer, allowingNUL: Bool = false
+    ) throws -> Message {
         let schema = Message.protoSchema
-        return try Arena.with { arena in
-            var allocator = arena.protobufCAllocator
-            let unpacked = protobuf_c_message_unpack(
-                schema.descriptor, &allocator, bytes.count, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self))
-            guard let unpacked else { throw SchemaError(messageName: schema.name, byteCount: bytes.count) }
-            let message = Message(reading: ProtoReader(message: UnsafeRawPointer(unpacked), schema: schema))
-            if !allowingNUL, arena.sawEmbeddedNUL {
+        var message: Message?
+        try withArena { arena in
+            guard let unpacked = unpack(bytes, schema, arena) else {
+                throw SchemaError(messageName: schema.name, byteCount: bytes.count)
+            }
+            message = Message(reading: ProtoReader(message: unpacked, schema: schema))
+            if !allowingNUL, sawEmbeddedNUL(arena) {
                 throw SchemaError(messageName: schema.name, byteCount: bytes.count, reason: "a string field contains a NUL character")
             }
-            return message
         }
+        return message.unsafelyUnwrapped
     }
+
+    /// Runs `body` with a fresh arena (non-generic, so the generic callers need none of its internals).
+    @usableFromInline package static func withArena(_ body: (Arena) throws -> Void) rethrows {
+        try Arena.with(body)
+    }
+
+    @usableFromInline package static func packedSize(_ message: UnsafeMutableRawPointer) -> Int {
+        protobuf_c_message_get_packed_size(UnsafePointer(message.assumingMemoryBound(to: ProtobufCMessage.self)))
+    }
+
+    /// Packs `message` into `buffer`, which has exactly its packed size.
+    @usableFromInline package static func pack(_ message: UnsafeMutableRawPointer, into buffer: UnsafeMutableRawBufferPointer) {
+        let packed = protobuf_c_message_pack(
+            UnsafePointer(message.assumingMemoryBound(to: ProtobufCMessage.self)), buffer.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        precondition(packed == buffer.count, "protobuf-c packed \(packed) bytes, sized \(buffer.count)")
+    }
+
+    /// The unpacked C message, or nil when the bytes are not a valid encoding of `schema`'s message.
+    @usableFromInline package static func unpack(_ bytes: UnsafeRawBufferPointer, _ schema: MessageSchema, _ arena: Arena) -> UnsafeRawPointer? {
+        var allocator = arena.protobufCAllocator
+        let unpacked = protobuf_c_message_unpack(
+            schema.descriptor, &allocator, bytes.count, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        return unpacked.map { UnsafeRawPointer($0) }
+    }
+
+    @usableFromInline package static func sawEmbeddedNUL(_ arena: Arena) -> Bool { arena.sawEmbeddedNUL }
 }
