@@ -28,7 +28,7 @@ internal import CProtobufC
         @usableFromInline package let offset: Int
         @usableFromInline package let quantifierOffset: Int
         /// For message fields: the element type's descriptor.
-        let messageDescriptor: UnsafeRawPointer?
+        @usableFromInline let messageDescriptor: UnsafeRawPointer?
     }
 
     @usableFromInline package let name: String
@@ -36,10 +36,10 @@ internal import CProtobufC
     /// `sizeof` the C struct.
     @usableFromInline package let size: Int
     /// In descriptor order (by field number).
-    private let fields: [Field]
+    @usableFromInline let fields: [Field]
     /// Field number → index in `fields`, for numbers up to `fields.count * 4` (dense tables for the usual
     /// small, mostly consecutive numbers); protobuf-c finds larger ones.
-    private let indexByNumber: [Int32]
+    @usableFromInline let indexByNumber: [Int32]
 
     /// The layout of the message `name`, from the protobuf-c descriptor that its C target's registry (generated
     /// by Proto/generate.sh) answers for that name.
@@ -61,7 +61,8 @@ internal import CProtobufC
 
     /// The field `number`, checked against what the generated code expects (a mismatch means the
     /// generated Swift and C are out of sync: run Proto/generate.sh).
-    @usableFromInline package func field(_ number: UInt32, _ storage: Storage, _ shape: Shape) -> Field {
+    /// Inlined into generated code (every field read and write asks it), the C lookup kept out of line.
+    @inlinable package func field(_ number: UInt32, _ storage: Storage, _ shape: Shape) -> Field {
         let field = fields[index(of: number)]
         precondition(
             field.storage == storage && field.shape == shape,
@@ -70,23 +71,32 @@ internal import CProtobufC
     }
 
     /// A message field, also checked to hold `Value`.
-    @usableFromInline package func messageField<Value: ProtobufCBridged>(_ number: UInt32, _ shape: Shape, _ type: Value.Type) -> Field {
+    @inlinable package func messageField<Value: ProtobufCBridged>(_ number: UInt32, _ shape: Shape, _ type: Value.Type) -> Field {
         let field = field(number, .message, shape)
         precondition(
-            field.messageDescriptor == UnsafeRawPointer(Value.protoSchema.descriptor),
+            field.messageDescriptor == Value.protoSchema.descriptorAddress,
             "\(name) field \(number) does not hold \(Value.protoName): run Proto/generate.sh")
         return field
     }
 
-    private func index(of number: UInt32) -> Int {
+    @inlinable func index(of number: UInt32) -> Int {
         if Int(number) < indexByNumber.count {
             let index = indexByNumber[Int(number)]
             if index >= 0 { return Int(index) }
-        } else if let field = protobuf_c_message_descriptor_get_field(descriptor, number) {
+        }
+        return sparseIndex(of: number)
+    }
+
+    /// A number past the dense table: protobuf-c's binary search.
+    @usableFromInline func sparseIndex(of number: UInt32) -> Int {
+        if let field = protobuf_c_message_descriptor_get_field(descriptor, number) {
             return descriptor.pointee.fields.distance(to: field)
         }
         preconditionFailure("\(name) has no field \(number): run Proto/generate.sh")
     }
+
+    /// The descriptor's address, for checking a message field's type.
+    @usableFromInline var descriptorAddress: UnsafeRawPointer { UnsafeRawPointer(descriptor) }
 }
 
 extension MessageSchema.Field {
