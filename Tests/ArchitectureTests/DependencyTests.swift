@@ -48,7 +48,8 @@ import Testing
         return seen
     }
 
-    static let services = ["Zoo", "OCR", "Health", "Classification"]
+    /// Every service, the test-only guestbook included: it is added by the same path, so it keeps the same promises.
+    static let services = ["Zoo", "OCR", "Health", "Classification", "Guestbook"]
 
     @Test func theManifestIsRead() {
         #expect(Self.graph["ZooService"] != nil, "swift package dump-package failed or has no ZooService target")
@@ -89,5 +90,14 @@ import Testing
         let linked = Self.closure(of: "gateway")
         let servers = linked.filter { $0.hasSuffix("Service") || $0 == "ServiceKit" || $0.hasPrefix("Torch") || $0 == "TextRecognition" }
         #expect(servers.isEmpty, "gateway links \(servers.sorted())")
+    }
+
+    /// A test-only service stays in the tests: the gateway and the production services link none of it.
+    @Test func nothingButTheTestsLinksTheTestOnlyService() {
+        #expect(Self.graph["GuestbookCLI"] != nil, "the test-only service's targets are missing from Package.swift")
+        for target in ["gateway", "zoo", "ocr", "health", "classification", "menagerie-bench"] {
+            let linked = Self.closure(of: target).filter { $0.hasPrefix("Guestbook") }
+            #expect(linked.isEmpty, "\(target) links \(linked.sorted())")
+        }
     }
 }

@@ -1,6 +1,7 @@
 import ClassificationAPI
 import FixturesAPI
 import Foundation
+import GuestbookAPI
 import HealthAPI
 import JobsAPI
 import JobsTestingAPI
@@ -19,8 +20,9 @@ import ZooAPI
 struct ProtoJSONInteropTests {
     /// Every generated per-file list; `everyProtoFileIsListed` fails when a new .proto is missing here.
     static let files: [ProtoFileMessages] = [
-        ClassificationV1.classificationProtoFile, FixturesV1.fixturesProtoFile, HealthV1.healthProtoFile,
-        JobsV1.jobsProtoFile, JobsV1.testingProtoFile, OcrV1.ocrProtoFile, RpcV1.rpcProtoFile, ZooV1.zooProtoFile,
+        ClassificationV1.classificationProtoFile, FixturesV1.fixturesProtoFile, GuestbookV1.guestbookProtoFile,
+        HealthV1.healthProtoFile, JobsV1.jobsProtoFile, JobsV1.testingProtoFile, OcrV1.ocrProtoFile, RpcV1.rpcProtoFile,
+        ZooV1.zooProtoFile,
     ]
 
     static var python: Tool? { PythonProtobuf.python }
