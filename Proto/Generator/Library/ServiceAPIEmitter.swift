@@ -1,7 +1,8 @@
-/// Writes the `ServiceAPI` file for one `.proto` file that declares services: per service, a protocol with one
-/// requirement per rpc (so a handler left out is a compile error, not UNIMPLEMENTED at run time), a default
-/// `register(in:)` that routes every rpc to it, and a typed `Client` over `RPCClient`. The shapes follow
-/// grpc-swift-2's `SimpleServiceProtocol` and `Client`; the method descriptors they use stay in `Schema`.
+/// Writes the service API file (`.rpc.swift`, in the module modules.conf names) for one `.proto` file that declares
+/// services: per service, a protocol with one requirement per rpc (so a handler left out is a compile error, not
+/// UNIMPLEMENTED at run time), a default `register(in:)` that routes every rpc to it, a `ClientProtocol` (so a
+/// command or a test can take a fake) and a typed `Client` over `RPCClient`. The shapes follow grpc-swift-2's
+/// `SimpleServiceProtocol`, `ClientProtocol` and `Client`; the method descriptors they use are in the `.pb.swift`.
 struct ServiceAPIEmitter {
     let file: ProtoFile
     let types: SwiftTypeTable

@@ -32,7 +32,7 @@ private let reservedTypeNames: Set<String> = [
     // The JSON mapping's runtime (JSONEmitter).
     "JSONValue", "JSONMember", "JSONNumber", "ProtoJSONMessage", "ProtoJSONEnum", "ProtoJSONField", "ProtoJSONOptions",
     "ProtoJSONError", "ProtoJSONObjectEncoder", "ProtoJSONObjectDecoder", "ProtoFileMessages",
-    // Used unqualified by the ServiceAPI files.
+    // Used unqualified by the service API files (`.rpc.swift`).
     "RPC", "Schema", "RPCService", "RPCRouter", "RPCClient", "ServerContext", "CallOptions", "ResponseWriter",
     "RequestStream", "RequestWriter", "ResponseStream", "AsyncSequence", "Error", "Void", "Result",
 ]
@@ -80,7 +80,7 @@ private func validate(_ decl: ProtoEnumDecl, in file: ProtoFile, namespace: Stri
 
 private func validate(_ service: ProtoServiceDecl, in file: ProtoFile, namespace: String) throws {
     try validateTypeName(service.name, fullName: service.fullName, namespace: namespace)
-    // `name` and `methods` are the descriptors' statics; `register` and `rpcClient` belong to ServiceAPI's protocol and client.
+    // `name` and `methods` are the descriptors' statics; `register` and `rpcClient` belong to the generated service protocol and client.
     var swiftNames: Set<String> = ["name", "methods", "register", "rpcClient"]
     for method in service.methods {
         let location = "\(service.fullName).\(method.name)"
