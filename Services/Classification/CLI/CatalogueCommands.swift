@@ -19,7 +19,7 @@ struct CatalogueImport: AsyncParsableCommand {
     func run() async throws {
         try await global.withClassification { client in
             let r = try await client.importCatalogue(ClassificationV1.ImportCatalogueRequest(json: try readFile(file)), options: global.callOptions)
-            try global.render(json: { ["entries": r.entries] }, text: { print("imported \(r.entries) catalogue entries") })
+            try global.render(r, text: { print("imported \(r.entries) catalogue entries") })
         }
     }
 }
@@ -34,7 +34,7 @@ struct CatalogueSearch: AsyncParsableCommand {
     func run() async throws {
         try await global.withClassification { client in
             let r = try await client.searchCatalogue(ClassificationV1.SearchCatalogueRequest(query: query, limit: limit), options: global.callOptions)
-            try global.render(json: { ["entries": r.entries.map(entryJSON)] }, text: {
+            try global.render(r, text: {
                 printTable(["LABEL", "NAME", "LOCAL NAME"], r.entries.map { [$0.label, $0.name, $0.localName] })
             })
         }
@@ -49,7 +49,7 @@ struct CatalogueShow: AsyncParsableCommand {
     func run() async throws {
         try await global.withClassification { client in
             let e = try await client.getCatalogueEntry(ClassificationV1.GetCatalogueEntryRequest(label: label), options: global.callOptions)
-            try global.render(json: { entryJSON(e) }, text: {
+            try global.render(e, text: {
                 print("\(e.label): \(e.name)" + (e.localName.isEmpty ? "" : " (\(e.localName))"))
                 for a in e.attributes { print("  \(a.key): \(a.value)") }
             })
@@ -73,7 +73,7 @@ struct Feedback: AsyncParsableCommand {
             let r = try await client.feedback(
                 ClassificationV1.FeedbackRequest(image: try readFile(photo), label: label, consent: consent, model: model ?? "",
                                                  predictedLabel: predicted ?? ""), options: global.callOptions)
-            try global.render(json: { ["stored": r.stored, "dataset": jsonValue(r.stored ? r.dataset : nil)] }, text: {
+            try global.render(r, text: {
                 print(r.stored ? "kept under \(label) in dataset \(r.dataset)" : "thank you; nothing was kept (no consent)")
             })
         }

@@ -3,8 +3,8 @@ import Foundation
 import GatewayKit
 import RPC
 
-// How the classification command group reads files and writes values: the figures, summaries and JSON of
-// datasets, models and catalogue entries the commands share.
+// How the classification command group reads files and writes values: the figures and summaries of datasets and
+// models the commands share. `--json` prints the responses' JSON mapping (GatewayKit's `render`); nothing here builds JSON.
 
 func readFile(_ path: String) throws -> [UInt8] {
     guard let data = FileManager.default.contents(atPath: path) else { throw RPCError(.invalidArgument, "cannot read \(path)") }
@@ -14,13 +14,6 @@ func readFile(_ path: String) throws -> [UInt8] {
 func percent(_ value: Double) -> String { String(format: "%.1f%%", value * 100) }
 
 func kindName(_ kind: ClassificationV1.DatasetKind) -> String { kind == .detection ? "detection" : "classification" }
-
-func datasetJSON(_ d: ClassificationV1.DatasetSummary) -> [String: Any] {
-    [
-        "name": d.name, "kind": kindName(d.kind), "images": d.images, "duplicates": d.duplicates, "created_at": isoDate(d.createdAt),
-        "labels": Dictionary(uniqueKeysWithValues: d.labels.map { ($0.label, d.kind == .detection ? ["images": $0.images, "objects": $0.objects] as [String: Any] : ["images": $0.images]) }),
-    ]
-}
 
 func datasetText(_ d: ClassificationV1.DatasetSummary) -> String {
     var lines = ["\(d.name): \(kindName(d.kind)), \(d.images) images, \(d.labels.count) labels"
@@ -33,16 +26,6 @@ func datasetText(_ d: ClassificationV1.DatasetSummary) -> String {
 
 func modelKindName(_ kind: ClassificationV1.ModelKind) -> String { kind == .detector ? "detector" : "classifier" }
 
-func modelJSON(_ m: ClassificationV1.ModelSummary) -> [String: Any] {
-    [
-        "name": m.name, "kind": modelKindName(m.kind), "algorithm": m.algorithm, "labels": m.labels,
-        "input": ["width": m.inputWidth, "height": m.inputHeight], "training_accuracy": jsonValue(m.trainingAccuracy),
-        "validation_accuracy": jsonValue(m.validationAccuracy), "map50": jsonValue(m.map50), "map50_95": jsonValue(m.map5095),
-        "seconds": m.trainingSeconds, "size": m.size, "created_at": isoDate(m.createdAt), "active": m.active,
-        "training_images": jsonValue(m.trainingImages),
-    ]
-}
-
 func modelText(_ m: ClassificationV1.ModelSummary) -> String {
     var figures: [String] = []
     if let a = m.trainingAccuracy { figures.append("training \(percent(a))") }
@@ -54,9 +37,4 @@ func modelText(_ m: ClassificationV1.ModelSummary) -> String {
         + (figures.isEmpty ? "" : ", " + figures.joined(separator: ", "))
         + (m.trainingSeconds > 0 ? String(format: ", trained in %.1f s", m.trainingSeconds) : "")
         + (m.active ? " (active)" : "")
-}
-
-func entryJSON(_ e: ClassificationV1.CatalogueEntry) -> [String: Any] {
-    ["label": e.label, "name": e.name, "local_name": e.localName,
-     "attributes": Dictionary(e.attributes.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })]
 }

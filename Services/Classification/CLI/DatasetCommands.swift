@@ -3,6 +3,7 @@ import ClassificationAPI
 import Foundation
 import GatewayKit
 import RPC
+import Schema
 
 struct DatasetCommands: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -81,7 +82,7 @@ struct DatasetCreate: AsyncParsableCommand {
                 display?.update(fraction: 1, message: "validating")
                 display?.finish()
             }
-            try global.render(json: { datasetJSON(summary) }, text: { print(datasetText(summary)) })
+            try global.render(summary, text: { print(datasetText(summary)) })
         }
     }
 
@@ -106,11 +107,11 @@ struct DatasetCreate: AsyncParsableCommand {
 
     /// The images an annotations file names (those missing are left for the service to name in its answer).
     static func annotatedImages(_ json: [UInt8], _ folder: URL) throws -> [(path: String, url: URL)] {
-        let entries = (try? JSONSerialization.jsonObject(with: Data(json))) as? [Any] ?? []
+        let entries = (try? JSONParser.parse(json))?.arrayValue ?? []
         var seen: Set<String> = []
         var files: [(String, URL)] = []
-        for case let entry as [String: Any] in entries {
-            guard let image = entry["image"] as? String, !image.isEmpty, seen.insert(image).inserted else { continue }
+        for entry in entries {
+            guard let image = entry["image"]?.stringValue, !image.isEmpty, seen.insert(image).inserted else { continue }
             let url = folder.appendingPathComponent(image)
             if FileManager.default.fileExists(atPath: url.path) { files.append((image, url)) }
         }
@@ -125,7 +126,7 @@ struct DatasetList: AsyncParsableCommand {
     func run() async throws {
         try await global.withClassification { client in
             let reply = try await client.listDatasets(ClassificationV1.ListDatasetsRequest(), options: global.callOptions)
-            try global.render(json: { ["datasets": reply.datasets.map(datasetJSON)] }, text: {
+            try global.render(reply, text: {
                 printTable(["NAME", "KIND", "IMAGES", "LABELS", "CREATED"], reply.datasets.map {
                     [$0.name, kindName($0.kind), "\($0.images)", "\($0.labels.count)", isoDate($0.createdAt)]
                 })
@@ -142,20 +143,21 @@ struct DatasetShow: AsyncParsableCommand {
     func run() async throws {
         try await global.withClassification { client in
             let d = try await client.getDataset(ClassificationV1.GetDatasetRequest(name: name), options: global.callOptions)
-            try global.render(json: { datasetJSON(d) }, text: { print(datasetText(d)) })
+            try global.render(d, text: { print(datasetText(d)) })
         }
     }
 }
 
 struct DatasetDelete: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a dataset (its images unless another dataset has them).")
+    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a dataset (its images unless another dataset has them).",
+        discussion: "--json prints the empty DeleteDatasetResponse: {}.")
     @Argument var name: String
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withClassification { client in
-            _ = try await client.deleteDataset(ClassificationV1.DeleteDatasetRequest(name: name), options: global.callOptions)
-            try global.render(json: { ["deleted": name] }, text: { print("deleted dataset \(name)") })
+            let reply = try await client.deleteDataset(ClassificationV1.DeleteDatasetRequest(name: name), options: global.callOptions)
+            try global.render(reply, text: { print("deleted dataset \(name)") })
         }
     }
 }

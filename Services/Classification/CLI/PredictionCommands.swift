@@ -3,10 +3,16 @@ import ClassificationAPI
 import Foundation
 import GatewayKit
 import RPC
+import Schema
 
 struct ClassifyImage: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "image", abstract: "Classify photos: the top labels with their confidences, and the catalogue entry of the best.")
+        commandName: "image", abstract: "Classify photos: the top labels with their confidences, and the catalogue entry of the best.",
+        discussion: """
+            --json prints protobuf's JSON mapping of the ClassifyResponse for one photo: {"model", "recognised", \
+            "labels": [{"label", "confidence"}], "entry"}; for several, a JSON array with one ClassifyResponse per \
+            photo, in the order given.
+            """)
 
     @Argument(help: "PNG or JPEG files.") var photos: [String]
     @Option(help: "The model (default: the active classifier).") var model: String?
@@ -42,20 +48,8 @@ struct ClassifyImage: AsyncParsableCommand {
                 let answer = try await client.classify(request, options: global.callOptions)
                 answers.append((photo, answer))
             }
-            try global.render(json: { Self.json(answers) }, text: { Self.text(answers) })
+            try global.render(jsonValue: { answersJSON(answers.map(\.1)) }, text: { Self.text(answers) })
         }
-    }
-
-    static func json(_ answers: [(String, ClassificationV1.ClassifyResponse)]) -> Any {
-        var items: [[String: Any]] = []
-        for (file, r) in answers {
-            let labels: [[String: Any]] = r.labels.map { ["label": $0.label, "confidence": $0.confidence] }
-            items.append(["file": file, "model": r.model, "recognised": r.recognised, "labels": labels,
-                          "entry": jsonValue(r.entry.map(entryJSON))])
-        }
-        if items.count == 1 { return items[0] }
-        let all: [String: Any] = ["images": items]
-        return all
     }
 
     static func text(_ answers: [(String, ClassificationV1.ClassifyResponse)]) {
@@ -72,7 +66,13 @@ struct ClassifyImage: AsyncParsableCommand {
 }
 
 struct Detect: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "detect", abstract: "Detect objects in photos: labelled boxes.")
+    static let configuration = CommandConfiguration(
+        commandName: "detect", abstract: "Detect objects in photos: labelled boxes.",
+        discussion: """
+            --json prints protobuf's JSON mapping of the DetectResponse for one photo: {"model", "detections": \
+            [{"label", "confidence", "box", "boxPx"}], "imageWidth", "imageHeight"} (box in fractions of the image, \
+            boxPx in pixels); for several, a JSON array with one DetectResponse per photo, in the order given.
+            """)
 
     @Argument(help: "PNG or JPEG files.") var photos: [String]
     @Option(help: "The model (default: the active detector).") var model: String?
@@ -98,27 +98,8 @@ struct Detect: AsyncParsableCommand {
                 let answer = try await client.detect(request, options: global.callOptions)
                 answers.append((photo, answer))
             }
-            try global.render(json: { Self.json(answers) }, text: { Self.text(answers) })
+            try global.render(jsonValue: { answersJSON(answers.map(\.1)) }, text: { Self.text(answers) })
         }
-    }
-
-    static func box(_ b: ClassificationV1.Box?) -> [String: Any] {
-        let b = b ?? ClassificationV1.Box()
-        return ["x": b.x, "y": b.y, "width": b.width, "height": b.height]
-    }
-
-    static func json(_ answers: [(String, ClassificationV1.DetectResponse)]) -> Any {
-        var items: [[String: Any]] = []
-        for (file, r) in answers {
-            var detections: [[String: Any]] = []
-            for d in r.detections {
-                detections.append(["label": d.label, "confidence": d.confidence, "box": box(d.box), "box_px": box(d.boxPx)])
-            }
-            items.append(["file": file, "model": r.model, "width": r.imageWidth, "height": r.imageHeight, "detections": detections])
-        }
-        if items.count == 1 { return items[0] }
-        let all: [String: Any] = ["images": items]
-        return all
     }
 
     static func text(_ answers: [(String, ClassificationV1.DetectResponse)]) {
@@ -132,4 +113,10 @@ struct Detect: AsyncParsableCommand {
             }
         }
     }
+}
+
+/// What `--json` prints for the answers of `image` and `detect`: the one photo's response, or for several a
+/// JSON array of them in the order the photos were given (the responses do not name their photo).
+func answersJSON(_ answers: [some ProtoJSONMessage]) -> JSONValue {
+    answers.count == 1 ? answers[0].outputJSON : .array(answers.map(\.outputJSON))
 }

@@ -14,7 +14,8 @@ struct Train: AsyncParsableCommand {
             Algorithms: cnn (a small residual network, the classifier default), features (HOG and colour histograms \
             with a linear model, trained in seconds), yolo (the detector). --base MODEL fine-tunes another model's \
             trained layers: a cnn classifier for a classifier; a cnn classifier or a yolo detector for a detector. The same --seed and data give the same model. --detach prints the job and \
-            returns (gateway classify jobs watch ID).
+            returns (gateway classify jobs watch ID). --json prints the job's TrainingResult ({"model": {the ModelSummary}}), \
+            or with --detach the started Job.
             """)
 
     @Option var dataset: String
@@ -82,12 +83,7 @@ struct Train: AsyncParsableCommand {
                   let model = try ClassificationV1.TrainingResult(serializedBytes: result.value).model else {
                 throw RPCError(.internalError, "training job \(job.id) ended without its model")
             }
-            try global.render(json: {
-                ["model": model.name, "training_accuracy": jsonValue(model.trainingAccuracy),
-                 "validation_accuracy": jsonValue(model.validationAccuracy), "seconds": model.trainingSeconds,
-                 "map50": jsonValue(model.map50), "map50_95": jsonValue(model.map5095),
-                 "training_images": jsonValue(model.trainingImages)]
-            }, text: { print(modelText(model)) })
+            try global.render(ClassificationV1.TrainingResult(model: model), text: { print(modelText(model)) })
         }
     }
 }
@@ -104,16 +100,7 @@ struct Evaluate: AsyncParsableCommand {
     func run() async throws {
         try await global.withClassification { client in
             let r = try await client.evaluate(ClassificationV1.EvaluateRequest(model: model, dataset: dataset), options: global.longCallOptions)
-            try global.render(json: {
-                [
-                    "accuracy": r.map50 == nil ? r.accuracy as Any : NSNull(), "images": r.images, "labels": r.labels,
-                    "per_class": Dictionary(uniqueKeysWithValues: r.perClass.map { c in
-                        (c.label, ["precision": c.precision, "recall": c.recall, "f1": c.f1, "ap50": jsonValue(c.ap50),
-                                   "ap50_95": jsonValue(c.ap5095)] as [String: Any])
-                    }),
-                    "confusion": r.confusion.map(\.predicted), "map50": jsonValue(r.map50), "map50_95": jsonValue(r.map5095),
-                ]
-            }, text: {
+            try global.render(r, text: {
                 if let map50 = r.map50 {
                     print(String(format: "%lld images: mAP50 %.3f, mAP50:95 %.3f", r.images, map50, r.map5095 ?? 0))
                     printTable(["LABEL", "AP50", "AP50:95"], r.perClass.map { [$0.label, String(format: "%.3f", $0.ap50 ?? 0), String(format: "%.3f", $0.ap5095 ?? 0)] })
