@@ -66,7 +66,8 @@ import ZooAPI
         let value = try JSONParser.parse(result.stdout)
         #expect(value.objectValue?.map(\.key) == ["code", "message"], "\(result.stdout)", sourceLocation: sourceLocation)
         #expect(value["code"] == .string(code), "\(result.stdout)", sourceLocation: sourceLocation)
-        #expect(!(value["message"]?.stringValue ?? "").isEmpty, "\(result.stdout)", sourceLocation: sourceLocation)
+        let message = value["message"]?.stringValue ?? ""
+        #expect(message.count > 0, "\(result.stdout)", sourceLocation: sourceLocation)
     }
 
     @Test func failuresPrintOneJSONErrorAndExitWithTheirCode() async throws {
@@ -122,7 +123,8 @@ import ZooAPI
             let status = try #require(try Self.json(try await gateway(stack, ["status", "--json"])).arrayValue)
             #expect(status.count == 4, "\(status)")
             for instance in status {
-                #expect(instance["health"] == .string("SERVING") && instance["pid"]?.stringValue.flatMap { Int32($0) } != nil, "\(instance.serialized())")
+                #expect(instance["health"] == .string("SERVING") && instance["status"] == .string("SERVING_STATUS_SERVING"), "\(instance.serialized())")
+                #expect(instance["pid"]?.stringValue.flatMap { Int32($0) } != nil, "int64 as a string: \(instance.serialized())")
                 let reply = JSONValue.object((instance.objectValue ?? []).filter { !["service", "address", "health"].contains($0.key) })
                 try Self.mapping(reply, as: RpcV1.HealthCheckResponse.self)
             }

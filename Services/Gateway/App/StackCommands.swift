@@ -14,9 +14,10 @@ struct Status: AsyncParsableCommand {
         abstract: "List every running instance of every service with its address, health and uptime.",
         discussion: """
             Exits 0 when every instance is SERVING, 1 otherwise. --json prints a JSON array with one object per \
-            instance: {"service", "address", "health"} and the fields of its HealthCheckResponse as protobuf's JSON \
-            mapping spells them ({"serverName", "pid", "uptimeSeconds", "version"}; pid a string, as every 64-bit \
-            integer), or "error" for an instance that did not answer.
+            instance: {"service", "address", "health": "SERVING" (or NOT_SERVING, UNKNOWN, UNREACHABLE)} and the \
+            fields of its HealthCheckResponse as protobuf's JSON mapping spells them ({"status": \
+            "SERVING_STATUS_SERVING", "serverName", "pid", "uptimeSeconds", "version"}; pid a string, as every \
+            64-bit integer), or "error" for an instance that did not answer.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -69,11 +70,12 @@ struct Instance {
         }
     }
 
-    /// What `status --json` prints of the instance: which one it is and its health, then its answer's fields as
-    /// the JSON mapping spells them (its `status` is `health` already), or the error of an instance that did not answer.
+    /// What `status --json` prints of the instance: which one it is and the gateway's verdict (`health`, which also
+    /// names an instance that did not answer), then its answer's fields as the JSON mapping spells them, or the
+    /// error of an instance that did not answer.
     var json: JSONValue {
         var members = [JSONMember("service", .string(service)), JSONMember("address", .string(address)), JSONMember("health", .string(health))]
-        members += reply?.outputJSON.objectValue?.filter { $0.key != "status" } ?? []
+        members += reply?.outputJSON.objectValue ?? []
         if let detail { members.append(JSONMember("error", .string(detail))) }
         return .object(members)
     }
