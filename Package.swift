@@ -221,7 +221,9 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             // Torch compiles the TorchScript modules the classification tests import (the test bundle links it anyway).
-            dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition", "Torch"],
+            // The API modules read the gateway's --json output back as the responses' JSON mapping.
+            dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition", "Torch",
+                           "RPCWire", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI"],
             path: "Tests/IntegrationTests"),
     ]
         // MARK: Services

@@ -213,7 +213,7 @@ import Testing
             #expect(again.status == 0, "\(again.output)")
             let instances = try statusInstances(try await stack.gateway(["status", "--json"]).output)
             let ocr = try #require(instances.first { $0["service"] as? String == "ocr" })
-            #expect((ocr["pid"] as? Int).map(Int32.init) == (try stack.servicePids()["ocr.0"]), "\(instances)")
+            #expect((ocr["pid"] as? String).flatMap { Int32($0) } == (try stack.servicePids()["ocr.0"]), "pid spelled as an int64: \(instances)")
         }
     }
 

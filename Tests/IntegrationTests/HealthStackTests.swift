@@ -37,10 +37,34 @@ import Testing
         return try #require(result.output.split(separator: ":").first.map(String.init), sourceLocation: sourceLocation)
     }
 
-    /// UUIDs `list --json` printed.
+    /// UUIDs `list --json` printed (a QuerySamplesResponse).
     func uuids(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws -> Set<String> {
-        let samples = try #require(try strictJSON(result, sourceLocation: sourceLocation) as? [[String: Any]], sourceLocation: sourceLocation)
+        let reply = try object(result, sourceLocation: sourceLocation)
+        let samples = try #require(reply["samples"] as? [[String: Any]], "\(reply)", sourceLocation: sourceLocation)
         return Set(samples.compactMap { $0["uuid"] as? String })
+    }
+
+    /// A 64-bit integer of `--json` output: the JSON mapping spells it as a string.
+    static func int64(_ value: Any?) -> Int? { (value as? String).flatMap { Int($0) } }
+
+    /// What `sync --json` printed: two WriteSummary objects, what the server made of the push and what the
+    /// device's store made of the pull.
+    struct SyncSummary: CustomStringConvertible {
+        var pushed: [String: Any], pulled: [String: Any]
+
+        /// Changes a summary accounts for: each sample added, a duplicate, refused as deleted before or in
+        /// conflict; each deletion applied or already applied.
+        static func changes(_ summary: [String: Any]) -> Int {
+            ["added", "duplicates", "alreadyDeleted", "deleted", "duplicateDeletions", "conflictsOmitted"]
+                .reduce(0) { $0 + (int64(summary[$1]) ?? 0) } + ((summary["conflicts"] as? [Any])?.count ?? 0)
+        }
+
+        var pushedChanges: Int { Self.changes(pushed) }
+        var pulledChanges: Int { Self.changes(pulled) }
+        var addedOnServer: Int? { int64(pushed["added"]) }
+        var addedHere: Int? { int64(pulled["added"]) }
+        var deletedHere: Int? { int64(pulled["deleted"]) }
+        var description: String { "pushed \(pushed), pulled \(pulled)" }
     }
 
     /// An export.xml with the inline DTD, `ExportDate` and `Me`, `count` minute-long step records from 2026-01-01
@@ -86,16 +110,22 @@ import Testing
         if let store { arguments += ["--local", "--store", store] }
         let stats = try object(try await health(stack, arguments))
         let bucket = try #require((stats["buckets"] as? [[String: Any]])?.first, "\(stats)")
-        return ((bucket["count"] as? Int) ?? -1, Int(((bucket["value"] as? Double) ?? -1).rounded()))
+        return (Self.int64(bucket["count"]) ?? -1, Int(((bucket["sum"] as? Double) ?? -1).rounded()))
     }
 
     func serverSamples(_ stack: Stack, token: String) async throws -> Int {
-        try #require(try object(try await health(stack, ["account", "--json", "--token", token]))["samples"] as? Int)
+        try #require(Self.int64(try object(try await health(stack, ["account", "--json", "--token", token]))["sampleCount"]))
     }
 
     /// `sync --json` of `store`, which must print only its JSON (no progress lines: the output is a pipe).
-    func sync(_ stack: Stack, token: String, store: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [String: Any] {
-        try object(try await health(stack, ["sync", "--json", "--token", token, "--store", store]), sourceLocation: sourceLocation)
+    func sync(_ stack: Stack, token: String, store: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> SyncSummary {
+        try summary(try await health(stack, ["sync", "--json", "--token", token, "--store", store]), sourceLocation: sourceLocation)
+    }
+
+    func summary(_ result: (status: Int32, output: String), sourceLocation: SourceLocation = #_sourceLocation) throws -> SyncSummary {
+        let both = try #require(try strictJSON(result, sourceLocation: sourceLocation) as? [[String: Any]], sourceLocation: sourceLocation)
+        try #require(both.count == 2, "\(both)", sourceLocation: sourceLocation)
+        return SyncSummary(pushed: both[0], pulled: both[1])
     }
 
     /// Waits until compose has restarted `replica` (a pid other than `victim`) and it answers.
@@ -127,15 +157,16 @@ import Testing
                 "add", "stepCount", "400", "--start", "2026-05-01T23:45", "--end", "2026-05-02T00:45", "--tz", "UTC", "--token", token]))
             let water = try addedUUID(try await health(stack, [
                 "add", "dietaryWater", "0.25", "--unit", "L", "--start", "2026-05-01T09:00", "--tz", "UTC", "--token", token]))
-            let shown = try object(try await health(stack, ["show", water, "--unit", "mL", "--json", "--token", token]))
+            let shown = try #require(try object(try await health(stack, ["show", water, "--unit", "mL", "--json", "--token", token]))["sample"] as? [String: Any])
             #expect(shown["type"] as? String == "dietaryWater" && shown["value"] as? Double == 250 && shown["unit"] as? String == "mL", "\(shown)")
             #expect(try uuids(try await health(stack, ["list", "stepCount", "--json", "--from", "2026-05-01", "--to", "2026-05-03", "--tz", "UTC", "--token", token])) == [steps])
             let stats = try object(try await health(stack, [
                 "stats", "stepCount", "--period", "day", "--from", "2026-05-01", "--to", "2026-05-03", "--tz", "UTC", "--json", "--token", token]))
             #expect(stats["type"] as? String == "stepCount" && stats["unit"] as? String == "count", "\(stats)")
             let buckets = try #require(stats["buckets"] as? [[String: Any]])
-            #expect(buckets.map { $0["value"] as? Double } == [100, 300], "a sample over midnight is split: \(buckets)")
-            #expect(buckets.map { $0["start"] as? String } == ["2026-05-01T00:00:00Z", "2026-05-02T00:00:00Z"], "\(buckets)")
+            #expect(buckets.map { $0["sum"] as? Double } == [100, 300], "a sample over midnight is split: \(buckets)")
+            // 2026-05-01T00:00:00Z and the next day, in epoch milliseconds spelled as strings (int64 in the JSON mapping).
+            #expect(buckets.map { $0["startMs"] as? String } == ["1777593600000", "1777680000000"], "\(buckets)")
             status(try await health(stack, ["delete", water, "--token", token]), 0, "delete", contains: "deleted 1")
             #expect(try uuids(try await health(stack, ["list", "dietaryWater", "--json", "--from", "2026-05-01", "--to", "2026-05-02", "--tz", "UTC", "--token", token])).isEmpty)
             status(try await health(stack, ["show", water, "--token", token]), 5, "a deleted sample")
@@ -170,15 +201,15 @@ import Testing
             let onWatch = try addedUUID(try await health(stack, [
                 "add", "heartRate", "61", "--start", "2026-05-03T08:05", "--tz", "UTC", "--local", "--store", watch, "--token", token]))
             let phoneFirst = try await sync(stack, token: token, store: phone)
-            #expect(phoneFirst["pushed"] as? Int == 2 && phoneFirst["added_on_server"] as? Int == 2 && phoneFirst["added_here"] as? Int == 1,
+            #expect(phoneFirst.pushedChanges == 2 && phoneFirst.addedOnServer == 2 && phoneFirst.addedHere == 1,
                     "the server's sample comes down: \(phoneFirst)")
             let watchFirst = try await sync(stack, token: token, store: watch)
-            #expect(watchFirst["pushed"] as? Int == 1 && watchFirst["added_here"] as? Int == 3, "the server's sample and the phone's two: \(watchFirst)")
+            #expect(watchFirst.pushedChanges == 1 && watchFirst.addedHere == 3, "the server's sample and the phone's two: \(watchFirst)")
             let phoneSecond = try await sync(stack, token: token, store: phone)
-            #expect(phoneSecond["pushed"] as? Int == 0 && phoneSecond["added_here"] as? Int == 1, "the watch's sample: \(phoneSecond)")
+            #expect(phoneSecond.pushedChanges == 0 && phoneSecond.addedHere == 1, "the watch's sample: \(phoneSecond)")
             for store in [phone, watch] {
                 let again = try await sync(stack, token: token, store: store)
-                #expect(again["pushed"] as? Int == 0 && again["pulled"] as? Int == 0 && again["added_here"] as? Int == 0, "\(again)")
+                #expect(again.pushedChanges == 0 && again.pulledChanges == 0 && again.addedHere == 0, "\(again)")
                 let local = try uuids(try await health(stack, ["list", "stepCount", "--local", "--store", store, "--json", "--from", "2026-05-01", "--to", "2026-05-04", "--tz", "UTC", "--token", token]))
                 #expect(local == [steps, onPhone, doomed], "\(store)")
                 let beats = try uuids(try await health(stack, ["list", "heartRate", "--local", "--store", store, "--json", "--from", "2026-05-03", "--to", "2026-05-04", "--tz", "UTC", "--token", token]))
@@ -186,9 +217,9 @@ import Testing
             }
             // A deletion on the watch travels through the server to the phone.
             status(try await health(stack, ["delete", doomed, "--local", "--store", watch, "--token", token]), 0, "a local delete", contains: "deleted 1")
-            #expect(try await sync(stack, token: token, store: watch)["pushed"] as? Int == 1)
+            #expect(try await sync(stack, token: token, store: watch).pushedChanges == 1)
             let deletedHere = try await sync(stack, token: token, store: phone)
-            #expect(deletedHere["deleted_here"] as? Int == 1, "\(deletedHere)")
+            #expect(deletedHere.deletedHere == 1, "\(deletedHere)")
             status(try await health(stack, ["show", doomed, "--local", "--store", phone, "--token", token]), 5, "a sample deleted on the other device")
             #expect(try await serverSamples(stack, token: token) == 3)
 
@@ -197,14 +228,14 @@ import Testing
             let export = files.appendingPathComponent("export.xml")
             try Self.export(steps: 30).write(to: export, atomically: true, encoding: .utf8)
             let imported = try object(try await health(stack, ["import", export.path, "--json", "--store", phone, "--token", token]))
-            #expect(imported["records"] as? Int == 31 && imported["added"] as? Int == 30, "\(imported)")
-            #expect((imported["skipped_types"] as? [String: Int])?["HKQuantityTypeIdentifierVO2Max"] == 1, "\(imported)")
-            #expect((imported["skipped_elements"] as? [String: Int])?["Workout"] == 1, "\(imported)")
+            #expect(imported["records"] as? String == "31" && imported["added"] as? String == "30", "\(imported)")
+            #expect((imported["skippedTypes"] as? [String: String])?["HKQuantityTypeIdentifierVO2Max"] == "1", "\(imported)")
+            #expect((imported["skippedElements"] as? [String: String])?["Workout"] == "1", "\(imported)")
             let again = try await health(stack, ["import", export.path, "--store", phone, "--token", token])
             #expect(again.status == 0 && again.output.contains("added 0, 30 already stored"), "\(again.output)")
             #expect(again.output.contains("100% ") && !again.output.contains("\r"), "plain progress lines on a pipe: \(again.output)")
             let sent = try await sync(stack, token: token, store: phone)
-            #expect(sent["pushed"] as? Int == 30 && sent["added_on_server"] as? Int == 30, "\(sent)")
+            #expect(sent.pushedChanges == 30 && sent.addedOnServer == 30, "\(sent)")
             #expect(try await januarySteps(stack, token: token) == (30, Self.stepSum(30)))
             // Without --json on a pipe: plain progress lines, the pull's fraction reaching 100%, then the summary.
             let watchText = try await health(stack, ["sync", "--store", watch, "--token", token])
@@ -238,25 +269,25 @@ import Testing
             // Synced samples survive kill -9; the next sync finds nothing to do.
             let export = files.appendingPathComponent("small.xml")
             try Self.export(steps: 200).write(to: export, atomically: true, encoding: .utf8)
-            #expect(try object(try await health(stack, ["import", export.path, "--json", "--store", phone, "--token", token]))["added"] as? Int == 200)
+            #expect(try object(try await health(stack, ["import", export.path, "--json", "--store", phone, "--token", token]))["added"] as? String == "200")
             _ = try addedUUID(try await health(stack, ["add", "dietaryWater", "300", "--start", "2026-05-01T09:00", "--tz", "UTC", "--token", token]))
-            #expect(try await sync(stack, token: token, store: phone)["added_on_server"] as? Int == 200)
+            #expect(try await sync(stack, token: token, store: phone).addedOnServer == 200)
             let before = try object(try await health(stack, ["account", "--json", "--token", token]))
-            #expect(before["samples"] as? Int == 201, "\(before)")
+            #expect(before["sampleCount"] as? String == "201", "\(before)")
             let victim = try #require(try stack.servicePids()["health.0"])
             kill(victim, SIGKILL)
             try await waitRestarted(stack, "health.0", victim: victim)
             let after = try object(try await health(stack, ["account", "--json", "--token", token]))
-            #expect(after["samples"] as? Int == 201 && after["anchor"] as? Int == before["anchor"] as? Int, "\(before) → \(after)")
+            #expect(after["sampleCount"] as? String == "201" && after["anchor"] as? String == before["anchor"] as? String, "\(before) → \(after)")
             let quiet = try await sync(stack, token: token, store: phone)
-            #expect(quiet["pushed"] as? Int == 0 && quiet["pulled"] as? Int == 0, "\(quiet)")
+            #expect(quiet.pushedChanges == 0 && quiet.pulledChanges == 0, "\(quiet)")
 
             // kill -9 while a large push runs: the sync fails, a re-run completes, and nothing is lost or doubled.
             let total = 40_000
             let big = files.appendingPathComponent("big.xml")
             try Self.export(steps: total).write(to: big, atomically: true, encoding: .utf8)
             let tablet = files.appendingPathComponent("tablet.sqlite").path
-            #expect(try object(try await health(stack, ["import", big.path, "--json", "--store", tablet, "--token", token]))["added"] as? Int == total)
+            #expect(try object(try await health(stack, ["import", big.path, "--json", "--store", tablet, "--token", token]))["added"] as? String == String(total))
             var environment = stack.environment
             environment["XDG_DATA_HOME"] = stack.directory.appendingPathComponent("xdg").path
             let gateway = Process()
@@ -285,14 +316,14 @@ import Testing
             try #require(exited, "the sync did not end within 2 minutes of the kill")
             try await waitRestarted(stack, "health.0", victim: second)
 
-            let resumed = try object(try await health(stack, ["sync", "--json", "--store", tablet, "--token", token]))
-            #expect((resumed["pushed"] as? Int ?? 0) < total || !midway, "the re-run sent everything again: \(resumed)")
+            let resumed = try summary(try await health(stack, ["sync", "--json", "--store", tablet, "--token", token]))
+            #expect(resumed.pushedChanges < total || !midway, "the re-run sent everything again: \(resumed)")
             // The tablet's 40,000 steps start where the phone's 200 did: the same records, so their UUIDs are the same.
             #expect(try await januarySteps(stack, token: token) == (total, Self.stepSum(total)), "the server's January")
             #expect(try await januarySteps(stack, token: token, store: tablet) == (total, Self.stepSum(total)), "the tablet's January")
             #expect(try await serverSamples(stack, token: token) == total + 1)
             let quietAgain = try await sync(stack, token: token, store: tablet)
-            #expect(quietAgain["pushed"] as? Int == 0 && quietAgain["pulled"] as? Int == 0, "\(quietAgain)")
+            #expect(quietAgain.pushedChanges == 0 && quietAgain.pulledChanges == 0, "\(quietAgain)")
         }
     }
 }

@@ -149,9 +149,11 @@ final class Stack: @unchecked Sendable {
     }
 }
 
-/// The instances `gateway status --json` reports.
+/// The instances `gateway status --json` reports: a JSON array of one object per instance, from the first line
+/// that opens it (the output is stdout and stderr together).
 func statusInstances(_ output: String) throws -> [[String: Any]] {
-    let start = try #require(output.firstIndex(of: "{"), "no JSON in: \(output)")
-    let object = try JSONSerialization.jsonObject(with: Data(output[start...].utf8)) as? [String: Any]
-    return try #require(object?["instances"] as? [[String: Any]])
+    let lines = output.split(separator: "\n", omittingEmptySubsequences: false)
+    let start = try #require(lines.firstIndex { $0.hasPrefix("[") }, "no JSON array in: \(output)")
+    let array = try JSONSerialization.jsonObject(with: Data(lines[start...].joined(separator: "\n").utf8)) as? [[String: Any]]
+    return try #require(array, "not an array of objects: \(output)")
 }

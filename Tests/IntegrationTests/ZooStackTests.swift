@@ -83,11 +83,14 @@ import ZooCore
         #expect(((route["route"] as? [String: Any])?["distanceM"] as? Double ?? 0) > 0)
 
         // Stats of each replica: the calls above by method, and its event loop's turns.
-        let stats = try jsonObject(try await stack.gateway(["stats", "zoo", "--json"]))
-        let methods = try #require(stats["methods"] as? [[String: Any]])
-        #expect(methods.contains { $0["path"] as? String == "/menagerie.zoo.v1.Zoo/SearchAnimals" && ($0["calls"] as? Int ?? 0) >= 1 })
-        let loops = try #require(stats["event_loops"] as? [[String: Any]])
-        #expect(!loops.isEmpty && loops.allSatisfy { ($0["turns"] as? Int ?? 0) > 0 && ($0["longest_turn_ms"] as? Double ?? 0) > 0 }, "\(loops)")
+        // One object per replica: its address, then its GetStatsResponse's fields (uint64 counts as strings).
+        let statsOutput = try await stack.gateway(["stats", "zoo", "--json"])
+        let stats = try #require(try JSONSerialization.jsonObject(with: Data(statsOutput.output.utf8)) as? [[String: Any]], "\(statsOutput.output)")
+        #expect(!stats.isEmpty && stats.allSatisfy { $0["address"] is String }, "\(stats)")
+        let methods = stats.flatMap { $0["methods"] as? [[String: Any]] ?? [] }
+        #expect(methods.contains { $0["path"] as? String == "/menagerie.zoo.v1.Zoo/SearchAnimals" && Int($0["calls"] as? String ?? "") ?? 0 >= 1 })
+        let loops = stats.compactMap { $0["loop"] as? [String: Any] }
+        #expect(!loops.isEmpty && loops.allSatisfy { Int($0["turns"] as? String ?? "") ?? 0 > 0 && ($0["longestTurnMs"] as? Double ?? 0) > 0 }, "\(loops)")
     }
 
     @Test(.enabled(if: realDataEnabled, realDataSkipMessage))

@@ -18,7 +18,7 @@ struct ModelList: AsyncParsableCommand {
     func run() async throws {
         try await global.withClassification { client in
             let r = try await client.listModels(ClassificationV1.ListModelsRequest(), options: global.callOptions)
-            try global.render(json: { ["models": r.models.map(modelJSON)] }, text: {
+            try global.render(r, text: {
                 printTable(["NAME", "KIND", "ALGORITHM", "LABELS", "INPUT", "ACCURACY", "ACTIVE"], r.models.map { m in
                     [m.name, modelKindName(m.kind), m.algorithm, "\(m.labels.count)", "\(m.inputWidth)x\(m.inputHeight)",
                      m.validationAccuracy.map(percent) ?? m.map50.map { String(format: "mAP50 %.3f", $0) } ?? "-", m.active ? "yes" : ""]
@@ -36,7 +36,7 @@ struct ModelShow: AsyncParsableCommand {
     func run() async throws {
         try await global.withClassification { client in
             let m = try await client.getModel(ClassificationV1.GetModelRequest(name: name), options: global.callOptions)
-            try global.render(json: { modelJSON(m) }, text: {
+            try global.render(m, text: {
                 print(modelText(m))
                 print("labels: \(m.labels.joined(separator: ", "))")
                 print("size: \(m.size) bytes, created \(isoDate(m.createdAt))")
@@ -46,35 +46,41 @@ struct ModelShow: AsyncParsableCommand {
 }
 
 struct ModelDelete: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a model.")
+    static let configuration = CommandConfiguration(
+        commandName: "delete", abstract: "Delete a model.", discussion: "--json prints the empty DeleteModelResponse: {}.")
     @Argument var name: String
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withClassification { client in
-            _ = try await client.deleteModel(ClassificationV1.DeleteModelRequest(name: name), options: global.callOptions)
-            try global.render(json: { ["deleted": name] }, text: { print("deleted model \(name)") })
+            let reply = try await client.deleteModel(ClassificationV1.DeleteModelRequest(name: name), options: global.callOptions)
+            try global.render(reply, text: { print("deleted model \(name)") })
         }
     }
 }
 
 struct ModelActivate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "activate", abstract: "Make a model its kind's active model (the default of image or detect).")
+        commandName: "activate", abstract: "Make a model its kind's active model (the default of image or detect).",
+        discussion: "--json prints the empty SetActiveModelResponse: {}.")
     @Argument var name: String
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withClassification { client in
-            _ = try await client.setActiveModel(ClassificationV1.SetActiveModelRequest(name: name), options: global.callOptions)
-            try global.render(json: { ["active": name] }, text: { print("\(name) is now active") })
+            let reply = try await client.setActiveModel(ClassificationV1.SetActiveModelRequest(name: name), options: global.callOptions)
+            try global.render(reply, text: { print("\(name) is now active") })
         }
     }
 }
 
 struct ModelExport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "export", abstract: "Write a model's container file (labels, input, tensors, SHA-256; see Services/Classification/README.md).")
+        commandName: "export", abstract: "Write a model's container file (labels, input, tensors, SHA-256; see Services/Classification/README.md).",
+        discussion: """
+            The file arrives as a stream of ModelFileChunks, so --json prints what was written rather than a response: \
+            {"file": PATH, "size": "BYTES"} (the size a string, as the JSON mapping spells 64-bit integers).
+            """)
     @Argument var name: String
     @Option(name: [.short, .customLong("output")], help: "The file to write (default NAME.menagerie-model).") var output: String?
     @OptionGroup var global: GlobalOptions
@@ -90,8 +96,13 @@ struct ModelExport: AsyncParsableCommand {
             guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
                 throw RPCError(.invalidArgument, "cannot write \(path)")
             }
-            try global.render(json: { ["file": path, "size": bytes.count] }, text: { print("wrote \(path) (\(bytes.count) bytes)") })
+            try global.render(jsonValue: { Self.written(path, size: bytes.count) }, text: { print("wrote \(path) (\(bytes.count) bytes)") })
         }
+    }
+
+    /// What `--json` prints: the file written and its size, spelled as the JSON mapping spells an int64.
+    static func written(_ path: String, size: Int) -> JSONValue {
+        .object([JSONMember("file", .string(path)), JSONMember("size", .string(String(size)))])
     }
 }
 
@@ -174,7 +185,7 @@ struct ModelImportCommand: AsyncParsableCommand {
                 } while offset < bytes.count
             }
             guard let model = reply.model else { throw RPCError(.internalError, "the import answered without the model") }
-            try global.render(json: { modelJSON(model) }, text: { print("imported " + modelText(model)) })
+            try global.render(reply, text: { print("imported " + modelText(model)) })
         }
     }
 }

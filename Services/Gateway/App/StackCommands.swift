@@ -12,12 +12,18 @@ import Transport
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List every running instance of every service with its address, health and uptime.",
-        discussion: "Exits 0 when every instance is SERVING, 1 otherwise.")
+        discussion: """
+            Exits 0 when every instance is SERVING, 1 otherwise. --json prints a JSON array with one object per \
+            instance: {"service", "address", "health": "SERVING" (or NOT_SERVING, UNKNOWN, UNREACHABLE)} and the \
+            fields of its HealthCheckResponse as protobuf's JSON mapping spells them ({"status": \
+            "SERVING_STATUS_SERVING", "serverName", "pid", "uptimeSeconds", "version"}; pid a string, as every \
+            64-bit integer), or "error" for an instance that did not answer.
+            """)
 
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await reportingFailures {
+        try await reportingFailures(json: global.json) {
             let endpoints = try global.resolveEndpoints()
             var instances: [Instance] = []
             for service in endpoints.services() {
@@ -26,7 +32,7 @@ struct Status: AsyncParsableCommand {
                 }
             }
             if global.json {
-                try printJSON(["instances": instances.map(\.json)])
+                printJSON(.array(instances.map(\.json)))
             } else if instances.isEmpty {
                 print("no instances known: start the stack with compose/compose up")
             } else {
@@ -44,9 +50,12 @@ struct Instance {
     var service: String
     var address: String
     var health: String
-    var pid: Int64?
-    var uptime: Double?
     var detail: String?
+    /// The instance's answer, nil when it did not answer.
+    var reply: RpcV1.HealthCheckResponse?
+
+    var pid: Int64? { reply?.pid }
+    var uptime: Double? { reply?.uptimeSeconds }
 
     static func check(service: String, address: String, timeout: Double) async -> Instance {
         do {
@@ -55,18 +64,20 @@ struct Instance {
             let reply = try await RpcV1.Health.Client(wrapping: client).check(
                 RpcV1.HealthCheckRequest(), options: CallOptions(timeout: .milliseconds(Int64(timeout * 1000))))
             let health = reply.status == .serving ? "SERVING" : reply.status == .notServing ? "NOT_SERVING" : "UNKNOWN"
-            return Instance(service: service, address: address, health: health, pid: reply.pid, uptime: reply.uptimeSeconds)
+            return Instance(service: service, address: address, health: health, reply: reply)
         } catch {
             return Instance(service: service, address: address, health: "UNREACHABLE", detail: "\(error)")
         }
     }
 
-    var json: [String: Any] {
-        var object: [String: Any] = ["service": service, "address": address, "health": health]
-        if let pid { object["pid"] = pid }
-        if let uptime { object["uptime_seconds"] = uptime }
-        if let detail { object["error"] = detail }
-        return object
+    /// What `status --json` prints of the instance: which one it is and the gateway's verdict (`health`, which also
+    /// names an instance that did not answer), then its answer's fields as the JSON mapping spells them, or the
+    /// error of an instance that did not answer.
+    var json: JSONValue {
+        var members = [JSONMember("service", .string(service)), JSONMember("address", .string(address)), JSONMember("health", .string(health))]
+        members += reply?.outputJSON.objectValue ?? []
+        if let detail { members.append(JSONMember("error", .string(detail))) }
+        return .object(members)
     }
 }
 
@@ -101,7 +112,12 @@ struct Probe: AsyncParsableCommand {
 
 /// `gateway methods SERVICE`: what reflection reports.
 struct Methods: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the services and methods an instance of SERVICE offers (reflection).")
+    static let configuration = CommandConfiguration(
+        abstract: "List the services and methods an instance of SERVICE offers (reflection).",
+        discussion: """
+            --json prints the ListServicesResponse: {"services": [{"name", "methods": [{"path", "serverStreaming", \
+            "requestType", "responseType", "idempotent", "clientStreaming"}]}]}.
+            """)
 
     @Argument(help: "A service named in compose/services.conf, e.g. zoo.")
     var service: String
@@ -109,18 +125,13 @@ struct Methods: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await reportingFailures {
+        try await reportingFailures(json: global.json) {
             let client = try global.resolveEndpoints().client(for: service)
             defer { client.close() }
             let reply = try await RpcV1.Reflection.Client(wrapping: client).listServices(RpcV1.ListServicesRequest(), options: global.callOptions)
             let methods = reply.services.flatMap(\.methods)
             try global.render(
-                json: {
-                    ["methods": methods.map {
-                        ["path": $0.path, "client_streaming": $0.clientStreaming, "server_streaming": $0.serverStreaming,
-                         "idempotent": $0.idempotent, "request_type": $0.requestType, "response_type": $0.responseType]
-                    }]
-                },
+                reply,
                 text: {
                     printTable(
                         ["METHOD", "KIND", "REQUEST", "RESPONSE"],
@@ -142,7 +153,14 @@ struct Methods: AsyncParsableCommand {
 
 /// `gateway stats SERVICE`: per-method figures of each instance.
 struct Stats: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Per-method call counts, errors and latency of every instance of SERVICE, and how long its event loop's turns ran.")
+    static let configuration = CommandConfiguration(
+        abstract: "Per-method call counts, errors and latency of every instance of SERVICE, and how long its event loop's turns ran.",
+        discussion: """
+            --json prints a JSON array with one object per instance: {"address"} and the fields of its GetStatsResponse \
+            as protobuf's JSON mapping spells them ({"methods": [{"path", "calls", "errors", "latencyP50Ms", \
+            "latencyP99Ms", "byStatus": [{"code", "calls"}]}], "openConnections", …, "loop": {"turns", "busySeconds", …}}; \
+            64-bit counts as strings).
+            """)
 
     @Argument(help: "A service named in compose/services.conf, e.g. zoo.")
     var service: String
@@ -150,33 +168,28 @@ struct Stats: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        try await reportingFailures {
+        try await reportingFailures(json: global.json) {
             let endpoints = try global.resolveEndpoints()
             var rows: [[String]] = [], loopRows: [[String]] = []
-            var objects: [[String: Any]] = [], loops: [[String: Any]] = []
+            var replies: [JSONValue] = []
             for transport in try endpoints.client(for: service).transports {
                 let client = RPCClient(transports: [transport], retry: .init(maxAttempts: 1))
                 defer { client.close() }
                 let reply = try await RpcV1.Stats.Client(wrapping: client).getStats(RpcV1.GetStatsRequest(), options: global.callOptions)
+                replies.append(.object([JSONMember("address", .string(transport.endpoint))] + (reply.outputJSON.objectValue ?? [])))
                 for method in reply.methods {
                     let byStatus = method.byStatus.map { (StatusCode(rawValue: $0.code).name, $0.calls) }
                     rows.append([transport.endpoint, method.path, "\(method.calls)", "\(method.errors)",
                                  String(format: "%.3f", method.latencyP50Ms), String(format: "%.3f", method.latencyP99Ms),
                                  byStatus.filter { $0.0 != "OK" }.map { "\($0.0)=\($0.1)" }.joined(separator: " ")])
-                    objects.append(["address": transport.endpoint, "path": method.path, "calls": method.calls, "errors": method.errors,
-                                    "p50_ms": method.latencyP50Ms, "p99_ms": method.latencyP99Ms,
-                                    "by_status": Dictionary(byStatus, uniquingKeysWith: +)])
                 }
                 if let loop = reply.loop {
                     loopRows.append([transport.endpoint, "\(loop.turns)", String(format: "%.3f", loop.busySeconds),
                                      String(format: "%.3f", loop.longestTurnMs), "\(loop.turnsOver1ms)", "\(loop.turnsOver10ms)", "\(loop.turnsOver100ms)"])
-                    loops.append(["address": transport.endpoint, "turns": loop.turns, "busy_seconds": loop.busySeconds,
-                                  "longest_turn_ms": loop.longestTurnMs, "turns_over_1ms": loop.turnsOver1ms,
-                                  "turns_over_10ms": loop.turnsOver10ms, "turns_over_100ms": loop.turnsOver100ms])
                 }
             }
             try global.render(
-                json: { ["methods": objects, "event_loops": loops] },
+                jsonValue: { .array(replies) },
                 text: {
                     printTable(["ADDRESS", "METHOD", "CALLS", "ERRORS", "P50 MS", "P99 MS", "ERRORS BY STATUS"], rows)
                     // A long turn of the event loop delays every connection of that instance at once.

@@ -38,16 +38,6 @@ public struct GlobalOptions: ParsableArguments, Sendable {
             try await body(makeClient(client))
         }
     }
-
-    /// Prints `json()` with `--json`, else runs `text`. The hand-built dictionaries of the commands not yet
-    /// printing their response's JSON mapping (`render(_:text:)`) go through here; new commands must not.
-    public func render(json: () throws -> Any, text: () throws -> Void) throws {
-        if self.json {
-            try printJSON(json())
-        } else {
-            try text()
-        }
-    }
 }
 
 /// Rejects a `--timeout` that is no number of seconds a call can wait (NaN, infinite, not positive, or

@@ -20,15 +20,6 @@ public func formatTable(_ header: [String], _ rows: [[String]]) -> String {
     return text
 }
 
-/// Prints a JSON value (dictionaries, arrays, strings, numbers, booleans, NSNull) with sorted keys.
-public func printJSON(_ value: Any) throws {
-    let data = try JSONSerialization.data(withJSONObject: value, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-    print(String(decoding: data, as: UTF8.self))
-}
-
-/// `nil` as JSON null.
-public func jsonValue(_ value: Any?) -> Any { value ?? NSNull() }
-
 /// `1h 02m`, `3m 05s`, `12s`.
 public func formatDuration(seconds: Double) -> String {
     let total = Int(seconds)

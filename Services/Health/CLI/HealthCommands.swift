@@ -105,9 +105,10 @@ extension GlobalOptions {
     }
 }
 
-/// Runs `body` on the device's store; a domain error prints its status and exits with its code, as calls do.
-func locally(_ body: () async throws -> Void) async throws {
-    try await reportingFailures { try await asStatus(body) }
+/// Runs `body` on the device's store; a domain error prints its status (with `json`, also as the JSON error on
+/// standard output) and exits with its code, as calls do.
+func locally(json: Bool, _ body: () async throws -> Void) async throws {
+    try await reportingFailures(json: json) { try await asStatus(body) }
 }
 
 /// Rethrows a domain error (a bad time on the command line, a sample the device's store refuses) as its
@@ -133,12 +134,6 @@ enum HealthFormat {
     static func sampleRow(_ sample: HealthV1.Sample) -> [String] {
         [sample.uuid, sample.type, number(sample.value), sample.unit, time(sample.startMs, zone: sample.timeZone),
          time(sample.endMs, zone: sample.timeZone), sample.source]
-    }
-
-    static func sampleJSON(_ sample: HealthV1.Sample) -> [String: Any] {
-        ["uuid": sample.uuid, "type": sample.type, "value": sample.value, "unit": sample.unit,
-         "start": time(sample.startMs, zone: sample.timeZone), "end": time(sample.endMs, zone: sample.timeZone),
-         "source": sample.source, "time_zone": jsonValue(sample.timeZone)]
     }
 
     static func summaryLine(_ summary: HealthV1.WriteSummary) -> String {

@@ -21,7 +21,7 @@ struct HealthUser: AsyncParsableCommand {
         func run() async throws {
             try await global.withHealth { health in
                 let reply = try await health.createUser(.init(name: name), options: global.callOptions)
-                try global.render(json: { ["name": reply.name, "token": reply.token] }, text: { print(reply.token) })
+                try global.render(reply, text: { print(reply.token) })
             }
         }
     }
@@ -40,22 +40,23 @@ struct HealthToken: AsyncParsableCommand {
         func run() async throws {
             try await global.withHealth { client in
                 let reply = try await client.issueToken(.init(), options: try health.callOptions(global))
-                try global.render(json: { ["token": reply.token] }, text: { print(reply.token) })
+                try global.render(reply, text: { print(reply.token) })
             }
         }
     }
 
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "revoke", abstract: "Revoke a token of the same user (default: the one the call carries).")
+            commandName: "revoke", abstract: "Revoke a token of the same user (default: the one the call carries).",
+            discussion: "--json prints the empty RevokeTokenResponse: {}.")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var health: HealthOptions
         @Argument(help: "The token to revoke.") var revoked: String?
 
         func run() async throws {
             try await global.withHealth { client in
-                _ = try await client.revokeToken(.init(token: revoked ?? ""), options: try health.callOptions(global))
-                print("revoked")
+                let reply = try await client.revokeToken(.init(token: revoked ?? ""), options: try health.callOptions(global))
+                try global.render(reply, text: { print("revoked") })
             }
         }
     }
@@ -71,7 +72,7 @@ struct HealthAccount: AsyncParsableCommand {
         try await global.withHealth { client in
             let account = try await client.getAccount(.init(), options: try health.callOptions(global))
             try global.render(
-                json: { ["name": account.name, "anchor": account.anchor, "samples": account.sampleCount] },
+                account,
                 text: { print("\(account.name): \(account.sampleCount) samples, anchor \(account.anchor)") })
         }
     }
@@ -79,7 +80,8 @@ struct HealthAccount: AsyncParsableCommand {
 
 /// `gateway health login TOKEN`: checks the token and remembers it for later commands.
 struct HealthLogin: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "login", abstract: "Check a token and remember it.")
+    static let configuration = CommandConfiguration(
+        commandName: "login", abstract: "Check a token and remember it.", discussion: "--json prints the token's GetAccountResponse.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The token `user create` printed.") var token: String
 
@@ -91,14 +93,16 @@ struct HealthLogin: AsyncParsableCommand {
             let file = HealthOptions.tokenFile
             try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
             FileManager.default.createFile(atPath: file.path, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600])
-            print("logged in as \(account.name)")
+            try global.render(account, text: { print("logged in as \(account.name)") })
         }
     }
 }
 
 /// `gateway health add TYPE VALUE --start T --end T`.
 struct HealthAdd: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "add", abstract: "Add a sample.")
+    static let configuration = CommandConfiguration(
+        commandName: "add", abstract: "Add a sample.",
+        discussion: "--json prints the AddSamplesResponse: {\"summary\": {\"added\", \"duplicates\", …}}, with --local as the device's store answers it.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
     @Argument(help: "stepCount, dietaryWater, heartRate, sleepAnalysis, …") var type: String
@@ -109,7 +113,7 @@ struct HealthAdd: AsyncParsableCommand {
     @Option(help: "The recording device or app.") var source = "gateway"
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
-    func run() async throws { try await reportingFailures { try await asStatus(body) } }
+    func run() async throws { try await reportingFailures(json: global.json) { try await asStatus(body) } }
 
     func body() async throws {
         let startMs = try health.instant(start), endMs = try end.map(health.instant) ?? startMs
@@ -119,16 +123,20 @@ struct HealthAdd: AsyncParsableCommand {
             uuid: UUID().uuidString, type: type, value: number, unit: unit ?? "", startMs: startMs, endMs: endMs, source: source,
             timeZone: try health.timeZone().identifier)
         if local {
-            try await locally {
+            try await locally(json: global.json) {
                 let result = try health.openStore().add([try HealthProto.sample(message, index: 0)])
-                print("\(message.uuid.lowercased()): " + HealthFormat.summaryLine(try HealthProto.summary(result)))
+                try show(HealthV1.AddSamplesResponse(summary: try HealthProto.summary(result)), of: message)
             }
         } else {
             try await global.withHealth { client in
                 let reply = try await client.addSamples(.init(samples: [message]), options: try health.callOptions(global))
-                print("\(message.uuid.lowercased()): " + HealthFormat.summaryLine(reply.summary ?? .init()))
+                try show(reply, of: message)
             }
         }
+    }
+
+    func show(_ reply: HealthV1.AddSamplesResponse, of message: HealthV1.Sample) throws {
+        try global.render(reply, text: { print("\(message.uuid.lowercased()): " + HealthFormat.summaryLine(reply.summary ?? .init())) })
     }
 }
 
@@ -144,27 +152,27 @@ struct HealthList: AsyncParsableCommand {
     @Option(help: "At most this many (1–10000).") var limit: UInt32 = 1000
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
-    func run() async throws { try await reportingFailures { try await asStatus(body) } }
+    func run() async throws { try await reportingFailures(json: global.json) { try await asStatus(body) } }
 
     func body() async throws {
         let request = HealthV1.QuerySamplesRequest(
             types: [type], fromMs: try from.map(health.instant), toMs: try to.map(health.instant), limit: limit, unit: unit ?? "")
-        var samples: [HealthV1.Sample] = []
+        var reply = HealthV1.QuerySamplesResponse()
         if local {
-            try await locally {
+            try await locally(json: global.json) {
                 let query = SampleQuery(
                     types: try HealthProto.types(request.types), from: request.fromMs, to: request.toMs, limit: Int(limit))
                 let target = try HealthProto.unit(request.unit)
-                samples = try health.openStore().samples(query).map { try HealthProto.message($0, unit: target) }
+                reply.samples = try health.openStore().samples(query).map { try HealthProto.message($0, unit: target) }
             }
         } else {
             try await global.withHealth { client in
-                samples = try await client.querySamples(request, options: try health.callOptions(global)).samples
+                reply = try await client.querySamples(request, options: try health.callOptions(global))
             }
         }
         try global.render(
-            json: { samples.map(HealthFormat.sampleJSON) },
-            text: { printTable(["UUID", "TYPE", "VALUE", "UNIT", "START", "END", "SOURCE"], samples.map(HealthFormat.sampleRow)) })
+            reply,
+            text: { printTable(["UUID", "TYPE", "VALUE", "UNIT", "START", "END", "SOURCE"], reply.samples.map(HealthFormat.sampleRow)) })
     }
 }
 
@@ -177,23 +185,23 @@ struct HealthShow: AsyncParsableCommand {
     @Option(help: "The unit to show the value in.") var unit: String?
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
-    func run() async throws { try await reportingFailures { try await asStatus(body) } }
+    func run() async throws { try await reportingFailures(json: global.json) { try await asStatus(body) } }
 
     func body() async throws {
-        var sample = HealthV1.Sample()
+        var reply = HealthV1.GetSampleResponse()
         if local {
-            try await locally {
+            try await locally(json: global.json) {
                 let target = try HealthProto.unit(unit ?? "")
-                sample = try HealthProto.message(try health.openStore().sample(try HealthProto.uuid(uuid, "uuid")), unit: target)
+                reply.sample = try HealthProto.message(try health.openStore().sample(try HealthProto.uuid(uuid, "uuid")), unit: target)
             }
         } else {
             try await global.withHealth { client in
-                sample = try await client.getSample(.init(uuid: uuid, unit: unit ?? ""), options: try health.callOptions(global)).sample ?? .init()
+                reply = try await client.getSample(.init(uuid: uuid, unit: unit ?? ""), options: try health.callOptions(global))
             }
         }
         try global.render(
-            json: { HealthFormat.sampleJSON(sample) },
-            text: { printTable(["UUID", "TYPE", "VALUE", "UNIT", "START", "END", "SOURCE"], [HealthFormat.sampleRow(sample)]) })
+            reply,
+            text: { printTable(["UUID", "TYPE", "VALUE", "UNIT", "START", "END", "SOURCE"], [HealthFormat.sampleRow(reply.sample ?? .init())]) })
     }
 }
 
@@ -202,7 +210,11 @@ struct HealthStats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stats",
         abstract: "Sum (cumulative types), average/min/max (discrete) or merged time asleep (sleep), by period.",
-        discussion: "A sample spanning a bucket boundary is split in proportion to its time in each bucket.")
+        discussion: """
+            A sample spanning a bucket boundary is split in proportion to its time in each bucket. --json prints the \
+            GetStatisticsResponse: {"type", "unit", "buckets": [{"startMs", "endMs", "sum" or "average", "minimum", \
+            "maximum", "count"}]}, times as epoch milliseconds (strings, as the JSON mapping spells 64-bit integers).
+            """)
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
     @Argument var type: String
@@ -214,7 +226,7 @@ struct HealthStats: AsyncParsableCommand {
     @Option(help: "Source priority for de-duplicating overlapping sources (repeatable, first wins).") var prefer: [String] = []
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
-    func run() async throws { try await reportingFailures { try await asStatus(body) } }
+    func run() async throws { try await reportingFailures(json: global.json) { try await asStatus(body) } }
 
     func body() async throws {
         let zone = try health.timeZone()
@@ -236,7 +248,7 @@ struct HealthStats: AsyncParsableCommand {
         }
         var reply = HealthV1.GetStatisticsResponse()
         if local {
-            try await locally {
+            try await locally(json: global.json) {
                 let result = try health.openStore().statistics(
                     StatisticsRequest(
                         type: try HealthType.parse(type), from: range.0, to: range.1, interval: interval, timeZone: zone,
@@ -265,11 +277,7 @@ struct HealthStats: AsyncParsableCommand {
         }
         let offset = { (ms: Int64) in HealthFormat.time(ms, zone: zone.identifier) }
         try global.render(
-            json: {
-                ["type": reply.type, "unit": reply.unit,
-                 "buckets": reply.buckets.map { ["start": offset($0.startMs), "end": offset($0.endMs), "value": jsonValue($0.sum ?? $0.average),
-                                                 "min": jsonValue($0.minimum), "max": jsonValue($0.maximum), "count": $0.count] as [String: Any] }]
-            },
+            reply,
             text: {
                 printTable(
                     ["START", "END", reply.buckets.first?.sum != nil ? "SUM (\(reply.unit))" : "AVG (\(reply.unit))", "MIN", "MAX", "SAMPLES"],
@@ -283,7 +291,9 @@ struct HealthStats: AsyncParsableCommand {
 
 /// `gateway health delete UUID…`.
 struct HealthDelete: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete samples (a tombstone travels with sync).")
+    static let configuration = CommandConfiguration(
+        commandName: "delete", abstract: "Delete samples (a tombstone travels with sync).",
+        discussion: "--json prints the DeleteSamplesResponse: {\"summary\": {\"deleted\", \"alreadyDeleted\", …}}, with --local as the device's store answers it.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
     @Argument var uuids: [String]
@@ -291,30 +301,39 @@ struct HealthDelete: AsyncParsableCommand {
 
     func run() async throws {
         if local {
-            try await locally {
+            try await locally(json: global.json) {
                 let result = try health.openStore().delete(try uuids.map { try HealthProto.uuid($0, "uuid") })
-                print(HealthFormat.summaryLine(try HealthProto.summary(result)))
+                try show(HealthV1.DeleteSamplesResponse(summary: try HealthProto.summary(result)))
             }
         } else {
             try await global.withHealth { client in
                 let reply = try await client.deleteSamples(.init(uuids: uuids), options: try health.callOptions(global))
-                print(HealthFormat.summaryLine(reply.summary ?? .init()))
+                try show(reply)
             }
         }
+    }
+
+    func show(_ reply: HealthV1.DeleteSamplesResponse) throws {
+        try global.render(reply, text: { print(HealthFormat.summaryLine(reply.summary ?? .init())) })
     }
 }
 
 /// `gateway health sync`: push the device's changes, pull the server's.
 struct HealthSyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "sync", abstract: "Two-way incremental sync of the device's store with the server; run again, it changes nothing.")
+        commandName: "sync", abstract: "Two-way incremental sync of the device's store with the server; run again, it changes nothing.",
+        discussion: """
+            --json prints a JSON array of two WriteSummary objects: what the server made of the changes pushed, then \
+            what the device's store made of the changes pulled ({"added", "duplicates", "alreadyDeleted", "deleted", \
+            "duplicateDeletions", "conflicts", "anchor", "conflictsOmitted"}).
+            """)
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
     @Option(help: "Only these types (repeatable).") var type: [String] = []
     @Option var from: String?
     @Option var to: String?
 
-    func run() async throws { try await reportingFailures { try await asStatus(body) } }
+    func run() async throws { try await reportingFailures(json: global.json) { try await asStatus(body) } }
 
     func body() async throws {
         let store = try health.openStore()
@@ -332,11 +351,9 @@ struct HealthSyncCommand: AsyncParsableCommand {
             }
             let report = try await sync.run(filter: filter, progress: global.json ? nil : show)
             progress.finish()
+            let summaries = [try HealthProto.summary(report.pushed), try HealthProto.summary(report.pulled)]
             try global.render(
-                json: {
-                    ["pushed": report.pushedChanges, "pulled": report.pulledChanges, "added_on_server": report.pushed.added,
-                     "added_here": report.pulled.added, "deleted_here": report.pulled.deleted, "conflicts": report.conflictCount]
-                },
+                jsonValue: { .array(summaries.map(\.outputJSON)) },
                 text: {
                     print("pushed \(report.pushedChanges) changes (server added \(report.pushed.added)), pulled \(report.pulledChanges) (added \(report.pulled.added), deleted \(report.pulled.deleted))")
                     for conflict in report.conflicts {
@@ -352,13 +369,18 @@ struct HealthSyncCommand: AsyncParsableCommand {
 /// `gateway health import export.xml`: an Apple Health export into the device's store.
 struct HealthImport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "import", abstract: "Import an Apple Health export.xml into the device's store (the next sync sends it).")
+        commandName: "import", abstract: "Import an Apple Health export.xml into the device's store (the next sync sends it).",
+        discussion: """
+            The import runs on this device, so --json prints its report rather than a response, spelled as the JSON \
+            mapping would: {"records", "added", "duplicates", "rejected", "rejections": ["line N: reason"], \
+            "skippedTypes": {TYPE: count}, "skippedElements": {NAME: count}, "correlations"}, counts as strings.
+            """)
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
     @Argument var path: String
 
     func run() async throws {
-        try await locally {
+        try await locally(json: global.json) {
             let store = try health.openStore()
             let progress = global.json ? nil : ProgressDisplay()
             // Reported per 1 MiB chunk; shown when the percentage moves (a pipe gets at most 101 lines).
@@ -371,10 +393,7 @@ struct HealthImport: AsyncParsableCommand {
             }
             progress?.finish()
             try global.render(
-                json: {
-                    ["records": report.records, "added": report.added, "duplicates": report.duplicates, "rejected": report.rejected,
-                     "skipped_types": report.skippedTypes, "skipped_elements": report.skippedElements]
-                },
+                jsonValue: { Self.json(report) },
                 text: {
                     print("\(report.records) records: added \(report.added), \(report.duplicates) already stored, \(report.rejected) rejected")
                     for (type, count) in report.skippedTypes.sorted(by: { $0.key < $1.key }) { print("skipped \(count) \(type)") }
@@ -382,6 +401,24 @@ struct HealthImport: AsyncParsableCommand {
                     for rejection in report.rejections { print("rejected \(rejection)") }
                 })
         }
+    }
+}
+
+extension HealthImport {
+    /// The import's report in the gateway's JSON spelling: lowerCamelCase names, counts as strings (as the JSON
+    /// mapping spells 64-bit integers), maps as objects with sorted keys.
+    static func json(_ report: ImportReport) -> JSONValue {
+        func count(_ value: Int) -> JSONValue { .string(String(value)) }
+        func counts(_ map: [String: Int]) -> JSONValue {
+            .object(map.sorted { $0.key < $1.key }.map { JSONMember($0.key, count($0.value)) })
+        }
+        return .object([
+            JSONMember("records", count(report.records)), JSONMember("added", count(report.added)),
+            JSONMember("duplicates", count(report.duplicates)), JSONMember("rejected", count(report.rejected)),
+            JSONMember("rejections", .array(report.rejections.map(JSONValue.string))),
+            JSONMember("skippedTypes", counts(report.skippedTypes)), JSONMember("skippedElements", counts(report.skippedElements)),
+            JSONMember("correlations", count(report.correlations)),
+        ])
     }
 }
 
@@ -396,7 +433,7 @@ struct HealthExport: AsyncParsableCommand {
 
     func run() async throws {
         if local {
-            try await locally {
+            try await locally(json: global.json) {
                 try health.openStore().store.exportCSV(type: try HealthType.parse(type), user: 1, unit: try HealthProto.unit(unit ?? "")) {
                     FileHandle.standardOutput.write(Data($0.utf8))
                 }

@@ -1,0 +1,81 @@
+import ArgumentParser
+import ClassificationAPI
+import Foundation
+import GatewayKit
+import RPC
+
+struct CatalogueCommands: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "catalogue", abstract: "Entries shown beside a label (a breed's name, fur, size…): import, search, show.",
+        subcommands: [CatalogueImport.self, CatalogueSearch.self, CatalogueShow.self])
+}
+
+struct CatalogueImport: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import", abstract: "Import a JSON array of {label, name, local_name, attributes: {key: value}}; entries replace those of the same label.")
+    @Argument var file: String
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withClassification { client in
+            let r = try await client.importCatalogue(ClassificationV1.ImportCatalogueRequest(json: try readFile(file)), options: global.callOptions)
+            try global.render(r, text: { print("imported \(r.entries) catalogue entries") })
+        }
+    }
+}
+
+struct CatalogueSearch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "search", abstract: "Search every field, case- and diacritics-insensitively; sorted by local name.")
+    @Argument var query: String = ""
+    @Option var limit: Int32?
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withClassification { client in
+            let r = try await client.searchCatalogue(ClassificationV1.SearchCatalogueRequest(query: query, limit: limit), options: global.callOptions)
+            try global.render(r, text: {
+                printTable(["LABEL", "NAME", "LOCAL NAME"], r.entries.map { [$0.label, $0.name, $0.localName] })
+            })
+        }
+    }
+}
+
+struct CatalogueShow: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "One label's entry with every attribute.")
+    @Argument var label: String
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withClassification { client in
+            let e = try await client.getCatalogueEntry(ClassificationV1.GetCatalogueEntryRequest(label: label), options: global.callOptions)
+            try global.render(e, text: {
+                print("\(e.label): \(e.name)" + (e.localName.isEmpty ? "" : " (\(e.localName))"))
+                for a in e.attributes { print("  \(a.key): \(a.value)") }
+            })
+        }
+    }
+}
+
+struct Feedback: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "feedback",
+        abstract: "Confirm or correct a prediction. With --consent the photo is kept under LABEL in the feedback dataset; without it nothing is kept.")
+    @Argument var photo: String
+    @Option var label: String
+    @Flag(help: "Allow the service to keep the photo for training.") var consent = false
+    @Option(help: "The model that predicted.") var model: String?
+    @Option(help: "What it predicted.") var predicted: String?
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withClassification { client in
+            let r = try await client.feedback(
+                ClassificationV1.FeedbackRequest(image: try readFile(photo), label: label, consent: consent, model: model ?? "",
+                                                 predictedLabel: predicted ?? ""), options: global.callOptions)
+            try global.render(r, text: {
+                print(r.stored ? "kept under \(label) in dataset \(r.dataset)" : "thank you; nothing was kept (no consent)")
+            })
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import ArgumentParser
+import ClassificationAPI
+import Foundation
+import GatewayKit
+import RPC
+import Schema
+
+struct DatasetCommands: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dataset", abstract: "Labelled photos to train and evaluate on: create, list, show, delete.",
+        subcommands: [DatasetCreate.self, DatasetList.self, DatasetShow.self, DatasetDelete.self])
+}
+
+struct DatasetCreate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create",
+        abstract: "Upload a dataset: a folder of label folders (--from) or Create ML's annotations.json with its images (--annotations).",
+        discussion: """
+            --from DIR takes DIR/<label>/*.png|jpg (a classifier's dataset). --annotations FILE takes Create ML's \
+            [{"image", "annotations": [{"label", "coordinates": {"x", "y", "width", "height"}}]}] (box centre and size \
+            in pixels) and the images it names from the file's folder or --images DIR (a detector's dataset). The \
+            service validates everything and keeps nothing when anything is wrong.
+            """)
+
+    @Argument(help: "The dataset's name.") var name: String
+    @Option(name: .customLong("from"), help: "A folder of label folders of images.") var directory: String?
+    @Option(help: "Create ML's annotations.json (a detection dataset).") var annotations: String?
+    @Option(help: "Where the annotated images are (default: the annotations file's folder).") var images: String?
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        guard (directory == nil) != (annotations == nil) else { throw ValidationError("give --from DIR or --annotations FILE") }
+        if images != nil, annotations == nil { throw ValidationError("--images goes with --annotations") }
+    }
+
+    func run() async throws {
+        try await global.withClassification { client in
+            var header = ClassificationV1.DatasetUploadHeader()
+            header.name = name
+            let files: [(path: String, url: URL)]
+            if let directory {
+                header.kind = .classification
+                files = try Self.labelFolders(URL(fileURLWithPath: directory))
+            } else {
+                header.kind = .detection
+                let json = try readFile(annotations!)
+                header.annotations = json
+                let folder = images.map { URL(fileURLWithPath: $0) } ?? URL(fileURLWithPath: annotations!).deletingLastPathComponent()
+                files = try Self.annotatedImages(json, folder)
+            }
+            header.fileCount = Int64(files.count)
+            header.totalBytes = files.reduce(0) { $0 + Int64((try? $1.url.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0) }
+            let showProgress = !global.json
+            let head = header
+            let summary = try await client.uploadDataset(options: global.longCallOptions) { writer in
+                try await writer.send(ClassificationV1.UploadDatasetRequest(header: head, chunk: nil))
+                let display = showProgress ? ProgressDisplay() : nil
+                // A redrawn bar moves by the percent; a log gets a line per tenth.
+                let step = isatty(STDOUT_FILENO) == 1 ? 1 : 10
+                var sent: Int64 = 0
+                var lastPercent = -1
+                for file in files {
+                    guard let data = FileManager.default.contents(atPath: file.url.path) else {
+                        throw RPCError(.invalidArgument, "cannot read \(file.url.path)")
+                    }
+                    let bytes = Array(data)
+                    var offset = 0
+                    let piece = 1 << 20
+                    repeat {
+                        let end = min(bytes.count, offset + piece)
+                        try await writer.send(ClassificationV1.UploadDatasetRequest(
+                            header: nil, chunk: ClassificationV1.FileChunk(path: file.path, data: Array(bytes[offset..<end]), last: end == bytes.count)))
+                        offset = end
+                    } while offset < bytes.count
+                    sent += Int64(bytes.count)
+                    let fraction = head.totalBytes > 0 ? Double(sent) / Double(head.totalBytes) : 1
+                    if Int(fraction * 100) / step != lastPercent {
+                        lastPercent = Int(fraction * 100) / step
+                        display?.update(fraction: fraction, message: "uploading \(file.path)")
+                    }
+                }
+                display?.update(fraction: 1, message: "validating")
+                display?.finish()
+            }
+            try global.render(summary, text: { print(datasetText(summary)) })
+        }
+    }
+
+    static let imageExtensions: Set<String> = ["png", "jpg", "jpeg"]
+
+    static func labelFolders(_ root: URL) throws -> [(path: String, url: URL)] {
+        let manager = FileManager.default
+        guard let labels = try? manager.contentsOfDirectory(atPath: root.path) else {
+            throw RPCError(.invalidArgument, "\(root.path): not a readable directory")
+        }
+        var files: [(String, URL)] = []
+        for label in labels.sorted() where !label.hasPrefix(".") {
+            let folder = root.appendingPathComponent(label)
+            guard let names = try? manager.contentsOfDirectory(atPath: folder.path) else { continue }
+            for name in names.sorted() where !name.hasPrefix(".") && imageExtensions.contains((name as NSString).pathExtension.lowercased()) {
+                files.append(("\(label)/\(name)", folder.appendingPathComponent(name)))
+            }
+        }
+        guard !files.isEmpty else { throw RPCError(.invalidArgument, "\(root.path): no label folders with PNG or JPEG images") }
+        return files
+    }
+
+    /// The images an annotations file names (those missing are left for the service to name in its answer).
+    static func annotatedImages(_ json: [UInt8], _ folder: URL) throws -> [(path: String, url: URL)] {
+        let entries = (try? JSONParser.parse(json))?.arrayValue ?? []
+        var seen: Set<String> = []
+        var files: [(String, URL)] = []
+        for entry in entries {
+            guard let image = entry["image"]?.stringValue, !image.isEmpty, seen.insert(image).inserted else { continue }
+            let url = folder.appendingPathComponent(image)
+            if FileManager.default.fileExists(atPath: url.path) { files.append((image, url)) }
+        }
+        return files
+    }
+}
+
+struct DatasetList: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "Every dataset with its kind, images and labels.")
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withClassification { client in
+            let reply = try await client.listDatasets(ClassificationV1.ListDatasetsRequest(), options: global.callOptions)
+            try global.render(reply, text: {
+                printTable(["NAME", "KIND", "IMAGES", "LABELS", "CREATED"], reply.datasets.map {
+                    [$0.name, kindName($0.kind), "\($0.images)", "\($0.labels.count)", isoDate($0.createdAt)]
+                })
+            })
+        }
+    }
+}
+
+struct DatasetShow: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "show", abstract: "A dataset's counts per label.")
+    @Argument var name: String
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withClassification { client in
+            let d = try await client.getDataset(ClassificationV1.GetDatasetRequest(name: name), options: global.callOptions)
+            try global.render(d, text: { print(datasetText(d)) })
+        }
+    }
+}
+
+struct DatasetDelete: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a dataset (its images unless another dataset has them).",
+        discussion: "--json prints the empty DeleteDatasetResponse: {}.")
+    @Argument var name: String
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withClassification { client in
+            let reply = try await client.deleteDataset(ClassificationV1.DeleteDatasetRequest(name: name), options: global.callOptions)
+            try global.render(reply, text: { print("deleted dataset \(name)") })
+        }
+    }
+}

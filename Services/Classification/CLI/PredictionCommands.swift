@@ -1,0 +1,122 @@
+import ArgumentParser
+import ClassificationAPI
+import Foundation
+import GatewayKit
+import RPC
+import Schema
+
+struct ClassifyImage: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "image", abstract: "Classify photos: the top labels with their confidences, and the catalogue entry of the best.",
+        discussion: """
+            --json prints protobuf's JSON mapping of the ClassifyResponse for one photo: {"model", "recognised", \
+            "labels": [{"label", "confidence"}], "entry"}; for several, a JSON array with one ClassifyResponse per \
+            photo, in the order given.
+            """)
+
+    @Argument(help: "PNG or JPEG files.") var photos: [String]
+    @Option(help: "The model (default: the active classifier).") var model: String?
+    @Option(help: "How many labels (default 5).") var top: Int32?
+    @Option(help: "fit (default), fill or center-crop.") var scaling: String?
+    @Option(name: .customLong("min-confidence"), help: "Below this the answer is \"nothing recognised\".") var minConfidence: Double?
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if photos.isEmpty { throw ValidationError("give at least one photo") }
+        if let scaling, !["fit", "fill", "center-crop"].contains(scaling) { throw ValidationError("--scaling must be fit, fill or center-crop") }
+    }
+
+    var scalingValue: ClassificationV1.Scaling {
+        switch scaling {
+        case "fill": .fill
+        case "center-crop": .centerCrop
+        case "fit": .fit
+        default: .unspecified
+        }
+    }
+
+    func run() async throws {
+        try await global.withClassification { client in
+            var answers: [(String, ClassificationV1.ClassifyResponse)] = []
+            for photo in photos {
+                var request = ClassificationV1.ClassifyRequest()
+                request.image = try readFile(photo)
+                request.model = model ?? ""
+                request.top = top
+                request.minimumConfidence = minConfidence
+                request.scaling = scalingValue
+                let answer = try await client.classify(request, options: global.callOptions)
+                answers.append((photo, answer))
+            }
+            try global.render(jsonValue: { answersJSON(answers.map(\.1)) }, text: { Self.text(answers) })
+        }
+    }
+
+    static func text(_ answers: [(String, ClassificationV1.ClassifyResponse)]) {
+        for (file, r) in answers {
+            if answers.count > 1 { print("\(file):") }
+            if !r.recognised { print("nothing recognised") }
+            for label in r.labels { print("\(Int((label.confidence * 100).rounded()))% \(label.label)") }
+            if let entry = r.entry {
+                let local = entry.localName.isEmpty || entry.localName == entry.name ? "" : " (\(entry.localName))"
+                print("  \(entry.name)\(local)")
+            }
+        }
+    }
+}
+
+struct Detect: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "detect", abstract: "Detect objects in photos: labelled boxes.",
+        discussion: """
+            --json prints protobuf's JSON mapping of the DetectResponse for one photo: {"model", "detections": \
+            [{"label", "confidence", "box", "boxPx"}], "imageWidth", "imageHeight"} (box in fractions of the image, \
+            boxPx in pixels); for several, a JSON array with one DetectResponse per photo, in the order given.
+            """)
+
+    @Argument(help: "PNG or JPEG files.") var photos: [String]
+    @Option(help: "The model (default: the active detector).") var model: String?
+    @Option(help: "Only this label (repeatable).") var only: [String] = []
+    @Option(help: "Confidence threshold (default 0.25).") var confidence: Double?
+    @Option(help: "NMS IoU threshold (default 0.45).") var iou: Double?
+    @Option(name: .customLong("max"), help: "Most detections (default 100).") var maximum: Int32?
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws { if photos.isEmpty { throw ValidationError("give at least one photo") } }
+
+    func run() async throws {
+        try await global.withClassification { client in
+            var answers: [(String, ClassificationV1.DetectResponse)] = []
+            for photo in photos {
+                var request = ClassificationV1.DetectRequest()
+                request.image = try readFile(photo)
+                request.model = model ?? ""
+                request.labels = only
+                request.confidenceThreshold = confidence
+                request.iouThreshold = iou
+                request.maxDetections = maximum
+                let answer = try await client.detect(request, options: global.callOptions)
+                answers.append((photo, answer))
+            }
+            try global.render(jsonValue: { answersJSON(answers.map(\.1)) }, text: { Self.text(answers) })
+        }
+    }
+
+    static func text(_ answers: [(String, ClassificationV1.DetectResponse)]) {
+        for (file, r) in answers {
+            if answers.count > 1 { print("\(file):") }
+            if r.detections.isEmpty { print("nothing detected") }
+            for d in r.detections {
+                let b = d.boxPx ?? ClassificationV1.Box()
+                let percent = Int((d.confidence * 100).rounded())
+                print("\(percent)% \(d.label) at \(Int(b.x.rounded())),\(Int(b.y.rounded())) \(Int(b.width.rounded()))×\(Int(b.height.rounded()))")
+            }
+        }
+    }
+}
+
+/// What `--json` prints for the answers of `image` and `detect`: the one photo's response, or for several a
+/// JSON array of them in the order the photos were given (the responses do not name their photo).
+func answersJSON(_ answers: [some ProtoJSONMessage]) -> JSONValue {
+    answers.count == 1 ? answers[0].outputJSON : .array(answers.map(\.outputJSON))
+}

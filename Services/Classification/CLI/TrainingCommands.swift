@@ -1,0 +1,118 @@
+import ArgumentParser
+import ClassificationAPI
+import Foundation
+import GatewayKit
+import JobsAPI
+import RPC
+import Schema
+
+struct Train: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "train",
+        abstract: "Train a classifier or detector on a dataset; follows the job with a progress bar and prints the model.",
+        discussion: """
+            Algorithms: cnn (a small residual network, the classifier default), features (HOG and colour histograms \
+            with a linear model, trained in seconds), yolo (the detector). --base MODEL fine-tunes another model's \
+            trained layers: a cnn classifier for a classifier; a cnn classifier or a yolo detector for a detector. The same --seed and data give the same model. --detach prints the job and \
+            returns (gateway classify jobs watch ID). --json prints the job's TrainingResult ({"model": {the ModelSummary}}), \
+            or with --detach the started Job.
+            """)
+
+    @Option var dataset: String
+    @Option(help: "classifier or detector.") var kind = "classifier"
+    @Option(help: "cnn, features or yolo.") var algorithm: String?
+    @Option(help: "Start from this model's layers (a cnn classifier; or a yolo detector, for a detector).") var base: String?
+    @Option(help: "The model's name (default DATASET-ALGORITHM-N).") var name: String?
+    @Option var epochs: Int32?
+    @Option var seed: UInt64?
+    @Option(name: .customLong("image-size"), help: "Side of the square network input.") var imageSize: Int32?
+    @Option(name: .customLong("validation-dataset")) var validationDataset: String?
+    @Option(name: .customLong("validation-fraction"), help: "Held out per label (default 0.1).") var validationFraction: Double?
+    @Option(help: "Augmentations, comma-separated: flip, crop, rotation, blur, exposure, noise; or none (default: cnn crop,rotation; others none).") var augment: String?
+    @Flag(name: .customLong("include-feedback"), help: "Add the photos kept by `gateway classify feedback --consent` (their labels must be the dataset's).") var includeFeedback = false
+    @Flag(help: "Print the job and return at once.") var detach = false
+    @OptionGroup var global: GlobalOptions
+
+    func request() throws -> ClassificationV1.TrainRequest {
+        var request = ClassificationV1.TrainRequest()
+        request.dataset = dataset
+        switch kind.lowercased() {
+        case "classifier": request.kind = .classifier
+        case "detector": request.kind = .detector
+        default: throw ValidationError("--kind must be classifier or detector")
+        }
+        request.algorithm = algorithm ?? ""
+        request.name = name ?? ""
+        request.baseModel = base
+        request.epochs = epochs
+        request.seed = seed
+        request.imageSize = imageSize
+        request.validationDataset = validationDataset
+        request.validationFraction = validationFraction
+        if let augment {
+            var a = ClassificationV1.Augmentation()
+            for item in augment.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) {
+                switch item {
+                case "none": break
+                case "flip": a.flip = true
+                case "crop": a.crop = 0.1
+                case "rotation": a.rotation = 10
+                case "blur": a.blur = true
+                case "exposure": a.exposure = 0.2
+                case "noise": a.noise = 0.03
+                default: throw ValidationError("--augment: unknown augmentation \(item)")
+                }
+            }
+            request.augmentation = a
+        }
+        request.includeFeedback = includeFeedback
+        return request
+    }
+
+    func run() async throws {
+        let request = try request()
+        try await global.withClient(for: "classification", { $0 }) { rpc in
+            let client = ClassificationV1.Classification.Client(wrapping: rpc)
+            let job = try await client.train(request, options: global.callOptions)
+            if detach {
+                try global.render(job, text: { print("started job \(job.id); follow it with: gateway classify jobs watch \(job.id)") })
+                return
+            }
+            let ended = try await followJob(job.id, with: JobsV1.Jobs.Client(wrapping: rpc), display: global.json ? nil : ProgressDisplay())
+            guard let result = try ended.requireResult(), result.typeName == ClassificationV1.TrainingResult.protoName,
+                  let model = try ClassificationV1.TrainingResult(serializedBytes: result.value).model else {
+                throw RPCError(.internalError, "training job \(job.id) ended without its model")
+            }
+            try global.render(ClassificationV1.TrainingResult(model: model), text: { print(modelText(model)) })
+        }
+    }
+}
+
+struct Evaluate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "evaluate",
+        abstract: "Accuracy, per-class precision/recall/F1 and the confusion matrix (classifiers), AP at IoU 0.5 and 0.5:0.95 (detectors).")
+
+    @Argument var model: String
+    @Argument var dataset: String
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withClassification { client in
+            let r = try await client.evaluate(ClassificationV1.EvaluateRequest(model: model, dataset: dataset), options: global.longCallOptions)
+            try global.render(r, text: {
+                if let map50 = r.map50 {
+                    print(String(format: "%lld images: mAP50 %.3f, mAP50:95 %.3f", r.images, map50, r.map5095 ?? 0))
+                    printTable(["LABEL", "AP50", "AP50:95"], r.perClass.map { [$0.label, String(format: "%.3f", $0.ap50 ?? 0), String(format: "%.3f", $0.ap5095 ?? 0)] })
+                } else {
+                    print("\(r.images) images: accuracy \(percent(r.accuracy))")
+                    printTable(["LABEL", "PRECISION", "RECALL", "F1"], r.perClass.map {
+                        [$0.label, String(format: "%.3f", $0.precision), String(format: "%.3f", $0.recall), String(format: "%.3f", $0.f1)]
+                    })
+                    print("confusion (rows: truth, columns: predicted \(r.labels.joined(separator: " ")))")
+                    for row in r.confusion { print("  \(row.label): \(row.predicted.map(String.init).joined(separator: " "))") }
+                }
+            })
+        }
+    }
+}
