@@ -462,9 +462,12 @@ import Testing
         limits.maxConcurrentCalls = 30
         try await Harness.with(.tcp, services: [service], limits: limits) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
-            socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: Array("busy".utf8)), id: 1))
-            // Twenty calls whose deadline passes while they wait behind the busy one, three over the limit.
-            for id in 2...33 { socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [1]), id: UInt64(id), timeoutMicros: id <= 21 ? 1000 : nil)) }
+            // The busy call, then twenty calls whose deadline passes while they wait behind it and twelve more, three
+            // of them over the limit: in one write, so the server reads them in one turn and the 1 ms deadlines cannot
+            // pass (freeing their places) before the last calls arrive, however loaded the machine.
+            var frames = RawSocket.echoFrame(RpcV1.EchoRequest(payload: Array("busy".utf8)), id: 1)
+            for id in 2...33 { frames += RawSocket.echoFrame(RpcV1.EchoRequest(payload: [1]), id: UInt64(id), timeoutMicros: id <= 21 ? 1000 : nil) }
+            socket.write(frames)
             var codes: [UInt32: Int] = [:]
             for _ in 1...33 { codes[try await socket.receiveFrame().statusCode, default: 0] += 1 }
             #expect(codes[StatusCode.deadlineExceeded.rawValue] == 20)
