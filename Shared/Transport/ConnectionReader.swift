@@ -1,8 +1,8 @@
-/// The protocol layer of a connection: what reads the bytes its byte stream (`TCPConnection`)
-/// receives. Our binary framing is one (`FrameReader`); the server's first reader picks the
-/// protocol (`ProtocolSniffer`), so HTTP later is one more reader on the same connections and port.
-/// Loop thread only.
-protocol ConnectionReader: AnyObject {
+/// The protocol layer of a connection: what reads the bytes its `ByteStream` receives. Our binary
+/// framing is one (`FrameReader`); the server's first reader picks the protocol (`ProtocolSniffer`),
+/// so HTTP later is one more reader on the same connections and port. A stream that transforms
+/// bytes (TLS) is its inner stream's reader and forwards these to its own. Loop thread only.
+package protocol ConnectionReader: AnyObject {
     /// Bytes arrived; they are valid only during the call.
     func received(_ bytes: UnsafeRawBufferPointer)
     /// Whether reads feed one large message (a large frame): such reads share the loop's bulk budget.
@@ -15,9 +15,10 @@ protocol ConnectionReader: AnyObject {
 
 /// Our binary framing on a byte stream: cuts it into frames (`FrameDecoder`), asks the server's
 /// memory budget before making room for a large one, and remembers when frames came, which the
-/// server's sweeper reads to tell a stalled or idle client.
-package final class FrameReader: ConnectionReader {
-    private unowned let connection: TCPConnection
+/// server's sweeper reads to tell a stalled or idle client. Generic over its stream, so that
+/// checking the stream between frames is a direct call.
+package final class FrameReader<Stream: ByteStream>: ConnectionReader {
+    private unowned let connection: Stream
     private let decoder: FrameDecoder
     /// A complete frame's envelope bytes arrived; they are valid only during the call.
     package var onFrame: ((UnsafeRawBufferPointer) -> Void)?
@@ -29,11 +30,11 @@ package final class FrameReader: ConnectionReader {
     /// When the last complete frame arrived, and since when bytes of an unfinished one have waited.
     private(set) var lastFrameAt: ContinuousClock.Instant?
     private(set) var partialFrameSince: ContinuousClock.Instant?
-    private(set) var budgetedBytes = 0
+    package private(set) var budgetedBytes = 0
 
     /// A reader of `connection`'s frames; it reads once it is the connection's `reader`. A
     /// connection with a memory budget (a server's) must have it before this is made.
-    init(_ connection: TCPConnection, maxFrameSize: Int) {
+    init(_ connection: Stream, maxFrameSize: Int) {
         self.connection = connection
         decoder = FrameDecoder(maxFrameSize: maxFrameSize)
         if let budget = connection.budget {
@@ -45,15 +46,15 @@ package final class FrameReader: ConnectionReader {
         }
     }
 
-    var readsInBulk: Bool { decoder.isReceivingLargeFrame }
+    package var readsInBulk: Bool { decoder.isReceivingLargeFrame }
 
-    func releaseBudget() {
+    package func releaseBudget() {
         guard budgetedBytes > 0 else { return }
         connection.budget?.release(budgetedBytes)
         budgetedBytes = 0
     }
 
-    func received(_ bytes: UnsafeRawBufferPointer) {
+    package func received(_ bytes: UnsafeRawBufferPointer) {
         decoder.append(bytes)
         var frames = 0
         defer { if frames > 0 { onFramesEnd?() } }
@@ -78,10 +79,10 @@ package final class FrameReader: ConnectionReader {
     }
 }
 
-extension TCPConnection {
-    /// Reads this connection as our frames from now on (clients, and the raw benchmark floor);
+extension ByteStream {
+    /// Reads this stream as our frames from now on (clients, and the raw benchmark floor);
     /// returns the reader, whose `onFrame` gets them.
-    package func readFrames(maxFrameSize: Int = FrameCodec.defaultMaxFrameSize) -> FrameReader {
+    package func readFrames(maxFrameSize: Int = FrameCodec.defaultMaxFrameSize) -> FrameReader<Self> {
         let frames = FrameReader(self, maxFrameSize: maxFrameSize)
         reader = frames
         return frames
@@ -110,12 +111,13 @@ final class ProtocolSniffer: ConnectionReader {
         }
     }
 
-    private unowned let connection: TCPConnection
+    /// Made once per connection, so the stream's type is erased here without cost to any frame.
+    private unowned let connection: any ByteStream
     /// Gives the connection to the protocol of `kind`: makes it the connection's `reader`, or answers
     /// and closes it. Bytes go to the new reader, if any, when it returns.
     private let pick: (Kind) -> Void
 
-    init(_ connection: TCPConnection, pick: @escaping (Kind) -> Void) {
+    init(_ connection: any ByteStream, pick: @escaping (Kind) -> Void) {
         self.connection = connection
         self.pick = pick
     }

@@ -5,7 +5,7 @@
 /// left of the budget (the buffer for it is made when its header arrives); otherwise it is refused
 /// with RESOURCE_EXHAUSTED. Answers are not refused (a call that ran has to be answered), but once
 /// they take the budget past its limit the connections holding the most are closed.
-final class MemoryBudget {
+package final class MemoryBudget {
     /// Frames at least this large count against the budget; smaller ones are bounded by the
     /// connection limit (64 KiB × 1,024 connections = 64 MiB).
     static let largeFrame = 64 << 10
@@ -15,7 +15,7 @@ final class MemoryBudget {
     init(limit: Int) { self.limit = limit }
 
     /// Takes `bytes` when they fit.
-    func reserve(_ bytes: Int) -> Bool {
+    package func reserve(_ bytes: Int) -> Bool {
         guard used + bytes <= limit else { return false }
         used += bytes
         return true
@@ -27,5 +27,5 @@ final class MemoryBudget {
         return used > limit
     }
 
-    func release(_ bytes: Int) { used -= bytes }
+    package func release(_ bytes: Int) { used -= bytes }
 }

@@ -4,22 +4,22 @@ import RPC
 import Schema
 import Synchronization
 
-/// One TCP connection on an event loop: the byte-stream layer. It hands the bytes it reads to the
+/// One TCP connection on an event loop: today's `ByteStream`. It hands the bytes it reads to the
 /// protocol spoken on it (its `reader`: our frames today, picked per connection by the server's
 /// `ProtocolSniffer`), and writes bytes handed to it from any thread, batching whatever piled up
-/// into one write; it pauses, lingers and closes whatever the protocol. A TLS stream would sit at
-/// this layer, under the same readers.
+/// into one write; it pauses, lingers and closes whatever the protocol. A TLS stream would wrap it,
+/// as its reader, under the same protocol readers.
 ///
 /// Everything but `send` and `pendingBytes` runs on the loop thread. The connection keeps itself
 /// alive (through its libuv handle) until it is closed.
-package final class TCPConnection: @unchecked Sendable {
+package final class TCPConnection: ByteStream, @unchecked Sendable {
     package let loop: EventLoop
     let handle: UnsafeMutablePointer<uv_tcp_t>
     /// `host:port` of the other side.
-    private(set) var peer = "unknown peer"
+    package private(set) var peer = "unknown peer"
     /// The protocol reading this connection's bytes (loop thread); dropped when it closes.
-    var reader: (any ConnectionReader)?
-    private(set) var isClosed = false
+    package var reader: (any ConnectionReader)?
+    package private(set) var isClosed = false
     private var isReading = false
     /// Reading is stopped until the loop's next turn, after a read that filled the loop's buffer
     /// (`yieldReading`); `isReading` still says whether it should read.
@@ -38,7 +38,7 @@ package final class TCPConnection: @unchecked Sendable {
     static let lingerBytes = 4 << 20
     /// The server's budget for bytes its clients make it hold (nil for client connections), and what
     /// this connection holds of it in written-but-unsent answers (its reader holds the rest).
-    var budget: MemoryBudget?
+    package var budget: MemoryBudget?
     private(set) var budgetedWrites = 0
     /// Called when answers took the budget past its limit (loop thread).
     var onBudgetExceeded: (() -> Void)?
@@ -48,7 +48,7 @@ package final class TCPConnection: @unchecked Sendable {
     /// The connection closed, with the reason.
     package var onClose: ((String) -> Void)?
     /// Bytes waiting to be written fell below the low-water mark.
-    var onDrain: (() -> Void)?
+    package var onDrain: (() -> Void)?
 
     /// When the connection was opened, and when a write last completed.
     let openedAt = ContinuousClock.now
@@ -57,8 +57,9 @@ package final class TCPConnection: @unchecked Sendable {
     private let outbox = Lock(Outbox())
     /// Bytes handed to `send` and not yet written to the socket.
     let pendingBytes = Atomic<Int>(0)
-    let lowWater: Int
-    let highWater: Int
+    package let lowWater: Int
+    package let highWater: Int
+    package var unwrittenBytes: Int { pendingBytes.load(ordering: .relaxed) }
 
     /// Frames queued by `send` for the next write, and buffers to reuse.
     private struct Outbox {
@@ -108,7 +109,7 @@ package final class TCPConnection: @unchecked Sendable {
     private var readsInBulk: Bool { lingering != nil || reader?.readsInBulk == true }
 
     /// Starts reading again after `pauseReading` (loop thread).
-    func resumeReading() {
+    package func resumeReading() {
         loop.assertInLoop()
         guard !isClosed, !isReading, closeWhenFlushed == nil || lingering != nil else { return }
         isReading = true
@@ -171,7 +172,7 @@ package final class TCPConnection: @unchecked Sendable {
     }
 
     /// Stops reading (back-pressure: the peer's requests wait in its own socket buffer). Loop thread.
-    func pauseReading() {
+    package func pauseReading() {
         loop.assertInLoop()
         guard isReading, !isClosed else { return }
         isReading = false
@@ -189,33 +190,11 @@ package final class TCPConnection: @unchecked Sendable {
     }
 
     /// Whether it is being closed once flushed (`close(afterFlushing:)`): a reader takes no more from it.
-    var isClosing: Bool { closeWhenFlushed != nil }
-
-    /// Queues one envelope for writing as a frame; safe from any thread. Dropped once the
-    /// connection closed.
-    package func send(envelope: [UInt8]) {
-        envelope.withUnsafeBytes { source in
-            send(envelopeOfSize: source.count) { destination in
-                if let base = source.baseAddress { destination.baseAddress!.copyMemory(from: base, byteCount: source.count) }
-            }
-        }
-    }
-
-    /// Queues a frame whose `size`-byte envelope `write` puts straight into the outbox (no copy in
-    /// between); safe from any thread. `write` runs under the outbox lock, so keep it to copying or
-    /// packing bytes. A `sealing` frame is the last: nothing queued after it is sent (a
-    /// connection-level error), sealed under the same lock, so that no answer a worker writes
-    /// meanwhile can follow it.
-    package func send(envelopeOfSize size: Int, sealing: Bool = false, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
-        send(bytesOfSize: FrameCodec.headerSize + size, sealing: sealing) { frame in
-            FrameCodec.writeHeader(length: size, to: frame.baseAddress!)
-            write(UnsafeMutableRawBufferPointer(rebasing: frame[FrameCodec.headerSize...]))
-        }
-    }
+    package var isClosing: Bool { closeWhenFlushed != nil }
 
     /// Queues `size` bytes, which `write` puts straight into the outbox, whatever protocol they
-    /// are (see `send(envelopeOfSize:sealing:_:)`); safe from any thread.
-    package func send(bytesOfSize size: Int, sealing: Bool = false, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
+    /// are (see `ByteStream.send(bytesOfSize:sealing:_:)`); safe from any thread.
+    package func send(bytesOfSize size: Int, sealing: Bool, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
         let schedule = outbox.withLock { outbox -> Bool in
             guard !outbox.closed, !outbox.sealed else { return false }
             outbox.bytes.append(size, write)
@@ -294,7 +273,7 @@ package final class TCPConnection: @unchecked Sendable {
 
     /// Closes once everything queued has been written (to deliver a last error status, sent
     /// `sealing`), lingering (see `lingerTime`). Loop thread.
-    func close(afterFlushing reason: String) {
+    package func close(afterFlushing reason: String) {
         loop.assertInLoop()
         guard !isClosed else { return }
         pauseReading()
@@ -360,15 +339,9 @@ package final class TCPConnection: @unchecked Sendable {
     }
 }
 
-// MARK: Connecting (clients) and typed frames
+// MARK: Connecting (clients)
 
 extension TCPConnection {
-    /// Queues `message` as one frame, encoded straight into the outbox (the last one when `sealing`);
-    /// safe from any thread.
-    func send<Message: ProtoMessage>(_ message: Message, sealing: Bool = false) {
-        message.serialize { byteCount, pack in send(envelopeOfSize: byteCount, sealing: sealing, pack) }
-    }
-
     /// Connects this (new) connection to `address`; `completion` gets 0 or a libuv error code, on
     /// the loop thread, after which a successful connection is started.
     func connect(to address: SocketAddress, completion: @escaping (Int32) -> Void) {

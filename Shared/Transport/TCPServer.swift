@@ -8,7 +8,8 @@ import Synchronization
 /// Serves an `RPCServer` over TCP: a libuv loop does all socket I/O; handlers run on a worker pool
 /// (one worker per core, on Swift's cooperative pool), never on the loop thread, except the
 /// built-in health, reflection and stats methods, which the loop answers at once (see
-/// `ServerConnection`). The connections' side of calls is in ServerConnection.swift.
+/// `ServerCallTable`). A connection is a byte stream (`TCPConnection`), the protocol its first byte
+/// picks (`ProtocolSniffer`: our frames, `FrameServerConnection`) and its calls (`ServerCallTable`).
 public final class TCPServer: ServerTransport, @unchecked Sendable {
     /// Limits that protect the server from clients that misbehave or are simply too many.
     public struct Limits: Sendable {
@@ -64,7 +65,7 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     private var logger: Logger
     private let loggerGiven: Bool
     private var listener: TCPListener?
-    private var connections: [ObjectIdentifier: ServerConnection] = [:]
+    private var connections: [ObjectIdentifier: any ServerConnection] = [:]
     /// Open connections per client address (loop thread).
     private var connectionsPerPeer: [String: Int] = [:]
     /// Connections counted against the limits: being closed (told why, lingering) no longer counts,
@@ -90,7 +91,7 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     /// Connections being served (loop thread; for tests).
     var connectionsOpen: Int { connections.count }
     /// Answer bytes queued and not yet written, over every connection (loop thread; for tests).
-    var pendingAnswerBytes: Int { connections.values.reduce(0) { $0 + $1.connection.pendingBytes.load(ordering: .relaxed) } }
+    var pendingAnswerBytes: Int { connections.values.reduce(0) { $0 + $1.socket.unwrittenBytes } }
     /// Where handlers run.
     let workers: WorkerPool
     private let draining = Atomic<Bool>(false)
@@ -169,13 +170,13 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
             // As servers reclaim idle keep-alive connections: the one quiet longest with no open call
             // makes room; only when every connection has a call open is the newcomer refused.
             if let idle = longestIdle(from: perPeer ? host : nil) {
-                logger.info("closing idle connection from \(idle.connection.peer) to make room: \(limit) is reached")
+                logger.info("closing idle connection from \(idle.socket.peer) to make room: \(limit) is reached")
                 idle.fail(.unavailable, "idle connection closed to make room: \(limit) is reached")
             } else {
                 rpc.connectionRefused()
                 logger.warning("refusing connection from \(connection.peer): \(limit) is reached and every connection has a call open")
                 connection.budget = nil
-                connection.send(ServerConnection.statusFrame(
+                connection.send(FrameWire<TCPConnection>.statusFrame(
                     0, message: nil, error: RPCError(.resourceExhausted, "too many connections: \(limit) is reached")), sealing: true)
                 connection.onClose = { [weak self] reason in self?.logger.debug("closed refused connection: \(reason)") }
                 connection.close(afterFlushing: "too many connections")
@@ -183,9 +184,7 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
                 return
             }
         }
-        let served = ServerConnection(connection: connection, server: self)
-        // The first byte picks the protocol; the limits above hold whichever it is.
-        connection.reader = ProtocolSniffer(connection) { [unowned served] kind in served.picked(kind) }
+        let served = servesThrough?(self, connection) ?? serve(connection, over: connection)
         connections[ObjectIdentifier(served)] = served
         connectionsPerPeer[host, default: 0] += 1
         countedConnections += 1
@@ -196,18 +195,30 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
             rpc.connectionClosed()
             served.closed(reason: reason)
             let level: LogLevel = reason == "peer closed the connection" ? .debug : .info
-            logger.log(level, "closed connection from \(served.connection.peer): \(reason)")
+            logger.log(level, "closed connection from \(served.socket.peer): \(reason)")
         }
         connection.onBudgetExceeded = { [unowned self] in budgetExceeded() }
         logger.debug("accepted connection from \(connection.peer)")
     }
 
+    /// Serves `stream`, carried by the accepted `socket` (the same object for plain TCP; a TLS
+    /// stream over it later): its first byte picks the protocol, and the limits hold whichever it is.
+    func serve<Stream: ByteStream>(_ stream: Stream, over socket: TCPConnection) -> FrameServerConnection<Stream> {
+        let served = FrameServerConnection(stream: stream, socket: socket, server: self)
+        stream.reader = ProtocolSniffer(stream) { [unowned served] kind in served.picked(kind) }
+        return served
+    }
+
+    /// Tests only: serves each accepted connection as this makes it (over a test's stream, with
+    /// `serve(_:over:)`) rather than over the TCP connection itself.
+    var servesThrough: ((TCPServer, TCPConnection) -> any ServerConnection)?
+
     /// Stops counting `served` against the connection limits: it closes, or is being closed (loop thread).
-    func uncount(_ served: ServerConnection) {
+    func uncount(_ served: any ServerConnection) {
         guard !served.uncounted else { return }
         served.uncounted = true
         countedConnections -= 1
-        let host = served.connection.peerHost
+        let host = served.socket.peerHost
         if let count = connectionsPerPeer[host], count > 1 { connectionsPerPeer[host] = count - 1 } else { connectionsPerPeer[host] = nil }
     }
 
@@ -219,12 +230,12 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     /// a call before any that did, then the one with the oldest last frame or answer. (A socket that
     /// only keeps its slot, with a CANCEL of an unused id, had a frame more recently than a client
     /// that calls every 50 ms may have had; it went first all the same.)
-    private func longestIdle(from host: String?) -> ServerConnection? {
-        var best: (ServerConnection, Bool, ContinuousClock.Instant)?
+    private func longestIdle(from host: String?) -> (any ServerConnection)? {
+        var best: (any ServerConnection, Bool, ContinuousClock.Instant)?
         for served in connections.values where served.openCalls == 0 && !served.isFailing {
-            let connection = served.connection
+            let connection = served.socket
             if let host, connection.peerHost != host { continue }
-            let quietSince = max(served.frames.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt)
+            let quietSince = max(served.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt)
             let called = served.hasMadeCalls
             if best.map({ (!called && $0.1) || (called == $0.1 && quietSince < $0.2) }) ?? true { best = (served, called, quietSince) }
         }
@@ -244,11 +255,11 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
 
     /// A large frame was refused for want of budget: the connection holding the most of it is
     /// closed too when it holds at least as much as that frame wanted (the largest offender).
-    func shedLargest(atLeast bytes: Int, sparing spared: ServerConnection) {
+    func shedLargest(atLeast bytes: Int, sparing spared: any ServerConnection) {
         loop.assertInLoop()
-        guard let largest = connections.values.filter({ $0 !== spared && !$0.connection.isClosed })
-            .max(by: { $0.connection.budgetFootprint < $1.connection.budgetFootprint }),
-            largest.connection.budgetFootprint >= bytes else { return }
+        guard let largest = connections.values.filter({ $0 !== spared && !$0.socket.isClosed })
+            .max(by: { $0.socket.budgetFootprint < $1.socket.budgetFootprint }),
+            largest.socket.budgetFootprint >= bytes else { return }
         shed(largest)
     }
 
@@ -257,20 +268,20 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     static let budgetGrace: Duration = .seconds(1)
 
     /// Whether `served` was told why it is closed more than `budgetGrace` ago.
-    private func hadItsGrace(_ served: ServerConnection) -> Bool {
-        served.connection.closingSince.map { ContinuousClock.now - $0 > Self.budgetGrace } ?? false
+    private func hadItsGrace(_ served: any ServerConnection) -> Bool {
+        served.socket.closingSince.map { ContinuousClock.now - $0 > Self.budgetGrace } ?? false
     }
 
     /// Closes `served` for the memory budget: told RESOURCE_EXHAUSTED (call id 0, behind the answers
     /// already written to it) and closed once that is sent; closed at once when it was told already,
     /// over `budgetGrace` ago, and still holds its bytes (the client does not read).
-    private func shed(_ served: ServerConnection) {
-        let held = served.connection.budgetFootprint
+    private func shed(_ served: any ServerConnection) {
+        let held = served.socket.budgetFootprint
         if hadItsGrace(served) {
-            logger.warning("closing connection from \(served.connection.peer): it still holds \(held) bytes of the exhausted memory budget")
-            served.connection.close(reason: "memory budget exhausted and the client does not read (the connection held \(held) bytes)")
+            logger.warning("closing connection from \(served.socket.peer): it still holds \(held) bytes of the exhausted memory budget")
+            served.socket.close(reason: "memory budget exhausted and the client does not read (the connection held \(held) bytes)")
         } else if !served.isFailing {
-            logger.warning("closing connection from \(served.connection.peer): it holds \(held) bytes and the memory budget of \(budget.limit) bytes is exhausted")
+            logger.warning("closing connection from \(served.socket.peer): it holds \(held) bytes and the memory budget of \(budget.limit) bytes is exhausted")
             served.fail(.resourceExhausted, "memory budget exhausted: this connection held \(held) bytes of unread answers and unfinished frames")
         }
     }
@@ -283,14 +294,14 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     func enforceBudget(making room: Int) {
         loop.assertInLoop()
         guard budget.used + room > budget.limit else { return }
-        let holders = connections.values.filter { $0.connection.budgetFootprint > 0 }
-            .sorted { $0.connection.budgetFootprint > $1.connection.budgetFootprint }
+        let holders = connections.values.filter { $0.socket.budgetFootprint > 0 }
+            .sorted { $0.socket.budgetFootprint > $1.socket.budgetFootprint }
         for served in holders where hadItsGrace(served) && budget.used + room > budget.limit { shed(served) }
         // Bytes of closed connections are released once their cancelled writes report back.
-        var leaving = holders.filter { $0.isFailing || $0.connection.isClosed }.reduce(0) { $0 + $1.connection.budgetFootprint }
-        for served in holders where !served.isFailing && !served.connection.isClosed && budget.used - leaving + room > budget.limit {
+        var leaving = holders.filter { $0.isFailing || $0.socket.isClosed }.reduce(0) { $0 + $1.socket.budgetFootprint }
+        for served in holders where !served.isFailing && !served.socket.isClosed && budget.used - leaving + room > budget.limit {
             shed(served)
-            leaving += served.connection.budgetFootprint
+            leaving += served.socket.budgetFootprint
         }
     }
 
@@ -306,28 +317,28 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
             return true
         }
         for served in Array(connections.values) {
-            let connection = served.connection
+            let connection = served.socket
             if let since = connection.closingSince {
                 // Told why it is closed, but the client does not read: close without waiting more.
                 if now - since > limits.frameTimeout { connection.close(reason: "closing, and the client does not read") }
-            } else if let since = served.frames.partialFrameSince, now - since > limits.frameTimeout {
+            } else if let since = served.partialFrameSince, now - since > limits.frameTimeout {
                 served.fail(.unavailable, "stalled: frame still incomplete after \(limits.frameTimeout) (stalled or too slow client)")
-            } else if served.frames.lastFrameAt == nil, now - connection.openedAt > limits.frameTimeout {
+            } else if served.lastFrameAt == nil, now - connection.openedAt > limits.frameTimeout {
                 served.fail(.unavailable, "stalled: no frame within \(limits.frameTimeout) of connecting")
             } else if served.openCalls == 0,
-                      now - max(served.frames.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt) > limits.idleTimeout {
+                      now - max(served.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt) > limits.idleTimeout {
                 served.fail(.unavailable, "idle timeout: no call for \(limits.idleTimeout)")
             }
         }
     }
 
-    /// Answers DEADLINE_EXCEEDED for call `id` (numbered `serial`) of `connection` once `deadline`
+    /// Answers DEADLINE_EXCEEDED for call `id` (numbered `serial`) of `calls` once `deadline`
     /// passes, unless it finished (loop thread).
-    func watch(_ deadline: ContinuousClock.Instant, of id: UInt64, serial: UInt64, method: String, on connection: ServerConnection) {
+    func watch(_ deadline: ContinuousClock.Instant, of id: UInt64, serial: UInt64, method: String, in calls: any CallDeadlines) {
         loop.assertInLoop()
-        let watched = WatchedCall(id: id, serial: serial, method: method, connection: connection)
+        let watched = WatchedCall(id: id, serial: serial, method: method, calls: calls)
         deadlines.add(watched, at: deadline, liveCalls: inFlight.load(ordering: .relaxed)) { call in
-            call.connection.map { !$0.isOpen(call.id, serial: call.serial) } ?? true
+            call.calls.map { !$0.isOpen(call.id, serial: call.serial) } ?? true
         }
         if let due = deadlineTimerDue, due <= deadline { return }
         deadlineTimerDue = deadline
@@ -339,7 +350,7 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         deadlineTimerDue = nil
         let now = ContinuousClock.now
         for call in deadlines.popExpired(at: now) {
-            call.connection?.end(call.id, serial: call.serial, error: RPCError(.deadlineExceeded, "deadline exceeded while serving \(call.method)"))
+            call.calls?.end(call.id, serial: call.serial, error: RPCError(.deadlineExceeded, "deadline exceeded while serving \(call.method)"))
         }
         if let next = deadlines.earliest {
             deadlineTimerDue = next
@@ -394,14 +405,14 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
             deadlines = DeadlineQueue()
             // Answers still in an outbox (a worker's burst had not ended, or the client reads slowly)
             // are written before the connection closes.
-            for served in Array(connections.values) { served.connection.close(afterFlushing: "server shutting down") }
+            for served in Array(connections.values) { served.socket.close(afterFlushing: "server shutting down") }
         }
         while loop.submit({ [self] in !connections.isEmpty }), ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
         loop.submit { [self] in
             for served in Array(connections.values) {
-                served.connection.close(reason: "server shutting down; answers not read within the \(grace) grace period")
+                served.socket.close(reason: "server shutting down; answers not read within the \(grace) grace period")
             }
             for connection in refused { connection.close(reason: "server shutting down") }
             refused.removeAll()
@@ -415,5 +426,5 @@ private struct WatchedCall {
     let id: UInt64
     let serial: UInt64
     let method: String
-    weak var connection: ServerConnection?
+    weak var calls: (any CallDeadlines)?
 }

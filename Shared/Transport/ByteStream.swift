@@ -1,0 +1,86 @@
+import Schema
+
+/// The byte-stream layer of a connection: ordered bytes both ways, with back-pressure, under the
+/// protocol that reads them (its `reader`: our frames, picked by `ProtocolSniffer`; HTTP later).
+/// `TCPConnection` is today's stream. A TLS stream would wrap one (OpenSSL memory BIOs under the same
+/// libuv reads and writes): the TCP connection's reader, it decrypts what arrives and hands the
+/// plaintext to its own reader, and encrypts what it is sent, so the same readers and the same
+/// `ServerCallTable` serve it unchanged.
+///
+/// Readers and the call layer are generic over their stream, so each stream's code is specialised
+/// and reading or writing a frame makes no dynamic call; only the listener and the sniffer, once per
+/// connection, see a stream as `any ByteStream`.
+///
+/// Everything but `send` and `unwrittenBytes` runs on the loop thread.
+package protocol ByteStream: AnyObject, Sendable {
+    /// The loop whose thread reads and writes this stream.
+    var loop: EventLoop { get }
+    /// `host:port` of the other side.
+    var peer: String { get }
+    /// The protocol reading this stream's bytes; they go to whichever reader is current when they
+    /// arrive, and the stream drops its reader when it closes.
+    var reader: (any ConnectionReader)? { get set }
+    /// The server's budget for bytes its clients make it hold; nil on client connections.
+    var budget: MemoryBudget? { get }
+    var isClosed: Bool { get }
+    /// Being closed once flushed (`close(afterFlushing:)`): a reader takes no more from it.
+    var isClosing: Bool { get }
+
+    /// Queues `size` bytes, which `write` puts straight where they wait to be written (no copy in
+    /// between); safe from any thread. `write` may run under a lock: keep it to copying or packing
+    /// bytes. A `sealing` write is the last: nothing queued after it is sent (a connection-level
+    /// error). Dropped once the stream closed.
+    func send(bytesOfSize size: Int, sealing: Bool, _ write: (UnsafeMutableRawBufferPointer) -> Void)
+    /// Bytes handed to `send` and not yet written; any thread.
+    var unwrittenBytes: Int { get }
+    /// Unwritten bytes above which the protocol stops reading and makes streaming handlers wait, and
+    /// below which `onDrain` tells it to go on.
+    var highWater: Int { get }
+    var lowWater: Int { get }
+    /// Unwritten bytes fell below `lowWater`.
+    var onDrain: (() -> Void)? { get set }
+
+    /// Stops delivering bytes (back-pressure: the peer's bytes wait in its socket buffer), until
+    /// `resumeReading`.
+    func pauseReading()
+    func resumeReading()
+    /// Closes once everything queued has been written, lingering so that the peer reads it (see
+    /// `TCPConnection.lingerTime`).
+    func close(afterFlushing reason: String)
+    /// Closes now; writes still queued are dropped. Idempotent.
+    func close(reason: String)
+}
+
+extension ByteStream {
+    /// Queues `size` bytes that `write` fills in (see the requirement); safe from any thread.
+    package func send(bytesOfSize size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
+        send(bytesOfSize: size, sealing: false, write)
+    }
+
+    /// Queues a frame whose `size`-byte envelope `write` puts straight into the outbox (no copy in
+    /// between); safe from any thread. A `sealing` frame is the last (see `send(bytesOfSize:sealing:_:)`).
+    package func send(envelopeOfSize size: Int, sealing: Bool = false, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
+        send(bytesOfSize: FrameCodec.headerSize + size, sealing: sealing) { frame in
+            FrameCodec.writeHeader(length: size, to: frame.baseAddress!)
+            write(UnsafeMutableRawBufferPointer(rebasing: frame[FrameCodec.headerSize...]))
+        }
+    }
+
+    /// Queues one envelope for writing as a frame; safe from any thread.
+    package func send(envelope: [UInt8]) {
+        envelope.withUnsafeBytes { source in
+            send(envelopeOfSize: source.count) { destination in
+                if let base = source.baseAddress { destination.baseAddress!.copyMemory(from: base, byteCount: source.count) }
+            }
+        }
+    }
+
+    /// Queues `message` as one frame, encoded straight into the outbox (the last one when `sealing`);
+    /// safe from any thread.
+    func send<Message: ProtoMessage>(_ message: Message, sealing: Bool = false) {
+        message.serialize { byteCount, pack in send(envelopeOfSize: byteCount, sealing: sealing, pack) }
+    }
+
+    /// Whether more is waiting to be written than the high-water mark (back-pressure); any thread.
+    var isBackedUp: Bool { unwrittenBytes > highWater }
+}

@@ -1,0 +1,480 @@
+import RPC
+import RPCWire
+import Synchronization
+
+/// How one wire protocol writes what the calls of a connection answer: the encoding half of a
+/// protocol on the server (its decoding half drives a `ServerCallTable`). A value, stored in the
+/// table, generic over its stream, so answering a call makes no dynamic call. Any thread.
+protocol CallWire: Sendable {
+    associatedtype Stream: ByteStream
+    /// The stream the calls' answers are written to.
+    var stream: Stream { get }
+    /// Call `id` is over: its status, with its only response (`message`) when it answers with one
+    /// (unary and client-streaming calls), or its error.
+    func writeStatus(_ id: UInt64, message: [UInt8]?, error: RPCError?)
+    /// One response message of streaming call `id`, or a chunk of one (`continues`: more follow).
+    func writeMessage(_ id: UInt64, _ chunk: [UInt8], continues: Bool)
+    /// The handler of client-streaming call `id` read `bytes` of requests: the client may send as
+    /// many more (a protocol without flow control of its own writes nothing).
+    func writeRequestCredit(_ id: UInt64, bytes: Int)
+}
+
+/// The protocol-neutral server side of one connection's calls: the table of open calls by the id
+/// the client gave them, each call's flow-control window and request inbox, queueing calls on the
+/// server's `WorkerPool` (the calls of one read together), deadlines, cancellation, back-pressure,
+/// and reporting to the `RPCServer`, which counts each call once.
+///
+/// A wire protocol plugs in with two halves: a reader of its bytes (a `ConnectionReader`) that
+/// decodes them into this table's operations (`open`, `receiveMessage`, `endRequests`,
+/// `grantResponseCredit`, `cancel`, `startQueued` at the end of a read), and a `CallWire` that
+/// encodes what the table has it write. Our binary framing is `FrameServerConnection` with
+/// `FrameWire`; HTTP/Connect would be one more such pair over the same table and streams, so it
+/// copies none of this. Generic over its wire, so each protocol's table is specialised.
+///
+/// The loop thread calls the operations; calls (`ServerCall`, on workers) call `claim`, `running`,
+/// `finished` and the sending side.
+final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable {
+    let wire: Wire
+    let server: TCPServer
+    /// Open calls by the id the client gave them. Each has a serial number the server gave it: once
+    /// a call is over the client may use its id again, and what is left of the old call (its
+    /// deadline, its handler if cancelled or expired) must not act on the new one.
+    private let calls = Lock<[UInt64: CallEntry]>([:])
+    /// Serial number of the last call started (loop thread).
+    private var lastSerial: UInt64 = 0
+    /// This connection's calls waiting for a worker.
+    let queue: CallQueue
+    /// Calls started by the frames of the read being parsed, handed to the pool together when the
+    /// read's frames are done (or every `startBatch`), so a protocol error later in the same read (a
+    /// reused call id) drops them before any worker could start one (loop thread).
+    private var starting: [ServerCall<Wire>] = []
+    private static var startBatch: Int { 16 }
+
+    /// A call's entry, from the moment its request arrived until its status was sent.
+    struct CallEntry {
+        let serial: UInt64
+        /// The call itself, whose flag tells a handler not yet known by its task that it is over.
+        let call: ServerCall<Wire>
+        var slot: CallSlot
+        /// Credit for the call's response messages, made when first needed (the first streamed
+        /// response or credit granted), so unary calls never make one.
+        var window: SendWindow?
+        /// The requests of a client-streaming or bidirectional call.
+        let inbox: MessageInbox?
+        /// The client cancelled it while its handler ran: it no longer counts against the limit of
+        /// concurrent calls (the client stopped counting it when it sent the cancel).
+        var cancelledByClient = false
+    }
+
+    /// Open calls the client has cancelled, whose handlers are still finishing (updated under `calls`' lock).
+    private let cancelledCalls = Atomic<Int>(0)
+
+    /// Removes call `id`'s entry (under `calls`' lock).
+    private func remove(_ id: UInt64, _ calls: inout [UInt64: CallEntry]) {
+        if calls.removeValue(forKey: id)?.cancelledByClient == true { cancelledCalls.subtract(1, ordering: .relaxed) }
+    }
+
+    /// Streaming handlers waiting for the client to read, by ticket (resumed on drain, close or
+    /// cancellation).
+    private let writers = Mutex<(waiting: [Int: CheckedContinuation<Void, any Error>], lastTicket: Int, closed: Bool)>(([:], 0, false))
+
+    /// The calls of `wire`'s stream, queued on `server`'s workers in `queue`.
+    init(wire: Wire, server: TCPServer, queue: CallQueue) {
+        self.wire = wire
+        self.server = server
+        self.queue = queue
+        wire.stream.onDrain = { [unowned self] in drained() }
+    }
+
+    private var stream: Wire.Stream { wire.stream }
+
+    var openCalls: Int { calls.withLock { $0.count } }
+
+    /// Whether the client ever started a call here (loop thread): one that never did is reclaimed
+    /// first when the connection limits are reached.
+    var hasMadeCalls: Bool { lastSerial > 0 }
+
+    // MARK: Operations a protocol's reader decodes (loop thread)
+
+    /// What became of a call the client opened.
+    enum Opening {
+        /// Started, or answered at once (refused: the server drains, too many calls are open).
+        case opened
+        /// Its id names an open call: the protocol decides (ours fails the connection, as HTTP/2
+        /// does a reused stream id). The earlier call is left as it was.
+        case idInUse
+    }
+
+    /// The client opened call `id`, whose requests are `input`'s: runs it on a worker (the built-in
+    /// methods, which never wait, at once here on the loop), or answers it at once when it may not
+    /// run. `clientStreams`: its requests come as messages (`receiveMessage`), else `payload` is its
+    /// only one.
+    func open(_ id: UInt64, _ head: CallHead, clientStreams: Bool, payload: [UInt8]) -> Opening {
+        // Health checks are still answered while draining, NOT_SERVING, so that clients move away.
+        if server.isDraining, head.method != RpcV1.Health.check.path {
+            refuse(id, head, RPCError(.unavailable, "server is shutting down"))
+            return .opened
+        }
+        lastSerial += 1
+        let serial = lastSerial
+        let incoming = server.rpc.accept(head)
+        let inbox = clientStreams ? makeInbox(id) : nil
+        let limit = server.limits.maxConcurrentCalls
+        let call = ServerCall(table: self, id: id, serial: serial, incoming: incoming, input: inbox.map { .stream($0) } ?? .single(payload))
+        let admission = calls.withLock { calls -> Admission in
+            guard calls[id] == nil else { return .idInUse }
+            guard calls.count - cancelledCalls.load(ordering: .relaxed) < limit else { return .tooMany }
+            calls[id] = CallEntry(serial: serial, call: call, slot: .queued, window: nil, inbox: inbox)
+            return .accepted
+        }
+        switch admission {
+        case .accepted: break
+        case .idInUse:
+            inbox?.finish(error: RPCError(.cancelled, "call id reused"), discarding: true)
+            return .idInUse
+        case .tooMany:
+            inbox?.finish(error: RPCError(.resourceExhausted, "too many calls"), discarding: true)
+            refuse(id, incoming, RPCError(.resourceExhausted, "more than \(limit) calls are open on this connection"))
+            return .opened
+        }
+        server.inFlight.add(1, ordering: .relaxed)
+        server.callStarted()
+        if let deadline = head.deadline { server.watch(deadline, of: id, serial: serial, method: head.method, in: self) }
+        if incoming.answersAtOnce {
+            // Health, reflection and stats answer at once, here on the loop (they never wait), rather
+            // than queueing behind domain calls that may hold every worker.
+            call.run()
+        } else {
+            starting.append(call)
+            if starting.count >= Self.startBatch { startQueued() }
+        }
+        if stream.isBackedUp { stream.pauseReading() }
+        return .opened
+    }
+
+    /// Answers call `id`, which is not opened, with `error` at once; the server counts it.
+    func refuse(_ id: UInt64, _ head: CallHead, _ error: RPCError) {
+        refuse(id, server.rpc.accept(head), error)
+    }
+
+    private func refuse(_ id: UInt64, _ call: IncomingCall, _ error: RPCError) {
+        call.answered(error.code)
+        wire.writeStatus(id, message: nil, error: error)
+    }
+
+    /// Hands the calls opened since the last time to the worker pool: the protocol's reader calls it
+    /// when it decoded what one read brought.
+    func startQueued() {
+        guard !starting.isEmpty else { return }
+        server.workers.submit(starting, to: queue)
+        starting.removeAll(keepingCapacity: true)
+    }
+
+    /// The requests of client-streaming call `id`; its consumer's reads grant the client credit.
+    private func makeInbox(_ id: UInt64) -> MessageInbox {
+        MessageInbox(maxMessageSize: server.limits.maxMessageSize) { [weak self] bytes in
+            self?.wire.writeRequestCredit(id, bytes: bytes)
+        }
+    }
+
+    /// A request message (or a chunk of one, `continues`) of call `id`: into its inbox. Messages of a
+    /// call that is over are dropped (the client may not have seen its status yet), as HTTP/2 drops
+    /// DATA on a closed stream; one the inbox refuses (too large, over its credit) ends the call.
+    func receiveMessage(_ id: UInt64, _ chunk: [UInt8], continues: Bool) {
+        guard let (serial, inbox) = calls.withLock({ calls -> (UInt64, MessageInbox)? in
+            guard let entry = calls[id], let inbox = entry.inbox else { return nil }
+            return (entry.serial, inbox)
+        }) else { return }
+        do {
+            try inbox.receive(chunk: chunk, continues: continues)
+        } catch {
+            end(id, serial: serial, error: error.error)
+        }
+    }
+
+    /// The client sent call `id`'s last request.
+    func endRequests(_ id: UInt64) {
+        calls.withLock { $0[id]?.inbox }?.finish()
+    }
+
+    /// The client read `bytes` of call `id`'s responses: its handler may send as many more.
+    func grantResponseCredit(_ id: UInt64, bytes: Int) {
+        responseWindow(id, serial: nil)?.grant(bytes)
+    }
+
+    /// The client cancelled call `id`: a queued call is dropped (never run) and its id free again,
+    /// a running one's handler is cancelled. False when no call `id` is open.
+    @discardableResult
+    func cancel(_ id: UInt64) -> Bool {
+        let (known, task) = calls.withLock { calls -> (Bool, Task<Void, Never>?) in
+            guard let entry = calls[id] else { return (false, nil) }
+            switch entry.slot {
+            case .queued:
+                // Gone at once (its worker will find nothing to run), so the id and its place under
+                // the concurrent-call limit are free again, as they are for the client.
+                entry.inbox?.finish(error: RPCError(.cancelled, "cancelled by the client"), discarding: true)
+                remove(id, &calls)
+                server.inFlight.subtract(1, ordering: .relaxed)
+                return (true, nil)
+            case .claimed, .running:
+                if !entry.cancelledByClient {
+                    calls[id]?.cancelledByClient = true
+                    cancelledCalls.add(1, ordering: .relaxed)
+                }
+                entry.call.cancel()
+                if case .running(let task) = entry.slot { return (true, task) }
+                return (true, nil)
+            }
+        }
+        task?.cancel()
+        return known
+    }
+
+    /// Cancels every open call (the connection is failing or closed): queued ones are dropped and
+    /// never run, running ones are cancelled; none is answered (a failing connection is sealed).
+    /// The open calls left: those with a handler still to finish (loop thread).
+    @discardableResult
+    func cancelAll() -> [CallEntry] {
+        let (running, left) = calls.withLock { calls -> ([Task<Void, Never>], [CallEntry]) in
+            var running: [Task<Void, Never>] = []
+            var dropped = 0
+            for (id, entry) in calls {
+                switch entry.slot {
+                case .queued:
+                    entry.inbox?.finish(error: RPCError(.cancelled, "the connection closed"), discarding: true)
+                    remove(id, &calls)
+                    dropped += 1
+                case .claimed: entry.call.cancel()
+                case .running(let task):
+                    entry.call.cancel()
+                    running.append(task)
+                }
+            }
+            if dropped > 0 { server.inFlight.subtract(dropped, ordering: .relaxed) }
+            return (running, Array(calls.values))
+        }
+        starting.removeAll()
+        server.workers.discard(queue)
+        for task in running { task.cancel() }
+        return left
+    }
+
+    // MARK: Call lifecycle
+
+    /// Ends call `id` from the server's side before its handler did: answers `error` now and
+    /// cancels the handler (deadline passed, flow control broken). Loop thread.
+    func end(_ id: UInt64, serial: UInt64, error: RPCError) {
+        stream.loop.assertInLoop()
+        let entry = calls.withLock { calls -> CallEntry? in
+            guard let entry = calls[id], entry.serial == serial else { return nil }
+            // A queued call's worker finds nothing to run; a claimed one's handler sees the flag.
+            remove(id, &calls)
+            entry.call.cancel()
+            return entry
+        }
+        guard let entry else { return }
+        server.inFlight.subtract(1, ordering: .relaxed)
+        entry.call.incoming.answered(error.code)
+        entry.window?.fail(error)
+        entry.inbox?.finish(error: error, discarding: true)
+        if case .running(let task) = entry.slot { task.cancel() }
+        wire.writeStatus(id, message: nil, error: error)
+    }
+
+    /// A worker is about to run the call: true when it is still queued (not ended while it
+    /// waited: cancelled, expired, its connection gone), in which case the caller must report its
+    /// task with `running`.
+    func claim(_ id: UInt64, serial: UInt64) -> Bool {
+        calls.withLock { calls -> Bool in
+            guard let entry = calls[id], entry.serial == serial, case .queued = entry.slot else { return false }
+            calls[id]?.slot = .claimed
+            return true
+        }
+    }
+
+    /// The claimed call's handler runs (or ran) in `task`; cancels it when the call was ended
+    /// meanwhile (its flag is set under the lock that also guards the slot).
+    func running(_ call: ServerCall<Wire>, task: Task<Void, Never>) {
+        calls.withLock { calls in
+            guard let entry = calls[call.id], entry.serial == call.serial, case .claimed = entry.slot else { return }  // over already
+            calls[call.id]?.slot = .running(task)
+        }
+        if call.isCancelled { task.cancel() }
+    }
+
+    /// Called by a call's sink when it finished; only the first answer of a call is written (a
+    /// call that expired was answered already), and only then is this true (the server counts it).
+    func finished(_ id: UInt64, serial: UInt64, message: [UInt8]?, error: RPCError?) -> Bool {
+        let open = calls.withLock { calls -> Bool in
+            guard let entry = calls[id], entry.serial == serial else { return false }
+            remove(id, &calls)
+            return true
+        }
+        guard open else { return false }  // ended already (answered, or its connection gone)
+        // Queued before the call stops counting as in flight, so a shutdown waiting for that writes it.
+        wire.writeStatus(id, message: message, error: error)
+        server.inFlight.subtract(1, ordering: .releasing)
+        return true
+    }
+
+    /// Whether call `id` may still send: it is open (not answered because of its deadline).
+    func isOpen(_ id: UInt64, serial: UInt64) -> Bool {
+        calls.withLock { calls in calls[id].map { $0.serial == serial } ?? false }
+    }
+
+    /// The credit window of open call `id` (of that serial, when given) for its response
+    /// messages, made on first use; nil once the call is over.
+    func responseWindow(_ id: UInt64, serial: UInt64?) -> SendWindow? {
+        calls.withLock { calls in
+            guard let entry = calls[id], serial.map({ $0 == entry.serial }) ?? true else { return nil }
+            if let window = entry.window { return window }
+            let window = SendWindow()
+            calls[id]?.window = window
+            return window
+        }
+    }
+
+    // MARK: Back-pressure and closing
+
+    /// Waits while the client has more unread response bytes than the high-water mark; throws once
+    /// the connection closed or the call's task is cancelled (client cancel, deadline).
+    func waitUntilWritable() async throws {
+        guard stream.isBackedUp else { return }
+        let ticket = writers.withLock { writers in
+            writers.lastTicket += 1
+            return writers.lastTicket
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let resumeNow = writers.withLock { writers -> (any Error)?? in
+                    if writers.closed { return .some(RPCError(.cancelled, "connection closed")) }
+                    if Task.isCancelled { return .some(CancellationError()) }
+                    if stream.unwrittenBytes <= stream.lowWater { return .some(nil) }
+                    writers.waiting[ticket] = continuation
+                    return nil
+                }
+                if let outcome = resumeNow {
+                    if let error = outcome { continuation.resume(throwing: error) } else { continuation.resume() }
+                }
+            }
+        } onCancel: {
+            writers.withLock { $0.waiting.removeValue(forKey: ticket) }?.resume(throwing: CancellationError())
+        }
+    }
+
+    private func drained() {
+        let waiting = writers.withLock { writers in
+            defer { writers.waiting.removeAll() }
+            return writers.waiting.values
+        }
+        for writer in waiting { writer.resume() }
+        server.workers.unpark(queue)
+        stream.resumeReading()
+    }
+
+    /// The connection closed: queued calls are dropped (the pool forgets their jobs), running ones
+    /// cancelled, waiting writers and streams fail (loop thread).
+    func closed(reason: String) {
+        stream.loop.assertInLoop()
+        let error = RPCError(.cancelled, "connection closed: \(reason)")
+        let streams = cancelAll().filter { $0.window != nil || $0.inbox != nil }
+        let waiting = writers.withLock { writers in
+            writers.closed = true
+            defer { writers.waiting.removeAll() }
+            return writers.waiting.values
+        }
+        for writer in waiting { writer.resume(throwing: error) }
+        for stream in streams {
+            stream.window?.fail(error)
+            stream.inbox?.finish(error: error, discarding: true)
+        }
+    }
+}
+
+enum CallSlot {
+    /// Waiting for a worker: its job is in the table's queue (or `starting`). Ending such a call
+    /// removes its entry at once, and the worker that takes the job finds nothing to run.
+    case queued
+    /// A worker runs its handler, which has not suspended yet, so its task is not known here
+    /// (`Task.immediate` returns it at the first suspension): ending the call sets its flag
+    /// (`ServerCall.cancel`), which `ServerContext.checkAlive` sees, and `running` cancels the
+    /// task once it is known.
+    case claimed
+    /// Its handler runs (or waits) in this task.
+    case running(Task<Void, Never>)
+}
+
+private enum Admission {
+    case accepted, idInUse, tooMany
+}
+
+/// What the server's deadline timer needs of a connection's calls, whatever their protocol.
+protocol CallDeadlines: AnyObject {
+    func isOpen(_ id: UInt64, serial: UInt64) -> Bool
+    func end(_ id: UInt64, serial: UInt64, error: RPCError)
+}
+
+/// A call on its way through the server: queued on the worker pool (or run at once, for
+/// built-ins), then served by its handler in a task of its own.
+final class ServerCall<Wire: CallWire>: WorkerJob {
+    let table: ServerCallTable<Wire>
+    /// Set when the call ended before its handler did (see `CallSlot.claimed`).
+    private let cancelled = Atomic<Bool>(false)
+    let id: UInt64
+    let serial: UInt64
+    /// The call as the server accepted it: what serves it, and where the transport reports answering it.
+    let incoming: IncomingCall
+    let input: CallInput
+
+    init(table: ServerCallTable<Wire>, id: UInt64, serial: UInt64, incoming: IncomingCall, input: CallInput) {
+        self.table = table
+        self.id = id
+        self.serial = serial
+        self.incoming = incoming
+        self.input = input
+    }
+
+    var workerTime: WorkerTime? { incoming.workerTime }
+
+    /// Tells the handler its call is over (its client cancelled or left, its deadline passed).
+    func cancel() { cancelled.store(true, ordering: .releasing) }
+
+    var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
+    /// Runs the handler right here, until it first waits, unless the call was cancelled or
+    /// expired while it was queued.
+    @discardableResult
+    func run() -> Bool {
+        guard table.claim(id, serial: serial) else { return false }
+        let task = Task.immediate { [self] in
+            await incoming.serve(input, responses: CallResponseSink(call: self))
+        }
+        table.running(self, task: task)
+        return true
+    }
+}
+
+/// Writes one call's responses through its wire: each message within the call's credit (cut into
+/// chunks when larger than `FlowControl.maxChunk` or the credit), and within the stream's
+/// high-water mark.
+struct CallResponseSink<Wire: CallWire>: ResponseSink {
+    let call: ServerCall<Wire>
+
+    var isCancelled: Bool { call.isCancelled }
+
+    func send(_ message: [UInt8]) async throws {
+        let table = call.table
+        guard let window = table.responseWindow(call.id, serial: call.serial) else {
+            throw RPCError(.cancelled, "call \(call.id) is over")
+        }
+        try await window.send(message) { [call] chunk, continues in
+            try await table.waitUntilWritable()
+            guard table.isOpen(call.id, serial: call.serial) else { throw RPCError(.cancelled, "call \(call.id) is over") }
+            table.wire.writeMessage(call.id, chunk, continues: continues)
+        }
+    }
+
+    func finish(message: [UInt8]?, error: RPCError?) -> Bool {
+        call.table.finished(call.id, serial: call.serial, message: message, error: error)
+    }
+}
