@@ -120,11 +120,14 @@ enum SampleFiles {
         let lexicon = try #require(record.files.first { $0.kind == .lexiconCSV })
         #expect(lexicon.rowsImported == 327 && lexicon.skipped.count == 1 && lexicon.skipped[0].row == 328)
         let stored = try library.database.read(ZooTables.loadDataSet)
-        #expect(stored.lexicon.animals == (try RealData.lexiconCSV.get().animals.sorted { $0.id < $1.id }))
+        // The stored lexicon is the union by id of the CSV and animals.json (LexiconUnion).
+        let union = LexiconUnion.merge(lexicon: try RealData.lexiconCSV.get().animals, website: try RealData.animalsJSON.get().animals)
+        #expect(stored.lexicon.animals == union)
         #expect(stored.adoptions == (try RealData.adoptions.get()))
         #expect(stored.joins == (try RealData.joins.get()))
         let snapshot = try library.snapshot()
-        let reference = try RealData.csvCatalogue.get()
+        let reference = Catalogue(animals: union, mapFeatures: try RealData.animalsJSON.get().mapFeatures,
+                                  adoptions: try RealData.adoptions.get(), joins: try RealData.joins.get())
         #expect(snapshot.catalogue.animals.map { Set($0.mapFeatureIDs) } == reference.animals.map { Set($0.mapFeatureIDs) })
         #expect(snapshot.catalogue.filterValues() == reference.filterValues())
         #expect(snapshot.router.graph.segments.count == (try RealData.router.get().graph.segments.count))

@@ -18,7 +18,7 @@ public struct ZooCommands: AsyncParsableCommand {
             """,
         subcommands: [
             ZooSearch.self, ZooShow.self, ZooFilters.self, ZooStatus.self, ZooImport.self, ZooRoute.self, ZooNearby.self,
-            ZooTour.self, ZooGeoJSON.self, JobsCommands<ZooCommands>.self,
+            ZooTour.self, ZooGeoJSON.self, ZooCatalogue.self, ZooGraph.self, JobsCommands<ZooCommands>.self,
         ])
 
     public init() {}

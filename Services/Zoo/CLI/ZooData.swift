@@ -30,6 +30,18 @@ struct ZooStatus: AsyncParsableCommand {
             "map: \(counts.mapLocations) animal locations, \(counts.footpathNodes) footpath nodes, \(counts.footpathEdges) edges; "
                 + "adoptions: \(counts.adoptions); walking pace \(reply.walkingSpeed) m/s",
         ]
+        if let sources = reply.sources, counts.animals > 0 {
+            lines.append("animal sources: \(sources.both) in both the lexicon CSV and animals.json, \(sources.lexiconCsvOnly) only in the lexicon CSV, "
+                + "\(sources.animalsJsonOnly) only in animals.json")
+        }
+        if let routes = reply.routability, routes.animals > 0 {
+            let percent = Double(routes.routableAnimals) * 100 / Double(routes.animals)
+            lines.append(String(format: "routable: %d of %d animals (%.1f %%: %d to their pen, %d to their house, %d to their zoo part), %d of %d houses and zoo parts",
+                                Int(routes.routableAnimals), Int(routes.animals), percent, Int(routes.toPen), Int(routes.toHouse), Int(routes.toZooPart),
+                                Int(routes.routableHouses), Int(routes.houses)))
+            for house in routes.unroutableHouses { lines.append("  unroutable house \"\(house.name)\": \(house.reason)") }
+            for animal in routes.unroutableAnimals { lines.append("  unroutable animal \(animal.animalID) \"\(animal.name)\": \(animal.reason)") }
+        }
         if let last = reply.lastImport {
             lines.append("last import: " + importSummary(last))
         } else {
@@ -60,9 +72,9 @@ struct ZooImport: AsyncParsableCommand {
         commandName: "import",
         abstract: "Send data files to the zoo service, which imports them in one transaction.",
         discussion: """
-            Each kind of file replaces its part of the data; the rest stays. The animals come from the lexicon CSV, \
-            or from the animals JSON when no lexicon CSV is given; the animals JSON always provides the map \
-            locations and which animals are kept now. Bad rows are skipped and listed. Together the files must \
+            Each kind of file replaces its part of the data; the rest stays. The animals are the union by id of the \
+            lexicon CSV and the animals JSON given together (the lexicon's text wins where both have an animal), or \
+            those of the one given; the animals JSON always provides the map locations and which animals are kept now. Bad rows are skipped and listed. Together the files must \
             stay under 16 MiB. The import runs as a job: the command follows it with a progress bar (plain lines \
             when the output is not a terminal) and prints its record; --detach returns its id at once.
             """)

@@ -16,6 +16,17 @@ enum ZooFormat {
         return ZooV1.GeoPoint(lat: lat, lon: lon)
     }
 
+    /// "pen Lvi", "house Pavilon šelem a plazů", "zoo part Dolní část zoo"; nil when unspecified.
+    static func destination(_ kind: ZooV1.PlaceKind, _ name: String) -> String? {
+        switch kind {
+        case .pen: "pen \(name)"
+        case .house: "house \(name)"
+        case .zooPart: "zoo part \(name)"
+        case .point: "a point"
+        default: nil
+        }
+    }
+
     /// `1.2 km`, `350 m`.
     static func distance(_ meters: Double) -> String {
         meters >= 1000 ? String(format: "%.1f km", meters / 1000) : String(format: "%.0f m", meters)

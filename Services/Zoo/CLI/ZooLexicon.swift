@@ -59,10 +59,20 @@ struct ZooSearch: AsyncParsableCommand {
                             [String(animal.id), animal.name + (animal.available ? "" : " (not kept)"), animal.latinName ?? "-",
                              animal.className ?? "-", animal.location ?? "-"]
                         })
-                    let shown = reply.animals.isEmpty ? "no" : "\(Int(offset) + 1)–\(Int(offset) + reply.animals.count) of"
-                    print("\(shown) \(reply.total) animal\(reply.total == 1 ? "" : "s")")
+                    print(Self.pageLine(offset: Int(offset), shown: reply.animals.count, total: Int(reply.total)))
                 })
         }
+    }
+}
+
+extension ZooSearch {
+    /// The line under a page: "1–20 of 327 animals"; an empty page says "no animals" (with the total when the page
+    /// is past the end), not "no 327 animals".
+    static func pageLine(offset: Int, shown: Int, total: Int) -> String {
+        if shown == 0 {
+            return total == 0 ? "no animals" : "no animals at offset \(offset) (\(total) in all)"
+        }
+        return "\(offset + 1)–\(offset + shown) of \(total) animal\(total == 1 ? "" : "s")"
     }
 }
 
@@ -107,6 +117,8 @@ struct ZooShow: AsyncParsableCommand {
             ("Reproduction", animal.reproduction), ("Adoption", adoption), ("Image", animal.imageURL),
             ("Description", animal.description), ("Interesting facts", animal.interestingFacts),
             ("Projects", animal.projects), ("Breeding in Prague", animal.breeding),
+            ("Sources", list(animal.sources.compactMap(ZooFormat.fileKindName))),
+            ("Walk to", animal.placeKind == .unspecified ? animal.unroutableReason.map { "nowhere: \($0)" } : ZooFormat.destination(animal.placeKind, animal.placeName)),
         ]
         let title = animal.name + (animal.latinName.map { " (\($0))" } ?? "")
         return ([title] + fields.compactMap { label, value in value.map { "\(label): \($0)" } }).joined(separator: "\n")

@@ -10,7 +10,7 @@ struct ZooRoute: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "route",
         abstract: "The shortest walk along the zoo's footpaths, from a point, an animal or a pavilion to another.",
-        discussion: #"With --json: the RouteResponse, {"route": {"distanceM", "durationS", "nodeIds": ["id", …], "coordinates": [{"lat", "lon"}, …]}}."#)
+        discussion: #"An animal without a pen of its own is reached at its house or zoo part; the first line says which. With --json: the RouteResponse, {"route": {"distanceM", "durationS", "nodeIds": ["id", …], "coordinates": [{"lat", "lon"}, …]}, "destination": {"kind": "PLACE_KIND_PEN" | "PLACE_KIND_HOUSE" | "PLACE_KIND_ZOO_PART", "name", "locationId"}}."#)
 
     @Option(name: .customLong("from"), parsing: .unconditional, help: "Start at LAT,LON (e.g. a phone's GPS fix).")
     var fromPoint: String?
@@ -42,6 +42,9 @@ struct ZooRoute: AsyncParsableCommand {
             try global.render(
                 reply, text: {
                     let nodes = route.nodeIds.count
+                    if let destination = reply.destination, destination.kind != .point, destination.kind != .unspecified {
+                        print("to \(ZooFormat.destination(destination.kind, destination.name) ?? destination.name) (map location \(destination.locationID))")
+                    }
                     print("\(ZooFormat.distance(route.distanceM)), about \(ZooFormat.walk(route.durationS)) on foot, passing \(nodes) footpath node\(nodes == 1 ? "" : "s")")
                     for point in route.coordinates { print(String(format: "  %.6f,%.6f", point.lat, point.lon)) }
                 })
@@ -147,6 +150,60 @@ struct ZooGeoJSON: AsyncParsableCommand {
             } else {
                 print(reply.geojson)
             }
+        }
+    }
+}
+
+/// `gateway zoo catalogue`: every animal with every attribute, in one call (ExportCatalogue's pages).
+struct ZooCatalogue: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "catalogue",
+        abstract: "Every animal with every attribute in one call (the ExportCatalogue stream), kept now or not.",
+        discussion: #"With --json: a JSON array of the stream's CataloguePage messages, [{"animals": [{every attribute of Animal}, …], "total"}, …]."#)
+
+    @Option(name: .customLong("page-size"), parsing: .unconditional, help: "Animals per streamed page (1…500).")
+    var pageSize: Int32 = 100
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withZoo { zoo in
+            var pages: [ZooV1.CataloguePage] = []
+            for try await page in zoo.exportCatalogue(ZooV1.ExportCatalogueRequest(pageSize: pageSize), options: global.callOptions) {
+                pages.append(page)
+            }
+            try global.render(
+                jsonValue: { .array(pages.map(\.outputJSON)) }, text: {
+                    let animals = pages.flatMap(\.animals)
+                    printTable(
+                        ["ID", "NAME", "CLASS", "LOCATION", "WALK TO"],
+                        animals.map { animal in
+                            [String(animal.id), animal.name, animal.taxonClass?.czech ?? "-", animal.location ?? "-",
+                             ZooFormat.destination(animal.placeKind, animal.placeName) ?? "-"]
+                        })
+                    print("\(animals.count) animal\(animals.count == 1 ? "" : "s")")
+                })
+        }
+    }
+}
+
+/// `gateway zoo graph`: the footpath graph with node ids and connectors.
+struct ZooGraph: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "graph",
+        abstract: "The footpath graph: nodes (id, position, footpaths, connector) and footpaths (node ids in walking order).",
+        discussion: #"With --json: the GetFootpathGraphResponse, {"nodes": [{"id", "lon", "lat", "roadIds", "isConnector"}, …], "roads": [{"id", "nodeIds"}, …]}."#)
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await global.withZoo { zoo in
+            let reply = try await zoo.getFootpathGraph(ZooV1.GetFootpathGraphRequest(), options: global.callOptions)
+            try global.render(
+                reply, text: {
+                    let connectors = reply.nodes.filter(\.isConnector).count
+                    print("\(reply.nodes.count) nodes (\(connectors) connectors), \(reply.roads.count) footpaths")
+                })
         }
     }
 }

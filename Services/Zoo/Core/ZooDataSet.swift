@@ -25,9 +25,23 @@ public struct ZooDataSet: Sendable {
         Bundle.module.bundleURL.appendingPathComponent("SampleData")
     }
 
+    /// `zoo-parts-fixes.csv` names some footpaths, not buildings ("Papouščí stezka" is a path lined with aviaries):
+    /// each becomes a map feature at the path's middle node, so the zoo part it names has a place.
+    func namedPaths() -> [MapFeature] {
+        let known = Set(lexicon.mapFeatures.map(\.id))
+        let positions = Dictionary(network.nodes.map { ($0.id, $0.position) }, uniquingKeysWith: { first, _ in first })
+        return network.roads.compactMap { road in
+            guard !known.contains(road.id), let name = joins.pavilionNames[road.id],
+                  let middle = positions[road.nodeIDs[road.nodeIDs.count / 2]] else { return nil }
+            return MapFeature(id: road.id, name: name, isAnimalPen: false, isBuilding: false, singularNames: [],
+                              outline: [middle], animalNames: [])
+        }
+    }
+
     /// Indexes the data for answering requests.
     public func snapshot(walkingSpeed: Double = 1.2) -> ZooSnapshot {
-        let catalogue = Catalogue(animals: lexicon.animals, mapFeatures: lexicon.mapFeatures, adoptions: adoptions, joins: joins)
+        let catalogue = Catalogue(animals: lexicon.animals, mapFeatures: lexicon.mapFeatures + namedPaths(), adoptions: adoptions,
+                                  joins: joins)
         return ZooSnapshot(catalogue: catalogue,
                            router: Router(graph: FootpathGraph(network: network), bounds: bounds, walkingSpeed: walkingSpeed))
     }

@@ -3,8 +3,39 @@ public enum Place: Sendable, Hashable {
     case point(GeoPoint)
     /// Any map location of the animal (the nearest by walking wins).
     case animal(id: Int)
-    /// Any building of the pavilion.
+    /// A house or zoo part: its buildings, features of its name and its animals' pens.
     case pavilion(String)
+}
+
+/// What a walk ends at.
+public struct Destination: Sendable, Equatable {
+    /// `nil` for a point.
+    public var kind: PlaceKind?
+    /// The pen's, house's or zoo part's name ("" for a point).
+    public var name: String
+    /// The map feature reached (0 for a point).
+    public var featureID: Int64
+}
+
+/// Why an animal or house cannot be walked to.
+public struct Unroutable: Sendable, Equatable {
+    /// `nil` for a house.
+    public var animalID: Int?
+    public var name: String
+    public var reason: String
+}
+
+/// How much of the zoo a walk reaches.
+public struct Routability: Sendable, Equatable {
+    public var animals = 0
+    public var toPen = 0
+    public var toHouse = 0
+    public var toZooPart = 0
+    public var routableAnimals: Int { toPen + toHouse + toZooPart }
+    public var houses = 0
+    public var routableHouses = 0
+    public var unroutableAnimals: [Unroutable] = []
+    public var unroutableHouses: [Unroutable] = []
 }
 
 /// An animal within walking reach.
@@ -49,11 +80,68 @@ public final class ZooSnapshot: Sendable {
 
     /// The shortest walk between two places.
     public func route(from start: Place, to end: Place) throws(ZooError) -> Route {
+        try routeWithDestination(from: start, to: end).route
+    }
+
+    /// The shortest walk between two places, and what it ends at (an animal's pen, or its house or zoo part).
+    public func routeWithDestination(from start: Place, to end: Place) throws(ZooError) -> (route: Route, destination: Destination) {
         let starts = try snaps(for: start), ends = try snaps(for: end)
-        guard let route = router.shortestRoute(from: starts.map(\.snap), to: ends.map(\.snap)) else {
+        guard let (route, index) = router.shortestRouteAndEnd(from: starts.map(\.snap), to: ends.map(\.snap)) else {
             throw .noPath("from \(describe(start)) to \(describe(end))")
         }
-        return route
+        let featureID = ends[index].featureID
+        let destination: Destination =
+            switch end {
+            case .point: Destination(kind: nil, name: "", featureID: 0)
+            case .animal(let id):
+                switch try catalogue.placement(of: catalogue.animal(id: id)) {
+                case let placement? where placement.kind != .pen:
+                    Destination(kind: placement.kind, name: placement.name, featureID: featureID)
+                default: Destination(kind: .pen, name: catalogue.features[featureID]?.name ?? "", featureID: featureID)
+                }
+            case .pavilion(let name):
+                Destination(kind: catalogue.house(named: name)?.kind ?? .house, name: catalogue.house(named: name)?.name ?? name,
+                            featureID: featureID)
+            }
+        return (route, destination)
+    }
+
+    /// Which animals and houses a walk reaches, and why the others cannot be reached.
+    public func routability() -> Routability {
+        var result = Routability()
+        for animal in catalogue.animals {
+            result.animals += 1
+            let reason: String
+            if !animal.isCurrentlyAvailable {
+                reason = "not kept now"
+            } else if let placement = catalogue.placement(of: animal) {
+                if placement.featureIDs.contains(where: { featureSnaps[$0] != nil }) {
+                    switch placement.kind {
+                    case .pen: result.toPen += 1
+                    case .house: result.toHouse += 1
+                    case .zooPart: result.toZooPart += 1
+                    }
+                    continue
+                }
+                reason = "its \(placement.kind == .pen ? "pen" : placement.kind.rawValue + " \"" + placement.name + "\"") is on no footpath of the map"
+            } else if let location = animal.location {
+                reason = "no pen of its own, and nothing places \"\(location)\" on the map (no building of that name, no pen of its animals)"
+            } else {
+                reason = "no location in either source (no pen, no house or zoo part)"
+            }
+            result.unroutableAnimals.append(Unroutable(animalID: animal.id, name: animal.name, reason: reason))
+        }
+        for house in catalogue.houses {
+            result.houses += 1
+            if house.featureIDs.contains(where: { featureSnaps[$0] != nil }) {
+                result.routableHouses += 1
+            } else {
+                let reason = house.featureIDs.isEmpty
+                    ? "no building, path or animal pen of it on the map" : "its places are on no footpath of the map"
+                result.unroutableHouses.append(Unroutable(animalID: nil, name: house.name, reason: reason))
+            }
+        }
+        return result
     }
 
     /// Currently kept animals with a map location within `radius` metres of walking from `point`,
@@ -154,11 +242,12 @@ public final class ZooSnapshot: Sendable {
             return [(0, try router.snap(point))]
         case .animal(let id):
             let animal = try catalogue.animal(id: id)
-            let snaps = animal.mapFeatureIDs.compactMap { id in featureSnaps[id].map { (id, $0) } }
+            let placement = catalogue.placement(of: animal)
+            let snaps = (placement?.featureIDs ?? []).compactMap { id in featureSnaps[id].map { (id, $0) } }
             guard !snaps.isEmpty else { throw .noMapLocation(animalID: animal.id, name: animal.name) }
             return snaps
         case .pavilion(let name):
-            let snaps = catalogue.pavilionFeatures(named: name).compactMap { feature in featureSnaps[feature.id].map { (feature.id, $0) } }
+            let snaps = (catalogue.house(named: name)?.featureIDs ?? []).compactMap { id in featureSnaps[id].map { (id, $0) } }
             guard !snaps.isEmpty else { throw .unknownPavilion(name) }
             return snaps
         }

@@ -18,7 +18,53 @@ extension ZooV1.AnimalSummary {
     }
 }
 
+extension ZooV1.PlaceKind {
+    init(_ kind: PlaceKind?) {
+        self =
+            switch kind {
+            case nil: .point
+            case .pen: .pen
+            case .house: .house
+            case .zooPart: .zooPart
+            }
+    }
+}
+
+extension ZooV1.Destination {
+    init(_ destination: Destination) {
+        self.init(kind: ZooV1.PlaceKind(destination.kind), name: destination.name, locationID: destination.featureID)
+    }
+}
+
+extension ZooV1.Unroutable {
+    init(_ item: Unroutable) {
+        self.init(animalID: Int64(item.animalID ?? 0), name: item.name, reason: item.reason)
+    }
+}
+
+extension ZooV1.Routability {
+    init(_ value: Routability) {
+        self.init(
+            animals: Int32(clamping: value.animals), routableAnimals: Int32(clamping: value.routableAnimals),
+            toPen: Int32(clamping: value.toPen), toHouse: Int32(clamping: value.toHouse), toZooPart: Int32(clamping: value.toZooPart),
+            houses: Int32(clamping: value.houses), routableHouses: Int32(clamping: value.routableHouses),
+            unroutableAnimals: value.unroutableAnimals.map(ZooV1.Unroutable.init),
+            unroutableHouses: value.unroutableHouses.map(ZooV1.Unroutable.init))
+    }
+}
+
 extension ZooV1.Animal {
+    /// Every attribute of `animal` as the catalogue holds it, with its map locations and where a walk to it ends.
+    init(_ animal: Animal, in catalogue: Catalogue) {
+        self.init(animal, locations: catalogue.mapLocations(of: animal))
+        let routable = animal.isCurrentlyAvailable ? catalogue.placement(of: animal) : nil
+        placeKind = routable.map { ZooV1.PlaceKind($0.kind) } ?? .unspecified
+        placeName = routable?.name ?? ""
+        if routable == nil {
+            unroutableReason = animal.isCurrentlyAvailable ? (animal.location.map { "nothing places \"\($0)\" on the map" } ?? "no location in either source") : "not kept now"
+        }
+    }
+
     init(_ animal: Animal, locations: [MapFeature]) {
         self.init(
             id: Int64(animal.id), name: animal.name, latinName: animal.latinName, englishName: animal.englishName,
@@ -35,8 +81,10 @@ extension ZooV1.Animal {
             },
             mapLocations: locations.map {
                 ZooV1.MapLocation(id: $0.id, name: $0.name, isBuilding: $0.isBuilding, isAnimalPen: $0.isAnimalPen,
-                                  anchor: ZooV1.GeoPoint($0.anchor))
-            })
+                                  anchor: ZooV1.GeoPoint($0.anchor), outline: $0.outline.map(ZooV1.GeoPoint.init),
+                                  singularNames: $0.singularNames)
+            },
+            sources: animal.sources.map(ZooV1.FileKind.init))
     }
 }
 

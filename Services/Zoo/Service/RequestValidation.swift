@@ -34,6 +34,17 @@ enum RequestValidation {
                            offset: Int(request.offset), limit: Int(pageSize))
     }
 
+    static let defaultExportPageSize = 100
+
+    /// ExportCatalogue's page size: 1…500 animals (the longest texts make an animal a few KiB, far below a frame).
+    static func exportPageSize(_ value: Int32?) throws -> Int {
+        let size = value ?? Int32(defaultExportPageSize)
+        guard (1...Int32(Catalogue.maxPageSize)).contains(size) else {
+            throw invalid("page_size must be 1…\(Catalogue.maxPageSize), got \(size)")
+        }
+        return Int(size)
+    }
+
     static func animalID(_ id: Int64, field: String = "id") throws -> Int {
         guard id > 0, let value = Int(exactly: id) else { throw invalid("\(field) must be a positive animal id, got \(id)") }
         return value

@@ -37,7 +37,7 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
         let id = try RequestValidation.animalID(request.id)
         let catalogue = try library.snapshot().catalogue
         let animal = try catalogue.animal(id: id, includeUnavailable: request.includeUnavailable)
-        return ZooV1.GetAnimalResponse(animal: ZooV1.Animal(animal, locations: catalogue.mapLocations(of: animal)))
+        return ZooV1.GetAnimalResponse(animal: ZooV1.Animal(animal, in: catalogue))
     }
 
     public func listFilterValues(
@@ -52,6 +52,8 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
 
     public func getMetadata(request: ZooV1.GetMetadataRequest, context: ServerContext) async throws -> ZooV1.GetMetadataResponse {
         let metadata = try await library.metadata()
+        let snapshot = try library.snapshot()
+        let counts = metadata.counts
         return ZooV1.GetMetadataResponse(
             lastImport: metadata.lastImport.map(ZooV1.ImportRecord.init),
             lastSuccessfulImport: metadata.lastSuccessfulImport.map(ZooV1.ImportRecord.init),
@@ -63,7 +65,43 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
                     cron: $0.scheduler.schedule.description, sources: $0.sources.map(\.description),
                     nextRun: $0.scheduler.nextRun?.timeIntervalSince1970)
             },
-            walkingSpeed: library.walkingSpeed)
+            walkingSpeed: library.walkingSpeed,
+            routability: ZooV1.Routability(snapshot.routability()),
+            sources: ZooV1.SourceCounts(
+                lexiconCsvOnly: Int32(clamping: counts.lexiconCSVOnly), animalsJsonOnly: Int32(clamping: counts.animalsJSONOnly),
+                both: Int32(clamping: counts.bothSources)))
+    }
+
+    public func exportCatalogue(
+        request: ZooV1.ExportCatalogueRequest, response: ResponseWriter<ZooV1.CataloguePage>, context: ServerContext
+    ) async throws {
+        let pageSize = try RequestValidation.exportPageSize(request.pageSize)
+        let catalogue = try library.snapshot().catalogue
+        let total = Int32(clamping: catalogue.animals.count)
+        var start = 0
+        repeat {
+            let page = catalogue.animals[start..<min(start + pageSize, catalogue.animals.count)]
+            try await response.send(ZooV1.CataloguePage(animals: page.map { ZooV1.Animal($0, in: catalogue) }, total: total))
+            start += pageSize
+        } while start < catalogue.animals.count
+    }
+
+    public func getFootpathGraph(
+        request: ZooV1.GetFootpathGraphRequest, context: ServerContext
+    ) async throws -> ZooV1.GetFootpathGraphResponse {
+        let graph = try library.snapshot().router.graph
+        var roadsOfNode = Array(repeating: [Int64](), count: graph.nodeIDs.count)
+        for road in graph.roads {
+            for node in Set(road.nodes) { roadsOfNode[Int(node)].append(road.id) }
+        }
+        return ZooV1.GetFootpathGraphResponse(
+            nodes: graph.nodeIDs.indices.map { index in
+                let roads = roadsOfNode[index].sorted()
+                return ZooV1.FootpathNode(
+                    id: graph.nodeIDs[index], lon: graph.positions[index].lon, lat: graph.positions[index].lat, roadIds: roads,
+                    isConnector: roads.count > 1)
+            },
+            roads: graph.roads.map { road in ZooV1.Footpath(id: road.id, nodeIds: road.nodes.map { graph.nodeIDs[Int($0)] }) })
     }
 
     public func importData(request: ZooV1.ImportDataRequest, context: ServerContext) async throws -> JobsV1.Job {
@@ -86,8 +124,8 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
     public func route(request: ZooV1.RouteRequest, context: ServerContext) async throws -> ZooV1.RouteResponse {
         let from = try RequestValidation.place(request.from, field: "from")
         let to = try RequestValidation.place(request.to, field: "to")
-        let route = try Self.withFootpaths(library.snapshot()).route(from: from, to: to)
-        return ZooV1.RouteResponse(route: ZooV1.Route(route))
+        let (route, destination) = try Self.withFootpaths(library.snapshot()).routeWithDestination(from: from, to: to)
+        return ZooV1.RouteResponse(route: ZooV1.Route(route), destination: ZooV1.Destination(destination))
     }
 
     public func nearby(request: ZooV1.NearbyRequest, context: ServerContext) async throws -> ZooV1.NearbyResponse {

@@ -9,6 +9,46 @@ import JobsAPI
 public enum ZooV1 {}
 
 extension ZooV1 {
+    /// What a walk to an animal ends at: its own pen, or failing that the house or part of the zoo it lives in
+    /// (placed at the pens of that house's other animals and its buildings).
+    public enum PlaceKind: ProtoEnum, CaseIterable {
+        case unspecified
+        /// The animal's own map location.
+        case pen
+        /// A pavilion (it has a building on the map, or is named "Pavilon …").
+        case house
+        /// An outdoor part of the zoo ("Dolní část zoo", "Ptačí mokřady").
+        case zooPart
+        /// A point given by coordinates.
+        case point
+        /// A value this version of the schema does not know.
+        case unrecognized(Int32)
+
+        public static let allCases: [PlaceKind] = [.unspecified, .pen, .house, .zooPart, .point]
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .pen
+            case 2: self = .house
+            case 3: self = .zooPart
+            case 4: self = .point
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .pen: 1
+            case .house: 2
+            case .zooPart: 3
+            case .point: 4
+            case .unrecognized(let value): value
+            }
+        }
+    }
+
     /// The kinds of source file an import accepts; each replaces one part of the data.
     public enum FileKind: ProtoEnum, CaseIterable {
         case unspecified
@@ -207,6 +247,10 @@ extension ZooV1 {
         public var isAnimalPen: Bool = false
         /// Where routes go: the feature itself, or the average of a building's outline.
         public var anchor: ZooV1.GeoPoint? = nil
+        /// The feature's geometry as the source gave it: one point, or a building's or pen's outline.
+        public var outline: [ZooV1.GeoPoint] = []
+        /// Singular animal names shown at the feature ("lvi" → "lev"), as animals.json's `singular_names`.
+        public var singularNames: [String] = []
 
         /// A message with every field at its default.
         public init() {}
@@ -217,13 +261,17 @@ extension ZooV1 {
             name: String = "",
             isBuilding: Bool = false,
             isAnimalPen: Bool = false,
-            anchor: ZooV1.GeoPoint? = nil
+            anchor: ZooV1.GeoPoint? = nil,
+            outline: [ZooV1.GeoPoint] = [],
+            singularNames: [String] = []
         ) {
             self.id = id
             self.name = name
             self.isBuilding = isBuilding
             self.isAnimalPen = isAnimalPen
             self.anchor = anchor
+            self.outline = outline
+            self.singularNames = singularNames
         }
     }
 
@@ -258,6 +306,14 @@ extension ZooV1 {
         public var available: Bool = false
         public var adoption: ZooV1.Adoption? = nil
         public var mapLocations: [ZooV1.MapLocation] = []
+        /// Where the animal's record came from: FILE_KIND_LEXICON_CSV, FILE_KIND_ANIMALS_JSON or both (the same id in
+        /// both; the lexicon's text wins, animals.json fills what the lexicon lacks).
+        public var sources: [ZooV1.FileKind] = []
+        /// Where a walk to it ends (UNSPECIFIED when it cannot be placed on the map), the pen's, house's or zoo part's
+        /// name, and why it cannot be placed.
+        public var placeKind: ZooV1.PlaceKind = .unspecified
+        public var placeName: String = ""
+        public var unroutableReason: String? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -288,7 +344,11 @@ extension ZooV1 {
             imageAlt: String? = nil,
             available: Bool = false,
             adoption: ZooV1.Adoption? = nil,
-            mapLocations: [ZooV1.MapLocation] = []
+            mapLocations: [ZooV1.MapLocation] = [],
+            sources: [ZooV1.FileKind] = [],
+            placeKind: ZooV1.PlaceKind = .unspecified,
+            placeName: String = "",
+            unroutableReason: String? = nil
         ) {
             self.id = id
             self.name = name
@@ -315,6 +375,10 @@ extension ZooV1 {
             self.available = available
             self.adoption = adoption
             self.mapLocations = mapLocations
+            self.sources = sources
+            self.placeKind = placeKind
+            self.placeName = placeName
+            self.unroutableReason = unroutableReason
         }
     }
 
@@ -323,7 +387,8 @@ extension ZooV1 {
         /// Free text over Czech, Latin and English names and other fields, diacritics- and case-insensitive;
         /// empty matches every animal. At most 200 characters.
         public var text: String = ""
-        /// Filters: OR within one kind, AND across kinds. Values as ListFilterValues reports them.
+        /// Filters: OR within one kind, AND across kinds. Values as ListFilterValues (include_unavailable) reports
+        /// them; an unknown value is INVALID_ARGUMENT listing the known ones.
         public var classes: [String] = []
         public var foods: [String] = []
         public var biotopes: [String] = []
@@ -660,6 +725,10 @@ extension ZooV1 {
         public var refresh: ZooV1.RefreshSchedule? = nil
         /// Walking pace for route durations, in metres per second.
         public var walkingSpeed: Double = 0
+        /// How many animals and houses a walk can reach, and why the others cannot be reached.
+        public var routability: ZooV1.Routability? = nil
+        /// Where the served animals came from.
+        public var sources: ZooV1.SourceCounts? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -672,7 +741,9 @@ extension ZooV1 {
             counts: ZooV1.DataCounts? = nil,
             lexiconKind: ZooV1.FileKind = .unspecified,
             refresh: ZooV1.RefreshSchedule? = nil,
-            walkingSpeed: Double = 0
+            walkingSpeed: Double = 0,
+            routability: ZooV1.Routability? = nil,
+            sources: ZooV1.SourceCounts? = nil
         ) {
             self.lastImport = lastImport
             self.lastSuccessfulImport = lastSuccessfulImport
@@ -681,6 +752,92 @@ extension ZooV1 {
             self.lexiconKind = lexiconKind
             self.refresh = refresh
             self.walkingSpeed = walkingSpeed
+            self.routability = routability
+            self.sources = sources
+        }
+    }
+
+    /// How many animals came from each source (the union of the lexicon CSV and animals.json by id).
+    public struct SourceCounts: Sendable, Equatable {
+        public var lexiconCsvOnly: Int32 = 0
+        public var animalsJsonOnly: Int32 = 0
+        public var both: Int32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            lexiconCsvOnly: Int32 = 0,
+            animalsJsonOnly: Int32 = 0,
+            both: Int32 = 0
+        ) {
+            self.lexiconCsvOnly = lexiconCsvOnly
+            self.animalsJsonOnly = animalsJsonOnly
+            self.both = both
+        }
+    }
+
+    /// An animal or house no walk can reach, and why.
+    public struct Unroutable: Sendable, Equatable {
+        /// 0 for a house.
+        public var animalID: Int64 = 0
+        public var name: String = ""
+        public var reason: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            animalID: Int64 = 0,
+            name: String = "",
+            reason: String = ""
+        ) {
+            self.animalID = animalID
+            self.name = name
+            self.reason = reason
+        }
+    }
+
+    /// The `menagerie.zoo.v1.Routability` message.
+    public struct Routability: Sendable, Equatable {
+        /// Served animals, and those a walk reaches: at their own pen, or at their house or zoo part.
+        public var animals: Int32 = 0
+        public var routableAnimals: Int32 = 0
+        public var toPen: Int32 = 0
+        public var toHouse: Int32 = 0
+        public var toZooPart: Int32 = 0
+        /// Houses and zoo parts the animals name (`zoo filters`), and those `route --to-house` reaches.
+        public var houses: Int32 = 0
+        public var routableHouses: Int32 = 0
+        public var unroutableAnimals: [ZooV1.Unroutable] = []
+        public var unroutableHouses: [ZooV1.Unroutable] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            animals: Int32 = 0,
+            routableAnimals: Int32 = 0,
+            toPen: Int32 = 0,
+            toHouse: Int32 = 0,
+            toZooPart: Int32 = 0,
+            houses: Int32 = 0,
+            routableHouses: Int32 = 0,
+            unroutableAnimals: [ZooV1.Unroutable] = [],
+            unroutableHouses: [ZooV1.Unroutable] = []
+        ) {
+            self.animals = animals
+            self.routableAnimals = routableAnimals
+            self.toPen = toPen
+            self.toHouse = toHouse
+            self.toZooPart = toZooPart
+            self.houses = houses
+            self.routableHouses = routableHouses
+            self.unroutableAnimals = unroutableAnimals
+            self.unroutableHouses = unroutableHouses
         }
     }
 
@@ -796,15 +953,43 @@ extension ZooV1 {
     /// The `menagerie.zoo.v1.RouteResponse` message.
     public struct RouteResponse: Sendable, Equatable {
         public var route: ZooV1.Route? = nil
+        /// What the walk ends at: an animal's pen, or its house or zoo part when it has no pen of its own; a house;
+        /// a point.
+        public var destination: ZooV1.Destination? = nil
 
         /// A message with every field at its default.
         public init() {}
 
         /// A message with the given field values.
         public init(
-            route: ZooV1.Route? = nil
+            route: ZooV1.Route? = nil,
+            destination: ZooV1.Destination? = nil
         ) {
             self.route = route
+            self.destination = destination
+        }
+    }
+
+    /// The `menagerie.zoo.v1.Destination` message.
+    public struct Destination: Sendable, Equatable {
+        public var kind: ZooV1.PlaceKind = .unspecified
+        /// The pen's, house's or zoo part's name ("" for a point).
+        public var name: String = ""
+        /// The OpenStreetMap id of the map location reached (0 for a point).
+        public var locationID: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            kind: ZooV1.PlaceKind = .unspecified,
+            name: String = "",
+            locationID: Int64 = 0
+        ) {
+            self.kind = kind
+            self.name = name
+            self.locationID = locationID
         }
     }
 
@@ -930,6 +1115,114 @@ extension ZooV1 {
         }
     }
 
+    /// The `menagerie.zoo.v1.ExportCatalogueRequest` message.
+    public struct ExportCatalogueRequest: Sendable, Equatable {
+        /// Animals per page (1…500; absent = 100), so that a page stays far below the 16 MiB frame limit.
+        public var pageSize: Int32? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            pageSize: Int32? = nil
+        ) {
+            self.pageSize = pageSize
+        }
+    }
+
+    /// One page of the catalogue: animals by ascending id with every attribute.
+    public struct CataloguePage: Sendable, Equatable {
+        public var animals: [ZooV1.Animal] = []
+        /// How many animals the whole catalogue has (the same on every page).
+        public var total: Int32 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            animals: [ZooV1.Animal] = [],
+            total: Int32 = 0
+        ) {
+            self.animals = animals
+            self.total = total
+        }
+    }
+
+    /// The `menagerie.zoo.v1.GetFootpathGraphRequest` message.
+    public struct GetFootpathGraphRequest: Sendable, Equatable {
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    /// A node of the footpath graph, as map-metadata.json's nodes.
+    public struct FootpathNode: Sendable, Equatable {
+        /// OpenStreetMap node id.
+        public var id: Int64 = 0
+        public var lon: Double = 0
+        public var lat: Double = 0
+        /// The footpaths through the node.
+        public var roadIds: [Int64] = []
+        /// Whether it joins more than one footpath.
+        public var isConnector: Bool = false
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            id: Int64 = 0,
+            lon: Double = 0,
+            lat: Double = 0,
+            roadIds: [Int64] = [],
+            isConnector: Bool = false
+        ) {
+            self.id = id
+            self.lon = lon
+            self.lat = lat
+            self.roadIds = roadIds
+            self.isConnector = isConnector
+        }
+    }
+
+    /// A footpath: its node ids in walking order.
+    public struct Footpath: Sendable, Equatable {
+        /// OpenStreetMap way id.
+        public var id: Int64 = 0
+        public var nodeIds: [Int64] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            id: Int64 = 0,
+            nodeIds: [Int64] = []
+        ) {
+            self.id = id
+            self.nodeIds = nodeIds
+        }
+    }
+
+    /// The `menagerie.zoo.v1.GetFootpathGraphResponse` message.
+    public struct GetFootpathGraphResponse: Sendable, Equatable {
+        public var nodes: [ZooV1.FootpathNode] = []
+        public var roads: [ZooV1.Footpath] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            nodes: [ZooV1.FootpathNode] = [],
+            roads: [ZooV1.Footpath] = []
+        ) {
+            self.nodes = nodes
+            self.roads = roads
+        }
+    }
+
     /// The `menagerie.zoo.v1.ExportGeoJSONRequest` message.
     public struct ExportGeoJSONRequest: Sendable, Equatable {
         /// A message with every field at its default.
@@ -981,8 +1274,9 @@ extension ZooV1 {
         public static let importData = ProtoMethod<ZooV1.ImportDataRequest, JobsV1.Job>(
             path: "/menagerie.zoo.v1.Zoo/ImportData", serverStreaming: false, idempotent: false)
 
-        /// The shortest walk. OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal without a
-        /// map location, NOT_FOUND when no footpath connects the ends, INVALID_ARGUMENT for malformed coordinates.
+        /// The shortest walk. An animal without a pen of its own is reached at its house or zoo part (the response's
+        /// destination says which). OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal that
+        /// cannot be placed on the map, NOT_FOUND when no footpath connects the ends, INVALID_ARGUMENT for malformed coordinates.
         public static let route = ProtoMethod<ZooV1.RouteRequest, ZooV1.RouteResponse>(
             path: "/menagerie.zoo.v1.Zoo/Route", serverStreaming: false, idempotent: true)
 
@@ -994,12 +1288,20 @@ extension ZooV1 {
         public static let tour = ProtoMethod<ZooV1.TourRequest, ZooV1.TourResponse>(
             path: "/menagerie.zoo.v1.Zoo/Tour", serverStreaming: false, idempotent: true)
 
+        /// The whole catalogue with every attribute, in pages of animals by ascending id (every animal, kept now or not).
+        public static let exportCatalogue = ProtoMethod<ZooV1.ExportCatalogueRequest, ZooV1.CataloguePage>(
+            path: "/menagerie.zoo.v1.Zoo/ExportCatalogue", serverStreaming: true, idempotent: true)
+
+        /// The footpath graph with node ids and connectors (about 0.2 MiB for the real zoo: one message).
+        public static let getFootpathGraph = ProtoMethod<ZooV1.GetFootpathGraphRequest, ZooV1.GetFootpathGraphResponse>(
+            path: "/menagerie.zoo.v1.Zoo/GetFootpathGraph", serverStreaming: false, idempotent: true)
+
         /// The footpaths and animal locations as GeoJSON.
         public static let exportGeoJSON = ProtoMethod<ZooV1.ExportGeoJSONRequest, ZooV1.ExportGeoJSONResponse>(
             path: "/menagerie.zoo.v1.Zoo/ExportGeoJSON", serverStreaming: false, idempotent: true)
 
         /// Every method of the service, in declaration order.
-        public static let methods: [ProtoMethodInfo] = [searchAnimals.info, getAnimal.info, listFilterValues.info, getMetadata.info, importData.info, route.info, nearby.info, tour.info, exportGeoJSON.info]
+        public static let methods: [ProtoMethodInfo] = [searchAnimals.info, getAnimal.info, listFilterValues.info, getMetadata.info, importData.info, route.info, nearby.info, tour.info, exportCatalogue.info, getFootpathGraph.info, exportGeoJSON.info]
     }
 }
 
@@ -1129,6 +1431,8 @@ extension ZooV1.MapLocation: ProtoMessage, ProtobufCBridged {
         isBuilding = reader.value(3)
         isAnimalPen = reader.value(4)
         anchor = reader.optional(5)
+        outline = reader.repeated(6)
+        singularNames = reader.repeated(7)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1137,6 +1441,8 @@ extension ZooV1.MapLocation: ProtoMessage, ProtobufCBridged {
         writer.set(3, isBuilding)
         writer.set(4, isAnimalPen)
         writer.set(5, anchor)
+        writer.set(6, outline)
+        writer.set(7, singularNames)
     }
 }
 
@@ -1178,6 +1484,10 @@ extension ZooV1.Animal: ProtoMessage, ProtobufCBridged {
         available = reader.value(23)
         adoption = reader.optional(24)
         mapLocations = reader.repeated(25)
+        sources = reader.repeated(26)
+        placeKind = reader.value(27)
+        placeName = reader.value(28)
+        unroutableReason = reader.optional(29)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1206,6 +1516,10 @@ extension ZooV1.Animal: ProtoMessage, ProtobufCBridged {
         writer.set(23, available)
         writer.set(24, adoption)
         writer.set(25, mapLocations)
+        writer.set(26, sources)
+        writer.set(27, placeKind)
+        writer.set(28, placeName)
+        writer.set(29, unroutableReason)
     }
 }
 
@@ -1584,6 +1898,8 @@ extension ZooV1.GetMetadataResponse: ProtoMessage, ProtobufCBridged {
         lexiconKind = reader.value(5)
         refresh = reader.optional(6)
         walkingSpeed = reader.value(7)
+        routability = reader.optional(8)
+        sources = reader.optional(9)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1594,6 +1910,95 @@ extension ZooV1.GetMetadataResponse: ProtoMessage, ProtobufCBridged {
         writer.set(5, lexiconKind)
         writer.set(6, refresh)
         writer.set(7, walkingSpeed)
+        writer.set(8, routability)
+        writer.set(9, sources)
+    }
+}
+
+extension ZooV1.SourceCounts: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.SourceCounts"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        lexiconCsvOnly = reader.value(1)
+        animalsJsonOnly = reader.value(2)
+        both = reader.value(3)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, lexiconCsvOnly)
+        writer.set(2, animalsJsonOnly)
+        writer.set(3, both)
+    }
+}
+
+extension ZooV1.Unroutable: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.Unroutable"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        animalID = reader.value(1)
+        name = reader.value(2)
+        reason = reader.value(3)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, animalID)
+        writer.set(2, name)
+        writer.set(3, reason)
+    }
+}
+
+extension ZooV1.Routability: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.Routability"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        animals = reader.value(1)
+        routableAnimals = reader.value(2)
+        toPen = reader.value(3)
+        toHouse = reader.value(4)
+        toZooPart = reader.value(5)
+        houses = reader.value(6)
+        routableHouses = reader.value(7)
+        unroutableAnimals = reader.repeated(8)
+        unroutableHouses = reader.repeated(9)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, animals)
+        writer.set(2, routableAnimals)
+        writer.set(3, toPen)
+        writer.set(4, toHouse)
+        writer.set(5, toZooPart)
+        writer.set(6, houses)
+        writer.set(7, routableHouses)
+        writer.set(8, unroutableAnimals)
+        writer.set(9, unroutableHouses)
     }
 }
 
@@ -1734,10 +2139,37 @@ extension ZooV1.RouteResponse: ProtoMessage, ProtobufCBridged {
 
     @usableFromInline package init(reading reader: ProtoReader) {
         route = reader.optional(1)
+        destination = reader.optional(2)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, route)
+        writer.set(2, destination)
+    }
+}
+
+extension ZooV1.Destination: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.Destination"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        kind = reader.value(1)
+        name = reader.value(2)
+        locationID = reader.value(3)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, kind)
+        writer.set(2, name)
+        writer.set(3, locationID)
     }
 }
 
@@ -1885,6 +2317,142 @@ extension ZooV1.TourResponse: ProtoMessage, ProtobufCBridged {
     }
 }
 
+extension ZooV1.ExportCatalogueRequest: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.ExportCatalogueRequest"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        pageSize = reader.optional(1)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, pageSize)
+    }
+}
+
+extension ZooV1.CataloguePage: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.CataloguePage"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        animals = reader.repeated(1)
+        total = reader.value(2)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, animals)
+        writer.set(2, total)
+    }
+}
+
+extension ZooV1.GetFootpathGraphRequest: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.GetFootpathGraphRequest"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {}
+
+    @usableFromInline package func write(to writer: ProtoWriter) {}
+}
+
+extension ZooV1.FootpathNode: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.FootpathNode"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        id = reader.value(1)
+        lon = reader.value(2)
+        lat = reader.value(3)
+        roadIds = reader.repeated(4)
+        isConnector = reader.value(5)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, id)
+        writer.set(2, lon)
+        writer.set(3, lat)
+        writer.set(4, roadIds)
+        writer.set(5, isConnector)
+    }
+}
+
+extension ZooV1.Footpath: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.Footpath"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        id = reader.value(1)
+        nodeIds = reader.repeated(2)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, id)
+        writer.set(2, nodeIds)
+    }
+}
+
+extension ZooV1.GetFootpathGraphResponse: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.GetFootpathGraphResponse"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        nodes = reader.repeated(1)
+        roads = reader.repeated(2)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, nodes)
+        writer.set(2, roads)
+    }
+}
+
 extension ZooV1.ExportGeoJSONRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.zoo.v1.ExportGeoJSONRequest"
     @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
@@ -1921,6 +2489,16 @@ extension ZooV1.ExportGeoJSONResponse: ProtoMessage, ProtobufCBridged {
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, geojson)
     }
+}
+
+extension ZooV1.PlaceKind: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("PLACE_KIND_UNSPECIFIED", 0),
+        ("PLACE_KIND_PEN", 1),
+        ("PLACE_KIND_HOUSE", 2),
+        ("PLACE_KIND_ZOO_PART", 3),
+        ("PLACE_KIND_POINT", 4),
+    ]
 }
 
 extension ZooV1.FileKind: ProtoJSONEnum {
@@ -2060,6 +2638,8 @@ extension ZooV1.MapLocation: ProtoJSONMessage {
         ProtoJSONField(number: 3, protoName: "is_building", jsonName: "isBuilding", kind: .bool, cardinality: .singular),
         ProtoJSONField(number: 4, protoName: "is_animal_pen", jsonName: "isAnimalPen", kind: .bool, cardinality: .singular),
         ProtoJSONField(number: 5, protoName: "anchor", jsonName: "anchor", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 6, protoName: "outline", jsonName: "outline", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 7, protoName: "singular_names", jsonName: "singularNames", kind: .string, cardinality: .repeated),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2069,6 +2649,8 @@ extension ZooV1.MapLocation: ProtoJSONMessage {
         json.value(2, self.isBuilding)
         json.value(3, self.isAnimalPen)
         json.optional(4, self.anchor)
+        json.repeated(5, self.outline)
+        json.repeated(6, self.singularNames)
         return json.result
     }
 
@@ -2080,6 +2662,8 @@ extension ZooV1.MapLocation: ProtoJSONMessage {
         try json.value(2, into: &self.isBuilding)
         try json.value(3, into: &self.isAnimalPen)
         try json.optional(4, into: &self.anchor)
+        try json.repeated(5, into: &self.outline)
+        try json.repeated(6, into: &self.singularNames)
     }
 }
 
@@ -2110,6 +2694,10 @@ extension ZooV1.Animal: ProtoJSONMessage {
         ProtoJSONField(number: 23, protoName: "available", jsonName: "available", kind: .bool, cardinality: .singular),
         ProtoJSONField(number: 24, protoName: "adoption", jsonName: "adoption", kind: .message, cardinality: .optional),
         ProtoJSONField(number: 25, protoName: "map_locations", jsonName: "mapLocations", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 26, protoName: "sources", jsonName: "sources", kind: .`enum`, cardinality: .repeated),
+        ProtoJSONField(number: 27, protoName: "place_kind", jsonName: "placeKind", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 28, protoName: "place_name", jsonName: "placeName", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 29, protoName: "unroutable_reason", jsonName: "unroutableReason", kind: .string, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2139,6 +2727,10 @@ extension ZooV1.Animal: ProtoJSONMessage {
         json.value(22, self.available)
         json.optional(23, self.adoption)
         json.repeated(24, self.mapLocations)
+        json.repeated(25, self.sources)
+        json.value(26, self.placeKind)
+        json.value(27, self.placeName)
+        json.optional(28, self.unroutableReason)
         return json.result
     }
 
@@ -2170,6 +2762,10 @@ extension ZooV1.Animal: ProtoJSONMessage {
         try json.value(22, into: &self.available)
         try json.optional(23, into: &self.adoption)
         try json.repeated(24, into: &self.mapLocations)
+        try json.repeated(25, into: &self.sources)
+        try json.value(26, into: &self.placeKind)
+        try json.value(27, into: &self.placeName)
+        try json.optional(28, into: &self.unroutableReason)
     }
 }
 
@@ -2540,6 +3136,8 @@ extension ZooV1.GetMetadataResponse: ProtoJSONMessage {
         ProtoJSONField(number: 5, protoName: "lexicon_kind", jsonName: "lexiconKind", kind: .`enum`, cardinality: .singular),
         ProtoJSONField(number: 6, protoName: "refresh", jsonName: "refresh", kind: .message, cardinality: .optional),
         ProtoJSONField(number: 7, protoName: "walking_speed", jsonName: "walkingSpeed", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "routability", jsonName: "routability", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 9, protoName: "sources", jsonName: "sources", kind: .message, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2551,6 +3149,8 @@ extension ZooV1.GetMetadataResponse: ProtoJSONMessage {
         json.value(4, self.lexiconKind)
         json.optional(5, self.refresh)
         json.value(6, self.walkingSpeed)
+        json.optional(7, self.routability)
+        json.optional(8, self.sources)
         return json.result
     }
 
@@ -2564,6 +3164,98 @@ extension ZooV1.GetMetadataResponse: ProtoJSONMessage {
         try json.value(4, into: &self.lexiconKind)
         try json.optional(5, into: &self.refresh)
         try json.value(6, into: &self.walkingSpeed)
+        try json.optional(7, into: &self.routability)
+        try json.optional(8, into: &self.sources)
+    }
+}
+
+extension ZooV1.SourceCounts: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "lexicon_csv_only", jsonName: "lexiconCsvOnly", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "animals_json_only", jsonName: "animalsJsonOnly", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "both", jsonName: "both", kind: .int32, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.lexiconCsvOnly)
+        json.value(1, self.animalsJsonOnly)
+        json.value(2, self.both)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.lexiconCsvOnly)
+        try json.value(1, into: &self.animalsJsonOnly)
+        try json.value(2, into: &self.both)
+    }
+}
+
+extension ZooV1.Unroutable: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "animal_id", jsonName: "animalId", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "reason", jsonName: "reason", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.animalID)
+        json.value(1, self.name)
+        json.value(2, self.reason)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.animalID)
+        try json.value(1, into: &self.name)
+        try json.value(2, into: &self.reason)
+    }
+}
+
+extension ZooV1.Routability: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "animals", jsonName: "animals", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "routable_animals", jsonName: "routableAnimals", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "to_pen", jsonName: "toPen", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "to_house", jsonName: "toHouse", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "to_zoo_part", jsonName: "toZooPart", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "houses", jsonName: "houses", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "routable_houses", jsonName: "routableHouses", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "unroutable_animals", jsonName: "unroutableAnimals", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 9, protoName: "unroutable_houses", jsonName: "unroutableHouses", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.animals)
+        json.value(1, self.routableAnimals)
+        json.value(2, self.toPen)
+        json.value(3, self.toHouse)
+        json.value(4, self.toZooPart)
+        json.value(5, self.houses)
+        json.value(6, self.routableHouses)
+        json.repeated(7, self.unroutableAnimals)
+        json.repeated(8, self.unroutableHouses)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.animals)
+        try json.value(1, into: &self.routableAnimals)
+        try json.value(2, into: &self.toPen)
+        try json.value(3, into: &self.toHouse)
+        try json.value(4, into: &self.toZooPart)
+        try json.value(5, into: &self.houses)
+        try json.value(6, into: &self.routableHouses)
+        try json.repeated(7, into: &self.unroutableAnimals)
+        try json.repeated(8, into: &self.unroutableHouses)
     }
 }
 
@@ -2687,11 +3379,13 @@ extension ZooV1.RouteRequest: ProtoJSONMessage {
 extension ZooV1.RouteResponse: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = [
         ProtoJSONField(number: 1, protoName: "route", jsonName: "route", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "destination", jsonName: "destination", kind: .message, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
         var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
         json.optional(0, self.route)
+        json.optional(1, self.destination)
         return json.result
     }
 
@@ -2699,6 +3393,31 @@ extension ZooV1.RouteResponse: ProtoJSONMessage {
         self.init()
         let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
         try json.optional(0, into: &self.route)
+        try json.optional(1, into: &self.destination)
+    }
+}
+
+extension ZooV1.Destination: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "kind", jsonName: "kind", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "location_id", jsonName: "locationId", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.kind)
+        json.value(1, self.name)
+        json.value(2, self.locationID)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.kind)
+        try json.value(1, into: &self.name)
+        try json.value(2, into: &self.locationID)
     }
 }
 
@@ -2837,6 +3556,130 @@ extension ZooV1.TourResponse: ProtoJSONMessage {
     }
 }
 
+extension ZooV1.ExportCatalogueRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "page_size", jsonName: "pageSize", kind: .int32, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.pageSize)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.pageSize)
+    }
+}
+
+extension ZooV1.CataloguePage: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "animals", jsonName: "animals", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 2, protoName: "total", jsonName: "total", kind: .int32, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.animals)
+        json.value(1, self.total)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.animals)
+        try json.value(1, into: &self.total)
+    }
+}
+
+extension ZooV1.GetFootpathGraphRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension ZooV1.FootpathNode: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "lon", jsonName: "lon", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "lat", jsonName: "lat", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "road_ids", jsonName: "roadIds", kind: .int64, cardinality: .repeated),
+        ProtoJSONField(number: 5, protoName: "is_connector", jsonName: "isConnector", kind: .bool, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.id)
+        json.value(1, self.lon)
+        json.value(2, self.lat)
+        json.repeated(3, self.roadIds)
+        json.value(4, self.isConnector)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.id)
+        try json.value(1, into: &self.lon)
+        try json.value(2, into: &self.lat)
+        try json.repeated(3, into: &self.roadIds)
+        try json.value(4, into: &self.isConnector)
+    }
+}
+
+extension ZooV1.Footpath: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "node_ids", jsonName: "nodeIds", kind: .int64, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.id)
+        json.repeated(1, self.nodeIds)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.id)
+        try json.repeated(1, into: &self.nodeIds)
+    }
+}
+
+extension ZooV1.GetFootpathGraphResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "nodes", jsonName: "nodes", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 2, protoName: "roads", jsonName: "roads", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.nodes)
+        json.repeated(1, self.roads)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.nodes)
+        try json.repeated(1, into: &self.roads)
+    }
+}
+
 extension ZooV1.ExportGeoJSONRequest: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = []
 
@@ -2893,18 +3736,28 @@ extension ZooV1 {
             ZooV1.RefreshSchedule.self,
             ZooV1.GetMetadataRequest.self,
             ZooV1.GetMetadataResponse.self,
+            ZooV1.SourceCounts.self,
+            ZooV1.Unroutable.self,
+            ZooV1.Routability.self,
             ZooV1.ImportFile.self,
             ZooV1.ImportDataRequest.self,
             ZooV1.Place.self,
             ZooV1.Route.self,
             ZooV1.RouteRequest.self,
             ZooV1.RouteResponse.self,
+            ZooV1.Destination.self,
             ZooV1.NearbyRequest.self,
             ZooV1.NearbyAnimal.self,
             ZooV1.NearbyResponse.self,
             ZooV1.TourRequest.self,
             ZooV1.TourLeg.self,
             ZooV1.TourResponse.self,
+            ZooV1.ExportCatalogueRequest.self,
+            ZooV1.CataloguePage.self,
+            ZooV1.GetFootpathGraphRequest.self,
+            ZooV1.FootpathNode.self,
+            ZooV1.Footpath.self,
+            ZooV1.GetFootpathGraphResponse.self,
             ZooV1.ExportGeoJSONRequest.self,
             ZooV1.ExportGeoJSONResponse.self,
         ])

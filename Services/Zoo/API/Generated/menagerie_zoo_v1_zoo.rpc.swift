@@ -26,8 +26,9 @@ extension ZooV1.Zoo {
         /// when the service's heavy-work lane is full.
         func importData(request: ZooV1.ImportDataRequest, context: ServerContext) async throws -> JobsV1.Job
 
-        /// The shortest walk. OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal without a
-        /// map location, NOT_FOUND when no footpath connects the ends, INVALID_ARGUMENT for malformed coordinates.
+        /// The shortest walk. An animal without a pen of its own is reached at its house or zoo part (the response's
+        /// destination says which). OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal that
+        /// cannot be placed on the map, NOT_FOUND when no footpath connects the ends, INVALID_ARGUMENT for malformed coordinates.
         func route(request: ZooV1.RouteRequest, context: ServerContext) async throws -> ZooV1.RouteResponse
 
         /// Currently kept animals within walking reach of a point, nearest first.
@@ -35,6 +36,12 @@ extension ZooV1.Zoo {
 
         /// A short visiting order for a set of animals (nearest neighbour improved by 2-opt), leg by leg.
         func tour(request: ZooV1.TourRequest, context: ServerContext) async throws -> ZooV1.TourResponse
+
+        /// The whole catalogue with every attribute, in pages of animals by ascending id (every animal, kept now or not).
+        func exportCatalogue(request: ZooV1.ExportCatalogueRequest, response: ResponseWriter<ZooV1.CataloguePage>, context: ServerContext) async throws
+
+        /// The footpath graph with node ids and connectors (about 0.2 MiB for the real zoo: one message).
+        func getFootpathGraph(request: ZooV1.GetFootpathGraphRequest, context: ServerContext) async throws -> ZooV1.GetFootpathGraphResponse
 
         /// The footpaths and animal locations as GeoJSON.
         func exportGeoJSON(request: ZooV1.ExportGeoJSONRequest, context: ServerContext) async throws -> ZooV1.ExportGeoJSONResponse
@@ -61,8 +68,9 @@ extension ZooV1.Zoo {
         /// when the service's heavy-work lane is full.
         func importData(_ request: ZooV1.ImportDataRequest, options: CallOptions) async throws -> JobsV1.Job
 
-        /// The shortest walk. OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal without a
-        /// map location, NOT_FOUND when no footpath connects the ends, INVALID_ARGUMENT for malformed coordinates.
+        /// The shortest walk. An animal without a pen of its own is reached at its house or zoo part (the response's
+        /// destination says which). OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal that
+        /// cannot be placed on the map, NOT_FOUND when no footpath connects the ends, INVALID_ARGUMENT for malformed coordinates.
         func route(_ request: ZooV1.RouteRequest, options: CallOptions) async throws -> ZooV1.RouteResponse
 
         /// Currently kept animals within walking reach of a point, nearest first.
@@ -70,6 +78,12 @@ extension ZooV1.Zoo {
 
         /// A short visiting order for a set of animals (nearest neighbour improved by 2-opt), leg by leg.
         func tour(_ request: ZooV1.TourRequest, options: CallOptions) async throws -> ZooV1.TourResponse
+
+        /// The whole catalogue with every attribute, in pages of animals by ascending id (every animal, kept now or not).
+        func exportCatalogue(_ request: ZooV1.ExportCatalogueRequest, options: CallOptions) -> any AsyncSequence<ZooV1.CataloguePage, any Error>
+
+        /// The footpath graph with node ids and connectors (about 0.2 MiB for the real zoo: one message).
+        func getFootpathGraph(_ request: ZooV1.GetFootpathGraphRequest, options: CallOptions) async throws -> ZooV1.GetFootpathGraphResponse
 
         /// The footpaths and animal locations as GeoJSON.
         func exportGeoJSON(_ request: ZooV1.ExportGeoJSONRequest, options: CallOptions) async throws -> ZooV1.ExportGeoJSONResponse
@@ -112,8 +126,9 @@ extension ZooV1.Zoo {
             try await rpcClient.unary(ZooV1.Zoo.importData, request, options: options)
         }
 
-        /// The shortest walk. OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal without a
-        /// map location, NOT_FOUND when no footpath connects the ends, INVALID_ARGUMENT for malformed coordinates.
+        /// The shortest walk. An animal without a pen of its own is reached at its house or zoo part (the response's
+        /// destination says which). OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal that
+        /// cannot be placed on the map, NOT_FOUND when no footpath connects the ends, INVALID_ARGUMENT for malformed coordinates.
         public func route(_ request: ZooV1.RouteRequest, options: CallOptions) async throws -> ZooV1.RouteResponse {
             try await rpcClient.unary(ZooV1.Zoo.route, request, options: options)
         }
@@ -126,6 +141,16 @@ extension ZooV1.Zoo {
         /// A short visiting order for a set of animals (nearest neighbour improved by 2-opt), leg by leg.
         public func tour(_ request: ZooV1.TourRequest, options: CallOptions) async throws -> ZooV1.TourResponse {
             try await rpcClient.unary(ZooV1.Zoo.tour, request, options: options)
+        }
+
+        /// The whole catalogue with every attribute, in pages of animals by ascending id (every animal, kept now or not).
+        public func exportCatalogue(_ request: ZooV1.ExportCatalogueRequest, options: CallOptions) -> any AsyncSequence<ZooV1.CataloguePage, any Error> {
+            rpcClient.serverStreaming(ZooV1.Zoo.exportCatalogue, request, options: options)
+        }
+
+        /// The footpath graph with node ids and connectors (about 0.2 MiB for the real zoo: one message).
+        public func getFootpathGraph(_ request: ZooV1.GetFootpathGraphRequest, options: CallOptions) async throws -> ZooV1.GetFootpathGraphResponse {
+            try await rpcClient.unary(ZooV1.Zoo.getFootpathGraph, request, options: options)
         }
 
         /// The footpaths and animal locations as GeoJSON.
@@ -176,6 +201,16 @@ extension ZooV1.Zoo.ClientProtocol {
         try await tour(request, options: CallOptions())
     }
 
+    /// `exportCatalogue` with the default call options.
+    public func exportCatalogue(_ request: ZooV1.ExportCatalogueRequest) -> any AsyncSequence<ZooV1.CataloguePage, any Error> {
+        exportCatalogue(request, options: CallOptions())
+    }
+
+    /// `getFootpathGraph` with the default call options.
+    public func getFootpathGraph(_ request: ZooV1.GetFootpathGraphRequest) async throws -> ZooV1.GetFootpathGraphResponse {
+        try await getFootpathGraph(request, options: CallOptions())
+    }
+
     /// `exportGeoJSON` with the default call options.
     public func exportGeoJSON(_ request: ZooV1.ExportGeoJSONRequest) async throws -> ZooV1.ExportGeoJSONResponse {
         try await exportGeoJSON(request, options: CallOptions())
@@ -208,6 +243,12 @@ extension ZooV1.Zoo.ServiceProtocol {
         }
         router.unary(ZooV1.Zoo.tour) { request, context in
             try await self.tour(request: request, context: context)
+        }
+        router.serverStreaming(ZooV1.Zoo.exportCatalogue) { request, response, context in
+            try await self.exportCatalogue(request: request, response: response, context: context)
+        }
+        router.unary(ZooV1.Zoo.getFootpathGraph) { request, context in
+            try await self.getFootpathGraph(request: request, context: context)
         }
         router.unary(ZooV1.Zoo.exportGeoJSON) { request, context in
             try await self.exportGeoJSON(request: request, context: context)

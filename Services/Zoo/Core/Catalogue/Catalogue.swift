@@ -72,6 +72,9 @@ public struct Catalogue: Sendable {
     private let index: SearchIndex
     private let indexByID: [Int: Int]
     private let linker: MapLinker
+    private let places: ZooPlaces
+    /// Folded value → display value of each filter kind over every animal (kept now or not), for validation.
+    private let knownFilterValues: [FilterKind: [String: String]]
 
     /// Upper bound for `SearchQuery.limit`.
     public static let maxPageSize = 500
@@ -98,6 +101,40 @@ public struct Catalogue: Sendable {
         self.index = SearchIndex(animals: resolved)
         self.indexByID = Dictionary(resolved.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
         self.linker = linker
+        self.places = ZooPlaces(animals: resolved, features: mapFeatures, joins: joins)
+        var known: [FilterKind: [String: String]] = [:]
+        for animal in resolved {
+            for kind in FilterKind.allCases {
+                for value in kind.values(of: animal) where known[kind, default: [:]][kind.key(value)] == nil {
+                    known[kind, default: [:]][kind.key(value)] = value
+                }
+            }
+        }
+        self.knownFilterValues = known
+    }
+
+    /// Where a walk to `animal` ends: its own pens, or failing that its house or zoo part; `nil` when the data
+    /// places it nowhere.
+    public func placement(of animal: Animal) -> Placement? { places.placement(of: animal) }
+
+    /// The house or zoo part called `name` (diacritics, case, a "Pavilon" prefix and plural forms do not matter),
+    /// with the map features that place it (possibly none).
+    public func house(named name: String) -> Placement? {
+        places.house(named: name).map { Placement(kind: $0.kind, name: $0.name, featureIDs: $0.featureIDs) }
+    }
+
+    /// Every house and zoo part the animals or the map name, with where they are.
+    public var houses: [Placement] { places.all.map { Placement(kind: $0.kind, name: $0.name, featureIDs: $0.featureIDs) } }
+
+    /// Throws `invalidArgument` for a filter value no animal has, listing the known values of that filter.
+    func validate(_ filter: AnimalFilter) throws(ZooError) {
+        for kind in FilterKind.allCases {
+            let known = knownFilterValues[kind] ?? [:]
+            for value in kind.selected(in: filter) where known[kind.key(value)] == nil {
+                let list = known.values.sorted().joined(separator: ", ")
+                throw .invalidArgument("unknown \(kind.rawValue) \"\(value)\"; known values: \(list.isEmpty ? "none" : list)")
+            }
+        }
     }
 
     /// The animal with `id`. Throws `.unknownAnimal` when there is none, or it is not currently kept
@@ -114,10 +151,6 @@ public struct Catalogue: Sendable {
         animal.mapFeatureIDs.compactMap { features[$0] }
     }
 
-    /// Building features of the pavilion called `name` (matched like the zoo-house filter).
-    public func pavilionFeatures(named name: String) -> [MapFeature] {
-        linker.pavilionFeatureIDs(name).compactMap { features[$0] }
-    }
 
     /// Searches names (Czech, Latin, English) and other fields, ranked: exact name, name prefix,
     /// word prefix inside a name, name substring, then other fields; ties by Czech name, then id.
@@ -125,6 +158,7 @@ public struct Catalogue: Sendable {
         guard query.offset >= 0, query.limit >= 0, query.limit <= Self.maxPageSize else {
             throw .invalidArgument("offset must be ≥ 0 and limit within 0…\(Self.maxPageSize)")
         }
+        try validate(query.filter)
         let hits = index.search(query)
         let page = hits.dropFirst(query.offset).prefix(query.limit).map { animals[$0] }
         return SearchPage(total: hits.count, animals: Array(page))
@@ -143,6 +177,33 @@ public struct Catalogue: Sendable {
         return FilterValues(classes: counters[0].values, foods: counters[1].values, biotopes: counters[2].values,
                             zooHouses: counters[3].values, continents: counters[4].values)
     }
+}
+
+/// The kinds of filter `AnimalFilter` has: their values on an animal and the key they match by.
+enum FilterKind: String, CaseIterable, Sendable {
+    case `class`, food, biotope, house, continent
+
+    func values(of animal: Animal) -> [String] {
+        switch self {
+        case .class: [animal.taxonClass?.czech, animal.taxonClass?.latin].compactMap { $0 }
+        case .food: animal.foods
+        case .biotope: animal.biotopes
+        case .house: animal.location.map { [$0] } ?? []
+        case .continent: animal.continents
+        }
+    }
+
+    func selected(in filter: AnimalFilter) -> [String] {
+        switch self {
+        case .class: filter.classes
+        case .food: filter.foods
+        case .biotope: filter.biotopes
+        case .house: filter.zooHouses
+        case .continent: filter.continents
+        }
+    }
+
+    func key(_ value: String) -> String { self == .house ? MapLinker.pavilionKey(value) : TextKey.fold(value) }
 }
 
 /// Counts values grouped by a key, keeping the first spelling seen for display.

@@ -57,7 +57,8 @@ public enum AnimalsJSON {
                 interestingFacts: TextKey.cleanValue(entry.interestingData),
                 breeding: TextKey.cleanValue(entry.aboutPlacement), location: TextKey.cleanValue(entry.locationInZoo),
                 imageURL: TextKey.cleanValue(entry.image).map(absoluteURL),
-                isCurrentlyAvailable: entry.isCurrentlyAvailable ?? true, mapFeatureIDs: featureIDs))
+                isCurrentlyAvailable: entry.isCurrentlyAvailable ?? true, mapFeatureIDs: featureIDs,
+                sources: [.animalsJSON]))
         }
         return LexiconImport(animals: animals, skipped: skipped, mapFeatures: featureOrder.map { features[$0]! })
     }

@@ -5,7 +5,7 @@ public enum ZooFileKind: String, Sendable, CaseIterable, Codable {
     /// The open-data lexicon `lexikon-zvirat.csv`: replaces the lexicon (animals, classes, orders, …).
     case lexiconCSV = "lexicon_csv"
     /// The scraped `animals.json`: replaces the map locations and the availability list, and the lexicon
-    /// too unless the same import carries a lexicon CSV.
+    /// too; with a lexicon CSV in the same import the animals are the union of both by id (`LexiconUnion`).
     case animalsJSON = "animals_json"
     /// The footpath graph `map-metadata.json`.
     case map
@@ -99,6 +99,8 @@ struct ImportBatch: Sendable {
     var pavilionNames: [Int64: String]?
     var singulars: [String: [String]]?
     var files: [ImportedFile] = []
+    /// animals.json's animals, merged with a lexicon CSV of the same import (`LexiconUnion`).
+    private var websiteAnimals: [Animal]?
 
     /// Parses `files` (at most one of each kind). Throws `.importFailed` naming the file that cannot be read
     /// at all; bad rows inside a file are skipped and reported in `files`.
@@ -114,6 +116,9 @@ struct ImportBatch: Sendable {
             try batch.add(file, lexiconCSVGiven: kinds.contains(.lexiconCSV))
         }
         if batch.bounds == nil, let network = batch.network { batch.bounds = MapBounds(enclosing: network) }
+        if let lexicon = batch.lexicon, lexicon.kind == .lexiconCSV, let website = batch.websiteAnimals {
+            batch.lexicon = (LexiconUnion.merge(lexicon: lexicon.animals, website: website), .lexiconCSV)
+        }
         return batch
     }
 
@@ -130,6 +135,7 @@ struct ImportBatch: Sendable {
         case .animalsJSON:
             let result = try AnimalsJSON.parse(file.content, source: file.name)
             if !lexiconCSVGiven { lexicon = (result.animals, .animalsJSON) }
+            websiteAnimals = result.animals
             mapFeatures = result.mapFeatures
             var available: [String: Bool] = [:]
             for animal in result.animals {

@@ -92,7 +92,7 @@ public enum LexiconCSV {
             biotopeDetail: value(11), foods: TextKey.splitList(fields[12]), foodDetail: value(13),
             description: value(5), proportions: value(14), reproduction: value(15), interestingFacts: value(16),
             projects: value(17), breeding: value(18), location: value(19), locationURL: value(20),
-            imageURL: value(6), imageAlt: value(7)))
+            imageURL: value(6), imageAlt: value(7), sources: [.lexiconCSV]))
     }
 
     /// A class is written "Czech (Latin)" with a single capitalised Latin word, e.g. "Ptáci (Aves)".

@@ -125,6 +125,8 @@ public struct Animal: Sendable, Hashable, Codable, Identifiable {
     public var adoption: Adoption?
     /// OpenStreetMap ids of the map features where the animal can be seen.
     public var mapFeatureIDs: [Int64]
+    /// The files its record came from: the lexicon CSV, animals.json, or both (the same id in each).
+    public var sources: [ZooFileKind]
 
     public init(id: Int, name: String, latinName: String? = nil, englishName: String? = nil, taxonClass: Taxon? = nil,
                 order: Taxon? = nil, continents: [String] = [], range: String? = nil, biotopes: [String] = [],
@@ -132,7 +134,8 @@ public struct Animal: Sendable, Hashable, Codable, Identifiable {
                 description: String? = nil, proportions: String? = nil, reproduction: String? = nil,
                 interestingFacts: String? = nil, projects: String? = nil, breeding: String? = nil,
                 location: String? = nil, locationURL: String? = nil, imageURL: String? = nil, imageAlt: String? = nil,
-                isCurrentlyAvailable: Bool = true, adoption: Adoption? = nil, mapFeatureIDs: [Int64] = []) {
+                isCurrentlyAvailable: Bool = true, adoption: Adoption? = nil, mapFeatureIDs: [Int64] = [],
+                sources: [ZooFileKind] = []) {
         self.id = id
         self.name = name
         self.latinName = latinName
@@ -158,5 +161,6 @@ public struct Animal: Sendable, Hashable, Codable, Identifiable {
         self.isCurrentlyAvailable = isCurrentlyAvailable
         self.adoption = adoption
         self.mapFeatureIDs = mapFeatureIDs
+        self.sources = sources
     }
 }

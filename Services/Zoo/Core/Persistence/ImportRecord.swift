@@ -42,6 +42,10 @@ public struct DataCounts: Sendable, Equatable {
     public var adoptions = 0
     public var footpathNodes = 0
     public var footpathEdges = 0
+    /// Animals by the lexicon files they came from (the union of the lexicon CSV and animals.json by id).
+    public var lexiconCSVOnly = 0
+    public var animalsJSONOnly = 0
+    public var bothSources = 0
 }
 
 /// The import metadata: what the data is, where it came from, and how the last imports went.

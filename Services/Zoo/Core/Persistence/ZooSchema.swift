@@ -9,7 +9,9 @@ import Storage
 /// a "layer" that one file kind replaces as a whole; `dataset_layers` records which import provided it.
 public enum ZooSchema {
     public static let migrations: [Migration] = [
-        Migration(1, "zoo data and import metadata") { db in try db.executeScript(version1) }
+        Migration(1, "zoo data and import metadata") { db in try db.executeScript(version1) },
+        // Which lexicon files each animal came from ("lexicon_csv,animals_json"); NULL for rows from before.
+        Migration(2, "animal sources") { db in try db.execute("ALTER TABLE animals ADD COLUMN sources TEXT") },
     ]
 
     private static let version1 = """

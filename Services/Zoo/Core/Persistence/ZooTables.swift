@@ -74,6 +74,9 @@ enum ZooTables {
         counts.footpathNodes = try count("footpath_nodes")
         counts.footpathEdges = try count("footpath_edges")
         counts.availableAnimals = try availableAnimals(db).count
+        counts.lexiconCSVOnly = try count("animals", "WHERE sources = 'lexicon_csv'")
+        counts.animalsJSONOnly = try count("animals", "WHERE sources = 'animals_json'")
+        counts.bothSources = try count("animals", "WHERE sources = 'lexicon_csv,animals_json'")
         let lexiconKind = try db.queryOne("SELECT kind FROM dataset_layers WHERE layer = ?", [lexiconLayer])?
             .string(0).flatMap(ZooFileKind.init(rawValue:))
         return ZooMetadata(
@@ -120,7 +123,7 @@ enum ZooTables {
         }
         if let lexicon = batch.lexicon {
             progress("\(lexicon.animals.count) animals")
-            try insertAnimals(lexicon.animals, withLinks: lexicon.kind == .animalsJSON, db)
+            try insertAnimals(lexicon.animals, db)
         }
         if let network = batch.network {
             progress("footpaths")
@@ -183,14 +186,16 @@ enum ZooTables {
         for (name, flag) in availability.sorted(by: { $0.key < $1.key }) { try available.execute([name, flag]) }
     }
 
-    private static func insertAnimals(_ animals: [Animal], withLinks: Bool, _ db: Connection) throws {
+    /// Stores the animals with their map links; "currently kept" is stored for animals from animals.json and
+    /// left NULL for the CSV's own, which take it from the availability list by name.
+    private static func insertAnimals(_ animals: [Animal], _ db: Connection) throws {
         var lookups = Lookups()
         let insert = try db.prepare(
             """
             INSERT INTO animals (id, name, latin_name, english_name, class_id, order_id, zoo_house_id, range,
                 biotope_detail, food_detail, description, proportions, reproduction, interesting_facts, projects,
-                breeding, location_url, image_url, image_alt, is_currently_available)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                breeding, location_url, image_url, image_alt, is_currently_available, sources)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         let lists = [
             ("animal_continents", "continent_id", "continents", \Animal.continents),
@@ -209,16 +214,15 @@ enum ZooTables {
                 try animal.location.map { try lookups.name($0, in: "zoo_houses", db) },
                 animal.range, animal.biotopeDetail, animal.foodDetail, animal.description, animal.proportions,
                 animal.reproduction, animal.interestingFacts, animal.projects, animal.breeding, animal.locationURL,
-                animal.imageURL, animal.imageAlt, withLinks ? animal.isCurrentlyAvailable : nil,
+                animal.imageURL, animal.imageAlt, animal.sources.contains(.animalsJSON) ? animal.isCurrentlyAvailable : nil,
+                animal.sources.map(\.rawValue).joined(separator: ","),
             ])
             for ((_, _, lookupTable, keyPath), listInsert) in zip(lists, listInserts) {
                 for (position, value) in animal[keyPath: keyPath].enumerated() {
                     try listInsert.execute([animal.id, position, try lookups.name(value, in: lookupTable, db)])
                 }
             }
-            if withLinks {
-                for (position, location) in animal.mapFeatureIDs.enumerated() { try link.execute([animal.id, position, location]) }
-            }
+            for (position, location) in animal.mapFeatureIDs.enumerated() { try link.execute([animal.id, position, location]) }
         }
     }
 
@@ -324,7 +328,8 @@ enum ZooTables {
                 location: row.int64("zoo_house_id").flatMap { houses[$0] }, locationURL: row.string("location_url"),
                 imageURL: row.string("image_url"), imageAlt: row.string("image_alt"),
                 isCurrentlyAvailable: row.bool("is_currently_available") ?? availability[TextKey.nameKey(name)] ?? true,
-                mapFeatureIDs: links[id] ?? [])
+                mapFeatureIDs: links[id] ?? [],
+                sources: (row.string("sources") ?? "").split(separator: ",").compactMap { ZooFileKind(rawValue: String($0)) })
         }
     }
 

@@ -47,15 +47,21 @@ public struct Router: Sendable {
 
     /// The shortest of the walks from any start to any end (one search per start); `nil` when none is connected.
     func shortestRoute(from starts: [Snap], to ends: [Snap]) -> Route? {
-        var best: (path: GraphPath, start: Snap, end: Snap)?
+        shortestRouteAndEnd(from: starts, to: ends)?.route
+    }
+
+    /// `shortestRoute` with the index in `ends` of the end it reaches.
+    func shortestRouteAndEnd(from starts: [Snap], to ends: [Snap]) -> (route: Route, end: Int)? {
+        var best: (path: GraphPath, start: Snap, end: Int)?
         for start in starts {
             if let (path, goal) = graph.shortestPath(from: start, toNearestOf: ends), path.length < best?.path.length ?? .infinity {
-                best = (path, start, ends[goal])
+                best = (path, start, goal)
             }
         }
         guard let (path, start, end) = best else { return nil }
-        return Route(distanceMeters: path.length, durationSeconds: path.length / walkingSpeed,
-                     nodeIDs: path.nodes.map { graph.nodeIDs[Int($0)] },
-                     coordinates: [start.point] + path.nodes.map { graph.positions[Int($0)] } + [end.point])
+        let route = Route(distanceMeters: path.length, durationSeconds: path.length / walkingSpeed,
+                          nodeIDs: path.nodes.map { graph.nodeIDs[Int($0)] },
+                          coordinates: [start.point] + path.nodes.map { graph.positions[Int($0)] } + [ends[end].point])
+        return (route, end)
     }
 }

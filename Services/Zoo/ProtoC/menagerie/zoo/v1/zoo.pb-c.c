@@ -907,6 +907,141 @@ void   menagerie__zoo__v1__get_metadata_response__free_unpacked
   assert(message->base.descriptor == &menagerie__zoo__v1__get_metadata_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   menagerie__zoo__v1__source_counts__init
+                     (Menagerie__Zoo__V1__SourceCounts         *message)
+{
+  static const Menagerie__Zoo__V1__SourceCounts init_value = MENAGERIE__ZOO__V1__SOURCE_COUNTS__INIT;
+  *message = init_value;
+}
+size_t menagerie__zoo__v1__source_counts__get_packed_size
+                     (const Menagerie__Zoo__V1__SourceCounts *message)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__source_counts__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__zoo__v1__source_counts__pack
+                     (const Menagerie__Zoo__V1__SourceCounts *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__source_counts__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__zoo__v1__source_counts__pack_to_buffer
+                     (const Menagerie__Zoo__V1__SourceCounts *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__source_counts__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Zoo__V1__SourceCounts *
+       menagerie__zoo__v1__source_counts__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Zoo__V1__SourceCounts *)
+     protobuf_c_message_unpack (&menagerie__zoo__v1__source_counts__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__zoo__v1__source_counts__free_unpacked
+                     (Menagerie__Zoo__V1__SourceCounts *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__zoo__v1__source_counts__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__zoo__v1__unroutable__init
+                     (Menagerie__Zoo__V1__Unroutable         *message)
+{
+  static const Menagerie__Zoo__V1__Unroutable init_value = MENAGERIE__ZOO__V1__UNROUTABLE__INIT;
+  *message = init_value;
+}
+size_t menagerie__zoo__v1__unroutable__get_packed_size
+                     (const Menagerie__Zoo__V1__Unroutable *message)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__unroutable__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__zoo__v1__unroutable__pack
+                     (const Menagerie__Zoo__V1__Unroutable *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__unroutable__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__zoo__v1__unroutable__pack_to_buffer
+                     (const Menagerie__Zoo__V1__Unroutable *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__unroutable__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Zoo__V1__Unroutable *
+       menagerie__zoo__v1__unroutable__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Zoo__V1__Unroutable *)
+     protobuf_c_message_unpack (&menagerie__zoo__v1__unroutable__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__zoo__v1__unroutable__free_unpacked
+                     (Menagerie__Zoo__V1__Unroutable *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__zoo__v1__unroutable__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__zoo__v1__routability__init
+                     (Menagerie__Zoo__V1__Routability         *message)
+{
+  static const Menagerie__Zoo__V1__Routability init_value = MENAGERIE__ZOO__V1__ROUTABILITY__INIT;
+  *message = init_value;
+}
+size_t menagerie__zoo__v1__routability__get_packed_size
+                     (const Menagerie__Zoo__V1__Routability *message)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__routability__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__zoo__v1__routability__pack
+                     (const Menagerie__Zoo__V1__Routability *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__routability__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__zoo__v1__routability__pack_to_buffer
+                     (const Menagerie__Zoo__V1__Routability *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__routability__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Zoo__V1__Routability *
+       menagerie__zoo__v1__routability__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Zoo__V1__Routability *)
+     protobuf_c_message_unpack (&menagerie__zoo__v1__routability__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__zoo__v1__routability__free_unpacked
+                     (Menagerie__Zoo__V1__Routability *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__zoo__v1__routability__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   menagerie__zoo__v1__import_file__init
                      (Menagerie__Zoo__V1__ImportFile         *message)
 {
@@ -1177,6 +1312,51 @@ void   menagerie__zoo__v1__route_response__free_unpacked
   assert(message->base.descriptor == &menagerie__zoo__v1__route_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   menagerie__zoo__v1__destination__init
+                     (Menagerie__Zoo__V1__Destination         *message)
+{
+  static const Menagerie__Zoo__V1__Destination init_value = MENAGERIE__ZOO__V1__DESTINATION__INIT;
+  *message = init_value;
+}
+size_t menagerie__zoo__v1__destination__get_packed_size
+                     (const Menagerie__Zoo__V1__Destination *message)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__destination__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__zoo__v1__destination__pack
+                     (const Menagerie__Zoo__V1__Destination *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__destination__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__zoo__v1__destination__pack_to_buffer
+                     (const Menagerie__Zoo__V1__Destination *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__destination__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Zoo__V1__Destination *
+       menagerie__zoo__v1__destination__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Zoo__V1__Destination *)
+     protobuf_c_message_unpack (&menagerie__zoo__v1__destination__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__zoo__v1__destination__free_unpacked
+                     (Menagerie__Zoo__V1__Destination *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__zoo__v1__destination__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   menagerie__zoo__v1__nearby_request__init
                      (Menagerie__Zoo__V1__NearbyRequest         *message)
 {
@@ -1445,6 +1625,276 @@ void   menagerie__zoo__v1__tour_response__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &menagerie__zoo__v1__tour_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__zoo__v1__export_catalogue_request__init
+                     (Menagerie__Zoo__V1__ExportCatalogueRequest         *message)
+{
+  static const Menagerie__Zoo__V1__ExportCatalogueRequest init_value = MENAGERIE__ZOO__V1__EXPORT_CATALOGUE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__zoo__v1__export_catalogue_request__get_packed_size
+                     (const Menagerie__Zoo__V1__ExportCatalogueRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__export_catalogue_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__zoo__v1__export_catalogue_request__pack
+                     (const Menagerie__Zoo__V1__ExportCatalogueRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__export_catalogue_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__zoo__v1__export_catalogue_request__pack_to_buffer
+                     (const Menagerie__Zoo__V1__ExportCatalogueRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__export_catalogue_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Zoo__V1__ExportCatalogueRequest *
+       menagerie__zoo__v1__export_catalogue_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Zoo__V1__ExportCatalogueRequest *)
+     protobuf_c_message_unpack (&menagerie__zoo__v1__export_catalogue_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__zoo__v1__export_catalogue_request__free_unpacked
+                     (Menagerie__Zoo__V1__ExportCatalogueRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__zoo__v1__export_catalogue_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__zoo__v1__catalogue_page__init
+                     (Menagerie__Zoo__V1__CataloguePage         *message)
+{
+  static const Menagerie__Zoo__V1__CataloguePage init_value = MENAGERIE__ZOO__V1__CATALOGUE_PAGE__INIT;
+  *message = init_value;
+}
+size_t menagerie__zoo__v1__catalogue_page__get_packed_size
+                     (const Menagerie__Zoo__V1__CataloguePage *message)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__catalogue_page__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__zoo__v1__catalogue_page__pack
+                     (const Menagerie__Zoo__V1__CataloguePage *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__catalogue_page__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__zoo__v1__catalogue_page__pack_to_buffer
+                     (const Menagerie__Zoo__V1__CataloguePage *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__catalogue_page__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Zoo__V1__CataloguePage *
+       menagerie__zoo__v1__catalogue_page__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Zoo__V1__CataloguePage *)
+     protobuf_c_message_unpack (&menagerie__zoo__v1__catalogue_page__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__zoo__v1__catalogue_page__free_unpacked
+                     (Menagerie__Zoo__V1__CataloguePage *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__zoo__v1__catalogue_page__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__zoo__v1__get_footpath_graph_request__init
+                     (Menagerie__Zoo__V1__GetFootpathGraphRequest         *message)
+{
+  static const Menagerie__Zoo__V1__GetFootpathGraphRequest init_value = MENAGERIE__ZOO__V1__GET_FOOTPATH_GRAPH_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__zoo__v1__get_footpath_graph_request__get_packed_size
+                     (const Menagerie__Zoo__V1__GetFootpathGraphRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__get_footpath_graph_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__zoo__v1__get_footpath_graph_request__pack
+                     (const Menagerie__Zoo__V1__GetFootpathGraphRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__get_footpath_graph_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__zoo__v1__get_footpath_graph_request__pack_to_buffer
+                     (const Menagerie__Zoo__V1__GetFootpathGraphRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__get_footpath_graph_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Zoo__V1__GetFootpathGraphRequest *
+       menagerie__zoo__v1__get_footpath_graph_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Zoo__V1__GetFootpathGraphRequest *)
+     protobuf_c_message_unpack (&menagerie__zoo__v1__get_footpath_graph_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__zoo__v1__get_footpath_graph_request__free_unpacked
+                     (Menagerie__Zoo__V1__GetFootpathGraphRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__zoo__v1__get_footpath_graph_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__zoo__v1__footpath_node__init
+                     (Menagerie__Zoo__V1__FootpathNode         *message)
+{
+  static const Menagerie__Zoo__V1__FootpathNode init_value = MENAGERIE__ZOO__V1__FOOTPATH_NODE__INIT;
+  *message = init_value;
+}
+size_t menagerie__zoo__v1__footpath_node__get_packed_size
+                     (const Menagerie__Zoo__V1__FootpathNode *message)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__footpath_node__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__zoo__v1__footpath_node__pack
+                     (const Menagerie__Zoo__V1__FootpathNode *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__footpath_node__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__zoo__v1__footpath_node__pack_to_buffer
+                     (const Menagerie__Zoo__V1__FootpathNode *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__footpath_node__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Zoo__V1__FootpathNode *
+       menagerie__zoo__v1__footpath_node__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Zoo__V1__FootpathNode *)
+     protobuf_c_message_unpack (&menagerie__zoo__v1__footpath_node__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__zoo__v1__footpath_node__free_unpacked
+                     (Menagerie__Zoo__V1__FootpathNode *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__zoo__v1__footpath_node__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__zoo__v1__footpath__init
+                     (Menagerie__Zoo__V1__Footpath         *message)
+{
+  static const Menagerie__Zoo__V1__Footpath init_value = MENAGERIE__ZOO__V1__FOOTPATH__INIT;
+  *message = init_value;
+}
+size_t menagerie__zoo__v1__footpath__get_packed_size
+                     (const Menagerie__Zoo__V1__Footpath *message)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__footpath__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__zoo__v1__footpath__pack
+                     (const Menagerie__Zoo__V1__Footpath *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__footpath__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__zoo__v1__footpath__pack_to_buffer
+                     (const Menagerie__Zoo__V1__Footpath *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__footpath__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Zoo__V1__Footpath *
+       menagerie__zoo__v1__footpath__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Zoo__V1__Footpath *)
+     protobuf_c_message_unpack (&menagerie__zoo__v1__footpath__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__zoo__v1__footpath__free_unpacked
+                     (Menagerie__Zoo__V1__Footpath *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__zoo__v1__footpath__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__zoo__v1__get_footpath_graph_response__init
+                     (Menagerie__Zoo__V1__GetFootpathGraphResponse         *message)
+{
+  static const Menagerie__Zoo__V1__GetFootpathGraphResponse init_value = MENAGERIE__ZOO__V1__GET_FOOTPATH_GRAPH_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__zoo__v1__get_footpath_graph_response__get_packed_size
+                     (const Menagerie__Zoo__V1__GetFootpathGraphResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__get_footpath_graph_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__zoo__v1__get_footpath_graph_response__pack
+                     (const Menagerie__Zoo__V1__GetFootpathGraphResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__get_footpath_graph_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__zoo__v1__get_footpath_graph_response__pack_to_buffer
+                     (const Menagerie__Zoo__V1__GetFootpathGraphResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__get_footpath_graph_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Zoo__V1__GetFootpathGraphResponse *
+       menagerie__zoo__v1__get_footpath_graph_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Zoo__V1__GetFootpathGraphResponse *)
+     protobuf_c_message_unpack (&menagerie__zoo__v1__get_footpath_graph_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__zoo__v1__get_footpath_graph_response__free_unpacked
+                     (Menagerie__Zoo__V1__GetFootpathGraphResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__zoo__v1__get_footpath_graph_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   menagerie__zoo__v1__export_geo_jsonrequest__init
@@ -1845,7 +2295,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__adoption__descriptor =
   (ProtobufCMessageInit) menagerie__zoo__v1__adoption__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__zoo__v1__map_location__field_descriptors[5] =
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__map_location__field_descriptors[7] =
 {
   {
     "id",
@@ -1907,6 +2357,30 @@ static const ProtobufCFieldDescriptor menagerie__zoo__v1__map_location__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "outline",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Zoo__V1__MapLocation, n_outline),
+    offsetof(Menagerie__Zoo__V1__MapLocation, outline),
+    &menagerie__zoo__v1__geo_point__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "singular_names",
+    7,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Zoo__V1__MapLocation, n_singular_names),
+    offsetof(Menagerie__Zoo__V1__MapLocation, singular_names),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__zoo__v1__map_location__field_indices_by_name[] = {
   4,   /* field[4] = anchor */
@@ -1914,11 +2388,13 @@ static const unsigned menagerie__zoo__v1__map_location__field_indices_by_name[] 
   3,   /* field[3] = is_animal_pen */
   2,   /* field[2] = is_building */
   1,   /* field[1] = name */
+  5,   /* field[5] = outline */
+  6,   /* field[6] = singular_names */
 };
 static const ProtobufCIntRange menagerie__zoo__v1__map_location__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor menagerie__zoo__v1__map_location__descriptor =
 {
@@ -1928,14 +2404,14 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__map_location__descriptor =
   "Menagerie__Zoo__V1__MapLocation",
   "menagerie.zoo.v1",
   sizeof(Menagerie__Zoo__V1__MapLocation),
-  5,
+  7,
   menagerie__zoo__v1__map_location__field_descriptors,
   menagerie__zoo__v1__map_location__field_indices_by_name,
   1,  menagerie__zoo__v1__map_location__number_ranges,
   (ProtobufCMessageInit) menagerie__zoo__v1__map_location__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__zoo__v1__animal__field_descriptors[25] =
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__animal__field_descriptors[29] =
 {
   {
     "id",
@@ -2237,6 +2713,54 @@ static const ProtobufCFieldDescriptor menagerie__zoo__v1__animal__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "sources",
+    26,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Menagerie__Zoo__V1__Animal, n_sources),
+    offsetof(Menagerie__Zoo__V1__Animal, sources),
+    &menagerie__zoo__v1__file_kind__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "place_kind",
+    27,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Animal, place_kind),
+    &menagerie__zoo__v1__place_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "place_name",
+    28,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Animal, place_name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unroutable_reason",
+    29,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Zoo__V1__Animal, _unroutable_reason_case),
+    offsetof(Menagerie__Zoo__V1__Animal, unroutable_reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__zoo__v1__animal__field_indices_by_name[] = {
   23,   /* field[23] = adoption */
@@ -2259,16 +2783,20 @@ static const unsigned menagerie__zoo__v1__animal__field_indices_by_name[] = {
   24,   /* field[24] = map_locations */
   1,   /* field[1] = name */
   5,   /* field[5] = order */
+  26,   /* field[26] = place_kind */
+  27,   /* field[27] = place_name */
   16,   /* field[16] = projects */
   13,   /* field[13] = proportions */
   7,   /* field[7] = range */
   14,   /* field[14] = reproduction */
+  25,   /* field[25] = sources */
   4,   /* field[4] = taxon_class */
+  28,   /* field[28] = unroutable_reason */
 };
 static const ProtobufCIntRange menagerie__zoo__v1__animal__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 25 }
+  { 0, 29 }
 };
 const ProtobufCMessageDescriptor menagerie__zoo__v1__animal__descriptor =
 {
@@ -2278,7 +2806,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__animal__descriptor =
   "Menagerie__Zoo__V1__Animal",
   "menagerie.zoo.v1",
   sizeof(Menagerie__Zoo__V1__Animal),
-  25,
+  29,
   menagerie__zoo__v1__animal__field_descriptors,
   menagerie__zoo__v1__animal__field_indices_by_name,
   1,  menagerie__zoo__v1__animal__number_ranges,
@@ -3318,7 +3846,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__get_metadata_request__descr
   (ProtobufCMessageInit) menagerie__zoo__v1__get_metadata_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__zoo__v1__get_metadata_response__field_descriptors[7] =
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__get_metadata_response__field_descriptors[9] =
 {
   {
     "last_import",
@@ -3404,6 +3932,30 @@ static const ProtobufCFieldDescriptor menagerie__zoo__v1__get_metadata_response_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "routability",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__GetMetadataResponse, routability),
+    &menagerie__zoo__v1__routability__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sources",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__GetMetadataResponse, sources),
+    &menagerie__zoo__v1__source_counts__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__zoo__v1__get_metadata_response__field_indices_by_name[] = {
   3,   /* field[3] = counts */
@@ -3412,12 +3964,14 @@ static const unsigned menagerie__zoo__v1__get_metadata_response__field_indices_b
   1,   /* field[1] = last_successful_import */
   4,   /* field[4] = lexicon_kind */
   5,   /* field[5] = refresh */
+  7,   /* field[7] = routability */
+  8,   /* field[8] = sources */
   6,   /* field[6] = walking_speed */
 };
 static const ProtobufCIntRange menagerie__zoo__v1__get_metadata_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor menagerie__zoo__v1__get_metadata_response__descriptor =
 {
@@ -3427,11 +3981,281 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__get_metadata_response__desc
   "Menagerie__Zoo__V1__GetMetadataResponse",
   "menagerie.zoo.v1",
   sizeof(Menagerie__Zoo__V1__GetMetadataResponse),
-  7,
+  9,
   menagerie__zoo__v1__get_metadata_response__field_descriptors,
   menagerie__zoo__v1__get_metadata_response__field_indices_by_name,
   1,  menagerie__zoo__v1__get_metadata_response__number_ranges,
   (ProtobufCMessageInit) menagerie__zoo__v1__get_metadata_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__source_counts__field_descriptors[3] =
+{
+  {
+    "lexicon_csv_only",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__SourceCounts, lexicon_csv_only),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "animals_json_only",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__SourceCounts, animals_json_only),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "both",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__SourceCounts, both),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__zoo__v1__source_counts__field_indices_by_name[] = {
+  1,   /* field[1] = animals_json_only */
+  2,   /* field[2] = both */
+  0,   /* field[0] = lexicon_csv_only */
+};
+static const ProtobufCIntRange menagerie__zoo__v1__source_counts__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__zoo__v1__source_counts__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.SourceCounts",
+  "SourceCounts",
+  "Menagerie__Zoo__V1__SourceCounts",
+  "menagerie.zoo.v1",
+  sizeof(Menagerie__Zoo__V1__SourceCounts),
+  3,
+  menagerie__zoo__v1__source_counts__field_descriptors,
+  menagerie__zoo__v1__source_counts__field_indices_by_name,
+  1,  menagerie__zoo__v1__source_counts__number_ranges,
+  (ProtobufCMessageInit) menagerie__zoo__v1__source_counts__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__unroutable__field_descriptors[3] =
+{
+  {
+    "animal_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Unroutable, animal_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "name",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Unroutable, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Unroutable, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__zoo__v1__unroutable__field_indices_by_name[] = {
+  0,   /* field[0] = animal_id */
+  1,   /* field[1] = name */
+  2,   /* field[2] = reason */
+};
+static const ProtobufCIntRange menagerie__zoo__v1__unroutable__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__zoo__v1__unroutable__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.Unroutable",
+  "Unroutable",
+  "Menagerie__Zoo__V1__Unroutable",
+  "menagerie.zoo.v1",
+  sizeof(Menagerie__Zoo__V1__Unroutable),
+  3,
+  menagerie__zoo__v1__unroutable__field_descriptors,
+  menagerie__zoo__v1__unroutable__field_indices_by_name,
+  1,  menagerie__zoo__v1__unroutable__number_ranges,
+  (ProtobufCMessageInit) menagerie__zoo__v1__unroutable__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__routability__field_descriptors[9] =
+{
+  {
+    "animals",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Routability, animals),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "routable_animals",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Routability, routable_animals),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "to_pen",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Routability, to_pen),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "to_house",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Routability, to_house),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "to_zoo_part",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Routability, to_zoo_part),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "houses",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Routability, houses),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "routable_houses",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Routability, routable_houses),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unroutable_animals",
+    8,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Zoo__V1__Routability, n_unroutable_animals),
+    offsetof(Menagerie__Zoo__V1__Routability, unroutable_animals),
+    &menagerie__zoo__v1__unroutable__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unroutable_houses",
+    9,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Zoo__V1__Routability, n_unroutable_houses),
+    offsetof(Menagerie__Zoo__V1__Routability, unroutable_houses),
+    &menagerie__zoo__v1__unroutable__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__zoo__v1__routability__field_indices_by_name[] = {
+  0,   /* field[0] = animals */
+  5,   /* field[5] = houses */
+  1,   /* field[1] = routable_animals */
+  6,   /* field[6] = routable_houses */
+  3,   /* field[3] = to_house */
+  2,   /* field[2] = to_pen */
+  4,   /* field[4] = to_zoo_part */
+  7,   /* field[7] = unroutable_animals */
+  8,   /* field[8] = unroutable_houses */
+};
+static const ProtobufCIntRange menagerie__zoo__v1__routability__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 9 }
+};
+const ProtobufCMessageDescriptor menagerie__zoo__v1__routability__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.Routability",
+  "Routability",
+  "Menagerie__Zoo__V1__Routability",
+  "menagerie.zoo.v1",
+  sizeof(Menagerie__Zoo__V1__Routability),
+  9,
+  menagerie__zoo__v1__routability__field_descriptors,
+  menagerie__zoo__v1__routability__field_indices_by_name,
+  1,  menagerie__zoo__v1__routability__number_ranges,
+  (ProtobufCMessageInit) menagerie__zoo__v1__routability__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor menagerie__zoo__v1__import_file__field_descriptors[3] =
@@ -3741,7 +4565,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__route_request__descriptor =
   (ProtobufCMessageInit) menagerie__zoo__v1__route_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__zoo__v1__route_response__field_descriptors[1] =
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__route_response__field_descriptors[2] =
 {
   {
     "route",
@@ -3755,14 +4579,27 @@ static const ProtobufCFieldDescriptor menagerie__zoo__v1__route_response__field_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "destination",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__RouteResponse, destination),
+    &menagerie__zoo__v1__destination__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__zoo__v1__route_response__field_indices_by_name[] = {
+  1,   /* field[1] = destination */
   0,   /* field[0] = route */
 };
 static const ProtobufCIntRange menagerie__zoo__v1__route_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor menagerie__zoo__v1__route_response__descriptor =
 {
@@ -3772,11 +4609,75 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__route_response__descriptor 
   "Menagerie__Zoo__V1__RouteResponse",
   "menagerie.zoo.v1",
   sizeof(Menagerie__Zoo__V1__RouteResponse),
-  1,
+  2,
   menagerie__zoo__v1__route_response__field_descriptors,
   menagerie__zoo__v1__route_response__field_indices_by_name,
   1,  menagerie__zoo__v1__route_response__number_ranges,
   (ProtobufCMessageInit) menagerie__zoo__v1__route_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__destination__field_descriptors[3] =
+{
+  {
+    "kind",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Destination, kind),
+    &menagerie__zoo__v1__place_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "name",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Destination, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "location_id",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Destination, location_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__zoo__v1__destination__field_indices_by_name[] = {
+  0,   /* field[0] = kind */
+  2,   /* field[2] = location_id */
+  1,   /* field[1] = name */
+};
+static const ProtobufCIntRange menagerie__zoo__v1__destination__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__zoo__v1__destination__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.Destination",
+  "Destination",
+  "Menagerie__Zoo__V1__Destination",
+  "menagerie.zoo.v1",
+  sizeof(Menagerie__Zoo__V1__Destination),
+  3,
+  menagerie__zoo__v1__destination__field_descriptors,
+  menagerie__zoo__v1__destination__field_indices_by_name,
+  1,  menagerie__zoo__v1__destination__number_ranges,
+  (ProtobufCMessageInit) menagerie__zoo__v1__destination__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor menagerie__zoo__v1__nearby_request__field_descriptors[3] =
@@ -4124,6 +5025,305 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__tour_response__descriptor =
   (ProtobufCMessageInit) menagerie__zoo__v1__tour_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__export_catalogue_request__field_descriptors[1] =
+{
+  {
+    "page_size",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    offsetof(Menagerie__Zoo__V1__ExportCatalogueRequest, _page_size_case),
+    offsetof(Menagerie__Zoo__V1__ExportCatalogueRequest, page_size),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__zoo__v1__export_catalogue_request__field_indices_by_name[] = {
+  0,   /* field[0] = page_size */
+};
+static const ProtobufCIntRange menagerie__zoo__v1__export_catalogue_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__zoo__v1__export_catalogue_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.ExportCatalogueRequest",
+  "ExportCatalogueRequest",
+  "Menagerie__Zoo__V1__ExportCatalogueRequest",
+  "menagerie.zoo.v1",
+  sizeof(Menagerie__Zoo__V1__ExportCatalogueRequest),
+  1,
+  menagerie__zoo__v1__export_catalogue_request__field_descriptors,
+  menagerie__zoo__v1__export_catalogue_request__field_indices_by_name,
+  1,  menagerie__zoo__v1__export_catalogue_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__zoo__v1__export_catalogue_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__catalogue_page__field_descriptors[2] =
+{
+  {
+    "animals",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Zoo__V1__CataloguePage, n_animals),
+    offsetof(Menagerie__Zoo__V1__CataloguePage, animals),
+    &menagerie__zoo__v1__animal__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "total",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__CataloguePage, total),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__zoo__v1__catalogue_page__field_indices_by_name[] = {
+  0,   /* field[0] = animals */
+  1,   /* field[1] = total */
+};
+static const ProtobufCIntRange menagerie__zoo__v1__catalogue_page__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__zoo__v1__catalogue_page__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.CataloguePage",
+  "CataloguePage",
+  "Menagerie__Zoo__V1__CataloguePage",
+  "menagerie.zoo.v1",
+  sizeof(Menagerie__Zoo__V1__CataloguePage),
+  2,
+  menagerie__zoo__v1__catalogue_page__field_descriptors,
+  menagerie__zoo__v1__catalogue_page__field_indices_by_name,
+  1,  menagerie__zoo__v1__catalogue_page__number_ranges,
+  (ProtobufCMessageInit) menagerie__zoo__v1__catalogue_page__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__zoo__v1__get_footpath_graph_request__field_descriptors NULL
+#define menagerie__zoo__v1__get_footpath_graph_request__field_indices_by_name NULL
+#define menagerie__zoo__v1__get_footpath_graph_request__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__zoo__v1__get_footpath_graph_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.GetFootpathGraphRequest",
+  "GetFootpathGraphRequest",
+  "Menagerie__Zoo__V1__GetFootpathGraphRequest",
+  "menagerie.zoo.v1",
+  sizeof(Menagerie__Zoo__V1__GetFootpathGraphRequest),
+  0,
+  menagerie__zoo__v1__get_footpath_graph_request__field_descriptors,
+  menagerie__zoo__v1__get_footpath_graph_request__field_indices_by_name,
+  0,  menagerie__zoo__v1__get_footpath_graph_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__zoo__v1__get_footpath_graph_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__footpath_node__field_descriptors[5] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__FootpathNode, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lon",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__FootpathNode, lon),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lat",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__FootpathNode, lat),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "road_ids",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Zoo__V1__FootpathNode, n_road_ids),
+    offsetof(Menagerie__Zoo__V1__FootpathNode, road_ids),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "is_connector",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__FootpathNode, is_connector),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__zoo__v1__footpath_node__field_indices_by_name[] = {
+  0,   /* field[0] = id */
+  4,   /* field[4] = is_connector */
+  2,   /* field[2] = lat */
+  1,   /* field[1] = lon */
+  3,   /* field[3] = road_ids */
+};
+static const ProtobufCIntRange menagerie__zoo__v1__footpath_node__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor menagerie__zoo__v1__footpath_node__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.FootpathNode",
+  "FootpathNode",
+  "Menagerie__Zoo__V1__FootpathNode",
+  "menagerie.zoo.v1",
+  sizeof(Menagerie__Zoo__V1__FootpathNode),
+  5,
+  menagerie__zoo__v1__footpath_node__field_descriptors,
+  menagerie__zoo__v1__footpath_node__field_indices_by_name,
+  1,  menagerie__zoo__v1__footpath_node__number_ranges,
+  (ProtobufCMessageInit) menagerie__zoo__v1__footpath_node__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__footpath__field_descriptors[2] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__Footpath, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "node_ids",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Menagerie__Zoo__V1__Footpath, n_node_ids),
+    offsetof(Menagerie__Zoo__V1__Footpath, node_ids),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__zoo__v1__footpath__field_indices_by_name[] = {
+  0,   /* field[0] = id */
+  1,   /* field[1] = node_ids */
+};
+static const ProtobufCIntRange menagerie__zoo__v1__footpath__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__zoo__v1__footpath__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.Footpath",
+  "Footpath",
+  "Menagerie__Zoo__V1__Footpath",
+  "menagerie.zoo.v1",
+  sizeof(Menagerie__Zoo__V1__Footpath),
+  2,
+  menagerie__zoo__v1__footpath__field_descriptors,
+  menagerie__zoo__v1__footpath__field_indices_by_name,
+  1,  menagerie__zoo__v1__footpath__number_ranges,
+  (ProtobufCMessageInit) menagerie__zoo__v1__footpath__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__get_footpath_graph_response__field_descriptors[2] =
+{
+  {
+    "nodes",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Zoo__V1__GetFootpathGraphResponse, n_nodes),
+    offsetof(Menagerie__Zoo__V1__GetFootpathGraphResponse, nodes),
+    &menagerie__zoo__v1__footpath_node__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "roads",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Zoo__V1__GetFootpathGraphResponse, n_roads),
+    offsetof(Menagerie__Zoo__V1__GetFootpathGraphResponse, roads),
+    &menagerie__zoo__v1__footpath__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__zoo__v1__get_footpath_graph_response__field_indices_by_name[] = {
+  0,   /* field[0] = nodes */
+  1,   /* field[1] = roads */
+};
+static const ProtobufCIntRange menagerie__zoo__v1__get_footpath_graph_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__zoo__v1__get_footpath_graph_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.GetFootpathGraphResponse",
+  "GetFootpathGraphResponse",
+  "Menagerie__Zoo__V1__GetFootpathGraphResponse",
+  "menagerie.zoo.v1",
+  sizeof(Menagerie__Zoo__V1__GetFootpathGraphResponse),
+  2,
+  menagerie__zoo__v1__get_footpath_graph_response__field_descriptors,
+  menagerie__zoo__v1__get_footpath_graph_response__field_indices_by_name,
+  1,  menagerie__zoo__v1__get_footpath_graph_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__zoo__v1__get_footpath_graph_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 #define menagerie__zoo__v1__export_geo_jsonrequest__field_descriptors NULL
 #define menagerie__zoo__v1__export_geo_jsonrequest__field_indices_by_name NULL
 #define menagerie__zoo__v1__export_geo_jsonrequest__number_ranges NULL
@@ -4179,6 +5379,40 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__export_geo_jsonresponse__de
   1,  menagerie__zoo__v1__export_geo_jsonresponse__number_ranges,
   (ProtobufCMessageInit) menagerie__zoo__v1__export_geo_jsonresponse__init,
   NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCEnumValue menagerie__zoo__v1__place_kind__enum_values_by_number[5] =
+{
+  { "PLACE_KIND_UNSPECIFIED", "MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_UNSPECIFIED", 0 },
+  { "PLACE_KIND_PEN", "MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_PEN", 1 },
+  { "PLACE_KIND_HOUSE", "MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_HOUSE", 2 },
+  { "PLACE_KIND_ZOO_PART", "MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_ZOO_PART", 3 },
+  { "PLACE_KIND_POINT", "MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_POINT", 4 },
+};
+static const ProtobufCIntRange menagerie__zoo__v1__place_kind__value_ranges[] = {
+{0, 0},{0, 5}
+};
+static const ProtobufCEnumValueIndex menagerie__zoo__v1__place_kind__enum_values_by_name[5] =
+{
+  { "PLACE_KIND_HOUSE", 2 },
+  { "PLACE_KIND_PEN", 1 },
+  { "PLACE_KIND_POINT", 4 },
+  { "PLACE_KIND_UNSPECIFIED", 0 },
+  { "PLACE_KIND_ZOO_PART", 3 },
+};
+const ProtobufCEnumDescriptor menagerie__zoo__v1__place_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.PlaceKind",
+  "PlaceKind",
+  "Menagerie__Zoo__V1__PlaceKind",
+  "menagerie.zoo.v1",
+  5,
+  menagerie__zoo__v1__place_kind__enum_values_by_number,
+  5,
+  menagerie__zoo__v1__place_kind__enum_values_by_name,
+  1,
+  menagerie__zoo__v1__place_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
 static const ProtobufCEnumValue menagerie__zoo__v1__file_kind__enum_values_by_number[8] =
 {
@@ -4252,7 +5486,7 @@ const ProtobufCEnumDescriptor menagerie__zoo__v1__import_trigger__descriptor =
   menagerie__zoo__v1__import_trigger__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor menagerie__zoo__v1__zoo__method_descriptors[9] =
+static const ProtobufCMethodDescriptor menagerie__zoo__v1__zoo__method_descriptors[11] =
 {
   { "SearchAnimals", &menagerie__zoo__v1__search_animals_request__descriptor, &menagerie__zoo__v1__search_animals_response__descriptor },
   { "GetAnimal", &menagerie__zoo__v1__get_animal_request__descriptor, &menagerie__zoo__v1__get_animal_response__descriptor },
@@ -4262,11 +5496,15 @@ static const ProtobufCMethodDescriptor menagerie__zoo__v1__zoo__method_descripto
   { "Route", &menagerie__zoo__v1__route_request__descriptor, &menagerie__zoo__v1__route_response__descriptor },
   { "Nearby", &menagerie__zoo__v1__nearby_request__descriptor, &menagerie__zoo__v1__nearby_response__descriptor },
   { "Tour", &menagerie__zoo__v1__tour_request__descriptor, &menagerie__zoo__v1__tour_response__descriptor },
+  { "ExportCatalogue", &menagerie__zoo__v1__export_catalogue_request__descriptor, &menagerie__zoo__v1__catalogue_page__descriptor },
+  { "GetFootpathGraph", &menagerie__zoo__v1__get_footpath_graph_request__descriptor, &menagerie__zoo__v1__get_footpath_graph_response__descriptor },
   { "ExportGeoJSON", &menagerie__zoo__v1__export_geo_jsonrequest__descriptor, &menagerie__zoo__v1__export_geo_jsonresponse__descriptor },
 };
 const unsigned menagerie__zoo__v1__zoo__method_indices_by_name[] = {
-  8,        /* ExportGeoJSON */
+  8,        /* ExportCatalogue */
+  10,        /* ExportGeoJSON */
   1,        /* GetAnimal */
+  9,        /* GetFootpathGraph */
   3,        /* GetMetadata */
   4,        /* ImportData */
   2,        /* ListFilterValues */
@@ -4282,7 +5520,7 @@ const ProtobufCServiceDescriptor menagerie__zoo__v1__zoo__descriptor =
   "Zoo",
   "Menagerie__Zoo__V1__Zoo",
   "menagerie.zoo.v1",
-  9,
+  11,
   menagerie__zoo__v1__zoo__method_descriptors,
   menagerie__zoo__v1__zoo__method_indices_by_name
 };
@@ -4350,13 +5588,29 @@ void menagerie__zoo__v1__zoo__tour(ProtobufCService *service,
   assert(service->descriptor == &menagerie__zoo__v1__zoo__descriptor);
   service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void menagerie__zoo__v1__zoo__export_catalogue(ProtobufCService *service,
+                                               const Menagerie__Zoo__V1__ExportCatalogueRequest *input,
+                                               Menagerie__Zoo__V1__CataloguePage_Closure closure,
+                                               void *closure_data)
+{
+  assert(service->descriptor == &menagerie__zoo__v1__zoo__descriptor);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__zoo__v1__zoo__get_footpath_graph(ProtobufCService *service,
+                                                 const Menagerie__Zoo__V1__GetFootpathGraphRequest *input,
+                                                 Menagerie__Zoo__V1__GetFootpathGraphResponse_Closure closure,
+                                                 void *closure_data)
+{
+  assert(service->descriptor == &menagerie__zoo__v1__zoo__descriptor);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void menagerie__zoo__v1__zoo__export_geo_json(ProtobufCService *service,
                                               const Menagerie__Zoo__V1__ExportGeoJSONRequest *input,
                                               Menagerie__Zoo__V1__ExportGeoJSONResponse_Closure closure,
                                               void *closure_data)
 {
   assert(service->descriptor == &menagerie__zoo__v1__zoo__descriptor);
-  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__zoo__v1__zoo__init (Menagerie__Zoo__V1__Zoo_Service *service,
                                     Menagerie__Zoo__V1__Zoo_ServiceDestroy destroy)

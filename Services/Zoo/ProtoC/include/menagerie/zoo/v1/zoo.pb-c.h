@@ -36,24 +36,58 @@ typedef struct Menagerie__Zoo__V1__DataCounts Menagerie__Zoo__V1__DataCounts;
 typedef struct Menagerie__Zoo__V1__RefreshSchedule Menagerie__Zoo__V1__RefreshSchedule;
 typedef struct Menagerie__Zoo__V1__GetMetadataRequest Menagerie__Zoo__V1__GetMetadataRequest;
 typedef struct Menagerie__Zoo__V1__GetMetadataResponse Menagerie__Zoo__V1__GetMetadataResponse;
+typedef struct Menagerie__Zoo__V1__SourceCounts Menagerie__Zoo__V1__SourceCounts;
+typedef struct Menagerie__Zoo__V1__Unroutable Menagerie__Zoo__V1__Unroutable;
+typedef struct Menagerie__Zoo__V1__Routability Menagerie__Zoo__V1__Routability;
 typedef struct Menagerie__Zoo__V1__ImportFile Menagerie__Zoo__V1__ImportFile;
 typedef struct Menagerie__Zoo__V1__ImportDataRequest Menagerie__Zoo__V1__ImportDataRequest;
 typedef struct Menagerie__Zoo__V1__Place Menagerie__Zoo__V1__Place;
 typedef struct Menagerie__Zoo__V1__Route Menagerie__Zoo__V1__Route;
 typedef struct Menagerie__Zoo__V1__RouteRequest Menagerie__Zoo__V1__RouteRequest;
 typedef struct Menagerie__Zoo__V1__RouteResponse Menagerie__Zoo__V1__RouteResponse;
+typedef struct Menagerie__Zoo__V1__Destination Menagerie__Zoo__V1__Destination;
 typedef struct Menagerie__Zoo__V1__NearbyRequest Menagerie__Zoo__V1__NearbyRequest;
 typedef struct Menagerie__Zoo__V1__NearbyAnimal Menagerie__Zoo__V1__NearbyAnimal;
 typedef struct Menagerie__Zoo__V1__NearbyResponse Menagerie__Zoo__V1__NearbyResponse;
 typedef struct Menagerie__Zoo__V1__TourRequest Menagerie__Zoo__V1__TourRequest;
 typedef struct Menagerie__Zoo__V1__TourLeg Menagerie__Zoo__V1__TourLeg;
 typedef struct Menagerie__Zoo__V1__TourResponse Menagerie__Zoo__V1__TourResponse;
+typedef struct Menagerie__Zoo__V1__ExportCatalogueRequest Menagerie__Zoo__V1__ExportCatalogueRequest;
+typedef struct Menagerie__Zoo__V1__CataloguePage Menagerie__Zoo__V1__CataloguePage;
+typedef struct Menagerie__Zoo__V1__GetFootpathGraphRequest Menagerie__Zoo__V1__GetFootpathGraphRequest;
+typedef struct Menagerie__Zoo__V1__FootpathNode Menagerie__Zoo__V1__FootpathNode;
+typedef struct Menagerie__Zoo__V1__Footpath Menagerie__Zoo__V1__Footpath;
+typedef struct Menagerie__Zoo__V1__GetFootpathGraphResponse Menagerie__Zoo__V1__GetFootpathGraphResponse;
 typedef struct Menagerie__Zoo__V1__ExportGeoJSONRequest Menagerie__Zoo__V1__ExportGeoJSONRequest;
 typedef struct Menagerie__Zoo__V1__ExportGeoJSONResponse Menagerie__Zoo__V1__ExportGeoJSONResponse;
 
 
 /* --- enums --- */
 
+/*
+ * What a walk to an animal ends at: its own pen, or failing that the house or part of the zoo it lives in
+ * (placed at the pens of that house's other animals and its buildings).
+ */
+typedef enum _Menagerie__Zoo__V1__PlaceKind {
+  MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_UNSPECIFIED = 0,
+  /*
+   * The animal's own map location.
+   */
+  MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_PEN = 1,
+  /*
+   * A pavilion (it has a building on the map, or is named "Pavilon …").
+   */
+  MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_HOUSE = 2,
+  /*
+   * An outdoor part of the zoo ("Dolní část zoo", "Ptačí mokřady").
+   */
+  MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_ZOO_PART = 3,
+  /*
+   * A point given by coordinates.
+   */
+  MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_POINT = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__ZOO__V1__PLACE_KIND)
+} Menagerie__Zoo__V1__PlaceKind;
 /*
  * The kinds of source file an import accepts; each replaces one part of the data.
  */
@@ -280,10 +314,20 @@ struct  Menagerie__Zoo__V1__MapLocation
    * Where routes go: the feature itself, or the average of a building's outline.
    */
   Menagerie__Zoo__V1__GeoPoint *anchor;
+  /*
+   * The feature's geometry as the source gave it: one point, or a building's or pen's outline.
+   */
+  size_t n_outline;
+  Menagerie__Zoo__V1__GeoPoint **outline;
+  /*
+   * Singular animal names shown at the feature ("lvi" → "lev"), as animals.json's `singular_names`.
+   */
+  size_t n_singular_names;
+  char **singular_names;
 };
 #define MENAGERIE__ZOO__V1__MAP_LOCATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__map_location__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, 0, 0, NULL }
+    , 0, (char *)protobuf_c_empty_string, 0, 0, NULL, 0,NULL, 0,NULL }
 
 
 typedef enum {
@@ -376,6 +420,12 @@ typedef enum {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__ZOO__V1__ANIMAL___IMAGE_ALT__CASE)
 } Menagerie__Zoo__V1__Animal__ImageAltCase;
 
+typedef enum {
+  MENAGERIE__ZOO__V1__ANIMAL___UNROUTABLE_REASON__NOT_SET = 0,
+  MENAGERIE__ZOO__V1__ANIMAL___UNROUTABLE_REASON_UNROUTABLE_REASON = 29
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__ZOO__V1__ANIMAL___UNROUTABLE_REASON__CASE)
+} Menagerie__Zoo__V1__Animal__UnroutableReasonCase;
+
 /*
  * Every attribute of one animal.
  */
@@ -396,6 +446,18 @@ struct  Menagerie__Zoo__V1__Animal
   Menagerie__Zoo__V1__Adoption *adoption;
   size_t n_map_locations;
   Menagerie__Zoo__V1__MapLocation **map_locations;
+  /*
+   * Where the animal's record came from: FILE_KIND_LEXICON_CSV, FILE_KIND_ANIMALS_JSON or both (the same id in
+   * both; the lexicon's text wins, animals.json fills what the lexicon lacks).
+   */
+  size_t n_sources;
+  Menagerie__Zoo__V1__FileKind *sources;
+  /*
+   * Where a walk to it ends (UNSPECIFIED when it cannot be placed on the map), the pen's, house's or zoo part's
+   * name, and why it cannot be placed.
+   */
+  Menagerie__Zoo__V1__PlaceKind place_kind;
+  char *place_name;
   Menagerie__Zoo__V1__Animal__LatinNameCase _latin_name_case;
   union {
     char *latin_name;
@@ -468,10 +530,14 @@ struct  Menagerie__Zoo__V1__Animal
   union {
     char *image_alt;
   };
+  Menagerie__Zoo__V1__Animal__UnroutableReasonCase _unroutable_reason_case;
+  union {
+    char *unroutable_reason;
+  };
 };
 #define MENAGERIE__ZOO__V1__ANIMAL__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__animal__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, NULL, NULL, 0,NULL, 0,NULL, 0,NULL, 0, NULL, 0,NULL, MENAGERIE__ZOO__V1__ANIMAL___LATIN_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___ENGLISH_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___RANGE__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___BIOTOPE_DETAIL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___FOOD_DETAIL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___DESCRIPTION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___PROPORTIONS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___REPRODUCTION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___INTERESTING_FACTS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___PROJECTS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___BREEDING__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___LOCATION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___LOCATION_URL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___IMAGE_URL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___IMAGE_ALT__NOT_SET, {0} }
+    , 0, (char *)protobuf_c_empty_string, NULL, NULL, 0,NULL, 0,NULL, 0,NULL, 0, NULL, 0,NULL, 0,NULL, MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, MENAGERIE__ZOO__V1__ANIMAL___LATIN_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___ENGLISH_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___RANGE__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___BIOTOPE_DETAIL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___FOOD_DETAIL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___DESCRIPTION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___PROPORTIONS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___REPRODUCTION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___INTERESTING_FACTS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___PROJECTS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___BREEDING__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___LOCATION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___LOCATION_URL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___IMAGE_URL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___IMAGE_ALT__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___UNROUTABLE_REASON__NOT_SET, {0} }
 
 
 typedef enum {
@@ -489,7 +555,8 @@ struct  Menagerie__Zoo__V1__SearchAnimalsRequest
    */
   char *text;
   /*
-   * Filters: OR within one kind, AND across kinds. Values as ListFilterValues reports them.
+   * Filters: OR within one kind, AND across kinds. Values as ListFilterValues (include_unavailable) reports
+   * them; an unknown value is INVALID_ARGUMENT listing the known ones.
    */
   size_t n_classes;
   char **classes;
@@ -767,10 +834,77 @@ struct  Menagerie__Zoo__V1__GetMetadataResponse
    * Walking pace for route durations, in metres per second.
    */
   double walking_speed;
+  /*
+   * How many animals and houses a walk can reach, and why the others cannot be reached.
+   */
+  Menagerie__Zoo__V1__Routability *routability;
+  /*
+   * Where the served animals came from.
+   */
+  Menagerie__Zoo__V1__SourceCounts *sources;
 };
 #define MENAGERIE__ZOO__V1__GET_METADATA_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__get_metadata_response__descriptor) \
-    , NULL, NULL, NULL, NULL, MENAGERIE__ZOO__V1__FILE_KIND__FILE_KIND_UNSPECIFIED, NULL, 0 }
+    , NULL, NULL, NULL, NULL, MENAGERIE__ZOO__V1__FILE_KIND__FILE_KIND_UNSPECIFIED, NULL, 0, NULL, NULL }
+
+
+/*
+ * How many animals came from each source (the union of the lexicon CSV and animals.json by id).
+ */
+struct  Menagerie__Zoo__V1__SourceCounts
+{
+  ProtobufCMessage base;
+  int32_t lexicon_csv_only;
+  int32_t animals_json_only;
+  int32_t both;
+};
+#define MENAGERIE__ZOO__V1__SOURCE_COUNTS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__source_counts__descriptor) \
+    , 0, 0, 0 }
+
+
+/*
+ * An animal or house no walk can reach, and why.
+ */
+struct  Menagerie__Zoo__V1__Unroutable
+{
+  ProtobufCMessage base;
+  /*
+   * 0 for a house.
+   */
+  int64_t animal_id;
+  char *name;
+  char *reason;
+};
+#define MENAGERIE__ZOO__V1__UNROUTABLE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__unroutable__descriptor) \
+    , 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Zoo__V1__Routability
+{
+  ProtobufCMessage base;
+  /*
+   * Served animals, and those a walk reaches: at their own pen, or at their house or zoo part.
+   */
+  int32_t animals;
+  int32_t routable_animals;
+  int32_t to_pen;
+  int32_t to_house;
+  int32_t to_zoo_part;
+  /*
+   * Houses and zoo parts the animals name (`zoo filters`), and those `route --to-house` reaches.
+   */
+  int32_t houses;
+  int32_t routable_houses;
+  size_t n_unroutable_animals;
+  Menagerie__Zoo__V1__Unroutable **unroutable_animals;
+  size_t n_unroutable_houses;
+  Menagerie__Zoo__V1__Unroutable **unroutable_houses;
+};
+#define MENAGERIE__ZOO__V1__ROUTABILITY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__routability__descriptor) \
+    , 0, 0, 0, 0, 0, 0, 0, 0,NULL, 0,NULL }
 
 
 /*
@@ -885,10 +1019,33 @@ struct  Menagerie__Zoo__V1__RouteResponse
 {
   ProtobufCMessage base;
   Menagerie__Zoo__V1__Route *route;
+  /*
+   * What the walk ends at: an animal's pen, or its house or zoo part when it has no pen of its own; a house;
+   * a point.
+   */
+  Menagerie__Zoo__V1__Destination *destination;
 };
 #define MENAGERIE__ZOO__V1__ROUTE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__route_response__descriptor) \
-    , NULL }
+    , NULL, NULL }
+
+
+struct  Menagerie__Zoo__V1__Destination
+{
+  ProtobufCMessage base;
+  Menagerie__Zoo__V1__PlaceKind kind;
+  /*
+   * The pen's, house's or zoo part's name ("" for a point).
+   */
+  char *name;
+  /*
+   * The OpenStreetMap id of the map location reached (0 for a point).
+   */
+  int64_t location_id;
+};
+#define MENAGERIE__ZOO__V1__DESTINATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__destination__descriptor) \
+    , MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0 }
 
 
 typedef enum {
@@ -988,6 +1145,113 @@ struct  Menagerie__Zoo__V1__TourResponse
 #define MENAGERIE__ZOO__V1__TOUR_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__tour_response__descriptor) \
     , 0,NULL, 0, 0 }
+
+
+typedef enum {
+  MENAGERIE__ZOO__V1__EXPORT_CATALOGUE_REQUEST___PAGE_SIZE__NOT_SET = 0,
+  MENAGERIE__ZOO__V1__EXPORT_CATALOGUE_REQUEST___PAGE_SIZE_PAGE_SIZE = 1
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__ZOO__V1__EXPORT_CATALOGUE_REQUEST___PAGE_SIZE__CASE)
+} Menagerie__Zoo__V1__ExportCatalogueRequest__PageSizeCase;
+
+struct  Menagerie__Zoo__V1__ExportCatalogueRequest
+{
+  ProtobufCMessage base;
+  Menagerie__Zoo__V1__ExportCatalogueRequest__PageSizeCase _page_size_case;
+  union {
+    /*
+     * Animals per page (1…500; absent = 100), so that a page stays far below the 16 MiB frame limit.
+     */
+    int32_t page_size;
+  };
+};
+#define MENAGERIE__ZOO__V1__EXPORT_CATALOGUE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__export_catalogue_request__descriptor) \
+    , MENAGERIE__ZOO__V1__EXPORT_CATALOGUE_REQUEST___PAGE_SIZE__NOT_SET, {0} }
+
+
+/*
+ * One page of the catalogue: animals by ascending id with every attribute.
+ */
+struct  Menagerie__Zoo__V1__CataloguePage
+{
+  ProtobufCMessage base;
+  size_t n_animals;
+  Menagerie__Zoo__V1__Animal **animals;
+  /*
+   * How many animals the whole catalogue has (the same on every page).
+   */
+  int32_t total;
+};
+#define MENAGERIE__ZOO__V1__CATALOGUE_PAGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__catalogue_page__descriptor) \
+    , 0,NULL, 0 }
+
+
+struct  Menagerie__Zoo__V1__GetFootpathGraphRequest
+{
+  ProtobufCMessage base;
+};
+#define MENAGERIE__ZOO__V1__GET_FOOTPATH_GRAPH_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__get_footpath_graph_request__descriptor) \
+     }
+
+
+/*
+ * A node of the footpath graph, as map-metadata.json's nodes.
+ */
+struct  Menagerie__Zoo__V1__FootpathNode
+{
+  ProtobufCMessage base;
+  /*
+   * OpenStreetMap node id.
+   */
+  int64_t id;
+  double lon;
+  double lat;
+  /*
+   * The footpaths through the node.
+   */
+  size_t n_road_ids;
+  int64_t *road_ids;
+  /*
+   * Whether it joins more than one footpath.
+   */
+  protobuf_c_boolean is_connector;
+};
+#define MENAGERIE__ZOO__V1__FOOTPATH_NODE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__footpath_node__descriptor) \
+    , 0, 0, 0, 0,NULL, 0 }
+
+
+/*
+ * A footpath: its node ids in walking order.
+ */
+struct  Menagerie__Zoo__V1__Footpath
+{
+  ProtobufCMessage base;
+  /*
+   * OpenStreetMap way id.
+   */
+  int64_t id;
+  size_t n_node_ids;
+  int64_t *node_ids;
+};
+#define MENAGERIE__ZOO__V1__FOOTPATH__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__footpath__descriptor) \
+    , 0, 0,NULL }
+
+
+struct  Menagerie__Zoo__V1__GetFootpathGraphResponse
+{
+  ProtobufCMessage base;
+  size_t n_nodes;
+  Menagerie__Zoo__V1__FootpathNode **nodes;
+  size_t n_roads;
+  Menagerie__Zoo__V1__Footpath **roads;
+};
+#define MENAGERIE__ZOO__V1__GET_FOOTPATH_GRAPH_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__get_footpath_graph_response__descriptor) \
+    , 0,NULL, 0,NULL }
 
 
 struct  Menagerie__Zoo__V1__ExportGeoJSONRequest
@@ -1392,6 +1656,63 @@ Menagerie__Zoo__V1__GetMetadataResponse *
 void   menagerie__zoo__v1__get_metadata_response__free_unpacked
                      (Menagerie__Zoo__V1__GetMetadataResponse *message,
                       ProtobufCAllocator *allocator);
+/* Menagerie__Zoo__V1__SourceCounts methods */
+void   menagerie__zoo__v1__source_counts__init
+                     (Menagerie__Zoo__V1__SourceCounts         *message);
+size_t menagerie__zoo__v1__source_counts__get_packed_size
+                     (const Menagerie__Zoo__V1__SourceCounts   *message);
+size_t menagerie__zoo__v1__source_counts__pack
+                     (const Menagerie__Zoo__V1__SourceCounts   *message,
+                      uint8_t             *out);
+size_t menagerie__zoo__v1__source_counts__pack_to_buffer
+                     (const Menagerie__Zoo__V1__SourceCounts   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Zoo__V1__SourceCounts *
+       menagerie__zoo__v1__source_counts__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__zoo__v1__source_counts__free_unpacked
+                     (Menagerie__Zoo__V1__SourceCounts *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Zoo__V1__Unroutable methods */
+void   menagerie__zoo__v1__unroutable__init
+                     (Menagerie__Zoo__V1__Unroutable         *message);
+size_t menagerie__zoo__v1__unroutable__get_packed_size
+                     (const Menagerie__Zoo__V1__Unroutable   *message);
+size_t menagerie__zoo__v1__unroutable__pack
+                     (const Menagerie__Zoo__V1__Unroutable   *message,
+                      uint8_t             *out);
+size_t menagerie__zoo__v1__unroutable__pack_to_buffer
+                     (const Menagerie__Zoo__V1__Unroutable   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Zoo__V1__Unroutable *
+       menagerie__zoo__v1__unroutable__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__zoo__v1__unroutable__free_unpacked
+                     (Menagerie__Zoo__V1__Unroutable *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Zoo__V1__Routability methods */
+void   menagerie__zoo__v1__routability__init
+                     (Menagerie__Zoo__V1__Routability         *message);
+size_t menagerie__zoo__v1__routability__get_packed_size
+                     (const Menagerie__Zoo__V1__Routability   *message);
+size_t menagerie__zoo__v1__routability__pack
+                     (const Menagerie__Zoo__V1__Routability   *message,
+                      uint8_t             *out);
+size_t menagerie__zoo__v1__routability__pack_to_buffer
+                     (const Menagerie__Zoo__V1__Routability   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Zoo__V1__Routability *
+       menagerie__zoo__v1__routability__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__zoo__v1__routability__free_unpacked
+                     (Menagerie__Zoo__V1__Routability *message,
+                      ProtobufCAllocator *allocator);
 /* Menagerie__Zoo__V1__ImportFile methods */
 void   menagerie__zoo__v1__import_file__init
                      (Menagerie__Zoo__V1__ImportFile         *message);
@@ -1505,6 +1826,25 @@ Menagerie__Zoo__V1__RouteResponse *
                       const uint8_t       *data);
 void   menagerie__zoo__v1__route_response__free_unpacked
                      (Menagerie__Zoo__V1__RouteResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Zoo__V1__Destination methods */
+void   menagerie__zoo__v1__destination__init
+                     (Menagerie__Zoo__V1__Destination         *message);
+size_t menagerie__zoo__v1__destination__get_packed_size
+                     (const Menagerie__Zoo__V1__Destination   *message);
+size_t menagerie__zoo__v1__destination__pack
+                     (const Menagerie__Zoo__V1__Destination   *message,
+                      uint8_t             *out);
+size_t menagerie__zoo__v1__destination__pack_to_buffer
+                     (const Menagerie__Zoo__V1__Destination   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Zoo__V1__Destination *
+       menagerie__zoo__v1__destination__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__zoo__v1__destination__free_unpacked
+                     (Menagerie__Zoo__V1__Destination *message,
                       ProtobufCAllocator *allocator);
 /* Menagerie__Zoo__V1__NearbyRequest methods */
 void   menagerie__zoo__v1__nearby_request__init
@@ -1620,6 +1960,120 @@ Menagerie__Zoo__V1__TourResponse *
 void   menagerie__zoo__v1__tour_response__free_unpacked
                      (Menagerie__Zoo__V1__TourResponse *message,
                       ProtobufCAllocator *allocator);
+/* Menagerie__Zoo__V1__ExportCatalogueRequest methods */
+void   menagerie__zoo__v1__export_catalogue_request__init
+                     (Menagerie__Zoo__V1__ExportCatalogueRequest         *message);
+size_t menagerie__zoo__v1__export_catalogue_request__get_packed_size
+                     (const Menagerie__Zoo__V1__ExportCatalogueRequest   *message);
+size_t menagerie__zoo__v1__export_catalogue_request__pack
+                     (const Menagerie__Zoo__V1__ExportCatalogueRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__zoo__v1__export_catalogue_request__pack_to_buffer
+                     (const Menagerie__Zoo__V1__ExportCatalogueRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Zoo__V1__ExportCatalogueRequest *
+       menagerie__zoo__v1__export_catalogue_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__zoo__v1__export_catalogue_request__free_unpacked
+                     (Menagerie__Zoo__V1__ExportCatalogueRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Zoo__V1__CataloguePage methods */
+void   menagerie__zoo__v1__catalogue_page__init
+                     (Menagerie__Zoo__V1__CataloguePage         *message);
+size_t menagerie__zoo__v1__catalogue_page__get_packed_size
+                     (const Menagerie__Zoo__V1__CataloguePage   *message);
+size_t menagerie__zoo__v1__catalogue_page__pack
+                     (const Menagerie__Zoo__V1__CataloguePage   *message,
+                      uint8_t             *out);
+size_t menagerie__zoo__v1__catalogue_page__pack_to_buffer
+                     (const Menagerie__Zoo__V1__CataloguePage   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Zoo__V1__CataloguePage *
+       menagerie__zoo__v1__catalogue_page__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__zoo__v1__catalogue_page__free_unpacked
+                     (Menagerie__Zoo__V1__CataloguePage *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Zoo__V1__GetFootpathGraphRequest methods */
+void   menagerie__zoo__v1__get_footpath_graph_request__init
+                     (Menagerie__Zoo__V1__GetFootpathGraphRequest         *message);
+size_t menagerie__zoo__v1__get_footpath_graph_request__get_packed_size
+                     (const Menagerie__Zoo__V1__GetFootpathGraphRequest   *message);
+size_t menagerie__zoo__v1__get_footpath_graph_request__pack
+                     (const Menagerie__Zoo__V1__GetFootpathGraphRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__zoo__v1__get_footpath_graph_request__pack_to_buffer
+                     (const Menagerie__Zoo__V1__GetFootpathGraphRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Zoo__V1__GetFootpathGraphRequest *
+       menagerie__zoo__v1__get_footpath_graph_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__zoo__v1__get_footpath_graph_request__free_unpacked
+                     (Menagerie__Zoo__V1__GetFootpathGraphRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Zoo__V1__FootpathNode methods */
+void   menagerie__zoo__v1__footpath_node__init
+                     (Menagerie__Zoo__V1__FootpathNode         *message);
+size_t menagerie__zoo__v1__footpath_node__get_packed_size
+                     (const Menagerie__Zoo__V1__FootpathNode   *message);
+size_t menagerie__zoo__v1__footpath_node__pack
+                     (const Menagerie__Zoo__V1__FootpathNode   *message,
+                      uint8_t             *out);
+size_t menagerie__zoo__v1__footpath_node__pack_to_buffer
+                     (const Menagerie__Zoo__V1__FootpathNode   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Zoo__V1__FootpathNode *
+       menagerie__zoo__v1__footpath_node__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__zoo__v1__footpath_node__free_unpacked
+                     (Menagerie__Zoo__V1__FootpathNode *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Zoo__V1__Footpath methods */
+void   menagerie__zoo__v1__footpath__init
+                     (Menagerie__Zoo__V1__Footpath         *message);
+size_t menagerie__zoo__v1__footpath__get_packed_size
+                     (const Menagerie__Zoo__V1__Footpath   *message);
+size_t menagerie__zoo__v1__footpath__pack
+                     (const Menagerie__Zoo__V1__Footpath   *message,
+                      uint8_t             *out);
+size_t menagerie__zoo__v1__footpath__pack_to_buffer
+                     (const Menagerie__Zoo__V1__Footpath   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Zoo__V1__Footpath *
+       menagerie__zoo__v1__footpath__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__zoo__v1__footpath__free_unpacked
+                     (Menagerie__Zoo__V1__Footpath *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Zoo__V1__GetFootpathGraphResponse methods */
+void   menagerie__zoo__v1__get_footpath_graph_response__init
+                     (Menagerie__Zoo__V1__GetFootpathGraphResponse         *message);
+size_t menagerie__zoo__v1__get_footpath_graph_response__get_packed_size
+                     (const Menagerie__Zoo__V1__GetFootpathGraphResponse   *message);
+size_t menagerie__zoo__v1__get_footpath_graph_response__pack
+                     (const Menagerie__Zoo__V1__GetFootpathGraphResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__zoo__v1__get_footpath_graph_response__pack_to_buffer
+                     (const Menagerie__Zoo__V1__GetFootpathGraphResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Zoo__V1__GetFootpathGraphResponse *
+       menagerie__zoo__v1__get_footpath_graph_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__zoo__v1__get_footpath_graph_response__free_unpacked
+                     (Menagerie__Zoo__V1__GetFootpathGraphResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Menagerie__Zoo__V1__ExportGeoJSONRequest methods */
 void   menagerie__zoo__v1__export_geo_jsonrequest__init
                      (Menagerie__Zoo__V1__ExportGeoJSONRequest         *message);
@@ -1720,6 +2174,15 @@ typedef void (*Menagerie__Zoo__V1__GetMetadataRequest_Closure)
 typedef void (*Menagerie__Zoo__V1__GetMetadataResponse_Closure)
                  (const Menagerie__Zoo__V1__GetMetadataResponse *message,
                   void *closure_data);
+typedef void (*Menagerie__Zoo__V1__SourceCounts_Closure)
+                 (const Menagerie__Zoo__V1__SourceCounts *message,
+                  void *closure_data);
+typedef void (*Menagerie__Zoo__V1__Unroutable_Closure)
+                 (const Menagerie__Zoo__V1__Unroutable *message,
+                  void *closure_data);
+typedef void (*Menagerie__Zoo__V1__Routability_Closure)
+                 (const Menagerie__Zoo__V1__Routability *message,
+                  void *closure_data);
 typedef void (*Menagerie__Zoo__V1__ImportFile_Closure)
                  (const Menagerie__Zoo__V1__ImportFile *message,
                   void *closure_data);
@@ -1738,6 +2201,9 @@ typedef void (*Menagerie__Zoo__V1__RouteRequest_Closure)
 typedef void (*Menagerie__Zoo__V1__RouteResponse_Closure)
                  (const Menagerie__Zoo__V1__RouteResponse *message,
                   void *closure_data);
+typedef void (*Menagerie__Zoo__V1__Destination_Closure)
+                 (const Menagerie__Zoo__V1__Destination *message,
+                  void *closure_data);
 typedef void (*Menagerie__Zoo__V1__NearbyRequest_Closure)
                  (const Menagerie__Zoo__V1__NearbyRequest *message,
                   void *closure_data);
@@ -1755,6 +2221,24 @@ typedef void (*Menagerie__Zoo__V1__TourLeg_Closure)
                   void *closure_data);
 typedef void (*Menagerie__Zoo__V1__TourResponse_Closure)
                  (const Menagerie__Zoo__V1__TourResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Zoo__V1__ExportCatalogueRequest_Closure)
+                 (const Menagerie__Zoo__V1__ExportCatalogueRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Zoo__V1__CataloguePage_Closure)
+                 (const Menagerie__Zoo__V1__CataloguePage *message,
+                  void *closure_data);
+typedef void (*Menagerie__Zoo__V1__GetFootpathGraphRequest_Closure)
+                 (const Menagerie__Zoo__V1__GetFootpathGraphRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Zoo__V1__FootpathNode_Closure)
+                 (const Menagerie__Zoo__V1__FootpathNode *message,
+                  void *closure_data);
+typedef void (*Menagerie__Zoo__V1__Footpath_Closure)
+                 (const Menagerie__Zoo__V1__Footpath *message,
+                  void *closure_data);
+typedef void (*Menagerie__Zoo__V1__GetFootpathGraphResponse_Closure)
+                 (const Menagerie__Zoo__V1__GetFootpathGraphResponse *message,
                   void *closure_data);
 typedef void (*Menagerie__Zoo__V1__ExportGeoJSONRequest_Closure)
                  (const Menagerie__Zoo__V1__ExportGeoJSONRequest *message,
@@ -1801,6 +2285,14 @@ struct Menagerie__Zoo__V1__Zoo_Service
                const Menagerie__Zoo__V1__TourRequest *input,
                Menagerie__Zoo__V1__TourResponse_Closure closure,
                void *closure_data);
+  void (*export_catalogue)(Menagerie__Zoo__V1__Zoo_Service *service,
+                           const Menagerie__Zoo__V1__ExportCatalogueRequest *input,
+                           Menagerie__Zoo__V1__CataloguePage_Closure closure,
+                           void *closure_data);
+  void (*get_footpath_graph)(Menagerie__Zoo__V1__Zoo_Service *service,
+                             const Menagerie__Zoo__V1__GetFootpathGraphRequest *input,
+                             Menagerie__Zoo__V1__GetFootpathGraphResponse_Closure closure,
+                             void *closure_data);
   void (*export_geo_json)(Menagerie__Zoo__V1__Zoo_Service *service,
                           const Menagerie__Zoo__V1__ExportGeoJSONRequest *input,
                           Menagerie__Zoo__V1__ExportGeoJSONResponse_Closure closure,
@@ -1821,6 +2313,8 @@ void menagerie__zoo__v1__zoo__init (Menagerie__Zoo__V1__Zoo_Service *service,
       function_prefix__ ## route,\
       function_prefix__ ## nearby,\
       function_prefix__ ## tour,\
+      function_prefix__ ## export_catalogue,\
+      function_prefix__ ## get_footpath_graph,\
       function_prefix__ ## export_geo_json  }
 void menagerie__zoo__v1__zoo__search_animals(ProtobufCService *service,
                                              const Menagerie__Zoo__V1__SearchAnimalsRequest *input,
@@ -1854,6 +2348,14 @@ void menagerie__zoo__v1__zoo__tour(ProtobufCService *service,
                                    const Menagerie__Zoo__V1__TourRequest *input,
                                    Menagerie__Zoo__V1__TourResponse_Closure closure,
                                    void *closure_data);
+void menagerie__zoo__v1__zoo__export_catalogue(ProtobufCService *service,
+                                               const Menagerie__Zoo__V1__ExportCatalogueRequest *input,
+                                               Menagerie__Zoo__V1__CataloguePage_Closure closure,
+                                               void *closure_data);
+void menagerie__zoo__v1__zoo__get_footpath_graph(ProtobufCService *service,
+                                                 const Menagerie__Zoo__V1__GetFootpathGraphRequest *input,
+                                                 Menagerie__Zoo__V1__GetFootpathGraphResponse_Closure closure,
+                                                 void *closure_data);
 void menagerie__zoo__v1__zoo__export_geo_json(ProtobufCService *service,
                                               const Menagerie__Zoo__V1__ExportGeoJSONRequest *input,
                                               Menagerie__Zoo__V1__ExportGeoJSONResponse_Closure closure,
@@ -1861,6 +2363,7 @@ void menagerie__zoo__v1__zoo__export_geo_json(ProtobufCService *service,
 
 /* --- descriptors --- */
 
+extern const ProtobufCEnumDescriptor    menagerie__zoo__v1__place_kind__descriptor;
 extern const ProtobufCEnumDescriptor    menagerie__zoo__v1__file_kind__descriptor;
 extern const ProtobufCEnumDescriptor    menagerie__zoo__v1__import_trigger__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__geo_point__descriptor;
@@ -1883,18 +2386,28 @@ extern const ProtobufCMessageDescriptor menagerie__zoo__v1__data_counts__descrip
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__refresh_schedule__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__get_metadata_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__get_metadata_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__zoo__v1__source_counts__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__zoo__v1__unroutable__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__zoo__v1__routability__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__import_file__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__import_data_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__place__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__route__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__route_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__route_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__zoo__v1__destination__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__nearby_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__nearby_animal__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__nearby_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__tour_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__tour_leg__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__tour_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__zoo__v1__export_catalogue_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__zoo__v1__catalogue_page__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__zoo__v1__get_footpath_graph_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__zoo__v1__footpath_node__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__zoo__v1__footpath__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__zoo__v1__get_footpath_graph_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__export_geo_jsonrequest__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__export_geo_jsonresponse__descriptor;
 extern const ProtobufCServiceDescriptor menagerie__zoo__v1__zoo__descriptor;
