@@ -16,8 +16,9 @@ public struct HealthCommands: AsyncParsableCommand {
         discussion: """
             The token comes from --token, $MENAGERIE_HEALTH_TOKEN, or what `gateway health login` remembered. \
             add, list, stats, delete and export work on the server, or offline on the device's store with --local \
-            (--store PATH, default $XDG_DATA_HOME/menagerie/health/device.sqlite); import loads an Apple Health \
-            export.xml into the device's store and sync sends it on. Times: 2026-05-01T09:00:00+02:00, ...Z, or \
+            (--store PATH, default $XDG_DATA_HOME/menagerie/health/device.sqlite); import loads the Health app's \
+            export.zip (or its export.xml) into the device's store and sync sends it on. A device store belongs to \
+            the account that first synced it: another user's token is PERMISSION_DENIED on it. Times: 2026-05-01T09:00:00+02:00, ...Z, or \
             2026-05-01 / 2026-05-01T09:00 in --tz.
             """,
         subcommands: [

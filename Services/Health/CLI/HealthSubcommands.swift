@@ -411,7 +411,7 @@ struct HealthSyncCommand: AsyncParsableCommand {
 /// `gateway health import export.xml`: an Apple Health export into the device's store.
 struct HealthImport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "import", abstract: "Import an Apple Health export.xml into the device's store (the next sync sends it).",
+        commandName: "import", abstract: "Import the Health app's export.zip (or its export.xml) into the device's store (the next sync sends it).",
         discussion: """
             The import runs on this device, so --json prints its report rather than a response, spelled as the JSON \
             mapping would: {"records", "added", "duplicates", "rejected", "rejections": ["line N: reason"], \
