@@ -77,6 +77,8 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Shared/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        // zlib's inflate, under the health import's reader of the Health app's export.zip.
+        .systemLibrary(name: "CZlib", path: "Shared/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(
             name: "CTesseract", path: "Shared/CTesseract", pkgConfig: "tesseract",
             providers: [.apt(["libtesseract-dev", "libleptonica-dev"])]),
@@ -236,7 +238,7 @@ let package = Package(
             coreTests: ["TextRecognition", "OCRTestSupport"],
             serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport"])
         + service(
-            "Health", executable: "health", service: ["WorkLane", "HealthBridge"], cli: ["HealthCore", "HealthBridge"],
+            "Health", executable: "health", core: ["CZlib"], service: ["WorkLane", "HealthBridge"], cli: ["HealthCore", "HealthBridge"],
             serviceTests: ["HealthBridge"])
         // Domain ⇄ proto conversions and the device sync's adapter over the typed client: shared by the handlers and
         // the gateway, so `gateway health sync` links no server code.

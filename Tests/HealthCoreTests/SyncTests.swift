@@ -42,8 +42,8 @@ final class FlakyRemote: HealthRemote {
         }
     }
 
-    func pull(since: Int64, filter: SyncFilter, pageSize: Int, receive: @escaping @Sendable (ChangeBatch) async throws -> Void) async throws {
-        try await base.pull(since: since, filter: filter, pageSize: pageSize) { page in
+    func pull(device: String, since: Int64, filter: SyncFilter, pageSize: Int, receive: @escaping @Sendable (ChangeBatch) async throws -> Void) async throws {
+        try await base.pull(device: device, since: since, filter: filter, pageSize: pageSize) { page in
             let received = self.pulledPages.withLock { count in
                 count += 1
                 return count

@@ -326,4 +326,172 @@ import Testing
             #expect(quietAgain.pushedChanges == 0 && quietAgain.pulledChanges == 0, "\(quietAgain)")
         }
     }
+
+    /// Runs `python3 -c SCRIPT ARGS` (python3 is one of compose's packages): the zips below are made with its
+    /// zipfile module, or byte by byte where a zip must lie.
+    static func python(_ script: String, _ arguments: [String]) async throws {
+        let result = try await Stack.run("/usr/bin/python3", ["-c", script] + arguments, environment: ProcessInfo.processInfo.environment)
+        try #require(result.status == 0, "python3: \(result.output)")
+    }
+
+    /// The issue's scenario: Jana imports into a device store and syncs it; Petr's token on the same store is
+    /// PERMISSION_DENIED (by the gateway before it sends, and by the server for a copy of the store that does
+    /// not know its owner), and nothing of Jana's reaches Petr's account; a second token of Jana's still syncs;
+    /// `list --local` with Petr's token shows nothing of hers; `login` as Petr warns and picks another store.
+    @Test func aDeviceStoreBelongsToTheAccountThatFirstSyncedIt() async throws {
+        try await Stack.with(services: ["health"]) { stack in
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "compose up failed: \(up.output)")
+            let files = stack.directory.appendingPathComponent("files")
+            try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+            let jana = try #require(try object(try await health(stack, ["user", "create", "jana", "--json"]))["token"] as? String)
+            let petr = try #require(try object(try await health(stack, ["user", "create", "petr", "--json"]))["token"] as? String)
+
+            let export = files.appendingPathComponent("export.xml")
+            try Self.export(steps: 2).write(to: export, atomically: true, encoding: .utf8)
+            let device = files.appendingPathComponent("dev.sqlite").path, copy = files.appendingPathComponent("copy.sqlite").path
+            #expect(try object(try await health(stack, ["import", export.path, "--json", "--store", device, "--token", jana]))["added"] as? String == "2")
+            // A copy taken before the first sync: the same store id, but no owner recorded in it.
+            try FileManager.default.copyItem(atPath: device, toPath: copy)
+            #expect(try await sync(stack, token: jana, store: device).addedOnServer == 2)
+
+            // Petr's token: refused by the gateway before it sends (the store records Jana as its owner)…
+            let refused = try await health(stack, ["sync", "--store", device, "--token", petr])
+            status(refused, 7, "Petr syncing Jana's store", contains: "PERMISSION_DENIED")
+            #expect(refused.output.contains("belongs to jana") && refused.output.contains("--store PATH"), "\(refused.output)")
+            // …and by the server, for the copy that does not know its owner: the server bound its id to Jana.
+            let byServer = try await health(stack, ["sync", "--store", copy, "--token", petr])
+            status(byServer, 7, "Petr syncing a copy of Jana's store", contains: "belongs to jana")
+            #expect(try await serverSamples(stack, token: petr) == 0, "nothing of Jana's in Petr's account")
+            #expect(try await januarySteps(stack, token: petr) == (0, 0))
+            #expect(try await serverSamples(stack, token: jana) == 2)
+
+            // A second token of Jana's: the store is bound to her, not to a token.
+            let second = try #require(try object(try await health(stack, ["token", "issue", "--json", "--token", jana]))["token"] as? String)
+            let again = try await sync(stack, token: second, store: device)
+            #expect(again.pushedChanges == 0 && again.pulledChanges == 0, "\(again)")
+            #expect(try await sync(stack, token: second, store: copy).addedOnServer == 0, "Jana may sync the copy")
+
+            // Local commands show and change only the owner's data.
+            let listed = try await health(stack, ["list", "stepCount", "--local", "--store", device, "--from", "2026-01-01", "--to", "2026-01-02", "--tz", "UTC", "--token", petr])
+            status(listed, 7, "Petr listing Jana's store", contains: "belongs to jana")
+            #expect(!listed.output.contains("Watch"), "\(listed.output)")
+            status(try await health(stack, ["add", "stepCount", "5", "--local", "--store", device, "--token", petr]), 7, "Petr adding to Jana's store")
+            status(try await health(stack, ["import", export.path, "--store", device, "--token", petr]), 7, "Petr importing into Jana's store")
+            #expect(try await januarySteps(stack, token: jana, store: device) == (2, 3))
+            #expect(try await januarySteps(stack, token: second, store: device) == (2, 3))
+
+            // login: the default store is Jana's once she synced it; logging in as Petr warns and does not reuse it.
+            status(try await health(stack, ["login", jana]), 0, "login as jana")
+            #expect(try object(try await health(stack, ["import", export.path, "--json"]))["added"] as? String == "2")
+            status(try await health(stack, ["sync"]), 0, "jana's default store")
+            let petrLogin = try await health(stack, ["login", petr])
+            status(petrLogin, 0, "login as petr", contains: "logged in as petr")
+            #expect(petrLogin.output.contains("warning: the device store") && petrLogin.output.contains("belongs to jana"), "\(petrLogin.output)")
+            let petrSync = try await health(stack, ["sync", "--json"])
+            #expect(try summary(petrSync).pushedChanges == 0, "Petr's own store has nothing of Jana's: \(petrSync.output)")
+            #expect(try await serverSamples(stack, token: petr) == 0)
+            let petrLocal = try await health(stack, ["list", "stepCount", "--local", "--json", "--from", "2026-01-01", "--to", "2026-01-02", "--tz", "UTC"])
+            #expect(try uuids(petrLocal).isEmpty, "\(petrLocal.output)")
+            // Back as Jana: the default store (Petr's now) warns again, and she is back on her own.
+            let janaAgain = try await health(stack, ["login", jana])
+            status(janaAgain, 0, "login as jana again", contains: "belongs to petr")
+            let janaLocal = try await health(stack, ["list", "stepCount", "--local", "--json", "--from", "2026-01-01", "--to", "2026-01-02", "--tz", "UTC"])
+            #expect(try uuids(janaLocal).count == 2, "\(janaLocal.output)")
+        }
+    }
+
+    /// The Health app's export.zip imports directly (export.xml inflated as it is read; the CDA file and
+    /// workout routes left alone); a zip that declares more than an entry may hold is refused unread, and one
+    /// that inflates past what it declared is refused while being read: nothing is imported either way.
+    @Test func exportZipImportsDirectlyAndZipBombsAreRefused() async throws {
+        try await Stack.with(services: ["health"]) { stack in
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "compose up failed: \(up.output)")
+            let files = stack.directory.appendingPathComponent("files")
+            try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+            let jana = try #require(try object(try await health(stack, ["user", "create", "jana", "--json"]))["token"] as? String)
+            let store = files.appendingPathComponent("phone.sqlite").path
+
+            let xml = files.appendingPathComponent("export.xml"), zip = files.appendingPathComponent("export.zip")
+            try Self.export(steps: 500).write(to: xml, atomically: true, encoding: .utf8)
+            try await Self.python(
+                """
+                import sys, zipfile
+                with zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_DEFLATED) as z:
+                    z.write(sys.argv[1], "apple_health_export/export.xml")
+                    z.writestr("apple_health_export/export_cda.xml", "<ClinicalDocument/>")
+                    z.writestr("apple_health_export/workout-routes/route_2026-01-01_7.00am.gpx", "<gpx/>")
+                """, [xml.path, zip.path])
+            let imported = try object(try await health(stack, ["import", zip.path, "--json", "--store", store, "--token", jana]))
+            #expect(imported["records"] as? String == "501" && imported["added"] as? String == "500", "\(imported)")
+            #expect((imported["skippedElements"] as? [String: String])?["Workout"] == "1", "\(imported)")
+            #expect(try await januarySteps(stack, token: jana, store: store) == (500, Self.stepSum(500)))
+            let twice = try await health(stack, ["import", zip.path, "--store", store, "--token", jana])
+            #expect(twice.status == 0 && twice.output.contains("added 0, 500 already stored"), "\(twice.output)")
+
+            // Hand-made zips: one deflated entry whose directory declares `size` (zip64 when it must).
+            let liar = """
+                import struct, sys, zlib
+                path, declared, real = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+                data = b"<HealthData>" + b" " * real + b"</HealthData>"
+                c = zlib.compressobj(9, zlib.DEFLATED, -15); packed = c.compress(data) + c.flush()
+                name = b"apple_health_export/export.xml"; crc = zlib.crc32(data)
+                local = struct.pack("<IHHHHHIIIHH", 0x04034b50, 20, 0, 8, 0, 0, crc, len(packed), min(declared, 0xFFFFFFFF), len(name), 0) + name
+                big = declared >= 0xFFFFFFFF
+                extra = struct.pack("<HHQ", 1, 8, declared) if big else b""
+                central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014b50, 45, 45, 0, 8, 0, 0, crc, len(packed),
+                    0xFFFFFFFF if big else declared, len(name), len(extra), 0, 0, 0, 0, 0) + name + extra
+                offset = len(local) + len(packed)
+                end = struct.pack("<IHHHHIIH", 0x06054b50, 0, 0, 1, 1, len(central), offset, 0)
+                open(path, "wb").write(local + packed + central + end)
+                """
+            let bomb = files.appendingPathComponent("bomb.zip")
+            try await Self.python(liar, [bomb.path, String(100 << 30), "1000"])
+            let refused = try await health(stack, ["import", bomb.path, "--store", store, "--token", jana])
+            status(refused, 8, "a zip declaring 100 GiB", contains: "100.0 GiB")
+            #expect(refused.output.contains("before inflating"), "\(refused.output)")
+            let lying = files.appendingPathComponent("lying.zip")
+            try await Self.python(liar, [lying.path, "1000", String(20 << 20)])
+            status(try await health(stack, ["import", lying.path, "--store", store, "--token", jana]), 3, "a zip inflating past its declared size",
+                   contains: "inflates past the 1000 bytes")
+            let notExport = files.appendingPathComponent("photos.zip")
+            try await Self.python("import sys, zipfile\nzipfile.ZipFile(sys.argv[1], 'w').writestr('IMG_0001.txt', 'x')", [notExport.path])
+            status(try await health(stack, ["import", notExport.path, "--store", store, "--token", jana]), 3, "a zip without export.xml",
+                   contains: "no export.xml")
+            #expect(try await januarySteps(stack, token: jana, store: store) == (500, Self.stepSum(500)), "nothing more imported")
+        }
+    }
+
+    /// Samples dated far in the future are refused like negative values (by the server, the device's store and
+    /// an import); errors name dates as ISO 8601, not epoch milliseconds.
+    @Test func futureSamplesAreRefusedAndErrorsShowDates() async throws {
+        try await Stack.with(services: ["health"]) { stack in
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "compose up failed: \(up.output)")
+            let files = stack.directory.appendingPathComponent("files")
+            try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+            let jana = try #require(try object(try await health(stack, ["user", "create", "jana", "--json"]))["token"] as? String)
+            let store = files.appendingPathComponent("phone.sqlite").path
+            status(try await health(stack, ["add", "stepCount", "10", "--start", "2199-01-01", "--tz", "UTC", "--token", jana]), 3,
+                   "a sample in 2199", contains: "2199-01-01T00:00:00Z, in the future")
+            status(try await health(stack, ["add", "stepCount", "10", "--start", "2199-01-01", "--tz", "UTC", "--local", "--store", store, "--token", jana]), 3,
+                   "a sample in 2199 on the device", contains: "in the future")
+            #expect(try await serverSamples(stack, token: jana) == 0)
+            let backwards = try await health(stack, ["add", "stepCount", "10", "--start", "2026-05-02", "--end", "2026-05-01", "--tz", "UTC", "--token", jana])
+            status(backwards, 3, "an end before the start", contains: "end 2026-05-01T00:00:00Z is before start 2026-05-02T00:00:00Z")
+            status(try await health(stack, ["stats", "stepCount", "--from", "2026-05-02", "--to", "2026-05-01", "--tz", "UTC", "--token", jana]), 3,
+                   "a range ending before it starts", contains: "ends (2026-05-01T00:00:00Z) before it starts (2026-05-02T00:00:00Z)")
+            status(try await health(stack, ["list", "stepCount", "--from", "2026-05-02", "--to", "2026-05-01", "--tz", "UTC", "--token", jana]), 3,
+                   "a query ending before it starts", contains: "ends (2026-05-01T00:00:00Z) before it starts")
+
+            let export = files.appendingPathComponent("future.xml")
+            try Self.export(steps: 3)
+                .replacingOccurrences(of: "</HealthData>", with: #" <Record type="HKQuantityTypeIdentifierStepCount" sourceName="Watch" unit="count" startDate="2199-01-01 00:00:00 +0000" endDate="2199-01-01 00:01:00 +0000" value="5"/>"# + "\n</HealthData>")
+                .write(to: export, atomically: true, encoding: .utf8)
+            let imported = try object(try await health(stack, ["import", export.path, "--json", "--store", store, "--token", jana]))
+            #expect(imported["added"] as? String == "3" && imported["rejected"] as? String == "1", "\(imported)")
+            #expect((imported["rejections"] as? [String])?.first?.contains("in the future") == true, "\(imported)")
+        }
+    }
 }

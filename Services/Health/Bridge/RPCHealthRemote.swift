@@ -57,11 +57,12 @@ public struct RPCHealthRemote: HealthRemote {
     }
 
     public func pull(
-        since: Int64, filter: SyncFilter, pageSize: Int, receive: @escaping @Sendable (ChangeBatch) async throws -> Void
+        device: String, since: Int64, filter: SyncFilter, pageSize: Int,
+        receive: @escaping @Sendable (ChangeBatch) async throws -> Void
     ) async throws {
         let request = HealthV1.PullRequest(
             sinceAnchor: since, types: filter.types.map { $0.sorted().map(\.rawValue) } ?? [], fromMs: filter.from,
-            toMs: filter.to, pageSize: UInt32(clamping: pageSize))
+            toMs: filter.to, pageSize: UInt32(clamping: pageSize), deviceID: device)
         let client = self.client, options = streamOptions
         try await withStallLimit(stallLimit, what: "pull") { moved in
             for try await page in client.pull(request, options: options) {

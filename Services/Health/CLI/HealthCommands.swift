@@ -16,8 +16,9 @@ public struct HealthCommands: AsyncParsableCommand {
         discussion: """
             The token comes from --token, $MENAGERIE_HEALTH_TOKEN, or what `gateway health login` remembered. \
             add, list, stats, delete and export work on the server, or offline on the device's store with --local \
-            (--store PATH, default $XDG_DATA_HOME/menagerie/health/device.sqlite); import loads an Apple Health \
-            export.xml into the device's store and sync sends it on. Times: 2026-05-01T09:00:00+02:00, ...Z, or \
+            (--store PATH, default $XDG_DATA_HOME/menagerie/health/device.sqlite); import loads the Health app's \
+            export.zip (or its export.xml) into the device's store and sync sends it on. A device store belongs to \
+            the account that first synced it: another user's token is PERMISSION_DENIED on it. Times: 2026-05-01T09:00:00+02:00, ...Z, or \
             2026-05-01 / 2026-05-01T09:00 in --tz.
             """,
         subcommands: [
@@ -65,11 +66,61 @@ struct HealthOptions: ParsableArguments {
         return zone
     }
 
+    /// The first device store: the default until a login as another user than its owner chooses another.
+    static var firstStorePath: String { dataDirectory.appendingPathComponent("device.sqlite").path }
+
+    /// Where `login` remembers the default store it chose (absent: `firstStorePath`).
+    static var storeChoiceFile: URL { dataDirectory.appendingPathComponent("store") }
+
+    /// The store without --store: the one `login` chose for its user, else the first.
+    static var defaultStorePath: String {
+        if let chosen = try? String(contentsOf: storeChoiceFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+            !chosen.isEmpty
+        {
+            return chosen
+        }
+        return firstStorePath
+    }
+
+    var storePath: String { store ?? Self.defaultStorePath }
+
+    /// Opens (creating) the device store, whoever it belongs to: for `sync`, which checks its owner itself.
     func openStore() throws -> DeviceStore {
-        let path = store ?? Self.dataDirectory.appendingPathComponent("device.sqlite").path
+        let path = storePath
         try FileManager.default.createDirectory(
             at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
         return try DeviceStore(path: path)
+    }
+
+    /// Opens the device store for a local command, which shows and changes only its owner's data: with a token
+    /// the store has not seen (not one that synced it), the server is asked whose it is, and another user's is
+    /// PERMISSION_DENIED. A store never synced has no owner yet; without any token nothing is checked (the
+    /// device's own holder, offline).
+    func openOwnedStore(_ global: GlobalOptions) async throws -> DeviceStore {
+        let device = try openStore()
+        guard let owner = try device.owner(), let token = try? resolvedToken(), !(try device.isOwnerToken(token)) else { return device }
+        let account = try await Self.account(global, token: token)
+        guard owner.isSameUser(as: account) else { throw Self.notYourStore(storePath, owner: owner, account: account) }
+        try device.claim(for: account, token: token)
+        return device
+    }
+
+    /// The account `token` belongs to, as the server says.
+    static func account(_ global: GlobalOptions, token: String) async throws -> StoreOwner {
+        var account = HealthV1.GetAccountResponse()
+        try await global.withHealth { client in
+            var options = global.callOptions
+            options.metadata["authorization"] = "Bearer \(token)"
+            account = try await client.getAccount(.init(), options: options)
+        }
+        return StoreOwner(id: account.userID, name: account.name)
+    }
+
+    static func notYourStore(_ path: String, owner: StoreOwner, account: StoreOwner) -> RPCError {
+        RPCError(
+            .permissionDenied,
+            "the device store \(path) belongs to \(owner.name); \(account.name)'s token cannot use it. "
+                + "Start another store for \(account.name) with --store PATH (or `gateway health login` as \(account.name))")
     }
 
     func callOptions(_ global: GlobalOptions) throws -> CallOptions {

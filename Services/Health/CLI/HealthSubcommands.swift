@@ -93,7 +93,38 @@ struct HealthLogin: AsyncParsableCommand {
             let file = HealthOptions.tokenFile
             try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
             FileManager.default.createFile(atPath: file.path, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600])
+            try chooseStore(for: StoreOwner(id: account.userID, name: account.name))
             try global.render(account, text: { print("logged in as \(account.name)") })
+        }
+    }
+
+    /// Makes the default device store one `account` may use: the current default when it is unowned or
+    /// `account`'s; otherwise (a warning on standard error) the first of `device.sqlite` and
+    /// `device-NAME.sqlite` that is `account`'s, else an unowned one, else a new `device-NAME-ID.sqlite`.
+    /// A store is never shared between accounts: what one person recorded never syncs into another's account.
+    func chooseStore(for account: StoreOwner) throws {
+        func owner(_ path: String) throws -> StoreOwner? {
+            FileManager.default.fileExists(atPath: path) ? try DeviceStore(path: path).owner() : nil
+        }
+        let current = HealthOptions.defaultStorePath
+        let currentOwner = try owner(current)
+        if let currentOwner, currentOwner.isSameUser(as: account) { return }
+        let safe = String(account.name.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) && $0.isASCII ? Character($0) : "_" })
+        let directory = HealthOptions.dataDirectory.path
+        let candidates = [HealthOptions.firstStorePath, "\(directory)/device-\(safe).sqlite", "\(directory)/device-\(safe)-\(account.id).sqlite"]
+        let owners = try candidates.map { (path: $0, owner: try owner($0)) }
+        let chosen =
+            owners.first { $0.owner?.isSameUser(as: account) == true }?.path
+            ?? (currentOwner == nil ? current : nil)
+            ?? owners.first { $0.owner == nil }?.path ?? candidates[2]
+        if let currentOwner {
+            FileHandle.standardError.write(Data(
+                "warning: the device store \(current) belongs to \(currentOwner.name), not \(account.name); \(account.name)'s samples go to \(chosen) (--store PATH for another)\n".utf8))
+        }
+        if chosen == HealthOptions.firstStorePath {
+            try? FileManager.default.removeItem(at: HealthOptions.storeChoiceFile)
+        } else {
+            try Data((chosen + "\n").utf8).write(to: HealthOptions.storeChoiceFile)
         }
     }
 }
@@ -124,7 +155,7 @@ struct HealthAdd: AsyncParsableCommand {
             timeZone: try health.timeZone().identifier)
         if local {
             try await locally(json: global.json) {
-                let result = try health.openStore().add([try HealthProto.sample(message, index: 0)])
+                let result = try await health.openOwnedStore(global).add([try HealthProto.sample(message, index: 0)])
                 try show(HealthV1.AddSamplesResponse(summary: try HealthProto.summary(result)), of: message)
             }
         } else {
@@ -163,7 +194,7 @@ struct HealthList: AsyncParsableCommand {
                 let query = SampleQuery(
                     types: try HealthProto.types(request.types), from: request.fromMs, to: request.toMs, limit: Int(limit))
                 let target = try HealthProto.unit(request.unit)
-                reply.samples = try health.openStore().samples(query).map { try HealthProto.message($0, unit: target) }
+                reply.samples = try await health.openOwnedStore(global).samples(query).map { try HealthProto.message($0, unit: target) }
             }
         } else {
             try await global.withHealth { client in
@@ -192,7 +223,7 @@ struct HealthShow: AsyncParsableCommand {
         if local {
             try await locally(json: global.json) {
                 let target = try HealthProto.unit(unit ?? "")
-                reply.sample = try HealthProto.message(try health.openStore().sample(try HealthProto.uuid(uuid, "uuid")), unit: target)
+                reply.sample = try HealthProto.message(try await health.openOwnedStore(global).sample(try HealthProto.uuid(uuid, "uuid")), unit: target)
             }
         } else {
             try await global.withHealth { client in
@@ -249,7 +280,7 @@ struct HealthStats: AsyncParsableCommand {
         var reply = HealthV1.GetStatisticsResponse()
         if local {
             try await locally(json: global.json) {
-                let result = try health.openStore().statistics(
+                let result = try await health.openOwnedStore(global).statistics(
                     StatisticsRequest(
                         type: try HealthType.parse(type), from: range.0, to: range.1, interval: interval, timeZone: zone,
                         unit: try HealthProto.unit(unit ?? ""), sourcePriority: prefer.isEmpty ? nil : prefer))
@@ -302,7 +333,7 @@ struct HealthDelete: AsyncParsableCommand {
     func run() async throws {
         if local {
             try await locally(json: global.json) {
-                let result = try health.openStore().delete(try uuids.map { try HealthProto.uuid($0, "uuid") })
+                let result = try await health.openOwnedStore(global).delete(try uuids.map { try HealthProto.uuid($0, "uuid") })
                 try show(HealthV1.DeleteSamplesResponse(summary: try HealthProto.summary(result)))
             }
         } else {
@@ -340,9 +371,20 @@ struct HealthSyncCommand: AsyncParsableCommand {
         let token = try health.resolvedToken()
         let filter = try HealthProto.filter(types: type, from: try from.map(health.instant), to: try to.map(health.instant))
         try await global.withHealth { client in
+            // Whose token it is, so a store that belongs to another user is refused before anything is sent (the
+            // server refuses it too) and a store's first sync records its owner.
+            var options = global.callOptions
+            options.metadata["authorization"] = "Bearer \(token)"
+            let reply = try await client.getAccount(.init(), options: options)
+            let account = StoreOwner(id: reply.userID, name: reply.name)
+            if let owner = try store.owner(), !owner.isSameUser(as: account) {
+                throw HealthOptions.notYourStore(health.storePath, owner: owner, account: account)
+            }
             // No progress lines with --json: they would go to standard output before the JSON and break it.
             let progress = SharedProgress(display: global.json ? nil : ProgressDisplay())
-            let sync = HealthSync(device: store, remote: RPCHealthRemote(client: client, token: token, timeout: .seconds(max(global.timeout, 60))))
+            let sync = HealthSync(
+                device: store, remote: RPCHealthRemote(client: client, token: token, timeout: .seconds(max(global.timeout, 60))),
+                account: account, token: token)
             // With --json nothing watches, so the sync does not ask the server's anchor for the fraction either.
             let show: @Sendable (SyncProgress) -> Void = { state in
                 progress.update(
@@ -369,7 +411,7 @@ struct HealthSyncCommand: AsyncParsableCommand {
 /// `gateway health import export.xml`: an Apple Health export into the device's store.
 struct HealthImport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "import", abstract: "Import an Apple Health export.xml into the device's store (the next sync sends it).",
+        commandName: "import", abstract: "Import the Health app's export.zip (or its export.xml) into the device's store (the next sync sends it).",
         discussion: """
             The import runs on this device, so --json prints its report rather than a response, spelled as the JSON \
             mapping would: {"records", "added", "duplicates", "rejected", "rejections": ["line N: reason"], \
@@ -381,7 +423,7 @@ struct HealthImport: AsyncParsableCommand {
 
     func run() async throws {
         try await locally(json: global.json) {
-            let store = try health.openStore()
+            let store = try await health.openOwnedStore(global)
             let progress = global.json ? nil : ProgressDisplay()
             // Reported per 1 MiB chunk; shown when the percentage moves (a pipe gets at most 101 lines).
             var shown = -1
@@ -434,7 +476,7 @@ struct HealthExport: AsyncParsableCommand {
     func run() async throws {
         if local {
             try await locally(json: global.json) {
-                try health.openStore().store.exportCSV(type: try HealthType.parse(type), user: 1, unit: try HealthProto.unit(unit ?? "")) {
+                try await health.openOwnedStore(global).store.exportCSV(type: try HealthType.parse(type), user: 1, unit: try HealthProto.unit(unit ?? "")) {
                     FileHandle.standardOutput.write(Data($0.utf8))
                 }
             }

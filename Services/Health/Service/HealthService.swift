@@ -73,7 +73,7 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         let user = try caller(context)
         let store = self.store
         let (anchor, count) = try await offload { (try store.anchor(user: user.id), try store.sampleCount(user: user.id)) }
-        return HealthV1.GetAccountResponse(name: user.name, anchor: anchor, sampleCount: Int64(count))
+        return HealthV1.GetAccountResponse(name: user.name, anchor: anchor, sampleCount: Int64(count), userID: user.id)
     }
 
     // MARK: Samples
@@ -158,6 +158,7 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
 
     public func getPushCursor(request: HealthV1.GetPushCursorRequest, context: ServerContext) async throws -> HealthV1.GetPushCursorResponse {
         let user = try caller(context)
+        try store.bindStore(device: request.deviceID, user: user.id)
         return HealthV1.GetPushCursorResponse(anchor: try store.pushedAnchor(user: user.id, device: request.deviceID, scope: request.scope))
     }
 
@@ -177,6 +178,8 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
                 }
             } else {
                 (device, scope) = (request.deviceID, request.scope)
+                // Before anything of the push is stored: a store bound to another user is PERMISSION_DENIED.
+                try store.bindStore(device: request.deviceID, user: user.id)
             }
             do {
                 try Self.checkBatch(request.samples.count + request.deletions.count)
@@ -200,6 +203,8 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         let user = try caller(context)
         let filter = try HealthProto.filter(types: request.types, from: request.fromMs, to: request.toMs)
         let pageSize = try Self.pageSize(request.pageSize)
+        // A client older than store binding sends no device id; its pull reads only the caller's own changes.
+        if !request.deviceID.isEmpty { try store.bindStore(device: request.deviceID, user: user.id) }
         var anchor = request.sinceAnchor
         let store = self.store
         while true {

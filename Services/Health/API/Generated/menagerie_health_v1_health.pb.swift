@@ -337,6 +337,9 @@ extension HealthV1 {
         /// The user's current change-log anchor.
         public var anchor: Int64 = 0
         public var sampleCount: Int64 = 0
+        /// The user's id on this server: what a device store records as its owner (a name could be reused after a
+        /// user is gone; an id is not).
+        public var userID: Int64 = 0
 
         /// A message with every field at its default.
         public init() {}
@@ -345,11 +348,13 @@ extension HealthV1 {
         public init(
             name: String = "",
             anchor: Int64 = 0,
-            sampleCount: Int64 = 0
+            sampleCount: Int64 = 0,
+            userID: Int64 = 0
         ) {
             self.name = name
             self.anchor = anchor
             self.sampleCount = sampleCount
+            self.userID = userID
         }
     }
 
@@ -625,7 +630,8 @@ extension HealthV1 {
 
     /// The `menagerie.health.v1.GetPushCursorRequest` message.
     public struct GetPushCursorRequest: Sendable, Equatable {
-        /// The device's own id (a UUID it keeps in its local store).
+        /// The device store's id (a UUID it keeps in its local store). The first call with an unbound id binds it
+        /// to the caller's user.
         public var deviceID: String = ""
         /// The sync scope: "" for a full sync; a limited sync (types, time range) has its own.
         public var scope: String = ""
@@ -721,6 +727,8 @@ extension HealthV1 {
         public var toMs: Int64? = nil
         /// Changes per page, 1–10,000; 0 means 1,000.
         public var pageSize: UInt32 = 0
+        /// The device store that pulls (the id its pushes carry): PERMISSION_DENIED when bound to another user.
+        public var deviceID: String = ""
 
         /// A message with every field at its default.
         public init() {}
@@ -731,13 +739,15 @@ extension HealthV1 {
             types: [String] = [],
             fromMs: Int64? = nil,
             toMs: Int64? = nil,
-            pageSize: UInt32 = 0
+            pageSize: UInt32 = 0,
+            deviceID: String = ""
         ) {
             self.sinceAnchor = sinceAnchor
             self.types = types
             self.fromMs = fromMs
             self.toMs = toMs
             self.pageSize = pageSize
+            self.deviceID = deviceID
         }
     }
 
@@ -847,7 +857,7 @@ extension HealthV1 {
         public static let getStatistics = ProtoMethod<HealthV1.GetStatisticsRequest, HealthV1.GetStatisticsResponse>(
             path: "/menagerie.health.v1.Health/GetStatistics", serverStreaming: false, idempotent: true)
 
-        /// Calls `/menagerie.health.v1.Health/GetPushCursor`.
+        /// Where this device store's push resumes; binds an unbound store to the caller (so not NO_SIDE_EFFECTS).
         public static let getPushCursor = ProtoMethod<HealthV1.GetPushCursorRequest, HealthV1.GetPushCursorResponse>(
             path: "/menagerie.health.v1.Health/GetPushCursor", serverStreaming: false, idempotent: true)
 
@@ -1168,12 +1178,14 @@ extension HealthV1.GetAccountResponse: ProtoMessage, ProtobufCBridged {
         name = reader.value(1)
         anchor = reader.value(2)
         sampleCount = reader.value(3)
+        userID = reader.value(4)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, name)
         writer.set(2, anchor)
         writer.set(3, sampleCount)
+        writer.set(4, userID)
     }
 }
 
@@ -1574,6 +1586,7 @@ extension HealthV1.PullRequest: ProtoMessage, ProtobufCBridged {
         fromMs = reader.optional(3)
         toMs = reader.optional(4)
         pageSize = reader.value(5)
+        deviceID = reader.value(6)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1582,6 +1595,7 @@ extension HealthV1.PullRequest: ProtoMessage, ProtobufCBridged {
         writer.set(3, fromMs)
         writer.set(4, toMs)
         writer.set(5, pageSize)
+        writer.set(6, deviceID)
     }
 }
 
@@ -1949,6 +1963,7 @@ extension HealthV1.GetAccountResponse: ProtoJSONMessage {
         ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 2, protoName: "anchor", jsonName: "anchor", kind: .int64, cardinality: .singular),
         ProtoJSONField(number: 3, protoName: "sample_count", jsonName: "sampleCount", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "user_id", jsonName: "userId", kind: .int64, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -1956,6 +1971,7 @@ extension HealthV1.GetAccountResponse: ProtoJSONMessage {
         json.value(0, self.name)
         json.value(1, self.anchor)
         json.value(2, self.sampleCount)
+        json.value(3, self.userID)
         return json.result
     }
 
@@ -1965,6 +1981,7 @@ extension HealthV1.GetAccountResponse: ProtoJSONMessage {
         try json.value(0, into: &self.name)
         try json.value(1, into: &self.anchor)
         try json.value(2, into: &self.sampleCount)
+        try json.value(3, into: &self.userID)
     }
 }
 
@@ -2341,6 +2358,7 @@ extension HealthV1.PullRequest: ProtoJSONMessage {
         ProtoJSONField(number: 3, protoName: "from_ms", jsonName: "fromMs", kind: .int64, cardinality: .optional),
         ProtoJSONField(number: 4, protoName: "to_ms", jsonName: "toMs", kind: .int64, cardinality: .optional),
         ProtoJSONField(number: 5, protoName: "page_size", jsonName: "pageSize", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "device_id", jsonName: "deviceId", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2350,6 +2368,7 @@ extension HealthV1.PullRequest: ProtoJSONMessage {
         json.optional(2, self.fromMs)
         json.optional(3, self.toMs)
         json.value(4, self.pageSize)
+        json.value(5, self.deviceID)
         return json.result
     }
 
@@ -2361,6 +2380,7 @@ extension HealthV1.PullRequest: ProtoJSONMessage {
         try json.optional(2, into: &self.fromMs)
         try json.optional(3, into: &self.toMs)
         try json.value(4, into: &self.pageSize)
+        try json.value(5, into: &self.deviceID)
     }
 }
 

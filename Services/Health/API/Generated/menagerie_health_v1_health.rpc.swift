@@ -30,6 +30,7 @@ extension HealthV1.Health {
 
         func getStatistics(request: HealthV1.GetStatisticsRequest, context: ServerContext) async throws -> HealthV1.GetStatisticsResponse
 
+        /// Where this device store's push resumes; binds an unbound store to the caller (so not NO_SIDE_EFFECTS).
         func getPushCursor(request: HealthV1.GetPushCursorRequest, context: ServerContext) async throws -> HealthV1.GetPushCursorResponse
 
         /// A device's push: a client stream of batches, each committed with its anchor as it arrives (flow control
@@ -70,6 +71,7 @@ extension HealthV1.Health {
 
         func getStatistics(_ request: HealthV1.GetStatisticsRequest, options: CallOptions) async throws -> HealthV1.GetStatisticsResponse
 
+        /// Where this device store's push resumes; binds an unbound store to the caller (so not NO_SIDE_EFFECTS).
         func getPushCursor(_ request: HealthV1.GetPushCursorRequest, options: CallOptions) async throws -> HealthV1.GetPushCursorResponse
 
         /// A device's push: a client stream of batches, each committed with its anchor as it arrives (flow control
@@ -137,6 +139,7 @@ extension HealthV1.Health {
             try await rpcClient.unary(HealthV1.Health.getStatistics, request, options: options)
         }
 
+        /// Where this device store's push resumes; binds an unbound store to the caller (so not NO_SIDE_EFFECTS).
         public func getPushCursor(_ request: HealthV1.GetPushCursorRequest, options: CallOptions) async throws -> HealthV1.GetPushCursorResponse {
             try await rpcClient.unary(HealthV1.Health.getPushCursor, request, options: options)
         }

@@ -64,6 +64,8 @@ public struct HealthExportImporter {
     public var batchSize = 2048
     /// Batches parsed ahead of the writer, at most.
     public var batchesInFlight = 8
+    /// What a zip may declare before it is refused unread.
+    public var zipLimits = ZipLimits.standard
 
     public init(store: HealthStore, user: Int64) {
         self.store = store
@@ -72,14 +74,29 @@ public struct HealthExportImporter {
 
     /// Imports the file at `path`. `progress` gets the bytes whose records are written and the file size
     /// after each batch (nothing is committed before the end).
+    ///
+    /// A zip (the Health app's `export.zip`) is read directly: its `apple_health_export/export.xml` is inflated
+    /// as it is parsed, after every entry's declared size was checked against `zipLimits`; the rest of the zip
+    /// (`export_cda.xml`, workout routes, ECGs) is not modelled and is left alone. Progress then counts the
+    /// inflated bytes of export.xml.
     public func importFile(atPath path: String, progress: ((Int64, Int64) -> Void)? = nil) throws -> ImportReport {
         guard FileManager.default.isReadableFile(atPath: path), let file = FileHandle(forReadingAtPath: path) else {
             throw HealthError.notFound("cannot open \(path)")
         }
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
+        var size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
+        var read: @Sendable (Int) throws -> Data = { try file.read(upToCount: $0) ?? Data() }
+        var source = path
+        if ZipArchive.isZip(atPath: path) {
+            let archive = try ZipArchive(path: path, limits: zipLimits)
+            let entry = try archive.exportXML()
+            let reader = UncheckedBox(try archive.reader(for: entry))
+            size = Int64(entry.size)
+            read = { try reader.value.read(upTo: $0) }
+            source = "\(path): \(entry.name)"
+        }
         let user = self.user
         let handoff = SampleHandoff(capacity: batchesInFlight)
-        let parser = ExportParser(file: file, chunkSize: chunkSize, batchSize: batchSize, limits: store.limits, handoff: handoff)
+        let parser = ExportParser(read: read, chunkSize: chunkSize, batchSize: batchSize, limits: store.limits, handoff: handoff)
         return try store.database.write { db in
             var writer = try ChangeWriter(db: db, user: user, pulled: false)
             let thread = Thread { parser.run() }
@@ -111,7 +128,7 @@ public struct HealthExportImporter {
             var report: ImportReport
             switch handoff.outcome {
             case .success(let parsed): report = parsed
-            case .failure(let error as XMLFormatError): throw HealthError.invalid("\(path): \(error.description); nothing was imported")
+            case .failure(let error as XMLFormatError): throw HealthError.invalid("\(source): \(error.description); nothing was imported")
             case .failure(let error): throw error
             case nil: throw HealthError.invalid("\(path): the import stopped before the end of the file")
             }
@@ -211,8 +228,8 @@ final class SampleHandoff: @unchecked Sendable {
 
 /// The parser thread's work: scans the file and hands validated samples over in batches.
 struct ExportParser: @unchecked Sendable {
-    // FileHandle is used by this thread alone until the writer, after waiting for it, closes it.
-    let file: FileHandle
+    // The file (or zip entry) is read by this thread alone until the writer, after waiting for it, closes it.
+    let read: @Sendable (Int) throws -> Data
     let chunkSize: Int
     let batchSize: Int
     let limits: SampleLimits
@@ -222,7 +239,7 @@ struct ExportParser: @unchecked Sendable {
         let outcome: Result<ImportReport, any Error>
         do {
             var handler = ExportHandler(limits: limits, batchSize: batchSize, handoff: handoff)
-            var scanner = XMLScanner(file: file, chunkSize: chunkSize) { [handoff] read in handoff.bytesRead = read }
+            var scanner = XMLScanner(read: read, chunkSize: chunkSize) { [handoff] read in handoff.bytesRead = read }
             try scanner.scan(&handler)
             try handler.flush()
             outcome = .success(handler.report)
@@ -414,4 +431,11 @@ struct ExportHandler: XMLScannerDelegate {
         let digits = String(magnitude / 60 * 100 + magnitude % 60)
         return (seconds < 0 ? "-" : "+") + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
+}
+
+/// Hands a value that one thread at a time uses (the zip reader, used by the parser thread alone) to a
+/// `@Sendable` closure.
+final class UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

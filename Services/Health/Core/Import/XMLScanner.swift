@@ -22,7 +22,8 @@ protocol XMLScannerDelegate {
 /// strict parsers failed on them for years). Entities: the five predefined ones and character references;
 /// anything else is a format error. Input is UTF-8.
 struct XMLScanner {
-    private let file: FileHandle
+    /// Up to the given count of the next bytes; empty at the end (a file, or a zip entry inflated as it is read).
+    private let read: (Int) throws -> Data
     private var buffer: [UInt8] = []
     private var position = 0
     private var atEnd = false
@@ -36,7 +37,11 @@ struct XMLScanner {
     private let onChunk: ((Int64) -> Void)?
 
     init(file: FileHandle, chunkSize: Int = 1 << 20, onChunk: ((Int64) -> Void)? = nil) {
-        self.file = file
+        self.init(read: { try file.read(upToCount: $0) ?? Data() }, chunkSize: chunkSize, onChunk: onChunk)
+    }
+
+    init(read: @escaping (Int) throws -> Data, chunkSize: Int = 1 << 20, onChunk: ((Int64) -> Void)? = nil) {
+        self.read = read
         self.chunkSize = chunkSize
         self.onChunk = onChunk
     }
@@ -52,7 +57,7 @@ struct XMLScanner {
             buffer.removeFirst(position)
             position = 0
         }
-        let data = try file.read(upToCount: chunkSize) ?? Data()
+        let data = try read(chunkSize)
         if data.isEmpty {
             atEnd = true
             return false

@@ -12,6 +12,10 @@ public struct SampleLimits: Sendable {
     /// Samples before this are refused (1900-01-01) as are those after 2200: a seconds/milliseconds mix-up.
     public var earliest: EpochMilliseconds = -2_208_988_800_000
     public var latest: EpochMilliseconds = 7_258_118_400_000
+    /// How far past the validating clock a sample may end: a day. A sample records what happened, so one dated in
+    /// 2199 is as wrong as a negative step count; a day leaves room for a device clock running ahead and for a
+    /// local time read in the wrong zone.
+    public var maxFutureMilliseconds: EpochMilliseconds = 86_400_000
 
     public init() {}
     public static let standard = SampleLimits()
@@ -22,9 +26,16 @@ extension HealthSample {
     public func validate(_ limits: SampleLimits = .standard) throws(HealthError) {
         // Computed when an error needs it: a million valid imported samples need no UUID strings.
         var name: String { "sample \(uuid.uuidString.lowercased())" }
-        guard start <= end else { throw .invalid("\(name): end \(end) is before start \(start)") }
+        guard start <= end else {
+            throw .invalid("\(name): end \(Timestamps.format(end)) is before start \(Timestamps.format(start))")
+        }
         guard start >= limits.earliest, end <= limits.latest else {
             throw .invalid("\(name): time \(start)…\(end) ms is outside 1900–2200 (seconds sent as milliseconds?)")
+        }
+        let now = EpochMilliseconds((Date().timeIntervalSince1970 * 1000).rounded())
+        guard end <= now + limits.maxFutureMilliseconds else {
+            throw .invalid(
+                "\(name): ends \(Timestamps.format(end)), in the future (at most a day ahead of \(Timestamps.format(now)) is accepted)")
         }
         guard value.isFinite else { throw .invalid("\(name): value \(value) is not a finite number") }
         let range = type.plausibleRange

@@ -17,9 +17,16 @@ import Storage
 ///   start-time index (`start >= from - longest`).
 /// - `users`, `tokens` (SHA-256 of the token only), `push_cursors` (server: how far each device's push has
 ///   been committed), `sync_state` (device: its own push anchor and the server anchor it pulled to, per scope).
+/// - Version 2, a device store belongs to one user: `store_owners` (server: each device store's id bound to the
+///   first user that synced it — the user, not the token); `device.owner_id`/`owner_name` (device: that user, as
+///   the server named it) and `owner_tokens` (device: SHA-256 of tokens known to be the owner's, so local
+///   commands check a known token offline). A server upgraded from version 1 binds each store that only one user
+///   ever pushed from to that user; a store pushed under several users (the leak this closes) and a device store
+///   without an owner are bound by their next sync.
 public enum HealthSchema {
     public static let migrations: [Migration] = [
-        Migration(1, "users, samples, change log, rollups, sync cursors") { db in try db.executeScript(version1) }
+        Migration(1, "users, samples, change log, rollups, sync cursors") { db in try db.executeScript(version1) },
+        Migration(2, "device stores bound to their owner") { db in try db.executeScript(version2) },
     ]
 
     /// The cell length: 15 minutes, the granularity of every UTC offset in use.
@@ -90,5 +97,18 @@ public enum HealthSchema {
             pushed_anchor INTEGER NOT NULL DEFAULT 0,
             pulled_anchor INTEGER NOT NULL DEFAULT 0);
         CREATE TABLE device (id INTEGER PRIMARY KEY CHECK (id = 1), device_id TEXT NOT NULL);
+        """
+
+    private static let version2 = """
+        CREATE TABLE store_owners (
+            device TEXT PRIMARY KEY,
+            user_id INTEGER NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            bound_ms INTEGER NOT NULL);
+        INSERT INTO store_owners (device, user_id, bound_ms)
+            SELECT device, min(user_id), CAST(strftime('%s', 'now') AS INTEGER) * 1000 FROM push_cursors
+            GROUP BY device HAVING count(DISTINCT user_id) = 1;
+        ALTER TABLE device ADD COLUMN owner_id INTEGER;
+        ALTER TABLE device ADD COLUMN owner_name TEXT;
+        CREATE TABLE owner_tokens (hash BLOB PRIMARY KEY);
         """
 }

@@ -313,7 +313,7 @@ public struct SampleQuery: Sendable, Hashable {
     }
 
     func validate() throws(HealthError) {
-        if let from, let to, from > to { throw .invalid("query range ends (\(to)) before it starts (\(from))") }
+        if let from, let to, from > to { throw .invalid("query range ends (\(Timestamps.format(to))) before it starts (\(Timestamps.format(from)))") }
         if let limit, limit <= 0 { throw .invalid("a query limit must be above 0, not \(limit)") }
     }
 }

@@ -113,7 +113,8 @@ extension HealthStore {
     /// samples that span a cell boundary one by one: a year of daily steps reads ~35k cells, not ~525k samples.
     public func statistics(_ request: StatisticsRequest, user: Int64) throws -> StatisticsResult {
         guard request.from <= request.to else {
-            throw HealthError.invalid("statistics range ends (\(request.to)) before it starts (\(request.from))")
+            throw HealthError.invalid(
+                "statistics range ends (\(Timestamps.format(request.to))) before it starts (\(Timestamps.format(request.from)))")
         }
         let unit = request.unit ?? request.type.statisticsUnit
         guard unit.dimension == request.type.statisticsUnit.dimension else {

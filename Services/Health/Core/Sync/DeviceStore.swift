@@ -6,6 +6,10 @@ import Storage
 ///
 /// Samples added or deleted here are the device's changes; the ones it pulled from the server are marked
 /// so and never pushed back.
+///
+/// The store belongs to the account that first synced it (`owner`, recorded once the server accepted it): a
+/// sync with another user's token is refused before anything is sent (`HealthSync`), and the server refuses it
+/// too (`HealthStore.bindStore`). A store that was never synced has no owner yet.
 public final class DeviceStore: Sendable {
     public let store: HealthStore
     /// The local user every sample belongs to.
@@ -28,6 +32,39 @@ public final class DeviceStore: Sendable {
     public convenience init(path: String) throws { try self.init(store: HealthStore(path: path)) }
 
     public static func inMemory() throws -> DeviceStore { try DeviceStore(store: .inMemory()) }
+
+    /// The account this store belongs to; nil until its first sync.
+    public func owner() throws -> StoreOwner? {
+        try store.database.read { db in
+            guard let row = try db.queryOne("SELECT owner_id, owner_name FROM device WHERE owner_name IS NOT NULL") else { return nil }
+            return StoreOwner(id: row.int64(0) ?? 0, name: row.string(1) ?? "")
+        }
+    }
+
+    /// Records the store's owner, once (a later call for the same user refreshes the name and id), and
+    /// remembers `token` as one of the owner's. PERMISSION_DENIED for another user than the recorded one.
+    public func claim(for account: StoreOwner, token: String?) throws {
+        try store.database.write { db in
+            if let row = try db.queryOne("SELECT owner_id, owner_name FROM device WHERE owner_name IS NOT NULL") {
+                let recorded = StoreOwner(id: row.int64(0) ?? 0, name: row.string(1) ?? "")
+                guard recorded.isSameUser(as: account) else { throw HealthError.storeOwned(by: recorded.name, device: deviceID) }
+            }
+            try db.execute("UPDATE device SET owner_id = ?, owner_name = ?", [account.id == 0 ? nil : account.id, account.name])
+            if let token { try db.execute("INSERT OR IGNORE INTO owner_tokens (hash) VALUES (?)", [HealthStore.tokenHash(token)]) }
+        }
+    }
+
+    /// Whether `token` is known to be the owner's (it synced this store, or the server said whose it is).
+    public func isOwnerToken(_ token: String) throws -> Bool {
+        try store.database.read { db in
+            try db.queryOne("SELECT 1 FROM owner_tokens WHERE hash = ?", [HealthStore.tokenHash(token)]) != nil
+        }
+    }
+
+    /// PERMISSION_DENIED unless `account` may use this store: it has no owner yet, or `account` is its owner.
+    public func checkOwner(_ account: StoreOwner) throws {
+        if let owner = try owner(), !owner.isSameUser(as: account) { throw HealthError.storeOwned(by: owner.name, device: deviceID) }
+    }
 
     public func add(_ samples: [HealthSample]) throws -> WriteResult { try store.add(samples, user: user) }
     public func delete(_ uuids: [UUID]) throws -> WriteResult { try store.delete(uuids, user: user) }
@@ -76,6 +113,22 @@ public final class DeviceStore: Sendable {
 }
 
 extension HealthStore {
+    /// Binds the device store `device` to `user` unless it is bound already, and answers PERMISSION_DENIED when
+    /// it is bound to another user: a store belongs to the user (not the token) that first synced it, so a
+    /// phone's store never pushes one person's samples into another's account. Idempotent.
+    public func bindStore(device: String, user: Int64) throws {
+        guard !device.isEmpty, device.utf8.count <= 128 else { throw HealthError.invalid("a device id is 1–128 bytes") }
+        let owner: (id: Int64, name: String)? = try database.write { db in
+            try db.execute(
+                "INSERT OR IGNORE INTO store_owners (device, user_id, bound_ms) VALUES (?, ?, ?)", [device, user, Self.now()])
+            let row = try db.queryOne(
+                "SELECT users.id, users.name FROM store_owners JOIN users ON users.id = store_owners.user_id WHERE device = ?",
+                [device])
+            return row.flatMap { row in row.int64(0).map { ($0, row.string(1) ?? "?") } }
+        }
+        if let owner, owner.id != user { throw HealthError.storeOwned(by: owner.name, device: device) }
+    }
+
     /// How far a device's pushes for `scope` have been committed (its local anchor; 0 for none).
     public func pushedAnchor(user: Int64, device: String, scope: String) throws -> Int64 {
         try database.read { db in
@@ -96,5 +149,32 @@ extension HealthStore {
                 ON CONFLICT (user_id, device, scope) DO UPDATE SET anchor = max(anchor, excluded.anchor)
                 """, [user, device, scope, batch.through])
         }
+    }
+}
+
+/// The account a device store belongs to, as the server names it.
+public struct StoreOwner: Sendable, Hashable {
+    /// The user's id on the server; 0 when the server did not say (one older than store binding).
+    public var id: Int64
+    public var name: String
+
+    public init(id: Int64, name: String) {
+        self.id = id
+        self.name = name
+    }
+
+    /// The same user: by id when both know it (a name alone could be reused after its user is gone), else by name.
+    public func isSameUser(as other: StoreOwner) -> Bool {
+        id != 0 && other.id != 0 ? id == other.id : name == other.name
+    }
+}
+
+extension HealthError {
+    /// A device store used with another user's account: says whose it is and how to start another.
+    public static func storeOwned(by owner: String, device: String) -> HealthError {
+        HealthError(
+            .permissionDenied,
+            "this device store (\(device)) belongs to \(owner); it syncs only with \(owner)'s account. "
+                + "Start another store for this account with --store PATH")
     }
 }

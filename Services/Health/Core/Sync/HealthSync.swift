@@ -22,7 +22,9 @@ public struct PushWriter: Sendable {
 /// The server as a device's sync sees it. The gateway implements it over the RPC client (push as a client
 /// stream, pull as a server stream); tests and benchmarks use `InProcessRemote`.
 public protocol HealthRemote: Sendable {
-    /// How far this device's pushes for `scope` have been committed: where a push resumes.
+    /// How far this device's pushes for `scope` have been committed: where a push resumes. The first call for a
+    /// device store binds it to the caller's user; PERMISSION_DENIED when it is bound to another (so are `push`
+    /// and `pull`).
     func pushedAnchor(device: String, scope: String) async throws -> Int64
     /// One push: `batches` sends them; the server commits each with its `through` as it arrives.
     /// Returns the server's counts over the whole push (its conflicts included).
@@ -32,7 +34,8 @@ public protocol HealthRemote: Sendable {
     /// The server's changes after `since`, page by page, in `filter`'s scope; `receive` is called for each page
     /// in order, and a page is only sent once the previous one was received.
     func pull(
-        since: Int64, filter: SyncFilter, pageSize: Int, receive: @escaping @Sendable (ChangeBatch) async throws -> Void
+        device: String, since: Int64, filter: SyncFilter, pageSize: Int,
+        receive: @escaping @Sendable (ChangeBatch) async throws -> Void
     ) async throws
     /// The user's anchor on the server now, so a pull's progress can be a fraction; nil when not known.
     func currentAnchor() async throws -> Int64?
@@ -92,11 +95,18 @@ public struct HealthSync: Sendable {
     public let device: DeviceStore
     public let remote: any HealthRemote
     public var batchSize: Int
+    /// The account the remote's token belongs to, when known: a store owned by another account is refused
+    /// before anything is sent, and an unowned store is recorded as this account's once the server accepted it.
+    public var account: StoreOwner?
+    /// The token the remote carries, remembered as the owner's (local commands then check it offline).
+    public var token: String?
 
-    public init(device: DeviceStore, remote: any HealthRemote, batchSize: Int = 1000) {
+    public init(device: DeviceStore, remote: any HealthRemote, batchSize: Int = 1000, account: StoreOwner? = nil, token: String? = nil) {
         self.device = device
         self.remote = remote
         self.batchSize = batchSize
+        self.account = account
+        self.token = token
     }
 
     /// `progress` is called after each batch sent or received.
@@ -105,10 +115,13 @@ public struct HealthSync: Sendable {
     ) async throws -> SyncReport {
         let scope = filter.scope
         var report = SyncReport()
+        if let account { try device.checkOwner(account) }
 
         // Push: from the server's record of this device, so a push cut off after the server committed a batch
-        // does not send it again (and one cut off before does).
+        // does not send it again (and one cut off before does). The server binds the store on this first call,
+        // so the store records its owner once the server agreed.
         let start = try await remote.pushedAnchor(device: device.deviceID, scope: scope)
+        if let account { try device.claim(for: account, token: token) }
         let device = self.device, batchSize = self.batchSize
         let pushEnd = try device.store.anchor(user: device.user)
         let counter = Counter()
@@ -139,7 +152,7 @@ public struct HealthSync: Sendable {
         let pullStart = try device.pulledAnchor(scope: scope)
         // Only for progress, which must not fail a sync: unknown when the remote cannot say.
         let pullEnd = progress == nil ? nil : ((try? await remote.currentAnchor()) ?? nil)
-        try await remote.pull(since: pullStart, filter: filter, pageSize: batchSize) { page in
+        try await remote.pull(device: device.deviceID, since: pullStart, filter: filter, pageSize: batchSize) { page in
             let result = try device.applyPulled(page, scope: scope)
             pulledTotal.add(page.changes.count)
             pulledResult.merge(result)
@@ -164,7 +177,8 @@ public struct InProcessRemote: HealthRemote {
     }
 
     public func pushedAnchor(device: String, scope: String) async throws -> Int64 {
-        try server.pushedAnchor(user: user, device: device, scope: scope)
+        try server.bindStore(device: device, user: user)
+        return try server.pushedAnchor(user: user, device: device, scope: scope)
     }
 
     public func push(
@@ -172,6 +186,7 @@ public struct InProcessRemote: HealthRemote {
     ) async throws -> WriteResult {
         let total = ResultBox()
         let server = self.server, user = self.user
+        try server.bindStore(device: device, user: user)
         try await batches(
             PushWriter { batch in total.merge(try server.commitPush(batch, user: user, device: device, scope: scope)) })
         return total.value
@@ -180,8 +195,10 @@ public struct InProcessRemote: HealthRemote {
     public func currentAnchor() async throws -> Int64? { try server.anchor(user: user) }
 
     public func pull(
-        since: Int64, filter: SyncFilter, pageSize: Int, receive: @escaping @Sendable (ChangeBatch) async throws -> Void
+        device: String, since: Int64, filter: SyncFilter, pageSize: Int,
+        receive: @escaping @Sendable (ChangeBatch) async throws -> Void
     ) async throws {
+        try server.bindStore(device: device, user: user)
         var anchor = since
         while true {
             let page = try server.changes(user: user, since: anchor, limit: pageSize, filter: filter)

@@ -2116,7 +2116,7 @@ const ProtobufCMessageDescriptor menagerie__health__v1__get_account_request__des
   (ProtobufCMessageInit) menagerie__health__v1__get_account_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__health__v1__get_account_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor menagerie__health__v1__get_account_response__field_descriptors[4] =
 {
   {
     "name",
@@ -2154,16 +2154,29 @@ static const ProtobufCFieldDescriptor menagerie__health__v1__get_account_respons
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "user_id",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__GetAccountResponse, user_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__health__v1__get_account_response__field_indices_by_name[] = {
   1,   /* field[1] = anchor */
   0,   /* field[0] = name */
   2,   /* field[2] = sample_count */
+  3,   /* field[3] = user_id */
 };
 static const ProtobufCIntRange menagerie__health__v1__get_account_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor menagerie__health__v1__get_account_response__descriptor =
 {
@@ -2173,7 +2186,7 @@ const ProtobufCMessageDescriptor menagerie__health__v1__get_account_response__de
   "Menagerie__Health__V1__GetAccountResponse",
   "menagerie.health.v1",
   sizeof(Menagerie__Health__V1__GetAccountResponse),
-  3,
+  4,
   menagerie__health__v1__get_account_response__field_descriptors,
   menagerie__health__v1__get_account_response__field_indices_by_name,
   1,  menagerie__health__v1__get_account_response__number_ranges,
@@ -3166,7 +3179,7 @@ const ProtobufCMessageDescriptor menagerie__health__v1__push_response__descripto
   (ProtobufCMessageInit) menagerie__health__v1__push_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__health__v1__pull_request__field_descriptors[5] =
+static const ProtobufCFieldDescriptor menagerie__health__v1__pull_request__field_descriptors[6] =
 {
   {
     "since_anchor",
@@ -3228,8 +3241,21 @@ static const ProtobufCFieldDescriptor menagerie__health__v1__pull_request__field
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "device_id",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__PullRequest, device_id),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__health__v1__pull_request__field_indices_by_name[] = {
+  5,   /* field[5] = device_id */
   2,   /* field[2] = from_ms */
   4,   /* field[4] = page_size */
   0,   /* field[0] = since_anchor */
@@ -3239,7 +3265,7 @@ static const unsigned menagerie__health__v1__pull_request__field_indices_by_name
 static const ProtobufCIntRange menagerie__health__v1__pull_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor menagerie__health__v1__pull_request__descriptor =
 {
@@ -3249,7 +3275,7 @@ const ProtobufCMessageDescriptor menagerie__health__v1__pull_request__descriptor
   "Menagerie__Health__V1__PullRequest",
   "menagerie.health.v1",
   sizeof(Menagerie__Health__V1__PullRequest),
-  5,
+  6,
   menagerie__health__v1__pull_request__field_descriptors,
   menagerie__health__v1__pull_request__field_indices_by_name,
   1,  menagerie__health__v1__pull_request__number_ranges,

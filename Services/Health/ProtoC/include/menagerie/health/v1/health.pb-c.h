@@ -337,10 +337,15 @@ struct  Menagerie__Health__V1__GetAccountResponse
    */
   int64_t anchor;
   int64_t sample_count;
+  /*
+   * The user's id on this server: what a device store records as its owner (a name could be reused after a
+   * user is gone; an id is not).
+   */
+  int64_t user_id;
 };
 #define MENAGERIE__HEALTH__V1__GET_ACCOUNT_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__get_account_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0, 0 }
 
 
 struct  Menagerie__Health__V1__AddSamplesRequest
@@ -641,7 +646,8 @@ struct  Menagerie__Health__V1__GetPushCursorRequest
 {
   ProtobufCMessage base;
   /*
-   * The device's own id (a UUID it keeps in its local store).
+   * The device store's id (a UUID it keeps in its local store). The first call with an unbound id binds it
+   * to the caller's user.
    */
   char *device_id;
   /*
@@ -737,6 +743,10 @@ struct  Menagerie__Health__V1__PullRequest
    * Changes per page, 1–10,000; 0 means 1,000.
    */
   uint32_t page_size;
+  /*
+   * The device store that pulls (the id its pushes carry): PERMISSION_DENIED when bound to another user.
+   */
+  char *device_id;
   Menagerie__Health__V1__PullRequest__FromMsCase _from_ms_case;
   union {
     int64_t from_ms;
@@ -748,7 +758,7 @@ struct  Menagerie__Health__V1__PullRequest
 };
 #define MENAGERIE__HEALTH__V1__PULL_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__pull_request__descriptor) \
-    , 0, 0,NULL, 0, MENAGERIE__HEALTH__V1__PULL_REQUEST___FROM_MS__NOT_SET, {0}, MENAGERIE__HEALTH__V1__PULL_REQUEST___TO_MS__NOT_SET, {0} }
+    , 0, 0,NULL, 0, (char *)protobuf_c_empty_string, MENAGERIE__HEALTH__V1__PULL_REQUEST___FROM_MS__NOT_SET, {0}, MENAGERIE__HEALTH__V1__PULL_REQUEST___TO_MS__NOT_SET, {0} }
 
 
 struct  Menagerie__Health__V1__PullResponse
