@@ -82,7 +82,7 @@ struct ModelExport: AsyncParsableCommand {
             {"file": PATH, "size": "BYTES"} (the size a string, as the JSON mapping spells 64-bit integers).
             """)
     @Argument(help: "The model's name.") var name: String
-    @Option(name: [.short, .customLong("output")], help: "The file to write (default NAME.menagerie-model).") var output: String?
+    @Option(name: [.short, .customLong("output")], help: "The file to write (default NAME.menagerie-model).", completion: .file(extensions: ["menagerie-model"])) var output: String?
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {

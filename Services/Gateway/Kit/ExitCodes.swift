@@ -124,12 +124,23 @@ public enum GatewayExit {
         let given = arguments ?? Array(CommandLine.arguments.dropFirst())
         let json = wantsJSON(given)
         var command: any ParsableCommand
+        var retried = false
         do {
             do {
                 command = try type.parseAsRoot(given)
             } catch {
-                guard let retried = negativeNumbersAsPositionals(given), let parsed = try? type.parseAsRoot(retried) else { throw error }
-                command = parsed
+                guard let reordered = negativeNumbersAsPositionals(given) else { throw error }
+                do {
+                    command = try type.parseAsRoot(reordered)
+                } catch let second {
+                    // With the negative numbers as values the command line parsed but a value was refused (`zoo tour
+                    // 1 -2`): that says more than "Unknown option '-2'". Any other failure: the first error stands.
+                    let message = type.message(for: second)
+                    let exitCode = type.exitCode(for: second).rawValue
+                    let valueRefused = exitCode == ExitCode.failure.rawValue || message.hasPrefix("The value '")
+                    retried = valueRefused
+                    throw valueRefused ? second : error
+                }
             }
         } catch {
             let original = type.exitCode(for: error).rawValue
@@ -139,7 +150,7 @@ public enum GatewayExit {
             let failing = subcommand(of: type, in: given)
             var text = type.fullMessage(for: error)
             if !text.contains("Usage:") { text += "\n" + usageLines(type, failing) }
-            if let negative = negativeNumberAsArgument(given), code == badValue, original != ExitCode.failure.rawValue {
+            if !retried, let negative = negativeNumberAsArgument(given), code == badValue, original != ExitCode.failure.rawValue {
                 text += "\n(\(negative) reads as an option here; a negative number as an argument goes after --)"
             }
             fail(code: code, connectCode: "invalid_argument",
