@@ -20,6 +20,21 @@ import Testing
         #expect(GatewayExit.code(parseExitCode: 64, message: "Missing expected argument '<id>'", arguments: ["zoo", "show", "--", "x"]) == 64)
     }
 
+    /// A second parse puts negative numbers that stand as arguments behind `--`, keeping the arguments' order and
+    /// every option (with its value) before it.
+    @Test func negativeNumbersAsArgumentsMoveBehindTheSeparator() {
+        #expect(GatewayExit.negativeNumbersAsPositionals(["health", "add", "stepCount", "-100"]) == ["health", "add", "stepCount", "--", "-100"])
+        #expect(
+            GatewayExit.negativeNumbersAsPositionals(["zoo", "tour", "1", "-2", "3", "--from", "-1.5,2", "--json"])
+                == ["zoo", "tour", "1", "--from", "-1.5,2", "--json", "--", "-2", "3"])
+        #expect(
+            GatewayExit.negativeNumbersAsPositionals(["health", "add", "x", "-1", "--unit", "mL", "--", "y"])
+                == ["health", "add", "x", "--unit", "mL", "--", "-1", "y"])
+        // An option's value is no argument; nothing to move.
+        #expect(GatewayExit.negativeNumbersAsPositionals(["zoo", "nearby", "--radius", "-5"]) == nil)
+        #expect(GatewayExit.negativeNumbersAsPositionals(["zoo", "show", "--", "-5"]) == nil)
+    }
+
     @Test func anUnknownServiceIsNotFoundAndAKnownOneWithoutInstancesUnavailable() throws {
         let endpoints = try Endpoints(flags: ["zoo=127.0.0.1:7100"], stateDirectory: nil, environment: [:])
         func failure(_ service: String, known: [String]) -> RPCError? {

@@ -26,9 +26,11 @@ import Testing
             let result = try await gateway(arguments + ["--endpoint", Self.dead, "--timeout", "2"])
             #expect(result.status == 14, "gateway \(arguments.joined(separator: " ")): \(result.status) \(result.output.prefix(300))")
         }
-        // As a positional argument, after `--`.
-        let shown = try await gateway(["zoo", "show", "--endpoint", Self.dead, "--timeout", "2", "--", "-5"])
-        #expect(shown.status == 14, "\(shown.output)")
+        // As a positional argument, with or without `--`: the value reaches the check of ids (exit 3, not a usage error).
+        for arguments in [["zoo", "show", "--", "-5"], ["zoo", "show", "-5"]] {
+            let shown = try await gateway(arguments + ["--endpoint", Self.dead, "--timeout", "2"])
+            #expect(shown.status == 3 && shown.output.contains("an animal's id is a number from 1 (got -5)"), "\(shown.output)")
+        }
     }
 
     @Test func badValuesExit3() async throws {

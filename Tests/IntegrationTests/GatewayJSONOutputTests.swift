@@ -11,7 +11,7 @@ import ZooAPI
 
 /// What `--json` prints, through the gateway executable: each service's output is protobuf's JSON mapping of its
 /// response (read back strictly as that message, unknown members refused, and printed again the same), and a
-/// failure is one JSON object `{"code", "message"}` on standard output with the exit status of its code.
+/// failure is one JSON object `{"code", "message"}` on standard error with the exit status of its code.
 @Suite(.serialized) struct GatewayJSONOutputTests {
     /// Runs the gateway with standard output and standard error kept apart: a script reads only the first.
     static func gateway(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, stdout: String, stderr: String) {
@@ -59,15 +59,17 @@ import ZooAPI
         return message
     }
 
-    /// The error shape: exactly one JSON object with `code` and `message` and nothing else on standard output.
+    /// The error shape: exactly one JSON object with `code` and `message` and nothing else on standard error, and
+    /// nothing on standard output (which carries only results).
     static func expectError(_ result: (status: Int32, stdout: String, stderr: String), exit: Int32, code: String,
                             sourceLocation: SourceLocation = #_sourceLocation) throws {
         #expect(result.status == exit, "\(result)", sourceLocation: sourceLocation)
-        let value = try JSONParser.parse(result.stdout)
-        #expect(value.objectValue?.map(\.key) == ["code", "message"], "\(result.stdout)", sourceLocation: sourceLocation)
-        #expect(value["code"] == .string(code), "\(result.stdout)", sourceLocation: sourceLocation)
+        #expect(result.stdout.isEmpty, "\(result.stdout)", sourceLocation: sourceLocation)
+        let value = try JSONParser.parse(result.stderr)
+        #expect(value.objectValue?.map(\.key) == ["code", "message"], "\(result.stderr)", sourceLocation: sourceLocation)
+        #expect(value["code"] == .string(code), "\(result.stderr)", sourceLocation: sourceLocation)
         let message = value["message"]?.stringValue ?? ""
-        #expect(message.count > 0, "\(result.stdout)", sourceLocation: sourceLocation)
+        #expect(message.count > 0, "\(result.stderr)", sourceLocation: sourceLocation)
     }
 
     @Test func failuresPrintOneJSONErrorAndExitWithTheirCode() async throws {

@@ -13,7 +13,7 @@ struct CatalogueCommands: AsyncParsableCommand {
 struct CatalogueImport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import", abstract: "Import a JSON array of {label, name, local_name, attributes: {key: value}}; entries replace those of the same label.")
-    @Argument var file: String
+    @Argument(help: "The catalogue: a JSON array of entries.", completion: .file(extensions: ["json"])) var file: String
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -27,8 +27,8 @@ struct CatalogueImport: AsyncParsableCommand {
 struct CatalogueSearch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "search", abstract: "Search every field, case- and diacritics-insensitively; sorted by local name.")
-    @Argument var query: String = ""
-    @Option var limit: Int32?
+    @Argument(help: "Text to look for in labels and names (default: every entry).") var query: String = ""
+    @Option(help: "Most entries listed (default: the service's).") var limit: Int32?
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -43,7 +43,7 @@ struct CatalogueSearch: AsyncParsableCommand {
 
 struct CatalogueShow: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "show", abstract: "One label's entry with every attribute.")
-    @Argument var label: String
+    @Argument(help: "The entry's label.") var label: String
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -61,11 +61,11 @@ struct Feedback: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "feedback",
         abstract: "Confirm or correct a prediction. With --consent the photo is kept under LABEL in the feedback dataset; without it nothing is kept.")
-    @Argument var photo: String
-    @Option var label: String
+    @Argument(help: "The photo the model saw.", completion: .file(extensions: photoExtensions)) var photo: String
+    @Option(help: "The right label for the photo.") var label: String
     @Flag(help: "Allow the service to keep the photo for training.") var consent = false
-    @Option(help: "The model that predicted.") var model: String?
-    @Option(help: "What it predicted.") var predicted: String?
+    @Option(help: "The model that predicted (default: none named).") var model: String?
+    @Option(help: "What it predicted (default: none named).") var predicted: String?
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {

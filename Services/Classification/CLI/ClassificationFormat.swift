@@ -7,8 +7,7 @@ import RPC
 // models the commands share. `--json` prints the responses' JSON mapping (GatewayKit's `render`); nothing here builds JSON.
 
 func readFile(_ path: String) throws -> [UInt8] {
-    guard let data = FileManager.default.contents(atPath: path) else { throw RPCError(.invalidArgument, "cannot read \(path)") }
-    return Array(data)
+    Array(try InputFile.read(path))
 }
 
 func percent(_ value: Double) -> String { String(format: "%.1f%%", value * 100) }

@@ -23,9 +23,9 @@ struct DatasetCreate: AsyncParsableCommand {
             """)
 
     @Argument(help: "The dataset's name.") var name: String
-    @Option(name: .customLong("from"), help: "A folder of label folders of images.") var directory: String?
-    @Option(help: "Create ML's annotations.json (a detection dataset).") var annotations: String?
-    @Option(help: "Where the annotated images are (default: the annotations file's folder).") var images: String?
+    @Option(name: .customLong("from"), help: "A folder of label folders of images (a classification dataset; default: none, give this or --annotations).", completion: .directory) var directory: String?
+    @Option(help: "Create ML's annotations.json (a detection dataset; default: none, give this or --from).", completion: .file(extensions: ["json"])) var annotations: String?
+    @Option(help: "Where the annotated images are (default: the annotations file's folder).", completion: .directory) var images: String?
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -34,6 +34,8 @@ struct DatasetCreate: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let directory { try InputFile.check(directory, directory: true, role: "--from") }
+        if let annotations { try InputFile.check(annotations, role: "--annotations") }
         try await global.withClassification { client in
             var header = ClassificationV1.DatasetUploadHeader()
             header.name = name
@@ -56,13 +58,11 @@ struct DatasetCreate: AsyncParsableCommand {
                 try await writer.send(ClassificationV1.UploadDatasetRequest(header: head, chunk: nil))
                 let display = showProgress ? ProgressDisplay() : nil
                 // A redrawn bar moves by the percent; a log gets a line per tenth.
-                let step = isatty(STDOUT_FILENO) == 1 ? 1 : 10
+                let step = isatty(STDERR_FILENO) == 1 ? 1 : 10
                 var sent: Int64 = 0
                 var lastPercent = -1
                 for file in files {
-                    guard let data = FileManager.default.contents(atPath: file.url.path) else {
-                        throw RPCError(.invalidArgument, "cannot read \(file.url.path)")
-                    }
+                    let data = try InputFile.read(file.url.path)
                     let bytes = Array(data)
                     var offset = 0
                     let piece = 1 << 20
@@ -91,7 +91,7 @@ struct DatasetCreate: AsyncParsableCommand {
     static func labelFolders(_ root: URL) throws -> [(path: String, url: URL)] {
         let manager = FileManager.default
         guard let labels = try? manager.contentsOfDirectory(atPath: root.path) else {
-            throw RPCError(.invalidArgument, "\(root.path): not a readable directory")
+            throw FileError(.unreadable, path: root.path, reason: "not a readable directory", role: "--from")
         }
         var files: [(String, URL)] = []
         for label in labels.sorted() where !label.hasPrefix(".") {
@@ -137,7 +137,7 @@ struct DatasetList: AsyncParsableCommand {
 
 struct DatasetShow: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "show", abstract: "A dataset's counts per label.")
-    @Argument var name: String
+    @Argument(help: "The dataset's name.") var name: String
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -151,7 +151,7 @@ struct DatasetShow: AsyncParsableCommand {
 struct DatasetDelete: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a dataset (its images unless another dataset has them).",
         discussion: "--json prints the empty DeleteDatasetResponse: {}.")
-    @Argument var name: String
+    @Argument(help: "The dataset's name.") var name: String
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {

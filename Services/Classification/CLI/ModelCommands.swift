@@ -30,7 +30,7 @@ struct ModelList: AsyncParsableCommand {
 
 struct ModelShow: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "show", abstract: "A model's labels, input and metrics.")
-    @Argument var name: String
+    @Argument(help: "The model's name.") var name: String
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -48,7 +48,7 @@ struct ModelShow: AsyncParsableCommand {
 struct ModelDelete: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete", abstract: "Delete a model.", discussion: "--json prints the empty DeleteModelResponse: {}.")
-    @Argument var name: String
+    @Argument(help: "The model's name.") var name: String
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -63,7 +63,7 @@ struct ModelActivate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "activate", abstract: "Make a model its kind's active model (the default of image or detect).",
         discussion: "--json prints the empty SetActiveModelResponse: {}.")
-    @Argument var name: String
+    @Argument(help: "The model's name.") var name: String
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -81,8 +81,8 @@ struct ModelExport: AsyncParsableCommand {
             The file arrives as a stream of ModelFileChunks, so --json prints what was written rather than a response: \
             {"file": PATH, "size": "BYTES"} (the size a string, as the JSON mapping spells 64-bit integers).
             """)
-    @Argument var name: String
-    @Option(name: [.short, .customLong("output")], help: "The file to write (default NAME.menagerie-model).") var output: String?
+    @Argument(help: "The model's name.") var name: String
+    @Option(name: [.short, .customLong("output")], help: "The file to write (default NAME.menagerie-model).", completion: .file(extensions: ["menagerie-model"])) var output: String?
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
@@ -94,7 +94,7 @@ struct ModelExport: AsyncParsableCommand {
             }
             let path = output ?? "\(name).menagerie-model"
             guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
-                throw RPCError(.invalidArgument, "cannot write \(path)")
+                throw FileError(.notWritable, path: path, reason: "cannot create the file")
             }
             try global.render(jsonValue: { Self.written(path, size: bytes.count) }, text: { print("wrote \(path) (\(bytes.count) bytes)") })
         }
@@ -104,6 +104,21 @@ struct ModelExport: AsyncParsableCommand {
     static func written(_ path: String, size: Int) -> JSONValue {
         .object([JSONMember("file", .string(path)), JSONMember("size", .string(String(size)))])
     }
+}
+
+/// `--kind` of `train` and `model import`.
+enum ModelKind: String, CaseIterable, ExpressibleByArgument {
+    case classifier, detector
+}
+
+/// `--format` of `model import`.
+enum ModelFormat: String, CaseIterable, ExpressibleByArgument {
+    case menagerie, torchscript, onnx
+}
+
+/// `--layout` of `model import`: Ultralytics' ONNX export layouts.
+enum DetectorLayout: String, CaseIterable, ExpressibleByArgument {
+    case yolov5, yolov8
 }
 
 struct ModelImportCommand: AsyncParsableCommand {
@@ -119,51 +134,45 @@ struct ModelImportCommand: AsyncParsableCommand {
             does not load or does not fit its labels and input is refused (INVALID_ARGUMENT) and nothing is kept.
             """)
 
-    @Argument var file: String
-    @Option var name: String
-    @Option(help: "menagerie (default), torchscript or onnx.") var format = "menagerie"
-    @Option(help: "classifier (default) or detector.") var kind = "classifier"
-    @Option(help: "The labels in output order, comma-separated.") var labels: String?
+    @Argument(help: "The model file.", completion: .file(extensions: ["menagerie-model", "pt", "onnx"])) var file: String
+    @Option(help: "The imported model's name.") var name: String
+    @Option(help: "The file's format.") var format = ModelFormat.menagerie
+    @Option(help: "What the model does.") var kind = ModelKind.classifier
+    @Option(help: "The labels in output order, comma-separated (default: the file's, for a menagerie model).") var labels: String?
     @Option(help: "Input size WxH (default 224x224).") var input: String?
-    @Option(help: "Per-channel mean, three comma-separated values.") var mean: String?
-    @Option(help: "Per-channel standard deviation, three comma-separated values.") var std: String?
-    @Option(help: "ONNX detector output layout: yolov5 or yolov8.") var layout: String?
+    @Option(help: "Per-channel mean, three comma-separated values (default: none, 0).") var mean: String?
+    @Option(help: "Per-channel standard deviation, three comma-separated values (default: none, 1).") var std: String?
+    @Option(help: "ONNX detector output layout (default: the service's guess from the output's shape).") var layout: DetectorLayout?
     @OptionGroup var global: GlobalOptions
 
     func request() throws -> ClassificationV1.ImportModelRequest {
         var r = ClassificationV1.ImportModelRequest()
         r.name = name
-        switch format.lowercased() {
-        case "menagerie": r.format = .menagerie
-        case "torchscript": r.format = .torchscript
-        case "onnx": r.format = .onnx
-        default: throw ValidationError("--format must be menagerie, torchscript or onnx")
+        switch format {
+        case .menagerie: r.format = .menagerie
+        case .torchscript: r.format = .torchscript
+        case .onnx: r.format = .onnx
         }
-        switch kind.lowercased() {
-        case "classifier": r.kind = .classifier
-        case "detector": r.kind = .detector
-        default: throw ValidationError("--kind must be classifier or detector")
-        }
+        r.kind = kind == .detector ? .detector : .classifier
         r.labels = labels.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
         if let input {
             let parts = input.lowercased().split(separator: "x").compactMap { Int32($0) }
-            guard parts.count == 2 else { throw ValidationError("--input must be WxH, e.g. 224x224") }
+            guard parts.count == 2 else { throw InvalidValue("--input must be WxH, e.g. 224x224 (got \(input))") }
             r.inputWidth = parts[0]
             r.inputHeight = parts[1]
         }
         func floats(_ text: String?, _ flag: String) throws -> [Float] {
             guard let text else { return [] }
             let values = text.split(separator: ",").compactMap { Float($0.trimmingCharacters(in: .whitespaces)) }
-            guard values.count == 3 else { throw ValidationError("\(flag) takes three comma-separated numbers") }
+            guard values.count == 3 else { throw InvalidValue("\(flag) takes three comma-separated numbers (got \(text))") }
             return values
         }
         r.mean = try floats(mean, "--mean")
         r.std = try floats(std, "--std")
-        switch layout?.lowercased() {
+        switch layout {
         case nil: break
-        case "yolov5": r.layout = .yolov5
-        case "yolov8": r.layout = .yolov8
-        default: throw ValidationError("--layout must be yolov5 or yolov8")
+        case .yolov5: r.layout = .yolov5
+        case .yolov8: r.layout = .yolov8
         }
         return r
     }

@@ -5,6 +5,15 @@ import GatewayKit
 import RPC
 import Schema
 
+/// Photos the service decodes, for shell completion.
+let photoExtensions = ["png", "jpg", "jpeg"]
+
+/// `--scaling`: how a photo is fitted to the model's square input.
+enum ClassifyScaling: String, CaseIterable, ExpressibleByArgument {
+    case fit, fill
+    case centerCrop = "center-crop"
+}
+
 struct ClassifyImage: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "image", abstract: "Classify photos: the top labels with their confidences, and the catalogue entry of the best.",
@@ -14,28 +23,28 @@ struct ClassifyImage: AsyncParsableCommand {
             photo, in the order given.
             """)
 
-    @Argument(help: "PNG or JPEG files.") var photos: [String]
+    @Argument(help: "PNG or JPEG files.", completion: .file(extensions: photoExtensions)) var photos: [String]
     @Option(help: "The model (default: the active classifier).") var model: String?
     @Option(help: "How many labels (default 5).") var top: Int32?
-    @Option(help: "fit (default), fill or center-crop.") var scaling: String?
-    @Option(name: .customLong("min-confidence"), help: "Below this the answer is \"nothing recognised\".") var minConfidence: Double?
+    @Option(help: "How the photo fits the model's input (default: fit).") var scaling: ClassifyScaling?
+    @Option(name: .customLong("min-confidence"), help: "Below this the answer is \"nothing recognised\" (default: the model's).") var minConfidence: Double?
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
         if photos.isEmpty { throw ValidationError("give at least one photo") }
-        if let scaling, !["fit", "fill", "center-crop"].contains(scaling) { throw ValidationError("--scaling must be fit, fill or center-crop") }
     }
 
     var scalingValue: ClassificationV1.Scaling {
         switch scaling {
-        case "fill": .fill
-        case "center-crop": .centerCrop
-        case "fit": .fit
-        default: .unspecified
+        case .fill: .fill
+        case .centerCrop: .centerCrop
+        case .fit: .fit
+        case nil: .unspecified
         }
     }
 
     func run() async throws {
+        for photo in photos { try InputFile.check(photo) }
         try await global.withClassification { client in
             var answers: [(String, ClassificationV1.ClassifyResponse)] = []
             for photo in photos {
@@ -74,9 +83,9 @@ struct Detect: AsyncParsableCommand {
             boxPx in pixels); for several, a JSON array with one DetectResponse per photo, in the order given.
             """)
 
-    @Argument(help: "PNG or JPEG files.") var photos: [String]
+    @Argument(help: "PNG or JPEG files.", completion: .file(extensions: photoExtensions)) var photos: [String]
     @Option(help: "The model (default: the active detector).") var model: String?
-    @Option(help: "Only this label (repeatable).") var only: [String] = []
+    @Option(help: "Only this label (repeatable; default: every label).") var only: [String] = []
     @Option(help: "Confidence threshold (default 0.25).") var confidence: Double?
     @Option(help: "NMS IoU threshold (default 0.45).") var iou: Double?
     @Option(name: .customLong("max"), help: "Most detections (default 100).") var maximum: Int32?
@@ -85,6 +94,7 @@ struct Detect: AsyncParsableCommand {
     func validate() throws { if photos.isEmpty { throw ValidationError("give at least one photo") } }
 
     func run() async throws {
+        for photo in photos { try InputFile.check(photo) }
         try await global.withClassification { client in
             var answers: [(String, ClassificationV1.DetectResponse)] = []
             for photo in photos {

@@ -6,6 +6,11 @@ import JobsAPI
 import RPC
 import Schema
 
+/// `--algorithm` of `train`.
+enum TrainingAlgorithm: String, CaseIterable, ExpressibleByArgument {
+    case cnn, features, yolo
+}
+
 struct Train: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "train",
@@ -18,15 +23,15 @@ struct Train: AsyncParsableCommand {
             or with --detach the started Job.
             """)
 
-    @Option var dataset: String
-    @Option(help: "classifier or detector.") var kind = "classifier"
-    @Option(help: "cnn, features or yolo.") var algorithm: String?
-    @Option(help: "Start from this model's layers (a cnn classifier; or a yolo detector, for a detector).") var base: String?
+    @Option(help: "The dataset to train on.") var dataset: String
+    @Option(help: "What to train.") var kind = ModelKind.classifier
+    @Option(help: "The learning algorithm (default: cnn for a classifier, yolo for a detector).") var algorithm: TrainingAlgorithm?
+    @Option(help: "Start from this model's layers (a cnn classifier; or a yolo detector, for a detector; default: none, from scratch).") var base: String?
     @Option(help: "The model's name (default DATASET-ALGORITHM-N).") var name: String?
-    @Option var epochs: Int32?
-    @Option var seed: UInt64?
-    @Option(name: .customLong("image-size"), help: "Side of the square network input.") var imageSize: Int32?
-    @Option(name: .customLong("validation-dataset")) var validationDataset: String?
+    @Option(help: "Passes over the training images (default: cnn 30, features 300 steps, yolo 150).") var epochs: Int32?
+    @Option(help: "Seed of the shuffles and initial weights: the same seed and data give the same model (default: 0).") var seed: UInt64?
+    @Option(name: .customLong("image-size"), help: "Side of the square network input (default: the algorithm's).") var imageSize: Int32?
+    @Option(name: .customLong("validation-dataset"), help: "Measure on this dataset instead of holding images out (default: hold out --validation-fraction).") var validationDataset: String?
     @Option(name: .customLong("validation-fraction"), help: "Held out per label (default 0.1).") var validationFraction: Double?
     @Option(help: "Augmentations, comma-separated: flip, crop, rotation, blur, exposure, noise; or none (default: cnn crop,rotation; others none).") var augment: String?
     @Flag(name: .customLong("include-feedback"), help: "Add the photos kept by `gateway classify feedback --consent` (their labels must be the dataset's).") var includeFeedback = false
@@ -36,12 +41,8 @@ struct Train: AsyncParsableCommand {
     func request() throws -> ClassificationV1.TrainRequest {
         var request = ClassificationV1.TrainRequest()
         request.dataset = dataset
-        switch kind.lowercased() {
-        case "classifier": request.kind = .classifier
-        case "detector": request.kind = .detector
-        default: throw ValidationError("--kind must be classifier or detector")
-        }
-        request.algorithm = algorithm ?? ""
+        request.kind = kind == .detector ? .detector : .classifier
+        request.algorithm = algorithm?.rawValue ?? ""
         request.name = name ?? ""
         request.baseModel = base
         request.epochs = epochs
@@ -60,7 +61,7 @@ struct Train: AsyncParsableCommand {
                 case "blur": a.blur = true
                 case "exposure": a.exposure = 0.2
                 case "noise": a.noise = 0.03
-                default: throw ValidationError("--augment: unknown augmentation \(item)")
+                default: throw InvalidValue("--augment: unknown augmentation \(item) (flip, crop, rotation, blur, exposure, noise or none)")
                 }
             }
             request.augmentation = a
@@ -93,8 +94,8 @@ struct Evaluate: AsyncParsableCommand {
         commandName: "evaluate",
         abstract: "Accuracy, per-class precision/recall/F1 and the confusion matrix (classifiers), AP at IoU 0.5 and 0.5:0.95 (detectors).")
 
-    @Argument var model: String
-    @Argument var dataset: String
+    @Argument(help: "The model to evaluate.") var model: String
+    @Argument(help: "A labelled dataset it was not trained on.") var dataset: String
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {

@@ -17,8 +17,11 @@ struct Gateway: AsyncParsableCommand {
             ("zoo=HOST:PORT,HOST:PORT;ocr=HOST:PORT"), else the state compose/compose up wrote.
             A failed call prints its status code and message and exits with that code (INVALID_ARGUMENT 3, \
             NOT_FOUND 5, UNAVAILABLE 14, …); a bad value on the command line exits 3 too, a command line \
-            that does not parse (unknown option, missing argument) exits 64, a failed status or probe check 1. \
-            Negative numbers are values: --from -33.9,18.4; as an argument, after --.
+            that does not parse (unknown option, missing argument) exits 64, a missing or unreadable input file 66, \
+            an output file that cannot be written 73, a result stored with uncertain values 65, a failed status or \
+            probe check 1. Errors go to standard error (under --json as {"code", "message"}), results to standard \
+            output. Negative numbers are values: --from -33.9,18.4, health add stepCount -100. Shell completion: \
+            gateway --generate-completion-script bash|zsh|fish.
             """,
         subcommands: [Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, OCRCommands.self, HealthCommands.self,
             ClassificationCommands.self])

@@ -94,7 +94,7 @@ struct Probe: AsyncParsableCommand {
     @Flag(help: "Print nothing.")
     var quiet = false
 
-    @Option(parsing: .unconditional, help: "Also require the answer to come from the process with this id (another program may hold the port).")
+    @Option(parsing: .unconditional, help: "Also require the answer to come from the process with this id (another program may hold the port; default: any process).")
     var pid: Int64?
 
     func validate() throws { try validateTimeout(timeout) }

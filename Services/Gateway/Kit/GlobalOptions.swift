@@ -4,7 +4,7 @@ import RPC
 
 /// Options every gateway command takes: `@OptionGroup var global: GlobalOptions`.
 public struct GlobalOptions: ParsableArguments, Sendable {
-    @Option(name: .customLong("endpoint"), help: "SERVICE=HOST:PORT[,HOST:PORT…] (repeatable); overrides the compose state.")
+    @Option(name: .customLong("endpoint"), help: "SERVICE=HOST:PORT[,HOST:PORT…] (repeatable; default: $MENAGERIE_ENDPOINTS, else the compose state).")
     public var endpoints: [String] = []
 
     @Option(name: .customLong("state"), help: "The compose state directory (default: $MENAGERIE_STATE_DIR, else compose/.state).")

@@ -47,7 +47,5 @@ extension StatusCode {
 
 extension RPCError {
     /// The one JSON shape of a failure: `{"code": "not_found", "message": "..."}`.
-    public var outputJSON: JSONValue {
-        .object([JSONMember("code", .string(code.connectName)), JSONMember("message", .string(message))])
-    }
+    public var outputJSON: JSONValue { errorJSON(code: code.connectName, message: message) }
 }

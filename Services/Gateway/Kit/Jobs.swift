@@ -115,6 +115,11 @@ extension JobsV1.JobState {
     }
 }
 
+/// `--job-state`: the states a job can be in, by the names `JobState.name` prints.
+public enum JobStateName: String, CaseIterable, ExpressibleByArgument, Sendable {
+    case queued, running, succeeded, failed, cancelled
+}
+
 /// A service whose command group offers `jobs` (`JobsCommands<Self>`).
 public protocol JobsCommandService {
     /// The service's name in the services file, e.g. `zoo`.
@@ -146,33 +151,27 @@ public struct JobsList<Service: JobsCommandService>: AsyncParsableCommand {
         CommandConfiguration(commandName: "list", abstract: "Jobs newest first.")
     }
 
-    @Option(name: .customLong("job-state"), help: "Only jobs in this state (queued, running, succeeded, failed, cancelled; repeatable).")
-    var states: [String] = []
+    @Option(name: .customLong("job-state"), help: "Only jobs in this state (repeatable; default: any).")
+    var states: [JobStateName] = []
 
-    @Option(help: "Only jobs of this kind (e.g. zoo.import).")
+    @Option(help: "Only jobs of this kind (e.g. zoo.import; default: any).")
     var kind: String?
 
     @Option(name: .customLong("page-size"), parsing: .unconditional, help: "Jobs per page (1…500).")
     var pageSize: Int32 = 20
 
-    @Option(name: .customLong("page-token"), help: "The token a previous page printed.")
+    @Option(name: .customLong("page-token"), help: "The token a previous page printed (default: the first page).")
     var pageToken: String?
 
     @OptionGroup var global: GlobalOptions
 
     public init() {}
 
-    public func validate() throws {
-        for state in states where JobsV1.JobState(name: state) == nil {
-            throw InvalidValue("--job-state must be queued, running, succeeded, failed or cancelled (got \(state))")
-        }
-    }
-
     public func run() async throws {
         try await global.withJobs(of: Service.serviceName) { jobs in
             let reply = try await jobs.listJobs(
                 JobsV1.ListJobsRequest(
-                    states: states.compactMap(JobsV1.JobState.init(name:)), kind: kind ?? "", pageSize: pageSize,
+                    states: states.compactMap { JobsV1.JobState(name: $0.rawValue) }, kind: kind ?? "", pageSize: pageSize,
                     pageToken: pageToken ?? ""),
                 options: global.callOptions)
             try global.render(reply, text: { print(Self.text(reply)) })

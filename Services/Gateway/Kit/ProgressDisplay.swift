@@ -1,16 +1,14 @@
 import Foundation
 
-/// Shows progress of a long operation: a bar redrawn in place on a terminal, plain lines otherwise (a log, a pipe).
+/// Shows progress of a long operation on standard error (standard output carries only results): a bar redrawn in
+/// place on a terminal, plain lines otherwise (a log, a pipe).
 public struct ProgressDisplay {
     private let isTerminal: Bool
     private let write: (String) -> Void
 
-    /// Writes to standard output, redrawing when it is a terminal.
+    /// Writes to standard error, redrawing when it is a terminal.
     public init() {
-        self.init(isTerminal: isatty(STDOUT_FILENO) == 1) { text in
-            print(text, terminator: "")
-            fflush(nil)
-        }
+        self.init(isTerminal: isatty(STDERR_FILENO) == 1) { text in writeStandardError(text) }
     }
 
     /// Writes through `write`, for tests.

@@ -29,12 +29,16 @@ public struct HealthCommands: AsyncParsableCommand {
     public init() {}
 }
 
+// `--period` and `--preset` take the domain's own names, so completion and errors list them.
+extension StatisticsInterval: ExpressibleByArgument {}
+extension StatisticsPreset: ExpressibleByArgument {}
+
 /// Options of every health command that talks to the server or the device's store.
 struct HealthOptions: ParsableArguments {
     @Option(help: "The user's token (default: $MENAGERIE_HEALTH_TOKEN, else the one `gateway health login` saved).")
     var token: String?
 
-    @Option(help: "The device's local store (default: $XDG_DATA_HOME/menagerie/health/device.sqlite).")
+    @Option(help: "The device's local store (default: $XDG_DATA_HOME/menagerie/health/device.sqlite).", completion: .file(extensions: ["sqlite"]))
     var store: String?
 
     @Option(help: "IANA time zone for dates without an offset and for statistics (default: this machine's).")

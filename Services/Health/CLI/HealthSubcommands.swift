@@ -149,10 +149,13 @@ struct HealthAdd: AsyncParsableCommand {
     func body() async throws {
         let startMs = try health.instant(start), endMs = try end.map(health.instant) ?? startMs
         let number = Double(value) ?? SleepValue(name: value).map { Double($0.rawValue) }
-        guard let number else { throw ValidationError("\"\(value)\" is neither a number nor a sleep value") }
+        guard let number else { throw InvalidValue("\"\(value)\" is neither a number nor a sleep value (inBed, asleepCore, …)") }
         let message = HealthV1.Sample(
             uuid: UUID().uuidString, type: type, value: number, unit: unit ?? "", startMs: startMs, endMs: endMs, source: source,
             timeZone: try health.timeZone().identifier)
+        // The sample is checked here as the service would check it (a negative step count, an unknown type), before
+        // anything connects: a bad value on the command line.
+        do { try HealthProto.sample(message, index: 0).validate() } catch { throw InvalidValue(error.message) }
         if local {
             try await locally(json: global.json) {
                 let result = try await health.openOwnedStore(global).add([try HealthProto.sample(message, index: 0)])
@@ -176,10 +179,10 @@ struct HealthList: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "list", abstract: "List samples of a type, oldest first.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
-    @Argument var type: String
-    @Option var from: String?
-    @Option var to: String?
-    @Option(help: "The unit to show values in.") var unit: String?
+    @Argument(help: "The sample type, e.g. stepCount.") var type: String
+    @Option(help: "Samples ending after this time (default: the first).") var from: String?
+    @Option(help: "Samples starting before this time (default: the last).") var to: String?
+    @Option(help: "The unit to show values in (default: the type's).") var unit: String?
     @Option(help: "At most this many (1–10000).") var limit: UInt32 = 1000
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
@@ -212,8 +215,8 @@ struct HealthShow: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "show", abstract: "Show one sample by its UUID.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
-    @Argument var uuid: String
-    @Option(help: "The unit to show the value in.") var unit: String?
+    @Argument(help: "The sample's UUID.") var uuid: String
+    @Option(help: "The unit to show the value in (default: the type's).") var unit: String?
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
     func run() async throws { try await reportingFailures(json: global.json) { try await asStatus(body) } }
@@ -248,27 +251,20 @@ struct HealthStats: AsyncParsableCommand {
             """)
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
-    @Argument var type: String
-    @Option(help: "hour, day, week or month; omit for one figure over the range.") var period: String?
-    @Option var from: String?
-    @Option var to: String?
-    @Option(help: "today, last7Days, last30Days or thisMonth (instead of --from/--to).") var preset: String?
-    @Option(help: "The unit of the answer.") var unit: String?
-    @Option(help: "Source priority for de-duplicating overlapping sources (repeatable, first wins).") var prefer: [String] = []
+    @Argument(help: "The sample type, e.g. stepCount.") var type: String
+    @Option(help: "One bucket per period (default: one figure over the whole range).") var period: StatisticsInterval?
+    @Option(help: "The range's start, with --to (default: the last 7 days, as --preset last7Days).") var from: String?
+    @Option(help: "The range's end, with --from (default: the last 7 days, as --preset last7Days).") var to: String?
+    @Option(help: "A named range instead of --from/--to (default: last7Days).") var preset: StatisticsPreset?
+    @Option(help: "The unit of the answer (default: the type's).") var unit: String?
+    @Option(help: "Source priority for de-duplicating overlapping sources (repeatable, first wins; default: every source counted).") var prefer: [String] = []
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
     func run() async throws { try await reportingFailures(json: global.json) { try await asStatus(body) } }
 
     func body() async throws {
         let zone = try health.timeZone()
-        let interval: StatisticsInterval? = try period.map {
-            guard let interval = StatisticsInterval(rawValue: $0) else { throw ValidationError("--period is hour, day, week or month") }
-            return interval
-        }
-        let presetValue: StatisticsPreset? = try preset.map {
-            guard let value = StatisticsPreset(rawValue: $0) else { throw ValidationError("--preset is today, last7Days, last30Days or thisMonth") }
-            return value
-        }
+        let interval = period, presetValue = preset
         var range: (Int64, Int64)
         if let presetValue {
             range = presetValue.range(now: try health.instant("now"), timeZone: zone)
@@ -327,7 +323,7 @@ struct HealthDelete: AsyncParsableCommand {
         discussion: "--json prints the DeleteSamplesResponse: {\"summary\": {\"deleted\", \"alreadyDeleted\", …}}, with --local as the device's store answers it.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
-    @Argument var uuids: [String]
+    @Argument(help: "UUIDs of the samples.") var uuids: [String]
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
     func run() async throws {
@@ -360,9 +356,9 @@ struct HealthSyncCommand: AsyncParsableCommand {
             """)
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
-    @Option(help: "Only these types (repeatable).") var type: [String] = []
-    @Option var from: String?
-    @Option var to: String?
+    @Option(help: "Only these types (repeatable; default: every type).") var type: [String] = []
+    @Option(help: "Only samples ending after this time (default: no limit).") var from: String?
+    @Option(help: "Only samples starting before this time (default: no limit).") var to: String?
 
     func run() async throws { try await reportingFailures(json: global.json) { try await asStatus(body) } }
 
@@ -419,9 +415,10 @@ struct HealthImport: AsyncParsableCommand {
             """)
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
-    @Argument var path: String
+    @Argument(help: "The export: export.xml.", completion: .file(extensions: ["xml", "zip"])) var path: String
 
     func run() async throws {
+        try InputFile.check(path)
         try await locally(json: global.json) {
             let store = try await health.openOwnedStore(global)
             let progress = global.json ? nil : ProgressDisplay()
@@ -440,7 +437,8 @@ struct HealthImport: AsyncParsableCommand {
                     print("\(report.records) records: added \(report.added), \(report.duplicates) already stored, \(report.rejected) rejected")
                     for (type, count) in report.skippedTypes.sorted(by: { $0.key < $1.key }) { print("skipped \(count) \(type)") }
                     for (name, count) in report.skippedElements.sorted(by: { $0.key < $1.key }) { print("skipped \(count) \(name)") }
-                    for rejection in report.rejections { print("rejected \(rejection)") }
+                    // Per-record errors are diagnostics: standard error, beside the progress.
+                    for rejection in report.rejections { writeStandardError("rejected \(rejection)\n") }
                 })
         }
     }
@@ -469,8 +467,8 @@ struct HealthExport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "export", abstract: "Write a type's samples as CSV.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
-    @Argument var type: String
-    @Option var unit: String?
+    @Argument(help: "The sample type, e.g. stepCount.") var type: String
+    @Option(help: "The unit of the values (default: the type's).") var unit: String?
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
     func run() async throws {

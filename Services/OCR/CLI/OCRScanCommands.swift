@@ -6,57 +6,71 @@ import OCRAPI
 import RPC
 import Schema
 
+/// Image files the service reads, for shell completion.
+let imageExtensions = ["png", "jpg", "jpeg", "tif", "tiff", "bmp", "gif", "webp"]
+
+/// `--level`: how much recognition does before reading.
+enum OCRLevel: String, CaseIterable, ExpressibleByArgument {
+    case fast, accurate
+}
+
+/// `--segmentation`: where to expect text.
+enum OCRSegmentation: String, CaseIterable, ExpressibleByArgument {
+    case page, block, line, sparse
+
+    var proto: OcrV1.Segmentation {
+        switch self {
+        case .page: .page
+        case .block: .block
+        case .line: .line
+        case .sparse: .sparse
+        }
+    }
+}
+
 /// The recognition options every command that uploads a photo takes.
 struct OCRScanOptions: ParsableArguments {
-    @Option(name: .customLong("lang"), help: "Languages in priority order, Tesseract's spelling (ces+eng).")
+    @Option(name: .customLong("lang"), help: "Languages in priority order, Tesseract's spelling.")
     var languages = "ces+eng"
 
     @Option(help: "fast (recognition only) or accurate (also turns pages upright, deskews, binarises photos).")
-    var level = "accurate"
+    var level = OCRLevel.accurate
 
-    @Option(name: .customLong("words"), help: "A file of custom words (one per line or separated by spaces) that win over look-alikes.")
+    @Option(
+        name: .customLong("words"), help: "A file of custom words (one per line or separated by spaces) that win over look-alikes (default: none).",
+        completion: .file())
     var wordsFile: String?
 
-    @Option(help: "Where to expect text: page, block, line or sparse (displays and labels).")
-    var segmentation: String?
+    @Option(help: "Where to expect text; sparse suits displays and labels (default: page for scan, sparse for templates and records).")
+    var segmentation: OCRSegmentation?
 
     @Option(name: .customLong("min-text-height"), help: "Leave out text lower than this fraction (0–1) of the image height.")
     var minimumTextHeight = 0.0
 
     func validate() throws {
-        guard ["fast", "accurate"].contains(level) else { throw ValidationError("--level must be fast or accurate (got \(level))") }
-        if let segmentation, Self.segmentation(segmentation) == nil {
-            throw ValidationError("--segmentation must be page, block, line or sparse (got \(segmentation))")
-        }
         guard minimumTextHeight.isFinite, minimumTextHeight >= 0, minimumTextHeight < 1 else {
-            throw ValidationError("--min-text-height must be a fraction in [0, 1)")
+            throw InvalidValue("--min-text-height must be a fraction in [0, 1) (got \(minimumTextHeight))")
         }
     }
 
-    static func segmentation(_ name: String) -> OcrV1.Segmentation? {
-        switch name {
-        case "page": .page
-        case "block": .block
-        case "line": .line
-        case "sparse": .sparse
-        default: nil
-        }
+    /// The files the options name exist and can be read (before anything connects).
+    func checkFiles() throws {
+        if let wordsFile { try InputFile.check(wordsFile, role: "--words") }
     }
 
     /// The options as the service takes them; `segmentation` unless `--segmentation` says otherwise.
     func proto(defaultSegmentation: OcrV1.Segmentation = .page) throws -> OcrV1.ScanOptions {
         var words: [String] = []
         if let wordsFile {
-            let text: String
-            do { text = try String(contentsOfFile: wordsFile, encoding: .utf8) } catch {
-                throw ValidationError("cannot read --words \(wordsFile): \(error.localizedDescription)")
+            guard let text = String(data: try InputFile.read(wordsFile, role: "--words"), encoding: .utf8) else {
+                throw InvalidValue("--words \(wordsFile) is not UTF-8 text")
             }
             words = text.split(whereSeparator: \.isWhitespace).map(String.init)
         }
         return OcrV1.ScanOptions(
             languages: languages.split(whereSeparator: { $0 == "+" || $0 == "," }).map(String.init),
-            level: level == "fast" ? .fast : .accurate, customWords: words, minimumTextHeight: minimumTextHeight,
-            segmentation: segmentation.flatMap(Self.segmentation) ?? defaultSegmentation)
+            level: level == .fast ? .fast : .accurate, customWords: words, minimumTextHeight: minimumTextHeight,
+            segmentation: segmentation?.proto ?? defaultSegmentation)
     }
 }
 
@@ -65,11 +79,7 @@ enum OCRUpload {
     /// Bytes per upload message: well inside a frame and the call's flow-control window.
     static let chunkSize = 1 << 20
 
-    static func read(_ path: String) throws -> Data {
-        do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw ValidationError("cannot read \(path): \(error.localizedDescription)")
-        }
-    }
+    static func read(_ path: String) throws -> Data { try InputFile.read(path) }
 
     /// Files in one batch at most (the service takes 10 000).
     static let maxFilesPerBatch = 1000
@@ -78,11 +88,8 @@ enum OCRUpload {
     /// `maxFilesPerBatch` files; a file larger than `budget` makes a batch of its own.
     static func batches(_ paths: [String], budget: Int) throws -> [[String]] {
         let sizes = try paths.map { path -> Int in
-            do {
-                return (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
-            } catch {
-                throw ValidationError("cannot read \(path): \(error.localizedDescription)")
-            }
+            try InputFile.check(path)
+            return (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
         }
         return batches(sizes: sizes, budget: budget).map { $0.map { paths[$0] } }
     }
@@ -158,7 +165,7 @@ struct OCRScan: AsyncParsableCommand {
             Exits with the status code of the first file that failed.
             """)
 
-    @Argument(help: "Image files.") var files: [String]
+    @Argument(help: "Image files.", completion: .file(extensions: imageExtensions)) var files: [String]
     @OptionGroup var scanOptions: OCRScanOptions
     @Flag(help: "Upload several files as batch jobs and print their ids instead of waiting (gateway ocr jobs watch ID).")
     var detach = false
@@ -170,10 +177,12 @@ struct OCRScan: AsyncParsableCommand {
 
     func validate() throws {
         guard !files.isEmpty else { throw ValidationError("name at least one image file") }
-        guard batchMiB.isFinite, batchMiB > 0 else { throw ValidationError("--batch-mib must be more than 0") }
+        guard batchMiB.isFinite, batchMiB > 0 else { throw InvalidValue("--batch-mib must be more than 0 (got \(batchMiB))") }
     }
 
     func run() async throws {
+        try scanOptions.checkFiles()
+        for file in files { try InputFile.check(file) }
         let options = try scanOptions.proto()
         try await global.withClient(for: "ocr", { $0 }) { client in
             let ocr = OcrV1.OCR.Client(wrapping: client)
@@ -199,7 +208,7 @@ struct OCRScan: AsyncParsableCommand {
                 started.append(job)
                 if detach { continue }
                 if batches.count > 1 && !global.json {
-                    print("batch \(number + 1) of \(batches.count): \(paths.count) files")
+                    writeStandardError("batch \(number + 1) of \(batches.count): \(paths.count) files\n")
                 }
                 let ended = try await followJob(
                     job.id, with: JobsV1.Jobs.Client(wrapping: client), display: global.json ? nil : ProgressDisplay())
@@ -222,13 +231,16 @@ struct OCRScan: AsyncParsableCommand {
             try global.render(
                 jsonValue: { .array(batch.files.map(\.outputJSON)) },
                 text: {
-                    for (index, file) in batch.files.enumerated() {
-                        print((index == 0 ? "" : "\n") + "==> \(file.fileName) <==")
-                        if let scan = file.result {
-                            print(scan.text)
-                        } else {
-                            print("error: \(StatusCode(rawValue: file.errorCode).name): \(file.errorMessage)")
+                    // Texts on standard output, each under its name; a file that could not be read on standard error.
+                    var first = true
+                    for file in batch.files {
+                        guard let scan = file.result else {
+                            writeStandardError("error: \(file.fileName): \(StatusCode(rawValue: file.errorCode).name): \(file.errorMessage)\n")
+                            continue
                         }
+                        print((first ? "" : "\n") + "==> \(file.fileName) <==")
+                        print(scan.text)
+                        first = false
                     }
                 })
             if let failed = batch.files.first(where: { $0.result == nil }) {
@@ -243,8 +255,8 @@ enum Terminal {
     static var isInteractive: Bool { isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 }
 
     static func ask(_ prompt: String) -> String? {
-        print(prompt, terminator: "")
-        fflush(nil)
+        // Questions go where progress goes: standard output carries only results.
+        writeStandardError(prompt)
         return readLine(strippingNewline: true)
     }
 }
@@ -263,10 +275,10 @@ struct OCRTemplateCreate: AsyncParsableCommand {
             --level and --words). The photo's values become the template's first record (--no-record: not).
             """)
 
-    @Option(name: .customLong("from"), help: "The template's first photo.") var photo: String
+    @Option(name: .customLong("from"), help: "The template's first photo.", completion: .file(extensions: imageExtensions)) var photo: String
     @Option(help: "The template's name.") var name: String
-    @Option(help: "What the template is for.") var description = ""
-    @Option(help: "NAME=INDEX pairs, comma-separated, picking observations by the number listed (no questions asked).")
+    @Option(help: "What the template is for (default: none).") var description = ""
+    @Option(help: "NAME=INDEX pairs, comma-separated, picking observations by the number listed (default: ask on the terminal).")
     var values: String?
     @Flag(name: .customLong("no-record"), help: "Do not save the photo's values as the first record.") var noRecord = false
     @OptionGroup var scanOptions: OCRScanOptions
@@ -277,9 +289,9 @@ struct OCRTemplateCreate: AsyncParsableCommand {
         try text.split(separator: ",").map { pair in
             guard let equals = pair.lastIndex(of: "="), let index = Int(pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)),
                 index >= 0
-            else { throw ValidationError("--values: \"\(pair)\" is not NAME=INDEX") }
+            else { throw InvalidValue("--values: \"\(pair)\" is not NAME=INDEX") }
             let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
-            guard !name.isEmpty else { throw ValidationError("--values: \"\(pair)\" has no name") }
+            guard !name.isEmpty else { throw InvalidValue("--values: \"\(pair)\" has no name") }
             return (name, index)
         }
     }
@@ -289,8 +301,9 @@ struct OCRTemplateCreate: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let options = try scanOptions.proto(defaultSegmentation: .sparse)
+        try scanOptions.checkFiles()
         let data = try OCRUpload.read(photo)
+        let options = try scanOptions.proto(defaultSegmentation: .sparse)
         try await global.withOCR { ocr in
             let scan = try await OCRUpload.scan(ocr, data, options: options, global: global)
             var picked: [(String, Int)]
@@ -307,7 +320,7 @@ struct OCRTemplateCreate: AsyncParsableCommand {
                     "--values NAME=INDEX,… is needed when not asking on a terminal: pick from the \(scan.observations.count) observations listed above")
             }
             for (name, index) in picked where index >= scan.observations.count {
-                throw ValidationError("--values: \(name)=\(index), but the photo has \(scan.observations.count) observations (0…\(scan.observations.count - 1))")
+                throw InvalidValue("--values: \(name)=\(index), but the photo has \(scan.observations.count) observations (0…\(scan.observations.count - 1))")
             }
             let definitions = picked.map { name, index in
                 OcrV1.ValueDefinition(name: name, region: scan.observations[index].box, level: scan.observations[index].level)
@@ -335,7 +348,7 @@ struct OCRTemplateCreate: AsyncParsableCommand {
                 !answer.isEmpty
             else { return picked }
             guard let index = Int(answer), (0..<count).contains(index) else {
-                print("a number 0…\(count - 1), please")
+                writeStandardError("a number 0…\(count - 1), please\n")
                 continue
             }
             guard let name = Terminal.ask("name of value #\(index): ")?.trimmingCharacters(in: .whitespaces), !name.isEmpty else {
@@ -358,14 +371,15 @@ struct OCRRecordAdd: AsyncParsableCommand {
             """)
 
     @Argument(help: "Template name or id.") var template: String
-    @Argument(help: "The photo.") var photo: String
+    @Argument(help: "The photo.", completion: .file(extensions: imageExtensions)) var photo: String
     @Flag(help: "Save the values as read, without asking.") var yes = false
     @OptionGroup var scanOptions: OCRScanOptions
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
-        let options = try scanOptions.proto(defaultSegmentation: .sparse)
+        try scanOptions.checkFiles()
         let data = try OCRUpload.read(photo)
+        let options = try scanOptions.proto(defaultSegmentation: .sparse)
         let reference = template
         try await global.withOCR { ocr in
             let draft = try await ocr.draftRecord(options: OCRUpload.callOptions(global)) { writer in

@@ -79,28 +79,28 @@ struct ZooImport: AsyncParsableCommand {
             when the output is not a terminal) and prints its record; --detach returns its id at once.
             """)
 
-    @Option(name: .customLong("lexicon-csv"), help: "The open-data lexicon (lexikon-zvirat.csv).")
+    @Option(name: .customLong("lexicon-csv"), help: "The open-data lexicon (default: lexikon-zvirat.csv in --dir).", completion: .file(extensions: ["csv"]))
     var lexiconCSV: String?
 
-    @Option(name: .customLong("animals-json"), help: "The scraped lexicon with map locations (animals.json).")
+    @Option(name: .customLong("animals-json"), help: "The scraped lexicon with map locations (default: animals.json in --dir).", completion: .file(extensions: ["json"]))
     var animalsJSON: String?
 
-    @Option(name: .customLong("map"), help: "The footpath graph (map-metadata.json).")
+    @Option(name: .customLong("map"), help: "The footpath graph (default: map-metadata.json in --dir).", completion: .file(extensions: ["json"]))
     var map: String?
 
-    @Option(name: .customLong("bounds"), help: "The map's bounds (map-bounds.json).")
+    @Option(name: .customLong("bounds"), help: "The map's bounds (default: map-bounds.json in --dir).", completion: .file(extensions: ["json"]))
     var bounds: String?
 
-    @Option(name: .customLong("adoptions"), help: "The adoption list (adopce-zvirat.csv).")
+    @Option(name: .customLong("adoptions"), help: "The adoption list (default: adopce-zvirat.csv in --dir).", completion: .file(extensions: ["csv"]))
     var adoptions: String?
 
-    @Option(name: .customLong("pavilion-fixes"), help: "Pavilion names of map buildings (zoo-parts-fixes.csv).")
+    @Option(name: .customLong("pavilion-fixes"), help: "Pavilion names of map buildings (default: zoo-parts-fixes.csv in --dir).", completion: .file(extensions: ["csv"]))
     var pavilionFixes: String?
 
-    @Option(name: .customLong("singular-plural"), help: "Singular forms of enclosure names (singular-plural.csv).")
+    @Option(name: .customLong("singular-plural"), help: "Singular forms of enclosure names (default: singular-plural.csv in --dir).", completion: .file(extensions: ["csv"]))
     var singularPlural: String?
 
-    @Option(name: .customLong("dir"), help: "A directory of the open data: every file of the names above found in it.")
+    @Option(name: .customLong("dir"), help: "A directory of the open data: every file of the names above found in it (default: none).", completion: .directory)
     var directory: String?
 
     @Option(help: "Where the files come from, for the import metadata (default: their paths).")
@@ -140,6 +140,7 @@ struct ZooImport: AsyncParsableCommand {
             (.pavilionFixes, pavilionFixes), (.singularPlural, singularPlural),
         ].compactMap { kind, path in path.map { (kind, $0) } }
         if let directory {
+            try InputFile.check(directory, directory: true, role: "--dir")
             for (kind, name) in fileNames where !paths.contains(where: { $0.0 == kind }) {
                 let path = URL(fileURLWithPath: directory).appendingPathComponent(name).path
                 if FileManager.default.fileExists(atPath: path) { paths.append((kind, path)) }
@@ -149,9 +150,7 @@ struct ZooImport: AsyncParsableCommand {
             throw RPCError(.invalidArgument, "nothing to import: give --lexicon-csv, --animals-json, --map, --bounds, --adoptions, --pavilion-fixes, --singular-plural or --dir")
         }
         let files = try paths.map { kind, path in
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw RPCError(.invalidArgument, "cannot read \(path)")
-            }
+            let data = try InputFile.read(path)
             return ZooV1.ImportFile(kind: kind, name: path, content: Array(data))
         }
         let total = files.reduce(0) { $0 + $1.content.count }

@@ -11,7 +11,7 @@ enum ZooFormat {
     static func coordinate(_ text: String, option: String) throws -> ZooV1.GeoPoint {
         let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
         guard parts.count == 2, let lat = Double(parts[0]), let lon = Double(parts[1]) else {
-            throw RPCError(.invalidArgument, "\(option) \"\(text)\" is not LAT,LON (e.g. 50.1163,14.4000)")
+            throw InvalidValue("\(option) \"\(text)\" is not LAT,LON (e.g. 50.1163,14.4000)")
         }
         return ZooV1.GeoPoint(lat: lat, lon: lon)
     }

@@ -16,22 +16,22 @@ struct ZooSearch: AsyncParsableCommand {
             "latinName", "className", "location", "available"}, …]}; ids are strings).
             """)
 
-    @Argument(help: "Text to look for (omit to list every animal the filters allow).")
+    @Argument(help: "Text to look for (default: none, every animal the filters allow).")
     var text: String = ""
 
-    @Option(name: .customLong("class"), help: "A class, e.g. Savci (repeatable).")
+    @Option(name: .customLong("class"), help: "A class, e.g. Savci (repeatable; default: any).")
     var classes: [String] = []
 
-    @Option(name: .customLong("food"), help: "A food (repeatable).")
+    @Option(name: .customLong("food"), help: "A food (repeatable; default: any).")
     var foods: [String] = []
 
-    @Option(name: .customLong("biotope"), help: "A biotope (repeatable).")
+    @Option(name: .customLong("biotope"), help: "A biotope (repeatable; default: any).")
     var biotopes: [String] = []
 
-    @Option(name: .customLong("house"), help: "A zoo house / pavilion (repeatable).")
+    @Option(name: .customLong("house"), help: "A zoo house / pavilion (repeatable; default: any).")
     var houses: [String] = []
 
-    @Option(name: .customLong("continent"), help: "A continent (repeatable).")
+    @Option(name: .customLong("continent"), help: "A continent (repeatable; default: any).")
     var continents: [String] = []
 
     @Flag(help: "Include animals the zoo does not currently keep.")
@@ -85,6 +85,8 @@ struct ZooShow: AsyncParsableCommand {
 
     @Argument(help: "The animal's id.")
     var id: Int64
+
+    func validate() throws { if id < 1 { throw InvalidValue("an animal's id is a number from 1 (got \(id))") } }
 
     @Flag(help: "Also show an animal the zoo does not currently keep.")
     var all = false

@@ -12,22 +12,22 @@ struct ZooRoute: AsyncParsableCommand {
         abstract: "The shortest walk along the zoo's footpaths, from a point, an animal or a pavilion to another.",
         discussion: #"An animal without a pen of its own is reached at its house or zoo part; the first line says which. With --json: the RouteResponse, {"route": {"distanceM", "durationS", "nodeIds": ["id", …], "coordinates": [{"lat", "lon"}, …]}, "destination": {"kind": "PLACE_KIND_PEN" | "PLACE_KIND_HOUSE" | "PLACE_KIND_ZOO_PART", "name", "locationId"}}."#)
 
-    @Option(name: .customLong("from"), parsing: .unconditional, help: "Start at LAT,LON (e.g. a phone's GPS fix).")
+    @Option(name: .customLong("from"), parsing: .unconditional, help: "Start at LAT,LON (e.g. a phone's GPS fix; default: none, one of --from, --from-animal, --from-house is needed).")
     var fromPoint: String?
 
-    @Option(name: .customLong("from-animal"), parsing: .unconditional, help: "Start at an animal (its nearest map location).")
+    @Option(name: .customLong("from-animal"), parsing: .unconditional, help: "Start at an animal (its nearest map location; default: none).")
     var fromAnimal: Int64?
 
-    @Option(name: .customLong("from-house"), help: "Start at a pavilion.")
+    @Option(name: .customLong("from-house"), help: "Start at a pavilion (default: none).")
     var fromHouse: String?
 
-    @Option(name: .customLong("to"), parsing: .unconditional, help: "Go to LAT,LON.")
+    @Option(name: .customLong("to"), parsing: .unconditional, help: "Go to LAT,LON (default: none, one of --to, --to-animal, --to-house is needed).")
     var toPoint: String?
 
-    @Option(name: .customLong("to-animal"), parsing: .unconditional, help: "Go to an animal (whichever of its map locations is nearest on foot).")
+    @Option(name: .customLong("to-animal"), parsing: .unconditional, help: "Go to an animal (whichever of its map locations is nearest on foot; default: none).")
     var toAnimal: Int64?
 
-    @Option(name: .customLong("to-house"), help: "Go to a pavilion.")
+    @Option(name: .customLong("to-house"), help: "Go to a pavilion (default: none).")
     var toHouse: String?
 
     @OptionGroup var global: GlobalOptions
@@ -104,6 +104,10 @@ struct ZooTour: AsyncParsableCommand {
     @Argument(help: "Ids of the animals to visit.")
     var animals: [Int64]
 
+    func validate() throws {
+        if let bad = animals.first(where: { $0 < 1 }) { throw InvalidValue("an animal's id is a number from 1 (got \(bad))") }
+    }
+
     @Option(name: .customLong("from"), parsing: .unconditional, help: "LAT,LON to start at.")
     var from: String
 
@@ -133,7 +137,7 @@ struct ZooGeoJSON: AsyncParsableCommand {
         commandName: "geojson",
         abstract: "Export the footpaths and animal locations as a GeoJSON FeatureCollection.")
 
-    @Option(help: "Write to this file instead of standard output.")
+    @Option(help: "Write to this file (default: standard output).", completion: .file(extensions: ["geojson", "json"]))
     var output: String?
 
     @OptionGroup var global: GlobalOptions
@@ -145,7 +149,7 @@ struct ZooGeoJSON: AsyncParsableCommand {
                 do {
                     try Data(reply.geojson.utf8).write(to: URL(fileURLWithPath: output))
                 } catch {
-                    throw RPCError(.invalidArgument, "cannot write \(output): \(error.localizedDescription)")
+                    throw FileError(.notWritable, path: output, reason: error.localizedDescription, role: "--output")
                 }
             } else {
                 print(reply.geojson)
