@@ -80,6 +80,9 @@ let package = Package(
         // zlib's inflate, under the health import's reader of the Health app's export.zip.
         .systemLibrary(name: "CZlib", path: "Shared/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(
+            name: "CZlib", path: "Shared/CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(
             name: "CTesseract", path: "Shared/CTesseract", pkgConfig: "tesseract",
             providers: [.apt(["libtesseract-dev", "libleptonica-dev"])]),
 
@@ -119,7 +122,9 @@ let package = Package(
         .target(name: "RPCWireProtoC", dependencies: ["CProtobufC"], path: "Shared/RPCWireProtoC"),
         .target(name: "RPCWire", dependencies: ["Schema", "RPCWireProtoC"], path: "Shared/RPCWire"),
         .target(name: "RPC", dependencies: ["Base", "Schema", "RPCWire"], path: "Shared/RPC"),
-        .target(name: "Transport", dependencies: ["Base", "RPC", "RPCWire", "Schema", "CLibUV"], path: "Shared/Transport"),
+        // HTTP/1.1 requests and responses, strictly parsed, and gzip: no RPC (Transport serves Connect over it).
+        .target(name: "HTTP", dependencies: ["CZlib"], path: "Shared/HTTP"),
+        .target(name: "Transport", dependencies: ["Base", "RPC", "RPCWire", "Schema", "CLibUV", "HTTP"], path: "Shared/Transport"),
         // Jobs: the domain and persistence (no RPC), jobs.proto's API, and the Jobs rpcs every service with long work offers.
         .target(name: "Jobs", dependencies: ["Base", "Storage", "WorkLane"], path: "Shared/Jobs"),
         .target(name: "JobsProtoC", dependencies: ["CProtobufC"], path: "Shared/JobsProtoC"),
@@ -215,6 +220,7 @@ let package = Package(
             name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "RPCWire", "JobsAPI", "OCRAPI", "Transport", "Schema"],
             path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP"], path: "Tests/HTTPTests"),
         // The module graph's promises (no domain under the runtime, no other domain in a service), read from this file.
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests"),
         .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition", "WorkLane"], path: "Tests/TextRecognitionTests"),

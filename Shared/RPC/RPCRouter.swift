@@ -23,6 +23,8 @@ public struct RPCRouter: Sendable {
     struct Route: Sendable {
         let info: ProtoMethodInfo
         let body: Body
+        /// The method's messages in protobuf's JSON mapping, for the HTTP face (every generated message has it).
+        let json: JSONTranscoder?
     }
 
     private(set) var routes: [String: Route] = [:]
@@ -80,7 +82,7 @@ public struct RPCRouter: Sendable {
 
     private mutating func add<Request, Response>(_ method: ProtoMethod<Request, Response>, _ body: Body) {
         precondition(routes[method.path] == nil, "method \(method.path) registered twice")
-        routes[method.path] = Route(info: method.info, body: body)
+        routes[method.path] = Route(info: method.info, body: body, json: JSONTranscoder(Request.self, Response.self))
     }
 
     private static func decode<Request: ProtoMessage>(_ type: Request.Type, _ bytes: [UInt8], _ path: String) throws -> Request {
@@ -96,5 +98,45 @@ extension ProtoMethodInfo {
     /// The service part of the path: `menagerie.zoo.v1.Zoo` for `/menagerie.zoo.v1.Zoo/Search`.
     public var service: String {
         String(path.dropFirst().prefix { $0 != "/" })
+    }
+}
+
+/// Reads a method's requests from protobuf's JSON mapping and writes its responses in it, through the
+/// generated JSON code of its messages, so the HTTP face (Connect's `application/json`) serves every
+/// method without code per method. Nil for messages without the mapping.
+package struct JSONTranscoder: Sendable {
+    /// JSON text of a request → its protobuf bytes; a request that does not map is INVALID_ARGUMENT.
+    package let request: @Sendable ([UInt8]) throws(RPCError) -> [UInt8]
+    /// Protobuf bytes of a response → its JSON text.
+    package let response: @Sendable ([UInt8]) throws(RPCError) -> [UInt8]
+
+    init?<Request: ProtoMessage, Response: ProtoMessage>(_: Request.Type, _: Response.Type) {
+        guard let requestType = Request.self as? any ProtoJSONMessage.Type,
+              let responseType = Response.self as? any ProtoJSONMessage.Type else { return nil }
+        request = { bytes throws(RPCError) in try Self.fromJSON(requestType, bytes) }
+        response = { bytes throws(RPCError) in try Self.toJSON(responseType, bytes) }
+    }
+
+    /// Unknown fields are skipped, as connect-go and protobuf's JSON readers do for clients built
+    /// against a newer schema.
+    static let options = ProtoJSONOptions(ignoreUnknownFields: true)
+
+    private static func fromJSON<Message: ProtoJSONMessage>(_: Message.Type, _ bytes: [UInt8]) throws(RPCError) -> [UInt8] {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw RPCError(.invalidArgument, "the request is not UTF-8 JSON")
+        }
+        do {
+            return try Message(jsonString: text, options: options).serializedBytes()
+        } catch {
+            throw RPCError(.invalidArgument, "the request is not a valid \(Message.protoName) in JSON: \(error)")
+        }
+    }
+
+    private static func toJSON<Message: ProtoJSONMessage>(_: Message.Type, _ bytes: [UInt8]) throws(RPCError) -> [UInt8] {
+        do {
+            return Array(try Message(serializedBytes: bytes).jsonString().utf8)
+        } catch {
+            throw RPCError(.internalError, "the response is not a valid \(Message.protoName): \(error)")
+        }
     }
 }

@@ -25,7 +25,9 @@ public final class RPCServer: Sendable {
         let stats = state.stats
         let builtins = Set((RpcV1.Health.methods + RpcV1.Reflection.methods + RpcV1.Stats.methods).map(\.path))
         routes = router.routes.mapValues {
-            ServerRoute(body: $0.body, stats: stats.counters(for: $0.info.path), isBuiltin: builtins.contains($0.info.path))
+            ServerRoute(
+                info: $0.info, body: $0.body, json: $0.json, stats: stats.counters(for: $0.info.path),
+                isBuiltin: builtins.contains($0.info.path))
         }
         methods = router.methods
         state.methods = methods
@@ -45,6 +47,12 @@ public final class RPCServer: Sendable {
     /// One dictionary lookup, so a transport's I/O thread can call it for every call.
     package func accept(_ head: CallHead) -> IncomingCall {
         IncomingCall(head: head, route: routes[head.method], arrived: .now, server: self)
+    }
+
+    /// What an HTTP face needs of method `path` before it opens a call: its kind and its JSON
+    /// mapping; nil for a method this server does not offer.
+    package func method(_ path: String) -> (info: ProtoMethodInfo, json: JSONTranscoder?)? {
+        routes[path].map { ($0.info, $0.json) }
     }
 
     /// Serves one call to completion; finishes `sink` (whose first `finish` counts) and never throws.
@@ -130,7 +138,9 @@ public final class RPCServer: Sendable {
 
 /// A method as a server serves it.
 struct ServerRoute: Sendable {
+    let info: ProtoMethodInfo
     let body: RPCRouter.Body
+    let json: JSONTranscoder?
     let stats: MethodStats
     /// Health, reflection and stats: quick, never waiting, and wanted most when the server is busy,
     /// so transports answer them at once instead of queueing them behind domain calls.

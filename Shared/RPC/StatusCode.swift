@@ -51,6 +51,40 @@ public struct StatusCode: RawRepresentable, Hashable, Sendable, CustomStringConv
     public var exitCode: Int32 { Int32(min(rawValue, 100)) }
 
     public var description: String { name }
+
+    /// The Connect protocol's name of the code, lower_snake_case (`not_found`, `canceled`): what the
+    /// HTTP face's error bodies and the gateway's `--json` errors carry.
+    public var connectName: String {
+        switch self {
+        case .cancelled: "canceled"  // Connect's spelling
+        case .internalError: "internal"
+        default: name.lowercased()
+        }
+    }
+
+    /// The code Connect names `name` (`not_found`), nil for a name it does not have.
+    public init?(connectName: String) {
+        guard let code = Self.all.dropFirst().first(where: { $0.connectName == connectName }) else { return nil }
+        self = code
+    }
+
+    /// The HTTP status of a Connect unary error with this code (the Connect protocol's table).
+    public var httpStatus: Int {
+        switch self {
+        case .cancelled: 499
+        case .invalidArgument, .failedPrecondition, .outOfRange: 400
+        case .deadlineExceeded: 504
+        case .notFound: 404
+        case .alreadyExists, .aborted: 409
+        case .permissionDenied: 403
+        case .resourceExhausted: 429
+        case .unimplemented: 501
+        case .unavailable: 503
+        case .unauthenticated: 401
+        case .ok: 200
+        default: 500  // unknown, internal, data loss
+        }
+    }
 }
 
 /// The outcome of a call: a code and a human-readable message.

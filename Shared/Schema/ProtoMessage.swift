@@ -66,19 +66,22 @@ public struct ProtoMethod<Request: ProtoMessage, Response: ProtoMessage>: Sendab
     public let serverStreaming: Bool
     /// From `option idempotency_level = IDEMPOTENT | NO_SIDE_EFFECTS`: safe to retry.
     public let idempotent: Bool
+    /// From `option idempotency_level = NO_SIDE_EFFECTS`: a read, which HTTP may call with GET and cache.
+    public let sideEffectFree: Bool
 
-    public init(path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool) {
+    public init(path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool, sideEffectFree: Bool = false) {
         self.path = path
         self.clientStreaming = clientStreaming
         self.serverStreaming = serverStreaming
         self.idempotent = idempotent
+        self.sideEffectFree = sideEffectFree
     }
 
     /// The untyped description, for reflection.
     public var info: ProtoMethodInfo {
         ProtoMethodInfo(
             path: path, clientStreaming: clientStreaming, serverStreaming: serverStreaming, idempotent: idempotent,
-            requestType: Request.protoName, responseType: Response.protoName)
+            sideEffectFree: sideEffectFree, requestType: Request.protoName, responseType: Response.protoName)
     }
 }
 
@@ -89,17 +92,21 @@ public struct ProtoMethodInfo: Sendable, Hashable {
     public let clientStreaming: Bool
     public let serverStreaming: Bool
     public let idempotent: Bool
+    /// A read (`NO_SIDE_EFFECTS`): HTTP may call it with GET.
+    public let sideEffectFree: Bool
     /// Full protobuf names of the request and response messages.
     public let requestType: String
     public let responseType: String
 
     public init(
-        path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool, requestType: String, responseType: String
+        path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool, sideEffectFree: Bool = false,
+        requestType: String, responseType: String
     ) {
         self.path = path
         self.clientStreaming = clientStreaming
         self.serverStreaming = serverStreaming
         self.idempotent = idempotent
+        self.sideEffectFree = sideEffectFree
         self.requestType = requestType
         self.responseType = responseType
     }

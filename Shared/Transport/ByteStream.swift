@@ -66,6 +66,15 @@ extension ByteStream {
         }
     }
 
+    /// Queues `bytes` as they are (another protocol's bytes: HTTP); safe from any thread.
+    package func send(bytes: [UInt8], sealing: Bool = false) {
+        bytes.withUnsafeBytes { source in
+            send(bytesOfSize: source.count, sealing: sealing) { destination in
+                if let base = source.baseAddress { destination.baseAddress!.copyMemory(from: base, byteCount: source.count) }
+            }
+        }
+    }
+
     /// Queues one envelope for writing as a frame; safe from any thread.
     package func send(envelope: [UInt8]) {
         envelope.withUnsafeBytes { source in

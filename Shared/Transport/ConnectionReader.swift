@@ -94,9 +94,9 @@ extension ByteStream {
 ///
 /// One byte tells them apart: our frames begin with their flag byte, 0x00; a TLS connection with a
 /// handshake record, 0x16; HTTP/1.1 with a method name, and HTTP/2 with its preface (`PRI * HTTP/2.0`),
-/// both ASCII capitals. Only our frames are served today: an HTTP client gets a 501 response and a
-/// TLS client a fatal alert, each followed by a clean close, so neither waits for a frame timeout nor
-/// reads garbage. Any other byte is handed to our framing, which answers it as the protocol error it is.
+/// both ASCII capitals. Our frames and HTTP/1.1 (the Connect protocol, `ConnectServerConnection`) are
+/// served; a TLS client gets a fatal alert and a clean close, so it neither waits for a frame timeout
+/// nor reads garbage. Any other byte is handed to our framing, which answers it as the protocol error it is.
 final class ProtocolSniffer: ConnectionReader {
     /// What a connection's first byte says it speaks.
     enum Kind: Equatable {
@@ -133,14 +133,6 @@ final class ProtocolSniffer: ConnectionReader {
         guard let next = connection.reader, next !== self, !connection.isClosing, !connection.isClosed else { return }
         next.received(bytes)
     }
-
-    /// What an HTTP client gets: a complete response it can show, then the end of the connection.
-    static let httpNotServed: [UInt8] = {
-        let body = "This port speaks Menagerie's binary RPC framing (docs/protocol.md); HTTP is not served yet.\n"
-        return Array((
-            "HTTP/1.1 501 Not Implemented\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body).utf8)
-    }()
 
     /// What a TLS client gets: a fatal `handshake_failure` alert (RFC 8446 §6) in a TLS 1.0 record,
     /// which every TLS version reads before a handshake, so the client reports a failed handshake.

@@ -31,6 +31,44 @@ extension ServerConnection {
     var isFailing: Bool { socket.closingSince != nil }
 }
 
+/// A connection whose first byte picks its protocol: our frames until then (which also answer a TLS
+/// client's refusal), the Connect protocol once it says HTTP. The listener sees this one object
+/// whichever it is, once per sweep or accept, so the forwarding costs no frame anything.
+final class SniffedConnection<Stream: ByteStream>: ServerConnection {
+    private let stream: Stream
+    private let server: TCPServer
+    private let frames: FrameServerConnection<Stream>
+    private var http: ConnectServerConnection<Stream>?
+    private var served: any ServerConnection { http ?? frames }
+
+    init(stream: Stream, socket: TCPConnection, server: TCPServer) {
+        self.stream = stream
+        self.server = server
+        frames = FrameServerConnection(stream: stream, socket: socket, server: server)
+    }
+
+    var socket: TCPConnection { frames.socket }
+    var lastFrameAt: ContinuousClock.Instant? { served.lastFrameAt }
+    var partialFrameSince: ContinuousClock.Instant? { served.partialFrameSince }
+    var openCalls: Int { served.openCalls }
+    var hasMadeCalls: Bool { served.hasMadeCalls }
+    /// The protocol's own flag, which it sets when it uncounts itself while closing.
+    var uncounted: Bool {
+        get { served.uncounted }
+        set { served.uncounted = newValue }
+    }
+
+    func picked(_ kind: ProtocolSniffer.Kind) {
+        guard kind == .http else { return frames.picked(kind) }
+        let connect = ConnectServerConnection(stream: stream, socket: frames.socket, server: server)
+        http = connect
+        connect.start()
+    }
+
+    func fail(_ code: StatusCode, _ message: String) { served.fail(code, message) }
+    func closed(reason: String) { served.closed(reason: reason) }
+}
+
 /// Our binary framing on the server, the decoding half: decodes the frames its `FrameReader` cuts
 /// from the stream into the operations of the connection's `ServerCallTable`, and answers the
 /// protocol errors it finds; `FrameWire` is the encoding half. Generic over the stream, so a TLS
@@ -73,7 +111,7 @@ final class FrameServerConnection<Stream: ByteStream>: ServerConnection {
         case .frames:
             stream.reader = frames
         case .http:
-            refuseProtocol(ProtocolSniffer.httpNotServed, "an HTTP client: HTTP is not served yet")
+            break  // served by ConnectServerConnection (see SniffedConnection)
         case .tls:
             refuseProtocol(ProtocolSniffer.tlsNotServed, "a TLS client: TLS is not served yet")
         }

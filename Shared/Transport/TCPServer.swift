@@ -203,8 +203,8 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
 
     /// Serves `stream`, carried by the accepted `socket` (the same object for plain TCP; a TLS
     /// stream over it later): its first byte picks the protocol, and the limits hold whichever it is.
-    func serve<Stream: ByteStream>(_ stream: Stream, over socket: TCPConnection) -> FrameServerConnection<Stream> {
-        let served = FrameServerConnection(stream: stream, socket: socket, server: self)
+    func serve<Stream: ByteStream>(_ stream: Stream, over socket: TCPConnection) -> SniffedConnection<Stream> {
+        let served = SniffedConnection(stream: stream, socket: socket, server: self)
         stream.reader = ProtocolSniffer(stream) { [unowned served] kind in served.picked(kind) }
         return served
     }

@@ -68,7 +68,7 @@ import Testing
     }
 
     /// The runtime layers know no domain: a service's proto never rebuilds them.
-    @Test(arguments: ["Schema", "RPCWire", "RPC", "Transport", "ServiceKit", "Storage", "WorkLane", "Base", "Jobs"])
+    @Test(arguments: ["Schema", "RPCWire", "RPC", "Transport", "HTTP", "ServiceKit", "Storage", "WorkLane", "Base", "Jobs"])
     func aRuntimeLayerLinksNoDomain(layer: String) {
         let linked = Self.closure(of: layer)
         let domains = linked.filter { name in Self.services.contains { name.hasPrefix($0) } || name.hasPrefix("JobsAPI") }

@@ -137,7 +137,7 @@ import Testing
         #expect(RpcV1.Health.check.path == "/menagerie.rpc.v1.Health/Check")
         #expect(RpcV1.Health.methods == [
             ProtoMethodInfo(
-                path: "/menagerie.rpc.v1.Health/Check", serverStreaming: false, idempotent: true,
+                path: "/menagerie.rpc.v1.Health/Check", serverStreaming: false, idempotent: true, sideEffectFree: true,
                 requestType: "menagerie.rpc.v1.HealthCheckRequest", responseType: "menagerie.rpc.v1.HealthCheckResponse"),
         ])
         #expect(RpcV1.Echo.echo.idempotent && !RpcV1.Echo.echo.serverStreaming)

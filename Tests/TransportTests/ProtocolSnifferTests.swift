@@ -8,9 +8,9 @@ import TestSupport
 import Testing
 @testable import Transport
 
-/// One port, one listener: a connection's first byte picks its protocol. Only our frames are served
-/// today; HTTP and TLS clients get their own protocol's refusal and a clean close, and the server
-/// goes on serving everyone else.
+/// One port, one listener: a connection's first byte picks its protocol. Our frames and HTTP (the
+/// Connect protocol) are served; a TLS client gets its protocol's refusal and a clean close, and the
+/// server goes on serving everyone else.
 @Suite struct ProtocolSnifferTests {
     @Test(arguments: [
         (UInt8(0x00), ProtocolSniffer.Kind.frames), (0x16, .tls), (UInt8(ascii: "G"), .http), (UInt8(ascii: "P"), .http),
@@ -20,29 +20,42 @@ import Testing
         #expect(ProtocolSniffer.Kind(firstByte: byte) == kind)
     }
 
-    @Test func anHTTPClientGetsA501AndACleanClose() async throws {
+    @Test func anHTTPClientIsServedConnectOnTheSamePort() async throws {
         try await Harness.with(.tcp) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
-            socket.write(Array("GET /menagerie.rpc.v1.Health/Check HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
+            socket.write(Array(
+                "GET /menagerie.rpc.v1.Health/Check?connect=v1&encoding=json&message=%7B%7D HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8))
             let (bytes, closed) = await socket.readUntilClosed()
             let reply = String(decoding: bytes, as: UTF8.self)
-            #expect(reply.hasPrefix("HTTP/1.1 501 Not Implemented\r\n"), "\(reply)")
-            #expect(reply.contains("Connection: close\r\n"))
-            #expect(reply.hasSuffix("HTTP is not served yet.\n"))
+            #expect(reply.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(reply)")
+            #expect(reply.contains("\"status\":\"SERVING_STATUS_SERVING\""), "\(reply)")
             #expect(closed)
             try await expectStillServing(harness)
         }
     }
 
-    @Test func anHTTPClientSendingABodyStillReadsTheWholeReply() async throws {
-        // The server lingers after its reply, dropping the body, so the kernel does not reset the
-        // connection and discard the reply before the client reads it.
+    @Test func anHTTPRequestThatIsNoConnectCallGetsItsStatusAndTheWholeReply() async throws {
+        // A body nobody reads: the reply (415) still arrives whole before the close.
         try await Harness.with(.tcp) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
             let body = [UInt8](repeating: UInt8(ascii: "x"), count: 256 << 10)
-            socket.write(Array("POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
-            let (bytes, _) = await socket.readUntilClosed()
-            #expect(bytes == ProtocolSniffer.httpNotServed)
+            socket.write(Array(
+                "POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: h\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
+            let (bytes, closed) = await socket.readUntilClosed()
+            let reply = String(decoding: bytes, as: UTF8.self)
+            #expect(reply.hasPrefix("HTTP/1.1 415 Unsupported Media Type\r\n"), "\(reply)")
+            #expect(closed)
+            try await expectStillServing(harness)
+        }
+    }
+
+    @Test func aMalformedHTTPRequestGets400AndACleanClose() async throws {
+        try await Harness.with(.tcp) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            socket.write(Array("POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\nHost: h\n\n".utf8))
+            let (bytes, closed) = await socket.readUntilClosed()
+            #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 400 Bad Request\r\n"))
+            #expect(closed)
             try await expectStillServing(harness)
         }
     }

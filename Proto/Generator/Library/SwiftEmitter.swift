@@ -245,7 +245,7 @@ struct SwiftEmitter {
             output.line("public static let \(swiftName) = ProtoMethod<\(request), \(response)>(")
             output.line(
                 "    path: \"\(path)\", \(method.clientStreaming ? "clientStreaming: true, " : "")serverStreaming: \(method.serverStreaming), "
-                    + "idempotent: \(method.idempotencyLevel != 0))")
+                    + "idempotent: \(method.idempotencyLevel != 0)\(method.idempotencyLevel == 1 ? ", sideEffectFree: true" : ""))")
         }
         output.blank()
         output.doc("Every method of the service, in declaration order.")

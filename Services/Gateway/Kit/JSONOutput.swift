@@ -33,18 +33,6 @@ extension GlobalOptions {
     }
 }
 
-extension StatusCode {
-    /// The Connect protocol's name of the code, lower_snake_case (`not_found`, `canceled`): what `--json`
-    /// error output and the HTTP face's error bodies carry.
-    public var connectName: String {
-        switch self {
-        case .cancelled: "canceled"  // Connect's spelling
-        case .internalError: "internal"
-        default: name.lowercased()
-        }
-    }
-}
-
 extension RPCError {
     /// The one JSON shape of a failure: `{"code": "not_found", "message": "..."}`.
     public var outputJSON: JSONValue { errorJSON(code: code.connectName, message: message) }

@@ -243,12 +243,12 @@ extension JobsV1 {
 
         /// One job. NOT_FOUND for an unknown id.
         public static let getJob = ProtoMethod<JobsV1.GetJobRequest, JobsV1.Job>(
-            path: "/menagerie.jobs.v1.Jobs/GetJob", serverStreaming: false, idempotent: true)
+            path: "/menagerie.jobs.v1.Jobs/GetJob", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// The job now, then again whenever it changes, until it reaches an end state (the last message).
         /// Works from any replica: progress is read from the shared database.
         public static let watchJob = ProtoMethod<JobsV1.WatchJobRequest, JobsV1.Job>(
-            path: "/menagerie.jobs.v1.Jobs/WatchJob", serverStreaming: true, idempotent: true)
+            path: "/menagerie.jobs.v1.Jobs/WatchJob", serverStreaming: true, idempotent: true, sideEffectFree: true)
 
         /// Asks the job to stop; answers with the job as it is now. A queued job is cancelled at once, a running
         /// one when it next checks (it may still finish first); a job already ended is returned unchanged.
@@ -257,7 +257,7 @@ extension JobsV1 {
 
         /// Jobs newest first, optionally filtered by state and kind, paged.
         public static let listJobs = ProtoMethod<JobsV1.ListJobsRequest, JobsV1.ListJobsResponse>(
-            path: "/menagerie.jobs.v1.Jobs/ListJobs", serverStreaming: false, idempotent: true)
+            path: "/menagerie.jobs.v1.Jobs/ListJobs", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [getJob.info, watchJob.info, cancelJob.info, listJobs.info]

@@ -482,7 +482,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Health/Check`.
         public static let check = ProtoMethod<RpcV1.HealthCheckRequest, RpcV1.HealthCheckResponse>(
-            path: "/menagerie.rpc.v1.Health/Check", serverStreaming: false, idempotent: true)
+            path: "/menagerie.rpc.v1.Health/Check", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [check.info]
@@ -495,7 +495,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Reflection/ListServices`.
         public static let listServices = ProtoMethod<RpcV1.ListServicesRequest, RpcV1.ListServicesResponse>(
-            path: "/menagerie.rpc.v1.Reflection/ListServices", serverStreaming: false, idempotent: true)
+            path: "/menagerie.rpc.v1.Reflection/ListServices", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [listServices.info]
@@ -508,7 +508,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Stats/GetStats`.
         public static let getStats = ProtoMethod<RpcV1.GetStatsRequest, RpcV1.GetStatsResponse>(
-            path: "/menagerie.rpc.v1.Stats/GetStats", serverStreaming: false, idempotent: true)
+            path: "/menagerie.rpc.v1.Stats/GetStats", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [getStats.info]

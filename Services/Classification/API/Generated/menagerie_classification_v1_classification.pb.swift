@@ -1199,11 +1199,11 @@ extension ClassificationV1 {
 
         /// Calls `/menagerie.classification.v1.Classification/ListDatasets`.
         public static let listDatasets = ProtoMethod<ClassificationV1.ListDatasetsRequest, ClassificationV1.ListDatasetsResponse>(
-            path: "/menagerie.classification.v1.Classification/ListDatasets", serverStreaming: false, idempotent: true)
+            path: "/menagerie.classification.v1.Classification/ListDatasets", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Calls `/menagerie.classification.v1.Classification/GetDataset`.
         public static let getDataset = ProtoMethod<ClassificationV1.GetDatasetRequest, ClassificationV1.DatasetSummary>(
-            path: "/menagerie.classification.v1.Classification/GetDataset", serverStreaming: false, idempotent: true)
+            path: "/menagerie.classification.v1.Classification/GetDataset", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Calls `/menagerie.classification.v1.Classification/DeleteDataset`.
         public static let deleteDataset = ProtoMethod<ClassificationV1.DeleteDatasetRequest, ClassificationV1.DeleteDatasetResponse>(
@@ -1217,23 +1217,23 @@ extension ClassificationV1 {
 
         /// Calls `/menagerie.classification.v1.Classification/Evaluate`.
         public static let evaluate = ProtoMethod<ClassificationV1.EvaluateRequest, ClassificationV1.EvaluateResponse>(
-            path: "/menagerie.classification.v1.Classification/Evaluate", serverStreaming: false, idempotent: true)
+            path: "/menagerie.classification.v1.Classification/Evaluate", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Calls `/menagerie.classification.v1.Classification/Classify`.
         public static let classify = ProtoMethod<ClassificationV1.ClassifyRequest, ClassificationV1.ClassifyResponse>(
-            path: "/menagerie.classification.v1.Classification/Classify", serverStreaming: false, idempotent: true)
+            path: "/menagerie.classification.v1.Classification/Classify", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Calls `/menagerie.classification.v1.Classification/Detect`.
         public static let detect = ProtoMethod<ClassificationV1.DetectRequest, ClassificationV1.DetectResponse>(
-            path: "/menagerie.classification.v1.Classification/Detect", serverStreaming: false, idempotent: true)
+            path: "/menagerie.classification.v1.Classification/Detect", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Calls `/menagerie.classification.v1.Classification/ListModels`.
         public static let listModels = ProtoMethod<ClassificationV1.ListModelsRequest, ClassificationV1.ListModelsResponse>(
-            path: "/menagerie.classification.v1.Classification/ListModels", serverStreaming: false, idempotent: true)
+            path: "/menagerie.classification.v1.Classification/ListModels", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Calls `/menagerie.classification.v1.Classification/GetModel`.
         public static let getModel = ProtoMethod<ClassificationV1.GetModelRequest, ClassificationV1.ModelSummary>(
-            path: "/menagerie.classification.v1.Classification/GetModel", serverStreaming: false, idempotent: true)
+            path: "/menagerie.classification.v1.Classification/GetModel", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Calls `/menagerie.classification.v1.Classification/DeleteModel`.
         public static let deleteModel = ProtoMethod<ClassificationV1.DeleteModelRequest, ClassificationV1.DeleteModelResponse>(
@@ -1245,7 +1245,7 @@ extension ClassificationV1 {
 
         /// The container file in chunks (server stream).
         public static let exportModel = ProtoMethod<ClassificationV1.ExportModelRequest, ClassificationV1.ModelFileChunk>(
-            path: "/menagerie.classification.v1.Classification/ExportModel", serverStreaming: true, idempotent: true)
+            path: "/menagerie.classification.v1.Classification/ExportModel", serverStreaming: true, idempotent: true, sideEffectFree: true)
 
         /// The file as a client stream; a corrupt or foreign file answers INVALID_ARGUMENT and nothing is kept.
         public static let importModel = ProtoMethod<ClassificationV1.ImportModelRequest, ClassificationV1.ImportModelResponse>(
@@ -1257,11 +1257,11 @@ extension ClassificationV1 {
 
         /// Calls `/menagerie.classification.v1.Classification/SearchCatalogue`.
         public static let searchCatalogue = ProtoMethod<ClassificationV1.SearchCatalogueRequest, ClassificationV1.SearchCatalogueResponse>(
-            path: "/menagerie.classification.v1.Classification/SearchCatalogue", serverStreaming: false, idempotent: true)
+            path: "/menagerie.classification.v1.Classification/SearchCatalogue", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Calls `/menagerie.classification.v1.Classification/GetCatalogueEntry`.
         public static let getCatalogueEntry = ProtoMethod<ClassificationV1.GetCatalogueEntryRequest, ClassificationV1.CatalogueEntry>(
-            path: "/menagerie.classification.v1.Classification/GetCatalogueEntry", serverStreaming: false, idempotent: true)
+            path: "/menagerie.classification.v1.Classification/GetCatalogueEntry", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Calls `/menagerie.classification.v1.Classification/Feedback`.
         public static let feedback = ProtoMethod<ClassificationV1.FeedbackRequest, ClassificationV1.FeedbackResponse>(

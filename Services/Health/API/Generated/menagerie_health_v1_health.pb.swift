@@ -835,7 +835,7 @@ extension HealthV1 {
 
         /// The caller's user name and change-log position.
         public static let getAccount = ProtoMethod<HealthV1.GetAccountRequest, HealthV1.GetAccountResponse>(
-            path: "/menagerie.health.v1.Health/GetAccount", serverStreaming: false, idempotent: true)
+            path: "/menagerie.health.v1.Health/GetAccount", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Adds a batch of samples in one transaction (idempotent by UUID).
         public static let addSamples = ProtoMethod<HealthV1.AddSamplesRequest, HealthV1.AddSamplesResponse>(
@@ -847,19 +847,19 @@ extension HealthV1 {
 
         /// Calls `/menagerie.health.v1.Health/GetSample`.
         public static let getSample = ProtoMethod<HealthV1.GetSampleRequest, HealthV1.GetSampleResponse>(
-            path: "/menagerie.health.v1.Health/GetSample", serverStreaming: false, idempotent: true)
+            path: "/menagerie.health.v1.Health/GetSample", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Calls `/menagerie.health.v1.Health/QuerySamples`.
         public static let querySamples = ProtoMethod<HealthV1.QuerySamplesRequest, HealthV1.QuerySamplesResponse>(
-            path: "/menagerie.health.v1.Health/QuerySamples", serverStreaming: false, idempotent: true)
+            path: "/menagerie.health.v1.Health/QuerySamples", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Calls `/menagerie.health.v1.Health/GetStatistics`.
         public static let getStatistics = ProtoMethod<HealthV1.GetStatisticsRequest, HealthV1.GetStatisticsResponse>(
-            path: "/menagerie.health.v1.Health/GetStatistics", serverStreaming: false, idempotent: true)
+            path: "/menagerie.health.v1.Health/GetStatistics", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Where this device store's push resumes; binds an unbound store to the caller (so not NO_SIDE_EFFECTS).
         public static let getPushCursor = ProtoMethod<HealthV1.GetPushCursorRequest, HealthV1.GetPushCursorResponse>(
-            path: "/menagerie.health.v1.Health/GetPushCursor", serverStreaming: false, idempotent: true)
+            path: "/menagerie.health.v1.Health/GetPushCursor", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// A device's push: a client stream of batches, each committed with its anchor as it arrives (flow control
         /// holds the device's writer while the server is behind, so neither side holds more than a window of

@@ -946,11 +946,11 @@ extension OcrV1 {
 
         /// Calls `/menagerie.ocr.v1.OCR/ListTemplates`.
         public static let listTemplates = ProtoMethod<OcrV1.ListTemplatesRequest, OcrV1.ListTemplatesResponse>(
-            path: "/menagerie.ocr.v1.OCR/ListTemplates", serverStreaming: false, idempotent: true)
+            path: "/menagerie.ocr.v1.OCR/ListTemplates", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Calls `/menagerie.ocr.v1.OCR/GetTemplate`.
         public static let getTemplate = ProtoMethod<OcrV1.GetTemplateRequest, OcrV1.GetTemplateResponse>(
-            path: "/menagerie.ocr.v1.OCR/GetTemplate", serverStreaming: false, idempotent: true)
+            path: "/menagerie.ocr.v1.OCR/GetTemplate", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Calls `/menagerie.ocr.v1.OCR/RenameTemplate`.
         public static let renameTemplate = ProtoMethod<OcrV1.RenameTemplateRequest, OcrV1.RenameTemplateResponse>(
@@ -970,11 +970,11 @@ extension OcrV1 {
 
         /// Calls `/menagerie.ocr.v1.OCR/LatestRecords`.
         public static let latestRecords = ProtoMethod<OcrV1.LatestRecordsRequest, OcrV1.LatestRecordsResponse>(
-            path: "/menagerie.ocr.v1.OCR/LatestRecords", serverStreaming: false, idempotent: true)
+            path: "/menagerie.ocr.v1.OCR/LatestRecords", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Calls `/menagerie.ocr.v1.OCR/ListRecords`.
         public static let listRecords = ProtoMethod<OcrV1.ListRecordsRequest, OcrV1.ListRecordsResponse>(
-            path: "/menagerie.ocr.v1.OCR/ListRecords", serverStreaming: false, idempotent: true)
+            path: "/menagerie.ocr.v1.OCR/ListRecords", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Not retried: a second attempt after a lost answer would say NOT_FOUND.
         public static let deleteRecord = ProtoMethod<OcrV1.DeleteRecordRequest, OcrV1.DeleteRecordResponse>(
@@ -982,7 +982,7 @@ extension OcrV1 {
 
         /// Calls `/menagerie.ocr.v1.OCR/ExportRecords`.
         public static let exportRecords = ProtoMethod<OcrV1.ExportRecordsRequest, OcrV1.ExportRecordsChunk>(
-            path: "/menagerie.ocr.v1.OCR/ExportRecords", serverStreaming: true, idempotent: true)
+            path: "/menagerie.ocr.v1.OCR/ExportRecords", serverStreaming: true, idempotent: true, sideEffectFree: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [scan.info, startBatchScan.info, draftRecord.info, createTemplate.info, listTemplates.info, getTemplate.info, renameTemplate.info, renameValues.info, deleteTemplate.info, addRecord.info, latestRecords.info, listRecords.info, deleteRecord.info, exportRecords.info]

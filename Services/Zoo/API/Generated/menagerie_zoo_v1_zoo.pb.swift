@@ -1252,19 +1252,19 @@ extension ZooV1 {
 
         /// Free-text search with filters, ranked and paged.
         public static let searchAnimals = ProtoMethod<ZooV1.SearchAnimalsRequest, ZooV1.SearchAnimalsResponse>(
-            path: "/menagerie.zoo.v1.Zoo/SearchAnimals", serverStreaming: false, idempotent: true)
+            path: "/menagerie.zoo.v1.Zoo/SearchAnimals", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// One animal with every attribute. NOT_FOUND for an unknown id or an animal not currently kept.
         public static let getAnimal = ProtoMethod<ZooV1.GetAnimalRequest, ZooV1.GetAnimalResponse>(
-            path: "/menagerie.zoo.v1.Zoo/GetAnimal", serverStreaming: false, idempotent: true)
+            path: "/menagerie.zoo.v1.Zoo/GetAnimal", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Each filter kind's values with how many animals have each.
         public static let listFilterValues = ProtoMethod<ZooV1.ListFilterValuesRequest, ZooV1.ListFilterValuesResponse>(
-            path: "/menagerie.zoo.v1.Zoo/ListFilterValues", serverStreaming: false, idempotent: true)
+            path: "/menagerie.zoo.v1.Zoo/ListFilterValues", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Import metadata, stored counts and the refresh schedule.
         public static let getMetadata = ProtoMethod<ZooV1.GetMetadataRequest, ZooV1.GetMetadataResponse>(
-            path: "/menagerie.zoo.v1.Zoo/GetMetadata", serverStreaming: false, idempotent: true)
+            path: "/menagerie.zoo.v1.Zoo/GetMetadata", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Starts importing the files (in one transaction) as a job of kind `zoo.import` and answers with it at once;
         /// follow it with menagerie.jobs.v1.Jobs/WatchJob (progress: parsing, writing, indexing). The job's result is
@@ -1278,15 +1278,15 @@ extension ZooV1 {
         /// destination says which). OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal that
         /// cannot be placed on the map, NOT_FOUND when no footpath connects the ends, INVALID_ARGUMENT for malformed coordinates.
         public static let route = ProtoMethod<ZooV1.RouteRequest, ZooV1.RouteResponse>(
-            path: "/menagerie.zoo.v1.Zoo/Route", serverStreaming: false, idempotent: true)
+            path: "/menagerie.zoo.v1.Zoo/Route", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Currently kept animals within walking reach of a point, nearest first.
         public static let nearby = ProtoMethod<ZooV1.NearbyRequest, ZooV1.NearbyResponse>(
-            path: "/menagerie.zoo.v1.Zoo/Nearby", serverStreaming: false, idempotent: true)
+            path: "/menagerie.zoo.v1.Zoo/Nearby", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// A short visiting order for a set of animals (nearest neighbour improved by 2-opt), leg by leg.
         public static let tour = ProtoMethod<ZooV1.TourRequest, ZooV1.TourResponse>(
-            path: "/menagerie.zoo.v1.Zoo/Tour", serverStreaming: false, idempotent: true)
+            path: "/menagerie.zoo.v1.Zoo/Tour", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// The whole catalogue with every attribute, in pages of animals by ascending id (every animal, kept now or not).
         public static let exportCatalogue = ProtoMethod<ZooV1.ExportCatalogueRequest, ZooV1.CataloguePage>(
@@ -1298,7 +1298,7 @@ extension ZooV1 {
 
         /// The footpaths and animal locations as GeoJSON.
         public static let exportGeoJSON = ProtoMethod<ZooV1.ExportGeoJSONRequest, ZooV1.ExportGeoJSONResponse>(
-            path: "/menagerie.zoo.v1.Zoo/ExportGeoJSON", serverStreaming: false, idempotent: true)
+            path: "/menagerie.zoo.v1.Zoo/ExportGeoJSON", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [searchAnimals.info, getAnimal.info, listFilterValues.info, getMetadata.info, importData.info, route.info, nearby.info, tour.info, exportCatalogue.info, getFootpathGraph.info, exportGeoJSON.info]

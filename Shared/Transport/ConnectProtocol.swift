@@ -1,0 +1,244 @@
+import Foundation
+import HTTP
+import RPC
+import Schema
+
+/// The rules of the Connect protocol (https://connectrpc.com/docs/protocol) that turn an HTTP
+/// request into a call and a call's outcome into an HTTP response, apart from any connection.
+enum ConnectProtocol {
+    /// How a call's messages travel.
+    enum Encoding: Sendable, Equatable {
+        case json, proto
+
+        var contentType: String { self == .json ? "application/json" : "application/proto" }
+    }
+
+    /// Answers smaller than this are not worth compressing.
+    static var compressionThreshold: Int { 1024 }
+
+    /// How the headers of an HTTP request that failed before its call ended: an answer of the HTTP
+    /// layer (405, 415) or a Connect error of the call (bad timeout, body that does not decode).
+    enum Refusal: Error {
+        case http(HTTPResponse)
+        case rpc(RPCError, Encoding)
+    }
+
+    /// A unary call read from its HTTP request.
+    struct Call {
+        var encoding: Encoding
+        var payload: [UInt8]
+        var metadata: Metadata
+        var deadline: ContinuousClock.Instant?
+        var acceptsGzip: Bool
+        var isGET: Bool
+
+        /// Reads `request` as a call of `method` (nil: a method the server does not offer, which the
+        /// server answers UNIMPLEMENTED); `maxMessageSize` bounds a decompressed body.
+        init(
+            _ request: HTTPRequest, method: (info: ProtoMethodInfo, json: JSONTranscoder?)?, maxMessageSize: Int
+        ) throws(Refusal) {
+            isGET = request.method == "GET"
+            acceptsGzip = Self.codings(request.headers.values("accept-encoding")).contains("gzip")
+            let body: [UInt8]
+            let compression: String?
+            if isGET {
+                let query = ConnectProtocol.query(request.query ?? "")
+                guard query["connect"] == "v1" else {
+                    throw .http(.text(400, "a Connect GET needs connect=v1 in its query"))
+                }
+                guard let encodingName = query["encoding"] else { throw .http(.text(400, "a Connect GET needs encoding= in its query")) }
+                guard let encoding = Encoding(name: encodingName) else {
+                    throw .http(.text(415, "encoding \(encodingName) is not served; use json or proto"))
+                }
+                self.encoding = encoding
+                let message = query["message"] ?? ""
+                if query["base64"] == "1" {
+                    guard let decoded = ConnectProtocol.base64URL(message) else {
+                        throw .rpc(RPCError(.invalidArgument, "message is not base64"), encoding)
+                    }
+                    body = decoded
+                } else {
+                    body = Array(message.utf8)
+                }
+                compression = query["compression"]
+                if let info = method?.info, !info.sideEffectFree {
+                    var response = HTTPResponse.text(405, "\(info.path) has side effects: call it with POST")
+                    response.headers.add("Allow", "POST, OPTIONS")
+                    throw .http(response)
+                }
+            } else {
+                let type = (request.headers["content-type"] ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+                switch type {
+                case "application/json": encoding = .json
+                case "application/proto": encoding = .proto
+                default:
+                    var response = HTTPResponse.text(415, "Content-Type \(type.isEmpty ? "(none)" : type) is not served: use application/json or application/proto")
+                    response.headers.add("Accept-Post", "application/json, application/proto")
+                    throw .http(response)
+                }
+                body = request.body
+                compression = request.headers["content-encoding"]
+            }
+            if let info = method?.info, info.clientStreaming || info.serverStreaming {
+                throw .http(.text(415, "\(info.path) is a streaming method: call it with application/connect+json or application/connect+proto"))
+            }
+            if let version = request.headers["connect-protocol-version"], version != "1" {
+                throw .rpc(RPCError(.invalidArgument, "Connect-Protocol-Version \(version) is not served; this server speaks 1"), encoding)
+            }
+            var bytes = body
+            switch compression?.lowercased() {
+            case nil, "identity":
+                break
+            case "gzip":
+                do {
+                    bytes = try Gzip.decompress(body, limit: maxMessageSize)
+                } catch {
+                    throw .rpc(RPCError(.invalidArgument, "the gzip body does not decompress: \(error)"), encoding)
+                }
+            case let other?:
+                throw .rpc(RPCError(.unimplemented, "compression \(other) is not served; gzip and identity are"), encoding)
+            }
+            payload = bytes
+            deadline = try Self.deadline(request.headers["connect-timeout-ms"], encoding)
+            metadata = Self.metadata(request.headers)
+            if encoding == .json, let method {
+                guard let json = method.json else {
+                    throw .rpc(RPCError(.unimplemented, "\(method.info.path) has no JSON mapping; use application/proto"), encoding)
+                }
+                do {
+                    payload = try json.request(payload)
+                } catch {
+                    throw .rpc(error, encoding)
+                }
+            }
+        }
+
+        private static func codings(_ values: [String]) -> [String] {
+            values.flatMap { $0.split(separator: ",") }.map {
+                String($0.split(separator: ";").first ?? "").trimmingCharacters(in: .whitespaces).lowercased()
+            }
+        }
+
+        /// `Connect-Timeout-Ms`: at most 10 digits, as the protocol says.
+        private static func deadline(_ value: String?, _ encoding: Encoding) throws(Refusal) -> ContinuousClock.Instant? {
+            guard let value else { return nil }
+            guard !value.isEmpty, value.utf8.count <= 10, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let ms = Int64(value) else {
+                throw .rpc(RPCError(.invalidArgument, "Connect-Timeout-Ms must be 1 to 10 digits, not \(value)"), encoding)
+            }
+            return .now + .milliseconds(ms)
+        }
+
+        /// Headers that are not HTTP's or Connect's own travel as the call's metadata (as gRPC's do),
+        /// so `Authorization: Bearer …` reaches a handler as `authorization`.
+        private static func metadata(_ headers: HTTPHeaders) -> Metadata {
+            var metadata = Metadata()
+            for (name, value) in headers {
+                let key = name.lowercased()
+                if ConnectProtocol.protocolHeaders.contains(key) || key.hasPrefix("connect-") || key.hasPrefix("access-control-") { continue }
+                metadata.add(key, value)
+            }
+            return metadata
+        }
+    }
+
+    /// Headers HTTP and Connect use themselves, which are no call metadata.
+    static let protocolHeaders: Set<String> = [
+        "host", "content-type", "content-length", "content-encoding", "accept-encoding", "accept", "connection",
+        "transfer-encoding", "te", "keep-alive", "upgrade", "origin", "referer", "if-none-match", "cache-control", "pragma",
+    ]
+
+    /// A query string's parameters, percent-decoded (`+` as a space, as forms send it); the first of a repeated name wins.
+    static func query(_ text: Substring) -> [String: String] {
+        var parameters: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = percentDecoded(parts[0]) else { continue }
+            let value = parts.count > 1 ? percentDecoded(parts[1]) ?? "" : ""
+            if parameters[name] == nil { parameters[name] = value }
+        }
+        return parameters
+    }
+
+    private static func percentDecoded(_ text: Substring) -> String? {
+        String(text).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+
+    /// Base64 in the URL-safe alphabet, padded or not (what Connect's GET sends), or the standard one.
+    static func base64URL(_ text: String) -> [UInt8]? {
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while standard.utf8.count % 4 != 0 { standard += "=" }
+        return Data(base64Encoded: standard).map { Array($0) }
+    }
+
+    /// Connect's error body, `{"code": "not_found", "message": "…"}`, with the status its code maps to
+    /// (or `status`), always JSON whatever the request's encoding.
+    static func errorResponse(_ error: RPCError, status: Int? = nil) -> HTTPResponse {
+        let body = JSONValue.object([JSONMember("code", .string(error.code.connectName)), JSONMember("message", .string(error.message))])
+        return HTTPResponse(
+            status: status ?? error.code.httpStatus, headers: ["Content-Type": "application/json"], body: Array(body.serialized().utf8))
+    }
+
+    /// The error body of a call whose answer could not be written (its response did not map to JSON).
+    static func errorResponse(failing error: any Error) -> HTTPResponse {
+        let failure: RPCError = (error as? RPCError) ?? RPCError(.internalError, "internal error")
+        return errorResponse(failure, status: nil)
+    }
+
+    // MARK: CORS
+
+    /// Headers a browser may send on a call: Connect's and those that carry metadata.
+    static let allowedHeaders = "Content-Type, Content-Encoding, Accept-Encoding, Connect-Protocol-Version, Connect-Timeout-Ms, Authorization, X-User-Agent"
+
+    /// Lets a web app on any origin call (the services hold no cookies: credentials are bearer
+    /// tokens in `Authorization`), so the origin is echoed and `Vary` says so.
+    static func addCORS(to headers: inout HTTPHeaders, origin: String?) {
+        guard let origin else { return }
+        headers.add("Access-Control-Allow-Origin", origin)
+        headers.add("Access-Control-Expose-Headers", "Content-Encoding, ETag, Grpc-Status, Grpc-Message")
+        if headers["Vary"] == nil { headers.add("Vary", "Origin") }
+    }
+
+    /// The answer to a CORS preflight (`OPTIONS`): which methods and headers a call may use, for a day.
+    static func preflight(_ request: HTTPRequest) -> HTTPResponse {
+        var response = HTTPResponse(status: 204)
+        let origin = request.headers["origin"]
+        addCORS(to: &response.headers, origin: origin)
+        response.headers.add("Access-Control-Allow-Methods", "POST, GET, OPTIONS")
+        response.headers.add("Access-Control-Allow-Headers", request.headers["access-control-request-headers"] ?? allowedHeaders)
+        response.headers.add("Access-Control-Max-Age", "86400")
+        response.headers.add("Allow", "POST, GET, OPTIONS")
+        return response
+    }
+
+    // MARK: Caching
+
+    /// A strong validator of a GET's answer: a hash of its bytes (FNV-1a, 64 bits), so equal answers
+    /// of any replica carry equal tags.
+    static func entityTag(_ body: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in body {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01B3
+        }
+        let hex = String(hash, radix: 16)
+        return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "-\(body.count)\""
+    }
+
+    /// Whether `If-None-Match: header` matches `tag` (a list, `*`, weak tags compared weakly).
+    static func matches(_ header: String, _ tag: String) -> Bool {
+        header.split(separator: ",").contains { candidate in
+            let candidate = candidate.trimmingCharacters(in: .whitespaces)
+            return candidate == "*" || candidate == tag || candidate == "W/" + tag
+        }
+    }
+}
+
+extension ConnectProtocol.Encoding {
+    init?(name: String) {
+        switch name {
+        case "json": self = .json
+        case "proto": self = .proto
+        default: return nil
+        }
+    }
+}
