@@ -77,8 +77,7 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Shared/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
-        // zlib's inflate, under the health import's reader of the Health app's export.zip.
-        .systemLibrary(name: "CZlib", path: "Shared/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // zlib: HTTP's gzip bodies and the health import's reader of the Health app's export.zip.
         .systemLibrary(
             name: "CZlib", path: "Shared/CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]),
