@@ -42,6 +42,8 @@ import Testing
         "zoo nearby": Row("--from 50.1,14.4 --radius far", says: "The value 'far' is invalid for '--radius"),
         "zoo tour": Row("1 -2 --from 50.1,14.4", says: "an animal's id is a number from 1 (got -2)"),
         "zoo geojson": Row("--timeout 0", says: timeout, files: ["output"]),
+        "zoo catalogue": Row("--page-size 0", says: "--page-size must be 1…500 (got 0)"),
+        "zoo graph": Row("--timeout 0", says: timeout),
         "zoo jobs list": Row("--job-state sleeping", says: "'queued', 'running', 'succeeded', 'failed' or 'cancelled'"),
         "zoo jobs show": Row("x --timeout 0", says: timeout),
         "zoo jobs watch": Row("x --timeout 0", says: timeout),

@@ -170,6 +170,10 @@ struct ZooCatalogue: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    func validate() throws {
+        guard (1...500).contains(pageSize) else { throw InvalidValue("--page-size must be 1…500 (got \(pageSize))") }
+    }
+
     func run() async throws {
         try await global.withZoo { zoo in
             var pages: [ZooV1.CataloguePage] = []

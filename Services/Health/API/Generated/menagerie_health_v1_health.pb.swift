@@ -859,7 +859,7 @@ extension HealthV1 {
 
         /// Where this device store's push resumes; binds an unbound store to the caller (so not NO_SIDE_EFFECTS).
         public static let getPushCursor = ProtoMethod<HealthV1.GetPushCursorRequest, HealthV1.GetPushCursorResponse>(
-            path: "/menagerie.health.v1.Health/GetPushCursor", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.health.v1.Health/GetPushCursor", serverStreaming: false, idempotent: true)
 
         /// A device's push: a client stream of batches, each committed with its anchor as it arrives (flow control
         /// holds the device's writer while the server is behind, so neither side holds more than a window of

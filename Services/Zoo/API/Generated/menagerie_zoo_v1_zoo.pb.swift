@@ -1290,11 +1290,11 @@ extension ZooV1 {
 
         /// The whole catalogue with every attribute, in pages of animals by ascending id (every animal, kept now or not).
         public static let exportCatalogue = ProtoMethod<ZooV1.ExportCatalogueRequest, ZooV1.CataloguePage>(
-            path: "/menagerie.zoo.v1.Zoo/ExportCatalogue", serverStreaming: true, idempotent: true)
+            path: "/menagerie.zoo.v1.Zoo/ExportCatalogue", serverStreaming: true, idempotent: true, sideEffectFree: true)
 
         /// The footpath graph with node ids and connectors (about 0.2 MiB for the real zoo: one message).
         public static let getFootpathGraph = ProtoMethod<ZooV1.GetFootpathGraphRequest, ZooV1.GetFootpathGraphResponse>(
-            path: "/menagerie.zoo.v1.Zoo/GetFootpathGraph", serverStreaming: false, idempotent: true)
+            path: "/menagerie.zoo.v1.Zoo/GetFootpathGraph", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// The footpaths and animal locations as GeoJSON.
         public static let exportGeoJSON = ProtoMethod<ZooV1.ExportGeoJSONRequest, ZooV1.ExportGeoJSONResponse>(
