@@ -6,27 +6,74 @@ import Transport
 
 /// The parts every command group shares: the service list, endpoint resolution, output and progress.
 @Suite struct GatewayKitTests {
-    @Test func theServiceListIsTheFirstWordOfEachLineOfTheServicesFile() {
+    @Test func theServicesFileIsSectionsOfKeysWithArgumentsPerService() throws {
         let text = """
             # comment
-            zoo             7100  1  .data/zoo
+            [zoo]
+            port = 07100
+            data = .data/zoo
+            arg = --refresh=0 2 * * 6
+            \targ=--refresh-source=../data # not a comment\r
 
-              ocr\t7200 2 .data/ocr
-            health 7300 1 .data/health
-            zoo 7500 1 again
+              [ocr]\t
+            port=7200
+            replicas = 0
+
             """
-        #expect(ServiceList.parse(text) == ["zoo", "ocr", "health"])
+        #expect(try ServiceList.parse(text) == [
+            ServiceSettings(name: "zoo", port: 7100, replicas: 1, data: ".data/zoo", arguments: ["--refresh=0 2 * * 6", "--refresh-source=../data # not a comment"]),
+            ServiceSettings(name: "ocr", port: 7200, replicas: 0, data: ".data/ocr"),
+        ])
+        #expect(ServiceList.render(try ServiceList.parse(text)) == """
+            [zoo]
+            port = 7100
+            replicas = 1
+            data = .data/zoo
+            arg = --refresh=0 2 * * 6
+            arg = --refresh-source=../data # not a comment
+
+            [ocr]
+            port = 7200
+            replicas = 0
+            data = .data/ocr
+
+            """)
+    }
+
+    /// Every way a services file can be wrong is refused with its line and what is wrong there.
+    @Test func aServicesFileComposeWouldRefuseIsAnErrorNamingTheLine() {
+        let cases: [(String, Int, String)] = [
+            ("zoo 7100 1 .data/zoo", 1, "'zoo 7100 1 .data/zoo' is the old one-line format; write it as [zoo] with port = 7100, replicas = 1, data = .data/zoo on lines of their own"),
+            ("[zoo]\nport = 7100\ntls = on", 3, "unknown key 'tls' in [zoo] (known: port, replicas, data, arg)"),
+            ("[zoo]\nport = 71x", 2, "port must be a number 1-65535 (got '71x')"),
+            ("[zoo]\nport = 0", 2, "port must be a number 1-65535 (got '0')"),
+            ("[zoo]\nport = 65536", 2, "port must be a number 1-65535 (got '65536')"),
+            ("[zoo]\nport = 1\nreplicas = -1", 3, "replicas must be a number 0-99999 (got '-1')"),
+            ("[zoo]\nport = 1\nreplicas = 100000", 3, "replicas must be a number 0-99999 (got '100000')"),
+            ("[zoo]\nreplicas = 2\n", 1, "[zoo] sets no port"),
+            ("[zoo]\nport = 1\nport = 2", 3, "port is set twice in [zoo]"),
+            ("[zoo]\nport = 1\n[ocr]\nport = 2\n[zoo]", 5, "[zoo] appears twice (first on line 1)"),
+            ("port = 1", 1, "'port' comes before any [SERVICE] section"),
+            ("[z o]", 1, "'[z o]' is not a service name (letters, digits, _ and -)"),
+            ("[zoo]\nport = 1\narg =", 3, "arg needs a value (one command-line argument)"),
+            ("[zoo]\nport = 1\ndata =  ", 3, "data needs a directory"),
+            ("[zoo]\nport 7100", 2, "expected [SERVICE] or KEY = VALUE, got 'port 7100'"),
+        ]
+        for (text, line, message) in cases {
+            let error = #expect(throws: ServicesFileError.self, "\(text)") { try ServiceList.parse(text, file: "s.conf") }
+            #expect(error == ServicesFileError(file: "s.conf", line: line, message: message), "\(text)")
+        }
     }
 
     @Test func theServicesFileComesFromTheEnvironmentElseTheSourceTree() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("services-\(UUID().uuidString).conf")
-        try "b 1 1 x\na 2 1 y\n".write(to: file, atomically: true, encoding: .utf8)
+        try "[b]\nport = 1\n[a]\nport = 2\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         #expect(ServiceList.names(environment: ["MENAGERIE_COMPOSE_CONFIG": file.path]) == ["b", "a"])
         // The test runs from the package's .build: the upward search finds compose/services.conf of this tree.
         let found = try #require(ServiceList.file(environment: [:]))
         #expect(found.path.hasSuffix("compose/services.conf"))
-        #expect(ServiceList.names(environment: [:]).first == "zoo")
+        #expect(ServiceList.names(environment: [:]) == ["zoo", "ocr", "health", "classification"])
     }
 
     @Test func endpointsListServicesInTheFilesOrderThenByName() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayKit
 import TestSupport
 import Testing
 
@@ -74,6 +75,70 @@ import Testing
         }
     }
 
+    /// compose/compose and GatewayKit's ServiceList read a services file the same way: the same services and
+    /// settings (`compose config` prints them as `ServiceList.render` does), the same error for the same line.
+    @Test func composeReadsTheServicesFileAsServiceListDoes() async throws {
+        let shipped = try String(contentsOf: Stack.root.appendingPathComponent("compose/services.conf"), encoding: .utf8)
+        let texts = [
+            shipped, shipped.replacingOccurrences(of: "# arg = ", with: "arg = "),
+            "[zoo]\nport = 07100\n\targ=--refresh=0 2 * * 6  \r\n  [ocr]\t\nport=7200\nreplicas = 0\ndata = /var/ocr\narg = -n\narg = a # b",
+            "zoo 7100 1 .data/zoo\n", "[zoo]\nport = 7100\ntls = on", "[zoo]\nport = 71x", "[zoo]\nport = 65536", "[zoo]\nport = 0",
+            "[zoo]\nport = 1\nreplicas = -1", "[zoo]\nport = 1\nreplicas = 100000", "[zoo]\nreplicas = 2\n", "[zoo]\nport = 1\nport = 2",
+            "[zoo]\nport = 1\n[ocr]\nport = 2\n[zoo]", "port = 1", "[z o]", "[]", "[zoo]\nport = 1\narg =", "[zoo]\nport = 1\ndata =  ",
+            "[zoo]\nport 7100", "= 1", "[zoo]\nport = 1\n= 1", "[zoo]\nport = 1\nport, replicas = 2", "[zoo]\nport = 1\n* = 2",
+        ]
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("services.conf")
+        for text in texts {
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            let composed = try await Stack.run(
+                Stack.root.appendingPathComponent("compose/compose").path, ["config"],
+                environment: ["MENAGERIE_COMPOSE_CONFIG": file.path, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"])
+            do {
+                let services = try ServiceList.parse(text, file: file.path)
+                #expect(composed.status == 0 && composed.output == ServiceList.render(services), "\(text)\n→ \(composed.output)")
+            } catch {
+                #expect(composed.status == 1 && composed.output == "compose: \(error)\n", "\(text)\n→ \(composed.output)")
+            }
+        }
+    }
+
+    /// Each replica gets its service's `arg` lines, those `up` starts and those `scale` adds, and runs in the
+    /// services file's folder; the shipped file's weekly zoo refresh, uncommented, is scheduled and loads the data.
+    @Test func eachReplicaGetsItsServicesArgumentsAndTheShippedRefreshTurnsOn() async throws {
+        let shipped = try String(contentsOf: Stack.root.appendingPathComponent("compose/services.conf"), encoding: .utf8)
+        #expect(try ServiceList.parse(shipped).first { $0.name == "zoo" }?.arguments == [], "the shipped file turns the refresh on")
+        let zoo = try #require(try ServiceList.parse(shipped.replacingOccurrences(of: "# arg = ", with: "arg = ")).first { $0.name == "zoo" })
+        let prefix = "--refresh-source="
+        let source = try #require(zoo.arguments.first { $0.hasPrefix(prefix) }?.dropFirst(prefix.count))
+        #expect(zoo.arguments == ["--refresh=0 2 * * 6", "\(prefix)\(source)"])
+        // The source is relative to the services file's folder; the stack's file lives elsewhere, so there the
+        // same data is reached through a relative path of its own.
+        let data = Stack.root.appendingPathComponent("compose").appendingPathComponent(String(source)).standardizedFileURL
+        let arguments = ["--refresh=0 2 * * 6", "\(prefix)open-data"]
+        try await Stack.with(services: ["zoo"], arguments: ["zoo": arguments]) { stack in
+            try FileManager.default.createSymbolicLink(at: stack.directory.appendingPathComponent("open-data"), withDestinationURL: data)
+            let up = try await stack.compose("up")
+            try #require(up.status == 0, "compose up failed: \(up.output)")
+            let status = try await stack.gateway(["zoo", "status"])
+            #expect(status.status == 0, "\(status.output)")
+            #expect(status.output.contains("refresh: \"0 2 * * 6\" from open-data; next "), "\(status.output)")
+            #expect(status.output.contains("succeeded") && status.output.contains("from open-data:"), "\(status.output)")
+
+            let scale = try await stack.compose("scale", "zoo=2")
+            try #require(scale.status == 0, "\(scale.output)")
+            let pids = try stack.servicePids()
+            for replica in ["zoo.0", "zoo.1"] {
+                let pid = try #require(pids[replica], "\(pids)")
+                let commandLine = try #require(FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"))
+                let words = commandLine.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+                #expect(Array(words.suffix(2)) == arguments, "\(replica): \(words)")
+            }
+        }
+    }
+
     @Test func twoUpsAtOnceStartEachReplicaOnceAndBothSucceed() async throws {
         // ocr before zoo: `status` lists services in the services file's order, not an order of its own.
         try await Stack.with(services: ["ocr", "zoo"]) { stack in
@@ -145,8 +210,11 @@ import Testing
         try await Stack.with(services: ["zoo", "ocr"]) { stack in
             let zoo = try #require(stack.basePorts["zoo"])
             // Two zoo replicas would take ocr's port; two ocr replicas would need port 65536.
-            for config in ["zoo \(zoo) 2 data/zoo\nocr \(zoo + 1) 1 data/ocr\n", "zoo \(zoo) 1 data/zoo\nocr 65535 2 data/ocr\n"] {
-                try config.write(to: stack.directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
+            for config in [
+                [ServiceSettings(name: "zoo", port: zoo, replicas: 2, data: "data/zoo"), ServiceSettings(name: "ocr", port: zoo + 1, data: "data/ocr")],
+                [ServiceSettings(name: "zoo", port: zoo, data: "data/zoo"), ServiceSettings(name: "ocr", port: 65535, replicas: 2, data: "data/ocr")],
+            ] {
+                try stack.writeConfig(config)
                 let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": "5"], ["up"])
                 #expect(up.status == 1 && up.output.contains("compose: "), "\(config): \(up.output)")
                 #expect(stack.processesOfThisStack().isEmpty, "\(config): up started replicas anyway")
@@ -158,8 +226,7 @@ import Testing
         try await Stack.with(services: ["zoo", "ocr"]) { stack in
             // ocr's replicas start two ports above zoo's: zoo has room for two replicas, not three.
             let zoo = try #require(stack.basePorts["zoo"])
-            try "zoo \(zoo) 1 data/zoo\nocr \(zoo + 2) 1 data/ocr\n"
-                .write(to: stack.directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
+            try stack.writeConfig([ServiceSettings(name: "zoo", port: zoo, data: "data/zoo"), ServiceSettings(name: "ocr", port: zoo + 2, data: "data/ocr")])
             let up = try await stack.compose("up")
             try #require(up.status == 0, "\(up.output)")
             let pids = try stack.servicePids()
@@ -181,8 +248,7 @@ import Testing
 
             // No replica on a port above 65535.
             #expect(try await stack.compose("down").status == 0)
-            try "zoo \(zoo) 1 data/zoo\nocr 65535 0 data/ocr\n"
-                .write(to: stack.directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
+            try stack.writeConfig([ServiceSettings(name: "zoo", port: zoo, data: "data/zoo"), ServiceSettings(name: "ocr", port: 65535, replicas: 0, data: "data/ocr")])
             let high = try await stack.compose(environment: fast, ["scale", "ocr=2"])
             #expect(high.status == 1 && high.output.contains("65536"), "\(high.output)")
             #expect(try stack.servicePids().isEmpty)

@@ -12,22 +12,28 @@ final class Stack: @unchecked Sendable {
     /// The services compose starts, from the one list of them: compose/services.conf.
     static let services: [String] = {
         let file = root.appendingPathComponent("compose/services.conf")
-        return ServiceList.parse((try? String(contentsOf: file, encoding: .utf8)) ?? "")
+        return ((try? ServiceList.parse((try? String(contentsOf: file, encoding: .utf8)) ?? "")) ?? []).map(\.name)
     }()
 
     let directory: URL
     let basePorts: [String: Int]
     var state: URL { directory.appendingPathComponent("state") }
 
-    /// A stack whose services each get a block of `replicaRoom` free ports.
-    init(services: [String] = Stack.services, replicaRoom: Int = 4) throws {
+    /// A stack whose services each get a block of `replicaRoom` free ports; `arguments` are their `arg` lines.
+    init(services: [String] = Stack.services, arguments: [String: [String]] = [:], replicaRoom: Int = 4) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-stack-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var ports: [String: Int] = [:]
         for service in services { ports[service] = try RawSocket.freePortBlock(count: replicaRoom, avoiding: Array(ports.values)) }
         basePorts = ports
-        let config = services.map { "\($0) \(ports[$0]!) 1 data/\($0)" }.joined(separator: "\n") + "\n"
-        try config.write(to: directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
+        try writeConfig(services.map {
+            ServiceSettings(name: $0, port: ports[$0]!, data: "data/\($0)", arguments: arguments[$0] ?? [])
+        })
+    }
+
+    /// Replaces the stack's services file.
+    func writeConfig(_ services: [ServiceSettings]) throws {
+        try ServiceList.render(services).write(to: directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
     }
 
     var environment: [String: String] {
@@ -108,8 +114,10 @@ final class Stack: @unchecked Sendable {
     }
 
     /// Runs `body` against a new stack and tears the stack down however `body` ends.
-    static func with(services: [String] = Stack.services, _ body: (Stack) async throws -> Void) async throws {
-        let stack = try Stack(services: services)
+    static func with(
+        services: [String] = Stack.services, arguments: [String: [String]] = [:], _ body: (Stack) async throws -> Void
+    ) async throws {
+        let stack = try Stack(services: services, arguments: arguments)
         do {
             try await body(stack)
         } catch {

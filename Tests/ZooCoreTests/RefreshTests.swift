@@ -150,4 +150,36 @@ final class ManualClock: WallClock {
         let gone = ZooRefresher(library: library, sources: [try RefreshSource(parsing: "map=http://127.0.0.1:1/map")], scheduler: scheduler)
         await #expect(throws: (any Error).self) { try await gone.refresh(scheduledFor: nil) }
     }
+    /// A refresh whose JSON is broken says which file, which entry and field, and what was wrong there, in the error
+    /// it throws and in the one `zoo status` shows, not Swift's "DecodingError.dataCorrupted … Debug description".
+    @Test func aFailedRefreshSaysWhatFailedInWords() async throws {
+        let cases: [(file: String, content: String, reason: String)] = [
+            ("animals.json", #"[{"_id": 1, "name": "Lev"}, {"_id": "two", "name": "Tygr"}]"#,
+             "entry 2: field _id should be a whole number, but it is a string"),
+            ("animals.json", #"[{"_id": 1, "name": "Lev", "map_locations": [{"_id": 5, "geometry": {}}]}]"#,
+             "entry 1: field map_locations[0].geometry.coordinates is missing"),
+            ("animals.json", #"{"animals": []}"#, "the file should be a list, but it is an object"),
+            ("animals.json", "[{\"_id\": 1,\n  \"name\": Lev}]", "not valid JSON: unexpected text at line 2, column 11"),
+            ("animals.json", #"[{"_id": 1, "name": "Lev""#, "not valid JSON: the text ends before the JSON does (is the file cut short?)"),
+            ("map-metadata.json", #"{"nodes": []}"#, "field roads is missing"),
+            ("map-metadata.json", #"{"nodes": [], "roads": [{"_id": 1, "geometry": {"coordinates": [{"_id": 2, "lon": 14.4, "lat": null}]}}]}"#,
+             "field roads[0].geometry.coordinates[0].lat is null, where a number belongs"),
+            ("map-bounds.json", #"{"bounds": {"north": 50.1, "east": "14.4", "south": 50.0, "west": 14.3}}"#,
+             "field bounds.east should be a number, but it is a string"),
+        ]
+        for (file, content, reason) in cases {
+            let scratch = try ScratchDirectory()
+            let source = scratch.url.appendingPathComponent("open-data")
+            try FileManager.default.createDirectory(at: source, withIntermediateDirectories: true)
+            let path = source.appendingPathComponent(file).path
+            try content.write(toFile: path, atomically: true, encoding: .utf8)
+            let library = try ZooLibrary(path: scratch.databasePath)
+            let refresher = ZooRefresher(
+                library: library, sources: [try RefreshSource(parsing: source.path)], scheduler: RefreshScheduler(schedule: try CronSchedule("@daily")))
+            let error = await #expect(throws: ZooError.self, "\(file): \(content)") { try await refresher.refresh(scheduledFor: nil) }
+            #expect(error?.message == "cannot import \(path): \(reason)", "\(content)")
+            let recorded = try await library.metadata().lastFailedImport?.error
+            #expect(recorded?.hasSuffix("cannot import \(path): \(reason)") == true, "\(recorded ?? "nothing recorded")")
+        }
+    }
 }

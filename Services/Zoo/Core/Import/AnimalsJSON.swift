@@ -9,7 +9,7 @@ public enum AnimalsJSON {
         do {
             entries = try JSONDecoder().decode([Lenient<Entry>].self, from: data).map { try $0.result.get() }
         } catch {
-            throw .importFailed(source: source, reason: String(describing: error))
+            throw .importFailed(source: source, reason: JSONProblem.describe(error, in: data))
         }
         var animals: [Animal] = []
         var skipped: [SkippedRow] = []

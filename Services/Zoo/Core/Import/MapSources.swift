@@ -43,7 +43,7 @@ public struct FootpathNetwork: Sendable, Hashable, Codable {
         struct File: Decodable { var nodes: [Vertex]; var roads: [Road] }
         let file: File
         do { file = try JSONDecoder().decode(File.self, from: data) } catch {
-            throw .importFailed(source: source, reason: String(describing: error))
+            throw .importFailed(source: source, reason: JSONProblem.describe(error, in: data))
         }
         var nodes: [FootpathNode] = []
         var known = Set<Int64>()
@@ -86,7 +86,7 @@ public struct MapBounds: Sendable, Hashable, Codable {
             }
             return bounds
         } catch let error as ZooError { throw error } catch {
-            throw .importFailed(source: source, reason: String(describing: error))
+            throw .importFailed(source: source, reason: JSONProblem.describe(error, in: data))
         }
     }
 
