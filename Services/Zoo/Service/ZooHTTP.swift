@@ -1,0 +1,20 @@
+import Foundation
+import HTTP
+import ZooCore
+
+/// The zoo's plain HTTP side, beside its Connect calls on the same port: the visitor's web page at `/`
+/// (`Web/`, a SwiftPM resource of this module).
+public enum ZooHTTP {
+    /// The web page's files as shipped: `Web/` in the resource bundle SwiftPM puts beside the executable
+    /// (`Menagerie_ZooService.resources`).
+    public static var bundledWebDirectory: URL {
+        Bundle.module.bundleURL.appendingPathComponent("Web")
+    }
+
+    /// The routes the zoo serves over HTTP: the files of `webDirectory` at `/` (nil: no page).
+    public static func routes(library: ZooLibrary, webDirectory: URL?) throws -> HTTPRoutes {
+        var builder = HTTPRoutes.Builder()
+        if let webDirectory { builder.serveFiles(try StaticFiles(directory: webDirectory)) }
+        return HTTPRoutes(builder)
+    }
+}
