@@ -84,7 +84,7 @@ struct ZooCommand: AsyncParsableCommand {
                 return AppServices(
                     rpc: [ZooService(library: library, refresher: refresher, jobs: jobs.runner), jobs.rpcService],
                     background: [jobs.backgroundService] + (refresher.map { [$0] } ?? []),
-                    http: try ZooHTTP.routes(library: library, webDirectory: web))
+                    http: try ZooHTTP.routes(library: library, webDirectory: web, nextUpdate: { refresher?.scheduler.nextRun }))
             }
         } catch {
             throw ExitCode.failure
