@@ -18,7 +18,7 @@ func service(
     _ name: String, executable: String, root: String = "Services", imports: [String] = [],
     core: [Target.Dependency] = [], service: [Target.Dependency] = [], app: [Target.Dependency] = [],
     cli: [Target.Dependency] = [], coreTests: [Target.Dependency] = [], serviceTests: [Target.Dependency] = [],
-    appResources: [Resource]? = nil, coreResources: [Resource]? = nil
+    appResources: [Resource]? = nil, coreResources: [Resource]? = nil, serviceResources: [Resource]? = nil
 ) -> [Target] {
     let folder = "\(root)/\(name)"
     let api = Target.Dependency(stringLiteral: "\(name)API")
@@ -32,7 +32,7 @@ func service(
         .target(name: "\(name)Core", dependencies: ["Base", "Storage"] + core, path: "\(folder)/Core", resources: coreResources),
         .target(
             name: "\(name)Service", dependencies: [.init(stringLiteral: "\(name)Core"), api, "RPC", "Schema"] + importedAPIs + jobs + service,
-            path: "\(folder)/Service"),
+            path: "\(folder)/Service", resources: serviceResources),
         .executableTarget(
             name: executable,
             dependencies: [.init(stringLiteral: "\(name)Core"), .init(stringLiteral: "\(name)Service"), "ServiceKit", "Base", argumentParser]
@@ -131,7 +131,7 @@ let package = Package(
         .target(name: "JobsService", dependencies: ["Base", "Jobs", "Storage", "WorkLane", "RPC", "Schema", "JobsAPI"], path: "Shared/JobsService"),
         .target(
             name: "ServiceKit",
-            dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", argumentParser],
+            dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", argumentParser],
             path: "Shared/ServiceKit"),
 
         // MARK: Domain libraries
@@ -207,7 +207,7 @@ let package = Package(
             path: "Tests/RPCTests"),
         .testTarget(
             name: "TransportTests",
-            dependencies: ["RPC", "RPCWire", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport"],
+            dependencies: ["RPC", "RPCWire", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport", "HTTP"],
             path: "Tests/TransportTests"),
         .testTarget(
             name: "ServiceKitTests",
@@ -236,7 +236,10 @@ let package = Package(
         // MARK: Services
         // The zoo's sample data ships as a resource bundle (Menagerie_ZooCore.resources), which SwiftPM puts beside the
         // executables.
-        + service("Zoo", executable: "zoo", imports: ["Jobs"], serviceTests: ["WorkLane", "RPCWire"], coreResources: [.copy("SampleData")])
+        // Its web page (Service/Web) is a resource of ZooService (Menagerie_ZooService.resources), served at `/`.
+        + service(
+            "Zoo", executable: "zoo", imports: ["Jobs"], service: ["HTTP"], serviceTests: ["WorkLane", "RPCWire", "HTTP"],
+            coreResources: [.copy("SampleData")], serviceResources: [.copy("Web")])
         + service(
             "OCR", executable: "ocr", imports: ["Jobs"],
             core: ["TextRecognition", "WorkLane"], service: ["TextRecognition", "WorkLane"], app: ["TextRecognition"],

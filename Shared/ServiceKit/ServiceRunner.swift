@@ -1,21 +1,26 @@
 import Base
 import Dispatch
 import Foundation
+import HTTP
 import RPC
 import Synchronization
 import Transport
 import WorkLane
 
 /// What a service's setup hands the runner: the RPC services it serves and the background services that
-/// run beside them (a refresh schedule, the job runner). The runner starts them together and stops them
-/// together.
+/// run beside them (a refresh schedule, the job runner), and any plain HTTP routes served beside Connect
+/// on the same port (a REST API, a web page). The runner starts them together and stops them together.
 public struct AppServices: Sendable {
     public var rpcServices: [any RPCService]
     public var backgroundServices: [any BackgroundService]
+    public var httpRoutes: HTTPRoutes?
 
-    public init(rpc rpcServices: [any RPCService], background backgroundServices: [any BackgroundService] = []) {
+    public init(
+        rpc rpcServices: [any RPCService], background backgroundServices: [any BackgroundService] = [], http httpRoutes: HTTPRoutes? = nil
+    ) {
         self.rpcServices = rpcServices
         self.backgroundServices = backgroundServices
+        self.httpRoutes = httpRoutes
     }
 }
 
@@ -124,7 +129,7 @@ public enum ServiceRunner {
 
         let server: TCPServer
         do {
-            server = try makeServer(RPCServer(name: name, services: services.rpcServices, logger: logger), options, logger)
+            server = try makeServer(RPCServer(name: name, services: services.rpcServices, logger: logger), services.httpRoutes, options, logger)
         } catch {
             return try stopStarting(logger, "\(error)")
         }
@@ -151,8 +156,10 @@ public enum ServiceRunner {
     }
 
     /// The one place the server is made (the transport seam replaces it).
-    private static func makeServer(_ rpc: RPCServer, _ options: ServiceOptions, _ logger: Logger) throws -> TCPServer {
-        try rpc.serve(over: TCPServer(host: options.host, port: options.port, limits: options.limits, logger: logger))
+    private static func makeServer(_ rpc: RPCServer, _ routes: HTTPRoutes?, _ options: ServiceOptions, _ logger: Logger) throws -> TCPServer {
+        let server = TCPServer(host: options.host, port: options.port, limits: options.limits, logger: logger)
+        if let routes { server.serveHTTP(routes) }
+        return try rpc.serve(over: server)
     }
 
     private static func stopStarting(_ logger: Logger, _ reason: String) throws(Failure) -> Stop {

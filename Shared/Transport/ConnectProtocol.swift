@@ -212,25 +212,11 @@ enum ConnectProtocol {
 
     // MARK: Caching
 
-    /// A strong validator of a GET's answer: a hash of its bytes (FNV-1a, 64 bits), so equal answers
-    /// of any replica carry equal tags.
-    static func entityTag(_ body: [UInt8]) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in body {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01B3
-        }
-        let hex = String(hash, radix: 16)
-        return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "-\(body.count)\""
-    }
+    /// A strong validator of a GET's answer (`EntityTag.strong`, shared with the plain HTTP routes).
+    static func entityTag(_ body: [UInt8]) -> String { EntityTag.strong(body) }
 
-    /// Whether `If-None-Match: header` matches `tag` (a list, `*`, weak tags compared weakly).
-    static func matches(_ header: String, _ tag: String) -> Bool {
-        header.split(separator: ",").contains { candidate in
-            let candidate = candidate.trimmingCharacters(in: .whitespaces)
-            return candidate == "*" || candidate == tag || candidate == "W/" + tag
-        }
-    }
+    /// Whether `If-None-Match: header` matches `tag` (`EntityTag.matches`).
+    static func matches(_ header: String, _ tag: String) -> Bool { EntityTag.matches(header, tag) }
 }
 
 extension ConnectProtocol.Encoding {

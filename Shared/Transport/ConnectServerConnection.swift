@@ -135,6 +135,18 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
             answerAtOnce(ConnectProtocol.preflight(request), keepAlive: keepAlive)
             return
         }
+        if let routes = server.httpRoutes {
+            if let route = routes.route(for: request) {
+                serve(route, request, keepAlive: keepAlive, origin: origin)
+                return
+            }
+            // A GET that is neither a route nor a Connect call (no such method, no connect=v1) is a
+            // missing page, as any web server says, not a malformed call.
+            if request.method == "GET", server.rpc.method(path) == nil, ConnectProtocol.query(request.query ?? "")["connect"] == nil {
+                answerAtOnce(.text(404, "nothing at \(path)"), keepAlive: keepAlive, origin: origin)
+                return
+            }
+        }
         guard request.method == "POST" || request.method == "GET" else {
             var response = HTTPResponse.text(405, "Connect calls are POST (or GET for methods without side effects)")
             response.headers.add("Allow", "POST, GET, OPTIONS")
@@ -161,6 +173,17 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
             unknownMethod: method == nil, cacheable: call.isGET, ifNoneMatch: request.headers["if-none-match"]))
         let head = CallHead(method: path, metadata: call.metadata, deadline: call.deadline, peer: stream.peer)
         _ = calls.open(id, head, clientStreams: false, payload: call.payload)
+    }
+
+    /// Runs a plain HTTP route's handler on the workers, in this connection's queue as its calls are,
+    /// and writes its answer; counted in flight, so a draining server waits for it.
+    private func serve(_ route: HTTPRoutes.Route, _ request: HTTPRequest, keepAlive: Bool, origin: String?) {
+        let times = server.httpRouteTimes
+        let job = HTTPRouteJob(
+            route: route, request: request, stream: stream, exchanges: exchanges, keepAlive: keepAlive, origin: origin,
+            server: server, workerTime: route.id < times.count ? times[route.id] : nil)
+        server.inFlight.add(1, ordering: .relaxed)
+        server.workers.submit(job, to: calls.queue)
     }
 
     /// Answers without a call (preflight, a request no call could be made of).
@@ -286,5 +309,43 @@ struct ConnectExchange: Sendable {
         ConnectProtocol.addCORS(to: &response.headers, origin: origin)
         if cacheable || gzip { response.headers.add("Vary", "Accept-Encoding, Origin") }
         return response
+    }
+}
+
+/// One plain HTTP route's request on a worker: the handler runs there until it first waits
+/// (`Task.immediate`, as a call's does), and its response goes out in the connection's order.
+final class HTTPRouteJob<Stream: ByteStream>: WorkerJob, @unchecked Sendable {
+    let route: HTTPRoutes.Route
+    let request: HTTPRequest
+    let stream: Stream
+    let exchanges: ConnectExchanges
+    let keepAlive: Bool
+    let origin: String?
+    let server: TCPServer
+    let workerTime: WorkerTime?
+
+    init(
+        route: HTTPRoutes.Route, request: HTTPRequest, stream: Stream, exchanges: ConnectExchanges, keepAlive: Bool, origin: String?,
+        server: TCPServer, workerTime: WorkerTime?
+    ) {
+        self.route = route
+        self.request = request
+        self.stream = stream
+        self.exchanges = exchanges
+        self.keepAlive = keepAlive
+        self.origin = origin
+        self.server = server
+        self.workerTime = workerTime
+    }
+
+    func run() -> Bool {
+        Task.immediate { [self] in
+            var response = await route.handler(request)
+            ConnectProtocol.addCORS(to: &response.headers, origin: origin)
+            stream.send(bytes: response.serialized(closing: !keepAlive))
+            server.inFlight.subtract(1, ordering: .releasing)
+            exchanges.onAnswered?(keepAlive)
+        }
+        return true
     }
 }

@@ -1,6 +1,7 @@
 import Base
 import CLibUV
 import Foundation
+import HTTP
 import RPC
 import Schema
 import Synchronization
@@ -52,6 +53,10 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
 
     /// The server its calls go to, from `listen` on.
     public private(set) var rpc: RPCServer!
+    /// Plain HTTP routes served beside Connect on the HTTP side (set before `listen`), with how long
+    /// each route's answers held a worker (by `HTTPRoutes.Route.id`; the last is the static files').
+    public private(set) var httpRoutes: HTTPRoutes?
+    private(set) var httpRouteTimes: [WorkerTime] = []
     public let limits: Limits
     /// The address the server listens on, with the port it got (useful when asked for port 0).
     public private(set) var address: String = ""
@@ -113,6 +118,14 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     public convenience init(rpc: RPCServer, host: String = "127.0.0.1", port: Int, limits: Limits = Limits(), logger: Logger? = nil) throws {
         self.init(host: host, port: port, limits: limits, logger: logger)
         try rpc.serve(over: self)
+    }
+
+    /// Serves `routes` on HTTP requests before Connect: GETs they match run their handler on the
+    /// workers, under the same limits; others are Connect's, or 404. Call before `listen`.
+    public func serveHTTP(_ routes: HTTPRoutes) {
+        precondition(rpc == nil, "HTTP routes are set before the server listens")
+        httpRoutes = routes
+        httpRouteTimes = (0...routes.count).map { _ in WorkerTime() }
     }
 
     /// Binds and starts listening, handing calls to `server`; throws when the address is taken or

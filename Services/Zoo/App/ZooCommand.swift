@@ -29,6 +29,11 @@ struct ZooCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-sample-data"), help: "Start with an empty database instead of loading the sample data.")
     var noSampleData = false
 
+    @Option(
+        name: .customLong("web"),
+        help: "Directory of the web page served at / (default: Web in the Menagerie_ZooService.resources bundle beside the executable).")
+    var webDirectory: String?
+
     @Option(name: .customLong("walking-speed"), help: "Walking pace for route durations, in metres per second.")
     var walkingSpeed = 1.2
 
@@ -72,9 +77,14 @@ struct ZooCommand: AsyncParsableCommand {
                 let jobs = try await ServiceJobs(
                     database: library.database, lane: environment.lane, logger: environment.logger,
                     shutdownGrace: environment.shutdownGrace)
+                // A --web directory must exist; the bundled page may be absent (a binary copied without its bundle).
+                let bundled = ZooHTTP.bundledWebDirectory
+                let web = webDirectory.map { URL(fileURLWithPath: $0) }
+                    ?? (FileManager.default.fileExists(atPath: bundled.path) ? bundled : nil)
                 return AppServices(
                     rpc: [ZooService(library: library, refresher: refresher, jobs: jobs.runner), jobs.rpcService],
-                    background: [jobs.backgroundService] + (refresher.map { [$0] } ?? []))
+                    background: [jobs.backgroundService] + (refresher.map { [$0] } ?? []),
+                    http: try ZooHTTP.routes(library: library, webDirectory: web, nextUpdate: { refresher?.scheduler.nextRun }))
             }
         } catch {
             throw ExitCode.failure
