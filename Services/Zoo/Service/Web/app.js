@@ -106,6 +106,12 @@
     }
   }
 
+  /// The collapsed filters still say how many are chosen, so a narrowed search is never a surprise.
+  function showFilterCount() {
+    const chosen = filterSelects().filter((select) => select.value).length + ($('include-unavailable').checked ? 1 : 0);
+    $('filter-count').textContent = chosen ? `(${chosen} chosen)` : '';
+  }
+
   function searchRequest(offset) {
     const request = { text: $('search-text').value.trim(), offset, pageSize: PAGE_SIZE };
     for (const select of filterSelects()) {
@@ -118,6 +124,7 @@
   /// Runs the search; `more` appends the next page. An answer overtaken by a newer search is dropped.
   async function search({ more = false } = {}) {
     const serial = ++state.searchSerial;
+    showFilterCount();
     const offset = more ? state.offset : 0;
     const status = $('search-status');
     document.body.dataset.search = 'loading';
@@ -145,7 +152,8 @@
     const button = element('button', { type: 'button', class: 'result', 'data-id': animal.id },
       element('span', { class: 'result-name' }, animal.name),
       about ? element('span', { class: 'result-about' }, about) : null,
-      animal.available === false ? element('span', { class: 'badge' }, 'not kept now') : null);
+      // proto3's JSON leaves false out: no `available` means the zoo does not keep it now.
+      animal.available ? null : element('span', { class: 'badge' }, 'not kept now'));
     button.addEventListener('click', () => showAnimal(animal.id));
     return element('li', {}, button);
   }
@@ -162,6 +170,7 @@
       return;
     }
     state.animal = animal;
+    clearRoute();
     renderDetail(animal);
     highlightAnimal(animal);
     const detail = $('detail');
@@ -208,11 +217,16 @@
     }
     $('detail-links').replaceChildren(...links.flatMap((link, index) => (index ? [' · ', link] : [link])));
 
-    const kind = PLACE_KINDS[animal.placeKind];
-    const routable = Boolean(kind);
+    const places = {
+      // A walk goes to whichever of its own places is nearest on foot.
+      PLACE_KIND_PEN: () => `On the map at: ${(animal.mapLocations ?? []).map((l) => l.name).filter(Boolean).join(', ') || animal.placeName}.`,
+      PLACE_KIND_HOUSE: () => `On the map at its house: ${animal.placeName}.`,
+      PLACE_KIND_ZOO_PART: () => `On the map at its part of the zoo: ${animal.placeName}.`,
+    };
+    const routable = Boolean(places[animal.placeKind]);
     $('detail-place').textContent = routable
-      ? `A walk ends at ${kind}${animal.placeName ? `: ${animal.placeName}` : ''}.`
-      : `No walk reaches it${animal.unroutableReason ? `: ${animal.unroutableReason}` : '.'}`;
+      ? places[animal.placeKind]()
+      : `Not on the map${animal.unroutableReason ? `: ${animal.unroutableReason}` : '.'}`;
     $('route-animal-button').disabled = !routable;
     // A separate walk to the house only makes sense when the animal has its own enclosure elsewhere.
     $('route-house-button').hidden = !(animal.location && animal.placeKind === 'PLACE_KIND_PEN');
@@ -232,7 +246,7 @@
     const xScale = metresPerDegree * Math.cos(((north + south) / 2) * Math.PI / 180);
     const width = Math.max((east - west) * xScale, 1);
     const height = Math.max((north - south) * metresPerDegree, 1);
-    const pad = Math.max(width, height) * 0.04;
+    const pad = Math.max(width, height) * 0.06;
     return {
       width, height, pad,
       unit: Math.max(width, height) / 200,   // a marker's radius
@@ -255,7 +269,9 @@
     const points = features.filter((f) => f.geometry?.type === 'Point');
     const all = lines.flatMap((f) => f.geometry.coordinates).concat(points.map((f) => f.geometry.coordinates));
     if (all.length === 0) throw new ServiceError('failed_precondition', 'The zoo has no footpaths loaded.');
-    const projection = makeProjection(all);
+    // The zoo is where its animals are: the real footpath graph runs on into the streets around it, which
+    // would shrink the zoo to a corner, so the view fits the animals' locations (and clips the rest).
+    const projection = makeProjection(points.length >= 2 ? points.map((f) => f.geometry.coordinates) : all);
     state.projection = projection;
 
     const svg = $('map');
@@ -346,6 +362,13 @@
 
   // ---- walks -----------------------------------------------------------------------------------------
 
+  /// Forgets the walk shown: a new animal's detail must not sit beside the last one's walk.
+  function clearRoute() {
+    state.target = null;
+    $('route-path').setAttribute('d', '');
+    for (const id of ['route-length', 'route-time', 'route-destination', 'map-status']) $(id).textContent = '';
+  }
+
   async function route(target) {
     state.target = target;
     const status = $('map-status');
@@ -366,11 +389,13 @@
       const destination = response.destination ?? {};
       const kind = PLACE_KINDS[destination.kind];
       $('route-destination').textContent = destination.name ? `to ${destination.name}` : (kind ? `to ${kind}` : '');
+      // On a phone the map is below the detail: bring the walk into view (nothing moves when it already is).
+      $('map-section').scrollIntoView({ block: 'nearest', behavior: 'smooth' });
     } catch (error) {
-      $('route-path').setAttribute('d', '');
-      for (const id of ['route-length', 'route-time', 'route-destination']) $(id).textContent = '';
+      clearRoute();
+      state.target = target;
       status.textContent = error.code === 'out_of_range'
-        ? `That start is off the zoo's map: ${error.message}`
+        ? `${error.message}: set a start inside the zoo.`
         : error.message;
     }
     document.body.dataset.route = 'done';
@@ -397,6 +422,9 @@
     $('locate-button').addEventListener('click', locate);
     $('map').addEventListener('click', onMapClick);
     $('map').addEventListener('keydown', onMapKey);
+    $('map').addEventListener('focus', () => {
+      if (state.projection) placeCircle('cursor', state.projection.unproject(state.cursor.x, state.cursor.y), state.projection.unit);
+    });
 
     loadFilters().catch((error) => { $('search-status').textContent = error.message; });
     loadMap().catch((error) => { $('map-status').textContent = error.message; document.body.dataset.map = 'failed'; });
