@@ -155,9 +155,14 @@ import Testing
         return process
     }
 
+    /// SIGTERM, then SIGKILL after 3 s. The children inherit the blocked signals of the thread that started them
+    /// (a dispatch worker's mask blocks SIGTERM), so a program that does not unblock it, as python3's http.server,
+    /// never sees the SIGTERM.
     static func stop(_ process: Process) {
         guard process.isRunning else { return }
         process.terminate()
+        for _ in 0..<30 where process.isRunning { usleep(100_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 

@@ -8,7 +8,7 @@ Standard library only: the DevTools websocket is spoken by hand (RFC 6455 handsh
 
     drive_page.py CHROMIUM PAGE_URL API_URL SCREENSHOT_PATH
 """
-import base64, hashlib, json, os, shutil, socket, struct, subprocess, sys, tempfile, time, urllib.parse, urllib.request
+import base64, hashlib, json, os, shutil, signal, socket, struct, subprocess, sys, tempfile, time, urllib.parse, urllib.request
 
 TIMEOUT = 60  # seconds for any one step; the machine may be busy building
 WINDOW = os.environ.get('DRIVE_PAGE_WINDOW', '1280,900')  # width,height; narrow it to see the phone layout
@@ -308,6 +308,9 @@ def drive(page, url, api, screenshot):
 
 def main():
     chromium, url, api, screenshot = sys.argv[1:5]
+    # Started from a Swift test's worker thread, this process inherits a mask that blocks SIGTERM; so would
+    # Chromium, and then terminate() below would not end it.
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
     profile = tempfile.mkdtemp(prefix='menagerie-chromium-')
     process = None
     try:
