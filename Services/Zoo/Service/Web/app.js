@@ -330,7 +330,9 @@
     if (!state.projection) return;
     const { x, y } = eventPoint(event);
     state.cursor = { x, y };
-    setStart(state.projection.unproject(x, y), 'on the map');
+    const point = state.projection.unproject(x, y);
+    placeCircle('cursor', point, state.projection.unit);   // the keyboard goes on from here
+    setStart(point, 'on the map');
   }
 
   function onMapKey(event) {
