@@ -190,6 +190,8 @@ let package = Package(
                 "GuestbookAPI", "SchemaGenerator", "TestSupport",
             ],
             path: "Tests/SchemaTests", exclude: ["protojson_samples.py"]),
+        // The zoo's visitor page in headless Chromium (drive_page.py), against the zoo executable.
+        .testTarget(name: "WebPageTests", dependencies: ["TestSupport"], path: "Tests/WebPageTests", exclude: ["drive_page.py"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane", "TestSupport"], path: "Tests/StorageTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Test-only and benchmark-only parts of the RPC stack (Echo, the in-process transport, the
