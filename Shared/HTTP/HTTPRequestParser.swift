@@ -42,6 +42,8 @@ public struct HTTPRequestParser: Sendable {
     private var scanned = 0
     /// Trailer fields of the chunked body being read.
     private var trailerFields = 0
+    /// The body being read is handed out in parts (`nextBodyPart`) rather than joined.
+    public private(set) var isStreamingBody = false
 
     public init(limits: Limits = Limits()) {
         self.limits = limits
@@ -49,6 +51,16 @@ public struct HTTPRequestParser: Sendable {
 
     /// Bytes received and not yet taken as part of a request.
     public var bufferedBytes: Int { buffer.count - start }
+
+    /// Bytes of the body being joined that the parser will hold once the part announced so far
+    /// (its `Content-Length`, or the chunks sized so far) arrived: what a server budgets for it.
+    public var bodyBytesExpected: Int {
+        guard let pending else { return 0 }
+        switch state {
+        case .body(let remaining), .chunkData(let remaining): return pending.body.count + remaining
+        default: return pending.body.count
+        }
+    }
 
     /// Whether part of a request has arrived (its head or body unfinished).
     public var hasPartialRequest: Bool { pending != nil || bufferedBytes > 0 }
@@ -67,12 +79,25 @@ public struct HTTPRequestParser: Sendable {
     }
 
     /// The next complete request, or nil while it is incomplete; throws on a malformed one.
-    public mutating func next() throws(HTTPParseError) -> HTTPRequest? {
+    /// A request for which `streamsBody` is true comes out as soon as its head is read, with an
+    /// empty body: its body follows through `nextBodyPart` (bounded by its reader, not by
+    /// `maxBodyBytes`), and `next` returns nil until that body ended.
+    public mutating func next(streamingBodyOf streamsBody: (HTTPRequest) -> Bool = { _ in false }) throws(HTTPParseError) -> HTTPRequest? {
+        guard !isStreamingBody else { return nil }
         while true {
             switch state {
             case .head:
                 guard let request = try readHead() else { return nil }
-                let length = try bodyLength(of: request)
+                let length = try bodyLength(of: request, streamed: streamsBody(request))
+                if streamsBody(request) {
+                    isStreamingBody = true
+                    switch length {
+                    case .chunked: state = .chunkSize
+                    case .fixed(let count): state = .body(remaining: count)
+                    }
+                    scanned = start
+                    return request
+                }
                 pending = request
                 switch length {
                 case .chunked: state = .chunkSize
@@ -94,7 +119,7 @@ public struct HTTPRequestParser: Sendable {
                 guard !sizeText.isEmpty, sizeText.count <= 8, sizeText.allSatisfy(\.isHexDigit),
                       let size = Int(String(decoding: sizeText, as: UTF8.self), radix: 16)
                 else { throw HTTPParseError(400, "malformed chunk size") }
-                guard pending!.body.count + size <= limits.maxBodyBytes else {
+                guard isStreamingBody || pending!.body.count + size <= limits.maxBodyBytes else {
                     throw HTTPParseError(413, "the body exceeds \(limits.maxBodyBytes) bytes")
                 }
                 state = size == 0 ? .trailers : .chunkData(remaining: size)
@@ -121,6 +146,83 @@ public struct HTTPRequestParser: Sendable {
                 guard trailerFields <= limits.maxHeaderFields else { throw HTTPParseError(431, "more than \(limits.maxHeaderFields) trailer fields") }
             }
         }
+    }
+
+    /// What `nextBodyPart` hands out of a streamed body.
+    public enum BodyPart: Sendable, Equatable {
+        /// The next bytes of the body (chunk framing removed), at most the size asked for.
+        case bytes([UInt8])
+        /// The body is over (its length read, or the last chunk and its trailer fields).
+        case end
+    }
+
+    /// The next part of the streamed body of the request `next` returned last, of at most
+    /// `maxBytes` (> 0); nil while nothing more has arrived. After `.end`, `next` reads requests again.
+    public mutating func nextBodyPart(maxBytes: Int) throws(HTTPParseError) -> BodyPart? {
+        guard isStreamingBody else { return nil }
+        while true {
+            switch state {
+            case .head:
+                return nil  // not reached: a streamed body ends in `endBody`
+            case .body(let remaining), .chunkData(let remaining):
+                let isChunk = if case .chunkData = state { true } else { false }
+                if remaining == 0 {
+                    if isChunk {
+                        state = .chunkEnd
+                        continue
+                    }
+                    return endBody()
+                }
+                let taken = min(remaining, bufferedBytes, maxBytes)
+                guard taken > 0 else { return nil }
+                let bytes = Array(buffer[start..<start + taken])
+                start += taken
+                state = isChunk ? .chunkData(remaining: remaining - taken) : .body(remaining: remaining - taken)
+                return .bytes(bytes)
+            case .chunkSize, .chunkEnd:
+                // The chunk framing, read as `next` reads it.
+                guard try readChunkFraming() else { return nil }
+            case .trailers:
+                guard let line = try readLine(limit: limits.maxHeadBytes, what: "trailer field") else { return nil }
+                if line.isEmpty { return endBody() }
+                _ = try Self.field(line)
+                trailerFields += 1
+                guard trailerFields <= limits.maxHeaderFields else { throw HTTPParseError(431, "more than \(limits.maxHeaderFields) trailer fields") }
+            }
+        }
+    }
+
+    private mutating func endBody() -> BodyPart {
+        isStreamingBody = false
+        state = .head
+        trailerFields = 0
+        scanned = start
+        return .end
+    }
+
+    /// Reads a chunk-size line or the CRLF after a chunk's data; false while it is incomplete.
+    private mutating func readChunkFraming() throws(HTTPParseError) -> Bool {
+        switch state {
+        case .chunkSize:
+            guard let line = try readLine(limit: 1024, what: "chunk size line") else { return false }
+            let size = try Self.chunkSize(line)
+            state = size == 0 ? .trailers : .chunkData(remaining: size)
+        case .chunkEnd:
+            guard bufferedBytes >= 2 else { return false }
+            guard buffer[start] == 13, buffer[start + 1] == 10 else { throw HTTPParseError(400, "chunk data not followed by CRLF") }
+            start += 2
+            state = .chunkSize
+        default: break
+        }
+        return true
+    }
+
+    private static func chunkSize(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> Int {
+        let sizeText = line.prefix { $0 != UInt8(ascii: ";") }
+        guard !sizeText.isEmpty, sizeText.count <= 8, sizeText.allSatisfy(\.isHexDigit),
+              let size = Int(String(decoding: sizeText, as: UTF8.self), radix: 16)
+        else { throw HTTPParseError(400, "malformed chunk size") }
+        return size
     }
 
     private mutating func finish() -> HTTPRequest {
@@ -242,7 +344,7 @@ public struct HTTPRequestParser: Sendable {
         case chunked
     }
 
-    private func bodyLength(of request: HTTPRequest) throws(HTTPParseError) -> BodyLength {
+    private func bodyLength(of request: HTTPRequest, streamed: Bool) throws(HTTPParseError) -> BodyLength {
         let encodings = request.headers.values("transfer-encoding")
         let lengths = request.headers.values("content-length")
         if !encodings.isEmpty {
@@ -260,7 +362,7 @@ public struct HTTPRequestParser: Sendable {
         guard !text.isEmpty, text.utf8.count <= 19, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let length = Int(text) else {
             throw HTTPParseError(400, "malformed Content-Length")
         }
-        guard length <= limits.maxBodyBytes else { throw HTTPParseError(413, "the body of \(length) bytes exceeds \(limits.maxBodyBytes) bytes") }
+        guard streamed || length <= limits.maxBodyBytes else { throw HTTPParseError(413, "the body of \(length) bytes exceeds \(limits.maxBodyBytes) bytes") }
         return .fixed(length)
     }
 }

@@ -28,6 +28,11 @@ public struct HTTPResponse: Sendable, Equatable {
         head(closing: closing, extra: ("Transfer-Encoding", "chunked"))
     }
 
+    /// Status line and header fields alone: of a body delimited by the close (HTTP/1.0's streams).
+    public func headLines(closing: Bool) -> [UInt8] {
+        head(closing: closing, extra: nil)
+    }
+
     private func head(closing: Bool, extra: (String, String)?) -> [UInt8] {
         var text = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }

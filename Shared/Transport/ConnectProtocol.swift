@@ -120,7 +120,7 @@ enum ConnectProtocol {
         }
 
         /// `Connect-Timeout-Ms`: at most 10 digits, as the protocol says.
-        private static func deadline(_ value: String?, _ encoding: Encoding) throws(Refusal) -> ContinuousClock.Instant? {
+        static func deadline(_ value: String?, _ encoding: Encoding) throws(Refusal) -> ContinuousClock.Instant? {
             guard let value else { return nil }
             guard !value.isEmpty, value.utf8.count <= 10, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let ms = Int64(value) else {
                 throw .rpc(RPCError(.invalidArgument, "Connect-Timeout-Ms must be 1 to 10 digits, not \(value)"), encoding)
@@ -130,7 +130,7 @@ enum ConnectProtocol {
 
         /// Headers that are not HTTP's or Connect's own travel as the call's metadata (as gRPC's do),
         /// so `Authorization: Bearer …` reaches a handler as `authorization`.
-        private static func metadata(_ headers: HTTPHeaders) -> Metadata {
+        static func metadata(_ headers: HTTPHeaders) -> Metadata {
             var metadata = Metadata()
             for (name, value) in headers {
                 let key = name.lowercased()

@@ -15,6 +15,11 @@ import Synchronization
 /// malformed request is answered with its 4xx status and the connection closes; nothing of it, nor
 /// anything after it, is dispatched.
 ///
+/// A streaming call's body (`application/connect+…`) is read as it comes, envelope by envelope:
+/// a client stream's requests go to its handler's inbox within the inbox's credit — reading the
+/// socket stops while the inbox is full, as no HTTP client grants credit — and a server stream's one
+/// request opens its call once the body ended (see `StreamedBody`).
+///
 /// Loop thread, except what the wire's `answered` hops back from.
 final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, ConnectionReader, @unchecked Sendable {
     let stream: Stream
@@ -29,6 +34,10 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
     private var busy = false
     /// Reading paused because pipelined requests piled up behind the one being answered.
     private var pausedBehindAnswer = false
+    /// The streamed body of the request being served, until it ended.
+    private var body: StreamedBody?
+    /// Reading paused because the client stream's inbox has no credit for the next message.
+    private var waitingForCredit = false
     var uncounted = false
     private(set) var lastFrameAt: ContinuousClock.Instant?
     private(set) var partialFrameSince: ContinuousClock.Instant?
@@ -52,14 +61,41 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
             guard let self else { return }
             loop.execute { self.answered(keepingAlive: keepAlive) }
         }
+        exchanges.onCredit = { [weak self, loop = stream.loop] in
+            guard let self else { return }
+            loop.execute { self.creditArrived() }
+        }
         stream.reader = self
     }
 
     var openCalls: Int { calls.openCalls }
     var hasMadeCalls: Bool { requests > 0 }
     var readsInBulk: Bool { false }
-    var budgetedBytes: Int { 0 }
-    func releaseBudget() {}
+    var budgetedBytes: Int { reservedBody + (body?.envelopes.reserved ?? 0) }
+
+    func releaseBudget() {
+        body?.envelopes.releaseReserved()
+        releaseBodyBudget()
+    }
+
+    /// Bytes of the server's memory budget held for the unary body being joined.
+    private var reservedBody = 0
+
+    /// Takes what the body being joined announced of the memory budget, as our frames take a large
+    /// frame's length when its header arrives; false when it does not fit.
+    private func reserveBody() -> Bool {
+        let wanted = parser.bodyBytesExpected
+        guard wanted >= MemoryBudget.largeFrame, wanted > reservedBody, let budget = stream.budget else { return true }
+        guard budget.reserve(wanted - reservedBody) else { return false }
+        reservedBody = wanted
+        return true
+    }
+
+    private func releaseBodyBudget() {
+        guard reservedBody > 0 else { return }
+        stream.budget?.release(reservedBody)
+        reservedBody = 0
+    }
 
     /// Picked already: this connection exists because its first byte said HTTP.
     func picked(_ kind: ProtocolSniffer.Kind) {}
@@ -70,24 +106,38 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         stream.loop.assertInLoop()
         parser.append(bytes)
         if partialFrameSince == nil { partialFrameSince = .now }
+        readBody()
         takeRequests()
+        if waitingForCredit { stream.pauseReading() }
     }
 
     /// Serves the buffered requests in order while none is being answered.
     private func takeRequests() {
-        while !busy, !stream.isClosing, !stream.isClosed {
+        while !busy, body == nil, !stream.isClosing, !stream.isClosed {
             let request: HTTPRequest?
             do {
-                request = try parser.next()
+                request = try parser.next(streamingBodyOf: ConnectProtocol.isStreaming)
             } catch {
                 refuse(error)
                 return
             }
-            guard let request else { break }
+            guard let request else {
+                guard reserveBody() else {
+                    refuseForBudget()
+                    return
+                }
+                break
+            }
+            releaseBodyBudget()
             lastFrameAt = .now
             partialFrameSince = parser.hasPartialRequest ? .now : nil
             busy = true
-            serve(request)
+            if parser.isStreamingBody {
+                serveStream(request)
+                readBody()
+            } else {
+                serve(request)
+            }
         }
         calls.startQueued()
         if busy, parser.bufferedBytes > Self.pipelineBuffer, !pausedBehindAnswer {
@@ -103,6 +153,12 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
             close("the client asked to close, or the request could not be read to its end")
             return
         }
+        if body != nil {
+            // Answered before its body ended (the handler stopped reading, or the call was refused):
+            // what is left of the body is nobody's, and is not read on the chance it ends.
+            close("answered before the request's body ended")
+            return
+        }
         if pausedBehindAnswer {
             pausedBehindAnswer = false
             stream.resumeReading()
@@ -115,6 +171,17 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         let response = HTTPResponse.text(error.status, error.reason)
         stream.send(bytes: response.serialized(closing: true), sealing: true)
         close("malformed HTTP request: \(error)")
+    }
+
+    /// A body the memory budget cannot hold now: 503 with Connect's `resource_exhausted`, and the
+    /// end (the rest of the body is not read).
+    private func refuseForBudget() {
+        let wanted = parser.bodyBytesExpected
+        var response = ConnectProtocol.errorResponse(
+            RPCError(.resourceExhausted, "the server's memory budget cannot hold a body of \(wanted) bytes now; retry later"), status: 503)
+        response.headers.add("Retry-After", "1")
+        stream.send(bytes: response.serialized(closing: true), sealing: true)
+        close("a body of \(wanted) bytes does not fit in the memory budget")
     }
 
     private func close(_ reason: String) {
@@ -195,6 +262,197 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         if !keepAlive { close("the client asked to close") }
     }
 
+    // MARK: Serving a streaming call
+
+    /// A streaming call's head arrived: its body follows (`readBody`).
+    private func serveStream(_ request: HTTPRequest) {
+        requests += 1
+        let id = requests
+        let origin = request.headers["origin"]
+        // HTTP/1.0 has no chunked bodies: its answer is delimited by the close.
+        let keepAlive = request.keepsAlive && request.isHTTP11
+        let path = String(request.path)
+        let method = server.rpc.method(path)
+        let head = { (call: ConnectProtocol.StreamCall?) in
+            CallHead(method: path, metadata: call?.metadata ?? Metadata(), deadline: call?.deadline, peer: self.stream.peer)
+        }
+        body = StreamedBody(id: id, maxMessageSize: server.limits.maxMessageSize, budget: stream.budget)
+        let call: ConnectProtocol.StreamCall
+        do {
+            call = try ConnectProtocol.StreamCall(request, method: method)
+        } catch {
+            switch error {
+            case .http(let response):
+                answerAtOnce(response, keepAlive: keepAlive, origin: origin)
+            case .rpc(let error, let encoding):
+                exchanges.begin(id, ConnectExchange(
+                    encoding: encoding, origin: origin, keepAlive: keepAlive, streaming: true, chunked: request.isHTTP11))
+                calls.refuse(id, head(nil), error)
+            }
+            return
+        }
+        exchanges.begin(id, ConnectExchange(
+            encoding: call.encoding, json: call.json, origin: origin, keepAlive: keepAlive, streaming: true, chunked: request.isHTTP11))
+        body?.call = call
+        body?.head = head(call)
+        if call.clientStreams {
+            exchanges.resetRequestCredit(id)
+            _ = calls.open(id, head(call), clientStreams: true, payload: [])
+            calls.startQueued()
+            body?.purpose = .requests
+        } else {
+            body?.purpose = .singleRequest
+        }
+    }
+
+    /// Reads what arrived of the streamed body: envelopes into the call, as far as its credit goes.
+    private func readBody() {
+        while let body, !stream.isClosing, !stream.isClosed {
+            if body.pending != nil {
+                guard deliverPending(body) else {
+                    // The inbox is full: nothing more is read until its consumer makes room, and the
+                    // client, who waits on us, is not stalled meanwhile.
+                    waitingForCredit = true
+                    partialFrameSince = nil
+                    return
+                }
+                continue
+            }
+            do {
+                if body.purpose != .discarded, let envelope = try body.envelopes.next() {
+                    lastFrameAt = .now
+                    partialFrameSince = .now
+                    take(envelope, of: body)
+                    continue
+                }
+            } catch {
+                failBody(body, error)
+                continue
+            }
+            let part: HTTPRequestParser.BodyPart?
+            do {
+                part = try parser.nextBodyPart(maxBytes: 64 << 10)
+            } catch {
+                refuse(error)
+                return
+            }
+            switch part {
+            case nil:
+                return
+            case .bytes(let bytes):
+                if body.purpose != .discarded { body.envelopes.append(bytes) }
+            case .end:
+                bodyEnded(body)
+            }
+        }
+    }
+
+    /// One request envelope: the client stream's next message, or the server stream's one request.
+    private func take(_ envelope: (flags: UInt8, payload: [UInt8]), of body: StreamedBody) {
+        guard body.purpose != .discarded, let call = body.call else { return }
+        let message: [UInt8]
+        do {
+            message = try call.request(flags: envelope.flags, envelope.payload, maxMessageSize: server.limits.maxMessageSize)
+        } catch {
+            failBody(body, error)
+            return
+        }
+        switch body.purpose {
+        case .requests:
+            body.pending = (message, 0)
+        case .singleRequest:
+            guard body.single == nil else {
+                failBody(body, RPCError(.invalidArgument, "\(body.head?.method ?? "") takes exactly one request; a second envelope came"))
+                return
+            }
+            body.single = message
+        case .discarded:
+            break
+        }
+    }
+
+    /// Hands the client stream's pending message to its inbox, in chunks as our frames would carry
+    /// it; false while the inbox lacks credit for the next piece.
+    private func deliverPending(_ body: StreamedBody) -> Bool {
+        guard var (message, offset) = body.pending else { return true }
+        guard exchanges.isOpen(body.id) else {
+            // Answered already (the handler finished or failed): the rest of the body is dropped.
+            body.pending = nil
+            body.purpose = .discarded
+            return true
+        }
+        while true {
+            let remaining = message.count - offset
+            let last = remaining <= FlowControl.maxChunk
+            let size = last ? remaining : FlowControl.maxChunk
+            guard exchanges.spendRequestCredit(body.id, FlowControl.cost(size)) else {
+                body.pending = (message, offset)
+                return false
+            }
+            let chunk = offset == 0 && last ? message : Array(message[offset ..< offset + size])
+            offset += size
+            calls.receiveMessage(body.id, chunk, continues: !last)
+            if last {
+                body.pending = nil
+                message = []
+                return true
+            }
+        }
+    }
+
+    /// The inbox took messages: reading goes on (loop thread).
+    private func creditArrived() {
+        guard waitingForCredit else { return }
+        waitingForCredit = false
+        partialFrameSince = .now
+        readBody()
+        takeRequests()
+        if waitingForCredit { stream.pauseReading() } else { stream.resumeReading() }
+    }
+
+    /// The body's envelopes cannot be read: the call ends with `error` (a call not opened yet is
+    /// answered with it), and the rest of the body is dropped.
+    private func failBody(_ body: StreamedBody, _ error: RPCError) {
+        switch body.purpose {
+        case .requests:
+            calls.end(body.id, error: error)
+        case .singleRequest:
+            calls.refuse(body.id, body.head ?? CallHead(method: "", peer: stream.peer), error)
+        case .discarded:
+            break
+        }
+        body.pending = nil
+        body.purpose = .discarded
+        body.envelopes.discardAll()
+    }
+
+    private func bodyEnded(_ body: StreamedBody) {
+        self.body = nil
+        body.envelopes.releaseReserved()
+        if body.envelopes.hasPartialEnvelope, body.purpose != .discarded {
+            failBody(body, RPCError(.invalidArgument, "the request body ended inside an envelope"))
+        }
+        switch body.purpose {
+        case .requests:
+            calls.endRequests(body.id)
+        case .singleRequest:
+            if let single = body.single, let head = body.head {
+                _ = calls.open(body.id, head, clientStreams: false, payload: single)
+                calls.startQueued()
+            } else {
+                failBody(body, RPCError(.invalidArgument, "\(body.head?.method ?? "") takes one request; the body held none"))
+            }
+        case .discarded:
+            break
+        }
+        lastFrameAt = .now
+        partialFrameSince = parser.hasPartialRequest ? .now : nil
+        if waitingForCredit {
+            waitingForCredit = false
+            stream.resumeReading()
+        }
+    }
+
     // MARK: What the listener asks
 
     func fail(_ code: StatusCode, _ message: String) {
@@ -202,8 +460,12 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         guard !stream.isClosing, !stream.isClosed else { return }
         // An idle keep-alive connection is closed without a word, as HTTP servers do; a client in the
         // middle of a request is told why.
-        if busy || parser.hasPartialRequest {
-            let status = code == .unavailable && parser.hasPartialRequest && !busy ? 408 : code.httpStatus
+        let answering = exchanges.openIDs
+        if !answering.isEmpty {
+            // Each in its own shape: a unary call's error response, a stream's end-of-stream error.
+            for id in answering { calls.wire.writeStatus(id, message: nil, error: RPCError(code, message)) }
+        } else if parser.hasPartialRequest || body != nil {
+            let status = code == .unavailable && !busy ? 408 : code.httpStatus
             stream.send(bytes: HTTPResponse.text(status, message).serialized(closing: true), sealing: true)
         }
         calls.cancelAll()
@@ -213,35 +475,128 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
     func closed(reason: String) { calls.closed(reason: reason) }
 }
 
-/// The encoding half of Connect on the server: a call's status becomes its HTTP response. Any thread.
+/// The encoding half of Connect on the server: a call's status becomes its HTTP response, a
+/// stream's messages its envelopes. Any thread; one call's writes come in order (its sink's turn),
+/// and the exchanges' lock orders them against the status the loop may write (deadline).
 struct ConnectWire<Stream: ByteStream>: CallWire {
     let stream: Stream
     let exchanges: ConnectExchanges
 
+    /// No HTTP client grants credit: responses are paced by the socket alone (`waitUntilWritable`).
+    var clientGrantsResponseCredit: Bool { false }
+
     func writeStatus(_ id: UInt64, message: [UInt8]?, error: RPCError?) {
-        guard let exchange = exchanges.end(id) else { return }
-        let response = exchange.unaryResponse(message: message, error: error)
-        stream.send(bytes: response.serialized(closing: !exchange.keepAlive))
-        exchanges.onAnswered?(exchange.keepAlive)
+        let keepAlive = exchanges.end(id) { exchange in
+            if exchange.streaming {
+                stream.send(bytes: exchange.streamEnd(message: message, error: error))
+            } else {
+                stream.send(bytes: exchange.unaryResponse(message: message, error: error).serialized(closing: !exchange.keepAlive))
+            }
+        }
+        guard let keepAlive else { return }
+        exchanges.onAnswered?(keepAlive)
     }
 
-    func writeMessage(_ id: UInt64, _ chunk: [UInt8], continues: Bool) {}
+    func writeMessage(_ id: UInt64, _ chunk: [UInt8], continues: Bool) {
+        exchanges.update(id) { exchange in
+            guard let bytes = exchange.streamMessage(chunk, continues: continues) else { return }
+            stream.send(bytes: bytes)
+        }
+    }
 
-    func writeRequestCredit(_ id: UInt64, bytes: Int) {}
+    func writeRequestCredit(_ id: UInt64, bytes: Int) {
+        exchanges.grantRequestCredit(id, bytes)
+    }
 }
 
-/// The requests being answered on one connection, by call id: how each wants its answer.
+/// The requests being answered on one connection, by call id: how each wants its answer; and the
+/// credit of the client stream being read.
 final class ConnectExchanges: @unchecked Sendable {
     private let open = Mutex<[UInt64: ConnectExchange]>([:])
+    /// Credit the inbox of the client stream being read has left, as `MessageInbox` counts it.
+    private let requestCredit = Mutex<(id: UInt64, credit: Int)>((0, 0))
     /// Called once an answer is queued, with whether the connection stays open; set before any call.
     var onAnswered: (@Sendable (Bool) -> Void)?
+    /// Called when the inbox of the client stream being read granted credit; set before any call.
+    var onCredit: (@Sendable () -> Void)?
 
     func begin(_ id: UInt64, _ exchange: ConnectExchange) {
         open.withLock { $0[id] = exchange }
     }
 
-    func end(_ id: UInt64) -> ConnectExchange? {
-        open.withLock { $0.removeValue(forKey: id) }
+    /// Ends exchange `id`, writing its last bytes with `write` under the lock (so nothing of the call
+    /// follows them); its keep-alive, or nil when it was over already.
+    func end(_ id: UInt64, _ write: (inout ConnectExchange) -> Void) -> Bool? {
+        open.withLock { open -> Bool? in
+            guard var exchange = open.removeValue(forKey: id) else { return nil }
+            write(&exchange)
+            return exchange.keepAlive
+        }
+    }
+
+    func update(_ id: UInt64, _ body: (inout ConnectExchange) -> Void) {
+        open.withLock { open in
+            guard open[id] != nil else { return }
+            body(&open[id]!)
+        }
+    }
+
+    func isOpen(_ id: UInt64) -> Bool { open.withLock { $0[id] != nil } }
+
+    var openIDs: [UInt64] { open.withLock { Array($0.keys).sorted() } }
+
+    /// Client stream `id` starts with the inbox's whole window.
+    func resetRequestCredit(_ id: UInt64) {
+        requestCredit.withLock { $0 = (id, FlowControl.initialWindow) }
+    }
+
+    /// Takes `cost` of client stream `id`'s credit when there is that much.
+    func spendRequestCredit(_ id: UInt64, _ cost: Int) -> Bool {
+        requestCredit.withLock { state in
+            guard state.id == id, state.credit >= cost else { return false }
+            state.credit -= cost
+            return true
+        }
+    }
+
+    func grantRequestCredit(_ id: UInt64, _ bytes: Int) {
+        let granted = requestCredit.withLock { state -> Bool in
+            guard state.id == id else { return false }
+            state.credit += bytes
+            return true
+        }
+        if granted { onCredit?() }
+    }
+}
+
+/// The streamed body of the streaming call being read (loop thread).
+final class StreamedBody {
+    enum Purpose {
+        /// A server stream's: one envelope, its call opened once the body ended.
+        case singleRequest
+        /// A client stream's: each envelope a message into the open call's inbox.
+        case requests
+        /// Nobody's (the call was refused or is over): read and dropped.
+        case discarded
+    }
+
+    let id: UInt64
+    var purpose = Purpose.discarded
+    var call: ConnectProtocol.StreamCall?
+    var head: CallHead?
+    var envelopes: ConnectEnvelopeReader
+    /// A client stream's message waiting for the inbox's credit, and how much of it went.
+    var pending: (message: [UInt8], offset: Int)?
+    /// A server stream's request.
+    var single: [UInt8]?
+
+    init(id: UInt64, maxMessageSize: Int, budget: MemoryBudget?) {
+        self.id = id
+        envelopes = ConnectEnvelopeReader(maxMessageSize: maxMessageSize)
+        if let budget {
+            envelopes.admit = { budget.reserve($0) }
+            envelopes.release = { budget.release($0) }
+        }
     }
 }
 
@@ -256,11 +611,21 @@ struct ConnectExchange: Sendable {
     /// A GET: the answer carries an ETag and cache headers, and `ifNoneMatch` may make it a 304.
     var cacheable = false
     var ifNoneMatch: String?
+    /// A streaming call: answered 200 with a body of envelopes, `chunked` (else delimited by the close).
+    var streaming = false
+    var chunked = true
+    /// The stream's head was written; a message arriving in chunks is joined here.
+    private var headSent = false
+    private var partial: [UInt8] = []
+    /// The stream failed while writing (a response that did not map to JSON): its end is written.
+    private var ended = false
 
     init(
         encoding: ConnectProtocol.Encoding, json: JSONTranscoder? = nil, gzip: Bool = false, origin: String?, keepAlive: Bool,
-        unknownMethod: Bool = false, cacheable: Bool = false, ifNoneMatch: String? = nil
+        unknownMethod: Bool = false, cacheable: Bool = false, ifNoneMatch: String? = nil, streaming: Bool = false, chunked: Bool = true
     ) {
+        self.streaming = streaming
+        self.chunked = chunked
         self.encoding = encoding
         self.json = json
         self.gzip = gzip
@@ -302,6 +667,59 @@ struct ConnectExchange: Sendable {
             }
         }
         return finished(response)
+    }
+
+    // MARK: Streams
+
+    /// The bytes of one message of a stream (`continues`: a chunk of it, more follow), with the
+    /// response's head before the first; nil while a message is being joined, or the stream ended.
+    mutating func streamMessage(_ chunk: [UInt8], continues: Bool) -> [UInt8]? {
+        guard !ended else { return nil }
+        if continues || !partial.isEmpty {
+            partial += chunk
+            guard !continues else { return nil }
+        }
+        var message = partial.isEmpty ? chunk : partial
+        partial = []
+        if encoding == .json {
+            do {
+                guard let json else { throw RPCError(.internalError, "the method has no JSON mapping") }
+                message = try json.response(message)
+            } catch {
+                ended = true
+                let failure = (error as? RPCError) ?? RPCError(.internalError, "internal error")
+                return streamHeadIfNeeded() + endEnvelope(failure)
+            }
+        }
+        return streamHeadIfNeeded() + framed(ConnectProtocol.envelope(flags: 0, message))
+    }
+
+    /// The last bytes of a stream: its head if no message came, the client stream's one response,
+    /// the end-of-stream envelope, the last chunk.
+    mutating func streamEnd(message: [UInt8]?, error: RPCError?) -> [UInt8] {
+        guard !ended else { return chunked ? HTTPResponse.lastChunk : [] }
+        var error = error
+        var bytes: [UInt8] = []
+        if let message, error == nil, let written = streamMessage(message, continues: false) {
+            bytes += written
+            if ended { return bytes + (chunked ? HTTPResponse.lastChunk : []) }
+        }
+        if error == nil, !partial.isEmpty { error = RPCError(.internalError, "the stream ended inside a message") }
+        return streamHeadIfNeeded() + bytes + endEnvelope(error) + (chunked ? HTTPResponse.lastChunk : [])
+    }
+
+    private func endEnvelope(_ error: RPCError?) -> [UInt8] {
+        framed(ConnectProtocol.envelope(flags: ConnectProtocol.endStreamFlag, ConnectProtocol.endOfStream(error)))
+    }
+
+    private func framed(_ bytes: [UInt8]) -> [UInt8] { chunked ? HTTPResponse.chunk(bytes) : bytes }
+
+    private mutating func streamHeadIfNeeded() -> [UInt8] {
+        guard !headSent else { return [] }
+        headSent = true
+        let response = finished(HTTPResponse(status: 200, headers: ["Content-Type": encoding.streamContentType]))
+        if !chunked { return response.headLines(closing: true) }
+        return response.chunkedHead(closing: !keepAlive)
     }
 
     private func finished(_ response: HTTPResponse) -> HTTPResponse {

@@ -17,6 +17,14 @@ protocol CallWire: Sendable {
     /// The handler of client-streaming call `id` read `bytes` of requests: the client may send as
     /// many more (a protocol without flow control of its own writes nothing).
     func writeRequestCredit(_ id: UInt64, bytes: Int)
+    /// Whether the client grants credit for responses (our frames' WINDOW_UPDATE); without it a
+    /// stream's credit is renewed as each message is written, and the socket's back-pressure alone
+    /// paces it (`waitUntilWritable`).
+    var clientGrantsResponseCredit: Bool { get }
+}
+
+extension CallWire {
+    var clientGrantsResponseCredit: Bool { true }
 }
 
 /// The protocol-neutral server side of one connection's calls: the table of open calls by the id
@@ -281,6 +289,12 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
         wire.writeStatus(id, message: nil, error: error)
     }
 
+    /// Ends open call `id` (whichever its serial) from the server's side, as `end(_:serial:error:)`.
+    func end(_ id: UInt64, error: RPCError) {
+        guard let serial = calls.withLock({ $0[id]?.serial }) else { return }
+        end(id, serial: serial, error: error)
+    }
+
     /// A worker is about to run the call: true when it is still queued (not ended while it
     /// waited: cancelled, expired, its connection gone), in which case the caller must report its
     /// task with `running`.
@@ -471,6 +485,7 @@ struct CallResponseSink<Wire: CallWire>: ResponseSink {
             try await table.waitUntilWritable()
             guard table.isOpen(call.id, serial: call.serial) else { throw RPCError(.cancelled, "call \(call.id) is over") }
             table.wire.writeMessage(call.id, chunk, continues: continues)
+            if !table.wire.clientGrantsResponseCredit { window.grant(FlowControl.cost(chunk.count)) }
         }
     }
 

@@ -123,4 +123,60 @@ import Testing
             == "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
         #expect(HTTPResponse.chunk(Array("abc".utf8)) == Array("3\r\nabc\r\n".utf8))
     }
+
+    /// A streamed body comes out in parts as it arrives, bounded by its reader rather than by
+    /// `maxBodyBytes`; the request after it waits until it ended.
+    @Test(arguments: [false, true])
+    func aStreamedBodyComesOutInPartsAndTheNextRequestAfterIt(_ chunked: Bool) throws {
+        var parser = HTTPRequestParser(limits: .init(maxBodyBytes: 4))
+        let framing = chunked ? "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4;x=y\r\ndefg\r\n0\r\nT: v\r\n\r\n" : "Content-Length: 7\r\n\r\nabcdefg"
+        let text = "POST /s HTTP/1.1\r\nHost: h\r\n" + framing + "GET /next HTTP/1.1\r\nHost: h\r\n\r\n"
+        let bytes = Array(text.utf8)
+        let split = bytes.firstIndex(of: UInt8(ascii: "b"))!
+        parser.append(Array(bytes[..<split]))
+        let streamed = try #require(try parser.next { $0.path == "/s" })
+        #expect(streamed.body.isEmpty)
+        #expect(parser.isStreamingBody)
+        var body: [UInt8] = []
+        var ended = false
+        func drain() throws {
+            while let part = try parser.nextBodyPart(maxBytes: 2) {
+                switch part {
+                case .bytes(let piece):
+                    #expect(piece.count <= 2)
+                    body += piece
+                case .end:
+                    ended = true
+                    return
+                }
+            }
+        }
+        try drain()
+        #expect(!ended)
+        #expect(try parser.next { _ in true } == nil)
+        parser.append(Array(bytes[split...]))
+        try drain()
+        #expect(ended)
+        #expect(body == Array("abcdefg".utf8))
+        #expect(try parser.next()?.target == "/next")
+    }
+
+    @Test func aStreamedBodyWithABadChunkIsRefused() throws {
+        var parser = HTTPRequestParser()
+        parser.append(Array("POST /s HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".utf8))
+        _ = try parser.next { _ in true }
+        #expect(throws: HTTPParseError.self) { _ = try parser.nextBodyPart(maxBytes: 100) }
+    }
+
+    @Test func theBodyBeingJoinedIsKnownBeforeItArrives() throws {
+        var parser = HTTPRequestParser()
+        parser.append(Array("POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 100000\r\n\r\nab".utf8))
+        #expect(try parser.next() == nil)
+        #expect(parser.bodyBytesExpected == 100000)
+        parser.append(Array("POST /u HTTP/1.1\r\n".utf8))
+        var chunked = HTTPRequestParser()
+        chunked.append(Array("POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n10000\r\nab".utf8))
+        #expect(try chunked.next() == nil)
+        #expect(chunked.bodyBytesExpected == 0x10000)
+    }
 }
