@@ -6,7 +6,9 @@ import Schema
 import Transport
 
 /// Unary echo over loopback through the whole RPC stack, beside a raw framed TCP echo on the same
-/// event loop library (no envelope, no protobuf, no worker pool) measured in the same run.
+/// event loop library (no envelope, no protobuf, no worker pool) measured in the same run, and the
+/// same call as a browser makes it: Connect unary JSON over HTTP/1.1 on the same port (`HTTPEchoClient`,
+/// one kept-alive connection per caller).
 ///
 /// The VM this runs on is shared and its speed drifts within seconds, so each configuration is
 /// measured in `rounds` alternating raw/RPC pairs: calls/s, CPU per call and the ratio are medians
@@ -28,6 +30,7 @@ struct RPCBenchmark {
         let rpcServer = try TCPServer(rpc: RPCServer(name: "bench", services: [EchoService()]), port: 0)
         let rawClient = try await RawEchoClient(endpoint: rawServer.address)
         let rpcClient = RPCClient(transports: [try TCPClientTransport(endpoint: rpcServer.address)])
+        let httpClient = try await HTTPEchoClient(endpoint: rpcServer.address, connections: callerCounts.max() ?? 1)
         print("RPC benchmark: unary echo over loopback, \(rounds) rounds of \(secondsPerRun)s per configuration, \(ProcessInfo.processInfo.activeProcessorCount) cores")
         var peer: GRPCPeer?
         if includePeer {
@@ -44,6 +47,7 @@ struct RPCBenchmark {
             for callers in callerCounts {
                 var raws: [Measurement] = []
                 var rpcs: [Measurement] = []
+                var https: [Measurement] = []
                 for _ in 0..<rounds {
                     if includeFloor {
                         raws.append(try await Measurement.run(callers: callers, duration: duration) { _ = try await rawClient.echo(payload) })
@@ -51,10 +55,14 @@ struct RPCBenchmark {
                     rpcs.append(try await Measurement.run(callers: callers, duration: duration) {
                         _ = try await rpcClient.unary(RpcV1.Echo.echo, request)
                     })
+                    https.append(try await Measurement.run(callers: callers, duration: duration) {
+                        _ = try await httpClient.echo(request)
+                    })
                 }
                 let grpc = peer?.measure(size: size, callers: callers, rounds: rounds, seconds: secondsPerRun)
                 let raw = includeFloor ? Measurement.combining(raws) : Measurement()
                 let rpc = Measurement.combining(rpcs)
+                let http = Measurement.combining(https)
                 let ratio = includeFloor ? median(zip(rpcs, raws).map { $1.callsPerSecond > 0 ? $0.callsPerSecond / $1.callsPerSecond : 0 }) : 0
                 rows.append([
                     sizeLabel(size), "\(callers)",
@@ -67,6 +75,9 @@ struct RPCBenchmark {
                     grpc.map { String(format: "%.1f", $0.cpuMicrosPerCall) } ?? "-",
                     grpc.map { String(format: "%.2f", rpc.callsPerSecond / $0.callsPerSecond) } ?? "-",
                     grpc.map { String(format: "%.2f", rpc.cpuMicrosPerCall / $0.cpuMicrosPerCall) } ?? "-",
+                    String(format: "%.0f", http.callsPerSecond), String(format: "%.3f", http.percentileMilliseconds(0.99)),
+                    String(format: "%.1f", http.cpuMicrosPerCall),
+                    String(format: "%.2f", median(zip(https, rpcs).map { $1.callsPerSecond > 0 ? $0.callsPerSecond / $1.callsPerSecond : 0 })),
                 ])
                 let label = "\(sizeLabel(size)), \(callers) callers"
                 if callers == 64 {
@@ -85,10 +96,11 @@ struct RPCBenchmark {
         printTable(
             ["payload", "callers", "raw calls/s", "raw p50 ms", "raw p99 ms", "rpc calls/s", "rpc p50 ms", "rpc p99 ms", "rpc/raw",
              "raw cpu µs/call", "rpc cpu µs/call", "grpc calls/s", "grpc p99 ms", "grpc cpu µs/call", "rpc/grpc calls/s",
-             "rpc/grpc cpu"], rows)
+             "rpc/grpc cpu", "http+json calls/s", "http+json p99 ms", "http+json cpu µs/call", "http/rpc calls/s"], rows)
         for verdict in verdicts { print(verdict) }
         rawClient.close()
         rpcClient.close()
+        httpClient.close()
         rawServer.shutdown()
         await rpcServer.shutdown(grace: .seconds(1))
     }
