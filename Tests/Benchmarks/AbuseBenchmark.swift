@@ -357,6 +357,87 @@ struct AbuseBenchmark {
                 }
                 return (reused - told, "\(told) of \(reused) connections closed with INTERNAL and nothing under the reused id")
             },
+        ] + httpAttacks(port: port)
+    }
+
+    /// The same port's HTTP face (Connect and the zoo app's routes) under the same kinds of attack.
+    func httpAttacks(port: Int) -> [Attack] {
+        let hold = holdSeconds
+        let get = "GET /menagerie.zoo.v1.Zoo/ExportGeoJSON?connect=v1&encoding=json&message=%7B%7D HTTP/1.1\r\nHost: zoo\r\n\r\n"
+        let pipelined = count(1000, minimum: 50), unreadConnections = 4, unreadCalls = count(300, minimum: 20)
+        let slow = count(200, minimum: 10), large = count(40, minimum: 4), malformed = count(50, minimum: 5)
+        return [
+            Attack(name: "HTTP pipelined GETs") {
+                guard let socket = AttackSocket(port: port, timeout: 60) else { return (1, "could not connect") }
+                socket.write(Array(String(repeating: get, count: pipelined).utf8))
+                let (answers, ok) = socket.readHTTPStatuses(until: pipelined)
+                return (pipelined - answers, "\(answers) of \(pipelined) answered in order, \(ok) with 200")
+            },
+            Attack(name: "HTTP unread answers") {
+                let sockets = (0..<unreadConnections).compactMap { _ in AttackSocket(port: port, timeout: 10) }
+                for socket in sockets { socket.write(Array(String(repeating: get, count: unreadCalls).utf8)) }
+                Thread.sleep(forTimeInterval: hold)
+                var answers = 0, lost = unreadConnections - sockets.count
+                for socket in sockets {
+                    let (seen, _) = socket.readHTTPStatuses(until: unreadCalls)
+                    answers += seen
+                    if seen < unreadCalls && !socket.peerClosed { lost += 1 }
+                }
+                return (lost, "\(answers) of \(unreadConnections * unreadCalls) answers read")
+            },
+            Attack(name: "HTTP slowloris headers") {
+                let sockets = (0..<slow).compactMap { _ in AttackSocket(port: port, timeout: 1) }
+                for socket in sockets { socket.write(Array("POST /menagerie.zoo.v1.Zoo/SearchAnimals HTTP/1.1\r\nHost: zoo\r\n".utf8)) }
+                let end = Date().addingTimeInterval(hold)
+                var bytes = 0
+                while Date() < end {
+                    for socket in sockets where socket.write(Array("X".utf8)) { bytes += 1 }
+                    Thread.sleep(forTimeInterval: 0.2)
+                }
+                let closed = sockets.filter { $0.write(Array("X".utf8)) == false || $0.readHTTPStatuses(until: 1).answers == 1 }.count
+                return (0, "\(sockets.count) clients sent \(bytes) header bytes, one at a time; \(closed) closed or answered")
+            },
+            Attack(name: "HTTP almost complete 60 MiB bodies") {
+                let size = 60 << 20
+                let sockets = (0..<large).compactMap { _ in AttackSocket(port: port, timeout: 0.2, sendTimeout: 5) }
+                let done = Tally()
+                let group = DispatchGroup()
+                for socket in sockets {
+                    group.enter()
+                    Thread.detachNewThread {
+                        defer { group.leave() }
+                        let head = "POST /menagerie.zoo.v1.Zoo/SearchAnimals HTTP/1.1\r\nHost: zoo\r\nContent-Type: application/proto\r\nContent-Length: \(size)\r\n\r\n"
+                        guard socket.write(Array(head.utf8)) else { return }
+                        let chunk = [UInt8](repeating: 0, count: 1 << 20)
+                        var sent = 0
+                        while sent + chunk.count < size - 1024 {
+                            guard socket.write(chunk) else { return }
+                            sent += chunk.count
+                        }
+                        done.value.add(1, ordering: .relaxed)
+                    }
+                }
+                group.wait()
+                Thread.sleep(forTimeInterval: hold)
+                let refused = sockets.filter { $0.readHTTPStatuses(until: 1).answers == 1 }.count
+                return (0, "\(sockets.count) connections, \(done.value.load(ordering: .relaxed)) sent all but the last KiB, \(refused) answered (503/413) before the end")
+            },
+            Attack(name: "HTTP malformed requests", repeats: true) {
+                let forms = [
+                    "GET / HTTP/1.1\nHost: zoo\n\n",  // bare LF
+                    "GET / HTTP/1.1\r\nHost: zoo\r\nHost: other\r\n\r\n",  // two Hosts
+                    "POST /x HTTP/1.1\r\nHost: zoo\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello",
+                    "POST /x HTTP/1.1\r\nHost: zoo\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                    "GET / HTTP/1.1\r\nHost : zoo\r\n\r\n",  // space before the colon
+                ]
+                var lost = 0
+                for index in 0..<malformed {
+                    guard let socket = AttackSocket(port: port, timeout: 5) else { lost += 1; continue }
+                    socket.write(Array(forms[index % forms.count].utf8))
+                    if socket.readHTTPStatuses(until: 1).answers != 1 { lost += 1 }
+                }
+                return (lost, "\(malformed) malformed requests each expected to get a 4xx and a close")
+            },
         ]
     }
 
@@ -681,6 +762,39 @@ final class AttackSocket: @unchecked Sendable {
             }
             decoder.append(Array(buffer[0..<count]))
         }
+    }
+
+    /// Whether the peer closed the connection (seen by a read).
+    var peerClosed: Bool { closed }
+
+    /// Reads HTTP responses until `count` status lines came, the peer closed or the receive timeout passed:
+    /// how many came, and how many of them were 200. Counts status lines at the start of a read or after a
+    /// line end, which the bodies benchmarked here (JSON) never hold.
+    func readHTTPStatuses(until count: Int) -> (answers: Int, ok: Int) {
+        var answers = 0, ok = 0
+        var carry: [UInt8] = []
+        let marker = Array("HTTP/1.1 ".utf8)
+        while answers < count, !closed {
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            let received = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if received <= 0 {
+                if received == 0 || errno != EAGAIN { closed = true }
+                break
+            }
+            let bytes = carry + buffer[0..<received]
+            var index = 0
+            while index + marker.count + 3 <= bytes.count {
+                if (index == 0 || bytes[index - 1] == 10) && bytes[index..<index + marker.count].elementsEqual(marker) {
+                    answers += 1
+                    if bytes[(index + marker.count)..<(index + marker.count + 3)].elementsEqual(Array("200".utf8)) { ok += 1 }
+                    index += marker.count
+                } else {
+                    index += 1
+                }
+            }
+            carry = Array(bytes[index...])
+        }
+        return (answers, ok)
     }
 
     /// Reads what came (until the timeout or the close); the code of the call-id-0 STATUS, if one came.
