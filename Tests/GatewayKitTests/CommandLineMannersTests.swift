@@ -37,7 +37,7 @@ import Testing
         "zoo status": Row("--timeout 0", says: timeout),
         "zoo import": Row(
             "--dir . --timeout 0", says: timeout,
-            files: ["lexicon-csv", "animals-json", "map", "bounds", "adoptions", "pavilion-fixes", "singular-plural", "dir"]),
+            files: ["lexicon-csv", "animals-json", "map", "bounds", "adoptions", "pavilion-fixes", "singular-plural", "dir", "tiles"]),
         "zoo route": Row("--from north --to-animal 1", says: "--from \"north\" is not LAT,LON"),
         "zoo nearby": Row("--from 50.1,14.4 --radius far", says: "The value 'far' is invalid for '--radius"),
         "zoo tour": Row("1 -2 --from 50.1,14.4", says: "an animal's id is a number from 1 (got -2)"),
@@ -181,6 +181,7 @@ import Testing
         let cases: [[String]] = [
             ["ocr", "scan", "\(missing).png"], ["ocr", "scan", "\(missing).png", "--words", missing],
             ["classify", "image", "\(missing).png"], ["classify", "catalogue", "import", missing], ["zoo", "import", "--dir", missing],
+            ["zoo", "import", "--tiles", "\(missing).mbtiles"],
             ["health", "import", missing], ["classify", "dataset", "create", "d", "--from", missing],
         ]
         for arguments in cases {

@@ -248,13 +248,17 @@ func expectStatus(
         let reflection = try await RpcV1.Reflection.Client(wrapping: zoo.client).listServices(RpcV1.ListServicesRequest())
         let zooMethods = reflection.services.first { $0.name == ZooV1.Zoo.name }?.methods ?? []
         #expect(Set(zooMethods.map(\.path)) == Set(ZooV1.Zoo.methods.map(\.path)))
-        #expect(zooMethods.count == 11 && zooMethods.allSatisfy { !$0.clientStreaming })
+        #expect(zooMethods.count == 12)
+        // Only the tiles upload streams from the client (pieces of a file of up to 1 GiB, each under the frame limit).
+        #expect(zooMethods.filter(\.clientStreaming).map(\.path) == [ZooV1.Zoo.importTiles.path])
         // The import is a job; only the bulk export streams (pages of the catalogue, under the frame limit).
         #expect(zooMethods.filter(\.serverStreaming).map(\.path) == [ZooV1.Zoo.exportCatalogue.path])
 
         let client = ZooV1.Zoo.Client(wrapping: zoo.client)
         #expect(try await client.searchAnimals(.init(text: "ZELVA")).animals.first?.name == "Želva obrovská")
         await expectStatus(.notFound) { _ = try await client.getAnimal(.init(id: 999_999)) }
+        // A server given no tiles store takes no tiles.
+        await expectStatus(.failedPrecondition) { _ = try await client.importTiles { try await $0.send(.init(data: [0x53])) } }
         let csv = try SampleFiles.lexiconCSV(first: 2)
         let job = try await client.importData(.init(files: [ZooV1.ImportFile(kind: .lexiconCsv, name: "two.csv", content: Array(csv.content))]))
         var last: JobsV1.Job?

@@ -16,7 +16,9 @@ struct ZooCommand: AsyncParsableCommand {
         discussion: """
             Data lives in an SQLite file (--database, default DATA_DIR/zoo.sqlite) that replicas may share. \
             An empty database is loaded with the bundled sample data (--sample-data); load the real data with \
-            `gateway zoo import`.
+            `gateway zoo import`. \
+            Map tiles sent with `gateway zoo import --tiles FILE.mbtiles` are kept beside the database \
+            (zoo.sqlite keeps zoo.mbtiles) and served at /api/map/data.
             """)
 
     @OptionGroup var options: ServiceOptions
@@ -67,6 +69,8 @@ struct ZooCommand: AsyncParsableCommand {
         do {
             try await ServiceRunner.run(name: "zoo", options: options) { environment in
                 let library = try ZooLibrary(path: environment.databasePath, walkingSpeed: walkingSpeed)
+                // The map tiles live beside the database (DATA_DIR/zoo.mbtiles), shared by the replicas as it is.
+                let tiles = MapTilesStore(besideDatabase: environment.databasePath)
                 let refresher = try refreshCron.map { cron in
                     ZooRefresher(
                         library: library, sources: try refreshSources.map { try RefreshSource(parsing: $0) },
@@ -82,9 +86,9 @@ struct ZooCommand: AsyncParsableCommand {
                 let web = webDirectory.map { URL(fileURLWithPath: $0) }
                     ?? (FileManager.default.fileExists(atPath: bundled.path) ? bundled : nil)
                 return AppServices(
-                    rpc: [ZooService(library: library, refresher: refresher, jobs: jobs.runner), jobs.rpcService],
+                    rpc: [ZooService(library: library, refresher: refresher, jobs: jobs.runner, tiles: tiles), jobs.rpcService],
                     background: [jobs.backgroundService] + (refresher.map { [$0] } ?? []),
-                    http: try ZooHTTP.routes(library: library, webDirectory: web, nextUpdate: { refresher?.scheduler.nextRun }))
+                    http: try ZooHTTP.routes(library: library, webDirectory: web, tiles: tiles, nextUpdate: { refresher?.scheduler.nextRun }))
             }
         } catch {
             throw ExitCode.failure

@@ -51,6 +51,11 @@ struct ZooStatus: AsyncParsableCommand {
             lines.append("last successful import: " + importSummary(success))
         }
         if let failed = reply.lastFailedImport { lines.append("last error (\(isoDate(failed.finishedAt))): \(failed.error ?? "unknown")") }
+        if let tiles = reply.tiles {
+            lines.append("map tiles: \(tiles.sizeBytes) bytes, imported \(isoDate(tiles.importedAt)) (served at /api/map/data)")
+        } else {
+            lines.append("map tiles: none (gateway zoo import --tiles FILE)")
+        }
         if let refresh = reply.refresh {
             lines.append("refresh: \"\(refresh.cron)\" from \(refresh.sources.joined(separator: ", "))"
                 + (refresh.nextRun.map { "; next \(isoDate($0))" } ?? ""))
@@ -75,7 +80,8 @@ struct ZooImport: AsyncParsableCommand {
             Each kind of file replaces its part of the data; the rest stays. The animals are the union by id of the \
             lexicon CSV and the animals JSON given together (the lexicon's text wins where both have an animal), or \
             those of the one given; the animals JSON always provides the map locations and which animals are kept now. Bad rows are skipped and listed. Together the files must \
-            stay under 16 MiB. The import runs as a job: the command follows it with a progress bar (plain lines \
+            stay under 16 MiB. --tiles sends an MBTiles file (up to 1 GiB) in pieces; the service checks it and \
+            replaces the stored one, or keeps the old one and says what is wrong. The import runs as a job: the command follows it with a progress bar (plain lines \
             when the output is not a terminal) and prints its record; --detach returns its id at once.
             """)
 
@@ -100,6 +106,12 @@ struct ZooImport: AsyncParsableCommand {
     @Option(name: .customLong("singular-plural"), help: "Singular forms of enclosure names (default: singular-plural.csv in --dir).", completion: .file(extensions: ["csv"]))
     var singularPlural: String?
 
+    @Option(
+        name: .customLong("tiles"),
+        help: "An MBTiles file of the zoo map, served at /api/map/data: up to 1 GiB, sent in pieces, replacing the stored one (default: none).",
+        completion: .file(extensions: ["mbtiles"]))
+    var tiles: String?
+
     @Option(name: .customLong("dir"), help: "A directory of the open data: every file of the names above found in it (default: none).", completion: .directory)
     var directory: String?
 
@@ -115,7 +127,13 @@ struct ZooImport: AsyncParsableCommand {
     var detach = false
 
     func run() async throws {
+        if let tiles { try InputFile.check(tiles, directory: false, role: "--tiles") }
         try await global.withClient(for: "zoo", { $0 }) { client in
+            if let tiles {
+                let stored = try await Self.sendTiles(tiles, with: ZooV1.Zoo.Client(wrapping: client), timeout: global.timeout)
+                try global.render(stored, text: { print(Self.text(stored, path: tiles)) })
+                guard hasDataFiles else { return }
+            }
             let files = try collectFiles()
             let request = ZooV1.ImportDataRequest(files: files, source: source ?? "")
             // The files travel in this call; allow them time on a slow link.
@@ -134,6 +152,33 @@ struct ZooImport: AsyncParsableCommand {
         }
     }
 
+    /// Whether any data file (not the tiles) was asked for.
+    private var hasDataFiles: Bool {
+        [lexiconCSV, animalsJSON, map, bounds, adoptions, pavilionFixes, singularPlural, directory].contains { $0 != nil }
+    }
+
+    /// Pieces of the tiles file per message: far below the 16 MiB frame, and the file is read piece by piece.
+    static let tilesPieceBytes = 1 << 20
+
+    /// Streams the MBTiles file at `path` to ImportTiles, reading it a piece at a time.
+    static func sendTiles(_ path: String, with zoo: ZooV1.Zoo.Client, timeout: Double) async throws -> ZooV1.ImportTilesResponse {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw RPCError(.invalidArgument, "--tiles: cannot open \(path)")
+        }
+        defer { try? handle.close() }
+        // Hundreds of MB on a slow link: allow time.
+        let options = CallOptions(timeout: .milliseconds(Int64(max(timeout, 600) * 1000)))
+        return try await zoo.importTiles(options: options) { writer in
+            while let piece = try handle.read(upToCount: tilesPieceBytes), !piece.isEmpty {
+                try await writer.send(ZooV1.ImportTilesRequest(data: [UInt8](piece)))
+            }
+        }
+    }
+
+    static func text(_ reply: ZooV1.ImportTilesResponse, path: String) -> String {
+        "stored the map tiles \(path): \(reply.tiles?.sizeBytes ?? 0) bytes, served at /api/map/data"
+    }
+
     private func collectFiles() throws -> [ZooV1.ImportFile] {
         var paths: [(ZooV1.FileKind, String)] = [
             (.lexiconCsv, lexiconCSV), (.animalsJson, animalsJSON), (.map, map), (.bounds, bounds), (.adoptions, adoptions),
@@ -147,7 +192,7 @@ struct ZooImport: AsyncParsableCommand {
             }
         }
         guard !paths.isEmpty else {
-            throw RPCError(.invalidArgument, "nothing to import: give --lexicon-csv, --animals-json, --map, --bounds, --adoptions, --pavilion-fixes, --singular-plural or --dir")
+            throw RPCError(.invalidArgument, "nothing to import: give --lexicon-csv, --animals-json, --map, --bounds, --adoptions, --pavilion-fixes, --singular-plural, --dir or --tiles")
         }
         let files = try paths.map { kind, path in
             let data = try InputFile.read(path)

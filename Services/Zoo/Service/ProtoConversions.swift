@@ -158,3 +158,9 @@ extension ZooV1.DataCounts {
     }
 }
 
+
+extension ZooV1.MapTiles {
+    init(_ info: MapTilesStore.Info) {
+        self.init(sizeBytes: Int64(info.sizeBytes), importedAt: info.importedAt.timeIntervalSince1970)
+    }
+}

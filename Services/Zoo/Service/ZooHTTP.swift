@@ -12,12 +12,13 @@ public enum ZooHTTP {
     }
 
     /// The routes the zoo serves over HTTP: the zoo app's REST API (`ZooRestAPI`) and the files of
-    /// `webDirectory` at `/` (nil: no page). `nextUpdate`: when the refresh schedule fires next.
+    /// `webDirectory` at `/` (nil: no page). `tiles`: the imported MBTiles served at `/api/map/data` (nil: 404).
+    /// `nextUpdate`: when the refresh schedule fires next.
     public static func routes(
-        library: ZooLibrary, webDirectory: URL?, nextUpdate: @escaping @Sendable () -> Date? = { nil }
+        library: ZooLibrary, webDirectory: URL?, tiles: MapTilesStore? = nil, nextUpdate: @escaping @Sendable () -> Date? = { nil }
     ) throws -> HTTPRoutes {
         var builder = HTTPRoutes.Builder()
-        ZooRestAPI(library: library, nextUpdate: nextUpdate).register(in: &builder)
+        ZooRestAPI(library: library, tiles: tiles, nextUpdate: nextUpdate).register(in: &builder)
         ZooOpenAPI.register(in: &builder)
         if let webDirectory { builder.serveFiles(try StaticFiles(directory: webDirectory)) }
         return HTTPRoutes(builder)

@@ -38,8 +38,10 @@ enum ZooOpenAPI {
             description: "The zoo's footpaths as map-metadata.json: `{\"metadata\": …, \"nodes\": [{\"_id\", \"lon\", \"lat\", \"road_ids\", \"is_connector\"}], \"roads\": [{\"_id\", \"geometry\": {\"type\": \"LineString\", \"coordinates\": [node objects in walking order]}}]}`.",
             responses: [("200", "the graph"), ("304", "not modified")]),
         Operation(
-            path: "/api/map/data", summary: "Map tiles", description: "The MBTiles file of the zoo map, when one was imported.",
-            responses: [("200", "the MBTiles (SQLite) file"), ("404", "no tiles were imported")], contentType: "application/vnd.sqlite3"),
+            path: "/api/map/data", summary: "Map tiles",
+            description: "The MBTiles file of the zoo map imported with `gateway zoo import --tiles FILE`, as an attachment (`zoo.mbtiles`), tagged with a hash of its bytes, not compressed.",
+            responses: [("200", "the MBTiles (SQLite) file"), ("304", "not modified"), ("404", "no tiles were imported: `{\"detail\": …}`")],
+            contentType: "application/vnd.sqlite3"),
         Operation(path: "/api/openapi.json", summary: "This description", description: "The OpenAPI 3.1 document of these routes.",
                   responses: [("200", "the document")]),
         Operation(path: "/docs", summary: "API documentation", description: "This description as a web page.",

@@ -16,12 +16,18 @@ import ZooCore
 public final class ZooRestAPI: Sendable {
     let library: ZooLibrary
     let nextUpdate: @Sendable () -> Date?
+    /// The imported map tiles (nil: this server has none to serve).
+    let tiles: MapTilesStore?
+    /// The tiles file as last read, whole, and its tag: read once per import (per replica) and shared by every
+    /// download, never gzipped (SQLite pages barely compress, and a copy would double the memory).
+    private let loadedTiles = Mutex<LoadedTiles?>(nil)
     /// The answers built for the current snapshot, by route and query.
     private let cache = Mutex<(snapshot: ZooSnapshot?, bodies: [String: CachedBody])>((nil, [:]))
 
     /// `nextUpdate`: when the refresh schedule fires next (nil: no schedule).
-    public init(library: ZooLibrary, nextUpdate: @escaping @Sendable () -> Date? = { nil }) {
+    public init(library: ZooLibrary, tiles: MapTilesStore? = nil, nextUpdate: @escaping @Sendable () -> Date? = { nil }) {
         self.library = library
+        self.tiles = tiles
         self.nextUpdate = nextUpdate
     }
 
@@ -61,8 +67,48 @@ public final class ZooRestAPI: Sendable {
         routes.get("/api/map/metadata") { [self] request in
             await answer(request, key: "map", wrapped: false) { snapshot in Self.mapJSON(snapshot.router.graph) }
         }
-        routes.get("/api/map/data") { _ in Self.problem(404, "no map tiles were imported") }
+        routes.get("/api/map/data") { [self] request in mapData(request) }
     }
+
+    // MARK: Map tiles
+
+    struct LoadedTiles: Sendable {
+        let identity: MapTilesStore.Identity
+        let bytes: [UInt8]
+        let entityTag: String
+    }
+
+    /// The MBTiles file as an attachment, tagged with a hash of its bytes (equal on every replica); 404 before
+    /// any import. The stored file's identity is checked per request (one `stat`), so a new import, from any
+    /// replica, is served from the next request on.
+    private func mapData(_ request: HTTPRequest) -> HTTPResponse {
+        guard let tiles, let identity = tiles.identity() else { return Self.problem(404, "no map tiles were imported") }
+        let loaded: LoadedTiles?
+        do {
+            // Under the lock, so concurrent first downloads read the file once, and the old bytes are let go first.
+            loaded = try loadedTiles.withLock { state in
+                if let state, state.identity == identity { return state }
+                state = nil
+                state = try tiles.read().map { LoadedTiles(identity: $0.identity, bytes: $0.bytes, entityTag: EntityTag.strong($0.bytes)) }
+                return state
+            }
+        } catch {
+            return Self.problem(503, "the map tiles cannot be read: \(error)")
+        }
+        guard let loaded else { return Self.problem(404, "no map tiles were imported") }
+        let name = URL(fileURLWithPath: tiles.path).lastPathComponent
+        let headers: HTTPHeaders = [
+            "Content-Type": Self.mbtilesType, "Content-Disposition": "attachment; filename=\"\(name)\"", "ETag": loaded.entityTag,
+            "Cache-Control": "no-cache",
+        ]
+        if let ifNoneMatch = request.headers["if-none-match"], EntityTag.matches(ifNoneMatch, loaded.entityTag) {
+            return HTTPResponse(status: 304, headers: headers)
+        }
+        return HTTPResponse(status: 200, headers: headers, body: loaded.bytes)
+    }
+
+    /// SQLite's registered media type, which the OpenAPI document gives for this route.
+    static let mbtilesType = "application/vnd.sqlite3"
 
     // MARK: Building and caching answers
 

@@ -17,14 +17,17 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
     /// Runs imports (on the heavy-work lane, recorded in the zoo's database); the service offers
     /// `JobsService(runner: jobs)` beside this one. Without it ImportData answers FAILED_PRECONDITION.
     public let jobs: JobRunner?
+    /// Where ImportTiles stores the map's MBTiles file (nil: this server takes none).
+    public let tiles: MapTilesStore?
 
     /// The kind of the jobs ImportData starts.
     public static let importJobKind = "zoo.import"
 
-    public init(library: ZooLibrary, refresher: ZooRefresher? = nil, jobs: JobRunner? = nil) {
+    public init(library: ZooLibrary, refresher: ZooRefresher? = nil, jobs: JobRunner? = nil, tiles: MapTilesStore? = nil) {
         self.library = library
         self.refresher = refresher
         self.jobs = jobs
+        self.tiles = tiles
     }
 
     public func searchAnimals(request: ZooV1.SearchAnimalsRequest, context: ServerContext) async throws -> ZooV1.SearchAnimalsResponse {
@@ -69,7 +72,23 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
             routability: ZooV1.Routability(snapshot.routability()),
             sources: ZooV1.SourceCounts(
                 lexiconCsvOnly: Int32(clamping: counts.lexiconCSVOnly), animalsJsonOnly: Int32(clamping: counts.animalsJSONOnly),
-                both: Int32(clamping: counts.bothSources)))
+                both: Int32(clamping: counts.bothSources)),
+            tiles: tiles?.current().map(ZooV1.MapTiles.init))
+    }
+
+    public func importTiles(
+        requests: RequestStream<ZooV1.ImportTilesRequest>, context: ServerContext
+    ) async throws -> ZooV1.ImportTilesResponse {
+        guard let tiles else { throw RPCError(.failedPrecondition, "this zoo server stores no map tiles") }
+        // Pieces go to a temporary file as they arrive, so a file of hundreds of MB is never held in memory.
+        let upload = try tiles.beginUpload()
+        do {
+            for try await piece in requests { try upload.append(piece.data) }
+            return ZooV1.ImportTilesResponse(tiles: ZooV1.MapTiles(try upload.finish()))
+        } catch {
+            upload.discard()
+            throw error
+        }
     }
 
     public func exportCatalogue(

@@ -729,6 +729,8 @@ extension ZooV1 {
         public var routability: ZooV1.Routability? = nil
         /// Where the served animals came from.
         public var sources: ZooV1.SourceCounts? = nil
+        /// The imported map tiles (`GET /api/map/data`); absent when none were imported.
+        public var tiles: ZooV1.MapTiles? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -743,7 +745,8 @@ extension ZooV1 {
             refresh: ZooV1.RefreshSchedule? = nil,
             walkingSpeed: Double = 0,
             routability: ZooV1.Routability? = nil,
-            sources: ZooV1.SourceCounts? = nil
+            sources: ZooV1.SourceCounts? = nil,
+            tiles: ZooV1.MapTiles? = nil
         ) {
             self.lastImport = lastImport
             self.lastSuccessfulImport = lastSuccessfulImport
@@ -754,6 +757,57 @@ extension ZooV1 {
             self.walkingSpeed = walkingSpeed
             self.routability = routability
             self.sources = sources
+            self.tiles = tiles
+        }
+    }
+
+    /// The stored MBTiles file of the zoo map.
+    public struct MapTiles: Sendable, Equatable {
+        public var sizeBytes: Int64 = 0
+        /// Unix time in seconds when it was stored.
+        public var importedAt: Double = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            sizeBytes: Int64 = 0,
+            importedAt: Double = 0
+        ) {
+            self.sizeBytes = sizeBytes
+            self.importedAt = importedAt
+        }
+    }
+
+    /// One piece of an MBTiles file sent by ImportTiles.
+    public struct ImportTilesRequest: Sendable, Equatable {
+        /// The next bytes of the file, in order. Each message must fit in one frame (16 MiB); the gateway sends 1 MiB.
+        public var data: [UInt8] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            data: [UInt8] = []
+        ) {
+            self.data = data
+        }
+    }
+
+    /// The `menagerie.zoo.v1.ImportTilesResponse` message.
+    public struct ImportTilesResponse: Sendable, Equatable {
+        public var tiles: ZooV1.MapTiles? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            tiles: ZooV1.MapTiles? = nil
+        ) {
+            self.tiles = tiles
         }
     }
 
@@ -1274,6 +1328,13 @@ extension ZooV1 {
         public static let importData = ProtoMethod<ZooV1.ImportDataRequest, JobsV1.Job>(
             path: "/menagerie.zoo.v1.Zoo/ImportData", serverStreaming: false, idempotent: false)
 
+        /// Stores an MBTiles file of the zoo map (served at `GET /api/map/data`), sent as a client stream of pieces,
+        /// replacing the stored one at once when the whole file has arrived and checks out: an SQLite database with
+        /// `metadata(name, value)` and `tiles(zoom_level, tile_column, tile_row, tile_data)`, at most 1 GiB.
+        /// Anything else is INVALID_ARGUMENT and the stored file stays.
+        public static let importTiles = ProtoMethod<ZooV1.ImportTilesRequest, ZooV1.ImportTilesResponse>(
+            path: "/menagerie.zoo.v1.Zoo/ImportTiles", clientStreaming: true, serverStreaming: false, idempotent: false)
+
         /// The shortest walk. An animal without a pen of its own is reached at its house or zoo part (the response's
         /// destination says which). OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal that
         /// cannot be placed on the map, NOT_FOUND when no footpath connects the ends, INVALID_ARGUMENT for malformed coordinates.
@@ -1301,7 +1362,7 @@ extension ZooV1 {
             path: "/menagerie.zoo.v1.Zoo/ExportGeoJSON", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
         /// Every method of the service, in declaration order.
-        public static let methods: [ProtoMethodInfo] = [searchAnimals.info, getAnimal.info, listFilterValues.info, getMetadata.info, importData.info, route.info, nearby.info, tour.info, exportCatalogue.info, getFootpathGraph.info, exportGeoJSON.info]
+        public static let methods: [ProtoMethodInfo] = [searchAnimals.info, getAnimal.info, listFilterValues.info, getMetadata.info, importData.info, importTiles.info, route.info, nearby.info, tour.info, exportCatalogue.info, getFootpathGraph.info, exportGeoJSON.info]
     }
 }
 
@@ -1900,6 +1961,7 @@ extension ZooV1.GetMetadataResponse: ProtoMessage, ProtobufCBridged {
         walkingSpeed = reader.value(7)
         routability = reader.optional(8)
         sources = reader.optional(9)
+        tiles = reader.optional(10)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1912,6 +1974,72 @@ extension ZooV1.GetMetadataResponse: ProtoMessage, ProtobufCBridged {
         writer.set(7, walkingSpeed)
         writer.set(8, routability)
         writer.set(9, sources)
+        writer.set(10, tiles)
+    }
+}
+
+extension ZooV1.MapTiles: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.MapTiles"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        sizeBytes = reader.value(1)
+        importedAt = reader.value(2)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, sizeBytes)
+        writer.set(2, importedAt)
+    }
+}
+
+extension ZooV1.ImportTilesRequest: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.ImportTilesRequest"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        data = reader.value(1)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, data)
+    }
+}
+
+extension ZooV1.ImportTilesResponse: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.ImportTilesResponse"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        tiles = reader.optional(1)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, tiles)
     }
 }
 
@@ -3138,6 +3266,7 @@ extension ZooV1.GetMetadataResponse: ProtoJSONMessage {
         ProtoJSONField(number: 7, protoName: "walking_speed", jsonName: "walkingSpeed", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 8, protoName: "routability", jsonName: "routability", kind: .message, cardinality: .optional),
         ProtoJSONField(number: 9, protoName: "sources", jsonName: "sources", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 10, protoName: "tiles", jsonName: "tiles", kind: .message, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3151,6 +3280,7 @@ extension ZooV1.GetMetadataResponse: ProtoJSONMessage {
         json.value(6, self.walkingSpeed)
         json.optional(7, self.routability)
         json.optional(8, self.sources)
+        json.optional(9, self.tiles)
         return json.result
     }
 
@@ -3166,6 +3296,64 @@ extension ZooV1.GetMetadataResponse: ProtoJSONMessage {
         try json.value(6, into: &self.walkingSpeed)
         try json.optional(7, into: &self.routability)
         try json.optional(8, into: &self.sources)
+        try json.optional(9, into: &self.tiles)
+    }
+}
+
+extension ZooV1.MapTiles: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "size_bytes", jsonName: "sizeBytes", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "imported_at", jsonName: "importedAt", kind: .double, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.sizeBytes)
+        json.value(1, self.importedAt)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.sizeBytes)
+        try json.value(1, into: &self.importedAt)
+    }
+}
+
+extension ZooV1.ImportTilesRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "data", jsonName: "data", kind: .bytes, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.data)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.data)
+    }
+}
+
+extension ZooV1.ImportTilesResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "tiles", jsonName: "tiles", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.tiles)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.tiles)
     }
 }
 
@@ -3736,6 +3924,9 @@ extension ZooV1 {
             ZooV1.RefreshSchedule.self,
             ZooV1.GetMetadataRequest.self,
             ZooV1.GetMetadataResponse.self,
+            ZooV1.MapTiles.self,
+            ZooV1.ImportTilesRequest.self,
+            ZooV1.ImportTilesResponse.self,
             ZooV1.SourceCounts.self,
             ZooV1.Unroutable.self,
             ZooV1.Routability.self,

@@ -26,6 +26,12 @@ extension ZooV1.Zoo {
         /// when the service's heavy-work lane is full.
         func importData(request: ZooV1.ImportDataRequest, context: ServerContext) async throws -> JobsV1.Job
 
+        /// Stores an MBTiles file of the zoo map (served at `GET /api/map/data`), sent as a client stream of pieces,
+        /// replacing the stored one at once when the whole file has arrived and checks out: an SQLite database with
+        /// `metadata(name, value)` and `tiles(zoom_level, tile_column, tile_row, tile_data)`, at most 1 GiB.
+        /// Anything else is INVALID_ARGUMENT and the stored file stays.
+        func importTiles(requests: RequestStream<ZooV1.ImportTilesRequest>, context: ServerContext) async throws -> ZooV1.ImportTilesResponse
+
         /// The shortest walk. An animal without a pen of its own is reached at its house or zoo part (the response's
         /// destination says which). OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal that
         /// cannot be placed on the map, NOT_FOUND when no footpath connects the ends, INVALID_ARGUMENT for malformed coordinates.
@@ -67,6 +73,15 @@ extension ZooV1.Zoo {
         /// stays and the error is recorded). INVALID_ARGUMENT at once for a malformed request, RESOURCE_EXHAUSTED
         /// when the service's heavy-work lane is full.
         func importData(_ request: ZooV1.ImportDataRequest, options: CallOptions) async throws -> JobsV1.Job
+
+        /// Stores an MBTiles file of the zoo map (served at `GET /api/map/data`), sent as a client stream of pieces,
+        /// replacing the stored one at once when the whole file has arrived and checks out: an SQLite database with
+        /// `metadata(name, value)` and `tiles(zoom_level, tile_column, tile_row, tile_data)`, at most 1 GiB.
+        /// Anything else is INVALID_ARGUMENT and the stored file stays.
+        func importTiles(
+            options: CallOptions,
+            requests: @escaping @Sendable (RequestWriter<ZooV1.ImportTilesRequest>) async throws -> Void
+        ) async throws -> ZooV1.ImportTilesResponse
 
         /// The shortest walk. An animal without a pen of its own is reached at its house or zoo part (the response's
         /// destination says which). OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal that
@@ -124,6 +139,17 @@ extension ZooV1.Zoo {
         /// when the service's heavy-work lane is full.
         public func importData(_ request: ZooV1.ImportDataRequest, options: CallOptions) async throws -> JobsV1.Job {
             try await rpcClient.unary(ZooV1.Zoo.importData, request, options: options)
+        }
+
+        /// Stores an MBTiles file of the zoo map (served at `GET /api/map/data`), sent as a client stream of pieces,
+        /// replacing the stored one at once when the whole file has arrived and checks out: an SQLite database with
+        /// `metadata(name, value)` and `tiles(zoom_level, tile_column, tile_row, tile_data)`, at most 1 GiB.
+        /// Anything else is INVALID_ARGUMENT and the stored file stays.
+        public func importTiles(
+            options: CallOptions,
+            requests: @escaping @Sendable (RequestWriter<ZooV1.ImportTilesRequest>) async throws -> Void
+        ) async throws -> ZooV1.ImportTilesResponse {
+            try await rpcClient.clientStreaming(ZooV1.Zoo.importTiles, options: options, requests: requests)
         }
 
         /// The shortest walk. An animal without a pen of its own is reached at its house or zoo part (the response's
@@ -186,6 +212,13 @@ extension ZooV1.Zoo.ClientProtocol {
         try await importData(request, options: CallOptions())
     }
 
+    /// `importTiles` with the default call options.
+    public func importTiles(
+        requests: @escaping @Sendable (RequestWriter<ZooV1.ImportTilesRequest>) async throws -> Void
+    ) async throws -> ZooV1.ImportTilesResponse {
+        try await importTiles(options: CallOptions(), requests: requests)
+    }
+
     /// `route` with the default call options.
     public func route(_ request: ZooV1.RouteRequest) async throws -> ZooV1.RouteResponse {
         try await route(request, options: CallOptions())
@@ -234,6 +267,9 @@ extension ZooV1.Zoo.ServiceProtocol {
         }
         router.unary(ZooV1.Zoo.importData) { request, context in
             try await self.importData(request: request, context: context)
+        }
+        router.clientStreaming(ZooV1.Zoo.importTiles) { requests, context in
+            try await self.importTiles(requests: requests, context: context)
         }
         router.unary(ZooV1.Zoo.route) { request, context in
             try await self.route(request: request, context: context)

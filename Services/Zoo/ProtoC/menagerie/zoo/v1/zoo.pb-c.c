@@ -907,6 +907,141 @@ void   menagerie__zoo__v1__get_metadata_response__free_unpacked
   assert(message->base.descriptor == &menagerie__zoo__v1__get_metadata_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   menagerie__zoo__v1__map_tiles__init
+                     (Menagerie__Zoo__V1__MapTiles         *message)
+{
+  static const Menagerie__Zoo__V1__MapTiles init_value = MENAGERIE__ZOO__V1__MAP_TILES__INIT;
+  *message = init_value;
+}
+size_t menagerie__zoo__v1__map_tiles__get_packed_size
+                     (const Menagerie__Zoo__V1__MapTiles *message)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__map_tiles__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__zoo__v1__map_tiles__pack
+                     (const Menagerie__Zoo__V1__MapTiles *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__map_tiles__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__zoo__v1__map_tiles__pack_to_buffer
+                     (const Menagerie__Zoo__V1__MapTiles *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__map_tiles__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Zoo__V1__MapTiles *
+       menagerie__zoo__v1__map_tiles__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Zoo__V1__MapTiles *)
+     protobuf_c_message_unpack (&menagerie__zoo__v1__map_tiles__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__zoo__v1__map_tiles__free_unpacked
+                     (Menagerie__Zoo__V1__MapTiles *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__zoo__v1__map_tiles__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__zoo__v1__import_tiles_request__init
+                     (Menagerie__Zoo__V1__ImportTilesRequest         *message)
+{
+  static const Menagerie__Zoo__V1__ImportTilesRequest init_value = MENAGERIE__ZOO__V1__IMPORT_TILES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__zoo__v1__import_tiles_request__get_packed_size
+                     (const Menagerie__Zoo__V1__ImportTilesRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__import_tiles_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__zoo__v1__import_tiles_request__pack
+                     (const Menagerie__Zoo__V1__ImportTilesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__import_tiles_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__zoo__v1__import_tiles_request__pack_to_buffer
+                     (const Menagerie__Zoo__V1__ImportTilesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__import_tiles_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Zoo__V1__ImportTilesRequest *
+       menagerie__zoo__v1__import_tiles_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Zoo__V1__ImportTilesRequest *)
+     protobuf_c_message_unpack (&menagerie__zoo__v1__import_tiles_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__zoo__v1__import_tiles_request__free_unpacked
+                     (Menagerie__Zoo__V1__ImportTilesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__zoo__v1__import_tiles_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__zoo__v1__import_tiles_response__init
+                     (Menagerie__Zoo__V1__ImportTilesResponse         *message)
+{
+  static const Menagerie__Zoo__V1__ImportTilesResponse init_value = MENAGERIE__ZOO__V1__IMPORT_TILES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__zoo__v1__import_tiles_response__get_packed_size
+                     (const Menagerie__Zoo__V1__ImportTilesResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__import_tiles_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__zoo__v1__import_tiles_response__pack
+                     (const Menagerie__Zoo__V1__ImportTilesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__import_tiles_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__zoo__v1__import_tiles_response__pack_to_buffer
+                     (const Menagerie__Zoo__V1__ImportTilesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__import_tiles_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Zoo__V1__ImportTilesResponse *
+       menagerie__zoo__v1__import_tiles_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Zoo__V1__ImportTilesResponse *)
+     protobuf_c_message_unpack (&menagerie__zoo__v1__import_tiles_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__zoo__v1__import_tiles_response__free_unpacked
+                     (Menagerie__Zoo__V1__ImportTilesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__zoo__v1__import_tiles_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   menagerie__zoo__v1__source_counts__init
                      (Menagerie__Zoo__V1__SourceCounts         *message)
 {
@@ -3846,7 +3981,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__get_metadata_request__descr
   (ProtobufCMessageInit) menagerie__zoo__v1__get_metadata_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__zoo__v1__get_metadata_response__field_descriptors[9] =
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__get_metadata_response__field_descriptors[10] =
 {
   {
     "last_import",
@@ -3956,6 +4091,18 @@ static const ProtobufCFieldDescriptor menagerie__zoo__v1__get_metadata_response_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "tiles",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__GetMetadataResponse, tiles),
+    &menagerie__zoo__v1__map_tiles__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__zoo__v1__get_metadata_response__field_indices_by_name[] = {
   3,   /* field[3] = counts */
@@ -3966,12 +4113,13 @@ static const unsigned menagerie__zoo__v1__get_metadata_response__field_indices_b
   5,   /* field[5] = refresh */
   7,   /* field[7] = routability */
   8,   /* field[8] = sources */
+  9,   /* field[9] = tiles */
   6,   /* field[6] = walking_speed */
 };
 static const ProtobufCIntRange menagerie__zoo__v1__get_metadata_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor menagerie__zoo__v1__get_metadata_response__descriptor =
 {
@@ -3981,11 +4129,138 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__get_metadata_response__desc
   "Menagerie__Zoo__V1__GetMetadataResponse",
   "menagerie.zoo.v1",
   sizeof(Menagerie__Zoo__V1__GetMetadataResponse),
-  9,
+  10,
   menagerie__zoo__v1__get_metadata_response__field_descriptors,
   menagerie__zoo__v1__get_metadata_response__field_indices_by_name,
   1,  menagerie__zoo__v1__get_metadata_response__number_ranges,
   (ProtobufCMessageInit) menagerie__zoo__v1__get_metadata_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__map_tiles__field_descriptors[2] =
+{
+  {
+    "size_bytes",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__MapTiles, size_bytes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "imported_at",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__MapTiles, imported_at),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__zoo__v1__map_tiles__field_indices_by_name[] = {
+  1,   /* field[1] = imported_at */
+  0,   /* field[0] = size_bytes */
+};
+static const ProtobufCIntRange menagerie__zoo__v1__map_tiles__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__zoo__v1__map_tiles__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.MapTiles",
+  "MapTiles",
+  "Menagerie__Zoo__V1__MapTiles",
+  "menagerie.zoo.v1",
+  sizeof(Menagerie__Zoo__V1__MapTiles),
+  2,
+  menagerie__zoo__v1__map_tiles__field_descriptors,
+  menagerie__zoo__v1__map_tiles__field_indices_by_name,
+  1,  menagerie__zoo__v1__map_tiles__number_ranges,
+  (ProtobufCMessageInit) menagerie__zoo__v1__map_tiles__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__import_tiles_request__field_descriptors[1] =
+{
+  {
+    "data",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__ImportTilesRequest, data),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__zoo__v1__import_tiles_request__field_indices_by_name[] = {
+  0,   /* field[0] = data */
+};
+static const ProtobufCIntRange menagerie__zoo__v1__import_tiles_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__zoo__v1__import_tiles_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.ImportTilesRequest",
+  "ImportTilesRequest",
+  "Menagerie__Zoo__V1__ImportTilesRequest",
+  "menagerie.zoo.v1",
+  sizeof(Menagerie__Zoo__V1__ImportTilesRequest),
+  1,
+  menagerie__zoo__v1__import_tiles_request__field_descriptors,
+  menagerie__zoo__v1__import_tiles_request__field_indices_by_name,
+  1,  menagerie__zoo__v1__import_tiles_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__zoo__v1__import_tiles_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__import_tiles_response__field_descriptors[1] =
+{
+  {
+    "tiles",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__ImportTilesResponse, tiles),
+    &menagerie__zoo__v1__map_tiles__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__zoo__v1__import_tiles_response__field_indices_by_name[] = {
+  0,   /* field[0] = tiles */
+};
+static const ProtobufCIntRange menagerie__zoo__v1__import_tiles_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__zoo__v1__import_tiles_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.ImportTilesResponse",
+  "ImportTilesResponse",
+  "Menagerie__Zoo__V1__ImportTilesResponse",
+  "menagerie.zoo.v1",
+  sizeof(Menagerie__Zoo__V1__ImportTilesResponse),
+  1,
+  menagerie__zoo__v1__import_tiles_response__field_descriptors,
+  menagerie__zoo__v1__import_tiles_response__field_indices_by_name,
+  1,  menagerie__zoo__v1__import_tiles_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__zoo__v1__import_tiles_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor menagerie__zoo__v1__source_counts__field_descriptors[3] =
@@ -5486,13 +5761,14 @@ const ProtobufCEnumDescriptor menagerie__zoo__v1__import_trigger__descriptor =
   menagerie__zoo__v1__import_trigger__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor menagerie__zoo__v1__zoo__method_descriptors[11] =
+static const ProtobufCMethodDescriptor menagerie__zoo__v1__zoo__method_descriptors[12] =
 {
   { "SearchAnimals", &menagerie__zoo__v1__search_animals_request__descriptor, &menagerie__zoo__v1__search_animals_response__descriptor },
   { "GetAnimal", &menagerie__zoo__v1__get_animal_request__descriptor, &menagerie__zoo__v1__get_animal_response__descriptor },
   { "ListFilterValues", &menagerie__zoo__v1__list_filter_values_request__descriptor, &menagerie__zoo__v1__list_filter_values_response__descriptor },
   { "GetMetadata", &menagerie__zoo__v1__get_metadata_request__descriptor, &menagerie__zoo__v1__get_metadata_response__descriptor },
   { "ImportData", &menagerie__zoo__v1__import_data_request__descriptor, &menagerie__jobs__v1__job__descriptor },
+  { "ImportTiles", &menagerie__zoo__v1__import_tiles_request__descriptor, &menagerie__zoo__v1__import_tiles_response__descriptor },
   { "Route", &menagerie__zoo__v1__route_request__descriptor, &menagerie__zoo__v1__route_response__descriptor },
   { "Nearby", &menagerie__zoo__v1__nearby_request__descriptor, &menagerie__zoo__v1__nearby_response__descriptor },
   { "Tour", &menagerie__zoo__v1__tour_request__descriptor, &menagerie__zoo__v1__tour_response__descriptor },
@@ -5501,17 +5777,18 @@ static const ProtobufCMethodDescriptor menagerie__zoo__v1__zoo__method_descripto
   { "ExportGeoJSON", &menagerie__zoo__v1__export_geo_jsonrequest__descriptor, &menagerie__zoo__v1__export_geo_jsonresponse__descriptor },
 };
 const unsigned menagerie__zoo__v1__zoo__method_indices_by_name[] = {
-  8,        /* ExportCatalogue */
-  10,        /* ExportGeoJSON */
+  9,        /* ExportCatalogue */
+  11,        /* ExportGeoJSON */
   1,        /* GetAnimal */
-  9,        /* GetFootpathGraph */
+  10,        /* GetFootpathGraph */
   3,        /* GetMetadata */
   4,        /* ImportData */
+  5,        /* ImportTiles */
   2,        /* ListFilterValues */
-  6,        /* Nearby */
-  5,        /* Route */
+  7,        /* Nearby */
+  6,        /* Route */
   0,        /* SearchAnimals */
-  7         /* Tour */
+  8         /* Tour */
 };
 const ProtobufCServiceDescriptor menagerie__zoo__v1__zoo__descriptor =
 {
@@ -5520,7 +5797,7 @@ const ProtobufCServiceDescriptor menagerie__zoo__v1__zoo__descriptor =
   "Zoo",
   "Menagerie__Zoo__V1__Zoo",
   "menagerie.zoo.v1",
-  11,
+  12,
   menagerie__zoo__v1__zoo__method_descriptors,
   menagerie__zoo__v1__zoo__method_indices_by_name
 };
@@ -5564,13 +5841,21 @@ void menagerie__zoo__v1__zoo__import_data(ProtobufCService *service,
   assert(service->descriptor == &menagerie__zoo__v1__zoo__descriptor);
   service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void menagerie__zoo__v1__zoo__import_tiles(ProtobufCService *service,
+                                           const Menagerie__Zoo__V1__ImportTilesRequest *input,
+                                           Menagerie__Zoo__V1__ImportTilesResponse_Closure closure,
+                                           void *closure_data)
+{
+  assert(service->descriptor == &menagerie__zoo__v1__zoo__descriptor);
+  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void menagerie__zoo__v1__zoo__route(ProtobufCService *service,
                                     const Menagerie__Zoo__V1__RouteRequest *input,
                                     Menagerie__Zoo__V1__RouteResponse_Closure closure,
                                     void *closure_data)
 {
   assert(service->descriptor == &menagerie__zoo__v1__zoo__descriptor);
-  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__zoo__v1__zoo__nearby(ProtobufCService *service,
                                      const Menagerie__Zoo__V1__NearbyRequest *input,
@@ -5578,7 +5863,7 @@ void menagerie__zoo__v1__zoo__nearby(ProtobufCService *service,
                                      void *closure_data)
 {
   assert(service->descriptor == &menagerie__zoo__v1__zoo__descriptor);
-  service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__zoo__v1__zoo__tour(ProtobufCService *service,
                                    const Menagerie__Zoo__V1__TourRequest *input,
@@ -5586,7 +5871,7 @@ void menagerie__zoo__v1__zoo__tour(ProtobufCService *service,
                                    void *closure_data)
 {
   assert(service->descriptor == &menagerie__zoo__v1__zoo__descriptor);
-  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__zoo__v1__zoo__export_catalogue(ProtobufCService *service,
                                                const Menagerie__Zoo__V1__ExportCatalogueRequest *input,
@@ -5594,7 +5879,7 @@ void menagerie__zoo__v1__zoo__export_catalogue(ProtobufCService *service,
                                                void *closure_data)
 {
   assert(service->descriptor == &menagerie__zoo__v1__zoo__descriptor);
-  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__zoo__v1__zoo__get_footpath_graph(ProtobufCService *service,
                                                  const Menagerie__Zoo__V1__GetFootpathGraphRequest *input,
@@ -5602,7 +5887,7 @@ void menagerie__zoo__v1__zoo__get_footpath_graph(ProtobufCService *service,
                                                  void *closure_data)
 {
   assert(service->descriptor == &menagerie__zoo__v1__zoo__descriptor);
-  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__zoo__v1__zoo__export_geo_json(ProtobufCService *service,
                                               const Menagerie__Zoo__V1__ExportGeoJSONRequest *input,
@@ -5610,7 +5895,7 @@ void menagerie__zoo__v1__zoo__export_geo_json(ProtobufCService *service,
                                               void *closure_data)
 {
   assert(service->descriptor == &menagerie__zoo__v1__zoo__descriptor);
-  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__zoo__v1__zoo__init (Menagerie__Zoo__V1__Zoo_Service *service,
                                     Menagerie__Zoo__V1__Zoo_ServiceDestroy destroy)

@@ -36,6 +36,9 @@ typedef struct Menagerie__Zoo__V1__DataCounts Menagerie__Zoo__V1__DataCounts;
 typedef struct Menagerie__Zoo__V1__RefreshSchedule Menagerie__Zoo__V1__RefreshSchedule;
 typedef struct Menagerie__Zoo__V1__GetMetadataRequest Menagerie__Zoo__V1__GetMetadataRequest;
 typedef struct Menagerie__Zoo__V1__GetMetadataResponse Menagerie__Zoo__V1__GetMetadataResponse;
+typedef struct Menagerie__Zoo__V1__MapTiles Menagerie__Zoo__V1__MapTiles;
+typedef struct Menagerie__Zoo__V1__ImportTilesRequest Menagerie__Zoo__V1__ImportTilesRequest;
+typedef struct Menagerie__Zoo__V1__ImportTilesResponse Menagerie__Zoo__V1__ImportTilesResponse;
 typedef struct Menagerie__Zoo__V1__SourceCounts Menagerie__Zoo__V1__SourceCounts;
 typedef struct Menagerie__Zoo__V1__Unroutable Menagerie__Zoo__V1__Unroutable;
 typedef struct Menagerie__Zoo__V1__Routability Menagerie__Zoo__V1__Routability;
@@ -842,10 +845,57 @@ struct  Menagerie__Zoo__V1__GetMetadataResponse
    * Where the served animals came from.
    */
   Menagerie__Zoo__V1__SourceCounts *sources;
+  /*
+   * The imported map tiles (`GET /api/map/data`); absent when none were imported.
+   */
+  Menagerie__Zoo__V1__MapTiles *tiles;
 };
 #define MENAGERIE__ZOO__V1__GET_METADATA_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__get_metadata_response__descriptor) \
-    , NULL, NULL, NULL, NULL, MENAGERIE__ZOO__V1__FILE_KIND__FILE_KIND_UNSPECIFIED, NULL, 0, NULL, NULL }
+    , NULL, NULL, NULL, NULL, MENAGERIE__ZOO__V1__FILE_KIND__FILE_KIND_UNSPECIFIED, NULL, 0, NULL, NULL, NULL }
+
+
+/*
+ * The stored MBTiles file of the zoo map.
+ */
+struct  Menagerie__Zoo__V1__MapTiles
+{
+  ProtobufCMessage base;
+  int64_t size_bytes;
+  /*
+   * Unix time in seconds when it was stored.
+   */
+  double imported_at;
+};
+#define MENAGERIE__ZOO__V1__MAP_TILES__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__map_tiles__descriptor) \
+    , 0, 0 }
+
+
+/*
+ * One piece of an MBTiles file sent by ImportTiles.
+ */
+struct  Menagerie__Zoo__V1__ImportTilesRequest
+{
+  ProtobufCMessage base;
+  /*
+   * The next bytes of the file, in order. Each message must fit in one frame (16 MiB); the gateway sends 1 MiB.
+   */
+  ProtobufCBinaryData data;
+};
+#define MENAGERIE__ZOO__V1__IMPORT_TILES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__import_tiles_request__descriptor) \
+    , {0,NULL} }
+
+
+struct  Menagerie__Zoo__V1__ImportTilesResponse
+{
+  ProtobufCMessage base;
+  Menagerie__Zoo__V1__MapTiles *tiles;
+};
+#define MENAGERIE__ZOO__V1__IMPORT_TILES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__import_tiles_response__descriptor) \
+    , NULL }
 
 
 /*
@@ -1656,6 +1706,63 @@ Menagerie__Zoo__V1__GetMetadataResponse *
 void   menagerie__zoo__v1__get_metadata_response__free_unpacked
                      (Menagerie__Zoo__V1__GetMetadataResponse *message,
                       ProtobufCAllocator *allocator);
+/* Menagerie__Zoo__V1__MapTiles methods */
+void   menagerie__zoo__v1__map_tiles__init
+                     (Menagerie__Zoo__V1__MapTiles         *message);
+size_t menagerie__zoo__v1__map_tiles__get_packed_size
+                     (const Menagerie__Zoo__V1__MapTiles   *message);
+size_t menagerie__zoo__v1__map_tiles__pack
+                     (const Menagerie__Zoo__V1__MapTiles   *message,
+                      uint8_t             *out);
+size_t menagerie__zoo__v1__map_tiles__pack_to_buffer
+                     (const Menagerie__Zoo__V1__MapTiles   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Zoo__V1__MapTiles *
+       menagerie__zoo__v1__map_tiles__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__zoo__v1__map_tiles__free_unpacked
+                     (Menagerie__Zoo__V1__MapTiles *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Zoo__V1__ImportTilesRequest methods */
+void   menagerie__zoo__v1__import_tiles_request__init
+                     (Menagerie__Zoo__V1__ImportTilesRequest         *message);
+size_t menagerie__zoo__v1__import_tiles_request__get_packed_size
+                     (const Menagerie__Zoo__V1__ImportTilesRequest   *message);
+size_t menagerie__zoo__v1__import_tiles_request__pack
+                     (const Menagerie__Zoo__V1__ImportTilesRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__zoo__v1__import_tiles_request__pack_to_buffer
+                     (const Menagerie__Zoo__V1__ImportTilesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Zoo__V1__ImportTilesRequest *
+       menagerie__zoo__v1__import_tiles_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__zoo__v1__import_tiles_request__free_unpacked
+                     (Menagerie__Zoo__V1__ImportTilesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Zoo__V1__ImportTilesResponse methods */
+void   menagerie__zoo__v1__import_tiles_response__init
+                     (Menagerie__Zoo__V1__ImportTilesResponse         *message);
+size_t menagerie__zoo__v1__import_tiles_response__get_packed_size
+                     (const Menagerie__Zoo__V1__ImportTilesResponse   *message);
+size_t menagerie__zoo__v1__import_tiles_response__pack
+                     (const Menagerie__Zoo__V1__ImportTilesResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__zoo__v1__import_tiles_response__pack_to_buffer
+                     (const Menagerie__Zoo__V1__ImportTilesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Zoo__V1__ImportTilesResponse *
+       menagerie__zoo__v1__import_tiles_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__zoo__v1__import_tiles_response__free_unpacked
+                     (Menagerie__Zoo__V1__ImportTilesResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Menagerie__Zoo__V1__SourceCounts methods */
 void   menagerie__zoo__v1__source_counts__init
                      (Menagerie__Zoo__V1__SourceCounts         *message);
@@ -2174,6 +2281,15 @@ typedef void (*Menagerie__Zoo__V1__GetMetadataRequest_Closure)
 typedef void (*Menagerie__Zoo__V1__GetMetadataResponse_Closure)
                  (const Menagerie__Zoo__V1__GetMetadataResponse *message,
                   void *closure_data);
+typedef void (*Menagerie__Zoo__V1__MapTiles_Closure)
+                 (const Menagerie__Zoo__V1__MapTiles *message,
+                  void *closure_data);
+typedef void (*Menagerie__Zoo__V1__ImportTilesRequest_Closure)
+                 (const Menagerie__Zoo__V1__ImportTilesRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Zoo__V1__ImportTilesResponse_Closure)
+                 (const Menagerie__Zoo__V1__ImportTilesResponse *message,
+                  void *closure_data);
 typedef void (*Menagerie__Zoo__V1__SourceCounts_Closure)
                  (const Menagerie__Zoo__V1__SourceCounts *message,
                   void *closure_data);
@@ -2273,6 +2389,10 @@ struct Menagerie__Zoo__V1__Zoo_Service
                       const Menagerie__Zoo__V1__ImportDataRequest *input,
                       Menagerie__Jobs__V1__Job_Closure closure,
                       void *closure_data);
+  void (*import_tiles)(Menagerie__Zoo__V1__Zoo_Service *service,
+                       const Menagerie__Zoo__V1__ImportTilesRequest *input,
+                       Menagerie__Zoo__V1__ImportTilesResponse_Closure closure,
+                       void *closure_data);
   void (*route)(Menagerie__Zoo__V1__Zoo_Service *service,
                 const Menagerie__Zoo__V1__RouteRequest *input,
                 Menagerie__Zoo__V1__RouteResponse_Closure closure,
@@ -2310,6 +2430,7 @@ void menagerie__zoo__v1__zoo__init (Menagerie__Zoo__V1__Zoo_Service *service,
       function_prefix__ ## list_filter_values,\
       function_prefix__ ## get_metadata,\
       function_prefix__ ## import_data,\
+      function_prefix__ ## import_tiles,\
       function_prefix__ ## route,\
       function_prefix__ ## nearby,\
       function_prefix__ ## tour,\
@@ -2336,6 +2457,10 @@ void menagerie__zoo__v1__zoo__import_data(ProtobufCService *service,
                                           const Menagerie__Zoo__V1__ImportDataRequest *input,
                                           Menagerie__Jobs__V1__Job_Closure closure,
                                           void *closure_data);
+void menagerie__zoo__v1__zoo__import_tiles(ProtobufCService *service,
+                                           const Menagerie__Zoo__V1__ImportTilesRequest *input,
+                                           Menagerie__Zoo__V1__ImportTilesResponse_Closure closure,
+                                           void *closure_data);
 void menagerie__zoo__v1__zoo__route(ProtobufCService *service,
                                     const Menagerie__Zoo__V1__RouteRequest *input,
                                     Menagerie__Zoo__V1__RouteResponse_Closure closure,
@@ -2386,6 +2511,9 @@ extern const ProtobufCMessageDescriptor menagerie__zoo__v1__data_counts__descrip
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__refresh_schedule__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__get_metadata_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__get_metadata_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__zoo__v1__map_tiles__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__zoo__v1__import_tiles_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__zoo__v1__import_tiles_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__source_counts__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__unroutable__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__routability__descriptor;
