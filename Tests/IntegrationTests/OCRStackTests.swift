@@ -219,7 +219,8 @@ import TextRecognition
                 "ocr", "template", "edit", "Shed battery", "--description", "nabíječka", "--rename-value", "Temp=Teplota"])
             #expect(templateEdited.status == 0 && templateEdited.output.contains("Volts, Amps, Teplota"), "\(templateEdited.output)")
             let excel = try await stack.gateway(["ocr", "export", "Shed battery", "--bom", "--delimiter", ";", "--tz", "Europe/Prague"])
-            #expect(excel.status == 0 && excel.output.hasPrefix("\u{FEFF}Date;Date source;Volts;Amps;Teplota\r\n"), "\(excel.output)")
+            // Foundation's UTF-8 decoding (the output here) drops a leading byte-order mark; OCRServiceTests sees it.
+            #expect(excel.status == 0 && excel.output.drop { $0 == "\u{FEFF}" }.hasPrefix("Date;Date source;Volts;Amps;Teplota\r\n"), "\(excel.output)")
             #expect(excel.output.contains("2026-09-20T12:00:00+02:00;given;'=1+1;"), "\(excel.output)")
             #expect(try await stack.gateway(["ocr", "export", "Shed battery", "--tz", "Mars/Olympus"]).status == 3)
 
