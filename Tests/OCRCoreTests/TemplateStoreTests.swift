@@ -1,4 +1,5 @@
 import Foundation
+import Storage
 import Testing
 @testable import OCRCore
 
@@ -76,7 +77,7 @@ import Testing
         for second in [5, 3, 9, 1, 7, 2, 8, 4, 6, 0] {
             _ = try store.addRecord(
                 templateID: template.id, values: values("\(second)", "a,\"b\""),
-                at: Date(timeIntervalSince1970: 1_800_000_000 + Double(second)))
+                at: Date(timeIntervalSince1970: 1_790_000_000 + Double(second)))
         }
         #expect(try store.latestRecords(templateID: template.id).map { $0.values[0].text } == ["9", "8", "7", "6", "5"])
 
@@ -96,9 +97,9 @@ import Testing
         }
 
         let rows = parseCSV(try store.exportCSV(templateID: template.id))
-        #expect(rows[0] == ["Date", "Volts", "Amps"])
-        #expect(rows.dropFirst().map { $0[1] } == (0...9).map(String.init))
-        #expect(rows[1] == ["2027-01-15T08:00:00Z", "0", "a,\"b\""])
+        #expect(rows[0] == ["Date", "Date source", "Volts", "Amps"])
+        #expect(rows.dropFirst().map { $0[2] } == (0...9).map(String.init))
+        #expect(rows[1] == ["2026-09-21T14:13:20Z", "upload", "0", "a,\"b\""])
 
         let oldest = try store.records(templateID: template.id, pageSize: 1).records[0]
         try store.deleteRecord(id: oldest.id)
@@ -115,6 +116,79 @@ import Testing
             try store.addRecord(templateID: 999, values: values("1", "2"))
         }
     }
+
+    @Test func recordsAreCorrectedByValueNameAndDate() throws {
+        let template = try store.createTemplate(name: "B", values: values).template
+        let other = try store.createTemplate(name: "C", values: values).template
+        let record = try store.addRecord(templateID: template.id, values: values("12.6", "3.2"))
+        #expect(record.dateSource == .upload)
+
+        let edited = try store.updateRecord(id: record.id, values: ["Amps": "3.4"])
+        #expect(edited.values.map(\.text) == ["12.6", "3.4"] && edited.values[1].confidence == 1 && edited.values[0].confidence == 0.8)
+        #expect(edited.createdAt == record.createdAt && edited.dateSource == .upload)
+
+        let taken = Date(timeIntervalSince1970: 1_790_000_000)
+        let backdated = try store.updateRecord(id: record.id, templateID: template.id, date: taken)
+        #expect(backdated.createdAt == taken && backdated.dateSource == .given && backdated.values.map(\.text) == ["12.6", "3.4"])
+        #expect(try store.allRecords(templateID: template.id).first == backdated)
+
+        #expect(throws: OCRError.invalid("template \"B\" has no value named \"Watts\"; its values: \"Volts\", \"Amps\"")) {
+            try store.updateRecord(id: record.id, values: ["Watts": "1"])
+        }
+        #expect(throws: OCRError(.notFound, "no record \(record.id) of template \(other.id)")) {
+            try store.updateRecord(id: record.id, templateID: other.id, values: ["Volts": "1"])
+        }
+        #expect(throws: OCRError(.notFound, "no record 999")) { try store.updateRecord(id: 999, values: ["Volts": "1"]) }
+        #expect(throws: OCRError.invalid("a record's date must not be more than a day in the future")) {
+            try store.updateRecord(id: record.id, date: Date().addingTimeInterval(2 * 86_400))
+        }
+        #expect(throws: OCRError.invalid("a record's date must not be before 1970-01-01")) {
+            try store.addRecord(templateID: template.id, values: values("1", "2"), at: Date(timeIntervalSince1970: -1), dateSource: .given)
+        }
+        let exif = try store.addRecord(templateID: template.id, values: values("1", "2"), at: taken, dateSource: .exif)
+        #expect(try store.latestRecords(templateID: template.id, limit: 10).first { $0.id == exif.id }?.dateSource == .exif)
+        #expect(try store.allRecords(templateID: template.id).map(\.values[0].text) == ["12.6", "1"], "the unchanged record failed as a whole")
+    }
+
+    @Test func templateEditsNameDescriptionAndValuesAtOnce() throws {
+        let template = try store.createTemplate(name: "B", description: "old", values: values).template
+        _ = try store.createTemplate(name: "Taken", values: values)
+        let edited = try store.updateTemplate(id: template.id, name: "Shed", description: "the shed's charger", renames: ["Volts": "Napětí"])
+        #expect(edited.name == "Shed" && edited.description == "the shed's charger" && edited.values.map(\.name) == ["Napětí", "Amps"])
+        #expect(try store.template(id: template.id) == edited)
+        #expect(throws: OCRError(.alreadyExists, "a template named \"Taken\" already exists")) {
+            try store.updateTemplate(id: template.id, name: "Taken", description: "lost")
+        }
+        #expect(throws: OCRError(.notFound, "template \"Shed\" has no value named \"Volts\"")) {
+            try store.updateTemplate(id: template.id, description: "lost", renames: ["Volts": "V"])
+        }
+        #expect(try store.template(id: template.id) == edited, "all or nothing")
+        #expect(try store.updateTemplate(id: template.id, description: "").description == "")
+    }
+
+    /// A database of the first schema (before records had date sources) opens with its records, dated by upload.
+    @Test func aVersionOneDatabaseMigratesWithItsRecords() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ocr-v1-\(UUID().uuidString).sqlite").path
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        do {
+            let old = try Database(path: path, migrations: [OCRSchema.migrations[0]])
+            try old.write { db in
+                try db.execute("INSERT INTO templates (id, name, description, created_ms) VALUES (1, 'Old', '', 1000)")
+                try db.execute(
+                    "INSERT INTO template_values (template_id, position, name, level, x, y, width, height) VALUES (1, 0, 'Volts', 'word', 0.1, 0.1, 0.1, 0.1)")
+                try db.execute("INSERT INTO records (id, template_id, created_ms) VALUES (7, 1, 1790000000000)")
+                try db.execute("INSERT INTO record_values (record_id, position, text, confidence) VALUES (7, 0, '12.6', 0.9)")
+            }
+        }
+        let store = try TemplateStore(path: path)
+        let records = try store.allRecords(templateID: 1)
+        #expect(records.map(\.id) == [7] && records[0].dateSource == .upload && records[0].values[0].text == "12.6")
+        #expect(try store.updateRecord(id: 7, values: ["Volts": "12.7"]).values[0].text == "12.7")
+        #expect(try store.exportCSV(templateID: 1) == "Date,Date source,Volts\r\n2026-09-21T14:13:20Z,upload,12.7\r\n")
+    }
+
 }
 
 @Suite struct TextLimitTests {

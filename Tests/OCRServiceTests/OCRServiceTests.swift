@@ -56,7 +56,7 @@ import Testing
         var csv = ""
         for try await chunk in ocr.exportRecords(OcrV1.ExportRecordsRequest(template: "Battery")) { csv += chunk.csv }
         let lines = csv.components(separatedBy: "\r\n")
-        #expect(lines[0] == "Date,Volts,\"Amps, DC\"")
+        #expect(lines[0] == "Date,Date source,Volts,\"Amps, DC\"")
         #expect(lines.count == 5 && lines[4].isEmpty)
         #expect(lines[1].hasSuffix(",12.6,\"3,2\""))
 
@@ -81,5 +81,55 @@ import Testing
             for try await _ in ocr.exportRecords(OcrV1.ExportRecordsRequest(template: "nope")) {}
         } == .notFound)
         #expect(await code { _ = try await ocr.addRecord(OcrV1.AddRecordRequest(template: "Once", values: [])) } == .invalidArgument)
+    }
+
+    @Test func recordsAreCorrectedAndBackdatedAndExportedForSpreadsheets() async throws {
+        _ = try await ocr.createTemplate(OcrV1.CreateTemplateRequest(name: "Battery", values: Self.values))
+        _ = try await ocr.createTemplate(OcrV1.CreateTemplateRequest(name: "Other", values: Self.values))
+        let taken = 1_790_000_000.0
+        let added = try #require(try await ocr.addRecord(
+            OcrV1.AddRecordRequest(
+                template: "Battery", values: [OcrV1.RecordValue(text: "12.6", confidence: 0.7), OcrV1.RecordValue(text: "=1+1", confidence: 0.7)],
+                createdAt: taken, dateSource: .exif)).record)
+        #expect(added.createdAt == taken && added.dateSource == .exif)
+        let now = try #require(try await ocr.addRecord(
+            OcrV1.AddRecordRequest(template: "Battery", values: [OcrV1.RecordValue(), OcrV1.RecordValue()])).record)
+        #expect(now.dateSource == .upload && abs(now.createdAt - Date().timeIntervalSince1970) < 60)
+
+        let edited = try #require(try await ocr.updateRecord(
+            OcrV1.UpdateRecordRequest(recordID: added.id, template: "Battery", values: [OcrV1.RecordValue(name: "Volts", text: "12.9")],
+                                      createdAt: taken - 3600)).record)
+        #expect(edited.values.map(\.text) == ["12.9", "=1+1"] && edited.createdAt == taken - 3600 && edited.dateSource == .given)
+        #expect(await code {
+            _ = try await ocr.updateRecord(OcrV1.UpdateRecordRequest(recordID: added.id, values: [OcrV1.RecordValue(name: "Watts", text: "1")]))
+        } == .invalidArgument)
+        #expect(await code {
+            _ = try await ocr.updateRecord(OcrV1.UpdateRecordRequest(recordID: added.id, template: "Other", values: [OcrV1.RecordValue(name: "Volts", text: "1")]))
+        } == .notFound)
+        #expect(await code { _ = try await ocr.updateRecord(OcrV1.UpdateRecordRequest(recordID: added.id)) } == .invalidArgument)
+        #expect(await code {
+            _ = try await ocr.addRecord(OcrV1.AddRecordRequest(template: "Battery", values: [OcrV1.RecordValue(), OcrV1.RecordValue()],
+                                                               createdAt: Date().timeIntervalSince1970 + 3 * 86_400))
+        } == .invalidArgument)
+        #expect(await code {
+            _ = try await ocr.addRecord(OcrV1.AddRecordRequest(template: "Battery", values: [OcrV1.RecordValue(), OcrV1.RecordValue()], dateSource: .exif))
+        } == .invalidArgument)
+
+        let template = try #require(try await ocr.updateTemplate(
+            OcrV1.UpdateTemplateRequest(template: "Battery", description: "shed", renames: [OcrV1.ValueRename(from: "Volts", to: "Napětí")])).template)
+        #expect(template.name == "Battery" && template.description == "shed" && template.values.map(\.name) == ["Napětí", "Amps, DC"])
+
+        var csv = ""
+        for try await chunk in ocr.exportRecords(
+            OcrV1.ExportRecordsRequest(template: "Battery", bom: true, delimiter: ";", timeZone: "Europe/Prague")) { csv += chunk.csv }
+        let lines = csv.components(separatedBy: "\r\n")
+        #expect(lines[0] == "\u{FEFF}Date;Date source;Napětí;Amps, DC")
+        #expect(lines[1] == "2026-09-21T15:13:20+02:00;given;12.9;'=1+1")
+        #expect(await code {
+            for try await _ in ocr.exportRecords(OcrV1.ExportRecordsRequest(template: "Battery", timeZone: "Nowhere/Else")) {}
+        } == .invalidArgument)
+        #expect(await code {
+            for try await _ in ocr.exportRecords(OcrV1.ExportRecordsRequest(template: "Battery", delimiter: "|")) {}
+        } == .invalidArgument)
     }
 }

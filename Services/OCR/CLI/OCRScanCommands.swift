@@ -135,16 +135,25 @@ enum OCRUpload {
 
 /// How scans print.
 enum OCRScanFormat {
-    /// The observations numbered as `--values` picks them.
+    /// Each text once, numbered as `--values` picks observations: one row per line (the blocks only repeat their
+    /// lines), with the numbers of its words in order, so `12.6` in the line `Volts 12.6 V` listed with words
+    /// `5 6 7` is 6, and the whole line is its own number. `--json` gives every observation (blocks, lines, words).
     static func printObservations(_ scan: OcrV1.ScanResponse) {
-        printTable(
-            ["#", "level", "text", "confidence", "x", "y", "width", "height"],
-            scan.observations.enumerated().map { index, observation in
-                let box = observation.box ?? OcrV1.NormalizedBox()
-                return ["\(index)", OCRFormat.levelName(observation.level), observation.text.replacingOccurrences(of: "\n", with: " ⏎ "),
-                        String(format: "%.2f", observation.confidence)]
-                    + [box.x, box.y, box.width, box.height].map { String(format: "%.3f", $0) }
-            })
+        var rows: [[String]] = []
+        for (index, observation) in scan.observations.enumerated() where observation.level == .line {
+            var words: [String] = []
+            var next = index + 1
+            while next < scan.observations.count, scan.observations[next].level == .word {
+                words.append("\(next)")
+                next += 1
+            }
+            let box = observation.box ?? OcrV1.NormalizedBox()
+            rows.append(
+                ["\(index)", observation.text.replacingOccurrences(of: "\n", with: " ⏎ "), words.joined(separator: " "),
+                 String(format: "%.2f", observation.confidence)]
+                    + [box.x, box.y, box.width, box.height].map { String(format: "%.3f", $0) })
+        }
+        printTable(["#", "line", "words #", "confidence", "x", "y", "width", "height"], rows)
     }
 }
 
@@ -367,14 +376,34 @@ struct OCRRecordAdd: AsyncParsableCommand {
         discussion: """
             Each value is taken from the observation that best fits its region on the template's first photo. On a \
             terminal the values are shown with their confidences and you may correct each (Enter keeps it); --yes, or \
-            output that is not a terminal, saves them as read. A value whose region held no text is saved empty.
+            output that is not a terminal, saves them as read. A value whose region held no text is saved empty. \
+            The record is dated --date, else when the photo was taken (its EXIF DateTimeOriginal, in its \
+            OffsetTimeOriginal or else this machine's zone), else now; the record and the CSV say which.
             """)
 
     @Argument(help: "Template name or id.") var template: String
     @Argument(help: "The photo.", completion: .file(extensions: imageExtensions)) var photo: String
     @Flag(help: "Save the values as read, without asking.") var yes = false
+    @Option(help: "When the photo was taken, ISO 8601 (2026-11-22T14:05, local time unless an offset is given) (default: the photo's EXIF date, else now).")
+    var date: String?
     @OptionGroup var scanOptions: OCRScanOptions
     @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if let date { _ = try OCRDates.option(date) }
+    }
+
+    /// --date, else the photo's EXIF time (ignored, with a note, when it is not a date a record may have), else
+    /// none: the service dates the record on saving.
+    static func recordDate(given: String?, takenAt: String) throws -> (Double?, OcrV1.DateSource) {
+        if let given { return (try OCRDates.option(given).timeIntervalSince1970, .given) }
+        guard !takenAt.isEmpty else { return (nil, .upload) }
+        guard let taken = try? OCRDates.option(takenAt, name: "the photo's EXIF date") else {
+            writeStandardError("note: the photo's EXIF date \(takenAt) is out of range; the record is dated now\n")
+            return (nil, .upload)
+        }
+        return (taken.timeIntervalSince1970, .exif)
+    }
 
     func run() async throws {
         try scanOptions.checkFiles()
@@ -400,12 +429,14 @@ struct OCRRecordAdd: AsyncParsableCommand {
                     }
                 }
             }
+            let (createdAt, source) = try Self.recordDate(given: date, takenAt: draft.takenAt)
             let reply = try await ocr.addRecord(
-                OcrV1.AddRecordRequest(template: reference, values: values), options: global.callOptions)
+                OcrV1.AddRecordRequest(template: reference, values: values, createdAt: createdAt, dateSource: source),
+                options: global.callOptions)
             let record = reply.record ?? OcrV1.Record()
             try global.render(
                 reply, text: {
-                    print("saved record \(record.id)")
+                    print("saved record \(record.id), dated \(isoDate(record.createdAt)) (\(OCRDates.sourceName(record.dateSource)))")
                     printTable(
                         ["value", "text", "confidence"],
                         record.values.map { [$0.name, $0.text, String(format: "%.2f", $0.confidence)] })

@@ -43,6 +43,10 @@ static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__ocr__v1__scan_response__descriptor,
     &menagerie__ocr__v1__template__descriptor,
     &menagerie__ocr__v1__timings__descriptor,
+    &menagerie__ocr__v1__update_record_request__descriptor,
+    &menagerie__ocr__v1__update_record_response__descriptor,
+    &menagerie__ocr__v1__update_template_request__descriptor,
+    &menagerie__ocr__v1__update_template_response__descriptor,
     &menagerie__ocr__v1__value_definition__descriptor,
     &menagerie__ocr__v1__value_rename__descriptor,
     NULL

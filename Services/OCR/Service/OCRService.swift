@@ -89,7 +89,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         return OcrV1.DraftRecordResponse(
             template: OcrV1.Template(template),
             values: TemplateMatcher.match(template.values, in: result.observations).map(OcrV1.RecordValue.init),
-            scan: OcrV1.ScanResponse(result))
+            scan: OcrV1.ScanResponse(result), takenAt: PhotoDateReader.read(data)?.iso8601 ?? "")
     }
 
     public func startBatchScan(
@@ -201,6 +201,21 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         return OcrV1.RenameValuesResponse(template: OcrV1.Template(try store.renameValues(templateID: template.id, renames)))
     }
 
+    public func updateTemplate(
+        request: OcrV1.UpdateTemplateRequest, context: ServerContext
+    ) async throws -> OcrV1.UpdateTemplateResponse {
+        let template = try template(request.template)
+        var renames: [String: String] = [:]
+        for rename in request.renames {
+            guard renames.updateValue(rename.to, forKey: rename.from) == nil else {
+                throw RPCError(.invalidArgument, "value \"\(rename.from)\" is renamed twice")
+            }
+        }
+        return OcrV1.UpdateTemplateResponse(
+            template: OcrV1.Template(
+                try store.updateTemplate(id: template.id, name: request.name, description: request.description, renames: renames)))
+    }
+
     public func deleteTemplate(
         request: OcrV1.DeleteTemplateRequest, context: ServerContext
     ) async throws -> OcrV1.DeleteTemplateResponse {
@@ -210,13 +225,26 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
 
     public func addRecord(request: OcrV1.AddRecordRequest, context: ServerContext) async throws -> OcrV1.AddRecordResponse {
         let template = try template(request.template)
-        var date = Date()
-        if let seconds = request.createdAt {
-            guard seconds.isFinite, seconds >= 0 else { throw RPCError(.invalidArgument, "created_at must be a Unix time") }
-            date = Date(timeIntervalSince1970: seconds)
-        }
-        let record = try store.addRecord(templateID: template.id, values: request.values.map(RecordValue.init), at: date)
+        let (date, source) = try RequestValidation.recordDate(request.createdAt, source: request.dateSource)
+        let record = try store.addRecord(
+            templateID: template.id, values: request.values.map(RecordValue.init), at: date, dateSource: source)
         return OcrV1.AddRecordResponse(record: OcrV1.Record(record))
+    }
+
+    public func updateRecord(request: OcrV1.UpdateRecordRequest, context: ServerContext) async throws -> OcrV1.UpdateRecordResponse {
+        let templateID = request.template.isEmpty ? nil : try template(request.template).id
+        var values: [String: String] = [:]
+        for value in request.values {
+            guard values.updateValue(value.text, forKey: value.name) == nil else {
+                throw RPCError(.invalidArgument, "value \"\(value.name.prefix(80))\" is given twice")
+            }
+        }
+        let date = try request.createdAt.map { try RequestValidation.recordDate($0, source: .given).date }
+        guard !values.isEmpty || date != nil else {
+            throw RPCError(.invalidArgument, "nothing to change: give values or created_at")
+        }
+        return OcrV1.UpdateRecordResponse(
+            record: OcrV1.Record(try store.updateRecord(id: request.recordID, templateID: templateID, values: values, date: date)))
     }
 
     public func latestRecords(
@@ -245,14 +273,16 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
     public func exportRecords(
         request: OcrV1.ExportRecordsRequest, response: ResponseWriter<OcrV1.ExportRecordsChunk>, context: ServerContext
     ) async throws {
+        let format = try RecordsCSV.Format(
+            raw: request.raw, byteOrderMark: request.bom, delimiter: request.delimiter, timeZone: request.timeZone)
         let template = try template(request.template)
-        try await response.send(OcrV1.ExportRecordsChunk(csv: RecordsCSV.header(template)))
+        try await response.send(OcrV1.ExportRecordsChunk(csv: RecordsCSV.header(template, format: format)))
         var token: String?
         repeat {
             let page = try store.records(templateID: template.id, pageSize: Self.exportRecordsPerChunk, pageToken: token)
             if !page.records.isEmpty {
                 try await response.send(
-                    OcrV1.ExportRecordsChunk(csv: page.records.map { RecordsCSV.line($0, template: template) }.joined()))
+                    OcrV1.ExportRecordsChunk(csv: page.records.map { RecordsCSV.line($0, template: template, format: format) }.joined()))
             }
             token = page.nextPageToken
         } while token != nil

@@ -67,7 +67,17 @@ extension OcrV1.Record {
     init(_ record: Record) {
         self.init(
             id: record.id, templateID: record.templateID, createdAt: record.createdAt.timeIntervalSince1970,
-            values: record.values.map(OcrV1.RecordValue.init))
+            values: record.values.map(OcrV1.RecordValue.init), dateSource: OcrV1.DateSource(record.dateSource))
+    }
+}
+
+extension OcrV1.DateSource {
+    init(_ source: DateSource) {
+        switch source {
+        case .given: self = .given
+        case .exif: self = .exif
+        case .upload: self = .upload
+        }
     }
 }
 

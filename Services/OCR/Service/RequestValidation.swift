@@ -12,6 +12,25 @@ enum RequestValidation {
         return reference
     }
 
+    /// A record's date and where it came from: created_at (GIVEN unless EXIF is said) or, unset, now (UPLOAD).
+    /// The range (1970 to a day from now) is checked by the store.
+    static func recordDate(_ seconds: Double?, source: OcrV1.DateSource) throws -> (date: Date, source: DateSource) {
+        guard let seconds else {
+            switch source {
+            case .unspecified, .upload: return (Date(), .upload)
+            default: throw RPCError(.invalidArgument, "date_source GIVEN or EXIF needs created_at")
+            }
+        }
+        guard seconds.isFinite else { throw RPCError(.invalidArgument, "created_at must be a Unix time") }
+        let date = Date(timeIntervalSince1970: seconds)
+        switch source {
+        case .unspecified, .given: return (date, .given)
+        case .exif: return (date, .exif)
+        case .upload: throw RPCError(.invalidArgument, "date_source UPLOAD takes no created_at (the server's clock dates it)")
+        case .unrecognized(let value): throw RPCError(.invalidArgument, "date_source \(value) is not known")
+        }
+    }
+
     static func values(_ values: [OcrV1.ValueDefinition]) throws -> [ValueDefinition] {
         try values.enumerated().map { index, value in
             guard let region = value.region else {

@@ -127,6 +127,42 @@ extension OcrV1 {
         }
     }
 
+    /// Where a record's date came from.
+    public enum DateSource: ProtoEnum, CaseIterable {
+        /// UPLOAD when saving; records saved before date sources were kept read as UPLOAD.
+        case unspecified
+        /// Typed by a person (`record add --date`, `record edit --date`).
+        case given
+        /// The photo's EXIF DateTimeOriginal (with OffsetTimeOriginal when the camera wrote it).
+        case exif
+        /// When the record was saved.
+        case upload
+        /// A value this version of the schema does not know.
+        case unrecognized(Int32)
+
+        public static let allCases: [DateSource] = [.unspecified, .given, .exif, .upload]
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .given
+            case 2: self = .exif
+            case 3: self = .upload
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .given: 1
+            case .exif: 2
+            case .upload: 3
+            case .unrecognized(let value): value
+            }
+        }
+    }
+
     /// The `menagerie.ocr.v1.ScanOptions` message.
     public struct ScanOptions: Sendable, Equatable {
         /// Tesseract language codes in priority order; empty means ["ces", "eng"].
@@ -486,10 +522,11 @@ extension OcrV1 {
     public struct Record: Sendable, Equatable {
         public var id: Int64 = 0
         public var templateID: Int64 = 0
-        /// Unix time in seconds (millisecond precision).
+        /// Unix time in seconds (millisecond precision): when the photo was taken, as far as is known (see date_source).
         public var createdAt: Double = 0
         /// In the template's value order.
         public var values: [OcrV1.RecordValue] = []
+        public var dateSource: OcrV1.DateSource = .unspecified
 
         /// A message with every field at its default.
         public init() {}
@@ -499,12 +536,14 @@ extension OcrV1 {
             id: Int64 = 0,
             templateID: Int64 = 0,
             createdAt: Double = 0,
-            values: [OcrV1.RecordValue] = []
+            values: [OcrV1.RecordValue] = [],
+            dateSource: OcrV1.DateSource = .unspecified
         ) {
             self.id = id
             self.templateID = templateID
             self.createdAt = createdAt
             self.values = values
+            self.dateSource = dateSource
         }
     }
 
@@ -689,6 +728,46 @@ extension OcrV1 {
         }
     }
 
+    /// Changes a template's name, description and value names at once (all or nothing). Unset fields stay.
+    /// A taken name → ALREADY_EXISTS; a rename of a value the template lacks → NOT_FOUND.
+    public struct UpdateTemplateRequest: Sendable, Equatable {
+        public var template: String = ""
+        public var name: String? = nil
+        public var description: String? = nil
+        public var renames: [OcrV1.ValueRename] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            template: String = "",
+            name: String? = nil,
+            description: String? = nil,
+            renames: [OcrV1.ValueRename] = []
+        ) {
+            self.template = template
+            self.name = name
+            self.description = description
+            self.renames = renames
+        }
+    }
+
+    /// The `menagerie.ocr.v1.UpdateTemplateResponse` message.
+    public struct UpdateTemplateResponse: Sendable, Equatable {
+        public var template: OcrV1.Template? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            template: OcrV1.Template? = nil
+        ) {
+            self.template = template
+        }
+    }
+
     /// Deletes the template and all its records.
     public struct DeleteTemplateRequest: Sendable, Equatable {
         public var template: String = ""
@@ -738,6 +817,11 @@ extension OcrV1 {
         /// One per template value, in order.
         public var values: [OcrV1.RecordValue] = []
         public var scan: OcrV1.ScanResponse? = nil
+        /// When the photo was taken, from its EXIF DateTimeOriginal (JPEG APP1 or PNG eXIf): ISO 8601,
+        /// `2026-11-22T14:05:09` (local time of the camera) or with OffsetTimeOriginal `2026-11-22T14:05:09+01:00`.
+        /// Empty when the photo says nothing (or says it in a malformed way). The client decides which zone a time without
+        /// offset is in, and passes it to AddRecord with DATE_SOURCE_EXIF.
+        public var takenAt: String = ""
 
         /// A message with every field at its default.
         public init() {}
@@ -746,11 +830,13 @@ extension OcrV1 {
         public init(
             template: OcrV1.Template? = nil,
             values: [OcrV1.RecordValue] = [],
-            scan: OcrV1.ScanResponse? = nil
+            scan: OcrV1.ScanResponse? = nil,
+            takenAt: String = ""
         ) {
             self.template = template
             self.values = values
             self.scan = scan
+            self.takenAt = takenAt
         }
     }
 
@@ -759,8 +845,11 @@ extension OcrV1 {
         public var template: String = ""
         /// One per template value, in order.
         public var values: [OcrV1.RecordValue] = []
-        /// Unix time in seconds; unset: now.
+        /// Unix time in seconds, at most a day in the future and not before 1970; unset: now (DATE_SOURCE_UPLOAD).
         public var createdAt: Double? = nil
+        /// Where created_at came from: GIVEN (the default when created_at is set) or EXIF. UPLOAD with created_at set,
+        /// or GIVEN/EXIF without it → INVALID_ARGUMENT.
+        public var dateSource: OcrV1.DateSource = .unspecified
 
         /// A message with every field at its default.
         public init() {}
@@ -769,11 +858,13 @@ extension OcrV1 {
         public init(
             template: String = "",
             values: [OcrV1.RecordValue] = [],
-            createdAt: Double? = nil
+            createdAt: Double? = nil,
+            dateSource: OcrV1.DateSource = .unspecified
         ) {
             self.template = template
             self.values = values
             self.createdAt = createdAt
+            self.dateSource = dateSource
         }
     }
 
@@ -868,6 +959,50 @@ extension OcrV1 {
         }
     }
 
+    /// Corrects a record: values by name (their confidence becomes 1: a person typed them) and/or its date (its
+    /// date_source becomes GIVEN). A value name the template lacks → INVALID_ARGUMENT listing its names; an unknown
+    /// record, or one of another template than `template` (when given) → NOT_FOUND.
+    public struct UpdateRecordRequest: Sendable, Equatable {
+        public var recordID: Int64 = 0
+        /// Name or id; empty: any template.
+        public var template: String = ""
+        /// Only `name` and `text` are read.
+        public var values: [OcrV1.RecordValue] = []
+        /// Unix time in seconds, as AddRecord's.
+        public var createdAt: Double? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            recordID: Int64 = 0,
+            template: String = "",
+            values: [OcrV1.RecordValue] = [],
+            createdAt: Double? = nil
+        ) {
+            self.recordID = recordID
+            self.template = template
+            self.values = values
+            self.createdAt = createdAt
+        }
+    }
+
+    /// The `menagerie.ocr.v1.UpdateRecordResponse` message.
+    public struct UpdateRecordResponse: Sendable, Equatable {
+        public var record: OcrV1.Record? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            record: OcrV1.Record? = nil
+        ) {
+            self.record = record
+        }
+    }
+
     /// The `menagerie.ocr.v1.DeleteRecordRequest` message.
     public struct DeleteRecordRequest: Sendable, Equatable {
         public var recordID: Int64 = 0
@@ -892,21 +1027,39 @@ extension OcrV1 {
     /// The `menagerie.ocr.v1.ExportRecordsRequest` message.
     public struct ExportRecordsRequest: Sendable, Equatable {
         public var template: String = ""
+        /// Values as recorded. Otherwise a value starting with `=`, `+`, `-`, `@`, a tab or CR gets a leading `'` (OWASP's
+        /// advice against formula injection), except a plain number such as `-12.5`, which stays a number.
+        public var raw: Bool = false
+        /// Start with a UTF-8 byte-order mark (Excel then reads UTF-8: Czech value names stay readable).
+        public var bom: Bool = false
+        /// "," (default), ";" (what Excel expects where the decimal separator is a comma) or "\t"; others → INVALID_ARGUMENT.
+        public var delimiter: String = ""
+        /// IANA time zone (`Europe/Prague`): dates in local time with their offset; empty: UTC (`Z`). Unknown →
+        /// INVALID_ARGUMENT.
+        public var timeZone: String = ""
 
         /// A message with every field at its default.
         public init() {}
 
         /// A message with the given field values.
         public init(
-            template: String = ""
+            template: String = "",
+            raw: Bool = false,
+            bom: Bool = false,
+            delimiter: String = "",
+            timeZone: String = ""
         ) {
             self.template = template
+            self.raw = raw
+            self.bom = bom
+            self.delimiter = delimiter
+            self.timeZone = timeZone
         }
     }
 
-    /// A piece of the CSV export, streamed in order: RFC 4180 (CRLF line ends, fields with commas, quotes or
-    /// newlines quoted), UTF-8 without a byte-order mark; header `Date` + the value names, one row per record in time
-    /// order, ISO 8601 UTC timestamps.
+    /// A piece of the CSV export, streamed in order: RFC 4180 (CRLF line ends, fields with the delimiter, quotes or
+    /// newlines quoted), UTF-8; header `Date`, `Date source` (given, exif or upload) + the value names, one row per
+    /// record in time order, ISO 8601 timestamps.
     public struct ExportRecordsChunk: Sendable, Equatable {
         public var csv: String = ""
 
@@ -960,6 +1113,10 @@ extension OcrV1 {
         public static let renameValues = ProtoMethod<OcrV1.RenameValuesRequest, OcrV1.RenameValuesResponse>(
             path: "/menagerie.ocr.v1.OCR/RenameValues", serverStreaming: false, idempotent: false)
 
+        /// Calls `/menagerie.ocr.v1.OCR/UpdateTemplate`.
+        public static let updateTemplate = ProtoMethod<OcrV1.UpdateTemplateRequest, OcrV1.UpdateTemplateResponse>(
+            path: "/menagerie.ocr.v1.OCR/UpdateTemplate", serverStreaming: false, idempotent: false)
+
         /// Not retried: a second attempt after a lost answer would say NOT_FOUND.
         public static let deleteTemplate = ProtoMethod<OcrV1.DeleteTemplateRequest, OcrV1.DeleteTemplateResponse>(
             path: "/menagerie.ocr.v1.OCR/DeleteTemplate", serverStreaming: false, idempotent: false)
@@ -976,6 +1133,10 @@ extension OcrV1 {
         public static let listRecords = ProtoMethod<OcrV1.ListRecordsRequest, OcrV1.ListRecordsResponse>(
             path: "/menagerie.ocr.v1.OCR/ListRecords", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
+        /// Calls `/menagerie.ocr.v1.OCR/UpdateRecord`.
+        public static let updateRecord = ProtoMethod<OcrV1.UpdateRecordRequest, OcrV1.UpdateRecordResponse>(
+            path: "/menagerie.ocr.v1.OCR/UpdateRecord", serverStreaming: false, idempotent: true)
+
         /// Not retried: a second attempt after a lost answer would say NOT_FOUND.
         public static let deleteRecord = ProtoMethod<OcrV1.DeleteRecordRequest, OcrV1.DeleteRecordResponse>(
             path: "/menagerie.ocr.v1.OCR/DeleteRecord", serverStreaming: false, idempotent: false)
@@ -985,7 +1146,7 @@ extension OcrV1 {
             path: "/menagerie.ocr.v1.OCR/ExportRecords", serverStreaming: true, idempotent: true, sideEffectFree: true)
 
         /// Every method of the service, in declaration order.
-        public static let methods: [ProtoMethodInfo] = [scan.info, startBatchScan.info, draftRecord.info, createTemplate.info, listTemplates.info, getTemplate.info, renameTemplate.info, renameValues.info, deleteTemplate.info, addRecord.info, latestRecords.info, listRecords.info, deleteRecord.info, exportRecords.info]
+        public static let methods: [ProtoMethodInfo] = [scan.info, startBatchScan.info, draftRecord.info, createTemplate.info, listTemplates.info, getTemplate.info, renameTemplate.info, renameValues.info, updateTemplate.info, deleteTemplate.info, addRecord.info, latestRecords.info, listRecords.info, updateRecord.info, deleteRecord.info, exportRecords.info]
     }
 }
 
@@ -1382,6 +1543,7 @@ extension OcrV1.Record: ProtoMessage, ProtobufCBridged {
         templateID = reader.value(2)
         createdAt = reader.value(3)
         values = reader.repeated(4)
+        dateSource = reader.value(5)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1389,6 +1551,7 @@ extension OcrV1.Record: ProtoMessage, ProtobufCBridged {
         writer.set(2, templateID)
         writer.set(3, createdAt)
         writer.set(4, values)
+        writer.set(5, dateSource)
     }
 }
 
@@ -1633,6 +1796,54 @@ extension OcrV1.RenameValuesResponse: ProtoMessage, ProtobufCBridged {
     }
 }
 
+extension OcrV1.UpdateTemplateRequest: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.ocr.v1.UpdateTemplateRequest"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: OCRProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        template = reader.value(1)
+        name = reader.optional(2)
+        description = reader.optional(3)
+        renames = reader.repeated(4)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, template)
+        writer.set(2, name)
+        writer.set(3, description)
+        writer.set(4, renames)
+    }
+}
+
+extension OcrV1.UpdateTemplateResponse: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.ocr.v1.UpdateTemplateResponse"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: OCRProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        template = reader.optional(1)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, template)
+    }
+}
+
 extension OcrV1.DeleteTemplateRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.ocr.v1.DeleteTemplateRequest"
     @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: OCRProtoC_message_descriptor(protoName))
@@ -1712,12 +1923,14 @@ extension OcrV1.DraftRecordResponse: ProtoMessage, ProtobufCBridged {
         template = reader.optional(1)
         values = reader.repeated(2)
         scan = reader.optional(3)
+        takenAt = reader.value(4)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, template)
         writer.set(2, values)
         writer.set(3, scan)
+        writer.set(4, takenAt)
     }
 }
 
@@ -1737,12 +1950,14 @@ extension OcrV1.AddRecordRequest: ProtoMessage, ProtobufCBridged {
         template = reader.value(1)
         values = reader.repeated(2)
         createdAt = reader.optional(3)
+        dateSource = reader.value(4)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, template)
         writer.set(2, values)
         writer.set(3, createdAt)
+        writer.set(4, dateSource)
     }
 }
 
@@ -1859,6 +2074,54 @@ extension OcrV1.ListRecordsResponse: ProtoMessage, ProtobufCBridged {
     }
 }
 
+extension OcrV1.UpdateRecordRequest: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.ocr.v1.UpdateRecordRequest"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: OCRProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        recordID = reader.value(1)
+        template = reader.value(2)
+        values = reader.repeated(3)
+        createdAt = reader.optional(4)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, recordID)
+        writer.set(2, template)
+        writer.set(3, values)
+        writer.set(4, createdAt)
+    }
+}
+
+extension OcrV1.UpdateRecordResponse: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.ocr.v1.UpdateRecordResponse"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: OCRProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        record = reader.optional(1)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, record)
+    }
+}
+
 extension OcrV1.DeleteRecordRequest: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.ocr.v1.DeleteRecordRequest"
     @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: OCRProtoC_message_descriptor(protoName))
@@ -1911,10 +2174,18 @@ extension OcrV1.ExportRecordsRequest: ProtoMessage, ProtobufCBridged {
 
     @usableFromInline package init(reading reader: ProtoReader) {
         template = reader.value(1)
+        raw = reader.value(2)
+        bom = reader.value(3)
+        delimiter = reader.value(4)
+        timeZone = reader.value(5)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, template)
+        writer.set(2, raw)
+        writer.set(3, bom)
+        writer.set(4, delimiter)
+        writer.set(5, timeZone)
     }
 }
 
@@ -1963,6 +2234,15 @@ extension OcrV1.ObservationLevel: ProtoJSONEnum {
         ("OBSERVATION_LEVEL_BLOCK", 1),
         ("OBSERVATION_LEVEL_LINE", 2),
         ("OBSERVATION_LEVEL_WORD", 3),
+    ]
+}
+
+extension OcrV1.DateSource: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("DATE_SOURCE_UNSPECIFIED", 0),
+        ("DATE_SOURCE_GIVEN", 1),
+        ("DATE_SOURCE_EXIF", 2),
+        ("DATE_SOURCE_UPLOAD", 3),
     ]
 }
 
@@ -2347,6 +2627,7 @@ extension OcrV1.Record: ProtoJSONMessage {
         ProtoJSONField(number: 2, protoName: "template_id", jsonName: "templateId", kind: .int64, cardinality: .singular),
         ProtoJSONField(number: 3, protoName: "created_at", jsonName: "createdAt", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 4, protoName: "values", jsonName: "values", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 5, protoName: "date_source", jsonName: "dateSource", kind: .`enum`, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2355,6 +2636,7 @@ extension OcrV1.Record: ProtoJSONMessage {
         json.value(1, self.templateID)
         json.value(2, self.createdAt)
         json.repeated(3, self.values)
+        json.value(4, self.dateSource)
         return json.result
     }
 
@@ -2365,6 +2647,7 @@ extension OcrV1.Record: ProtoJSONMessage {
         try json.value(1, into: &self.templateID)
         try json.value(2, into: &self.createdAt)
         try json.repeated(3, into: &self.values)
+        try json.value(4, into: &self.dateSource)
     }
 }
 
@@ -2582,6 +2865,51 @@ extension OcrV1.RenameValuesResponse: ProtoJSONMessage {
     }
 }
 
+extension OcrV1.UpdateTemplateRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "name", jsonName: "name", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "description", jsonName: "description", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "renames", jsonName: "renames", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.template)
+        json.optional(1, self.name)
+        json.optional(2, self.description)
+        json.repeated(3, self.renames)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.template)
+        try json.optional(1, into: &self.name)
+        try json.optional(2, into: &self.description)
+        try json.repeated(3, into: &self.renames)
+    }
+}
+
+extension OcrV1.UpdateTemplateResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.template)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.template)
+    }
+}
+
 extension OcrV1.DeleteTemplateRequest: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = [
         ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .string, cardinality: .singular),
@@ -2642,6 +2970,7 @@ extension OcrV1.DraftRecordResponse: ProtoJSONMessage {
         ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .message, cardinality: .optional),
         ProtoJSONField(number: 2, protoName: "values", jsonName: "values", kind: .message, cardinality: .repeated),
         ProtoJSONField(number: 3, protoName: "scan", jsonName: "scan", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "taken_at", jsonName: "takenAt", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2649,6 +2978,7 @@ extension OcrV1.DraftRecordResponse: ProtoJSONMessage {
         json.optional(0, self.template)
         json.repeated(1, self.values)
         json.optional(2, self.scan)
+        json.value(3, self.takenAt)
         return json.result
     }
 
@@ -2658,6 +2988,7 @@ extension OcrV1.DraftRecordResponse: ProtoJSONMessage {
         try json.optional(0, into: &self.template)
         try json.repeated(1, into: &self.values)
         try json.optional(2, into: &self.scan)
+        try json.value(3, into: &self.takenAt)
     }
 }
 
@@ -2666,6 +2997,7 @@ extension OcrV1.AddRecordRequest: ProtoJSONMessage {
         ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 2, protoName: "values", jsonName: "values", kind: .message, cardinality: .repeated),
         ProtoJSONField(number: 3, protoName: "created_at", jsonName: "createdAt", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 4, protoName: "date_source", jsonName: "dateSource", kind: .`enum`, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2673,6 +3005,7 @@ extension OcrV1.AddRecordRequest: ProtoJSONMessage {
         json.value(0, self.template)
         json.repeated(1, self.values)
         json.optional(2, self.createdAt)
+        json.value(3, self.dateSource)
         return json.result
     }
 
@@ -2682,6 +3015,7 @@ extension OcrV1.AddRecordRequest: ProtoJSONMessage {
         try json.value(0, into: &self.template)
         try json.repeated(1, into: &self.values)
         try json.optional(2, into: &self.createdAt)
+        try json.value(3, into: &self.dateSource)
     }
 }
 
@@ -2787,6 +3121,51 @@ extension OcrV1.ListRecordsResponse: ProtoJSONMessage {
     }
 }
 
+extension OcrV1.UpdateRecordRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "record_id", jsonName: "recordId", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "template", jsonName: "template", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "values", jsonName: "values", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 4, protoName: "created_at", jsonName: "createdAt", kind: .double, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.recordID)
+        json.value(1, self.template)
+        json.repeated(2, self.values)
+        json.optional(3, self.createdAt)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.recordID)
+        try json.value(1, into: &self.template)
+        try json.repeated(2, into: &self.values)
+        try json.optional(3, into: &self.createdAt)
+    }
+}
+
+extension OcrV1.UpdateRecordResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "record", jsonName: "record", kind: .message, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.record)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.record)
+    }
+}
+
 extension OcrV1.DeleteRecordRequest: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = [
         ProtoJSONField(number: 1, protoName: "record_id", jsonName: "recordId", kind: .int64, cardinality: .singular),
@@ -2821,11 +3200,19 @@ extension OcrV1.DeleteRecordResponse: ProtoJSONMessage {
 extension OcrV1.ExportRecordsRequest: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = [
         ProtoJSONField(number: 1, protoName: "template", jsonName: "template", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "raw", jsonName: "raw", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "bom", jsonName: "bom", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "delimiter", jsonName: "delimiter", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "time_zone", jsonName: "timeZone", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
         var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
         json.value(0, self.template)
+        json.value(1, self.raw)
+        json.value(2, self.bom)
+        json.value(3, self.delimiter)
+        json.value(4, self.timeZone)
         return json.result
     }
 
@@ -2833,6 +3220,10 @@ extension OcrV1.ExportRecordsRequest: ProtoJSONMessage {
         self.init()
         let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
         try json.value(0, into: &self.template)
+        try json.value(1, into: &self.raw)
+        try json.value(2, into: &self.bom)
+        try json.value(3, into: &self.delimiter)
+        try json.value(4, into: &self.timeZone)
     }
 }
 
@@ -2885,6 +3276,8 @@ extension OcrV1 {
             OcrV1.ValueRename.self,
             OcrV1.RenameValuesRequest.self,
             OcrV1.RenameValuesResponse.self,
+            OcrV1.UpdateTemplateRequest.self,
+            OcrV1.UpdateTemplateResponse.self,
             OcrV1.DeleteTemplateRequest.self,
             OcrV1.DeleteTemplateResponse.self,
             OcrV1.DraftRecordRequest.self,
@@ -2895,6 +3288,8 @@ extension OcrV1 {
             OcrV1.LatestRecordsResponse.self,
             OcrV1.ListRecordsRequest.self,
             OcrV1.ListRecordsResponse.self,
+            OcrV1.UpdateRecordRequest.self,
+            OcrV1.UpdateRecordResponse.self,
             OcrV1.DeleteRecordRequest.self,
             OcrV1.DeleteRecordResponse.self,
             OcrV1.ExportRecordsRequest.self,

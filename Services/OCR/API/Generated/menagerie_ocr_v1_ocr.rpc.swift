@@ -28,6 +28,8 @@ extension OcrV1.OCR {
 
         func renameValues(request: OcrV1.RenameValuesRequest, context: ServerContext) async throws -> OcrV1.RenameValuesResponse
 
+        func updateTemplate(request: OcrV1.UpdateTemplateRequest, context: ServerContext) async throws -> OcrV1.UpdateTemplateResponse
+
         /// Not retried: a second attempt after a lost answer would say NOT_FOUND.
         func deleteTemplate(request: OcrV1.DeleteTemplateRequest, context: ServerContext) async throws -> OcrV1.DeleteTemplateResponse
 
@@ -36,6 +38,8 @@ extension OcrV1.OCR {
         func latestRecords(request: OcrV1.LatestRecordsRequest, context: ServerContext) async throws -> OcrV1.LatestRecordsResponse
 
         func listRecords(request: OcrV1.ListRecordsRequest, context: ServerContext) async throws -> OcrV1.ListRecordsResponse
+
+        func updateRecord(request: OcrV1.UpdateRecordRequest, context: ServerContext) async throws -> OcrV1.UpdateRecordResponse
 
         /// Not retried: a second attempt after a lost answer would say NOT_FOUND.
         func deleteRecord(request: OcrV1.DeleteRecordRequest, context: ServerContext) async throws -> OcrV1.DeleteRecordResponse
@@ -75,6 +79,8 @@ extension OcrV1.OCR {
 
         func renameValues(_ request: OcrV1.RenameValuesRequest, options: CallOptions) async throws -> OcrV1.RenameValuesResponse
 
+        func updateTemplate(_ request: OcrV1.UpdateTemplateRequest, options: CallOptions) async throws -> OcrV1.UpdateTemplateResponse
+
         /// Not retried: a second attempt after a lost answer would say NOT_FOUND.
         func deleteTemplate(_ request: OcrV1.DeleteTemplateRequest, options: CallOptions) async throws -> OcrV1.DeleteTemplateResponse
 
@@ -83,6 +89,8 @@ extension OcrV1.OCR {
         func latestRecords(_ request: OcrV1.LatestRecordsRequest, options: CallOptions) async throws -> OcrV1.LatestRecordsResponse
 
         func listRecords(_ request: OcrV1.ListRecordsRequest, options: CallOptions) async throws -> OcrV1.ListRecordsResponse
+
+        func updateRecord(_ request: OcrV1.UpdateRecordRequest, options: CallOptions) async throws -> OcrV1.UpdateRecordResponse
 
         /// Not retried: a second attempt after a lost answer would say NOT_FOUND.
         func deleteRecord(_ request: OcrV1.DeleteRecordRequest, options: CallOptions) async throws -> OcrV1.DeleteRecordResponse
@@ -144,6 +152,10 @@ extension OcrV1.OCR {
             try await rpcClient.unary(OcrV1.OCR.renameValues, request, options: options)
         }
 
+        public func updateTemplate(_ request: OcrV1.UpdateTemplateRequest, options: CallOptions) async throws -> OcrV1.UpdateTemplateResponse {
+            try await rpcClient.unary(OcrV1.OCR.updateTemplate, request, options: options)
+        }
+
         /// Not retried: a second attempt after a lost answer would say NOT_FOUND.
         public func deleteTemplate(_ request: OcrV1.DeleteTemplateRequest, options: CallOptions) async throws -> OcrV1.DeleteTemplateResponse {
             try await rpcClient.unary(OcrV1.OCR.deleteTemplate, request, options: options)
@@ -159,6 +171,10 @@ extension OcrV1.OCR {
 
         public func listRecords(_ request: OcrV1.ListRecordsRequest, options: CallOptions) async throws -> OcrV1.ListRecordsResponse {
             try await rpcClient.unary(OcrV1.OCR.listRecords, request, options: options)
+        }
+
+        public func updateRecord(_ request: OcrV1.UpdateRecordRequest, options: CallOptions) async throws -> OcrV1.UpdateRecordResponse {
+            try await rpcClient.unary(OcrV1.OCR.updateRecord, request, options: options)
         }
 
         /// Not retried: a second attempt after a lost answer would say NOT_FOUND.
@@ -219,6 +235,11 @@ extension OcrV1.OCR.ClientProtocol {
         try await renameValues(request, options: CallOptions())
     }
 
+    /// `updateTemplate` with the default call options.
+    public func updateTemplate(_ request: OcrV1.UpdateTemplateRequest) async throws -> OcrV1.UpdateTemplateResponse {
+        try await updateTemplate(request, options: CallOptions())
+    }
+
     /// `deleteTemplate` with the default call options.
     public func deleteTemplate(_ request: OcrV1.DeleteTemplateRequest) async throws -> OcrV1.DeleteTemplateResponse {
         try await deleteTemplate(request, options: CallOptions())
@@ -237,6 +258,11 @@ extension OcrV1.OCR.ClientProtocol {
     /// `listRecords` with the default call options.
     public func listRecords(_ request: OcrV1.ListRecordsRequest) async throws -> OcrV1.ListRecordsResponse {
         try await listRecords(request, options: CallOptions())
+    }
+
+    /// `updateRecord` with the default call options.
+    public func updateRecord(_ request: OcrV1.UpdateRecordRequest) async throws -> OcrV1.UpdateRecordResponse {
+        try await updateRecord(request, options: CallOptions())
     }
 
     /// `deleteRecord` with the default call options.
@@ -277,6 +303,9 @@ extension OcrV1.OCR.ServiceProtocol {
         router.unary(OcrV1.OCR.renameValues) { request, context in
             try await self.renameValues(request: request, context: context)
         }
+        router.unary(OcrV1.OCR.updateTemplate) { request, context in
+            try await self.updateTemplate(request: request, context: context)
+        }
         router.unary(OcrV1.OCR.deleteTemplate) { request, context in
             try await self.deleteTemplate(request: request, context: context)
         }
@@ -288,6 +317,9 @@ extension OcrV1.OCR.ServiceProtocol {
         }
         router.unary(OcrV1.OCR.listRecords) { request, context in
             try await self.listRecords(request: request, context: context)
+        }
+        router.unary(OcrV1.OCR.updateRecord) { request, context in
+            try await self.updateRecord(request: request, context: context)
         }
         router.unary(OcrV1.OCR.deleteRecord) { request, context in
             try await self.deleteRecord(request: request, context: context)

@@ -4,7 +4,11 @@ import Storage
 /// value leaves every record's values with it.
 public enum OCRSchema {
     public static let migrations: [Migration] = [
-        Migration(1, "templates, their values and records") { db in try db.executeScript(version1) }
+        Migration(1, "templates, their values and records") { db in try db.executeScript(version1) },
+        // Records saved before had the upload time (the gateway offered no date), so that is their source.
+        Migration(2, "where a record's date came from") { db in
+            try db.executeScript("ALTER TABLE records ADD COLUMN date_source TEXT NOT NULL DEFAULT 'upload';")
+        },
     ]
 
     private static let version1 = """

@@ -51,7 +51,7 @@ public struct TemplateStore: Sendable {
             let template = Template(
                 id: id, name: name, description: description, createdAt: Self.date(Self.milliseconds(date)),
                 values: values)
-            let record = try firstRecord.map { try Self.insertRecord($0, template: template, at: date, db) }
+            let record = try firstRecord.map { try Self.insertRecord($0, template: template, at: date, source: .upload, db) }
             return (template, record)
         }
     }
@@ -87,26 +87,36 @@ public struct TemplateStore: Sendable {
     }
 
     public func rename(templateID: Int64, to name: String) throws -> Template {
-        try Template.validateName(name, what: "template name")
-        return try database.write { db in
-            guard try db.queryOne("SELECT 1 FROM templates WHERE id = ?", [templateID]) != nil else {
-                throw Self.unknownTemplate("\(templateID)")
-            }
-            if try db.queryOne("SELECT 1 FROM templates WHERE name = ? AND id <> ?", [name, templateID]) != nil {
-                throw OCRError(.alreadyExists, "a template named \"\(name)\" already exists")
-            }
-            try db.execute("UPDATE templates SET name = ? WHERE id = ?", [name, templateID])
-            return try Self.loadTemplate(id: templateID, db)!
-        }
+        try updateTemplate(id: templateID, name: name)
     }
 
     /// Renames values: `renames` maps current names to new ones; the records keep their values.
     public func renameValues(templateID: Int64, _ renames: [String: String]) throws -> Template {
-        try database.write { db in
+        try updateTemplate(id: templateID, renames: renames)
+    }
+
+    /// Changes the name, the description and value names (current → new; the records keep their values) in one
+    /// transaction: all or nothing. nil leaves a field as it is.
+    public func updateTemplate(
+        id templateID: Int64, name: String? = nil, description: String? = nil, renames: [String: String] = [:]
+    ) throws -> Template {
+        if let name { try Template.validateName(name, what: "template name") }
+        if let description { try Template.validateLength(description, max: Template.maxDescriptionLength, what: "description") }
+        return try database.write { db in
             guard var template = try Self.loadTemplate(id: templateID, db) else {
                 throw Self.unknownTemplate("\(templateID)")
             }
-            for old in renames.keys where !template.values.contains(where: { $0.name == old }) {
+            if let name {
+                if try db.queryOne("SELECT 1 FROM templates WHERE name = ? AND id <> ?", [name, templateID]) != nil {
+                    throw OCRError(.alreadyExists, "a template named \"\(name)\" already exists")
+                }
+                template.name = name
+            }
+            if let description { template.description = description }
+            try db.execute(
+                "UPDATE templates SET name = ?, description = ? WHERE id = ?", [template.name, template.description, templateID])
+            guard !renames.isEmpty else { return template }
+            for old in renames.keys.sorted() where !template.values.contains(where: { $0.name == old }) {
                 throw OCRError(.notFound, "template \"\(template.name)\" has no value named \"\(old)\"")
             }
             for index in template.values.indices {
@@ -133,14 +143,57 @@ public struct TemplateStore: Sendable {
 
     // MARK: Records
 
-    /// Saves a record of `values` (in the template's value order, as many as it has values).
-    public func addRecord(templateID: Int64, values: [RecordValue], at date: Date = Date()) throws -> Record {
-        try database.write { db in
+    /// Saves a record of `values` (in the template's value order, as many as it has values), dated `date` (from
+    /// 1970 to a day from now) that came from `source`.
+    public func addRecord(
+        templateID: Int64, values: [RecordValue], at date: Date = Date(), dateSource: DateSource = .upload
+    ) throws -> Record {
+        try DateSource.validate(date)
+        return try database.write { db in
             guard let template = try Self.loadTemplate(id: templateID, db) else {
                 throw Self.unknownTemplate("\(templateID)")
             }
             try Self.validateRecord(values, count: template.values.count)
-            return try Self.insertRecord(values, template: template, at: date, db)
+            return try Self.insertRecord(values, template: template, at: date, source: dateSource, db)
+        }
+    }
+
+    /// Corrects a record: `values` maps value names to new texts (saved with confidence 1: a person typed them);
+    /// `date` replaces its date, which then counts as given. A record of another template than `templateID` (when
+    /// given) is NOT_FOUND, as an unknown one; a name the template lacks is INVALID_ARGUMENT listing its names.
+    public func updateRecord(
+        id: Int64, templateID: Int64? = nil, values: [String: String] = [:], date: Date? = nil
+    ) throws -> Record {
+        if let date { try DateSource.validate(date) }
+        return try database.write { db in
+            guard let row = try db.queryOne("SELECT template_id FROM records WHERE id = ?", [id]) else {
+                throw OCRError(.notFound, "no record \(id)")
+            }
+            let owner: Int64 = try row.value(at: 0)
+            if let templateID, templateID != owner {
+                throw OCRError(.notFound, "no record \(id) of template \(templateID)")
+            }
+            guard let template = try Self.loadTemplate(id: owner, db) else { throw Self.unknownTemplate("\(owner)") }
+            let update = try db.prepare(
+                "INSERT OR REPLACE INTO record_values (record_id, position, text, confidence) VALUES (?, ?, ?, 1)")
+            for (name, text) in values.sorted(by: { $0.key < $1.key }) {
+                guard let position = template.values.firstIndex(where: { $0.name == name }) else {
+                    let names = template.values.map { "\"\($0.name)\"" }.joined(separator: ", ")
+                    throw OCRError.invalid(
+                        "template \"\(template.name)\" has no value named \"\(name.prefix(80))\"; its values: \(names)")
+                }
+                try Template.validateLength(text, max: Template.maxValueTextLength, what: "the text of value \"\(name.prefix(80))\"")
+                try update.execute([id, Int64(position), text])
+            }
+            if let date {
+                try db.execute(
+                    "UPDATE records SET created_ms = ?, date_source = ? WHERE id = ?",
+                    [Self.milliseconds(date), DateSource.given.rawValue, id])
+            }
+            guard let updated = try db.queryOne("SELECT id, created_ms, date_source FROM records WHERE id = ?", [id]) else {
+                throw OCRError(.notFound, "no record \(id)")
+            }
+            return try Self.loadRecord(updated, template: template, db)
         }
     }
 
@@ -151,7 +204,7 @@ public struct TemplateStore: Sendable {
                 throw Self.unknownTemplate("\(templateID)")
             }
             let rows = try db.query(
-                "SELECT id, created_ms FROM records WHERE template_id = ? ORDER BY created_ms DESC, id DESC LIMIT ?",
+                "SELECT id, created_ms, date_source FROM records WHERE template_id = ? ORDER BY created_ms DESC, id DESC LIMIT ?",
                 [templateID, Int64(max(0, limit))])
             return try rows.map { try Self.loadRecord($0, template: template, db) }
         }
@@ -180,7 +233,7 @@ public struct TemplateStore: Sendable {
             }
             let rows = try db.query(
                 """
-                SELECT id, created_ms FROM records WHERE template_id = ? AND (created_ms, id) > (?, ?)
+                SELECT id, created_ms, date_source FROM records WHERE template_id = ? AND (created_ms, id) > (?, ?)
                 ORDER BY created_ms, id LIMIT ?
                 """, [templateID, after.0, after.1, Int64(size + 1)])
             let records = try rows.prefix(size).map { try Self.loadRecord($0, template: template, db) }
@@ -209,9 +262,9 @@ public struct TemplateStore: Sendable {
     }
 
     /// The CSV export of a template's records (see `RecordsCSV`).
-    public func exportCSV(templateID: Int64) throws -> String {
+    public func exportCSV(templateID: Int64, format: RecordsCSV.Format = RecordsCSV.Format()) throws -> String {
         let template = try template(id: templateID)
-        return RecordsCSV.export(template, records: try allRecords(templateID: templateID))
+        return RecordsCSV.export(template, records: try allRecords(templateID: templateID), format: format)
     }
 
     // MARK: Rows
@@ -232,11 +285,12 @@ public struct TemplateStore: Sendable {
         }
     }
 
-    private static func insertRecord(_ values: [RecordValue], template: Template, at date: Date, _ db: Connection)
-        throws -> Record
-    {
+    private static func insertRecord(
+        _ values: [RecordValue], template: Template, at date: Date, source: DateSource, _ db: Connection
+    ) throws -> Record {
         try db.execute(
-            "INSERT INTO records (template_id, created_ms) VALUES (?, ?)", [template.id, milliseconds(date)])
+            "INSERT INTO records (template_id, created_ms, date_source) VALUES (?, ?, ?)",
+            [template.id, milliseconds(date), source.rawValue])
         let id = db.lastInsertRowID
         let insert = try db.prepare(
             "INSERT INTO record_values (record_id, position, text, confidence) VALUES (?, ?, ?, ?)")
@@ -246,7 +300,8 @@ public struct TemplateStore: Sendable {
         let named = zip(template.values, values).map {
             RecordValue(name: $0.name, text: $1.text, confidence: $1.confidence)
         }
-        return Record(id: id, templateID: template.id, createdAt: self.date(milliseconds(date)), values: named)
+        return Record(
+            id: id, templateID: template.id, createdAt: self.date(milliseconds(date)), values: named, dateSource: source)
     }
 
     private static func loadTemplate(id: Int64, _ db: Connection) throws -> Template? {
@@ -279,7 +334,10 @@ public struct TemplateStore: Sendable {
             values[Int(position)].text = try value.value(at: 1)
             values[Int(position)].confidence = try value.value(at: 2)
         }
-        return Record(id: id, templateID: template.id, createdAt: date(try row.value(at: 1)), values: values)
+        let source: String = try row.value(at: 2)
+        return Record(
+            id: id, templateID: template.id, createdAt: date(try row.value(at: 1)), values: values,
+            dateSource: DateSource(rawValue: source) ?? .upload)
     }
 
     static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }

@@ -95,18 +95,42 @@ public struct RecordValue: Sendable, Hashable {
     }
 }
 
-/// The values of one photo, saved with a timestamp.
+/// Where a record's date came from; the CSV says it beside the date.
+public enum DateSource: String, Sendable, Hashable, CaseIterable {
+    /// Typed by a person.
+    case given
+    /// The photo's EXIF DateTimeOriginal.
+    case exif
+    /// When the record was saved (and every record saved before dates had sources).
+    case upload
+
+    /// A record's date lies between 1970 and a day from now: a later one is a typo or a camera whose clock was
+    /// never set, and the CSV's order would put it after every real record.
+    public static func validate(_ date: Date, now: Date = Date()) throws {
+        let seconds = date.timeIntervalSince1970
+        guard seconds.isFinite, seconds >= 0 else {
+            throw OCRError.invalid("a record's date must not be before 1970-01-01")
+        }
+        guard seconds <= now.timeIntervalSince1970 + 86_400 else {
+            throw OCRError.invalid("a record's date must not be more than a day in the future")
+        }
+    }
+}
+
+/// The values of one photo, saved with the time it was taken (as far as is known: `dateSource` says how).
 public struct Record: Sendable, Hashable {
     public var id: Int64
     public var templateID: Int64
     public var createdAt: Date
     /// In the template's value order.
     public var values: [RecordValue]
+    public var dateSource: DateSource
 
-    public init(id: Int64, templateID: Int64, createdAt: Date, values: [RecordValue]) {
+    public init(id: Int64, templateID: Int64, createdAt: Date, values: [RecordValue], dateSource: DateSource = .upload) {
         self.id = id
         self.templateID = templateID
         self.createdAt = createdAt
         self.values = values
+        self.dateSource = dateSource
     }
 }

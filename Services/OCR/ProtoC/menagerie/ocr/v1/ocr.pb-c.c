@@ -1177,6 +1177,96 @@ void   menagerie__ocr__v1__rename_values_response__free_unpacked
   assert(message->base.descriptor == &menagerie__ocr__v1__rename_values_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   menagerie__ocr__v1__update_template_request__init
+                     (Menagerie__Ocr__V1__UpdateTemplateRequest         *message)
+{
+  static const Menagerie__Ocr__V1__UpdateTemplateRequest init_value = MENAGERIE__OCR__V1__UPDATE_TEMPLATE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__update_template_request__get_packed_size
+                     (const Menagerie__Ocr__V1__UpdateTemplateRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_template_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__update_template_request__pack
+                     (const Menagerie__Ocr__V1__UpdateTemplateRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_template_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__update_template_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__UpdateTemplateRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_template_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__UpdateTemplateRequest *
+       menagerie__ocr__v1__update_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__UpdateTemplateRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__update_template_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__update_template_request__free_unpacked
+                     (Menagerie__Ocr__V1__UpdateTemplateRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_template_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__update_template_response__init
+                     (Menagerie__Ocr__V1__UpdateTemplateResponse         *message)
+{
+  static const Menagerie__Ocr__V1__UpdateTemplateResponse init_value = MENAGERIE__OCR__V1__UPDATE_TEMPLATE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__update_template_response__get_packed_size
+                     (const Menagerie__Ocr__V1__UpdateTemplateResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_template_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__update_template_response__pack
+                     (const Menagerie__Ocr__V1__UpdateTemplateResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_template_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__update_template_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__UpdateTemplateResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_template_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__UpdateTemplateResponse *
+       menagerie__ocr__v1__update_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__UpdateTemplateResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__update_template_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__update_template_response__free_unpacked
+                     (Menagerie__Ocr__V1__UpdateTemplateResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_template_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   menagerie__ocr__v1__delete_template_request__init
                      (Menagerie__Ocr__V1__DeleteTemplateRequest         *message)
 {
@@ -1625,6 +1715,96 @@ void   menagerie__ocr__v1__list_records_response__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &menagerie__ocr__v1__list_records_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__update_record_request__init
+                     (Menagerie__Ocr__V1__UpdateRecordRequest         *message)
+{
+  static const Menagerie__Ocr__V1__UpdateRecordRequest init_value = MENAGERIE__OCR__V1__UPDATE_RECORD_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__update_record_request__get_packed_size
+                     (const Menagerie__Ocr__V1__UpdateRecordRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_record_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__update_record_request__pack
+                     (const Menagerie__Ocr__V1__UpdateRecordRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_record_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__update_record_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__UpdateRecordRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_record_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__UpdateRecordRequest *
+       menagerie__ocr__v1__update_record_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__UpdateRecordRequest *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__update_record_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__update_record_request__free_unpacked
+                     (Menagerie__Ocr__V1__UpdateRecordRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_record_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__ocr__v1__update_record_response__init
+                     (Menagerie__Ocr__V1__UpdateRecordResponse         *message)
+{
+  static const Menagerie__Ocr__V1__UpdateRecordResponse init_value = MENAGERIE__OCR__V1__UPDATE_RECORD_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__ocr__v1__update_record_response__get_packed_size
+                     (const Menagerie__Ocr__V1__UpdateRecordResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_record_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__ocr__v1__update_record_response__pack
+                     (const Menagerie__Ocr__V1__UpdateRecordResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_record_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__ocr__v1__update_record_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__UpdateRecordResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_record_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Ocr__V1__UpdateRecordResponse *
+       menagerie__ocr__v1__update_record_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Ocr__V1__UpdateRecordResponse *)
+     protobuf_c_message_unpack (&menagerie__ocr__v1__update_record_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__ocr__v1__update_record_response__free_unpacked
+                     (Menagerie__Ocr__V1__UpdateRecordResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__ocr__v1__update_record_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   menagerie__ocr__v1__delete_record_request__init
@@ -2872,7 +3052,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__record_value__descriptor =
   (ProtobufCMessageInit) menagerie__ocr__v1__record_value__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__record__field_descriptors[4] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__record__field_descriptors[5] =
 {
   {
     "id",
@@ -2922,9 +3102,22 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__record__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "date_source",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Record, date_source),
+    &menagerie__ocr__v1__date_source__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__record__field_indices_by_name[] = {
   2,   /* field[2] = created_at */
+  4,   /* field[4] = date_source */
   0,   /* field[0] = id */
   1,   /* field[1] = template_id */
   3,   /* field[3] = values */
@@ -2932,7 +3125,7 @@ static const unsigned menagerie__ocr__v1__record__field_indices_by_name[] = {
 static const ProtobufCIntRange menagerie__ocr__v1__record__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__record__descriptor =
 {
@@ -2942,7 +3135,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__record__descriptor =
   "Menagerie__Ocr__V1__Record",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__Record),
-  4,
+  5,
   menagerie__ocr__v1__record__field_descriptors,
   menagerie__ocr__v1__record__field_indices_by_name,
   1,  menagerie__ocr__v1__record__number_ranges,
@@ -3438,6 +3631,121 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__rename_values_response__des
   (ProtobufCMessageInit) menagerie__ocr__v1__rename_values_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__update_template_request__field_descriptors[4] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__UpdateTemplateRequest, template_),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "name",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Ocr__V1__UpdateTemplateRequest, _name_case),
+    offsetof(Menagerie__Ocr__V1__UpdateTemplateRequest, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "description",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Ocr__V1__UpdateTemplateRequest, _description_case),
+    offsetof(Menagerie__Ocr__V1__UpdateTemplateRequest, description),
+    NULL,
+    &protobuf_c_empty_string,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "renames",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__UpdateTemplateRequest, n_renames),
+    offsetof(Menagerie__Ocr__V1__UpdateTemplateRequest, renames),
+    &menagerie__ocr__v1__value_rename__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__update_template_request__field_indices_by_name[] = {
+  2,   /* field[2] = description */
+  1,   /* field[1] = name */
+  3,   /* field[3] = renames */
+  0,   /* field[0] = template */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__update_template_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__update_template_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.UpdateTemplateRequest",
+  "UpdateTemplateRequest",
+  "Menagerie__Ocr__V1__UpdateTemplateRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__UpdateTemplateRequest),
+  4,
+  menagerie__ocr__v1__update_template_request__field_descriptors,
+  menagerie__ocr__v1__update_template_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__update_template_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__update_template_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__update_template_response__field_descriptors[1] =
+{
+  {
+    "template",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__UpdateTemplateResponse, template_),
+    &menagerie__ocr__v1__template__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__update_template_response__field_indices_by_name[] = {
+  0,   /* field[0] = template */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__update_template_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__update_template_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.UpdateTemplateResponse",
+  "UpdateTemplateResponse",
+  "Menagerie__Ocr__V1__UpdateTemplateResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__UpdateTemplateResponse),
+  1,
+  menagerie__ocr__v1__update_template_response__field_descriptors,
+  menagerie__ocr__v1__update_template_response__field_indices_by_name,
+  1,  menagerie__ocr__v1__update_template_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__update_template_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor menagerie__ocr__v1__delete_template_request__field_descriptors[1] =
 {
   {
@@ -3558,7 +3866,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__draft_record_request__descr
   (ProtobufCMessageInit) menagerie__ocr__v1__draft_record_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__draft_record_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__draft_record_response__field_descriptors[4] =
 {
   {
     "template",
@@ -3596,16 +3904,29 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__draft_record_response_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "taken_at",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__DraftRecordResponse, taken_at),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__draft_record_response__field_indices_by_name[] = {
   2,   /* field[2] = scan */
+  3,   /* field[3] = taken_at */
   0,   /* field[0] = template */
   1,   /* field[1] = values */
 };
 static const ProtobufCIntRange menagerie__ocr__v1__draft_record_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__draft_record_response__descriptor =
 {
@@ -3615,14 +3936,14 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__draft_record_response__desc
   "Menagerie__Ocr__V1__DraftRecordResponse",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__DraftRecordResponse),
-  3,
+  4,
   menagerie__ocr__v1__draft_record_response__field_descriptors,
   menagerie__ocr__v1__draft_record_response__field_indices_by_name,
   1,  menagerie__ocr__v1__draft_record_response__number_ranges,
   (ProtobufCMessageInit) menagerie__ocr__v1__draft_record_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__add_record_request__field_descriptors[3] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__add_record_request__field_descriptors[4] =
 {
   {
     "template",
@@ -3660,16 +3981,29 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__add_record_request__fi
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "date_source",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__AddRecordRequest, date_source),
+    &menagerie__ocr__v1__date_source__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__add_record_request__field_indices_by_name[] = {
   2,   /* field[2] = created_at */
+  3,   /* field[3] = date_source */
   0,   /* field[0] = template */
   1,   /* field[1] = values */
 };
 static const ProtobufCIntRange menagerie__ocr__v1__add_record_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__add_record_request__descriptor =
 {
@@ -3679,7 +4013,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__add_record_request__descrip
   "Menagerie__Ocr__V1__AddRecordRequest",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__AddRecordRequest),
-  3,
+  4,
   menagerie__ocr__v1__add_record_request__field_descriptors,
   menagerie__ocr__v1__add_record_request__field_indices_by_name,
   1,  menagerie__ocr__v1__add_record_request__number_ranges,
@@ -3928,6 +4262,121 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__list_records_response__desc
   (ProtobufCMessageInit) menagerie__ocr__v1__list_records_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__update_record_request__field_descriptors[4] =
+{
+  {
+    "record_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__UpdateRecordRequest, record_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "template",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__UpdateRecordRequest, template_),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "values",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Ocr__V1__UpdateRecordRequest, n_values),
+    offsetof(Menagerie__Ocr__V1__UpdateRecordRequest, values),
+    &menagerie__ocr__v1__record_value__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created_at",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Ocr__V1__UpdateRecordRequest, _created_at_case),
+    offsetof(Menagerie__Ocr__V1__UpdateRecordRequest, created_at),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__update_record_request__field_indices_by_name[] = {
+  3,   /* field[3] = created_at */
+  0,   /* field[0] = record_id */
+  1,   /* field[1] = template */
+  2,   /* field[2] = values */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__update_record_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__update_record_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.UpdateRecordRequest",
+  "UpdateRecordRequest",
+  "Menagerie__Ocr__V1__UpdateRecordRequest",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__UpdateRecordRequest),
+  4,
+  menagerie__ocr__v1__update_record_request__field_descriptors,
+  menagerie__ocr__v1__update_record_request__field_indices_by_name,
+  1,  menagerie__ocr__v1__update_record_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__update_record_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__update_record_response__field_descriptors[1] =
+{
+  {
+    "record",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__UpdateRecordResponse, record),
+    &menagerie__ocr__v1__record__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__ocr__v1__update_record_response__field_indices_by_name[] = {
+  0,   /* field[0] = record */
+};
+static const ProtobufCIntRange menagerie__ocr__v1__update_record_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__ocr__v1__update_record_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.UpdateRecordResponse",
+  "UpdateRecordResponse",
+  "Menagerie__Ocr__V1__UpdateRecordResponse",
+  "menagerie.ocr.v1",
+  sizeof(Menagerie__Ocr__V1__UpdateRecordResponse),
+  1,
+  menagerie__ocr__v1__update_record_response__field_descriptors,
+  menagerie__ocr__v1__update_record_response__field_indices_by_name,
+  1,  menagerie__ocr__v1__update_record_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__ocr__v1__update_record_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor menagerie__ocr__v1__delete_record_request__field_descriptors[1] =
 {
   {
@@ -3984,7 +4433,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__delete_record_response__des
   (ProtobufCMessageInit) menagerie__ocr__v1__delete_record_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__export_records_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__export_records_request__field_descriptors[5] =
 {
   {
     "template",
@@ -3998,14 +4447,66 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__export_records_request
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "raw",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ExportRecordsRequest, raw),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bom",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ExportRecordsRequest, bom),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "delimiter",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ExportRecordsRequest, delimiter),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "time_zone",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ExportRecordsRequest, time_zone),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__export_records_request__field_indices_by_name[] = {
+  2,   /* field[2] = bom */
+  3,   /* field[3] = delimiter */
+  1,   /* field[1] = raw */
   0,   /* field[0] = template */
+  4,   /* field[4] = time_zone */
 };
 static const ProtobufCIntRange menagerie__ocr__v1__export_records_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__export_records_request__descriptor =
 {
@@ -4015,7 +4516,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__export_records_request__des
   "Menagerie__Ocr__V1__ExportRecordsRequest",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__ExportRecordsRequest),
-  1,
+  5,
   menagerie__ocr__v1__export_records_request__field_descriptors,
   menagerie__ocr__v1__export_records_request__field_indices_by_name,
   1,  menagerie__ocr__v1__export_records_request__number_ranges,
@@ -4156,7 +4657,39 @@ const ProtobufCEnumDescriptor menagerie__ocr__v1__observation_level__descriptor 
   menagerie__ocr__v1__observation_level__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor menagerie__ocr__v1__ocr__method_descriptors[14] =
+static const ProtobufCEnumValue menagerie__ocr__v1__date_source__enum_values_by_number[4] =
+{
+  { "DATE_SOURCE_UNSPECIFIED", "MENAGERIE__OCR__V1__DATE_SOURCE__DATE_SOURCE_UNSPECIFIED", 0 },
+  { "DATE_SOURCE_GIVEN", "MENAGERIE__OCR__V1__DATE_SOURCE__DATE_SOURCE_GIVEN", 1 },
+  { "DATE_SOURCE_EXIF", "MENAGERIE__OCR__V1__DATE_SOURCE__DATE_SOURCE_EXIF", 2 },
+  { "DATE_SOURCE_UPLOAD", "MENAGERIE__OCR__V1__DATE_SOURCE__DATE_SOURCE_UPLOAD", 3 },
+};
+static const ProtobufCIntRange menagerie__ocr__v1__date_source__value_ranges[] = {
+{0, 0},{0, 4}
+};
+static const ProtobufCEnumValueIndex menagerie__ocr__v1__date_source__enum_values_by_name[4] =
+{
+  { "DATE_SOURCE_EXIF", 2 },
+  { "DATE_SOURCE_GIVEN", 1 },
+  { "DATE_SOURCE_UNSPECIFIED", 0 },
+  { "DATE_SOURCE_UPLOAD", 3 },
+};
+const ProtobufCEnumDescriptor menagerie__ocr__v1__date_source__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.DateSource",
+  "DateSource",
+  "Menagerie__Ocr__V1__DateSource",
+  "menagerie.ocr.v1",
+  4,
+  menagerie__ocr__v1__date_source__enum_values_by_number,
+  4,
+  menagerie__ocr__v1__date_source__enum_values_by_name,
+  1,
+  menagerie__ocr__v1__date_source__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCMethodDescriptor menagerie__ocr__v1__ocr__method_descriptors[16] =
 {
   { "Scan", &menagerie__ocr__v1__scan_request__descriptor, &menagerie__ocr__v1__scan_response__descriptor },
   { "StartBatchScan", &menagerie__ocr__v1__batch_scan_request__descriptor, &menagerie__jobs__v1__job__descriptor },
@@ -4166,28 +4699,32 @@ static const ProtobufCMethodDescriptor menagerie__ocr__v1__ocr__method_descripto
   { "GetTemplate", &menagerie__ocr__v1__get_template_request__descriptor, &menagerie__ocr__v1__get_template_response__descriptor },
   { "RenameTemplate", &menagerie__ocr__v1__rename_template_request__descriptor, &menagerie__ocr__v1__rename_template_response__descriptor },
   { "RenameValues", &menagerie__ocr__v1__rename_values_request__descriptor, &menagerie__ocr__v1__rename_values_response__descriptor },
+  { "UpdateTemplate", &menagerie__ocr__v1__update_template_request__descriptor, &menagerie__ocr__v1__update_template_response__descriptor },
   { "DeleteTemplate", &menagerie__ocr__v1__delete_template_request__descriptor, &menagerie__ocr__v1__delete_template_response__descriptor },
   { "AddRecord", &menagerie__ocr__v1__add_record_request__descriptor, &menagerie__ocr__v1__add_record_response__descriptor },
   { "LatestRecords", &menagerie__ocr__v1__latest_records_request__descriptor, &menagerie__ocr__v1__latest_records_response__descriptor },
   { "ListRecords", &menagerie__ocr__v1__list_records_request__descriptor, &menagerie__ocr__v1__list_records_response__descriptor },
+  { "UpdateRecord", &menagerie__ocr__v1__update_record_request__descriptor, &menagerie__ocr__v1__update_record_response__descriptor },
   { "DeleteRecord", &menagerie__ocr__v1__delete_record_request__descriptor, &menagerie__ocr__v1__delete_record_response__descriptor },
   { "ExportRecords", &menagerie__ocr__v1__export_records_request__descriptor, &menagerie__ocr__v1__export_records_chunk__descriptor },
 };
 const unsigned menagerie__ocr__v1__ocr__method_indices_by_name[] = {
-  9,        /* AddRecord */
+  10,        /* AddRecord */
   3,        /* CreateTemplate */
-  12,        /* DeleteRecord */
-  8,        /* DeleteTemplate */
+  14,        /* DeleteRecord */
+  9,        /* DeleteTemplate */
   2,        /* DraftRecord */
-  13,        /* ExportRecords */
+  15,        /* ExportRecords */
   5,        /* GetTemplate */
-  10,        /* LatestRecords */
-  11,        /* ListRecords */
+  11,        /* LatestRecords */
+  12,        /* ListRecords */
   4,        /* ListTemplates */
   6,        /* RenameTemplate */
   7,        /* RenameValues */
   0,        /* Scan */
-  1         /* StartBatchScan */
+  1,        /* StartBatchScan */
+  13,        /* UpdateRecord */
+  8         /* UpdateTemplate */
 };
 const ProtobufCServiceDescriptor menagerie__ocr__v1__ocr__descriptor =
 {
@@ -4196,7 +4733,7 @@ const ProtobufCServiceDescriptor menagerie__ocr__v1__ocr__descriptor =
   "OCR",
   "Menagerie__Ocr__V1__OCR",
   "menagerie.ocr.v1",
-  14,
+  16,
   menagerie__ocr__v1__ocr__method_descriptors,
   menagerie__ocr__v1__ocr__method_indices_by_name
 };
@@ -4264,13 +4801,21 @@ void menagerie__ocr__v1__ocr__rename_values(ProtobufCService *service,
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
   service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void menagerie__ocr__v1__ocr__update_template(ProtobufCService *service,
+                                              const Menagerie__Ocr__V1__UpdateTemplateRequest *input,
+                                              Menagerie__Ocr__V1__UpdateTemplateResponse_Closure closure,
+                                              void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void menagerie__ocr__v1__ocr__delete_template(ProtobufCService *service,
                                               const Menagerie__Ocr__V1__DeleteTemplateRequest *input,
                                               Menagerie__Ocr__V1__DeleteTemplateResponse_Closure closure,
                                               void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__add_record(ProtobufCService *service,
                                          const Menagerie__Ocr__V1__AddRecordRequest *input,
@@ -4278,7 +4823,7 @@ void menagerie__ocr__v1__ocr__add_record(ProtobufCService *service,
                                          void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__latest_records(ProtobufCService *service,
                                              const Menagerie__Ocr__V1__LatestRecordsRequest *input,
@@ -4286,7 +4831,7 @@ void menagerie__ocr__v1__ocr__latest_records(ProtobufCService *service,
                                              void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__list_records(ProtobufCService *service,
                                            const Menagerie__Ocr__V1__ListRecordsRequest *input,
@@ -4294,7 +4839,15 @@ void menagerie__ocr__v1__ocr__list_records(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__ocr__v1__ocr__update_record(ProtobufCService *service,
+                                            const Menagerie__Ocr__V1__UpdateRecordRequest *input,
+                                            Menagerie__Ocr__V1__UpdateRecordResponse_Closure closure,
+                                            void *closure_data)
+{
+  assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
+  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__delete_record(ProtobufCService *service,
                                             const Menagerie__Ocr__V1__DeleteRecordRequest *input,
@@ -4302,7 +4855,7 @@ void menagerie__ocr__v1__ocr__delete_record(ProtobufCService *service,
                                             void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__export_records(ProtobufCService *service,
                                              const Menagerie__Ocr__V1__ExportRecordsRequest *input,
@@ -4310,7 +4863,7 @@ void menagerie__ocr__v1__ocr__export_records(ProtobufCService *service,
                                              void *closure_data)
 {
   assert(service->descriptor == &menagerie__ocr__v1__ocr__descriptor);
-  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__ocr__v1__ocr__init (Menagerie__Ocr__V1__OCR_Service *service,
                                     Menagerie__Ocr__V1__OCR_ServiceDestroy destroy)

@@ -42,6 +42,8 @@ typedef struct Menagerie__Ocr__V1__RenameTemplateResponse Menagerie__Ocr__V1__Re
 typedef struct Menagerie__Ocr__V1__ValueRename Menagerie__Ocr__V1__ValueRename;
 typedef struct Menagerie__Ocr__V1__RenameValuesRequest Menagerie__Ocr__V1__RenameValuesRequest;
 typedef struct Menagerie__Ocr__V1__RenameValuesResponse Menagerie__Ocr__V1__RenameValuesResponse;
+typedef struct Menagerie__Ocr__V1__UpdateTemplateRequest Menagerie__Ocr__V1__UpdateTemplateRequest;
+typedef struct Menagerie__Ocr__V1__UpdateTemplateResponse Menagerie__Ocr__V1__UpdateTemplateResponse;
 typedef struct Menagerie__Ocr__V1__DeleteTemplateRequest Menagerie__Ocr__V1__DeleteTemplateRequest;
 typedef struct Menagerie__Ocr__V1__DeleteTemplateResponse Menagerie__Ocr__V1__DeleteTemplateResponse;
 typedef struct Menagerie__Ocr__V1__DraftRecordRequest Menagerie__Ocr__V1__DraftRecordRequest;
@@ -52,6 +54,8 @@ typedef struct Menagerie__Ocr__V1__LatestRecordsRequest Menagerie__Ocr__V1__Late
 typedef struct Menagerie__Ocr__V1__LatestRecordsResponse Menagerie__Ocr__V1__LatestRecordsResponse;
 typedef struct Menagerie__Ocr__V1__ListRecordsRequest Menagerie__Ocr__V1__ListRecordsRequest;
 typedef struct Menagerie__Ocr__V1__ListRecordsResponse Menagerie__Ocr__V1__ListRecordsResponse;
+typedef struct Menagerie__Ocr__V1__UpdateRecordRequest Menagerie__Ocr__V1__UpdateRecordRequest;
+typedef struct Menagerie__Ocr__V1__UpdateRecordResponse Menagerie__Ocr__V1__UpdateRecordResponse;
 typedef struct Menagerie__Ocr__V1__DeleteRecordRequest Menagerie__Ocr__V1__DeleteRecordRequest;
 typedef struct Menagerie__Ocr__V1__DeleteRecordResponse Menagerie__Ocr__V1__DeleteRecordResponse;
 typedef struct Menagerie__Ocr__V1__ExportRecordsRequest Menagerie__Ocr__V1__ExportRecordsRequest;
@@ -112,6 +116,28 @@ typedef enum _Menagerie__Ocr__V1__ObservationLevel {
   MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_WORD = 3
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__OCR__V1__OBSERVATION_LEVEL)
 } Menagerie__Ocr__V1__ObservationLevel;
+/*
+ * Where a record's date came from.
+ */
+typedef enum _Menagerie__Ocr__V1__DateSource {
+  /*
+   * UPLOAD when saving; records saved before date sources were kept read as UPLOAD.
+   */
+  MENAGERIE__OCR__V1__DATE_SOURCE__DATE_SOURCE_UNSPECIFIED = 0,
+  /*
+   * Typed by a person (`record add --date`, `record edit --date`).
+   */
+  MENAGERIE__OCR__V1__DATE_SOURCE__DATE_SOURCE_GIVEN = 1,
+  /*
+   * The photo's EXIF DateTimeOriginal (with OffsetTimeOriginal when the camera wrote it).
+   */
+  MENAGERIE__OCR__V1__DATE_SOURCE__DATE_SOURCE_EXIF = 2,
+  /*
+   * When the record was saved.
+   */
+  MENAGERIE__OCR__V1__DATE_SOURCE__DATE_SOURCE_UPLOAD = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__OCR__V1__DATE_SOURCE)
+} Menagerie__Ocr__V1__DateSource;
 
 /* --- messages --- */
 
@@ -393,7 +419,7 @@ struct  Menagerie__Ocr__V1__Record
   int64_t id;
   int64_t template_id;
   /*
-   * Unix time in seconds (millisecond precision).
+   * Unix time in seconds (millisecond precision): when the photo was taken, as far as is known (see date_source).
    */
   double created_at;
   /*
@@ -401,10 +427,11 @@ struct  Menagerie__Ocr__V1__Record
    */
   size_t n_values;
   Menagerie__Ocr__V1__RecordValue **values;
+  Menagerie__Ocr__V1__DateSource date_source;
 };
 #define MENAGERIE__OCR__V1__RECORD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__record__descriptor) \
-    , 0, 0, 0, 0,NULL }
+    , 0, 0, 0, 0,NULL, MENAGERIE__OCR__V1__DATE_SOURCE__DATE_SOURCE_UNSPECIFIED }
 
 
 /*
@@ -546,6 +573,52 @@ struct  Menagerie__Ocr__V1__RenameValuesResponse
     , NULL }
 
 
+typedef enum {
+  MENAGERIE__OCR__V1__UPDATE_TEMPLATE_REQUEST___NAME__NOT_SET = 0,
+  MENAGERIE__OCR__V1__UPDATE_TEMPLATE_REQUEST___NAME_NAME = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__OCR__V1__UPDATE_TEMPLATE_REQUEST___NAME__CASE)
+} Menagerie__Ocr__V1__UpdateTemplateRequest__NameCase;
+
+typedef enum {
+  MENAGERIE__OCR__V1__UPDATE_TEMPLATE_REQUEST___DESCRIPTION__NOT_SET = 0,
+  MENAGERIE__OCR__V1__UPDATE_TEMPLATE_REQUEST___DESCRIPTION_DESCRIPTION = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__OCR__V1__UPDATE_TEMPLATE_REQUEST___DESCRIPTION__CASE)
+} Menagerie__Ocr__V1__UpdateTemplateRequest__DescriptionCase;
+
+/*
+ * Changes a template's name, description and value names at once (all or nothing). Unset fields stay.
+ * A taken name → ALREADY_EXISTS; a rename of a value the template lacks → NOT_FOUND.
+ */
+struct  Menagerie__Ocr__V1__UpdateTemplateRequest
+{
+  ProtobufCMessage base;
+  char *template_;
+  size_t n_renames;
+  Menagerie__Ocr__V1__ValueRename **renames;
+  Menagerie__Ocr__V1__UpdateTemplateRequest__NameCase _name_case;
+  union {
+    char *name;
+  };
+  Menagerie__Ocr__V1__UpdateTemplateRequest__DescriptionCase _description_case;
+  union {
+    char *description;
+  };
+};
+#define MENAGERIE__OCR__V1__UPDATE_TEMPLATE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__update_template_request__descriptor) \
+    , (char *)protobuf_c_empty_string, 0,NULL, MENAGERIE__OCR__V1__UPDATE_TEMPLATE_REQUEST___NAME__NOT_SET, {0}, MENAGERIE__OCR__V1__UPDATE_TEMPLATE_REQUEST___DESCRIPTION__NOT_SET, {0} }
+
+
+struct  Menagerie__Ocr__V1__UpdateTemplateResponse
+{
+  ProtobufCMessage base;
+  Menagerie__Ocr__V1__Template *template_;
+};
+#define MENAGERIE__OCR__V1__UPDATE_TEMPLATE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__update_template_response__descriptor) \
+    , NULL }
+
+
 /*
  * Deletes the template and all its records.
  */
@@ -597,10 +670,17 @@ struct  Menagerie__Ocr__V1__DraftRecordResponse
   size_t n_values;
   Menagerie__Ocr__V1__RecordValue **values;
   Menagerie__Ocr__V1__ScanResponse *scan;
+  /*
+   * When the photo was taken, from its EXIF DateTimeOriginal (JPEG APP1 or PNG eXIf): ISO 8601,
+   * `2026-11-22T14:05:09` (local time of the camera) or with OffsetTimeOriginal `2026-11-22T14:05:09+01:00`.
+   * Empty when the photo says nothing (or says it in a malformed way). The client decides which zone a time without
+   * offset is in, and passes it to AddRecord with DATE_SOURCE_EXIF.
+   */
+  char *taken_at;
 };
 #define MENAGERIE__OCR__V1__DRAFT_RECORD_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__draft_record_response__descriptor) \
-    , NULL, 0,NULL, NULL }
+    , NULL, 0,NULL, NULL, (char *)protobuf_c_empty_string }
 
 
 typedef enum {
@@ -618,17 +698,22 @@ struct  Menagerie__Ocr__V1__AddRecordRequest
    */
   size_t n_values;
   Menagerie__Ocr__V1__RecordValue **values;
+  /*
+   * Where created_at came from: GIVEN (the default when created_at is set) or EXIF. UPLOAD with created_at set,
+   * or GIVEN/EXIF without it → INVALID_ARGUMENT.
+   */
+  Menagerie__Ocr__V1__DateSource date_source;
   Menagerie__Ocr__V1__AddRecordRequest__CreatedAtCase _created_at_case;
   union {
     /*
-     * Unix time in seconds; unset: now.
+     * Unix time in seconds, at most a day in the future and not before 1970; unset: now (DATE_SOURCE_UPLOAD).
      */
     double created_at;
   };
 };
 #define MENAGERIE__OCR__V1__ADD_RECORD_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__add_record_request__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, MENAGERIE__OCR__V1__ADD_RECORD_REQUEST___CREATED_AT__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, 0,NULL, MENAGERIE__OCR__V1__DATE_SOURCE__DATE_SOURCE_UNSPECIFIED, MENAGERIE__OCR__V1__ADD_RECORD_REQUEST___CREATED_AT__NOT_SET, {0} }
 
 
 struct  Menagerie__Ocr__V1__AddRecordResponse
@@ -705,6 +790,53 @@ struct  Menagerie__Ocr__V1__ListRecordsResponse
     , 0,NULL, (char *)protobuf_c_empty_string }
 
 
+typedef enum {
+  MENAGERIE__OCR__V1__UPDATE_RECORD_REQUEST___CREATED_AT__NOT_SET = 0,
+  MENAGERIE__OCR__V1__UPDATE_RECORD_REQUEST___CREATED_AT_CREATED_AT = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__OCR__V1__UPDATE_RECORD_REQUEST___CREATED_AT__CASE)
+} Menagerie__Ocr__V1__UpdateRecordRequest__CreatedAtCase;
+
+/*
+ * Corrects a record: values by name (their confidence becomes 1: a person typed them) and/or its date (its
+ * date_source becomes GIVEN). A value name the template lacks → INVALID_ARGUMENT listing its names; an unknown
+ * record, or one of another template than `template` (when given) → NOT_FOUND.
+ */
+struct  Menagerie__Ocr__V1__UpdateRecordRequest
+{
+  ProtobufCMessage base;
+  int64_t record_id;
+  /*
+   * Name or id; empty: any template.
+   */
+  char *template_;
+  /*
+   * Only `name` and `text` are read.
+   */
+  size_t n_values;
+  Menagerie__Ocr__V1__RecordValue **values;
+  Menagerie__Ocr__V1__UpdateRecordRequest__CreatedAtCase _created_at_case;
+  union {
+    /*
+     * Unix time in seconds, as AddRecord's.
+     */
+    double created_at;
+  };
+};
+#define MENAGERIE__OCR__V1__UPDATE_RECORD_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__update_record_request__descriptor) \
+    , 0, (char *)protobuf_c_empty_string, 0,NULL, MENAGERIE__OCR__V1__UPDATE_RECORD_REQUEST___CREATED_AT__NOT_SET, {0} }
+
+
+struct  Menagerie__Ocr__V1__UpdateRecordResponse
+{
+  ProtobufCMessage base;
+  Menagerie__Ocr__V1__Record *record;
+};
+#define MENAGERIE__OCR__V1__UPDATE_RECORD_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__update_record_response__descriptor) \
+    , NULL }
+
+
 struct  Menagerie__Ocr__V1__DeleteRecordRequest
 {
   ProtobufCMessage base;
@@ -728,16 +860,34 @@ struct  Menagerie__Ocr__V1__ExportRecordsRequest
 {
   ProtobufCMessage base;
   char *template_;
+  /*
+   * Values as recorded. Otherwise a value starting with `=`, `+`, `-`, `@`, a tab or CR gets a leading `'` (OWASP's
+   * advice against formula injection), except a plain number such as `-12.5`, which stays a number.
+   */
+  protobuf_c_boolean raw;
+  /*
+   * Start with a UTF-8 byte-order mark (Excel then reads UTF-8: Czech value names stay readable).
+   */
+  protobuf_c_boolean bom;
+  /*
+   * "," (default), ";" (what Excel expects where the decimal separator is a comma) or "\t"; others → INVALID_ARGUMENT.
+   */
+  char *delimiter;
+  /*
+   * IANA time zone (`Europe/Prague`): dates in local time with their offset; empty: UTC (`Z`). Unknown →
+   * INVALID_ARGUMENT.
+   */
+  char *time_zone;
 };
 #define MENAGERIE__OCR__V1__EXPORT_RECORDS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__export_records_request__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /*
- * A piece of the CSV export, streamed in order: RFC 4180 (CRLF line ends, fields with commas, quotes or
- * newlines quoted), UTF-8 without a byte-order mark; header `Date` + the value names, one row per record in time
- * order, ISO 8601 UTC timestamps.
+ * A piece of the CSV export, streamed in order: RFC 4180 (CRLF line ends, fields with the delimiter, quotes or
+ * newlines quoted), UTF-8; header `Date`, `Date source` (given, exif or upload) + the value names, one row per
+ * record in time order, ISO 8601 timestamps.
  */
 struct  Menagerie__Ocr__V1__ExportRecordsChunk
 {
@@ -1243,6 +1393,44 @@ Menagerie__Ocr__V1__RenameValuesResponse *
 void   menagerie__ocr__v1__rename_values_response__free_unpacked
                      (Menagerie__Ocr__V1__RenameValuesResponse *message,
                       ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__UpdateTemplateRequest methods */
+void   menagerie__ocr__v1__update_template_request__init
+                     (Menagerie__Ocr__V1__UpdateTemplateRequest         *message);
+size_t menagerie__ocr__v1__update_template_request__get_packed_size
+                     (const Menagerie__Ocr__V1__UpdateTemplateRequest   *message);
+size_t menagerie__ocr__v1__update_template_request__pack
+                     (const Menagerie__Ocr__V1__UpdateTemplateRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__update_template_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__UpdateTemplateRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__UpdateTemplateRequest *
+       menagerie__ocr__v1__update_template_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__update_template_request__free_unpacked
+                     (Menagerie__Ocr__V1__UpdateTemplateRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__UpdateTemplateResponse methods */
+void   menagerie__ocr__v1__update_template_response__init
+                     (Menagerie__Ocr__V1__UpdateTemplateResponse         *message);
+size_t menagerie__ocr__v1__update_template_response__get_packed_size
+                     (const Menagerie__Ocr__V1__UpdateTemplateResponse   *message);
+size_t menagerie__ocr__v1__update_template_response__pack
+                     (const Menagerie__Ocr__V1__UpdateTemplateResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__update_template_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__UpdateTemplateResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__UpdateTemplateResponse *
+       menagerie__ocr__v1__update_template_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__update_template_response__free_unpacked
+                     (Menagerie__Ocr__V1__UpdateTemplateResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Menagerie__Ocr__V1__DeleteTemplateRequest methods */
 void   menagerie__ocr__v1__delete_template_request__init
                      (Menagerie__Ocr__V1__DeleteTemplateRequest         *message);
@@ -1433,6 +1621,44 @@ Menagerie__Ocr__V1__ListRecordsResponse *
 void   menagerie__ocr__v1__list_records_response__free_unpacked
                      (Menagerie__Ocr__V1__ListRecordsResponse *message,
                       ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__UpdateRecordRequest methods */
+void   menagerie__ocr__v1__update_record_request__init
+                     (Menagerie__Ocr__V1__UpdateRecordRequest         *message);
+size_t menagerie__ocr__v1__update_record_request__get_packed_size
+                     (const Menagerie__Ocr__V1__UpdateRecordRequest   *message);
+size_t menagerie__ocr__v1__update_record_request__pack
+                     (const Menagerie__Ocr__V1__UpdateRecordRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__update_record_request__pack_to_buffer
+                     (const Menagerie__Ocr__V1__UpdateRecordRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__UpdateRecordRequest *
+       menagerie__ocr__v1__update_record_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__update_record_request__free_unpacked
+                     (Menagerie__Ocr__V1__UpdateRecordRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Ocr__V1__UpdateRecordResponse methods */
+void   menagerie__ocr__v1__update_record_response__init
+                     (Menagerie__Ocr__V1__UpdateRecordResponse         *message);
+size_t menagerie__ocr__v1__update_record_response__get_packed_size
+                     (const Menagerie__Ocr__V1__UpdateRecordResponse   *message);
+size_t menagerie__ocr__v1__update_record_response__pack
+                     (const Menagerie__Ocr__V1__UpdateRecordResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__ocr__v1__update_record_response__pack_to_buffer
+                     (const Menagerie__Ocr__V1__UpdateRecordResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Ocr__V1__UpdateRecordResponse *
+       menagerie__ocr__v1__update_record_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__ocr__v1__update_record_response__free_unpacked
+                     (Menagerie__Ocr__V1__UpdateRecordResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Menagerie__Ocr__V1__DeleteRecordRequest methods */
 void   menagerie__ocr__v1__delete_record_request__init
                      (Menagerie__Ocr__V1__DeleteRecordRequest         *message);
@@ -1589,6 +1815,12 @@ typedef void (*Menagerie__Ocr__V1__RenameValuesRequest_Closure)
 typedef void (*Menagerie__Ocr__V1__RenameValuesResponse_Closure)
                  (const Menagerie__Ocr__V1__RenameValuesResponse *message,
                   void *closure_data);
+typedef void (*Menagerie__Ocr__V1__UpdateTemplateRequest_Closure)
+                 (const Menagerie__Ocr__V1__UpdateTemplateRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__UpdateTemplateResponse_Closure)
+                 (const Menagerie__Ocr__V1__UpdateTemplateResponse *message,
+                  void *closure_data);
 typedef void (*Menagerie__Ocr__V1__DeleteTemplateRequest_Closure)
                  (const Menagerie__Ocr__V1__DeleteTemplateRequest *message,
                   void *closure_data);
@@ -1618,6 +1850,12 @@ typedef void (*Menagerie__Ocr__V1__ListRecordsRequest_Closure)
                   void *closure_data);
 typedef void (*Menagerie__Ocr__V1__ListRecordsResponse_Closure)
                  (const Menagerie__Ocr__V1__ListRecordsResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__UpdateRecordRequest_Closure)
+                 (const Menagerie__Ocr__V1__UpdateRecordRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Ocr__V1__UpdateRecordResponse_Closure)
+                 (const Menagerie__Ocr__V1__UpdateRecordResponse *message,
                   void *closure_data);
 typedef void (*Menagerie__Ocr__V1__DeleteRecordRequest_Closure)
                  (const Menagerie__Ocr__V1__DeleteRecordRequest *message,
@@ -1670,6 +1908,10 @@ struct Menagerie__Ocr__V1__OCR_Service
                         const Menagerie__Ocr__V1__RenameValuesRequest *input,
                         Menagerie__Ocr__V1__RenameValuesResponse_Closure closure,
                         void *closure_data);
+  void (*update_template)(Menagerie__Ocr__V1__OCR_Service *service,
+                          const Menagerie__Ocr__V1__UpdateTemplateRequest *input,
+                          Menagerie__Ocr__V1__UpdateTemplateResponse_Closure closure,
+                          void *closure_data);
   void (*delete_template)(Menagerie__Ocr__V1__OCR_Service *service,
                           const Menagerie__Ocr__V1__DeleteTemplateRequest *input,
                           Menagerie__Ocr__V1__DeleteTemplateResponse_Closure closure,
@@ -1686,6 +1928,10 @@ struct Menagerie__Ocr__V1__OCR_Service
                        const Menagerie__Ocr__V1__ListRecordsRequest *input,
                        Menagerie__Ocr__V1__ListRecordsResponse_Closure closure,
                        void *closure_data);
+  void (*update_record)(Menagerie__Ocr__V1__OCR_Service *service,
+                        const Menagerie__Ocr__V1__UpdateRecordRequest *input,
+                        Menagerie__Ocr__V1__UpdateRecordResponse_Closure closure,
+                        void *closure_data);
   void (*delete_record)(Menagerie__Ocr__V1__OCR_Service *service,
                         const Menagerie__Ocr__V1__DeleteRecordRequest *input,
                         Menagerie__Ocr__V1__DeleteRecordResponse_Closure closure,
@@ -1710,10 +1956,12 @@ void menagerie__ocr__v1__ocr__init (Menagerie__Ocr__V1__OCR_Service *service,
       function_prefix__ ## get_template,\
       function_prefix__ ## rename_template,\
       function_prefix__ ## rename_values,\
+      function_prefix__ ## update_template,\
       function_prefix__ ## delete_template,\
       function_prefix__ ## add_record,\
       function_prefix__ ## latest_records,\
       function_prefix__ ## list_records,\
+      function_prefix__ ## update_record,\
       function_prefix__ ## delete_record,\
       function_prefix__ ## export_records  }
 void menagerie__ocr__v1__ocr__scan(ProtobufCService *service,
@@ -1748,6 +1996,10 @@ void menagerie__ocr__v1__ocr__rename_values(ProtobufCService *service,
                                             const Menagerie__Ocr__V1__RenameValuesRequest *input,
                                             Menagerie__Ocr__V1__RenameValuesResponse_Closure closure,
                                             void *closure_data);
+void menagerie__ocr__v1__ocr__update_template(ProtobufCService *service,
+                                              const Menagerie__Ocr__V1__UpdateTemplateRequest *input,
+                                              Menagerie__Ocr__V1__UpdateTemplateResponse_Closure closure,
+                                              void *closure_data);
 void menagerie__ocr__v1__ocr__delete_template(ProtobufCService *service,
                                               const Menagerie__Ocr__V1__DeleteTemplateRequest *input,
                                               Menagerie__Ocr__V1__DeleteTemplateResponse_Closure closure,
@@ -1764,6 +2016,10 @@ void menagerie__ocr__v1__ocr__list_records(ProtobufCService *service,
                                            const Menagerie__Ocr__V1__ListRecordsRequest *input,
                                            Menagerie__Ocr__V1__ListRecordsResponse_Closure closure,
                                            void *closure_data);
+void menagerie__ocr__v1__ocr__update_record(ProtobufCService *service,
+                                            const Menagerie__Ocr__V1__UpdateRecordRequest *input,
+                                            Menagerie__Ocr__V1__UpdateRecordResponse_Closure closure,
+                                            void *closure_data);
 void menagerie__ocr__v1__ocr__delete_record(ProtobufCService *service,
                                             const Menagerie__Ocr__V1__DeleteRecordRequest *input,
                                             Menagerie__Ocr__V1__DeleteRecordResponse_Closure closure,
@@ -1778,6 +2034,7 @@ void menagerie__ocr__v1__ocr__export_records(ProtobufCService *service,
 extern const ProtobufCEnumDescriptor    menagerie__ocr__v1__recognition_level__descriptor;
 extern const ProtobufCEnumDescriptor    menagerie__ocr__v1__segmentation__descriptor;
 extern const ProtobufCEnumDescriptor    menagerie__ocr__v1__observation_level__descriptor;
+extern const ProtobufCEnumDescriptor    menagerie__ocr__v1__date_source__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__scan_options__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__pixel_box__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__normalized_box__descriptor;
@@ -1804,6 +2061,8 @@ extern const ProtobufCMessageDescriptor menagerie__ocr__v1__rename_template_resp
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__value_rename__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__rename_values_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__rename_values_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__update_template_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__update_template_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__delete_template_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__delete_template_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__draft_record_request__descriptor;
@@ -1814,6 +2073,8 @@ extern const ProtobufCMessageDescriptor menagerie__ocr__v1__latest_records_reque
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__latest_records_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__list_records_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__list_records_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__update_record_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__ocr__v1__update_record_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__delete_record_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__delete_record_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__export_records_request__descriptor;
