@@ -10,20 +10,26 @@ import Transport
 /// client's callers. Encoding, the request head, parsing the response head and decoding the JSON are all counted,
 /// as the binary client's protobuf work is.
 public final class HTTPEchoClient: @unchecked Sendable {
-    private let connections: [HTTPEchoConnection]
+    private let address: SocketAddress
+    private let loop: EventLoop
+    /// One connection per caller, replaced when the server closed it (idle keep-alive connections are reclaimed,
+    /// as a browser's are).
+    private let connections: Lock<[HTTPEchoConnection]>
     /// Connections no call is using; a call takes one and gives it back.
     private let idle: Lock<[Int]>
 
     /// Opens `count` connections to `endpoint` (HOST:PORT); at most `count` calls may run at once.
     public init(endpoint: String, connections count: Int, loop: EventLoop = .shared) async throws {
-        let address = try Endpoint(parsing: endpoint).socketAddress
+        address = try Endpoint(parsing: endpoint).socketAddress
+        self.loop = loop
         var opened: [HTTPEchoConnection] = []
         for _ in 0..<count { opened.append(try await HTTPEchoConnection(address: address, loop: loop)) }
-        connections = opened
+        connections = Lock(opened)
         idle = Lock(Array(0..<count))
     }
 
     /// `POST /menagerie.rpc.v1.Echo/Echo` with the request's JSON mapping; throws the Connect error a non-200 carries.
+    /// A connection the server closed while it sat idle is reopened, and the call retried once on a fresh one.
     public func echo(_ request: RpcV1.EchoRequest) async throws -> RpcV1.EchoResponse {
         guard let index = idle.withLock({ $0.popLast() }) else {
             throw RPCError(.resourceExhausted, "more concurrent calls than HTTP connections")
@@ -32,14 +38,28 @@ public final class HTTPEchoClient: @unchecked Sendable {
         let body = Array(request.jsonString().utf8)
         let head = "POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
             + "Content-Length: \(body.count)\r\n\r\n"
-        let (status, answer) = try await connections[index].exchange(Array(head.utf8) + body)
+        let bytes = Array(head.utf8) + body
+        var connection = connections.withLock { $0[index] }
+        let (status, answer): (Int, [UInt8])
+        do {
+            if connection.isClosed { connection = try await reopen(index) }
+            (status, answer) = try await connection.exchange(bytes)
+        } catch let error as RPCError where error.code == .unavailable {
+            (status, answer) = try await reopen(index).exchange(bytes)
+        }
         let text = String(decoding: answer, as: UTF8.self)
         guard status == 200 else { throw RPCError(.internalError, "HTTP \(status): \(text.prefix(200))") }
         return try RpcV1.EchoResponse(jsonString: text)
     }
 
+    private func reopen(_ index: Int) async throws -> HTTPEchoConnection {
+        let fresh = try await HTTPEchoConnection(address: address, loop: loop)
+        connections.withLock { $0[index] = fresh }
+        return fresh
+    }
+
     public func close() {
-        for connection in connections { connection.close() }
+        for connection in connections.withLock({ $0 }) { connection.close() }
     }
 }
 
@@ -77,6 +97,9 @@ final class HTTPEchoConnection: ConnectionReader, @unchecked Sendable {
             if let closed { continuation.resume(throwing: RPCError(.unavailable, "HTTP connection closed: \(closed)")) }
         }
     }
+
+    /// Whether the connection closed (the server reclaimed it, or it broke).
+    var isClosed: Bool { state.withLock { $0.closed != nil } }
 
     func close() {
         connection.loop.execute { [connection] in connection.close(reason: "benchmark done") }
