@@ -218,7 +218,7 @@ let package = Package(
             ],
             path: "Tests/ServiceKitTests"),
         .testTarget(
-            name: "GatewayKitTests", dependencies: ["GatewayKit", "RPC", "RPCWire", "JobsAPI", "OCRAPI", "Transport", "Schema"],
+            name: "GatewayKitTests", dependencies: ["GatewayKit", "TestSupport", "RPC", "RPCWire", "JobsAPI", "OCRAPI", "Transport", "Schema"],
             path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"], path: "Tests/HTTPTests"),

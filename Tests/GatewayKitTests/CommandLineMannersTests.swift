@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// One set of command-line manners for every gateway subcommand (issue 21), through the executable: a rejected
@@ -233,29 +234,12 @@ enum Gateway {
     }
 
     static func run(_ arguments: [String]) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("manners-home").path
-        process.environment = [
+        let run = try runSeparatingOutput(path, arguments, environment: [
             "MENAGERIE_ENDPOINTS": "zoo=127.0.0.1:1;ocr=127.0.0.1:1;health=127.0.0.1:1;classification=127.0.0.1:1",
             "MENAGERIE_HEALTH_TOKEN": "t", "XDG_DATA_HOME": home, "HOME": home, "COLUMNS": "200",
-        ]
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-\(UUID().uuidString)")
-        let out = scratch.appendingPathExtension("out"), err = scratch.appendingPathExtension("err")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: out); try? FileManager.default.removeItem(at: err) }
-        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
-        process.standardOutput = outHandle
-        process.standardError = errHandle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try outHandle.close()
-        try errHandle.close()
-        return Result(
-            status: process.terminationStatus, stdout: try String(contentsOf: out, encoding: .utf8), stderr: try String(contentsOf: err, encoding: .utf8))
+        ])
+        return Result(status: run.status, stdout: run.stdout, stderr: run.stderr)
     }
 
     struct Argument {

@@ -15,26 +15,7 @@ import ZooAPI
 @Suite(.serialized) struct GatewayJSONOutputTests {
     /// Runs the gateway with standard output and standard error kept apart: a script reads only the first.
     static func gateway(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, stdout: String, stderr: String) {
-        try await offPool {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "\(Stack.binDirectory)/gateway")
-            process.arguments = arguments
-            process.environment = environment
-            let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-json-\(UUID().uuidString)")
-            let out = scratch.appendingPathExtension("out"), err = scratch.appendingPathExtension("err")
-            FileManager.default.createFile(atPath: out.path, contents: nil)
-            FileManager.default.createFile(atPath: err.path, contents: nil)
-            defer { try? FileManager.default.removeItem(at: out); try? FileManager.default.removeItem(at: err) }
-            let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
-            process.standardOutput = outHandle
-            process.standardError = errHandle
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            try outHandle.close()
-            try errHandle.close()
-            return (process.terminationStatus, try String(contentsOf: out, encoding: .utf8), try String(contentsOf: err, encoding: .utf8))
-        }
+        try await offPool { try runSeparatingOutput("\(Stack.binDirectory)/gateway", arguments, environment: environment) }
     }
 
     func gateway(_ stack: Stack, _ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
