@@ -113,7 +113,7 @@ enum ConnectProtocol {
             }
         }
 
-        private static func codings(_ values: [String]) -> [String] {
+        static func codings(_ values: [String]) -> [String] {
             values.flatMap { $0.split(separator: ",") }.map {
                 String($0.split(separator: ";").first ?? "").trimmingCharacters(in: .whitespaces).lowercased()
             }
@@ -187,14 +187,14 @@ enum ConnectProtocol {
     // MARK: CORS
 
     /// Headers a browser may send on a call: Connect's and those that carry metadata.
-    static let allowedHeaders = "Content-Type, Content-Encoding, Accept-Encoding, Connect-Protocol-Version, Connect-Timeout-Ms, Authorization, X-User-Agent"
+    static let allowedHeaders = "Content-Type, Content-Encoding, Accept-Encoding, Connect-Content-Encoding, Connect-Accept-Encoding, Connect-Protocol-Version, Connect-Timeout-Ms, Authorization, X-User-Agent"
 
     /// Lets a web app on any origin call (the services hold no cookies: credentials are bearer
     /// tokens in `Authorization`), so the origin is echoed and `Vary` says so.
     static func addCORS(to headers: inout HTTPHeaders, origin: String?) {
         guard let origin else { return }
         headers.add("Access-Control-Allow-Origin", origin)
-        headers.add("Access-Control-Expose-Headers", "Content-Encoding, ETag, Grpc-Status, Grpc-Message")
+        headers.add("Access-Control-Expose-Headers", "Content-Encoding, Connect-Content-Encoding, ETag, Grpc-Status, Grpc-Message")
         if headers["Vary"] == nil { headers.add("Vary", "Origin") }
     }
 

@@ -44,6 +44,11 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
 
     /// Pipelined bytes buffered beyond which reading waits for the answer in progress.
     static var pipelineBuffer: Int { 64 << 10 }
+    /// Bytes of a body answered before its end that are read and dropped to keep the connection for the
+    /// next request (nginx discards an unread body the same way); past them the connection closes.
+    static var drainLimit: Int { 1 << 20 }
+    /// Bytes of the current body dropped since its call was answered; nil while it is not draining.
+    private var drained: Int?
 
     init(stream: Stream, socket: TCPConnection, server: TCPServer) {
         self.stream = stream
@@ -88,6 +93,7 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         guard wanted >= MemoryBudget.largeFrame, wanted > reservedBody, let budget = stream.budget else { return true }
         guard budget.reserve(wanted - reservedBody) else { return false }
         reservedBody = wanted
+        parser.reserveBodyCapacity()
         return true
     }
 
@@ -153,10 +159,28 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
             close("the client asked to close, or the request could not be read to its end")
             return
         }
-        if body != nil {
-            // Answered before its body ended (the handler stopped reading, or the call was refused):
-            // what is left of the body is nobody's, and is not read on the chance it ends.
-            close("answered before the request's body ended")
+        if let body {
+            // Answered before its body ended (the handler stopped reading, or the call was refused): the
+            // rest is nobody's. A little is read and dropped so the connection serves the next request;
+            // a body announcing more than that is not read on the chance it ends.
+            if let remaining = parser.bodyBytesRemaining, remaining > Self.drainLimit {
+                close("answered before the request's body ended (\(remaining) bytes still to come)")
+                return
+            }
+            body.pending = nil
+            body.purpose = .discarded
+            body.envelopes.discardAll()
+            drained = 0
+            if waitingForCredit {
+                waitingForCredit = false
+                stream.resumeReading()
+            }
+            if pausedBehindAnswer {
+                pausedBehindAnswer = false
+                stream.resumeReading()
+            }
+            readBody()
+            takeRequests()
             return
         }
         if pausedBehindAnswer {
@@ -292,7 +316,8 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
             return
         }
         exchanges.begin(id, ConnectExchange(
-            encoding: call.encoding, json: call.json, origin: origin, keepAlive: keepAlive, streaming: true, chunked: request.isHTTP11))
+            encoding: call.encoding, json: call.json, gzip: call.gzipResponses, origin: origin, keepAlive: keepAlive, streaming: true,
+            chunked: request.isHTTP11))
         body?.call = call
         body?.head = head(call)
         if call.clientStreams {
@@ -341,6 +366,13 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
                 return
             case .bytes(let bytes):
                 if body.purpose != .discarded { body.envelopes.append(bytes) }
+                if let drained {
+                    self.drained = drained + bytes.count
+                    guard drained + bytes.count <= Self.drainLimit else {
+                        close("answered before the request's body ended, and more than \(Self.drainLimit) bytes followed")
+                        return
+                    }
+                }
             case .end:
                 bodyEnded(body)
             }
@@ -428,6 +460,7 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
 
     private func bodyEnded(_ body: StreamedBody) {
         self.body = nil
+        drained = nil
         body.envelopes.releaseReserved()
         if body.envelopes.hasPartialEnvelope, body.purpose != .discarded {
             failBody(body, RPCError(.invalidArgument, "the request body ended inside an envelope"))
@@ -691,6 +724,9 @@ struct ConnectExchange: Sendable {
                 return streamHeadIfNeeded() + endEnvelope(failure)
             }
         }
+        if gzip, message.count >= ConnectProtocol.compressionThreshold {
+            return streamHeadIfNeeded() + framed(ConnectProtocol.envelope(flags: ConnectProtocol.compressedFlag, Gzip.compress(message)))
+        }
         return streamHeadIfNeeded() + framed(ConnectProtocol.envelope(flags: 0, message))
     }
 
@@ -717,7 +753,9 @@ struct ConnectExchange: Sendable {
     private mutating func streamHeadIfNeeded() -> [UInt8] {
         guard !headSent else { return [] }
         headSent = true
-        let response = finished(HTTPResponse(status: 200, headers: ["Content-Type": encoding.streamContentType]))
+        var response = finished(HTTPResponse(status: 200, headers: ["Content-Type": encoding.streamContentType]))
+        // Envelopes at or above the threshold are compressed, each flagged; smaller ones go as they are.
+        if gzip { response.headers.add("Connect-Content-Encoding", "gzip") }
         if !chunked { return response.headLines(closing: true) }
         return response.chunkedHead(closing: !keepAlive)
     }

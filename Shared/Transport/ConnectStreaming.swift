@@ -29,6 +29,8 @@ extension ConnectProtocol {
         var encoding: Encoding
         /// Request envelopes flagged compressed are gzip (`Connect-Content-Encoding: gzip`).
         var gzipRequests: Bool
+        /// The client takes gzip-compressed response envelopes (`Connect-Accept-Encoding: gzip`).
+        var gzipResponses: Bool
         var metadata: Metadata
         var deadline: ContinuousClock.Instant?
         /// The method's requests come as a stream (else exactly one envelope).
@@ -70,6 +72,7 @@ extension ConnectProtocol {
             case let other?:
                 throw .rpc(RPCError(.unimplemented, "Connect-Content-Encoding \(other) is not served; gzip and identity are"), encoding)
             }
+            gzipResponses = Call.codings(request.headers.values("connect-accept-encoding")).contains("gzip")
             deadline = try Call.deadline(request.headers["connect-timeout-ms"], encoding)
             metadata = Call.metadata(request.headers)
             if encoding == .json, method.json == nil {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTP
 import RPC
 import RPCTestSupport
 import RPCTesting
@@ -212,6 +213,74 @@ import Testing
         }
     }
 
+    /// `Connect-Accept-Encoding: gzip`: the stream's head says `Connect-Content-Encoding: gzip` and
+    /// each large message comes compressed in an envelope flagged 0x01; small ones and the end stay plain.
+    @Test func aServerStreamCompressesLargeMessagesForAClientThatAcceptsGzip() async throws {
+        try await Harness.with(.tcp) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            let text = Data(repeating: 0x61, count: 8 << 10).base64EncodedString()
+            let body = Self.envelope(#"{"payload":"\#(text)","count":2}"#)
+            let head = "POST \(Self.stream) HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\nConnect-Accept-Encoding: gzip\r\n"
+                + "Connection: close\r\nContent-Length: \(body.count)\r\n\r\n"
+            socket.write(Array(head.utf8) + body)
+            let reply = try await StreamReply.read(from: socket)
+            #expect(reply.headers["connect-content-encoding"] == "gzip")
+            #expect(reply.envelopes.map(\.flags) == [1, 1, 2])
+            for (index, envelope) in reply.rawEnvelopes.dropLast().enumerated() {
+                let json = try Gzip.decompress(envelope.payload, limit: 1 << 20)
+                #expect(envelope.payload.count < json.count / 4, "\(envelope.payload.count) compressed of \(json.count)")
+                let message = try JSONValue(parsing: String(decoding: json, as: UTF8.self))
+                #expect(message["index"] == (index == 0 ? nil : .number(JSONNumber(index))))
+                #expect(message["payload"] == .string(text))
+            }
+            #expect(reply.envelopes.last?.text == "{}")
+
+            // Without the header, the same stream goes uncompressed.
+            let plain = try RawSocket(port: harness.tcp!.port)
+            plain.write(Self.request(Self.stream, body: body))
+            let plainReply = try await StreamReply.read(from: plain)
+            #expect(plainReply.headers["connect-content-encoding"] == nil)
+            #expect(plainReply.envelopes.map(\.flags) == [0, 0, 2])
+        }
+    }
+
+    /// A client stream answered before its body ended (the handler failed on the first message): the
+    /// rest of a small body is read and dropped, and the connection serves the next request.
+    @Test func aClientStreamAnsweredEarlyKeepsTheConnectionWhenLittleIsLeft() async throws {
+        try await Harness.with(.tcp) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            let failing = Self.envelope(#"{"failWithCode":9}"#)
+            let rest = Self.envelope(#"{"payload":"\#(Self.payload(String(repeating: "x", count: 30000)))"}"#)
+            let head = "POST \(Self.collect) HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\n"
+                + "Content-Length: \(failing.count + rest.count)\r\n\r\n"
+            socket.write(Array(head.utf8) + failing)
+            let first = try await StreamReply.read(from: socket)
+            let end = try JSONValue(parsing: first.envelopes.last?.text ?? "")
+            #expect(end["error"]?["code"] == .string("failed_precondition"), "\(first.envelopes.last?.text ?? "")")
+            #expect(first.headers["connection"] == nil, "the connection was to stay open")
+            // The rest of the body comes after the answer, and then another call on the same connection.
+            socket.write(rest)
+            socket.write(Self.request("/menagerie.rpc.v1.Echo/Echo", body: Array(#"{"payload":"YQ=="}"#.utf8), type: "application/json"))
+            let second = try await StreamReply.read(from: socket)
+            #expect(second.status == 200)
+            #expect(String(decoding: second.body, as: UTF8.self).contains("YQ=="))
+        }
+    }
+
+    /// …but a body announcing more than the drain limit still to come is not read: the connection closes.
+    @Test func aClientStreamAnsweredEarlyWithMuchLeftClosesTheConnection() async throws {
+        try await Harness.with(.tcp) { harness in
+            let socket = try RawSocket(port: harness.tcp!.port)
+            let failing = Self.envelope(#"{"failWithCode":9}"#)
+            let head = "POST \(Self.collect) HTTP/1.1\r\nHost: t\r\nContent-Type: application/connect+json\r\n"
+                + "Content-Length: \(failing.count + (8 << 20))\r\n\r\n"
+            socket.write(Array(head.utf8) + failing)
+            let first = try await StreamReply.read(from: socket)
+            #expect(first.envelopes.last?.text.contains("failed_precondition") == true)
+            #expect(try await offPool { socket.readBlocking(count: 1) } == nil, "the server was to close")
+        }
+    }
+
     /// Keep-alive: streams and a unary call one after another on one connection, in order.
     @Test func streamsKeepTheConnectionAlive() async throws {
         try await Harness.with(.tcp) { harness in
@@ -246,6 +315,19 @@ struct StreamReply {
             let length = body[index + 1 ..< index + 5].reduce(0) { $0 << 8 | Int($1) }
             guard index + 5 + length <= body.count else { break }
             result.append((body[index], String(decoding: body[index + 5 ..< index + 5 + length], as: UTF8.self)))
+            index += 5 + length
+        }
+        return result
+    }
+
+    /// The envelopes with their bytes as they came (compressed ones still compressed).
+    var rawEnvelopes: [(flags: UInt8, payload: [UInt8])] {
+        var result: [(UInt8, [UInt8])] = []
+        var index = 0
+        while index + 5 <= body.count {
+            let length = body[index + 1 ..< index + 5].reduce(0) { $0 << 8 | Int($1) }
+            guard index + 5 + length <= body.count else { break }
+            result.append((body[index], Array(body[index + 5 ..< index + 5 + length])))
             index += 5 + length
         }
         return result
