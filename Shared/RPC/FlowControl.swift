@@ -205,6 +205,8 @@ package final class MessageInbox: Sendable {
         var buffered = 0
         /// The message being joined from chunks.
         var partial: [UInt8]?
+        /// Credit of the joined chunks not granted back yet: they arrived behind queued messages.
+        var partialCost = 0
         /// Credit the sender still has (as this side counts it).
         var available: Int
         /// Credit consumed and not yet granted back.
@@ -268,20 +270,29 @@ package final class MessageInbox: Sendable {
                 message = chunk
             }
             if continues {
-                // A chunk moves into the join, bounded by the largest message size rather than by
-                // the window: its credit goes back at once, or a message larger than the window
-                // could never complete.
                 state.partial = message
-                toGrant = acknowledge(cost, &state)
+                if state.head == state.queue.count {
+                    // The message being joined is the next the consumer takes: its chunks' credit goes
+                    // back at once, bounded by the largest message size rather than by the window, or a
+                    // message larger than the window could never complete.
+                    toGrant = acknowledge(cost, &state)
+                } else {
+                    // Behind queued messages its chunks hold their credit until those are taken:
+                    // granted back at once, they let a sender queue message after message of chunks
+                    // (2 MiB behind a 1 MiB window in a test; any amount for a hostile one).
+                    state.partialCost += cost
+                }
                 return nil
             }
-            // The final chunk's credit goes back when the consumer takes the message.
+            let total = cost + state.partialCost
+            state.partialCost = 0
+            // The message's credit goes back when the consumer takes it.
             if let waiter = state.waiter.take() {
-                toGrant = acknowledge(cost, &state)
+                toGrant = acknowledge(total, &state)
                 return (waiter, message)
             }
-            state.queue.append((message, cost))
-            state.buffered += cost
+            state.queue.append((message, total))
+            state.buffered += total
             return nil
         }
         if toGrant > 0 { grant(toGrant) }
@@ -319,6 +330,7 @@ package final class MessageInbox: Sendable {
             }
             state.end = error.map { .failure($0) } ?? .success(())
             state.partial = nil
+            state.partialCost = 0
             if discarding {
                 state.queue = []
                 state.head = 0
@@ -381,7 +393,13 @@ package final class MessageInbox: Sendable {
             state.head = 0
         }
         state.buffered -= cost
-        toGrant = acknowledge(cost, &state)
+        var released = cost
+        if state.head == state.queue.count, state.partialCost > 0 {
+            // The message being joined is next now: what its chunks held goes back.
+            released += state.partialCost
+            state.partialCost = 0
+        }
+        toGrant = acknowledge(released, &state)
         return message
     }
 

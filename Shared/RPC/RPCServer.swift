@@ -188,6 +188,10 @@ package struct IncomingCall: Sendable {
     /// so a transport answers them at once on its I/O thread instead of queueing them behind domain calls.
     package var answersAtOnce: Bool { route?.isBuiltin == true }
 
+    /// A client-streaming method (an upload): its requests must keep coming, at a pace, or the
+    /// transport ends it; bidirectional calls may rightly fall quiet and are not held to it.
+    package var isUpload: Bool { route.map { $0.info.clientStreaming && !$0.info.serverStreaming } ?? false }
+
     /// How long a call of this method holds a worker, as measured (nil: an unknown method).
     package var workerTime: WorkerTime? { route?.workerTime }
 

@@ -75,6 +75,8 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
 
     var openCalls: Int { calls.openCalls }
     var hasMadeCalls: Bool { requests > 0 }
+    var openUploads: Int { calls.openUploads }
+    func endStalledUploads(now: ContinuousClock.Instant) { calls.endStalledUploads(now: now) }
     /// Reads into a large body (one the budget holds bytes for, as a large frame of ours) or into one
     /// being dropped share the loop's bulk budget per turn, so forty of them cannot hold a turn for
     /// the time it takes to copy tens of MiB into fresh pages (a 100-130 ms turn before).

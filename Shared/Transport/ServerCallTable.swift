@@ -72,6 +72,19 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
         /// The client cancelled it while its handler ran: it no longer counts against the limit of
         /// concurrent calls (the client stopped counting it when it sent the cancel).
         var cancelledByClient = false
+        /// An upload's pace while its requests come; nil for other calls and once they ended.
+        var pace: UploadPace?
+        /// An upload (counted in the server's `uploadsOpen` until its entry goes).
+        var isUpload = false
+    }
+
+    /// What an upload sent lately: the sweeper ends one silent for `uploadIdleTimeout`, or that sent
+    /// less than `uploadMinimumRate` over a `uploadRateWindow` (as nginx's `client_body_timeout` and
+    /// a minimum data rate do for bodies), so open uploads cannot hold a replica's connections.
+    struct UploadPace {
+        var lastMessageAt: ContinuousClock.Instant
+        var windowStart: ContinuousClock.Instant
+        var windowBytes = 0
     }
 
     /// Open calls the client has cancelled, whose handlers are still finishing (updated under `calls`' lock).
@@ -79,7 +92,9 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
 
     /// Removes call `id`'s entry (under `calls`' lock).
     private func remove(_ id: UInt64, _ calls: inout [UInt64: CallEntry]) {
-        if calls.removeValue(forKey: id)?.cancelledByClient == true { cancelledCalls.subtract(1, ordering: .relaxed) }
+        guard let entry = calls.removeValue(forKey: id) else { return }
+        if entry.cancelledByClient { cancelledCalls.subtract(1, ordering: .relaxed) }
+        if entry.isUpload { server.uploadsOpen.subtract(1, ordering: .relaxed) }
     }
 
     /// Streaming handlers waiting for the client to read, by ticket (resumed on drain, close or
@@ -97,6 +112,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     private var stream: Wire.Stream { wire.stream }
 
     var openCalls: Int { calls.withLock { $0.count } }
+    var openUploads: Int { calls.withLock { $0.values.reduce(0) { $0 + ($1.isUpload ? 1 : 0) } } }
 
     /// Whether the client ever started a call here (loop thread): one that never did is reclaimed
     /// first when the connection limits are reached.
@@ -129,10 +145,24 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
         let inbox = clientStreams ? makeInbox(id) : nil
         let limit = server.limits.maxConcurrentCalls
         let call = ServerCall(table: self, id: id, serial: serial, incoming: incoming, input: inbox.map { .stream($0) } ?? .single(payload))
+        let isUpload = clientStreams && incoming.isUpload
+        // (Counting another connection's uploads takes its lock: not while holding ours.)
+        if isUpload, calls.withLock({ $0[id] == nil }), let refusal = uploadRefusal() {
+            inbox?.finish(error: refusal, discarding: true)
+            refuse(id, incoming, refusal)
+            return .opened
+        }
         let admission = calls.withLock { calls -> Admission in
             guard calls[id] == nil else { return .idInUse }
             guard calls.count - cancelledCalls.load(ordering: .relaxed) < limit else { return .tooMany }
-            calls[id] = CallEntry(serial: serial, call: call, slot: .queued, window: nil, inbox: inbox)
+            var entry = CallEntry(serial: serial, call: call, slot: .queued, window: nil, inbox: inbox)
+            if isUpload {
+                let now = ContinuousClock.now
+                entry.pace = UploadPace(lastMessageAt: now, windowStart: now)
+                entry.isUpload = true
+                server.uploadsOpen.add(1, ordering: .relaxed)
+            }
+            calls[id] = entry
             return .accepted
         }
         switch admission {
@@ -158,6 +188,19 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
         }
         if stream.isBackedUp { stream.pauseReading() }
         return .opened
+    }
+
+    /// Why another upload may not open now: the replica's or this client's uploads are at their limit.
+    private func uploadRefusal() -> RPCError? {
+        let limits = server.limits
+        if server.uploadsOpen.load(ordering: .relaxed) >= limits.maxUploads {
+            return RPCError(.resourceExhausted, "too many uploads in progress (\(limits.maxUploads) on this replica); retry later")
+        }
+        let host = queue.connection?.peerHost ?? "unknown peer"
+        if server.uploadsOpen(from: host) >= limits.maxUploadsPerPeer {
+            return RPCError(.resourceExhausted, "too many uploads in progress from \(host) (\(limits.maxUploadsPerPeer)); finish or cancel one first")
+        }
+        return nil
     }
 
     /// Answers call `id`, which is not opened, with `error` at once; the server counts it.
@@ -191,6 +234,10 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     func receiveMessage(_ id: UInt64, _ chunk: [UInt8], continues: Bool) {
         guard let (serial, inbox) = calls.withLock({ calls -> (UInt64, MessageInbox)? in
             guard let entry = calls[id], let inbox = entry.inbox else { return nil }
+            if entry.pace != nil {
+                calls[id]!.pace!.windowBytes += chunk.count
+                if !continues { calls[id]!.pace!.lastMessageAt = .now }
+            }
             return (entry.serial, inbox)
         }) else { return }
         do {
@@ -202,7 +249,51 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
 
     /// The client sent call `id`'s last request.
     func endRequests(_ id: UInt64) {
-        calls.withLock { $0[id]?.inbox }?.finish()
+        calls.withLock { calls -> MessageInbox? in
+            calls[id]?.pace = nil
+            return calls[id]?.inbox
+        }?.finish()
+    }
+
+    /// "30 s", or "500 ms" under a second.
+    static func spoken(_ duration: Duration) -> String {
+        duration < .seconds(1) ? "\(Int(duration.seconds * 1000)) ms" : "\(Int(duration.seconds)) s"
+    }
+
+    /// Ends the uploads silent for `uploadIdleTimeout`, or slower than `uploadMinimumRate` over the
+    /// window that just closed, DEADLINE_EXCEEDED; their handlers are cancelled and what they were
+    /// sent is discarded (loop thread, from the sweeper).
+    func endStalledUploads(now: ContinuousClock.Instant) {
+        let limits = server.limits
+        let stalled = calls.withLock { calls -> [(UInt64, UInt64, RPCError)] in
+            var stalled: [(UInt64, UInt64, RPCError)] = []
+            for (id, entry) in calls {
+                guard let pace = entry.pace else { continue }
+                if let inbox = entry.inbox, inbox.bufferedBytes > 0 {
+                    // The handler is behind, not the client (which may be out of credit): its pace
+                    // counts from when the handler catches up.
+                    calls[id]!.pace = UploadPace(lastMessageAt: now, windowStart: now)
+                    continue
+                }
+                if now - pace.lastMessageAt > limits.uploadIdleTimeout {
+                    stalled.append((id, entry.serial, RPCError(
+                        .deadlineExceeded,
+                        "upload abandoned: no message for \(Self.spoken(limits.uploadIdleTimeout)); nothing it sent was kept")))
+                } else if now - pace.windowStart >= limits.uploadRateWindow {
+                    let rate = Double(pace.windowBytes) / (now - pace.windowStart).seconds
+                    if rate < Double(limits.uploadMinimumRate) {
+                        stalled.append((id, entry.serial, RPCError(
+                            .deadlineExceeded,
+                            "upload too slow: \(Int(rate)) bytes/s over the last \(Self.spoken(limits.uploadRateWindow)), under the "
+                                + "minimum of \(limits.uploadMinimumRate); nothing it sent was kept")))
+                    } else {
+                        calls[id]!.pace = UploadPace(lastMessageAt: pace.lastMessageAt, windowStart: now)
+                    }
+                }
+            }
+            return stalled
+        }
+        for (id, serial, error) in stalled { end(id, serial: serial, error: error) }
     }
 
     /// The client read `bytes` of call `id`'s responses: its handler may send as many more.

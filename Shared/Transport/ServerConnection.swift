@@ -14,6 +14,10 @@ protocol ServerConnection: AnyObject {
     var openCalls: Int { get }
     /// Whether the client ever started a call here.
     var hasMadeCalls: Bool { get }
+    /// Uploads (client-streaming calls) open here.
+    var openUploads: Int { get }
+    /// Ends the uploads that went quiet or too slow (`TCPServer.Limits.uploadIdleTimeout`, `uploadMinimumRate`).
+    func endStalledUploads(now: ContinuousClock.Instant)
     /// No longer counted against the server's connection limits (see `TCPServer.uncount`).
     var uncounted: Bool { get set }
     /// The connection's first byte says it speaks `kind`: it reads that protocol from now on, or is
@@ -52,6 +56,8 @@ final class SniffedConnection<Stream: ByteStream>: ServerConnection {
     var partialFrameSince: ContinuousClock.Instant? { served.partialFrameSince }
     var openCalls: Int { served.openCalls }
     var hasMadeCalls: Bool { served.hasMadeCalls }
+    var openUploads: Int { served.openUploads }
+    func endStalledUploads(now: ContinuousClock.Instant) { served.endStalledUploads(now: now) }
     /// The protocol's own flag, which it sets when it uncounts itself while closing.
     var uncounted: Bool {
         get { served.uncounted }
@@ -105,6 +111,8 @@ final class FrameServerConnection<Stream: ByteStream>: ServerConnection {
     var partialFrameSince: ContinuousClock.Instant? { frames.partialFrameSince }
     var openCalls: Int { calls.openCalls }
     var hasMadeCalls: Bool { calls.hasMadeCalls }
+    var openUploads: Int { calls.openUploads }
+    func endStalledUploads(now: ContinuousClock.Instant) { calls.endStalledUploads(now: now) }
 
     func picked(_ kind: ProtocolSniffer.Kind) {
         switch kind {

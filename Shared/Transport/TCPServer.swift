@@ -47,6 +47,20 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         /// Unwritten response bytes per connection above which the server stops reading from it
         /// and streaming handlers wait.
         public var writeHighWater = 4 << 20
+        /// An upload (a client-streaming call) with no request message for this long ends
+        /// DEADLINE_EXCEEDED and what it sent is discarded.
+        public var uploadIdleTimeout: Duration = .seconds(30)
+        /// Bytes per second an upload must average over each `uploadRateWindow` (slowloris for
+        /// streams: a message of one byte every ten seconds is never idle for long).
+        public var uploadMinimumRate = 1024
+        public var uploadRateWindow: Duration = .seconds(60)
+        /// Uploads open at once, over all connections and from one client address; past them an
+        /// upload is refused RESOURCE_EXHAUSTED (other calls are not).
+        public var maxUploads = 256
+        public var maxUploadsPerPeer = 64
+        /// Past the connection limit with no idle connection, a newcomer takes the place of the busy
+        /// connection that has sent nothing for longest, if that is at least this long.
+        public var reclaimAfterQuiet: Duration = .seconds(2)
 
         public init() {}
     }
@@ -89,6 +103,10 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     private var flushTimerRunning = false
     /// Calls being served or queued, over all connections.
     let inFlight = Atomic<Int>(0)
+    /// Uploads open, over all connections (see `Limits.maxUploads`).
+    let uploadsOpen = Atomic<Int>(0)
+    /// Uploads open now, over all connections.
+    public var uploadsInProgress: Int { uploadsOpen.load(ordering: .relaxed) }
     /// Calls being served or queued right now, over all connections.
     public var callsInFlight: Int { inFlight.load(ordering: .relaxed) }
     /// Connections told why they are closed and waiting for that to be written (loop thread).
@@ -185,6 +203,13 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
             if let idle = longestIdle(from: perPeer ? host : nil) {
                 logger.info("closing idle connection from \(idle.socket.peer) to make room: \(limit) is reached")
                 idle.fail(.unavailable, "idle connection closed to make room: \(limit) is reached")
+            } else if let quiet = longestQuiet(from: perPeer ? host : nil) {
+                // Every connection has a call open: the one that sent nothing for longest (an upload
+                // left open, a client gone without closing) makes room, so a newcomer — a health check
+                // above all — gets in while a crowd of open calls keeps its slots.
+                let silent = ContinuousClock.now - (quiet.lastFrameAt ?? quiet.socket.openedAt)
+                logger.info("closing connection from \(quiet.socket.peer) with \(quiet.openCalls) calls open and nothing sent for \(Int(silent.seconds)) s to make room: \(limit) is reached")
+                quiet.fail(.unavailable, "connection closed to make room: \(limit) is reached and it had sent nothing for \(Int(silent.seconds)) s")
             } else {
                 rpc.connectionRefused()
                 logger.warning("refusing connection from \(connection.peer): \(limit) is reached and every connection has a call open")
@@ -253,6 +278,29 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
             if best.map({ (!called && $0.1) || (called == $0.1 && quietSince < $0.2) }) ?? true { best = (served, called, quietSince) }
         }
         return best?.0
+    }
+
+    /// The connection (from `host`, when given) with calls open that has sent nothing for longest,
+    /// at least `reclaimAfterQuiet`; the larger holder of the memory budget first among equals.
+    private func longestQuiet(from host: String?) -> (any ServerConnection)? {
+        let now = ContinuousClock.now
+        var best: (any ServerConnection, ContinuousClock.Instant)?
+        for served in connections.values where !served.isFailing {
+            let connection = served.socket
+            if let host, connection.peerHost != host { continue }
+            let sentAt = served.lastFrameAt ?? connection.openedAt
+            guard now - sentAt >= limits.reclaimAfterQuiet else { continue }
+            if let (current, currentAt) = best {
+                if sentAt > currentAt || (sentAt == currentAt && connection.budgetFootprint <= current.socket.budgetFootprint) { continue }
+            }
+            best = (served, sentAt)
+        }
+        return best?.0
+    }
+
+    /// Uploads open on the connections from `host` (loop thread).
+    func uploadsOpen(from host: String) -> Int {
+        connections.values.reduce(0) { $0 + ($1.socket.peerHost == host ? $1.openUploads : 0) }
     }
 
     /// Answers took the memory budget past its limit: closes the connections holding the most until
@@ -338,8 +386,11 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
                 served.fail(.unavailable, "stalled: frame still incomplete after \(limits.frameTimeout) (stalled or too slow client)")
             } else if served.lastFrameAt == nil, now - connection.openedAt > limits.frameTimeout {
                 served.fail(.unavailable, "stalled: no frame within \(limits.frameTimeout) of connecting")
-            } else if served.openCalls == 0,
-                      now - max(served.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt) > limits.idleTimeout {
+            } else if served.openCalls > 0 {
+                served.endStalledUploads(now: now)
+            }
+            if connection.closingSince == nil, served.openCalls == 0,
+               now - max(served.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt) > limits.idleTimeout {
                 served.fail(.unavailable, "idle timeout: no call for \(limits.idleTimeout)")
             }
         }

@@ -22,6 +22,13 @@ public final class RawSocket: @unchecked Sendable {
 
     deinit { close(descriptor) }
 
+    /// How long a read waits before it gives up (10 s unless set).
+    public func setReceiveTimeout(_ timeout: Duration) {
+        let micros = timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000
+        var value = timeval(tv_sec: Int(micros / 1_000_000), tv_usec: Int(micros % 1_000_000))
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     /// Sends bytes; false once the peer has closed.
     @discardableResult
     public func write(_ bytes: [UInt8]) -> Bool {
