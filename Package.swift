@@ -131,7 +131,7 @@ let package = Package(
         .target(name: "JobsService", dependencies: ["Base", "Jobs", "Storage", "WorkLane", "RPC", "Schema", "JobsAPI"], path: "Shared/JobsService"),
         .target(
             name: "ServiceKit",
-            dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", argumentParser],
+            dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", "Jobs", argumentParser],
             path: "Shared/ServiceKit"),
 
         // MARK: Domain libraries

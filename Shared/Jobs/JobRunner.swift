@@ -5,6 +5,22 @@ import Storage
 import Synchronization
 import WorkLane
 
+/// How many jobs of a service run at once and how many may be queued or running (`--job-threads`,
+/// `--max-jobs`, `--max-jobs-per-user`).
+public struct JobLimits: Sendable {
+    public var threads: Int
+    public var maxActive: Int
+    public var maxActivePerSubmitter: Int
+
+    public init(
+        threads: Int = max(1, ProcessInfo.processInfo.activeProcessorCount / 2), maxActive: Int = 256, maxActivePerSubmitter: Int = 16
+    ) {
+        self.threads = threads
+        self.maxActive = maxActive
+        self.maxActivePerSubmitter = maxActivePerSubmitter
+    }
+}
+
 /// Runs jobs of one process: records each in the store, runs its work on the heavy-work lane, keeps its
 /// progress in the database (throttled), honours cancellation (from this replica or, through the database,
 /// from another) and records the outcome.
@@ -24,6 +40,10 @@ public final class JobRunner: Sendable {
         public var lease: TimeInterval = 30
         /// How often `watch` looks at the job.
         public var watchInterval: Duration = .milliseconds(200)
+        /// Jobs queued or running at once on this runner, and from one submitter (a user, or a client
+        /// address where calls carry no identity); past them `start` throws `JobQueueFull`.
+        public var maxActiveJobs = 256
+        public var maxActiveJobsPerSubmitter = 16
 
         public init() {}
     }
@@ -42,6 +62,22 @@ public final class JobRunner: Sendable {
         var registered = false
         /// Set by `shutDown`: new jobs are refused.
         var stopping = false
+        /// Jobs queued or running per submitter, and over all (slots are taken before anything is recorded).
+        var activePerSubmitter: [String: Int] = [:]
+        var activeSlots = 0
+    }
+
+    /// Thrown by `start` when this runner (or the submitter) has as many jobs queued or running as it
+    /// may: RESOURCE_EXHAUSTED, with when to try again.
+    public struct JobQueueFull: CategorizedError, CustomStringConvertible {
+        public let limit: Int
+        public let submitter: String?
+        public var category: ErrorCategory { .resourceExhausted }
+        public var message: String {
+            let whose = submitter.map { "\($0) has \(limit) jobs queued or running" } ?? "\(limit) jobs are queued or running on this replica"
+            return "\(whose), the most it takes; retry once one has finished (watch them with `jobs list`)"
+        }
+        public var description: String { message }
     }
 
     /// Thrown by `start` once the runner is shutting down with its service.
@@ -85,15 +121,21 @@ public final class JobRunner: Sendable {
     /// on a lane thread (it may block) and reports through its `JobContext`; what it returns is the job's
     /// result, what it throws its failure (`CancellationError` after a cancel request: CANCELLED).
     /// Throws `ThreadPool.QueueFull` (and records nothing) when the lane's queue is full.
-    public func start(kind: String, work: @escaping @Sendable (JobContext) throws -> JobResult?) async throws -> Job {
+    /// `submitter` (the caller's user, else its address) is held to `maxActiveJobsPerSubmitter`.
+    public func start(
+        kind: String, submitter: String? = nil, work: @escaping @Sendable (JobContext) throws -> JobResult?
+    ) async throws -> Job {
         guard !state.withLock({ $0.stopping }) else { throw Stopped() }
+        try takeSlot(submitter)
+        var slotHeld = true
+        defer { if slotHeld { releaseSlot(submitter) } }
         // With a fresh heartbeat: after a quiet spell the last one may be older than the lease.
         try await store.register(JobOwner(
             id: owner.id, machine: owner.machine, pid: owner.pid, processStart: owner.processStart, heartbeatAt: Date()))
         state.withLock { $0.registered = true }
         let job = Job(id: UUID().uuidString.lowercased(), kind: kind, owner: owner.id)
         try await store.insert(job)
-        let active = ActiveJob(job)
+        let active = ActiveJob(job, submitter: submitter)
         // Checked again with the job added, in one step: a shutdown that began meanwhile must see every job.
         let admitted = state.withLock { state -> Bool in
             guard !state.stopping else { return false }
@@ -118,6 +160,7 @@ public final class JobRunner: Sendable {
             try? await store.delete(job.id)
             throw error
         }
+        slotHeld = false  // the job's now: `done` gives it back
         startTickerIfNeeded()
         return job
     }
@@ -278,7 +321,33 @@ public final class JobRunner: Sendable {
 
     private func done(_ active: ActiveJob) {
         state.withLock { _ = $0.jobs.removeValue(forKey: active.id) }
+        releaseSlot(active.submitter)
         active.markEnded()
+    }
+
+    /// Takes a place for one more job of `submitter`, or throws `JobQueueFull`.
+    private func takeSlot(_ submitter: String?) throws {
+        try state.withLock { state throws(JobQueueFull) in
+            guard state.activeSlots < options.maxActiveJobs else { throw JobQueueFull(limit: options.maxActiveJobs, submitter: nil) }
+            if let submitter {
+                let held = state.activePerSubmitter[submitter, default: 0]
+                guard held < options.maxActiveJobsPerSubmitter else {
+                    throw JobQueueFull(limit: options.maxActiveJobsPerSubmitter, submitter: submitter)
+                }
+                state.activePerSubmitter[submitter] = held + 1
+            }
+            state.activeSlots += 1
+        }
+    }
+
+    private func releaseSlot(_ submitter: String?) {
+        state.withLock { state in
+            state.activeSlots -= 1
+            if let submitter {
+                let held = state.activePerSubmitter[submitter, default: 1] - 1
+                state.activePerSubmitter[submitter] = held > 0 ? held : nil
+            }
+        }
     }
 
     static let cancelledFailure = JobFailure(code: JobFailure.cancelledCode, message: "the job was cancelled")
@@ -382,7 +451,13 @@ final class ActiveJob: Sendable {
         var ended = false
     }
 
-    init(_ job: Job) { id = job.id }
+    /// Whose job it is, for the per-submitter bound.
+    let submitter: String?
+
+    init(_ job: Job, submitter: String?) {
+        id = job.id
+        self.submitter = submitter
+    }
 
     var isCancelRequested: Bool { cancelRequested.load(ordering: .acquiring) }
 

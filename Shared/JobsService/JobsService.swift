@@ -78,11 +78,11 @@ public enum JobsRPC {
 
 extension JobRunner {
     /// Starts a job whose work returns a protobuf message: the job's result is that message, with its type
-    /// name. Throws `ThreadPool.QueueFull` (RESOURCE_EXHAUSTED) when the lane's queue is full.
+    /// name. Throws `JobQueueFull` (RESOURCE_EXHAUSTED) past the runner's bounds (in all, or `submitter`'s).
     public func start<Result: ProtoMessage>(
-        kind: String, _ work: @escaping @Sendable (JobContext) throws -> Result
+        kind: String, submitter: String? = nil, _ work: @escaping @Sendable (JobContext) throws -> Result
     ) async throws -> Job {
-        try await start(kind: kind) { context in
+        try await start(kind: kind, submitter: submitter) { context in
             let message = try work(context)
             return JobResult(typeName: Result.protoName, bytes: message.serializedBytes())
         }
@@ -130,19 +130,26 @@ extension JobState {
 /// A service's jobs, wired in one call: the runner its rpcs start jobs on, the Jobs rpcs to serve beside them,
 /// and the background service that ends the runner's jobs when the service stops.
 public struct ServiceJobs: Sendable {
+
     public let runner: JobRunner
     public let rpcService: JobsService
     public let backgroundService: any BackgroundService
 
     /// The jobs of a service whose data is in `database`, recorded there so that every replica sharing it
-    /// answers for them: opens (or upgrades) the jobs tables, runs jobs on `lane` (the heavy-work lane), fails
-    /// the jobs that replicas now gone left active (and logs how many). Running jobs get `shutdownGrace` to
-    /// stop when the service does. Call it once in the setup, before the service serves:
-    /// `try await ServiceJobs(database: db, lane: environment.lane, logger: environment.logger, shutdownGrace: environment.shutdownGrace)`.
+    /// answers for them: opens (or upgrades) the jobs tables, runs jobs on a pool of their own
+    /// (`limits.threads`), none of the interactive lane's, so a flood of queued trainings never refuses a
+    /// quick call; fails the jobs that replicas now gone left active (and logs how many). Running jobs get
+    /// `shutdownGrace` to stop when the service does. Call it once in the setup, before the service serves:
+    /// `try await ServiceJobs(database: db, logger: environment.logger, shutdownGrace: environment.shutdownGrace, limits: environment.jobs)`.
     public init(
-        database: Database, lane: ThreadPool, logger: Logger, shutdownGrace: Duration,
+        database: Database, logger: Logger, shutdownGrace: Duration, limits: JobLimits = JobLimits(),
         options: JobRunner.Options = JobRunner.Options()
     ) async throws {
+        var options = options
+        options.maxActiveJobs = limits.maxActive
+        options.maxActiveJobsPerSubmitter = limits.maxActivePerSubmitter
+        // Bounded by the runner's `maxActiveJobs`, not by the pool's queue.
+        let lane = ThreadPool(name: "jobs", threads: limits.threads, queueLimit: limits.maxActive)
         runner = JobRunner(store: try JobStore(database: database), lane: lane, options: options, failureMapping: JobsRPC.failure)
         let failed = try await runner.recoverAbandonedJobs()
         if !failed.isEmpty { logger.warning("failed \(failed.count) jobs left running by stopped replicas") }

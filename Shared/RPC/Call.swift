@@ -24,6 +24,11 @@ public struct ServerContext: Sendable {
     public var metadata: Metadata
     public var deadline: ContinuousClock.Instant?
     public var peer: String
+    /// The peer's address without its port: what per-client bounds count by until calls carry a user.
+    public var peerHost: String {
+        guard let colon = peer.lastIndex(of: ":"), !peer.hasSuffix("]") else { return peer }
+        return String(peer[..<colon])
+    }
     /// Where the transport says the call is over before the handler's task hears of it.
     private let sink: (any ResponseSink)?
 

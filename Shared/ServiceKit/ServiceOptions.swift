@@ -1,6 +1,7 @@
 import ArgumentParser
 import Base
 import Foundation
+import Jobs
 import RPC
 import Transport
 
@@ -49,6 +50,27 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("lane-queue"), help: "Work items that may wait for a lane thread; more are refused with RESOURCE_EXHAUSTED.")
     public var laneQueue = 64
 
+    @Option(name: .customLong("job-threads"), help: "Jobs (trainings, imports, batch scans) that run at once, on threads of their own apart from the lane (default: half the cores, at least one).")
+    public var jobThreads = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
+
+    @Option(name: .customLong("max-jobs"), help: "Jobs queued or running at once; more are refused with RESOURCE_EXHAUSTED.")
+    public var maxJobs = 256
+
+    @Option(name: .customLong("max-jobs-per-user"), help: "Jobs queued or running at once for one user (or client address, for calls without a user).")
+    public var maxJobsPerUser = 16
+
+    @Option(name: .customLong("upload-idle-timeout"), help: "Seconds an upload (a client stream) may go without a message before it ends DEADLINE_EXCEEDED, its data discarded.")
+    public var uploadIdleTimeout = 30.0
+
+    @Option(name: .customLong("upload-min-rate"), help: "Bytes per second an upload must average over each minute, or it ends DEADLINE_EXCEEDED (0: no minimum).")
+    public var uploadMinRate = 1024
+
+    @Option(name: .customLong("max-uploads"), help: "Uploads open at once on the replica; more are refused with RESOURCE_EXHAUSTED.")
+    public var maxUploads = 256
+
+    @Option(name: .customLong("max-uploads-per-peer"), help: "Uploads open at once from one client address.")
+    public var maxUploadsPerPeer = 64
+
     @Option(name: .customLong("idle-timeout"), help: "Seconds an idle connection is kept open.")
     public var idleTimeout = 300.0
 
@@ -81,7 +103,14 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         guard (1...1024).contains(workers) else { throw ValidationError("--workers must be 1-1024 (got \(workers))") }
         guard (1...1024).contains(laneThreads) else { throw ValidationError("--lane-threads must be 1-1024 (got \(laneThreads))") }
         guard (0...1_000_000).contains(laneQueue) else { throw ValidationError("--lane-queue must be 0-1000000 (got \(laneQueue))") }
-        for (name, value) in [("idle-timeout", idleTimeout), ("frame-timeout", frameTimeout), ("shutdown-grace", shutdownGrace)] {
+        guard (1...1024).contains(jobThreads) else { throw ValidationError("--job-threads must be 1-1024 (got \(jobThreads))") }
+        guard (1...1_000_000).contains(maxJobs) else { throw ValidationError("--max-jobs must be 1-1000000 (got \(maxJobs))") }
+        guard (1...1_000_000).contains(maxJobsPerUser) else { throw ValidationError("--max-jobs-per-user must be 1-1000000 (got \(maxJobsPerUser))") }
+        guard (0...1 << 30).contains(uploadMinRate) else { throw ValidationError("--upload-min-rate must be 0-1073741824 bytes/s (got \(uploadMinRate))") }
+        guard (1...1_000_000).contains(maxUploads) else { throw ValidationError("--max-uploads must be 1-1000000 (got \(maxUploads))") }
+        guard (1...1_000_000).contains(maxUploadsPerPeer) else { throw ValidationError("--max-uploads-per-peer must be 1-1000000 (got \(maxUploadsPerPeer))") }
+        for (name, value) in [("idle-timeout", idleTimeout), ("frame-timeout", frameTimeout), ("shutdown-grace", shutdownGrace),
+                              ("upload-idle-timeout", uploadIdleTimeout)] {
             // Counted in milliseconds in an Int64 at runtime (1e300 trapped); 11 days is more than any limit needs.
             guard value.isFinite, value > 0, value <= 1_000_000 else {
                 throw ValidationError("--\(name) must be a number of seconds above 0 and at most 1000000 (got \(value))")
@@ -100,6 +129,15 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         limits.workers = workers
         limits.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         limits.frameTimeout = .milliseconds(Int64(frameTimeout * 1000))
+        limits.uploadIdleTimeout = .milliseconds(Int64(uploadIdleTimeout * 1000))
+        limits.uploadMinimumRate = uploadMinRate
+        limits.maxUploads = maxUploads
+        limits.maxUploadsPerPeer = maxUploadsPerPeer
         return limits
+    }
+
+    /// The bounds of the service's jobs (`ServiceJobs`).
+    public var jobOptions: JobLimits {
+        JobLimits(threads: jobThreads, maxActive: maxJobs, maxActivePerSubmitter: maxJobsPerUser)
     }
 }

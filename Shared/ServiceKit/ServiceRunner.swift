@@ -2,6 +2,7 @@ import Base
 import Dispatch
 import Foundation
 import HTTP
+import Jobs
 import RPC
 import Synchronization
 import Transport
@@ -44,6 +45,9 @@ public enum ServiceRunner {
         /// here (`try await lane.run { … }`) so its server worker serves other calls meanwhile, and jobs run
         /// here. Past its queue limit work is refused at once (`ThreadPool.QueueFull`, RESOURCE_EXHAUSTED).
         public let lane: ThreadPool
+        /// Threads and bounds of the service's jobs (`--job-threads`, `--max-jobs`, `--max-jobs-per-user`),
+        /// which run apart from the lane: give them to `ServiceJobs`.
+        public let jobs: JobLimits
         /// How long calls in flight and background services get to finish when the service stops
         /// (`--shutdown-grace`).
         public let shutdownGrace: Duration
@@ -104,7 +108,7 @@ public enum ServiceRunner {
             dataDirectory: directory,
             databasePath: options.database ?? directory.appendingPathComponent("\(name).sqlite").path,
             logger: logger, lane: ThreadPool(name: "lane", threads: options.laneThreads, queueLimit: options.laneQueue),
-            shutdownGrace: grace)
+            jobs: options.jobOptions, shutdownGrace: grace)
         // Unstructured, so that a signal need not wait for a setup stuck in a long migration.
         let starting = Task {
             do {

@@ -35,8 +35,8 @@ struct JobsTestCommand: AsyncParsableCommand {
                 runnerOptions.progressInterval = .milliseconds(50)
                 runnerOptions.watchInterval = .milliseconds(50)
                 let jobs = try await ServiceJobs(
-                    database: try Database(path: environment.databasePath, migrations: []), lane: environment.lane, logger: environment.logger,
-                    shutdownGrace: environment.shutdownGrace, options: runnerOptions)
+                    database: try Database(path: environment.databasePath, migrations: []), logger: environment.logger,
+                    shutdownGrace: environment.shutdownGrace, limits: environment.jobs, options: runnerOptions)
                 var background = [jobs.backgroundService]
                 // For the test of a background service that fails while the service runs.
                 if let after = knobs["JOBS_TEST_FAILING_BACKGROUND_MS"].flatMap(Int.init) {
@@ -90,11 +90,11 @@ struct JobsTestingService: RPCService {
             }
             return JobsV1.SleepResponse()
         }
-        router.unary(JobsV1.JobsTesting.startTestJob) { request, _ in
+        router.unary(JobsV1.JobsTesting.startTestJob) { request, serverContext in
             guard (0...10_000).contains(request.steps), (0...60_000).contains(request.stepMs) else {
                 throw RPCError(.invalidArgument, "steps must be 0…10000 and step_ms 0…60000")
             }
-            let job = try await runner.start(kind: "test.sleep") { context -> JobsV1.StartTestJobRequest in
+            let job = try await runner.start(kind: "test.sleep", submitter: serverContext.peerHost) { context -> JobsV1.StartTestJobRequest in
                 for step in 0..<Int(request.steps) {
                     try context.checkCancellation()
                     usleep(UInt32(request.stepMs) * 1000)

@@ -164,6 +164,30 @@ import WorkLane
         _ = try await runner.finished(queued.id)
     }
 
+    /// Jobs queued or running are bounded per submitter and in all: past either, `start` throws
+    /// `JobQueueFull` and records nothing; a slot comes back when a job ends.
+    @Test func jobsAreBoundedPerSubmitterAndInAll() async throws {
+        let scratch = try Scratch()
+        var options = JobRunner.Options()
+        options.maxActiveJobs = 3
+        options.maxActiveJobsPerSubmitter = 2
+        let runner = JobRunner(
+            store: try JobStore(database: try Database(path: scratch.databasePath, migrations: [])),
+            lane: ThreadPool(name: "jobs", threads: 1, queueLimit: 100), options: options)
+        let proceed = Gate()
+        let first = try await runner.start(kind: "test", submitter: "ana") { _ in proceed.wait(); return nil }
+        _ = try await runner.start(kind: "test", submitter: "ana") { _ in nil }
+        await #expect(throws: JobRunner.JobQueueFull.self) { _ = try await runner.start(kind: "test", submitter: "ana") { _ in nil } }
+        _ = try await runner.start(kind: "test", submitter: "ben") { _ in nil }
+        await #expect(throws: JobRunner.JobQueueFull.self) { _ = try await runner.start(kind: "test", submitter: "cyril") { _ in nil } }
+        #expect(try await runner.list(limit: 10).jobs.count == 3)
+        proceed.open()
+        _ = try await runner.finished(first.id)
+        try await eventually("a slot free again") {
+            (try? await runner.start(kind: "test", submitter: "cyril") { _ in nil }) != nil
+        }
+    }
+
     @Test func listIsNewestFirstFilteredAndPaged() async throws {
         let scratch = try Scratch()
         let runner = try scratch.runner()

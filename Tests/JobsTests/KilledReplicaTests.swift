@@ -153,6 +153,40 @@ import Transport
         #expect(latency < .milliseconds(50), "health took \(latency)")
         for call in calls { try await call.value }
     }
+
+    /// Issue 24: 100 trainings once filled the heavy-work lane's queue and every quick call was refused
+    /// "the lane queue is full" until they drained. Jobs now wait apart, bounded per submitter and in
+    /// all, and quick calls on the lane are served throughout.
+    @Test func aJobFloodIsRefusedPastItsBoundsAndNeverRefusesQuickCalls() async throws {
+        let scratch = try Scratch()
+        let port = try RawSocket.freePortBlock(count: 1)
+        let replica = try await ReplicaProcess(
+            port: port, database: scratch.databasePath, directory: scratch.directory,
+            extraArguments: ["--lane-threads", "1", "--lane-queue", "2", "--job-threads", "1", "--max-jobs-per-user", "5"])
+        defer { replica.stop() }
+        let client = replica.client
+        var accepted: [String] = []
+        var refusals: [RPCError] = []
+        for _ in 0..<30 {
+            do {
+                accepted.append(try await client.unary(JobsV1.JobsTesting.startTestJob, JobsV1.StartTestJobRequest(steps: 100, stepMs: 50)).id)
+            } catch let error as RPCError {
+                refusals.append(error)
+            }
+        }
+        #expect(accepted.count == 5)
+        #expect(refusals.count == 25 && refusals.allSatisfy { $0.code == .resourceExhausted })
+        #expect(refusals.first?.message.contains("127.0.0.1 has 5 jobs queued or running") == true, "\(refusals.first?.message ?? "")")
+        // Quick calls on the lane are served while the jobs wait and run.
+        for _ in 0..<6 {
+            _ = try await client.unary(JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: 5, onLane: true), options: CallOptions(timeout: .seconds(5)))
+        }
+        for id in accepted { _ = try await client.unary(JobsV1.Jobs.cancelJob, JobsV1.CancelJobRequest(id: id)) }
+        // Once they ended, the submitter may start jobs again.
+        try await eventually("the cancelled jobs ended") {
+            (try? await client.unary(JobsV1.JobsTesting.startTestJob, JobsV1.StartTestJobRequest(steps: 1, stepMs: 1))) != nil
+        }
+    }
 }
 
 /// Reads job rows straight from the database file, as no replica would.

@@ -38,8 +38,8 @@ struct ClassificationCommand: AsyncParsableCommand {
                 let store = try ClassificationStore(path: environment.databasePath)
                 // Trainings are recorded beside the models so every replica answers for them.
                 let jobs = try await ServiceJobs(
-                    database: store.database, lane: environment.lane, logger: environment.logger,
-                    shutdownGrace: environment.shutdownGrace)
+                    database: store.database, logger: environment.logger,
+                    shutdownGrace: environment.shutdownGrace, limits: environment.jobs)
                 var limits = ClassificationService.Limits()
                 if let torchThreads { limits.torchThreads = torchThreads }
                 limits.maxUploadBytes = maxUploadBytes

@@ -142,7 +142,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         if let name = plan.name, (try? store.modelStamp(named: name)) != nil {
             throw RPCError(.alreadyExists, "model \(name) already exists")
         }
-        let job = try await jobs.start(kind: Self.trainJobKind) { context -> ClassificationV1.TrainingResult in
+        let job = try await jobs.start(kind: Self.trainJobKind, submitter: context.peerHost) { context -> ClassificationV1.TrainingResult in
             try Torch.setThreads(threads)
             let data = try store.dataset(named: plan.dataset)
             context.report(progress: 0, message: "preparing \(data.samples.count) images")

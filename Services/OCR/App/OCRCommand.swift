@@ -74,8 +74,8 @@ struct OCRCommand: AsyncParsableCommand {
             }
             // Batch scans run as jobs, recorded beside the templates so every replica answers for them.
             let jobs = try await ServiceJobs(
-                database: store.database, lane: environment.lane, logger: environment.logger,
-                shutdownGrace: environment.shutdownGrace)
+                database: store.database, logger: environment.logger,
+                shutdownGrace: environment.shutdownGrace, limits: environment.jobs)
             return AppServices(
                 rpc: [
                     OCRService(store: store, recognizer: recognizer, lane: lane, jobs: jobs.runner, maxUploadBytes: maxUploadMiB << 20,

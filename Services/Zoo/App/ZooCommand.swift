@@ -79,8 +79,8 @@ struct ZooCommand: AsyncParsableCommand {
                 if try library.isEmpty { await loadInitialData(into: library, refresher: refresher, logger: environment.logger) }
                 // Imports run as jobs, recorded beside the zoo's data so every replica answers for them.
                 let jobs = try await ServiceJobs(
-                    database: library.database, lane: environment.lane, logger: environment.logger,
-                    shutdownGrace: environment.shutdownGrace)
+                    database: library.database, logger: environment.logger,
+                    shutdownGrace: environment.shutdownGrace, limits: environment.jobs)
                 // A --web directory must exist; the bundled page may be absent (a binary copied without its bundle).
                 let bundled = ZooHTTP.bundledWebDirectory
                 let web = webDirectory.map { URL(fileURLWithPath: $0) }
