@@ -69,7 +69,10 @@ struct BuiltinServices: RPCService {
                     RpcV1.LoopStats(
                         turns: loop.turns, busySeconds: loop.busySeconds, longestTurnMs: loop.longestMilliseconds,
                         turnsOver1ms: loop.turnsOver[0], turnsOver10ms: loop.turnsOver[1], turnsOver100ms: loop.turnsOver[2])
-                })
+                },
+                memory: RpcV1.MemoryStats(
+                    limitBytes: UInt64(MemoryBudget.process.limit), usedBytes: UInt64(max(0, MemoryBudget.process.used)),
+                    refused: UInt64(MemoryBudget.process.refused)))
         }
     }
 }

@@ -15,6 +15,7 @@ static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__rpc__v1__list_services_request__descriptor,
     &menagerie__rpc__v1__list_services_response__descriptor,
     &menagerie__rpc__v1__loop_stats__descriptor,
+    &menagerie__rpc__v1__memory_stats__descriptor,
     &menagerie__rpc__v1__metadata_entry__descriptor,
     &menagerie__rpc__v1__method_info__descriptor,
     &menagerie__rpc__v1__method_stats__descriptor,

@@ -162,6 +162,8 @@ public enum ServiceRunner {
     /// The one place the server is made (the transport seam replaces it).
     private static func makeServer(_ rpc: RPCServer, _ routes: HTTPRoutes?, _ options: ServiceOptions, _ logger: Logger) throws -> TCPServer {
         let server = TCPServer(host: options.host, port: options.port, limits: options.limits, logger: logger)
+        // One budget for the process: uploads, queued batches and model loading draw from the server's.
+        MemoryBudget.install(server.budget)
         if let routes { server.serveHTTP(routes) }
         return try rpc.serve(over: server)
     }

@@ -1,3 +1,4 @@
+import Base
 import Schema
 
 /// The byte-stream layer of a connection: ordered bytes both ways, with back-pressure, under the

@@ -1,3 +1,4 @@
+import Base
 import HTTP
 import RPC
 import Schema

@@ -1,3 +1,5 @@
+import Base
+
 /// The protocol layer of a connection: what reads the bytes its `ByteStream` receives. Our binary
 /// framing is one (`FrameReader`); the server's first reader picks the protocol (`ProtocolSniffer`),
 /// so HTTP later is one more reader on the same connections and port. A stream that transforms

@@ -1,3 +1,4 @@
+import Base
 import CLibUV
 import Foundation
 import RPC

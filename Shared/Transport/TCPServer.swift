@@ -91,7 +91,7 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     /// as such a connection serves nothing and goes within `TCPConnection.lingerTime`.
     private var countedConnections = 0
     /// Large frames arriving and answers unsent, over all connections (loop thread).
-    let budget: MemoryBudget
+    public let budget: MemoryBudget
     private var budgetCheckScheduled = false
     private var sweeper: LoopTimer?
     /// Deadlines of calls, earliest first (loop thread), and the timer that fires at the first.

@@ -116,6 +116,8 @@ import ZooAPI
             let figures = JSONValue.object((stats[0].objectValue ?? []).filter { $0.key != "address" })
             try Self.mapping(figures, as: RpcV1.GetStatsResponse.self)
             #expect(figures["totalConnections"]?.stringValue.flatMap { UInt64($0) } != nil, "uint64 as a string: \(figures.serialized())")
+            // The process's memory budget: the server's (256 MiB unless --memory-budget says otherwise).
+            #expect(figures["memory"]?["limitBytes"] == .string("\(256 << 20)"), "\(figures["memory"]?.serialized() ?? "no memory")")
             let methods = try Self.mapping(try Self.json(try await gateway(stack, ["methods", "zoo", "--json"])), as: RpcV1.ListServicesResponse.self)
             #expect(methods.services.flatMap(\.methods).contains { $0.path == "/menagerie.zoo.v1.Zoo/SearchAnimals" })
         }

@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import RPC
 import RPCTestSupport

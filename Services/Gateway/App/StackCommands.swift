@@ -154,11 +154,12 @@ struct Methods: AsyncParsableCommand {
 /// `gateway stats SERVICE`: per-method figures of each instance.
 struct Stats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Per-method call counts, errors and latency of every instance of SERVICE, and how long its event loop's turns ran.",
+        abstract: "Per-method call counts, errors and latency of every instance of SERVICE, how long its event loop's turns ran, and its memory budget's use.",
         discussion: """
             --json prints a JSON array with one object per instance: {"address"} and the fields of its GetStatsResponse \
             as protobuf's JSON mapping spells them ({"methods": [{"path", "calls", "errors", "latencyP50Ms", \
-            "latencyP99Ms", "byStatus": [{"code", "calls"}]}], "openConnections", …, "loop": {"turns", "busySeconds", …}}; \
+            "latencyP99Ms", "byStatus": [{"code", "calls"}]}], "openConnections", …, "loop": {"turns", "busySeconds", …}, \
+            "memory": {"limitBytes", "usedBytes", "refused"}}; \
             64-bit counts as strings).
             """)
 
@@ -170,7 +171,7 @@ struct Stats: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures(json: global.json) {
             let endpoints = try global.resolveEndpoints()
-            var rows: [[String]] = [], loopRows: [[String]] = []
+            var rows: [[String]] = [], loopRows: [[String]] = [], memoryRows: [[String]] = []
             var replies: [JSONValue] = []
             for transport in try endpoints.client(for: service).transports {
                 let client = RPCClient(transports: [transport], retry: .init(maxAttempts: 1))
@@ -187,6 +188,11 @@ struct Stats: AsyncParsableCommand {
                     loopRows.append([transport.endpoint, "\(loop.turns)", String(format: "%.3f", loop.busySeconds),
                                      String(format: "%.3f", loop.longestTurnMs), "\(loop.turnsOver1ms)", "\(loop.turnsOver10ms)", "\(loop.turnsOver100ms)"])
                 }
+                if let memory = reply.memory {
+                    memoryRows.append([transport.endpoint, Self.mebibytes(memory.usedBytes), Self.mebibytes(memory.limitBytes),
+                                       String(format: "%.1f", memory.limitBytes == 0 ? 0 : 100 * Double(memory.usedBytes) / Double(memory.limitBytes)),
+                                       "\(memory.refused)"])
+                }
             }
             try global.render(
                 jsonValue: { .array(replies) },
@@ -195,7 +201,12 @@ struct Stats: AsyncParsableCommand {
                     // A long turn of the event loop delays every connection of that instance at once.
                     print("")
                     printTable(["ADDRESS", "LOOP TURNS", "BUSY S", "LONGEST MS", "OVER 1 MS", "OVER 10 MS", "OVER 100 MS"], loopRows)
+                    // What clients' data (frames arriving, unread answers, uploads, queued batches) holds of the budget.
+                    print("")
+                    printTable(["ADDRESS", "MEMORY USED MIB", "BUDGET MIB", "USED %", "REFUSED"], memoryRows)
                 })
         }
     }
+
+    static func mebibytes(_ bytes: UInt64) -> String { String(format: "%.1f", Double(bytes) / 1_048_576) }
 }

@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import Jobs
 import JobsAPI
@@ -100,6 +101,8 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         var files: [BatchFile] = []
         var upload: UploadCollector?
         var total = 0
+        // The batch's bytes hold their share of the memory budget until its job ends (or the upload fails).
+        let held = MemoryReservation()
         func close() throws {
             guard var current = upload else { return }
             files[files.count - 1].data = try current.finish()
@@ -120,7 +123,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
                 files.append(BatchFile(name: message.fileName, data: Data()))
                 upload = UploadCollector(
                     limit: min(maxUploadBytes, maxBatchBytes - total), decoder: recognizer.decoder,
-                    batchLimit: maxBatchBytes - total < maxUploadBytes ? maxBatchBytes : nil)
+                    batchLimit: maxBatchBytes - total < maxUploadBytes ? maxBatchBytes : nil, reservation: held)
             } else if upload == nil, !message.chunk.isEmpty {
                 throw RPCError(.invalidArgument, "image bytes before the first file_name")
             }
@@ -131,6 +134,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         let batch = BatchRecognizer(recognizer: recognizer, lane: lane)
         let uploaded = files
         let job = try await jobs.start(kind: Self.batchScanJobKind, submitter: context.peerHost) { context -> OcrV1.BatchScanResult in
+            defer { held.releaseAll() }
             let results = try batch.recognize(
                 uploaded, options: options, isCancelled: { context.isCancelled },
                 progress: { done, total in

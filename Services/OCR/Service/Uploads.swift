@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import OCRCore
 import RPC
@@ -17,11 +18,15 @@ struct UploadCollector {
 
     private(set) var data = Data()
     private var headerChecked = false
+    /// What the bytes hold of the process's memory budget: given back when the last holder lets go (the
+    /// scan answered, the client gone, a batch's job ended), so uploads in all stay inside the budget.
+    let reservation: MemoryReservation
 
-    init(limit: Int, decoder: ImageDecoder, batchLimit: Int? = nil) {
+    init(limit: Int, decoder: ImageDecoder, batchLimit: Int? = nil, reservation: MemoryReservation = MemoryReservation()) {
         self.limit = limit
         self.batchLimit = batchLimit
         self.decoder = decoder
+        self.reservation = reservation
     }
 
     /// Appends one chunk. RESOURCE_EXHAUSTED once the upload passes the limit or its header announces more pixels
@@ -36,6 +41,13 @@ struct UploadCollector {
                     "\(prefix)the batch's files together are larger than its limit of \(Self.describe(batchLimit)); send fewer files per batch")
             }
             throw RPCError(.resourceExhausted, "\(prefix)the image is larger than the upload limit of \(Self.describe(limit))")
+        }
+        guard reservation.grow(by: chunk.count) else {
+            let budget = reservation.budget
+            throw RPCError(
+                .resourceExhausted,
+                "the server's memory budget cannot hold this upload now (\(budget.used >> 20) of \(budget.limit >> 20) MiB held for "
+                    + "clients' data); retry later")
         }
         data.append(contentsOf: chunk)
         if !headerChecked, data.count >= Self.headerCheckBytes {

@@ -375,6 +375,8 @@ extension RpcV1 {
         public var uptimeSeconds: Double = 0
         /// Absent where calls do not come through an event loop (the in-process transport).
         public var loop: RpcV1.LoopStats? = nil
+        /// The process's memory budget (--memory-budget): what clients' data holds of it now.
+        public var memory: RpcV1.MemoryStats? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -386,7 +388,8 @@ extension RpcV1 {
             totalConnections: UInt64 = 0,
             rejectedConnections: UInt64 = 0,
             uptimeSeconds: Double = 0,
-            loop: RpcV1.LoopStats? = nil
+            loop: RpcV1.LoopStats? = nil,
+            memory: RpcV1.MemoryStats? = nil
         ) {
             self.methods = methods
             self.openConnections = openConnections
@@ -394,6 +397,30 @@ extension RpcV1 {
             self.rejectedConnections = rejectedConnections
             self.uptimeSeconds = uptimeSeconds
             self.loop = loop
+            self.memory = memory
+        }
+    }
+
+    /// The bytes a process holds for its clients under one limit: large frames arriving, answers not yet
+    /// read, uploads being joined, batches waiting for their job, models being loaded.
+    public struct MemoryStats: Sendable, Equatable {
+        public var limitBytes: UInt64 = 0
+        public var usedBytes: UInt64 = 0
+        /// Reservations refused (RESOURCE_EXHAUSTED, or reading paused) since the process started.
+        public var refused: UInt64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            limitBytes: UInt64 = 0,
+            usedBytes: UInt64 = 0,
+            refused: UInt64 = 0
+        ) {
+            self.limitBytes = limitBytes
+            self.usedBytes = usedBytes
+            self.refused = refused
         }
     }
 
@@ -839,6 +866,7 @@ extension RpcV1.GetStatsResponse: ProtoMessage, ProtobufCBridged {
         rejectedConnections = reader.value(4)
         uptimeSeconds = reader.value(5)
         loop = reader.optional(6)
+        memory = reader.optional(7)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -848,6 +876,32 @@ extension RpcV1.GetStatsResponse: ProtoMessage, ProtobufCBridged {
         writer.set(4, rejectedConnections)
         writer.set(5, uptimeSeconds)
         writer.set(6, loop)
+        writer.set(7, memory)
+    }
+}
+
+extension RpcV1.MemoryStats: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.rpc.v1.MemoryStats"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: RPCWireProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        limitBytes = reader.value(1)
+        usedBytes = reader.value(2)
+        refused = reader.value(3)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, limitBytes)
+        writer.set(2, usedBytes)
+        writer.set(3, refused)
     }
 }
 
@@ -1233,6 +1287,7 @@ extension RpcV1.GetStatsResponse: ProtoJSONMessage {
         ProtoJSONField(number: 4, protoName: "rejected_connections", jsonName: "rejectedConnections", kind: .uint64, cardinality: .singular),
         ProtoJSONField(number: 5, protoName: "uptime_seconds", jsonName: "uptimeSeconds", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 6, protoName: "loop", jsonName: "loop", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 7, protoName: "memory", jsonName: "memory", kind: .message, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -1243,6 +1298,7 @@ extension RpcV1.GetStatsResponse: ProtoJSONMessage {
         json.value(3, self.rejectedConnections)
         json.value(4, self.uptimeSeconds)
         json.optional(5, self.loop)
+        json.optional(6, self.memory)
         return json.result
     }
 
@@ -1255,6 +1311,31 @@ extension RpcV1.GetStatsResponse: ProtoJSONMessage {
         try json.value(3, into: &self.rejectedConnections)
         try json.value(4, into: &self.uptimeSeconds)
         try json.optional(5, into: &self.loop)
+        try json.optional(6, into: &self.memory)
+    }
+}
+
+extension RpcV1.MemoryStats: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "limit_bytes", jsonName: "limitBytes", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "used_bytes", jsonName: "usedBytes", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "refused", jsonName: "refused", kind: .uint64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.limitBytes)
+        json.value(1, self.usedBytes)
+        json.value(2, self.refused)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.limitBytes)
+        try json.value(1, into: &self.usedBytes)
+        try json.value(2, into: &self.refused)
     }
 }
 
@@ -1356,6 +1437,7 @@ extension RpcV1 {
             RpcV1.MethodStats.self,
             RpcV1.StatusCount.self,
             RpcV1.GetStatsResponse.self,
+            RpcV1.MemoryStats.self,
             RpcV1.LoopStats.self,
             RpcV1.EchoRequest.self,
             RpcV1.EchoResponse.self,

@@ -547,6 +547,51 @@ void   menagerie__rpc__v1__get_stats_response__free_unpacked
   assert(message->base.descriptor == &menagerie__rpc__v1__get_stats_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   menagerie__rpc__v1__memory_stats__init
+                     (Menagerie__Rpc__V1__MemoryStats         *message)
+{
+  static const Menagerie__Rpc__V1__MemoryStats init_value = MENAGERIE__RPC__V1__MEMORY_STATS__INIT;
+  *message = init_value;
+}
+size_t menagerie__rpc__v1__memory_stats__get_packed_size
+                     (const Menagerie__Rpc__V1__MemoryStats *message)
+{
+  assert(message->base.descriptor == &menagerie__rpc__v1__memory_stats__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__rpc__v1__memory_stats__pack
+                     (const Menagerie__Rpc__V1__MemoryStats *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__rpc__v1__memory_stats__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__rpc__v1__memory_stats__pack_to_buffer
+                     (const Menagerie__Rpc__V1__MemoryStats *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__rpc__v1__memory_stats__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Rpc__V1__MemoryStats *
+       menagerie__rpc__v1__memory_stats__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Rpc__V1__MemoryStats *)
+     protobuf_c_message_unpack (&menagerie__rpc__v1__memory_stats__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__rpc__v1__memory_stats__free_unpacked
+                     (Menagerie__Rpc__V1__MemoryStats *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__rpc__v1__memory_stats__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   menagerie__rpc__v1__loop_stats__init
                      (Menagerie__Rpc__V1__LoopStats         *message)
 {
@@ -1424,7 +1469,7 @@ const ProtobufCMessageDescriptor menagerie__rpc__v1__status_count__descriptor =
   (ProtobufCMessageInit) menagerie__rpc__v1__status_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__rpc__v1__get_stats_response__field_descriptors[6] =
+static const ProtobufCFieldDescriptor menagerie__rpc__v1__get_stats_response__field_descriptors[7] =
 {
   {
     "methods",
@@ -1498,9 +1543,22 @@ static const ProtobufCFieldDescriptor menagerie__rpc__v1__get_stats_response__fi
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "memory",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__GetStatsResponse, memory),
+    &menagerie__rpc__v1__memory_stats__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__rpc__v1__get_stats_response__field_indices_by_name[] = {
   5,   /* field[5] = loop */
+  6,   /* field[6] = memory */
   0,   /* field[0] = methods */
   1,   /* field[1] = open_connections */
   3,   /* field[3] = rejected_connections */
@@ -1510,7 +1568,7 @@ static const unsigned menagerie__rpc__v1__get_stats_response__field_indices_by_n
 static const ProtobufCIntRange menagerie__rpc__v1__get_stats_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor menagerie__rpc__v1__get_stats_response__descriptor =
 {
@@ -1520,11 +1578,75 @@ const ProtobufCMessageDescriptor menagerie__rpc__v1__get_stats_response__descrip
   "Menagerie__Rpc__V1__GetStatsResponse",
   "menagerie.rpc.v1",
   sizeof(Menagerie__Rpc__V1__GetStatsResponse),
-  6,
+  7,
   menagerie__rpc__v1__get_stats_response__field_descriptors,
   menagerie__rpc__v1__get_stats_response__field_indices_by_name,
   1,  menagerie__rpc__v1__get_stats_response__number_ranges,
   (ProtobufCMessageInit) menagerie__rpc__v1__get_stats_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__rpc__v1__memory_stats__field_descriptors[3] =
+{
+  {
+    "limit_bytes",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__MemoryStats, limit_bytes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "used_bytes",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__MemoryStats, used_bytes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "refused",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__MemoryStats, refused),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__rpc__v1__memory_stats__field_indices_by_name[] = {
+  0,   /* field[0] = limit_bytes */
+  2,   /* field[2] = refused */
+  1,   /* field[1] = used_bytes */
+};
+static const ProtobufCIntRange menagerie__rpc__v1__memory_stats__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor menagerie__rpc__v1__memory_stats__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.rpc.v1.MemoryStats",
+  "MemoryStats",
+  "Menagerie__Rpc__V1__MemoryStats",
+  "menagerie.rpc.v1",
+  sizeof(Menagerie__Rpc__V1__MemoryStats),
+  3,
+  menagerie__rpc__v1__memory_stats__field_descriptors,
+  menagerie__rpc__v1__memory_stats__field_indices_by_name,
+  1,  menagerie__rpc__v1__memory_stats__number_ranges,
+  (ProtobufCMessageInit) menagerie__rpc__v1__memory_stats__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor menagerie__rpc__v1__loop_stats__field_descriptors[6] =

@@ -27,6 +27,7 @@ typedef struct Menagerie__Rpc__V1__GetStatsRequest Menagerie__Rpc__V1__GetStatsR
 typedef struct Menagerie__Rpc__V1__MethodStats Menagerie__Rpc__V1__MethodStats;
 typedef struct Menagerie__Rpc__V1__StatusCount Menagerie__Rpc__V1__StatusCount;
 typedef struct Menagerie__Rpc__V1__GetStatsResponse Menagerie__Rpc__V1__GetStatsResponse;
+typedef struct Menagerie__Rpc__V1__MemoryStats Menagerie__Rpc__V1__MemoryStats;
 typedef struct Menagerie__Rpc__V1__LoopStats Menagerie__Rpc__V1__LoopStats;
 typedef struct Menagerie__Rpc__V1__EchoRequest Menagerie__Rpc__V1__EchoRequest;
 typedef struct Menagerie__Rpc__V1__EchoResponse Menagerie__Rpc__V1__EchoResponse;
@@ -323,10 +324,33 @@ struct  Menagerie__Rpc__V1__GetStatsResponse
    * Absent where calls do not come through an event loop (the in-process transport).
    */
   Menagerie__Rpc__V1__LoopStats *loop;
+  /*
+   * The process's memory budget (--memory-budget): what clients' data holds of it now.
+   */
+  Menagerie__Rpc__V1__MemoryStats *memory;
 };
 #define MENAGERIE__RPC__V1__GET_STATS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__rpc__v1__get_stats_response__descriptor) \
-    , 0,NULL, 0, 0, 0, 0, NULL }
+    , 0,NULL, 0, 0, 0, 0, NULL, NULL }
+
+
+/*
+ * The bytes a process holds for its clients under one limit: large frames arriving, answers not yet
+ * read, uploads being joined, batches waiting for their job, models being loaded.
+ */
+struct  Menagerie__Rpc__V1__MemoryStats
+{
+  ProtobufCMessage base;
+  uint64_t limit_bytes;
+  uint64_t used_bytes;
+  /*
+   * Reservations refused (RESOURCE_EXHAUSTED, or reading paused) since the process started.
+   */
+  uint64_t refused;
+};
+#define MENAGERIE__RPC__V1__MEMORY_STATS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__rpc__v1__memory_stats__descriptor) \
+    , 0, 0, 0 }
 
 
 /*
@@ -611,6 +635,25 @@ Menagerie__Rpc__V1__GetStatsResponse *
 void   menagerie__rpc__v1__get_stats_response__free_unpacked
                      (Menagerie__Rpc__V1__GetStatsResponse *message,
                       ProtobufCAllocator *allocator);
+/* Menagerie__Rpc__V1__MemoryStats methods */
+void   menagerie__rpc__v1__memory_stats__init
+                     (Menagerie__Rpc__V1__MemoryStats         *message);
+size_t menagerie__rpc__v1__memory_stats__get_packed_size
+                     (const Menagerie__Rpc__V1__MemoryStats   *message);
+size_t menagerie__rpc__v1__memory_stats__pack
+                     (const Menagerie__Rpc__V1__MemoryStats   *message,
+                      uint8_t             *out);
+size_t menagerie__rpc__v1__memory_stats__pack_to_buffer
+                     (const Menagerie__Rpc__V1__MemoryStats   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Rpc__V1__MemoryStats *
+       menagerie__rpc__v1__memory_stats__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__rpc__v1__memory_stats__free_unpacked
+                     (Menagerie__Rpc__V1__MemoryStats *message,
+                      ProtobufCAllocator *allocator);
 /* Menagerie__Rpc__V1__LoopStats methods */
 void   menagerie__rpc__v1__loop_stats__init
                      (Menagerie__Rpc__V1__LoopStats         *message);
@@ -705,6 +748,9 @@ typedef void (*Menagerie__Rpc__V1__StatusCount_Closure)
                   void *closure_data);
 typedef void (*Menagerie__Rpc__V1__GetStatsResponse_Closure)
                  (const Menagerie__Rpc__V1__GetStatsResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Rpc__V1__MemoryStats_Closure)
+                 (const Menagerie__Rpc__V1__MemoryStats *message,
                   void *closure_data);
 typedef void (*Menagerie__Rpc__V1__LoopStats_Closure)
                  (const Menagerie__Rpc__V1__LoopStats *message,
@@ -846,6 +892,7 @@ extern const ProtobufCMessageDescriptor menagerie__rpc__v1__get_stats_request__d
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__method_stats__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__status_count__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__get_stats_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__rpc__v1__memory_stats__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__loop_stats__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__echo_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__rpc__v1__echo_response__descriptor;
