@@ -123,6 +123,8 @@ let package = Package(
         .target(name: "RPC", dependencies: ["Base", "Schema", "RPCWire"], path: "Shared/RPC"),
         // HTTP/1.1 requests and responses, strictly parsed, and gzip: no RPC (Transport serves Connect over it).
         .target(name: "HTTP", dependencies: ["CZlib"], path: "Shared/HTTP"),
+        // Zip archives read from their central directory, sizes checked before anything is inflated.
+        .target(name: "Zip", dependencies: ["Base", "CZlib"], path: "Shared/Zip"),
         .target(name: "Transport", dependencies: ["Base", "RPC", "RPCWire", "Schema", "CLibUV", "HTTP"], path: "Shared/Transport"),
         // Jobs: the domain and persistence (no RPC), jobs.proto's API, and the Jobs rpcs every service with long work offers.
         .target(name: "Jobs", dependencies: ["Base", "Storage", "WorkLane"], path: "Shared/Jobs"),
@@ -248,14 +250,14 @@ let package = Package(
             coreTests: ["TextRecognition", "OCRTestSupport"],
             serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport"])
         + service(
-            "Health", executable: "health", core: ["CZlib"], service: ["WorkLane", "HealthBridge"], cli: ["HealthCore", "HealthBridge"],
+            "Health", executable: "health", core: ["Zip"], service: ["WorkLane", "HealthBridge"], cli: ["HealthCore", "HealthBridge"],
             serviceTests: ["HealthBridge"])
         // Domain ⇄ proto conversions and the device sync's adapter over the typed client: shared by the handlers and
         // the gateway, so `gateway health sync` links no server code.
         + [.target(name: "HealthBridge", dependencies: ["HealthCore", "HealthAPI", "RPC", "Schema"], path: "Services/Health/Bridge")]
         + service(
             "Classification", executable: "classification", imports: ["Jobs"],
-            core: ["Torch", "OpenCVDNN", "CImageCodecs"], service: ["Torch", "WorkLane"], app: ["Torch", "Storage"],
+            core: ["Torch", "OpenCVDNN", "CImageCodecs"], service: ["Torch", "WorkLane", "Zip"], app: ["Torch", "Storage"],
             coreTests: ["Torch", "OpenCVDNN"], serviceTests: ["Torch", "WorkLane"])
         // A test-only service added by ARCHITECTURE.md's "Adding a service" path, so the suite keeps that path checked
         // (GuestbookServiceTests runs its executable end to end). Neither the gateway nor compose knows it.

@@ -74,6 +74,43 @@ import WorkLane
         #expect(message.contains("TorchScript model does not run"), "\(message)")
     }
 
+    /// Issue 24: a TorchScript zip bomb (a small file whose `data.pkl` declares hundreds of MiB) is refused from its
+    /// central directory, before libtorch allocates what it declares; nothing is kept.
+    @Test func aTorchScriptZipBombIsRefusedBeforeLoading() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("bomb-\(UUID().uuidString).pt").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        python.arguments = ["-c", """
+            import sys, zipfile
+            with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("archive/data.pkl", b"\\0" * (256 << 20))
+                z.writestr("archive/version", b"3\\n")
+            """, path]
+        try python.run()
+        python.waitUntilExit()
+        let bomb = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(bomb.count < 1 << 20, "\(bomb.count) bytes")
+        let (code, message) = await Self.failure {
+            _ = try await client.importModel { writer in
+                try await writer.send(ClassificationV1.ImportModelRequest(
+                    name: "bomb", format: .torchscript, data: bomb, kind: .classifier, labels: ["a", "b"], inputWidth: 8, inputHeight: 8))
+            }
+        }
+        #expect(code == .invalidArgument, "\(message)")
+        #expect(message.contains("zip bomb"), "\(message)")
+        #expect(try store.models().isEmpty)
+        // Not a zip at all: said so.
+        let (plainCode, plain) = await Self.failure {
+            _ = try await client.importModel { writer in
+                try await writer.send(ClassificationV1.ImportModelRequest(
+                    name: "text", format: .torchscript, data: Array("def forward(x): return x".utf8), kind: .classifier, labels: ["a", "b"],
+                    inputWidth: 8, inputHeight: 8))
+            }
+        }
+        #expect(plainCode == .invalidArgument && plain.contains("not a TorchScript module"), "\(plain)")
+    }
+
     /// A module that does not run even on the blank image is refused at import, and nothing is kept.
     @Test func aModuleThatDoesNotRunIsRefusedAtImport() async throws {
         let module = try ScriptModule.compile(source: "def forward(self, x):\n    return x.view(7, 11)\n")

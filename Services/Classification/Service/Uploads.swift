@@ -1,9 +1,11 @@
+import Base
 import ClassificationAPI
 import ClassificationCore
 import Foundation
 import RPC
 import Schema
 import Torch
+import Zip
 
 /// A dataset upload as received: the header and each file's bytes by path. Nothing is kept until the whole
 /// dataset validated, so a stream that breaks off or carries a bad file leaves nothing behind.
@@ -86,6 +88,47 @@ struct Upload: Sendable {
     }
 }
 
+/// A TorchScript file is a zip that libtorch's reader (miniz) inflates entry by entry into buffers of the sizes
+/// the entries declare: a 2 MB file whose `data.pkl` declares 2 GiB took a replica from 176 to 2,231 MiB before
+/// it was refused. Its central directory is read first, and the declared sizes are held to per-entry and total
+/// caps, to a ratio to the file's own size (PyTorch stores its entries uncompressed; a bomb inflates a
+/// thousandfold) and to what the process's memory budget has left, before libtorch sees a byte.
+enum TorchScriptArchive {
+    /// The most one TorchScript archive may declare, in all: far above ImageNet classifiers (EfficientNet-Lite0
+    /// is 19 MB; ResNet-50 98 MB).
+    static let maxDeclaredBytes: UInt64 = 1 << 30
+    /// How much more than the file's own size its entries may declare together (deflated tensors shrink a little).
+    static let maxExpansion: UInt64 = 8
+
+    static func inspect(_ data: [UInt8]) throws {
+        guard ZipArchive.isZip(data) else {
+            throw RPCError(.invalidArgument, "the file is not a TorchScript module (TorchScript is a zip archive; this does not start as one)")
+        }
+        let archive: ZipArchive
+        do {
+            archive = try ZipArchive(
+                source: DataZipSource(Data(data)), name: "the TorchScript file",
+                limits: ZipLimits(maxEntryBytes: maxDeclaredBytes, maxTotalBytes: maxDeclaredBytes, maxEntries: 100_000))
+        } catch let error as ZipError {
+            throw RPCError(StatusCode(error.category), error.message)
+        }
+        let declared = archive.entries.reduce(UInt64(0)) { $0 + $1.size }
+        let allowed = UInt64(data.count) * maxExpansion + (1 << 20)
+        guard declared <= allowed else {
+            throw RPCError(
+                .invalidArgument,
+                "the TorchScript file's entries declare \(declared >> 20) MiB from a \(data.count >> 10) KiB file, more than \(maxExpansion)× "
+                    + "its size; refused before loading (a zip bomb?)")
+        }
+        let budget = MemoryBudget.process
+        guard Int(declared) <= budget.limit - budget.used else {
+            throw RPCError(
+                .resourceExhausted,
+                "loading the model needs \(declared >> 20) MiB and the server's memory budget has \((budget.limit - budget.used) >> 20) MiB left; retry later")
+        }
+    }
+}
+
 /// A model file arriving as a client stream, and its conversion into a stored model.
 enum ModelImport {
     static func receive(_ requests: RequestStream<ClassificationV1.ImportModelRequest>,
@@ -124,6 +167,7 @@ enum ModelImport {
                 default: throw RPCError(.invalidArgument, "layout: an ONNX detector needs its output layout, yolov5 or yolov8")
                 }
             }
+            if !onnx { try TorchScriptArchive.inspect(data) }
             file = ModelFile(header: header, tensors: [], script: data)
         default:
             file = try ModelFile.decode(data)

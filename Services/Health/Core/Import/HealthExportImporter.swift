@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import Zip
 
 /// What an import did.
 public struct ImportReport: Sendable, Hashable {
@@ -79,6 +80,15 @@ public struct HealthExportImporter {
     /// as it is parsed, after every entry's declared size was checked against `zipLimits`; the rest of the zip
     /// (`export_cda.xml`, workout routes, ECGs) is not modelled and is left alone. Progress then counts the
     /// inflated bytes of export.xml.
+    /// The shared zip reader's errors as the import's own, with their category.
+    private static func healthErrors<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as ZipError {
+            throw HealthError(error.category, error.message)
+        }
+    }
+
     public func importFile(atPath path: String, progress: ((Int64, Int64) -> Void)? = nil) throws -> ImportReport {
         guard FileManager.default.isReadableFile(atPath: path), let file = FileHandle(forReadingAtPath: path) else {
             throw HealthError.notFound("cannot open \(path)")
@@ -87,11 +97,14 @@ public struct HealthExportImporter {
         var read: @Sendable (Int) throws -> Data = { try file.read(upToCount: $0) ?? Data() }
         var source = path
         if ZipArchive.isZip(atPath: path) {
-            let archive = try ZipArchive(path: path, limits: zipLimits)
-            let entry = try archive.exportXML()
-            let reader = UncheckedBox(try archive.reader(for: entry))
+            let (archive, entry, reader) = try Self.healthErrors {
+                let archive = try ZipArchive(path: path, limits: zipLimits)
+                let entry = try archive.exportXML()
+                return (archive, entry, UncheckedBox(try archive.reader(for: entry)))
+            }
+            _ = archive
             size = Int64(entry.size)
-            read = { try reader.value.read(upTo: $0) }
+            read = { size in try Self.healthErrors { try reader.value.read(upTo: size) } }
             source = "\(path): \(entry.name)"
         }
         let user = self.user
