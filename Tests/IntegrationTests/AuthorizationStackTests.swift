@@ -50,12 +50,13 @@ import Testing
             #expect(user.status == 403 && user.body["code"] as? String == "permission_denied", "\(user)")
             let allowed = try await Self.call(zoo, importPath, "{}", token: admin)
             #expect(allowed.status != 401 && allowed.status != 403, "\(allowed)")
-            // Through the gateway: a user's import is refused (PERMISSION_DENIED, exit 7); the operator's (admin token
-            // from compose's state) gets past the check.
-            let refused = try await Self.gateway(stack, as: alice, ["zoo", "import", "--dir", "/nonexistent-dir"])
-            #expect(refused.status != 0)
-            let status = try await stack.gateway(["zoo", "status"])
-            #expect(status.status == 0, "\(status.output)")
+            // Through the gateway: a user's import is refused (PERMISSION_DENIED, exit 7); the operator's (the admin
+            // token from compose's state) runs.
+            let sample = Stack.root.appendingPathComponent("Services/Zoo/Core/SampleData").path
+            let refused = try await Self.gateway(stack, as: alice, ["zoo", "import", "--dir", sample])
+            #expect(refused.status == 7 && refused.output.contains("PERMISSION_DENIED"), "\(refused.output)")
+            let imported = try await stack.gateway(["zoo", "import", "--dir", sample])
+            #expect(imported.status == 0, "\(imported.output)")
 
             // OCR templates are their user's: alice's is invisible to bob, and a stranger sees nothing at all.
             let made = try await Self.call(ocr, "/menagerie.ocr.v1.OCR/CreateTemplate", Self.template, token: alice)
