@@ -20,7 +20,11 @@ struct IdentityOptions: ParsableArguments {
     var json = false
 
     func validate() throws {
-        if let identity, identity.isEmpty || identity.utf8.contains(0) { throw InvalidValue("--identity must be a file path (got \"\(identity)\")") }
+        guard let identity else { return }
+        var isDirectory: ObjCBool = false
+        if identity.isEmpty || identity.utf8.contains(0) || FileManager.default.fileExists(atPath: identity, isDirectory: &isDirectory) && isDirectory.boolValue {
+            throw InvalidValue("--identity must be a file path (got \"\(identity)\")")
+        }
     }
 
     /// The store, which must exist already (`compose up` makes it): a typo never creates an empty second one.
