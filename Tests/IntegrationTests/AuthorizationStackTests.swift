@@ -2,8 +2,21 @@ import Foundation
 import Testing
 
 /// Who may change what, end to end: the stack's admin token (compose's state), users made with `gateway user`,
-/// and strangers, over plain HTTP (curl, as a browser or a script would call) and through the gateway.
+/// and strangers, over plain HTTP (curl, as a browser or a script would call) and through the gateway. Without
+/// the tests' own admin token (`Stack.adminToken`): compose makes the stack's, and the gateway finds it in the state.
 @Suite(.serialized) struct AuthorizationStackTests {
+    static let noAdminToken = ["MENAGERIE_ADMIN_TOKEN": ""]
+
+    /// `compose/compose ARGS` and the gateway as the operator beside the stack (no token in the environment).
+    static func compose(_ stack: Stack, _ arguments: String...) async throws -> (status: Int32, output: String) {
+        try await stack.compose(environment: noAdminToken, arguments)
+    }
+
+    static func operatorGateway(_ stack: Stack, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await Stack.run(
+            "\(Stack.binDirectory)/gateway", arguments + ["--state", stack.state.path], environment: stack.environment.merging(noAdminToken) { $1 })
+    }
+
     /// One Connect unary call with curl: the HTTP status and the JSON body.
     static func call(_ port: Int, _ path: String, _ body: String, token: String? = nil) async throws -> (status: Int, body: [String: Any]) {
         var arguments = ["-s", "-w", "\n%{http_code}", "-H", "Content-Type: application/json", "--data-binary", body]
@@ -19,11 +32,11 @@ import Testing
     static func gateway(_ stack: Stack, as token: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
         try await Stack.run(
             "\(Stack.binDirectory)/gateway", arguments + ["--state", stack.state.path],
-            environment: stack.environment.merging(["MENAGERIE_TOKEN": token]) { $1 })
+            environment: stack.environment.merging(["MENAGERIE_TOKEN": token, "MENAGERIE_ADMIN_TOKEN": ""]) { $1 })
     }
 
     static func newUser(_ stack: Stack, _ name: String, _ extra: [String] = []) async throws -> String {
-        let created = try await stack.gateway(["user", "create", name] + extra)
+        let created = try await Self.operatorGateway(stack, ["user", "create", name] + extra)
         try #require(created.status == 0, "\(created.output)")
         return try #require(created.output.split(separator: "\n").last.map(String.init))
     }
@@ -32,7 +45,7 @@ import Testing
 
     @Test func strangersAreRefusedUsersSeeOnlyTheirOwnAndTheAdminMayChangeSharedData() async throws {
         try await Stack.with(services: ["zoo", "ocr", "health"]) { stack in
-            let up = try await stack.compose("up")
+            let up = try await Self.compose(stack, "up")
             try #require(up.status == 0, "compose up failed: \(up.output)")
             let admin = try String(contentsOf: stack.state.appendingPathComponent("admin-token"), encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
@@ -55,7 +68,7 @@ import Testing
             let sample = Stack.root.appendingPathComponent("Services/Zoo/Core/SampleData").path
             let refused = try await Self.gateway(stack, as: alice, ["zoo", "import", "--dir", sample])
             #expect(refused.status == 7 && refused.output.contains("PERMISSION_DENIED"), "\(refused.output)")
-            let imported = try await stack.gateway(["zoo", "import", "--dir", sample])
+            let imported = try await Self.operatorGateway(stack, ["zoo", "import", "--dir", sample])
             #expect(imported.status == 0, "\(imported.output)")
 
             // OCR templates are their user's: alice's is invisible to bob, and a stranger sees nothing at all.
@@ -76,7 +89,7 @@ import Testing
             #expect(listed.status == 0 && listed.output.contains("meter"), "\(listed.output)")
 
             // A revoked user is refused by the running replica within seconds.
-            let revoke = try await stack.gateway(["user", "revoke", "bob"])
+            let revoke = try await Self.operatorGateway(stack, ["user", "revoke", "bob"])
             #expect(revoke.status == 0, "\(revoke.output)")
             let start = ContinuousClock.now
             var refusedAt: Duration?
@@ -90,7 +103,7 @@ import Testing
             #expect(refusedAt.map { $0 < .seconds(3) } == true, "bob's token still worked \(ContinuousClock.now - start) after revocation")
 
             // An expired token is refused.
-            let brief = try await stack.gateway(["token", "create", "alice", "--expires", "1s"])
+            let brief = try await Self.operatorGateway(stack, ["token", "create", "alice", "--expires", "1s"])
             #expect(brief.status == 0, "\(brief.output)")
             let short = try #require(brief.output.split(separator: "\n").last.map(String.init))
             #expect(try await Self.call(ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}", token: short).status == 200)
@@ -98,7 +111,7 @@ import Testing
             let expired = try await Self.call(ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}", token: short)
             #expect(expired.status == 401 && (expired.body["message"] as? String)?.contains("expired") == true, "\(expired)")
 
-            let users = try await stack.gateway(["user", "list"])
+            let users = try await Self.operatorGateway(stack, ["user", "list"])
             #expect(users.output.contains("alice") && users.output.contains("revoked"), "\(users.output)")
             // Health's own sign-up still works, and its token works on OCR too: one identity.
             let signup = try await Self.call(stack.basePorts["health"]!, "/menagerie.health.v1.Health/CreateUser", #"{"name":"cyril"}"#)
@@ -109,7 +122,7 @@ import Testing
 
     @Test func aStrangerCannotImportOrActivateModels() async throws {
         try await Stack.with(services: ["classification"]) { stack in
-            let up = try await stack.compose("up")
+            let up = try await Self.compose(stack, "up")
             try #require(up.status == 0, "compose up failed: \(up.output)")
             let port = stack.basePorts["classification"]!
             let user = try await Self.newUser(stack, "dana")
@@ -119,7 +132,7 @@ import Testing
             #expect(try await Self.call(port, "/menagerie.classification.v1.Classification/DeleteModel", #"{"name":"m"}"#, token: user).status == 403)
             #expect(try await Self.call(port, "/menagerie.classification.v1.Classification/ListModels", "{}").status == 200)
             // The operator's gateway is the admin: past the check, to the model that does not exist.
-            let admin = try await stack.gateway(["classify", "model", "activate", "m"])
+            let admin = try await Self.operatorGateway(stack, ["classify", "model", "activate", "m"])
             #expect(admin.output.contains("NOT_FOUND"), "\(admin.output)")
             let stranger = try await Self.gateway(stack, as: user, ["classify", "model", "activate", "m"])
             #expect(stranger.output.contains("PERMISSION_DENIED"), "\(stranger.output)")
