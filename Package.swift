@@ -252,7 +252,7 @@ let package = Package(
             serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport"])
         + service(
             "Health", executable: "health", core: ["CZlib"], service: ["WorkLane", "HealthBridge", "Identity"], cli: ["HealthCore", "HealthBridge"],
-            serviceTests: ["HealthBridge"])
+            serviceTests: ["HealthBridge", "Identity"])
         // Domain ⇄ proto conversions and the device sync's adapter over the typed client: shared by the handlers and
         // the gateway, so `gateway health sync` links no server code.
         + [.target(name: "HealthBridge", dependencies: ["HealthCore", "HealthAPI", "RPC", "Schema"], path: "Services/Health/Bridge")]

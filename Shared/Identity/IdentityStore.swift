@@ -1,6 +1,7 @@
 import Base
 import Foundation
 import Storage
+import Synchronization
 
 /// The stack's users and their tokens, in one SQLite file every replica of every service opens (compose
 /// keeps it in its state, `identity.sqlite`): a shared user table, so any replica checks a token without
@@ -11,6 +12,9 @@ import Storage
 /// recorded under it (OCR templates, classification datasets).
 public final class IdentityStore: Sendable {
     public let database: Database
+    /// Counts this process's writes, so a verifier over this store sees them on its next check without waiting
+    /// for its interval (a token revoked through this replica is refused by it at once).
+    let localWrites = Atomic<Int>(0)
     /// The name of the stack's administrator, whose token compose creates (`MENAGERIE_ADMIN_TOKEN`); data made
     /// before owners existed belongs to it.
     public static let adminName = "admin"
@@ -73,7 +77,7 @@ public final class IdentityStore: Sendable {
     /// is seen). ALREADY_EXISTS for a taken name, INVALID_ARGUMENT for a bad one.
     public func createUser(name: String, admin: Bool = false, expiresMs: Int64? = nil) throws -> String {
         try Self.validate(name: name)
-        return try database.write { db in
+        return try write { db in
             guard try db.queryOne("SELECT 1 FROM users WHERE name = ?", [name]) == nil else {
                 throw IdentityError(.alreadyExists, "user \"\(name)\" already exists")
             }
@@ -103,7 +107,7 @@ public final class IdentityStore: Sendable {
 
     /// Gives `name` the admin role (or takes it away). NOT_FOUND for an unknown user.
     public func setAdmin(_ name: String, _ admin: Bool = true) throws {
-        try database.write { db in
+        try write { db in
             try db.execute("UPDATE users SET admin = ? WHERE name = ? AND revoked_ms IS NULL", [admin ? 1 : 0, name])
             guard db.changes == 1 else { throw IdentityError(.notFound, "no user \"\(name)\" (or it was revoked)") }
         }
@@ -113,7 +117,7 @@ public final class IdentityStore: Sendable {
     /// stays taken. NOT_FOUND for an unknown or already revoked user.
     public func revokeUser(_ name: String) throws {
         let now = Self.now()
-        try database.write { db in
+        try write { db in
             try db.execute("UPDATE users SET revoked_ms = ? WHERE name = ? AND revoked_ms IS NULL", [now, name])
             guard db.changes == 1 else { throw IdentityError(.notFound, "no user \"\(name)\" (or already revoked)") }
             try db.execute(
@@ -127,7 +131,7 @@ public final class IdentityStore: Sendable {
     /// revoked user; INVALID_ARGUMENT for an expiry already past.
     public func createToken(user: String, expiresMs: Int64? = nil) throws -> String {
         if let expiresMs, expiresMs <= Self.now() { throw IdentityError(.invalidArgument, "the expiry is already past") }
-        return try database.write { db in
+        return try write { db in
             guard let id = try db.queryOne("SELECT id FROM users WHERE name = ? AND revoked_ms IS NULL", [user])?.int64(0) else {
                 throw IdentityError(.notFound, "no user \"\(user)\" (or it was revoked)")
             }
@@ -138,7 +142,7 @@ public final class IdentityStore: Sendable {
     /// Revokes one token (with `user`: only one of theirs). NOT_FOUND for an unknown or already revoked one, or
     /// another user's.
     public func revokeToken(_ token: String, user: String? = nil) throws {
-        try database.write { db in
+        try write { db in
             try db.execute(
                 """
                 UPDATE tokens SET revoked_ms = ? WHERE hash = ? AND revoked_ms IS NULL
@@ -152,7 +156,7 @@ public final class IdentityStore: Sendable {
     /// older store's tokens (health's) move over, so they keep working. Idempotent.
     public func adopt(hash: [UInt8], user: String, createdMs: Int64, revokedMs: Int64?) throws {
         try Self.validate(name: user)
-        try database.write { db in
+        try write { db in
             try db.execute("INSERT OR IGNORE INTO users (name, created_ms) VALUES (?, ?)", [user, createdMs])
             try db.execute(
                 """
@@ -165,7 +169,7 @@ public final class IdentityStore: Sendable {
     /// Makes sure the administrator exists and that `token` (compose's, or `MENAGERIE_ADMIN_TOKEN`) is one of
     /// its tokens, so the admin is a user like the others (listed, owning data) and its name can never be taken.
     public func ensureAdmin(token: String) throws {
-        try database.write { db in
+        try write { db in
             try db.execute("INSERT OR IGNORE INTO users (name, admin, created_ms) VALUES (?, 1, ?)", [Self.adminName, Self.now()])
             try db.execute("UPDATE users SET admin = 1 WHERE name = ?", [Self.adminName])
             try db.execute(
@@ -194,6 +198,11 @@ public final class IdentityStore: Sendable {
     }
 
     // MARK: Helpers
+
+    private func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        defer { localWrites.add(1, ordering: .releasing) }
+        return try database.write(body)
+    }
 
     /// A new token: `mnt_` and 256 random bits in hex (getrandom(2)), so guessing one is infeasible and a
     /// token is recognisable in a leaked file or log.

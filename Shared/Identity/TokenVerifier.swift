@@ -7,8 +7,8 @@ import Synchronization
 /// token. Every `checkInterval` (and at once when a token is unknown, so a token made a moment ago works on its
 /// first call) the first check asks SQLite whether any process committed to the store since (`PRAGMA
 /// data_version`, microseconds) and re-reads the table only then, and at least every `reloadInterval` anyway: a
-/// revocation written by any process reaches every replica within about `checkInterval`, with no thread and no
-/// call to another service. A check of a token seen before costs two dictionary lookups under locks (the first
+/// revocation written by any process reaches every replica within about `checkInterval` (one written through
+/// this process's store, at once), with no thread and no call to another service. A check of a token seen before costs two dictionary lookups under locks (the first
 /// sight of a token adds its SHA-256); see `IdentityTests`' figure.
 public final class TokenVerifier: Sendable {
     /// Why a token was refused, and whose it was when known (for the per-user throttle).
@@ -38,6 +38,8 @@ public final class TokenVerifier: Sendable {
         /// The store's `data_version` when `entries` were read.
         var version: Int64?
         var checkedAt: ContinuousClock.Instant?
+        /// The store's count of this process's writes when last checked.
+        var localWrites = -1
         var loadedAt: ContinuousClock.Instant?
         var checking = false
     }
@@ -86,9 +88,11 @@ public final class TokenVerifier: Sendable {
     /// Re-reads the store now (tests; the verifier does so by itself as the store changes).
     public func reload() throws {
         guard let store else { return }
+        let written = store.localWrites.load(ordering: .acquiring)
         let version = try store.database.dataVersion
         let entries = try store.tokens()
         snapshot.withLock {
+            $0.localWrites = written
             $0.entries = entries
             $0.version = version
             $0.loadedAt = .now
@@ -100,18 +104,22 @@ public final class TokenVerifier: Sendable {
     /// is looking already (that thread's callers use the snapshot they find meanwhile). A store that fails to
     /// read (busy) leaves the snapshot as it was until the next look.
     private func lookup(_ hash: [UInt8], now: ContinuousClock.Instant, force: Bool) -> IdentityStore.TokenEntry? {
-        let (entry, due, mustReload, known) = snapshot.withLock { state -> (IdentityStore.TokenEntry?, Bool, Bool, Int64?) in
-            let due = store != nil && !state.checking && (force || state.checkedAt.map { now - $0 >= checkInterval } ?? true)
+        let (entry, due, mustReload, known, localSeen) = snapshot.withLock { state -> (IdentityStore.TokenEntry?, Bool, Bool, Int64?, Int) in
+            let written = store?.localWrites.load(ordering: .acquiring) ?? 0
+            let due = store != nil && !state.checking
+                && (force || written != state.localWrites || state.checkedAt.map { now - $0 >= checkInterval } ?? true)
             if due { state.checking = true }
             let old = state.loadedAt.map { now - $0 >= reloadInterval } ?? true
-            return (state.entries[hash], due, old, state.version)
+            return (state.entries[hash], due, old, state.version, state.localWrites)
         }
         guard due, let store else { return entry }
+        let written = store.localWrites.load(ordering: .acquiring)
         let version = try? store.database.dataVersion
-        let entries = mustReload || version == nil || version != known ? try? store.tokens() : nil
+        let entries = mustReload || version == nil || version != known || written != localSeen ? try? store.tokens() : nil
         return snapshot.withLock { state in
             state.checking = false
             state.checkedAt = .now
+            state.localWrites = written
             if let entries {
                 state.entries = entries
                 state.version = version

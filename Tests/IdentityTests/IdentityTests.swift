@@ -40,18 +40,30 @@ import Testing
         #expect(throws: IdentityError.self) { try store.createToken(user: "nobody") }
     }
 
-    @Test func aRevokedTokenIsRefusedWithinTheCheckInterval() async throws {
-        let store = try IdentityStore.inMemory()
-        let token = try store.createUser(name: "carol")
-        let verifier = try TokenVerifier(store: store, checkInterval: .milliseconds(200), reloadInterval: .seconds(3600))
+    @Test func aTokenRevokedByAnotherProcessIsRefusedWithinTheCheckInterval() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("identity-\(UUID().uuidString).sqlite").path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let replica = try IdentityStore(path: path), gateway = try IdentityStore(path: path)
+        let token = try gateway.createUser(name: "carol")
+        let verifier = try TokenVerifier(store: replica, checkInterval: .milliseconds(200), reloadInterval: .seconds(3600))
         #expect(try verifier.verify(token).name == "carol")
-        try store.revokeToken(token)
-        // Another process revoked it: this verifier learns of it within the interval, without being told.
+        try gateway.revokeToken(token)
+        // Another connection (as another process) revoked it: the replica learns of it within the interval, from
+        // the file's data_version, without being told.
         let start = ContinuousClock.now
         while (try? verifier.verify(token)) != nil, ContinuousClock.now - start < .seconds(2) { try await Task.sleep(for: .milliseconds(20)) }
         #expect(throws: TokenVerifier.Refusal(message: "token revoked", user: "carol")) { try verifier.verify(token) }
         #expect(ContinuousClock.now - start < .milliseconds(600))
-        #expect(throws: IdentityError.self) { try store.revokeToken(token) }
+        #expect(throws: IdentityError.self) { try replica.revokeToken(token) }
+    }
+
+    @Test func aTokenRevokedThroughThisProcessIsRefusedAtOnce() throws {
+        let store = try IdentityStore.inMemory()
+        let token = try store.createUser(name: "cecil")
+        let verifier = try TokenVerifier(store: store, checkInterval: .seconds(3600), reloadInterval: .seconds(3600))
+        #expect(try verifier.verify(token).name == "cecil")
+        try store.revokeToken(token)
+        #expect(throws: TokenVerifier.Refusal(message: "token revoked", user: "cecil")) { try verifier.verify(token) }
     }
 
     @Test func revokingAUserRevokesEveryTokenOfTheirsAndKeepsTheName() throws {
