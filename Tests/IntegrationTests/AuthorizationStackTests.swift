@@ -117,6 +117,24 @@ import Testing
             let signup = try await Self.call(stack.basePorts["health"]!, "/menagerie.health.v1.Health/CreateUser", #"{"name":"cyril"}"#)
             let cyril = try #require(signup.body["token"] as? String, "\(signup)")
             #expect(try await Self.call(ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}", token: cyril).status == 200)
+
+            // Guessing tokens: after a few failures the address backs off (429, RESOURCE_EXHAUSTED, with the seconds to
+            // wait), and the replica logs one line for it in the window, not one per guess.
+            var backedOff: (status: Int, body: [String: Any])?
+            for index in 0..<12 {
+                let guess = try await Self.call(ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}", token: "mnt_guess\(index)")
+                if guess.status == 429 {
+                    backedOff = guess
+                    break
+                }
+                #expect(guess.status == 401, "\(guess)")
+            }
+            #expect(backedOff?.body["code"] as? String == "resource_exhausted", "\(String(describing: backedOff))")
+            #expect((backedOff?.body["message"] as? String)?.contains("retry in") == true, "\(String(describing: backedOff))")
+            let log = try String(contentsOf: stack.state.appendingPathComponent("logs/ocr.0.log"), encoding: .utf8)
+            let lines = log.split(separator: "\n").filter { $0.contains("failed authentication") && $0.contains("address 127.0.0.1") }
+            #expect(lines.count == 1, "\(lines)")
+            #expect(!log.contains("mnt_guess"), "a guessed token reached the log")
         }
     }
 
