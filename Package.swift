@@ -36,7 +36,7 @@ func service(
         .executableTarget(
             name: executable,
             dependencies: [.init(stringLiteral: "\(name)Core"), .init(stringLiteral: "\(name)Service"), "ServiceKit", "Base", argumentParser]
-                + jobs + app,
+                + ["Identity"] + jobs + app,
             path: "\(folder)/App", resources: appResources),
         .target(
             name: "\(name)CLI", dependencies: ["GatewayKit", "RPC", "Schema", api, argumentParser] + importedAPIs + cli,
@@ -131,9 +131,11 @@ let package = Package(
         .target(name: "JobsProtoC", dependencies: ["CProtobufC"], path: "Shared/JobsProtoC"),
         .target(name: "JobsAPI", dependencies: ["Schema", "RPC", "JobsProtoC"], path: "Shared/JobsAPI"),
         .target(name: "JobsService", dependencies: ["Base", "Jobs", "Storage", "WorkLane", "RPC", "Schema", "JobsAPI"], path: "Shared/JobsService"),
+        // Identity: the stack's users and tokens (a shared SQLite file), the token check and the server's guard.
+        .target(name: "Identity", dependencies: ["Base", "RPC", "Storage"], path: "Shared/Identity"),
         .target(
             name: "ServiceKit",
-            dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", "Jobs", argumentParser],
+            dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", "Jobs", "Identity", argumentParser],
             path: "Shared/ServiceKit"),
 
         // MARK: Domain libraries
@@ -148,7 +150,7 @@ let package = Package(
             name: "gateway",
             dependencies: [
                 "GatewayKit", "ZooCLI", "OCRCLI", "HealthCLI", "ClassificationCLI", "RPC", "RPCWire", "Transport", "Schema",
-                argumentParser,
+                "Identity", "Base", argumentParser,
             ],
             path: "Services/Gateway/App"),
 
@@ -223,6 +225,7 @@ let package = Package(
             name: "GatewayKitTests", dependencies: ["GatewayKit", "TestSupport", "RPC", "RPCWire", "JobsAPI", "OCRAPI", "Transport", "Schema"],
             path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
+        .testTarget(name: "IdentityTests", dependencies: ["Identity", "RPC", "Storage", "Base"], path: "Tests/IdentityTests"),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"], path: "Tests/HTTPTests"),
         // The module graph's promises (no domain under the runtime, no other domain in a service), read from this file.
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests"),
@@ -250,8 +253,8 @@ let package = Package(
             coreTests: ["TextRecognition", "OCRTestSupport"],
             serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport"])
         + service(
-            "Health", executable: "health", core: ["Zip"], service: ["WorkLane", "HealthBridge"], cli: ["HealthCore", "HealthBridge"],
-            serviceTests: ["HealthBridge"])
+            "Health", executable: "health", core: ["Zip"], service: ["WorkLane", "HealthBridge", "Identity"], cli: ["HealthCore", "HealthBridge"],
+            serviceTests: ["HealthBridge", "Identity"])
         // Domain ⇄ proto conversions and the device sync's adapter over the typed client: shared by the handlers and
         // the gateway, so `gateway health sync` links no server code.
         + [.target(name: "HealthBridge", dependencies: ["HealthCore", "HealthAPI", "RPC", "Schema"], path: "Services/Health/Bridge")]

@@ -29,14 +29,20 @@ public struct ServerContext: Sendable {
         guard let colon = peer.lastIndex(of: ":"), !peer.hasSuffix("]") else { return peer }
         return String(peer[..<colon])
     }
+    /// Whom per-caller bounds (jobs queued) count a call against: its user, else its address.
+    public var submitter: String { caller.map { "user \($0.name)" } ?? peerHost }
+    /// Who is calling, as the server's `CallGuard` established it; nil for an anonymous call (a method
+    /// everyone may call) or a server without a guard.
+    public var caller: Caller?
     /// Where the transport says the call is over before the handler's task hears of it.
     private let sink: (any ResponseSink)?
 
-    init(_ head: CallHead, sink: (any ResponseSink)? = nil) {
+    init(_ head: CallHead, caller: Caller? = nil, sink: (any ResponseSink)? = nil) {
         method = head.method
         metadata = head.metadata
         deadline = head.deadline
         peer = head.peer
+        self.caller = caller
         self.sink = sink
     }
 

@@ -19,15 +19,18 @@ public final class RPCClient: Sendable {
     }
 
     public let transports: [any ClientTransport]
+    /// Metadata every call carries unless its options set the same key (the caller's `authorization`).
+    public let defaultMetadata: Metadata
     private let retry: RetryPolicy
     private let next = Atomic<Int>(0)
     /// Per endpoint: until when it counts as unhealthy after answering UNAVAILABLE or NOT_SERVING.
     private let unhealthyUntil: Mutex<[ContinuousClock.Instant?]>
     private static let quarantine = Duration.seconds(2)
 
-    public init(transports: [any ClientTransport], retry: RetryPolicy = RetryPolicy()) {
+    public init(transports: [any ClientTransport], retry: RetryPolicy = RetryPolicy(), defaultMetadata: Metadata = [:]) {
         precondition(!transports.isEmpty, "a client needs at least one endpoint")
         self.transports = transports
+        self.defaultMetadata = defaultMetadata
         self.retry = retry
         unhealthyUntil = Mutex(Array(repeating: nil, count: transports.count))
     }
@@ -203,7 +206,9 @@ public final class RPCClient: Sendable {
     }
 
     private func makeHead(_ path: String, _ options: CallOptions) -> CallHead {
-        CallHead(method: path, metadata: options.metadata, deadline: options.timeout.map { .now + $0 })
+        var metadata = options.metadata
+        for (key, value) in defaultMetadata where metadata[key] == nil { metadata.add(key, value) }
+        return CallHead(method: path, metadata: metadata, deadline: options.timeout.map { .now + $0 })
     }
 
     /// The next endpoint in round-robin order that is available and healthy; any one if none is.

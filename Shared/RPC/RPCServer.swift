@@ -15,10 +15,14 @@ public final class RPCServer: Sendable {
     let state: ServerState
     private let routes: [String: ServerRoute]
     private let logger: Logger
+    /// Admits or refuses each call of `services` before its handler runs (nil: every call runs, anonymous).
+    private let callGuard: (any CallGuard)?
 
-    /// A server offering `services` plus the built-in health, reflection and stats services.
-    public init(name: String, services: [any RPCService], logger: Logger? = nil) {
+    /// A server offering `services` plus the built-in health, reflection and stats services; `guard`
+    /// admits the calls of `services` (never the built-ins').
+    public init(name: String, services: [any RPCService], logger: Logger? = nil, guard callGuard: (any CallGuard)? = nil) {
         self.logger = logger ?? Logger(label: name)
+        self.callGuard = callGuard
         state = ServerState(name: name)
         var router = RPCRouter()
         for service in services + [BuiltinServices(state: state)] { service.register(in: &router) }
@@ -77,15 +81,25 @@ public final class RPCServer: Sendable {
             answer(call, sink, RPCError(.deadlineExceeded, "deadline passed before \(head.method) started"))
             return
         }
+        let caller: Caller?
+        do {
+            caller = route.isBuiltin ? nil : try callGuard?.admit(head)
+        } catch {
+            // Refused before its handler: an upload's requests are dropped as they come, never read.
+            // Not logged here: the guard logs refusals once per window, so a flood of guesses is no flood of lines.
+            if case .stream(let inbox) = input { inbox.finish(error: error, discarding: true) }
+            answer(call, sink, error, logged: false)
+            return
+        }
         do {
             let message: [UInt8]?
             switch (route.body, input) {
             case (.single(let handler), .single(let request)):
-                message = try await handler(request, ServerContext(head, sink: sink), sink)
+                message = try await handler(request, ServerContext(head, caller: caller, sink: sink), sink)
             case (.streaming(let handler), .stream(let inbox)):
-                message = try await handler(inbox, ServerContext(head, sink: sink), sink)
+                message = try await handler(inbox, ServerContext(head, caller: caller, sink: sink), sink)
             case (.streaming(let handler), .single(let request)):
-                message = try await handler(MessageInbox(closedWith: [request]), ServerContext(head, sink: sink), sink)
+                message = try await handler(MessageInbox(closedWith: [request]), ServerContext(head, caller: caller, sink: sink), sink)
             case (.single(let handler), .stream(let inbox)):
                 guard let request = try await inbox.next() else {
                     throw RPCError(.invalidArgument, "\(head.method) takes one request; the client sent none")
@@ -93,7 +107,7 @@ public final class RPCServer: Sendable {
                 guard try await inbox.next() == nil else {
                     throw RPCError(.invalidArgument, "\(head.method) takes one request; the client sent more")
                 }
-                message = try await handler(request, ServerContext(head, sink: sink), sink)
+                message = try await handler(request, ServerContext(head, caller: caller, sink: sink), sink)
             }
             if sink.finish(message: message, error: nil) { count(call, .ok) }
         } catch {
@@ -112,8 +126,9 @@ public final class RPCServer: Sendable {
     }
 
     /// Answers with an error (counted if it was the call's answer) and logs it.
-    private func answer(_ call: IncomingCall, _ sink: any ResponseSink, _ failure: RPCError) {
+    private func answer(_ call: IncomingCall, _ sink: any ResponseSink, _ failure: RPCError, logged: Bool = true) {
         if sink.finish(message: nil, error: failure) { count(call, failure.code) }
+        guard logged else { return }
         let level: LogLevel = failure.code == .internalError ? .error : .info
         logger.log(level, "call \(call.head.method) from \(call.head.peer) failed: \(failure)")
     }

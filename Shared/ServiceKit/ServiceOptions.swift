@@ -20,6 +20,12 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("database"), help: "The service's SQLite file, which replicas may share (default: DATA_DIR/SERVICE.sqlite, e.g. zoo.sqlite).")
     public var database: String?
 
+    @Option(name: .customLong("identity"), help: "The stack's users and tokens, an SQLite file every service shares (default: $MENAGERIE_IDENTITY, else DATA_DIR/identity.sqlite).")
+    public var identity: String?
+
+    @Option(name: .customLong("admin-token-file"), help: "A file holding the admin token (default: $MENAGERIE_ADMIN_TOKEN_FILE; $MENAGERIE_ADMIN_TOKEN gives the token itself).")
+    public var adminTokenFile: String?
+
     @Option(name: .customLong("log-level"), help: "debug, info, warning or error.")
     public var logLevel = "info"
 
@@ -116,6 +122,24 @@ public struct ServiceOptions: ParsableArguments, Sendable {
                 throw ValidationError("--\(name) must be a number of seconds above 0 and at most 1000000 (got \(value))")
             }
         }
+    }
+
+    /// `--identity`, else `$MENAGERIE_IDENTITY`; nil: the data directory's.
+    public var identityPath: String? {
+        identity ?? ProcessInfo.processInfo.environment["MENAGERIE_IDENTITY"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// The admin token: `$MENAGERIE_ADMIN_TOKEN`, else the first line of `--admin-token-file` (or
+    /// `$MENAGERIE_ADMIN_TOKEN_FILE`); nil when none is given. A given file that cannot be read, or a token
+    /// shorter than 32 characters (guessable), is an error rather than a stack without its admin.
+    public func adminToken() throws -> String? {
+        let environment = ProcessInfo.processInfo.environment
+        var token = environment["MENAGERIE_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        if token == nil, let file = adminTokenFile ?? environment["MENAGERIE_ADMIN_TOKEN_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            token = try String(contentsOfFile: file, encoding: .utf8).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        }
+        if let token, token.count < 32 { throw ValidationError("the admin token must be at least 32 characters") }
+        return token
     }
 
     /// The runtime limits these flags describe.

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import HTTP
 import Jobs
+import Identity
 import RPC
 import Synchronization
 import Transport
@@ -15,13 +16,18 @@ public struct AppServices: Sendable {
     public var rpcServices: [any RPCService]
     public var backgroundServices: [any BackgroundService]
     public var httpRoutes: HTTPRoutes?
+    /// Who may call each method of `rpcServices` (checked by the server before a handler runs, with the
+    /// stack's identity); nil: every call runs, anonymous (test services).
+    public var access: AccessRules?
 
     public init(
-        rpc rpcServices: [any RPCService], background backgroundServices: [any BackgroundService] = [], http httpRoutes: HTTPRoutes? = nil
+        rpc rpcServices: [any RPCService], background backgroundServices: [any BackgroundService] = [], http httpRoutes: HTTPRoutes? = nil,
+        access: AccessRules? = nil
     ) {
         self.rpcServices = rpcServices
         self.backgroundServices = backgroundServices
         self.httpRoutes = httpRoutes
+        self.access = access
     }
 }
 
@@ -42,8 +48,8 @@ public enum ServiceRunner {
         public let databasePath: String
         public let logger: Logger
         /// The heavy-work lane (`--lane-threads`, `--lane-queue`): a handler runs blocking and CPU-bound work
-        /// here (`try await lane.run { … }`) so its server worker serves other calls meanwhile, and jobs run
-        /// here. Past its queue limit work is refused at once (`ThreadPool.QueueFull`, RESOURCE_EXHAUSTED).
+        /// here (`try await lane.run { … }`) so its server worker serves other calls meanwhile (jobs run apart,
+        /// see `jobs`). Past its queue limit work is refused at once (`ThreadPool.QueueFull`, RESOURCE_EXHAUSTED).
         public let lane: ThreadPool
         /// Threads and bounds of the service's jobs (`--job-threads`, `--max-jobs`, `--max-jobs-per-user`),
         /// which run apart from the lane: give them to `ServiceJobs`.
@@ -51,6 +57,10 @@ public enum ServiceRunner {
         /// How long calls in flight and background services get to finish when the service stops
         /// (`--shutdown-grace`).
         public let shutdownGrace: Duration
+        /// The stack's users and tokens (`--identity`), shared by every replica of every service.
+        public let identity: IdentityStore
+        /// The checker of tokens over `identity`, which also knows the admin token this process was given.
+        public let verifier: TokenVerifier
     }
 
     /// How a service that stopped on a signal stopped.
@@ -104,11 +114,20 @@ public enum ServiceRunner {
             return try stopStarting(logger, "cannot create data directory \(directory.path): \(error.localizedDescription)")
         }
         let grace = Duration.milliseconds(Int64(options.shutdownGrace * 1000))
+        let identity: IdentityStore
+        let verifier: TokenVerifier
+        do {
+            let path = options.identityPath ?? directory.appendingPathComponent("identity.sqlite").path
+            identity = try IdentityStore(path: path)
+            verifier = try TokenVerifier(store: identity, adminToken: try options.adminToken())
+        } catch {
+            return try stopStarting(logger, "cannot open the identity store: \(error)")
+        }
         let environment = Environment(
             dataDirectory: directory,
             databasePath: options.database ?? directory.appendingPathComponent("\(name).sqlite").path,
             logger: logger, lane: ThreadPool(name: "lane", threads: options.laneThreads, queueLimit: options.laneQueue),
-            jobs: options.jobOptions, shutdownGrace: grace)
+            jobs: options.jobOptions, shutdownGrace: grace, identity: identity, verifier: verifier)
         // Unstructured, so that a signal need not wait for a setup stuck in a long migration.
         let starting = Task {
             do {
@@ -133,7 +152,11 @@ public enum ServiceRunner {
 
         let server: TCPServer
         do {
-            server = try makeServer(RPCServer(name: name, services: services.rpcServices, logger: logger), services.httpRoutes, options, logger)
+            let callGuard = services.access.map {
+                IdentityGuard(rules: $0, verifier: verifier, throttle: FailedAuthThrottle(logger: logger))
+            }
+            server = try makeServer(
+                RPCServer(name: name, services: services.rpcServices, logger: logger, guard: callGuard), services.httpRoutes, options, logger)
         } catch {
             return try stopStarting(logger, "\(error)")
         }

@@ -29,6 +29,12 @@ import Testing
     /// One row per subcommand.
     static let rows: [String: Row] = [
         "status": Row("--timeout 0", says: timeout),
+        "user create": Row("a/b", says: "a user name is 1–128 bytes"),
+        "user list": Row("--identity /", says: "--identity must be a file path", files: ["identity", "state"]),
+        "user grant-admin": Row("a/b", says: "a user name is 1–128 bytes"),
+        "user revoke": Row("a/b", says: "a user name is 1–128 bytes"),
+        "token create": Row("u --expires soon", says: "The value 'soon' is invalid for '--expires"),
+        "token revoke": Row("a/b --identity /", says: "--identity must be a file path"),
         "probe": Row("127.0.0.1:1 --timeout -1", says: timeout),
         "methods": Row("zoo --timeout 0", says: timeout),
         "stats": Row("zoo --timeout nan", says: timeout),

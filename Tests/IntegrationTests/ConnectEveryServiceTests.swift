@@ -4,7 +4,7 @@ import Testing
 
 /// Every service of the stack over plain HTTP with JSON (the Connect protocol), as a phone or a browser calls
 /// it — Python's http.client, no Connect library: the built-in health check on each, a read of each domain,
-/// health's bearer token as an `Authorization` header, a server stream (health's Pull) and a client stream
+/// a user's bearer token (health's sign-up, the stack's one identity) as an `Authorization` header, a server stream (health's Pull) and a client stream
 /// (an OCR scan sent in two chunks) with Connect's envelopes.
 @Suite(.serialized) struct ConnectEveryServiceTests {
     static let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : nil
@@ -40,7 +40,7 @@ for name, port in ports.items():
     report["check_" + name] = [s, json.loads(b).get("status")]
 s, b = call(ports["zoo"], "/menagerie.zoo.v1.Zoo/SearchAnimals", json.dumps({"text": "lev"}), J)
 report["zoo_search"] = [s, len(json.loads(b).get("animals", []))]
-s, b = call(ports["ocr"], "/menagerie.ocr.v1.OCR/ListTemplates", "{}", J)
+s, b = call(ports["ocr"], "/menagerie.ocr.v1.OCR/ListTemplates", "{}", dict(J, **A))
 report["ocr_templates"] = s
 s, b = call(ports["classification"], "/menagerie.classification.v1.Classification/ListModels", "{}", J)
 report["classification_models"] = s
@@ -58,7 +58,7 @@ image = open(photo, "rb").read()
 half = len(image) // 2
 body = envelope({"options": {"languages": ["eng"]}}) + envelope({"chunk": base64.b64encode(image[:half]).decode()}) \
     + envelope({"chunk": base64.b64encode(image[half:]).decode()})
-s, b = call(ports["ocr"], "/menagerie.ocr.v1.OCR/Scan", body, S)
+s, b = call(ports["ocr"], "/menagerie.ocr.v1.OCR/Scan", body, dict(S, **A))
 frames = envelopes(b)
 report["ocr_scan"] = [s, [f[0] for f in frames], "point" in (frames[0][1].get("text", "") if frames else ""), frames[-1][1] if frames else None]
 print(json.dumps(report))

@@ -84,11 +84,24 @@ final class Stack: @unchecked Sendable {
         }
     }
 
+    /// The admin token of the tests' stacks and replicas: every program the tests start gets it as
+    /// `MENAGERIE_ADMIN_TOKEN` unless its environment names one (an empty one: none), so a replica started
+    /// alone takes it as its admin's, `compose up` makes it the stack's, and the gateway sends it — the tests
+    /// act as the operator, as a developer beside a stack does. `AuthorizationStackTests` leaves it out.
+    static let adminToken = "mnt_" + (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+
+    static func withAdminToken(_ environment: [String: String]) -> [String: String] {
+        var environment = environment
+        if environment["MENAGERIE_ADMIN_TOKEN"] == nil { environment["MENAGERIE_ADMIN_TOKEN"] = adminToken }
+        return environment
+    }
+
     /// Starts a program beside the stack (its output discarded); the caller terminates it.
     static func spawn(_ executable: String, _ arguments: [String]) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        process.environment = withAdminToken(ProcessInfo.processInfo.environment)
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -141,7 +154,7 @@ final class Stack: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.environment = environment
+        process.environment = withAdminToken(environment)
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-out-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let handle = try FileHandle(forWritingTo: output)

@@ -7,6 +7,7 @@ data) and checks the printed figures. Exits 1 with a message when a protocol rul
 """
 
 import json
+import os
 import sys
 import threading
 import time
@@ -111,10 +112,12 @@ def main():
             thread.join()
         report["threads"] = {"calls": 80, "errors": errors}
 
-        # A server stream: an import runs as a job; WatchJob streams it until it ends.
+        # A server stream: an import runs as a job; WatchJob streams it until it ends. An import changes shared
+        # data, so it carries the admin token (the test gives the replica and this script the same one).
+        admin = {"authorization": "Bearer " + os.environ.get("MENAGERIE_ADMIN_TOKEN", "")}
         job = conn.unary(IMPORT, zoo_pb2.ImportDataRequest(
             files=[zoo_pb2.ImportFile(kind=zoo_pb2.FILE_KIND_LEXICON_CSV, name="lexikon-zvirat.csv", content=lexicon)],
-            source="python interop"), jobs_pb2.Job, timeout=30)
+            source="python interop"), jobs_pb2.Job, timeout=30, metadata=admin)
         states = []
         for update in conn.server_stream(WATCH, jobs_pb2.WatchJobRequest(id=job.id), jobs_pb2.Job, timeout=60):
             states.append(jobs_pb2.JobState.Name(update.state))

@@ -1,8 +1,11 @@
 import ArgumentParser
 import ClassificationCore
 import ClassificationService
+import ClassificationAPI
 import Foundation
+import Identity
 import Jobs
+import JobsAPI
 import JobsService
 import ServiceKit
 
@@ -45,10 +48,21 @@ struct ClassificationCommand: AsyncParsableCommand {
                 limits.maxUploadBytes = maxUploadBytes
                 return AppServices(
                     rpc: [ClassificationService(store: store, lane: environment.lane, jobs: jobs.runner, limits: limits), jobs.rpcService],
-                    background: [jobs.backgroundService])
+                    background: [jobs.backgroundService], access: Self.access)
             }
         } catch {
             throw ExitCode.failure
         }
     }
+
+    /// Activated models serve everyone (classify, list, search the catalogue); changing which models and which
+    /// catalogue every user gets is the admin's; datasets and trainings need a user.
+    static let access = AccessRules(default: .user, [
+        ClassificationV1.Classification.classify.path: .everyone, ClassificationV1.Classification.detect.path: .everyone,
+        ClassificationV1.Classification.listModels.path: .everyone, ClassificationV1.Classification.getModel.path: .everyone,
+        ClassificationV1.Classification.searchCatalogue.path: .everyone,
+        ClassificationV1.Classification.getCatalogueEntry.path: .everyone,
+        ClassificationV1.Classification.importModel.path: .admin, ClassificationV1.Classification.setActiveModel.path: .admin,
+        ClassificationV1.Classification.deleteModel.path: .admin, ClassificationV1.Classification.importCatalogue.path: .admin,
+    ])
 }

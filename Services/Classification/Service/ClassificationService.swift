@@ -57,7 +57,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         requests: RequestStream<ClassificationV1.UploadDatasetRequest>, context: ServerContext
     ) async throws -> ClassificationV1.DatasetSummary {
         let upload = try await Upload.receive(requests, limits: limits)
-        let store = store, limits = limits
+        let store = store, limits = limits, owner = Self.owner(context)
         return try await heavy {
             let dataset: Dataset
             switch upload.header.kind {
@@ -66,35 +66,39 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             default:
                 dataset = try DatasetBuilder.detection(annotations: upload.header.annotations, images: upload.files, pixelLimit: limits.pixelLimit)
             }
-            try store.saveDataset(dataset, name: upload.header.name)
-            var summary = try Self.summary(store, upload.header.name)
+            try store.saveDataset(dataset, name: upload.header.name, owner: owner ?? ClassificationStore.formerOwner)
+            var summary = try Self.summary(store, upload.header.name, owner: owner)
             summary.duplicates = Int64(Upload.duplicates(upload.files, dataset))
             return summary
         }
     }
 
     public func listDatasets(request: ClassificationV1.ListDatasetsRequest, context: ServerContext) async throws -> ClassificationV1.ListDatasetsResponse {
-        let store = store
+        let store = store, owner = Self.owner(context)
         return try await heavy {
-            ClassificationV1.ListDatasetsResponse(datasets: try store.datasets().map { try Self.summary(store, $0.name) })
+            ClassificationV1.ListDatasetsResponse(datasets: try store.datasets(owner: owner).map { try Self.summary(store, $0.name, owner: owner) })
         }
     }
 
     public func getDataset(request: ClassificationV1.GetDatasetRequest, context: ServerContext) async throws -> ClassificationV1.DatasetSummary {
         let name = try RequestValidation.name(request.name, field: "name")
-        let store = store
-        return try await heavy { try Self.summary(store, name) }
+        let store = store, owner = Self.owner(context)
+        return try await heavy { try Self.summary(store, name, owner: owner) }
     }
 
     public func deleteDataset(request: ClassificationV1.DeleteDatasetRequest, context: ServerContext) async throws -> ClassificationV1.DeleteDatasetResponse {
         let name = try RequestValidation.name(request.name, field: "name")
-        let store = store
-        try await heavy { try store.deleteDataset(named: name) }
+        let store = store, owner = Self.owner(context)
+        try await heavy { try store.deleteDataset(named: name, owner: owner) }
         return ClassificationV1.DeleteDatasetResponse()
     }
 
-    static func summary(_ store: ClassificationStore, _ name: String) throws -> ClassificationV1.DatasetSummary {
-        let stored = try store.datasetSummary(named: name)
+    /// Whose datasets a call sees: its caller's (the server's guard established it); nil without a guard (tests
+    /// in process): anyone's.
+    static func owner(_ context: ServerContext) -> String? { context.caller?.name }
+
+    static func summary(_ store: ClassificationStore, _ name: String, owner: String?) throws -> ClassificationV1.DatasetSummary {
+        let stored = try store.datasetSummary(named: name, owner: owner)
         var summary = ClassificationV1.DatasetSummary()
         summary.name = stored.name
         summary.kind = stored.kind == .classification ? .classification : .detection
@@ -116,11 +120,11 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         let plan = try RequestValidation.train(request)
         let store = store, threads = limits.torchThreads
         // What can be checked at once is, so a mistake is an error of this call rather than a failed job.
-        let dataset = try store.datasetSummary(named: plan.dataset)
+        let dataset = try store.datasetSummary(named: plan.dataset, owner: Self.owner(context))
         guard (dataset.kind == .classification) == (plan.kind == .classifier) else {
             throw RPCError(.invalidArgument, "dataset \(plan.dataset) is a \(dataset.kind.rawValue) dataset; a \(plan.kind.rawValue) trains on a \(plan.kind == .classifier ? "classification" : "detection") one")
         }
-        if let validation = plan.validationDataset { _ = try store.datasetSummary(named: validation) }
+        if let validation = plan.validationDataset { _ = try store.datasetSummary(named: validation, owner: Self.owner(context)) }
         if plan.includeFeedback, let feedback = try await heavy({ try store.feedbackDataset() }) {
             // Checked here so a feedback label the dataset lacks is this call's INVALID_ARGUMENT, not a failed job.
             do { try feedback.checkLabels(within: try store.labelCounts(dataset: plan.dataset).map(\.label)) } catch let error as ClassificationError {
@@ -142,7 +146,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         if let name = plan.name, (try? store.modelStamp(named: name)) != nil {
             throw RPCError(.alreadyExists, "model \(name) already exists")
         }
-        let job = try await jobs.start(kind: Self.trainJobKind, submitter: context.peerHost) { context -> ClassificationV1.TrainingResult in
+        let job = try await jobs.start(kind: Self.trainJobKind, submitter: context.submitter) { context -> ClassificationV1.TrainingResult in
             try Torch.setThreads(threads)
             let data = try store.dataset(named: plan.dataset)
             context.report(progress: 0, message: "preparing \(data.samples.count) images")
@@ -207,10 +211,10 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     public func evaluate(request: ClassificationV1.EvaluateRequest, context: ServerContext) async throws -> ClassificationV1.EvaluateResponse {
         let model = try RequestValidation.name(request.model, field: "model")
         let datasetName = try RequestValidation.name(request.dataset, field: "dataset")
-        let store = store, cache = cache
+        let store = store, cache = cache, owner = Self.owner(context)
         return try await heavy {
             let engine = try cache.engine(named: model)
-            let dataset = try store.dataset(named: datasetName)
+            let dataset = try store.dataset(named: datasetName, owner: owner)
             var response = ClassificationV1.EvaluateResponse()
             response.images = Int64(dataset.samples.count)
             switch engine {

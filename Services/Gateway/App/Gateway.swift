@@ -21,10 +21,11 @@ struct Gateway: AsyncParsableCommand {
             an output file that cannot be written 73, a result stored with uncertain values 65, a failed status or \
             probe check 1. Errors go to standard error (under --json as {"code", "message"}), results to standard \
             output. Negative numbers are values: --from -33.9,18.4, health add stepCount -100. Shell completion: \
-            gateway --generate-completion-script bash|zsh|fish.
+            gateway --generate-completion-script bash|zsh|fish. Calls carry $MENAGERIE_TOKEN, else \
+            $MENAGERIE_ADMIN_TOKEN, else the stack's admin token from compose's state (`gateway user` manages users).
             """,
         subcommands: [Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, OCRCommands.self, HealthCommands.self,
-            ClassificationCommands.self])
+            ClassificationCommands.self, UserCommands.self, TokenCommands.self])
 
     /// ArgumentParser's main, with GatewayKit's one rule for bad values (3) versus usage errors (64).
     static func main() async {

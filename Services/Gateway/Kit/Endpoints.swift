@@ -9,9 +9,14 @@ public struct Endpoints: Sendable {
     public private(set) var byService: [String: [String]] = [:]
     /// Where the endpoints came from, for error messages.
     public private(set) var source = ""
+    /// The token every call carries (`authorization: Bearer …`): `$MENAGERIE_TOKEN`, else `$MENAGERIE_ADMIN_TOKEN`,
+    /// else the admin token `compose up` keeps in its state (`admin-token`, readable by its owner only), found as
+    /// the endpoints are — so the operator beside the stack acts as its admin; nil: anonymous calls.
+    public private(set) var token: String?
 
     /// Resolves endpoints: flags win, then the environment, then the compose state.
     public init(flags: [String], stateDirectory: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        token = Self.token(stateDirectory: stateDirectory ?? environment["MENAGERIE_STATE_DIR"], environment: environment)
         if !flags.isEmpty {
             for flag in flags { try add(assignment: flag) }
             source = "--endpoint flags"
@@ -63,7 +68,20 @@ public struct Endpoints: Sendable {
                 "no endpoint known for \(service): start the stack with compose/compose up, or pass --endpoint \(service)=HOST:PORT"
                     + (source.isEmpty ? "" : " (looked in \(source))"))
         }
-        return RPCClient(transports: try addresses.map { try TCPClientTransport(endpoint: $0) })
+        return RPCClient(
+            transports: try addresses.map { try TCPClientTransport(endpoint: $0) },
+            defaultMetadata: token.map { ["authorization": "Bearer \($0)"] } ?? [:])
+    }
+
+    /// See `token`.
+    static func token(stateDirectory: String?, environment: [String: String]) -> String? {
+        for name in ["MENAGERIE_TOKEN", "MENAGERIE_ADMIN_TOKEN"] {
+            if let value = environment[name], !value.isEmpty { return value }
+        }
+        let file = stateDirectory.map { URL(fileURLWithPath: $0).appendingPathComponent("admin-token") }
+            ?? UpwardSearch.find("compose/.state/admin-token", from: [UpwardSearch.workingDirectory, UpwardSearch.executableDirectory])
+        guard let file, let text = try? String(contentsOf: file, encoding: .utf8) else { return nil }
+        return text.split(whereSeparator: \.isNewline).first.map(String.init)
     }
 
     /// The compose state's endpoint list: in `explicit`, else in `compose/.state` found by the upward search

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Base
 import Foundation
+import HealthAPI
+import Identity
 import HealthCore
 import HealthService
 import ServiceKit
@@ -20,7 +22,14 @@ struct HealthCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             try await ServiceRunner.run(name: "health", options: options) { environment in
-                AppServices(rpc: [HealthService(store: try HealthStore(path: environment.databasePath), lane: environment.lane)])
+                let store = try HealthStore(path: environment.databasePath)
+                // Health's users and tokens from before the shared identity keep working there.
+                let moved = try HealthService.moveAccounts(from: store, to: environment.identity)
+                if moved > 0 { environment.logger.info("moved \(moved) health token(s) to the shared identity") }
+                return AppServices(
+                    rpc: [HealthService(store: store, lane: environment.lane, identity: environment.identity)],
+                    // Samples are their user's; signing up (CreateUser) is open, as it always was.
+                    access: AccessRules(default: .user, [HealthV1.Health.createUser.path: .everyone]))
             }
         } catch {
             throw ExitCode.failure

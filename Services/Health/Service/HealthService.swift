@@ -2,12 +2,15 @@ import Foundation
 import HealthAPI
 import HealthBridge
 import HealthCore
+import Identity
 import RPC
 import Schema
 import WorkLane
 
-/// The health service's RPC methods (`menagerie.health.v1.Health`): thin handlers that authenticate the
-/// caller from `authorization: Bearer <token>`, convert the request, ask the store, and convert the answer.
+/// The health service's RPC methods (`menagerie.health.v1.Health`): thin handlers that take the caller the
+/// server's guard established from `authorization: Bearer <token>` (the stack's shared identity), convert the
+/// request, ask the store, and convert the answer. Without an identity (unit tests) they check tokens in the
+/// store, as before the identity existed.
 /// Domain, storage and lane errors carry their category (`CategorizedError`), which the RPC server answers with
 /// its status, so handlers do not catch them.
 public struct HealthService: HealthV1.Health.ServiceProtocol {
@@ -20,9 +23,24 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
     static let maxPage = 10_000
     static let defaultPage = 1_000
 
-    public init(store: HealthStore, lane: ThreadPool? = nil) {
+    /// The stack's users and tokens: signing up and tokens go there, so every service knows them. Nil (tests):
+    /// health's own table, as before.
+    public let identity: IdentityStore?
+
+    public init(store: HealthStore, lane: ThreadPool? = nil, identity: IdentityStore? = nil) {
         self.store = store
         self.lane = lane
+        self.identity = identity
+    }
+
+    /// Copies health's own tokens (from before the shared identity) into `identity`, revoked ones as revoked, so
+    /// every token issued before keeps working, now on every service; idempotent. Returns how many it saw.
+    public static func moveAccounts(from store: HealthStore, to identity: IdentityStore) throws -> Int {
+        let tokens = try store.storedTokens()
+        for token in tokens {
+            try identity.adopt(hash: token.hash, user: token.user, createdMs: token.createdMs, revokedMs: token.revokedMs)
+        }
+        return tokens.count
     }
 
     /// Runs blocking store work on the lane (a full lane answers RESOURCE_EXHAUSTED).
@@ -31,8 +49,13 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         return try await lane.run(work)
     }
 
-    /// The caller's user, from the bearer token in the call metadata.
+    /// The caller's user: the one the server's guard established (made here on their first call), else (no
+    /// identity: unit tests) from the bearer token in the call metadata, checked in the store.
     func caller(_ context: ServerContext) throws -> HealthUser {
+        if identity != nil {
+            guard let caller = context.caller else { throw HealthError(.unauthenticated, "this call needs a user's token") }
+            return try store.user(namedOrNew: caller.name)
+        }
         guard let header = context.metadata["authorization"] else {
             throw HealthError(.unauthenticated, "no authorization metadata; send `authorization: Bearer <token>`")
         }
@@ -55,17 +78,29 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
     // MARK: Users and tokens
 
     public func createUser(request: HealthV1.CreateUserRequest, context: ServerContext) async throws -> HealthV1.CreateUserResponse {
+        if let identity {
+            let token = try identity.createUser(name: request.name)
+            return HealthV1.CreateUserResponse(name: try store.user(namedOrNew: request.name).name, token: token)
+        }
         let (user, token) = try store.createUser(name: request.name)
         return HealthV1.CreateUserResponse(name: user.name, token: token)
     }
 
     public func issueToken(request: HealthV1.IssueTokenRequest, context: ServerContext) async throws -> HealthV1.IssueTokenResponse {
-        HealthV1.IssueTokenResponse(token: try store.issueToken(userName: try caller(context).name))
+        let user = try caller(context)
+        if let identity { return HealthV1.IssueTokenResponse(token: try identity.createToken(user: user.name)) }
+        return HealthV1.IssueTokenResponse(token: try store.issueToken(userName: user.name))
     }
 
     public func revokeToken(request: HealthV1.RevokeTokenRequest, context: ServerContext) async throws -> HealthV1.RevokeTokenResponse {
         let user = try caller(context)
-        try store.revoke(token: request.token.isEmpty ? Self.token(context) : request.token, user: user.id)
+        let token = request.token.isEmpty ? Self.token(context) : request.token
+        if let identity {
+            try identity.revokeToken(token, user: user.name)
+            try? store.revoke(token: token, user: user.id)  // an old token also in health's table: revoked there too
+            return HealthV1.RevokeTokenResponse()
+        }
+        try store.revoke(token: token, user: user.id)
         return HealthV1.RevokeTokenResponse()
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Identity
 import Jobs
 import JobsService
 import OCRCore
@@ -82,7 +83,9 @@ struct OCRCommand: AsyncParsableCommand {
                         maxBatchBytes: maxBatchMiB << 20),
                     jobs.rpcService,
                 ],
-                background: [jobs.backgroundService])
+                background: [jobs.backgroundService],
+                // Templates, records and scans belong to the user who made them: every call needs a user.
+                access: AccessRules(default: .user))
         }
     }
 }

@@ -78,7 +78,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
                 // The template is looked up before the photo arrives: an unknown one is refused at once.
                 let parsed = try RequestValidation.options(message.options)
                 try parsed.validate()
-                first = (try template(message.template), parsed)
+                first = (try template(message.template, context), parsed)
             }
             try upload.append(message.chunk)
         }
@@ -133,7 +133,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         guard let options, !files.isEmpty else { throw RPCError(.invalidArgument, "the batch names no file") }
         let batch = BatchRecognizer(recognizer: recognizer, lane: lane)
         let uploaded = files
-        let job = try await jobs.start(kind: Self.batchScanJobKind, submitter: context.peerHost) { context -> OcrV1.BatchScanResult in
+        let job = try await jobs.start(kind: Self.batchScanJobKind, submitter: context.submitter) { context -> OcrV1.BatchScanResult in
             defer { held.releaseAll() }
             let results = try batch.recognize(
                 uploaded, options: options, isCancelled: { context.isCancelled },
@@ -169,7 +169,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
     ) async throws -> OcrV1.CreateTemplateResponse {
         let values = try RequestValidation.values(request.values)
         let first = request.firstRecord.isEmpty ? nil : request.firstRecord.map(RecordValue.init)
-        let (template, record) = try store.createTemplate(
+        let (template, record) = try store(context).createTemplate(
             name: request.name, description: request.description, values: values, firstRecord: first)
         return OcrV1.CreateTemplateResponse(template: OcrV1.Template(template), firstRecord: record.map(OcrV1.Record.init))
     }
@@ -177,38 +177,38 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
     public func listTemplates(
         request: OcrV1.ListTemplatesRequest, context: ServerContext
     ) async throws -> OcrV1.ListTemplatesResponse {
-        OcrV1.ListTemplatesResponse(templates: try store.templates().map(OcrV1.Template.init))
+        OcrV1.ListTemplatesResponse(templates: try store(context).templates().map(OcrV1.Template.init))
     }
 
     public func getTemplate(request: OcrV1.GetTemplateRequest, context: ServerContext) async throws -> OcrV1.GetTemplateResponse {
-        OcrV1.GetTemplateResponse(template: OcrV1.Template(try template(request.template)))
+        OcrV1.GetTemplateResponse(template: OcrV1.Template(try template(request.template, context)))
     }
 
     public func renameTemplate(
         request: OcrV1.RenameTemplateRequest, context: ServerContext
     ) async throws -> OcrV1.RenameTemplateResponse {
-        let template = try template(request.template)
+        let template = try template(request.template, context)
         return OcrV1.RenameTemplateResponse(
-            template: OcrV1.Template(try store.rename(templateID: template.id, to: request.newName)))
+            template: OcrV1.Template(try store(context).rename(templateID: template.id, to: request.newName)))
     }
 
     public func renameValues(
         request: OcrV1.RenameValuesRequest, context: ServerContext
     ) async throws -> OcrV1.RenameValuesResponse {
-        let template = try template(request.template)
+        let template = try template(request.template, context)
         var renames: [String: String] = [:]
         for rename in request.renames {
             guard renames.updateValue(rename.to, forKey: rename.from) == nil else {
                 throw RPCError(.invalidArgument, "value \"\(rename.from)\" is renamed twice")
             }
         }
-        return OcrV1.RenameValuesResponse(template: OcrV1.Template(try store.renameValues(templateID: template.id, renames)))
+        return OcrV1.RenameValuesResponse(template: OcrV1.Template(try store(context).renameValues(templateID: template.id, renames)))
     }
 
     public func updateTemplate(
         request: OcrV1.UpdateTemplateRequest, context: ServerContext
     ) async throws -> OcrV1.UpdateTemplateResponse {
-        let template = try template(request.template)
+        let template = try template(request.template, context)
         var renames: [String: String] = [:]
         for rename in request.renames {
             guard renames.updateValue(rename.to, forKey: rename.from) == nil else {
@@ -217,26 +217,26 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         }
         return OcrV1.UpdateTemplateResponse(
             template: OcrV1.Template(
-                try store.updateTemplate(id: template.id, name: request.name, description: request.description, renames: renames)))
+                try store(context).updateTemplate(id: template.id, name: request.name, description: request.description, renames: renames)))
     }
 
     public func deleteTemplate(
         request: OcrV1.DeleteTemplateRequest, context: ServerContext
     ) async throws -> OcrV1.DeleteTemplateResponse {
-        try store.deleteTemplate(id: try template(request.template).id)
+        try store(context).deleteTemplate(id: try template(request.template, context).id)
         return OcrV1.DeleteTemplateResponse()
     }
 
     public func addRecord(request: OcrV1.AddRecordRequest, context: ServerContext) async throws -> OcrV1.AddRecordResponse {
-        let template = try template(request.template)
+        let template = try template(request.template, context)
         let (date, source) = try RequestValidation.recordDate(request.createdAt, source: request.dateSource)
-        let record = try store.addRecord(
+        let record = try store(context).addRecord(
             templateID: template.id, values: request.values.map(RecordValue.init), at: date, dateSource: source)
         return OcrV1.AddRecordResponse(record: OcrV1.Record(record))
     }
 
     public func updateRecord(request: OcrV1.UpdateRecordRequest, context: ServerContext) async throws -> OcrV1.UpdateRecordResponse {
-        let templateID = request.template.isEmpty ? nil : try template(request.template).id
+        let templateID = request.template.isEmpty ? nil : try template(request.template, context).id
         var values: [String: String] = [:]
         for value in request.values {
             guard values.updateValue(value.text, forKey: value.name) == nil else {
@@ -248,28 +248,28 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
             throw RPCError(.invalidArgument, "nothing to change: give values or created_at")
         }
         return OcrV1.UpdateRecordResponse(
-            record: OcrV1.Record(try store.updateRecord(id: request.recordID, templateID: templateID, values: values, date: date)))
+            record: OcrV1.Record(try store(context).updateRecord(id: request.recordID, templateID: templateID, values: values, date: date)))
     }
 
     public func latestRecords(
         request: OcrV1.LatestRecordsRequest, context: ServerContext
     ) async throws -> OcrV1.LatestRecordsResponse {
-        let template = try template(request.template)
+        let template = try template(request.template, context)
         let limit = request.limit == 0 ? 5 : Int(min(request.limit, UInt32(TemplateStore.maxPageSize)))
         return OcrV1.LatestRecordsResponse(
-            records: try store.latestRecords(templateID: template.id, limit: limit).map(OcrV1.Record.init))
+            records: try store(context).latestRecords(templateID: template.id, limit: limit).map(OcrV1.Record.init))
     }
 
     public func listRecords(request: OcrV1.ListRecordsRequest, context: ServerContext) async throws -> OcrV1.ListRecordsResponse {
-        let template = try template(request.template)
-        let page = try store.records(
+        let template = try template(request.template, context)
+        let page = try store(context).records(
             templateID: template.id, pageSize: Int(min(request.pageSize, UInt32(Int32.max))),
             pageToken: request.pageToken.isEmpty ? nil : request.pageToken)
         return OcrV1.ListRecordsResponse(records: page.records.map(OcrV1.Record.init), nextPageToken: page.nextPageToken ?? "")
     }
 
     public func deleteRecord(request: OcrV1.DeleteRecordRequest, context: ServerContext) async throws -> OcrV1.DeleteRecordResponse {
-        try store.deleteRecord(id: request.recordID)
+        try store(context).deleteRecord(id: request.recordID)
         return OcrV1.DeleteRecordResponse()
     }
 
@@ -279,11 +279,11 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
     ) async throws {
         let format = try RecordsCSV.Format(
             raw: request.raw, byteOrderMark: request.bom, delimiter: request.delimiter, timeZone: request.timeZone)
-        let template = try template(request.template)
+        let template = try template(request.template, context)
         try await response.send(OcrV1.ExportRecordsChunk(csv: RecordsCSV.header(template, format: format)))
         var token: String?
         repeat {
-            let page = try store.records(templateID: template.id, pageSize: Self.exportRecordsPerChunk, pageToken: token)
+            let page = try store(context).records(templateID: template.id, pageSize: Self.exportRecordsPerChunk, pageToken: token)
             if !page.records.isEmpty {
                 try await response.send(
                     OcrV1.ExportRecordsChunk(csv: page.records.map { RecordsCSV.line($0, template: template, format: format) }.joined()))
@@ -292,7 +292,14 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         } while token != nil
     }
 
-    private func template(_ reference: String) throws -> Template {
-        try store.template(try RequestValidation.templateReference(reference))
+    private func template(_ reference: String, _ context: ServerContext) throws -> Template {
+        try store(context).template(try RequestValidation.templateReference(reference))
+    }
+
+    /// The templates of the caller the server's guard established: each user sees and changes only their own.
+    /// Without a guard (tests in process) the caller is nobody and the store is the admin's, whose templates
+    /// also are those made before owners existed.
+    private func store(_ context: ServerContext) -> TemplateStore {
+        context.caller.map { store.owned(by: $0.name) } ?? store
     }
 }

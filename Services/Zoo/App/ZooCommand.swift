@@ -1,10 +1,13 @@
 import ArgumentParser
 import Base
 import Foundation
+import Identity
 import Jobs
+import JobsAPI
 import JobsService
 import ServiceKit
 import ZooCore
+import ZooAPI
 import ZooService
 
 /// The zoo service executable.
@@ -88,12 +91,19 @@ struct ZooCommand: AsyncParsableCommand {
                 return AppServices(
                     rpc: [ZooService(library: library, refresher: refresher, jobs: jobs.runner, tiles: tiles), jobs.rpcService],
                     background: [jobs.backgroundService] + (refresher.map { [$0] } ?? []),
-                    http: try ZooHTTP.routes(library: library, webDirectory: web, tiles: tiles, nextUpdate: { refresher?.scheduler.nextRun }))
+                    http: try ZooHTTP.routes(library: library, webDirectory: web, tiles: tiles, nextUpdate: { refresher?.scheduler.nextRun }),
+                    access: Self.access)
             }
         } catch {
             throw ExitCode.failure
         }
     }
+
+    /// Reading the zoo is public; replacing its data (imports, tiles) and cancelling an import change what every
+    /// visitor sees, so they are the admin's.
+    static let access = AccessRules(default: .everyone, [
+        ZooV1.Zoo.importData.path: .admin, ZooV1.Zoo.importTiles.path: .admin, JobsV1.Jobs.cancelJob.path: .admin,
+    ])
 
     /// Fills an empty database from the refresh sources, else (or when they fail) from the sample data.
     private func loadInitialData(into library: ZooLibrary, refresher: ZooRefresher?, logger: Logger) async {

@@ -33,7 +33,14 @@ public final class ClassificationStore: Sendable {
                     search TEXT NOT NULL);
                 """)
         },
+        // Datasets belong to the user who uploaded them; those from before belong to the admin.
+        Migration(3, "dataset owners") { db in
+            try db.executeScript("ALTER TABLE datasets ADD COLUMN owner TEXT NOT NULL DEFAULT 'admin';")
+        },
     ]
+
+    /// The owner of datasets from before owners existed (the stack's admin).
+    public static let formerOwner = "admin"
 
     public init(database: Database) { self.database = database }
 
@@ -61,8 +68,10 @@ public final class ClassificationStore: Sendable {
         }
     }
 
-    /// Stores a validated dataset in one transaction: all of it or nothing.
-    public func saveDataset(_ dataset: Dataset, name: String) throws {
+    /// Stores a validated dataset of `owner`'s in one transaction: all of it or nothing. Names are unique across
+    /// users (a taken one is ALREADY_EXISTS whoever has it); every read below takes `owner` (nil: anyone's), and
+    /// another user's dataset is NOT_FOUND, as an unknown one.
+    public func saveDataset(_ dataset: Dataset, name: String, owner: String = ClassificationStore.formerOwner) throws {
         try Self.validName(name, "dataset")
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
@@ -70,9 +79,9 @@ public final class ClassificationStore: Sendable {
             guard try db.queryOne("SELECT 1 FROM datasets WHERE name = ?", [name]) == nil else {
                 throw ClassificationError(.alreadyExists, "dataset \(name) already exists")
             }
-            try db.execute("INSERT INTO datasets (name, kind, labels, created_at) VALUES (?, ?, ?, ?)",
+            try db.execute("INSERT INTO datasets (name, kind, labels, created_at, owner) VALUES (?, ?, ?, ?, ?)",
                            [name, dataset.kind.rawValue, String(decoding: try encoder.encode(dataset.labels), as: UTF8.self),
-                            Date().timeIntervalSince1970])
+                            Date().timeIntervalSince1970, owner])
             let image = try db.prepare("INSERT OR IGNORE INTO images (hash, bytes) VALUES (?, ?)")
             for (hash, bytes) in dataset.images { try image.execute([hash, bytes]) }
             let sample = try db.prepare("""
@@ -86,9 +95,9 @@ public final class ClassificationStore: Sendable {
         }
     }
 
-    public func dataset(named name: String) throws -> Dataset {
+    public func dataset(named name: String, owner: String? = nil) throws -> Dataset {
         try database.read { db in
-            guard let row = try db.queryOne("SELECT kind, labels FROM datasets WHERE name = ?", [name]) else {
+            guard let row = try db.queryOne("SELECT kind, labels FROM datasets WHERE name = ?1 AND (?2 IS NULL OR owner = ?2)", [name, owner]) else {
                 throw ClassificationError(.notFound, "no dataset named \(name)")
             }
             let kind = Dataset.Kind(rawValue: row.string(0) ?? "") ?? .classification
@@ -109,12 +118,12 @@ public final class ClassificationStore: Sendable {
         }
     }
 
-    public func datasets() throws -> [DatasetSummary] {
+    public func datasets(owner: String? = nil) throws -> [DatasetSummary] {
         try database.read { db in
             try db.query("""
                 SELECT d.name, d.kind, d.labels, d.created_at, COUNT(s.position) FROM datasets d
-                LEFT JOIN dataset_samples s ON s.dataset = d.name GROUP BY d.name ORDER BY d.name
-                """).map { r in
+                LEFT JOIN dataset_samples s ON s.dataset = d.name WHERE ?1 IS NULL OR d.owner = ?1 GROUP BY d.name ORDER BY d.name
+                """, [owner]).map { r in
                 DatasetSummary(name: r.string(0) ?? "", kind: Dataset.Kind(rawValue: r.string(1) ?? "") ?? .classification,
                                labels: (try? JSONDecoder().decode([String].self, from: Data((r.string(2) ?? "[]").utf8))) ?? [],
                                images: r.int(4) ?? 0, createdAt: Date(timeIntervalSince1970: r.double(3) ?? 0))
@@ -123,8 +132,8 @@ public final class ClassificationStore: Sendable {
     }
 
     /// One dataset's summary, without reading its images.
-    public func datasetSummary(named name: String) throws -> DatasetSummary {
-        guard let summary = try datasets().first(where: { $0.name == name }) else {
+    public func datasetSummary(named name: String, owner: String? = nil) throws -> DatasetSummary {
+        guard let summary = try datasets(owner: owner).first(where: { $0.name == name }) else {
             throw ClassificationError(.notFound, "no dataset named \(name)")
         }
         return summary
@@ -150,9 +159,9 @@ public final class ClassificationStore: Sendable {
     }
 
     /// Deletes a dataset and the images no other dataset uses.
-    public func deleteDataset(named name: String) throws {
+    public func deleteDataset(named name: String, owner: String? = nil) throws {
         try database.write { db in
-            try db.execute("DELETE FROM datasets WHERE name = ?", [name])
+            try db.execute("DELETE FROM datasets WHERE name = ?1 AND (?2 IS NULL OR owner = ?2)", [name, owner])
             guard db.changes > 0 else { throw ClassificationError(.notFound, "no dataset named \(name)") }
             try db.execute("DELETE FROM images WHERE hash NOT IN (SELECT hash FROM dataset_samples)")
         }

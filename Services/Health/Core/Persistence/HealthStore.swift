@@ -96,6 +96,33 @@ public final class HealthStore: Sendable {
         try database.read { try $0.queryOne("SELECT count(*) FROM samples WHERE user_id = ?", [user])?.int(0) ?? 0 }
     }
 
+    /// The user named `name`, made (without a token) if missing: a user of the shared identity becomes a user
+    /// here on their first call, as the identity, not this store, holds their tokens now.
+    public func user(namedOrNew name: String) throws -> HealthUser {
+        if let id = try database.read({ try $0.queryOne("SELECT id FROM users WHERE name = ?", [name])?.int64(0) }) {
+            return HealthUser(id: id, name: name)
+        }
+        return try database.write { db in
+            try db.execute("INSERT OR IGNORE INTO users (name, created_ms) VALUES (?, ?)", [name, Self.now()])
+            guard let id = try db.queryOne("SELECT id FROM users WHERE name = ?", [name])?.int64(0) else {
+                throw HealthError.notFound("no user \"\(name)\"")
+            }
+            return HealthUser(id: id, name: name)
+        }
+    }
+
+    /// Every token this store issued before the shared identity held them (hash, user, when made and revoked),
+    /// so they can move there and keep working.
+    public func storedTokens() throws -> [(hash: [UInt8], user: String, createdMs: Int64, revokedMs: Int64?)] {
+        try database.read { db in
+            try db.query("SELECT tokens.hash, users.name, tokens.created_ms, tokens.revoked_ms FROM tokens JOIN users ON users.id = tokens.user_id")
+                .compactMap { row in
+                    guard let hash = row.blob(0), let name = row.string(1) else { return nil }
+                    return (hash, name, row.int64(2) ?? 0, row.int64(3))
+                }
+        }
+    }
+
     /// The user named `name`, NOT_FOUND otherwise.
     public func user(named name: String) throws -> HealthUser {
         guard let id = try database.read({ try $0.queryOne("SELECT id FROM users WHERE name = ?", [name])?.int64(0) })

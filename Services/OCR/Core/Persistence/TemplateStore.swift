@@ -3,16 +3,29 @@ import Storage
 
 /// Templates and their records in the service's SQLite database (replicas share the file, as zoo's do).
 ///
+/// Templates and their records belong to the user who made them (`owner`): a store sees, changes and deletes
+/// only its owner's (`owned(by:)` gives the store of a caller), so another user's template is NOT_FOUND, as an
+/// unknown one is, and names are unique per user. Records belong to their template's owner.
+///
 /// Synchronous: each call is one short transaction. Unknown templates and records are NOT_FOUND, a taken template
 /// name ALREADY_EXISTS, bad input INVALID_ARGUMENT; StorageError (busy, locked) passes through.
 public struct TemplateStore: Sendable {
     public let database: Database
+    /// Whose templates this store sees: the admin's unless `owned(by:)` said otherwise (data from before owners
+    /// existed is the admin's).
+    public let owner: String
     public static let maxPageSize = 1000
     public static let defaultPageSize = 100
+    /// The owner of what was made before owners existed (the stack's admin, `IdentityStore.adminName`).
+    public static let formerOwner = "admin"
 
-    public init(database: Database) {
+    public init(database: Database, owner: String = Self.formerOwner) {
         self.database = database
+        self.owner = owner
     }
+
+    /// The same database, seen as `owner`'s.
+    public func owned(by owner: String) -> TemplateStore { TemplateStore(database: database, owner: owner) }
 
     /// Opens (creating) the database at `path` with the ocr schema.
     public init(path: String) throws {
@@ -33,12 +46,12 @@ public struct TemplateStore: Sendable {
         try Template.validate(name: name, description: description, values: values)
         if let firstRecord { try Self.validateRecord(firstRecord, count: values.count) }
         return try database.write { db in
-            if try db.queryOne("SELECT 1 FROM templates WHERE name = ?", [name]) != nil {
+            if try db.queryOne("SELECT 1 FROM templates WHERE name = ? AND owner = ?", [name, owner]) != nil {
                 throw OCRError(.alreadyExists, "a template named \"\(name)\" already exists")
             }
             try db.execute(
-                "INSERT INTO templates (name, description, created_ms) VALUES (?, ?, ?)",
-                [name, description, Self.milliseconds(date)])
+                "INSERT INTO templates (owner, name, description, created_ms) VALUES (?, ?, ?, ?)",
+                [owner, name, description, Self.milliseconds(date)])
             let id = db.lastInsertRowID
             let insert = try db.prepare(
                 "INSERT INTO template_values (template_id, position, name, level, x, y, width, height) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
@@ -59,20 +72,20 @@ public struct TemplateStore: Sendable {
     /// All templates by name.
     public func templates() throws -> [Template] {
         try database.read { db in
-            try db.query("SELECT id FROM templates ORDER BY name, id").map { row in
-                try Self.loadTemplate(id: try row.value(at: 0), db)!
+            try db.query("SELECT id FROM templates WHERE owner = ? ORDER BY name, id", [owner]).map { row in
+                try Self.loadTemplate(id: try row.value(at: 0), owner: owner, db)!
             }
         }
     }
 
     public func template(id: Int64) throws -> Template {
-        try database.read { db in try Self.loadTemplate(id: id, db) } ?? { throw Self.unknownTemplate("\(id)") }()
+        try database.read { db in try Self.loadTemplate(id: id, owner: owner, db) } ?? { throw Self.unknownTemplate("\(id)") }()
     }
 
     public func template(named name: String) throws -> Template {
         try database.read { db -> Template? in
-            guard let row = try db.queryOne("SELECT id FROM templates WHERE name = ?", [name]) else { return nil }
-            return try Self.loadTemplate(id: try row.value(at: 0), db)
+            guard let row = try db.queryOne("SELECT id FROM templates WHERE name = ? AND owner = ?", [name, owner]) else { return nil }
+            return try Self.loadTemplate(id: try row.value(at: 0), owner: owner, db)
         } ?? { throw Self.unknownTemplate(name) }()
     }
 
@@ -103,11 +116,11 @@ public struct TemplateStore: Sendable {
         if let name { try Template.validateName(name, what: "template name") }
         if let description { try Template.validateLength(description, max: Template.maxDescriptionLength, what: "description") }
         return try database.write { db in
-            guard var template = try Self.loadTemplate(id: templateID, db) else {
+            guard var template = try Self.loadTemplate(id: templateID, owner: owner, db) else {
                 throw Self.unknownTemplate("\(templateID)")
             }
             if let name {
-                if try db.queryOne("SELECT 1 FROM templates WHERE name = ? AND id <> ?", [name, templateID]) != nil {
+                if try db.queryOne("SELECT 1 FROM templates WHERE name = ? AND owner = ? AND id <> ?", [name, owner, templateID]) != nil {
                     throw OCRError(.alreadyExists, "a template named \"\(name)\" already exists")
                 }
                 template.name = name
@@ -136,7 +149,7 @@ public struct TemplateStore: Sendable {
     /// Deletes a template with all its records.
     public func deleteTemplate(id: Int64) throws {
         try database.write { db in
-            try db.execute("DELETE FROM templates WHERE id = ?", [id])
+            try db.execute("DELETE FROM templates WHERE id = ? AND owner = ?", [id, owner])
             if db.changes == 0 { throw Self.unknownTemplate("\(id)") }
         }
     }
@@ -150,7 +163,7 @@ public struct TemplateStore: Sendable {
     ) throws -> Record {
         try DateSource.validate(date)
         return try database.write { db in
-            guard let template = try Self.loadTemplate(id: templateID, db) else {
+            guard let template = try Self.loadTemplate(id: templateID, owner: owner, db) else {
                 throw Self.unknownTemplate("\(templateID)")
             }
             try Self.validateRecord(values, count: template.values.count)
@@ -166,14 +179,16 @@ public struct TemplateStore: Sendable {
     ) throws -> Record {
         if let date { try DateSource.validate(date) }
         return try database.write { db in
-            guard let row = try db.queryOne("SELECT template_id FROM records WHERE id = ?", [id]) else {
+            guard let row = try db.queryOne(
+                "SELECT template_id FROM records WHERE id = ? AND template_id IN (SELECT id FROM templates WHERE owner = ?)", [id, owner])
+            else {
                 throw OCRError(.notFound, "no record \(id)")
             }
-            let owner: Int64 = try row.value(at: 0)
-            if let templateID, templateID != owner {
+            let parent: Int64 = try row.value(at: 0)
+            if let templateID, templateID != parent {
                 throw OCRError(.notFound, "no record \(id) of template \(templateID)")
             }
-            guard let template = try Self.loadTemplate(id: owner, db) else { throw Self.unknownTemplate("\(owner)") }
+            guard let template = try Self.loadTemplate(id: parent, owner: owner, db) else { throw Self.unknownTemplate("\(parent)") }
             let update = try db.prepare(
                 "INSERT OR REPLACE INTO record_values (record_id, position, text, confidence) VALUES (?, ?, ?, 1)")
             for (name, text) in values.sorted(by: { $0.key < $1.key }) {
@@ -200,7 +215,7 @@ public struct TemplateStore: Sendable {
     /// The newest `limit` records, newest first.
     public func latestRecords(templateID: Int64, limit: Int = 5) throws -> [Record] {
         try database.read { db in
-            guard let template = try Self.loadTemplate(id: templateID, db) else {
+            guard let template = try Self.loadTemplate(id: templateID, owner: owner, db) else {
                 throw Self.unknownTemplate("\(templateID)")
             }
             let rows = try db.query(
@@ -228,7 +243,7 @@ public struct TemplateStore: Sendable {
             after = (ms, id)
         }
         return try database.read { db in
-            guard let template = try Self.loadTemplate(id: templateID, db) else {
+            guard let template = try Self.loadTemplate(id: templateID, owner: owner, db) else {
                 throw Self.unknownTemplate("\(templateID)")
             }
             let rows = try db.query(
@@ -256,7 +271,8 @@ public struct TemplateStore: Sendable {
 
     public func deleteRecord(id: Int64) throws {
         try database.write { db in
-            try db.execute("DELETE FROM records WHERE id = ?", [id])
+            try db.execute(
+                "DELETE FROM records WHERE id = ? AND template_id IN (SELECT id FROM templates WHERE owner = ?)", [id, owner])
             if db.changes == 0 { throw OCRError(.notFound, "no record \(id)") }
         }
     }
@@ -304,8 +320,8 @@ public struct TemplateStore: Sendable {
             id: id, templateID: template.id, createdAt: self.date(milliseconds(date)), values: named, dateSource: source)
     }
 
-    private static func loadTemplate(id: Int64, _ db: Connection) throws -> Template? {
-        guard let row = try db.queryOne("SELECT name, description, created_ms FROM templates WHERE id = ?", [id])
+    private static func loadTemplate(id: Int64, owner: String, _ db: Connection) throws -> Template? {
+        guard let row = try db.queryOne("SELECT name, description, created_ms FROM templates WHERE id = ? AND owner = ?", [id, owner])
         else { return nil }
         let values = try db.query(
             "SELECT name, level, x, y, width, height FROM template_values WHERE template_id = ? ORDER BY position",

@@ -1,0 +1,108 @@
+import Base
+import RPC
+
+/// Who may call a method.
+public enum Access: String, Sendable, Hashable {
+    /// Anyone, without a token (reading the zoo).
+    case everyone
+    /// Any user with a valid token (their own OCR templates, health samples).
+    case user
+    /// A user with the admin role, or the admin token (changing data every user shares).
+    case admin
+}
+
+/// A service's permission table: what each method needs, by path (`/menagerie.zoo.v1.Zoo/ImportData`), and
+/// what the methods it does not name need.
+public struct AccessRules: Sendable {
+    public var byDefault: Access
+    public var methods: [String: Access]
+
+    public init(default byDefault: Access, _ methods: [String: Access] = [:]) {
+        self.byDefault = byDefault
+        self.methods = methods
+    }
+
+    public func access(for method: String) -> Access { methods[method] ?? byDefault }
+}
+
+/// The RPC server's `CallGuard` over the stack's identity: looks the method up in the service's `AccessRules`
+/// and, where it needs a user, checks `authorization: Bearer <token>` (a header on HTTP, metadata on the
+/// binary protocol — the same for the server) with the `TokenVerifier`. A missing or refused token is
+/// UNAUTHENTICATED; a valid one without the role the method needs is PERMISSION_DENIED; a client address or
+/// user backing off after failures (`FailedAuthThrottle`) is RESOURCE_EXHAUSTED with the seconds to wait.
+public struct IdentityGuard: CallGuard {
+    public let rules: AccessRules
+    public let verifier: TokenVerifier
+    public let throttle: FailedAuthThrottle
+
+    public init(rules: AccessRules, verifier: TokenVerifier, throttle: FailedAuthThrottle) {
+        self.rules = rules
+        self.verifier = verifier
+        self.throttle = throttle
+    }
+
+    public func admit(_ head: CallHead) throws(RPCError) -> Caller? {
+        let access = rules.access(for: head.method)
+        // A public method ignores credentials: a stale token never keeps anyone from reading.
+        guard access != .everyone else { return nil }
+        let address = "address " + Self.host(of: head.peer)
+        if let wait = throttle.backoff(for: address) { throw Self.backingOff(wait) }
+        let token: String
+        switch Self.bearer(head.metadata["authorization"]) {
+        case .success(let found): token = found
+        case .failure(let error): throw error
+        }
+        let caller: Caller
+        do {
+            caller = try verifier.verify(token)
+        } catch {
+            if let user = error.user {
+                let key = "user " + user
+                if let wait = throttle.backoff(for: key) { throw Self.backingOff(wait) }
+                throttle.recordFailure(key, reason: error.message)
+            }
+            throttle.recordFailure(address, reason: error.message)
+            throw RPCError(.unauthenticated, "\(error.message): \(head.method) needs a valid token")
+        }
+        if let wait = throttle.backoff(for: "user " + caller.name) { throw Self.backingOff(wait) }
+        throttle.recordSuccess("user " + caller.name)
+        if access == .admin, !caller.isAdmin {
+            throw RPCError(.permissionDenied, "\(head.method) changes data every user shares: it needs an admin token, and \(caller.name) is no admin")
+        }
+        return caller
+    }
+
+    /// The token of an `authorization` value `Bearer <token>` (scheme case-insensitive, as RFC 6750 says).
+    static func bearer(_ header: String?) -> Result<String, RPCError> {
+        guard let header, !header.isEmpty else {
+            return .failure(RPCError(.unauthenticated, "no token: send `authorization: Bearer <token>` (gateway: MENAGERIE_TOKEN)"))
+        }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            return .failure(RPCError(.unauthenticated, "authorization is not `Bearer <token>`"))
+        }
+        return .success(parts[1].trimmingCharacters(in: " \t"))
+    }
+
+    /// `127.0.0.1` of `127.0.0.1:50312`, `::1` of `[::1]:50312`: failures count per address, not per connection.
+    package static func host(of peer: String) -> String {
+        if peer.hasPrefix("["), let end = peer.firstIndex(of: "]") { return String(peer[peer.index(after: peer.startIndex)..<end]) }
+        if let colon = peer.lastIndex(of: ":"), peer.firstIndex(of: ":") == colon { return String(peer[..<colon]) }
+        return peer
+    }
+
+    static func backingOff(_ wait: Duration) -> RPCError {
+        let seconds = max(1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up)))
+        return RPCError(.resourceExhausted, "too many failed authentications: retry in \(seconds) s")
+    }
+}
+
+extension StringProtocol {
+    fileprivate func trimmingCharacters(in set: String) -> String {
+        var slice = Substring(self)
+        while let first = slice.first, set.contains(first) { slice.removeFirst() }
+        while let last = slice.last, set.contains(last) { slice.removeLast() }
+        return String(slice)
+    }
+}
+

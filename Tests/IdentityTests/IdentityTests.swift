@@ -1,0 +1,216 @@
+import Base
+import Foundation
+import Identity
+import RPC
+import Testing
+
+@Suite struct IdentityStoreTests {
+    @Test func aCreatedUsersTokenNamesThemAndOnlyItsHashIsStored() throws {
+        let store = try IdentityStore.inMemory()
+        let token = try store.createUser(name: "alice")
+        #expect(token.hasPrefix("mnt_") && token.count == 68)
+        let verifier = try TokenVerifier(store: store)
+        #expect(try verifier.verify(token) == Caller(name: "alice", isAdmin: false))
+        let stored = try store.database.read { try $0.query("SELECT hash FROM tokens") }.compactMap { $0.blob(0) }
+        #expect(stored == [IdentityStore.hash(token)])
+        #expect(throws: IdentityError(.alreadyExists, "user \"alice\" already exists")) { try store.createUser(name: "alice") }
+        #expect(throws: IdentityError.self) { try store.createUser(name: "a b") }
+        #expect(throws: IdentityError.self) { try store.createUser(name: "") }
+    }
+
+    @Test func aForgedOrUnknownTokenIsRefused() throws {
+        let store = try IdentityStore.inMemory()
+        let token = try store.createUser(name: "alice")
+        let verifier = try TokenVerifier(store: store)
+        var forged = Array(token)
+        forged[forged.count - 1] = forged.last == "0" ? "1" : "0"
+        #expect(throws: TokenVerifier.Refusal(message: "unknown token", user: nil)) { try verifier.verify(String(forged)) }
+        #expect(throws: TokenVerifier.Refusal.self) { try verifier.verify("") }
+    }
+
+    @Test func anExpiredTokenIsRefusedAndSaysWhose() throws {
+        let store = try IdentityStore.inMemory()
+        _ = try store.createUser(name: "bob")
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let token = try store.createToken(user: "bob", expiresMs: now + 60_000)
+        let verifier = try TokenVerifier(store: store)
+        #expect(try verifier.verify(token, nowMs: now).name == "bob")
+        #expect(throws: TokenVerifier.Refusal(message: "token expired", user: "bob")) { try verifier.verify(token, nowMs: now + 60_000) }
+        #expect(throws: IdentityError.self) { try store.createToken(user: "bob", expiresMs: now - 1) }
+        #expect(throws: IdentityError.self) { try store.createToken(user: "nobody") }
+    }
+
+    @Test func aTokenRevokedByAnotherProcessIsRefusedWithinTheCheckInterval() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("identity-\(UUID().uuidString).sqlite").path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let replica = try IdentityStore(path: path), gateway = try IdentityStore(path: path)
+        let token = try gateway.createUser(name: "carol")
+        let verifier = try TokenVerifier(store: replica, checkInterval: .milliseconds(200), reloadInterval: .seconds(3600))
+        #expect(try verifier.verify(token).name == "carol")
+        try gateway.revokeToken(token)
+        // Another connection (as another process) revoked it: the replica learns of it within the interval, from
+        // the file's data_version, without being told.
+        let start = ContinuousClock.now
+        while (try? verifier.verify(token)) != nil, ContinuousClock.now - start < .seconds(2) { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(throws: TokenVerifier.Refusal(message: "token revoked", user: "carol")) { try verifier.verify(token) }
+        #expect(ContinuousClock.now - start < .milliseconds(600))
+        #expect(throws: IdentityError.self) { try replica.revokeToken(token) }
+    }
+
+    @Test func aTokenRevokedThroughThisProcessIsRefusedAtOnce() throws {
+        let store = try IdentityStore.inMemory()
+        let token = try store.createUser(name: "cecil")
+        let verifier = try TokenVerifier(store: store, checkInterval: .seconds(3600), reloadInterval: .seconds(3600))
+        #expect(try verifier.verify(token).name == "cecil")
+        try store.revokeToken(token)
+        #expect(throws: TokenVerifier.Refusal(message: "token revoked", user: "cecil")) { try verifier.verify(token) }
+    }
+
+    @Test func revokingAUserRevokesEveryTokenOfTheirsAndKeepsTheName() throws {
+        let store = try IdentityStore.inMemory()
+        let first = try store.createUser(name: "dave")
+        let second = try store.createToken(user: "dave")
+        try store.revokeUser("dave")
+        let verifier = try TokenVerifier(store: store)
+        for token in [first, second] { #expect(throws: TokenVerifier.Refusal.self) { try verifier.verify(token) } }
+        #expect(throws: IdentityError.self) { try store.createUser(name: "dave") }
+        #expect(throws: IdentityError.self) { try store.createToken(user: "dave") }
+        #expect(try store.users().map(\.isRevoked) == [true])
+    }
+
+    @Test func aTokenMadeAMomentAgoWorksAtOnce() throws {
+        let store = try IdentityStore.inMemory()
+        let verifier = try TokenVerifier(store: store, checkInterval: .seconds(60), reloadInterval: .seconds(60))
+        let token = try store.createUser(name: "erin")
+        #expect(try verifier.verify(token).name == "erin")
+    }
+
+    @Test func theAdminTokenIsTheAdminsAndGrantingTheRoleMakesAnotherAdmin() throws {
+        let store = try IdentityStore.inMemory()
+        let admin = IdentityStore.newToken()
+        let verifier = try TokenVerifier(store: store, adminToken: admin)
+        #expect(try verifier.verify(admin) == Caller(name: "admin", isAdmin: true))
+        #expect(throws: IdentityError.self) { try store.createUser(name: "admin") }
+        let token = try store.createUser(name: "frank")
+        try store.setAdmin("frank")
+        try verifier.reload()
+        #expect(try verifier.verify(token) == Caller(name: "frank", isAdmin: true))
+        #expect(try store.users().map(\.name) == ["admin", "frank"])
+    }
+
+    @Test func adoptedHashesOfAnOlderStoreKeepWorking() throws {
+        let store = try IdentityStore.inMemory()
+        let old = (0..<32).map { _ in UInt8.random(in: 0...255) }.hexString
+        try store.adopt(hash: IdentityStore.hash(old), user: "gina", createdMs: 1, revokedMs: nil)
+        try store.adopt(hash: IdentityStore.hash(old), user: "gina", createdMs: 1, revokedMs: nil)
+        let verifier = try TokenVerifier(store: store)
+        #expect(try verifier.verify(old).name == "gina")
+    }
+
+    /// The figure the issue asks for: a check must add < 20 µs to a call.
+    @Test func aCheckCostsFarUnderTwentyMicroseconds() throws {
+        let store = try IdentityStore.inMemory()
+        var tokens: [String] = []
+        for index in 0..<1000 { tokens.append(try store.createUser(name: "user\(index)")) }
+        // The default intervals: the store's data_version is asked every 50 ms, as on a running replica.
+        let verifier = try TokenVerifier(store: store)
+        let rounds = 200_000
+        let start = ContinuousClock.now
+        for index in 0..<rounds { _ = try verifier.verify(tokens[index % tokens.count]) }
+        let perCall = (ContinuousClock.now - start) / rounds
+        print("token check: \(perCall) per call (1,000 users)")
+        #expect(perCall < .microseconds(20))
+    }
+}
+
+@Suite struct FailedAuthThrottleTests {
+    @Test func backsOffExponentiallyAfterTheFreeFailuresAndForgetsOnSuccess() {
+        let throttle = FailedAuthThrottle()
+        let now = ContinuousClock.now
+        for _ in 0..<5 { #expect(throttle.recordFailure("k", reason: "x", now: now) == nil) }
+        #expect(throttle.recordFailure("k", reason: "x", now: now) == .seconds(1))
+        #expect(throttle.backoff(for: "k", now: now) == .seconds(1))
+        #expect(throttle.backoff(for: "k", now: now + .seconds(1)) == nil)
+        #expect(throttle.recordFailure("k", reason: "x", now: now + .seconds(1)) == .seconds(2))
+        #expect(throttle.recordFailure("k", reason: "x", now: now + .seconds(3)) == .seconds(4))
+        #expect(throttle.backoff(for: "other", now: now) == nil)
+        throttle.recordSuccess("k")
+        #expect(throttle.backoff(for: "k", now: now + .seconds(3)) == nil)
+    }
+
+    @Test func theBackoffIsCapped() {
+        var policy = FailedAuthThrottle.Policy()
+        policy.freeFailures = 0
+        let throttle = FailedAuthThrottle(policy: policy)
+        var wait: Duration?
+        for _ in 0..<100 { wait = throttle.recordFailure("k", reason: "x") }
+        #expect(wait! <= policy.maxBackoff && wait! > policy.maxBackoff - .seconds(1))
+    }
+}
+
+@Suite struct IdentityGuardTests {
+    static let rules = AccessRules(default: .everyone, ["/z.Z/Import": .admin, "/z.Z/Mine": .user])
+
+    static func head(_ method: String, token: String?, peer: String = "10.0.0.1:5000") -> CallHead {
+        CallHead(method: method, metadata: token.map { ["authorization": "Bearer \($0)"] } ?? [:], peer: peer)
+    }
+
+    @Test func thePermissionTableDecidesBetweenUnauthenticatedAndPermissionDenied() throws {
+        let store = try IdentityStore.inMemory()
+        let admin = IdentityStore.newToken()
+        let user = try store.createUser(name: "hana")
+        let guardian = IdentityGuard(rules: Self.rules, verifier: try TokenVerifier(store: store, adminToken: admin), throttle: FailedAuthThrottle())
+        #expect(try guardian.admit(Self.head("/z.Z/Read", token: nil)) == nil)
+        #expect(try guardian.admit(Self.head("/z.Z/Read", token: "stale")) == nil)
+        #expect(throws: RPCError.self) { try guardian.admit(Self.head("/z.Z/Import", token: nil)) }
+        do {
+            _ = try guardian.admit(Self.head("/z.Z/Import", token: nil))
+        } catch { #expect(error.code == .unauthenticated) }
+        do {
+            _ = try guardian.admit(Self.head("/z.Z/Import", token: user))
+            Issue.record("a user's token imported")
+        } catch { #expect(error.code == .permissionDenied) }
+        do {
+            _ = try guardian.admit(CallHead(method: "/z.Z/Mine", metadata: ["authorization": "Basic abc"]))
+            Issue.record("a Basic credential passed")
+        } catch { #expect(error.code == .unauthenticated) }
+        #expect(try guardian.admit(Self.head("/z.Z/Mine", token: user)) == Caller(name: "hana", isAdmin: false))
+        #expect(try guardian.admit(Self.head("/z.Z/Import", token: admin))?.isAdmin == true)
+        #expect(try guardian.admit(CallHead(method: "/z.Z/Import", metadata: ["authorization": "bearer  \(admin) "]))?.isAdmin == true)
+    }
+
+    @Test func anAddressGuessingTokensBacksOffWithAResourceExhaustedHintAndOthersDoNot() throws {
+        let store = try IdentityStore.inMemory()
+        let user = try store.createUser(name: "ivan")
+        let guardian = IdentityGuard(rules: Self.rules, verifier: try TokenVerifier(store: store), throttle: FailedAuthThrottle())
+        for _ in 0..<6 {
+            do { _ = try guardian.admit(Self.head("/z.Z/Mine", token: IdentityStore.newToken())) } catch { #expect(error.code == .unauthenticated) }
+        }
+        do {
+            _ = try guardian.admit(Self.head("/z.Z/Mine", token: user))
+            Issue.record("a backing-off address was served")
+        } catch {
+            #expect(error.code == .resourceExhausted && error.message.contains("retry in 1 s"))
+        }
+        #expect(try guardian.admit(Self.head("/z.Z/Mine", token: user, peer: "10.0.0.2:6000"))?.name == "ivan")
+    }
+
+    @Test func aRevokedUsersTokensCountAgainstTheUserFromAnyAddress() throws {
+        let store = try IdentityStore.inMemory()
+        let token = try store.createUser(name: "judy")
+        try store.revokeToken(token)
+        let guardian = IdentityGuard(rules: Self.rules, verifier: try TokenVerifier(store: store), throttle: FailedAuthThrottle())
+        for index in 0..<6 {
+            do { _ = try guardian.admit(Self.head("/z.Z/Mine", token: token, peer: "10.1.0.\(index):1")) } catch { #expect(error.code == .unauthenticated) }
+        }
+        do {
+            _ = try guardian.admit(Self.head("/z.Z/Mine", token: token, peer: "10.2.0.1:1"))
+            Issue.record("no back-off for the user")
+        } catch { #expect(error.code == .resourceExhausted) }
+    }
+
+    @Test func peersAreCountedByAddressNotConnection() {
+        #expect(IdentityGuard.host(of: "127.0.0.1:50312") == "127.0.0.1")
+        #expect(IdentityGuard.host(of: "[::1]:50312") == "::1")
+    }
+}
