@@ -9,6 +9,16 @@ public enum OCRSchema {
         Migration(2, "where a record's date came from") { db in
             try db.executeScript("ALTER TABLE records ADD COLUMN date_source TEXT NOT NULL DEFAULT 'upload';")
         },
+        // Templates made before learned no shape or label (they are matched by position, as before), and values
+        // saved before were never flagged.
+        Migration(3, "values' shapes and labels; uncertain record values") { db in
+            try db.executeScript(
+                """
+                ALTER TABLE template_values ADD COLUMN shape TEXT NOT NULL DEFAULT '';
+                ALTER TABLE template_values ADD COLUMN label TEXT NOT NULL DEFAULT '';
+                ALTER TABLE record_values ADD COLUMN uncertainty TEXT NOT NULL DEFAULT '';
+                """)
+        },
     ]
 
     private static let version1 = """
