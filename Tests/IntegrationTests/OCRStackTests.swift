@@ -128,10 +128,14 @@ import TextRecognition
     /// display without its current stores that value flagged, exits 65, says why under --json, lists and exports
     /// it as uncertain.
     @Test func displayPhotosMatchByShapeAndLabelAndFlagWhatIsUncertain() async throws {
-        try await Self.withOCR { stack, _ in
+        try await Self.withOCR { stack, files in
             let clean = try DisplayPhotoFixture.photo("clean-1.png")
-            let scanned = try await stack.gateway(["ocr", "scan", clean.url.path])
+            let annotated = files.appendingPathComponent("clean-annotated.png")
+            let scanned = try await stack.gateway(["ocr", "scan", clean.url.path, "--annotate", annotated.path])
             #expect(scanned.status == 0 && clean.values.allSatisfy { scanned.output.contains($0) }, "\(scanned.output)")
+            #expect(try Self.pngSize(annotated) == (560, 360), "the annotated photo has the photo's size")
+            let unwritable = try await stack.gateway(["ocr", "scan", clean.url.path, "--annotate", "/nonexistent/dir/x.png"])
+            #expect(unwritable.status == 73, "\(unwritable.output)")
 
             let template = try DisplayPhotoFixture.photo("template.png")
             let scan = try jsonObject(try await stack.gateway(["ocr", "scan", template.url.path, "--json"]))
@@ -161,7 +165,10 @@ import TextRecognition
 
             // No current on the display: Proud is stored flagged, the command exits 65 and --json says why.
             let missing = try DisplayPhotoFixture.photo("no-current.png")
-            let missingAdd = try await stack.gateway(["ocr", "record", "add", "Charger", missing.url.path, "--yes", "--json"])
+            let drawn = files.appendingPathComponent("missing-annotated.png")
+            let missingAdd = try await stack.gateway([
+                "ocr", "record", "add", "Charger", missing.url.path, "--yes", "--json", "--annotate", drawn.path])
+            #expect(try Self.pngSize(drawn) == (560, 360))
             #expect(missingAdd.status == 65, "\(missingAdd.output)")
             let record = try #require(try jsonObject(missingAdd)["record"] as? [String: Any])
             let values = try #require(record["values"] as? [[String: Any]])
@@ -182,6 +189,14 @@ import TextRecognition
             let after = try await stack.gateway(["ocr", "export", "Charger"])
             #expect(after.output.components(separatedBy: "\r\n").filter { $0.hasSuffix(",Proud") }.count == 1, "\(after.output)")
         }
+    }
+
+    /// Width and height from a PNG's IHDR chunk.
+    static func pngSize(_ url: URL) throws -> (Int, Int) {
+        let bytes = [UInt8](try Data(contentsOf: url))
+        try #require(bytes.count > 24 && bytes[0..<8] == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], "not a PNG")
+        func be32(_ at: Int) -> Int { bytes[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
+        return (be32(16), be32(20))
     }
 
     /// A template from the first rendered display photo, records from the next ones (values changed, the
