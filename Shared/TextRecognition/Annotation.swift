@@ -32,9 +32,9 @@ extension Image {
     /// An RGB copy of the image with `marks` drawn on it: what `scan --annotate` and `record add --annotate` write.
     public func annotated(_ marks: [AnnotationMark]) throws -> Image {
         let canvas = try converted(toDepth: 32)
-        // Built from Leptonica's compiled-in font strings (no font files needed); 10 pt suits a phone photo's
-        // thumbnails, 20 pt a photo of a few megapixels.
-        let points = width * height > 2_000_000 ? 20 : 10
+        // Built from Leptonica's compiled-in font strings (no font files needed), in its sizes 4–20 (even): about
+        // a hundredth of the image's height (4 on a 360-pixel photo, 20 from 2000 pixels up).
+        let points = min(20, max(4, height / 100 / 2 * 2))
         let font = bmfCreate(nil, Int32(points))
         defer {
             var pointer = font

@@ -8,6 +8,7 @@ and scaled in the frame, blurred, turned a few degrees. Every image is determini
 set is what this script writes again.
 
     /usr/bin/python3 Tests/DisplayPhotos/generate.py [OUTPUT_DIR]   # default: this script's folder
+    /usr/bin/python3 Tests/DisplayPhotos/generate.py --czech-set DIR  # the 36 Czech pages of the CER figures
 
 Needs Debian's python3-pil, fonts-dejavu-core and fonts-liberation. Writes <condition>-<n>.png, truth.tsv
 (file, condition, font, polarity, dx, dy, scale, blur, degrees, then the three values as the display shows
@@ -176,7 +177,38 @@ def render_czech(font_path, lines, size=26):
     return image
 
 
+CZECH_SET_FONTS = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSerif-Regular.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationMono-Regular.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Bold.ttf",
+    "/usr/share/fonts/truetype/dejavu/DejaVuSerif-Italic.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSansNarrow-Regular.ttf",
+]
+
+
+def czech_set(out):
+    """The 36 Czech pages the README's CER figures are measured on (not committed: 400 KB): 13, 16 and 20 px,
+    six fonts, sharp and blurred (Gaussian 0.7), as cz-N.png with cz-N.txt."""
+    os.makedirs(out, exist_ok=True)
+    n = 0
+    for size in (13, 16, 20):
+        for font in CZECH_SET_FONTS:
+            for blur in (0, 0.7):
+                n += 1
+                lines = CZECH[n % 6:] + CZECH[:n % 6]
+                image = render_czech(font, lines, size)
+                if blur:
+                    image = image.filter(ImageFilter.GaussianBlur(blur))
+                image.save(os.path.join(out, f"cz-{n}.png"))
+                with open(os.path.join(out, f"cz-{n}.txt"), "w", encoding="utf-8") as f:
+                    f.write("\n".join(lines) + "\n")
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--czech-set":
+        czech_set(sys.argv[2])
+        return
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     os.makedirs(out, exist_ok=True)
     rng = random.Random(2026)

@@ -76,16 +76,16 @@ import TextRecognition
             #expect(invertedRate <= originalRate + 0.002, "inverted \(invertedRate) vs \(originalRate)")
 
             // The shape of one observation (protobuf's JSON mapping, defaults printed): level, text, confidence, box in
-            // fractions, boxPx in pixels, page.
+            // fractions, boxPx in pixels, page, and the shape and label a template value picked here would learn.
             let observation = try #require((scans[0]["observations"] as? [[String: Any]])?.first { $0["level"] as? String == "OBSERVATION_LEVEL_WORD" })
-            #expect(Set(observation.keys) == ["level", "text", "confidence", "box", "boxPx", "page"])
+            #expect(Set(observation.keys) == ["level", "text", "confidence", "box", "boxPx", "page", "shape", "label"])
             let box = try #require(observation["box"] as? [String: Double])
             #expect(Set(box.keys) == ["x", "y", "width", "height"] && box.values.allSatisfy { (0...1).contains($0) })
             #expect((observation["boxPx"] as? [String: Int])?["width"] ?? 0 > 1)
 
             // One file: the object itself; plain text without --json; a batch on a pipe prints plain progress lines.
             let one = try jsonObject(try await stack.gateway(["ocr", "scan", OCRData.url("phototest.tif").path, "--lang", "eng", "--json"]))
-            #expect(Set(one.keys) == ["text", "observations", "pages", "orientationDegrees", "timings"])
+            #expect(Set(one.keys) == ["text", "observations", "pages", "orientationDegrees", "timings", "annotatedPng"])
             let plain = try await stack.gateway(["ocr", "scan", OCRData.url("phototest.tif").path, inverted.path, "--lang", "eng", "--level", "fast"])
             #expect(plain.status == 0 && plain.output.contains("100% done") && !plain.output.contains("\r"), "\(plain.output)")
             #expect(plain.output.contains("==> \(inverted.path) <==\nThis is a lot of 12 point text"), "\(plain.output)")

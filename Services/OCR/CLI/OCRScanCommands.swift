@@ -181,8 +181,8 @@ struct OCRScan: AsyncParsableCommand {
             One file is uploaded and read at once. Several are uploaded as batch jobs (of at most --batch-mib each, one \
             after another), read in parallel on the service, and followed with a progress bar (plain lines when the \
             output is not a terminal); the text of each follows under its name. --json prints protobuf's JSON mapping of the \
-            ScanResponse for one file: {"text", "observations": [{"level", "text", "confidence", "box", "boxPx", "page"}], \
-            "pages", "orientationDegrees", "timings"} (boxes with a top-left origin: box in fractions of the image, boxPx \
+            ScanResponse for one file: {"text", "observations": [{"level", "text", "confidence", "box", "boxPx", "page", "shape", \
+            "label"}], "pages", "orientationDegrees", "timings", "annotatedPng"} (boxes with a top-left origin: box in fractions of the image, boxPx \
             in pixels). For several files it prints a JSON array with one BatchScanFile per file, in the order given: \
             {"fileName", "result": {the ScanResponse}, "errorCode": 0, "errorMessage": ""}, or no "result" and the \
             gRPC status code and message for a file that could not be read; with --detach, an array of the started jobs. \

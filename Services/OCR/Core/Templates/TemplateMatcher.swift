@@ -8,7 +8,8 @@
 /// overlap (intersection over union), ties by centre distance. Values are assigned best fit first and an
 /// observation fills at most one value.
 ///
-/// A value is uncertain when nothing was read for it, when its best fit is under `minimumFit`, when the
+/// A value is uncertain when nothing was read for it, when its best fit is under `minimumFit` (then it is left
+/// empty, the misfit named in the reason), when the
 /// observation it took fits another value nearly as well (`ambiguityMargin`), or when it was read with a
 /// confidence under `minimumConfidence`.
 public enum TemplateMatcher {
@@ -70,7 +71,13 @@ public enum TemplateMatcher {
             let observation = observations[pair.observation]
             var reasons: [String] = []
             if pair.fit < minimumFit {
-                reasons.append("nothing fits it well (best fit \(format(pair.fit)): \"\(observation.text)\")")
+                // Stored empty: a misfit's text (a unit, a label) is no reading of the value.
+                result[pair.value] = (
+                    RecordValue(
+                        name: values[pair.value].name, text: "", confidence: 0,
+                        uncertainty: "nothing fits it well (best fit \(format(pair.fit)): \"\(observation.text)\")"),
+                    observation)
+                continue
             } else if let other = fits.indices.first(where: {
                 $0 != pair.value && (fits[$0][pair.observation] ?? 0) >= minimumFit
                     && pair.fit - (fits[$0][pair.observation] ?? 0) < ambiguityMargin
