@@ -30,6 +30,11 @@ public struct PreprocessingOptions: Sendable, Hashable {
     /// Everything.
     public static let full = PreprocessingOptions(
         detectOrientation: true, deskew: true, binarize: true, upscaleSmallText: true)
+    /// Everything but the binarisation: small text enlarged from its grey edges and left for Tesseract's own
+    /// threshold, which keeps accents a local threshold breaks (rendered Czech at 13–20 px: 0.70 % CER against
+    /// 1.48 % binarised).
+    public static let enlarged = PreprocessingOptions(
+        detectOrientation: true, deskew: true, binarize: false, upscaleSmallText: true)
 }
 
 /// An image ready for recognition and what was done to it.
@@ -83,6 +88,15 @@ public enum Preprocessor {
             prepared.image = try prepared.image.inverted()
             prepared.inverted = true
         }
+        // Enlarging comes before binarising: interpolating the photo's grey edges keeps the strokes and accents
+        // that enlarging a binary image turns into stairs (rendered Czech: 1.92 % CER binarised first, see
+        // Services/OCR/README.md).
+        if options.upscaleSmallText, prepared.image.pixelCount * 4 <= maxUpscaledPixels,
+            let height = try prepared.image.medianComponentHeight(), height < smallTextHeight
+        {
+            prepared.image = try prepared.image.grayscale().scaled(by: 2)
+            prepared.scale = 2
+        }
         if options.binarize, prepared.image.depth > 1 {
             prepared.image = try prepared.image.adaptivelyBinarised()
             prepared.binarized = true
@@ -99,13 +113,6 @@ public enum Preprocessor {
             // Leptonica's angle is the rotation that levels the lines (positive: clockwise).
             prepared.image = try prepared.image.rotated(degrees: skew.degrees)
             prepared.deskewDegrees = skew.degrees
-        }
-        if options.upscaleSmallText, prepared.image.pixelCount * 4 <= maxUpscaledPixels,
-            let height = try prepared.image.medianComponentHeight(), height < smallTextHeight
-        {
-            // Grey interpolation, then Tesseract binarises the smooth edges itself.
-            prepared.image = try prepared.image.grayscale().scaled(by: 2)
-            prepared.scale = 2
         }
         return prepared
     }

@@ -45,7 +45,7 @@ func parseCSV(_ text: String) -> [[String]] {
     }
 
     @Test func headerIsDateAndValueNamesQuotedWhereNeeded() {
-        #expect(RecordsCSV.header(template) == "Date,Date source,Volts,\"Note, \"\"quoted\"\"\"\r\n")
+        #expect(RecordsCSV.header(template) == "Date,Date source,Volts,\"Note, \"\"quoted\"\"\",Uncertain\r\n")
     }
 
     @Test func timestampsAreISO8601InUTC() {
@@ -60,7 +60,7 @@ func parseCSV(_ text: String) -> [[String]] {
         let csv = RecordsCSV.export(template, records: records)
         let rows = parseCSV(csv)
         #expect(rows.count == 1 + nasty.count)
-        #expect(rows[0] == ["Date", "Date source", "Volts", "Note, \"quoted\""])
+        #expect(rows[0] == ["Date", "Date source", "Volts", "Note, \"quoted\"", "Uncertain"])
         #expect(rows.dropFirst().map { $0[2] } == nasty)
         #expect(rows.dropFirst().allSatisfy { $0[1] == "upload" })
         #expect(rows.dropFirst().map { $0[0] } == (0..<nasty.count).map { RecordsCSV.timestamp(Date(timeIntervalSince1970: Double($0))) })
@@ -79,7 +79,7 @@ func parseCSV(_ text: String) -> [[String]] {
         // Value names are neutralised as values are.
         let named = Template(id: 1, name: "T", description: "", createdAt: Date(), values: [
             ValueDefinition(name: "=cmd", region: NormalizedRect(x: 0, y: 0, width: 0.1, height: 0.1))])
-        #expect(RecordsCSV.header(named) == "Date,Date source,'=cmd\r\n")
+        #expect(RecordsCSV.header(named) == "Date,Date source,'=cmd,Uncertain\r\n")
         #expect(RecordsCSV.isPlainNumber("-1e5") == false && RecordsCSV.isPlainNumber("-1.2.3") == false)
         #expect(RecordsCSV.isPlainNumber("-") == false && RecordsCSV.isPlainNumber("-.5") == false)
     }
@@ -101,13 +101,13 @@ func parseCSV(_ text: String) -> [[String]] {
         let csv = RecordsCSV.export(czech, records: [winter, summer], format: format)
         #expect(Array(csv.utf8.prefix(3)) == [0xEF, 0xBB, 0xBF])
         #expect(csv.dropFirst() == """
-            Date;Date source;Napětí;Proud\r
-            2026-11-22T14:05:09.250+01:00;exif;14,37;"a;b"\r
-            2026-07-01T08:00:00+02:00;given;12;'=1\r
+            Date;Date source;Napětí;Proud;Uncertain\r
+            2026-11-22T14:05:09.250+01:00;exif;14,37;"a;b";\r
+            2026-07-01T08:00:00+02:00;given;12;'=1;\r
 
             """)
         let tabs = RecordsCSV.export(czech, records: [winter], format: RecordsCSV.Format(delimiter: "\t"))
-        #expect(tabs.hasPrefix("Date\tDate source\tNapětí\tProud\r\n2026-11-22T13:05:09.250Z\texif\t14,37\ta;b\r\n"))
+        #expect(tabs.hasPrefix("Date\tDate source\tNapětí\tProud\tUncertain\r\n2026-11-22T13:05:09.250Z\texif\t14,37\ta;b\t\r\n"))
 
         #expect(throws: OCRError.invalid("the delimiter must be \",\", \";\" or a tab (got \"|\")")) {
             try RecordsCSV.Format(raw: false, byteOrderMark: false, delimiter: "|", timeZone: "")

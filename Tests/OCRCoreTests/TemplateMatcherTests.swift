@@ -34,7 +34,7 @@ func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ hei
 
     @Test func aRegionWithoutTextGivesAnEmptyValueWithConfidenceZero() {
         let filled = TemplateMatcher.match(values, in: [word("12.6", 0.5, 0.1), word("far", 0.9, 0.9)])
-        #expect(filled[1] == RecordValue(name: "Amps", text: "", confidence: 0))
+        #expect(filled[1] == RecordValue(name: "Amps", text: "", confidence: 0, uncertainty: "nothing was read there"))
     }
 
     @Test func anObservationFillsOneValueOnly() {
@@ -168,5 +168,79 @@ func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ hei
             page, prepared: prepared, minimumTextHeight: 0, customWords: CustomWordCorrector(["Menagerie"]), index: 0)
         #expect(result.observations.map(\.text) == ["Menagerie", "Menagerie", "Menagerie"])
         #expect(result.text == "Menagerie")
+    }
+}
+
+/// Matching by shape and label, on hand-made observations.
+@Suite struct ShapeMatchingTests {
+    static func word(_ text: String, x: Int, y: Int, width: Int = 60, confidence: Double = 0.95) -> Observation {
+        let box = PixelRect(x: x, y: y, width: width, height: 30)
+        return Observation(
+            level: .word, text: text, confidence: confidence, box: box,
+            normalizedBox: NormalizedRect(box, imageWidth: 600, imageHeight: 400))
+    }
+
+    /// A display of label / value / unit rows starting at `top`, shifted right by `dx`.
+    static func display(_ rows: [(String, String, String)], top: Int = 100, dx: Int = 0, confidence: Double = 0.95) -> [Observation] {
+        rows.enumerated().flatMap { index, row in
+            let y = top + 50 * index
+            return [word(row.0, x: 50 + dx, y: y), word(row.1, x: 300 + dx, y: y, confidence: confidence),
+                    word(row.2, x: 370 + dx, y: y, width: 20)]
+        }
+    }
+
+    static let first = display([("Napětí", "14.38", "V"), ("Proud", "2.10", "A"), ("Nabito", "45", "%")])
+    static func template() -> [ValueDefinition] {
+        ["Napětí", "Proud", "Nabito"].enumerated().map { index, name in
+            ValueDefinition(name: name, observation: first[3 * index + 1], among: first)
+        }
+    }
+
+    @Test func skeletonsAndSimilarities() {
+        #expect(ValueShape.skeleton("14.38 V") == "#.#V" && ValueShape.skeleton("9,5v") == "#.#V" && ValueShape.skeleton("45 %") == "#%")
+        #expect(ValueShape.similarity(learned: "#.#V", candidate: "#.#V") == 1)
+        #expect(ValueShape.similarity(learned: "#.#V", candidate: "#.#A") == 0.4)
+        #expect(ValueShape.similarity(learned: "#.#V", candidate: "#V") == 0.5)
+        #expect(ValueShape.similarity(learned: "#.#V", candidate: "NAPĚTÍ") == 0)
+        #expect(ValueShape.labelSimilarity("Napětí", "Napeti") == 1 && ValueShape.labelSimilarity("Proud", "Nabito") < 0.5)
+    }
+
+    @Test func learnsShapeWithUnitAndLabel() {
+        let values = Self.template()
+        #expect(values.map(\.shape) == ["#.#V", "#.#A", "#%"])
+        #expect(values.map(\.label) == ["Napětí", "Proud", "Nabito"])
+    }
+
+    @Test func aDisplayMovedUpARowKeepsEachValueInItsSlot() {
+        // The current now sits where the voltage was: by position alone it would fill Napětí.
+        let moved = Self.display([("Napětí", "12.91", "V"), ("Proud", "3.05", "A"), ("Nabito", "77", "%")], top: 50, dx: 40)
+        let values = TemplateMatcher.match(Self.template(), in: moved)
+        #expect(values.map(\.text) == ["12.91", "3.05", "77"])
+        #expect(values.allSatisfy { !$0.isUncertain }, "\(values)")
+        let byPosition = TemplateMatcher.matchByPosition(Self.template(), in: moved)
+        #expect(byPosition[0].text == "3.05", "position alone is fooled")
+    }
+
+    @Test func missingLowConfidenceAndMisshapenValuesAreUncertain() {
+        // No current on the display: the best left for Proud is a misfit.
+        let missing = Self.display([("Napětí", "12.91", "V"), ("Nabito", "77", "%")])
+        let values = TemplateMatcher.match(Self.template(), in: missing)
+        #expect(values[0].text == "12.91" && !values[0].isUncertain && values[2].text == "77" && !values[2].isUncertain)
+        #expect(values[1].isUncertain && values[1].text.isEmpty && values[1].uncertainty.hasPrefix("nothing fits it well"), "\(values[1])")
+        // Read with low confidence.
+        let unsure = TemplateMatcher.match(Self.template(), in: Self.display(
+            [("Napětí", "14.30", "V"), ("Proud", "2.10", "A"), ("Nabito", "45", "%")], confidence: 0.7))
+        #expect(unsure.allSatisfy { $0.uncertainty.contains("confidence 0.70") }, "\(unsure)")
+        // Two slots, one reading: two labels beside a single value of a shape both learned.
+        let twins = [ValueDefinition(name: "A", region: NormalizedRect(x: 0.5, y: 0.25, width: 0.1, height: 0.075), shape: "#.#V"),
+                     ValueDefinition(name: "B", region: NormalizedRect(x: 0.5, y: 0.25, width: 0.1, height: 0.075), shape: "#.#V")]
+        let one = TemplateMatcher.match(twins, in: [Self.word("12.5V", x: 300, y: 100)])
+        #expect(one[0].uncertainty.contains("fits B as well") && one[1].uncertainty == "nothing was read there", "\(one)")
+    }
+
+    @Test func templatesWithoutShapesMatchByPositionAsBefore() {
+        let plain = Self.template().map { ValueDefinition(name: $0.name, region: $0.region, level: $0.level) }
+        let values = TemplateMatcher.match(plain, in: Self.first)
+        #expect(values.map(\.text) == ["14.38", "2.10", "45"] && values.allSatisfy { !$0.isUncertain })
     }
 }

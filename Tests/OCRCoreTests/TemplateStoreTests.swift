@@ -16,6 +16,28 @@ import Testing
         texts.map { RecordValue(name: "", text: $0, confidence: 0.8) }
     }
 
+    @Test func shapesLabelsAndUncertainValuesAreStoredExportedAndClearedByAnEdit() throws {
+        let learned = [
+            ValueDefinition(name: "Napětí", region: values[0].region, shape: "#.#V", label: "Napětí"),
+            ValueDefinition(name: "Proud", region: values[1].region, shape: "#.#A", label: "Proud"),
+        ]
+        let (template, _) = try store.createTemplate(name: "Charger", values: learned)
+        #expect(try store.template(id: template.id).values == learned)
+        let record = try store.addRecord(templateID: template.id, values: [
+            RecordValue(name: "", text: "14.30", confidence: 0.7, uncertainty: "read with confidence 0.70 (under 0.80)"),
+            RecordValue(name: "", text: "2.10", confidence: 0.95),
+        ], at: Date(timeIntervalSince1970: 1_790_000_000))
+        #expect(record.values.map(\.isUncertain) == [true, false])
+        #expect(try store.allRecords(templateID: template.id)[0].values[0].uncertainty == "read with confidence 0.70 (under 0.80)")
+        #expect(parseCSV(try store.exportCSV(templateID: template.id))[1] == ["2026-09-21T14:13:20Z", "upload", "14.30", "2.10", "Napětí"])
+        let corrected = try store.updateRecord(id: record.id, values: ["Napětí": "14.38"])
+        #expect(corrected.values.map(\.isUncertain) == [false, false] && corrected.values[0].confidence == 1)
+        #expect(parseCSV(try store.exportCSV(templateID: template.id))[1].last == "")
+        #expect(throws: OCRError.self) {
+            try store.createTemplate(name: "Long", values: [ValueDefinition(name: "V", region: values[0].region, label: String(repeating: "x", count: 201))])
+        }
+    }
+
     @Test func createListShowRenameAndDelete() throws {
         let (battery, first) = try store.createTemplate(
             name: "Battery", description: "the shed's monitor", values: values, firstRecord: values("12.6", "3.2"),
@@ -97,9 +119,9 @@ import Testing
         }
 
         let rows = parseCSV(try store.exportCSV(templateID: template.id))
-        #expect(rows[0] == ["Date", "Date source", "Volts", "Amps"])
+        #expect(rows[0] == ["Date", "Date source", "Volts", "Amps", "Uncertain"])
         #expect(rows.dropFirst().map { $0[2] } == (0...9).map(String.init))
-        #expect(rows[1] == ["2026-09-21T14:13:20Z", "upload", "0", "a,\"b\""])
+        #expect(rows[1] == ["2026-09-21T14:13:20Z", "upload", "0", "a,\"b\"", ""])
 
         let oldest = try store.records(templateID: template.id, pageSize: 1).records[0]
         try store.deleteRecord(id: oldest.id)
@@ -186,7 +208,7 @@ import Testing
         let records = try store.allRecords(templateID: 1)
         #expect(records.map(\.id) == [7] && records[0].dateSource == .upload && records[0].values[0].text == "12.6")
         #expect(try store.updateRecord(id: 7, values: ["Volts": "12.7"]).values[0].text == "12.7")
-        #expect(try store.exportCSV(templateID: 1) == "Date,Date source,Volts\r\n2026-09-21T14:13:20Z,upload,12.7\r\n")
+        #expect(try store.exportCSV(templateID: 1) == "Date,Date source,Volts,Uncertain\r\n2026-09-21T14:13:20Z,upload,12.7,\r\n")
     }
 
 }

@@ -56,9 +56,9 @@ import Testing
         var csv = ""
         for try await chunk in ocr.exportRecords(OcrV1.ExportRecordsRequest(template: "Battery")) { csv += chunk.csv }
         let lines = csv.components(separatedBy: "\r\n")
-        #expect(lines[0] == "Date,Date source,Volts,\"Amps, DC\"")
+        #expect(lines[0] == "Date,Date source,Volts,\"Amps, DC\",Uncertain")
         #expect(lines.count == 5 && lines[4].isEmpty)
-        #expect(lines[1].hasSuffix(",12.6,\"3,2\""))
+        #expect(lines[1].hasSuffix(",12.6,\"3,2\","))
 
         let renamed = try await ocr.renameValues(
             OcrV1.RenameValuesRequest(template: "Battery", renames: [OcrV1.ValueRename(from: "Volts", to: "V")]))
@@ -123,8 +123,8 @@ import Testing
         for try await chunk in ocr.exportRecords(
             OcrV1.ExportRecordsRequest(template: "Battery", bom: true, delimiter: ";", timeZone: "Europe/Prague")) { csv += chunk.csv }
         let lines = csv.components(separatedBy: "\r\n")
-        #expect(lines[0] == "\u{FEFF}Date;Date source;Napětí;Amps, DC")
-        #expect(lines[1] == "2026-09-21T15:13:20+02:00;given;12.9;'=1+1")
+        #expect(lines[0] == "\u{FEFF}Date;Date source;Napětí;Amps, DC;Uncertain")
+        #expect(lines[1] == "2026-09-21T15:13:20+02:00;given;12.9;'=1+1;")
         #expect(await code {
             for try await _ in ocr.exportRecords(OcrV1.ExportRecordsRequest(template: "Battery", timeZone: "Nowhere/Else")) {}
         } == .invalidArgument)

@@ -178,3 +178,75 @@ public enum DisplayPhotos {
         return try panel.encoded(as: .png)
     }
 }
+
+/// The committed display photos of `Tests/DisplayPhotos` (made by its `generate.py`) and their ground truth: a
+/// charger's panel with "Napětí 14.38 V", "Proud 2.10 A", "Nabito 45 %" under one condition each (clean, inverted,
+/// shifted, small, large, blurred, rotated, seven-segment), plus the photos the template tests name and rendered
+/// Czech lines. In the repository, so tests on them never skip.
+public enum DisplayPhotoFixture {
+    public static let directory: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("DisplayPhotos")
+    public static let valueNames = ["Napětí", "Proud", "Nabito"]
+    public static let units = ["V", "A", "%"]
+
+    public struct Photo: Sendable {
+        public var file: String
+        public var condition: String
+        public var font: String
+        public var polarity: String
+        /// As the display shows them, in `valueNames` order ("" for a value the display does not show).
+        public var values: [String]
+        public var url: URL { DisplayPhotoFixture.directory.appendingPathComponent(file) }
+        public func data() throws -> Data { try Data(contentsOf: url) }
+    }
+
+    /// Every photo of `truth.tsv`, in its order.
+    public static func photos() throws -> [Photo] {
+        let text = String(decoding: try Data(contentsOf: directory.appendingPathComponent("truth.tsv")), as: UTF8.self)
+        return text.split(separator: "\n").dropFirst().map { line in
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            return Photo(
+                file: fields[0], condition: fields[1], font: fields[2], polarity: fields[3],
+                values: Array(fields[9...]) + Array(repeating: "", count: max(0, 12 - fields.count)))
+        }
+    }
+
+    public static func photo(_ file: String) throws -> Photo {
+        guard let photo = try photos().first(where: { $0.file == file }) else { throw FixtureError.missing(file) }
+        return photo
+    }
+
+    /// The photos the template tests name: the template's first photo, the display moved up by a row, and one
+    /// whose current reads nothing.
+    public static let templatePhotos = ["template", "moved-up-a-row", "no-current"]
+
+    /// The conditions in the order the photos list them (the template tests' own photos left out).
+    public static func conditions(_ photos: [Photo]) -> [String] {
+        var seen: [String] = []
+        for photo in photos where !seen.contains(photo.condition) && !templatePhotos.contains(photo.condition) {
+            seen.append(photo.condition)
+        }
+        return seen
+    }
+
+    /// Which of `photo`'s values appear in `text` as a word of their own (a unit stuck to the number allowed:
+    /// `14.38V`): how a scan is scored.
+    public static func valuesRead(_ text: String, photo: Photo) -> Int {
+        let words = Set(text.split(whereSeparator: \.isWhitespace).map { word -> String in
+            var word = String(word)
+            while let last = word.last, "VA%".contains(last) { word.removeLast() }
+            return word
+        })
+        return photo.values.filter { !$0.isEmpty && words.contains($0) }.count
+    }
+
+    /// Rendered Czech text: `czech-N.png` with `czech-N.txt`.
+    public static func czechPages() throws -> [(image: URL, truth: String)] {
+        try (1...3).map { n in
+            (directory.appendingPathComponent("czech-\(n).png"),
+             String(decoding: try Data(contentsOf: directory.appendingPathComponent("czech-\(n).txt")), as: UTF8.self))
+        }
+    }
+
+    public enum FixtureError: Error { case missing(String) }
+}

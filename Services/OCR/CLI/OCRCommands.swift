@@ -42,12 +42,15 @@ enum OCRFormat {
         }
     }
 
+    /// One row per record; a value stored uncertain is marked `(?)` and the last column names them.
     static func printRecords(_ records: [OcrV1.Record], template: OcrV1.Template?) {
         let names = template?.values.map(\.name) ?? records.first?.values.map(\.name) ?? []
         printTable(
-            ["id", "date", "date from"] + names,
+            ["id", "date", "date from"] + names + ["uncertain"],
             records.map { record in
-                ["\(record.id)", isoDate(record.createdAt), OCRDates.sourceName(record.dateSource)] + record.values.map(\.text)
+                ["\(record.id)", isoDate(record.createdAt), OCRDates.sourceName(record.dateSource)]
+                    + record.values.map { $0.uncertainty.isEmpty ? $0.text : $0.text + " (?)" }
+                    + [record.values.filter { !$0.uncertainty.isEmpty }.map(\.name).joined(separator: ", ")]
             })
     }
 }

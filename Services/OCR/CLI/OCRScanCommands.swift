@@ -14,12 +14,13 @@ enum OCRLevel: String, CaseIterable, ExpressibleByArgument {
     case fast, accurate
 }
 
-/// `--segmentation`: where to expect text.
+/// `--segmentation`: where to expect text; `auto` lets the service choose per image.
 enum OCRSegmentation: String, CaseIterable, ExpressibleByArgument {
-    case page, block, line, sparse
+    case auto, page, block, line, sparse
 
     var proto: OcrV1.Segmentation {
         switch self {
+        case .auto: .unspecified
         case .page: .page
         case .block: .block
         case .line: .line
@@ -33,7 +34,7 @@ struct OCRScanOptions: ParsableArguments {
     @Option(name: .customLong("lang"), help: "Languages in priority order, Tesseract's spelling.")
     var languages = "ces+eng"
 
-    @Option(help: "fast (recognition only) or accurate (also turns pages upright, deskews, binarises photos).")
+    @Option(help: "fast (recognition only) or accurate (also turns pages upright, deskews, binarises photos, and keeps the image as it is when that reads with more confidence).")
     var level = OCRLevel.accurate
 
     @Option(
@@ -41,8 +42,8 @@ struct OCRScanOptions: ParsableArguments {
         completion: .file())
     var wordsFile: String?
 
-    @Option(help: "Where to expect text; sparse suits displays and labels (default: page for scan, sparse for templates and records).")
-    var segmentation: OCRSegmentation?
+    @Option(help: "Where to expect text; auto tries page segmentation, and sparse too when that finds little; sparse suits displays and labels, page documents.")
+    var segmentation = OCRSegmentation.auto
 
     @Option(name: .customLong("min-text-height"), help: "Leave out text lower than this fraction (0–1) of the image height.")
     var minimumTextHeight = 0.0
@@ -58,8 +59,8 @@ struct OCRScanOptions: ParsableArguments {
         if let wordsFile { try InputFile.check(wordsFile, role: "--words") }
     }
 
-    /// The options as the service takes them; `segmentation` unless `--segmentation` says otherwise.
-    func proto(defaultSegmentation: OcrV1.Segmentation = .page) throws -> OcrV1.ScanOptions {
+    /// The options as the service takes them.
+    func proto() throws -> OcrV1.ScanOptions {
         var words: [String] = []
         if let wordsFile {
             guard let text = String(data: try InputFile.read(wordsFile, role: "--words"), encoding: .utf8) else {
@@ -70,7 +71,21 @@ struct OCRScanOptions: ParsableArguments {
         return OcrV1.ScanOptions(
             languages: languages.split(whereSeparator: { $0 == "+" || $0 == "," }).map(String.init),
             level: level == .fast ? .fast : .accurate, customWords: words, minimumTextHeight: minimumTextHeight,
-            segmentation: segmentation?.proto ?? defaultSegmentation)
+            segmentation: segmentation.proto)
+    }
+}
+
+/// `--annotate FILE`: the annotated PNG the service drew, written where asked.
+enum OCRAnnotation {
+    static let help = ArgumentHelp(
+        "Also write the photo as PNG with each word's box drawn (blue) and, for a record, each value's box and text (green; red when uncertain) (default: none).")
+
+    static func write(_ png: [UInt8], to path: String) throws {
+        do {
+            try Data(png).write(to: URL(fileURLWithPath: path))
+        } catch {
+            throw FileError(.notWritable, path: path, reason: (error as NSError).localizedDescription, role: "--annotate")
+        }
     }
 }
 
@@ -166,8 +181,8 @@ struct OCRScan: AsyncParsableCommand {
             One file is uploaded and read at once. Several are uploaded as batch jobs (of at most --batch-mib each, one \
             after another), read in parallel on the service, and followed with a progress bar (plain lines when the \
             output is not a terminal); the text of each follows under its name. --json prints protobuf's JSON mapping of the \
-            ScanResponse for one file: {"text", "observations": [{"level", "text", "confidence", "box", "boxPx", "page"}], \
-            "pages", "orientationDegrees", "timings"} (boxes with a top-left origin: box in fractions of the image, boxPx \
+            ScanResponse for one file: {"text", "observations": [{"level", "text", "confidence", "box", "boxPx", "page", "shape", \
+            "label"}], "pages", "orientationDegrees", "timings", "annotatedPng"} (boxes with a top-left origin: box in fractions of the image, boxPx \
             in pixels). For several files it prints a JSON array with one BatchScanFile per file, in the order given: \
             {"fileName", "result": {the ScanResponse}, "errorCode": 0, "errorMessage": ""}, or no "result" and the \
             gRPC status code and message for a file that could not be read; with --detach, an array of the started jobs. \
@@ -178,6 +193,7 @@ struct OCRScan: AsyncParsableCommand {
     @OptionGroup var scanOptions: OCRScanOptions
     @Flag(help: "Upload several files as batch jobs and print their ids instead of waiting (gateway ocr jobs watch ID).")
     var detach = false
+    @Option(help: OCRAnnotation.help, completion: .file(extensions: ["png"])) var annotate: String?
     @Option(
         name: .customLong("batch-mib"),
         help: "Several files go to the service in batches (jobs, one after another) of at most this many MiB each; keep it under the service's --max-batch-mib.")
@@ -186,17 +202,24 @@ struct OCRScan: AsyncParsableCommand {
 
     func validate() throws {
         guard !files.isEmpty else { throw ValidationError("name at least one image file") }
+        if annotate != nil, files.count != 1 || detach { throw ValidationError("--annotate draws one photo: name one file, without --detach") }
         guard batchMiB.isFinite, batchMiB > 0 else { throw InvalidValue("--batch-mib must be more than 0 (got \(batchMiB))") }
     }
 
     func run() async throws {
         try scanOptions.checkFiles()
         for file in files { try InputFile.check(file) }
-        let options = try scanOptions.proto()
+        var scanRequest = try scanOptions.proto()
+        scanRequest.annotate = annotate != nil
+        let options = scanRequest
         try await global.withClient(for: "ocr", { $0 }) { client in
             let ocr = OcrV1.OCR.Client(wrapping: client)
             if files.count == 1 && !detach {
-                let scan = try await OCRUpload.scan(ocr, try OCRUpload.read(files[0]), options: options, global: global)
+                var scan = try await OCRUpload.scan(ocr, try OCRUpload.read(files[0]), options: options, global: global)
+                if let annotate {
+                    try OCRAnnotation.write(scan.annotatedPng, to: annotate)
+                    scan.annotatedPng = []  // written to the file, not printed as base64
+                }
                 try global.render(scan, text: { print(scan.text) })
                 return
             }
@@ -276,12 +299,13 @@ struct OCRTemplateCreate: AsyncParsableCommand {
         commandName: "create",
         abstract: "Make a template from a photo: recognise it, pick the observations that are values and name them.",
         discussion: """
-            The photo is recognised (sparse segmentation unless --segmentation says otherwise) and its observations are \
-            listed with numbers. On a terminal you pick values by number and name them; in scripts --values \
+            The photo is recognised and its observations are listed with numbers. On a terminal you pick values by number and name them; in scripts --values \
             "Volts=2,Amps=5" names observations 2 and 5. Without --values off a terminal, the numbered observations \
             are printed (with --json: the scan, numbered by position in "observations") before the usage error; \
-            `gateway ocr scan PHOTO --segmentation sparse --json` lists the same numbers (with the same --lang, \
-            --level and --words). The photo's values become the template's first record (--no-record: not).
+            `gateway ocr scan PHOTO --json` lists the same numbers (with the same --lang, --level, --segmentation and \
+            --words). Each value learns where it sits, what it looks like (its shape with the unit beside it: #.#V) \
+            and the label to its left, so records find it wherever the display sits in the frame. The photo's values \
+            become the template's first record (--no-record: not).
             """)
 
     @Option(name: .customLong("from"), help: "The template's first photo.", completion: .file(extensions: imageExtensions)) var photo: String
@@ -312,7 +336,7 @@ struct OCRTemplateCreate: AsyncParsableCommand {
     func run() async throws {
         try scanOptions.checkFiles()
         let data = try OCRUpload.read(photo)
-        let options = try scanOptions.proto(defaultSegmentation: .sparse)
+        let options = try scanOptions.proto()
         try await global.withOCR { ocr in
             let scan = try await OCRUpload.scan(ocr, data, options: options, global: global)
             var picked: [(String, Int)]
@@ -322,7 +346,7 @@ struct OCRTemplateCreate: AsyncParsableCommand {
                 OCRScanFormat.printObservations(scan)
                 picked = Self.pickInteractively(count: scan.observations.count)
             } else {
-                // A script learns the numbers here (or from `gateway ocr scan PHOTO --segmentation sparse --json`,
+                // A script learns the numbers here (or from `gateway ocr scan PHOTO --json`,
                 // whose observations are numbered from 0 in the same order).
                 try global.render(scan, text: { OCRScanFormat.printObservations(scan) })
                 throw ValidationError(
@@ -332,7 +356,10 @@ struct OCRTemplateCreate: AsyncParsableCommand {
                 throw InvalidValue("--values: \(name)=\(index), but the photo has \(scan.observations.count) observations (0…\(scan.observations.count - 1))")
             }
             let definitions = picked.map { name, index in
-                OcrV1.ValueDefinition(name: name, region: scan.observations[index].box, level: scan.observations[index].level)
+                let observation = scan.observations[index]
+                return OcrV1.ValueDefinition(
+                    name: name, region: observation.box, level: observation.level, shape: observation.shape,
+                    label: observation.label)
             }
             let first = noRecord ? [] : picked.map { name, index in
                 OcrV1.RecordValue(name: name, text: scan.observations[index].text, confidence: scan.observations[index].confidence)
@@ -374,9 +401,13 @@ struct OCRRecordAdd: AsyncParsableCommand {
         commandName: "add",
         abstract: "Read a new photo of a template's kind and save its values as a record.",
         discussion: """
-            Each value is taken from the observation that best fits its region on the template's first photo. On a \
-            terminal the values are shown with their confidences and you may correct each (Enter keeps it); --yes, or \
-            output that is not a terminal, saves them as read. A value whose region held no text is saved empty. \
+            Each value is taken from the observation that best fits what it looked like on the template's first photo \
+            (its shape and unit), the label beside it and where it sat. A value that nothing fits well, that fits two \
+            values, or that was read with a confidence under 0.8 is uncertain. On a terminal the values are shown with \
+            their confidences (and why one is uncertain) and you may correct each (Enter keeps it, checked); --yes, or \
+            output that is not a terminal, saves them as read, the uncertain ones flagged (the CSV's Uncertain column), \
+            and exits with status 65 when any is. --json prints the AddRecordResponse: each value's "uncertainty" says \
+            why. \
             The record is dated --date, else when the photo was taken (its EXIF DateTimeOriginal, in its \
             OffsetTimeOriginal or else this machine's zone), else now; the record and the CSV say which.
             """)
@@ -386,6 +417,7 @@ struct OCRRecordAdd: AsyncParsableCommand {
     @Flag(help: "Save the values as read, without asking.") var yes = false
     @Option(help: "When the photo was taken, ISO 8601 (2026-11-22T14:05, local time unless an offset is given) (default: the photo's EXIF date, else now).")
     var date: String?
+    @Option(help: OCRAnnotation.help, completion: .file(extensions: ["png"])) var annotate: String?
     @OptionGroup var scanOptions: OCRScanOptions
     @OptionGroup var global: GlobalOptions
 
@@ -408,7 +440,9 @@ struct OCRRecordAdd: AsyncParsableCommand {
     func run() async throws {
         try scanOptions.checkFiles()
         let data = try OCRUpload.read(photo)
-        let options = try scanOptions.proto(defaultSegmentation: .sparse)
+        var scanRequest = try scanOptions.proto()
+        scanRequest.annotate = annotate != nil
+        let options = scanRequest
         let reference = template
         try await global.withOCR { ocr in
             let draft = try await ocr.draftRecord(options: OCRUpload.callOptions(global)) { writer in
@@ -417,16 +451,20 @@ struct OCRRecordAdd: AsyncParsableCommand {
                         OcrV1.DraftRecordRequest(template: index == 0 ? reference : "", options: index == 0 ? options : nil, chunk: chunk))
                 }
             }
+            if let annotate { try OCRAnnotation.write(draft.scan?.annotatedPng ?? [], to: annotate) }
             var values = draft.values
             if !yes && !global.json && Terminal.isInteractive {
+                // A person looked at every value: what they keep or type is no longer uncertain.
                 for index in values.indices {
                     let value = values[index]
+                    let doubt = value.uncertainty.isEmpty ? "" : ", UNCERTAIN: \(value.uncertainty)"
                     let answer = Terminal.ask(
-                        "\(value.name) [\(value.text)] (confidence \(String(format: "%.2f", value.confidence))): ") ?? ""
+                        "\(value.name) [\(value.text)] (confidence \(String(format: "%.2f", value.confidence))\(doubt)): ") ?? ""
                     if !answer.isEmpty {
                         values[index].text = answer
                         values[index].confidence = 1
                     }
+                    values[index].uncertainty = ""
                 }
             }
             let (createdAt, source) = try Self.recordDate(given: date, takenAt: draft.takenAt)
@@ -438,9 +476,19 @@ struct OCRRecordAdd: AsyncParsableCommand {
                 reply, text: {
                     print("saved record \(record.id), dated \(isoDate(record.createdAt)) (\(OCRDates.sourceName(record.dateSource)))")
                     printTable(
-                        ["value", "text", "confidence"],
-                        record.values.map { [$0.name, $0.text, String(format: "%.2f", $0.confidence)] })
+                        ["value", "text", "confidence", "uncertain"],
+                        record.values.map { [$0.name, $0.text, String(format: "%.2f", $0.confidence), $0.uncertainty] })
                 })
+            let uncertain = record.values.filter { !$0.uncertainty.isEmpty }
+            if !uncertain.isEmpty {
+                if !global.json {
+                    writeStandardError(
+                        "note: stored with \(uncertain.count) uncertain value\(uncertain.count == 1 ? "" : "s") ("
+                            + uncertain.map(\.name).joined(separator: ", ")
+                            + "): check them and correct with gateway ocr record edit \(record.id) NAME=TEXT\n")
+                }
+                throw ExitCode(GatewayExit.storedUncertain)
+            }
         }
     }
 }

@@ -54,24 +54,30 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
 
     public func scan(requests: RequestStream<OcrV1.ScanRequest>, context: ServerContext) async throws -> OcrV1.ScanResponse {
         var options: RecognitionOptions?
+        var annotate = false
         var upload = UploadCollector(limit: maxUploadBytes, decoder: recognizer.decoder)
         for try await message in requests {
             if options == nil {
                 let parsed = try RequestValidation.options(message.options)
                 try parsed.validate()
                 options = parsed
+                annotate = message.options?.annotate ?? false
             }
             try upload.append(message.chunk)
         }
         let data = try upload.finish()
         guard let options else { throw RPCError(.invalidArgument, "the scan sent no message: options and image bytes expected") }
-        return OcrV1.ScanResponse(try await recognize(data, options: options))
+        let result = try await recognize(data, options: options)
+        var response = OcrV1.ScanResponse(result)
+        if annotate { response.annotatedPng = try await annotation(data, result: result) }
+        return response
     }
 
     public func draftRecord(
         requests: RequestStream<OcrV1.DraftRecordRequest>, context: ServerContext
     ) async throws -> OcrV1.DraftRecordResponse {
         var first: (Template, RecognitionOptions)?
+        var annotate = false
         var upload = UploadCollector(limit: maxUploadBytes, decoder: recognizer.decoder)
         for try await message in requests {
             if first == nil {
@@ -79,6 +85,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
                 let parsed = try RequestValidation.options(message.options)
                 try parsed.validate()
                 first = (try template(message.template, context), parsed)
+                annotate = message.options?.annotate ?? false
             }
             try upload.append(message.chunk)
         }
@@ -87,10 +94,12 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
             throw RPCError(.invalidArgument, "the draft sent no message: template, options and photo bytes expected")
         }
         let result = try await recognize(data, options: options)
+        let assigned = TemplateMatcher.assign(template.values, in: result.observations)
+        var scan = OcrV1.ScanResponse(result)
+        if annotate { scan.annotatedPng = try await annotation(data, result: result, values: assigned) }
         return OcrV1.DraftRecordResponse(
-            template: OcrV1.Template(template),
-            values: TemplateMatcher.match(template.values, in: result.observations).map(OcrV1.RecordValue.init),
-            scan: OcrV1.ScanResponse(result), takenAt: PhotoDateReader.read(data)?.iso8601 ?? "")
+            template: OcrV1.Template(template), values: assigned.map { OcrV1.RecordValue($0.value) }, scan: scan,
+            takenAt: PhotoDateReader.read(data)?.iso8601 ?? "")
     }
 
     public func startBatchScan(
@@ -160,6 +169,14 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
     func recognize(_ data: Data, options: RecognitionOptions) async throws -> RecognitionResult {
         let recognizer = recognizer
         return try await lane.run { try recognizer.recognizeBlocking(data, options: options) }
+    }
+
+    /// The annotated picture, drawn on the lane (it decodes the photo again and encodes a PNG).
+    func annotation(
+        _ data: Data, result: RecognitionResult, values: [(value: RecordValue, observation: Observation?)] = []
+    ) async throws -> [UInt8] {
+        let decoder = recognizer.decoder
+        return Array(try await lane.run { try Annotator.annotate(data, result: result, values: values, decoder: decoder) })
     }
 
     // MARK: Templates and records

@@ -43,7 +43,9 @@ extension OcrV1.ObservationLevel {
 
 extension OcrV1.ValueDefinition {
     init(_ value: ValueDefinition) {
-        self.init(name: value.name, region: OcrV1.NormalizedBox(value.region), level: OcrV1.ObservationLevel(value.level))
+        self.init(
+            name: value.name, region: OcrV1.NormalizedBox(value.region), level: OcrV1.ObservationLevel(value.level),
+            shape: value.shape, label: value.label)
     }
 }
 
@@ -56,11 +58,15 @@ extension OcrV1.Template {
 }
 
 extension OcrV1.RecordValue {
-    init(_ value: RecordValue) { self.init(name: value.name, text: value.text, confidence: value.confidence) }
+    init(_ value: RecordValue) {
+        self.init(name: value.name, text: value.text, confidence: value.confidence, uncertainty: value.uncertainty)
+    }
 }
 
 extension RecordValue {
-    init(_ value: OcrV1.RecordValue) { self.init(name: value.name, text: value.text, confidence: value.confidence) }
+    init(_ value: OcrV1.RecordValue) {
+        self.init(name: value.name, text: value.text, confidence: value.confidence, uncertainty: value.uncertainty)
+    }
 }
 
 extension OcrV1.Record {
@@ -82,22 +88,48 @@ extension OcrV1.DateSource {
 }
 
 extension OcrV1.Observation {
-    init(_ observation: Observation) {
+    /// With `neighbourhood`, the shape and label a template value picked here would learn.
+    init(_ observation: Observation, neighbourhood: ValueNeighbourhood? = nil) {
         self.init(
             level: OcrV1.ObservationLevel(observation.level), text: observation.text,
             confidence: observation.confidence, box: OcrV1.NormalizedBox(observation.normalizedBox),
-            boxPx: OcrV1.PixelBox(observation.box), page: UInt32(observation.page))
+            boxPx: OcrV1.PixelBox(observation.box), page: UInt32(observation.page),
+            shape: neighbourhood?.shape ?? "", label: neighbourhood?.label ?? "")
+    }
+
+    /// Observations learn their neighbourhood on photos of up to this many observations (a display, a label): on a
+    /// page every word against every other would cost more than it tells.
+    static let maxObservationsWithNeighbourhood = 1000
+
+    static func list(_ observations: [Observation]) -> [OcrV1.Observation] {
+        guard observations.count <= maxObservationsWithNeighbourhood else { return observations.map { Self($0) } }
+        return observations.map { observation in
+            observation.level == .block
+                ? Self(observation) : Self(observation, neighbourhood: ValueNeighbourhood(of: observation, among: observations))
+        }
+    }
+}
+
+extension OcrV1.Segmentation {
+    init(_ segmentation: SegmentationMode) {
+        switch segmentation {
+        case .page: self = .page
+        case .block: self = .block
+        case .line: self = .line
+        case .sparse: self = .sparse
+        }
     }
 }
 
 extension OcrV1.ScanResponse {
     init(_ result: RecognitionResult) {
         self.init(
-            text: result.text, observations: result.observations.map(OcrV1.Observation.init),
+            text: result.text, observations: OcrV1.Observation.list(result.observations),
             pages: result.pages.map {
                 OcrV1.Page(
                     width: UInt32($0.width), height: UInt32($0.height), orientationDegrees: UInt32($0.orientationDegrees),
-                    deskewDegrees: $0.deskewDegrees, inverted: $0.inverted, text: $0.text)
+                    deskewDegrees: $0.deskewDegrees, inverted: $0.inverted, text: $0.text,
+                    segmentation: OcrV1.Segmentation($0.segmentation), prepared: $0.prepared)
             },
             orientationDegrees: UInt32(result.orientationDegrees),
             timings: OcrV1.Timings(

@@ -39,11 +39,12 @@ enum RequestValidation {
             guard let level = value.level.domain else {
                 throw RPCError(.invalidArgument, "values[\(index)].level is not a known level")
             }
-            return ValueDefinition(name: value.name, region: NormalizedRect(region), level: level)
+            return ValueDefinition(
+                name: value.name, region: NormalizedRect(region), level: level, shape: value.shape, label: value.label)
         }
     }
 
-    /// Scan options with the defaults of empty fields (ces+eng, accurate, page segmentation).
+    /// Scan options with the defaults of empty fields (ces+eng, accurate, segmentation chosen per image).
     static func options(_ options: OcrV1.ScanOptions?) throws -> RecognitionOptions {
         let options = options ?? OcrV1.ScanOptions()
         let level: RecognitionLevel =
@@ -52,9 +53,10 @@ enum RequestValidation {
             case .accurate, .unspecified: .accurate
             case .unrecognized(let value): throw RPCError(.invalidArgument, "options.level \(value) is not known")
             }
-        let segmentation: SegmentationMode =
+        let segmentation: SegmentationMode? =
             switch options.segmentation {
-            case .page, .unspecified: .page
+            case .unspecified: nil
+            case .page: .page
             case .block: .block
             case .line: .line
             case .sparse: .sparse

@@ -57,7 +57,8 @@ extension OcrV1 {
 
     /// Where to expect text (Tesseract's page-segmentation mode).
     public enum Segmentation: ProtoEnum, CaseIterable {
-        /// PAGE.
+        /// Chosen per image: PAGE, and SPARSE as well when PAGE finds little (fewer than 30 words); the reading that found
+        /// more confidently read characters is kept (Page.segmentation says which).
         case unspecified
         /// Blocks and columns found automatically: documents.
         case page
@@ -173,6 +174,8 @@ extension OcrV1 {
         /// Text lower than this fraction (0–1) of the image height is left out; 0 keeps everything.
         public var minimumTextHeight: Double = 0
         public var segmentation: OcrV1.Segmentation = .unspecified
+        /// Also return annotated_png: Scan and DraftRecord only (a batch ignores it).
+        public var annotate: Bool = false
 
         /// A message with every field at its default.
         public init() {}
@@ -183,13 +186,15 @@ extension OcrV1 {
             level: OcrV1.RecognitionLevel = .unspecified,
             customWords: [String] = [],
             minimumTextHeight: Double = 0,
-            segmentation: OcrV1.Segmentation = .unspecified
+            segmentation: OcrV1.Segmentation = .unspecified,
+            annotate: Bool = false
         ) {
             self.languages = languages
             self.level = level
             self.customWords = customWords
             self.minimumTextHeight = minimumTextHeight
             self.segmentation = segmentation
+            self.annotate = annotate
         }
     }
 
@@ -252,6 +257,10 @@ extension OcrV1 {
         public var boxPx: OcrV1.PixelBox? = nil
         /// Index into ScanResponse.pages (0 unless the image is a multi-page TIFF).
         public var page: UInt32 = 0
+        /// Words and lines: what a template value picked here would learn (ValueDefinition.shape and .label): the text's
+        /// shape with the unit beside it (`#.#V`) and the text to its left on the same row (`Napětí`).
+        public var shape: String = ""
+        public var label: String = ""
 
         /// A message with every field at its default.
         public init() {}
@@ -263,7 +272,9 @@ extension OcrV1 {
             confidence: Double = 0,
             box: OcrV1.NormalizedBox? = nil,
             boxPx: OcrV1.PixelBox? = nil,
-            page: UInt32 = 0
+            page: UInt32 = 0,
+            shape: String = "",
+            label: String = ""
         ) {
             self.level = level
             self.text = text
@@ -271,6 +282,8 @@ extension OcrV1 {
             self.box = box
             self.boxPx = boxPx
             self.page = page
+            self.shape = shape
+            self.label = label
         }
     }
 
@@ -286,6 +299,11 @@ extension OcrV1 {
         /// Light text on a dark background was inverted.
         public var inverted: Bool = false
         public var text: String = ""
+        /// The segmentation the reading kept (the one asked for, or the one chosen for the image).
+        public var segmentation: OcrV1.Segmentation = .unspecified
+        /// ACCURATE: its preparation (orientation, deskew, binarisation, enlarging) was kept; false when the image as it
+        /// is read with a higher mean confidence, or at FAST.
+        public var prepared: Bool = false
 
         /// A message with every field at its default.
         public init() {}
@@ -297,7 +315,9 @@ extension OcrV1 {
             orientationDegrees: UInt32 = 0,
             deskewDegrees: Double = 0,
             inverted: Bool = false,
-            text: String = ""
+            text: String = "",
+            segmentation: OcrV1.Segmentation = .unspecified,
+            prepared: Bool = false
         ) {
             self.width = width
             self.height = height
@@ -305,6 +325,8 @@ extension OcrV1 {
             self.deskewDegrees = deskewDegrees
             self.inverted = inverted
             self.text = text
+            self.segmentation = segmentation
+            self.prepared = prepared
         }
     }
 
@@ -360,6 +382,10 @@ extension OcrV1 {
         /// The first page's orientation_degrees.
         public var orientationDegrees: UInt32 = 0
         public var timings: OcrV1.Timings? = nil
+        /// With ScanOptions.annotate: the first page, upright, as PNG (RGB) with each word's box drawn (blue) and, in a
+        /// DraftRecord, each template value's box captioned `name: text` (green, red when uncertain). The photo's size;
+        /// halved until it is under 12 MiB.
+        public var annotatedPng: [UInt8] = []
 
         /// A message with every field at its default.
         public init() {}
@@ -370,13 +396,15 @@ extension OcrV1 {
             observations: [OcrV1.Observation] = [],
             pages: [OcrV1.Page] = [],
             orientationDegrees: UInt32 = 0,
-            timings: OcrV1.Timings? = nil
+            timings: OcrV1.Timings? = nil,
+            annotatedPng: [UInt8] = []
         ) {
             self.text = text
             self.observations = observations
             self.pages = pages
             self.orientationDegrees = orientationDegrees
             self.timings = timings
+            self.annotatedPng = annotatedPng
         }
     }
 
@@ -444,12 +472,19 @@ extension OcrV1 {
         }
     }
 
-    /// A value read from every photo of a template: its name and where it sat on the template's first photo.
+    /// A value read from every photo of a template: its name, where it sat on the template's first photo, what it
+    /// looked like there and the label beside it (copy the picked Observation's box, level, shape and label). A record
+    /// takes for each value the observation that best fits shape, label and position; without shape and label (templates
+    /// made before they were learned) by position alone.
     public struct ValueDefinition: Sendable, Equatable {
         public var name: String = ""
         public var region: OcrV1.NormalizedBox? = nil
         /// The level of the observation it was picked from; values match observations of their level. Default WORD.
         public var level: OcrV1.ObservationLevel = .unspecified
+        /// Observation.shape of the first photo's observation: `#.#V` (digit runs as #, the unit beside it appended).
+        public var shape: String = ""
+        /// Observation.label: the text to its left on the same row.
+        public var label: String = ""
 
         /// A message with every field at its default.
         public init() {}
@@ -458,11 +493,15 @@ extension OcrV1 {
         public init(
             name: String = "",
             region: OcrV1.NormalizedBox? = nil,
-            level: OcrV1.ObservationLevel = .unspecified
+            level: OcrV1.ObservationLevel = .unspecified,
+            shape: String = "",
+            label: String = ""
         ) {
             self.name = name
             self.region = region
             self.level = level
+            self.shape = shape
+            self.label = label
         }
     }
 
@@ -502,6 +541,10 @@ extension OcrV1 {
         public var text: String = ""
         /// 0–1: the recogniser's confidence, 0 for an empty value; a value the user typed is saved with 1.
         public var confidence: Double = 0
+        /// Why the reading wants a person's look, empty when it does not: nothing fitted the value well, the observation
+        /// fitted two values, or its confidence is under 0.8. DraftRecord says it; AddRecord stores it (the CSV's
+        /// `Uncertain` column names such values); editing the value clears it.
+        public var uncertainty: String = ""
 
         /// A message with every field at its default.
         public init() {}
@@ -510,11 +553,13 @@ extension OcrV1 {
         public init(
             name: String = "",
             text: String = "",
-            confidence: Double = 0
+            confidence: Double = 0,
+            uncertainty: String = ""
         ) {
             self.name = name
             self.text = text
             self.confidence = confidence
+            self.uncertainty = uncertainty
         }
     }
 
@@ -1168,6 +1213,7 @@ extension OcrV1.ScanOptions: ProtoMessage, ProtobufCBridged {
         customWords = reader.repeated(3)
         minimumTextHeight = reader.value(4)
         segmentation = reader.value(5)
+        annotate = reader.value(6)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1176,6 +1222,7 @@ extension OcrV1.ScanOptions: ProtoMessage, ProtobufCBridged {
         writer.set(3, customWords)
         writer.set(4, minimumTextHeight)
         writer.set(5, segmentation)
+        writer.set(6, annotate)
     }
 }
 
@@ -1252,6 +1299,8 @@ extension OcrV1.Observation: ProtoMessage, ProtobufCBridged {
         box = reader.optional(4)
         boxPx = reader.optional(5)
         page = reader.value(6)
+        shape = reader.value(7)
+        label = reader.value(8)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1261,6 +1310,8 @@ extension OcrV1.Observation: ProtoMessage, ProtobufCBridged {
         writer.set(4, box)
         writer.set(5, boxPx)
         writer.set(6, page)
+        writer.set(7, shape)
+        writer.set(8, label)
     }
 }
 
@@ -1283,6 +1334,8 @@ extension OcrV1.Page: ProtoMessage, ProtobufCBridged {
         deskewDegrees = reader.value(4)
         inverted = reader.value(5)
         text = reader.value(6)
+        segmentation = reader.value(7)
+        prepared = reader.value(8)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1292,6 +1345,8 @@ extension OcrV1.Page: ProtoMessage, ProtobufCBridged {
         writer.set(4, deskewDegrees)
         writer.set(5, inverted)
         writer.set(6, text)
+        writer.set(7, segmentation)
+        writer.set(8, prepared)
     }
 }
 
@@ -1363,6 +1418,7 @@ extension OcrV1.ScanResponse: ProtoMessage, ProtobufCBridged {
         pages = reader.repeated(3)
         orientationDegrees = reader.value(4)
         timings = reader.optional(5)
+        annotatedPng = reader.value(6)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1371,6 +1427,7 @@ extension OcrV1.ScanResponse: ProtoMessage, ProtobufCBridged {
         writer.set(3, pages)
         writer.set(4, orientationDegrees)
         writer.set(5, timings)
+        writer.set(6, annotatedPng)
     }
 }
 
@@ -1463,12 +1520,16 @@ extension OcrV1.ValueDefinition: ProtoMessage, ProtobufCBridged {
         name = reader.value(1)
         region = reader.optional(2)
         level = reader.value(3)
+        shape = reader.value(4)
+        label = reader.value(5)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, name)
         writer.set(2, region)
         writer.set(3, level)
+        writer.set(4, shape)
+        writer.set(5, label)
     }
 }
 
@@ -1517,12 +1578,14 @@ extension OcrV1.RecordValue: ProtoMessage, ProtobufCBridged {
         name = reader.value(1)
         text = reader.value(2)
         confidence = reader.value(3)
+        uncertainty = reader.value(4)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, name)
         writer.set(2, text)
         writer.set(3, confidence)
+        writer.set(4, uncertainty)
     }
 }
 
@@ -2253,6 +2316,7 @@ extension OcrV1.ScanOptions: ProtoJSONMessage {
         ProtoJSONField(number: 3, protoName: "custom_words", jsonName: "customWords", kind: .string, cardinality: .repeated),
         ProtoJSONField(number: 4, protoName: "minimum_text_height", jsonName: "minimumTextHeight", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 5, protoName: "segmentation", jsonName: "segmentation", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "annotate", jsonName: "annotate", kind: .bool, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2262,6 +2326,7 @@ extension OcrV1.ScanOptions: ProtoJSONMessage {
         json.repeated(2, self.customWords)
         json.value(3, self.minimumTextHeight)
         json.value(4, self.segmentation)
+        json.value(5, self.annotate)
         return json.result
     }
 
@@ -2273,6 +2338,7 @@ extension OcrV1.ScanOptions: ProtoJSONMessage {
         try json.repeated(2, into: &self.customWords)
         try json.value(3, into: &self.minimumTextHeight)
         try json.value(4, into: &self.segmentation)
+        try json.value(5, into: &self.annotate)
     }
 }
 
@@ -2338,6 +2404,8 @@ extension OcrV1.Observation: ProtoJSONMessage {
         ProtoJSONField(number: 4, protoName: "box", jsonName: "box", kind: .message, cardinality: .optional),
         ProtoJSONField(number: 5, protoName: "box_px", jsonName: "boxPx", kind: .message, cardinality: .optional),
         ProtoJSONField(number: 6, protoName: "page", jsonName: "page", kind: .uint32, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "shape", jsonName: "shape", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "label", jsonName: "label", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2348,6 +2416,8 @@ extension OcrV1.Observation: ProtoJSONMessage {
         json.optional(3, self.box)
         json.optional(4, self.boxPx)
         json.value(5, self.page)
+        json.value(6, self.shape)
+        json.value(7, self.label)
         return json.result
     }
 
@@ -2360,6 +2430,8 @@ extension OcrV1.Observation: ProtoJSONMessage {
         try json.optional(3, into: &self.box)
         try json.optional(4, into: &self.boxPx)
         try json.value(5, into: &self.page)
+        try json.value(6, into: &self.shape)
+        try json.value(7, into: &self.label)
     }
 }
 
@@ -2371,6 +2443,8 @@ extension OcrV1.Page: ProtoJSONMessage {
         ProtoJSONField(number: 4, protoName: "deskew_degrees", jsonName: "deskewDegrees", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 5, protoName: "inverted", jsonName: "inverted", kind: .bool, cardinality: .singular),
         ProtoJSONField(number: 6, protoName: "text", jsonName: "text", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "segmentation", jsonName: "segmentation", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "prepared", jsonName: "prepared", kind: .bool, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2381,6 +2455,8 @@ extension OcrV1.Page: ProtoJSONMessage {
         json.value(3, self.deskewDegrees)
         json.value(4, self.inverted)
         json.value(5, self.text)
+        json.value(6, self.segmentation)
+        json.value(7, self.prepared)
         return json.result
     }
 
@@ -2393,6 +2469,8 @@ extension OcrV1.Page: ProtoJSONMessage {
         try json.value(3, into: &self.deskewDegrees)
         try json.value(4, into: &self.inverted)
         try json.value(5, into: &self.text)
+        try json.value(6, into: &self.segmentation)
+        try json.value(7, into: &self.prepared)
     }
 }
 
@@ -2451,6 +2529,7 @@ extension OcrV1.ScanResponse: ProtoJSONMessage {
         ProtoJSONField(number: 3, protoName: "pages", jsonName: "pages", kind: .message, cardinality: .repeated),
         ProtoJSONField(number: 4, protoName: "orientation_degrees", jsonName: "orientationDegrees", kind: .uint32, cardinality: .singular),
         ProtoJSONField(number: 5, protoName: "timings", jsonName: "timings", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 6, protoName: "annotated_png", jsonName: "annotatedPng", kind: .bytes, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2460,6 +2539,7 @@ extension OcrV1.ScanResponse: ProtoJSONMessage {
         json.repeated(2, self.pages)
         json.value(3, self.orientationDegrees)
         json.optional(4, self.timings)
+        json.value(5, self.annotatedPng)
         return json.result
     }
 
@@ -2471,6 +2551,7 @@ extension OcrV1.ScanResponse: ProtoJSONMessage {
         try json.repeated(2, into: &self.pages)
         try json.value(3, into: &self.orientationDegrees)
         try json.optional(4, into: &self.timings)
+        try json.value(5, into: &self.annotatedPng)
     }
 }
 
@@ -2548,6 +2629,8 @@ extension OcrV1.ValueDefinition: ProtoJSONMessage {
         ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 2, protoName: "region", jsonName: "region", kind: .message, cardinality: .optional),
         ProtoJSONField(number: 3, protoName: "level", jsonName: "level", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "shape", jsonName: "shape", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "label", jsonName: "label", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2555,6 +2638,8 @@ extension OcrV1.ValueDefinition: ProtoJSONMessage {
         json.value(0, self.name)
         json.optional(1, self.region)
         json.value(2, self.level)
+        json.value(3, self.shape)
+        json.value(4, self.label)
         return json.result
     }
 
@@ -2564,6 +2649,8 @@ extension OcrV1.ValueDefinition: ProtoJSONMessage {
         try json.value(0, into: &self.name)
         try json.optional(1, into: &self.region)
         try json.value(2, into: &self.level)
+        try json.value(3, into: &self.shape)
+        try json.value(4, into: &self.label)
     }
 }
 
@@ -2602,6 +2689,7 @@ extension OcrV1.RecordValue: ProtoJSONMessage {
         ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 2, protoName: "text", jsonName: "text", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 3, protoName: "confidence", jsonName: "confidence", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "uncertainty", jsonName: "uncertainty", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2609,6 +2697,7 @@ extension OcrV1.RecordValue: ProtoJSONMessage {
         json.value(0, self.name)
         json.value(1, self.text)
         json.value(2, self.confidence)
+        json.value(3, self.uncertainty)
         return json.result
     }
 
@@ -2618,6 +2707,7 @@ extension OcrV1.RecordValue: ProtoJSONMessage {
         try json.value(0, into: &self.name)
         try json.value(1, into: &self.text)
         try json.value(2, into: &self.confidence)
+        try json.value(3, into: &self.uncertainty)
     }
 }
 

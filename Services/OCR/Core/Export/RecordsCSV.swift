@@ -4,7 +4,8 @@ import Foundation
 /// one row per record in time order, CRLF line ends, fields with the delimiter, a quote, CR or LF quoted with quotes
 /// doubled, UTF-8. Timestamps are ISO 8601, in UTC (`2026-11-22T14:05:09Z`) or in `Format.timeZone` with its offset
 /// (`2026-11-22T15:05:09+01:00`), with milliseconds when the record has them; the date source is `given`, `exif` or
-/// `upload` (`DateSource`).
+/// `upload` (`DateSource`). A last column, `Uncertain`, names the record's values that were stored flagged
+/// (`RecordValue.uncertainty`: a reading nobody checked that may be wrong), separated by `; `, empty when none.
 ///
 /// For spreadsheets: unless `Format.raw`, a field starting with `=`, `+`, `-`, `@`, a tab or CR gets a leading `'`
 /// (OWASP's advice: Excel and LibreOffice would run it as a formula); a plain number such as `-12.5` or `+3` is
@@ -48,7 +49,7 @@ public enum RecordsCSV {
     }
 
     public static func header(_ template: Template, format: Format = Format()) -> String {
-        (format.byteOrderMark ? "\u{FEFF}" : "") + row(["Date", "Date source"] + template.values.map(\.name), format: format)
+        (format.byteOrderMark ? "\u{FEFF}" : "") + row(["Date", "Date source"] + template.values.map(\.name) + ["Uncertain"], format: format)
     }
 
     /// One line (with its CRLF) for `record`, its values in the template's order.
@@ -56,7 +57,10 @@ public enum RecordsCSV {
         let texts = template.values.indices.map { index in
             index < record.values.count ? record.values[index].text : ""
         }
-        return row([timestamp(record.createdAt, in: format.timeZone), record.dateSource.rawValue] + texts, format: format)
+        let uncertain = record.values.filter(\.isUncertain).map(\.name).joined(separator: "; ")
+        return row(
+            [timestamp(record.createdAt, in: format.timeZone), record.dateSource.rawValue] + texts + [uncertain],
+            format: format)
     }
 
     /// The whole export for records already in time order.

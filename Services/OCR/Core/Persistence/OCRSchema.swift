@@ -14,6 +14,16 @@ public enum OCRSchema {
         // one's rows (foreign keys cannot be turned off inside the migration's transaction), so all four tables are
         // copied, the old ones dropped children first, and the copies renamed, which points their references home.
         Migration(3, "templates belong to a user") { db in try db.executeScript(version3) },
+        // Templates made before learned no shape or label (they are matched by position, as before), and values
+        // saved before were never flagged.
+        Migration(4, "values' shapes and labels; uncertain record values") { db in
+            try db.executeScript(
+                """
+                ALTER TABLE template_values ADD COLUMN shape TEXT NOT NULL DEFAULT '';
+                ALTER TABLE template_values ADD COLUMN label TEXT NOT NULL DEFAULT '';
+                ALTER TABLE record_values ADD COLUMN uncertainty TEXT NOT NULL DEFAULT '';
+                """)
+        },
     ]
 
     private static let version3 = """

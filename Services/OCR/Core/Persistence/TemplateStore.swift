@@ -54,11 +54,14 @@ public struct TemplateStore: Sendable {
                 [owner, name, description, Self.milliseconds(date)])
             let id = db.lastInsertRowID
             let insert = try db.prepare(
-                "INSERT INTO template_values (template_id, position, name, level, x, y, width, height) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+                """
+                INSERT INTO template_values (template_id, position, name, level, x, y, width, height, shape, label)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
             for (position, value) in values.enumerated() {
                 try insert.execute([
                     id, Int64(position), value.name, value.level.rawValue, value.region.x, value.region.y,
-                    value.region.width, value.region.height,
+                    value.region.width, value.region.height, value.shape, value.label,
                 ])
             }
             let template = Template(
@@ -171,7 +174,8 @@ public struct TemplateStore: Sendable {
         }
     }
 
-    /// Corrects a record: `values` maps value names to new texts (saved with confidence 1: a person typed them);
+    /// Corrects a record: `values` maps value names to new texts (saved with confidence 1 and no longer uncertain:
+    /// a person typed them);
     /// `date` replaces its date, which then counts as given. A record of another template than `templateID` (when
     /// given) is NOT_FOUND, as an unknown one; a name the template lacks is INVALID_ARGUMENT listing its names.
     public func updateRecord(
@@ -190,7 +194,7 @@ public struct TemplateStore: Sendable {
             }
             guard let template = try Self.loadTemplate(id: parent, owner: owner, db) else { throw Self.unknownTemplate("\(parent)") }
             let update = try db.prepare(
-                "INSERT OR REPLACE INTO record_values (record_id, position, text, confidence) VALUES (?, ?, ?, 1)")
+                "INSERT OR REPLACE INTO record_values (record_id, position, text, confidence, uncertainty) VALUES (?, ?, ?, 1, '')")
             for (name, text) in values.sorted(by: { $0.key < $1.key }) {
                 guard let position = template.values.firstIndex(where: { $0.name == name }) else {
                     let names = template.values.map { "\"\($0.name)\"" }.joined(separator: ", ")
@@ -298,6 +302,8 @@ public struct TemplateStore: Sendable {
             guard (0...1).contains(value.confidence) else {
                 throw OCRError.invalid("value \"\(value.name.prefix(80))\" must have a confidence in 0–1")
             }
+            try Template.validateLength(
+                value.uncertainty, max: Template.maxValueTextLength, what: "why value \"\(value.name.prefix(80))\" is uncertain")
         }
     }
 
@@ -309,12 +315,12 @@ public struct TemplateStore: Sendable {
             [template.id, milliseconds(date), source.rawValue])
         let id = db.lastInsertRowID
         let insert = try db.prepare(
-            "INSERT INTO record_values (record_id, position, text, confidence) VALUES (?, ?, ?, ?)")
+            "INSERT INTO record_values (record_id, position, text, confidence, uncertainty) VALUES (?, ?, ?, ?, ?)")
         for (position, value) in values.enumerated() {
-            try insert.execute([id, Int64(position), value.text, value.confidence])
+            try insert.execute([id, Int64(position), value.text, value.confidence, value.uncertainty])
         }
         let named = zip(template.values, values).map {
-            RecordValue(name: $0.name, text: $1.text, confidence: $1.confidence)
+            RecordValue(name: $0.name, text: $1.text, confidence: $1.confidence, uncertainty: $1.uncertainty)
         }
         return Record(
             id: id, templateID: template.id, createdAt: self.date(milliseconds(date)), values: named, dateSource: source)
@@ -324,7 +330,7 @@ public struct TemplateStore: Sendable {
         guard let row = try db.queryOne("SELECT name, description, created_ms FROM templates WHERE id = ? AND owner = ?", [id, owner])
         else { return nil }
         let values = try db.query(
-            "SELECT name, level, x, y, width, height FROM template_values WHERE template_id = ? ORDER BY position",
+            "SELECT name, level, x, y, width, height, shape, label FROM template_values WHERE template_id = ? ORDER BY position",
             [id]
         ).map { value in
             ValueDefinition(
@@ -332,7 +338,8 @@ public struct TemplateStore: Sendable {
                 region: NormalizedRect(
                     x: try value.value(at: 2), y: try value.value(at: 3), width: try value.value(at: 4),
                     height: try value.value(at: 5)),
-                level: ObservationLevel(rawValue: try value.value(at: 1)) ?? .word)
+                level: ObservationLevel(rawValue: try value.value(at: 1)) ?? .word, shape: try value.value(at: 6),
+                label: try value.value(at: 7))
         }
         return Template(
             id: id, name: try row.value(at: 0), description: try row.value(at: 1),
@@ -343,12 +350,13 @@ public struct TemplateStore: Sendable {
         let id: Int64 = try row.value(at: 0)
         var values = template.values.map { RecordValue(name: $0.name, text: "", confidence: 0) }
         for value in try db.query(
-            "SELECT position, text, confidence FROM record_values WHERE record_id = ? ORDER BY position", [id])
+            "SELECT position, text, confidence, uncertainty FROM record_values WHERE record_id = ? ORDER BY position", [id])
         {
             let position: Int64 = try value.value(at: 0)
             guard position >= 0, position < values.count else { continue }
             values[Int(position)].text = try value.value(at: 1)
             values[Int(position)].confidence = try value.value(at: 2)
+            values[Int(position)].uncertainty = try value.value(at: 3)
         }
         let source: String = try row.value(at: 2)
         return Record(

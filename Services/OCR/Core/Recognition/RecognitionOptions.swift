@@ -7,13 +7,17 @@ public enum RecognitionLevel: String, Sendable, CaseIterable, Codable {
     case fast
     /// Before recognising, detects the page's orientation (Tesseract's OSD) and turns it upright, levels skewed
     /// lines, and binarises grey and colour photos with a local (Sauvola) threshold that copes with shadows and
-    /// uneven light. Costs roughly a third more time than `fast` on a page. The default.
+    /// uneven light. Costs roughly a third more time than `fast` on a page. When that reading is not sure of itself
+    /// (or found little, as on a display) the image is read again without the binarisation and as it is, and the
+    /// reading with the higher mean confidence is kept: a local threshold can break accents and a display's
+    /// strokes. The default.
     case accurate
 
-    var preprocessing: PreprocessingOptions {
+    /// The preparations tried, in order.
+    var preprocessing: [PreprocessingOptions] {
         switch self {
-        case .fast: .minimal
-        case .accurate: .full
+        case .fast: [.minimal]
+        case .accurate: [.full, .enlarged, .minimal]
         }
     }
 }
@@ -27,8 +31,9 @@ public struct RecognitionOptions: Sendable, Hashable {
     public var customWords: [String]
     /// Text lower than this fraction of the image height (0–1) is left out of the result; 0 keeps everything.
     public var minimumTextHeight: Double
-    /// Where to expect text; `.sparse` suits displays and labels, `.page` documents.
-    public var segmentation: SegmentationMode
+    /// Where to expect text; `.sparse` suits displays and labels, `.page` documents; nil (the default) chooses per
+    /// image: page segmentation, and sparse too when that finds little (see `TextRecognizer.bestReading`).
+    public var segmentation: SegmentationMode?
 
     public static let defaultLanguages = ["ces", "eng"]
     public static let maxCustomWords = 1000
@@ -36,7 +41,7 @@ public struct RecognitionOptions: Sendable, Hashable {
 
     public init(
         languages: [String] = defaultLanguages, level: RecognitionLevel = .accurate, customWords: [String] = [],
-        minimumTextHeight: Double = 0, segmentation: SegmentationMode = .page
+        minimumTextHeight: Double = 0, segmentation: SegmentationMode? = nil
     ) {
         self.languages = languages
         self.level = level

@@ -89,6 +89,11 @@ public struct PageResult: Sendable, Hashable {
     /// Blocks, then their lines, then their words, in reading order: each block is followed by its lines, each
     /// line by its words.
     public var observations: [Observation]
+    /// The segmentation the reading kept (the one asked for, or the one chosen for the image).
+    public var segmentation: SegmentationMode = .page
+    /// The accurate level's preparation (orientation, deskew, binarisation, enlarging) was kept; false when the
+    /// image as it is read with more confidence, or at the fast level.
+    public var prepared: Bool = false
 }
 
 /// A scan's result: the text of all pages and their observations.

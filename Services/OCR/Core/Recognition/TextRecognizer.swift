@@ -55,22 +55,82 @@ public struct TextRecognizer: Sendable {
             timings.decode = (clock.now - start).seconds
             var pages: [PageResult] = []
             for (index, image) in decoded.pages.enumerated() {
-                start = clock.now
-                let prepared = try Preprocessor.prepare(image, options: options.level.preprocessing, engine: engine)
-                timings.preprocess += (clock.now - start).seconds
-                start = clock.now
-                let page = try engine.recognize(prepared.image, segmentation: options.segmentation)
-                timings.recognize += (clock.now - start).seconds
-                pages.append(
-                    Self.pageResult(
-                        page, prepared: prepared, minimumTextHeight: options.minimumTextHeight,
-                        customWords: CustomWordCorrector(options.customWords), index: index))
+                let reading = try Self.bestReading(image, options: options, engine: engine, timings: &timings)
+                var page = Self.pageResult(
+                    reading.page, prepared: reading.prepared, minimumTextHeight: options.minimumTextHeight,
+                    customWords: CustomWordCorrector(options.customWords), index: index)
+                page.segmentation = reading.segmentation
+                page.prepared = reading.preparation != .minimal
+                pages.append(page)
             }
             guard pages.contains(where: { !$0.observations.isEmpty }) else { throw OCRError.noText }
             return RecognitionResult(pages: pages, timings: timings)
         } catch {
             throw OCRError.mapping(error)
         }
+    }
+
+    /// One way of reading an image and what it found.
+    struct Reading {
+        var preparation: PreprocessingOptions
+        var prepared: PreparedImage
+        var segmentation: SegmentationMode
+        var page: RecognizedPage
+
+        /// Mean word confidence, each word weighted by its characters (0 when nothing was read): how sure the
+        /// reading is of what it found.
+        var meanConfidence: Double {
+            let words = page.words
+            let characters = words.map { Double($0.text.count) }.reduce(0, +)
+            guard characters > 0 else { return 0 }
+            return words.map { $0.confidence * Double($0.text.count) }.reduce(0, +) / characters
+        }
+
+        /// Characters of words read with at least half confidence: how much a reading found.
+        var confidentCharacters: Int {
+            page.words.filter { $0.confidence >= 0.5 }.map { $0.text.count }.reduce(0, +)
+        }
+    }
+
+    /// Page segmentation that found fewer words than this is "little": a display or a label, not a page, and
+    /// sparse segmentation is tried too.
+    static let fewWords = 30
+    /// A prepared reading at least this sure of itself is kept without reading the image as it is.
+    static let sureConfidence = 0.9
+
+    /// The reading kept for `image`. For each preparation the level tries (accurate: the full one, then the image
+    /// as it is), the segmentation asked for, or when none was, page segmentation and, when it found little,
+    /// sparse as well, keeping the one that found more confidently read characters. Between preparations the
+    /// higher mean confidence wins; the image as it is is read when the prepared reading is not sure or found
+    /// little (a display).
+    /// Measured on `Tests/DisplayPhotos` (Services/OCR/README.md).
+    /// `preparations` replaces the level's (the tests measure each choice alone).
+    static func bestReading(
+        _ image: Image, options: RecognitionOptions, engine: TesseractEngine, timings: inout RecognitionTimings,
+        preparations: [PreprocessingOptions]? = nil
+    ) throws -> Reading {
+        let clock = ContinuousClock()
+        var best: Reading?
+        for preparation in preparations ?? options.level.preprocessing {
+            // A page of text the preparation read surely is kept; a display (little text) is always read both ways:
+            // binarising seven-segment digits breaks their strokes while Tesseract is still sure of what it read.
+            if let kept = best, kept.meanConfidence >= sureConfidence, kept.page.words.count >= fewWords { break }
+            var start = clock.now
+            let prepared = try Preprocessor.prepare(image, options: preparation, engine: engine)
+            timings.preprocess += (clock.now - start).seconds
+            var reading: Reading?
+            for segmentation in options.segmentation.map({ [$0] }) ?? [.page, .sparse] {
+                if let found = reading, found.page.words.count >= fewWords { break }
+                start = clock.now
+                let page = try engine.recognize(prepared.image, segmentation: segmentation)
+                timings.recognize += (clock.now - start).seconds
+                let candidate = Reading(preparation: preparation, prepared: prepared, segmentation: segmentation, page: page)
+                if reading == nil || candidate.confidentCharacters > reading!.confidentCharacters { reading = candidate }
+            }
+            guard let reading else { continue }
+            if best == nil || reading.meanConfidence > best!.meanConfidence { best = reading }
+        }
+        return best!
     }
 
     /// Flattens Tesseract's hierarchy into observations, leaving out words lower than `minimumTextHeight` of the

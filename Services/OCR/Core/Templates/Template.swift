@@ -1,6 +1,7 @@
 import Foundation
 
-/// A value a template reads from every photo: its name and where it sat in the template's first photo.
+/// A value a template reads from every photo: its name, where it sat in the template's first photo, what it
+/// looked like there and the label beside it.
 public struct ValueDefinition: Sendable, Hashable {
     public var name: String
     /// The region as fractions of the upright image, top-left origin.
@@ -8,16 +9,31 @@ public struct ValueDefinition: Sendable, Hashable {
     /// The level of the observation the value was picked from: a value is matched against observations of the
     /// same level (a word such as `12.6`, or a whole line such as `12.6 V`).
     public var level: ObservationLevel
+    /// The value's shape with its unit (`ValueShape.skeleton`, e.g. `#.#V`); empty for a template made before
+    /// shapes were learned, which is matched by position alone.
+    public var shape: String
+    /// The text to the value's left on the first photo (`Napětí`), empty when there was none.
+    public var label: String
 
-    public init(name: String, region: NormalizedRect, level: ObservationLevel = .word) {
+    public init(name: String, region: NormalizedRect, level: ObservationLevel = .word, shape: String = "", label: String = "") {
         self.name = name
         self.region = region
         self.level = level
+        self.shape = shape
+        self.label = label
     }
 
-    /// The value that sits where `observation` is.
-    public init(name: String, observation: Observation) {
-        self.init(name: name, region: observation.normalizedBox, level: observation.level)
+    /// The value that sits where `observation` is, with its shape and label learned from the photo's other
+    /// observations (`among`; none: position only).
+    public init(name: String, observation: Observation, among observations: [Observation] = []) {
+        if observations.isEmpty {
+            self.init(name: name, region: observation.normalizedBox, level: observation.level)
+        } else {
+            let neighbourhood = ValueNeighbourhood(of: observation, among: observations)
+            self.init(
+                name: name, region: observation.normalizedBox, level: observation.level, shape: neighbourhood.shape,
+                label: neighbourhood.label)
+        }
     }
 }
 
@@ -49,8 +65,12 @@ public struct Template: Sendable, Hashable {
         if values.isEmpty { throw OCRError.invalid("a template needs at least one value") }
         if values.count > maxValues { throw OCRError.invalid("a template has at most \(maxValues) values") }
         try validateValueNames(values.map(\.name))
-        for value in values where !value.region.isValid {
-            throw OCRError.invalid("the region of value \"\(value.name)\" must lie within the image (fractions 0–1)")
+        for value in values {
+            guard value.region.isValid else {
+                throw OCRError.invalid("the region of value \"\(value.name)\" must lie within the image (fractions 0–1)")
+            }
+            try validateLength(value.shape, max: ValueShape.maxLabelLength, what: "the shape of value \"\(value.name)\"")
+            try validateLength(value.label, max: ValueShape.maxLabelLength, what: "the label of value \"\(value.name)\"")
         }
     }
 
@@ -81,18 +101,24 @@ public struct Template: Sendable, Hashable {
     }
 }
 
-/// One value of a record: the text read (or corrected by the user) and the recogniser's confidence (0 for an
-/// empty value; 1 when the user typed it).
+/// One value of a record: the text read (or corrected by the user), the recogniser's confidence (0 for an
+/// empty value; 1 when the user typed it) and, when the reading wants a person's look, why.
 public struct RecordValue: Sendable, Hashable {
     public var name: String
     public var text: String
     public var confidence: Double
+    /// Why the value is uncertain (nothing fitted well, it fitted two values, low confidence), empty when it is
+    /// not: stored with the record and exported, so a flagged value is never mistaken for a checked one.
+    public var uncertainty: String
 
-    public init(name: String, text: String, confidence: Double) {
+    public init(name: String, text: String, confidence: Double, uncertainty: String = "") {
         self.name = name
         self.text = text
         self.confidence = confidence
+        self.uncertainty = uncertainty
     }
+
+    public var isUncertain: Bool { !uncertainty.isEmpty }
 }
 
 /// Where a record's date came from; the CSV says it beside the date.

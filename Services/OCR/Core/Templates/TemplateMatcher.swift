@@ -1,12 +1,113 @@
-/// Fills a template's values from a new photo's observations.
+/// Fills a template's values from a new photo's observations, and says which readings want a person's look.
 ///
-/// Each value takes the observation (of the value's level) whose box best fits the value's region: the largest
-/// overlap measured as intersection over union, ties broken by the distance between centres. Never "the n-th
-/// string": an extra label anywhere on the photo shifts the order of observations, not their places. Values are
-/// assigned best fit first and an observation fills at most one value, so two neighbouring regions cannot both take
-/// the same reading. A value whose region overlaps no observation is empty with confidence 0.
+/// A value learned with its shape and label (templates made since shapes are learned) takes the observation of its
+/// level that best fits all three: what it looks like (`ValueShape.similarity`, unit included), the label beside
+/// it (`ValueShape.labelSimilarity`) and where it sits (its centre's distance from the region's). Shape and label
+/// outweigh position, so a display that sits elsewhere in the frame (moved a row up, Proud where Napětí was) still
+/// maps each value to its own slot. A template without learned shapes is matched by position alone: the largest
+/// overlap (intersection over union), ties by centre distance. Values are assigned best fit first and an
+/// observation fills at most one value.
+///
+/// A value is uncertain when nothing was read for it, when its best fit is under `minimumFit` (then it is left
+/// empty, the misfit named in the reason), when the
+/// observation it took fits another value nearly as well (`ambiguityMargin`), or when it was read with a
+/// confidence under `minimumConfidence`.
 public enum TemplateMatcher {
+    /// A fit under this is no fit a person would trust.
+    public static let minimumFit = 0.6
+    /// Another value's fit on the same observation within this of the value's own makes it ambiguous.
+    public static let ambiguityMargin = 0.1
+    /// Tesseract's word confidence under which a reading wants a look: right readings of the display photos
+    /// (`Tests/DisplayPhotos`) mostly score 0.85 or more; misread digits (14.38 as 14.30, 5.51 as 9.01) 0.7–0.83.
+    public static let minimumConfidence = 0.85
+
+    static let shapeWeight = 0.45, labelWeight = 0.35, positionWeight = 0.2
+
+    /// How well `observation` (with its neighbourhood) fits `value` (0–1).
+    static func fit(_ value: ValueDefinition, _ observation: Observation, _ neighbourhood: ValueNeighbourhood) -> Double {
+        let dx = value.region.centerX - observation.normalizedBox.centerX
+        let dy = value.region.centerY - observation.normalizedBox.centerY
+        let position = max(0, 1 - (dx * dx + dy * dy).squareRoot() / 0.5)
+        let shape = ValueShape.similarity(learned: value.shape, candidate: neighbourhood.shape)
+        guard !value.label.isEmpty else {
+            let total = shapeWeight + positionWeight
+            return (shapeWeight * shape + positionWeight * position) / total
+        }
+        let label = ValueShape.labelSimilarity(value.label, neighbourhood.label)
+        return shapeWeight * shape + labelWeight * label + positionWeight * position
+    }
+
     public static func match(_ values: [ValueDefinition], in observations: [Observation]) -> [RecordValue] {
+        assign(values, in: observations).map(\.value)
+    }
+
+    /// Each value with the observation it was read from (nil when nothing was).
+    public static func assign(_ values: [ValueDefinition], in observations: [Observation])
+        -> [(value: RecordValue, observation: Observation?)]
+    {
+        if values.allSatisfy({ $0.shape.isEmpty && $0.label.isEmpty }) { return assignByPosition(values, in: observations) }
+        let candidates = observations.indices.filter { !observations[$0].text.isEmpty }
+        let neighbourhoods = Dictionary(
+            uniqueKeysWithValues: candidates.map { ($0, ValueNeighbourhood(of: observations[$0], among: observations)) })
+        // fits[value][observation]
+        var fits: [[Int: Double]] = values.map { _ in [:] }
+        for (valueIndex, value) in values.enumerated() {
+            for index in candidates where observations[index].level == value.level {
+                fits[valueIndex][index] = fit(value, observations[index], neighbourhoods[index]!)
+            }
+        }
+        var pairs: [(value: Int, observation: Int, fit: Double)] = []
+        for (valueIndex, row) in fits.enumerated() {
+            for (observation, fit) in row { pairs.append((valueIndex, observation, fit)) }
+        }
+        pairs.sort { ($0.fit, $1.value, $1.observation) > ($1.fit, $0.value, $0.observation) }
+        var result: [(value: RecordValue, observation: Observation?)] = values.map {
+            (RecordValue(name: $0.name, text: "", confidence: 0, uncertainty: "nothing was read there"), nil)
+        }
+        var filled = Set<Int>(), used = Set<Int>()
+        for pair in pairs where !filled.contains(pair.value) && !used.contains(pair.observation) {
+            filled.insert(pair.value)
+            used.insert(pair.observation)
+            let observation = observations[pair.observation]
+            var reasons: [String] = []
+            if pair.fit < minimumFit {
+                // Stored empty: a misfit's text (a unit, a label) is no reading of the value.
+                result[pair.value] = (
+                    RecordValue(
+                        name: values[pair.value].name, text: "", confidence: 0,
+                        uncertainty: "nothing fits it well (best fit \(format(pair.fit)): \"\(observation.text)\")"),
+                    observation)
+                continue
+            } else if let other = fits.indices.first(where: {
+                $0 != pair.value && (fits[$0][pair.observation] ?? 0) >= minimumFit
+                    && pair.fit - (fits[$0][pair.observation] ?? 0) < ambiguityMargin
+            }) {
+                reasons.append("it fits \(values[other].name) as well")
+            }
+            if observation.confidence < minimumConfidence {
+                reasons.append("read with confidence \(format(observation.confidence)) (under \(format(minimumConfidence)))")
+            }
+            result[pair.value] = (
+                RecordValue(
+                    name: values[pair.value].name, text: observation.text, confidence: observation.confidence,
+                    uncertainty: reasons.joined(separator: "; ")), observation)
+        }
+        return result
+    }
+
+    static func format(_ value: Double) -> String { String(format: "%.2f", value) }
+
+    /// Templates made before shapes were learned: each value takes the observation (of its level) whose box best
+    /// fits its region, the largest intersection over union first, ties by the distance between centres. Never "the
+    /// n-th string": an extra label anywhere on the photo shifts the order of observations, not their places. A
+    /// value whose region overlaps no observation is empty and uncertain; a low confidence is uncertain too.
+    static func matchByPosition(_ values: [ValueDefinition], in observations: [Observation]) -> [RecordValue] {
+        assignByPosition(values, in: observations).map(\.value)
+    }
+
+    static func assignByPosition(_ values: [ValueDefinition], in observations: [Observation])
+        -> [(value: RecordValue, observation: Observation?)]
+    {
         struct Candidate {
             var value: Int
             var observation: Int
@@ -35,12 +136,17 @@ public enum TemplateMatcher {
                 : $0.distance != $1.distance ? $0.distance < $1.distance
                 : ($0.value, $0.observation) < ($1.value, $1.observation)
         }
-        var result = values.map { RecordValue(name: $0.name, text: "", confidence: 0) }
+        var result: [(value: RecordValue, observation: Observation?)] = values.map {
+            (RecordValue(name: $0.name, text: "", confidence: 0, uncertainty: "nothing was read there"), nil)
+        }
         var filled = Set<Int>(), used = Set<Int>()
         for candidate in candidates where !filled.contains(candidate.value) && !used.contains(candidate.observation) {
             let observation = observations[candidate.observation]
-            result[candidate.value].text = observation.text
-            result[candidate.value].confidence = observation.confidence
+            result[candidate.value].observation = observation
+            result[candidate.value].value.text = observation.text
+            result[candidate.value].value.confidence = observation.confidence
+            result[candidate.value].value.uncertainty = observation.confidence < minimumConfidence
+                ? "read with confidence \(format(observation.confidence)) (under \(format(minimumConfidence)))" : ""
             filled.insert(candidate.value)
             used.insert(candidate.observation)
         }

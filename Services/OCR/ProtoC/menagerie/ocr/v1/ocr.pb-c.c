@@ -1987,7 +1987,7 @@ void   menagerie__ocr__v1__export_records_chunk__free_unpacked
   assert(message->base.descriptor == &menagerie__ocr__v1__export_records_chunk__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__scan_options__field_descriptors[5] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__scan_options__field_descriptors[6] =
 {
   {
     "languages",
@@ -2049,8 +2049,21 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__scan_options__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "annotate",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ScanOptions, annotate),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__scan_options__field_indices_by_name[] = {
+  5,   /* field[5] = annotate */
   2,   /* field[2] = custom_words */
   0,   /* field[0] = languages */
   1,   /* field[1] = level */
@@ -2060,7 +2073,7 @@ static const unsigned menagerie__ocr__v1__scan_options__field_indices_by_name[] 
 static const ProtobufCIntRange menagerie__ocr__v1__scan_options__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__scan_options__descriptor =
 {
@@ -2070,7 +2083,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__scan_options__descriptor =
   "Menagerie__Ocr__V1__ScanOptions",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__ScanOptions),
-  5,
+  6,
   menagerie__ocr__v1__scan_options__field_descriptors,
   menagerie__ocr__v1__scan_options__field_indices_by_name,
   1,  menagerie__ocr__v1__scan_options__number_ranges,
@@ -2231,7 +2244,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__normalized_box__descriptor 
   (ProtobufCMessageInit) menagerie__ocr__v1__normalized_box__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__observation__field_descriptors[6] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__observation__field_descriptors[8] =
 {
   {
     "level",
@@ -2305,19 +2318,45 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__observation__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "shape",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Observation, shape),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "label",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Observation, label),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__observation__field_indices_by_name[] = {
   3,   /* field[3] = box */
   4,   /* field[4] = box_px */
   2,   /* field[2] = confidence */
+  7,   /* field[7] = label */
   0,   /* field[0] = level */
   5,   /* field[5] = page */
+  6,   /* field[6] = shape */
   1,   /* field[1] = text */
 };
 static const ProtobufCIntRange menagerie__ocr__v1__observation__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__observation__descriptor =
 {
@@ -2327,14 +2366,14 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__observation__descriptor =
   "Menagerie__Ocr__V1__Observation",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__Observation),
-  6,
+  8,
   menagerie__ocr__v1__observation__field_descriptors,
   menagerie__ocr__v1__observation__field_indices_by_name,
   1,  menagerie__ocr__v1__observation__number_ranges,
   (ProtobufCMessageInit) menagerie__ocr__v1__observation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__page__field_descriptors[6] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__page__field_descriptors[8] =
 {
   {
     "width",
@@ -2408,19 +2447,45 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__page__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "segmentation",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Page, segmentation),
+    &menagerie__ocr__v1__segmentation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "prepared",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Page, prepared),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__page__field_indices_by_name[] = {
   3,   /* field[3] = deskew_degrees */
   1,   /* field[1] = height */
   4,   /* field[4] = inverted */
   2,   /* field[2] = orientation_degrees */
+  7,   /* field[7] = prepared */
+  6,   /* field[6] = segmentation */
   5,   /* field[5] = text */
   0,   /* field[0] = width */
 };
 static const ProtobufCIntRange menagerie__ocr__v1__page__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__page__descriptor =
 {
@@ -2430,7 +2495,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__page__descriptor =
   "Menagerie__Ocr__V1__Page",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__Page),
-  6,
+  8,
   menagerie__ocr__v1__page__field_descriptors,
   menagerie__ocr__v1__page__field_indices_by_name,
   1,  menagerie__ocr__v1__page__number_ranges,
@@ -2565,7 +2630,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__scan_request__descriptor =
   (ProtobufCMessageInit) menagerie__ocr__v1__scan_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__scan_response__field_descriptors[5] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__scan_response__field_descriptors[6] =
 {
   {
     "text",
@@ -2627,8 +2692,21 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__scan_response__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "annotated_png",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ScanResponse, annotated_png),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__scan_response__field_indices_by_name[] = {
+  5,   /* field[5] = annotated_png */
   1,   /* field[1] = observations */
   3,   /* field[3] = orientation_degrees */
   2,   /* field[2] = pages */
@@ -2638,7 +2716,7 @@ static const unsigned menagerie__ocr__v1__scan_response__field_indices_by_name[]
 static const ProtobufCIntRange menagerie__ocr__v1__scan_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__scan_response__descriptor =
 {
@@ -2648,7 +2726,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__scan_response__descriptor =
   "Menagerie__Ocr__V1__ScanResponse",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__ScanResponse),
-  5,
+  6,
   menagerie__ocr__v1__scan_response__field_descriptors,
   menagerie__ocr__v1__scan_response__field_indices_by_name,
   1,  menagerie__ocr__v1__scan_response__number_ranges,
@@ -2834,7 +2912,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__batch_scan_result__descript
   (ProtobufCMessageInit) menagerie__ocr__v1__batch_scan_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__value_definition__field_descriptors[3] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__value_definition__field_descriptors[5] =
 {
   {
     "name",
@@ -2872,16 +2950,42 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__value_definition__fiel
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "shape",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ValueDefinition, shape),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "label",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__ValueDefinition, label),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__value_definition__field_indices_by_name[] = {
+  4,   /* field[4] = label */
   2,   /* field[2] = level */
   0,   /* field[0] = name */
   1,   /* field[1] = region */
+  3,   /* field[3] = shape */
 };
 static const ProtobufCIntRange menagerie__ocr__v1__value_definition__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__value_definition__descriptor =
 {
@@ -2891,7 +2995,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__value_definition__descripto
   "Menagerie__Ocr__V1__ValueDefinition",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__ValueDefinition),
-  3,
+  5,
   menagerie__ocr__v1__value_definition__field_descriptors,
   menagerie__ocr__v1__value_definition__field_indices_by_name,
   1,  menagerie__ocr__v1__value_definition__number_ranges,
@@ -2988,7 +3092,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__template__descriptor =
   (ProtobufCMessageInit) menagerie__ocr__v1__template__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__record_value__field_descriptors[3] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__record_value__field_descriptors[4] =
 {
   {
     "name",
@@ -3026,16 +3130,29 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__record_value__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "uncertainty",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__RecordValue, uncertainty),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__record_value__field_indices_by_name[] = {
   2,   /* field[2] = confidence */
   0,   /* field[0] = name */
   1,   /* field[1] = text */
+  3,   /* field[3] = uncertainty */
 };
 static const ProtobufCIntRange menagerie__ocr__v1__record_value__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__record_value__descriptor =
 {
@@ -3045,7 +3162,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__record_value__descriptor =
   "Menagerie__Ocr__V1__RecordValue",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__RecordValue),
-  3,
+  4,
   menagerie__ocr__v1__record_value__field_descriptors,
   menagerie__ocr__v1__record_value__field_indices_by_name,
   1,  menagerie__ocr__v1__record_value__number_ranges,

@@ -88,7 +88,8 @@ typedef enum _Menagerie__Ocr__V1__RecognitionLevel {
  */
 typedef enum _Menagerie__Ocr__V1__Segmentation {
   /*
-   * PAGE.
+   * Chosen per image: PAGE, and SPARSE as well when PAGE finds little (fewer than 30 words); the reading that found
+   * more confidently read characters is kept (Page.segmentation says which).
    */
   MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_UNSPECIFIED = 0,
   /*
@@ -160,10 +161,14 @@ struct  Menagerie__Ocr__V1__ScanOptions
    */
   double minimum_text_height;
   Menagerie__Ocr__V1__Segmentation segmentation;
+  /*
+   * Also return annotated_png: Scan and DraftRecord only (a batch ignores it).
+   */
+  protobuf_c_boolean annotate;
 };
 #define MENAGERIE__OCR__V1__SCAN_OPTIONS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__scan_options__descriptor) \
-    , 0,NULL, MENAGERIE__OCR__V1__RECOGNITION_LEVEL__RECOGNITION_LEVEL_UNSPECIFIED, 0,NULL, 0, MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_UNSPECIFIED }
+    , 0,NULL, MENAGERIE__OCR__V1__RECOGNITION_LEVEL__RECOGNITION_LEVEL_UNSPECIFIED, 0,NULL, 0, MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_UNSPECIFIED, 0 }
 
 
 /*
@@ -217,10 +222,16 @@ struct  Menagerie__Ocr__V1__Observation
    * Index into ScanResponse.pages (0 unless the image is a multi-page TIFF).
    */
   uint32_t page;
+  /*
+   * Words and lines: what a template value picked here would learn (ValueDefinition.shape and .label): the text's
+   * shape with the unit beside it (`#.#V`) and the text to its left on the same row (`Napětí`).
+   */
+  char *shape;
+  char *label;
 };
 #define MENAGERIE__OCR__V1__OBSERVATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__observation__descriptor) \
-    , MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, NULL, NULL, 0 }
+    , MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, NULL, NULL, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -247,10 +258,19 @@ struct  Menagerie__Ocr__V1__Page
    */
   protobuf_c_boolean inverted;
   char *text;
+  /*
+   * The segmentation the reading kept (the one asked for, or the one chosen for the image).
+   */
+  Menagerie__Ocr__V1__Segmentation segmentation;
+  /*
+   * ACCURATE: its preparation (orientation, deskew, binarisation, enlarging) was kept; false when the image as it
+   * is read with a higher mean confidence, or at FAST.
+   */
+  protobuf_c_boolean prepared;
 };
 #define MENAGERIE__OCR__V1__PAGE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__page__descriptor) \
-    , 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string }
+    , 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string, MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_UNSPECIFIED, 0 }
 
 
 /*
@@ -300,10 +320,16 @@ struct  Menagerie__Ocr__V1__ScanResponse
    */
   uint32_t orientation_degrees;
   Menagerie__Ocr__V1__Timings *timings;
+  /*
+   * With ScanOptions.annotate: the first page, upright, as PNG (RGB) with each word's box drawn (blue) and, in a
+   * DraftRecord, each template value's box captioned `name: text` (green, red when uncertain). The photo's size;
+   * halved until it is under 12 MiB.
+   */
+  ProtobufCBinaryData annotated_png;
 };
 #define MENAGERIE__OCR__V1__SCAN_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__scan_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0, NULL }
+    , (char *)protobuf_c_empty_string, 0,NULL, 0,NULL, 0, NULL, {0,NULL} }
 
 
 /*
@@ -357,7 +383,10 @@ struct  Menagerie__Ocr__V1__BatchScanResult
 
 
 /*
- * A value read from every photo of a template: its name and where it sat on the template's first photo.
+ * A value read from every photo of a template: its name, where it sat on the template's first photo, what it
+ * looked like there and the label beside it (copy the picked Observation's box, level, shape and label). A record
+ * takes for each value the observation that best fits shape, label and position; without shape and label (templates
+ * made before they were learned) by position alone.
  */
 struct  Menagerie__Ocr__V1__ValueDefinition
 {
@@ -368,10 +397,18 @@ struct  Menagerie__Ocr__V1__ValueDefinition
    * The level of the observation it was picked from; values match observations of their level. Default WORD.
    */
   Menagerie__Ocr__V1__ObservationLevel level;
+  /*
+   * Observation.shape of the first photo's observation: `#.#V` (digit runs as #, the unit beside it appended).
+   */
+  char *shape;
+  /*
+   * Observation.label: the text to its left on the same row.
+   */
+  char *label;
 };
 #define MENAGERIE__OCR__V1__VALUE_DEFINITION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__value_definition__descriptor) \
-    , (char *)protobuf_c_empty_string, NULL, MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_UNSPECIFIED }
+    , (char *)protobuf_c_empty_string, NULL, MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Menagerie__Ocr__V1__Template
@@ -407,10 +444,16 @@ struct  Menagerie__Ocr__V1__RecordValue
    * 0–1: the recogniser's confidence, 0 for an empty value; a value the user typed is saved with 1.
    */
   double confidence;
+  /*
+   * Why the reading wants a person's look, empty when it does not: nothing fitted the value well, the observation
+   * fitted two values, or its confidence is under 0.8. DraftRecord says it; AddRecord stores it (the CSV's
+   * `Uncertain` column names such values); editing the value clears it.
+   */
+  char *uncertainty;
 };
 #define MENAGERIE__OCR__V1__RECORD_VALUE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__record_value__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Menagerie__Ocr__V1__Record
