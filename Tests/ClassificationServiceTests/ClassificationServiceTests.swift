@@ -104,6 +104,21 @@ import WorkLane
         #expect(try await jobs.list(limit: 10).jobs.isEmpty)
     }
 
+    /// `transfer` on a service without its feature print (none configured, or a folder without one) is the call's
+    /// FAILED_PRECONDITION saying how to install it, before any job.
+    @Test func transferWithoutTheFeaturePrintSaysHowToInstallIt() async throws {
+        try store.saveDataset(try DatasetBuilder.classification(files: [
+            ("red/a.jpg", try Self.photo((200, 10, 10))), ("red/b.jpg", try Self.photo((190, 20, 10))),
+            ("blue/a.jpg", try Self.photo((10, 10, 200))), ("blue/b.jpg", try Self.photo((20, 10, 190))),
+        ]), name: "colours")
+        let (code, message) = await Self.failure {
+            _ = try await client.train(ClassificationV1.TrainRequest(dataset: "colours", kind: .classifier, algorithm: "transfer"))
+        }
+        #expect(code == .failedPrecondition, "\(message)")
+        #expect(message.contains("the feature print is not installed") && message.contains("compose/compose up"), "\(message)")
+        #expect(try await jobs.list(limit: 10).jobs.isEmpty)
+    }
+
     /// Feedback photos are checked against the service's configured pixel limit (they were decoded with the default).
     @Test func feedbackKeepsToTheConfiguredPixelLimit() async throws {
         let limited = try ClassificationServiceTests(pixelLimit: 100)

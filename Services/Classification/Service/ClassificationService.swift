@@ -18,6 +18,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     /// Runs trainings (on the lane, recorded in the service's database); offer `JobsService(runner: jobs)` beside.
     public let jobs: JobRunner
     public let limits: Limits
+    /// The pretrained network `transfer` trains on.
+    public let featurePrint: FeaturePrintSource
     let cache: ModelCache
 
     /// The kind of the jobs Train starts.
@@ -34,11 +36,13 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         public init() {}
     }
 
-    public init(store: ClassificationStore, lane: ThreadPool, jobs: JobRunner, limits: Limits = Limits()) {
+    public init(store: ClassificationStore, lane: ThreadPool, jobs: JobRunner, limits: Limits = Limits(),
+                featurePrint: FeaturePrintSource = FeaturePrintSource(directory: nil)) {
         self.store = store
         self.lane = lane
         self.jobs = jobs
         self.limits = limits
+        self.featurePrint = featurePrint
         cache = ModelCache(store: store)
     }
 
@@ -142,6 +146,11 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         if let name = plan.name, (try? store.modelStamp(named: name)) != nil {
             throw RPCError(.alreadyExists, "model \(name) already exists")
         }
+        let featurePrint = featurePrint
+        if plan.kind == .classifier, plan.algorithm == "transfer" {
+            // Checked (and its checksum with it) here so a missing or corrupt feature print is this call's error.
+            _ = try await heavy { try featurePrint.load() }
+        }
         let job = try await jobs.start(kind: Self.trainJobKind) { context -> ClassificationV1.TrainingResult in
             try Torch.setThreads(threads)
             let data = try store.dataset(named: plan.dataset)
@@ -154,7 +163,10 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             switch plan.kind {
             case .classifier:
                 var options = ClassifierTrainingOptions()
-                options.algorithm = plan.classifierAlgorithm
+                // No algorithm named: transfer for photos when the feature print is installed, else the cnn.
+                options.algorithm = plan.algorithm.isEmpty
+                    ? (plan.base == nil ? ClassifierAlgorithm.automatic(for: data, featurePrintInstalled: featurePrint.isInstalled) : .cnn)
+                    : plan.classifierAlgorithm
                 options.epochs = plan.epochs
                 options.inputSize = plan.imageSize
                 options.augmentation = plan.augmentation
@@ -166,7 +178,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 if plan.includeFeedback, let feedback = try store.feedbackDataset() {
                     data = try data.merging(feedback)
                 }
-                file = try ClassifierTrainer.train(data, validation: validation, options: options, base: base, progress: report)
+                let print = options.algorithm == .transfer ? try featurePrint.load() : nil
+                file = try ClassifierTrainer.train(data, validation: validation, options: options, base: base,
+                                                   featurePrint: print, progress: report)
             case .detector:
                 var options = DetectorTrainingOptions()
                 if let epochs = plan.epochs { options.epochs = epochs }

@@ -31,7 +31,7 @@ enum RequestValidation {
         var seed: UInt64
         var includeFeedback = false
 
-        /// The classifier algorithm (validated: cnn or features).
+        /// The classifier algorithm (validated: cnn, features or transfer; empty: chosen from the dataset by the job).
         var classifierAlgorithm: ClassifierAlgorithm { ClassifierAlgorithm(rawValue: algorithm) ?? .cnn }
     }
 
@@ -43,10 +43,14 @@ enum RequestValidation {
         case .detector: kind = .detector
         case .unrecognized(let value): throw RPCError(.invalidArgument, "kind: \(value) is not a model kind")
         }
-        let algorithm = request.algorithm.isEmpty ? (kind == .classifier ? "cnn" : "yolo") : request.algorithm.lowercased()
-        let allowed = kind == .classifier ? ["cnn", "features"] : ["yolo"]
-        guard allowed.contains(algorithm) else {
+        // A classifier without one gets transfer or cnn by its dataset's images (`ClassifierAlgorithm.automatic`).
+        let algorithm = request.algorithm.isEmpty ? (kind == .classifier ? "" : "yolo") : request.algorithm.lowercased()
+        let allowed = kind == .classifier ? ["cnn", "features", "transfer"] : ["yolo"]
+        guard algorithm.isEmpty || allowed.contains(algorithm) else {
             throw RPCError(.invalidArgument, "algorithm: \(request.algorithm) does not train a \(kind.rawValue) (use \(allowed.joined(separator: " or ")))")
+        }
+        if algorithm == "transfer", request.baseModel != nil {
+            throw RPCError(.invalidArgument, "base_model: transfer trains on the built-in feature print; a base model is for cnn (or an imported TorchScript model, with any algorithm)")
         }
         if let epochs = request.epochs, !(1...1000).contains(epochs) {
             throw RPCError(.invalidArgument, "epochs must be 1…1000 (got \(epochs))")
