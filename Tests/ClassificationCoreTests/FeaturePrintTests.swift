@@ -55,6 +55,26 @@ import Torch
         #expect(augmented.header.metrics["training_images"] == 8 && augmented.header.trainingAccuracy == 1)
     }
 
+    /// A second training on the same photos takes their features from the cache (the same model); augmented copies
+    /// are never kept.
+    @Test func theFeaturesOfUnalteredPhotosAreCached() throws {
+        let folder = Self.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        _ = try Self.install(in: folder)
+        let featurePrint = try FeaturePrint.load(directory: folder.path)
+        let cache = FeatureCache()
+        var options = ScriptBaseTests.noHoldOut
+        options.algorithm = .transfer
+        options.augmentation = Augmentation.none
+        let first = try ClassifierTrainer.train(try ScriptBaseTests.temperatures(), options: options, featurePrint: featurePrint, featureCache: cache)
+        #expect(cache.count == 8 && cache.hits == 0)
+        let second = try ClassifierTrainer.train(try ScriptBaseTests.temperatures(), options: options, featurePrint: featurePrint, featureCache: cache)
+        #expect(cache.hits == 8 && second.tensors == first.tensors)
+        options.augmentation = nil
+        _ = try ClassifierTrainer.train(try ScriptBaseTests.temperatures(), options: options, featurePrint: featurePrint, featureCache: cache)
+        #expect(cache.count == 8 && cache.hits == 16, "the 16 augmented copies are computed, not kept")
+    }
+
     @Test func aCorruptedModuleIsRefusedByItsChecksum() throws {
         let folder = Self.scratch()
         defer { try? FileManager.default.removeItem(at: folder) }

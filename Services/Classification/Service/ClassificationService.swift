@@ -180,7 +180,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 }
                 let print = options.algorithm == .transfer ? try featurePrint.load() : nil
                 file = try ClassifierTrainer.train(data, validation: validation, options: options, base: base,
-                                                   featurePrint: print, progress: report)
+                                                   featurePrint: print, featureCache: featurePrint.cache, progress: report)
             case .detector:
                 var options = DetectorTrainingOptions()
                 if let epochs = plan.epochs { options.epochs = epochs }

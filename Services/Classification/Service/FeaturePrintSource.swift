@@ -8,6 +8,8 @@ import Synchronization
 /// runs is found by the next training.
 public final class FeaturePrintSource: Sendable {
     public let directory: String?
+    /// The features of photos already trained on, so a training again on them skips the network.
+    public let cache = FeatureCache()
     private let loaded = Mutex<FeaturePrint?>(nil)
 
     public init(directory: String?) {
