@@ -27,6 +27,18 @@ import Torch
         })
     }
 
+    /// `--epochs 2` with a share held out runs two passes of 2 epochs (validation, then every image), each epoch
+    /// reported as of its pass — it read "epoch 1/4 … 4/4", as if `--epochs` had been doubled.
+    @Test func epochsMeanWhatTheySayInEachPass() throws {
+        var options = ClassifierTrainingOptions()
+        options.epochs = 2
+        options.widths = [4, 8]
+        var seen: [TrainingProgress] = []
+        _ = try ClassifierTrainer.train(try Self.dataset((0..<6).map { Self.noise(side: 16, seed: UInt64($0)) }), options: options) { seen.append($0) }
+        #expect(seen.map { "\($0.pass)/\($0.passes) \($0.epoch)/\($0.epochs)" } == ["1/2 1/2", "1/2 2/2", "2/2 1/2", "2/2 2/2"])
+        #expect(seen.map(\.fraction) == [0.25, 0.5, 0.75, 1])
+    }
+
     @Test func theInputSideFollowsTheImagesSizeAndDetail() throws {
         // Detailed 32×32 images keep 32; the same size blown up from 8×8 (as the digits are) halves to 16, the floor.
         #expect(ClassifierTrainer.defaultInputSize(try Self.dataset((0..<6).map { Self.noise(side: 32, seed: UInt64($0)) })) == 32)

@@ -157,7 +157,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             context.report(progress: 0, message: "preparing \(data.samples.count) images")
             let report: (ClassificationCore.TrainingProgress) throws -> Void = { progress in
                 try context.checkCancellation()
-                context.report(progress: Double(progress.epoch) / Double(max(1, progress.epochs)), message: Self.progressText(progress))
+                context.report(progress: progress.fraction, message: Self.progressText(progress))
             }
             let file: ModelFile
             switch plan.kind {
@@ -202,7 +202,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     }
 
     static func progressText(_ p: ClassificationCore.TrainingProgress) -> String {
-        var text = "epoch \(p.epoch)/\(p.epochs) loss \(String(format: "%.4f", p.loss))"
+        // The cnn's two passes (validation, then every image) each run --epochs, and say so.
+        var text = p.passes == 2 ? (p.pass == 1 ? "pass 1/2 (held-out validation) " : "pass 2/2 (every image) ") : ""
+        text += "epoch \(p.epoch)/\(p.epochs) loss \(String(format: "%.4f", p.loss))"
         if p.trainingAccuracy > 0 { text += " accuracy \(String(format: "%.4f", p.trainingAccuracy))" }
         if let validation = p.validationAccuracy { text += " validation \(String(format: "%.4f", validation))" }
         return text

@@ -76,13 +76,26 @@ public struct ClassifierTrainingOptions: Sendable, Codable, Equatable {
     public init() {}
 }
 
-/// One training epoch's figures, for a job's progress.
+/// One training epoch's figures, for a job's progress. `epoch` counts within its pass: the cnn with a share held out
+/// trains twice (`ClassifierTrainingOptions.refit`), `--epochs` each time, and says which pass an epoch is of.
 public struct TrainingProgress: Sendable, Equatable {
     public var epoch: Int
     public var epochs: Int
     public var loss: Double
     public var trainingAccuracy: Double
     public var validationAccuracy: Double?
+    public var pass = 1
+    public var passes = 1
+
+    public init(epoch: Int, epochs: Int, loss: Double, trainingAccuracy: Double, validationAccuracy: Double?, pass: Int = 1, passes: Int = 1) {
+        self.epoch = epoch; self.epochs = epochs; self.loss = loss; self.trainingAccuracy = trainingAccuracy
+        self.validationAccuracy = validationAccuracy; self.pass = pass; self.passes = passes
+    }
+
+    /// The share of the whole training done, over every pass.
+    public var fraction: Double {
+        (Double(pass - 1) * Double(epochs) + Double(epoch)) / Double(max(1, passes * epochs))
+    }
 }
 
 /// Preprocessed images and labels, ready for a network.
@@ -247,15 +260,15 @@ public enum ClassifierTrainer {
             let passes = refit ? 2 : 1
             file = try trainNetwork(training, held, labels: dataset.labels, options: options, base: base) { p in
                 var p = p
-                p.epochs *= passes
+                p.passes = passes
                 try progress(p)
             }
             if refit {
                 let estimate = file.header.validationAccuracy
                 try Torch.seed(options.seed)
                 file = try trainNetwork(all, nil, labels: dataset.labels, options: options, base: base) { p in
-                    try progress(TrainingProgress(epoch: p.epochs + p.epoch, epochs: 2 * p.epochs, loss: p.loss,
-                                                  trainingAccuracy: p.trainingAccuracy, validationAccuracy: estimate))
+                    try progress(TrainingProgress(epoch: p.epoch, epochs: p.epochs, loss: p.loss, trainingAccuracy: p.trainingAccuracy,
+                                                  validationAccuracy: estimate, pass: 2, passes: 2))
                 }
                 file.header.validationAccuracy = estimate
                 trainedOn = all.inputs.count
