@@ -119,6 +119,22 @@ import WorkLane
         #expect(try await jobs.list(limit: 10).jobs.isEmpty)
     }
 
+    /// --batch-size and --patience are the cnn's, in range, and patience needs validation images: INVALID_ARGUMENT
+    /// naming the field otherwise, before any job.
+    @Test func batchSizeAndPatienceAreChecked() async throws {
+        let cases: [(ClassificationV1.TrainRequest, String)] = [
+            (ClassificationV1.TrainRequest(dataset: "d", kind: .classifier, algorithm: "cnn", batchSize: 0), "batch_size must be 1…4096"),
+            (ClassificationV1.TrainRequest(dataset: "d", kind: .classifier, algorithm: "features", batchSize: 8), "batch_size: only the cnn"),
+            (ClassificationV1.TrainRequest(dataset: "d", kind: .classifier, algorithm: "transfer", patience: 3), "patience: early stopping applies to the cnn"),
+            (ClassificationV1.TrainRequest(dataset: "d", kind: .classifier, algorithm: "cnn", validationFraction: 0, patience: 3), "needs validation images"),
+            (ClassificationV1.TrainRequest(dataset: "d", kind: .classifier, algorithm: "cnn", patience: 0), "patience must be 1…1000"),
+        ]
+        for (request, expected) in cases {
+            let (code, message) = await Self.failure { _ = try await client.train(request) }
+            #expect(code == .invalidArgument && message.contains(expected), "\(message)")
+        }
+    }
+
     /// Feedback photos are checked against the service's configured pixel limit (they were decoded with the default).
     @Test func feedbackKeepsToTheConfiguredPixelLimit() async throws {
         let limited = try ClassificationServiceTests(pixelLimit: 100)

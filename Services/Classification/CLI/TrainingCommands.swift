@@ -32,6 +32,8 @@ struct Train: AsyncParsableCommand {
     @Option(help: "Start from this model's layers (a cnn classifier; or a yolo detector, for a detector; default: none, from scratch).") var base: String?
     @Option(help: "The model's name (default DATASET-ALGORITHM-N).") var name: String?
     @Option(help: "Passes over the training images (default: cnn 30, features and transfer 300 full-batch steps of the head, yolo 150).") var epochs: Int32?
+    @Option(name: .customLong("batch-size"), help: "cnn: images per optimisation step (default 64).") var batchSize: Int32?
+    @Option(help: "cnn: stop after this many epochs without a lower validation loss and keep the best epoch (default: run every epoch).") var patience: Int32?
     @Option(help: "Seed of the shuffles and initial weights: the same seed and data give the same model (default: 0).") var seed: UInt64?
     @Option(name: .customLong("image-size"), help: "Side of the square network input (default: the algorithm's).") var imageSize: Int32?
     @Option(name: .customLong("validation-dataset"), help: "Measure on this dataset instead of holding images out (default: hold out --validation-fraction).") var validationDataset: String?
@@ -50,6 +52,8 @@ struct Train: AsyncParsableCommand {
         request.baseModel = base
         request.epochs = epochs
         request.seed = seed
+        request.batchSize = batchSize
+        request.patience = patience
         request.imageSize = imageSize
         request.validationDataset = validationDataset
         request.validationFraction = validationFraction

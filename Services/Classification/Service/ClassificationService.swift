@@ -171,6 +171,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 options.inputSize = plan.imageSize
                 options.augmentation = plan.augmentation
                 options.seed = plan.seed
+                if let size = plan.batchSize { options.batchSize = size }
+                options.patience = plan.patience
                 if let fraction = plan.validationFraction { options.validationFraction = fraction }
                 let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
                 let base = try plan.base.map { try store.model(named: $0) }

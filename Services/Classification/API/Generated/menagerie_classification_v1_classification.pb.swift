@@ -418,6 +418,12 @@ extension ClassificationV1 {
         /// feedback label must be one of the dataset's labels (else INVALID_ARGUMENT naming them); no feedback yet adds
         /// nothing. Held out for validation like the rest unless validation_dataset is given.
         public var includeFeedback: Bool = false
+        /// Images per optimisation step of the cnn (default 64), 1..4096; the other algorithms take their own.
+        public var batchSize: Int32? = nil
+        /// cnn only: stop once the validation loss has not improved for this many epochs and keep the best epoch's
+        /// weights (with a share held out, the pass on every image then runs as many epochs as the best one). 1..1000;
+        /// absent: every epoch runs. Needs something to validate on (a validation share or dataset).
+        public var patience: Int32? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -435,7 +441,9 @@ extension ClassificationV1 {
             augmentation: ClassificationV1.Augmentation? = nil,
             imageSize: Int32? = nil,
             seed: UInt64? = nil,
-            includeFeedback: Bool = false
+            includeFeedback: Bool = false,
+            batchSize: Int32? = nil,
+            patience: Int32? = nil
         ) {
             self.dataset = dataset
             self.kind = kind
@@ -449,6 +457,8 @@ extension ClassificationV1 {
             self.imageSize = imageSize
             self.seed = seed
             self.includeFeedback = includeFeedback
+            self.batchSize = batchSize
+            self.patience = patience
         }
     }
 
@@ -1558,6 +1568,8 @@ extension ClassificationV1.TrainRequest: ProtoMessage, ProtobufCBridged {
         imageSize = reader.optional(10)
         seed = reader.optional(11)
         includeFeedback = reader.value(12)
+        batchSize = reader.optional(13)
+        patience = reader.optional(14)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1573,6 +1585,8 @@ extension ClassificationV1.TrainRequest: ProtoMessage, ProtobufCBridged {
         writer.set(10, imageSize)
         writer.set(11, seed)
         writer.set(12, includeFeedback)
+        writer.set(13, batchSize)
+        writer.set(14, patience)
     }
 }
 
@@ -2727,6 +2741,8 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         ProtoJSONField(number: 10, protoName: "image_size", jsonName: "imageSize", kind: .int32, cardinality: .optional),
         ProtoJSONField(number: 11, protoName: "seed", jsonName: "seed", kind: .uint64, cardinality: .optional),
         ProtoJSONField(number: 12, protoName: "include_feedback", jsonName: "includeFeedback", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 13, protoName: "batch_size", jsonName: "batchSize", kind: .int32, cardinality: .optional),
+        ProtoJSONField(number: 14, protoName: "patience", jsonName: "patience", kind: .int32, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2743,6 +2759,8 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         json.optional(9, self.imageSize)
         json.optional(10, self.seed)
         json.value(11, self.includeFeedback)
+        json.optional(12, self.batchSize)
+        json.optional(13, self.patience)
         return json.result
     }
 
@@ -2761,6 +2779,8 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         try json.optional(9, into: &self.imageSize)
         try json.optional(10, into: &self.seed)
         try json.value(11, into: &self.includeFeedback)
+        try json.optional(12, into: &self.batchSize)
+        try json.optional(13, into: &self.patience)
     }
 }
 

@@ -40,6 +40,9 @@ public struct ClassifierTrainingOptions: Sendable, Codable, Equatable {
     /// Same seed and data → the same model (with one libtorch thread).
     public var seed: UInt64 = 0
     public var batchSize = 64
+    /// cnn: stop after this many epochs without a lower validation loss, keeping the best epoch's weights (nil: run
+    /// every epoch). With a refit the pass on every image runs the best epoch's count.
+    public var patience: Int?
     public var learningRate: Double?
     /// The residual network's stage widths.
     public var widths = [16, 32, 64]
@@ -265,12 +268,17 @@ public enum ClassifierTrainer {
             }
             if refit {
                 let estimate = file.header.validationAccuracy
+                let best = file.header.metrics["best_epoch"]
+                var options = options
+                // Stopped early: the pass on every image trains as long as the best epoch of the first.
+                if let best, options.patience != nil { options.epochs = Int(best); options.patience = nil }
                 try Torch.seed(options.seed)
                 file = try trainNetwork(all, nil, labels: dataset.labels, options: options, base: base) { p in
                     try progress(TrainingProgress(epoch: p.epoch, epochs: p.epochs, loss: p.loss, trainingAccuracy: p.trainingAccuracy,
                                                   validationAccuracy: estimate, pass: 2, passes: 2))
                 }
                 file.header.validationAccuracy = estimate
+                if let best { file.header.metrics["best_epoch"] = best }
                 trainedOn = all.inputs.count
             }
         case (.features, nil): file = try trainFeatures(training, held, labels: dataset.labels, options: options, progress: progress)
@@ -322,7 +330,9 @@ public enum ClassifierTrainer {
         let steps = epochs * ((training.inputs.count + batchSize - 1) / batchSize)
         var step = 0
         var trainingAccuracy = 0.0, validationAccuracy: Double?
-        for epoch in 1...max(1, epochs) {
+        // Early stopping: the best validation loss so far, its epoch, accuracy and weights.
+        var best: (loss: Double, epoch: Int, accuracy: Double, weights: [NamedArray])?
+        epochs: for epoch in 1...max(1, epochs) {
             var order = Array(training.inputs.indices)
             order.shuffle(using: &random)
             var totalLoss = 0.0, correct = 0
@@ -355,12 +365,25 @@ public enum ClassifierTrainer {
                 correct += zip(predicted, batch).filter { Int($0) == training.labels[$1] }.count
             }
             trainingAccuracy = Double(correct) / Double(order.count)
+            var validationLoss: Double?
             if let held {
-                let predicted = try predictNetwork(average ?? network, held.inputs, side: side).map { argmax($0) }
-                validationAccuracy = Metrics.accuracy(predicted: predicted, truth: held.labels)
+                let probabilities = try predictNetwork(average ?? network, held.inputs, side: side)
+                validationAccuracy = Metrics.accuracy(predicted: probabilities.map { argmax($0) }, truth: held.labels)
+                validationLoss = zip(probabilities, held.labels).map { -log(max(1e-7, Double($0[$1]))) }.reduce(0, +) / Double(held.labels.count)
             }
             try progress(TrainingProgress(epoch: epoch, epochs: epochs, loss: totalLoss / Double(order.count),
                                           trainingAccuracy: trainingAccuracy, validationAccuracy: validationAccuracy))
+            if let patience = options.patience, let validationLoss, let validationAccuracy {
+                if best.map({ validationLoss < $0.loss }) ?? true {
+                    best = (validationLoss, epoch, validationAccuracy, try (average ?? network).parameters.export())
+                } else if epoch - best!.epoch >= patience {
+                    break epochs
+                }
+            }
+        }
+        if let best {
+            try (average ?? network).parameters.load(best.weights)
+            validationAccuracy = best.accuracy
         }
         // Training accuracy as evaluated after training (eval-mode batch norm, no augmentation), as Create ML reports it.
         let kept = average ?? network
@@ -370,6 +393,7 @@ public enum ClassifierTrainer {
         header.network = configuration
         header.trainingAccuracy = finalTraining
         header.validationAccuracy = validationAccuracy
+        if let best { header.metrics["best_epoch"] = Double(best.epoch) }
         return ModelFile(header: header, tensors: try kept.parameters.export())
     }
 

@@ -2702,7 +2702,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__augmentation__de
   (ProtobufCMessageInit) menagerie__classification__v1__augmentation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__train_request__field_descriptors[12] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__train_request__field_descriptors[14] =
 {
   {
     "dataset",
@@ -2848,17 +2848,43 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__train_reque
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "batch_size",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    offsetof(Menagerie__Classification__V1__TrainRequest, _batch_size_case),
+    offsetof(Menagerie__Classification__V1__TrainRequest, batch_size),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "patience",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    offsetof(Menagerie__Classification__V1__TrainRequest, _patience_case),
+    offsetof(Menagerie__Classification__V1__TrainRequest, patience),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__train_request__field_indices_by_name[] = {
   2,   /* field[2] = algorithm */
   8,   /* field[8] = augmentation */
   4,   /* field[4] = base_model */
+  12,   /* field[12] = batch_size */
   0,   /* field[0] = dataset */
   5,   /* field[5] = epochs */
   9,   /* field[9] = image_size */
   11,   /* field[11] = include_feedback */
   1,   /* field[1] = kind */
   3,   /* field[3] = name */
+  13,   /* field[13] = patience */
   10,   /* field[10] = seed */
   6,   /* field[6] = validation_dataset */
   7,   /* field[7] = validation_fraction */
@@ -2866,7 +2892,7 @@ static const unsigned menagerie__classification__v1__train_request__field_indice
 static const ProtobufCIntRange menagerie__classification__v1__train_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 12 }
+  { 0, 14 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__train_request__descriptor =
 {
@@ -2876,7 +2902,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__train_request__d
   "Menagerie__Classification__V1__TrainRequest",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__TrainRequest),
-  12,
+  14,
   menagerie__classification__v1__train_request__field_descriptors,
   menagerie__classification__v1__train_request__field_indices_by_name,
   1,  menagerie__classification__v1__train_request__number_ranges,

@@ -342,6 +342,18 @@ typedef enum {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__CASE)
 } Menagerie__Classification__V1__TrainRequest__SeedCase;
 
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BATCH_SIZE__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BATCH_SIZE_BATCH_SIZE = 13
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BATCH_SIZE__CASE)
+} Menagerie__Classification__V1__TrainRequest__BatchSizeCase;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___PATIENCE__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___PATIENCE_PATIENCE = 14
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___PATIENCE__CASE)
+} Menagerie__Classification__V1__TrainRequest__PatienceCase;
+
 struct  Menagerie__Classification__V1__TrainRequest
 {
   ProtobufCMessage base;
@@ -403,10 +415,26 @@ struct  Menagerie__Classification__V1__TrainRequest
      */
     uint64_t seed;
   };
+  Menagerie__Classification__V1__TrainRequest__BatchSizeCase _batch_size_case;
+  union {
+    /*
+     * Images per optimisation step of the cnn (default 64), 1..4096; the other algorithms take their own.
+     */
+    int32_t batch_size;
+  };
+  Menagerie__Classification__V1__TrainRequest__PatienceCase _patience_case;
+  union {
+    /*
+     * cnn only: stop once the validation loss has not improved for this many epochs and keep the best epoch's
+     * weights (with a share held out, the pass on every image then runs as many epochs as the best one). 1..1000;
+     * absent: every epoch runs. Needs something to validate on (a validation share or dataset).
+     */
+    int32_t patience;
+  };
 };
 #define MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__train_request__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BASE_MODEL__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___EPOCHS__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_DATASET__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_FRACTION__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___IMAGE_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BASE_MODEL__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___EPOCHS__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_DATASET__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_FRACTION__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___IMAGE_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BATCH_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___PATIENCE__NOT_SET, {0} }
 
 
 typedef enum {
