@@ -396,7 +396,9 @@ extension ClassificationV1 {
     public struct TrainRequest: Sendable, Equatable {
         public var dataset: String = ""
         public var kind: ClassificationV1.ModelKind = .unspecified
-        /// "cnn" (default for classifiers), "features" or "yolo" (detectors).
+        /// "transfer" (a head on the built-in pretrained feature print), "cnn", "features", or "yolo" (detectors). Empty:
+        /// yolo for a detector; for a classifier transfer when its images are photos (median side over 64 pixels) and the
+        /// service has the feature print (FAILED_PRECONDITION for "transfer" when it has not), else cnn.
         public var algorithm: String = ""
         /// The new model's name; default "<dataset>-<algorithm>-<n>".
         public var name: String = ""
@@ -406,7 +408,8 @@ extension ClassificationV1 {
         /// A dataset to validate on; without it a seeded 10 % of each label is held out.
         public var validationDataset: String? = nil
         public var validationFraction: Double? = nil
-        /// Absent: the algorithm's default (cnn: crop and rotation; features and yolo: none). Present with nothing set: none.
+        /// Absent: the algorithm's default (cnn: crop and rotation; transfer: flip, crop and exposure; features and yolo:
+        /// none). Present with nothing set: none.
         public var augmentation: ClassificationV1.Augmentation? = nil
         /// Side of the square network input; default from the images (16..96) for classifiers, 160 for detectors (a
         /// multiple of 32, the detector grid's cell). A detector's augmentation is photometric only: exposure, noise

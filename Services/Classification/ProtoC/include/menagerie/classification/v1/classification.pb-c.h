@@ -360,7 +360,9 @@ struct  Menagerie__Classification__V1__TrainRequest
   char *dataset;
   Menagerie__Classification__V1__ModelKind kind;
   /*
-   * "cnn" (default for classifiers), "features" or "yolo" (detectors).
+   * "transfer" (a head on the built-in pretrained feature print), "cnn", "features", or "yolo" (detectors). Empty:
+   * yolo for a detector; for a classifier transfer when its images are photos (median side over 64 pixels) and the
+   * service has the feature print (FAILED_PRECONDITION for "transfer" when it has not), else cnn.
    */
   char *algorithm;
   /*
@@ -368,7 +370,8 @@ struct  Menagerie__Classification__V1__TrainRequest
    */
   char *name;
   /*
-   * Absent: the algorithm's default (cnn: crop and rotation; features and yolo: none). Present with nothing set: none.
+   * Absent: the algorithm's default (cnn: crop and rotation; transfer: flip, crop and exposure; features and yolo:
+   * none). Present with nothing set: none.
    */
   Menagerie__Classification__V1__Augmentation *augmentation;
   /*
