@@ -59,6 +59,13 @@ import Testing
                                                           "--name", "faces-cnn"])
             try #require(scratchTrained.status == 0, "\(scratchTrained.output)")
             let cnn = try await Self.accuracy(stack, "faces-cnn", on: "faces-test")
+
+            // The training's course is kept with the model: both passes of 10 epochs, drawn by `model show`.
+            let shown = try await stack.gateway(["classify", "model", "show", "faces-cnn"])
+            #expect(shown.output.range(of: #"loss \(pass 1\) [▁▂▃▄▅▆▇█]{10} [0-9.]+ → [0-9.]+ over 10 points"#, options: .regularExpression) != nil
+                    && shown.output.contains("loss (pass 2)") && shown.output.contains("validation (pass 1)"), "\(shown.output)")
+            let history = try jsonObject(try await stack.gateway(["classify", "model", "show", "faces-cnn", "--json"]))["history"] as? [[String: Any]]
+            #expect(history?.count == 20 && history?.last?["pass"] as? Int == 2, "\(String(describing: history))")
             // 20 held-out photos, half of them faces: the majority answer scores 0.5.
             #expect(transfer >= 0.85 && transfer > cnn, "transfer \(transfer), cnn \(cnn)")
 

@@ -155,11 +155,14 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             try Torch.setThreads(threads)
             let data = try store.dataset(named: plan.dataset)
             context.report(progress: 0, message: "preparing \(data.samples.count) images")
+            // Kept with the model: `model show` draws it.
+            var history: [ClassificationCore.TrainingProgress] = []
             let report: (ClassificationCore.TrainingProgress) throws -> Void = { progress in
+                history.append(progress)
                 try context.checkCancellation()
                 context.report(progress: progress.fraction, message: Self.progressText(progress))
             }
-            let file: ModelFile
+            var file: ModelFile
             switch plan.kind {
             case .classifier:
                 var options = ClassifierTrainingOptions()
@@ -196,6 +199,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 file = try DetectorTrainer.train(data, validation: validation, options: options, base: base, progress: report)
             }
             try context.checkCancellation()
+            file.header.history = history
             let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(file.header.algorithm)")
             try store.saveModel(file, name: name)
             return ClassificationV1.TrainingResult(model: try Self.modelSummary(store, name))

@@ -81,7 +81,7 @@ public struct ClassifierTrainingOptions: Sendable, Codable, Equatable {
 
 /// One training epoch's figures, for a job's progress. `epoch` counts within its pass: the cnn with a share held out
 /// trains twice (`ClassifierTrainingOptions.refit`), `--epochs` each time, and says which pass an epoch is of.
-public struct TrainingProgress: Sendable, Equatable {
+public struct TrainingProgress: Sendable, Equatable, Codable {
     public var epoch: Int
     public var epochs: Int
     public var loss: Double
