@@ -8,6 +8,8 @@ import Torch
         var header = ModelHeader(kind: .classifier, algorithm: "cnn", labels: ["a", "b"], inputWidth: 16, inputHeight: 16)
         header.trainingAccuracy = 0.9
         header.metrics = ["accuracy": 0.8]
+        header.history = [TrainingProgress(epoch: 1, epochs: 2, loss: 0.7, trainingAccuracy: 0.5, validationAccuracy: nil),
+                          TrainingProgress(epoch: 2, epochs: 2, loss: 0.3, trainingAccuracy: 0.9, validationAccuracy: 0.8, pass: 2, passes: 2)]
         return ModelFile(header: header, tensors: [NamedArray(name: "w", shape: [2, 2], values: [1, -2, 3.5, 0])])
     }
 

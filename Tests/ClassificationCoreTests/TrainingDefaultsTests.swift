@@ -27,6 +27,35 @@ import Torch
         })
     }
 
+    /// `--epochs 2` with a share held out runs two passes of 2 epochs (validation, then every image), each epoch
+    /// reported as of its pass — it read "epoch 1/4 … 4/4", as if `--epochs` had been doubled.
+    @Test func epochsMeanWhatTheySayInEachPass() throws {
+        var options = ClassifierTrainingOptions()
+        options.epochs = 2
+        options.widths = [4, 8]
+        var seen: [TrainingProgress] = []
+        _ = try ClassifierTrainer.train(try Self.dataset((0..<6).map { Self.noise(side: 16, seed: UInt64($0)) }), options: options) { seen.append($0) }
+        #expect(seen.map { "\($0.pass)/\($0.passes) \($0.epoch)/\($0.epochs)" } == ["1/2 1/2", "1/2 2/2", "2/2 1/2", "2/2 2/2"])
+        #expect(seen.map(\.fraction) == [0.25, 0.5, 0.75, 1])
+    }
+
+    /// `patience` stops the first pass once the validation loss has not improved for that many epochs, keeps the
+    /// best epoch's weights and runs the pass on every image for as many epochs as the best one. Noise with
+    /// alternating labels has nothing to learn, so the validation loss soon stops improving.
+    @Test func patienceStopsEarlyAndKeepsTheBestEpoch() throws {
+        var options = ClassifierTrainingOptions()
+        options.epochs = 30
+        options.widths = [4, 8]
+        options.patience = 2
+        options.validationFraction = 0.25
+        var seen: [TrainingProgress] = []
+        let file = try ClassifierTrainer.train(try Self.dataset((0..<16).map { Self.noise(side: 16, seed: UInt64($0)) }), options: options) { seen.append($0) }
+        let first = seen.filter { $0.pass == 1 }, second = seen.filter { $0.pass == 2 }
+        let best = try #require(file.header.metrics["best_epoch"])
+        #expect(first.count < 30 && first.count == Int(best) + 2, "stopped 2 epochs after the best (\(first.count), best \(best))")
+        #expect(second.count == Int(best) && second.allSatisfy { $0.epochs == Int(best) })
+    }
+
     @Test func theInputSideFollowsTheImagesSizeAndDetail() throws {
         // Detailed 32×32 images keep 32; the same size blown up from 8×8 (as the digits are) halves to 16, the floor.
         #expect(ClassifierTrainer.defaultInputSize(try Self.dataset((0..<6).map { Self.noise(side: 32, seed: UInt64($0)) })) == 32)

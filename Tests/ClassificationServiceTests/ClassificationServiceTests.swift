@@ -141,6 +141,37 @@ import WorkLane
         #expect(try await jobs.list(limit: 10).jobs.isEmpty)
     }
 
+    /// `transfer` on a service without its feature print (none configured, or a folder without one) is the call's
+    /// FAILED_PRECONDITION saying how to install it, before any job.
+    @Test func transferWithoutTheFeaturePrintSaysHowToInstallIt() async throws {
+        try store.saveDataset(try DatasetBuilder.classification(files: [
+            ("red/a.jpg", try Self.photo((200, 10, 10))), ("red/b.jpg", try Self.photo((190, 20, 10))),
+            ("blue/a.jpg", try Self.photo((10, 10, 200))), ("blue/b.jpg", try Self.photo((20, 10, 190))),
+        ]), name: "colours")
+        let (code, message) = await Self.failure {
+            _ = try await client.train(ClassificationV1.TrainRequest(dataset: "colours", kind: .classifier, algorithm: "transfer"))
+        }
+        #expect(code == .failedPrecondition, "\(message)")
+        #expect(message.contains("the feature print is not installed") && message.contains("compose/compose up"), "\(message)")
+        #expect(try await jobs.list(limit: 10).jobs.isEmpty)
+    }
+
+    /// --batch-size and --patience are the cnn's, in range, and patience needs validation images: INVALID_ARGUMENT
+    /// naming the field otherwise, before any job.
+    @Test func batchSizeAndPatienceAreChecked() async throws {
+        let cases: [(ClassificationV1.TrainRequest, String)] = [
+            (ClassificationV1.TrainRequest(dataset: "d", kind: .classifier, algorithm: "cnn", batchSize: 0), "batch_size must be 1…4096"),
+            (ClassificationV1.TrainRequest(dataset: "d", kind: .classifier, algorithm: "features", batchSize: 8), "batch_size: only the cnn"),
+            (ClassificationV1.TrainRequest(dataset: "d", kind: .classifier, algorithm: "transfer", patience: 3), "patience: early stopping applies to the cnn"),
+            (ClassificationV1.TrainRequest(dataset: "d", kind: .classifier, algorithm: "cnn", validationFraction: 0, patience: 3), "needs validation images"),
+            (ClassificationV1.TrainRequest(dataset: "d", kind: .classifier, algorithm: "cnn", patience: 0), "patience must be 1…1000"),
+        ]
+        for (request, expected) in cases {
+            let (code, message) = await Self.failure { _ = try await client.train(request) }
+            #expect(code == .invalidArgument && message.contains(expected), "\(message)")
+        }
+    }
+
     /// Feedback photos are checked against the service's configured pixel limit (they were decoded with the default).
     @Test func feedbackKeepsToTheConfiguredPixelLimit() async throws {
         let limited = try ClassificationServiceTests(pixelLimit: 100)

@@ -91,7 +91,7 @@ import Testing
         "classify dataset list": Row("--timeout 0", says: timeout),
         "classify dataset show": Row("d --timeout 0", says: timeout),
         "classify dataset delete": Row("d --timeout 0", says: timeout),
-        "classify train": Row("--dataset d --algorithm bogus", says: "'cnn', 'features' or 'yolo'"),
+        "classify train": Row("--dataset d --algorithm bogus", says: "'cnn', 'features', 'transfer' or 'yolo'"),
         "classify evaluate": Row("m d --timeout 0", says: timeout),
         "classify image": Row("x.png --scaling bogus", says: "'fit', 'fill' or 'center-crop'", files: ["photos"]),
         "classify detect": Row("x.png --confidence many", says: "The value 'many' is invalid for '--confidence", files: ["photos"]),

@@ -29,6 +29,10 @@ struct ClassificationCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-upload-bytes"), help: "The largest dataset or model upload, in bytes.")
     var maxUploadBytes = 1 << 30
 
+    @Option(name: .customLong("feature-print"),
+            help: "The pretrained feature print's folder (`train --algorithm transfer`; default: $MENAGERIE_FEATURE_PRINT, which compose sets; without one, transfer is refused and photos train with cnn).")
+    var featurePrint: String?
+
     func validate() throws {
         if let torchThreads, !(1...256).contains(torchThreads) { throw ValidationError("--torch-threads must be 1…256") }
         guard maxUploadBytes > 0 else { throw ValidationError("--max-upload-bytes must be positive") }
@@ -46,8 +50,10 @@ struct ClassificationCommand: AsyncParsableCommand {
                 var limits = ClassificationService.Limits()
                 if let torchThreads { limits.torchThreads = torchThreads }
                 limits.maxUploadBytes = maxUploadBytes
+                let featurePrint = FeaturePrintSource(directory: featurePrint ?? ProcessInfo.processInfo.environment["MENAGERIE_FEATURE_PRINT"])
                 return AppServices(
-                    rpc: [ClassificationService(store: store, lane: environment.lane, jobs: jobs.runner, limits: limits), jobs.rpcService],
+                    rpc: [ClassificationService(store: store, lane: environment.lane, jobs: jobs.runner, limits: limits, featurePrint: featurePrint),
+                          jobs.rpcService],
                     background: [jobs.backgroundService], access: Self.access)
             }
         } catch {

@@ -25,6 +25,36 @@ func datasetText(_ d: ClassificationV1.DatasetSummary) -> String {
 
 func modelKindName(_ kind: ClassificationV1.ModelKind) -> String { kind == .detector ? "detector" : "classifier" }
 
+/// A terminal sparkline of `values` (▁ lowest … █ highest), at most `width` characters: longer series are averaged
+/// into that many buckets.
+func sparkline(_ values: [Double], width: Int = 60) -> String {
+    guard !values.isEmpty else { return "" }
+    let buckets = min(width, values.count)
+    let points = (0..<buckets).map { b -> Double in
+        let slice = values[b * values.count / buckets..<max(b * values.count / buckets + 1, (b + 1) * values.count / buckets)]
+        return slice.reduce(0, +) / Double(slice.count)
+    }
+    let low = points.min()!, high = points.max()!
+    let bars = Array("▁▂▃▄▅▆▇█")
+    return String(points.map { high > low ? bars[min(7, Int(($0 - low) / (high - low) * 7.999))] : bars[0] })
+}
+
+/// `model show`'s training curves: loss and, when measured, validation accuracy, per pass.
+func historyText(_ history: [ClassificationV1.TrainingEpoch]) -> [String] {
+    var lines: [String] = []
+    for pass in Array(Set(history.map(\.pass))).sorted() {
+        let epochs = history.filter { $0.pass == pass }
+        guard let first = epochs.first, let last = epochs.last else { continue }
+        let name = Set(history.map(\.pass)).count > 1 ? " (pass \(pass))" : ""
+        lines.append(String(format: "loss%@ %@ %.4f → %.4f over %d points", name, sparkline(epochs.map(\.loss)), first.loss, last.loss, epochs.count))
+        let validation = epochs.compactMap(\.validationAccuracy)
+        if let v0 = validation.first, let v1 = validation.last {
+            lines.append(String(format: "validation%@ %@ %.1f%% → %.1f%%", name, sparkline(validation), v0 * 100, v1 * 100))
+        }
+    }
+    return lines
+}
+
 func modelText(_ m: ClassificationV1.ModelSummary) -> String {
     var figures: [String] = []
     if let a = m.trainingAccuracy { figures.append("training \(percent(a))") }

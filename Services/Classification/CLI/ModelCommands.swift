@@ -40,6 +40,7 @@ struct ModelShow: AsyncParsableCommand {
                 print(modelText(m))
                 print("labels: \(m.labels.joined(separator: ", "))")
                 print("size: \(m.size) bytes, created \(isoDate(m.createdAt))")
+                for line in historyText(m.history) { print(line) }
             })
         }
     }

@@ -8,7 +8,7 @@ import Schema
 
 /// `--algorithm` of `train`.
 enum TrainingAlgorithm: String, CaseIterable, ExpressibleByArgument {
-    case cnn, features, yolo
+    case cnn, features, transfer, yolo
 }
 
 struct Train: AsyncParsableCommand {
@@ -16,8 +16,11 @@ struct Train: AsyncParsableCommand {
         commandName: "train",
         abstract: "Train a classifier or detector on a dataset; follows the job with a progress bar and prints the model.",
         discussion: """
-            Algorithms: cnn (a small residual network, the classifier default), features (HOG and colour histograms \
-            with a linear model, trained in seconds), yolo (the detector). --base MODEL fine-tunes another model's \
+            Algorithms: transfer (a linear head on the built-in pretrained feature print, EfficientNet-Lite0 from \
+            ImageNet, on images augmented by flips, crops and exposure; the classifier default for photos, over 64 \
+            pixels, when compose has installed the feature print), cnn (a small residual network trained from \
+            scratch, the default for small images such as the digits), features (HOG and colour histograms with a \
+            linear model, trained in seconds), yolo (the detector). --base MODEL fine-tunes another model's \
             trained layers: a cnn classifier for a classifier; a cnn classifier or a yolo detector for a detector. The same --seed and data give the same model. --detach prints the job and \
             returns (gateway classify jobs watch ID). --json prints the job's TrainingResult ({"model": {the ModelSummary}}), \
             or with --detach the started Job.
@@ -25,15 +28,17 @@ struct Train: AsyncParsableCommand {
 
     @Option(help: "The dataset to train on.") var dataset: String
     @Option(help: "What to train.") var kind = ModelKind.classifier
-    @Option(help: "The learning algorithm (default: cnn for a classifier, yolo for a detector).") var algorithm: TrainingAlgorithm?
+    @Option(help: "The learning algorithm (default: transfer for photos when the feature print is installed, else cnn; yolo for a detector).") var algorithm: TrainingAlgorithm?
     @Option(help: "Start from this model's layers (a cnn classifier; or a yolo detector, for a detector; default: none, from scratch).") var base: String?
     @Option(help: "The model's name (default DATASET-ALGORITHM-N).") var name: String?
-    @Option(help: "Passes over the training images (default: cnn 30, features 300 steps, yolo 150).") var epochs: Int32?
+    @Option(help: "Passes over the training images (default: cnn 30, features and transfer 300 full-batch steps of the head, yolo 150).") var epochs: Int32?
+    @Option(name: .customLong("batch-size"), help: "cnn: images per optimisation step (default 64).") var batchSize: Int32?
+    @Option(help: "cnn: stop after this many epochs without a lower validation loss and keep the best epoch (default: run every epoch).") var patience: Int32?
     @Option(help: "Seed of the shuffles and initial weights: the same seed and data give the same model (default: 0).") var seed: UInt64?
     @Option(name: .customLong("image-size"), help: "Side of the square network input (default: the algorithm's).") var imageSize: Int32?
     @Option(name: .customLong("validation-dataset"), help: "Measure on this dataset instead of holding images out (default: hold out --validation-fraction).") var validationDataset: String?
     @Option(name: .customLong("validation-fraction"), help: "Held out per label (default 0.1).") var validationFraction: Double?
-    @Option(help: "Augmentations, comma-separated: flip, crop, rotation, blur, exposure, noise; or none (default: cnn crop,rotation; others none).") var augment: String?
+    @Option(help: "Augmentations, comma-separated: flip, crop, rotation, blur, exposure, noise; or none (default: cnn crop,rotation; transfer flip,crop,exposure; others none).") var augment: String?
     @Flag(name: .customLong("include-feedback"), help: "Add the photos kept by `gateway classify feedback --consent` (their labels must be the dataset's).") var includeFeedback = false
     @Flag(help: "Print the job and return at once.") var detach = false
     @OptionGroup var global: GlobalOptions
@@ -47,6 +52,8 @@ struct Train: AsyncParsableCommand {
         request.baseModel = base
         request.epochs = epochs
         request.seed = seed
+        request.batchSize = batchSize
+        request.patience = patience
         request.imageSize = imageSize
         request.validationDataset = validationDataset
         request.validationFraction = validationFraction

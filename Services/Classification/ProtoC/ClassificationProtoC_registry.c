@@ -48,6 +48,7 @@ static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__classification__v1__set_active_model_request__descriptor,
     &menagerie__classification__v1__set_active_model_response__descriptor,
     &menagerie__classification__v1__train_request__descriptor,
+    &menagerie__classification__v1__training_epoch__descriptor,
     &menagerie__classification__v1__training_progress__descriptor,
     &menagerie__classification__v1__training_result__descriptor,
     &menagerie__classification__v1__upload_dataset_request__descriptor,

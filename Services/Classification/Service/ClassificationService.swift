@@ -18,6 +18,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     /// Runs trainings (on the lane, recorded in the service's database); offer `JobsService(runner: jobs)` beside.
     public let jobs: JobRunner
     public let limits: Limits
+    /// The pretrained network `transfer` trains on.
+    public let featurePrint: FeaturePrintSource
     let cache: ModelCache
 
     /// The kind of the jobs Train starts.
@@ -34,11 +36,13 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         public init() {}
     }
 
-    public init(store: ClassificationStore, lane: ThreadPool, jobs: JobRunner, limits: Limits = Limits()) {
+    public init(store: ClassificationStore, lane: ThreadPool, jobs: JobRunner, limits: Limits = Limits(),
+                featurePrint: FeaturePrintSource = FeaturePrintSource(directory: nil)) {
         self.store = store
         self.lane = lane
         self.jobs = jobs
         self.limits = limits
+        self.featurePrint = featurePrint
         cache = ModelCache(store: store)
     }
 
@@ -146,23 +150,36 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         if let name = plan.name, (try? store.modelStamp(named: name)) != nil {
             throw RPCError(.alreadyExists, "model \(name) already exists")
         }
+        let featurePrint = featurePrint
+        if plan.kind == .classifier, plan.algorithm == "transfer" {
+            // Checked (and its checksum with it) here so a missing or corrupt feature print is this call's error.
+            _ = try await heavy { try featurePrint.load() }
+        }
         let job = try await jobs.start(kind: Self.trainJobKind, submitter: context.submitter) { context -> ClassificationV1.TrainingResult in
             try Torch.setThreads(threads)
             let data = try store.dataset(named: plan.dataset)
             context.report(progress: 0, message: "preparing \(data.samples.count) images")
+            // Kept with the model: `model show` draws it.
+            var history: [ClassificationCore.TrainingProgress] = []
             let report: (ClassificationCore.TrainingProgress) throws -> Void = { progress in
+                history.append(progress)
                 try context.checkCancellation()
-                context.report(progress: Double(progress.epoch) / Double(max(1, progress.epochs)), message: Self.progressText(progress))
+                context.report(progress: progress.fraction, message: Self.progressText(progress))
             }
-            let file: ModelFile
+            var file: ModelFile
             switch plan.kind {
             case .classifier:
                 var options = ClassifierTrainingOptions()
-                options.algorithm = plan.classifierAlgorithm
+                // No algorithm named: transfer for photos when the feature print is installed, else the cnn.
+                options.algorithm = plan.algorithm.isEmpty
+                    ? (plan.base == nil ? ClassifierAlgorithm.automatic(for: data, featurePrintInstalled: featurePrint.isInstalled) : .cnn)
+                    : plan.classifierAlgorithm
                 options.epochs = plan.epochs
                 options.inputSize = plan.imageSize
                 options.augmentation = plan.augmentation
                 options.seed = plan.seed
+                if let size = plan.batchSize { options.batchSize = size }
+                options.patience = plan.patience
                 if let fraction = plan.validationFraction { options.validationFraction = fraction }
                 let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
                 let base = try plan.base.map { try store.model(named: $0) }
@@ -170,7 +187,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 if plan.includeFeedback, let feedback = try store.feedbackDataset() {
                     data = try data.merging(feedback)
                 }
-                file = try ClassifierTrainer.train(data, validation: validation, options: options, base: base, progress: report)
+                let print = options.algorithm == .transfer ? try featurePrint.load() : nil
+                file = try ClassifierTrainer.train(data, validation: validation, options: options, base: base,
+                                                   featurePrint: print, featureCache: featurePrint.cache, progress: report)
             case .detector:
                 var options = DetectorTrainingOptions()
                 if let epochs = plan.epochs { options.epochs = epochs }
@@ -184,6 +203,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 file = try DetectorTrainer.train(data, validation: validation, options: options, base: base, progress: report)
             }
             try context.checkCancellation()
+            file.header.history = history
             let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(file.header.algorithm)")
             try store.saveModel(file, name: name)
             return ClassificationV1.TrainingResult(model: try Self.modelSummary(store, name))
@@ -192,7 +212,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     }
 
     static func progressText(_ p: ClassificationCore.TrainingProgress) -> String {
-        var text = "epoch \(p.epoch)/\(p.epochs) loss \(String(format: "%.4f", p.loss))"
+        // The cnn's two passes (validation, then every image) each run --epochs, and say so.
+        var text = p.passes == 2 ? (p.pass == 1 ? "pass 1/2 (held-out validation) " : "pass 2/2 (every image) ") : ""
+        text += "epoch \(p.epoch)/\(p.epochs) loss \(String(format: "%.4f", p.loss))"
         if p.trainingAccuracy > 0 { text += " accuracy \(String(format: "%.4f", p.trainingAccuracy))" }
         if let validation = p.validationAccuracy { text += " validation \(String(format: "%.4f", validation))" }
         return text

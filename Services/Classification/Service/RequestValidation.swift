@@ -30,8 +30,10 @@ enum RequestValidation {
         var imageSize: Int?
         var seed: UInt64
         var includeFeedback = false
+        var batchSize: Int?
+        var patience: Int?
 
-        /// The classifier algorithm (validated: cnn or features).
+        /// The classifier algorithm (validated: cnn, features or transfer; empty: chosen from the dataset by the job).
         var classifierAlgorithm: ClassifierAlgorithm { ClassifierAlgorithm(rawValue: algorithm) ?? .cnn }
     }
 
@@ -43,10 +45,29 @@ enum RequestValidation {
         case .detector: kind = .detector
         case .unrecognized(let value): throw RPCError(.invalidArgument, "kind: \(value) is not a model kind")
         }
-        let algorithm = request.algorithm.isEmpty ? (kind == .classifier ? "cnn" : "yolo") : request.algorithm.lowercased()
-        let allowed = kind == .classifier ? ["cnn", "features"] : ["yolo"]
-        guard allowed.contains(algorithm) else {
+        // A classifier without one gets transfer or cnn by its dataset's images (`ClassifierAlgorithm.automatic`).
+        let algorithm = request.algorithm.isEmpty ? (kind == .classifier ? "" : "yolo") : request.algorithm.lowercased()
+        let allowed = kind == .classifier ? ["cnn", "features", "transfer"] : ["yolo"]
+        guard algorithm.isEmpty || allowed.contains(algorithm) else {
             throw RPCError(.invalidArgument, "algorithm: \(request.algorithm) does not train a \(kind.rawValue) (use \(allowed.joined(separator: " or ")))")
+        }
+        if algorithm == "transfer", request.baseModel != nil {
+            throw RPCError(.invalidArgument, "base_model: transfer trains on the built-in feature print; a base model is for cnn (or an imported TorchScript model, with any algorithm)")
+        }
+        if let size = request.batchSize, !(1...4096).contains(size) {
+            throw RPCError(.invalidArgument, "batch_size must be 1…4096 (got \(size))")
+        }
+        if request.batchSize != nil, algorithm != "cnn" {
+            throw RPCError(.invalidArgument, "batch_size: only the cnn trains in batches here (give --algorithm cnn); features and transfer fit their head on every image at once")
+        }
+        if let patience = request.patience {
+            guard (1...1000).contains(patience) else { throw RPCError(.invalidArgument, "patience must be 1…1000 (got \(patience))") }
+            guard algorithm == "cnn" else {
+                throw RPCError(.invalidArgument, "patience: early stopping applies to the cnn (give --algorithm cnn)")
+            }
+            if request.validationFraction == 0 && request.validationDataset == nil {
+                throw RPCError(.invalidArgument, "patience: early stopping needs validation images (a validation_fraction above 0 or a validation_dataset)")
+            }
         }
         if let epochs = request.epochs, !(1...1000).contains(epochs) {
             throw RPCError(.invalidArgument, "epochs must be 1…1000 (got \(epochs))")
@@ -88,7 +109,8 @@ enum RequestValidation {
             augmentation: request.augmentation == nil ? nil
                 : ClassificationCore.Augmentation(flip: a.flip, crop: a.crop, rotation: a.rotation, blur: a.blur,
                                                   exposure: a.exposure, noise: a.noise),
-            imageSize: request.imageSize.map(Int.init), seed: request.seed ?? 0, includeFeedback: request.includeFeedback)
+            imageSize: request.imageSize.map(Int.init), seed: request.seed ?? 0, includeFeedback: request.includeFeedback,
+            batchSize: request.batchSize.map(Int.init), patience: request.patience.map(Int.init))
     }
 
     struct Classification: Sendable {

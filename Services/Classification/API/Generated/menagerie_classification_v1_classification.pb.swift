@@ -396,7 +396,9 @@ extension ClassificationV1 {
     public struct TrainRequest: Sendable, Equatable {
         public var dataset: String = ""
         public var kind: ClassificationV1.ModelKind = .unspecified
-        /// "cnn" (default for classifiers), "features" or "yolo" (detectors).
+        /// "transfer" (a head on the built-in pretrained feature print), "cnn", "features", or "yolo" (detectors). Empty:
+        /// yolo for a detector; for a classifier transfer when its images are photos (median side over 64 pixels) and the
+        /// service has the feature print (FAILED_PRECONDITION for "transfer" when it has not), else cnn.
         public var algorithm: String = ""
         /// The new model's name; default "<dataset>-<algorithm>-<n>".
         public var name: String = ""
@@ -406,7 +408,8 @@ extension ClassificationV1 {
         /// A dataset to validate on; without it a seeded 10 % of each label is held out.
         public var validationDataset: String? = nil
         public var validationFraction: Double? = nil
-        /// Absent: the algorithm's default (cnn: crop and rotation; features and yolo: none). Present with nothing set: none.
+        /// Absent: the algorithm's default (cnn: crop and rotation; transfer: flip, crop and exposure; features and yolo:
+        /// none). Present with nothing set: none.
         public var augmentation: ClassificationV1.Augmentation? = nil
         /// Side of the square network input; default from the images (16..96) for classifiers, 160 for detectors (a
         /// multiple of 32, the detector grid's cell). A detector's augmentation is photometric only: exposure, noise
@@ -418,6 +421,12 @@ extension ClassificationV1 {
         /// feedback label must be one of the dataset's labels (else INVALID_ARGUMENT naming them); no feedback yet adds
         /// nothing. Held out for validation like the rest unless validation_dataset is given.
         public var includeFeedback: Bool = false
+        /// Images per optimisation step of the cnn (default 64), 1..4096; the other algorithms take their own.
+        public var batchSize: Int32? = nil
+        /// cnn only: stop once the validation loss has not improved for this many epochs and keep the best epoch's
+        /// weights (with a share held out, the pass on every image then runs as many epochs as the best one). 1..1000;
+        /// absent: every epoch runs. Needs something to validate on (a validation share or dataset).
+        public var patience: Int32? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -435,7 +444,9 @@ extension ClassificationV1 {
             augmentation: ClassificationV1.Augmentation? = nil,
             imageSize: Int32? = nil,
             seed: UInt64? = nil,
-            includeFeedback: Bool = false
+            includeFeedback: Bool = false,
+            batchSize: Int32? = nil,
+            patience: Int32? = nil
         ) {
             self.dataset = dataset
             self.kind = kind
@@ -449,6 +460,8 @@ extension ClassificationV1 {
             self.imageSize = imageSize
             self.seed = seed
             self.includeFeedback = includeFeedback
+            self.batchSize = batchSize
+            self.patience = patience
         }
     }
 
@@ -517,6 +530,9 @@ extension ClassificationV1 {
         /// The images it trained on (after the validation split; with include_feedback, the feedback photos too); none
         /// for imported models.
         public var trainingImages: Int64? = nil
+        /// The training's course as its job reported it (cnn and yolo: every epoch; features and transfer: every 25
+        /// steps of the head), for `model show`'s curve; none for imported models.
+        public var history: [ClassificationV1.TrainingEpoch] = []
 
         /// A message with every field at its default.
         public init() {}
@@ -537,7 +553,8 @@ extension ClassificationV1 {
             size: Int64 = 0,
             createdAt: Double = 0,
             active: Bool = false,
-            trainingImages: Int64? = nil
+            trainingImages: Int64? = nil,
+            history: [ClassificationV1.TrainingEpoch] = []
         ) {
             self.name = name
             self.kind = kind
@@ -554,6 +571,35 @@ extension ClassificationV1 {
             self.createdAt = createdAt
             self.active = active
             self.trainingImages = trainingImages
+            self.history = history
+        }
+    }
+
+    /// One reported point of a training: which pass (the cnn's validation pass 1, its pass on every image 2; else 1),
+    /// the epoch within it, and its figures.
+    public struct TrainingEpoch: Sendable, Equatable {
+        public var pass: Int32 = 0
+        public var epoch: Int32 = 0
+        public var loss: Double = 0
+        public var trainingAccuracy: Double = 0
+        public var validationAccuracy: Double? = nil
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            pass: Int32 = 0,
+            epoch: Int32 = 0,
+            loss: Double = 0,
+            trainingAccuracy: Double = 0,
+            validationAccuracy: Double? = nil
+        ) {
+            self.pass = pass
+            self.epoch = epoch
+            self.loss = loss
+            self.trainingAccuracy = trainingAccuracy
+            self.validationAccuracy = validationAccuracy
         }
     }
 
@@ -1558,6 +1604,8 @@ extension ClassificationV1.TrainRequest: ProtoMessage, ProtobufCBridged {
         imageSize = reader.optional(10)
         seed = reader.optional(11)
         includeFeedback = reader.value(12)
+        batchSize = reader.optional(13)
+        patience = reader.optional(14)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1573,6 +1621,8 @@ extension ClassificationV1.TrainRequest: ProtoMessage, ProtobufCBridged {
         writer.set(10, imageSize)
         writer.set(11, seed)
         writer.set(12, includeFeedback)
+        writer.set(13, batchSize)
+        writer.set(14, patience)
     }
 }
 
@@ -1654,6 +1704,7 @@ extension ClassificationV1.ModelSummary: ProtoMessage, ProtobufCBridged {
         createdAt = reader.value(13)
         active = reader.value(14)
         trainingImages = reader.optional(15)
+        history = reader.repeated(16)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1672,6 +1723,36 @@ extension ClassificationV1.ModelSummary: ProtoMessage, ProtobufCBridged {
         writer.set(13, createdAt)
         writer.set(14, active)
         writer.set(15, trainingImages)
+        writer.set(16, history)
+    }
+}
+
+extension ClassificationV1.TrainingEpoch: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.classification.v1.TrainingEpoch"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ClassificationProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        pass = reader.value(1)
+        epoch = reader.value(2)
+        loss = reader.value(3)
+        trainingAccuracy = reader.value(4)
+        validationAccuracy = reader.optional(5)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, pass)
+        writer.set(2, epoch)
+        writer.set(3, loss)
+        writer.set(4, trainingAccuracy)
+        writer.set(5, validationAccuracy)
     }
 }
 
@@ -2727,6 +2808,8 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         ProtoJSONField(number: 10, protoName: "image_size", jsonName: "imageSize", kind: .int32, cardinality: .optional),
         ProtoJSONField(number: 11, protoName: "seed", jsonName: "seed", kind: .uint64, cardinality: .optional),
         ProtoJSONField(number: 12, protoName: "include_feedback", jsonName: "includeFeedback", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 13, protoName: "batch_size", jsonName: "batchSize", kind: .int32, cardinality: .optional),
+        ProtoJSONField(number: 14, protoName: "patience", jsonName: "patience", kind: .int32, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2743,6 +2826,8 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         json.optional(9, self.imageSize)
         json.optional(10, self.seed)
         json.value(11, self.includeFeedback)
+        json.optional(12, self.batchSize)
+        json.optional(13, self.patience)
         return json.result
     }
 
@@ -2761,6 +2846,8 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         try json.optional(9, into: &self.imageSize)
         try json.optional(10, into: &self.seed)
         try json.value(11, into: &self.includeFeedback)
+        try json.optional(12, into: &self.batchSize)
+        try json.optional(13, into: &self.patience)
     }
 }
 
@@ -2829,6 +2916,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         ProtoJSONField(number: 13, protoName: "created_at", jsonName: "createdAt", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 14, protoName: "active", jsonName: "active", kind: .bool, cardinality: .singular),
         ProtoJSONField(number: 15, protoName: "training_images", jsonName: "trainingImages", kind: .int64, cardinality: .optional),
+        ProtoJSONField(number: 16, protoName: "history", jsonName: "history", kind: .message, cardinality: .repeated),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2848,6 +2936,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         json.value(12, self.createdAt)
         json.value(13, self.active)
         json.optional(14, self.trainingImages)
+        json.repeated(15, self.history)
         return json.result
     }
 
@@ -2869,6 +2958,37 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         try json.value(12, into: &self.createdAt)
         try json.value(13, into: &self.active)
         try json.optional(14, into: &self.trainingImages)
+        try json.repeated(15, into: &self.history)
+    }
+}
+
+extension ClassificationV1.TrainingEpoch: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "pass", jsonName: "pass", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "epoch", jsonName: "epoch", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "loss", jsonName: "loss", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "training_accuracy", jsonName: "trainingAccuracy", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "validation_accuracy", jsonName: "validationAccuracy", kind: .double, cardinality: .optional),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.pass)
+        json.value(1, self.epoch)
+        json.value(2, self.loss)
+        json.value(3, self.trainingAccuracy)
+        json.optional(4, self.validationAccuracy)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.pass)
+        try json.value(1, into: &self.epoch)
+        try json.value(2, into: &self.loss)
+        try json.value(3, into: &self.trainingAccuracy)
+        try json.optional(4, into: &self.validationAccuracy)
     }
 }
 
@@ -3603,6 +3723,7 @@ extension ClassificationV1 {
             ClassificationV1.TrainingProgress.self,
             ClassificationV1.TrainingResult.self,
             ClassificationV1.ModelSummary.self,
+            ClassificationV1.TrainingEpoch.self,
             ClassificationV1.ListModelsRequest.self,
             ClassificationV1.ListModelsResponse.self,
             ClassificationV1.GetModelRequest.self,

@@ -35,7 +35,7 @@ public final class Classifier: @unchecked Sendable {
             engine = .network(network)
         case "features":
             engine = .features(try LinearHead(tensors: file.tensors, classes: header.labels.count, width: Features.count(), model: "features"))
-        case "torchscript":
+        case "torchscript", "transfer":
             let module = try ScriptFeatures(model: file, method: header.featureMethod ?? "forward")
             if header.featureMethod != nil {
                 engine = .scriptHead(module, try LinearHead(tensors: file.tensors, classes: header.labels.count, model: "fine-tuned TorchScript"))

@@ -8,6 +8,22 @@ public enum ClassifierAlgorithm: String, Sendable, Codable, CaseIterable {
     case cnn
     /// HOG and colour-histogram features with a multinomial logistic regression: trains in seconds.
     case features
+    /// A linear head on the built-in pretrained feature print (`FeaturePrint`), Create ML's transfer learning: the
+    /// default for photos when the feature print is installed.
+    case transfer
+
+    /// The algorithm a training that names none gets: `transfer` for photos (a median side above
+    /// `photoSide`) when the feature print is installed; the small-image cnn otherwise (the 32-pixel digits, where
+    /// it is right 98 % of the time and a 224-pixel network would only blow up each pixel).
+    public static func automatic(for dataset: Dataset, featurePrintInstalled: Bool) -> ClassifierAlgorithm {
+        guard featurePrintInstalled else { return .cnn }
+        let sides = dataset.samples.map { max($0.width, $0.height) }.sorted()
+        guard !sides.isEmpty else { return .cnn }
+        return sides[sides.count / 2] > photoSide ? .transfer : .cnn
+    }
+
+    /// Images whose median side is above this many pixels are photos.
+    public static let photoSide = 64
 }
 
 public struct ClassifierTrainingOptions: Sendable, Codable, Equatable {
@@ -24,6 +40,9 @@ public struct ClassifierTrainingOptions: Sendable, Codable, Equatable {
     /// Same seed and data → the same model (with one libtorch thread).
     public var seed: UInt64 = 0
     public var batchSize = 64
+    /// cnn: stop after this many epochs without a lower validation loss, keeping the best epoch's weights (nil: run
+    /// every epoch). With a refit the pass on every image runs the best epoch's count.
+    public var patience: Int?
     public var learningRate: Double?
     /// The residual network's stage widths.
     public var widths = [16, 32, 64]
@@ -40,21 +59,46 @@ public struct ClassifierTrainingOptions: Sendable, Codable, Equatable {
 
     /// The augmentation used: the given one or the algorithm's default.
     public var resolvedAugmentation: Augmentation {
-        augmentation ?? (algorithm == .cnn ? ClassifierTrainingOptions.cnnAugmentation : .none)
+        augmentation ?? {
+            switch algorithm {
+            case .cnn: ClassifierTrainingOptions.cnnAugmentation
+            case .transfer: ClassifierTrainingOptions.transferAugmentation
+            case .features: .none
+            }
+        }()
     }
 
     public static let cnnAugmentation = Augmentation(crop: 0.1, rotation: 10)
+    /// Photos under a frozen pretrained network: mirror images, shifted framing and exposure are the same object;
+    /// small turns are not in the default (a photo taken from above could take `rotation` too).
+    public static let transferAugmentation = Augmentation(flip: true, crop: 0.1, exposure: 0.2)
+    /// transfer: augmented copies of each training image whose features the head also trains on (each copy is one
+    /// more pass of the network per image).
+    public var augmentedCopies: Int?
 
     public init() {}
 }
 
-/// One training epoch's figures, for a job's progress.
-public struct TrainingProgress: Sendable, Equatable {
+/// One training epoch's figures, for a job's progress. `epoch` counts within its pass: the cnn with a share held out
+/// trains twice (`ClassifierTrainingOptions.refit`), `--epochs` each time, and says which pass an epoch is of.
+public struct TrainingProgress: Sendable, Equatable, Codable {
     public var epoch: Int
     public var epochs: Int
     public var loss: Double
     public var trainingAccuracy: Double
     public var validationAccuracy: Double?
+    public var pass = 1
+    public var passes = 1
+
+    public init(epoch: Int, epochs: Int, loss: Double, trainingAccuracy: Double, validationAccuracy: Double?, pass: Int = 1, passes: Int = 1) {
+        self.epoch = epoch; self.epochs = epochs; self.loss = loss; self.trainingAccuracy = trainingAccuracy
+        self.validationAccuracy = validationAccuracy; self.pass = pass; self.passes = passes
+    }
+
+    /// The share of the whole training done, over every pass.
+    public var fraction: Double {
+        (Double(pass - 1) * Double(epochs) + Double(epoch)) / Double(max(1, passes * epochs))
+    }
 }
 
 /// Preprocessed images and labels, ready for a network.
@@ -63,6 +107,8 @@ public struct LabelledInputs: Sendable {
     public var labels: [Int]
     public var width: Int
     public var height: Int
+    /// Each input's image (SHA-256) and scaling, the key of its features in a `FeatureCache`.
+    public var keys: [String] = []
     /// The side of square inputs (the networks trained here take square ones).
     public var side: Int { width }
 
@@ -74,7 +120,8 @@ public struct LabelledInputs: Sendable {
             let image = try RGBImage.decode(dataset.images[sample.hash]!, name: sample.name)
             inputs.append(try Preprocessing.input(image, width: width, height: height, scaling: scaling).pixels)
         }
-        return LabelledInputs(inputs: inputs, labels: dataset.samples.map(\.label), width: width, height: height)
+        return LabelledInputs(inputs: inputs, labels: dataset.samples.map(\.label), width: width, height: height,
+                              keys: dataset.samples.map { "\(scaling.rawValue) \(width)x\(height) \($0.hash)" })
     }
 
     public static func make(_ dataset: Dataset, side: Int, scaling: Scaling) throws -> LabelledInputs {
@@ -82,7 +129,8 @@ public struct LabelledInputs: Sendable {
     }
 
     func subset(_ indices: [Int]) -> LabelledInputs {
-        LabelledInputs(inputs: indices.map { inputs[$0] }, labels: indices.map { labels[$0] }, width: width, height: height)
+        LabelledInputs(inputs: indices.map { inputs[$0] }, labels: indices.map { labels[$0] }, width: width, height: height,
+                       keys: keys.isEmpty ? [] : indices.map { keys[$0] })
     }
 }
 
@@ -153,11 +201,22 @@ public enum ClassifierTrainer {
     /// cnn base gives the new network its widths and input size and starts it from its trained layers; only the final
     /// layer, whose shape depends on the labels, starts afresh. A TorchScript base becomes a frozen feature extractor
     /// under a new linear head (`trainScriptHead`).
+    ///
+    /// `transfer` trains a head on `featurePrint` (`FAILED_PRECONDITION` when it is nil: not installed).
     public static func train(_ dataset: Dataset, validation: Dataset? = nil, options: ClassifierTrainingOptions,
-                             base: ModelFile? = nil,
+                             base: ModelFile? = nil, featurePrint: FeaturePrint? = nil, featureCache: FeatureCache? = nil,
                              progress: (TrainingProgress) throws -> Void = { _ in }) throws -> ModelFile {
         var options = options
-        if let base {
+        var base = base
+        if options.algorithm == .transfer {
+            guard base == nil else {
+                throw ClassificationError.invalid("transfer trains on the built-in feature print; a base model is for cnn (or an imported TorchScript model)")
+            }
+            guard let featurePrint else {
+                throw ClassificationError(.failedPrecondition, "the feature print is not installed; \(FeaturePrint.installHint)")
+            }
+            base = featurePrint.base
+        } else if let base {
             try checkBase(base.header, algorithm: options.algorithm)
             if let network = base.header.network {
                 options.widths = network.widths
@@ -171,7 +230,7 @@ public enum ClassifierTrainer {
             throw ClassificationError.invalid("the validation dataset's labels differ from the training dataset's")
         }
         let started = ContinuousClock.now
-        let scriptBase = base.flatMap { $0.header.algorithm == "torchscript" ? $0 : nil }
+        let scriptBase = base.flatMap { ["torchscript", "transfer"].contains($0.header.algorithm) ? $0 : nil }
         // A TorchScript base takes its own input size, which need not be square.
         var width = scriptBase?.header.inputWidth ?? 0, height = scriptBase?.header.inputHeight ?? 0
         if scriptBase == nil {
@@ -194,7 +253,9 @@ public enum ClassifierTrainer {
         var trainedOn = training.inputs.count
         switch (options.algorithm, scriptBase) {
         case (_, let scriptBase?):
-            file = try trainScriptHead(training, held, labels: dataset.labels, base: scriptBase, options: options, progress: progress)
+            file = try trainScriptHead(training, held, labels: dataset.labels, base: scriptBase, options: options,
+                                       cache: options.algorithm == .transfer ? featureCache.map { ($0, featurePrint!.manifest.sha256) } : nil,
+                                       progress: progress)
         case (.cnn, nil):
             // The held-out share measures the validation accuracy; the model kept is then trained again, the same
             // way, on every image: on 1,438 digits the 10 % held out cost 0.3–0.8 points of test accuracy.
@@ -202,21 +263,28 @@ public enum ClassifierTrainer {
             let passes = refit ? 2 : 1
             file = try trainNetwork(training, held, labels: dataset.labels, options: options, base: base) { p in
                 var p = p
-                p.epochs *= passes
+                p.passes = passes
                 try progress(p)
             }
             if refit {
                 let estimate = file.header.validationAccuracy
+                let best = file.header.metrics["best_epoch"]
+                var options = options
+                // Stopped early: the pass on every image trains as long as the best epoch of the first.
+                if let best, options.patience != nil { options.epochs = Int(best); options.patience = nil }
                 try Torch.seed(options.seed)
                 file = try trainNetwork(all, nil, labels: dataset.labels, options: options, base: base) { p in
-                    try progress(TrainingProgress(epoch: p.epochs + p.epoch, epochs: 2 * p.epochs, loss: p.loss,
-                                                  trainingAccuracy: p.trainingAccuracy, validationAccuracy: estimate))
+                    try progress(TrainingProgress(epoch: p.epoch, epochs: p.epochs, loss: p.loss, trainingAccuracy: p.trainingAccuracy,
+                                                  validationAccuracy: estimate, pass: 2, passes: 2))
                 }
                 file.header.validationAccuracy = estimate
+                if let best { file.header.metrics["best_epoch"] = best }
                 trainedOn = all.inputs.count
             }
         case (.features, nil): file = try trainFeatures(training, held, labels: dataset.labels, options: options, progress: progress)
+        case (.transfer, nil): preconditionFailure("transfer has its feature print as base")
         }
+        if options.algorithm == .transfer { file.header.algorithm = "transfer" }
         file.header.trainingSeconds = (ContinuousClock.now - started).seconds
         file.header.metrics["training_images"] = Double(trainedOn)
         file.header.scaling = options.scaling
@@ -232,7 +300,7 @@ public enum ClassifierTrainer {
         case (.classifier, "cnn"):
             guard header.network != nil else { throw ClassificationError.invalid("the base cnn has no network configuration") }
             guard algorithm == .cnn else { throw ClassificationError.invalid("a cnn base fine-tunes with the cnn algorithm, not \(algorithm.rawValue)") }
-        case (.classifier, "torchscript"):
+        case (.classifier, "torchscript"), (.classifier, "transfer"):
             break
         default:
             throw ClassificationError.invalid("a classifier's base model must be a cnn classifier or an imported TorchScript classifier (this one is a \(header.algorithm) \(header.kind.rawValue))")
@@ -262,7 +330,9 @@ public enum ClassifierTrainer {
         let steps = epochs * ((training.inputs.count + batchSize - 1) / batchSize)
         var step = 0
         var trainingAccuracy = 0.0, validationAccuracy: Double?
-        for epoch in 1...max(1, epochs) {
+        // Early stopping: the best validation loss so far, its epoch, accuracy and weights.
+        var best: (loss: Double, epoch: Int, accuracy: Double, weights: [NamedArray])?
+        epochs: for epoch in 1...max(1, epochs) {
             var order = Array(training.inputs.indices)
             order.shuffle(using: &random)
             var totalLoss = 0.0, correct = 0
@@ -295,12 +365,25 @@ public enum ClassifierTrainer {
                 correct += zip(predicted, batch).filter { Int($0) == training.labels[$1] }.count
             }
             trainingAccuracy = Double(correct) / Double(order.count)
+            var validationLoss: Double?
             if let held {
-                let predicted = try predictNetwork(average ?? network, held.inputs, side: side).map { argmax($0) }
-                validationAccuracy = Metrics.accuracy(predicted: predicted, truth: held.labels)
+                let probabilities = try predictNetwork(average ?? network, held.inputs, side: side)
+                validationAccuracy = Metrics.accuracy(predicted: probabilities.map { argmax($0) }, truth: held.labels)
+                validationLoss = zip(probabilities, held.labels).map { -log(max(1e-7, Double($0[$1]))) }.reduce(0, +) / Double(held.labels.count)
             }
             try progress(TrainingProgress(epoch: epoch, epochs: epochs, loss: totalLoss / Double(order.count),
                                           trainingAccuracy: trainingAccuracy, validationAccuracy: validationAccuracy))
+            if let patience = options.patience, let validationLoss, let validationAccuracy {
+                if best.map({ validationLoss < $0.loss }) ?? true {
+                    best = (validationLoss, epoch, validationAccuracy, try (average ?? network).parameters.export())
+                } else if epoch - best!.epoch >= patience {
+                    break epochs
+                }
+            }
+        }
+        if let best {
+            try (average ?? network).parameters.load(best.weights)
+            validationAccuracy = best.accuracy
         }
         // Training accuracy as evaluated after training (eval-mode batch norm, no augmentation), as Create ML reports it.
         let kept = average ?? network
@@ -310,6 +393,7 @@ public enum ClassifierTrainer {
         header.network = configuration
         header.trainingAccuracy = finalTraining
         header.validationAccuracy = validationAccuracy
+        if let best { header.metrics["best_epoch"] = Double(best.epoch) }
         return ModelFile(header: header, tensors: try kept.parameters.export())
     }
 
@@ -344,14 +428,16 @@ public enum ClassifierTrainer {
 
     /// The training inputs, plus one augmented copy of each when augmentation is on: a linear model sees the whole
     /// set at once, so the copies are made up front.
-    static func withAugmentedCopies(_ training: LabelledInputs, options: ClassifierTrainingOptions) -> (inputs: [[Float]], targets: [Int]) {
+    static func withAugmentedCopies(_ training: LabelledInputs, options: ClassifierTrainingOptions, copies: Int = 1) -> (inputs: [[Float]], targets: [Int]) {
         var inputs = training.inputs, targets = training.labels
         let augmentation = options.resolvedAugmentation
         guard !augmentation.isNone else { return (inputs, targets) }
         var random = SeededRandom(seed: options.seed)
-        for (input, label) in zip(training.inputs, training.labels) {
-            inputs.append(augmentation.apply(input, channels: 3, height: training.height, width: training.side, using: &random))
-            targets.append(label)
+        for _ in 0..<max(0, copies) {
+            for (input, label) in zip(training.inputs, training.labels) {
+                inputs.append(augmentation.apply(input, channels: 3, height: training.height, width: training.width, using: &random))
+                targets.append(label)
+            }
         }
         return (inputs, targets)
     }
@@ -361,21 +447,35 @@ public enum ClassifierTrainer {
     /// Fine-tunes an imported TorchScript classifier (or a model fine-tuned from one) as Create ML does: the module is
     /// a frozen feature extractor (`ScriptFeatures`) and a linear head is trained on its features for the new
     /// labels. The model keeps the module's bytes, input size and normalisation, and stores the head beside them.
+    /// `cache` (the feature print's: a cache and the module's checksum) keeps the features of the unaltered images.
     static func trainScriptHead(_ training: LabelledInputs, _ held: LabelledInputs?, labels: [String], base: ModelFile,
-                                options: ClassifierTrainingOptions, progress: (TrainingProgress) throws -> Void) throws -> ModelFile {
+                                options: ClassifierTrainingOptions, cache: (FeatureCache, String)? = nil,
+                                progress: (TrainingProgress) throws -> Void) throws -> ModelFile {
         let extractor = try ScriptFeatures(model: base, method: base.header.featureMethod)
-        // No augmentation unless asked for: the cnn's default shifts and turns are no default of a frozen extractor.
+        // An imported module: no augmentation unless asked for (its inputs may be anything). The feature print:
+        // photos, augmented (`transferAugmentation`), twice over.
         var options = options
-        options.augmentation = options.augmentation ?? Augmentation.none
-        let (inputs, targets) = withAugmentedCopies(training, options: options)
-        let fit = try LinearHead.fit(rows: try extractor.extract(inputs), targets: targets,
-                                     held: try held.map { (try extractor.extract($0.inputs), $0.labels) },
+        if options.algorithm != .transfer { options.augmentation = options.augmentation ?? Augmentation.none }
+        let copies = options.algorithm == .transfer ? options.augmentedCopies ?? 2 : 1
+        let (inputs, targets) = withAugmentedCopies(training, options: options, copies: copies)
+        // withAugmentedCopies puts the unaltered images first: those are the ones a cache may know.
+        func extract(_ inputs: [[Float]], unaltered: LabelledInputs) throws -> [[Float]] {
+            guard let (cache, module) = cache, unaltered.keys.count == unaltered.inputs.count else { return try extractor.extract(inputs) }
+            let keys = inputs.indices.map { $0 < unaltered.keys.count ? "\(module) \(unaltered.keys[$0])" : nil }
+            return try cache.rows(keys, inputs: inputs, extract: extractor.extract)
+        }
+        let extracting = ContinuousClock.now
+        let rows = try extract(inputs, unaltered: training)
+        let extractionSeconds = (ContinuousClock.now - extracting).seconds
+        let fit = try LinearHead.fit(rows: rows, targets: targets,
+                                     held: try held.map { (try extract($0.inputs, unaltered: $0), $0.labels) },
                                      classes: labels.count, options: options, progress: progress)
         var header = ModelHeader(kind: .classifier, algorithm: "torchscript", labels: labels,
                                  inputWidth: base.header.inputWidth, inputHeight: base.header.inputHeight)
         header.mean = base.header.mean
         header.std = base.header.std
         header.featureMethod = extractor.method
+        header.metrics["feature_ms_per_image"] = extractionSeconds * 1000 / Double(max(1, inputs.count))
         header.trainingAccuracy = fit.trainingAccuracy
         header.validationAccuracy = fit.validationAccuracy
         return ModelFile(header: header, tensors: try fit.head.tensors(), script: base.script)

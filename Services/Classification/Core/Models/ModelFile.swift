@@ -30,6 +30,8 @@ public struct ModelHeader: Sendable, Codable, Equatable {
     public var metrics: [String: Double] = [:]
     public var trainingSeconds: Double?
     public var seed: UInt64?
+    /// The training's reported epochs, in order (nil for imported models and those trained before it was kept).
+    public var history: [TrainingProgress]?
 
     public init(kind: Kind, algorithm: String, labels: [String], inputWidth: Int, inputHeight: Int) {
         self.kind = kind; self.algorithm = algorithm; self.labels = labels

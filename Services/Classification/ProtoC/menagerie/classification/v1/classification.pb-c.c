@@ -682,6 +682,51 @@ void   menagerie__classification__v1__model_summary__free_unpacked
   assert(message->base.descriptor == &menagerie__classification__v1__model_summary__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   menagerie__classification__v1__training_epoch__init
+                     (Menagerie__Classification__V1__TrainingEpoch         *message)
+{
+  static const Menagerie__Classification__V1__TrainingEpoch init_value = MENAGERIE__CLASSIFICATION__V1__TRAINING_EPOCH__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__training_epoch__get_packed_size
+                     (const Menagerie__Classification__V1__TrainingEpoch *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__training_epoch__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__training_epoch__pack
+                     (const Menagerie__Classification__V1__TrainingEpoch *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__training_epoch__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__training_epoch__pack_to_buffer
+                     (const Menagerie__Classification__V1__TrainingEpoch *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__training_epoch__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__TrainingEpoch *
+       menagerie__classification__v1__training_epoch__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__TrainingEpoch *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__training_epoch__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__training_epoch__free_unpacked
+                     (Menagerie__Classification__V1__TrainingEpoch *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__training_epoch__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   menagerie__classification__v1__list_models_request__init
                      (Menagerie__Classification__V1__ListModelsRequest         *message)
 {
@@ -2702,7 +2747,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__augmentation__de
   (ProtobufCMessageInit) menagerie__classification__v1__augmentation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__train_request__field_descriptors[12] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__train_request__field_descriptors[14] =
 {
   {
     "dataset",
@@ -2848,17 +2893,43 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__train_reque
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "batch_size",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    offsetof(Menagerie__Classification__V1__TrainRequest, _batch_size_case),
+    offsetof(Menagerie__Classification__V1__TrainRequest, batch_size),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "patience",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    offsetof(Menagerie__Classification__V1__TrainRequest, _patience_case),
+    offsetof(Menagerie__Classification__V1__TrainRequest, patience),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__train_request__field_indices_by_name[] = {
   2,   /* field[2] = algorithm */
   8,   /* field[8] = augmentation */
   4,   /* field[4] = base_model */
+  12,   /* field[12] = batch_size */
   0,   /* field[0] = dataset */
   5,   /* field[5] = epochs */
   9,   /* field[9] = image_size */
   11,   /* field[11] = include_feedback */
   1,   /* field[1] = kind */
   3,   /* field[3] = name */
+  13,   /* field[13] = patience */
   10,   /* field[10] = seed */
   6,   /* field[6] = validation_dataset */
   7,   /* field[7] = validation_fraction */
@@ -2866,7 +2937,7 @@ static const unsigned menagerie__classification__v1__train_request__field_indice
 static const ProtobufCIntRange menagerie__classification__v1__train_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 12 }
+  { 0, 14 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__train_request__descriptor =
 {
@@ -2876,7 +2947,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__train_request__d
   "Menagerie__Classification__V1__TrainRequest",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__TrainRequest),
-  12,
+  14,
   menagerie__classification__v1__train_request__field_descriptors,
   menagerie__classification__v1__train_request__field_indices_by_name,
   1,  menagerie__classification__v1__train_request__number_ranges,
@@ -3011,7 +3082,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__training_result_
   (ProtobufCMessageInit) menagerie__classification__v1__training_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summary__field_descriptors[15] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summary__field_descriptors[16] =
 {
   {
     "name",
@@ -3193,11 +3264,24 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summa
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "history",
+    16,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Classification__V1__ModelSummary, n_history),
+    offsetof(Menagerie__Classification__V1__ModelSummary, history),
+    &menagerie__classification__v1__training_epoch__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__model_summary__field_indices_by_name[] = {
   13,   /* field[13] = active */
   2,   /* field[2] = algorithm */
   12,   /* field[12] = created_at */
+  15,   /* field[15] = history */
   5,   /* field[5] = input_height */
   4,   /* field[4] = input_width */
   1,   /* field[1] = kind */
@@ -3214,7 +3298,7 @@ static const unsigned menagerie__classification__v1__model_summary__field_indice
 static const ProtobufCIntRange menagerie__classification__v1__model_summary__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 15 }
+  { 0, 16 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__descriptor =
 {
@@ -3224,11 +3308,101 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__d
   "Menagerie__Classification__V1__ModelSummary",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__ModelSummary),
-  15,
+  16,
   menagerie__classification__v1__model_summary__field_descriptors,
   menagerie__classification__v1__model_summary__field_indices_by_name,
   1,  menagerie__classification__v1__model_summary__number_ranges,
   (ProtobufCMessageInit) menagerie__classification__v1__model_summary__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__training_epoch__field_descriptors[5] =
+{
+  {
+    "pass",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainingEpoch, pass),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "epoch",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainingEpoch, epoch),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "loss",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainingEpoch, loss),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "training_accuracy",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainingEpoch, training_accuracy),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "validation_accuracy",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__TrainingEpoch, _validation_accuracy_case),
+    offsetof(Menagerie__Classification__V1__TrainingEpoch, validation_accuracy),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__training_epoch__field_indices_by_name[] = {
+  1,   /* field[1] = epoch */
+  2,   /* field[2] = loss */
+  0,   /* field[0] = pass */
+  3,   /* field[3] = training_accuracy */
+  4,   /* field[4] = validation_accuracy */
+};
+static const ProtobufCIntRange menagerie__classification__v1__training_epoch__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__training_epoch__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.TrainingEpoch",
+  "TrainingEpoch",
+  "Menagerie__Classification__V1__TrainingEpoch",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__TrainingEpoch),
+  5,
+  menagerie__classification__v1__training_epoch__field_descriptors,
+  menagerie__classification__v1__training_epoch__field_indices_by_name,
+  1,  menagerie__classification__v1__training_epoch__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__training_epoch__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 #define menagerie__classification__v1__list_models_request__field_descriptors NULL

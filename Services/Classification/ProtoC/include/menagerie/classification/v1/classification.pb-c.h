@@ -31,6 +31,7 @@ typedef struct Menagerie__Classification__V1__TrainRequest Menagerie__Classifica
 typedef struct Menagerie__Classification__V1__TrainingProgress Menagerie__Classification__V1__TrainingProgress;
 typedef struct Menagerie__Classification__V1__TrainingResult Menagerie__Classification__V1__TrainingResult;
 typedef struct Menagerie__Classification__V1__ModelSummary Menagerie__Classification__V1__ModelSummary;
+typedef struct Menagerie__Classification__V1__TrainingEpoch Menagerie__Classification__V1__TrainingEpoch;
 typedef struct Menagerie__Classification__V1__ListModelsRequest Menagerie__Classification__V1__ListModelsRequest;
 typedef struct Menagerie__Classification__V1__ListModelsResponse Menagerie__Classification__V1__ListModelsResponse;
 typedef struct Menagerie__Classification__V1__GetModelRequest Menagerie__Classification__V1__GetModelRequest;
@@ -342,13 +343,27 @@ typedef enum {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__CASE)
 } Menagerie__Classification__V1__TrainRequest__SeedCase;
 
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BATCH_SIZE__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BATCH_SIZE_BATCH_SIZE = 13
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BATCH_SIZE__CASE)
+} Menagerie__Classification__V1__TrainRequest__BatchSizeCase;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___PATIENCE__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___PATIENCE_PATIENCE = 14
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___PATIENCE__CASE)
+} Menagerie__Classification__V1__TrainRequest__PatienceCase;
+
 struct  Menagerie__Classification__V1__TrainRequest
 {
   ProtobufCMessage base;
   char *dataset;
   Menagerie__Classification__V1__ModelKind kind;
   /*
-   * "cnn" (default for classifiers), "features" or "yolo" (detectors).
+   * "transfer" (a head on the built-in pretrained feature print), "cnn", "features", or "yolo" (detectors). Empty:
+   * yolo for a detector; for a classifier transfer when its images are photos (median side over 64 pixels) and the
+   * service has the feature print (FAILED_PRECONDITION for "transfer" when it has not), else cnn.
    */
   char *algorithm;
   /*
@@ -356,7 +371,8 @@ struct  Menagerie__Classification__V1__TrainRequest
    */
   char *name;
   /*
-   * Absent: the algorithm's default (cnn: crop and rotation; features and yolo: none). Present with nothing set: none.
+   * Absent: the algorithm's default (cnn: crop and rotation; transfer: flip, crop and exposure; features and yolo:
+   * none). Present with nothing set: none.
    */
   Menagerie__Classification__V1__Augmentation *augmentation;
   /*
@@ -403,10 +419,26 @@ struct  Menagerie__Classification__V1__TrainRequest
      */
     uint64_t seed;
   };
+  Menagerie__Classification__V1__TrainRequest__BatchSizeCase _batch_size_case;
+  union {
+    /*
+     * Images per optimisation step of the cnn (default 64), 1..4096; the other algorithms take their own.
+     */
+    int32_t batch_size;
+  };
+  Menagerie__Classification__V1__TrainRequest__PatienceCase _patience_case;
+  union {
+    /*
+     * cnn only: stop once the validation loss has not improved for this many epochs and keep the best epoch's
+     * weights (with a share held out, the pass on every image then runs as many epochs as the best one). 1..1000;
+     * absent: every epoch runs. Needs something to validate on (a validation share or dataset).
+     */
+    int32_t patience;
+  };
 };
 #define MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__train_request__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BASE_MODEL__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___EPOCHS__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_DATASET__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_FRACTION__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___IMAGE_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BASE_MODEL__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___EPOCHS__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_DATASET__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_FRACTION__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___IMAGE_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BATCH_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___PATIENCE__NOT_SET, {0} }
 
 
 typedef enum {
@@ -501,6 +533,12 @@ struct  Menagerie__Classification__V1__ModelSummary
    * Whether it is its kind's active model (the default for Classify or Detect).
    */
   protobuf_c_boolean active;
+  /*
+   * The training's course as its job reported it (cnn and yolo: every epoch; features and transfer: every 25
+   * steps of the head), for `model show`'s curve; none for imported models.
+   */
+  size_t n_history;
+  Menagerie__Classification__V1__TrainingEpoch **history;
   Menagerie__Classification__V1__ModelSummary__TrainingAccuracyCase _training_accuracy_case;
   union {
     double training_accuracy;
@@ -531,7 +569,34 @@ struct  Menagerie__Classification__V1__ModelSummary
 };
 #define MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__model_summary__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, 0, 0, 0, 0, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, 0, 0, 0, 0, 0,NULL, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES__NOT_SET, {0} }
+
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__TRAINING_EPOCH___VALIDATION_ACCURACY__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__TRAINING_EPOCH___VALIDATION_ACCURACY_VALIDATION_ACCURACY = 5
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAINING_EPOCH___VALIDATION_ACCURACY__CASE)
+} Menagerie__Classification__V1__TrainingEpoch__ValidationAccuracyCase;
+
+/*
+ * One reported point of a training: which pass (the cnn's validation pass 1, its pass on every image 2; else 1),
+ * the epoch within it, and its figures.
+ */
+struct  Menagerie__Classification__V1__TrainingEpoch
+{
+  ProtobufCMessage base;
+  int32_t pass;
+  int32_t epoch;
+  double loss;
+  double training_accuracy;
+  Menagerie__Classification__V1__TrainingEpoch__ValidationAccuracyCase _validation_accuracy_case;
+  union {
+    double validation_accuracy;
+  };
+};
+#define MENAGERIE__CLASSIFICATION__V1__TRAINING_EPOCH__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__training_epoch__descriptor) \
+    , 0, 0, 0, 0, MENAGERIE__CLASSIFICATION__V1__TRAINING_EPOCH___VALIDATION_ACCURACY__NOT_SET, {0} }
 
 
 struct  Menagerie__Classification__V1__ListModelsRequest
@@ -1369,6 +1434,25 @@ Menagerie__Classification__V1__ModelSummary *
 void   menagerie__classification__v1__model_summary__free_unpacked
                      (Menagerie__Classification__V1__ModelSummary *message,
                       ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__TrainingEpoch methods */
+void   menagerie__classification__v1__training_epoch__init
+                     (Menagerie__Classification__V1__TrainingEpoch         *message);
+size_t menagerie__classification__v1__training_epoch__get_packed_size
+                     (const Menagerie__Classification__V1__TrainingEpoch   *message);
+size_t menagerie__classification__v1__training_epoch__pack
+                     (const Menagerie__Classification__V1__TrainingEpoch   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__training_epoch__pack_to_buffer
+                     (const Menagerie__Classification__V1__TrainingEpoch   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__TrainingEpoch *
+       menagerie__classification__v1__training_epoch__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__training_epoch__free_unpacked
+                     (Menagerie__Classification__V1__TrainingEpoch *message,
+                      ProtobufCAllocator *allocator);
 /* Menagerie__Classification__V1__ListModelsRequest methods */
 void   menagerie__classification__v1__list_models_request__init
                      (Menagerie__Classification__V1__ListModelsRequest         *message);
@@ -2005,6 +2089,9 @@ typedef void (*Menagerie__Classification__V1__TrainingResult_Closure)
 typedef void (*Menagerie__Classification__V1__ModelSummary_Closure)
                  (const Menagerie__Classification__V1__ModelSummary *message,
                   void *closure_data);
+typedef void (*Menagerie__Classification__V1__TrainingEpoch_Closure)
+                 (const Menagerie__Classification__V1__TrainingEpoch *message,
+                  void *closure_data);
 typedef void (*Menagerie__Classification__V1__ListModelsRequest_Closure)
                  (const Menagerie__Classification__V1__ListModelsRequest *message,
                   void *closure_data);
@@ -2298,6 +2385,7 @@ extern const ProtobufCMessageDescriptor menagerie__classification__v1__train_req
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__training_progress__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__training_result__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__training_epoch__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__list_models_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__list_models_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__get_model_request__descriptor;

@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+
+/// `gateway classify train` on real photos with the built-in feature print, through compose's stack: the faces
+/// and non-faces of scikit-image's LFW subset (Debian's python3-skimage ships them: 100 face crops from Labeled
+/// Faces in the Wild and 100 crops of other photos, 25 pixels, scaled to 96 here so that they are photos to the
+/// default), a few dozen of them, with held-out images that are other photos. Skips, saying so, where compose has
+/// not installed the feature print; `compose/compose test` installs it, so CI runs it.
+@Suite(.serialized) struct ClassificationTransferTests {
+    static let featurePrint = ProcessInfo.processInfo.environment["MENAGERIE_FEATURE_PRINT"]
+        ?? Stack.root.appendingPathComponent("compose/.cache/feature-print").path
+    static let faces = "/usr/lib/python3/dist-packages/skimage/data/lfw_subset.npy"
+    static let installed = FileManager.default.fileExists(atPath: featurePrint + "/feature-print.json")
+        && FileManager.default.fileExists(atPath: faces)
+    static let skipMessage: Comment = "skipped: the feature print is not installed (compose/compose feature-print) or python3-skimage is missing"
+
+    /// Writes `face/` and `other/` PNGs of the LFW subset into `train` (the first `count` of each) and `test` (the
+    /// next `held` of each).
+    static func writeFaces(train: URL, test: URL, count: Int, held: Int) async throws {
+        let script = """
+            import os, sys, numpy as np
+            from PIL import Image
+            a = np.load(sys.argv[1]); count, held = int(sys.argv[4]), int(sys.argv[5])
+            for start, label in ((0, 'face'), (100, 'other')):
+                for i in range(count + held):
+                    folder = os.path.join(sys.argv[2] if i < count else sys.argv[3], label)
+                    os.makedirs(folder, exist_ok=True)
+                    image = Image.fromarray((a[start + i] * 255).astype(np.uint8)).convert('RGB').resize((96, 96), Image.BICUBIC)
+                    image.save(os.path.join(folder, '%03d.png' % i))
+            """
+        let result = try await Stack.run("/usr/bin/python3", ["-c", script, faces, train.path, test.path, "\(count)", "\(held)"], environment: [:])
+        try #require(result.status == 0, "writing the faces: \(result.output)")
+    }
+
+    static func accuracy(_ stack: Stack, _ model: String, on dataset: String) async throws -> Double {
+        let evaluated = try jsonObject(try await stack.gateway(["classify", "evaluate", model, dataset, "--json"]))
+        return try #require(evaluated["accuracy"] as? Double, "\(evaluated)")
+    }
+
+    @Test(.enabled(if: installed, skipMessage))
+    func transferOnTheFeaturePrintBeatsTrainingFromScratchOnHeldOutPhotos() async throws {
+        try await Stack.with(services: ["classification"]) { stack in
+            let up = try await stack.compose(environment: ["MENAGERIE_FEATURE_PRINT": Self.featurePrint], ["up"])
+            try #require(up.status == 0, "compose up failed: \(up.output)")
+            let scratch = stack.directory.appendingPathComponent("faces")
+            let train = scratch.appendingPathComponent("train"), test = scratch.appendingPathComponent("test")
+            try await Self.writeFaces(train: train, test: test, count: 16, held: 10)
+            #expect(try await stack.gateway(["classify", "dataset", "create", "faces", "--from", train.path]).status == 0)
+            #expect(try await stack.gateway(["classify", "dataset", "create", "faces-test", "--from", test.path]).status == 0)
+
+            // No --algorithm: photos with the feature print installed train with transfer.
+            let trained = try await stack.gateway(["classify", "train", "--dataset", "faces", "--name", "faces-transfer", "--json"])
+            try #require(trained.status == 0, "\(trained.output)")
+            let model = try #require(try jsonObject(trained)["model"] as? [String: Any])
+            #expect(model["algorithm"] as? String == "transfer", "\(model)")
+            let transfer = try await Self.accuracy(stack, "faces-transfer", on: "faces-test")
+
+            let scratchTrained = try await stack.gateway(["classify", "train", "--dataset", "faces", "--algorithm", "cnn", "--epochs", "10",
+                                                          "--name", "faces-cnn"])
+            try #require(scratchTrained.status == 0, "\(scratchTrained.output)")
+            let cnn = try await Self.accuracy(stack, "faces-cnn", on: "faces-test")
+
+            // The training's course is kept with the model: both passes of 10 epochs, drawn by `model show`.
+            let shown = try await stack.gateway(["classify", "model", "show", "faces-cnn"])
+            #expect(shown.output.range(of: #"loss \(pass 1\) [▁▂▃▄▅▆▇█]{10} [0-9.]+ → [0-9.]+ over 10 points"#, options: .regularExpression) != nil
+                    && shown.output.contains("loss (pass 2)") && shown.output.contains("validation (pass 1)"), "\(shown.output)")
+            let history = try jsonObject(try await stack.gateway(["classify", "model", "show", "faces-cnn", "--json"]))["history"] as? [[String: Any]]
+            #expect(history?.count == 20 && history?.last?["pass"] as? Int == 2, "\(String(describing: history))")
+            // 20 held-out photos, half of them faces: the majority answer scores 0.5.
+            #expect(transfer >= 0.85 && transfer > cnn, "transfer \(transfer), cnn \(cnn)")
+
+            // transfer with a base model is refused before any work.
+            let based = try await stack.gateway(["classify", "train", "--dataset", "faces", "--algorithm", "transfer", "--base", "faces-cnn"])
+            #expect(based.status == 3 && based.output.contains("built-in feature print"), "\(based.output)")
+        }
+    }
+}
