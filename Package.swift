@@ -81,6 +81,10 @@ let package = Package(
         .systemLibrary(
             name: "CZlib", path: "Shared/CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]),
+        // OpenSSL 3: TLS under the transport (the TLS module wraps it).
+        .systemLibrary(
+            name: "CTLS", path: "Shared/CTLS", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
         .systemLibrary(
             name: "CTesseract", path: "Shared/CTesseract", pkgConfig: "tesseract",
             providers: [.apt(["libtesseract-dev", "libleptonica-dev"])]),
@@ -123,7 +127,9 @@ let package = Package(
         .target(name: "RPC", dependencies: ["Base", "Schema", "RPCWire"], path: "Shared/RPC"),
         // HTTP/1.1 requests and responses, strictly parsed, and gzip: no RPC (Transport serves Connect over it).
         .target(name: "HTTP", dependencies: ["CZlib"], path: "Shared/HTTP"),
-        .target(name: "Transport", dependencies: ["Base", "RPC", "RPCWire", "Schema", "CLibUV", "HTTP"], path: "Shared/Transport"),
+        // TLS 1.3 sessions driven through memory buffers (OpenSSL behind a Swift API): no RPC, no sockets.
+        .target(name: "TLS", dependencies: ["CTLS"], path: "Shared/TLS"),
+        .target(name: "Transport", dependencies: ["Base", "RPC", "RPCWire", "Schema", "CLibUV", "HTTP", "TLS"], path: "Shared/Transport"),
         // Jobs: the domain and persistence (no RPC), jobs.proto's API, and the Jobs rpcs every service with long work offers.
         .target(name: "Jobs", dependencies: ["Base", "Storage", "WorkLane"], path: "Shared/Jobs"),
         .target(name: "JobsProtoC", dependencies: ["CProtobufC"], path: "Shared/JobsProtoC"),
@@ -209,7 +215,7 @@ let package = Package(
             path: "Tests/RPCTests"),
         .testTarget(
             name: "TransportTests",
-            dependencies: ["RPC", "RPCWire", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport", "HTTP"],
+            dependencies: ["RPC", "RPCWire", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport", "HTTP", "TLS"],
             path: "Tests/TransportTests"),
         .testTarget(
             name: "ServiceKitTests",
@@ -222,6 +228,7 @@ let package = Package(
             path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"], path: "Tests/HTTPTests"),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "TestSupport"], path: "Tests/TLSTests"),
         // The module graph's promises (no domain under the runtime, no other domain in a service), read from this file.
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests"),
         .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition", "WorkLane"], path: "Tests/TextRecognitionTests"),

@@ -9,6 +9,8 @@ public struct Endpoints: Sendable {
     public private(set) var byService: [String: [String]] = [:]
     /// Where the endpoints came from, for error messages.
     public private(set) var source = ""
+    /// TLS for every call (`ClientTLSOptions`), nil for plaintext.
+    public var tls: TLSCredentials?
 
     /// Resolves endpoints: flags win, then the environment, then the compose state.
     public init(flags: [String], stateDirectory: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
@@ -63,7 +65,7 @@ public struct Endpoints: Sendable {
                 "no endpoint known for \(service): start the stack with compose/compose up, or pass --endpoint \(service)=HOST:PORT"
                     + (source.isEmpty ? "" : " (looked in \(source))"))
         }
-        return RPCClient(transports: try addresses.map { try TCPClientTransport(endpoint: $0) })
+        return RPCClient(transports: try addresses.map { try TCPClientTransport(endpoint: $0, tls: tls) })
     }
 
     /// The compose state's endpoint list: in `explicit`, else in `compose/.state` found by the upward search
