@@ -67,7 +67,7 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     private let host: String
     private let requestedPort: Int
     /// The logger given, else one labelled with the server's name once `listen` knows it.
-    private var logger: Logger
+    private(set) var logger: Logger
     private let loggerGiven: Bool
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: any ServerConnection] = [:]

@@ -60,7 +60,7 @@ import Testing
             for _ in 0..<50 where !reloaded {
                 try await Task.sleep(for: .milliseconds(100))
                 reloaded = (try? String(contentsOf: stack.state.appendingPathComponent("logs/zoo.0.log"), encoding: .utf8))?
-                    .contains("reloaded TLS certificates: O=Menagerie,CN=zoo") == true
+                    .contains("reloaded TLS certificates: CN=zoo,O=Menagerie") == true
             }
             #expect(reloaded)
             #expect(try await stack.gateway(["zoo", "search", "zelva"]).status == 0)
