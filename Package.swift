@@ -81,6 +81,10 @@ let package = Package(
         .systemLibrary(
             name: "CZlib", path: "Shared/CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]),
+        // OpenSSL 3: TLS under the transport (the TLS module wraps it).
+        .systemLibrary(
+            name: "CTLS", path: "Shared/CTLS", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
         .systemLibrary(
             name: "CTesseract", path: "Shared/CTesseract", pkgConfig: "tesseract",
             providers: [.apt(["libtesseract-dev", "libleptonica-dev"])]),
@@ -125,7 +129,9 @@ let package = Package(
         .target(name: "HTTP", dependencies: ["CZlib"], path: "Shared/HTTP"),
         // Zip archives read from their central directory, sizes checked before anything is inflated.
         .target(name: "Zip", dependencies: ["Base", "CZlib"], path: "Shared/Zip"),
-        .target(name: "Transport", dependencies: ["Base", "RPC", "RPCWire", "Schema", "CLibUV", "HTTP"], path: "Shared/Transport"),
+        // TLS 1.3 sessions driven through memory buffers (OpenSSL behind a Swift API): no RPC, no sockets.
+        .target(name: "TLS", dependencies: ["CTLS"], path: "Shared/TLS"),
+        .target(name: "Transport", dependencies: ["Base", "RPC", "RPCWire", "Schema", "CLibUV", "HTTP", "TLS"], path: "Shared/Transport"),
         // Jobs: the domain and persistence (no RPC), jobs.proto's API, and the Jobs rpcs every service with long work offers.
         .target(name: "Jobs", dependencies: ["Base", "Storage", "WorkLane"], path: "Shared/Jobs"),
         .target(name: "JobsProtoC", dependencies: ["CProtobufC"], path: "Shared/JobsProtoC"),
@@ -213,7 +219,7 @@ let package = Package(
             path: "Tests/RPCTests"),
         .testTarget(
             name: "TransportTests",
-            dependencies: ["RPC", "RPCWire", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport", "HTTP"],
+            dependencies: ["RPC", "RPCWire", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport", "HTTP", "TLS"],
             path: "Tests/TransportTests"),
         .testTarget(
             name: "ServiceKitTests",
@@ -227,6 +233,7 @@ let package = Package(
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
         .testTarget(name: "IdentityTests", dependencies: ["Identity", "RPC", "Storage", "Base"], path: "Tests/IdentityTests"),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"], path: "Tests/HTTPTests"),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "TestSupport"], path: "Tests/TLSTests"),
         // The module graph's promises (no domain under the runtime, no other domain in a service), read from this file.
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests"),
         .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition", "WorkLane"], path: "Tests/TextRecognitionTests"),

@@ -86,7 +86,30 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("shutdown-grace"), help: "Seconds calls in flight get to finish on SIGTERM/SIGINT.")
     public var shutdownGrace = 10.0
 
+    @Option(name: .customLong("tls-cert"), help: "The service's TLS certificate (PEM): it then serves TLS only, mutual TLS on the binary protocol. Reloaded on SIGHUP.")
+    public var tlsCertificate: String?
+
+    @Option(name: .customLong("tls-key"), help: "The private key of --tls-cert (PEM).")
+    public var tlsKey: String?
+
+    @Option(name: .customLong("tls-ca"), help: "The CA whose client certificates the binary protocol accepts (PEM; compose up --tls makes one).")
+    public var tlsCA: String?
+
+    @Flag(name: .customLong("insecure"), help: "Serve plaintext on a non-loopback --host (refused otherwise: use TLS there).")
+    public var insecure = false
+
     public init() {}
+
+    /// Whether `host` is a loopback address, where plaintext stays available for development.
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// The TLS credentials the flags name, loaded (nil: plaintext).
+    public func tlsCredentials() throws -> TLSCredentials? {
+        guard let tlsCertificate, let tlsKey, let tlsCA else { return nil }
+        return try TLSCredentials.server(certificateFile: tlsCertificate, keyFile: tlsKey, caFile: tlsCA)
+    }
 
     public func validate() throws {
         guard LogLevel(name: logLevel) != nil else {
@@ -97,6 +120,13 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         }
         if let database, database.isEmpty || database.utf8.contains(0) {
             throw ValidationError("--database must be a file path (got \"\(database)\")")
+        }
+        let tlsFlags = [tlsCertificate, tlsKey, tlsCA].compactMap { $0 }.count
+        guard tlsFlags == 0 || tlsFlags == 3 else {
+            throw ValidationError("--tls-cert, --tls-key and --tls-ca go together (TLS needs the certificate, its key and the CA of clients)")
+        }
+        if tlsFlags == 0, !insecure, !Self.isLoopback(host) {
+            throw ValidationError("refusing to serve plaintext on \(host), which is not a loopback address: give --tls-cert, --tls-key and --tls-ca, or --insecure")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535 (got \(port))") }
         guard maxFrameSize >= 1024 else { throw ValidationError("--max-frame-size must be at least 1024 bytes") }

@@ -160,6 +160,10 @@ public enum ServiceRunner {
         } catch {
             return try stopStarting(logger, "\(error)")
         }
+        let reloads = server.tls.map { credentials in
+            CertificateReloads { reloadCertificates(credentials, logger) }
+        }
+        defer { withExtendedLifetime(reloads) {} }
         let background = BackgroundGroup(services.backgroundServices, logger: logger) { sink.yield(.backgroundEnded(name: $0, reason: $1)) }
         logger.info("started: pid \(getpid()), listening on \(server.address), data in \(directory.path), version \(menagerieVersion)")
 
@@ -188,7 +192,22 @@ public enum ServiceRunner {
         // One budget for the process: uploads, queued batches and model loading draw from the server's.
         MemoryBudget.install(server.budget)
         if let routes { server.serveHTTP(routes) }
+        if let credentials = try options.tlsCredentials() {
+            server.serveTLS(credentials)
+            logger.info("serving TLS only (mutual TLS on the binary protocol) with \(credentials.context.certificate?.subject ?? "?"), CA \(credentials.caFile); SIGHUP reloads the certificates")
+        }
         return try rpc.serve(over: server)
+    }
+
+    /// SIGHUP: the certificate files are loaded again for new connections; open ones keep theirs.
+    private static func reloadCertificates(_ credentials: TLSCredentials, _ logger: Logger) {
+        do {
+            let certificate = try credentials.reload()
+            let expiry = certificate?.notAfter.map { " (valid until \($0))" } ?? ""
+            logger.info("received SIGHUP; reloaded TLS certificates: \(certificate?.subject ?? "?")\(expiry); open connections keep theirs")
+        } catch {
+            logger.error("received SIGHUP; TLS certificates not reloaded, keeping the ones in use: \(error)")
+        }
     }
 
     private static func stopStarting(_ logger: Logger, _ reason: String) throws(Failure) -> Stop {
@@ -260,6 +279,23 @@ private final class BackgroundGroup: Sendable {
         for name in state.withLock({ $0.running }).sorted() {
             logger.warning("background service \(name) did not stop within \(limit); leaving it")
         }
+    }
+}
+
+/// SIGHUP, caught while this lives: `received` runs on each (reloading certificates).
+private final class CertificateReloads: @unchecked Sendable {
+    private let source: any DispatchSourceSignal
+
+    init(received: @escaping @Sendable () -> Void) {
+        signal(SIGHUP, SIG_IGN)
+        source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        source.setEventHandler { received() }
+        source.resume()
+    }
+
+    deinit {
+        source.cancel()
+        signal(SIGHUP, SIG_DFL)
     }
 }
 

@@ -2,11 +2,11 @@ import Base
 import Schema
 
 /// The byte-stream layer of a connection: ordered bytes both ways, with back-pressure, under the
-/// protocol that reads them (its `reader`: our frames, picked by `ProtocolSniffer`; HTTP later).
-/// `TCPConnection` is today's stream. A TLS stream would wrap one (OpenSSL memory BIOs under the same
-/// libuv reads and writes): the TCP connection's reader, it decrypts what arrives and hands the
-/// plaintext to its own reader, and encrypts what it is sent, so the same readers and the same
-/// `ServerCallTable` serve it unchanged.
+/// protocol that reads them (its `reader`: our frames or HTTP, picked by `ProtocolSniffer`).
+/// `TCPConnection` is one; `TLSStream` wraps one (OpenSSL memory BIOs under the same libuv reads and
+/// writes): the TCP connection's reader, it decrypts what arrives and hands the plaintext to its own
+/// reader, and encrypts what it is sent, so the same readers and the same `ServerCallTable` serve it
+/// unchanged.
 ///
 /// Readers and the call layer are generic over their stream, so each stream's code is specialised
 /// and reading or writing a frame makes no dynamic call; only the listener and the sniffer, once per

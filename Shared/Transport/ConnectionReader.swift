@@ -97,8 +97,9 @@ extension ByteStream {
 /// One byte tells them apart: our frames begin with their flag byte, 0x00; a TLS connection with a
 /// handshake record, 0x16; HTTP/1.1 with a method name, and HTTP/2 with its preface (`PRI * HTTP/2.0`),
 /// both ASCII capitals. Our frames and HTTP/1.1 (the Connect protocol, `ConnectServerConnection`) are
-/// served; a TLS client gets a fatal alert and a clean close, so it neither waits for a frame timeout
-/// nor reads garbage. Any other byte is handed to our framing, which answers it as the protocol error it is.
+/// served, and TLS when the server has certificates (`TLSStream`); without them a TLS client gets a
+/// fatal alert and a clean close, so it neither waits for a frame timeout nor reads garbage. Any other
+/// byte is handed to our framing, which answers it as the protocol error it is.
 final class ProtocolSniffer: ConnectionReader {
     /// What a connection's first byte says it speaks.
     enum Kind: Equatable {

@@ -1,6 +1,7 @@
 import RPC
 import RPCWire
 import Schema
+import TLS
 
 /// What the listener (`TCPServer`) needs of a connection it serves, whatever protocol it speaks and
 /// whatever stream carries it: its socket (limits, memory budget, closing), how long it has been
@@ -35,15 +36,22 @@ extension ServerConnection {
     var isFailing: Bool { socket.closingSince != nil }
 }
 
-/// A connection whose first byte picks its protocol: our frames until then (which also answer a TLS
-/// client's refusal), the Connect protocol once it says HTTP. The listener sees this one object
-/// whichever it is, once per sweep or accept, so the forwarding costs no frame anything.
+/// A connection whose first byte picks its protocol: our frames until then (which also answer a
+/// refused client), the Connect protocol once it says HTTP, a TLS session when it begins with a
+/// handshake and the server has certificates (then served by a connection of the same kind over the
+/// `TLSStream`, whose protocol ALPN picks). The listener sees this one object whichever it is, once
+/// per sweep or accept, so the forwarding costs no frame anything.
 final class SniffedConnection<Stream: ByteStream>: ServerConnection {
     private let stream: Stream
     private let server: TCPServer
     private let frames: FrameServerConnection<Stream>
     private var http: ConnectServerConnection<Stream>?
-    private var served: any ServerConnection { http ?? frames }
+    private var tls: SniffedConnection<TLSStream>?
+    private var served: any ServerConnection {
+        if let tls { return tls }
+        if let http { return http }
+        return frames
+    }
 
     init(stream: Stream, socket: TCPConnection, server: TCPServer) {
         self.stream = stream
@@ -65,10 +73,36 @@ final class SniffedConnection<Stream: ByteStream>: ServerConnection {
     }
 
     func picked(_ kind: ProtocolSniffer.Kind) {
-        guard kind == .http else { return frames.picked(kind) }
-        let connect = ConnectServerConnection(stream: stream, socket: frames.socket, server: server)
-        http = connect
-        connect.start()
+        // Inside TLS, ALPN picked the protocol; on the socket, a TLS server takes nothing else.
+        let isPlaintext = Stream.self != TLSStream.self
+        if isPlaintext, server.tls != nil, kind != .tls { return frames.refusePlaintext(kind) }
+        switch kind {
+        case .frames:
+            frames.picked(kind)
+        case .http:
+            let connect = ConnectServerConnection(stream: stream, socket: frames.socket, server: server)
+            http = connect
+            connect.start()
+        case .tls:
+            guard isPlaintext, let credentials = server.tls else { return frames.picked(kind) }
+            startTLS(credentials.context)
+        }
+    }
+
+    /// Serves the socket as a TLS session: once the handshake is done, ALPN names the protocol (ours
+    /// when the client offered none, as the context then required its certificate too).
+    private func startTLS(_ context: TLSContext) {
+        let secure: TLSStream
+        do {
+            secure = try TLSStream(socket: frames.socket, context: context)
+        } catch {
+            return frames.fail(.internalError, "cannot start TLS: \(error)")
+        }
+        let inner = SniffedConnection<TLSStream>(stream: secure, socket: frames.socket, server: server)
+        tls = inner
+        secure.onEstablished = { [unowned inner] _, chosen in
+            inner.picked(chosen == TLSCredentials.httpProtocol ? .http : .frames)
+        }
     }
 
     func fail(_ code: StatusCode, _ message: String) { served.fail(code, message) }
@@ -121,7 +155,23 @@ final class FrameServerConnection<Stream: ByteStream>: ServerConnection {
         case .http:
             break  // served by ConnectServerConnection (see SniffedConnection)
         case .tls:
-            refuseProtocol(ProtocolSniffer.tlsNotServed, "a TLS client: TLS is not served yet")
+            refuseProtocol(ProtocolSniffer.tlsNotServed, "a TLS client, and this server serves plaintext only (no --tls-cert)")
+        }
+    }
+
+    /// A plaintext client of a server that serves TLS only: told so in its protocol (an UNAUTHENTICATED
+    /// status frame, or HTTP's 400 as nginx answers plain HTTP on an HTTPS port), then closed.
+    func refusePlaintext(_ kind: ProtocolSniffer.Kind) {
+        let message = "\(server.rpc.name) at \(server.address) accepts TLS connections only: connect with TLS (the gateway's --tls-ca, --tls-cert and --tls-key, or https://)"
+        server.logger.warning("refused a plaintext \(kind == .http ? "HTTP" : "binary") client from \(stream.peer): this server accepts TLS connections only")
+        switch kind {
+        case .http:
+            let body = Array((message + "\n").utf8)
+            let head = "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+            refuseProtocol(Array(head.utf8) + body, "a plaintext HTTP client, and this server serves TLS only")
+        default:
+            stream.reader = nil
+            fail(.unauthenticated, message)
         }
     }
 

@@ -5,6 +5,7 @@ import RPC
 import RPCWire
 import Schema
 import Synchronization
+import TLS
 
 /// A client's connection to one endpoint (`host:port`), shared by all calls to it: many calls are
 /// multiplexed on one TCP connection and answered out of order. Connects lazily, reconnects after
@@ -12,6 +13,10 @@ import Synchronization
 ///
 /// A call registers itself and queues its request from the caller's thread (no hop to the loop);
 /// the loop writes what was queued, reads replies and completes the calls.
+///
+/// With `tls` credentials the connection is a TLS session (`TLSStream`): the server's certificate
+/// must be signed by their CA and name the endpoint's host, and the client presents its own
+/// certificate (mutual TLS); calls wait for the handshake as they wait for the connection.
 ///
 /// At most `maxConcurrentCalls` calls are open on the connection (the server's default limit, as
 /// gRPC clients keep to a server's MAX_CONCURRENT_STREAMS): more wait here, their frames held back,
@@ -22,6 +27,8 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     private let port: Int
     private let loop: EventLoop
     private let maxFrameSize: Int
+    /// TLS for every connection, when given.
+    public let tls: TLSCredentials?
     private let nextCallID = Atomic<UInt64>(1)
     private let backoffUntil = Mutex<ContinuousClock.Instant?>(nil)
 
@@ -36,7 +43,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         /// Calls waiting for one of those to end, oldest first, with the frames they sent meanwhile.
         var held = FIFO<UInt64>()
         var heldFrames: [UInt64: [[UInt8]]] = [:]
-        var connection: TCPConnection?
+        var connection: ClientStream?
         var isConnected = false
         /// Request envelopes of calls waiting for the connection to be made.
         var unsent: [(id: UInt64, envelope: [UInt8])] = []
@@ -55,8 +62,9 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     /// A transport to `endpoint` (`host:port`, numeric host or `localhost`).
     public init(
         endpoint: String, loop: EventLoop = .shared, maxFrameSize: Int = FrameCodec.defaultMaxFrameSize,
-        maxConcurrentCalls: Int = TCPClientTransport.maxConcurrentCalls
+        maxConcurrentCalls: Int = TCPClientTransport.maxConcurrentCalls, tls: TLSCredentials? = nil
     ) throws {
+        self.tls = tls
         self.maxConcurrentCalls = max(1, maxConcurrentCalls)
         let parsed = try Endpoint(parsing: endpoint)
         self.endpoint = endpoint
@@ -135,7 +143,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
 
     /// What `begin` found it has to do once the state is unlocked.
     private enum Next {
-        case send(TCPConnection)
+        case send(ClientStream)
         case connect
         case wait
         case cancelled
@@ -176,11 +184,33 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         loop.assertInLoop()
         guard state.withLock({ $0.connection == nil && !$0.calls.isEmpty }) else { return }
         let connection = TCPConnection(loop: loop)
-        state.withLock { $0.connection = connection }
-        connection.readFrames(maxFrameSize: maxFrameSize).onFrame = { [weak self] in self?.received($0) }
+        let stream: ClientStream
+        if let tls {
+            do {
+                stream = .tls(try TLSStream(socket: connection, context: tls.context, serverName: host))
+            } catch {
+                connection.onClose = { [weak self, unowned connection] reason in self?.lost(connection, reason: reason) }
+                state.withLock { $0.connection = .plain(connection) }
+                connection.close(reason: "cannot start TLS: \(error)")
+                return
+            }
+        } else {
+            stream = .plain(connection)
+        }
+        state.withLock { $0.connection = stream }
+        switch stream {
+        case .plain(let plain): plain.readFrames(maxFrameSize: maxFrameSize).onFrame = { [weak self] in self?.received($0) }
+        case .tls(let secure): secure.readFrames(maxFrameSize: maxFrameSize).onFrame = { [weak self] in self?.received($0) }
+        }
         connection.onClose = { [weak self, unowned connection] reason in self?.lost(connection, reason: reason) }
         connection.connect(to: SocketAddress(host: host, port: port)!) { [weak self] status in
-            self?.connected(connection, status: status)
+            guard case .tls(let secure) = stream, status == 0, !connection.isClosed else {
+                self?.connected(connection, status: status)
+                return
+            }
+            // Calls go out once the handshake is done; a failed one closes the socket with its reason.
+            secure.onEstablished = { [weak self] _, _ in self?.connected(connection, status: 0) }
+            secure.start()
         }
     }
 
@@ -191,12 +221,12 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             return
         }
         let sent = state.withLock { state -> Bool in
-            guard connection === state.connection, !connection.isClosed else { return false }
+            guard connection === state.connection?.socket, let stream = state.connection, !connection.isClosed else { return false }
             state.isConnected = true
             state.failures = 0
             // Under the lock, so that a stream's next frames (sent directly from now on) cannot
             // overtake its first ones.
-            for (id, envelope) in state.unsent where state.calls[id] != nil { connection.send(envelope: envelope) }
+            for (id, envelope) in state.unsent where state.calls[id] != nil { stream.send(envelope: envelope) }
             state.unsent.removeAll()
             return true
         }
@@ -207,7 +237,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     private func lost(_ connection: TCPConnection, reason: String) {
         loop.assertInLoop()
         let outcome = state.withLock { state -> (calls: [UInt64: PendingCall], neverSent: Set<UInt64>, failures: Int?)? in
-            guard connection === state.connection else { return nil }
+            guard connection === state.connection?.socket else { return nil }
             let wasConnected = state.isConnected
             state.connection = nil
             state.isConnected = false
@@ -328,7 +358,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     /// Sends a frame of open call `id`, or queues it behind the call's request while the connection
     /// is being made or the call is held; false once the call is over (any thread).
     fileprivate func send(_ frame: RpcV1.Frame, onCall id: UInt64) -> Bool {
-        let outcome = state.withLock { state -> (open: Bool, connection: TCPConnection?) in
+        let outcome = state.withLock { state -> (open: Bool, connection: ClientStream?) in
             guard state.calls[id] != nil else { return (false, nil) }
             if state.heldFrames[id] != nil {
                 state.heldFrames[id]!.append(frame.serializedBytes())
@@ -381,6 +411,37 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         }
         armDeadlineTimer()
     }
+}
+
+/// The stream a client's calls go over: the socket itself or a TLS session over it. An enum rather
+/// than `any ByteStream`, so a plaintext frame costs a branch, not a dynamic call.
+enum ClientStream {
+    case plain(TCPConnection)
+    case tls(TLSStream)
+
+    var socket: TCPConnection {
+        switch self {
+        case .plain(let socket): socket
+        case .tls(let secure): secure.socket
+        }
+    }
+
+    func send(_ frame: RpcV1.Frame) {
+        switch self {
+        case .plain(let socket): socket.send(frame)
+        case .tls(let secure): secure.send(frame)
+        }
+    }
+
+    func send(envelope: [UInt8]) {
+        switch self {
+        case .plain(let socket): socket.send(envelope: envelope)
+        case .tls(let secure): secure.send(envelope: envelope)
+        }
+    }
+
+    /// Closes the socket now (a TLS session ends with it). Loop thread.
+    func close(reason: String) { socket.close(reason: reason) }
 }
 
 /// A streaming call on a `TCPClientTransport`: its responses' inbox (granting the server credit

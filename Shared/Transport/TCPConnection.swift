@@ -5,11 +5,11 @@ import RPC
 import Schema
 import Synchronization
 
-/// One TCP connection on an event loop: today's `ByteStream`. It hands the bytes it reads to the
-/// protocol spoken on it (its `reader`: our frames today, picked per connection by the server's
-/// `ProtocolSniffer`), and writes bytes handed to it from any thread, batching whatever piled up
-/// into one write; it pauses, lingers and closes whatever the protocol. A TLS stream would wrap it,
-/// as its reader, under the same protocol readers.
+/// One TCP connection on an event loop: a `ByteStream`. It hands the bytes it reads to the
+/// protocol spoken on it (its `reader`: our frames or HTTP, picked per connection by the server's
+/// `ProtocolSniffer`, or a `TLSStream`), and writes bytes handed to it from any thread, batching
+/// whatever piled up into one write; it pauses, lingers and closes whatever the protocol. A
+/// `TLSStream` wraps it, as its reader, under the same protocol readers.
 ///
 /// Everything but `send` and `pendingBytes` runs on the loop thread. The connection keeps itself
 /// alive (through its libuv handle) until it is closed.

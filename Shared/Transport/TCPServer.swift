@@ -81,7 +81,7 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     private let host: String
     private let requestedPort: Int
     /// The logger given, else one labelled with the server's name once `listen` knows it.
-    private var logger: Logger
+    private(set) var logger: Logger
     private let loggerGiven: Bool
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: any ServerConnection] = [:]
@@ -144,6 +144,16 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         precondition(rpc == nil, "HTTP routes are set before the server listens")
         httpRoutes = routes
         httpRouteTimes = (0...routes.count).map { _ in WorkerTime() }
+    }
+
+    /// The certificates of TLS connections, when served (`serveTLS`); the server then serves TLS only.
+    public private(set) var tls: TLSCredentials?
+
+    /// Serves TLS with `credentials` (mutual TLS on the binary protocol, server-only on HTTP) and no
+    /// plaintext: a plaintext client is told so and closed. Call before `listen`.
+    public func serveTLS(_ credentials: TLSCredentials) {
+        precondition(rpc == nil, "TLS is set before the server listens")
+        tls = credentials
     }
 
     /// Binds and starts listening, handing calls to `server`; throws when the address is taken or
@@ -239,8 +249,8 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         logger.debug("accepted connection from \(connection.peer)")
     }
 
-    /// Serves `stream`, carried by the accepted `socket` (the same object for plain TCP; a TLS
-    /// stream over it later): its first byte picks the protocol, and the limits hold whichever it is.
+    /// Serves `stream`, carried by the accepted `socket` (the same object for plain TCP; a `TLSStream`
+    /// over it): its first byte picks the protocol, and the limits hold whichever it is.
     func serve<Stream: ByteStream>(_ stream: Stream, over socket: TCPConnection) -> SniffedConnection<Stream> {
         let served = SniffedConnection(stream: stream, socket: socket, server: self)
         stream.reader = ProtocolSniffer(stream) { [unowned served] kind in served.picked(kind) }

@@ -37,4 +37,15 @@ import Transport
     func badFlagsAreRefused(arguments: [String]) {
         #expect(throws: (any Error).self) { try ServiceOptions.parse(arguments) }
     }
+
+    @Test func plaintextIsRefusedOffLoopbackUnlessInsecure() throws {
+        let error = #expect(throws: (any Error).self) { try ServiceOptions.parse(["--host", "0.0.0.0"]) }
+        #expect("\(String(describing: error))".contains("refusing to serve plaintext on 0.0.0.0"))
+        #expect(try ServiceOptions.parse(["--host", "0.0.0.0", "--insecure"]).insecure)
+        for host in ["127.0.0.1", "127.0.0.2", "::1", "localhost"] { _ = try ServiceOptions.parse(["--host", host]) }
+        // TLS on any address; its three files go together.
+        let tls = try ServiceOptions.parse(["--host", "0.0.0.0", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-ca", "ca.pem"])
+        #expect(tls.tlsCertificate == "c.pem")
+        #expect(throws: (any Error).self) { try ServiceOptions.parse(["--tls-cert", "c.pem", "--tls-key", "k.pem"]) }
+    }
 }

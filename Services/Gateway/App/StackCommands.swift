@@ -28,7 +28,7 @@ struct Status: AsyncParsableCommand {
             var instances: [Instance] = []
             for service in endpoints.services() {
                 for address in endpoints.byService[service] ?? [] {
-                    instances.append(await Instance.check(service: service, address: address, timeout: global.timeout))
+                    instances.append(await Instance.check(service: service, address: address, timeout: global.timeout, tls: endpoints.tls))
                 }
             }
             if global.json {
@@ -57,9 +57,9 @@ struct Instance {
     var pid: Int64? { reply?.pid }
     var uptime: Double? { reply?.uptimeSeconds }
 
-    static func check(service: String, address: String, timeout: Double) async -> Instance {
+    static func check(service: String, address: String, timeout: Double, tls: TLSCredentials?) async -> Instance {
         do {
-            let client = RPCClient(transports: [try TCPClientTransport(endpoint: address)], retry: .init(maxAttempts: 1))
+            let client = RPCClient(transports: [try TCPClientTransport(endpoint: address, tls: tls)], retry: .init(maxAttempts: 1))
             defer { client.close() }
             let reply = try await RpcV1.Health.Client(wrapping: client).check(
                 RpcV1.HealthCheckRequest(), options: CallOptions(timeout: .milliseconds(Int64(timeout * 1000))))
@@ -94,13 +94,23 @@ struct Probe: AsyncParsableCommand {
     @Flag(help: "Print nothing.")
     var quiet = false
 
+    @Option(name: .customLong("state"), help: "The compose state directory, where compose up --tls keeps the gateway's certificate (default: $MENAGERIE_STATE_DIR, else compose/.state).")
+    var stateDirectory: String?
+
+    @OptionGroup var tls: ClientTLSOptions
+
     @Option(parsing: .unconditional, help: "Also require the answer to come from the process with this id (another program may hold the port; default: any process).")
     var pid: Int64?
 
     func validate() throws { try validateTimeout(timeout) }
 
     func run() async throws {
-        var instance = await Instance.check(service: "", address: address, timeout: timeout)
+        var instance: Instance
+        do {
+            instance = await Instance.check(service: "", address: address, timeout: timeout, tls: try tls.credentials(stateDirectory: stateDirectory))
+        } catch {
+            instance = Instance(service: "", address: address, health: "UNREACHABLE", detail: "\(error)")
+        }
         if let pid, instance.health == "SERVING", instance.pid != pid {
             instance.health = "OTHER_PROCESS"
             instance.detail = "pid \(instance.pid.map(String.init) ?? "unknown") answers, not \(pid)"

@@ -13,6 +13,8 @@ public struct Endpoints: Sendable {
     /// else the admin token `compose up` keeps in its state (`admin-token`, readable by its owner only), found as
     /// the endpoints are — so the operator beside the stack acts as its admin; nil: anonymous calls.
     public private(set) var token: String?
+    /// TLS for every call (`ClientTLSOptions`), nil for plaintext.
+    public var tls: TLSCredentials?
 
     /// Resolves endpoints: flags win, then the environment, then the compose state.
     public init(flags: [String], stateDirectory: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
@@ -69,7 +71,7 @@ public struct Endpoints: Sendable {
                     + (source.isEmpty ? "" : " (looked in \(source))"))
         }
         return RPCClient(
-            transports: try addresses.map { try TCPClientTransport(endpoint: $0) },
+            transports: try addresses.map { try TCPClientTransport(endpoint: $0, tls: tls) },
             defaultMetadata: token.map { ["authorization": "Bearer \($0)"] } ?? [:])
     }
 

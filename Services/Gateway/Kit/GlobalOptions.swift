@@ -10,6 +10,8 @@ public struct GlobalOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("state"), help: "The compose state directory (default: $MENAGERIE_STATE_DIR, else compose/.state).")
     public var stateDirectory: String?
 
+    @OptionGroup public var tls: ClientTLSOptions
+
     @Flag(help: "Print JSON instead of tables.")
     public var json = false
 
@@ -21,7 +23,9 @@ public struct GlobalOptions: ParsableArguments, Sendable {
     public func validate() throws { try validateTimeout(timeout) }
 
     public func resolveEndpoints() throws -> Endpoints {
-        try Endpoints(flags: endpoints, stateDirectory: stateDirectory)
+        var resolved = try Endpoints(flags: endpoints, stateDirectory: stateDirectory)
+        resolved.tls = try tls.credentials(stateDirectory: stateDirectory)
+        return resolved
     }
 
     /// `--timeout` as the options of one call.
