@@ -28,6 +28,10 @@ struct AbuseBenchmark {
     static let memoryBudget = 256 << 20
     static let smallFrameBound = 64 << 20
     static let healthGoal = 0.100
+    /// The replica's `--upload-idle-timeout` (seconds): short, so that an upload left open ends within the hold.
+    static let uploadIdleTimeout = 2.0
+    /// The replica's admin token (`MENAGERIE_ADMIN_TOKEN`), which issue 24's attacks send to be let in.
+    static let adminToken = (0..<4).map { _ in UUID().uuidString.replacingOccurrences(of: "-", with: "") }.joined()
 
     func count(_ full: Int, minimum: Int = 1) -> Int { max(minimum, Int((Double(full) * scale).rounded())) }
 
@@ -51,7 +55,11 @@ struct AbuseBenchmark {
         }
         let zoo = Process()
         zoo.executableURL = binary
-        zoo.arguments = ["--port", "\(port)", "--data-dir", dataDirectory.path, "--log-level", "warning"]
+        // A short upload idle timeout so that issue 24's open uploads end within an attack's hold (only client
+        // streams pace, which no other attack opens), and an admin token for the admin-only imports they call.
+        zoo.arguments = ["--port", "\(port)", "--data-dir", dataDirectory.path, "--log-level", "warning",
+                         "--upload-idle-timeout", String(Self.uploadIdleTimeout)]
+        zoo.environment = ProcessInfo.processInfo.environment.merging(["MENAGERIE_ADMIN_TOKEN": Self.adminToken]) { $1 }
         // Opt-in: the replica on cores of its own (taskset's CPU list, e.g. 1), so that the attacker
         // (run this under `taskset -c 0`) does not compete with it for the same cores.
         let zooCPUs = ProcessInfo.processInfo.environment["MENAGERIE_ABUSE_ZOO_CPUS"].flatMap { $0.isEmpty ? nil : $0 }
@@ -357,7 +365,102 @@ struct AbuseBenchmark {
                 }
                 return (reused - told, "\(told) of \(reused) connections closed with INTERNAL and nothing under the reused id")
             },
-        ] + httpAttacks(port: port)
+        ] + httpAttacks(port: port) + jobAndUploadAttacks(port: port)
+    }
+
+    /// Issue 24's attacks, as the admin (whose calls the replica lets in): uploads opened and left silent,
+    /// past the connection limit, and a flood of import jobs.
+    func jobAndUploadAttacks(port: Int) -> [Attack] {
+        let hold = holdSeconds
+        let authorization = RpcV1.MetadataEntry(key: "authorization", value: "Bearer \(Self.adminToken)")
+        let uploads = count(1100, minimum: 50), jobs = min(100, count(100, minimum: 10))
+        let dataDirectory = FileManager.default.fileExists(atPath: ZooBenchmark.realData.path) ? ZooBenchmark.realData : ZooDataSet.bundledSampleDirectory
+        return [
+            Attack(name: "open uploads") {
+                // ImportTiles client streams that send one small message and then nothing, from 127.0.0.1-5, past
+                // the connection limit (1,024, 256 per address): each must end DEADLINE_EXCEEDED after the idle
+                // timeout, be refused RESOURCE_EXHAUSTED (past --max-uploads) or be closed to make room; none may hang.
+                var opening = RpcV1.Frame()
+                opening.callID = 1
+                opening.kind = .request
+                opening.method = ZooV1.Zoo.importTiles.path
+                opening.metadata = [authorization]
+                opening.clientStream = true
+                var message = RpcV1.Frame()
+                message.callID = 1
+                message.kind = .message
+                message.hasPayload = true
+                // The start of an MBTiles file (SQLite's header, which the handler checks first), then zeros: 1 KiB.
+                let start = Array("SQLite format 3\0".utf8)
+                message.payload = ZooV1.ImportTilesRequest(data: start + [UInt8](repeating: 0, count: 1024 - start.count)).serializedBytes()
+                let bytes = FrameCodec.encode(opening.serializedBytes()) + FrameCodec.encode(message.serializedBytes())
+                var sockets: [AttackSocket] = []
+                for index in 0..<uploads {
+                    guard let socket = AttackSocket(port: port, from: "127.0.0.\(1 + index % 5)", timeout: 0.01, sendTimeout: 5) else { continue }
+                    socket.write(bytes)
+                    sockets.append(socket)
+                }
+                Thread.sleep(forTimeInterval: max(hold, Self.uploadIdleTimeout + 2))
+                // By now every upload has had its answer: a short read timeout (10 ms) tells the silent ones.
+                var ended = 0, refused = 0, otherStatus = 0, reclaimed = 0, hung = 0, closedUntold = 0
+                var firstOther: String?
+                for socket in sockets {
+                    var callStatus: RpcV1.Frame?
+                    while let frame = socket.readFrame() {
+                        if frame.callID == 1 && frame.kind == .status && callStatus == nil { callStatus = frame }
+                    }
+                    if socket.sawConnectionStatus { reclaimed += 1 }
+                    switch callStatus?.statusCode {
+                    case StatusCode.deadlineExceeded.rawValue?: ended += 1
+                    case StatusCode.resourceExhausted.rawValue?: refused += 1
+                    case let code?:
+                        otherStatus += 1
+                        firstOther = firstOther ?? "\(code): \(callStatus!.statusMessage)"
+                    case nil where socket.sawConnectionStatus: break
+                    case nil: if socket.peerClosed { closedUntold += 1 } else { hung += 1 }
+                    }
+                }
+                return (hung + otherStatus + closedUntold, "\(sockets.count) of \(uploads) connected, uploads: \(ended) ended DEADLINE_EXCEEDED, \(refused) refused "
+                        + "RESOURCE_EXHAUSTED, \(reclaimed) connections closed to make room (with a status), \(hung) still open, "
+                        + "\(closedUntold) closed untold"
+                        + (firstOther.map { ", \(otherStatus) other statuses, the first \($0)" } ?? ""))
+            },
+            Attack(name: "job flood") {
+                // As many import jobs as one connection keeps open (100), pipelined, each carrying the lexicon: the
+                // replica accepts what its job bounds allow (--max-jobs-per-user) and refuses the rest at once.
+                guard let lexicon = try? Data(contentsOf: dataDirectory.appendingPathComponent("lexikon-zvirat.csv")) else {
+                    return (1, "no lexicon in \(dataDirectory.path)")
+                }
+                let request = ZooV1.ImportDataRequest(
+                    files: [ZooV1.ImportFile(kind: .lexiconCsv, name: "lexikon-zvirat.csv", content: Array(lexicon))], source: "abuse benchmark job flood")
+                let payload = request.serializedBytes()
+                let began = ContinuousClock.now
+                guard let socket = AttackSocket(port: port, timeout: 60) else { return (1, "could not connect") }
+                socket.write((1...jobs).flatMap { Frames.request(id: UInt64($0), method: ZooV1.Zoo.importData.path, payload: payload, metadata: [authorization]) })
+                var accepted = 0, refused = 0, other = 0, answered = 0, laneFull = 0
+                var firstOther: String?, firstRefusal: String?
+                while answered < jobs, let frame = socket.readFrame() {
+                    guard frame.kind == .status, frame.callID != 0 else { continue }
+                    answered += 1
+                    if frame.statusMessage.contains("lane queue is full") { laneFull += 1 }
+                    switch frame.statusCode {
+                    case 0: accepted += 1
+                    case StatusCode.resourceExhausted.rawValue:
+                        refused += 1
+                        firstRefusal = firstRefusal ?? frame.statusMessage
+                    default:
+                        other += 1
+                        firstOther = firstOther ?? "\(frame.statusCode): \(frame.statusMessage)"
+                    }
+                }
+                // The probes go on for the hold while the accepted jobs run.
+                let left = hold - (ContinuousClock.now - began).seconds
+                if left > 0 { Thread.sleep(forTimeInterval: left) }
+                return (jobs - answered + other, "\(lexicon.count / 1024) KiB each; \(accepted) of \(jobs) jobs accepted, \(refused) RESOURCE_EXHAUSTED"
+                        + (firstRefusal.map { " (\"\($0)\")" } ?? "") + ", \(laneFull) \"lane queue is full\""
+                        + (firstOther.map { ", \(other) other, the first \($0)" } ?? ""))
+            },
+        ]
     }
 
     /// The same port's HTTP face (Connect and the zoo app's routes) under the same kinds of attack.
