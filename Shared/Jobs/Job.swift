@@ -71,12 +71,16 @@ public struct Job: Sendable, Hashable {
     public var cancelRequested: Bool
     /// The runner (one per process) that owns the job: see `JobOwner`.
     public var owner: String
+    /// The user who started it (nil: a call without a user, or a job from before users): only they and admins
+    /// see it, as its result may be their data (an OCR batch's text).
+    public var startedBy: String?
 
     public init(
         id: String, kind: String, state: JobState = .queued, progress: Double = 0, message: String = "",
         createdAt: Date = Date(), startedAt: Date? = nil, finishedAt: Date? = nil, result: JobResult? = nil,
-        failure: JobFailure? = nil, cancelRequested: Bool = false, owner: String
+        failure: JobFailure? = nil, cancelRequested: Bool = false, owner: String, startedBy: String? = nil
     ) {
+        self.startedBy = startedBy
         self.id = id
         self.kind = kind
         self.state = state

@@ -122,8 +122,9 @@ public final class JobRunner: Sendable {
     /// result, what it throws its failure (`CancellationError` after a cancel request: CANCELLED).
     /// Throws `ThreadPool.QueueFull` (and records nothing) when the lane's queue is full.
     /// `submitter` (the caller's user, else its address) is held to `maxActiveJobsPerSubmitter`.
+    /// `user` is recorded as who started it (see `Job.startedBy`).
     public func start(
-        kind: String, submitter: String? = nil, work: @escaping @Sendable (JobContext) throws -> JobResult?
+        kind: String, submitter: String? = nil, user: String? = nil, work: @escaping @Sendable (JobContext) throws -> JobResult?
     ) async throws -> Job {
         guard !state.withLock({ $0.stopping }) else { throw Stopped() }
         try takeSlot(submitter)
@@ -133,7 +134,7 @@ public final class JobRunner: Sendable {
         try await store.register(JobOwner(
             id: owner.id, machine: owner.machine, pid: owner.pid, processStart: owner.processStart, heartbeatAt: Date()))
         state.withLock { $0.registered = true }
-        let job = Job(id: UUID().uuidString.lowercased(), kind: kind, owner: owner.id)
+        let job = Job(id: UUID().uuidString.lowercased(), kind: kind, owner: owner.id, startedBy: user)
         try await store.insert(job)
         let active = ActiveJob(job, submitter: submitter)
         // Checked again with the job added, in one step: a shutdown that began meanwhile must see every job.
@@ -209,11 +210,11 @@ public final class JobRunner: Sendable {
     }
 
     /// Jobs newest first (see `JobStore.list`), after failing those of processes gone.
-    public func list(states: Set<JobState> = [], kind: String? = nil, limit: Int, before: Int64? = nil) async throws
+    public func list(states: Set<JobState> = [], kind: String? = nil, startedBy: String? = nil, limit: Int, before: Int64? = nil) async throws
         -> (jobs: [Job], next: Int64?)
     {
         try await store.failAbandoned(lease: options.lease)
-        return try await store.list(states: states, kind: kind, limit: limit, before: before)
+        return try await store.list(states: states, kind: kind, startedBy: startedBy, limit: limit, before: before)
     }
 
     /// Ids of the jobs this runner has queued or running.

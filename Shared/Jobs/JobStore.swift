@@ -46,7 +46,11 @@ public struct JobStore: Sendable {
                 CREATE INDEX jobs_active ON jobs (state) WHERE state IN ('queued', 'running');
                 CREATE INDEX jobs_kind ON jobs (kind, seq);
                 """)
-        }
+        },
+        // Jobs recorded before have no user: admins see them.
+        Migration(2, "the user who started a job") { connection in
+            try connection.executeScript("ALTER TABLE jobs ADD COLUMN started_by TEXT;")
+        },
     ]
 
     // MARK: Owners
@@ -79,11 +83,16 @@ public struct JobStore: Sendable {
 
     /// Jobs newest first: those in `states` (any when empty) of `kind` (any when nil), older than the job
     /// numbered `before` (a page token), at most `limit`; plus the token of the next page when there is one.
-    public func list(states: Set<JobState> = [], kind: String? = nil, limit: Int, before: Int64? = nil) async throws
+    /// `startedBy`: only the jobs that user started.
+    public func list(states: Set<JobState> = [], kind: String? = nil, startedBy: String? = nil, limit: Int, before: Int64? = nil) async throws
         -> (jobs: [Job], next: Int64?)
     {
         var conditions: [String] = []
         var arguments: [(any SQLConvertible)?] = []
+        if let startedBy {
+            conditions.append("started_by = ?")
+            arguments.append(startedBy)
+        }
         if !states.isEmpty {
             let sorted = states.map(\.rawValue).sorted()
             conditions.append("state IN (\(sorted.map { _ in "?" }.joined(separator: ", ")))")
@@ -111,8 +120,8 @@ public struct JobStore: Sendable {
     public func insert(_ job: Job) async throws {
         try await database.write { connection in
             try connection.execute(
-                "INSERT INTO jobs (id, kind, state, progress, message, created_at, owner) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [job.id, job.kind, job.state.rawValue, job.progress, job.message, job.createdAt.timeIntervalSince1970, job.owner])
+                "INSERT INTO jobs (id, kind, state, progress, message, created_at, owner, started_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [job.id, job.kind, job.state.rawValue, job.progress, job.message, job.createdAt.timeIntervalSince1970, job.owner, job.startedBy])
         }
     }
 
@@ -257,6 +266,6 @@ public struct JobStore: Sendable {
             startedAt: row.double("started_at").map(Date.init(timeIntervalSince1970:)),
             finishedAt: row.double("finished_at").map(Date.init(timeIntervalSince1970:)),
             result: result, failure: failure, cancelRequested: row.bool("cancel_requested") ?? false,
-            owner: try row.value("owner", as: String.self))
+            owner: try row.value("owner", as: String.self), startedBy: row.string("started_by"))
     }
 }

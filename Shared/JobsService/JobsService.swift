@@ -17,19 +17,29 @@ public struct JobsService: JobsV1.Jobs.ServiceProtocol {
 
     public func getJob(request: JobsV1.GetJobRequest, context: ServerContext) async throws -> JobsV1.Job {
         let id = try Self.validID(request.id)
-        return JobsV1.Job(try await runner.snapshot(id))
+        return JobsV1.Job(try Self.visible(try await runner.snapshot(id), to: context))
     }
 
     public func watchJob(
         request: JobsV1.WatchJobRequest, response: ResponseWriter<JobsV1.Job>, context: ServerContext
     ) async throws {
         let id = try Self.validID(request.id)
+        _ = try Self.visible(try await runner.snapshot(id), to: context)
         try await runner.watch(id) { job in try await response.send(JobsV1.Job(job)) }
     }
 
     public func cancelJob(request: JobsV1.CancelJobRequest, context: ServerContext) async throws -> JobsV1.Job {
         let id = try Self.validID(request.id)
+        _ = try Self.visible(try await runner.snapshot(id), to: context)
         return JobsV1.Job(try await runner.cancel(id))
+    }
+
+    /// A job is its starter's (and admins'): another user is told it does not exist, as with a template of
+    /// theirs, since its result may be that user's data. Calls without a user (a service without identity, or
+    /// a method the service leaves open) see every job, as before users.
+    static func visible(_ job: Job, to context: ServerContext) throws -> Job {
+        guard let caller = context.caller, !caller.isAdmin, job.startedBy != caller.name else { return job }
+        throw JobNotFound(id: job.id)
     }
 
     public func listJobs(request: JobsV1.ListJobsRequest, context: ServerContext) async throws -> JobsV1.ListJobsResponse {
@@ -52,7 +62,8 @@ public struct JobsService: JobsV1.Jobs.ServiceProtocol {
             states.insert(known)
         }
         let kind = request.kind.isEmpty ? nil : request.kind
-        let page = try await runner.list(states: states, kind: kind, limit: pageSize, before: before)
+        let own = context.caller.flatMap { $0.isAdmin ? nil : $0.name }
+        let page = try await runner.list(states: states, kind: kind, startedBy: own, limit: pageSize, before: before)
         return JobsV1.ListJobsResponse(jobs: page.jobs.map(JobsV1.Job.init), nextPageToken: page.next.map(String.init) ?? "")
     }
 
@@ -80,9 +91,9 @@ extension JobRunner {
     /// Starts a job whose work returns a protobuf message: the job's result is that message, with its type
     /// name. Throws `JobQueueFull` (RESOURCE_EXHAUSTED) past the runner's bounds (in all, or `submitter`'s).
     public func start<Result: ProtoMessage>(
-        kind: String, submitter: String? = nil, _ work: @escaping @Sendable (JobContext) throws -> Result
+        kind: String, submitter: String? = nil, user: String? = nil, _ work: @escaping @Sendable (JobContext) throws -> Result
     ) async throws -> Job {
-        try await start(kind: kind, submitter: submitter) { context in
+        try await start(kind: kind, submitter: submitter, user: user) { context in
             let message = try work(context)
             return JobResult(typeName: Result.protoName, bytes: message.serializedBytes())
         }

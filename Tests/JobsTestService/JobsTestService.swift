@@ -94,7 +94,7 @@ struct JobsTestingService: RPCService {
             guard (0...10_000).contains(request.steps), (0...60_000).contains(request.stepMs) else {
                 throw RPCError(.invalidArgument, "steps must be 0…10000 and step_ms 0…60000")
             }
-            let job = try await runner.start(kind: "test.sleep", submitter: serverContext.submitter) { context -> JobsV1.StartTestJobRequest in
+            let job = try await runner.start(kind: "test.sleep", submitter: serverContext.submitter, user: serverContext.caller?.name) { context -> JobsV1.StartTestJobRequest in
                 for step in 0..<Int(request.steps) {
                     try context.checkCancellation()
                     usleep(UInt32(request.stepMs) * 1000)

@@ -155,7 +155,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             // Checked (and its checksum with it) here so a missing or corrupt feature print is this call's error.
             _ = try await heavy { try featurePrint.load() }
         }
-        let job = try await jobs.start(kind: Self.trainJobKind, submitter: context.submitter) { context -> ClassificationV1.TrainingResult in
+        let job = try await jobs.start(kind: Self.trainJobKind, submitter: context.submitter, user: context.caller?.name) { context -> ClassificationV1.TrainingResult in
             try Torch.setThreads(threads)
             let data = try store.dataset(named: plan.dataset)
             context.report(progress: 0, message: "preparing \(data.samples.count) images")

@@ -142,7 +142,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
         guard let options, !files.isEmpty else { throw RPCError(.invalidArgument, "the batch names no file") }
         let batch = BatchRecognizer(recognizer: recognizer, lane: lane)
         let uploaded = files
-        let job = try await jobs.start(kind: Self.batchScanJobKind, submitter: context.submitter) { context -> OcrV1.BatchScanResult in
+        let job = try await jobs.start(kind: Self.batchScanJobKind, submitter: context.submitter, user: context.caller?.name) { context -> OcrV1.BatchScanResult in
             defer { held.releaseAll() }
             let results = try batch.recognize(
                 uploaded, options: options, isCancelled: { context.isCancelled },

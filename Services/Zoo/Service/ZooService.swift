@@ -130,7 +130,7 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
         let library = library
         // The import runs to its end even when the caller goes away: it was asked for (CancelJob stops it
         // between stages; once writing, the transaction finishes).
-        let job = try await jobs.start(kind: Self.importJobKind, submitter: context.submitter) { context -> ZooV1.ImportRecord in
+        let job = try await jobs.start(kind: Self.importJobKind, submitter: context.submitter, user: context.caller?.name) { context -> ZooV1.ImportRecord in
             let record = try library.importFiles(files, source: source, trigger: .client) { progress in
                 if progress.stage != .done { context.report(progress: progress.fraction, message: progress.message) }
             }
