@@ -42,8 +42,8 @@ public final class JobRunner: Sendable {
         public var watchInterval: Duration = .milliseconds(200)
         /// Jobs queued or running at once on this runner, and from one submitter (a user, or a client
         /// address where calls carry no identity); past them `start` throws `JobQueueFull`.
-        public var maxActiveJobs = 256
-        public var maxActiveJobsPerSubmitter = 16
+        public var maxActiveJobs = JobLimits().maxActive
+        public var maxActiveJobsPerSubmitter = JobLimits().maxActivePerSubmitter
 
         public init() {}
     }

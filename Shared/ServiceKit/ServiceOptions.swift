@@ -57,13 +57,13 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     public var laneQueue = 64
 
     @Option(name: .customLong("job-threads"), help: "Jobs (trainings, imports, batch scans) that run at once, on threads of their own apart from the lane (default: half the cores, at least one).")
-    public var jobThreads = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
+    public var jobThreads = JobLimits().threads
 
     @Option(name: .customLong("max-jobs"), help: "Jobs queued or running at once; more are refused with RESOURCE_EXHAUSTED.")
-    public var maxJobs = 256
+    public var maxJobs = JobLimits().maxActive
 
     @Option(name: .customLong("max-jobs-per-user"), help: "Jobs queued or running at once for one user (or client address, for calls without a user).")
-    public var maxJobsPerUser = 16
+    public var maxJobsPerUser = JobLimits().maxActivePerSubmitter
 
     @Option(name: .customLong("upload-idle-timeout"), help: "Seconds an upload (a client stream) may go without a message before it ends DEADLINE_EXCEEDED, its data discarded.")
     public var uploadIdleTimeout = 30.0
