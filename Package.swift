@@ -81,6 +81,8 @@ let package = Package(
         .systemLibrary(
             name: "CZlib", path: "Shared/CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]),
+        // glibc's malloc.h (part of libc): the allocator tuning a service applies at start (ServiceKit).
+        .systemLibrary(name: "CMalloc", path: "Shared/CMalloc"),
         // OpenSSL 3: TLS under the transport (the TLS module wraps it).
         .systemLibrary(
             name: "CTLS", path: "Shared/CTLS", pkgConfig: "openssl",
@@ -141,7 +143,7 @@ let package = Package(
         .target(name: "Identity", dependencies: ["Base", "RPC", "Storage"], path: "Shared/Identity"),
         .target(
             name: "ServiceKit",
-            dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", "Jobs", "Identity", argumentParser],
+            dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", "Jobs", "Identity", "CMalloc", argumentParser],
             path: "Shared/ServiceKit"),
 
         // MARK: Domain libraries

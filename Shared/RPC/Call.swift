@@ -1,3 +1,4 @@
+import Base
 import Schema
 
 /// What opens a call, independent of the transport that carried it.
@@ -86,8 +87,41 @@ public struct ResponseWriter<Response: ProtoMessage>: Sendable {
 
     /// Sends one response message, waiting while the client does not keep up (flow control).
     /// Concurrent sends take turns, one message each.
-    public func send(_ response: Response) async throws {
-        try await sink.send(response.serializedBytes())
+    ///
+    /// The message is consumed: once encoded, only its bytes stay while the call waits for credit,
+    /// so a stream whose client grants none holds one encoded message, not its decoded copy too.
+    /// A large message holds its bytes of the process's memory budget until the transport has it
+    /// (which then counts them as unread answers): when the budget is spent by streams nobody reads,
+    /// the next large message waits for room, then fails the call with RESOURCE_EXHAUSTED, instead
+    /// of taking the process past its budget.
+    public func send(_ response: consuming Response) async throws {
+        let bytes = response.serializedBytes()
+        _ = consume response
+        guard bytes.count >= MemoryBudget.largeFrame else { return try await sink.send(bytes) }
+        let budget = MemoryBudget.process
+        try await Self.reserve(bytes.count, of: budget, unless: sink)
+        defer { budget.release(bytes.count) }
+        try await sink.send(bytes)
+    }
+
+    /// How long a large answer waits for room in the budget before its call fails: long enough for
+    /// readers that are merely slow to take theirs, short enough that a stalled producer lets go.
+    static var budgetPatience: Duration { .seconds(5) }
+
+    private static func reserve(_ bytes: Int, of budget: MemoryBudget, unless sink: any ResponseSink) async throws {
+        let started = ContinuousClock.now
+        var pause = Duration.milliseconds(5)
+        while !budget.reserve(bytes) {
+            if sink.isCancelled { throw RPCError(.cancelled, "the call ended while its answer waited for memory") }
+            guard ContinuousClock.now - started < budgetPatience else {
+                throw RPCError(
+                    .resourceExhausted,
+                    "the server's memory budget (\(budget.limit >> 20) MiB) cannot hold this call's next answer of \(bytes) bytes: "
+                        + "its clients are not reading theirs; retry later")
+            }
+            try await Task.sleep(for: pause)
+            pause = min(pause * 2, .milliseconds(100))
+        }
     }
 }
 

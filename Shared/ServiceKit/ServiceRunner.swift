@@ -99,6 +99,7 @@ public enum ServiceRunner {
     public static func run(
         name: String, options: ServiceOptions, setup: @escaping @Sendable (Environment) async throws -> AppServices
     ) async throws(Failure) -> Stop {
+        AllocatorTuning.apply()
         Logger.level = LogLevel(name: options.logLevel) ?? .info
         Logger.format = LogFormat(name: options.logFormat) ?? .text
         let logger = Logger(label: name)

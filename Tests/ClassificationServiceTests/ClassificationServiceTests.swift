@@ -1,3 +1,4 @@
+import Base
 import ClassificationAPI
 import ClassificationCore
 import ClassificationService
@@ -17,7 +18,7 @@ import WorkLane
     let client: ClassificationV1.Classification.Client
     let jobs: JobStore
 
-    init(pixelLimit: Int = RGBImage.defaultPixelLimit) throws {
+    init(pixelLimit: Int = RGBImage.defaultPixelLimit, memoryBudget: MemoryBudget = .process) throws {
         store = try ClassificationStore.inMemory()
         let lane = ThreadPool(name: "lane", threads: 1, queueLimit: 8)
         jobs = try JobStore(database: store.database)
@@ -25,6 +26,7 @@ import WorkLane
         var limits = ClassificationService.Limits()
         limits.torchThreads = 1
         limits.pixelLimit = pixelLimit
+        limits.memoryBudget = memoryBudget
         let service = ClassificationService(store: store, lane: lane, jobs: runner, limits: limits)
         client = ClassificationV1.Classification.Client(
             wrapping: RPCClient(transports: [InProcessTransport(server: RPCServer(name: "classification", services: [service, JobsService(runner: runner)]))]))
@@ -72,6 +74,34 @@ import WorkLane
         }
         #expect(code == .invalidArgument, "\(message)")
         #expect(message.contains("TorchScript model does not run"), "\(message)")
+    }
+
+    /// Issue 24: an export holds the whole model file while its chunks go out, so it takes the file's size of the
+    /// memory budget first — refused with RESOURCE_EXHAUSTED when the budget cannot hold it (exports nobody reads
+    /// took the process past its budget), and given back once the export is over.
+    @Test func anExportHoldsItsModelsSizeOfTheMemoryBudget() async throws {
+        let budget = MemoryBudget(limit: 64 << 10)
+        let tests = try ClassificationServiceTests(memoryBudget: budget)
+        let module = try ScriptModule.compile(source: Self.pickyModule)
+        _ = try await tests.client.importModel { writer in
+            try await writer.send(ClassificationV1.ImportModelRequest(
+                name: "picky", format: .torchscript, data: module, kind: .classifier, labels: ["red", "green", "blue"],
+                inputWidth: 8, inputHeight: 8))
+        }
+        var received = 0
+        for try await chunk in tests.client.exportModel(ClassificationV1.ExportModelRequest(name: "picky"), options: CallOptions()) {
+            received += chunk.data.count
+        }
+        #expect(received > 0 && received <= budget.limit, "an export of \(received) bytes")
+        #expect(budget.used == 0, "the export gave back what it held")
+        // The same export with most of the budget held elsewhere (other exports nobody reads).
+        #expect(budget.reserve(budget.limit - received / 2))
+        let (code, message) = await Self.failure {
+            for try await _ in tests.client.exportModel(ClassificationV1.ExportModelRequest(name: "picky"), options: CallOptions()) {}
+        }
+        #expect(code == .resourceExhausted, "\(message)")
+        #expect(message.contains("memory budget"), "\(message)")
+        #expect(budget.used == budget.limit - received / 2, "the refused export holds nothing")
     }
 
     /// Issue 24: a TorchScript zip bomb (a small file whose `data.pkl` declares hundreds of MiB) is refused from its

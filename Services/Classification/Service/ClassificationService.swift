@@ -1,3 +1,4 @@
+import Base
 import ClassificationAPI
 import ClassificationCore
 import Foundation
@@ -29,6 +30,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         /// libtorch's intra-op threads for each piece of work (it uses one by default).
         public var torchThreads = ProcessInfo.processInfo.activeProcessorCount
         /// An upload's total bytes (a dataset is held in memory while it is validated).
+        /// What exports (and other whole files held for a call) draw from: the process's unless a test gives its own.
+        public var memoryBudget = MemoryBudget.process
         public var maxUploadBytes = 1 << 30
         public var maxUploadFiles = 200_000
         /// Decoded pixels of one image, checked from its header before decoding.
@@ -376,6 +379,15 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     ) async throws {
         let name = try RequestValidation.name(request.name, field: "name")
         let store = store
+        // The whole container is read before its chunks go out, so it holds its size of the memory
+        // budget until the last one has: exports nobody reads cannot take the process past it.
+        let held = MemoryReservation(limits.memoryBudget)
+        defer { held.releaseAll() }
+        let size = try await heavy { try store.modelSize(named: name) }
+        guard held.grow(by: size) else {
+            throw ClassificationError(
+                .resourceExhausted, "the server's memory budget cannot hold model \(name) (\(size) bytes) for export now; retry later")
+        }
         let bytes = try await heavy { try store.modelBytes(named: name) }
         var offset = 0
         repeat {

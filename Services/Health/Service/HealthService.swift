@@ -245,15 +245,21 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         while true {
             try context.checkAlive()
             let since = anchor
-            let page = try await offload { try store.changes(user: user.id, since: since, limit: pageSize, filter: filter) }
+            // The page is made into its message off the loop and only the message comes back, which
+            // `send` consumes once encoded: a client that reads nothing holds one encoded page.
+            let (message, reached, hasMore) = try await offload {
+                let page = try store.changes(user: user.id, since: since, limit: pageSize, filter: filter)
+                return (
+                    HealthV1.PullResponse(
+                        samples: try page.changes.samples.map { sample throws(HealthError) in try HealthProto.message(sample) },
+                        deletions: page.changes.deletions.map(HealthProto.message), anchor: page.anchor, hasMore: page.hasMore),
+                    page.anchor, page.hasMore)
+            }
             // An empty first page still answers, so the client learns the anchor it is at.
-            if page.anchor == anchor, anchor != request.sinceAnchor { return }
-            try await response.send(
-                HealthV1.PullResponse(
-                    samples: try page.changes.samples.map { sample throws(HealthError) in try HealthProto.message(sample) },
-                    deletions: page.changes.deletions.map(HealthProto.message), anchor: page.anchor, hasMore: page.hasMore))
-            anchor = page.anchor
-            if !page.hasMore { return }
+            if reached == anchor, anchor != request.sinceAnchor { return }
+            try await response.send(consume message)
+            anchor = reached
+            if !hasMore { return }
         }
     }
 
@@ -267,10 +273,14 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         repeat {
             try context.checkAlive()
             let after = cursor
-            let page = try await offload { try store.csvPage(type: type, user: user.id, unit: unit, from: request.fromMs, to: request.toMs, after: after) }
-            try await response.send(HealthV1.ExportCSVChunk(text: (first ? HealthStore.csvHeader : "") + page.text))
+            let header = first ? HealthStore.csvHeader : ""
+            let (chunk, next) = try await offload {
+                let page = try store.csvPage(type: type, user: user.id, unit: unit, from: request.fromMs, to: request.toMs, after: after)
+                return (HealthV1.ExportCSVChunk(text: header + page.text), page.next)
+            }
+            try await response.send(consume chunk)
             first = false
-            cursor = page.next
+            cursor = next
         } while cursor != nil
     }
 

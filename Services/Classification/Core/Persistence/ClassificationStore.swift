@@ -202,6 +202,16 @@ public final class ClassificationStore: Sendable {
         }
     }
 
+    /// The stored container's size in bytes, read without the container (to budget for it first).
+    public func modelSize(named name: String) throws -> Int {
+        try database.read { db in
+            guard let row = try db.queryOne("SELECT length(file) FROM models WHERE name = ?", [name]), let size = row.int(0) else {
+                throw ClassificationError(.notFound, "no model named \(name)")
+            }
+            return size
+        }
+    }
+
     public func model(named name: String) throws -> ModelFile { try ModelFile.decode(modelBytes(named: name)) }
 
     /// When the model of that name was stored: a replica's cached copy of a name is stale when this differs (the
