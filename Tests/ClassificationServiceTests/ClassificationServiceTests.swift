@@ -102,6 +102,18 @@ import WorkLane
         #expect(code == .resourceExhausted, "\(message)")
         #expect(message.contains("memory budget"), "\(message)")
         #expect(budget.used == budget.limit - received / 2, "the refused export holds nothing")
+        // An import takes its file's bytes as they arrive: refused while the budget is held, nothing kept.
+        let (importCode, importMessage) = await Self.failure {
+            _ = try await tests.client.importModel { writer in
+                try await writer.send(ClassificationV1.ImportModelRequest(
+                    name: "picky2", format: .torchscript, data: module, kind: .classifier, labels: ["red", "green", "blue"],
+                    inputWidth: 8, inputHeight: 8))
+            }
+        }
+        #expect(importCode == .resourceExhausted, "\(importMessage)")
+        #expect(budget.used == budget.limit - received / 2, "the refused import holds nothing")
+        let models = try await tests.client.listModels(ClassificationV1.ListModelsRequest())
+        #expect(models.models.map(\.name) == ["picky"])
     }
 
     /// Issue 24: a TorchScript zip bomb (a small file whose `data.pkl` declares hundreds of MiB) is refused from its

@@ -30,7 +30,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         /// libtorch's intra-op threads for each piece of work (it uses one by default).
         public var torchThreads = ProcessInfo.processInfo.activeProcessorCount
         /// An upload's total bytes (a dataset is held in memory while it is validated).
-        /// What exports (and other whole files held for a call) draw from: the process's unless a test gives its own.
+        /// What model imports and exports (whole files held for a call) draw from: the process's unless a test gives its own.
         public var memoryBudget = MemoryBudget.process
         public var maxUploadBytes = 1 << 30
         public var maxUploadFiles = 200_000
@@ -400,7 +400,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     public func importModel(
         requests: RequestStream<ClassificationV1.ImportModelRequest>, context: ServerContext
     ) async throws -> ClassificationV1.ImportModelResponse {
-        let (first, data) = try await ModelImport.receive(requests, limit: limits.maxUploadBytes)
+        let held = MemoryReservation(limits.memoryBudget)
+        defer { held.releaseAll() }
+        let (first, data) = try await ModelImport.receive(requests, limit: limits.maxUploadBytes, held: held)
         let plan = try RequestValidation.importModel(first, size: data.count)
         let store = store
         return try await heavy {
