@@ -163,7 +163,8 @@ final class FrameServerConnection<Stream: ByteStream>: ServerConnection {
     /// status frame, or HTTP's 400 as nginx answers plain HTTP on an HTTPS port), then closed.
     func refusePlaintext(_ kind: ProtocolSniffer.Kind) {
         let message = "\(server.rpc.name) at \(server.address) accepts TLS connections only: connect with TLS (the gateway's --tls-ca, --tls-cert and --tls-key, or https://)"
-        server.logger.warning("refused a plaintext \(kind == .http ? "HTTP" : "binary") client from \(stream.peer): this server accepts TLS connections only")
+        let client = kind == .http ? "HTTP" : "binary"
+        server.refusals.warning(server.logger, kind: "plaintext \(client)", "refused a plaintext \(client) client from \(stream.peer): this server accepts TLS connections only")
         switch kind {
         case .http:
             let body = Array((message + "\n").utf8)

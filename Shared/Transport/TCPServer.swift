@@ -82,6 +82,8 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     private let requestedPort: Int
     /// The logger given, else one labelled with the server's name once `listen` knows it.
     private(set) var logger: Logger
+    /// Warnings a client can cause at will, logged once a minute per kind.
+    let refusals = LogWindow()
     private let loggerGiven: Bool
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: any ServerConnection] = [:]

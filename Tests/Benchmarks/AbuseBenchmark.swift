@@ -4,6 +4,7 @@ import RPC
 import RPCWire
 import Schema
 import Synchronization
+import TLS
 import Transport
 import ZooAPI
 import ZooCore
@@ -22,6 +23,9 @@ struct AbuseBenchmark {
     let holdSeconds: Double
     /// Runs only the attacks whose name contains one of these (`--abuse-only`); nil: all of them.
     var only: [String]? = nil
+    /// `--abuse-tls`: the replica serves TLS only (mutual TLS on the binary protocol, as `compose up --tls`
+    /// runs it) and every attack and probe goes through TLS, plus attacks on the handshake itself.
+    var tls = false
 
     /// The zoo's documented limits (README, `zoo --help`): `--memory-budget` 256 MiB for large frames
     /// and unread answers, and frames under 64 KiB bounded by the connection limit (64 KiB × 1,024).
@@ -60,6 +64,19 @@ struct AbuseBenchmark {
         zoo.arguments = ["--port", "\(port)", "--data-dir", dataDirectory.path, "--log-level", "warning",
                          "--upload-idle-timeout", String(Self.uploadIdleTimeout)]
         zoo.environment = ProcessInfo.processInfo.environment.merging(["MENAGERIE_ADMIN_TOKEN": Self.adminToken]) { $1 }
+        let certificates = tls ? try BenchCertificates() : nil
+        defer { certificates?.remove() }
+        var clientTLS: TLSCredentials?
+        if let certificates {
+            zoo.arguments! += ["--tls-cert", certificates.server.certificate, "--tls-key", certificates.server.key, "--tls-ca", certificates.ca]
+            let client = try TLSCredentials.client(certificateFile: certificates.client.certificate, keyFile: certificates.client.key, caFile: certificates.ca)
+            let http = try TLSContext(role: .client, certificateFile: nil, keyFile: nil, caFile: certificates.ca, protocols: [TLSCredentials.httpProtocol])
+            let anonymous = try TLSContext(
+                role: .client, certificateFile: nil, keyFile: nil, caFile: certificates.ca, protocols: [TLSCredentials.binaryProtocol])
+            AttackSocket.tls.withLock { $0 = .init(binary: client.context, http: http, anonymous: anonymous) }
+            clientTLS = client
+        }
+        defer { AttackSocket.tls.withLock { $0 = nil } }
         // Opt-in: the replica on cores of its own (taskset's CPU list, e.g. 1), so that the attacker
         // (run this under `taskset -c 0`) does not compete with it for the same cores.
         let zooCPUs = ProcessInfo.processInfo.environment["MENAGERIE_ABUSE_ZOO_CPUS"].flatMap { $0.isEmpty ? nil : $0 }
@@ -87,10 +104,11 @@ struct AbuseBenchmark {
             }
             try await Task.sleep(for: .milliseconds(200))
         }
-        let client = RPCClient(transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(port)")], retry: .init(maxAttempts: 1))
+        let client = RPCClient(transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(port)", tls: clientTLS)], retry: .init(maxAttempts: 1))
         defer { client.close() }
         print("Abuse benchmark: zoo pid \(pid) on 127.0.0.1:\(port) with \(realData ? "the real data" : "its sample data"), scale \(scale), "
               + "\(holdSeconds) s per attack, \(ProcessInfo.processInfo.activeProcessorCount) cores"
+              + (tls ? "; TLS only (mutual TLS on the binary protocol): every attack and probe handshakes first" : "")
               + (zooCPUs.map { "; the zoo pinned to CPUs \($0) (MENAGERIE_ABUSE_ZOO_CPUS)" } ?? ""))
 
         // Unloaded figures, measured the same way as under attack.
@@ -365,7 +383,7 @@ struct AbuseBenchmark {
                 }
                 return (reused - told, "\(told) of \(reused) connections closed with INTERNAL and nothing under the reused id")
             },
-        ] + httpAttacks(port: port) + jobAndUploadAttacks(port: port)
+        ] + httpAttacks(port: port) + jobAndUploadAttacks(port: port) + (tls ? tlsAttacks(port: port) : [])
     }
 
     /// Issue 24's attacks, as the admin (whose calls the replica lets in): uploads opened and left silent,
@@ -463,6 +481,77 @@ struct AbuseBenchmark {
         ]
     }
 
+    /// Under `--abuse-tls`, attacks on TLS itself: handshakes left half-way, a flood of full handshakes,
+    /// plaintext and garbage sent to the TLS-only port, and clients without a certificate on the binary
+    /// protocol. None may be served; the replica must stay as quick as under the others.
+    func tlsAttacks(port: Int) -> [Attack] {
+        let hold = holdSeconds
+        let halfway = count(200, minimum: 10), floodThreads = 4, strangers = count(50, minimum: 5)
+        let health = Frames.request(id: 1, method: RpcV1.Health.check.path, payload: RpcV1.HealthCheckRequest().serializedBytes())
+        let contexts = AttackSocket.tls.withLock { $0! }
+        let binary = contexts.binary
+        return [
+            Attack(name: "TLS handshakes held half-way") {
+                // Each sends the first half of its ClientHello and nothing more for the hold.
+                var sockets: [AttackSocket] = []
+                for _ in 0..<halfway {
+                    guard let socket = AttackSocket(port: port, timeout: 0.05, tls: binary, handshake: false),
+                          let hello = socket.clientHello() else { continue }
+                    socket.sendRaw(Array(hello.prefix(hello.count / 2)))
+                    sockets.append(socket)
+                }
+                Thread.sleep(forTimeInterval: hold)
+                let served = sockets.filter { $0.readFrame() != nil }.count
+                let closed = sockets.filter(\.peerClosed).count
+                return (served, "\(sockets.count) connections sent half a ClientHello and stalled; \(closed) closed by the replica within the hold, \(served) served")
+            },
+            Attack(name: "TLS handshake flood") {
+                // Full mutual-TLS handshakes, each on a new connection closed at once, from four threads for the hold.
+                let done = Tally(), failed = Tally()
+                let end = ContinuousClock.now + .milliseconds(Int64(hold * 1000))
+                let group = DispatchGroup()
+                for _ in 0..<floodThreads {
+                    group.enter()
+                    Thread.detachNewThread {
+                        defer { group.leave() }
+                        while ContinuousClock.now < end {
+                            if AttackSocket(port: port, timeout: 5, tls: binary) != nil {
+                                done.value.add(1, ordering: .relaxed)
+                            } else {
+                                failed.value.add(1, ordering: .relaxed)
+                            }
+                        }
+                    }
+                }
+                group.wait()
+                let handshakes = done.value.load(ordering: .relaxed), failures = failed.value.load(ordering: .relaxed)
+                return (0, String(format: "%d handshakes completed (%.0f a second), %d refused (the connection limit or the backlog)",
+                                  handshakes, Double(handshakes) / max(hold, 0.001), failures))
+            },
+            Attack(name: "plaintext and garbage to the TLS port", repeats: true) {
+                // Our frames in plaintext, and a TLS record header followed by garbage: closed, never served.
+                var served = 0
+                for index in 0..<strangers {
+                    guard let socket = AttackSocket(port: port, timeout: 5, tls: nil) else { continue }
+                    socket.sendRaw(index % 2 == 0 ? health : [0x16, 0x03, 0x01, 0x00, 0x40] + [UInt8](repeating: 0x41, count: 64))
+                    // A plaintext client is told why (an UNAUTHENTICATED status on call 0); only an answer to its call is service.
+                    if let frame = socket.readFrame(), frame.callID == 1 { served += 1 }
+                }
+                return (served, "\(strangers) connections (plaintext health checks, garbage after a record header); \(served) served")
+            },
+            Attack(name: "TLS without a client certificate", repeats: true) {
+                // ALPN names the binary protocol, whose replicas require a certificate: refused, never served.
+                var served = 0
+                for _ in 0..<strangers {
+                    guard let socket = AttackSocket(port: port, timeout: 5, tls: contexts.anonymous) else { continue }
+                    socket.write(health)
+                    if let frame = socket.readFrame(), frame.kind == .status, frame.callID == 1 { served += 1 }
+                }
+                return (served, "\(strangers) connections offered no certificate on the binary protocol; \(served) served")
+            },
+        ]
+    }
+
     /// The same port's HTTP face (Connect and the zoo app's routes) under the same kinds of attack.
     func httpAttacks(port: Int) -> [Attack] {
         let hold = holdSeconds
@@ -471,13 +560,13 @@ struct AbuseBenchmark {
         let slow = count(200, minimum: 10), large = count(40, minimum: 4), malformed = count(50, minimum: 5)
         return [
             Attack(name: "HTTP pipelined GETs") {
-                guard let socket = AttackSocket(port: port, timeout: 60) else { return (1, "could not connect") }
+                guard let socket = AttackSocket(port: port, timeout: 60, http: true) else { return (1, "could not connect") }
                 socket.write(Array(String(repeating: get, count: pipelined).utf8))
                 let (answers, ok) = socket.readHTTPStatuses(until: pipelined)
                 return (pipelined - answers, "\(answers) of \(pipelined) answered in order, \(ok) with 200")
             },
             Attack(name: "HTTP unread answers") {
-                let sockets = (0..<unreadConnections).compactMap { _ in AttackSocket(port: port, timeout: 10) }
+                let sockets = (0..<unreadConnections).compactMap { _ in AttackSocket(port: port, timeout: 10, http: true) }
                 for socket in sockets { socket.write(Array(String(repeating: get, count: unreadCalls).utf8)) }
                 Thread.sleep(forTimeInterval: hold)
                 var answers = 0, lost = unreadConnections - sockets.count
@@ -489,7 +578,7 @@ struct AbuseBenchmark {
                 return (lost, "\(answers) of \(unreadConnections * unreadCalls) answers read")
             },
             Attack(name: "HTTP slowloris headers") {
-                let sockets = (0..<slow).compactMap { _ in AttackSocket(port: port, timeout: 1) }
+                let sockets = (0..<slow).compactMap { _ in AttackSocket(port: port, timeout: 1, http: true) }
                 for socket in sockets { socket.write(Array("POST /menagerie.zoo.v1.Zoo/SearchAnimals HTTP/1.1\r\nHost: zoo\r\n".utf8)) }
                 let end = Date().addingTimeInterval(hold)
                 var bytes = 0
@@ -502,7 +591,7 @@ struct AbuseBenchmark {
             },
             Attack(name: "HTTP almost complete 60 MiB bodies") {
                 let size = 60 << 20
-                let sockets = (0..<large).compactMap { _ in AttackSocket(port: port, timeout: 0.2, sendTimeout: 5) }
+                let sockets = (0..<large).compactMap { _ in AttackSocket(port: port, timeout: 0.2, sendTimeout: 5, http: true) }
                 let done = Tally()
                 let group = DispatchGroup()
                 for socket in sockets {
@@ -535,7 +624,7 @@ struct AbuseBenchmark {
                 ]
                 var lost = 0
                 for index in 0..<malformed {
-                    guard let socket = AttackSocket(port: port, timeout: 5) else { lost += 1; continue }
+                    guard let socket = AttackSocket(port: port, timeout: 5, http: true) else { lost += 1; continue }
                     socket.write(Array(forms[index % forms.count].utf8))
                     if socket.readHTTPStatuses(until: 1).answers != 1 { lost += 1 }
                 }
@@ -801,9 +890,30 @@ final class AttackSocket: @unchecked Sendable {
     private var closed = false
     /// Whether a STATUS frame with call id 0 (the connection's last word) arrived.
     private(set) var sawConnectionStatus = false
+    /// Under `--abuse-tls`: the session every byte goes through once the handshake is done.
+    private var session: TLSSession?
 
-    /// Connects; reads give up after `timeout` seconds, sends after `sendTimeout` (default: the same).
-    init?(port: Int, from source: String = "127.0.0.1", timeout: Double, sendTimeout: Double? = nil) {
+    /// Under `--abuse-tls`, what attackers' sockets handshake with: the binary protocol's context (a
+    /// client certificate, ALPN `menagerie`) and HTTP's (no certificate, ALPN `http/1.1`); nil: plaintext.
+    static let tls = Mutex<TLSContexts?>(nil)
+
+    struct TLSContexts: Sendable {
+        var binary: TLSContext
+        var http: TLSContext
+        /// The binary protocol's ALPN without a client certificate (a stranger).
+        var anonymous: TLSContext
+    }
+
+    /// Connects (and under `--abuse-tls` completes a TLS handshake, allowing it 10 s whatever `timeout`
+    /// says, so that the attack that follows is the one measured); reads give up after `timeout` seconds,
+    /// sends after `sendTimeout` (default: the same). `http`: the socket speaks HTTP/1.1 (its ALPN under TLS).
+    convenience init?(port: Int, from source: String = "127.0.0.1", timeout: Double, sendTimeout: Double? = nil, http: Bool = false) {
+        self.init(port: port, from: source, timeout: timeout, sendTimeout: sendTimeout, tls: Self.tls.withLock { $0.map { http ? $0.http : $0.binary } })
+    }
+
+    /// Connects, speaking TLS with `tls` when given (no handshake when `handshake` is false: the attack
+    /// drives it), plaintext otherwise.
+    init?(port: Int, from source: String = "127.0.0.1", timeout: Double, sendTimeout: Double? = nil, tls: TLSContext?, handshake: Bool = true) {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { return nil }
         var local = Self.address(source, port: 0)
@@ -821,8 +931,91 @@ final class AttackSocket: @unchecked Sendable {
         }
         func interval(_ seconds: Double) -> timeval { timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1e6)) }
         var receive = interval(timeout), sending = interval(sendTimeout ?? timeout)
+        if let tls {
+            guard let session = try? TLSSession(context: tls, serverName: "127.0.0.1") else { return nil }
+            self.session = session
+            if handshake {
+                var patient = interval(max(timeout, 10))
+                setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &patient, socklen_t(MemoryLayout<timeval>.size))
+                setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &patient, socklen_t(MemoryLayout<timeval>.size))
+                guard completeHandshake() else { return nil }
+            }
+        }
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &receive, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &sending, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Runs the TLS handshake to its end over the blocking socket; false when it failed or the peer left.
+    func completeHandshake() -> Bool {
+        guard let session else { return true }
+        var buffer = [UInt8](repeating: 0, count: 1 << 14)
+        while true {
+            let progress = try? session.handshake()
+            guard flushCiphertext(), let progress else { return false }
+            if progress == .established { return true }
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return false }
+            buffer.withUnsafeBytes { session.feed(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+        }
+    }
+
+    /// The ClientHello this socket's session would send, not sent (an attack sends what it likes of it).
+    func clientHello() -> [UInt8]? {
+        guard let session, (try? session.handshake()) == .wantsMore else { return nil }
+        var hello: [UInt8] = [], chunk = [UInt8](repeating: 0, count: 1 << 14)
+        while session.pendingCiphertext > 0 {
+            let count = chunk.withUnsafeMutableBytes { session.drainCiphertext(into: $0) }
+            guard count > 0 else { break }
+            hello += chunk[0..<count]
+        }
+        return hello
+    }
+
+    /// Sends what the TLS session has made for the peer.
+    private func flushCiphertext() -> Bool {
+        guard let session else { return true }
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while session.pendingCiphertext > 0 {
+            let count = chunk.withUnsafeMutableBytes { session.drainCiphertext(into: $0) }
+            guard count > 0 else { break }
+            guard sendRaw(Array(chunk[0..<count])) else { return false }
+        }
+        return true
+    }
+
+    /// Sends bytes as they are, TLS or not (a hostile client's bytes before or instead of a handshake).
+    @discardableResult
+    func sendRaw(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if sent <= 0 { return false }
+            offset += sent
+        }
+        return true
+    }
+
+    /// Reads into `buffer` what the peer sent (decrypted under TLS): the count, 0 when the peer closed,
+    /// negative (errno set) when the read failed or timed out.
+    private func receive(into buffer: inout [UInt8]) -> Int {
+        guard let session else { return buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) } }
+        var ciphertext = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            var count = 0, progress = TLSSession.Progress.wantsMore, failed = false
+            buffer.withUnsafeMutableBytes { buffer in
+                do {
+                    (count, progress) = try session.read(into: buffer)
+                } catch {
+                    failed = true
+                }
+            }
+            if failed { return 0 }  // an alert: the peer ended the session
+            if count > 0 { return count }
+            if progress == .closed { return 0 }
+            let received = ciphertext.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if received <= 0 { return received }
+            ciphertext.withUnsafeBytes { session.feed(UnsafeRawBufferPointer(rebasing: $0[0..<received])) }
+        }
     }
 
     deinit { close(descriptor) }
@@ -835,16 +1028,17 @@ final class AttackSocket: @unchecked Sendable {
         return address
     }
 
-    /// Sends all of `bytes`; false once the peer has closed (or the send timed out).
+    /// Sends all of `bytes` (in one TLS record's worth of writes under TLS); false once the peer has
+    /// closed (or the send timed out).
     @discardableResult
     func write(_ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if sent <= 0 { return false }
-            offset += sent
+        guard let session else { return sendRaw(bytes) }
+        var failed = false
+        bytes.withUnsafeBytes { bytes in
+            do { try session.write(bytes) } catch { failed = true }
         }
-        return true
+        guard !failed else { return false }
+        return flushCiphertext()
     }
 
     /// The next frame; nil when the peer closed or the receive timeout passed.
@@ -857,7 +1051,7 @@ final class AttackSocket: @unchecked Sendable {
             }
             guard !closed else { return nil }
             var buffer = [UInt8](repeating: 0, count: 1 << 16)
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            let count = receive(into: &buffer)
             if count <= 0 {
                 if count == 0 || errno != EAGAIN { closed = true }
                 if count < 0 && errno == EAGAIN { return nil }
@@ -879,7 +1073,7 @@ final class AttackSocket: @unchecked Sendable {
         let marker = Array("HTTP/1.1 ".utf8)
         while answers < count, !closed {
             var buffer = [UInt8](repeating: 0, count: 1 << 16)
-            let received = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            let received = receive(into: &buffer)
             if received <= 0 {
                 if received == 0 || errno != EAGAIN { closed = true }
                 break

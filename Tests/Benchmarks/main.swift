@@ -10,13 +10,13 @@ let usage = """
     usage: menagerie-bench [suite …] [options]   (no suite: all of them, in this order)
     suites: parts rpc zoo ocr health abuse classification
     options: --seconds S  --rounds N  --sizes 64,65536  --callers 1,16,64  --no-floor  --no-grpc  --health-records N
-             --abuse-scale F  --abuse-hold S  --abuse-only NAME,…  --ocr-rounds N  --ocr-images N  --classification-epochs N
+             --abuse-scale F  --abuse-hold S  --abuse-only NAME,…  --abuse-tls  --ocr-rounds N  --ocr-images N  --classification-epochs N
              --detector-epochs N  --classification-images N  --detection-images N
     """
 /// Suites and options this program knows: anything else is a typo that would otherwise run every suite
 /// with defaults for many minutes.
 let knownSuites: Set = ["parts", "rpc", "zoo", "ocr", "health", "abuse", "classification"]
-let knownFlags: Set = ["--no-floor", "--no-grpc"]
+let knownFlags: Set = ["--no-floor", "--no-grpc", "--abuse-tls"]
 let knownOptions: Set = [
     "--seconds", "--rounds", "--sizes", "--callers", "--health-records", "--abuse-scale", "--abuse-hold", "--abuse-only", "--ocr-rounds",
     "--ocr-images", "--classification-epochs", "--detector-epochs", "--classification-images", "--detection-images",
@@ -85,7 +85,7 @@ if suites.isEmpty || suites.contains("abuse") {
     // Starts a zoo replica of its own (the `zoo` executable built beside this one) and attacks it.
     try await AbuseBenchmark(
         scale: option("abuse-scale").flatMap(Double.init) ?? 1, holdSeconds: option("abuse-hold").flatMap(Double.init) ?? 3,
-        only: option("abuse-only").map { $0.split(separator: ",").map(String.init) }
+        only: option("abuse-only").map { $0.split(separator: ",").map(String.init) }, tls: arguments.contains("--abuse-tls")
     ).run()
 }
 if suites.isEmpty || suites.contains("classification") {

@@ -73,6 +73,64 @@ import Transport
         await server.shutdown(grace: .seconds(1))
     }
 
+    /// Issue 23's "the abuse suite holds with TLS as without", bounded (`menagerie-bench abuse --abuse-tls`
+    /// runs the full attacks): handshakes left half-way fill the connection limit, plaintext health checks
+    /// and garbage after a record header arrive, and clients offer no certificate — none is served, the
+    /// half-way handshakes cannot lock a newcomer out, and a mutual-TLS client is served throughout.
+    @Test func attacksOnTLSServeNoAttackerAndLockNobodyOut() async throws {
+        var limits = TCPServer.Limits()
+        limits.maxConnections = 24
+        let server = TCPServer(port: 0, limits: limits)
+        server.serveTLS(try .server(certificateFile: serverPair.certificate, keyFile: serverPair.key, caFile: certificates.caFile))
+        try RPCServer(name: "echo", services: [EchoService()]).serve(over: server)
+        let port = try #require(Int(server.address.split(separator: ":").last ?? ""))
+        let context = try TLSCredentials.client(certificateFile: clientPair.certificate, keyFile: clientPair.key, caFile: certificates.caFile).context
+        let hello: [UInt8] = try {
+            let session = try TLSSession(context: context, serverName: "127.0.0.1")
+            #expect(try session.handshake() == .wantsMore)
+            var bytes = [UInt8](repeating: 0, count: 1 << 14)
+            let count = bytes.withUnsafeMutableBytes { session.drainCiphertext(into: $0) }
+            return Array(bytes[0..<count])
+        }()
+        // Half a ClientHello each, then silence: as many as the connection limit.
+        let halfway = try (0..<limits.maxConnections).map { _ in try RawSocket(port: port) }
+        for socket in halfway { socket.write(Array(hello.prefix(hello.count / 2))) }
+        try await Task.sleep(for: .milliseconds(200))
+        // A newcomer still gets in (the quietest half-way handshake makes room) and is served.
+        let client = try client(server, pair: clientPair)
+        let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [7]), options: CallOptions(timeout: .seconds(10)))
+        #expect(reply.payload == [7])
+        // Plaintext health checks and garbage after a TLS record header: told why or dropped, never served.
+        let health = FrameCodec.encode(RpcV1.Frame(
+            callID: 1, kind: .request, method: RpcV1.Health.check.path, hasPayload: true, payload: RpcV1.HealthCheckRequest().serializedBytes()
+        ).serializedBytes())
+        for index in 0..<20 {
+            let socket = try RawSocket(port: port)
+            socket.write(index % 2 == 0 ? health : [0x16, 0x03, 0x01, 0x00, 0x40] + [UInt8](repeating: 0x41, count: 64))
+            let (bytes, closed) = await socket.readUntilClosed()
+            #expect(closed, "attacker \(index) was not closed")
+            let decoder = FrameDecoder(maxFrameSize: 1 << 20)
+            decoder.append(bytes)
+            while let envelope = try? decoder.next() {
+                let frame = try RpcV1.Frame(serializedBytes: envelope)
+                #expect(frame.callID == 0 && frame.statusCode == StatusCode.unauthenticated.rawValue, "attacker \(index) got \(frame)")
+            }
+            let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [UInt8(index)]), options: CallOptions(timeout: .seconds(10)))
+            #expect(reply.payload == [UInt8(index)])
+        }
+        // Clients without a certificate on the binary protocol: refused, and the served client goes on.
+        for _ in 0..<5 {
+            let stranger = try self.client(server, pair: nil)
+            let error = await failure(stranger)
+            #expect(error.contains("certificate required"), "\(error)")
+            stranger.close()
+        }
+        #expect(try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [9])).payload == [9])
+        withExtendedLifetime(halfway) {}
+        client.close()
+        await server.shutdown(grace: .seconds(1))
+    }
+
     @Test func aClientWithoutACertificateIsRefused() async throws {
         let server = try tlsServer()
         let client = try client(server, pair: nil)
