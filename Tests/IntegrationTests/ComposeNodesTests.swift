@@ -67,8 +67,9 @@ struct ComposeNodesTests {
         }
     }
 
-    /// A placement the node count cannot hold is refused before anything is made; a bad count too.
-    @Test func upRefusesPlacementsAndCountsItCannotHoldAndMakesNothing() async throws {
+    /// A placement the node count cannot hold is refused before anything is made, a bad count too, and an up
+    /// whose network cannot be made leaves none of it behind.
+    @Test func upRefusesPlacementsAndCountsItCannotHoldAndLeavesNothingWhenItFails() async throws {
         let network = Nodes.freeNetwork()
         defer { Nodes.removeLeftovers(tag: network.tag) }
         try await Stack.with(services: ["zoo"]) { stack in
@@ -81,6 +82,16 @@ struct ComposeNodesTests {
                 #expect(bad.status == 1 && bad.output.contains("--nodes must be a count 1-99"), "\(bad.output)")
             }
             #expect(Nodes.namespaces(tag: network.tag).isEmpty && Nodes.links(tag: network.tag).isEmpty)
+
+            // An up whose network fails halfway (node 2's link name is taken) removes what it made, and says so.
+            try stack.writeConfig([ServiceSettings(name: "zoo", port: port, data: "data/zoo")])
+            let taken = Nodes.run(Nodes.ip ?? "ip", ["link", "add", "\(network.tag)-v2", "type", "veth", "peer", "name", "\(network.tag)-x"])
+            try #require(taken.status == 0, "cannot make a veth pair: \(taken.output)")
+            let failed = try await stack.compose(environment: network.environment, ["up", "--nodes", "3"])
+            #expect(failed.status == 1 && failed.output.contains("could not make the nodes' network"), "\(failed.output)")
+            #expect(Nodes.namespaces(tag: network.tag).isEmpty, "namespaces left after a failed up")
+            #expect(Nodes.links(tag: network.tag).isEmpty, "links left after a failed up: \(Nodes.links(tag: network.tag))")
+            #expect(!FileManager.default.fileExists(atPath: stack.state.appendingPathComponent("network").path))
         }
     }
 
