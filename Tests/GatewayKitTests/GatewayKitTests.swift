@@ -40,11 +40,18 @@ import Transport
             """)
     }
 
+    /// `nodes` places a service on nodes of `compose up --nodes N`, in the order written; none: every node.
+    @Test func theNodesKeyPlacesAServiceOnTheNodesItLists() throws {
+        let services = try ServiceList.parse("[zoo]\nport = 7100\nnodes = 3, 1\t,02\n[ocr]\nport = 7200\n")
+        #expect(services.map(\.nodes) == [[3, 1, 2], []])
+        #expect(ServiceList.render(services) == "[zoo]\nport = 7100\nreplicas = 1\ndata = .data/zoo\nnodes = 3,1,2\n\n[ocr]\nport = 7200\nreplicas = 1\ndata = .data/ocr\n")
+    }
+
     /// Every way a services file can be wrong is refused with its line and what is wrong there.
     @Test func aServicesFileComposeWouldRefuseIsAnErrorNamingTheLine() {
         let cases: [(String, Int, String)] = [
             ("zoo 7100 1 .data/zoo", 1, "'zoo 7100 1 .data/zoo' is the old one-line format; write it as [zoo] with port = 7100, replicas = 1, data = .data/zoo on lines of their own"),
-            ("[zoo]\nport = 7100\ntls = on", 3, "unknown key 'tls' in [zoo] (known: port, replicas, data, arg)"),
+            ("[zoo]\nport = 7100\ntls = on", 3, "unknown key 'tls' in [zoo] (known: port, replicas, data, nodes, arg)"),
             ("[zoo]\nport = 71x", 2, "port must be a number 1-65535 (got '71x')"),
             ("[zoo]\nport = 0", 2, "port must be a number 1-65535 (got '0')"),
             ("[zoo]\nport = 65536", 2, "port must be a number 1-65535 (got '65536')"),
@@ -58,6 +65,12 @@ import Transport
             ("[zoo]\nport = 1\narg =", 3, "arg needs a value (one command-line argument)"),
             ("[zoo]\nport = 1\ndata =  ", 3, "data needs a directory"),
             ("[zoo]\nport 7100", 2, "expected [SERVICE] or KEY = VALUE, got 'port 7100'"),
+            ("[zoo]\nport = 1\nnodes =", 3, "nodes needs a list of node numbers (nodes = 1,2)"),
+            ("[zoo]\nport = 1\nnodes = 1,,2", 3, "nodes must be node numbers 1-99 separated by commas (got '1,,2')"),
+            ("[zoo]\nport = 1\nnodes = 100", 3, "nodes must be node numbers 1-99 separated by commas (got '100')"),
+            ("[zoo]\nport = 1\nnodes = 0", 3, "nodes must be node numbers 1-99 separated by commas (got '0')"),
+            ("[zoo]\nport = 1\nnodes = 2, 02", 3, "node 2 is listed twice in [zoo]'s nodes"),
+            ("[zoo]\nport = 1\nnodes = 1\nnodes = 2", 4, "nodes is set twice in [zoo]"),
         ]
         for (text, line, message) in cases {
             let error = #expect(throws: ServicesFileError.self, "\(text)") { try ServiceList.parse(text, file: "s.conf") }

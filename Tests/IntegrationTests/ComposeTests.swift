@@ -86,6 +86,10 @@ import Testing
             "[zoo]\nport = 1\nreplicas = -1", "[zoo]\nport = 1\nreplicas = 100000", "[zoo]\nreplicas = 2\n", "[zoo]\nport = 1\nport = 2",
             "[zoo]\nport = 1\n[ocr]\nport = 2\n[zoo]", "port = 1", "[z o]", "[]", "[zoo]\nport = 1\narg =", "[zoo]\nport = 1\ndata =  ",
             "[zoo]\nport 7100", "= 1", "[zoo]\nport = 1\n= 1", "[zoo]\nport = 1\nport, replicas = 2", "[zoo]\nport = 1\n* = 2",
+            // Placement on the nodes of `compose up --nodes N`.
+            "[zoo]\nport = 1\nnodes = 3, 1\t,02\n[ocr]\nport = 2\nnodes=1", "[zoo]\nport = 1\nnodes = 1,,2", "[zoo]\nport = 1\nnodes = 1,2,",
+            "[zoo]\nport = 1\nnodes = 01,1", "[zoo]\nport = 1\nnodes =", "[zoo]\nport = 1\nnodes = 100", "[zoo]\nport = 1\nnodes = 0",
+            "[zoo]\nport = 1\nnodes = 1\nnodes = 2", "[zoo]\nport = 1\nnodes = ,", "[zoo]\nport = 1\nnodes = one",
         ]
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -12,13 +12,17 @@ public struct ServiceSettings: Sendable, Equatable {
     public var data: String
     /// Command-line arguments every replica gets, each `arg` line one argument, verbatim and in order.
     public var arguments: [String]
+    /// The nodes of `compose up --nodes N` that run this service's replicas, as listed (empty: every node).
+    /// One machine (`compose up` without `--nodes`) has no nodes and ignores it.
+    public var nodes: [Int]
 
-    public init(name: String, port: Int, replicas: Int = 1, data: String? = nil, arguments: [String] = []) {
+    public init(name: String, port: Int, replicas: Int = 1, data: String? = nil, arguments: [String] = [], nodes: [Int] = []) {
         self.name = name
         self.port = port
         self.replicas = replicas
         self.data = data ?? ".data/\(name)"
         self.arguments = arguments
+        self.nodes = nodes
     }
 }
 
@@ -46,7 +50,9 @@ public struct ServicesFileError: Error, Equatable, CustomStringConvertible {
 /// neither knows is an error, so a key added for one (TLS, placement on nodes…) must be added to both.
 public enum ServiceList {
     /// The keys a section may set; `arg` may repeat.
-    public static let keys = ["port", "replicas", "data", "arg"]
+    public static let keys = ["port", "replicas", "data", "nodes", "arg"]
+    /// The highest node number `nodes` may name (and `compose up --nodes` start): node N's address is on a /24.
+    public static let maxNode = 99
 
     /// The services file's path, or nil when none is found.
     public static func file(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL? {
@@ -66,14 +72,15 @@ public enum ServiceList {
         var services: [ServiceSettings] = []
         var sectionLines: [String: Int] = [:]
         var seenKeys: Set<String> = []
-        var current: (name: String, line: Int, port: Int?, replicas: Int, data: String?, arguments: [String])?
+        var current: (name: String, line: Int, port: Int?, replicas: Int, data: String?, arguments: [String], nodes: [Int])?
 
         func fail(_ line: Int, _ message: String) -> ServicesFileError { ServicesFileError(file: file, line: line, message: message) }
         func close() throws(ServicesFileError) {
             guard let section = current else { return }
             guard let port = section.port else { throw fail(section.line, "[\(section.name)] sets no port") }
             services.append(ServiceSettings(
-                name: section.name, port: port, replicas: section.replicas, data: section.data, arguments: section.arguments))
+                name: section.name, port: port, replicas: section.replicas, data: section.data, arguments: section.arguments,
+                nodes: section.nodes))
         }
 
         // Lines as bash's `read` sees them: split at \n only, a trailing \r dropped.
@@ -93,7 +100,7 @@ public enum ServiceList {
                 try close()
                 sectionLines[name] = number
                 seenKeys = []
-                current = (name, number, nil, 1, nil, [])
+                current = (name, number, nil, 1, nil, [], [])
                 continue
             }
             guard let equals = trimmed.firstIndex(of: "=") else {
@@ -124,6 +131,15 @@ public enum ServiceList {
             case "data":
                 guard !value.isEmpty else { throw fail(number, "data needs a directory") }
                 current!.data = value
+            case "nodes":
+                guard !value.isEmpty else { throw fail(number, "nodes needs a list of node numbers (nodes = 1,2)") }
+                for item in value.split(separator: ",", omittingEmptySubsequences: false).map({ trim($0) }) {
+                    guard (1...2).contains(item.count), item.allSatisfy(\.isASCIIDigit), let node = Int(item), (1...maxNode).contains(node) else {
+                        throw fail(number, "nodes must be node numbers 1-\(maxNode) separated by commas (got '\(value)')")
+                    }
+                    guard !current!.nodes.contains(node) else { throw fail(number, "node \(node) is listed twice in [\(section)]'s nodes") }
+                    current!.nodes.append(node)
+                }
             default:
                 guard !value.isEmpty else { throw fail(number, "arg needs a value (one command-line argument)") }
                 current!.arguments.append(value)
@@ -137,12 +153,13 @@ public enum ServiceList {
     public static func render(_ services: [ServiceSettings]) -> String {
         services.map { service in
             (["[\(service.name)]", "port = \(service.port)", "replicas = \(service.replicas)", "data = \(service.data)"]
+                + (service.nodes.isEmpty ? [] : ["nodes = " + service.nodes.map(String.init).joined(separator: ",")])
                 + service.arguments.map { "arg = \($0)" }).joined(separator: "\n") + "\n"
         }.joined(separator: "\n")
     }
 
     /// Spaces and tabs off both ends, as compose trims them.
-    private static func trim(_ text: Substring) -> String {
+    private static func trim<Text: StringProtocol>(_ text: Text) -> String {
         String(text.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
     }
 }
