@@ -173,10 +173,16 @@ import Torch
                  "--include-feedback", "--name", "with-feedback", "--json"]))
             #expect(Self.model(included)["trainingImages"] as? String == "251", "\(included)")
             #expect(try jsonObject(try await stack.gateway(["classify", "model", "show", "with-feedback", "--json"]))["trainingImages"] as? String == "251")
-            Self.status(try await stack.gateway(["classify", "feedback", photo.path, "--label", "three", "--consent"]), 0, "feedback under a new label")
-            let unknownLabel = try await stack.gateway(["classify", "train", "--dataset", "digits", "--include-feedback", "--epochs", "1"])
-            Self.status(unknownLabel, 3, "feedback with a label the dataset lacks")
-            #expect(unknownLabel.output.contains("feedback label three is not among the dataset's labels"), "\(unknownLabel.output)")
+            // A label no model knows is refused at once (it used to be kept, and every later --include-feedback
+            // training failed on it); the model and its prediction, when named, must fit too.
+            let unknownLabel = try await stack.gateway(["classify", "feedback", photo.path, "--label", "three", "--consent"])
+            Self.status(unknownLabel, 3, "feedback under a label no model knows")
+            #expect(unknownLabel.output.contains("no classifier knows \"three\""), "\(unknownLabel.output)")
+            Self.status(try await stack.gateway(["classify", "feedback", photo.path, "--label", "3", "--model", "nope", "--consent"]), 5,
+                        "feedback naming an unknown model")
+            Self.status(try await stack.gateway(["classify", "feedback", photo.path, "--label", "3", "--model", "digits-features-1",
+                                                 "--predicted", "8", "--consent"]), 0, "feedback naming its model and prediction")
+            #expect(try jsonObject(try await stack.gateway(["classify", "dataset", "show", "feedback-classifier", "--json"]))["images"] as? String == "1")
             let detectorFeedback = try await stack.gateway(["classify", "train", "--dataset", "digits", "--kind", "detector", "--include-feedback"])
             Self.status(detectorFeedback, 3, "feedback for a detector")
             #expect(detectorFeedback.output.contains("include_feedback"), "\(detectorFeedback.output)")
