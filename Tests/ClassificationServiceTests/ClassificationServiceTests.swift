@@ -3,6 +3,7 @@ import ClassificationCore
 import ClassificationService
 import Foundation
 import Jobs
+import JobsAPI
 import JobsService
 import RPC
 import RPCTesting
@@ -18,6 +19,7 @@ import WorkLane
     let jobs: JobStore
     /// The service's heavy-work lane (one thread): a test may hold it to make the service fall behind.
     let lane: ThreadPool
+    let rpc: RPCClient
 
     init(pixelLimit: Int = RGBImage.defaultPixelLimit) throws {
         store = try ClassificationStore.inMemory()
@@ -29,8 +31,8 @@ import WorkLane
         limits.torchThreads = 1
         limits.pixelLimit = pixelLimit
         let service = ClassificationService(store: store, lane: lane, jobs: runner, limits: limits)
-        client = ClassificationV1.Classification.Client(
-            wrapping: RPCClient(transports: [InProcessTransport(server: RPCServer(name: "classification", services: [service, JobsService(runner: runner)]))]))
+        rpc = RPCClient(transports: [InProcessTransport(server: RPCServer(name: "classification", services: [service, JobsService(runner: runner)]))])
+        client = ClassificationV1.Classification.Client(wrapping: rpc)
     }
 
     static func failure(_ body: () async throws -> Void) async -> (StatusCode?, String) {
@@ -281,6 +283,7 @@ import WorkLane
         let blocker = Task { try await lane.run { gate.wait() } }
         try await Task.sleep(for: .milliseconds(100))
         let (secondPhase, startSecondPhase) = AsyncStream<Void>.makeStream()
+        let (lastFrame, sendLastFrame) = AsyncStream<Void>.makeStream()
         let answers = try await client.detectStream(requests: { writer in
             for n in 1...10 {
                 try await writer.send(ClassificationV1.DetectStreamRequest(request: .init(image: frame, model: "boxes"), frame: UInt64(n)))
@@ -289,12 +292,14 @@ import WorkLane
             gate.signal()
             for await _ in secondPhase { break }
             try await writer.send(ClassificationV1.DetectStreamRequest(request: .init(image: Array("not an image".utf8), model: "boxes"), frame: 11))
+            for await _ in lastFrame { break }  // sent at once, the next frame could overtake it
             try await writer.send(ClassificationV1.DetectStreamRequest(request: .init(image: frame, model: "boxes")))
         }, responses: { responses in
             var all: [ClassificationV1.DetectStreamResponse] = []
             for try await answer in responses {
                 all.append(answer)
                 if answer.frame == 10 { startSecondPhase.yield() }
+                if answer.frame == 11 { sendLastFrame.yield() }
             }
             return all
         })
@@ -326,5 +331,28 @@ import WorkLane
             }, responses: { responses in for try await _ in responses {} })
         }
         #expect(badCode == .invalidArgument && badMessage.contains("confidence_threshold"), "\(badMessage)")
+    }
+
+    /// Issue 26: cancelling a training threw its work away; the job now keeps the best model it had, marked as
+    /// such, and ends CANCELLED.
+    @Test func aCancelledTrainingKeepsTheBestModelSoFar() async throws {
+        var files: [(path: String, bytes: [UInt8])] = []
+        for n in 0..<12 {
+            let shade = UInt8(n * 20)
+            files.append(("\(n % 2 == 0 ? "dark" : "light")/\(n).jpg", try Self.photo(n % 2 == 0 ? (shade, 0, 0) : (0, 0, 255 - shade))))
+        }
+        try store.saveDataset(try DatasetBuilder.classification(files: files), name: "colours")
+        let job = try await client.train(ClassificationV1.TrainRequest(dataset: "colours", kind: .classifier, algorithm: "cnn", epochs: 1000))
+        let jobs = JobsV1.Jobs.Client(wrapping: rpc)
+        for try await snapshot in jobs.watchJob(JobsV1.WatchJobRequest(id: job.id)) where snapshot.message.contains("epoch ") { break }
+        _ = try await jobs.cancelJob(JobsV1.CancelJobRequest(id: job.id))
+        var last: JobsV1.Job?
+        for try await snapshot in jobs.watchJob(JobsV1.WatchJobRequest(id: job.id)) { last = snapshot }
+        #expect(last?.state == .cancelled)
+        let model = try await client.getModel(ClassificationV1.GetModelRequest(name: "colours-cnn-1"))
+        #expect(model.interrupted.hasPrefix("in pass 1/2 after epoch ") && model.interrupted.hasSuffix("/1000; kept its weights"), "\(model.interrupted)")
+        #expect(model.algorithm == "cnn" && !model.history.isEmpty && model.validationAccuracy != nil)
+        let red = try await client.classify(ClassificationV1.ClassifyRequest(image: try Self.photo((200, 0, 0)), model: "colours-cnn-1", top: 1))
+        #expect(red.labels.count == 1, "the kept model serves")
     }
 }

@@ -99,7 +99,7 @@ import Torch
             #expect((jobs["jobs"] as? [[String: Any]])?.allSatisfy { $0["kind"] as? String == "classification.train" && $0["state"] as? String == "JOB_STATE_SUCCEEDED" } == true)
 
             // A long training, detached, cancelled through the gateway: other calls answer while it runs, it stops
-            // between epochs and keeps no model.
+            // between epochs and keeps the best model it had, marked as such (issue 26: it kept nothing).
             let detached = try jsonObject(try await stack.gateway(
                 ["classify", "train", "--dataset", "digits", "--epochs", "1000", "--name", "endless", "--detach", "--json"]))
             let trainingID = try #require(detached["id"] as? String, "\(detached)")
@@ -119,7 +119,14 @@ import Torch
                 training = try await job()
             }
             #expect(training["state"] as? String == "JOB_STATE_CANCELLED", "\(training)")
-            Self.status(try await stack.gateway(["classify", "model", "show", "endless"]), 5, "the cancelled training's model")
+            let keptModel = try jsonObject(try await stack.gateway(["classify", "model", "show", "endless", "--json"]))
+            #expect((keptModel["interrupted"] as? String ?? "").contains("/1000; kept"), "\(keptModel)")
+            let cancelledShow = try await stack.gateway(["classify", "model", "show", "endless"])
+            #expect(cancelledShow.output.contains("from a cancelled training: in pass 1/2 after epoch"), "\(cancelledShow.output)")
+            let plot = scratch.appendingPathComponent("endless.png")
+            Self.status(try await stack.gateway(["classify", "model", "show", "endless", "--plot", plot.path]), 0, "model show --plot")
+            #expect(try Data(contentsOf: plot).prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
+            Self.status(try await stack.gateway(["classify", "model", "delete", "endless"]), 0, "delete the cancelled training's model")
 
             // Evaluation on the held-out subset.
             let evaluation = try jsonObject(try await stack.gateway(["classify", "evaluate", "digits-features-1", "digits-test", "--json"]))
