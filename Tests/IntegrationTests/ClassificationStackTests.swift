@@ -292,6 +292,13 @@ import Torch
             let evaluation = try jsonObject(try await stack.gateway(["classify", "evaluate", "scenes-yolo-1", "scenes-test", "--json"]))
             #expect(evaluation["map50"] is Double && evaluation["map5095"] is Double, "\(evaluation)")
             #expect(evaluation["images"] as? String == "8")
+            // Issue 26: precision, recall and F1 at the confidence threshold; on the training scenes, a warning.
+            #expect(evaluation["precision"] is Double && evaluation["f1"] is Double && evaluation["confidence"] as? Double == 0.25, "\(evaluation)")
+            #expect((evaluation["warnings"] as? [Any])?.isEmpty == true, "\(evaluation)")
+            let onTraining = try await stack.gateway(["classify", "evaluate", "scenes-yolo-1", "scenes", "--confidence", "0.1"])
+            Self.status(onTraining, 0, "evaluate on the training scenes")
+            #expect(onTraining.output.contains("warning: all 24 images of dataset scenes are in the dataset model scenes-yolo-1 was trained on"), "\(onTraining.output)")
+            #expect(onTraining.output.contains("at confidence 0.10 precision"), "\(onTraining.output)")
             // The stored figures are the validation dataset's, as the evaluation measures them.
             let stored = try #require(Self.model(trained)["map50"] as? Double, "\(trained)"), measured = try #require(evaluation["map50"] as? Double)
             #expect(abs(stored - measured) < 1e-9, "stored \(stored), evaluated \(measured)")
@@ -317,6 +324,26 @@ import Torch
             Self.status(try await stack.gateway(["classify", "detect", photo, "--only", "five"]), 3, "an unknown label")
             Self.status(try await stack.gateway(["classify", "detect", photo, "--confidence", "2"]), 3, "a confidence above 1")
             Self.status(try await stack.gateway(["classify", "image", photo]), 9, "no classifier yet")
+
+            // DetectStream through the gateway: a directory's frames in name order, one JSON line per answer; the
+            // last frame is always answered, every other one answered or counted as dropped.
+            let frames = scratch.appendingPathComponent("frames")
+            try FileManager.default.createDirectory(at: frames, withIntermediateDirectories: true)
+            for n in 0..<4 {
+                try FileManager.default.copyItem(at: images.appendingPathComponent(String(format: "img%03d.jpg", n)),
+                                                 to: frames.appendingPathComponent("frame-\(n).jpg"))
+            }
+            try Data("not a frame".utf8).write(to: frames.appendingPathComponent("notes.txt"))  // not .png/.jpg: skipped
+            let streamed = try await stack.gateway(["classify", "detect", "--stream", frames.path, "--confidence", "0", "--max", "3"])
+            Self.status(streamed, 0, "detect --stream DIR")
+            let lines = try streamed.output.split(separator: "\n").filter { $0.hasPrefix("{") }.map { try jsonObject((0, String($0))) }
+            let numbers = lines.compactMap { ($0["frame"] as? String).flatMap(Int.init) }
+            #expect(numbers.last == 4 && numbers == numbers.sorted() && !numbers.isEmpty, "\(streamed.output)")
+            #expect(Int(lines.last?["droppedTotal"] as? String ?? "") == 4 - numbers.count, "\(streamed.output)")
+            #expect(((lines.last?["result"] as? [String: Any])?["detections"] as? [Any])?.count == 3, "\(streamed.output)")
+            Self.status(try await stack.gateway(["classify", "detect", photo, "--stream", frames.path]), 64, "photos and --stream")
+            Self.status(try await stack.gateway(["classify", "detect", "--stream", frames.path, "--fps", "0"]), 3, "--fps 0")
+            Self.status(try await stack.gateway(["classify", "detect", "--stream", scratch.appendingPathComponent("nowhere").path]), 66, "a missing frames directory")
         }
     }
 

@@ -104,7 +104,7 @@ struct Detect: AsyncParsableCommand {
     func validate() throws {
         if stream == nil, photos.isEmpty { throw ValidationError("give at least one photo, or --stream DIR|-") }
         if stream != nil, !photos.isEmpty { throw ValidationError("give photos or --stream, not both") }
-        if let fps, !(fps.isFinite && fps > 0 && fps <= 1000) { throw ValidationError("--fps must be above 0 and at most 1000 (got \(fps))") }
+        if let fps, !(fps.isFinite && fps > 0 && fps <= 1000) { throw InvalidValue("--fps must be above 0 and at most 1000 (got \(fps))") }
         if fps != nil, stream == nil { throw ValidationError("--fps paces --stream; give --stream DIR|-") }
     }
 
