@@ -57,4 +57,23 @@ import Torch
         #expect(kept.header.validationAccuracy == finished.header.validationAccuracy)
         #expect(finished.header.interrupted == nil)
     }
+
+    /// A yolo training keeps its last epoch's weights (nothing validates each epoch to pick a best one).
+    @Test func aCancelledDetectorKeepsItsLastEpoch() throws {
+        var options = DetectorTrainingOptions()
+        options.epochs = 5
+        options.validationFraction = 0
+        options.batchSize = 2
+        try Torch.setThreads(1)
+        do {
+            _ = try DetectorTrainer.train(DetectorEvaluationTests.scenes(), options: options) { p in if p.epoch == 2 { throw CancellationError() } }
+            Issue.record("the training was not interrupted")
+        } catch let interrupted as TrainingInterrupted {
+            #expect(interrupted.cause is CancellationError)
+            #expect(interrupted.partial.header.interrupted == "after epoch 2/5; kept its weights")
+            let detector = try Detector(ModelFile.decode(interrupted.partial.encoded()))
+            #expect(detector.header.labels == ["cat", "dog"])
+        }
+    }
 }
+

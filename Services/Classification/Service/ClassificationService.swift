@@ -167,62 +167,67 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 context.report(progress: progress.fraction, message: Self.progressText(progress))
             }
             var file: ModelFile
-            switch plan.kind {
-            case .classifier:
-                var options = ClassifierTrainingOptions()
-                // No algorithm named: transfer for photos when the feature print is installed, else the cnn.
-                options.algorithm = plan.algorithm.isEmpty
-                    ? (plan.base == nil ? ClassifierAlgorithm.automatic(for: data, featurePrintInstalled: featurePrint.isInstalled) : .cnn)
-                    : plan.classifierAlgorithm
-                options.epochs = plan.epochs
-                options.inputSize = plan.imageSize
-                options.augmentation = plan.augmentation
-                options.seed = plan.seed
-                if let size = plan.batchSize { options.batchSize = size }
-                options.patience = plan.patience
-                if let fraction = plan.validationFraction { options.validationFraction = fraction }
-                let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
-                let base = try plan.base.map { try store.model(named: $0) }
-                var data = data
-                if plan.includeFeedback, let feedback = try store.feedbackDataset() {
-                    data = try data.merging(feedback)
-                }
-                let print = options.algorithm == .transfer ? try featurePrint.load() : nil
-                do {
+            do {
+                switch plan.kind {
+                case .classifier:
+                    var options = ClassifierTrainingOptions()
+                    // No algorithm named: transfer for photos when the feature print is installed, else the cnn.
+                    options.algorithm = plan.algorithm.isEmpty
+                        ? (plan.base == nil ? ClassifierAlgorithm.automatic(for: data, featurePrintInstalled: featurePrint.isInstalled) : .cnn)
+                        : plan.classifierAlgorithm
+                    options.epochs = plan.epochs
+                    options.inputSize = plan.imageSize
+                    options.augmentation = plan.augmentation
+                    options.seed = plan.seed
+                    if let size = plan.batchSize { options.batchSize = size }
+                    options.patience = plan.patience
+                    if let fraction = plan.validationFraction { options.validationFraction = fraction }
+                    let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
+                    let base = try plan.base.map { try store.model(named: $0) }
+                    var data = data
+                    if plan.includeFeedback, let feedback = try store.feedbackDataset() {
+                        data = try data.merging(feedback)
+                    }
+                    let print = options.algorithm == .transfer ? try featurePrint.load() : nil
                     file = try ClassifierTrainer.train(data, validation: validation, options: options, base: base,
                                                        featurePrint: print, featureCache: featurePrint.cache, progress: report)
-                } catch let interrupted as TrainingInterrupted {
-                    // Cancelled: the best model so far is kept, marked as such (`interrupted`), and the job ends
-                    // cancelled, saying where the model went.
-                    var partial = interrupted.partial
-                    partial.header.history = history
-                    partial.header.trainingDatasets = [plan.dataset] + (plan.includeFeedback ? [ClassificationStore.feedbackDataset(.classifier)] : [])
-                    let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(partial.header.algorithm)")
-                    try store.saveModel(partial, name: name)
-                    context.report(progress: history.last?.fraction ?? 0,
-                                   message: "cancelled; the best model so far is kept as \(name) (\(partial.header.interrupted ?? ""))")
-                    throw interrupted.cause
+                case .detector:
+                    var options = DetectorTrainingOptions()
+                    if let epochs = plan.epochs { options.epochs = epochs }
+                    if let size = plan.imageSize { options.inputSize = size }
+                    if let augmentation = plan.augmentation { options.augmentation = augmentation }
+                    options.seed = plan.seed
+                    if let fraction = plan.validationFraction { options.validationFraction = fraction }
+                    // The trainer stores the mAP on the validation dataset or on the scenes it held out.
+                    let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
+                    let base = try plan.base.map { try store.model(named: $0) }
+                    file = try DetectorTrainer.train(data, validation: validation, options: options, base: base, progress: report)
                 }
-            case .detector:
-                var options = DetectorTrainingOptions()
-                if let epochs = plan.epochs { options.epochs = epochs }
-                if let size = plan.imageSize { options.inputSize = size }
-                if let augmentation = plan.augmentation { options.augmentation = augmentation }
-                options.seed = plan.seed
-                if let fraction = plan.validationFraction { options.validationFraction = fraction }
-                // The trainer stores the mAP on the validation dataset or on the scenes it held out.
-                let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
-                let base = try plan.base.map { try store.model(named: $0) }
-                file = try DetectorTrainer.train(data, validation: validation, options: options, base: base, progress: report)
+            } catch let interrupted as TrainingInterrupted {
+                // Cancelled: the best model so far is kept, marked as such (`interrupted`), and the job ends
+                // cancelled, saying where the model went.
+                var partial = interrupted.partial
+                partial.header.history = history
+                partial.header.trainingDatasets = Self.trainingDatasets(plan)
+                let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(partial.header.algorithm)")
+                try store.saveModel(partial, name: name)
+                context.report(progress: history.last?.fraction ?? 0,
+                               message: "cancelled; the best model so far is kept as \(name) (\(partial.header.interrupted ?? ""))")
+                throw interrupted.cause
             }
             try context.checkCancellation()
             file.header.history = history
-            file.header.trainingDatasets = [plan.dataset] + (plan.includeFeedback && plan.kind == .classifier ? [ClassificationStore.feedbackDataset(.classifier)] : [])
+            file.header.trainingDatasets = Self.trainingDatasets(plan)
             let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(file.header.algorithm)")
             try store.saveModel(file, name: name)
             return ClassificationV1.TrainingResult(model: try Self.modelSummary(store, name))
         }
         return JobsV1.Job(job)
+    }
+
+    /// The datasets a training's model learns from: its dataset, and the feedback one when included.
+    static func trainingDatasets(_ plan: RequestValidation.Training) -> [String] {
+        [plan.dataset] + (plan.includeFeedback && plan.kind == .classifier ? [ClassificationStore.feedbackDataset(.classifier)] : [])
     }
 
     static func progressText(_ p: ClassificationCore.TrainingProgress) -> String {

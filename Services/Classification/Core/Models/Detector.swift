@@ -368,7 +368,9 @@ public enum DetectorTrainer {
         // The anchors' sizes in cells, broadcast over [n, anchors, g, g, 2].
         let anchorCells = try Tensor(anchors.flatMap { [Float($0[0] / cellSize), Float($0[1] / cellSize)] }, shape: [1, a, 1, 1, 2])
         var step = 0
-        for epoch in 1...max(1, options.epochs) {
+        // Cancelled (the progress callback threw): why, and after which epoch. The weights so far are still a model.
+        var stopped: (cause: any Error, epoch: Int)?
+        epochs: for epoch in 1...max(1, options.epochs) {
             var order = Array(training.indices)
             order.shuffle(using: &random)
             var total = 0.0
@@ -426,8 +428,13 @@ public enum DetectorTrainer {
                 step += 1
                 total += Double(try loss.item())
             }
-            try progress(TrainingProgress(epoch: epoch, epochs: options.epochs, loss: total / Double(max(1, (training.count + options.batchSize - 1) / options.batchSize)),
-                                          trainingAccuracy: 0, validationAccuracy: nil))
+            do {
+                try progress(TrainingProgress(epoch: epoch, epochs: options.epochs, loss: total / Double(max(1, (training.count + options.batchSize - 1) / options.batchSize)),
+                                              trainingAccuracy: 0, validationAccuracy: nil))
+            } catch {
+                stopped = (error, epoch)
+                break epochs
+            }
         }
         header.trainingSeconds = (ContinuousClock.now - started).seconds
         header.metrics["training_images"] = Double(training.count)
@@ -442,6 +449,11 @@ public enum DetectorTrainer {
             header.metrics["map50"] = evaluation.map50
             header.metrics["map50_95"] = evaluation.map50to95
             header.metrics["validation_images"] = Double(held.samples.count)
+        }
+        if let stopped {
+            // No validation per epoch picks a best one: the last epoch's weights, measured as a finished model is.
+            header.interrupted = "after epoch \(stopped.epoch)/\(options.epochs); kept its weights"
+            throw TrainingInterrupted(cause: stopped.cause, partial: ModelFile(header: header, tensors: try detector.backbone.parameters.export()))
         }
         return ModelFile(header: header, tensors: try detector.backbone.parameters.export())
     }
