@@ -270,7 +270,7 @@ let package = Package(
         + service(
             "Classification", executable: "classification", imports: ["Jobs"],
             core: ["Torch", "OpenCVDNN", "CImageCodecs"], service: ["Torch", "WorkLane", "Zip"], app: ["Torch", "Storage"],
-            coreTests: ["Torch", "OpenCVDNN"], serviceTests: ["Torch", "WorkLane"])
+            cli: ["CZlib"], coreTests: ["Torch", "OpenCVDNN"], serviceTests: ["Torch", "WorkLane", "ClassificationCLI"])
         // A test-only service added by ARCHITECTURE.md's "Adding a service" path, so the suite keeps that path checked
         // (GuestbookServiceTests runs its executable end to end). Neither the gateway nor compose knows it.
         + service(

@@ -164,6 +164,9 @@ struct ClassificationBenchmark {
                          String(format: "%.2f", measurement.percentileMilliseconds(0.99))])
         }
 
+        // DetectStream: a camera's 30 frames per second of the 640×480 JPEG to the default yolo, one stream.
+        let stream = try await Self.detectStream(client: clients[0], photo: photo, model: "scenes-yolo", fps: 30, duration: duration)
+
         // Throughput: the active (cnn) classifier, the same callers spread over 1 or 3 replicas' endpoints.
         let callers = 4 * cores
         var throughput: [Int: Double] = [:]
@@ -184,10 +187,46 @@ struct ClassificationBenchmark {
         let p50 = p50s["digits-cnn"] ?? 0
         print("goal classify p50 < 20 ms for a 640×480 JPEG (cnn, the default): \(String(format: "%.2f ms", p50)) \(p50 < 20 ? "met" : "NOT met")"
               + String(format: " (features %.2f ms)", p50s["digits-features"] ?? 0))
+        print(String(format: "DetectStream at 30 fps sent (640×480 JPEG, yolo): %d of %d frames answered, %.1f answers/s, %llu dropped, "
+                     + "latency (sent → answer) p50 %.1f ms, p95 %.1f ms", stream.answered, stream.sent, stream.answersPerSecond, stream.dropped,
+                     stream.p50, stream.p95))
+        let streamMet = stream.answersPerSecond >= 25 && stream.p95 < 100
+        print(String(format: "goal DetectStream ≥ 25 fps and p95 < 100 ms with the default yolo: %.1f fps, p95 %.1f ms %@",
+                     stream.answersPerSecond, stream.p95, streamMet ? "met" : "NOT met"))
         let one = throughput[1] ?? 0, three = throughput[3] ?? 0
         print(String(format: "predictions/s: 1 replica %.1f, 3 replicas %.1f (%.2f×; no goal: on %d cores the replicas share the same CPUs)",
                      one, three, three / max(one, 1e-9), cores))
         for server in servers { await server.shutdown(grace: .seconds(1)) }
+    }
+
+    /// Sends `photo` as the frames of a camera at `fps` for `duration` over one DetectStream and measures each answered
+    /// frame's latency from its sending to its answer; frames the service dropped (the camera outran the model) have
+    /// none.
+    static func detectStream(client: ClassificationV1.Classification.Client, photo: [UInt8], model: String, fps: Double,
+                             duration: Duration) async throws -> (sent: Int, answered: Int, dropped: UInt64, answersPerSecond: Double, p50: Double, p95: Double) {
+        let interval = Duration.nanoseconds(Int64(1e9 / fps))
+        let frames = max(1, Int(duration / interval))
+        let sentAt = Mutex<[UInt64: ContinuousClock.Instant]>([:])
+        let started = ContinuousClock.now
+        let (latencies, dropped) = try await client.detectStream(requests: { writer in
+            for n in 1...frames {
+                try await Task.sleep(until: started + interval * (n - 1), clock: .continuous)
+                sentAt.withLock { $0[UInt64(n)] = .now }
+                try await writer.send(ClassificationV1.DetectStreamRequest(request: .init(image: photo, model: model), frame: UInt64(n)))
+            }
+        }, responses: { responses in
+            var latencies: [Double] = []
+            var dropped: UInt64 = 0
+            for try await answer in responses {
+                if let sent = sentAt.withLock({ $0[answer.frame] }) { latencies.append((ContinuousClock.now - sent).seconds * 1000) }
+                dropped = answer.droppedTotal
+            }
+            return (latencies, dropped)
+        })
+        let seconds = (ContinuousClock.now - started).seconds
+        let sorted = latencies.sorted()
+        func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, max(0, Int((Double(sorted.count) * p).rounded(.up)) - 1))] }
+        return (frames, latencies.count, dropped, Double(latencies.count) / max(seconds, 1e-9), percentile(0.5), percentile(0.95))
     }
 
     /// A 640×480 JPEG photo: the first test scene scaled up (bilinear), as a phone's photo would arrive.

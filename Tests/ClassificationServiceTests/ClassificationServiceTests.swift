@@ -4,6 +4,7 @@ import ClassificationCore
 import ClassificationService
 import Foundation
 import Jobs
+import JobsAPI
 import JobsService
 import RPC
 import RPCTesting
@@ -17,10 +18,14 @@ import WorkLane
     let store: ClassificationStore
     let client: ClassificationV1.Classification.Client
     let jobs: JobStore
+    /// The service's heavy-work lane (one thread): a test may hold it to make the service fall behind.
+    let lane: ThreadPool
+    let rpc: RPCClient
 
     init(pixelLimit: Int = RGBImage.defaultPixelLimit, memoryBudget: MemoryBudget = .process) throws {
         store = try ClassificationStore.inMemory()
         let lane = ThreadPool(name: "lane", threads: 1, queueLimit: 8)
+        self.lane = lane
         jobs = try JobStore(database: store.database)
         let runner = JobRunner(store: jobs, lane: lane, failureMapping: JobsRPC.failure)
         var limits = ClassificationService.Limits()
@@ -28,8 +33,8 @@ import WorkLane
         limits.pixelLimit = pixelLimit
         limits.memoryBudget = memoryBudget
         let service = ClassificationService(store: store, lane: lane, jobs: runner, limits: limits)
-        client = ClassificationV1.Classification.Client(
-            wrapping: RPCClient(transports: [InProcessTransport(server: RPCServer(name: "classification", services: [service, JobsService(runner: runner)]))]))
+        rpc = RPCClient(transports: [InProcessTransport(server: RPCServer(name: "classification", services: [service, JobsService(runner: runner)]))])
+        client = ClassificationV1.Classification.Client(wrapping: rpc)
     }
 
     static func failure(_ body: () async throws -> Void) async -> (StatusCode?, String) {
@@ -217,6 +222,7 @@ import WorkLane
     /// Feedback photos are checked against the service's configured pixel limit (they were decoded with the default).
     @Test func feedbackKeepsToTheConfiguredPixelLimit() async throws {
         let limited = try ClassificationServiceTests(pixelLimit: 100)
+        try await limited.importPicky()
         let (code, message) = await Self.failure {
             _ = try await limited.client.feedback(ClassificationV1.FeedbackRequest(image: try Self.photo((0, 0, 200), side: 16), label: "blue", consent: true))
         }
@@ -226,5 +232,169 @@ import WorkLane
         let small = try await limited.client.feedback(
             ClassificationV1.FeedbackRequest(image: try Self.photo((0, 0, 200), side: 8), label: "blue", consent: true))
         #expect(small.stored)
+    }
+
+    /// Imports `pickyModule` as classifier "picky" (labels red, green, blue; 8×8 input).
+    func importPicky() async throws {
+        let module = try ScriptModule.compile(source: Self.pickyModule)
+        _ = try await client.importModel { writer in
+            try await writer.send(ClassificationV1.ImportModelRequest(
+                name: "picky", format: .torchscript, data: module, kind: .classifier, labels: ["red", "green", "blue"],
+                inputWidth: 8, inputHeight: 8))
+        }
+    }
+
+    /// Issue 26: a feedback label no classifier knows was kept, and every later `--include-feedback` training failed
+    /// on it; now it is refused (with or without consent) and nothing is kept. The model and prediction sent with a
+    /// kept photo are stored beside it.
+    @Test func feedbackLabelsMustBeKnownAndItsModelAndPredictionAreKept() async throws {
+        let blue = try Self.photo((0, 0, 200), side: 8)
+        func refused(_ request: ClassificationV1.FeedbackRequest, _ expected: StatusCode, _ text: String) async {
+            let (code, message) = await Self.failure { _ = try await client.feedback(request) }
+            #expect(code == expected && message.contains(text), "\(String(describing: code)) \(message)")
+        }
+        await refused(.init(image: blue, label: "blue", consent: true), .invalidArgument, "no classifier knows \"blue\" (there are no classifiers yet)")
+        try await importPicky()
+        await refused(.init(image: blue, label: "purple", consent: true), .invalidArgument, "no classifier knows \"purple\" (their labels: blue, green, red)")
+        await refused(.init(image: blue, label: "purple", consent: false), .invalidArgument, "no classifier knows")
+        await refused(.init(image: blue, label: "blue", consent: true, model: "nope"), .notFound, "no model named nope")
+        await refused(.init(image: blue, label: "purple", consent: true, model: "picky"), .invalidArgument, "model picky does not know \"purple\" (its labels: red, green, blue)")
+        await refused(.init(image: blue, label: "blue", consent: true, model: "picky", predictedLabel: "teal"), .invalidArgument, "predicted_label: model picky has no label \"teal\"")
+        await refused(.init(image: blue, label: "blue", consent: true, predictedLabel: "red"), .invalidArgument, "predicted_label: name the model")
+        #expect(try store.datasets().isEmpty && store.feedbackRecords().isEmpty)
+
+        let declined = try await client.feedback(.init(image: blue, label: "blue", consent: false, model: "picky", predictedLabel: "red"))
+        #expect(try !declined.stored && store.feedbackRecords().isEmpty)
+        let kept = try await client.feedback(.init(image: blue, label: "blue", consent: true, model: "picky", predictedLabel: "red"))
+        #expect(kept.stored && kept.dataset == "feedback-classifier")
+        _ = try await client.feedback(.init(image: try Self.photo((200, 0, 0), side: 8), label: "red", consent: true))
+        let records = try store.feedbackRecords()
+        #expect(records.map(\.label) == ["blue", "red"])
+        #expect(records.map(\.model) == ["picky", ""] && records.map(\.predictedLabel) == ["red", ""])
+        #expect(records.allSatisfy { $0.dataset == "feedback-classifier" && $0.hash.count == 64 })
+    }
+
+    /// Four 64×64 scenes with a red square each (label "square"), stored as dataset "scenes", and a yolo detector
+    /// trained on them for one epoch, stored as "boxes" and recorded as trained on "scenes": its boxes do not
+    /// matter here, only that it runs.
+    func storeTinyDetector() throws {
+        var images: [String: [UInt8]] = [:]
+        var annotations: [[String: Any]] = []
+        for (n, (x, y)) in [(8, 8), (30, 10), (12, 34), (36, 36)].enumerated() {
+            var pixels = [UInt8](repeating: 40, count: 64 * 64 * 3)
+            for yy in y..<(y + 20) { for xx in x..<(x + 20) { pixels[(yy * 64 + xx) * 3] = 230 } }
+            images["s\(n).jpg"] = try RGBImage(width: 64, height: 64, pixels: pixels).jpeg(quality: 95)
+            annotations.append(["image": "s\(n).jpg", "annotations": [["label": "square", "coordinates": ["x": x + 10, "y": y + 10, "width": 20, "height": 20]]]])
+        }
+        let dataset = try DatasetBuilder.detection(annotations: Array(try JSONSerialization.data(withJSONObject: annotations)), images: images)
+        try store.saveDataset(dataset, name: "scenes")
+        var options = DetectorTrainingOptions()
+        options.epochs = 1
+        options.validationFraction = 0
+        options.batchSize = 4
+        try Torch.setThreads(1)
+        var file = try DetectorTrainer.train(dataset, options: options)
+        file.header.trainingDatasets = ["scenes"]
+        try store.saveModel(file, name: "boxes")
+    }
+
+    /// Issue 26: a detector's evaluation counts precision, recall and F1 at the confidence threshold, and warns
+    /// when the images are those it was trained on.
+    @Test func detectorEvaluationCountsAtTheThresholdAndWarnsOnTrainingImages() async throws {
+        try storeTinyDetector()
+        let r = try await client.evaluate(ClassificationV1.EvaluateRequest(model: "boxes", dataset: "scenes", confidence: 0.5))
+        #expect(r.confidence == 0.5 && r.map50 != nil && r.precision != nil && r.recall != nil && r.f1 != nil)
+        #expect(r.perClass.map(\.label) == ["square"])
+        let square = try #require(r.perClass.first)
+        #expect(square.truePositives + square.missed == 4, "every object is found or missed")
+        #expect(r.warnings.count == 1 && r.warnings[0].hasPrefix("all 4 images of dataset scenes are in the dataset model boxes was trained on"), "\(r.warnings)")
+        let (code, message) = await Self.failure {
+            _ = try await client.evaluate(ClassificationV1.EvaluateRequest(model: "boxes", dataset: "scenes", confidence: 1.5))
+        }
+        #expect(code == .invalidArgument && message.contains("confidence must be 0…1"), "\(message)")
+    }
+
+    /// Issue 26: DetectStream answers frames as the model frees, the newest first — frames overtaken while it was
+    /// busy are dropped and counted — names each answer's frame, answers a frame that is not an image with an
+    /// error and goes on, and numbers frames itself when the client does not.
+    @Test func detectStreamAnswersTheNewestFrameAndCountsTheDropped() async throws {
+        try storeTinyDetector()
+        let frame = try RGBImage(width: 640, height: 480, pixels: (0..<640 * 480 * 3).map { UInt8(truncatingIfNeeded: $0 / 7) }).jpeg(quality: 80)
+        let gate = DispatchSemaphore(value: 0)
+        // Holds the lane's one thread, so the first frame waits for it while the others arrive.
+        let blocker = Task { try await lane.run { gate.wait() } }
+        try await Task.sleep(for: .milliseconds(100))
+        let (secondPhase, startSecondPhase) = AsyncStream<Void>.makeStream()
+        let (lastFrame, sendLastFrame) = AsyncStream<Void>.makeStream()
+        let answers = try await client.detectStream(requests: { writer in
+            for n in 1...10 {
+                try await writer.send(ClassificationV1.DetectStreamRequest(request: .init(image: frame, model: "boxes"), frame: UInt64(n)))
+            }
+            try await Task.sleep(for: .milliseconds(400))  // every frame is in the service before the lane frees
+            gate.signal()
+            for await _ in secondPhase { break }
+            try await writer.send(ClassificationV1.DetectStreamRequest(request: .init(image: Array("not an image".utf8), model: "boxes"), frame: 11))
+            for await _ in lastFrame { break }  // sent at once, the next frame could overtake it
+            try await writer.send(ClassificationV1.DetectStreamRequest(request: .init(image: frame, model: "boxes")))
+        }, responses: { responses in
+            var all: [ClassificationV1.DetectStreamResponse] = []
+            for try await answer in responses {
+                all.append(answer)
+                if answer.frame == 10 { startSecondPhase.yield() }
+                if answer.frame == 11 { sendLastFrame.yield() }
+            }
+            return all
+        })
+        try await blocker.value
+        // The first frame is answered too when the detector was waiting for it before the others came; either way
+        // only the newest of those that came while the lane was held is answered, and the rest are counted.
+        let firstPhase = answers.prefix { $0.frame <= 10 }
+        #expect(firstPhase.map(\.frame) == [1, 10] && firstPhase.map(\.dropped) == [0, 8]
+                || firstPhase.map(\.frame) == [10] && firstPhase.map(\.dropped) == [9], "\(answers.map { ($0.frame, $0.dropped) })")
+        #expect(answers.map(\.frame).suffix(2) == [11, 12] && answers.suffix(2).map(\.dropped) == [0, 0])
+        try #require(answers.count >= 3)
+        #expect(Int(answers.last!.droppedTotal) + answers.count == 12, "every frame sent is answered or counted as dropped")
+        #expect(firstPhase.first!.serverMs >= 300, "the first frame taken waited for the lane: \(firstPhase.first!.serverMs) ms")
+        let newest = answers[answers.count - 3], broken = answers[answers.count - 2], numbered = answers[answers.count - 1]
+        #expect(newest.result?.imageWidth == 640 && newest.result?.model == "boxes" && newest.error.isEmpty)
+        #expect(broken.error.contains("image") && broken.result?.detections.isEmpty == true, "\(broken.error)")
+        #expect(numbered.result?.imageHeight == 480 && numbered.error.isEmpty)
+
+        // What would fail every frame ends the stream with the call's status.
+        let (code, message) = await Self.failure {
+            _ = try await client.detectStream(requests: { writer in
+                try await writer.send(ClassificationV1.DetectStreamRequest(request: .init(image: frame, model: "nope")))
+            }, responses: { responses in for try await _ in responses {} })
+        }
+        #expect(code == .notFound && message.contains("nope"), "\(String(describing: code)) \(message)")
+        let (badCode, badMessage) = await Self.failure {
+            _ = try await client.detectStream(requests: { writer in
+                try await writer.send(ClassificationV1.DetectStreamRequest(request: .init(image: frame, model: "boxes", confidenceThreshold: 2)))
+            }, responses: { responses in for try await _ in responses {} })
+        }
+        #expect(badCode == .invalidArgument && badMessage.contains("confidence_threshold"), "\(badMessage)")
+    }
+
+    /// Issue 26: cancelling a training threw its work away; the job now keeps the best model it had, marked as
+    /// such, and ends CANCELLED.
+    @Test func aCancelledTrainingKeepsTheBestModelSoFar() async throws {
+        var files: [(path: String, bytes: [UInt8])] = []
+        for n in 0..<12 {
+            let shade = UInt8(n * 20)
+            files.append(("\(n % 2 == 0 ? "dark" : "light")/\(n).jpg", try Self.photo(n % 2 == 0 ? (shade, 0, 0) : (0, 0, 255 - shade))))
+        }
+        try store.saveDataset(try DatasetBuilder.classification(files: files), name: "colours")
+        let job = try await client.train(ClassificationV1.TrainRequest(dataset: "colours", kind: .classifier, algorithm: "cnn", epochs: 1000))
+        let jobs = JobsV1.Jobs.Client(wrapping: rpc)
+        for try await snapshot in jobs.watchJob(JobsV1.WatchJobRequest(id: job.id)) where snapshot.message.contains("epoch ") { break }
+        _ = try await jobs.cancelJob(JobsV1.CancelJobRequest(id: job.id))
+        var last: JobsV1.Job?
+        for try await snapshot in jobs.watchJob(JobsV1.WatchJobRequest(id: job.id)) { last = snapshot }
+        #expect(last?.state == .cancelled)
+        let model = try await client.getModel(ClassificationV1.GetModelRequest(name: "colours-cnn-1"))
+        #expect(model.interrupted.hasPrefix("in pass 1/2 after epoch ") && model.interrupted.hasSuffix("/1000; kept its weights"), "\(model.interrupted)")
+        #expect(model.algorithm == "cnn" && !model.history.isEmpty && model.validationAccuracy != nil)
+        let red = try await client.classify(ClassificationV1.ClassifyRequest(image: try Self.photo((200, 0, 0)), model: "colours-cnn-1", top: 1))
+        #expect(red.labels.count == 1, "the kept model serves")
     }
 }

@@ -99,7 +99,7 @@ import Torch
             #expect((jobs["jobs"] as? [[String: Any]])?.allSatisfy { $0["kind"] as? String == "classification.train" && $0["state"] as? String == "JOB_STATE_SUCCEEDED" } == true)
 
             // A long training, detached, cancelled through the gateway: other calls answer while it runs, it stops
-            // between epochs and keeps no model.
+            // between epochs and keeps the best model it had, marked as such (issue 26: it kept nothing).
             let detached = try jsonObject(try await stack.gateway(
                 ["classify", "train", "--dataset", "digits", "--epochs", "1000", "--name", "endless", "--detach", "--json"]))
             let trainingID = try #require(detached["id"] as? String, "\(detached)")
@@ -119,7 +119,14 @@ import Torch
                 training = try await job()
             }
             #expect(training["state"] as? String == "JOB_STATE_CANCELLED", "\(training)")
-            Self.status(try await stack.gateway(["classify", "model", "show", "endless"]), 5, "the cancelled training's model")
+            let keptModel = try jsonObject(try await stack.gateway(["classify", "model", "show", "endless", "--json"]))
+            #expect((keptModel["interrupted"] as? String ?? "").contains("/1000; kept"), "\(keptModel)")
+            let cancelledShow = try await stack.gateway(["classify", "model", "show", "endless"])
+            #expect(cancelledShow.output.contains("from a cancelled training: in pass 1/2 after epoch"), "\(cancelledShow.output)")
+            let plot = scratch.appendingPathComponent("endless.png")
+            Self.status(try await stack.gateway(["classify", "model", "show", "endless", "--plot", plot.path]), 0, "model show --plot")
+            #expect(try Data(contentsOf: plot).prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
+            Self.status(try await stack.gateway(["classify", "model", "delete", "endless"]), 0, "delete the cancelled training's model")
 
             // Evaluation on the held-out subset.
             let evaluation = try jsonObject(try await stack.gateway(["classify", "evaluate", "digits-features-1", "digits-test", "--json"]))
@@ -173,10 +180,16 @@ import Torch
                  "--include-feedback", "--name", "with-feedback", "--json"]))
             #expect(Self.model(included)["trainingImages"] as? String == "251", "\(included)")
             #expect(try jsonObject(try await stack.gateway(["classify", "model", "show", "with-feedback", "--json"]))["trainingImages"] as? String == "251")
-            Self.status(try await stack.gateway(["classify", "feedback", photo.path, "--label", "three", "--consent"]), 0, "feedback under a new label")
-            let unknownLabel = try await stack.gateway(["classify", "train", "--dataset", "digits", "--include-feedback", "--epochs", "1"])
-            Self.status(unknownLabel, 3, "feedback with a label the dataset lacks")
-            #expect(unknownLabel.output.contains("feedback label three is not among the dataset's labels"), "\(unknownLabel.output)")
+            // A label no model knows is refused at once (it used to be kept, and every later --include-feedback
+            // training failed on it); the model and its prediction, when named, must fit too.
+            let unknownLabel = try await stack.gateway(["classify", "feedback", photo.path, "--label", "three", "--consent"])
+            Self.status(unknownLabel, 3, "feedback under a label no model knows")
+            #expect(unknownLabel.output.contains("no classifier knows \"three\""), "\(unknownLabel.output)")
+            Self.status(try await stack.gateway(["classify", "feedback", photo.path, "--label", "3", "--model", "nope", "--consent"]), 5,
+                        "feedback naming an unknown model")
+            Self.status(try await stack.gateway(["classify", "feedback", photo.path, "--label", "3", "--model", "digits-features-1",
+                                                 "--predicted", "8", "--consent"]), 0, "feedback naming its model and prediction")
+            #expect(try jsonObject(try await stack.gateway(["classify", "dataset", "show", "feedback-classifier", "--json"]))["images"] as? String == "1")
             let detectorFeedback = try await stack.gateway(["classify", "train", "--dataset", "digits", "--kind", "detector", "--include-feedback"])
             Self.status(detectorFeedback, 3, "feedback for a detector")
             #expect(detectorFeedback.output.contains("include_feedback"), "\(detectorFeedback.output)")
@@ -279,6 +292,13 @@ import Torch
             let evaluation = try jsonObject(try await stack.gateway(["classify", "evaluate", "scenes-yolo-1", "scenes-test", "--json"]))
             #expect(evaluation["map50"] is Double && evaluation["map5095"] is Double, "\(evaluation)")
             #expect(evaluation["images"] as? String == "8")
+            // Issue 26: precision, recall and F1 at the confidence threshold; on the training scenes, a warning.
+            #expect(evaluation["precision"] is Double && evaluation["f1"] is Double && evaluation["confidence"] as? Double == 0.25, "\(evaluation)")
+            #expect((evaluation["warnings"] as? [Any])?.isEmpty == true, "\(evaluation)")
+            let onTraining = try await stack.gateway(["classify", "evaluate", "scenes-yolo-1", "scenes", "--confidence", "0.1"])
+            Self.status(onTraining, 0, "evaluate on the training scenes")
+            #expect(onTraining.output.contains("warning: all 24 images of dataset scenes are in the dataset model scenes-yolo-1 was trained on"), "\(onTraining.output)")
+            #expect(onTraining.output.contains("at confidence 0.10 precision"), "\(onTraining.output)")
             // The stored figures are the validation dataset's, as the evaluation measures them.
             let stored = try #require(Self.model(trained)["map50"] as? Double, "\(trained)"), measured = try #require(evaluation["map50"] as? Double)
             #expect(abs(stored - measured) < 1e-9, "stored \(stored), evaluated \(measured)")
@@ -304,6 +324,26 @@ import Torch
             Self.status(try await stack.gateway(["classify", "detect", photo, "--only", "five"]), 3, "an unknown label")
             Self.status(try await stack.gateway(["classify", "detect", photo, "--confidence", "2"]), 3, "a confidence above 1")
             Self.status(try await stack.gateway(["classify", "image", photo]), 9, "no classifier yet")
+
+            // DetectStream through the gateway: a directory's frames in name order, one JSON line per answer; the
+            // last frame is always answered, every other one answered or counted as dropped.
+            let frames = scratch.appendingPathComponent("frames")
+            try FileManager.default.createDirectory(at: frames, withIntermediateDirectories: true)
+            for n in 0..<4 {
+                try FileManager.default.copyItem(at: images.appendingPathComponent(String(format: "img%03d.jpg", n)),
+                                                 to: frames.appendingPathComponent("frame-\(n).jpg"))
+            }
+            try Data("not a frame".utf8).write(to: frames.appendingPathComponent("notes.txt"))  // not .png/.jpg: skipped
+            let streamed = try await stack.gateway(["classify", "detect", "--stream", frames.path, "--confidence", "0", "--max", "3"])
+            Self.status(streamed, 0, "detect --stream DIR")
+            let lines = try streamed.output.split(separator: "\n").filter { $0.hasPrefix("{") }.map { try jsonObject((0, String($0))) }
+            let numbers = lines.compactMap { ($0["frame"] as? String).flatMap(Int.init) }
+            #expect(numbers.last == 4 && numbers == numbers.sorted() && !numbers.isEmpty, "\(streamed.output)")
+            #expect(Int(lines.last?["droppedTotal"] as? String ?? "") == 4 - numbers.count, "\(streamed.output)")
+            #expect(((lines.last?["result"] as? [String: Any])?["detections"] as? [Any])?.count == 3, "\(streamed.output)")
+            Self.status(try await stack.gateway(["classify", "detect", photo, "--stream", frames.path]), 64, "photos and --stream")
+            Self.status(try await stack.gateway(["classify", "detect", "--stream", frames.path, "--fps", "0"]), 3, "--fps 0")
+            Self.status(try await stack.gateway(["classify", "detect", "--stream", scratch.appendingPathComponent("nowhere").path]), 66, "a missing frames directory")
         }
     }
 

@@ -32,4 +32,7 @@ extension GlobalOptions {
 
     /// Uploads and trainings carry or wait for much more than a quick call: at least five minutes.
     var longCallOptions: CallOptions { CallOptions(timeout: .milliseconds(Int64(max(timeout, 300) * 1000))) }
+
+    /// A detection stream lasts as long as its camera: no deadline (it ends with its input, or Ctrl-C).
+    var streamCallOptions: CallOptions { CallOptions() }
 }

@@ -66,4 +66,5 @@ func modelText(_ m: ClassificationV1.ModelSummary) -> String {
         + (figures.isEmpty ? "" : ", " + figures.joined(separator: ", "))
         + (m.trainingSeconds > 0 ? String(format: ", trained in %.1f s", m.trainingSeconds) : "")
         + (m.active ? " (active)" : "")
+        + (m.interrupted.isEmpty ? "" : "; from a cancelled training: \(m.interrupted)")
 }

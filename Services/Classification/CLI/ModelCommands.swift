@@ -29,13 +29,29 @@ struct ModelList: AsyncParsableCommand {
 }
 
 struct ModelShow: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "show", abstract: "A model's labels, input and metrics.")
+    static let configuration = CommandConfiguration(
+        commandName: "show", abstract: "A model's labels, input and metrics, and its training's course.",
+        discussion: """
+            --plot FILE also draws the training's course as a PNG (800×400): the loss in red on its own scale (0 to \
+            its largest value), training accuracy in blue and validation accuracy in green on 0–100 %, one point per \
+            report, a grey line between the cnn's passes, grid lines at every 10 % of the height.
+            """)
     @Argument(help: "The model's name.") var name: String
+    @Option(help: "Also draw the loss and accuracy curves into this PNG file (default: none).", completion: .file(extensions: ["png"])) var plot: String?
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withClassification { client in
             let m = try await client.getModel(ClassificationV1.GetModelRequest(name: name), options: global.callOptions)
+            if let plot {
+                guard !m.history.isEmpty else {
+                    throw RPCError(.failedPrecondition, "model \(name) has no training history to plot (imported, or trained before it was kept)")
+                }
+                guard FileManager.default.createFile(atPath: plot, contents: Data(TrainingCurvePlot.png(m.history))) else {
+                    throw FileError(.notWritable, path: plot, reason: "cannot create the file", role: "--plot")
+                }
+                if !global.json { print("wrote \(plot): loss red, training accuracy blue, validation accuracy green") }
+            }
             try global.render(m, text: {
                 print(modelText(m))
                 print("labels: \(m.labels.joined(separator: ", "))")

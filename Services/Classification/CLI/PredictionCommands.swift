@@ -81,19 +81,47 @@ struct Detect: AsyncParsableCommand {
             --json prints protobuf's JSON mapping of the DetectResponse for one photo: {"model", "detections": \
             [{"label", "confidence", "box", "boxPx"}], "imageWidth", "imageHeight"} (box in fractions of the image, \
             boxPx in pixels); for several, a JSON array with one DetectResponse per photo, in the order given.
+
+            --stream DIR sends DIR's PNG and JPEG files as the frames of a video, in name order; --stream - reads an \
+            MJPEG stream (JPEGs one after another, e.g. `ffmpeg -i cam -f mjpeg -`) from standard input. Each answer \
+            is a JSON line, a DetectStreamResponse: {"frame", "result": DetectResponse, "dropped", "droppedTotal", \
+            "serverMs", "error"}. Frames come as fast as they are read (or at --fps); when they come faster than the \
+            model runs, the service answers the newest and drops the stale ones (counted in "dropped"). On a \
+            terminal the frames per second are shown on standard error.
             """)
 
-    @Argument(help: "PNG or JPEG files.", completion: .file(extensions: photoExtensions)) var photos: [String]
+    @Argument(help: "PNG or JPEG files.", completion: .file(extensions: photoExtensions)) var photos: [String] = []
     @Option(help: "The model (default: the active detector).") var model: String?
     @Option(help: "Only this label (repeatable; default: every label).") var only: [String] = []
     @Option(help: "Confidence threshold (default 0.25).") var confidence: Double?
     @Option(help: "NMS IoU threshold (default 0.45).") var iou: Double?
     @Option(name: .customLong("max"), help: "Most detections (default 100).") var maximum: Int32?
+    @Option(help: "Frames from a directory (name order) or - for MJPEG on standard input, answered as JSON lines (default: the photos given).",
+            completion: .directory) var stream: String?
+    @Option(help: "With --stream: send at most this many frames per second (default: as fast as they are read).") var fps: Double?
     @OptionGroup var global: GlobalOptions
 
-    func validate() throws { if photos.isEmpty { throw ValidationError("give at least one photo") } }
+    func validate() throws {
+        if stream == nil, photos.isEmpty { throw ValidationError("give at least one photo, or --stream DIR|-") }
+        if stream != nil, !photos.isEmpty { throw ValidationError("give photos or --stream, not both") }
+        if let fps, !(fps.isFinite && fps > 0 && fps <= 1000) { throw InvalidValue("--fps must be above 0 and at most 1000 (got \(fps))") }
+        if fps != nil, stream == nil { throw ValidationError("--fps paces --stream; give --stream DIR|-") }
+    }
 
     func run() async throws {
+        if let stream {
+            let source = try DetectStreaming.Source(stream)
+            var template = ClassificationV1.DetectRequest()
+            template.model = model ?? ""
+            template.labels = only
+            template.confidenceThreshold = confidence
+            template.iouThreshold = iou
+            template.maxDetections = maximum
+            try await global.withClassification { client in
+                try await DetectStreaming.run(client: client, source: source, template: template, fps: fps, options: global.streamCallOptions)
+            }
+            return
+        }
         for photo in photos { try InputFile.check(photo) }
         try await global.withClassification { client in
             var answers: [(String, ClassificationV1.DetectResponse)] = []

@@ -38,7 +38,7 @@ struct Train: AsyncParsableCommand {
     @Option(name: .customLong("image-size"), help: "Side of the square network input (default: the algorithm's).") var imageSize: Int32?
     @Option(name: .customLong("validation-dataset"), help: "Measure on this dataset instead of holding images out (default: hold out --validation-fraction).") var validationDataset: String?
     @Option(name: .customLong("validation-fraction"), help: "Held out per label (default 0.1).") var validationFraction: Double?
-    @Option(help: "Augmentations, comma-separated: flip, crop, rotation, blur, exposure, noise; or none (default: cnn crop,rotation; transfer flip,crop,exposure; others none).") var augment: String?
+    @Option(help: "Augmentations, comma-separated: flip, crop, rotation, turns (right angles, for photos taken from above), blur, exposure, noise; or none (default: cnn crop,rotation; transfer flip,crop,exposure; others none).") var augment: String?
     @Flag(name: .customLong("include-feedback"), help: "Add the photos kept by `gateway classify feedback --consent` (their labels must be the dataset's).") var includeFeedback = false
     @Flag(help: "Print the job and return at once.") var detach = false
     @OptionGroup var global: GlobalOptions
@@ -68,7 +68,8 @@ struct Train: AsyncParsableCommand {
                 case "blur": a.blur = true
                 case "exposure": a.exposure = 0.2
                 case "noise": a.noise = 0.03
-                default: throw InvalidValue("--augment: unknown augmentation \(item) (flip, crop, rotation, blur, exposure, noise or none)")
+                case "turns": a.turns = true
+                default: throw InvalidValue("--augment: unknown augmentation \(item) (flip, crop, rotation, turns, blur, exposure, noise or none)")
                 }
             }
             request.augmentation = a
@@ -99,19 +100,33 @@ struct Train: AsyncParsableCommand {
 struct Evaluate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "evaluate",
-        abstract: "Accuracy, per-class precision/recall/F1 and the confusion matrix (classifiers), AP at IoU 0.5 and 0.5:0.95 (detectors).")
+        abstract: "Accuracy, per-class precision/recall/F1 and the confusion matrix (classifiers); precision/recall/F1 at the confidence threshold and AP at IoU 0.5 and 0.5:0.95 (detectors).",
+        discussion: """
+            A detector's box is right when it overlaps an object of its label by IoU ≥ 0.5. AP50 is Create ML's \
+            "I/U 50 %" and AP50:95 its "varied I/U". Evaluating on images the model was trained on prints a warning \
+            on standard error (and in --json's "warnings").
+            """)
 
     @Argument(help: "The model to evaluate.") var model: String
     @Argument(help: "A labelled dataset it was not trained on.") var dataset: String
+    @Option(help: "Detectors: the confidence at which precision, recall and F1 are counted (default 0.25, as detect).") var confidence: Double?
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withClassification { client in
-            let r = try await client.evaluate(ClassificationV1.EvaluateRequest(model: model, dataset: dataset), options: global.longCallOptions)
+            var request = ClassificationV1.EvaluateRequest(model: model, dataset: dataset)
+            request.confidence = confidence
+            let r = try await client.evaluate(request, options: global.longCallOptions)
+            for warning in r.warnings { writeStandardError("warning: \(warning)\n") }
             try global.render(r, text: {
                 if let map50 = r.map50 {
-                    print(String(format: "%lld images: mAP50 %.3f, mAP50:95 %.3f", r.images, map50, r.map5095 ?? 0))
-                    printTable(["LABEL", "AP50", "AP50:95"], r.perClass.map { [$0.label, String(format: "%.3f", $0.ap50 ?? 0), String(format: "%.3f", $0.ap5095 ?? 0)] })
+                    print(String(format: "%lld images: mAP50 (I/U 50%%) %.3f, mAP50:95 (varied I/U) %.3f; at confidence %.2f precision %.3f, recall %.3f, F1 %.3f",
+                                 r.images, map50, r.map5095 ?? 0, r.confidence ?? 0, r.precision ?? 0, r.recall ?? 0, r.f1 ?? 0))
+                    printTable(["LABEL", "PRECISION", "RECALL", "F1", "RIGHT", "WRONG", "MISSED", "AP50", "AP50:95"], r.perClass.map {
+                        [$0.label, String(format: "%.3f", $0.precision), String(format: "%.3f", $0.recall), String(format: "%.3f", $0.f1),
+                         String($0.truePositives), String($0.falsePositives), String($0.missed),
+                         $0.ap50.map { String(format: "%.3f", $0) } ?? "-", $0.ap5095.map { String(format: "%.3f", $0) } ?? "-"]
+                    })
                 } else {
                     print("\(r.images) images: accuracy \(percent(r.accuracy))")
                     printTable(["LABEL", "PRECISION", "RECALL", "F1"], r.perClass.map {

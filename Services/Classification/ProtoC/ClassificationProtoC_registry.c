@@ -21,6 +21,8 @@ static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__classification__v1__delete_model_response__descriptor,
     &menagerie__classification__v1__detect_request__descriptor,
     &menagerie__classification__v1__detect_response__descriptor,
+    &menagerie__classification__v1__detect_stream_request__descriptor,
+    &menagerie__classification__v1__detect_stream_response__descriptor,
     &menagerie__classification__v1__detected_object__descriptor,
     &menagerie__classification__v1__evaluate_request__descriptor,
     &menagerie__classification__v1__evaluate_response__descriptor,

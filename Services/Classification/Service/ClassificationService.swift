@@ -50,7 +50,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     }
 
     /// Runs `work` on the lane with libtorch's threads set for that lane thread (OpenMP's count is per thread).
-    private func heavy<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    func heavy<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         let threads = limits.torchThreads
         return try await lane.run {
             try Torch.setThreads(threads)
@@ -170,48 +170,67 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 context.report(progress: progress.fraction, message: Self.progressText(progress))
             }
             var file: ModelFile
-            switch plan.kind {
-            case .classifier:
-                var options = ClassifierTrainingOptions()
-                // No algorithm named: transfer for photos when the feature print is installed, else the cnn.
-                options.algorithm = plan.algorithm.isEmpty
-                    ? (plan.base == nil ? ClassifierAlgorithm.automatic(for: data, featurePrintInstalled: featurePrint.isInstalled) : .cnn)
-                    : plan.classifierAlgorithm
-                options.epochs = plan.epochs
-                options.inputSize = plan.imageSize
-                options.augmentation = plan.augmentation
-                options.seed = plan.seed
-                if let size = plan.batchSize { options.batchSize = size }
-                options.patience = plan.patience
-                if let fraction = plan.validationFraction { options.validationFraction = fraction }
-                let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
-                let base = try plan.base.map { try store.model(named: $0) }
-                var data = data
-                if plan.includeFeedback, let feedback = try store.feedbackDataset() {
-                    data = try data.merging(feedback)
+            do {
+                switch plan.kind {
+                case .classifier:
+                    var options = ClassifierTrainingOptions()
+                    // No algorithm named: transfer for photos when the feature print is installed, else the cnn.
+                    options.algorithm = plan.algorithm.isEmpty
+                        ? (plan.base == nil ? ClassifierAlgorithm.automatic(for: data, featurePrintInstalled: featurePrint.isInstalled) : .cnn)
+                        : plan.classifierAlgorithm
+                    options.epochs = plan.epochs
+                    options.inputSize = plan.imageSize
+                    options.augmentation = plan.augmentation
+                    options.seed = plan.seed
+                    if let size = plan.batchSize { options.batchSize = size }
+                    options.patience = plan.patience
+                    if let fraction = plan.validationFraction { options.validationFraction = fraction }
+                    let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
+                    let base = try plan.base.map { try store.model(named: $0) }
+                    var data = data
+                    if plan.includeFeedback, let feedback = try store.feedbackDataset() {
+                        data = try data.merging(feedback)
+                    }
+                    let print = options.algorithm == .transfer ? try featurePrint.load() : nil
+                    file = try ClassifierTrainer.train(data, validation: validation, options: options, base: base,
+                                                       featurePrint: print, featureCache: featurePrint.cache, progress: report)
+                case .detector:
+                    var options = DetectorTrainingOptions()
+                    if let epochs = plan.epochs { options.epochs = epochs }
+                    if let size = plan.imageSize { options.inputSize = size }
+                    if let augmentation = plan.augmentation { options.augmentation = augmentation }
+                    options.seed = plan.seed
+                    if let fraction = plan.validationFraction { options.validationFraction = fraction }
+                    // The trainer stores the mAP on the validation dataset or on the scenes it held out.
+                    let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
+                    let base = try plan.base.map { try store.model(named: $0) }
+                    file = try DetectorTrainer.train(data, validation: validation, options: options, base: base, progress: report)
                 }
-                let print = options.algorithm == .transfer ? try featurePrint.load() : nil
-                file = try ClassifierTrainer.train(data, validation: validation, options: options, base: base,
-                                                   featurePrint: print, featureCache: featurePrint.cache, progress: report)
-            case .detector:
-                var options = DetectorTrainingOptions()
-                if let epochs = plan.epochs { options.epochs = epochs }
-                if let size = plan.imageSize { options.inputSize = size }
-                if let augmentation = plan.augmentation { options.augmentation = augmentation }
-                options.seed = plan.seed
-                if let fraction = plan.validationFraction { options.validationFraction = fraction }
-                // The trainer stores the mAP on the validation dataset or on the scenes it held out.
-                let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
-                let base = try plan.base.map { try store.model(named: $0) }
-                file = try DetectorTrainer.train(data, validation: validation, options: options, base: base, progress: report)
+            } catch let interrupted as TrainingInterrupted {
+                // Cancelled: the best model so far is kept, marked as such (`interrupted`), and the job ends
+                // cancelled, saying where the model went.
+                var partial = interrupted.partial
+                partial.header.history = history
+                partial.header.trainingDatasets = Self.trainingDatasets(plan)
+                let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(partial.header.algorithm)")
+                try store.saveModel(partial, name: name)
+                context.report(progress: history.last?.fraction ?? 0,
+                               message: "cancelled; the best model so far is kept as \(name) (\(partial.header.interrupted ?? ""))")
+                throw interrupted.cause
             }
             try context.checkCancellation()
             file.header.history = history
+            file.header.trainingDatasets = Self.trainingDatasets(plan)
             let name = try plan.name ?? Self.freeName(store, "\(plan.dataset)-\(file.header.algorithm)")
             try store.saveModel(file, name: name)
             return ClassificationV1.TrainingResult(model: try Self.modelSummary(store, name))
         }
         return JobsV1.Job(job)
+    }
+
+    /// The datasets a training's model learns from: its dataset, and the feedback one when included.
+    static func trainingDatasets(_ plan: RequestValidation.Training) -> [String] {
+        [plan.dataset] + (plan.includeFeedback && plan.kind == .classifier ? [ClassificationStore.feedbackDataset(.classifier)] : [])
     }
 
     static func progressText(_ p: ClassificationCore.TrainingProgress) -> String {
@@ -236,12 +255,17 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     public func evaluate(request: ClassificationV1.EvaluateRequest, context: ServerContext) async throws -> ClassificationV1.EvaluateResponse {
         let model = try RequestValidation.name(request.model, field: "model")
         let datasetName = try RequestValidation.name(request.dataset, field: "dataset")
+        let confidence = request.confidence ?? DetectorEvaluation.defaultConfidence
+        guard confidence.isFinite, (0...1).contains(confidence) else { throw RPCError(.invalidArgument, "confidence must be 0…1 (got \(confidence))") }
         let store = store, cache = cache, owner = Self.owner(context)
         return try await heavy {
             let engine = try cache.engine(named: model)
             let dataset = try store.dataset(named: datasetName, owner: owner)
             var response = ClassificationV1.EvaluateResponse()
             response.images = Int64(dataset.samples.count)
+            if let warning = try store.trainingOverlapWarning(model: engine.header, name: model, dataset: dataset, datasetName: datasetName) {
+                response.warnings.append(warning)
+            }
             switch engine {
             case .classifier(let classifier):
                 let evaluation = try ClassifierEvaluation.run(classifier, on: dataset)
@@ -260,17 +284,28 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                     ClassificationV1.ConfusionRow(label: label, predicted: row.map(Int64.init))
                 }
             case .detector(let detector):
-                let evaluation = try DetectorEvaluation.run(detector, on: dataset)
+                let evaluation = try DetectorEvaluation.run(detector, on: dataset, confidence: confidence)
                 response.labels = detector.header.labels
                 response.perClass = detector.header.labels.map { label in
                     var entry = ClassificationV1.ClassScores()
                     entry.label = label
                     entry.ap50 = evaluation.ap50[label]
                     entry.ap5095 = evaluation.ap50to95[label]
+                    let counts = evaluation.counts[label] ?? Metrics.MatchCounts()
+                    entry.precision = counts.precision
+                    entry.recall = counts.recall
+                    entry.f1 = counts.f1
+                    entry.truePositives = Int64(counts.truePositives)
+                    entry.falsePositives = Int64(counts.falsePositives)
+                    entry.missed = Int64(counts.missed)
                     return entry
                 }
                 response.map50 = evaluation.map50
                 response.map5095 = evaluation.map50to95
+                response.precision = evaluation.overall.precision
+                response.recall = evaluation.overall.recall
+                response.f1 = evaluation.overall.f1
+                response.confidence = confidence
             }
             return response
         }
@@ -301,32 +336,45 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     public func detect(request: ClassificationV1.DetectRequest, context: ServerContext) async throws -> ClassificationV1.DetectResponse {
         let plan = try RequestValidation.detect(request)
         let store = store, cache = cache, pixelLimit = limits.pixelLimit
-        return try await heavy {
-            let name = try plan.model ?? Self.activeModel(store, .detector)
-            guard case .detector(let detector) = try cache.engine(named: name) else {
-                throw RPCError(.invalidArgument, "model \(name) is a classifier; detect with a detector (or use Classify)")
-            }
-            for label in plan.labels where !detector.header.labels.contains(label) {
-                throw RPCError(.invalidArgument, "labels: \(label) is not one of model \(name)'s labels (\(detector.header.labels.joined(separator: ", ")))")
-            }
-            let image = try RGBImage.decode(plan.image, name: "image", pixelLimit: pixelLimit)
-            let found = try detector.detect(image, confidenceThreshold: plan.confidence, iouThreshold: plan.iou,
-                                            maximum: plan.maximum, labels: plan.labels)
+        return try await heavy { try Self.detect(plan, store: store, cache: cache, pixelLimit: pixelLimit).response }
+    }
+
+    /// Detect's work, on the lane: shared by `detect` and `detectStream`. With `lenient`, an image that does not
+    /// decode (cut, corrupt, not an image) is answered with no boxes and the decoder's error — a stream's frame
+    /// should not end the stream — else it is thrown, as Detect does.
+    static func detect(_ plan: RequestValidation.Detection, store: ClassificationStore, cache: ModelCache, pixelLimit: Int,
+                       lenient: Bool = false) throws -> (response: ClassificationV1.DetectResponse, error: String?) {
+        let name = try plan.model ?? Self.activeModel(store, .detector)
+        guard case .detector(let detector) = try cache.engine(named: name) else {
+            throw RPCError(.invalidArgument, "model \(name) is a classifier; detect with a detector (or use Classify)")
+        }
+        for label in plan.labels where !detector.header.labels.contains(label) {
+            throw RPCError(.invalidArgument, "labels: \(label) is not one of model \(name)'s labels (\(detector.header.labels.joined(separator: ", ")))")
+        }
+        let image: RGBImage
+        do {
+            image = try RGBImage.decode(plan.image, name: "image", pixelLimit: pixelLimit)
+        } catch let error as ClassificationError where lenient {
             var response = ClassificationV1.DetectResponse()
             response.model = name
-            response.imageWidth = Int32(image.width)
-            response.imageHeight = Int32(image.height)
-            let w = Double(image.width), h = Double(image.height)
-            response.detections = found.map { d in
-                var object = ClassificationV1.DetectedObject()
-                object.label = detector.header.labels[d.label]
-                object.confidence = d.confidence
-                object.boxPx = ClassificationV1.Box(x: d.box.x, y: d.box.y, width: d.box.width, height: d.box.height)
-                object.box = ClassificationV1.Box(x: d.box.x / w, y: d.box.y / h, width: d.box.width / w, height: d.box.height / h)
-                return object
-            }
-            return response
+            return (response, error.message)
         }
+        let found = try detector.detect(image, confidenceThreshold: plan.confidence, iouThreshold: plan.iou,
+                                        maximum: plan.maximum, labels: plan.labels)
+        var response = ClassificationV1.DetectResponse()
+        response.model = name
+        response.imageWidth = Int32(image.width)
+        response.imageHeight = Int32(image.height)
+        let w = Double(image.width), h = Double(image.height)
+        response.detections = found.map { d in
+            var object = ClassificationV1.DetectedObject()
+            object.label = detector.header.labels[d.label]
+            object.confidence = d.confidence
+            object.boxPx = ClassificationV1.Box(x: d.box.x, y: d.box.y, width: d.box.width, height: d.box.height)
+            object.box = ClassificationV1.Box(x: d.box.x / w, y: d.box.y / h, width: d.box.width / w, height: d.box.height / h)
+            return object
+        }
+        return (response, nil)
     }
 
     static func activeModel(_ store: ClassificationStore, _ kind: ModelHeader.Kind) throws -> String {
@@ -446,10 +494,16 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     public func feedback(request: ClassificationV1.FeedbackRequest, context: ServerContext) async throws -> ClassificationV1.FeedbackResponse {
         let label = try RequestValidation.name(request.label, field: "label")
         guard !request.image.isEmpty else { throw RPCError(.invalidArgument, "image: empty") }
-        // Without consent nothing is looked at, let alone kept.
-        guard request.consent else { return ClassificationV1.FeedbackResponse(stored: false, dataset: "") }
+        let model = request.model.isEmpty ? "" : try RequestValidation.name(request.model, field: "model")
+        let predicted = request.predictedLabel.isEmpty ? "" : try RequestValidation.name(request.predictedLabel, field: "predicted_label")
         let store = store, image = request.image, pixelLimit = limits.pixelLimit
-        let dataset = try await heavy { try store.recordFeedback(image: image, label: label, consent: true, pixelLimit: pixelLimit) }
+        // The labels are checked with or without consent: a label no model knows is a mistake either way.
+        try await heavy { try store.checkFeedback(label: label, model: model, predictedLabel: predicted) }
+        // Without consent the photo is not looked at, let alone kept.
+        guard request.consent else { return ClassificationV1.FeedbackResponse(stored: false, dataset: "") }
+        let dataset = try await heavy {
+            try store.recordFeedback(image: image, label: label, consent: true, model: model, predictedLabel: predicted, pixelLimit: pixelLimit)
+        }
         return ClassificationV1.FeedbackResponse(stored: dataset != nil, dataset: dataset ?? "")
     }
 }

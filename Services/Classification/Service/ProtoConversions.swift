@@ -22,6 +22,7 @@ extension ClassificationV1.ModelSummary {
         size = Int64(model.size)
         createdAt = model.createdAt.timeIntervalSince1970
         active = model.active
+        interrupted = header.interrupted ?? ""
         history = (header.history ?? []).map {
             ClassificationV1.TrainingEpoch(pass: Int32($0.pass), epoch: Int32($0.epoch), loss: $0.loss,
                                            trainingAccuracy: $0.trainingAccuracy, validationAccuracy: $0.validationAccuracy)

@@ -90,10 +90,10 @@ enum RequestValidation {
         let a = request.augmentation ?? ClassificationV1.Augmentation()
         // A detector's boxes would not follow a flipped, cropped or turned image; it jitters boxes and pixels
         // together itself, so only the photometric kinds apply.
-        if kind == .detector, a.flip || a.crop != 0 || a.rotation != 0 {
+        if kind == .detector, a.flip || a.crop != 0 || a.rotation != 0 || a.turns {
             throw RPCError(
                 .invalidArgument,
-                "augmentation: flip, crop and rotation do not move a detector's boxes; a detector takes exposure, noise and blur (it jitters boxes itself)")
+                "augmentation: flip, crop, rotation and turns do not move a detector's boxes; a detector takes exposure, noise and blur (it jitters boxes itself)")
         }
         for (field, value, range) in [("crop", a.crop, 0.0...0.5), ("rotation", a.rotation, 0.0...180), ("exposure", a.exposure, 0.0...1),
                                       ("noise", a.noise, 0.0...0.5)] where !(value.isFinite && range.contains(value)) {
@@ -108,7 +108,7 @@ enum RequestValidation {
             validationFraction: request.validationFraction,
             augmentation: request.augmentation == nil ? nil
                 : ClassificationCore.Augmentation(flip: a.flip, crop: a.crop, rotation: a.rotation, blur: a.blur,
-                                                  exposure: a.exposure, noise: a.noise),
+                                                  exposure: a.exposure, noise: a.noise, turns: a.turns),
             imageSize: request.imageSize.map(Int.init), seed: request.seed ?? 0, includeFeedback: request.includeFeedback,
             batchSize: request.batchSize.map(Int.init), patience: request.patience.map(Int.init))
     }

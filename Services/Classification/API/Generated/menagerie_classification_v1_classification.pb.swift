@@ -370,6 +370,8 @@ extension ClassificationV1 {
         public var exposure: Double = 0
         /// Standard deviation of added Gaussian noise (pixel values in 0..1).
         public var noise: Double = 0
+        /// A random right-angle turn (0, 90, 180 or 270 degrees), for photos taken from above; classifiers only.
+        public var turns: Bool = false
 
         /// A message with every field at its default.
         public init() {}
@@ -381,7 +383,8 @@ extension ClassificationV1 {
             rotation: Double = 0,
             blur: Bool = false,
             exposure: Double = 0,
-            noise: Double = 0
+            noise: Double = 0,
+            turns: Bool = false
         ) {
             self.flip = flip
             self.crop = crop
@@ -389,6 +392,7 @@ extension ClassificationV1 {
             self.blur = blur
             self.exposure = exposure
             self.noise = noise
+            self.turns = turns
         }
     }
 
@@ -533,6 +537,10 @@ extension ClassificationV1 {
         /// The training's course as its job reported it (cnn and yolo: every epoch; features and transfer: every 25
         /// steps of the head), for `model show`'s curve; none for imported models.
         public var history: [ClassificationV1.TrainingEpoch] = []
+        /// Set when the training was cancelled and this is the best model it had (Create ML keeps snapshots): what was
+        /// kept, e.g. "cancelled in pass 1/2 after epoch 7/30; kept epoch 5, the best on the held-out images". Empty for a
+        /// finished training.
+        public var interrupted: String = ""
 
         /// A message with every field at its default.
         public init() {}
@@ -554,7 +562,8 @@ extension ClassificationV1 {
             createdAt: Double = 0,
             active: Bool = false,
             trainingImages: Int64? = nil,
-            history: [ClassificationV1.TrainingEpoch] = []
+            history: [ClassificationV1.TrainingEpoch] = [],
+            interrupted: String = ""
         ) {
             self.name = name
             self.kind = kind
@@ -572,6 +581,7 @@ extension ClassificationV1 {
             self.active = active
             self.trainingImages = trainingImages
             self.history = history
+            self.interrupted = interrupted
         }
     }
 
@@ -783,6 +793,8 @@ extension ClassificationV1 {
     public struct EvaluateRequest: Sendable, Equatable {
         public var model: String = ""
         public var dataset: String = ""
+        /// Detectors: the confidence at which precision, recall and F1 are counted (default 0.25, Detect's), 0..1.
+        public var confidence: Double? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -790,10 +802,12 @@ extension ClassificationV1 {
         /// A message with the given field values.
         public init(
             model: String = "",
-            dataset: String = ""
+            dataset: String = "",
+            confidence: Double? = nil
         ) {
             self.model = model
             self.dataset = dataset
+            self.confidence = confidence
         }
     }
 
@@ -803,9 +817,14 @@ extension ClassificationV1 {
         public var precision: Double = 0
         public var recall: Double = 0
         public var f1: Double = 0
-        /// Detectors: average precision at IoU 0.5 ("I/U 50 %") and over 0.5:0.95 ("varied I/U").
+        /// Detectors: average precision at IoU 0.5 (Create ML's "I/U 50 %") and over 0.5:0.95 ("varied I/U").
         public var ap50: Double? = nil
         public var ap5095: Double? = nil
+        /// Detectors, at the confidence threshold (a box is right when it overlaps an unclaimed object of its label by
+        /// IoU >= 0.5): boxes right, boxes wrong, objects missed; precision, recall and f1 above are counted from them.
+        public var truePositives: Int64 = 0
+        public var falsePositives: Int64 = 0
+        public var missed: Int64 = 0
 
         /// A message with every field at its default.
         public init() {}
@@ -817,7 +836,10 @@ extension ClassificationV1 {
             recall: Double = 0,
             f1: Double = 0,
             ap50: Double? = nil,
-            ap5095: Double? = nil
+            ap5095: Double? = nil,
+            truePositives: Int64 = 0,
+            falsePositives: Int64 = 0,
+            missed: Int64 = 0
         ) {
             self.label = label
             self.precision = precision
@@ -825,6 +847,9 @@ extension ClassificationV1 {
             self.f1 = f1
             self.ap50 = ap50
             self.ap5095 = ap5095
+            self.truePositives = truePositives
+            self.falsePositives = falsePositives
+            self.missed = missed
         }
     }
 
@@ -857,6 +882,13 @@ extension ClassificationV1 {
         public var map50: Double? = nil
         public var map5095: Double? = nil
         public var images: Int64 = 0
+        /// What may make the figures mislead, e.g. images the model was trained on.
+        public var warnings: [String] = []
+        /// Detectors: over every label at `confidence` (boxes of all labels counted together).
+        public var precision: Double? = nil
+        public var recall: Double? = nil
+        public var f1: Double? = nil
+        public var confidence: Double? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -869,7 +901,12 @@ extension ClassificationV1 {
             confusion: [ClassificationV1.ConfusionRow] = [],
             map50: Double? = nil,
             map5095: Double? = nil,
-            images: Int64 = 0
+            images: Int64 = 0,
+            warnings: [String] = [],
+            precision: Double? = nil,
+            recall: Double? = nil,
+            f1: Double? = nil,
+            confidence: Double? = nil
         ) {
             self.accuracy = accuracy
             self.perClass = perClass
@@ -878,6 +915,11 @@ extension ClassificationV1 {
             self.map50 = map50
             self.map5095 = map5095
             self.images = images
+            self.warnings = warnings
+            self.precision = precision
+            self.recall = recall
+            self.f1 = f1
+            self.confidence = confidence
         }
     }
 
@@ -1106,6 +1148,60 @@ extension ClassificationV1 {
         }
     }
 
+    /// One frame of a DetectStream: a whole DetectRequest (its image a JPEG or PNG frame; model, labels and thresholds
+    /// as for Detect, per frame) and the frame's number (0: the server numbers the frames 1, 2, 3 … as they arrive).
+    public struct DetectStreamRequest: Sendable, Equatable {
+        public var request: ClassificationV1.DetectRequest? = nil
+        public var frame: UInt64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            request: ClassificationV1.DetectRequest? = nil,
+            frame: UInt64 = 0
+        ) {
+            self.request = request
+            self.frame = frame
+        }
+    }
+
+    /// The answer to one frame. Frames that arrived while the model was busy and were overtaken by a newer one before it
+    /// was free are not answered (latest wins): `dropped` counts them since the previous answer.
+    public struct DetectStreamResponse: Sendable, Equatable {
+        public var frame: UInt64 = 0
+        public var result: ClassificationV1.DetectResponse? = nil
+        public var dropped: UInt64 = 0
+        /// Frames dropped since the stream began.
+        public var droppedTotal: UInt64 = 0
+        /// From the frame's arrival to its answer, in milliseconds (waiting for the model included).
+        public var serverMs: Double = 0
+        /// A frame that is not an image (cut, corrupt, neither JPEG nor PNG) is answered with this and no boxes; the
+        /// stream goes on.
+        public var error: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            frame: UInt64 = 0,
+            result: ClassificationV1.DetectResponse? = nil,
+            dropped: UInt64 = 0,
+            droppedTotal: UInt64 = 0,
+            serverMs: Double = 0,
+            error: String = ""
+        ) {
+            self.frame = frame
+            self.result = result
+            self.dropped = dropped
+            self.droppedTotal = droppedTotal
+            self.serverMs = serverMs
+            self.error = error
+        }
+    }
+
     /// The `menagerie.classification.v1.ImportCatalogueRequest` message.
     public struct ImportCatalogueRequest: Sendable, Equatable {
         /// A JSON array of {label, name, local_name, attributes: {key: value}}.
@@ -1273,6 +1369,11 @@ extension ClassificationV1 {
         public static let detect = ProtoMethod<ClassificationV1.DetectRequest, ClassificationV1.DetectResponse>(
             path: "/menagerie.classification.v1.Classification/Detect", serverStreaming: false, idempotent: true, sideEffectFree: true)
 
+        /// Real-time detection: frames in, boxes out, each answer naming its frame; when frames come faster than the model
+        /// runs, stale ones are dropped (latest wins) so latency stays bounded.
+        public static let detectStream = ProtoMethod<ClassificationV1.DetectStreamRequest, ClassificationV1.DetectStreamResponse>(
+            path: "/menagerie.classification.v1.Classification/DetectStream", clientStreaming: true, serverStreaming: true, idempotent: false)
+
         /// Calls `/menagerie.classification.v1.Classification/ListModels`.
         public static let listModels = ProtoMethod<ClassificationV1.ListModelsRequest, ClassificationV1.ListModelsResponse>(
             path: "/menagerie.classification.v1.Classification/ListModels", serverStreaming: false, idempotent: true, sideEffectFree: true)
@@ -1314,7 +1415,7 @@ extension ClassificationV1 {
             path: "/menagerie.classification.v1.Classification/Feedback", serverStreaming: false, idempotent: false)
 
         /// Every method of the service, in declaration order.
-        public static let methods: [ProtoMethodInfo] = [uploadDataset.info, listDatasets.info, getDataset.info, deleteDataset.info, train.info, evaluate.info, classify.info, detect.info, listModels.info, getModel.info, deleteModel.info, setActiveModel.info, exportModel.info, importModel.info, importCatalogue.info, searchCatalogue.info, getCatalogueEntry.info, feedback.info]
+        public static let methods: [ProtoMethodInfo] = [uploadDataset.info, listDatasets.info, getDataset.info, deleteDataset.info, train.info, evaluate.info, classify.info, detect.info, detectStream.info, listModels.info, getModel.info, deleteModel.info, setActiveModel.info, exportModel.info, importModel.info, importCatalogue.info, searchCatalogue.info, getCatalogueEntry.info, feedback.info]
     }
 }
 
@@ -1567,6 +1668,7 @@ extension ClassificationV1.Augmentation: ProtoMessage, ProtobufCBridged {
         blur = reader.value(4)
         exposure = reader.value(5)
         noise = reader.value(6)
+        turns = reader.value(7)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1576,6 +1678,7 @@ extension ClassificationV1.Augmentation: ProtoMessage, ProtobufCBridged {
         writer.set(4, blur)
         writer.set(5, exposure)
         writer.set(6, noise)
+        writer.set(7, turns)
     }
 }
 
@@ -1705,6 +1808,7 @@ extension ClassificationV1.ModelSummary: ProtoMessage, ProtobufCBridged {
         active = reader.value(14)
         trainingImages = reader.optional(15)
         history = reader.repeated(16)
+        interrupted = reader.value(17)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1724,6 +1828,7 @@ extension ClassificationV1.ModelSummary: ProtoMessage, ProtobufCBridged {
         writer.set(14, active)
         writer.set(15, trainingImages)
         writer.set(16, history)
+        writer.set(17, interrupted)
     }
 }
 
@@ -2012,11 +2117,13 @@ extension ClassificationV1.EvaluateRequest: ProtoMessage, ProtobufCBridged {
     @usableFromInline package init(reading reader: ProtoReader) {
         model = reader.value(1)
         dataset = reader.value(2)
+        confidence = reader.optional(3)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, model)
         writer.set(2, dataset)
+        writer.set(3, confidence)
     }
 }
 
@@ -2039,6 +2146,9 @@ extension ClassificationV1.ClassScores: ProtoMessage, ProtobufCBridged {
         f1 = reader.value(4)
         ap50 = reader.optional(5)
         ap5095 = reader.optional(6)
+        truePositives = reader.value(7)
+        falsePositives = reader.value(8)
+        missed = reader.value(9)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -2048,6 +2158,9 @@ extension ClassificationV1.ClassScores: ProtoMessage, ProtobufCBridged {
         writer.set(4, f1)
         writer.set(5, ap50)
         writer.set(6, ap5095)
+        writer.set(7, truePositives)
+        writer.set(8, falsePositives)
+        writer.set(9, missed)
     }
 }
 
@@ -2094,6 +2207,11 @@ extension ClassificationV1.EvaluateResponse: ProtoMessage, ProtobufCBridged {
         map50 = reader.optional(5)
         map5095 = reader.optional(6)
         images = reader.value(7)
+        warnings = reader.repeated(8)
+        precision = reader.optional(9)
+        recall = reader.optional(10)
+        f1 = reader.optional(11)
+        confidence = reader.optional(12)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -2104,6 +2222,11 @@ extension ClassificationV1.EvaluateResponse: ProtoMessage, ProtobufCBridged {
         writer.set(5, map50)
         writer.set(6, map5095)
         writer.set(7, images)
+        writer.set(8, warnings)
+        writer.set(9, precision)
+        writer.set(10, recall)
+        writer.set(11, f1)
+        writer.set(12, confidence)
     }
 }
 
@@ -2345,6 +2468,60 @@ extension ClassificationV1.DetectResponse: ProtoMessage, ProtobufCBridged {
         writer.set(2, detections)
         writer.set(3, imageWidth)
         writer.set(4, imageHeight)
+    }
+}
+
+extension ClassificationV1.DetectStreamRequest: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.classification.v1.DetectStreamRequest"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ClassificationProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        request = reader.optional(1)
+        frame = reader.value(2)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, request)
+        writer.set(2, frame)
+    }
+}
+
+extension ClassificationV1.DetectStreamResponse: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.classification.v1.DetectStreamResponse"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ClassificationProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        frame = reader.value(1)
+        result = reader.optional(2)
+        dropped = reader.value(3)
+        droppedTotal = reader.value(4)
+        serverMs = reader.value(5)
+        error = reader.value(6)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, frame)
+        writer.set(2, result)
+        writer.set(3, dropped)
+        writer.set(4, droppedTotal)
+        writer.set(5, serverMs)
+        writer.set(6, error)
     }
 }
 
@@ -2769,6 +2946,7 @@ extension ClassificationV1.Augmentation: ProtoJSONMessage {
         ProtoJSONField(number: 4, protoName: "blur", jsonName: "blur", kind: .bool, cardinality: .singular),
         ProtoJSONField(number: 5, protoName: "exposure", jsonName: "exposure", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 6, protoName: "noise", jsonName: "noise", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "turns", jsonName: "turns", kind: .bool, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2779,6 +2957,7 @@ extension ClassificationV1.Augmentation: ProtoJSONMessage {
         json.value(3, self.blur)
         json.value(4, self.exposure)
         json.value(5, self.noise)
+        json.value(6, self.turns)
         return json.result
     }
 
@@ -2791,6 +2970,7 @@ extension ClassificationV1.Augmentation: ProtoJSONMessage {
         try json.value(3, into: &self.blur)
         try json.value(4, into: &self.exposure)
         try json.value(5, into: &self.noise)
+        try json.value(6, into: &self.turns)
     }
 }
 
@@ -2917,6 +3097,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         ProtoJSONField(number: 14, protoName: "active", jsonName: "active", kind: .bool, cardinality: .singular),
         ProtoJSONField(number: 15, protoName: "training_images", jsonName: "trainingImages", kind: .int64, cardinality: .optional),
         ProtoJSONField(number: 16, protoName: "history", jsonName: "history", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 17, protoName: "interrupted", jsonName: "interrupted", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2937,6 +3118,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         json.value(13, self.active)
         json.optional(14, self.trainingImages)
         json.repeated(15, self.history)
+        json.value(16, self.interrupted)
         return json.result
     }
 
@@ -2959,6 +3141,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         try json.value(13, into: &self.active)
         try json.optional(14, into: &self.trainingImages)
         try json.repeated(15, into: &self.history)
+        try json.value(16, into: &self.interrupted)
     }
 }
 
@@ -3212,12 +3395,14 @@ extension ClassificationV1.EvaluateRequest: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = [
         ProtoJSONField(number: 1, protoName: "model", jsonName: "model", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 2, protoName: "dataset", jsonName: "dataset", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "confidence", jsonName: "confidence", kind: .double, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
         var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
         json.value(0, self.model)
         json.value(1, self.dataset)
+        json.optional(2, self.confidence)
         return json.result
     }
 
@@ -3226,6 +3411,7 @@ extension ClassificationV1.EvaluateRequest: ProtoJSONMessage {
         let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
         try json.value(0, into: &self.model)
         try json.value(1, into: &self.dataset)
+        try json.optional(2, into: &self.confidence)
     }
 }
 
@@ -3237,6 +3423,9 @@ extension ClassificationV1.ClassScores: ProtoJSONMessage {
         ProtoJSONField(number: 4, protoName: "f1", jsonName: "f1", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 5, protoName: "ap50", jsonName: "ap50", kind: .double, cardinality: .optional),
         ProtoJSONField(number: 6, protoName: "ap50_95", jsonName: "ap5095", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 7, protoName: "true_positives", jsonName: "truePositives", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "false_positives", jsonName: "falsePositives", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 9, protoName: "missed", jsonName: "missed", kind: .int64, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3247,6 +3436,9 @@ extension ClassificationV1.ClassScores: ProtoJSONMessage {
         json.value(3, self.f1)
         json.optional(4, self.ap50)
         json.optional(5, self.ap5095)
+        json.value(6, self.truePositives)
+        json.value(7, self.falsePositives)
+        json.value(8, self.missed)
         return json.result
     }
 
@@ -3259,6 +3451,9 @@ extension ClassificationV1.ClassScores: ProtoJSONMessage {
         try json.value(3, into: &self.f1)
         try json.optional(4, into: &self.ap50)
         try json.optional(5, into: &self.ap5095)
+        try json.value(6, into: &self.truePositives)
+        try json.value(7, into: &self.falsePositives)
+        try json.value(8, into: &self.missed)
     }
 }
 
@@ -3292,6 +3487,11 @@ extension ClassificationV1.EvaluateResponse: ProtoJSONMessage {
         ProtoJSONField(number: 5, protoName: "map50", jsonName: "map50", kind: .double, cardinality: .optional),
         ProtoJSONField(number: 6, protoName: "map50_95", jsonName: "map5095", kind: .double, cardinality: .optional),
         ProtoJSONField(number: 7, protoName: "images", jsonName: "images", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "warnings", jsonName: "warnings", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 9, protoName: "precision", jsonName: "precision", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 10, protoName: "recall", jsonName: "recall", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 11, protoName: "f1", jsonName: "f1", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 12, protoName: "confidence", jsonName: "confidence", kind: .double, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3303,6 +3503,11 @@ extension ClassificationV1.EvaluateResponse: ProtoJSONMessage {
         json.optional(4, self.map50)
         json.optional(5, self.map5095)
         json.value(6, self.images)
+        json.repeated(7, self.warnings)
+        json.optional(8, self.precision)
+        json.optional(9, self.recall)
+        json.optional(10, self.f1)
+        json.optional(11, self.confidence)
         return json.result
     }
 
@@ -3316,6 +3521,11 @@ extension ClassificationV1.EvaluateResponse: ProtoJSONMessage {
         try json.optional(4, into: &self.map50)
         try json.optional(5, into: &self.map5095)
         try json.value(6, into: &self.images)
+        try json.repeated(7, into: &self.warnings)
+        try json.optional(8, into: &self.precision)
+        try json.optional(9, into: &self.recall)
+        try json.optional(10, into: &self.f1)
+        try json.optional(11, into: &self.confidence)
     }
 }
 
@@ -3559,6 +3769,60 @@ extension ClassificationV1.DetectResponse: ProtoJSONMessage {
     }
 }
 
+extension ClassificationV1.DetectStreamRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "request", jsonName: "request", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 2, protoName: "frame", jsonName: "frame", kind: .uint64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.optional(0, self.request)
+        json.value(1, self.frame)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.optional(0, into: &self.request)
+        try json.value(1, into: &self.frame)
+    }
+}
+
+extension ClassificationV1.DetectStreamResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "frame", jsonName: "frame", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "result", jsonName: "result", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "dropped", jsonName: "dropped", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "dropped_total", jsonName: "droppedTotal", kind: .uint64, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "server_ms", jsonName: "serverMs", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "error", jsonName: "error", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.frame)
+        json.optional(1, self.result)
+        json.value(2, self.dropped)
+        json.value(3, self.droppedTotal)
+        json.value(4, self.serverMs)
+        json.value(5, self.error)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.frame)
+        try json.optional(1, into: &self.result)
+        try json.value(2, into: &self.dropped)
+        try json.value(3, into: &self.droppedTotal)
+        try json.value(4, into: &self.serverMs)
+        try json.value(5, into: &self.error)
+    }
+}
+
 extension ClassificationV1.ImportCatalogueRequest: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = [
         ProtoJSONField(number: 1, protoName: "json", jsonName: "json", kind: .bytes, cardinality: .singular),
@@ -3748,6 +4012,8 @@ extension ClassificationV1 {
             ClassificationV1.Box.self,
             ClassificationV1.DetectedObject.self,
             ClassificationV1.DetectResponse.self,
+            ClassificationV1.DetectStreamRequest.self,
+            ClassificationV1.DetectStreamResponse.self,
             ClassificationV1.ImportCatalogueRequest.self,
             ClassificationV1.ImportCatalogueResponse.self,
             ClassificationV1.SearchCatalogueRequest.self,

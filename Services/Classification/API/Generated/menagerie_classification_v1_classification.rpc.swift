@@ -28,6 +28,10 @@ extension ClassificationV1.Classification {
 
         func detect(request: ClassificationV1.DetectRequest, context: ServerContext) async throws -> ClassificationV1.DetectResponse
 
+        /// Real-time detection: frames in, boxes out, each answer naming its frame; when frames come faster than the model
+        /// runs, stale ones are dropped (latest wins) so latency stays bounded.
+        func detectStream(requests: RequestStream<ClassificationV1.DetectStreamRequest>, response: ResponseWriter<ClassificationV1.DetectStreamResponse>, context: ServerContext) async throws
+
         func listModels(request: ClassificationV1.ListModelsRequest, context: ServerContext) async throws -> ClassificationV1.ListModelsResponse
 
         func getModel(request: ClassificationV1.GetModelRequest, context: ServerContext) async throws -> ClassificationV1.ModelSummary
@@ -76,6 +80,14 @@ extension ClassificationV1.Classification {
         func classify(_ request: ClassificationV1.ClassifyRequest, options: CallOptions) async throws -> ClassificationV1.ClassifyResponse
 
         func detect(_ request: ClassificationV1.DetectRequest, options: CallOptions) async throws -> ClassificationV1.DetectResponse
+
+        /// Real-time detection: frames in, boxes out, each answer naming its frame; when frames come faster than the model
+        /// runs, stale ones are dropped (latest wins) so latency stays bounded.
+        func detectStream<Result: Sendable>(
+            options: CallOptions,
+            requests: @escaping @Sendable (RequestWriter<ClassificationV1.DetectStreamRequest>) async throws -> Void,
+            responses: @escaping @Sendable (ResponseStream<ClassificationV1.DetectStreamResponse>) async throws -> Result
+        ) async throws -> Result
 
         func listModels(_ request: ClassificationV1.ListModelsRequest, options: CallOptions) async throws -> ClassificationV1.ListModelsResponse
 
@@ -149,6 +161,16 @@ extension ClassificationV1.Classification {
 
         public func detect(_ request: ClassificationV1.DetectRequest, options: CallOptions) async throws -> ClassificationV1.DetectResponse {
             try await rpcClient.unary(ClassificationV1.Classification.detect, request, options: options)
+        }
+
+        /// Real-time detection: frames in, boxes out, each answer naming its frame; when frames come faster than the model
+        /// runs, stale ones are dropped (latest wins) so latency stays bounded.
+        public func detectStream<Result: Sendable>(
+            options: CallOptions,
+            requests: @escaping @Sendable (RequestWriter<ClassificationV1.DetectStreamRequest>) async throws -> Void,
+            responses: @escaping @Sendable (ResponseStream<ClassificationV1.DetectStreamResponse>) async throws -> Result
+        ) async throws -> Result {
+            try await rpcClient.bidirectionalStreaming(ClassificationV1.Classification.detectStream, options: options, requests: requests, responses: responses)
         }
 
         public func listModels(_ request: ClassificationV1.ListModelsRequest, options: CallOptions) async throws -> ClassificationV1.ListModelsResponse {
@@ -241,6 +263,14 @@ extension ClassificationV1.Classification.ClientProtocol {
         try await detect(request, options: CallOptions())
     }
 
+    /// `detectStream` with the default call options.
+    public func detectStream<Result: Sendable>(
+        requests: @escaping @Sendable (RequestWriter<ClassificationV1.DetectStreamRequest>) async throws -> Void,
+        responses: @escaping @Sendable (ResponseStream<ClassificationV1.DetectStreamResponse>) async throws -> Result
+    ) async throws -> Result {
+        try await detectStream(options: CallOptions(), requests: requests, responses: responses)
+    }
+
     /// `listModels` with the default call options.
     public func listModels(_ request: ClassificationV1.ListModelsRequest) async throws -> ClassificationV1.ListModelsResponse {
         try await listModels(request, options: CallOptions())
@@ -320,6 +350,9 @@ extension ClassificationV1.Classification.ServiceProtocol {
         }
         router.unary(ClassificationV1.Classification.detect) { request, context in
             try await self.detect(request: request, context: context)
+        }
+        router.bidirectionalStreaming(ClassificationV1.Classification.detectStream) { requests, response, context in
+            try await self.detectStream(requests: requests, response: response, context: context)
         }
         router.unary(ClassificationV1.Classification.listModels) { request, context in
             try await self.listModels(request: request, context: context)

@@ -80,28 +80,8 @@ public enum Metrics {
     public static func averagePrecision(detections: [(image: Int, detection: Detection)],
                                         truth: [(image: Int, box: Box)], iouThreshold: Double) -> Double? {
         guard !truth.isEmpty else { return nil }
-        var truthByImage: [Int: [Box]] = [:]
-        for t in truth { truthByImage[t.image, default: []].append(t.box) }
-        var used: [Int: [Bool]] = truthByImage.mapValues { [Bool](repeating: false, count: $0.count) }
-        let sorted = detections.enumerated().sorted {
-            $0.element.detection.confidence != $1.element.detection.confidence
-                ? $0.element.detection.confidence > $1.element.detection.confidence : $0.offset < $1.offset
-        }
-        var tp: [Double] = [], fp: [Double] = []
-        for (_, d) in sorted {
-            var best = -1
-            var bestIoU = iouThreshold
-            for (j, box) in (truthByImage[d.image] ?? []).enumerated() where !used[d.image]![j] {
-                let overlap = iou(box, d.detection.box)
-                if overlap >= bestIoU { bestIoU = overlap; best = j }
-            }
-            if best >= 0 {
-                used[d.image]![best] = true
-                tp.append(1); fp.append(0)
-            } else {
-                tp.append(0); fp.append(1)
-            }
-        }
+        let matched = greedyMatches(detections: detections, truth: truth, iouThreshold: iouThreshold)
+        let tp = matched.map { $0 ? 1.0 : 0 }, fp = matched.map { $0 ? 0 : 1.0 }
         var cumTP = 0.0, cumFP = 0.0
         var recall: [Double] = [], precision: [Double] = []
         for k in tp.indices {
@@ -119,6 +99,57 @@ public enum Metrics {
             if let k = recall.firstIndex(where: { $0 >= level - 1e-12 }) { total += precision[k] }
         }
         return total / 101
+    }
+
+    /// What a detector found of one class at one confidence threshold, matched as `averagePrecision` matches
+    /// (by confidence, each detection to the unmatched truth box of its image with the highest IoU ≥
+    /// `iouThreshold`): true positives, false positives (a box matching nothing) and the objects missed.
+    public struct MatchCounts: Sendable, Equatable {
+        public var truePositives = 0, falsePositives = 0, missed = 0
+        public init(truePositives: Int = 0, falsePositives: Int = 0, missed: Int = 0) {
+            self.truePositives = truePositives; self.falsePositives = falsePositives; self.missed = missed
+        }
+        /// Share of the boxes found that are right; 0 when nothing was found.
+        public var precision: Double { truePositives + falsePositives == 0 ? 0 : Double(truePositives) / Double(truePositives + falsePositives) }
+        /// Share of the objects that were found; 0 when there were none.
+        public var recall: Double { truePositives + missed == 0 ? 0 : Double(truePositives) / Double(truePositives + missed) }
+        public var f1: Double { precision + recall == 0 ? 0 : 2 * precision * recall / (precision + recall) }
+        public static func + (a: MatchCounts, b: MatchCounts) -> MatchCounts {
+            MatchCounts(truePositives: a.truePositives + b.truePositives, falsePositives: a.falsePositives + b.falsePositives,
+                        missed: a.missed + b.missed)
+        }
+    }
+
+    /// Counts of `detections` with confidence ≥ `confidence` against `truth` (see `MatchCounts`).
+    public static func matchCounts(detections: [(image: Int, detection: Detection)], truth: [(image: Int, box: Box)],
+                                   confidence: Double, iouThreshold: Double) -> MatchCounts {
+        let kept = detections.filter { $0.detection.confidence >= confidence }
+        let matched = greedyMatches(detections: kept, truth: truth, iouThreshold: iouThreshold)
+        let hits = matched.filter { $0 }.count
+        return MatchCounts(truePositives: hits, falsePositives: matched.count - hits, missed: truth.count - hits)
+    }
+
+    /// For each detection in order of confidence (ties in given order), whether it matched a truth box.
+    static func greedyMatches(detections: [(image: Int, detection: Detection)], truth: [(image: Int, box: Box)],
+                              iouThreshold: Double) -> [Bool] {
+        var truthByImage: [Int: [Box]] = [:]
+        for t in truth { truthByImage[t.image, default: []].append(t.box) }
+        var used: [Int: [Bool]] = truthByImage.mapValues { [Bool](repeating: false, count: $0.count) }
+        let sorted = detections.enumerated().sorted {
+            $0.element.detection.confidence != $1.element.detection.confidence
+                ? $0.element.detection.confidence > $1.element.detection.confidence : $0.offset < $1.offset
+        }
+        return sorted.map { _, d in
+            var best = -1
+            var bestIoU = iouThreshold
+            for (j, box) in (truthByImage[d.image] ?? []).enumerated() where !used[d.image]![j] {
+                let overlap = iou(box, d.detection.box)
+                if overlap >= bestIoU { bestIoU = overlap; best = j }
+            }
+            guard best >= 0 else { return false }
+            used[d.image]![best] = true
+            return true
+        }
     }
 
     /// Mean over classes (those with truth) of AP averaged over IoU 0.5, 0.55 … 0.95 — COCO's mAP@[.5:.95].

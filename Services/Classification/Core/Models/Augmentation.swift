@@ -13,11 +13,15 @@ public struct Augmentation: Sendable, Equatable, Codable {
     public var exposure = 0.0
     /// Gaussian noise of this standard deviation.
     public var noise = 0.0
+    /// A right-angle turn (0, 90, 180 or 270°, equally likely), exact — no pixel is resampled: photos taken from
+    /// above (a clover, a leaf, a document on a table) have no "up", and a small rotation does not teach that.
+    /// A non-square image turns by 0 or 180° only, keeping its shape.
+    public var turns = false
 
     public init(flip: Bool = false, crop: Double = 0, rotation: Double = 0, blur: Bool = false, exposure: Double = 0,
-                noise: Double = 0) {
+                noise: Double = 0, turns: Bool = false) {
         self.flip = flip; self.crop = crop; self.rotation = rotation; self.blur = blur
-        self.exposure = exposure; self.noise = noise
+        self.exposure = exposure; self.noise = noise; self.turns = turns
     }
 
     public static let none = Augmentation()
@@ -28,6 +32,13 @@ public struct Augmentation: Sendable, Equatable, Codable {
     public func apply(_ image: [Float], channels: Int, height: Int, width: Int,
                       using random: inout SeededRandom) -> [Float] {
         if isNone { return image }
+        var image = image
+        // Drawn only when asked for, so the other augmentations of a seed stay as they were.
+        if turns {
+            let quarter = Int(random.next() % 4)
+            image = Self.turned(image, channels: channels, height: height, width: width,
+                                quarters: width == height ? quarter : (quarter & 1) * 2)
+        }
         var out = image
         let doFlip = flip && random.unit() < 0.5
         let dx = crop > 0 ? (random.unit() * 2 - 1) * Float(crop) * Float(width) : 0
@@ -70,6 +81,26 @@ public struct Augmentation: Sendable, Equatable, Codable {
         }
         if noise > 0 {
             for i in out.indices { out[i] = min(1, max(0, out[i] + random.gaussian() * Float(noise))) }
+        }
+        return out
+    }
+
+    /// `image` turned clockwise by `quarters` right angles (a square one for odd `quarters`).
+    static func turned(_ image: [Float], channels: Int, height: Int, width: Int, quarters: Int) -> [Float] {
+        guard quarters % 4 != 0 else { return image }
+        var out = image
+        for ch in 0..<channels {
+            let plane = ch * height * width
+            for y in 0..<height {
+                for x in 0..<width {
+                    let (sx, sy): (Int, Int) = switch quarters % 4 {
+                    case 1: (y, height - 1 - x)
+                    case 2: (width - 1 - x, height - 1 - y)
+                    default: (width - 1 - y, x)
+                    }
+                    out[plane + y * width + x] = image[plane + sy * width + sx]
+                }
+            }
         }
         return out
     }

@@ -261,21 +261,42 @@ public enum ClassifierTrainer {
             // way, on every image: on 1,438 digits the 10 % held out cost 0.3–0.8 points of test accuracy.
             let refit = held != nil && validation == nil && (options.refit ?? true)
             let passes = refit ? 2 : 1
-            file = try trainNetwork(training, held, labels: dataset.labels, options: options, base: base) { p in
-                var p = p
-                p.passes = passes
-                try progress(p)
+            do {
+                file = try trainNetwork(training, held, labels: dataset.labels, options: options, base: base) { p in
+                    var p = p
+                    p.passes = passes
+                    try progress(p)
+                }
+            } catch var interrupted as TrainingInterrupted {
+                if passes == 2 { interrupted.partial.header.interrupted = "in pass 1/2 " + (interrupted.partial.header.interrupted ?? "") }
+                interrupted.partial.header.metrics["training_images"] = Double(training.inputs.count)
+                interrupted.partial.header.seed = options.seed
+                interrupted.partial.header.scaling = options.scaling
+                interrupted.partial.header.trainingSeconds = (ContinuousClock.now - started).seconds
+                throw interrupted
             }
             if refit {
+                let firstPass = file
                 let estimate = file.header.validationAccuracy
                 let best = file.header.metrics["best_epoch"]
                 var options = options
                 // Stopped early: the pass on every image trains as long as the best epoch of the first.
                 if let best, options.patience != nil { options.epochs = Int(best); options.patience = nil }
                 try Torch.seed(options.seed)
-                file = try trainNetwork(all, nil, labels: dataset.labels, options: options, base: base) { p in
-                    try progress(TrainingProgress(epoch: p.epoch, epochs: p.epochs, loss: p.loss, trainingAccuracy: p.trainingAccuracy,
-                                                  validationAccuracy: estimate, pass: 2, passes: 2))
+                do {
+                    file = try trainNetwork(all, nil, labels: dataset.labels, options: options, base: base) { p in
+                        try progress(TrainingProgress(epoch: p.epoch, epochs: p.epochs, loss: p.loss, trainingAccuracy: p.trainingAccuracy,
+                                                      validationAccuracy: estimate, pass: 2, passes: 2))
+                    }
+                } catch let interrupted as TrainingInterrupted {
+                    // Half a pass on every image is not better than the whole first pass: that one is kept.
+                    var kept = firstPass
+                    kept.header.interrupted = "in pass 2/2 (every image) \(interrupted.partial.header.interrupted?.components(separatedBy: ";").first ?? ""); kept pass 1's model (trained without the held-out images)"
+                    kept.header.metrics["training_images"] = Double(training.inputs.count)
+                    kept.header.seed = options.seed
+                    kept.header.scaling = options.scaling
+                    kept.header.trainingSeconds = (ContinuousClock.now - started).seconds
+                    throw TrainingInterrupted(cause: interrupted.cause, partial: kept)
                 }
                 file.header.validationAccuracy = estimate
                 if let best { file.header.metrics["best_epoch"] = best }
@@ -371,8 +392,24 @@ public enum ClassifierTrainer {
                 validationAccuracy = Metrics.accuracy(predicted: probabilities.map { argmax($0) }, truth: held.labels)
                 validationLoss = zip(probabilities, held.labels).map { -log(max(1e-7, Double($0[$1]))) }.reduce(0, +) / Double(held.labels.count)
             }
-            try progress(TrainingProgress(epoch: epoch, epochs: epochs, loss: totalLoss / Double(order.count),
-                                          trainingAccuracy: trainingAccuracy, validationAccuracy: validationAccuracy))
+            do {
+                try progress(TrainingProgress(epoch: epoch, epochs: epochs, loss: totalLoss / Double(order.count),
+                                              trainingAccuracy: trainingAccuracy, validationAccuracy: validationAccuracy))
+            } catch {
+                // Cancelled: the weights so far are still a model — the best epoch's when validation picked one.
+                if options.patience != nil, let validationLoss, let validationAccuracy, best.map({ validationLoss < $0.loss }) ?? true {
+                    best = (validationLoss, epoch, validationAccuracy, try (average ?? network).parameters.export())
+                }
+                if let best { try (average ?? network).parameters.load(best.weights) }
+                var header = ModelHeader(kind: .classifier, algorithm: "cnn", labels: labels, inputWidth: side, inputHeight: side)
+                header.network = configuration
+                header.trainingAccuracy = trainingAccuracy
+                header.validationAccuracy = best?.accuracy ?? validationAccuracy
+                if let best { header.metrics["best_epoch"] = Double(best.epoch) }
+                header.interrupted = best.map { "after epoch \(epoch)/\(epochs); kept epoch \($0.epoch), the best on the held-out images" }
+                    ?? "after epoch \(epoch)/\(epochs); kept its weights"
+                throw TrainingInterrupted(cause: error, partial: ModelFile(header: header, tensors: try (average ?? network).parameters.export()))
+            }
             if let patience = options.patience, let validationLoss, let validationAccuracy {
                 if best.map({ validationLoss < $0.loss }) ?? true {
                     best = (validationLoss, epoch, validationAccuracy, try (average ?? network).parameters.export())
@@ -484,3 +521,11 @@ public enum ClassifierTrainer {
 
 func argmax(_ values: [Float]) -> Int { values.indices.max { values[$0] < values[$1] } ?? 0 }
 
+/// A training stopped by its progress callback (a cancel request) with the best model it had so far: the cnn keeps
+/// the best epoch's weights (validated on the held-out images) or the last epoch's, and when cancelled in its pass
+/// on every image, the whole first pass. `partial.header.interrupted` says which. `cause` is what stopped it.
+public struct TrainingInterrupted: Error {
+    public var cause: any Error
+    public var partial: ModelFile
+    public init(cause: any Error, partial: ModelFile) { self.cause = cause; self.partial = partial }
+}

@@ -128,14 +128,24 @@ public final class Detector: ObjectDetector, @unchecked Sendable {
     }
 }
 
-/// Detector evaluation as COCO computes it: per-class AP at IoU 0.5 and averaged over 0.5:0.95, and their means.
+/// Detector evaluation as COCO computes it — per-class AP at IoU 0.5 (Create ML's "I/U 50 %") and averaged over
+/// 0.5:0.95 (its "varied I/U"), and their means — and what a user of `Detect` gets at its confidence threshold:
+/// per-class and overall precision, recall and F1, a box right when it overlaps an object of its label by IoU ≥ 0.5.
 public struct DetectorEvaluation: Sendable, Equatable {
     public var ap50: [String: Double]
     public var ap50to95: [String: Double]
     public var map50: Double
     public var map50to95: Double
+    /// At `confidence`, per label (every label of the model) and summed over labels.
+    public var counts: [String: Metrics.MatchCounts] = [:]
+    public var overall = Metrics.MatchCounts()
+    public var confidence = DetectorEvaluation.defaultConfidence
 
-    public static func run(_ detector: any ObjectDetector, on dataset: Dataset) throws -> DetectorEvaluation {
+    /// `Detect`'s default threshold, so the figures describe the boxes a caller gets by default.
+    public static let defaultConfidence = 0.25
+
+    public static func run(_ detector: any ObjectDetector, on dataset: Dataset,
+                           confidence: Double = DetectorEvaluation.defaultConfidence) throws -> DetectorEvaluation {
         guard dataset.kind == .detection else { throw ClassificationError.invalid("a detector is evaluated on a detection dataset") }
         let labels = detector.header.labels
         let index = Dictionary(uniqueKeysWithValues: labels.enumerated().map { ($1, $0) })
@@ -166,7 +176,14 @@ public struct DetectorEvaluation: Sendable, Equatable {
             ap[label] = byThreshold.values.reduce(0, +) / Double(byThreshold.count)
         }
         let map50 = ap50.isEmpty ? 0 : ap50.values.reduce(0, +) / Double(ap50.count)
-        return DetectorEvaluation(ap50: ap50, ap50to95: ap, map50: map50, map50to95: Metrics.meanAveragePrecision(perClass: perClass))
+        var evaluation = DetectorEvaluation(ap50: ap50, ap50to95: ap, map50: map50, map50to95: Metrics.meanAveragePrecision(perClass: perClass))
+        evaluation.confidence = confidence
+        for (c, label) in labels.enumerated() {
+            let counts = Metrics.matchCounts(detections: detections[c], truth: truth[c], confidence: confidence, iouThreshold: 0.5)
+            evaluation.counts[label] = counts
+            evaluation.overall = evaluation.overall + counts
+        }
+        return evaluation
     }
 }
 
@@ -351,7 +368,9 @@ public enum DetectorTrainer {
         // The anchors' sizes in cells, broadcast over [n, anchors, g, g, 2].
         let anchorCells = try Tensor(anchors.flatMap { [Float($0[0] / cellSize), Float($0[1] / cellSize)] }, shape: [1, a, 1, 1, 2])
         var step = 0
-        for epoch in 1...max(1, options.epochs) {
+        // Cancelled (the progress callback threw): why, and after which epoch. The weights so far are still a model.
+        var stopped: (cause: any Error, epoch: Int)?
+        epochs: for epoch in 1...max(1, options.epochs) {
             var order = Array(training.indices)
             order.shuffle(using: &random)
             var total = 0.0
@@ -409,8 +428,13 @@ public enum DetectorTrainer {
                 step += 1
                 total += Double(try loss.item())
             }
-            try progress(TrainingProgress(epoch: epoch, epochs: options.epochs, loss: total / Double(max(1, (training.count + options.batchSize - 1) / options.batchSize)),
-                                          trainingAccuracy: 0, validationAccuracy: nil))
+            do {
+                try progress(TrainingProgress(epoch: epoch, epochs: options.epochs, loss: total / Double(max(1, (training.count + options.batchSize - 1) / options.batchSize)),
+                                              trainingAccuracy: 0, validationAccuracy: nil))
+            } catch {
+                stopped = (error, epoch)
+                break epochs
+            }
         }
         header.trainingSeconds = (ContinuousClock.now - started).seconds
         header.metrics["training_images"] = Double(training.count)
@@ -425,6 +449,11 @@ public enum DetectorTrainer {
             header.metrics["map50"] = evaluation.map50
             header.metrics["map50_95"] = evaluation.map50to95
             header.metrics["validation_images"] = Double(held.samples.count)
+        }
+        if let stopped {
+            // No validation per epoch picks a best one: the last epoch's weights, measured as a finished model is.
+            header.interrupted = "after epoch \(stopped.epoch)/\(options.epochs); kept its weights"
+            throw TrainingInterrupted(cause: stopped.cause, partial: ModelFile(header: header, tensors: try detector.backbone.parameters.export()))
         }
         return ModelFile(header: header, tensors: try detector.backbone.parameters.export())
     }

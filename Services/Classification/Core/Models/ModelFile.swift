@@ -32,6 +32,11 @@ public struct ModelHeader: Sendable, Codable, Equatable {
     public var seed: UInt64?
     /// The training's reported epochs, in order (nil for imported models and those trained before it was kept).
     public var history: [TrainingProgress]?
+    /// The datasets the model was trained on (the feedback dataset among them when it was included), so evaluating
+    /// it on their images can warn; nil for imported models and those trained before it was kept.
+    public var trainingDatasets: [String]?
+    /// Set on the model a cancelled training kept: what it is (see `TrainingInterrupted`).
+    public var interrupted: String?
 
     public init(kind: Kind, algorithm: String, labels: [String], inputWidth: Int, inputHeight: Int) {
         self.kind = kind; self.algorithm = algorithm; self.labels = labels

@@ -109,10 +109,64 @@ extension ClassificationStore {
         }
     }
 
-    /// Keeps a confirmed or corrected photo under `label` in the classifier feedback dataset — only with the
-    /// user's consent; without it nothing is stored and nil is returned. The image must decode.
+    /// Checks what a feedback says before anything is kept: a label no classifier knows would be a photo every later
+    /// `--include-feedback` training refuses, so it is refused here. With `model` named (it must be a classifier),
+    /// `label` and `predictedLabel` (when given) must be among its labels; without, `label` must be among some
+    /// classifier's. Unknown model NOT_FOUND, the rest INVALID_ARGUMENT naming the labels known.
+    public func checkFeedback(label: String, model: String, predictedLabel: String) throws {
+        func listed(_ labels: [String]) -> String {
+            labels.count <= 20 ? labels.joined(separator: ", ") : labels.prefix(20).joined(separator: ", ") + " and \(labels.count - 20) more"
+        }
+        if !model.isEmpty {
+            let header = try self.model(named: model).header
+            guard header.kind == .classifier else {
+                throw ClassificationError.invalid("model: \(model) is a \(header.kind.rawValue); feedback is for classifiers")
+            }
+            guard header.labels.contains(label) else {
+                throw ClassificationError.invalid("label: model \(model) does not know \"\(label)\" (its labels: \(listed(header.labels)))")
+            }
+            guard predictedLabel.isEmpty || header.labels.contains(predictedLabel) else {
+                throw ClassificationError.invalid("predicted_label: model \(model) has no label \"\(predictedLabel)\" (its labels: \(listed(header.labels)))")
+            }
+            return
+        }
+        guard predictedLabel.isEmpty else {
+            throw ClassificationError.invalid("predicted_label: name the model that predicted it")
+        }
+        let known = Set(try models().filter { $0.header.kind == .classifier }.flatMap(\.header.labels)).sorted()
+        guard known.contains(label) else {
+            throw ClassificationError.invalid(known.isEmpty
+                ? "label: no classifier knows \"\(label)\" (there are no classifiers yet)"
+                : "label: no classifier knows \"\(label)\" (their labels: \(listed(known)))")
+        }
+    }
+
+    /// One feedback kept: the photo's content hash, the right label, and the model and prediction it corrects or
+    /// confirms (empty when not given).
+    public struct FeedbackRecord: Sendable, Equatable {
+        public var dataset: String
+        public var hash: String
+        public var label: String
+        public var model: String
+        public var predictedLabel: String
+        public var createdAt: Date
+    }
+
+    /// Every feedback kept, oldest first.
+    public func feedbackRecords() throws -> [FeedbackRecord] {
+        try database.read { db in
+            try db.query("SELECT dataset, hash, label, model, predicted_label, created_at FROM feedback ORDER BY id").map { r in
+                FeedbackRecord(dataset: r.string(0) ?? "", hash: r.string(1) ?? "", label: r.string(2) ?? "", model: r.string(3) ?? "",
+                               predictedLabel: r.string(4) ?? "", createdAt: Date(timeIntervalSince1970: r.double(5) ?? 0))
+            }
+        }
+    }
+
+    /// Keeps a confirmed or corrected photo under `label` in the classifier feedback dataset, with a record of the
+    /// model and prediction it answers — only with the user's consent; without it nothing is stored and nil is
+    /// returned. The image must decode. The labels are the caller's to check (`checkFeedback`).
     @discardableResult
-    public func recordFeedback(image bytes: [UInt8], label: String, consent: Bool,
+    public func recordFeedback(image bytes: [UInt8], label: String, consent: Bool, model: String = "", predictedLabel: String = "",
                                pixelLimit: Int = RGBImage.defaultPixelLimit) throws -> String? {
         guard consent else { return nil }
         guard !label.isEmpty, !label.contains("/") else { throw ClassificationError.invalid("feedback label \"\(label)\" is empty or has a slash") }
@@ -147,6 +201,8 @@ extension ClassificationStore {
                 INSERT INTO dataset_samples (dataset, position, name, hash, width, height, label, objects)
                 VALUES (?, ?, ?, ?, ?, ?, ?, '[]')
                 """, [name, position, "\(label)/\(hash.prefix(16)).img", hash, image.width, image.height, labels.firstIndex(of: label)!])
+            try db.execute("INSERT INTO feedback (dataset, hash, label, model, predicted_label, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                           [name, hash, label, model, predictedLabel, Date().timeIntervalSince1970])
         }
         return name
     }

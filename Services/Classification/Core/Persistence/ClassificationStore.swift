@@ -37,6 +37,16 @@ public final class ClassificationStore: Sendable {
         Migration(3, "dataset owners") { db in
             try db.executeScript("ALTER TABLE datasets ADD COLUMN owner TEXT NOT NULL DEFAULT 'admin';")
         },
+        // What a feedback photo was said about: the model that answered and its answer beside the right label, so
+        // a model's mistakes can be counted later; the photo itself stays in the feedback dataset.
+        Migration(4, "feedback records") { db in
+            try db.executeScript("""
+                CREATE TABLE feedback (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, dataset TEXT NOT NULL, hash TEXT NOT NULL, label TEXT NOT NULL,
+                    model TEXT NOT NULL, predicted_label TEXT NOT NULL, created_at REAL NOT NULL);
+                CREATE INDEX feedback_model ON feedback(model);
+                """)
+        },
     ]
 
     /// The owner of datasets from before owners existed (the stack's admin).
@@ -252,6 +262,28 @@ public final class ClassificationStore: Sendable {
             }
             try db.execute("INSERT OR REPLACE INTO active_models (kind, model) VALUES (?, ?)", [row.string(0) ?? "", name])
         }
+    }
+
+    /// A warning when `dataset` shares images with the datasets `model` was trained on (as they are now; a
+    /// deleted one is not looked for): figures on images a model has seen flatter it. Nil when nothing is shared
+    /// or the model does not say what it was trained on (imported, or trained before that was kept).
+    public func trainingOverlapWarning(model header: ModelHeader, name: String, dataset: Dataset, datasetName: String) throws -> String? {
+        guard let trained = header.trainingDatasets, !trained.isEmpty else { return nil }
+        let seen: Set<String> = try database.read { db in
+            var hashes = Set<String>()
+            for source in trained {
+                for row in try db.query("SELECT hash FROM dataset_samples WHERE dataset = ?", [source]) {
+                    if let hash = row.string(0) { hashes.insert(hash) }
+                }
+            }
+            return hashes
+        }
+        let shared = dataset.samples.filter { seen.contains($0.hash) }.count
+        guard shared > 0 else { return nil }
+        let sources = trained.joined(separator: ", ")
+        let what = shared == dataset.samples.count ? "all \(shared) images" : "\(shared) of the \(dataset.samples.count) images"
+        return "\(what) of dataset \(datasetName) are in the dataset\(trained.count == 1 ? "" : "s") model \(name) was trained on (\(sources)), "
+            + "its held-out share included: figures on images it has seen flatter it; evaluate on images it never saw"
     }
 
     /// The active model's name for a kind, if any.

@@ -1807,6 +1807,96 @@ void   menagerie__classification__v1__detect_response__free_unpacked
   assert(message->base.descriptor == &menagerie__classification__v1__detect_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   menagerie__classification__v1__detect_stream_request__init
+                     (Menagerie__Classification__V1__DetectStreamRequest         *message)
+{
+  static const Menagerie__Classification__V1__DetectStreamRequest init_value = MENAGERIE__CLASSIFICATION__V1__DETECT_STREAM_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__detect_stream_request__get_packed_size
+                     (const Menagerie__Classification__V1__DetectStreamRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_stream_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__detect_stream_request__pack
+                     (const Menagerie__Classification__V1__DetectStreamRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_stream_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__detect_stream_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__DetectStreamRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_stream_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__DetectStreamRequest *
+       menagerie__classification__v1__detect_stream_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__DetectStreamRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__detect_stream_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__detect_stream_request__free_unpacked
+                     (Menagerie__Classification__V1__DetectStreamRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_stream_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__detect_stream_response__init
+                     (Menagerie__Classification__V1__DetectStreamResponse         *message)
+{
+  static const Menagerie__Classification__V1__DetectStreamResponse init_value = MENAGERIE__CLASSIFICATION__V1__DETECT_STREAM_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__detect_stream_response__get_packed_size
+                     (const Menagerie__Classification__V1__DetectStreamResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_stream_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__detect_stream_response__pack
+                     (const Menagerie__Classification__V1__DetectStreamResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_stream_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__detect_stream_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__DetectStreamResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_stream_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__DetectStreamResponse *
+       menagerie__classification__v1__detect_stream_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__DetectStreamResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__detect_stream_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__detect_stream_response__free_unpacked
+                     (Menagerie__Classification__V1__DetectStreamResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__detect_stream_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   menagerie__classification__v1__import_catalogue_request__init
                      (Menagerie__Classification__V1__ImportCatalogueRequest         *message)
 {
@@ -2644,7 +2734,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__delete_dataset_r
   (ProtobufCMessageInit) menagerie__classification__v1__delete_dataset_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__augmentation__field_descriptors[6] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__augmentation__field_descriptors[7] =
 {
   {
     "flip",
@@ -2718,6 +2808,18 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__augmentatio
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "turns",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Augmentation, turns),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__augmentation__field_indices_by_name[] = {
   3,   /* field[3] = blur */
@@ -2726,11 +2828,12 @@ static const unsigned menagerie__classification__v1__augmentation__field_indices
   0,   /* field[0] = flip */
   5,   /* field[5] = noise */
   2,   /* field[2] = rotation */
+  6,   /* field[6] = turns */
 };
 static const ProtobufCIntRange menagerie__classification__v1__augmentation__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__augmentation__descriptor =
 {
@@ -2740,7 +2843,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__augmentation__de
   "Menagerie__Classification__V1__Augmentation",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__Augmentation),
-  6,
+  7,
   menagerie__classification__v1__augmentation__field_descriptors,
   menagerie__classification__v1__augmentation__field_indices_by_name,
   1,  menagerie__classification__v1__augmentation__number_ranges,
@@ -3082,7 +3185,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__training_result_
   (ProtobufCMessageInit) menagerie__classification__v1__training_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summary__field_descriptors[16] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summary__field_descriptors[17] =
 {
   {
     "name",
@@ -3276,6 +3379,18 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summa
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "interrupted",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ModelSummary, interrupted),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__model_summary__field_indices_by_name[] = {
   13,   /* field[13] = active */
@@ -3284,6 +3399,7 @@ static const unsigned menagerie__classification__v1__model_summary__field_indice
   15,   /* field[15] = history */
   5,   /* field[5] = input_height */
   4,   /* field[4] = input_width */
+  16,   /* field[16] = interrupted */
   1,   /* field[1] = kind */
   3,   /* field[3] = labels */
   8,   /* field[8] = map50 */
@@ -3298,7 +3414,7 @@ static const unsigned menagerie__classification__v1__model_summary__field_indice
 static const ProtobufCIntRange menagerie__classification__v1__model_summary__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 16 }
+  { 0, 17 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__descriptor =
 {
@@ -3308,7 +3424,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__d
   "Menagerie__Classification__V1__ModelSummary",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__ModelSummary),
-  16,
+  17,
   menagerie__classification__v1__model_summary__field_descriptors,
   menagerie__classification__v1__model_summary__field_indices_by_name,
   1,  menagerie__classification__v1__model_summary__number_ranges,
@@ -3906,7 +4022,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__import_model_res
   (ProtobufCMessageInit) menagerie__classification__v1__import_model_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__evaluate_request__field_descriptors[2] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__evaluate_request__field_descriptors[3] =
 {
   {
     "model",
@@ -3932,15 +4048,28 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__evaluate_re
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "confidence",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__EvaluateRequest, _confidence_case),
+    offsetof(Menagerie__Classification__V1__EvaluateRequest, confidence),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__evaluate_request__field_indices_by_name[] = {
+  2,   /* field[2] = confidence */
   1,   /* field[1] = dataset */
   0,   /* field[0] = model */
 };
 static const ProtobufCIntRange menagerie__classification__v1__evaluate_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__evaluate_request__descriptor =
 {
@@ -3950,14 +4079,14 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__evaluate_request
   "Menagerie__Classification__V1__EvaluateRequest",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__EvaluateRequest),
-  2,
+  3,
   menagerie__classification__v1__evaluate_request__field_descriptors,
   menagerie__classification__v1__evaluate_request__field_indices_by_name,
   1,  menagerie__classification__v1__evaluate_request__number_ranges,
   (ProtobufCMessageInit) menagerie__classification__v1__evaluate_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__class_scores__field_descriptors[6] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__class_scores__field_descriptors[9] =
 {
   {
     "label",
@@ -4031,19 +4160,58 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__class_score
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "true_positives",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassScores, true_positives),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "false_positives",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassScores, false_positives),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "missed",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassScores, missed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__class_scores__field_indices_by_name[] = {
   4,   /* field[4] = ap50 */
   5,   /* field[5] = ap50_95 */
   3,   /* field[3] = f1 */
+  7,   /* field[7] = false_positives */
   0,   /* field[0] = label */
+  8,   /* field[8] = missed */
   1,   /* field[1] = precision */
   2,   /* field[2] = recall */
+  6,   /* field[6] = true_positives */
 };
 static const ProtobufCIntRange menagerie__classification__v1__class_scores__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__class_scores__descriptor =
 {
@@ -4053,7 +4221,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__class_scores__de
   "Menagerie__Classification__V1__ClassScores",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__ClassScores),
-  6,
+  9,
   menagerie__classification__v1__class_scores__field_descriptors,
   menagerie__classification__v1__class_scores__field_indices_by_name,
   1,  menagerie__classification__v1__class_scores__number_ranges,
@@ -4111,7 +4279,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__confusion_row__d
   (ProtobufCMessageInit) menagerie__classification__v1__confusion_row__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__evaluate_response__field_descriptors[7] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__evaluate_response__field_descriptors[12] =
 {
   {
     "accuracy",
@@ -4197,20 +4365,85 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__evaluate_re
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "warnings",
+    8,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, n_warnings),
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, warnings),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "precision",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, _precision_case),
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, precision),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "recall",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, _recall_case),
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, recall),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "f1",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, _f1_case),
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, f1),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "confidence",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, _confidence_case),
+    offsetof(Menagerie__Classification__V1__EvaluateResponse, confidence),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__evaluate_response__field_indices_by_name[] = {
   0,   /* field[0] = accuracy */
+  11,   /* field[11] = confidence */
   3,   /* field[3] = confusion */
+  10,   /* field[10] = f1 */
   6,   /* field[6] = images */
   2,   /* field[2] = labels */
   4,   /* field[4] = map50 */
   5,   /* field[5] = map50_95 */
   1,   /* field[1] = per_class */
+  8,   /* field[8] = precision */
+  9,   /* field[9] = recall */
+  7,   /* field[7] = warnings */
 };
 static const ProtobufCIntRange menagerie__classification__v1__evaluate_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__evaluate_response__descriptor =
 {
@@ -4220,7 +4453,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__evaluate_respons
   "Menagerie__Classification__V1__EvaluateResponse",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__EvaluateResponse),
-  7,
+  12,
   menagerie__classification__v1__evaluate_response__field_descriptors,
   menagerie__classification__v1__evaluate_response__field_indices_by_name,
   1,  menagerie__classification__v1__evaluate_response__number_ranges,
@@ -4907,6 +5140,160 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__detect_response_
   (ProtobufCMessageInit) menagerie__classification__v1__detect_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor menagerie__classification__v1__detect_stream_request__field_descriptors[2] =
+{
+  {
+    "request",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectStreamRequest, request),
+    &menagerie__classification__v1__detect_request__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "frame",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectStreamRequest, frame),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__detect_stream_request__field_indices_by_name[] = {
+  1,   /* field[1] = frame */
+  0,   /* field[0] = request */
+};
+static const ProtobufCIntRange menagerie__classification__v1__detect_stream_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__detect_stream_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DetectStreamRequest",
+  "DetectStreamRequest",
+  "Menagerie__Classification__V1__DetectStreamRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__DetectStreamRequest),
+  2,
+  menagerie__classification__v1__detect_stream_request__field_descriptors,
+  menagerie__classification__v1__detect_stream_request__field_indices_by_name,
+  1,  menagerie__classification__v1__detect_stream_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__detect_stream_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__detect_stream_response__field_descriptors[6] =
+{
+  {
+    "frame",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectStreamResponse, frame),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "result",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectStreamResponse, result),
+    &menagerie__classification__v1__detect_response__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "dropped",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectStreamResponse, dropped),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "dropped_total",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectStreamResponse, dropped_total),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "server_ms",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectStreamResponse, server_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "error",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectStreamResponse, error),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__detect_stream_response__field_indices_by_name[] = {
+  2,   /* field[2] = dropped */
+  3,   /* field[3] = dropped_total */
+  5,   /* field[5] = error */
+  0,   /* field[0] = frame */
+  1,   /* field[1] = result */
+  4,   /* field[4] = server_ms */
+};
+static const ProtobufCIntRange menagerie__classification__v1__detect_stream_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__detect_stream_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DetectStreamResponse",
+  "DetectStreamResponse",
+  "Menagerie__Classification__V1__DetectStreamResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__DetectStreamResponse),
+  6,
+  menagerie__classification__v1__detect_stream_response__field_descriptors,
+  menagerie__classification__v1__detect_stream_response__field_indices_by_name,
+  1,  menagerie__classification__v1__detect_stream_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__detect_stream_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor menagerie__classification__v1__import_catalogue_request__field_descriptors[1] =
 {
   {
@@ -5405,7 +5792,7 @@ const ProtobufCEnumDescriptor menagerie__classification__v1__scaling__descriptor
   menagerie__classification__v1__scaling__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor menagerie__classification__v1__classification__method_descriptors[18] =
+static const ProtobufCMethodDescriptor menagerie__classification__v1__classification__method_descriptors[19] =
 {
   { "UploadDataset", &menagerie__classification__v1__upload_dataset_request__descriptor, &menagerie__classification__v1__dataset_summary__descriptor },
   { "ListDatasets", &menagerie__classification__v1__list_datasets_request__descriptor, &menagerie__classification__v1__list_datasets_response__descriptor },
@@ -5415,6 +5802,7 @@ static const ProtobufCMethodDescriptor menagerie__classification__v1__classifica
   { "Evaluate", &menagerie__classification__v1__evaluate_request__descriptor, &menagerie__classification__v1__evaluate_response__descriptor },
   { "Classify", &menagerie__classification__v1__classify_request__descriptor, &menagerie__classification__v1__classify_response__descriptor },
   { "Detect", &menagerie__classification__v1__detect_request__descriptor, &menagerie__classification__v1__detect_response__descriptor },
+  { "DetectStream", &menagerie__classification__v1__detect_stream_request__descriptor, &menagerie__classification__v1__detect_stream_response__descriptor },
   { "ListModels", &menagerie__classification__v1__list_models_request__descriptor, &menagerie__classification__v1__list_models_response__descriptor },
   { "GetModel", &menagerie__classification__v1__get_model_request__descriptor, &menagerie__classification__v1__model_summary__descriptor },
   { "DeleteModel", &menagerie__classification__v1__delete_model_request__descriptor, &menagerie__classification__v1__delete_model_response__descriptor },
@@ -5429,20 +5817,21 @@ static const ProtobufCMethodDescriptor menagerie__classification__v1__classifica
 const unsigned menagerie__classification__v1__classification__method_indices_by_name[] = {
   6,        /* Classify */
   3,        /* DeleteDataset */
-  10,        /* DeleteModel */
+  11,        /* DeleteModel */
   7,        /* Detect */
+  8,        /* DetectStream */
   5,        /* Evaluate */
-  12,        /* ExportModel */
-  17,        /* Feedback */
-  16,        /* GetCatalogueEntry */
+  13,        /* ExportModel */
+  18,        /* Feedback */
+  17,        /* GetCatalogueEntry */
   2,        /* GetDataset */
-  9,        /* GetModel */
-  14,        /* ImportCatalogue */
-  13,        /* ImportModel */
+  10,        /* GetModel */
+  15,        /* ImportCatalogue */
+  14,        /* ImportModel */
   1,        /* ListDatasets */
-  8,        /* ListModels */
-  15,        /* SearchCatalogue */
-  11,        /* SetActiveModel */
+  9,        /* ListModels */
+  16,        /* SearchCatalogue */
+  12,        /* SetActiveModel */
   4,        /* Train */
   0         /* UploadDataset */
 };
@@ -5453,7 +5842,7 @@ const ProtobufCServiceDescriptor menagerie__classification__v1__classification__
   "Classification",
   "Menagerie__Classification__V1__Classification",
   "menagerie.classification.v1",
-  18,
+  19,
   menagerie__classification__v1__classification__method_descriptors,
   menagerie__classification__v1__classification__method_indices_by_name
 };
@@ -5521,13 +5910,21 @@ void menagerie__classification__v1__classification__detect(ProtobufCService *ser
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
   service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void menagerie__classification__v1__classification__detect_stream(ProtobufCService *service,
+                                                                  const Menagerie__Classification__V1__DetectStreamRequest *input,
+                                                                  Menagerie__Classification__V1__DetectStreamResponse_Closure closure,
+                                                                  void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void menagerie__classification__v1__classification__list_models(ProtobufCService *service,
                                                                 const Menagerie__Classification__V1__ListModelsRequest *input,
                                                                 Menagerie__Classification__V1__ListModelsResponse_Closure closure,
                                                                 void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__get_model(ProtobufCService *service,
                                                               const Menagerie__Classification__V1__GetModelRequest *input,
@@ -5535,7 +5932,7 @@ void menagerie__classification__v1__classification__get_model(ProtobufCService *
                                                               void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__delete_model(ProtobufCService *service,
                                                                  const Menagerie__Classification__V1__DeleteModelRequest *input,
@@ -5543,7 +5940,7 @@ void menagerie__classification__v1__classification__delete_model(ProtobufCServic
                                                                  void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__set_active_model(ProtobufCService *service,
                                                                      const Menagerie__Classification__V1__SetActiveModelRequest *input,
@@ -5551,7 +5948,7 @@ void menagerie__classification__v1__classification__set_active_model(ProtobufCSe
                                                                      void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__export_model(ProtobufCService *service,
                                                                  const Menagerie__Classification__V1__ExportModelRequest *input,
@@ -5559,7 +5956,7 @@ void menagerie__classification__v1__classification__export_model(ProtobufCServic
                                                                  void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__import_model(ProtobufCService *service,
                                                                  const Menagerie__Classification__V1__ImportModelRequest *input,
@@ -5567,7 +5964,7 @@ void menagerie__classification__v1__classification__import_model(ProtobufCServic
                                                                  void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__import_catalogue(ProtobufCService *service,
                                                                      const Menagerie__Classification__V1__ImportCatalogueRequest *input,
@@ -5575,7 +5972,7 @@ void menagerie__classification__v1__classification__import_catalogue(ProtobufCSe
                                                                      void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__search_catalogue(ProtobufCService *service,
                                                                      const Menagerie__Classification__V1__SearchCatalogueRequest *input,
@@ -5583,7 +5980,7 @@ void menagerie__classification__v1__classification__search_catalogue(ProtobufCSe
                                                                      void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__get_catalogue_entry(ProtobufCService *service,
                                                                         const Menagerie__Classification__V1__GetCatalogueEntryRequest *input,
@@ -5591,7 +5988,7 @@ void menagerie__classification__v1__classification__get_catalogue_entry(Protobuf
                                                                         void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__feedback(ProtobufCService *service,
                                                              const Menagerie__Classification__V1__FeedbackRequest *input,
@@ -5599,7 +5996,7 @@ void menagerie__classification__v1__classification__feedback(ProtobufCService *s
                                                              void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__init (Menagerie__Classification__V1__Classification_Service *service,
                                                           Menagerie__Classification__V1__Classification_ServiceDestroy destroy)

@@ -56,6 +56,8 @@ typedef struct Menagerie__Classification__V1__DetectRequest Menagerie__Classific
 typedef struct Menagerie__Classification__V1__Box Menagerie__Classification__V1__Box;
 typedef struct Menagerie__Classification__V1__DetectedObject Menagerie__Classification__V1__DetectedObject;
 typedef struct Menagerie__Classification__V1__DetectResponse Menagerie__Classification__V1__DetectResponse;
+typedef struct Menagerie__Classification__V1__DetectStreamRequest Menagerie__Classification__V1__DetectStreamRequest;
+typedef struct Menagerie__Classification__V1__DetectStreamResponse Menagerie__Classification__V1__DetectStreamResponse;
 typedef struct Menagerie__Classification__V1__ImportCatalogueRequest Menagerie__Classification__V1__ImportCatalogueRequest;
 typedef struct Menagerie__Classification__V1__ImportCatalogueResponse Menagerie__Classification__V1__ImportCatalogueResponse;
 typedef struct Menagerie__Classification__V1__SearchCatalogueRequest Menagerie__Classification__V1__SearchCatalogueRequest;
@@ -301,10 +303,14 @@ struct  Menagerie__Classification__V1__Augmentation
    * Standard deviation of added Gaussian noise (pixel values in 0..1).
    */
   double noise;
+  /*
+   * A random right-angle turn (0, 90, 180 or 270 degrees), for photos taken from above; classifiers only.
+   */
+  protobuf_c_boolean turns;
 };
 #define MENAGERIE__CLASSIFICATION__V1__AUGMENTATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__augmentation__descriptor) \
-    , 0, 0, 0, 0, 0, 0 }
+    , 0, 0, 0, 0, 0, 0, 0 }
 
 
 typedef enum {
@@ -539,6 +545,12 @@ struct  Menagerie__Classification__V1__ModelSummary
    */
   size_t n_history;
   Menagerie__Classification__V1__TrainingEpoch **history;
+  /*
+   * Set when the training was cancelled and this is the best model it had (Create ML keeps snapshots): what was
+   * kept, e.g. "cancelled in pass 1/2 after epoch 7/30; kept epoch 5, the best on the held-out images". Empty for a
+   * finished training.
+   */
+  char *interrupted;
   Menagerie__Classification__V1__ModelSummary__TrainingAccuracyCase _training_accuracy_case;
   union {
     double training_accuracy;
@@ -569,7 +581,7 @@ struct  Menagerie__Classification__V1__ModelSummary
 };
 #define MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__model_summary__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, 0, 0, 0, 0, 0,NULL, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, 0, 0, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES__NOT_SET, {0} }
 
 
 typedef enum {
@@ -738,15 +750,28 @@ struct  Menagerie__Classification__V1__ImportModelResponse
     , NULL }
 
 
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_REQUEST___CONFIDENCE__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_REQUEST___CONFIDENCE_CONFIDENCE = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__EVALUATE_REQUEST___CONFIDENCE__CASE)
+} Menagerie__Classification__V1__EvaluateRequest__ConfidenceCase;
+
 struct  Menagerie__Classification__V1__EvaluateRequest
 {
   ProtobufCMessage base;
   char *model;
   char *dataset;
+  Menagerie__Classification__V1__EvaluateRequest__ConfidenceCase _confidence_case;
+  union {
+    /*
+     * Detectors: the confidence at which precision, recall and F1 are counted (default 0.25, Detect's), 0..1.
+     */
+    double confidence;
+  };
 };
 #define MENAGERIE__CLASSIFICATION__V1__EVALUATE_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__evaluate_request__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__EVALUATE_REQUEST___CONFIDENCE__NOT_SET, {0} }
 
 
 typedef enum {
@@ -768,10 +793,17 @@ struct  Menagerie__Classification__V1__ClassScores
   double precision;
   double recall;
   double f1;
+  /*
+   * Detectors, at the confidence threshold (a box is right when it overlaps an unclaimed object of its label by
+   * IoU >= 0.5): boxes right, boxes wrong, objects missed; precision, recall and f1 above are counted from them.
+   */
+  int64_t true_positives;
+  int64_t false_positives;
+  int64_t missed;
   Menagerie__Classification__V1__ClassScores__Ap50Case _ap50_case;
   union {
     /*
-     * Detectors: average precision at IoU 0.5 ("I/U 50 %") and over 0.5:0.95 ("varied I/U").
+     * Detectors: average precision at IoU 0.5 (Create ML's "I/U 50 %") and over 0.5:0.95 ("varied I/U").
      */
     double ap50;
   };
@@ -782,7 +814,7 @@ struct  Menagerie__Classification__V1__ClassScores
 };
 #define MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__class_scores__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0, 0, MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50_95__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0, MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__CLASS_SCORES___AP50_95__NOT_SET, {0} }
 
 
 /*
@@ -812,6 +844,30 @@ typedef enum {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50_95__CASE)
 } Menagerie__Classification__V1__EvaluateResponse__Map5095Case;
 
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___PRECISION__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___PRECISION_PRECISION = 9
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___PRECISION__CASE)
+} Menagerie__Classification__V1__EvaluateResponse__PrecisionCase;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___RECALL__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___RECALL_RECALL = 10
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___RECALL__CASE)
+} Menagerie__Classification__V1__EvaluateResponse__RecallCase;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___F1__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___F1_F1 = 11
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___F1__CASE)
+} Menagerie__Classification__V1__EvaluateResponse__F1Case;
+
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___CONFIDENCE__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___CONFIDENCE_CONFIDENCE = 12
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___CONFIDENCE__CASE)
+} Menagerie__Classification__V1__EvaluateResponse__ConfidenceCase;
+
 struct  Menagerie__Classification__V1__EvaluateResponse
 {
   ProtobufCMessage base;
@@ -826,6 +882,11 @@ struct  Menagerie__Classification__V1__EvaluateResponse
   size_t n_confusion;
   Menagerie__Classification__V1__ConfusionRow **confusion;
   int64_t images;
+  /*
+   * What may make the figures mislead, e.g. images the model was trained on.
+   */
+  size_t n_warnings;
+  char **warnings;
   Menagerie__Classification__V1__EvaluateResponse__Map50Case _map50_case;
   union {
     /*
@@ -837,10 +898,29 @@ struct  Menagerie__Classification__V1__EvaluateResponse
   union {
     double map50_95;
   };
+  Menagerie__Classification__V1__EvaluateResponse__PrecisionCase _precision_case;
+  union {
+    /*
+     * Detectors: over every label at `confidence` (boxes of all labels counted together).
+     */
+    double precision;
+  };
+  Menagerie__Classification__V1__EvaluateResponse__RecallCase _recall_case;
+  union {
+    double recall;
+  };
+  Menagerie__Classification__V1__EvaluateResponse__F1Case _f1_case;
+  union {
+    double f1;
+  };
+  Menagerie__Classification__V1__EvaluateResponse__ConfidenceCase _confidence_case;
+  union {
+    double confidence;
+  };
 };
 #define MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__evaluate_response__descriptor) \
-    , 0, 0,NULL, 0,NULL, 0,NULL, 0, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50_95__NOT_SET, {0} }
+    , 0, 0,NULL, 0,NULL, 0,NULL, 0, 0,NULL, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___MAP50_95__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___PRECISION__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___RECALL__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___F1__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__EVALUATE_RESPONSE___CONFIDENCE__NOT_SET, {0} }
 
 
 typedef enum {
@@ -1048,6 +1128,50 @@ struct  Menagerie__Classification__V1__DetectResponse
 #define MENAGERIE__CLASSIFICATION__V1__DETECT_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__detect_response__descriptor) \
     , (char *)protobuf_c_empty_string, 0,NULL, 0, 0 }
+
+
+/*
+ * One frame of a DetectStream: a whole DetectRequest (its image a JPEG or PNG frame; model, labels and thresholds
+ * as for Detect, per frame) and the frame's number (0: the server numbers the frames 1, 2, 3 … as they arrive).
+ */
+struct  Menagerie__Classification__V1__DetectStreamRequest
+{
+  ProtobufCMessage base;
+  Menagerie__Classification__V1__DetectRequest *request;
+  uint64_t frame;
+};
+#define MENAGERIE__CLASSIFICATION__V1__DETECT_STREAM_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__detect_stream_request__descriptor) \
+    , NULL, 0 }
+
+
+/*
+ * The answer to one frame. Frames that arrived while the model was busy and were overtaken by a newer one before it
+ * was free are not answered (latest wins): `dropped` counts them since the previous answer.
+ */
+struct  Menagerie__Classification__V1__DetectStreamResponse
+{
+  ProtobufCMessage base;
+  uint64_t frame;
+  Menagerie__Classification__V1__DetectResponse *result;
+  uint64_t dropped;
+  /*
+   * Frames dropped since the stream began.
+   */
+  uint64_t dropped_total;
+  /*
+   * From the frame's arrival to its answer, in milliseconds (waiting for the model included).
+   */
+  double server_ms;
+  /*
+   * A frame that is not an image (cut, corrupt, neither JPEG nor PNG) is answered with this and no boxes; the
+   * stream goes on.
+   */
+  char *error;
+};
+#define MENAGERIE__CLASSIFICATION__V1__DETECT_STREAM_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__detect_stream_response__descriptor) \
+    , 0, NULL, 0, 0, 0, (char *)protobuf_c_empty_string }
 
 
 struct  Menagerie__Classification__V1__ImportCatalogueRequest
@@ -1909,6 +2033,44 @@ Menagerie__Classification__V1__DetectResponse *
 void   menagerie__classification__v1__detect_response__free_unpacked
                      (Menagerie__Classification__V1__DetectResponse *message,
                       ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__DetectStreamRequest methods */
+void   menagerie__classification__v1__detect_stream_request__init
+                     (Menagerie__Classification__V1__DetectStreamRequest         *message);
+size_t menagerie__classification__v1__detect_stream_request__get_packed_size
+                     (const Menagerie__Classification__V1__DetectStreamRequest   *message);
+size_t menagerie__classification__v1__detect_stream_request__pack
+                     (const Menagerie__Classification__V1__DetectStreamRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__detect_stream_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__DetectStreamRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__DetectStreamRequest *
+       menagerie__classification__v1__detect_stream_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__detect_stream_request__free_unpacked
+                     (Menagerie__Classification__V1__DetectStreamRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__DetectStreamResponse methods */
+void   menagerie__classification__v1__detect_stream_response__init
+                     (Menagerie__Classification__V1__DetectStreamResponse         *message);
+size_t menagerie__classification__v1__detect_stream_response__get_packed_size
+                     (const Menagerie__Classification__V1__DetectStreamResponse   *message);
+size_t menagerie__classification__v1__detect_stream_response__pack
+                     (const Menagerie__Classification__V1__DetectStreamResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__detect_stream_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__DetectStreamResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__DetectStreamResponse *
+       menagerie__classification__v1__detect_stream_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__detect_stream_response__free_unpacked
+                     (Menagerie__Classification__V1__DetectStreamResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Menagerie__Classification__V1__ImportCatalogueRequest methods */
 void   menagerie__classification__v1__import_catalogue_request__init
                      (Menagerie__Classification__V1__ImportCatalogueRequest         *message);
@@ -2164,6 +2326,12 @@ typedef void (*Menagerie__Classification__V1__DetectedObject_Closure)
 typedef void (*Menagerie__Classification__V1__DetectResponse_Closure)
                  (const Menagerie__Classification__V1__DetectResponse *message,
                   void *closure_data);
+typedef void (*Menagerie__Classification__V1__DetectStreamRequest_Closure)
+                 (const Menagerie__Classification__V1__DetectStreamRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__DetectStreamResponse_Closure)
+                 (const Menagerie__Classification__V1__DetectStreamResponse *message,
+                  void *closure_data);
 typedef void (*Menagerie__Classification__V1__ImportCatalogueRequest_Closure)
                  (const Menagerie__Classification__V1__ImportCatalogueRequest *message,
                   void *closure_data);
@@ -2224,6 +2392,10 @@ struct Menagerie__Classification__V1__Classification_Service
                  const Menagerie__Classification__V1__DetectRequest *input,
                  Menagerie__Classification__V1__DetectResponse_Closure closure,
                  void *closure_data);
+  void (*detect_stream)(Menagerie__Classification__V1__Classification_Service *service,
+                        const Menagerie__Classification__V1__DetectStreamRequest *input,
+                        Menagerie__Classification__V1__DetectStreamResponse_Closure closure,
+                        void *closure_data);
   void (*list_models)(Menagerie__Classification__V1__Classification_Service *service,
                       const Menagerie__Classification__V1__ListModelsRequest *input,
                       Menagerie__Classification__V1__ListModelsResponse_Closure closure,
@@ -2280,6 +2452,7 @@ void menagerie__classification__v1__classification__init (Menagerie__Classificat
       function_prefix__ ## evaluate,\
       function_prefix__ ## classify,\
       function_prefix__ ## detect,\
+      function_prefix__ ## detect_stream,\
       function_prefix__ ## list_models,\
       function_prefix__ ## get_model,\
       function_prefix__ ## delete_model,\
@@ -2322,6 +2495,10 @@ void menagerie__classification__v1__classification__detect(ProtobufCService *ser
                                                            const Menagerie__Classification__V1__DetectRequest *input,
                                                            Menagerie__Classification__V1__DetectResponse_Closure closure,
                                                            void *closure_data);
+void menagerie__classification__v1__classification__detect_stream(ProtobufCService *service,
+                                                                  const Menagerie__Classification__V1__DetectStreamRequest *input,
+                                                                  Menagerie__Classification__V1__DetectStreamResponse_Closure closure,
+                                                                  void *closure_data);
 void menagerie__classification__v1__classification__list_models(ProtobufCService *service,
                                                                 const Menagerie__Classification__V1__ListModelsRequest *input,
                                                                 Menagerie__Classification__V1__ListModelsResponse_Closure closure,
@@ -2410,6 +2587,8 @@ extern const ProtobufCMessageDescriptor menagerie__classification__v1__detect_re
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__box__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__detected_object__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__detect_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__detect_stream_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__detect_stream_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__import_catalogue_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__import_catalogue_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__search_catalogue_request__descriptor;
