@@ -58,8 +58,8 @@ public final class Database: Sendable {
     public convenience init(
         cluster client: DqliteClient, migrations: [Migration], readers: Int = 4, busyTimeout: Duration = .seconds(5)
     ) throws {
-        try self.init(migrations: migrations, readers: readers, readRetryWindow: client.leaderWait) { _ in
-            try DqliteHandle(client: client, busyTimeout: busyTimeout)
+        try self.init(migrations: migrations, readers: readers, readRetryWindow: client.leaderWait) { role in
+            try DqliteHandle(client: client, busyTimeout: busyTimeout, readOnly: role == .reader)
         }
     }
 

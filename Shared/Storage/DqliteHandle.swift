@@ -1,3 +1,4 @@
+import CSQLite
 import Dqlite
 
 #if canImport(Glibc)
@@ -18,10 +19,12 @@ final class DqliteHandle: StorageHandle, @unchecked Sendable {  // one thread at
     var lastInsertRowID: Int64 = 0
     var changes = 0
 
-    init(client: DqliteClient, busyTimeout: Duration) throws {
+    /// A session on the leader set up as `SQLiteHandle`s are: foreign keys on, and readers unable to write.
+    init(client: DqliteClient, busyTimeout: Duration, readOnly: Bool) throws {
         session = try StorageError.translating { () throws(DqliteError) in try client.connect() }
         self.busyTimeout = busyTimeout
         try executeScript("PRAGMA foreign_keys = ON")
+        if readOnly { try executeScript("PRAGMA query_only = ON") }
     }
 
     deinit { session.close() }
@@ -30,6 +33,10 @@ final class DqliteHandle: StorageHandle, @unchecked Sendable {  // one thread at
 
     func statement(_ sql: String) throws -> any StorageStatement {
         if let cached = cache[sql] { return cached }
+        // dqlite prepares the first statement and drops the rest without a word; SQLite's own tokenizer finds it.
+        guard Self.isOneStatement(sql) else {
+            throw StorageError(.misuse, message: "expected one statement; use executeScript for several", sql: sql)
+        }
         let prepared = try StorageError.translating(sql: sql, context: .prepare) { () throws(DqliteError) in try session.prepare(sql) }
         if cache.count >= Self.cacheCapacity {
             for old in cache.values { try? session.finalize(old.prepared) }
@@ -38,6 +45,36 @@ final class DqliteHandle: StorageHandle, @unchecked Sendable {  // one thread at
         let statement = DqliteStatement(prepared, sql: sql, handle: self)
         cache[sql] = statement
         return statement
+    }
+
+    /// Whether `sql` holds at most one statement followed only by whitespace and comments: the text after the
+    /// first complete statement (as `sqlite3_complete` sees it) must compile to nothing on a scratch connection.
+    static func isOneStatement(_ sql: String) -> Bool {
+        let bytes = Array(sql.utf8)
+        guard let firstSemicolon = bytes.firstIndex(of: UInt8(ascii: ";")) else { return true }
+        for end in bytes[firstSemicolon...].indices where bytes[end] == UInt8(ascii: ";") {
+            let head = String(decoding: bytes[...end], as: UTF8.self)
+            guard sqlite3_complete(head) != 0 else { continue }  // a ';' inside a string, identifier or comment
+            let rest = String(decoding: bytes[(end + 1)...], as: UTF8.self)
+            var scratch: OpaquePointer?
+            guard sqlite3_open_v2(":memory:", &scratch, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
+                sqlite3_close_v2(scratch)
+                return false
+            }
+            defer { sqlite3_close_v2(scratch) }
+            var statement: OpaquePointer?
+            let code = sqlite3_prepare_v2(scratch, rest, -1, &statement, nil)
+            sqlite3_finalize(statement)
+            return code == SQLITE_OK && statement == nil
+        }
+        return true
+    }
+
+    /// Notes a COMMIT, END or ROLLBACK run by the closure itself, so that `inTransaction` reports the misuse as
+    /// it does on SQLite (where the connection tells).
+    func noteTransactionControl(_ sql: String) {
+        let word = sql.drop { $0.isWhitespace }.prefix { $0.isLetter }.uppercased()
+        if word == "COMMIT" || word == "END" || word == "ROLLBACK" { isInTransaction = false }
     }
 
     func executeScript(_ sql: String) throws {
@@ -112,6 +149,7 @@ final class DqliteStatement: StorageStatement {
             }
             handle.lastInsertRowID = result.lastInsertID
             handle.changes = result.rowsAffected
+            handle.noteTransactionControl(sql)
             return []
         case .one, .all:
             let result = try StorageError.translating(sql: sql, context: .step) { () throws(DqliteError) in
