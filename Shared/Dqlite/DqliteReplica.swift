@@ -8,13 +8,15 @@ public final class DqliteReplica: Sendable {
     public let client: DqliteClient
 
     /// Starts this process's node, the one at `ownAddress`, and joins it to the cluster; returns when it is a
-    /// voter. Joining needs a leader, so it waits (up to `client`'s leaderWait) for node 1 or a quorum to be up.
+    /// voter. Joining needs a leader, so it waits up to `joinWait` for node 1 or a quorum to be up.
     ///
     /// - Parameters:
     ///   - bindAddress: where the node listens when that differs from `ownAddress` (0.0.0.0:port in a container).
+    ///   - leaderWait: how long a statement of `client` waits for a leader before UNAVAILABLE: an election takes
+    ///     a second or two; a cluster without a quorum should answer within a client's deadline, not hang.
     public init(
         addresses: [String], ownAddress: String, bindAddress: String? = nil, dataDirectory: String, database: String,
-        networkLatency: Duration? = nil, leaderWait: Duration = .seconds(30)
+        networkLatency: Duration? = nil, leaderWait: Duration = .seconds(5), joinWait: Duration = .seconds(30)
     ) throws(DqliteError) {
         guard let position = addresses.firstIndex(of: ownAddress) else {
             throw DqliteError(
@@ -29,7 +31,9 @@ public final class DqliteReplica: Sendable {
         try node.start()
         client = try DqliteClient(addresses: addresses, database: database, leaderWait: leaderWait)
         do {
-            if id != 1 { try client.join(id: id, address: ownAddress) }
+            if id != 1 {
+                try DqliteClient(addresses: addresses, database: database, leaderWait: joinWait).join(id: id, address: ownAddress)
+            }
         } catch {
             try? node.stop()
             throw error
