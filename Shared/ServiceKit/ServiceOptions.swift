@@ -35,6 +35,11 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         help: "The dqlite node's Raft log and snapshots (default: DATA_DIR/dqlite); keep it across restarts. The database itself lives in memory on every node.")
     public var clusterDirectory: String?
 
+    @Option(
+        name: .customLong("cluster-latency"),
+        help: "The network's one-way latency between the dqlite nodes, in milliseconds, from which dqlite derives its heartbeat and election timeouts (default: dqlite's own, a failover of several seconds); smaller fails over faster and elects spuriously on a loaded host.")
+    public var clusterLatency: Int?
+
     @Option(name: .customLong("identity"), help: "The stack's users and tokens, an SQLite file every service shares (default: $MENAGERIE_IDENTITY, else DATA_DIR/identity.sqlite).")
     public var identity: String?
 
@@ -122,8 +127,8 @@ public struct ServiceOptions: ParsableArguments, Sendable {
 
     private func validateCluster() throws {
         guard let addresses = clusterAddresses else {
-            guard clusterBind == nil, clusterDirectory == nil else {
-                throw ValidationError("--cluster-bind and --cluster-dir need --cluster (the addresses of the cluster's nodes)")
+            guard clusterBind == nil, clusterDirectory == nil, clusterLatency == nil else {
+                throw ValidationError("--cluster-bind, --cluster-dir and --cluster-latency need --cluster (the addresses of the cluster's nodes)")
             }
             return
         }
@@ -138,6 +143,9 @@ public struct ServiceOptions: ParsableArguments, Sendable {
             throw ValidationError("--cluster-bind \(clusterBind) is not one of --cluster's addresses (\(addresses.joined(separator: ",")))")
         }
         guard database == nil else { throw ValidationError("--database (an SQLite file) and --cluster (a dqlite cluster) exclude each other") }
+        if let clusterLatency, !(1...10_000).contains(clusterLatency) {
+            throw ValidationError("--cluster-latency must be 1-10000 milliseconds (got \(clusterLatency))")
+        }
     }
 
     /// Whether `host` is a loopback address, where plaintext stays available for development.

@@ -133,7 +133,8 @@ public enum ServiceRunner {
             cluster = try options.clusterAddresses.map { addresses in
                 try DqliteReplica(
                     addresses: addresses, ownAddress: options.clusterBind ?? "",
-                    dataDirectory: options.clusterDirectory ?? directory.appendingPathComponent("dqlite").path, database: name)
+                    dataDirectory: options.clusterDirectory ?? directory.appendingPathComponent("dqlite").path, database: name,
+                    networkLatency: options.clusterLatency.map { .milliseconds($0) })
             }
         } catch {
             return try stopStarting(logger, "cannot start the dqlite node: \(error)")

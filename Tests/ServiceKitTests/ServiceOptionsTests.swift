@@ -49,6 +49,8 @@ import Transport
             ["--cluster", "10.0.0.1:9001,10.0.0.1:9001", "--cluster-bind", "10.0.0.1:9001"],  // twice
             ["--cluster-bind", "10.0.0.1:9001"], ["--cluster-dir", "/tmp/x"],  // without --cluster
             ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.1:9001", "--database", "x.sqlite"],
+            ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.1:9001", "--cluster-latency", "0"],
+            ["--cluster-latency", "50"],
         ]
         for arguments in refused {
             #expect(throws: (any Error).self, "\(arguments)") { try ServiceOptions.parse(arguments) }
