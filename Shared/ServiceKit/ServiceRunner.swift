@@ -61,6 +61,15 @@ public enum ServiceRunner {
         public let shutdownGrace: Duration
         /// This replica's dqlite node when the service runs with `--cluster` (nil: the SQLite file).
         public let cluster: DqliteReplica?
+        /// Whether the setup opened its database with `openDatabase`, the one way onto the cluster: a service
+        /// that reads `databasePath` instead would quietly keep its data in a file with `--cluster` given.
+        let openedDatabase = Flag()
+
+        final class Flag: Sendable {
+            private let value = Atomic<Bool>(false)
+            func set() { value.store(true, ordering: .releasing) }
+            var isSet: Bool { value.load(ordering: .acquiring) }
+        }
         /// The stack's users and tokens (`--identity`), shared by every replica of every service.
         public let identity: IdentityStore
         /// The checker of tokens over `identity`, which also knows the admin token this process was given.
@@ -165,6 +174,10 @@ public enum ServiceRunner {
         case .setUp(.failure(let error)):
             return try stopStarting(logger, "\(error)")
         case .setUp(.success(let made)):
+            guard cluster == nil || environment.openedDatabase.isSet else {
+                return try stopStarting(
+                    logger, "--cluster: \(name) keeps its data in the SQLite file; it cannot run on a dqlite cluster yet")
+            }
             services = made
         case .backgroundEnded, nil:
             preconditionFailure("background services run only once the service started")
@@ -348,6 +361,7 @@ extension ServiceRunner.Environment {
     /// The service's database: the dqlite cluster's (a database named after the service) with `--cluster`,
     /// else the SQLite file at `databasePath`; `migrations` run once (per cluster, or per file).
     public func openDatabase(migrations: [Migration], readers: Int = 4) throws -> Database {
+        openedDatabase.set()
         if let cluster { return try Database(cluster: cluster.client, migrations: migrations, readers: readers) }
         return try Database(path: databasePath, migrations: migrations, readers: readers)
     }

@@ -92,6 +92,25 @@ extension ServiceRunnerTests {
     }
 }
 
+extension ServiceRunnerTests {
+    /// A service that never asks for its database through `openDatabase` would keep its data in the file with
+    /// `--cluster` given: it refuses to start instead.
+    @Test func aServiceThatCannotRunOnAClusterRefusesCluster() async throws {
+        let scratch = try ScratchDirectory()
+        let address = "127.0.0.1:\(try RawSocket.freePortBlock(count: 1))"
+        await #expect {
+            try await ServiceRunner.run(name: "test", options: try scratch.options(["--cluster", address, "--cluster-bind", address])) {
+                environment in
+                _ = try Database(path: environment.databasePath, migrations: [])
+                return AppServices(rpc: [])
+            }
+        } throws: { error in
+            guard case .startup(let reason) = error as? ServiceRunner.Failure else { return false }
+            return reason.contains("cannot run on a dqlite cluster yet")
+        }
+    }
+}
+
 private final class ScratchDirectory: Sendable {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("ServiceRunnerTests-\(UUID().uuidString)")
 
