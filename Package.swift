@@ -87,6 +87,10 @@ let package = Package(
         .systemLibrary(
             name: "CTLS", path: "Shared/CTLS", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
+        // dqlite: SQLite replicated by Raft (the Dqlite module wraps the node and speaks its wire protocol).
+        .systemLibrary(
+            name: "CDqlite", path: "Shared/CDqlite", pkgConfig: "dqlite",
+            providers: [.apt(["libdqlite-dev", "libraft-dev"])]),
         .systemLibrary(
             name: "CTesseract", path: "Shared/CTesseract", pkgConfig: "tesseract",
             providers: [.apt(["libtesseract-dev", "libleptonica-dev"])]),
@@ -120,7 +124,9 @@ let package = Package(
 
         // MARK: Runtime layers (no domain: none of these depends on a service's API module)
         .target(name: "WorkLane", dependencies: ["Base"], path: "Shared/WorkLane"),
-        .target(name: "Storage", dependencies: ["Base", "CSQLite", "WorkLane"], path: "Shared/Storage"),
+        .target(name: "Storage", dependencies: ["Base", "CSQLite", "WorkLane", "Dqlite"], path: "Shared/Storage"),
+        // A dqlite node in this process and a client of dqlite's wire protocol (no C client exists).
+        .target(name: "Dqlite", dependencies: ["Base", "CDqlite"], path: "Shared/Dqlite"),
         // Logging, the error categories, the version string, a heap, the upward search for the source tree: no dependencies.
         .target(name: "Base", path: "Shared/Base"),
         // rpc.proto: the envelope and the built-in services' messages (its service protocols are generated into RPC).
@@ -143,7 +149,7 @@ let package = Package(
         .target(name: "Identity", dependencies: ["Base", "RPC", "Storage"], path: "Shared/Identity"),
         .target(
             name: "ServiceKit",
-            dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", "Jobs", "Identity", "CMalloc", argumentParser],
+            dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", "Jobs", "Identity", "Dqlite", "CMalloc", argumentParser],
             path: "Shared/ServiceKit"),
 
         // MARK: Domain libraries
@@ -204,7 +210,8 @@ let package = Package(
             path: "Tests/SchemaTests", exclude: ["protojson_samples.py"]),
         // The zoo's visitor page in headless Chromium (drive_page.py), against the zoo executable.
         .testTarget(name: "WebPageTests", dependencies: ["TestSupport"], path: "Tests/WebPageTests", exclude: ["drive_page.py"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane", "TestSupport"], path: "Tests/StorageTests"),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane", "TestSupport", "Dqlite", "Base"], path: "Tests/StorageTests"),
+        .testTarget(name: "DqliteTests", dependencies: ["Dqlite", "Base", "TestSupport"], path: "Tests/DqliteTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Test-only and benchmark-only parts of the RPC stack (Echo, the in-process transport, the
         // raw echo floor), kept out of the production modules.
@@ -263,7 +270,7 @@ let package = Package(
             serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport"])
         + service(
             "Health", executable: "health", core: ["Zip"], service: ["WorkLane", "HealthBridge", "Identity"], cli: ["HealthCore", "HealthBridge"],
-            serviceTests: ["HealthBridge", "Identity"])
+            coreTests: ["Dqlite", "TestSupport"], serviceTests: ["HealthBridge", "Identity"])
         // Domain ⇄ proto conversions and the device sync's adapter over the typed client: shared by the handlers and
         // the gateway, so `gateway health sync` links no server code.
         + [.target(name: "HealthBridge", dependencies: ["HealthCore", "HealthAPI", "RPC", "Schema"], path: "Services/Health/Bridge")]

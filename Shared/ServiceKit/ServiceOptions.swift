@@ -20,6 +20,26 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("database"), help: "The service's SQLite file, which replicas may share (default: DATA_DIR/SERVICE.sqlite, e.g. zoo.sqlite).")
     public var database: String?
 
+    @Option(
+        name: .customLong("cluster"),
+        help: "Replicate the service's database with dqlite instead of the SQLite file: the addresses (host:port) of the cluster's nodes, comma-separated, in the same order on every replica (the first bootstraps the cluster). Needs --cluster-bind.")
+    public var cluster: String?
+
+    @Option(
+        name: .customLong("cluster-bind"),
+        help: "This replica's dqlite node: its address (host:port), one of --cluster, where it listens and the other nodes reach it.")
+    public var clusterBind: String?
+
+    @Option(
+        name: .customLong("cluster-dir"),
+        help: "The dqlite node's Raft log and snapshots (default: DATA_DIR/dqlite); keep it across restarts. The database itself lives in memory on every node.")
+    public var clusterDirectory: String?
+
+    @Option(
+        name: .customLong("cluster-latency"),
+        help: "The network's one-way latency between the dqlite nodes, in milliseconds, from which dqlite derives its heartbeat and election timeouts (default: dqlite's own, a failover of several seconds); smaller fails over faster and elects spuriously on a loaded host.")
+    public var clusterLatency: Int?
+
     @Option(name: .customLong("identity"), help: "The stack's users and tokens, an SQLite file every service shares (default: $MENAGERIE_IDENTITY, else DATA_DIR/identity.sqlite).")
     public var identity: String?
 
@@ -100,6 +120,34 @@ public struct ServiceOptions: ParsableArguments, Sendable {
 
     public init() {}
 
+    /// The `--cluster` list, split and trimmed (nil without the flag).
+    public var clusterAddresses: [String]? {
+        cluster.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+    }
+
+    private func validateCluster() throws {
+        guard let addresses = clusterAddresses else {
+            guard clusterBind == nil, clusterDirectory == nil, clusterLatency == nil else {
+                throw ValidationError("--cluster-bind, --cluster-dir and --cluster-latency need --cluster (the addresses of the cluster's nodes)")
+            }
+            return
+        }
+        for address in addresses {
+            guard let colon = address.lastIndex(of: ":"), colon != address.startIndex,
+                let port = Int(address[address.index(after: colon)...]), (1...65535).contains(port)
+            else { throw ValidationError("--cluster takes host:port addresses separated by commas (got \"\(address)\")") }
+        }
+        guard Set(addresses).count == addresses.count else { throw ValidationError("--cluster names an address twice") }
+        guard let clusterBind else { throw ValidationError("--cluster needs --cluster-bind: which of its addresses is this replica's node") }
+        guard addresses.contains(clusterBind) else {
+            throw ValidationError("--cluster-bind \(clusterBind) is not one of --cluster's addresses (\(addresses.joined(separator: ",")))")
+        }
+        guard database == nil else { throw ValidationError("--database (an SQLite file) and --cluster (a dqlite cluster) exclude each other") }
+        if let clusterLatency, !(1...10_000).contains(clusterLatency) {
+            throw ValidationError("--cluster-latency must be 1-10000 milliseconds (got \(clusterLatency))")
+        }
+    }
+
     /// Whether `host` is a loopback address, where plaintext stays available for development.
     static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
@@ -121,6 +169,7 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         if let database, database.isEmpty || database.utf8.contains(0) {
             throw ValidationError("--database must be a file path (got \"\(database)\")")
         }
+        try validateCluster()
         let tlsFlags = [tlsCertificate, tlsKey, tlsCA].compactMap { $0 }.count
         guard tlsFlags == 0 || tlsFlags == 3 else {
             throw ValidationError("--tls-cert, --tls-key and --tls-ca go together (TLS needs the certificate, its key and the CA of clients)")

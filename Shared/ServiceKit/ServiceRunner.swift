@@ -1,10 +1,12 @@
 import Base
 import Dispatch
+import Dqlite
 import Foundation
 import HTTP
 import Jobs
 import Identity
 import RPC
+import Storage
 import Synchronization
 import Transport
 import WorkLane
@@ -57,6 +59,17 @@ public enum ServiceRunner {
         /// How long calls in flight and background services get to finish when the service stops
         /// (`--shutdown-grace`).
         public let shutdownGrace: Duration
+        /// This replica's dqlite node when the service runs with `--cluster` (nil: the SQLite file).
+        public let cluster: DqliteReplica?
+        /// Whether the setup opened its database with `openDatabase`, the one way onto the cluster: a service
+        /// that reads `databasePath` instead would quietly keep its data in a file with `--cluster` given.
+        let openedDatabase = Flag()
+
+        final class Flag: Sendable {
+            private let value = Atomic<Bool>(false)
+            func set() { value.store(true, ordering: .releasing) }
+            var isSet: Bool { value.load(ordering: .acquiring) }
+        }
         /// The stack's users and tokens (`--identity`), shared by every replica of every service.
         public let identity: IdentityStore
         /// The checker of tokens over `identity`, which also knows the admin token this process was given.
@@ -124,11 +137,27 @@ public enum ServiceRunner {
         } catch {
             return try stopStarting(logger, "cannot open the identity store: \(error)")
         }
+        // Joining waits for the cluster's leader (node 1, or a quorum of the others, must be up).
+        let cluster: DqliteReplica?
+        do {
+            cluster = try options.clusterAddresses.map { addresses in
+                try DqliteReplica(
+                    addresses: addresses, ownAddress: options.clusterBind ?? "",
+                    dataDirectory: options.clusterDirectory ?? directory.appendingPathComponent("dqlite").path, database: name,
+                    networkLatency: options.clusterLatency.map { .milliseconds($0) })
+            }
+        } catch {
+            return try stopStarting(logger, "cannot start the dqlite node: \(error)")
+        }
+        if let cluster {
+            logger.info("dqlite node \(cluster.node.id) at \(cluster.node.address) joined the cluster \(cluster.client.addresses.joined(separator: ","))")
+        }
+        defer { try? cluster?.stop() }
         let environment = Environment(
             dataDirectory: directory,
             databasePath: options.database ?? directory.appendingPathComponent("\(name).sqlite").path,
             logger: logger, lane: ThreadPool(name: "lane", threads: options.laneThreads, queueLimit: options.laneQueue),
-            jobs: options.jobOptions, shutdownGrace: grace, identity: identity, verifier: verifier)
+            jobs: options.jobOptions, shutdownGrace: grace, cluster: cluster, identity: identity, verifier: verifier)
         // Unstructured, so that a signal need not wait for a setup stuck in a long migration.
         let starting = Task {
             do {
@@ -146,6 +175,10 @@ public enum ServiceRunner {
         case .setUp(.failure(let error)):
             return try stopStarting(logger, "\(error)")
         case .setUp(.success(let made)):
+            guard cluster == nil || environment.openedDatabase.isSet else {
+                return try stopStarting(
+                    logger, "--cluster: \(name) keeps its data in the SQLite file; it cannot run on a dqlite cluster yet")
+            }
             services = made
         case .backgroundEnded, nil:
             preconditionFailure("background services run only once the service started")
@@ -322,5 +355,15 @@ private final class TerminationSignals: @unchecked Sendable {
         for source in sources { source.cancel() }
         signal(SIGTERM, SIG_DFL)
         signal(SIGINT, SIG_DFL)
+    }
+}
+
+extension ServiceRunner.Environment {
+    /// The service's database: the dqlite cluster's (a database named after the service) with `--cluster`,
+    /// else the SQLite file at `databasePath`; `migrations` run once (per cluster, or per file).
+    public func openDatabase(migrations: [Migration], readers: Int = 4) throws -> Database {
+        openedDatabase.set()
+        if let cluster { return try Database(cluster: cluster.client, migrations: migrations, readers: readers) }
+        return try Database(path: databasePath, migrations: migrations, readers: readers)
     }
 }

@@ -3,10 +3,10 @@
 /// Valid only inside that closure: using it after the closure returned throws `.misuse`.
 /// Arguments bind by position (`?`), e.g. `try db.execute("INSERT INTO t(a, b) VALUES (?, ?)", [name, nil])`.
 public final class Connection {
-    private let handle: SQLiteHandle
+    private let handle: any StorageHandle
     private var isOpen = true
 
-    init(_ handle: SQLiteHandle) { self.handle = handle }
+    init(_ handle: any StorageHandle) { self.handle = handle }
 
     /// Ends the lease: the closure that received this connection has returned.
     func close() { isOpen = false }
@@ -49,12 +49,12 @@ public final class Connection {
         }
     }
 
-    private func liveHandle() throws -> SQLiteHandle {
+    private func liveHandle() throws -> any StorageHandle {
         try ensureOpen()
         return handle
     }
 
-    private func checkedHandle() -> SQLiteHandle {
+    private func checkedHandle() -> any StorageHandle {
         precondition(isOpen, "a Connection was used after its read/write closure returned")
         return handle
     }
@@ -62,10 +62,10 @@ public final class Connection {
 
 /// A compiled statement from a connection's cache, valid while that connection is.
 public final class Statement {
-    private let prepared: PreparedStatement
+    private let prepared: any StorageStatement
     private let connection: Connection
 
-    init(_ prepared: PreparedStatement, connection: Connection) {
+    init(_ prepared: any StorageStatement, connection: Connection) {
         self.prepared = prepared
         self.connection = connection
     }

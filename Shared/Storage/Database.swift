@@ -1,3 +1,4 @@
+import Dqlite
 import Synchronization
 import WorkLane
 
@@ -27,8 +28,12 @@ public final class Database: Sendable {
     /// The threads behind the async `write` (one: writes serialize anyway) and `read` (one per reader).
     private let writeThread: ThreadPool
     private let readThreads: ThreadPool
-    /// A connection that never writes, so its `PRAGMA data_version` moves with every other commit.
-    private let observer: Mutex<SQLiteHandle>
+    /// A connection that never writes, so its `PRAGMA data_version` moves with every other commit; on a
+    /// cluster it is replaced when the leader changes, and `generation` counts those replacements.
+    private let observer: Mutex<(handle: any StorageHandle, generation: Int64)>
+    private let openObserver: @Sendable () throws -> any StorageHandle
+    /// On a cluster: how long a read is tried again on the new leader after the old one went away.
+    private let readRetryWindow: Duration?
     /// Threads currently inside `read` or `write`, to report nesting instead of deadlocking.
     private let activeThreads = Mutex<[pthread_t]>([])
 
@@ -44,28 +49,60 @@ public final class Database: Sendable {
             location: path, isMemory: false, migrations: migrations, readers: readers, busyTimeout: busyTimeout)
     }
 
+    /// A database replicated by a dqlite cluster, reached through `client` (its leader): the same API, the
+    /// same transactions, every statement a round trip to the leader. The `migrations` run once per cluster:
+    /// each runs in an IMMEDIATE transaction on the leader that re-reads the version first, so replicas that
+    /// start together apply each step once. Reads that lose the leader are run again on the new one (for up to
+    /// the client's leaderWait); writes never are (`.unavailable` when nothing was written, `.outcomeUnknown`
+    /// when a commit went unanswered).
+    public convenience init(
+        cluster client: DqliteClient, migrations: [Migration], readers: Int = 4, busyTimeout: Duration = .seconds(5)
+    ) throws {
+        try self.init(migrations: migrations, readers: readers, readRetryWindow: client.leaderWait) { role in
+            try DqliteHandle(client: client, busyTimeout: busyTimeout, readOnly: role == .reader)
+        }
+    }
+
     /// A private in-memory database (for tests), shared by this instance's connections only.
     /// It has no WAL, so a commit waits for open reads to finish.
+    ///
+    /// With `MENAGERIE_STORAGE_BACKEND=dqlite` in the environment it is instead a fresh database of a dqlite
+    /// node that this process starts on first use (on a free loopback port, the Raft log in a temporary
+    /// directory): so every suite built on `inMemory` runs on both backends (see `TestCluster`).
     public static func inMemory(migrations: [Migration] = []) throws -> Database {
+        if let backend = getenv("MENAGERIE_STORAGE_BACKEND").map({ String(cString: $0) }), backend != "sqlite" {
+            guard backend == "dqlite" else {
+                throw StorageError(.misuse, message: "MENAGERIE_STORAGE_BACKEND is sqlite or dqlite, not \"\(backend)\"")
+            }
+            return try Database(cluster: try TestCluster.shared.client(), migrations: migrations)
+        }
         let name = "file:/menagerie-\(UInt64.random(in: .min ... .max))?vfs=memdb"
         return try Database(
             location: name, isMemory: true, migrations: migrations, readers: 4, busyTimeout: .seconds(5))
     }
 
-    private init(
+    private convenience init(
         location: String, isMemory: Bool, migrations: [Migration], readers: Int, busyTimeout: Duration
     ) throws {
-        guard readers >= 1 else { throw StorageError(.misuse, message: "a Database needs at least one reader") }
-        let open: @Sendable (Role) throws -> SQLiteHandle = { role in
+        try self.init(migrations: migrations, readers: readers, readRetryWindow: nil) { role in
             let handle = try SQLiteHandle(location: location, uri: isMemory, busyTimeout: busyTimeout)
             try Self.configure(handle, as: role, walMode: !isMemory, busyTimeout: busyTimeout)
             return handle
         }
+    }
+
+    private init(
+        migrations: [Migration], readers: Int, readRetryWindow: Duration?,
+        open: @escaping @Sendable (Role) throws -> any StorageHandle
+    ) throws {
+        guard readers >= 1 else { throw StorageError(.misuse, message: "a Database needs at least one reader") }
         let writerHandle = try open(.writer)
         try Migration.run(migrations, on: writerHandle)
         writer = ConnectionPool(capacity: 1, idle: [writerHandle]) { try open(.writer) }
         self.readers = ConnectionPool(capacity: readers) { try open(.reader) }
-        observer = Mutex(try open(.reader))
+        openObserver = { try open(.reader) }
+        observer = Mutex((try open(.reader), 0))
+        self.readRetryWindow = readRetryWindow
         // Queued work is bounded by the callers waiting for it, not by the pool.
         writeThread = ThreadPool(name: "storage-writer", threads: 1, queueLimit: 1 << 40)
         readThreads = ThreadPool(name: "storage-reader", threads: readers, queueLimit: 1 << 40)
@@ -80,14 +117,50 @@ public final class Database: Sendable {
     }
 
     /// Runs `body` in a read-only transaction (`BEGIN DEFERRED … COMMIT`): it sees one consistent snapshot.
+    /// On a cluster, a read cut off by a change of leader (`.unavailable`) runs again, whole, on the new one.
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
-        try withConnection(from: readers, begin: "BEGIN DEFERRED", body)
+        try retryingOnCluster { try withConnection(from: readers, begin: "BEGIN DEFERRED", body) }
+    }
+
+    /// Runs `work` again while it fails `.unavailable` on a cluster (a lost leader), for up to the client's
+    /// leaderWait; once on a file. Only for work that is safe to repeat.
+    private func retryingOnCluster<T>(_ work: () throws -> T) throws -> T {
+        guard let readRetryWindow else { return try work() }
+        let giveUp = ContinuousClock.now + readRetryWindow
+        var pause = Duration.milliseconds(10)
+        while true {
+            do {
+                return try work()
+            } catch let error as StorageError where error.kind == .unavailable && ContinuousClock.now + pause < giveUp {
+                usleep(UInt32(pause / .microseconds(1)))
+                pause = min(pause * 2, .milliseconds(500))
+            }
+        }
     }
 
     /// Runs `body` in a write transaction (`BEGIN IMMEDIATE … COMMIT`); any error it throws rolls everything back
     /// and is rethrown as is. Throws `.busy` when another process holds the write lock past the busy timeout.
+    ///
+    /// On a cluster, a write whose BEGIN found no leader (the pooled session was on the old one) starts again
+    /// on the new leader: `body` had not run. Once `body` has run, nothing is repeated.
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        try withConnection(from: writer, begin: "BEGIN IMMEDIATE", body)
+        guard let readRetryWindow else { return try withConnection(from: writer, begin: "BEGIN IMMEDIATE", body) }
+        let giveUp = ContinuousClock.now + readRetryWindow
+        var pause = Duration.milliseconds(10)
+        while true {
+            var started = false
+            do {
+                return try withConnection(from: writer, begin: "BEGIN IMMEDIATE") { connection in
+                    started = true
+                    return try body(connection)
+                }
+            } catch let error as StorageError
+                where error.kind == .unavailable && !started && ContinuousClock.now + pause < giveUp
+            {
+                usleep(UInt32(pause / .microseconds(1)))
+                pause = min(pause * 2, .milliseconds(500))
+            }
+        }
     }
 
     /// Runs `body` in a read-only transaction on one of the database's reader threads, suspending the calling
@@ -119,8 +192,15 @@ public final class Database: Sendable {
     /// compare it with the last one seen to know when to reload in-memory caches.
     public var dataVersion: Int64 {
         get throws {
-            try observer.withLock { handle in
-                try handle.statement("PRAGMA data_version").run([], rows: .one)[0].value(at: 0, as: Int64.self)
+            try retryingOnCluster {
+                try observer.withLock { observer in
+                    if !observer.handle.isReusable {  // a cluster's session that lost its leader
+                        observer = (try openObserver(), observer.generation + 1)
+                    }
+                    let version = try observer.handle.statement("PRAGMA data_version").run([], rows: .one)[0]
+                        .value(at: 0, as: Int64.self)
+                    return observer.generation << 40 | version
+                }
             }
         }
     }
@@ -170,7 +250,7 @@ public final class Database: Sendable {
         case .writer where walMode:
             // Reads the file header: this is where a file that is not a database is caught.
             let mode = try retryingWhileBusy(for: busyTimeout) {
-                try handle.statement("PRAGMA journal_mode = WAL").run([], rows: .one).first?.string(0)
+                try handle.prepared("PRAGMA journal_mode = WAL").run([], rows: .one).first?.string(0)
             }
             guard mode == "wal" else {
                 throw StorageError(

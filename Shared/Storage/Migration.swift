@@ -17,7 +17,7 @@ extension Migration {
     /// Applies the `migrations` newer than the database's `user_version`, each once, in its own IMMEDIATE
     /// transaction. The version is re-read inside each transaction, so concurrent processes never apply a
     /// migration twice. A database newer than the last migration is left untouched.
-    static func run(_ migrations: [Migration], on handle: SQLiteHandle) throws {
+    static func run(_ migrations: [Migration], on handle: any StorageHandle) throws {
         try run(migrations, on: handle, track: .userVersion)
     }
 
@@ -31,7 +31,7 @@ extension Migration {
     }
 
     /// Applies `migrations` newer than `track`'s version, each once, as `run(_:on:)` does.
-    static func run(_ migrations: [Migration], on handle: SQLiteHandle, track: Track) throws {
+    static func run(_ migrations: [Migration], on handle: any StorageHandle, track: Track) throws {
         try validate(migrations)
         let latest = migrations.last?.version ?? 0
         func version(_ connection: Connection) throws -> Int32 {

@@ -7,7 +7,7 @@ private let transientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.
 ///
 /// Not thread-safe on its own: a `ConnectionPool` (or a mutex) hands it to one thread at a time,
 /// which is what makes the `Sendable` conformance sound.
-final class SQLiteHandle: @unchecked Sendable {
+final class SQLiteHandle: StorageHandle, @unchecked Sendable {
     private let db: OpaquePointer
     private var cache: [String: PreparedStatement] = [:]
     /// Past this many distinct SQL strings the cache starts over, so generated SQL cannot grow it forever.
@@ -40,12 +40,16 @@ final class SQLiteHandle: @unchecked Sendable {
         sqlite3_close_v2(db)
     }
 
-    var isAutocommit: Bool { sqlite3_get_autocommit(db) != 0 }
+    var isInTransaction: Bool { sqlite3_get_autocommit(db) == 0 }
+    /// A handle stuck in a transaction (its ROLLBACK failed) is dropped; closing it rolls back.
+    var isReusable: Bool { !isInTransaction }
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(db) }
     var changes: Int { Int(sqlite3_changes64(db)) }
 
     /// The cached prepared statement for `sql` (exactly one statement), preparing it on first use.
-    func statement(_ sql: String) throws -> PreparedStatement {
+    func statement(_ sql: String) throws -> any StorageStatement { try prepared(sql) }
+
+    func prepared(_ sql: String) throws -> PreparedStatement {
         if let cached = cache[sql] { return cached }
         let statement = try PreparedStatement(db: db, sql: sql)
         if cache.count >= Self.cacheCapacity { cache.removeAll() }
@@ -64,23 +68,12 @@ final class SQLiteHandle: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` inside a transaction opened with `begin`: commits when it returns, rolls back when it throws.
-    func inTransaction<T>(begin: String, _ body: (Connection) throws -> T) throws -> T {
-        try statement(begin).run([], rows: .none)
-        let connection = Connection(self)
-        defer { connection.close() }
-        do {
-            let result = try body(connection)
-            guard !isAutocommit else {
-                throw StorageError(
-                    .misuse, message: "the transaction was ended inside the closure; read/write manage BEGIN/COMMIT")
-            }
-            try statement("COMMIT").run([], rows: .none)
-            return result
-        } catch {
-            if !isAutocommit { _ = try? statement("ROLLBACK").run([], rows: .none) }
-            throw error
-        }
+    func begin(_ sql: String) throws { try prepared(sql).run([], rows: .none) }
+
+    func commit() throws { try prepared("COMMIT").run([], rows: .none) }
+
+    func rollback() {
+        if isInTransaction { _ = try? prepared("ROLLBACK").run([], rows: .none) }
     }
 }
 
@@ -94,7 +87,7 @@ enum RowLimit {
 }
 
 /// One compiled statement; finalized when the last reference goes away.
-final class PreparedStatement {
+final class PreparedStatement: StorageStatement {
     let sql: String
     private let statement: OpaquePointer
 

@@ -23,6 +23,12 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
         case misuse
         /// A column value could not be decoded as the requested Swift type.
         case typeMismatch
+        /// A replicated database (dqlite) has no reachable leader now, or lost it in the middle of a transaction:
+        /// nothing was written, and the work may be retried once a leader is elected.
+        case unavailable
+        /// A replicated database lost its leader after a commit was sent and before it was answered: the write
+        /// may or may not have happened. Never repeated by the storage layer; the caller must check first.
+        case outcomeUnknown
     }
 
     public var kind: Kind
@@ -49,11 +55,18 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A database another connection (or process) held longer than the busy timeout is UNAVAILABLE, which clients
-/// retry elsewhere or later; anything else is an unexpected internal error, logged and answered without its
-/// details (SQL, paths).
+/// A database another connection (or process) held longer than the busy timeout, or a replicated one without a
+/// leader, is UNAVAILABLE, which clients retry elsewhere or later; a write whose outcome is unknown is
+/// DEADLINE_EXCEEDED, gRPC's status for "may have completed"; anything else is an unexpected internal error,
+/// logged and answered without its details (SQL, paths).
 extension StorageError: CategorizedError {
-    public var category: ErrorCategory { kind == .busy ? .unavailable : .internal }
+    public var category: ErrorCategory {
+        switch kind {
+        case .busy, .unavailable: .unavailable
+        case .outcomeUnknown: .deadlineExceeded
+        default: .internal
+        }
+    }
 }
 
 extension StorageError {

@@ -38,6 +38,25 @@ import Transport
         #expect(throws: (any Error).self) { try ServiceOptions.parse(arguments) }
     }
 
+    @Test func clusterFlagsNameThisReplicasNodeAmongTheList() throws {
+        let options = try ServiceOptions.parse(["--cluster", "10.0.0.1:9001, 10.0.0.2:9001", "--cluster-bind", "10.0.0.2:9001"])
+        #expect(options.clusterAddresses == ["10.0.0.1:9001", "10.0.0.2:9001"])
+        #expect(try ServiceOptions.parse([]).clusterAddresses == nil)
+        let refused: [[String]] = [
+            ["--cluster", "10.0.0.1:9001"],  // which node is this one?
+            ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.3:9001"],  // not in the list
+            ["--cluster", "10.0.0.1", "--cluster-bind", "10.0.0.1"],  // no port
+            ["--cluster", "10.0.0.1:9001,10.0.0.1:9001", "--cluster-bind", "10.0.0.1:9001"],  // twice
+            ["--cluster-bind", "10.0.0.1:9001"], ["--cluster-dir", "/tmp/x"],  // without --cluster
+            ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.1:9001", "--database", "x.sqlite"],
+            ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.1:9001", "--cluster-latency", "0"],
+            ["--cluster-latency", "50"],
+        ]
+        for arguments in refused {
+            #expect(throws: (any Error).self, "\(arguments)") { try ServiceOptions.parse(arguments) }
+        }
+    }
+
     @Test func plaintextIsRefusedOffLoopbackUnlessInsecure() throws {
         let error = #expect(throws: (any Error).self) { try ServiceOptions.parse(["--host", "0.0.0.0"]) }
         #expect("\(String(describing: error))".contains("refusing to serve plaintext on 0.0.0.0"))

@@ -2,8 +2,10 @@ import Base
 import Foundation
 import RPC
 import ServiceKit
+import Storage
 import Synchronization
 import Testing
+import TestSupport
 
 /// `ServiceRunner.run` in process, for what needs no signal: a failed setup and a failed background
 /// service come back as thrown failures (the executable picks the exit status), and the environment
@@ -61,6 +63,51 @@ import Testing
             }
         }
         #expect(seen.withLock { $0 } == [scratch.url.appendingPathComponent("data/test.sqlite").path, "/elsewhere/shared.sqlite"])
+    }
+}
+
+extension ServiceRunnerTests {
+    /// With --cluster the service's database is the dqlite cluster's (here a cluster of one node, this process's),
+    /// and it survives a restart: dqlite keeps it in memory and rebuilds it from the node's Raft log on disk.
+    @Test func withClusterTheDatabaseIsReplicatedAndOutlivesARestart() async throws {
+        let scratch = try ScratchDirectory()
+        let address = "127.0.0.1:\(try RawSocket.freePortBlock(count: 1))"
+        let migrations = [Migration(1, "items") { try $0.execute("CREATE TABLE items (name TEXT)") }]
+        let counts = Mutex<[Int]>([])
+        for _ in 0..<2 {
+            _ = try? await ServiceRunner.run(
+                name: "test", options: try scratch.options(["--cluster", address, "--cluster-bind", address])
+            ) { environment in
+                #expect(environment.cluster?.node.address == address)
+                let database = try environment.openDatabase(migrations: migrations)
+                try database.write { try $0.execute("INSERT INTO items (name) VALUES ('lion')") }
+                let count = try database.read { try $0.queryOne("SELECT count(*) FROM items")?.int(0) ?? 0 }
+                counts.withLock { $0.append(count) }
+                throw CancellationError()
+            }
+        }
+        #expect(counts.withLock { $0 } == [1, 2])
+        #expect(FileManager.default.fileExists(atPath: scratch.url.appendingPathComponent("data/dqlite").path))
+        #expect(!FileManager.default.fileExists(atPath: scratch.url.appendingPathComponent("data/test.sqlite").path))
+    }
+}
+
+extension ServiceRunnerTests {
+    /// A service that never asks for its database through `openDatabase` would keep its data in the file with
+    /// `--cluster` given: it refuses to start instead.
+    @Test func aServiceThatCannotRunOnAClusterRefusesCluster() async throws {
+        let scratch = try ScratchDirectory()
+        let address = "127.0.0.1:\(try RawSocket.freePortBlock(count: 1))"
+        await #expect {
+            try await ServiceRunner.run(name: "test", options: try scratch.options(["--cluster", address, "--cluster-bind", address])) {
+                environment in
+                _ = try Database(path: environment.databasePath, migrations: [])
+                return AppServices(rpc: [])
+            }
+        } throws: { error in
+            guard case .startup(let reason) = error as? ServiceRunner.Failure else { return false }
+            return reason.contains("cannot run on a dqlite cluster yet")
+        }
     }
 }
 

@@ -8,13 +8,13 @@ import HealthService
 import ServiceKit
 
 /// The health service executable: users' health samples, statistics and sync, in one SQLite file that
-/// replicas may share.
+/// replicas may share, or in a dqlite cluster (`--cluster`) that replicas on several machines form.
 @main
 struct HealthCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "health",
         abstract: "Menagerie's health service: per-user health samples, statistics, and sync with devices.",
-        discussion: "Data lives in an SQLite file (--database, default DATA_DIR/health.sqlite) that replicas may share.")
+        discussion: "Data lives in an SQLite file (--database, default DATA_DIR/health.sqlite) that replicas on one machine may share, or, with --cluster, in a dqlite cluster that the replicas' nodes form across machines.")
 
     @OptionGroup var options: ServiceOptions
 
@@ -22,7 +22,7 @@ struct HealthCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             try await ServiceRunner.run(name: "health", options: options) { environment in
-                let store = try HealthStore(path: environment.databasePath)
+                let store = HealthStore(database: try environment.openDatabase(migrations: HealthSchema.migrations))
                 // Health's users and tokens from before the shared identity keep working there.
                 let moved = try HealthService.moveAccounts(from: store, to: environment.identity)
                 if moved > 0 { environment.logger.info("moved \(moved) health token(s) to the shared identity") }

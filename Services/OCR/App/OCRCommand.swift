@@ -55,7 +55,7 @@ struct OCRCommand: AsyncParsableCommand {
 
     private func serve() async throws(ServiceRunner.Failure) {
         try await ServiceRunner.run(name: "ocr", options: options) { environment in
-            let store = try TemplateStore(path: environment.databasePath)
+            let store = TemplateStore(database: try environment.openDatabase(migrations: OCRSchema.migrations))
             // One engine per lane thread and language set: every thread can read a page, none waits for an engine.
             let lane = environment.lane
             let recognizer = TextRecognizer(

@@ -1,0 +1,204 @@
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A client of one dqlite cluster, given the addresses of (some of) its nodes: finds the leader, opens sessions
+/// on it, and manages membership. dqlite's followers neither serve queries nor forward writes, so everything
+/// goes to the leader; when it changes, the next session finds the new one.
+///
+/// Safe to share between threads; sessions are not (one per thread).
+public final class DqliteClient: Sendable {
+    public let addresses: [String]
+    public let database: String
+    /// How long one connect, send or receive may take.
+    public let callTimeout: Duration
+    /// How long finding a leader keeps trying (an election takes a few heartbeats) before `.noLeader`.
+    public let leaderWait: Duration
+    private let lastLeader = Mutex<String?>(nil)
+
+    public init(
+        addresses: [String], database: String, callTimeout: Duration = .seconds(5), leaderWait: Duration = .seconds(10)
+    ) throws(DqliteError) {
+        guard !addresses.isEmpty else { throw DqliteError(.misuse, "a dqlite cluster needs at least one node address") }
+        for address in addresses where !DqliteNode.isHostAndPort(address) {
+            throw DqliteError(.misuse, "a dqlite address must be host:port, not \"\(address)\"")
+        }
+        guard !database.isEmpty, !database.utf8.contains(0) else {
+            throw DqliteError(.misuse, "a dqlite database needs a name")
+        }
+        self.addresses = addresses
+        self.database = database
+        self.callTimeout = callTimeout
+        self.leaderWait = leaderWait
+    }
+
+    /// A session on the leader with the database open (created on first use, empty).
+    public func connect() throws(DqliteError) -> DqliteSession {
+        try retrying(for: leaderWait) { () throws(DqliteError) in
+            try DqliteSession(connection: try leaderConnection(), database: database)
+        }
+    }
+
+    /// Runs `body` on a session on the leader, and again on a fresh session (the new leader) while it fails
+    /// with `.notCommitted` or `.noLeader`, for up to `leaderWait`. Only for work that is safe to repeat: reads.
+    public func retryingRead<T>(_ body: (DqliteSession) throws(DqliteError) -> T) throws(DqliteError) -> T {
+        try retrying(for: leaderWait) { () throws(DqliteError) in
+            let session = try connect()
+            defer { session.close() }
+            return try body(session)
+        }
+    }
+
+    /// The leader as the nodes see it, or nil when none of them knows one.
+    public func leader() throws(DqliteError) -> DqliteMember? {
+        for address in candidates() {
+            guard let connection = try? WireConnection(address: address, timeout: callTimeout) else { continue }
+            defer { connection.close() }
+            guard let leader = try? Self.askLeader(connection), !leader.address.isEmpty else { continue }
+            return leader
+        }
+        return nil
+    }
+
+    /// The cluster's members as the leader knows them.
+    public func members() throws(DqliteError) -> [DqliteMember] {
+        try retrying(for: leaderWait) { () throws(DqliteError) in
+            let connection = try leaderConnection()
+            defer { connection.close() }
+            var request = WireEncoder()
+            request.uint64(1)  // format 1: with roles
+            var response = try DqliteSession.call(
+                connection, request.message(type: WireType.cluster), expecting: WireType.nodes, mayCommit: false)
+            let count = try response.uint64()
+            guard count <= 10_000 else { throw DqliteError(.protocolViolation, "a cluster of \(count) nodes") }
+            var members: [DqliteMember] = []
+            for _ in 0..<count {
+                let id = try response.uint64()
+                let address = try response.string()
+                members.append(DqliteMember(id: id, address: address, role: DqliteMember.Role(rawValue: try response.uint64())))
+            }
+            return members
+        }
+    }
+
+    /// Makes the node `id` at `address` a voting member: adds it unless the leader has it, then promotes it
+    /// unless it votes already. Safe to repeat (a restarted node joins again and nothing changes); the node must
+    /// be running, since the leader sends it the log before promoting it.
+    public func join(id: UInt64, address: String) throws(DqliteError) {
+        guard DqliteNode.isHostAndPort(address) else {
+            throw DqliteError(.misuse, "a dqlite address must be host:port, not \"\(address)\"")
+        }
+        try retrying(for: leaderWait) { () throws(DqliteError) in
+            let member = try members().first { $0.id == id }
+            if let member, member.address != address {
+                throw DqliteError(.misuse, "node \(id) is a member at \(member.address), not \(address)")
+            }
+            if member == nil {
+                var request = WireEncoder()
+                request.uint64(id)
+                request.string(address)
+                try membershipCall(request.message(type: WireType.add))
+            }
+            if member?.role != .voter {
+                var request = WireEncoder()
+                request.uint64(id)
+                request.uint64(DqliteMember.Role.voter.rawValue)
+                try membershipCall(request.message(type: WireType.assign))
+            }
+        }
+    }
+
+    /// Asks the leader to hand leadership to node `id` (which must be a voter). Raft refuses while the node's
+    /// log is behind (a node that just restarted); that refusal is tried again, for up to `leaderWait`.
+    public func transferLeadership(to id: UInt64) throws(DqliteError) {
+        var request = WireEncoder()
+        request.uint64(id)
+        try retrying(for: leaderWait) { () throws(DqliteError) in try membershipCall(request.message(type: WireType.transfer)) }
+        lastLeader.withLock { $0 = nil }
+    }
+
+    /// A membership change (or a leadership transfer), which dqlite answers with EMPTY once done. Raft refuses
+    /// a change while another is in progress, and a transfer to a node whose log is behind; those refusals are
+    /// worth waiting out, so they are `.notCommitted`.
+    private func membershipCall(_ request: [UInt8]) throws(DqliteError) {
+        let connection = try leaderConnection()
+        defer { connection.close() }
+        do {
+            _ = try DqliteSession.call(connection, request, expecting: WireType.empty, mayCommit: false)
+        } catch where error.kind == .sqlite && (error.message.contains("in progress") || error.message.contains("transfer failed")) {
+            throw DqliteError(.notCommitted, code: error.code, error.message)
+        }
+    }
+
+    /// The last leader first, then the others in the order given.
+    private func candidates() -> [String] {
+        let last = lastLeader.withLock { $0 }
+        return (last.map { [$0] } ?? []) + addresses.filter { $0 != last }
+    }
+
+    /// A connection to the node that says it is the leader, registered as a client. Asks each node in turn;
+    /// a follower that names a leader outside `addresses` sends us there too (the cluster may have grown).
+    private func leaderConnection() throws(DqliteError) -> WireConnection {
+        var reasons: [String] = []
+        for address in candidates() {
+            do {
+                let connection = try WireConnection(address: address, timeout: callTimeout)
+                let leader = try Self.askLeader(connection)
+                if leader.address == address {
+                    try Self.register(connection)
+                    lastLeader.withLock { $0 = address }
+                    return connection
+                }
+                connection.close()
+                guard !leader.address.isEmpty else {
+                    reasons.append("\(address) knows no leader")
+                    continue
+                }
+                let redirected = try WireConnection(address: leader.address, timeout: callTimeout)
+                guard try Self.askLeader(redirected).address == leader.address else {
+                    redirected.close()
+                    reasons.append("\(leader.address), named by \(address), is no longer the leader")
+                    continue
+                }
+                try Self.register(redirected)
+                lastLeader.withLock { $0 = leader.address }
+                return redirected
+            } catch {
+                reasons.append(error.message)
+            }
+        }
+        lastLeader.withLock { $0 = nil }
+        throw DqliteError(.noLeader, "no leader among \(addresses.joined(separator: ", ")): \(reasons.joined(separator: "; "))")
+    }
+
+    private static func askLeader(_ connection: WireConnection) throws(DqliteError) -> DqliteMember {
+        var request = WireEncoder()
+        request.uint64(0)
+        var response = try DqliteSession.call(
+            connection, request.message(type: WireType.leader), expecting: WireType.node, mayCommit: false)
+        let id = try response.uint64()
+        return DqliteMember(id: id, address: try response.string(), role: nil)
+    }
+
+    private static func register(_ connection: WireConnection) throws(DqliteError) {
+        var request = WireEncoder()
+        request.uint64(0)
+        _ = try DqliteSession.call(connection, request.message(type: WireType.client), expecting: WireType.welcome, mayCommit: false)
+    }
+
+    /// Runs `body` again after `.noLeader` and `.notCommitted`, with a growing pause, until `timeout` has passed.
+    func retrying<T>(for timeout: Duration, _ body: () throws(DqliteError) -> T) throws(DqliteError) -> T {
+        let giveUp = ContinuousClock.now + timeout
+        var pause = Duration.milliseconds(10)
+        while true {
+            do {
+                return try body()
+            } catch where (error.kind == .noLeader || error.kind == .notCommitted) && ContinuousClock.now + pause < giveUp {
+                usleep(UInt32(pause / .microseconds(1)))
+                pause = min(pause * 2, .milliseconds(500))
+            }
+        }
+    }
+}

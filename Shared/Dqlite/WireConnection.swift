@@ -1,0 +1,181 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One TCP connection to one dqlite node, speaking protocol version 1 with blocking calls (a request, then its
+/// response). Not thread-safe: a session owns it and one thread uses it at a time.
+final class WireConnection {
+    let address: String
+    private var descriptor: Int32
+    /// Set once a call failed half-way: the stream's framing is lost and the connection must not be reused.
+    private(set) var isBroken = false
+
+    /// How a failed call ended, so that a caller can tell whether the node may have acted on the request.
+    enum Failure: Error {
+        /// Nothing was sent: the node did nothing.
+        case notSent(String)
+        /// The request (or part of it) was sent and no complete answer came: the node may have acted on it.
+        case unanswered(String)
+        /// The node answered FAILURE.
+        case refused(code: UInt64, message: String)
+        /// The answer cannot be read.
+        case malformed(DqliteError)
+    }
+
+    /// Connects (within `timeout`) and sends the protocol version; every later send and receive gives up after
+    /// `timeout` too.
+    init(address: String, timeout: Duration) throws(DqliteError) {
+        self.address = address
+        descriptor = try Self.connect(to: address, timeout: timeout)
+        var seconds = timeval(
+            tv_sec: Int(timeout.components.seconds),
+            tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
+        var on: Int32 = 1
+        setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+        var handshake = WireEncoder()
+        handshake.uint64(1)
+        do {
+            try sendAll(handshake.body)
+        } catch {
+            close()
+            throw DqliteError(.noLeader, "dqlite node \(address) refused the handshake: \(error)")
+        }
+    }
+
+    deinit { close() }
+
+    func close() {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+        descriptor = -1
+        isBroken = true
+    }
+
+    /// Sends `request` and reads one response; FAILURE comes back as `.refused`.
+    func call(_ request: [UInt8]) throws(Failure) -> WireDecoder {
+        guard !isBroken else { throw .notSent("the connection to \(address) is closed") }
+        do {
+            try sendAll(request)
+        } catch {
+            close()
+            throw .unanswered("sending to \(address): \(error)")
+        }
+        return try receive()
+    }
+
+    /// Reads the next response (a call's, or a further part of a ROWS answer).
+    func receive() throws(Failure) -> WireDecoder {
+        let response: WireDecoder
+        do {
+            let header = try receiveAll(8)
+            let words = header[0..<4].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            guard words <= 1 << 27 else { throw SocketError("a response of \(words) words") }  // 1 GiB
+            response = WireDecoder(type: header[4], body: try receiveAll(Int(words) * wordSize))
+        } catch {
+            close()
+            throw .unanswered("receiving from \(address): \(error)")
+        }
+        guard response.type == WireType.failure else { return response }
+        var failure = response
+        let code: UInt64
+        let message: String
+        do {
+            code = try failure.uint64()
+            message = try failure.string()
+        } catch {
+            throw .malformed(error)
+        }
+        throw .refused(code: code, message: message)
+    }
+
+    private struct SocketError: Error, CustomStringConvertible {
+        let message: String
+        init(_ message: String) { self.message = message }
+        var description: String { message }
+    }
+
+    private func sendAll(_ bytes: [UInt8]) throws(SocketError) {
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw SocketError(errno == EAGAIN ? "timed out" : String(cString: strerror(errno)))
+            }
+            sent += count
+        }
+    }
+
+    private func receiveAll(_ count: Int) throws(SocketError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var received = 0
+        while received < count {
+            let got = bytes.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress! + received, count - received, 0) }
+            if got == 0 { throw SocketError("the node closed the connection") }
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw SocketError(errno == EAGAIN ? "timed out" : String(cString: strerror(errno)))
+            }
+            received += got
+        }
+        return bytes
+    }
+
+    /// A connected, blocking TCP socket to `host:port` (names resolved; IPv6 hosts in brackets).
+    private static func connect(to address: String, timeout: Duration) throws(DqliteError) -> Int32 {
+        guard let colon = address.lastIndex(of: ":"), DqliteNode.isHostAndPort(address) else {
+            throw DqliteError(.misuse, "a dqlite address must be host:port, not \"\(address)\"")
+        }
+        var host = String(address[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let port = String(address[address.index(after: colon)...])
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        let code = getaddrinfo(host, port, &hints, &found)
+        guard code == 0, let first = found else {
+            throw DqliteError(.noLeader, "cannot resolve \(address): \(String(cString: gai_strerror(code)))")
+        }
+        defer { freeaddrinfo(found) }
+        var reason = "no address"
+        var candidate: UnsafeMutablePointer<addrinfo>? = first
+        while let info = candidate {
+            candidate = info.pointee.ai_next
+            let descriptor = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard descriptor >= 0 else { continue }
+            if connectWithin(timeout, descriptor, info.pointee.ai_addr, info.pointee.ai_addrlen, &reason) { return descriptor }
+            Glibc.close(descriptor)
+        }
+        throw DqliteError(.noLeader, "cannot connect to dqlite node \(address): \(reason)")
+    }
+
+    /// A non-blocking connect waited for with poll, so a node that is down or cut off costs `timeout` at most.
+    private static func connectWithin(
+        _ timeout: Duration, _ descriptor: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t,
+        _ reason: inout String
+    ) -> Bool {
+        let flags = fcntl(descriptor, F_GETFL)
+        _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
+        defer { _ = fcntl(descriptor, F_SETFL, flags) }
+        if Glibc.connect(descriptor, address, length) == 0 { return true }
+        guard errno == EINPROGRESS else {
+            reason = String(cString: strerror(errno))
+            return false
+        }
+        var poller = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+        let milliseconds = Int32(clamping: Int(timeout / .milliseconds(1)))
+        guard poll(&poller, 1, milliseconds) == 1 else {
+            reason = "timed out"
+            return false
+        }
+        var error: Int32 = 0
+        var size = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &error, &size)
+        guard error == 0 else {
+            reason = String(cString: strerror(error))
+            return false
+        }
+        return true
+    }
+}

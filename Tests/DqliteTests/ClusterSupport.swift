@@ -1,0 +1,49 @@
+import Dqlite
+import Foundation
+import TestSupport
+
+/// A cluster of dqlite nodes in this test process on free loopback ports, each with its own temporary data
+/// directory (removed by `tearDown`). Node `i` (1-based) is `replicas[i - 1]`.
+final class TestCluster {
+    let addresses: [String]
+    let directory: URL
+    private(set) var replicas: [DqliteReplica?] = []
+
+    /// Starts `size` nodes: node 1 first (it bootstraps), then the others, each joining as a voter.
+    init(size: Int, database: String = "test") throws {
+        let base = try RawSocket.freePortBlock(count: size)
+        addresses = (0..<size).map { "127.0.0.1:\(base + $0)" }
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("DqliteTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for index in 0..<size { replicas.append(try start(node: index + 1, database: database)) }
+    }
+
+    func start(node: Int, database: String = "test") throws -> DqliteReplica {
+        try DqliteReplica(
+            addresses: addresses, ownAddress: addresses[node - 1],
+            dataDirectory: directory.appendingPathComponent("node\(node)").path, database: database,
+            networkLatency: .milliseconds(10), leaderWait: .seconds(20))
+    }
+
+    /// A client of the whole cluster that does not depend on any one node.
+    func client(database: String = "test", leaderWait: Duration = .seconds(20)) throws -> DqliteClient {
+        try DqliteClient(addresses: addresses, database: database, callTimeout: .seconds(2), leaderWait: leaderWait)
+    }
+
+    func stop(node: Int) throws {
+        try replicas[node - 1]?.stop()
+        replicas[node - 1] = nil
+    }
+
+    func restart(node: Int) throws {
+        replicas[node - 1] = try start(node: node)
+    }
+
+    func tearDown() {
+        for replica in replicas { try? replica?.stop() }
+        replicas = []
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    deinit { tearDown() }
+}

@@ -1,0 +1,118 @@
+import Base
+import Dqlite
+import Testing
+
+/// Real dqlite nodes (libdqlite's own threads) in this process, reached through the Swift client over loopback.
+@Suite(.serialized) struct ClusterTests {
+    @Test func oneNodeRunsStatementsAndReturnsEveryType() throws {
+        let cluster = try TestCluster(size: 1)
+        defer { cluster.tearDown() }
+        let session = try cluster.client().connect()
+        defer { session.close() }
+        try session.execute("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n TEXT)")
+        let inserted = try session.execute(
+            "INSERT INTO t VALUES (?, ?, ?, ?, ?)", [.integer(-42), .real(2.5), .text("žluťoučký kůň"), .blob([0, 1, 255]), .null])
+        #expect(inserted.rowsAffected == 1 && inserted.lastInsertID == 1)
+        let rows = try session.query("SELECT i, r, s, b, n, x'' AS empty FROM t")
+        #expect(rows.columns == ["i", "r", "s", "b", "n", "empty"])
+        #expect(rows.rows == [[.integer(-42), .real(2.5), .text("žluťoučký kůň"), .blob([0, 1, 255]), .null, .blob([])]])
+    }
+
+    @Test func manyRowsArriveInPartsAndAreJoined() throws {
+        let cluster = try TestCluster(size: 1)
+        defer { cluster.tearDown() }
+        let session = try cluster.client().connect()
+        defer { session.close() }
+        try session.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, payload TEXT)")
+        try session.execute("BEGIN", mayCommit: false)
+        let insert = try session.prepare("INSERT INTO t (payload) VALUES (?)")
+        #expect(insert.parameterCount == 1)
+        for index in 0..<3000 { try session.execute(insert, [.text(String(repeating: "x", count: index % 100))], mayCommit: false) }
+        try session.finalize(insert)
+        try session.execute("COMMIT")
+        let rows = try session.query("SELECT id, payload FROM t ORDER BY id")
+        #expect(rows.rows.count == 3000)
+        #expect(rows.rows.last == [.integer(3000), .text(String(repeating: "x", count: 99))])
+    }
+
+    @Test func sqliteErrorsCarryTheirCodeAndCategory() throws {
+        let cluster = try TestCluster(size: 1)
+        defer { cluster.tearDown() }
+        let session = try cluster.client().connect()
+        defer { session.close() }
+        try session.execute("CREATE TABLE t (name TEXT UNIQUE)")
+        try session.execute("INSERT INTO t VALUES ('a')")
+        #expect { try session.execute("INSERT INTO t VALUES ('a')") } throws: { error in
+            let error = error as? DqliteError
+            return error?.kind == .sqlite && error?.category == .failedPrecondition
+        }
+        #expect { try session.query("SELEC nonsense") } throws: { ($0 as? DqliteError)?.kind == .sqlite }
+        #expect(try session.query("SELECT count(*) FROM t").rows == [[.integer(1)]])  // the session still works
+    }
+
+    @Test func noNodeUpIsNoLeaderWithinTheWait() throws {
+        let client = try DqliteClient(addresses: ["127.0.0.1:1"], database: "test", leaderWait: .milliseconds(200))
+        #expect { try client.connect() } throws: { error in
+            (error as? DqliteError)?.kind == .noLeader && (error as? DqliteError)?.category == .unavailable
+        }
+    }
+
+    @Test func threeNodesReplicateAndTheSurvivorsElectANewLeaderThatTakesWrites() throws {
+        let cluster = try TestCluster(size: 3)
+        defer { cluster.tearDown() }
+        let client = try cluster.client()
+        let members = try client.members()
+        #expect(members.map(\.id).sorted() == [1, 2, 3])
+        #expect(members.allSatisfy { $0.role == .voter })
+
+        let session = try client.connect()
+        try session.execute("CREATE TABLE samples (id INTEGER PRIMARY KEY, value REAL NOT NULL)")
+        try session.execute("INSERT INTO samples (value) VALUES (?)", [.real(1)])
+        session.close()
+
+        let oldLeader = try #require(try client.leader())
+        try cluster.stop(node: Int(oldLeader.id))
+
+        let started = ContinuousClock.now
+        let rows = try client.retryingRead { session throws(DqliteError) in try session.query("SELECT value FROM samples") }
+        #expect(rows.rows == [[.real(1)]])
+        let newLeader = try #require(try client.leader())
+        #expect(newLeader.id != oldLeader.id)
+        let failover = ContinuousClock.now - started
+        print("dqlite failover after stopping node \(oldLeader.id): \(failover) until node \(newLeader.id) answered")
+
+        let after = try client.connect()
+        defer { after.close() }
+        try after.execute("INSERT INTO samples (value) VALUES (?)", [.real(2)])
+        #expect(try after.query("SELECT count(*) FROM samples").rows == [[.integer(2)]])
+
+        // The stopped node comes back from its data directory and catches up; leadership can move to it.
+        try cluster.restart(node: Int(oldLeader.id))
+        try client.transferLeadership(to: oldLeader.id)
+        let back = try client.retryingRead { session throws(DqliteError) in
+            (session.leaderAddress, try session.query("SELECT count(*) FROM samples"))
+        }
+        #expect(back.0 == oldLeader.address)
+        #expect(back.1.rows == [[.integer(2)]])
+    }
+
+    @Test func aLeaderLostMidTransactionIsNotCommittedAndNothingIsWritten() throws {
+        let cluster = try TestCluster(size: 3)
+        defer { cluster.tearDown() }
+        let client = try cluster.client()
+        let setup = try client.connect()
+        try setup.execute("CREATE TABLE t (v INTEGER)")
+        setup.close()
+        let session = try client.connect()
+        try session.execute("BEGIN", mayCommit: false)
+        try session.execute("INSERT INTO t VALUES (1)", mayCommit: false)
+        let leader = try #require(try client.leader())
+        try cluster.stop(node: Int(leader.id))
+        #expect { try session.execute("INSERT INTO t VALUES (2)", mayCommit: false) } throws: { error in
+            (error as? DqliteError)?.kind == .notCommitted
+        }
+        #expect(session.isBroken)
+        let count = try client.retryingRead { session throws(DqliteError) in try session.query("SELECT count(*) FROM t") }
+        #expect(count.rows == [[.integer(0)]])
+    }
+}
