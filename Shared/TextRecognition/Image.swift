@@ -152,6 +152,23 @@ public final class Image: @unchecked Sendable {
         return Double(count) / Double(max(1, binary.pixelCount))
     }
 
+    /// The fraction (0–1) of pixels between black and white (grey levels 32–223): 0 for a binary page, even one
+    /// stored as grey (an inverted fax), a few percent for rendered text's anti-aliased edges, most of a photo.
+    public func midToneFraction() throws -> Double {
+        let gray = try grayscale()
+        guard let histogram = pixGetGrayHistogram(gray.pix, 1) else { throw ImageError.processing("pixGetGrayHistogram") }
+        var histogramPointer: UnsafeMutablePointer<NUMA>? = histogram
+        defer { numaDestroy(&histogramPointer) }
+        var total = 0.0, middle = 0.0
+        for level in 0..<256 {
+            var count: Float = 0
+            numaGetFValue(histogram, Int32(level), &count)
+            total += Double(count)
+            if (32..<224).contains(level) { middle += Double(count) }
+        }
+        return total > 0 ? middle / total : 0
+    }
+
     /// Binary (1 bit per pixel) with one Otsu threshold for the whole image.
     func otsuBinarised() throws -> Image {
         let gray = try grayscale()

@@ -178,3 +178,13 @@ func handMadeBMP(width: Int, height: Int, coreHeader: Bool = false) -> Data {
         }
     }
 }
+
+@Suite struct MidToneTests {
+    /// Binary content has no mid-tones whether stored at 1 or 8 bits; a blurred copy (anti-aliased edges) has some.
+    @Test func binaryPagesHaveNoMidTones() throws {
+        let marked = try cornerMarkedImage()
+        #expect(try marked.midToneFraction() == 0)
+        #expect(try marked.converted(toDepth: 1).midToneFraction() == 0)
+        #expect(try marked.scaled(by: 1.7).midToneFraction() > 0.005, "interpolated edges are mid-tones")
+    }
+}
