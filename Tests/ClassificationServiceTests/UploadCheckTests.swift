@@ -72,4 +72,16 @@ import Testing
         }
         #expect(code == .invalidArgument && message.contains("red/cut.jpg"), "\(message)")
     }
+
+    /// Feedback takes a phone's HEIC like any photo, and refuses a cut JPEG naming the problem.
+    @Test func feedbackTakesHEICAndRefusesACutJPEG() async throws {
+        let service = try ClassificationServiceTests()
+        let heic = try RGBImage(width: 24, height: 24, pixels: (0..<576).flatMap { _ in [0, 0, 200] as [UInt8] }).heic()
+        let stored = try await service.client.feedback(ClassificationV1.FeedbackRequest(image: heic, label: "blue", consent: true))
+        #expect(stored.stored)
+        let (code, message) = await ClassificationServiceTests.failure {
+            _ = try await service.client.feedback(ClassificationV1.FeedbackRequest(image: try Self.truncatedJPEG(), label: "blue", consent: true))
+        }
+        #expect(code == .invalidArgument && message.contains("truncated"), "\(message)")
+    }
 }
