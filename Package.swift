@@ -112,10 +112,10 @@ let package = Package(
             cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
             linkerSettings: [.linkedLibrary("opencv_dnn"), .linkedLibrary("opencv_core")]),
         .target(name: "OpenCVDNN", dependencies: ["OpenCVShim"], path: "Shared/OpenCVDNN"),
-        // PNG and JPEG decoding (libpng's simplified API, libjpeg-turbo) behind a tiny C API.
+        // PNG, JPEG, WebP and HEIF decoding (libpng's simplified API, libjpeg-turbo, libwebp, libheif) behind a tiny C API.
         .target(
             name: "CImageCodecs", path: "Shared/CImageCodecs",
-            linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("jpeg")]),
+            linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("jpeg"), .linkedLibrary("webp"), .linkedLibrary("heif")]),
 
         // MARK: Schema: the protobuf-c bridge every generated message uses (no messages of its own), and its generator
         .target(name: "Schema", dependencies: ["CProtobufC"], path: "Shared/Schema"),
@@ -153,7 +153,7 @@ let package = Package(
             path: "Shared/ServiceKit"),
 
         // MARK: Domain libraries
-        .target(name: "TextRecognition", dependencies: ["CTesseract", "WorkLane"], path: "Shared/TextRecognition"),
+        .target(name: "TextRecognition", dependencies: ["CTesseract", "CImageCodecs", "WorkLane"], path: "Shared/TextRecognition"),
 
         // MARK: Gateway: GatewayKit is what every service's command group shares; App assembles the groups.
         .target(

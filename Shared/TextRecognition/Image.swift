@@ -1,3 +1,4 @@
+import CImageCodecs
 import CTesseract
 import Foundation
 
@@ -151,6 +152,23 @@ public final class Image: @unchecked Sendable {
         return Double(count) / Double(max(1, binary.pixelCount))
     }
 
+    /// The fraction (0–1) of pixels between black and white (grey levels 32–223): 0 for a binary page, even one
+    /// stored as grey (an inverted fax), a few percent for rendered text's anti-aliased edges, most of a photo.
+    public func midToneFraction() throws -> Double {
+        let gray = try grayscale()
+        guard let histogram = pixGetGrayHistogram(gray.pix, 1) else { throw ImageError.processing("pixGetGrayHistogram") }
+        var histogramPointer: UnsafeMutablePointer<NUMA>? = histogram
+        defer { numaDestroy(&histogramPointer) }
+        var total = 0.0, middle = 0.0
+        for level in 0..<256 {
+            var count: Float = 0
+            numaGetFValue(histogram, Int32(level), &count)
+            total += Double(count)
+            if (32..<224).contains(level) { middle += Double(count) }
+        }
+        return total > 0 ? middle / total : 0
+    }
+
     /// Binary (1 bit per pixel) with one Otsu threshold for the whole image.
     func otsuBinarised() throws -> Image {
         let gray = try grayscale()
@@ -214,8 +232,53 @@ public final class Image: @unchecked Sendable {
 
     // MARK: Encoding
 
-    /// The image as bytes of `format` (PNG, TIFF with G4 for binary images, JPEG, BMP, GIF, WebP).
+    /// An RGB picture (`rgb`: width × height × 3 bytes, rows top to bottom) as a 32-bit image.
+    public static func fromRGB(_ rgb: [UInt8], width: Int, height: Int) throws -> Image {
+        guard width > 0, height > 0, rgb.count == width * height * 3 else {
+            throw ImageError.processing("RGB buffer of \(rgb.count) bytes for \(width)x\(height)")
+        }
+        let image = try wrap(pixCreate(Int32(width), Int32(height), 32), "pixCreate")
+        let words = pixGetData(image.pix)!, wordsPerLine = Int(pixGetWpl(image.pix))
+        for y in 0..<height {
+            for x in 0..<width {
+                let i = (y * width + x) * 3
+                words[y * wordsPerLine + x] = UInt32(rgb[i]) << 24 | UInt32(rgb[i + 1]) << 16 | UInt32(rgb[i + 2]) << 8
+            }
+        }
+        return image
+    }
+
+    /// The picture as 8-bit RGB, rows top to bottom (width × height × 3 bytes).
+    func rgbBytes() throws -> [UInt8] {
+        let colour = try converted(toDepth: 32)
+        let words = pixGetData(colour.pix)!, wordsPerLine = Int(pixGetWpl(colour.pix))
+        var rgb = [UInt8](repeating: 0, count: width * height * 3)
+        for y in 0..<height {
+            for x in 0..<width {
+                let word = words[y * wordsPerLine + x], i = (y * width + x) * 3
+                rgb[i] = UInt8(word >> 24); rgb[i + 1] = UInt8(truncatingIfNeeded: word >> 16); rgb[i + 2] = UInt8(truncatingIfNeeded: word >> 8)
+            }
+        }
+        return rgb
+    }
+
+    /// The image as bytes of `format` (PNG, TIFF with G4 for binary images, JPEG, BMP, GIF, WebP; HEIC through
+    /// libheif, for tests of photos as iPhones take them).
     public func encoded(as format: ImageFormat) throws -> Data {
+        if format == .heic {
+            var out: UnsafeMutablePointer<UInt8>?
+            var length = 0
+            var message = [CChar](repeating: 0, count: 256)
+            let rgb = try rgbBytes()
+            let status = rgb.withUnsafeBufferPointer {
+                image_encode_heic($0.baseAddress, UInt32(width), UInt32(height), 70, &out, &length, &message, message.count)
+            }
+            defer { free(out) }
+            guard status == 0, let out else {
+                throw ImageError.processing("HEIC encoding: " + String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            }
+            return Data(bytes: out, count: length)
+        }
         var bytes: UnsafeMutablePointer<UInt8>?
         var size = 0
         let leptonicaFormat: Int32
@@ -226,6 +289,7 @@ public final class Image: @unchecked Sendable {
         case .bmp: leptonicaFormat = Int32(IFF_BMP)
         case .gif: leptonicaFormat = Int32(IFF_GIF)
         case .webp: leptonicaFormat = Int32(IFF_WEBP)
+        case .heic: throw ImageError.processing("HEIC is encoded above")
         }
         let source = format == .jpeg || format == .webp ? try converted(toDepth: depth == 32 ? 32 : 8) : self
         guard pixWriteMem(&bytes, &size, source.pix, leptonicaFormat) == 0, let bytes else {
@@ -258,9 +322,9 @@ public final class Image: @unchecked Sendable {
     }
 }
 
-/// The image file formats this module reads (where the Leptonica build reads them) and writes.
+/// The image file formats this module reads (where the Leptonica build reads them; HEIC through libheif) and writes.
 public enum ImageFormat: String, Sendable, CaseIterable {
-    case png, jpeg, tiff, bmp, gif, webp
+    case png, jpeg, tiff, bmp, gif, webp, heic
 }
 
 /// A rectangle in pixels, top-left origin.

@@ -1,10 +1,14 @@
+import CImageCodecs
 import CTesseract
 import Foundation
 
 /// Why image bytes were refused.
 public enum ImageError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// Not an image format this Leptonica build reads, or a damaged file.
+    /// Not an image format this module reads.
     case cannotDecode
+    /// An image of a known format whose data is cut short or damaged (a JPEG that ends early would otherwise
+    /// be read with grey where its data is missing), with the decoder's reason.
+    case damaged(String)
     /// A page would decode to more pixels than allowed (`pixels` > `limit`); found from the header, before decoding.
     case tooManyPixels(pixels: Int, limit: Int)
     /// A multi-page file with more pages than allowed.
@@ -15,6 +19,7 @@ public enum ImageError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .cannotDecode: "cannot decode image"
+        case .damaged(let reason): "the image is truncated or damaged (\(reason))"
         case .tooManyPixels(let pixels, let limit):
             "image has \(pixels) pixels, more than the limit of \(limit) (\(limit / 1_000_000) MP)"
         case .tooManyPages(let pages, let limit): "image has \(pages) pages, more than the limit of \(limit)"
@@ -46,7 +51,8 @@ public struct DecodedImage: Sendable {
     public let exifOrientation: Int
 }
 
-/// Decodes image bytes with Leptonica after checking their header against `DecodeLimits`.
+/// Decodes image bytes with Leptonica after checking their header against `DecodeLimits`; HEIF/HEIC (the iPhone's
+/// default, which Leptonica cannot read) through the shared codecs (CImageCodecs, libheif).
 public struct ImageDecoder: Sendable {
     public var limits: DecodeLimits
 
@@ -55,13 +61,15 @@ public struct ImageDecoder: Sendable {
         self.limits = limits
     }
 
-    /// The pages of `data`. Throws `ImageError.cannotDecode` for bytes that are no image Leptonica reads and
-    /// `.tooManyPixels` / `.tooManyPages` when the header announces more than the limits.
+    /// The pages of `data`. Throws `ImageError.cannotDecode` for bytes that are no image this module reads,
+    /// `.damaged` for a file cut short or corrupt, and `.tooManyPixels` / `.tooManyPages` when the header announces
+    /// more than the limits.
     public func decode(_ data: Data) throws -> DecodedImage {
         guard data.count >= 8 else { throw ImageError.cannotDecode }
         return try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> DecodedImage in
             let bytes = raw.bindMemory(to: UInt8.self)
             guard let base = bytes.baseAddress else { throw ImageError.cannotDecode }
+            if image_sniff(base, bytes.count) == IMAGE_FORMAT_HEIF { return try decodeHEIF(base, count: bytes.count) }
             var leptonicaFormat: Int32 = 0
             guard findFileFormatBuffer(base, &leptonicaFormat) == 0 else { throw ImageError.cannotDecode }
             let format = try Self.format(leptonicaFormat)
@@ -90,7 +98,21 @@ public struct ImageDecoder: Sendable {
                 try check(width: Int(width), height: Int(height))
             }
 
-            let image = try Image.wrapDecoded(pixReadMem(base, bytes.count))
+            let image: Image
+            if format == .jpeg {
+                // Leptonica, like libjpeg, only warns when the data ends early and returns the picture with grey
+                // below the cut; a warning sends the file to the shared decoder, which tells harmless ones from
+                // lost data. When Leptonica refuses the file the shared decoder says why (a cut is "truncated").
+                var warnings: Int32 = 0
+                guard let pix = pixReadMemJpeg(base, bytes.count, 0, 1, &warnings, 0) else {
+                    try Self.checkJPEGData(base, count: bytes.count)
+                    throw ImageError.cannotDecode
+                }
+                image = Image(owning: pix)
+                if warnings > 0 { try Self.checkJPEGData(base, count: bytes.count) }
+            } else {
+                image = try Image.wrapDecoded(pixReadMem(base, bytes.count))
+            }
             guard format == .jpeg else { return DecodedImage(format: format, pages: [image], exifOrientation: 1) }
             let orientation = EXIFOrientation.read(fromJPEG: UnsafeRawBufferPointer(bytes)) ?? 1
             return DecodedImage(
@@ -132,6 +154,44 @@ public struct ImageDecoder: Sendable {
             else { return }
             try check(width: Int(width), height: Int(height))
         }
+    }
+
+    /// A HEIF's primary image, upright (libheif applies the file's rotation and mirroring), as a 32-bit page.
+    private func decodeHEIF(_ base: UnsafePointer<UInt8>, count: Int) throws -> DecodedImage {
+        var format: Int32 = 0, width: UInt32 = 0, height: UInt32 = 0
+        var message = [CChar](repeating: 0, count: 256)
+        guard image_probe(base, count, &format, &width, &height, &message, message.count) == 0 else {
+            throw ImageError.damaged(Self.text(message))
+        }
+        guard width > 0, height > 0 else { throw ImageError.cannotDecode }
+        try check(width: Int(width), height: Int(height))
+        let capacity = Int(width) * Int(height) * 3
+        var rgb = [UInt8](repeating: 0, count: capacity)
+        let status = rgb.withUnsafeMutableBufferPointer {
+            image_decode_rgb(base, count, 1, $0.baseAddress, capacity, &message, message.count)
+        }
+        guard status == 0 else { throw ImageError.damaged(Self.text(message)) }
+        return DecodedImage(format: .heic, pages: [try Image.fromRGB(rgb, width: Int(width), height: Int(height))], exifOrientation: 1)
+    }
+
+    /// Throws `.damaged` when the shared decoder finds the JPEG cut short or corrupt.
+    private static func checkJPEGData(_ base: UnsafePointer<UInt8>, count: Int) throws {
+        var format: Int32 = 0, width: UInt32 = 0, height: UInt32 = 0
+        var message = [CChar](repeating: 0, count: 256)
+        guard image_probe(base, count, &format, &width, &height, &message, message.count) == 0 else {
+            throw ImageError.damaged(text(message))
+        }
+        // Decoded at 1/8 of its size: libjpeg still reads every byte of the data, which is what is checked.
+        let capacity = ((Int(width) + 7) / 8) * ((Int(height) + 7) / 8) * 3
+        var rgb = [UInt8](repeating: 0, count: capacity)
+        let status = rgb.withUnsafeMutableBufferPointer {
+            image_decode_rgb(base, count, 8, $0.baseAddress, capacity, &message, message.count)
+        }
+        if status != 0 { throw ImageError.damaged(text(message)) }
+    }
+
+    private static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     private func decodeTIFF(_ base: UnsafePointer<UInt8>, count: Int) throws -> DecodedImage {

@@ -179,7 +179,7 @@ import Testing
         #expect(bash.status == 0)
         #expect(bash.stdout.contains("'fast'$'\\n''accurate'"), "bash completion lacks --level's values")
         #expect(bash.stdout.contains("'hour'$'\\n''day'$'\\n''week'$'\\n''month'"), "bash completion lacks --period's values")
-        #expect(bash.stdout.contains("-fX '!*.@(png|jpg|jpeg|tif|tiff|bmp|gif|webp)'"), "bash completion does not complete image files")
+        #expect(bash.stdout.contains("-fX '!*.@(png|jpg|jpeg|tif|tiff|bmp|gif|webp|heic|heif)'"), "bash completion does not complete image files")
         let zsh = try Gateway.run(["--generate-completion-script", "zsh"])
         #expect(zsh.status == 0 && zsh.stdout.contains("___level=('fast' 'accurate')"), "zsh completion lacks --level's values")
         #expect(zsh.stdout.contains(":files:_files -g '\\''*.png *.jpg"), "zsh completion does not complete image files")
@@ -200,6 +200,21 @@ import Testing
             let json = try Gateway.run(arguments + ["--json"])
             let object = try? JSONSerialization.jsonObject(with: Data(json.stderr.utf8)) as? [String: String]
             #expect(json.status == 66 && json.stdout.isEmpty && object?["code"] == "not_found", "\(arguments) --json: \(json)")
+        }
+    }
+
+    /// Several photos: each failure is named on standard error and the others are still tried; the status is the
+    /// first failure's (66 for a file that cannot be read), and `--json` puts {"file", "code", "message"} in its place.
+    @Test func severalPhotosFailEachUnderItsName() throws {
+        let missing = "/nonexistent/menagerie-\(UUID().uuidString)"
+        for command in [["classify", "image"], ["classify", "detect"]] {
+            let result = try Gateway.run(command + ["\(missing)-a.heic", "\(missing)-b.webp"])
+            #expect(result.status == 66 && result.stdout.isEmpty, "\(command): \(result)")
+            #expect(result.stderr.contains("error: \(missing)-a.heic: ") && result.stderr.contains("error: \(missing)-b.webp: "), "\(command): \(result.stderr)")
+            let json = try Gateway.run(command + ["\(missing)-a.heic", "\(missing)-b.webp", "--json"])
+            let array = try? JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: String]]
+            #expect(json.status == 66 && array?.map { $0["file"] ?? "" } == ["\(missing)-a.heic", "\(missing)-b.webp"], "\(command) --json: \(json)")
+            #expect(array?.first?["code"] == "not_found", "\(command) --json: \(json.stdout)")
         }
     }
 

@@ -67,4 +67,17 @@ import TextRecognition
         #expect(table["moved-up-a-row"]!.right == 3)
         #expect(table["no-current"]!.right == 2 && table["no-current"]!.flaggedWrong == 1)
     }
+
+    /// A real photo for the two-slot path: Proud's reading carries a volt unit and the display sits half a row up,
+    /// so it fits Proud (its label) and Napětí (its unit, as near) within `ambiguityMargin`. It is stored flagged,
+    /// the reason naming the other slot; Napětí and Nabito, which fit only their own, are not.
+    @Test func aReadingThatFitsTwoSlotsIsFlagged() async throws {
+        let template = try await Self.template()
+        let photo = try DisplayPhotoFixture.photo("two-slots.png")
+        let result = try await sharedRecognizer.recognize(try photo.data())
+        let matched = TemplateMatcher.match(template, in: result.observations)
+        #expect(matched.map { Self.number($0.text) } == photo.values, "\(matched)")
+        #expect(matched[1].isUncertain && matched[1].uncertainty.contains("fits Napětí as well"), "\(matched[1])")
+        #expect(!matched[0].isUncertain && !matched[2].isUncertain, "\(matched)")
+    }
 }

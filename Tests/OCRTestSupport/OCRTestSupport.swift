@@ -216,9 +216,9 @@ public enum DisplayPhotoFixture {
         return photo
     }
 
-    /// The photos the template tests name: the template's first photo, the display moved up by a row, and one
-    /// whose current reads nothing.
-    public static let templatePhotos = ["template", "moved-up-a-row", "no-current"]
+    /// The photos the template tests name: the template's first photo, the display moved up by a row, one
+    /// whose current reads nothing, and one whose current (in volts, half a row up) fits two slots.
+    public static let templatePhotos = ["template", "moved-up-a-row", "no-current", "two-slots"]
 
     /// The conditions in the order the photos list them (the template tests' own photos left out).
     public static func conditions(_ photos: [Photo]) -> [String] {

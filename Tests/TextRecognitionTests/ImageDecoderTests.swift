@@ -142,3 +142,49 @@ func handMadeBMP(width: Int, height: Int, coreHeader: Bool = false) -> Data {
         }
     }
 }
+
+/// Phone photos: HEIC through libheif, and a JPEG cut short refused instead of read with grey below the cut.
+@Suite struct DamagedImageTests {
+    /// A noisy 300 × 200 photo as a JPEG of tens of kilobytes.
+    static func noisyJPEG() throws -> Data {
+        var state: UInt64 = 1
+        let pixels: [UInt8] = (0..<300 * 200 * 3).map { _ in
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return UInt8(truncatingIfNeeded: state >> 33)
+        }
+        return try Image.fromRGB(pixels, width: 300, height: 200).encoded(as: .jpeg)
+    }
+
+    @Test func aTruncatedJPEGIsDamagedNotDecoded() throws {
+        let jpeg = try Self.noisyJPEG()
+        #expect(jpeg.count > 20_000)
+        #expect(try ImageDecoder().decode(jpeg).pages[0].width == 300)
+        for kept in [2048, jpeg.count / 2] {
+            #expect {
+                try ImageDecoder().decode(jpeg.prefix(kept))
+            } throws: { error in
+                guard case .damaged(let reason) = error as? ImageError else { return false }
+                return reason.contains("truncated")
+            }
+        }
+    }
+
+    @Test func aTruncatedHEICIsRefused() throws {
+        let heic = try cornerMarkedImage().encoded(as: .heic)
+        #expect(try ImageDecoder().decode(heic).pages[0].width == 40)
+        #expect(throws: ImageError.self) { try ImageDecoder().decode(heic.prefix(heic.count / 2)) }
+        #expect(throws: ImageError.tooManyPixels(pixels: 800, limit: 799)) {
+            try ImageDecoder(limits: DecodeLimits(maxPixels: 799)).decode(heic)
+        }
+    }
+}
+
+@Suite struct MidToneTests {
+    /// Binary content has no mid-tones whether stored at 1 or 8 bits; a blurred copy (anti-aliased edges) has some.
+    @Test func binaryPagesHaveNoMidTones() throws {
+        let marked = try cornerMarkedImage()
+        #expect(try marked.midToneFraction() == 0)
+        #expect(try marked.converted(toDepth: 1).midToneFraction() == 0)
+        #expect(try marked.scaled(by: 1.7).midToneFraction() > 0.005, "interpolated edges are mid-tones")
+    }
+}

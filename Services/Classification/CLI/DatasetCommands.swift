@@ -16,16 +16,21 @@ struct DatasetCreate: AsyncParsableCommand {
         commandName: "create",
         abstract: "Upload a dataset: a folder of label folders (--from) or Create ML's annotations.json with its images (--annotations).",
         discussion: """
-            --from DIR takes DIR/<label>/*.png|jpg (a classifier's dataset). --annotations FILE takes Create ML's \
+            --from DIR takes DIR/<label>/*.png|jpg|webp|heic (a classifier's dataset); other files are named on \
+            standard error and left out. --annotations FILE takes Create ML's \
             [{"image", "annotations": [{"label", "coordinates": {"x", "y", "width", "height"}}]}] (box centre and size \
             in pixels) and the images it names from the file's folder or --images DIR (a detector's dataset). The \
-            service validates everything and keeps nothing when anything is wrong.
+            service decodes each image as it arrives: a truncated or damaged one ends the upload at once, naming the \
+            file, and nothing is kept; with --skip-bad such images are left out and named (standard error; "skipped" \
+            under --json) and the rest is kept.
             """)
 
     @Argument(help: "The dataset's name.") var name: String
     @Option(name: .customLong("from"), help: "A folder of label folders of images (a classification dataset; default: none, give this or --annotations).", completion: .directory) var directory: String?
     @Option(help: "Create ML's annotations.json (a detection dataset; default: none, give this or --from).", completion: .file(extensions: ["json"])) var annotations: String?
     @Option(help: "Where the annotated images are (default: the annotations file's folder).", completion: .directory) var images: String?
+    @Flag(name: .customLong("skip-bad"), help: "Leave out images that do not decode (truncated, damaged) and name them, instead of refusing the upload (default: refuse).")
+    var skipBad = false
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -39,6 +44,7 @@ struct DatasetCreate: AsyncParsableCommand {
         try await global.withClassification { client in
             var header = ClassificationV1.DatasetUploadHeader()
             header.name = name
+            header.skipBad = skipBad
             let files: [(path: String, url: URL)]
             if let directory {
                 header.kind = .classification
@@ -82,11 +88,15 @@ struct DatasetCreate: AsyncParsableCommand {
                 display?.update(fraction: 1, message: "validating")
                 display?.finish()
             }
+            // What was left out goes to standard error whatever the output: the results stay on standard output.
+            if !global.json {
+                for file in summary.skipped { writeStandardError("skipped \(file.path): \(file.reason)\n") }
+            }
             try global.render(summary, text: { print(datasetText(summary)) })
         }
     }
 
-    static let imageExtensions: Set<String> = ["png", "jpg", "jpeg"]
+    static let imageExtensions = Set(photoExtensions)
 
     static func labelFolders(_ root: URL) throws -> [(path: String, url: URL)] {
         let manager = FileManager.default
@@ -97,11 +107,16 @@ struct DatasetCreate: AsyncParsableCommand {
         for label in labels.sorted() where !label.hasPrefix(".") {
             let folder = root.appendingPathComponent(label)
             guard let names = try? manager.contentsOfDirectory(atPath: folder.path) else { continue }
-            for name in names.sorted() where !name.hasPrefix(".") && imageExtensions.contains((name as NSString).pathExtension.lowercased()) {
+            for name in names.sorted() where !name.hasPrefix(".") {
+                guard imageExtensions.contains((name as NSString).pathExtension.lowercased()) else {
+                    // Never silently: a photo in a format the service does not read is named.
+                    writeStandardError("skipped \(label)/\(name): not an image by its name (PNG, JPEG, WebP or HEIC expected)\n")
+                    continue
+                }
                 files.append(("\(label)/\(name)", folder.appendingPathComponent(name)))
             }
         }
-        guard !files.isEmpty else { throw RPCError(.invalidArgument, "\(root.path): no label folders with PNG or JPEG images") }
+        guard !files.isEmpty else { throw RPCError(.invalidArgument, "\(root.path): no label folders with PNG, JPEG, WebP or HEIC images") }
         return files
     }
 

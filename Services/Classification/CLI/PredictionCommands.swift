@@ -5,8 +5,71 @@ import GatewayKit
 import RPC
 import Schema
 
-/// Photos the service decodes, for shell completion.
-let photoExtensions = ["png", "jpg", "jpeg"]
+/// Photos the service decodes (RGBImage: PNG, JPEG, WebP, HEIF/HEIC), for shell completion and for the files
+/// `dataset create --from` sends; ClassificationCore's DatasetBuilder.imageExtensions is the same list.
+let photoExtensions = ["png", "jpg", "jpeg", "webp", "heic", "heif"]
+
+/// One photo's answer, or why it has none (a file that cannot be read, a call the service refused).
+enum PhotoAnswer<Response: ProtoJSONMessage & Sendable> {
+    case answered(Response)
+    case failed(any Error)
+
+    /// Asks `call` about each of `photos` in turn; a failure is kept under the photo's name and the next one is
+    /// asked, so one bad photo among many costs only its own answer.
+    static func each(_ photos: [String], _ call: (String, [UInt8]) async throws -> Response) async -> [(String, PhotoAnswer)] {
+        var answers: [(String, PhotoAnswer)] = []
+        for photo in photos {
+            do {
+                try InputFile.check(photo)
+                answers.append((photo, .answered(try await call(photo, try readFile(photo)))))
+            } catch {
+                answers.append((photo, .failed(error)))
+            }
+        }
+        return answers
+    }
+}
+
+/// The exit status, Connect code and message of a photo's failure, as the gateway prints a failed command's.
+private func failureParts(_ error: any Error) -> (code: Int32, connectCode: String, message: String) {
+    switch error {
+    case let error as FileError: (error.exitCode, error.connectCode, error.description)
+    case let error as RPCError: (GatewayExit.code(for: error), error.code.connectName, error.message)
+    default: (GatewayExit.code(for: RPCError(.internalError, "\(error)")), "internal", "\(error)")
+    }
+}
+
+/// Prints `answers` (`text` for an answered photo, under its name when there are several; a failed one as
+/// `error: FILE: message` on standard error) or their JSON, and exits with the first failure's status. A single
+/// photo that fails ends the command as any failed command does.
+func renderPhotoAnswers<Response>(_ answers: [(String, PhotoAnswer<Response>)], global: GlobalOptions,
+                                  text: (String, Response, Bool) -> Void) throws {
+    if answers.count == 1, case .failed(let error) = answers[0].1 { throw error }
+    try global.render(
+        jsonValue: {
+            if answers.count == 1, case .answered(let response) = answers[0].1 { return response.outputJSON }
+            return .array(answers.map { photo, answer in
+                switch answer {
+                case .answered(let response): return response.outputJSON
+                case .failed(let error):
+                    let parts = failureParts(error)
+                    return .object([JSONMember("file", .string(photo)), JSONMember("code", .string(parts.connectCode)),
+                                    JSONMember("message", .string(parts.message))])
+                }
+            })
+        },
+        text: {
+            for (photo, answer) in answers {
+                switch answer {
+                case .answered(let response): text(photo, response, answers.count > 1)
+                case .failed(let error): writeStandardError("error: \(photo): \(failureParts(error).message)\n")
+                }
+            }
+        })
+    for (_, answer) in answers {
+        if case .failed(let error) = answer { throw ExitCode(failureParts(error).code) }
+    }
+}
 
 /// `--scaling`: how a photo is fitted to the model's square input.
 enum ClassifyScaling: String, CaseIterable, ExpressibleByArgument {
@@ -20,10 +83,12 @@ struct ClassifyImage: AsyncParsableCommand {
         discussion: """
             --json prints protobuf's JSON mapping of the ClassifyResponse for one photo: {"model", "recognised", \
             "labels": [{"label", "confidence"}], "entry"}; for several, a JSON array with one ClassifyResponse per \
-            photo, in the order given.
+            photo, in the order given, and {"file", "code", "message"} in place of a photo that failed. With several \
+            photos each is answered or its error printed under its name (standard error), and the command exits with \
+            the status of the first that failed.
             """)
 
-    @Argument(help: "PNG or JPEG files.", completion: .file(extensions: photoExtensions)) var photos: [String]
+    @Argument(help: "PNG, JPEG, WebP or HEIC files.", completion: .file(extensions: photoExtensions)) var photos: [String]
     @Option(help: "The model (default: the active classifier).") var model: String?
     @Option(help: "How many labels (default 5).") var top: Int32?
     @Option(help: "How the photo fits the model's input (default: fit).") var scaling: ClassifyScaling?
@@ -44,32 +109,28 @@ struct ClassifyImage: AsyncParsableCommand {
     }
 
     func run() async throws {
-        for photo in photos { try InputFile.check(photo) }
+        if photos.count == 1 { try InputFile.check(photos[0]) }  // one photo: no connection for a missing file
         try await global.withClassification { client in
-            var answers: [(String, ClassificationV1.ClassifyResponse)] = []
-            for photo in photos {
+            let answers = await PhotoAnswer.each(photos) { _, image in
                 var request = ClassificationV1.ClassifyRequest()
-                request.image = try readFile(photo)
+                request.image = image
                 request.model = model ?? ""
                 request.top = top
                 request.minimumConfidence = minConfidence
                 request.scaling = scalingValue
-                let answer = try await client.classify(request, options: global.callOptions)
-                answers.append((photo, answer))
+                return try await client.classify(request, options: global.callOptions)
             }
-            try global.render(jsonValue: { answersJSON(answers.map(\.1)) }, text: { Self.text(answers) })
+            try renderPhotoAnswers(answers, global: global, text: Self.text)
         }
     }
 
-    static func text(_ answers: [(String, ClassificationV1.ClassifyResponse)]) {
-        for (file, r) in answers {
-            if answers.count > 1 { print("\(file):") }
-            if !r.recognised { print("nothing recognised") }
-            for label in r.labels { print("\(Int((label.confidence * 100).rounded()))% \(label.label)") }
-            if let entry = r.entry {
-                let local = entry.localName.isEmpty || entry.localName == entry.name ? "" : " (\(entry.localName))"
-                print("  \(entry.name)\(local)")
-            }
+    static func text(_ file: String, _ r: ClassificationV1.ClassifyResponse, named: Bool) {
+        if named { print("\(file):") }
+        if !r.recognised { print("nothing recognised") }
+        for label in r.labels { print("\(Int((label.confidence * 100).rounded()))% \(label.label)") }
+        if let entry = r.entry {
+            let local = entry.localName.isEmpty || entry.localName == entry.name ? "" : " (\(entry.localName))"
+            print("  \(entry.name)\(local)")
         }
     }
 }
@@ -80,7 +141,9 @@ struct Detect: AsyncParsableCommand {
         discussion: """
             --json prints protobuf's JSON mapping of the DetectResponse for one photo: {"model", "detections": \
             [{"label", "confidence", "box", "boxPx"}], "imageWidth", "imageHeight"} (box in fractions of the image, \
-            boxPx in pixels); for several, a JSON array with one DetectResponse per photo, in the order given.
+            boxPx in pixels); for several, a JSON array with one DetectResponse per photo, in the order given, and \
+            {"file", "code", "message"} in place of a photo that failed (which is also named on standard error; the \
+            command exits with the status of the first that failed).
 
             --stream DIR sends DIR's PNG and JPEG files as the frames of a video, in name order; --stream - reads an \
             MJPEG stream (JPEGs one after another, e.g. `ffmpeg -i cam -f mjpeg -`) from standard input. Each answer \
@@ -90,7 +153,7 @@ struct Detect: AsyncParsableCommand {
             terminal the frames per second are shown on standard error.
             """)
 
-    @Argument(help: "PNG or JPEG files.", completion: .file(extensions: photoExtensions)) var photos: [String] = []
+    @Argument(help: "PNG, JPEG, WebP or HEIC files.", completion: .file(extensions: photoExtensions)) var photos: [String] = []
     @Option(help: "The model (default: the active detector).") var model: String?
     @Option(help: "Only this label (repeatable; default: every label).") var only: [String] = []
     @Option(help: "Confidence threshold (default 0.25).") var confidence: Double?
@@ -122,39 +185,29 @@ struct Detect: AsyncParsableCommand {
             }
             return
         }
-        for photo in photos { try InputFile.check(photo) }
+        if photos.count == 1 { try InputFile.check(photos[0]) }  // one photo: no connection for a missing file
         try await global.withClassification { client in
-            var answers: [(String, ClassificationV1.DetectResponse)] = []
-            for photo in photos {
+            let answers = await PhotoAnswer.each(photos) { _, image in
                 var request = ClassificationV1.DetectRequest()
-                request.image = try readFile(photo)
+                request.image = image
                 request.model = model ?? ""
                 request.labels = only
                 request.confidenceThreshold = confidence
                 request.iouThreshold = iou
                 request.maxDetections = maximum
-                let answer = try await client.detect(request, options: global.callOptions)
-                answers.append((photo, answer))
+                return try await client.detect(request, options: global.callOptions)
             }
-            try global.render(jsonValue: { answersJSON(answers.map(\.1)) }, text: { Self.text(answers) })
+            try renderPhotoAnswers(answers, global: global, text: Self.text)
         }
     }
 
-    static func text(_ answers: [(String, ClassificationV1.DetectResponse)]) {
-        for (file, r) in answers {
-            if answers.count > 1 { print("\(file):") }
-            if r.detections.isEmpty { print("nothing detected") }
-            for d in r.detections {
-                let b = d.boxPx ?? ClassificationV1.Box()
-                let percent = Int((d.confidence * 100).rounded())
-                print("\(percent)% \(d.label) at \(Int(b.x.rounded())),\(Int(b.y.rounded())) \(Int(b.width.rounded()))×\(Int(b.height.rounded()))")
-            }
+    static func text(_ file: String, _ r: ClassificationV1.DetectResponse, named: Bool) {
+        if named { print("\(file):") }
+        if r.detections.isEmpty { print("nothing detected") }
+        for d in r.detections {
+            let b = d.boxPx ?? ClassificationV1.Box()
+            let percent = Int((d.confidence * 100).rounded())
+            print("\(percent)% \(d.label) at \(Int(b.x.rounded())),\(Int(b.y.rounded())) \(Int(b.width.rounded()))×\(Int(b.height.rounded()))")
         }
     }
-}
-
-/// What `--json` prints for the answers of `image` and `detect`: the one photo's response, or for several a
-/// JSON array of them in the order the photos were given (the responses do not name their photo).
-func answersJSON(_ answers: [some ProtoJSONMessage]) -> JSONValue {
-    answers.count == 1 ? answers[0].outputJSON : .array(answers.map(\.outputJSON))
 }

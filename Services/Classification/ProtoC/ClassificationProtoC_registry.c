@@ -49,6 +49,7 @@ static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__classification__v1__search_catalogue_response__descriptor,
     &menagerie__classification__v1__set_active_model_request__descriptor,
     &menagerie__classification__v1__set_active_model_response__descriptor,
+    &menagerie__classification__v1__skipped_file__descriptor,
     &menagerie__classification__v1__train_request__descriptor,
     &menagerie__classification__v1__training_epoch__descriptor,
     &menagerie__classification__v1__training_progress__descriptor,

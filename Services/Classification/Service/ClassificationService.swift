@@ -63,19 +63,29 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     public func uploadDataset(
         requests: RequestStream<ClassificationV1.UploadDatasetRequest>, context: ServerContext
     ) async throws -> ClassificationV1.DatasetSummary {
-        let upload = try await Upload.receive(requests, limits: limits)
-        let store = store, limits = limits, owner = Self.owner(context)
+        let pixelLimit = limits.pixelLimit
+        let upload = try await Upload.receive(requests, limits: limits) { [self] path, bytes in
+            try await heavy {
+                let image = try RGBImage.decode(bytes, name: path, pixelLimit: pixelLimit)
+                return (image.width, image.height)
+            }
+        }
+        let store = store, owner = Self.owner(context)
         return try await heavy {
             let dataset: Dataset
             switch upload.header.kind {
             case .classification:
-                dataset = try DatasetBuilder.classification(files: upload.files.map { ($0.key, $0.value) }, pixelLimit: limits.pixelLimit)
+                dataset = try DatasetBuilder.classification(
+                    files: upload.files.map { ($0.key, $0.value) }, pixelLimit: pixelLimit, measured: upload.sizes)
             default:
-                dataset = try DatasetBuilder.detection(annotations: upload.header.annotations, images: upload.files, pixelLimit: limits.pixelLimit)
+                dataset = try DatasetBuilder.detection(
+                    annotations: upload.header.annotations, images: upload.files, pixelLimit: pixelLimit,
+                    skipped: Set(upload.skipped.map(\.path)))
             }
             try store.saveDataset(dataset, name: upload.header.name, owner: owner ?? ClassificationStore.formerOwner)
             var summary = try Self.summary(store, upload.header.name, owner: owner)
             summary.duplicates = Int64(Upload.duplicates(upload.files, dataset))
+            summary.skipped = upload.skipped
             return summary
         }
     }

@@ -9,12 +9,25 @@ import Zip
 
 /// A dataset upload as received: the header and each file's bytes by path. Nothing is kept until the whole
 /// dataset validated, so a stream that breaks off or carries a bad file leaves nothing behind.
+///
+/// Each image is decoded as soon as its last chunk arrives (`check`), not after the stream ended: a bad image
+/// among 20,000 ends the upload while the client is still sending, naming the file, or — under `skip_bad` — is
+/// left out and named in the summary. The sizes measured then are kept, so the dataset is not decoded twice.
 struct Upload: Sendable {
     var header: ClassificationV1.DatasetUploadHeader
     var files: [String: [UInt8]]
+    /// Upright width and height of each image checked as it arrived.
+    var sizes: [String: (width: Int, height: Int)] = [:]
+    /// Files left out, in the order they arrived, each with why.
+    var skipped: [ClassificationV1.SkippedFile] = []
+
+    /// Decodes one arrived file; throws `ClassificationError` when it is not a usable image.
+    typealias Check = @Sendable (_ path: String, _ bytes: [UInt8]) async throws -> (width: Int, height: Int)
 
     static func receive(_ requests: RequestStream<ClassificationV1.UploadDatasetRequest>,
-                        limits: ClassificationService.Limits) async throws -> Upload {
+                        limits: ClassificationService.Limits, check: Check) async throws -> Upload {
+        var sizes: [String: (width: Int, height: Int)] = [:]
+        var skipped: [ClassificationV1.SkippedFile] = []
         var header: ClassificationV1.DatasetUploadHeader?
         var files: [String: [UInt8]] = [:]
         var finished: Set<String> = []
@@ -64,23 +77,37 @@ struct Upload: Sendable {
             if chunk.last {
                 finished.insert(path)
                 open = nil
+                guard let header else { continue }
+                if header.kind == .classification && !DatasetBuilder.isImageName(path) {
+                    // Hidden files (.DS_Store) go without a word; anything else is named.
+                    if !(path.split(separator: "/").last ?? "").hasPrefix(".") {
+                        skipped.append(ClassificationV1.SkippedFile(
+                            path: path, reason: "not an image by its name (\(DatasetBuilder.imageExtensionsText) expected)"))
+                    }
+                    files[path] = nil
+                    continue
+                }
+                do {
+                    sizes[path] = try await check(path, files[path]!)
+                } catch let error as ClassificationError where error.category == .invalidArgument {
+                    guard header.skipBad else { throw RPCError(.invalidArgument, error.message) }
+                    skipped.append(ClassificationV1.SkippedFile(path: path, reason: error.message))
+                    files[path] = nil
+                }
             } else {
                 open = path
             }
         }
         guard let header else { throw RPCError(.invalidArgument, "the upload was empty: no header") }
         if let open { throw RPCError(.invalidArgument, "\(open): the stream ended before its last chunk") }
-        return Upload(header: header, files: files)
+        return Upload(header: header, files: files, sizes: sizes, skipped: skipped)
     }
 
     /// Images uploaded that the dataset stores once: files with the same bytes as another.
     static func duplicates(_ files: [String: [UInt8]], _ dataset: Dataset) -> Int {
         switch dataset.kind {
         case .classification:
-            let images = files.keys.filter { path in
-                let name = path.split(separator: "/").last.map(String.init) ?? ""
-                return !name.hasPrefix(".") && ["png", "jpg", "jpeg"].contains((name as NSString).pathExtension.lowercased())
-            }
+            let images = files.keys.filter { DatasetBuilder.isImageName($0) }
             return max(0, images.count - dataset.samples.count)
         case .detection:
             return max(0, dataset.samples.count - dataset.images.count)

@@ -7,7 +7,7 @@ import RPC
 import Schema
 
 /// Image files the service reads, for shell completion.
-let imageExtensions = ["png", "jpg", "jpeg", "tif", "tiff", "bmp", "gif", "webp"]
+let imageExtensions = ["png", "jpg", "jpeg", "tif", "tiff", "bmp", "gif", "webp", "heic", "heif"]
 
 /// `--level`: how much recognition does before reading.
 enum OCRLevel: String, CaseIterable, ExpressibleByArgument {

@@ -23,6 +23,7 @@ public struct OCRError: CategorizedError, Equatable, CustomStringConvertible {
     public init(_ error: ImageError) {
         switch error {
         case .cannotDecode: self.init(.invalidArgument, "cannot decode image")
+        case .damaged: self.init(.invalidArgument, error.description)
         case .tooManyPixels, .tooManyPages: self.init(.resourceExhausted, error.description)
         case .processing: self.init(.internal, error.description)
         }

@@ -185,6 +185,9 @@ extension ClassificationV1 {
         /// The number of files that follow and their total size, for the progress bar and an early size check.
         public var fileCount: Int64 = 0
         public var totalBytes: Int64 = 0
+        /// Leave out images that do not decode (truncated, damaged, not an image) and name them in the summary's
+        /// `skipped`, instead of refusing the upload at the first one. Field 10: clear of fields other work adds.
+        public var skipBad: Bool = false
 
         /// A message with every field at its default.
         public init() {}
@@ -195,13 +198,15 @@ extension ClassificationV1 {
             kind: ClassificationV1.DatasetKind = .unspecified,
             annotations: [UInt8] = [],
             fileCount: Int64 = 0,
-            totalBytes: Int64 = 0
+            totalBytes: Int64 = 0,
+            skipBad: Bool = false
         ) {
             self.name = name
             self.kind = kind
             self.annotations = annotations
             self.fileCount = fileCount
             self.totalBytes = totalBytes
+            self.skipBad = skipBad
         }
     }
 
@@ -279,6 +284,9 @@ extension ClassificationV1 {
         public var createdAt: Double = 0
         /// Images uploaded more than once and stored once (by content hash).
         public var duplicates: Int64 = 0
+        /// Upload only: the files left out, each with why (an image that does not decode under skip_bad, a file that is
+        /// no image by its name); never silently.
+        public var skipped: [ClassificationV1.SkippedFile] = []
 
         /// A message with every field at its default.
         public init() {}
@@ -290,7 +298,8 @@ extension ClassificationV1 {
             images: Int64 = 0,
             labels: [ClassificationV1.LabelCount] = [],
             createdAt: Double = 0,
-            duplicates: Int64 = 0
+            duplicates: Int64 = 0,
+            skipped: [ClassificationV1.SkippedFile] = []
         ) {
             self.name = name
             self.kind = kind
@@ -298,6 +307,25 @@ extension ClassificationV1 {
             self.labels = labels
             self.createdAt = createdAt
             self.duplicates = duplicates
+            self.skipped = skipped
+        }
+    }
+
+    /// The `menagerie.classification.v1.SkippedFile` message.
+    public struct SkippedFile: Sendable, Equatable {
+        public var path: String = ""
+        public var reason: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            path: String = "",
+            reason: String = ""
+        ) {
+            self.path = path
+            self.reason = reason
         }
     }
 
@@ -1437,6 +1465,7 @@ extension ClassificationV1.DatasetUploadHeader: ProtoMessage, ProtobufCBridged {
         annotations = reader.value(3)
         fileCount = reader.value(4)
         totalBytes = reader.value(5)
+        skipBad = reader.value(10)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1445,6 +1474,7 @@ extension ClassificationV1.DatasetUploadHeader: ProtoMessage, ProtobufCBridged {
         writer.set(3, annotations)
         writer.set(4, fileCount)
         writer.set(5, totalBytes)
+        writer.set(10, skipBad)
     }
 }
 
@@ -1540,6 +1570,7 @@ extension ClassificationV1.DatasetSummary: ProtoMessage, ProtobufCBridged {
         labels = reader.repeated(4)
         createdAt = reader.value(5)
         duplicates = reader.value(6)
+        skipped = reader.repeated(10)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1549,6 +1580,30 @@ extension ClassificationV1.DatasetSummary: ProtoMessage, ProtobufCBridged {
         writer.set(4, labels)
         writer.set(5, createdAt)
         writer.set(6, duplicates)
+        writer.set(10, skipped)
+    }
+}
+
+extension ClassificationV1.SkippedFile: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.classification.v1.SkippedFile"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ClassificationProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        path = reader.value(1)
+        reason = reader.value(2)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, path)
+        writer.set(2, reason)
     }
 }
 
@@ -2733,6 +2788,7 @@ extension ClassificationV1.DatasetUploadHeader: ProtoJSONMessage {
         ProtoJSONField(number: 3, protoName: "annotations", jsonName: "annotations", kind: .bytes, cardinality: .singular),
         ProtoJSONField(number: 4, protoName: "file_count", jsonName: "fileCount", kind: .int64, cardinality: .singular),
         ProtoJSONField(number: 5, protoName: "total_bytes", jsonName: "totalBytes", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 10, protoName: "skip_bad", jsonName: "skipBad", kind: .bool, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2742,6 +2798,7 @@ extension ClassificationV1.DatasetUploadHeader: ProtoJSONMessage {
         json.value(2, self.annotations)
         json.value(3, self.fileCount)
         json.value(4, self.totalBytes)
+        json.value(5, self.skipBad)
         return json.result
     }
 
@@ -2753,6 +2810,7 @@ extension ClassificationV1.DatasetUploadHeader: ProtoJSONMessage {
         try json.value(2, into: &self.annotations)
         try json.value(3, into: &self.fileCount)
         try json.value(4, into: &self.totalBytes)
+        try json.value(5, into: &self.skipBad)
     }
 }
 
@@ -2833,6 +2891,7 @@ extension ClassificationV1.DatasetSummary: ProtoJSONMessage {
         ProtoJSONField(number: 4, protoName: "labels", jsonName: "labels", kind: .message, cardinality: .repeated),
         ProtoJSONField(number: 5, protoName: "created_at", jsonName: "createdAt", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 6, protoName: "duplicates", jsonName: "duplicates", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 10, protoName: "skipped", jsonName: "skipped", kind: .message, cardinality: .repeated),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2843,6 +2902,7 @@ extension ClassificationV1.DatasetSummary: ProtoJSONMessage {
         json.repeated(3, self.labels)
         json.value(4, self.createdAt)
         json.value(5, self.duplicates)
+        json.repeated(6, self.skipped)
         return json.result
     }
 
@@ -2855,6 +2915,28 @@ extension ClassificationV1.DatasetSummary: ProtoJSONMessage {
         try json.repeated(3, into: &self.labels)
         try json.value(4, into: &self.createdAt)
         try json.value(5, into: &self.duplicates)
+        try json.repeated(6, into: &self.skipped)
+    }
+}
+
+extension ClassificationV1.SkippedFile: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "path", jsonName: "path", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "reason", jsonName: "reason", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.path)
+        json.value(1, self.reason)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.path)
+        try json.value(1, into: &self.reason)
     }
 }
 
@@ -3977,6 +4059,7 @@ extension ClassificationV1 {
             ClassificationV1.UploadDatasetRequest.self,
             ClassificationV1.LabelCount.self,
             ClassificationV1.DatasetSummary.self,
+            ClassificationV1.SkippedFile.self,
             ClassificationV1.ListDatasetsRequest.self,
             ClassificationV1.ListDatasetsResponse.self,
             ClassificationV1.GetDatasetRequest.self,

@@ -79,12 +79,22 @@ extension Dataset {
 /// Builds datasets from uploaded files, validating everything before anything is kept: the first problem throws
 /// `invalidArgument` naming the image and the field, and no partial dataset exists.
 public enum DatasetBuilder {
-    static let imageExtensions: Set<String> = ["png", "jpg", "jpeg"]
+    /// The names of the images RGBImage decodes: what phones and cameras write (HEIC is the iPhone's default).
+    public static let imageExtensions: Set<String> = ["png", "jpg", "jpeg", "webp", "heic", "heif"]
+    public static let imageExtensionsText = "PNG, JPEG, WebP or HEIC"
 
-    /// A classifier's dataset from `label/name.ext` files (Create ML's folder layout). Files that are not PNG or
-    /// JPEG by extension and hidden files are skipped; an image whose bytes do not decode is an error.
+    /// Whether a path names an image by its extension and is not hidden.
+    public static func isImageName(_ path: String) -> Bool {
+        let name = path.split(separator: "/").last.map(String.init) ?? ""
+        return !name.hasPrefix(".") && imageExtensions.contains((name as NSString).pathExtension.lowercased())
+    }
+
+    /// A classifier's dataset from `label/name.ext` files (Create ML's folder layout). Files that are not images
+    /// by extension and hidden files are left out (the upload names them); an image whose bytes do not decode is
+    /// an error. `measured` holds the sizes of images already decoded as they arrived, which are not decoded again.
     public static func classification(files: [(path: String, bytes: [UInt8])],
-                                      pixelLimit: Int = RGBImage.defaultPixelLimit) throws -> Dataset {
+                                      pixelLimit: Int = RGBImage.defaultPixelLimit,
+                                      measured: [String: (width: Int, height: Int)] = [:]) throws -> Dataset {
         var byLabel: [String: [(name: String, hash: String, width: Int, height: Int)]] = [:]
         var images: [String: [UInt8]] = [:]
         var labelOfHash: [String: (label: String, name: String)] = [:]
@@ -104,7 +114,13 @@ public enum DatasetBuilder {
                 }
                 continue  // a duplicate under the same label: stored and counted once
             }
-            let image = try RGBImage.decode(file.bytes, name: file.path, pixelLimit: pixelLimit)
+            let image: (width: Int, height: Int)
+            if let known = measured[file.path] {
+                image = known
+            } else {
+                let decoded = try RGBImage.decode(file.bytes, name: file.path, pixelLimit: pixelLimit)
+                image = (decoded.width, decoded.height)
+            }
             labelOfHash[hash] = (label, file.path)
             images[hash] = file.bytes
             byLabel[label, default: []].append((file.path, hash, image.width, image.height))
@@ -127,7 +143,7 @@ public enum DatasetBuilder {
         return Dataset(kind: .classification, labels: labels, samples: samples, images: images)
     }
 
-    /// Reads a classification folder from disk (`root/<label>/*.png|jpg`).
+    /// Reads a classification folder from disk (`root/<label>/*.png|jpg|webp|heic`).
     public static func classification(directory: URL, pixelLimit: Int = RGBImage.defaultPixelLimit) throws -> Dataset {
         let manager = FileManager.default
         guard let labels = try? manager.contentsOfDirectory(atPath: directory.path) else {
@@ -139,7 +155,7 @@ public enum DatasetBuilder {
             guard let names = try? manager.contentsOfDirectory(atPath: folder.path) else { continue }
             for name in names {
                 let url = folder.appendingPathComponent(name)
-                guard imageExtensions.contains(url.pathExtension.lowercased()) else { continue }
+                guard isImageName(name) else { continue }
                 files.append(("\(label)/\(name)", [UInt8](try Data(contentsOf: url))))
             }
         }
@@ -149,8 +165,9 @@ public enum DatasetBuilder {
     /// A detector's dataset from Create ML's `annotations.json` and the images it names (by file name).
     /// Boxes are centre x/y, width, height in pixels, origin top-left; each must lie inside its image (half a pixel
     /// of rounding allowed).
+    /// Entries whose image is in `skipped` (left out of the upload as bad under `skip_bad`) are dropped with it.
     public static func detection(annotations json: [UInt8], images files: [String: [UInt8]],
-                                 pixelLimit: Int = RGBImage.defaultPixelLimit) throws -> Dataset {
+                                 pixelLimit: Int = RGBImage.defaultPixelLimit, skipped: Set<String> = []) throws -> Dataset {
         let root: Any
         do {
             root = try JSONSerialization.jsonObject(with: Data(json))
@@ -178,6 +195,7 @@ public enum DatasetBuilder {
                 throw ClassificationError.invalid("\(name).annotations: missing or not an array")
             }
             let key = files[name] != nil ? name : (name as NSString).lastPathComponent
+            if skipped.contains(name) || skipped.contains(key) { continue }
             guard let bytes = files[key] else {
                 throw ClassificationError.invalid("\(name): named in annotations.json but not uploaded")
             }

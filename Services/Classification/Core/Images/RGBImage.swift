@@ -18,9 +18,10 @@ public struct RGBImage: Sendable, Equatable {
     /// before any pixel is decoded, so a small file claiming a huge size costs nothing.
     public static let defaultPixelLimit = 40_000_000
 
-    /// Decodes PNG or JPEG bytes, turning a JPEG upright by its EXIF orientation as a photo viewer does.
-    /// Throws `invalidArgument` (naming `name`) for bytes that are not a decodable image or exceed the limit (the
-    /// limit is on the full size, whatever is decoded).
+    /// Decodes PNG, JPEG, WebP or HEIF/HEIC bytes, turning a JPEG upright by its EXIF orientation as a photo viewer
+    /// does (a HEIC comes upright from libheif, which applies its rotation). Throws `invalidArgument` (naming `name`)
+    /// for bytes that are not a decodable image, are cut short or damaged (a truncated JPEG is refused, not decoded
+    /// with grey where its data is missing), or exceed the limit (the limit is on the full size, whatever is decoded).
     ///
     /// `atLeast` (upright width and height) lets a JPEG decode at 1/2, 1/4 or 1/8 of its size while the result still
     /// covers it: libjpeg's DCT scaling skips most of the decoding, and everything after works on 1/64 of the pixels
@@ -60,7 +61,7 @@ public struct RGBImage: Sendable, Equatable {
             initialised = capacity
         }
         guard failure == 0 else {
-            throw ClassificationError.invalid("\(name): not a decodable image (\(text(message)))")
+            throw ClassificationError.invalid("\(name): the image is truncated or damaged (\(text(message)))")
         }
         return RGBImage(width: decodedWidth, height: decodedHeight, pixels: rgb).oriented(orientation)
     }
@@ -75,6 +76,31 @@ public struct RGBImage: Sendable, Equatable {
         }
         defer { free(out) }
         guard status == 0, let out else { throw ClassificationError.invalid("JPEG encoding failed: \(text(message))") }
+        return Array(UnsafeBufferPointer(start: out, count: length))
+    }
+
+    /// The image as a lossy WebP of `quality` 1–100 (libwebp): for tests that need the formats phones send.
+    public func webp(quality: Int = 80) throws -> [UInt8] {
+        try encoded("WebP", quality: quality, image_encode_webp)
+    }
+
+    /// The image as a HEIC of `quality` 1–100 (libheif with x265), as an iPhone writes photos: for tests.
+    public func heic(quality: Int = 60) throws -> [UInt8] {
+        try encoded("HEIC", quality: quality, image_encode_heic)
+    }
+
+    private typealias Encoder = (UnsafePointer<UInt8>?, UInt32, UInt32, Int32, UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?,
+                                 UnsafeMutablePointer<Int>?, UnsafeMutablePointer<CChar>?, Int) -> Int32
+
+    private func encoded(_ format: String, quality: Int, _ encode: Encoder) throws -> [UInt8] {
+        var out: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        var message = [CChar](repeating: 0, count: 256)
+        let status = pixels.withUnsafeBufferPointer {
+            encode($0.baseAddress, UInt32(width), UInt32(height), Int32(quality), &out, &length, &message, message.count)
+        }
+        defer { free(out) }
+        guard status == 0, let out else { throw ClassificationError.invalid("\(format) encoding failed: \(text(message))") }
         return Array(UnsafeBufferPointer(start: out, count: length))
     }
 

@@ -232,6 +232,51 @@ void   menagerie__classification__v1__dataset_summary__free_unpacked
   assert(message->base.descriptor == &menagerie__classification__v1__dataset_summary__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   menagerie__classification__v1__skipped_file__init
+                     (Menagerie__Classification__V1__SkippedFile         *message)
+{
+  static const Menagerie__Classification__V1__SkippedFile init_value = MENAGERIE__CLASSIFICATION__V1__SKIPPED_FILE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__skipped_file__get_packed_size
+                     (const Menagerie__Classification__V1__SkippedFile *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__skipped_file__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__skipped_file__pack
+                     (const Menagerie__Classification__V1__SkippedFile *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__skipped_file__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__skipped_file__pack_to_buffer
+                     (const Menagerie__Classification__V1__SkippedFile *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__skipped_file__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__SkippedFile *
+       menagerie__classification__v1__skipped_file__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__SkippedFile *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__skipped_file__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__skipped_file__free_unpacked
+                     (Menagerie__Classification__V1__SkippedFile *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__skipped_file__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   menagerie__classification__v1__list_datasets_request__init
                      (Menagerie__Classification__V1__ListDatasetsRequest         *message)
 {
@@ -2212,7 +2257,7 @@ void   menagerie__classification__v1__feedback_response__free_unpacked
   assert(message->base.descriptor == &menagerie__classification__v1__feedback_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor menagerie__classification__v1__dataset_upload_header__field_descriptors[5] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__dataset_upload_header__field_descriptors[6] =
 {
   {
     "name",
@@ -2274,18 +2319,32 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__dataset_upl
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "skip_bad",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DatasetUploadHeader, skip_bad),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__dataset_upload_header__field_indices_by_name[] = {
   2,   /* field[2] = annotations */
   3,   /* field[3] = file_count */
   1,   /* field[1] = kind */
   0,   /* field[0] = name */
+  5,   /* field[5] = skip_bad */
   4,   /* field[4] = total_bytes */
 };
-static const ProtobufCIntRange menagerie__classification__v1__dataset_upload_header__number_ranges[1 + 1] =
+static const ProtobufCIntRange menagerie__classification__v1__dataset_upload_header__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 10, 5 },
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__dataset_upload_header__descriptor =
 {
@@ -2295,10 +2354,10 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__dataset_upload_h
   "Menagerie__Classification__V1__DatasetUploadHeader",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__DatasetUploadHeader),
-  5,
+  6,
   menagerie__classification__v1__dataset_upload_header__field_descriptors,
   menagerie__classification__v1__dataset_upload_header__field_indices_by_name,
-  1,  menagerie__classification__v1__dataset_upload_header__number_ranges,
+  2,  menagerie__classification__v1__dataset_upload_header__number_ranges,
   (ProtobufCMessageInit) menagerie__classification__v1__dataset_upload_header__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -2481,7 +2540,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__label_count__des
   (ProtobufCMessageInit) menagerie__classification__v1__label_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__dataset_summary__field_descriptors[6] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__dataset_summary__field_descriptors[7] =
 {
   {
     "name",
@@ -2555,6 +2614,18 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__dataset_sum
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "skipped",
+    10,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Classification__V1__DatasetSummary, n_skipped),
+    offsetof(Menagerie__Classification__V1__DatasetSummary, skipped),
+    &menagerie__classification__v1__skipped_file__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__dataset_summary__field_indices_by_name[] = {
   4,   /* field[4] = created_at */
@@ -2563,11 +2634,13 @@ static const unsigned menagerie__classification__v1__dataset_summary__field_indi
   1,   /* field[1] = kind */
   3,   /* field[3] = labels */
   0,   /* field[0] = name */
+  6,   /* field[6] = skipped */
 };
-static const ProtobufCIntRange menagerie__classification__v1__dataset_summary__number_ranges[1 + 1] =
+static const ProtobufCIntRange menagerie__classification__v1__dataset_summary__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 10, 6 },
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__dataset_summary__descriptor =
 {
@@ -2577,11 +2650,62 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__dataset_summary_
   "Menagerie__Classification__V1__DatasetSummary",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__DatasetSummary),
-  6,
+  7,
   menagerie__classification__v1__dataset_summary__field_descriptors,
   menagerie__classification__v1__dataset_summary__field_indices_by_name,
-  1,  menagerie__classification__v1__dataset_summary__number_ranges,
+  2,  menagerie__classification__v1__dataset_summary__number_ranges,
   (ProtobufCMessageInit) menagerie__classification__v1__dataset_summary__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__skipped_file__field_descriptors[2] =
+{
+  {
+    "path",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__SkippedFile, path),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__SkippedFile, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__skipped_file__field_indices_by_name[] = {
+  0,   /* field[0] = path */
+  1,   /* field[1] = reason */
+};
+static const ProtobufCIntRange menagerie__classification__v1__skipped_file__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__skipped_file__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.SkippedFile",
+  "SkippedFile",
+  "Menagerie__Classification__V1__SkippedFile",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__SkippedFile),
+  2,
+  menagerie__classification__v1__skipped_file__field_descriptors,
+  menagerie__classification__v1__skipped_file__field_indices_by_name,
+  1,  menagerie__classification__v1__skipped_file__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__skipped_file__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 #define menagerie__classification__v1__list_datasets_request__field_descriptors NULL

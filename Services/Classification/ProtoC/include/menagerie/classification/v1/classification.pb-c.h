@@ -21,6 +21,7 @@ typedef struct Menagerie__Classification__V1__FileChunk Menagerie__Classificatio
 typedef struct Menagerie__Classification__V1__UploadDatasetRequest Menagerie__Classification__V1__UploadDatasetRequest;
 typedef struct Menagerie__Classification__V1__LabelCount Menagerie__Classification__V1__LabelCount;
 typedef struct Menagerie__Classification__V1__DatasetSummary Menagerie__Classification__V1__DatasetSummary;
+typedef struct Menagerie__Classification__V1__SkippedFile Menagerie__Classification__V1__SkippedFile;
 typedef struct Menagerie__Classification__V1__ListDatasetsRequest Menagerie__Classification__V1__ListDatasetsRequest;
 typedef struct Menagerie__Classification__V1__ListDatasetsResponse Menagerie__Classification__V1__ListDatasetsResponse;
 typedef struct Menagerie__Classification__V1__GetDatasetRequest Menagerie__Classification__V1__GetDatasetRequest;
@@ -151,10 +152,15 @@ struct  Menagerie__Classification__V1__DatasetUploadHeader
    */
   int64_t file_count;
   int64_t total_bytes;
+  /*
+   * Leave out images that do not decode (truncated, damaged, not an image) and name them in the summary's
+   * `skipped`, instead of refusing the upload at the first one. Field 10: clear of fields other work adds.
+   */
+  protobuf_c_boolean skip_bad;
 };
 #define MENAGERIE__CLASSIFICATION__V1__DATASET_UPLOAD_HEADER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__dataset_upload_header__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_UNSPECIFIED, {0,NULL}, 0, 0 }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_UNSPECIFIED, {0,NULL}, 0, 0, 0 }
 
 
 /*
@@ -224,10 +230,27 @@ struct  Menagerie__Classification__V1__DatasetSummary
    * Images uploaded more than once and stored once (by content hash).
    */
   int64_t duplicates;
+  /*
+   * Upload only: the files left out, each with why (an image that does not decode under skip_bad, a file that is
+   * no image by its name); never silently.
+   */
+  size_t n_skipped;
+  Menagerie__Classification__V1__SkippedFile **skipped;
 };
 #define MENAGERIE__CLASSIFICATION__V1__DATASET_SUMMARY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__dataset_summary__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_UNSPECIFIED, 0, 0,NULL, 0, 0 }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_UNSPECIFIED, 0, 0,NULL, 0, 0, 0,NULL }
+
+
+struct  Menagerie__Classification__V1__SkippedFile
+{
+  ProtobufCMessage base;
+  char *path;
+  char *reason;
+};
+#define MENAGERIE__CLASSIFICATION__V1__SKIPPED_FILE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__skipped_file__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Menagerie__Classification__V1__ListDatasetsRequest
@@ -1368,6 +1391,25 @@ Menagerie__Classification__V1__DatasetSummary *
 void   menagerie__classification__v1__dataset_summary__free_unpacked
                      (Menagerie__Classification__V1__DatasetSummary *message,
                       ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__SkippedFile methods */
+void   menagerie__classification__v1__skipped_file__init
+                     (Menagerie__Classification__V1__SkippedFile         *message);
+size_t menagerie__classification__v1__skipped_file__get_packed_size
+                     (const Menagerie__Classification__V1__SkippedFile   *message);
+size_t menagerie__classification__v1__skipped_file__pack
+                     (const Menagerie__Classification__V1__SkippedFile   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__skipped_file__pack_to_buffer
+                     (const Menagerie__Classification__V1__SkippedFile   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__SkippedFile *
+       menagerie__classification__v1__skipped_file__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__skipped_file__free_unpacked
+                     (Menagerie__Classification__V1__SkippedFile *message,
+                      ProtobufCAllocator *allocator);
 /* Menagerie__Classification__V1__ListDatasetsRequest methods */
 void   menagerie__classification__v1__list_datasets_request__init
                      (Menagerie__Classification__V1__ListDatasetsRequest         *message);
@@ -2221,6 +2263,9 @@ typedef void (*Menagerie__Classification__V1__LabelCount_Closure)
 typedef void (*Menagerie__Classification__V1__DatasetSummary_Closure)
                  (const Menagerie__Classification__V1__DatasetSummary *message,
                   void *closure_data);
+typedef void (*Menagerie__Classification__V1__SkippedFile_Closure)
+                 (const Menagerie__Classification__V1__SkippedFile *message,
+                  void *closure_data);
 typedef void (*Menagerie__Classification__V1__ListDatasetsRequest_Closure)
                  (const Menagerie__Classification__V1__ListDatasetsRequest *message,
                   void *closure_data);
@@ -2552,6 +2597,7 @@ extern const ProtobufCMessageDescriptor menagerie__classification__v1__file_chun
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__upload_dataset_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__label_count__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__dataset_summary__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__skipped_file__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__list_datasets_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__list_datasets_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__get_dataset_request__descriptor;

@@ -1,0 +1,25 @@
+import Foundation
+import Testing
+@testable import OCRCore
+import TextRecognition
+
+/// A display photographed by an iPhone arrives as HEIC, which Leptonica cannot read: the decoder reads it through
+/// libheif, and the defaults read the same values as from the PNG.
+@Suite(.serialized) struct DisplayPhotoHEICTests {
+    @Test func theValuesOfAHEICPhotoOfADisplayAreRead() throws {
+        let photo = try DisplayPhotoFixture.photo("clean-1.png")
+        let png = try sharedRecognizer.decoder.decode(try photo.data()).pages[0]
+        let heic = try png.encoded(as: .heic)
+        #expect(heic.prefix(12).dropFirst(4).elementsEqual(Array("ftypheic".utf8)), "an HEIC file")
+        let decoded = try sharedRecognizer.decoder.decode(heic)
+        #expect(decoded.format == .heic)
+        #expect(decoded.pages[0].width == png.width && decoded.pages[0].height == png.height)
+
+        let options = RecognitionOptions()
+        let engine = try sharedRecognizer.engines.checkoutBlocking(options.engineConfiguration)
+        defer { sharedRecognizer.engines.checkin(engine) }
+        var timings = RecognitionTimings()
+        let reading = try TextRecognizer.bestReading(decoded.pages[0], options: options, engine: engine, timings: &timings)
+        #expect(DisplayPhotoFixture.valuesRead(reading.page.text, photo: photo) == 3, "\(reading.page.text)")
+    }
+}
