@@ -116,6 +116,16 @@ import WorkLane
             }
         }
         #expect(importCode == .resourceExhausted, "\(importMessage)")
+        // So does a dataset upload: refused while it arrives, nothing kept.
+        let (uploadCode, uploadMessage) = await Self.failure {
+            _ = try await tests.client.uploadDataset { writer in
+                try await writer.send(UploadCheckTests.header("held"))
+                try await writer.send(UploadCheckTests.file("red/a.jpg", try Self.photo((200, 0, 0), side: 128)))
+                try await writer.send(UploadCheckTests.file("red/b.jpg", try Self.photo((210, 0, 0), side: 128)))
+            }
+        }
+        #expect(uploadCode == .resourceExhausted && uploadMessage.contains("memory budget"), "\(uploadMessage)")
+        #expect(try tests.store.datasets().isEmpty)
         #expect(budget.used == budget.limit - received / 2, "the refused import holds nothing")
         let models = try await tests.client.listModels(ClassificationV1.ListModelsRequest())
         #expect(models.models.map(\.name) == ["picky"])

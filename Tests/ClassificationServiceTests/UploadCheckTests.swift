@@ -3,6 +3,7 @@ import ClassificationCore
 import Foundation
 import RPC
 import Testing
+import Torch
 
 /// Dataset uploads check each image as it arrives: a bad one ends the upload at once, naming it, or under
 /// `skip_bad` is left out and named in the summary; files that are no image by name are named, never dropped silently.
@@ -76,6 +77,13 @@ import Testing
     /// Feedback takes a phone's HEIC like any photo, and refuses a cut JPEG naming the problem.
     @Test func feedbackTakesHEICAndRefusesACutJPEG() async throws {
         let service = try ClassificationServiceTests()
+        // Feedback names a label some classifier knows.
+        let module = try ScriptModule.compile(source: ClassificationServiceTests.pickyModule)
+        _ = try await service.client.importModel { writer in
+            try await writer.send(ClassificationV1.ImportModelRequest(
+                name: "colours", format: .torchscript, data: module, kind: .classifier, labels: ["red", "green", "blue"],
+                inputWidth: 8, inputHeight: 8))
+        }
         let heic = try RGBImage(width: 24, height: 24, pixels: (0..<576).flatMap { _ in [0, 0, 200] as [UInt8] }).heic()
         let stored = try await service.client.feedback(ClassificationV1.FeedbackRequest(image: heic, label: "blue", consent: true))
         #expect(stored.stored)

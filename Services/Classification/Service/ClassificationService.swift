@@ -30,7 +30,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         /// libtorch's intra-op threads for each piece of work (it uses one by default).
         public var torchThreads = ProcessInfo.processInfo.activeProcessorCount
         /// An upload's total bytes (a dataset is held in memory while it is validated).
-        /// What model imports and exports (whole files held for a call) draw from: the process's unless a test gives its own.
+        /// What dataset uploads and model imports and exports (whole files held for a call) draw from: the process's
+        /// unless a test gives its own.
         public var memoryBudget = MemoryBudget.process
         public var maxUploadBytes = 1 << 30
         public var maxUploadFiles = 200_000
@@ -64,7 +65,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         requests: RequestStream<ClassificationV1.UploadDatasetRequest>, context: ServerContext
     ) async throws -> ClassificationV1.DatasetSummary {
         let pixelLimit = limits.pixelLimit
-        let upload = try await Upload.receive(requests, limits: limits) { [self] path, bytes in
+        let held = MemoryReservation(limits.memoryBudget)
+        defer { held.releaseAll() }
+        let upload = try await Upload.receive(requests, limits: limits, held: held) { [self] path, bytes in
             try await heavy {
                 let image = try RGBImage.decode(bytes, name: path, pixelLimit: pixelLimit)
                 return (image.width, image.height)

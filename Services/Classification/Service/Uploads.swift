@@ -25,7 +25,7 @@ struct Upload: Sendable {
     typealias Check = @Sendable (_ path: String, _ bytes: [UInt8]) async throws -> (width: Int, height: Int)
 
     static func receive(_ requests: RequestStream<ClassificationV1.UploadDatasetRequest>,
-                        limits: ClassificationService.Limits, check: Check) async throws -> Upload {
+                        limits: ClassificationService.Limits, held: MemoryReservation, check: Check) async throws -> Upload {
         var sizes: [String: (width: Int, height: Int)] = [:]
         var skipped: [ClassificationV1.SkippedFile] = []
         var header: ClassificationV1.DatasetUploadHeader?
@@ -72,6 +72,12 @@ struct Upload: Sendable {
             total += chunk.data.count
             guard total <= limits.maxUploadBytes else {
                 throw RPCError(.resourceExhausted, "the upload exceeds the limit of \(limits.maxUploadBytes) bytes")
+            }
+            // Each chunk takes its bytes of the memory budget as it arrives: five unfinished 300 MiB uploads took a
+            // replica to 1,700 MiB before; now the one that does not fit is refused while it arrives.
+            guard held.grow(by: chunk.data.count) else {
+                throw RPCError(
+                    .resourceExhausted, "the server's memory budget cannot hold more of this upload (\(total) bytes so far) now; retry later")
             }
             files[path]! += chunk.data
             if chunk.last {
