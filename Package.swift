@@ -178,6 +178,8 @@ let package = Package(
                 "ClassificationCore", "ClassificationService", "ClassificationAPI", "Jobs", "JobsAPI", "ServiceKit", "Torch",
             ],
             path: "Tests/Benchmarks"),
+        // Fixed counts of unary echo calls, server and client in separate processes, for callgrind and strace.
+        .executableTarget(name: "rpc-profile", dependencies: ["RPC", "RPCWire", "Transport", "RPCTesting"], path: "Tests/RPCProfile"),
 
         // MARK: Tests
         // Test-only protos (Proto/modules.conf places them here): schema fixtures, and the test jobs service's API.

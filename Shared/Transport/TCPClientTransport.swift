@@ -58,13 +58,23 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
 
     /// Fires at the earliest deadline (loop thread).
     private var deadlineTimer: LoopTimer?
+    /// Ends a connection attempt (TCP and, with TLS, the handshake) that takes longer than
+    /// `connectTimeout` (loop thread).
+    private var connectTimer: LoopTimer?
+    /// How long a connection attempt may take: an endpoint that drops our SYNs (a machine cut off
+    /// by a partition, a firewall) fails its calls' connection after this, so the client tries the
+    /// next endpoint, instead of holding every call to its deadline while the kernel retries the
+    /// SYN for two minutes.
+    public let connectTimeout: Duration
 
     /// A transport to `endpoint` (`host:port`, numeric host or `localhost`).
     public init(
         endpoint: String, loop: EventLoop = .shared, maxFrameSize: Int = FrameCodec.defaultMaxFrameSize,
-        maxConcurrentCalls: Int = TCPClientTransport.maxConcurrentCalls, tls: TLSCredentials? = nil
+        maxConcurrentCalls: Int = TCPClientTransport.maxConcurrentCalls, tls: TLSCredentials? = nil,
+        connectTimeout: Duration = .seconds(2)
     ) throws {
         self.tls = tls
+        self.connectTimeout = connectTimeout
         self.maxConcurrentCalls = max(1, maxConcurrentCalls)
         let parsed = try Endpoint(parsing: endpoint)
         self.endpoint = endpoint
@@ -77,10 +87,11 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
     /// A transport dropped without `close()`: its connection and deadline timer are closed too.
     deinit {
         let connection = state.withLock { $0.connection }
-        guard connection != nil || deadlineTimer != nil else { return }  // never called: nothing to close
-        loop.execute { [deadlineTimer] in
+        guard connection != nil || deadlineTimer != nil || connectTimer != nil else { return }  // never called: nothing to close
+        loop.execute { [deadlineTimer, connectTimer] in
             connection?.close(reason: "transport released")
             deadlineTimer?.close()
+            connectTimer?.close()
         }
     }
 
@@ -112,6 +123,8 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             state.withLock { $0.connection }?.close(reason: "closed by the client")
             deadlineTimer?.close()
             deadlineTimer = nil
+            connectTimer?.close()
+            connectTimer = nil
             state.withLock { $0.timerDue = nil }
         }
     }
@@ -203,6 +216,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         case .tls(let secure): secure.readFrames(maxFrameSize: maxFrameSize).onFrame = { [weak self] in self?.received($0) }
         }
         connection.onClose = { [weak self, unowned connection] reason in self?.lost(connection, reason: reason) }
+        startConnectTimer(for: connection)
         connection.connect(to: SocketAddress(host: host, port: port)!) { [weak self] status in
             guard case .tls(let secure) = stream, status == 0, !connection.isClosed else {
                 self?.connected(connection, status: status)
@@ -214,8 +228,23 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         }
     }
 
+    /// Closes `connection` unless it is up (handshake included) within `connectTimeout`.
+    private func startConnectTimer(for connection: TCPConnection) {
+        if connectTimer == nil {
+            connectTimer = LoopTimer(loop: loop) { [weak self] in self?.connectTimedOut() }
+        }
+        connectTimer?.start(after: connectTimeout)
+    }
+
+    private func connectTimedOut() {
+        loop.assertInLoop()
+        let pending = state.withLock { state in state.isConnected ? nil : state.connection?.socket }
+        pending?.close(reason: "no connection within \(connectTimeout) (the endpoint does not answer)")
+    }
+
     private func connected(_ connection: TCPConnection, status: Int32) {
         loop.assertInLoop()
+        connectTimer?.stop()
         guard status == 0 else {
             connection.close(reason: uvError(status))
             return
@@ -236,6 +265,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
 
     private func lost(_ connection: TCPConnection, reason: String) {
         loop.assertInLoop()
+        if connection === state.withLock({ $0.connection?.socket }) { connectTimer?.stop() }
         let outcome = state.withLock { state -> (calls: [UInt64: PendingCall], neverSent: Set<UInt64>, failures: Int?)? in
             guard connection === state.connection?.socket else { return nil }
             let wasConnected = state.isConnected

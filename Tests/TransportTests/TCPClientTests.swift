@@ -29,6 +29,63 @@ import Transport
         for server in servers { await server.shutdown(grace: .seconds(1)) }
     }
 
+    /// A listening socket that never accepts, its backlog filled: the kernel drops further SYNs, as a
+    /// machine cut off by a partition does, so a connect to it neither succeeds nor fails for minutes.
+    final class SilentEndpoint: @unchecked Sendable {
+        let listener: Int32
+        let fillers: [RawSocket]
+        let address: String
+
+        init() throws {
+            listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+            }
+            guard bound, listen(listener, 0) == 0 else { throw POSIXError(.EADDRINUSE) }
+            let port = Int(UInt16(bigEndian: address.sin_port))
+            // A backlog of 0 holds one connection; two more fill what the kernel keeps.
+            fillers = try (0..<2).map { _ in try RawSocket(port: port) }
+            self.address = "127.0.0.1:\(port)"
+        }
+
+        deinit { close(listener) }
+    }
+
+    /// Issue 27's partitions: a call to an endpoint that does not answer at all fails its connection after the
+    /// connect timeout and goes to the next endpoint, instead of waiting for its whole deadline.
+    @Test func anEndpointThatNeverAnswersIsLeftAfterTheConnectTimeout() async throws {
+        let silent = try SilentEndpoint()
+        let alive = try server("alive")
+        let client = RPCClient(transports: [
+            try TCPClientTransport(endpoint: silent.address, connectTimeout: .milliseconds(500)), try TCPClientTransport(endpoint: alive.address),
+        ])
+        let started = ContinuousClock.now
+        for _ in 0..<4 {
+            let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [3]), options: CallOptions(timeout: .seconds(20)))
+            #expect(reply.payload == [3])
+        }
+        #expect(ContinuousClock.now - started < .seconds(10), "the calls waited for the silent endpoint")
+        // Alone, the silent endpoint fails the call UNAVAILABLE, naming the timeout, long before its deadline.
+        let lonely = RPCClient(transports: [try TCPClientTransport(endpoint: silent.address, connectTimeout: .milliseconds(500))], retry: .init(maxAttempts: 1))
+        let began = ContinuousClock.now
+        do {
+            _ = try await lonely.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [3]), options: CallOptions(timeout: .seconds(20)))
+            Issue.record("a call to an endpoint that never answers succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable, "\(error)")
+            #expect(error.message.contains("no connection within"), "\(error)")
+        }
+        #expect(ContinuousClock.now - began < .seconds(5))
+        withExtendedLifetime(silent) {}
+        client.close()
+        lonely.close()
+        await alive.shutdown(grace: .seconds(1))
+    }
+
     @Test func idempotentCallsFailOverWhenAnEndpointIsDown() async throws {
         let alive = try server("alive")
         let dead = try server("dead")
