@@ -212,6 +212,27 @@ import Torch
             Self.status(refusedModel, 3, "corrupt model")
             #expect(refusedModel.output.contains("checksum"), "\(refusedModel.output)")
             Self.status(try await stack.gateway(["classify", "model", "import", catalogue.path, "--name", "foreign"]), 3, "foreign file")
+
+            // ONNX (issue 26): the cnn written as an ONNX graph and imported back (OpenCV's DNN runs it) answers as the
+            // cnn does; a features model has no ONNX graph: FAILED_PRECONDITION (9) naming what has one.
+            let cnnShown = try jsonObject(try await stack.gateway(["classify", "model", "show", "cnn-small", "--json"]))
+            let onnxFile = scratch.appendingPathComponent("cnn.onnx")
+            Self.status(try await stack.gateway(["classify", "model", "export", "cnn-small", "--format", "onnx", "-o", onnxFile.path]), 0, "export --format onnx")
+            let cnnLabels = (cnnShown["labels"] as? [String] ?? []).joined(separator: ",")
+            let cnnInput = "\(cnnShown["inputWidth"] as? Int ?? 0)x\(cnnShown["inputHeight"] as? Int ?? 0)"
+            Self.status(try await stack.gateway(["classify", "model", "import", onnxFile.path, "--name", "cnn-onnx", "--format", "onnx",
+                                                 "--labels", cnnLabels, "--input", cnnInput]), 0, "import the ONNX export")
+            func topThree(_ model: String) async throws -> [(String, Double)] {
+                let json = try jsonObject(try await stack.gateway(["classify", "image", photo.path, "--model", model, "--top", "3", "--json"]))
+                return (json["labels"] as? [[String: Any]] ?? []).map { ($0["label"] as? String ?? "", $0["confidence"] as? Double ?? -1) }
+            }
+            let viaTorch = try await topThree("cnn-small"), viaONNX = try await topThree("cnn-onnx")
+            #expect(viaTorch.count == 3 && viaTorch.map(\.0) == viaONNX.map(\.0), "\(viaTorch) vs \(viaONNX)")
+            #expect(zip(viaTorch, viaONNX).allSatisfy { abs($0.1 - $1.1) < 1e-4 }, "\(viaTorch) vs \(viaONNX)")
+            let noGraph = try await stack.gateway(["classify", "model", "export", "digits-features-1", "--format", "onnx", "-o", onnxFile.path])
+            Self.status(noGraph, 9, "a features model as ONNX")
+            #expect(noGraph.output.contains("ONNX export supports cnn classifiers"), "\(noGraph.output)")
+            Self.status(try await stack.gateway(["classify", "model", "delete", "cnn-onnx"]), 0, "delete cnn-onnx")
             let models = try jsonObject(try await stack.gateway(["classify", "model", "list", "--json"]))
             #expect((models["models"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["cnn-small", "copy", "digits-features-1"])
 

@@ -93,23 +93,36 @@ struct ModelActivate: AsyncParsableCommand {
 
 struct ModelExport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "export", abstract: "Write a model's container file (labels, input, tensors, SHA-256; see Services/Classification/README.md).",
+        commandName: "export", abstract: "Write a model's container file (labels, input, tensors, SHA-256; see Services/Classification/README.md), or an ONNX model.",
         discussion: """
+            --format onnx writes the model as an ONNX graph to run elsewhere (onnxruntime, a phone): input "image" \
+            [1, 3, H, W] RGB / 255, output "probabilities" (a detector: "boxes" in YOLOv5's layout, no NMS); labels and the resize in its \
+            metadata_props. cnn classifiers, yolo detectors and imported ONNX models export; features, transfer and \
+            torchscript models are refused (FAILED_PRECONDITION).
             The file arrives as a stream of ModelFileChunks, so --json prints what was written rather than a response: \
             {"file": PATH, "size": "BYTES"} (the size a string, as the JSON mapping spells 64-bit integers).
             """)
     @Argument(help: "The model's name.") var name: String
-    @Option(name: [.short, .customLong("output")], help: "The file to write (default NAME.menagerie-model).", completion: .file(extensions: ["menagerie-model"])) var output: String?
+    @Option(name: [.short, .customLong("output")], help: "The file to write (default NAME.menagerie-model, or NAME.onnx).", completion: .file(extensions: ["menagerie-model", "onnx"])) var output: String?
+    @Option(help: "What to write: menagerie (the container, default) or onnx.") var format: ExportFormat = .menagerie
     @OptionGroup var global: GlobalOptions
+
+    /// `--format` of `model export`.
+    enum ExportFormat: String, CaseIterable, ExpressibleByArgument {
+        case menagerie, onnx
+        var wire: ClassificationV1.ModelFormat { self == .onnx ? .onnx : .menagerie }
+        var fileExtension: String { self == .onnx ? "onnx" : "menagerie-model" }
+    }
 
     func run() async throws {
         try await global.withClassification { client in
             var bytes: [UInt8] = []
-            for try await chunk in client.exportModel(ClassificationV1.ExportModelRequest(name: name), options: global.longCallOptions) {
+            let request = ClassificationV1.ExportModelRequest(name: name, format: format.wire)
+            for try await chunk in client.exportModel(request, options: global.longCallOptions) {
                 guard chunk.offset == Int64(bytes.count) else { throw RPCError(.dataLoss, "the export's chunks arrived out of order") }
                 bytes += chunk.data
             }
-            let path = output ?? "\(name).menagerie-model"
+            let path = output ?? "\(name).\(format.fileExtension)"
             guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
                 throw FileError(.notWritable, path: path, reason: "cannot create the file")
             }
