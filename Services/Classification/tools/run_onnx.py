@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs an exported ONNX classifier in onnxruntime, as a phone app would, for the tests that compare it with the service.
+"""Runs an exported ONNX model in onnxruntime, as a phone app would, for the tests that compare it with the service.
 
 usage: run_onnx.py MODEL.onnx INPUTS.f32 COUNT
 INPUTS.f32 holds COUNT inputs, each [3, H, W] float32 little-endian, preprocessed as the model's metadata_props say.
@@ -18,7 +18,8 @@ def main() -> None:
     source = session.get_inputs()[0]
     shape = [count] + list(source.shape[1:])
     x = np.fromfile(inputs, dtype="<f4").reshape(shape)
-    rows = [session.run(None, {source.name: x[i : i + 1]})[0][0].tolist() for i in range(count)]
+    # Each input's whole first output, flattened (a classifier's probabilities; a detector's [N, 5 + classes] rows).
+    rows = [session.run(None, {source.name: x[i : i + 1]})[0].ravel().tolist() for i in range(count)]
     print(json.dumps({
         "probabilities": rows,
         "metadata": session.get_modelmeta().custom_metadata_map,
