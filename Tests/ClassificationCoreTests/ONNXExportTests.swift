@@ -44,6 +44,11 @@ import Testing
         // The network learnt something, so equal top-1s are not two uniform guesses.
         let labels = file.header.labels
         #expect(ours.enumerated().filter { labels[argmax($1)] == ($0 % 2 == 0 ? "red" : "green") }.count >= 5, "\(labels) \(ours)")
+        // The file describes itself for its import; a graph without our metadata (or no protobuf) does not.
+        let described = try #require(ONNXExport.described(try ONNXExport.export(file, name: "tint")))
+        #expect(described == ONNXExport.Described(labels: ["green", "red"], width: 16, height: 16, kind: .classifier))
+        #expect(ONNXExport.described(ONNXBuilder.channelClassifier(side: 8, weights: [[1, 0, 0]], bias: [0])) == nil)
+        #expect(ONNXExport.described(Array("not a protobuf at all".utf8)) == nil && ONNXExport.described([0x72, 0xFF]) == nil)
         // An imported ONNX model exports as the graph it was imported as.
         #expect(try ONNXExport.export(ModelFile(header: header, tensors: [], script: [1, 2, 3]), name: "x") == [1, 2, 3])
     }
@@ -82,7 +87,9 @@ import Testing
         imported.algorithm = "onnx"
         imported.detector = nil
         imported.layout = "yolov5"
-        let onnx = try ImportedDetector(ModelFile(header: imported, tensors: [], script: try ONNXExport.export(file, name: "boxes")))
+        let exported = try ONNXExport.export(file, name: "boxes")
+        #expect(ONNXExport.described(exported) == ONNXExport.Described(labels: ["a", "b", "c"], width: 64, height: 64, kind: .detector, layout: "yolov5"))
+        let onnx = try ImportedDetector(ModelFile(header: imported, tensors: [], script: exported))
         var compared = 0
         for photo in [Self.tinted(1, red: true, width: 90, height: 70), Self.tinted(2, red: false, width: 64, height: 64)] {
             let ours = try service.detect(photo, confidenceThreshold: 0.001, iouThreshold: 0.45, maximum: 20, labels: [])

@@ -218,10 +218,11 @@ import Torch
             let cnnShown = try jsonObject(try await stack.gateway(["classify", "model", "show", "cnn-small", "--json"]))
             let onnxFile = scratch.appendingPathComponent("cnn.onnx")
             Self.status(try await stack.gateway(["classify", "model", "export", "cnn-small", "--format", "onnx", "-o", onnxFile.path]), 0, "export --format onnx")
-            let cnnLabels = (cnnShown["labels"] as? [String] ?? []).joined(separator: ",")
-            let cnnInput = "\(cnnShown["inputWidth"] as? Int ?? 0)x\(cnnShown["inputHeight"] as? Int ?? 0)"
-            Self.status(try await stack.gateway(["classify", "model", "import", onnxFile.path, "--name", "cnn-onnx", "--format", "onnx",
-                                                 "--labels", cnnLabels, "--input", cnnInput]), 0, "import the ONNX export")
+            // No --labels or --input: the file's metadata_props say them.
+            let reimported = try jsonObject(try await stack.gateway(["classify", "model", "import", onnxFile.path, "--name", "cnn-onnx",
+                                                                      "--format", "onnx", "--json"]))
+            #expect(Self.model(reimported)["labels"] as? [String] == cnnShown["labels"] as? [String], "\(reimported)")
+            #expect(Self.model(reimported)["inputWidth"] as? Int == cnnShown["inputWidth"] as? Int && Self.model(reimported)["algorithm"] as? String == "onnx")
             func topThree(_ model: String) async throws -> [(String, Double)] {
                 let json = try jsonObject(try await stack.gateway(["classify", "image", photo.path, "--model", model, "--top", "3", "--json"]))
                 return (json["labels"] as? [[String: Any]] ?? []).map { ($0["label"] as? String ?? "", $0["confidence"] as? Double ?? -1) }

@@ -167,9 +167,9 @@ struct ModelImportCommand: AsyncParsableCommand {
     @Argument(help: "The model file.", completion: .file(extensions: ["menagerie-model", "pt", "onnx"])) var file: String
     @Option(help: "The imported model's name.") var name: String
     @Option(help: "The file's format.") var format = ModelFormat.menagerie
-    @Option(help: "What the model does.") var kind = ModelKind.classifier
-    @Option(help: "The labels in output order, comma-separated (default: the file's, for a menagerie model).") var labels: String?
-    @Option(help: "Input size WxH (default 224x224).") var input: String?
+    @Option(help: "What the model does (default classifier, or what an ONNX file this service exported says).") var kind: ModelKind?
+    @Option(help: "The labels in output order, comma-separated (default: the file's, for a menagerie model or an ONNX file this service exported).") var labels: String?
+    @Option(help: "Input size WxH (default 224x224, or what an ONNX file this service exported says).") var input: String?
     @Option(help: "Per-channel mean, three comma-separated values (default: none, 0).") var mean: String?
     @Option(help: "Per-channel standard deviation, three comma-separated values (default: none, 1).") var std: String?
     @Option(help: "ONNX detector output layout (default: the service's guess from the output's shape).") var layout: DetectorLayout?
@@ -183,7 +183,7 @@ struct ModelImportCommand: AsyncParsableCommand {
         case .torchscript: r.format = .torchscript
         case .onnx: r.format = .onnx
         }
-        r.kind = kind == .detector ? .detector : .classifier
+        r.kind = kind.map { $0 == .detector ? .detector : .classifier } ?? .unspecified
         r.labels = labels.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
         if let input {
             let parts = input.lowercased().split(separator: "x").compactMap { Int32($0) }

@@ -454,7 +454,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         let held = MemoryReservation(limits.memoryBudget)
         defer { held.releaseAll() }
         let (first, data) = try await ModelImport.receive(requests, limit: limits.maxUploadBytes, held: held)
-        let plan = try RequestValidation.importModel(first, size: data.count)
+        let plan = try RequestValidation.importModel(ONNXImportDefaults.filled(first, data: data), size: data.count)
         let store = store
         return try await heavy {
             let file = try ModelImport.file(plan, data: data)

@@ -32,6 +32,29 @@ public enum ONNXExport {
         }
     }
 
+    /// What an ONNX model this service exported says about itself, for its import: labels, input size, kind, the
+    /// detector's layout and the normalisation; nil for any other ONNX file (its importer gives them).
+    public struct Described: Sendable, Equatable {
+        public var labels: [String]
+        public var width: Int
+        public var height: Int
+        public var kind: ModelHeader.Kind
+        public var layout: String?
+        public var mean: [Float]?
+        public var std: [Float]?
+    }
+
+    public static func described(_ bytes: [UInt8]) -> Described? {
+        let entries = ONNXWire.metadata(bytes)
+        guard entries["menagerie.model"] != nil, let json = entries["labels"],
+              let labels = try? JSONDecoder().decode([String].self, from: Data(json.utf8)),
+              let width = entries["input_width"].flatMap({ Int($0) }), let height = entries["input_height"].flatMap({ Int($0) }),
+              let kind = entries["menagerie.kind"].flatMap({ ModelHeader.Kind(rawValue: $0) }) else { return nil }
+        func floats(_ key: String) -> [Float]? { entries[key].map { $0.split(separator: ",").compactMap { Float($0) } } }
+        return Described(labels: labels, width: width, height: height, kind: kind, layout: entries["layout"],
+                         mean: floats("input_mean"), std: floats("input_std"))
+    }
+
     /// What metadata_props says about the input and output, so that a phone app can feed the graph as the service does.
     static func metadata(_ header: ModelHeader, name: String) throws -> [(String, String)] {
         let labels = String(decoding: try JSONEncoder().encode(header.labels), as: UTF8.self)

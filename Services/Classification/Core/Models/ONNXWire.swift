@@ -145,4 +145,58 @@ enum ONNXWire {
     /// read, and every operator the export writes is unchanged in it.
     static let irVersion = 7
     static let opsetVersion = 13
+
+    /// A ModelProto's metadata_props (field 14), read by walking its top-level fields and skipping every other one;
+    /// empty for bytes that are no protobuf (OpenCV says what is wrong with them when the model is loaded).
+    static func metadata(_ bytes: [UInt8]) -> [String: String] {
+        var reader = Reader(bytes: bytes[...])
+        var entries: [String: String] = [:]
+        while let (field, value) = reader.field() {
+            guard field == 14, case .bytes(let entry) = value else { continue }
+            var inner = Reader(bytes: entry)
+            var key: String?, text: String?
+            while let (f, v) = inner.field() {
+                if case .bytes(let b) = v { if f == 1 { key = String(decoding: b, as: UTF8.self) } else if f == 2 { text = String(decoding: b, as: UTF8.self) } }
+            }
+            if !inner.failed, let key, let text { entries[key] = text }
+        }
+        return reader.failed ? [:] : entries
+    }
+
+    struct Reader {
+        var bytes: ArraySlice<UInt8>
+        var failed = false
+        enum Value { case scalar, bytes(ArraySlice<UInt8>) }
+
+        mutating func varint() -> UInt64? {
+            var value: UInt64 = 0, shift: UInt64 = 0
+            while let byte = bytes.first, shift < 64 {
+                bytes.removeFirst()
+                value |= UInt64(byte & 0x7F) << shift
+                if byte < 0x80 { return value }
+                shift += 7
+            }
+            return nil
+        }
+
+        /// The next field, or nil at the end or on malformed bytes (then `failed`).
+        mutating func field() -> (Int, Value)? {
+            guard !bytes.isEmpty, !failed else { return nil }
+            guard let key = varint() else { failed = true; return nil }
+            switch key & 7 {
+            case 0: guard varint() != nil else { failed = true; return nil }; return (Int(key >> 3), .scalar)
+            case 1, 5:
+                let size = key & 7 == 1 ? 8 : 4
+                guard bytes.count >= size else { failed = true; return nil }
+                bytes.removeFirst(size)
+                return (Int(key >> 3), .scalar)
+            case 2:
+                guard let length = varint(), length <= UInt64(bytes.count) else { failed = true; return nil }
+                let value = bytes.prefix(Int(length))
+                bytes.removeFirst(Int(length))
+                return (Int(key >> 3), .bytes(value))
+            default: failed = true; return nil
+            }
+        }
+    }
 }
