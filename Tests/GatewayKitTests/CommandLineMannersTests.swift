@@ -99,7 +99,7 @@ import Testing
         "classify model show": Row("m --timeout 0", says: timeout, files: ["plot"]),
         "classify model delete": Row("m --timeout 0", says: timeout),
         "classify model activate": Row("m --timeout 0", says: timeout),
-        "classify model export": Row("m --timeout 0", says: timeout, files: ["output"]),
+        "classify model export": Row("m --format torchscript", says: "Please provide one of 'menagerie' and 'onnx'", files: ["output"]),
         "classify model import": Row("m.pt --name n --format bogus", says: "'menagerie', 'torchscript' or 'onnx'", files: ["file"]),
         "classify catalogue import": Row("c.json --timeout 0", says: timeout, files: ["file"]),
         "classify catalogue search": Row("--limit many", says: "The value 'many' is invalid for '--limit"),

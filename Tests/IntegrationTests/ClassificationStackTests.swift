@@ -212,6 +212,28 @@ import Torch
             Self.status(refusedModel, 3, "corrupt model")
             #expect(refusedModel.output.contains("checksum"), "\(refusedModel.output)")
             Self.status(try await stack.gateway(["classify", "model", "import", catalogue.path, "--name", "foreign"]), 3, "foreign file")
+
+            // ONNX (issue 26): the cnn written as an ONNX graph and imported back (OpenCV's DNN runs it) answers as the
+            // cnn does; a features model has no ONNX graph: FAILED_PRECONDITION (9) naming what has one.
+            let cnnShown = try jsonObject(try await stack.gateway(["classify", "model", "show", "cnn-small", "--json"]))
+            let onnxFile = scratch.appendingPathComponent("cnn.onnx")
+            Self.status(try await stack.gateway(["classify", "model", "export", "cnn-small", "--format", "onnx", "-o", onnxFile.path]), 0, "export --format onnx")
+            // No --labels or --input: the file's metadata_props say them.
+            let reimported = try jsonObject(try await stack.gateway(["classify", "model", "import", onnxFile.path, "--name", "cnn-onnx",
+                                                                      "--format", "onnx", "--json"]))
+            #expect(Self.model(reimported)["labels"] as? [String] == cnnShown["labels"] as? [String], "\(reimported)")
+            #expect(Self.model(reimported)["inputWidth"] as? Int == cnnShown["inputWidth"] as? Int && Self.model(reimported)["algorithm"] as? String == "onnx")
+            func topThree(_ model: String) async throws -> [(String, Double)] {
+                let json = try jsonObject(try await stack.gateway(["classify", "image", photo.path, "--model", model, "--top", "3", "--json"]))
+                return (json["labels"] as? [[String: Any]] ?? []).map { ($0["label"] as? String ?? "", $0["confidence"] as? Double ?? -1) }
+            }
+            let viaTorch = try await topThree("cnn-small"), viaONNX = try await topThree("cnn-onnx")
+            #expect(viaTorch.count == 3 && viaTorch.map(\.0) == viaONNX.map(\.0), "\(viaTorch) vs \(viaONNX)")
+            #expect(zip(viaTorch, viaONNX).allSatisfy { abs($0.1 - $1.1) < 1e-4 }, "\(viaTorch) vs \(viaONNX)")
+            let noGraph = try await stack.gateway(["classify", "model", "export", "digits-features-1", "--format", "onnx", "-o", onnxFile.path])
+            Self.status(noGraph, 9, "a features model as ONNX")
+            #expect(noGraph.output.contains("ONNX export supports cnn classifiers"), "\(noGraph.output)")
+            Self.status(try await stack.gateway(["classify", "model", "delete", "cnn-onnx"]), 0, "delete cnn-onnx")
             let models = try jsonObject(try await stack.gateway(["classify", "model", "list", "--json"]))
             #expect((models["models"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["cnn-small", "copy", "digits-features-1"])
 

@@ -93,23 +93,36 @@ struct ModelActivate: AsyncParsableCommand {
 
 struct ModelExport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "export", abstract: "Write a model's container file (labels, input, tensors, SHA-256; see Services/Classification/README.md).",
+        commandName: "export", abstract: "Write a model's container file (labels, input, tensors, SHA-256; see Services/Classification/README.md), or an ONNX model.",
         discussion: """
+            --format onnx writes the model as an ONNX graph to run elsewhere (onnxruntime, a phone): input "image" \
+            [1, 3, H, W] RGB / 255, output "probabilities" (a detector: "boxes" in YOLOv5's layout, no NMS); labels and the resize in its \
+            metadata_props. cnn classifiers, yolo detectors and imported ONNX models export; features, transfer and \
+            torchscript models are refused (FAILED_PRECONDITION).
             The file arrives as a stream of ModelFileChunks, so --json prints what was written rather than a response: \
             {"file": PATH, "size": "BYTES"} (the size a string, as the JSON mapping spells 64-bit integers).
             """)
     @Argument(help: "The model's name.") var name: String
-    @Option(name: [.short, .customLong("output")], help: "The file to write (default NAME.menagerie-model).", completion: .file(extensions: ["menagerie-model"])) var output: String?
+    @Option(name: [.short, .customLong("output")], help: "The file to write (default NAME.menagerie-model, or NAME.onnx).", completion: .file(extensions: ["menagerie-model", "onnx"])) var output: String?
+    @Option(help: "What to write: menagerie (the container, default) or onnx.") var format: ExportFormat = .menagerie
     @OptionGroup var global: GlobalOptions
+
+    /// `--format` of `model export`.
+    enum ExportFormat: String, CaseIterable, ExpressibleByArgument {
+        case menagerie, onnx
+        var wire: ClassificationV1.ModelFormat { self == .onnx ? .onnx : .menagerie }
+        var fileExtension: String { self == .onnx ? "onnx" : "menagerie-model" }
+    }
 
     func run() async throws {
         try await global.withClassification { client in
             var bytes: [UInt8] = []
-            for try await chunk in client.exportModel(ClassificationV1.ExportModelRequest(name: name), options: global.longCallOptions) {
+            let request = ClassificationV1.ExportModelRequest(name: name, format: format.wire)
+            for try await chunk in client.exportModel(request, options: global.longCallOptions) {
                 guard chunk.offset == Int64(bytes.count) else { throw RPCError(.dataLoss, "the export's chunks arrived out of order") }
                 bytes += chunk.data
             }
-            let path = output ?? "\(name).menagerie-model"
+            let path = output ?? "\(name).\(format.fileExtension)"
             guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
                 throw FileError(.notWritable, path: path, reason: "cannot create the file")
             }
@@ -154,9 +167,9 @@ struct ModelImportCommand: AsyncParsableCommand {
     @Argument(help: "The model file.", completion: .file(extensions: ["menagerie-model", "pt", "onnx"])) var file: String
     @Option(help: "The imported model's name.") var name: String
     @Option(help: "The file's format.") var format = ModelFormat.menagerie
-    @Option(help: "What the model does.") var kind = ModelKind.classifier
-    @Option(help: "The labels in output order, comma-separated (default: the file's, for a menagerie model).") var labels: String?
-    @Option(help: "Input size WxH (default 224x224).") var input: String?
+    @Option(help: "What the model does (default classifier, or what an ONNX file this service exported says).") var kind: ModelKind?
+    @Option(help: "The labels in output order, comma-separated (default: the file's, for a menagerie model or an ONNX file this service exported).") var labels: String?
+    @Option(help: "Input size WxH (default 224x224, or what an ONNX file this service exported says).") var input: String?
     @Option(help: "Per-channel mean, three comma-separated values (default: none, 0).") var mean: String?
     @Option(help: "Per-channel standard deviation, three comma-separated values (default: none, 1).") var std: String?
     @Option(help: "ONNX detector output layout (default: the service's guess from the output's shape).") var layout: DetectorLayout?
@@ -170,7 +183,7 @@ struct ModelImportCommand: AsyncParsableCommand {
         case .torchscript: r.format = .torchscript
         case .onnx: r.format = .onnx
         }
-        r.kind = kind == .detector ? .detector : .classifier
+        r.kind = kind.map { $0 == .detector ? .detector : .classifier } ?? .unspecified
         r.labels = labels.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
         if let input {
             let parts = input.lowercased().split(separator: "x").compactMap { Int32($0) }

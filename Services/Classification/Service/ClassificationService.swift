@@ -439,17 +439,20 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         request: ClassificationV1.ExportModelRequest, response: ResponseWriter<ClassificationV1.ModelFileChunk>, context: ServerContext
     ) async throws {
         let name = try RequestValidation.name(request.name, field: "name")
+        let format = try RequestValidation.exportFormat(request.format)
         let store = store
         // The whole container is read before its chunks go out, so it holds its size of the memory
         // budget until the last one has: exports nobody reads cannot take the process past it.
         let held = MemoryReservation(limits.memoryBudget)
         defer { held.releaseAll() }
         let size = try await heavy { try store.modelSize(named: name) }
-        guard held.grow(by: size) else {
+        // An ONNX export holds the container and the graph written from it, about as big.
+        guard held.grow(by: format == .onnx ? 2 * size : size) else {
             throw ClassificationError(
                 .resourceExhausted, "the server's memory budget cannot hold model \(name) (\(size) bytes) for export now; retry later")
         }
-        let bytes = try await heavy { try store.modelBytes(named: name) }
+        let stored = try await heavy { try store.modelBytes(named: name) }
+        let bytes = format == .onnx ? try await heavy { try ONNXExport.export(ModelFile.decode(stored), name: name) } : stored
         var offset = 0
         repeat {
             let end = min(bytes.count, offset + Self.exportChunk)
@@ -464,7 +467,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         let held = MemoryReservation(limits.memoryBudget)
         defer { held.releaseAll() }
         let (first, data) = try await ModelImport.receive(requests, limit: limits.maxUploadBytes, held: held)
-        let plan = try RequestValidation.importModel(first, size: data.count)
+        let plan = try RequestValidation.importModel(ONNXImportDefaults.filled(first, data: data), size: data.count)
         let store = store
         return try await heavy {
             let file = try ModelImport.file(plan, data: data)

@@ -176,6 +176,16 @@ enum RequestValidation {
         var layout: ClassificationV1.DetectorLayout
     }
 
+    /// The format of an export: the container (unspecified or menagerie) or ONNX; TorchScript is written by PyTorch only.
+    static func exportFormat(_ format: ClassificationV1.ModelFormat) throws -> ClassificationV1.ModelFormat {
+        switch format {
+        case .unspecified, .menagerie: return .menagerie
+        case .onnx: return .onnx
+        case .torchscript: throw RPCError(.invalidArgument, "format: models are exported as menagerie or onnx, not torchscript")
+        case .unrecognized(let value): throw RPCError(.invalidArgument, "format: \(value) is not a model format")
+        }
+    }
+
     static func importModel(_ first: ClassificationV1.ImportModelRequest, size: Int) throws -> ModelImportPlan {
         let modelName = try name(first.name, field: "name")
         guard size > 0 else { throw RPCError(.invalidArgument, "data: the model file is empty") }

@@ -720,18 +720,23 @@ extension ClassificationV1 {
     }
 
     /// Export: the model's container file (documented in the README: magic, version, JSON header with labels and
-    /// input size, tensors or TorchScript bytes, SHA-256).
+    /// input size, tensors or TorchScript bytes, SHA-256), or with format ONNX its graph as an ONNX model (cnn
+    /// classifiers, yolo detectors and imported ONNX models; others FAILED_PRECONDITION). TorchScript is no export format.
     public struct ExportModelRequest: Sendable, Equatable {
         public var name: String = ""
+        /// UNSPECIFIED and MENAGERIE: the container.
+        public var format: ClassificationV1.ModelFormat = .unspecified
 
         /// A message with every field at its default.
         public init() {}
 
         /// A message with the given field values.
         public init(
-            name: String = ""
+            name: String = "",
+            format: ClassificationV1.ModelFormat = .unspecified
         ) {
             self.name = name
+            self.format = format
         }
     }
 
@@ -2065,10 +2070,12 @@ extension ClassificationV1.ExportModelRequest: ProtoMessage, ProtobufCBridged {
 
     @usableFromInline package init(reading reader: ProtoReader) {
         name = reader.value(1)
+        format = reader.value(2)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, name)
+        writer.set(2, format)
     }
 }
 
@@ -3371,11 +3378,13 @@ extension ClassificationV1.SetActiveModelResponse: ProtoJSONMessage {
 extension ClassificationV1.ExportModelRequest: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = [
         ProtoJSONField(number: 1, protoName: "name", jsonName: "name", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "format", jsonName: "format", kind: .`enum`, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
         var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
         json.value(0, self.name)
+        json.value(1, self.format)
         return json.result
     }
 
@@ -3383,6 +3392,7 @@ extension ClassificationV1.ExportModelRequest: ProtoJSONMessage {
         self.init()
         let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
         try json.value(0, into: &self.name)
+        try json.value(1, into: &self.format)
     }
 }
 

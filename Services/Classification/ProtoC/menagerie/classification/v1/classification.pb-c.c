@@ -3851,7 +3851,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__set_active_model
   (ProtobufCMessageInit) menagerie__classification__v1__set_active_model_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__export_model_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__export_model_request__field_descriptors[2] =
 {
   {
     "name",
@@ -3865,14 +3865,27 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__export_mode
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "format",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ExportModelRequest, format),
+    &menagerie__classification__v1__model_format__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__export_model_request__field_indices_by_name[] = {
+  1,   /* field[1] = format */
   0,   /* field[0] = name */
 };
 static const ProtobufCIntRange menagerie__classification__v1__export_model_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__export_model_request__descriptor =
 {
@@ -3882,7 +3895,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__export_model_req
   "Menagerie__Classification__V1__ExportModelRequest",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__ExportModelRequest),
-  1,
+  2,
   menagerie__classification__v1__export_model_request__field_descriptors,
   menagerie__classification__v1__export_model_request__field_indices_by_name,
   1,  menagerie__classification__v1__export_model_request__number_ranges,

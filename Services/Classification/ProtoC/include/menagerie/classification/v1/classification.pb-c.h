@@ -704,16 +704,21 @@ struct  Menagerie__Classification__V1__SetActiveModelResponse
 
 /*
  * Export: the model's container file (documented in the README: magic, version, JSON header with labels and
- * input size, tensors or TorchScript bytes, SHA-256).
+ * input size, tensors or TorchScript bytes, SHA-256), or with format ONNX its graph as an ONNX model (cnn
+ * classifiers, yolo detectors and imported ONNX models; others FAILED_PRECONDITION). TorchScript is no export format.
  */
 struct  Menagerie__Classification__V1__ExportModelRequest
 {
   ProtobufCMessage base;
   char *name;
+  /*
+   * UNSPECIFIED and MENAGERIE: the container.
+   */
+  Menagerie__Classification__V1__ModelFormat format;
 };
 #define MENAGERIE__CLASSIFICATION__V1__EXPORT_MODEL_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__export_model_request__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_FORMAT__MODEL_FORMAT_UNSPECIFIED }
 
 
 struct  Menagerie__Classification__V1__ModelFileChunk

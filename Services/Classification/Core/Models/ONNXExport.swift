@@ -1,0 +1,265 @@
+import Foundation
+
+/// A model as an ONNX file, to run where the service does not (a phone, onnxruntime). The graph is written from our
+/// own architecture, layer by layer as `ResidualNetwork.forward` computes it, with the trained tensors as float
+/// initializers; what the graph cannot say — labels, the input's preprocessing — goes in the model's metadata_props.
+///
+/// Exported: `cnn` classifiers, `yolo` detectors, and imported ONNX models (their own graph, as imported). Refused
+/// with FAILED_PRECONDITION, naming these: `features` (the HOG extractor is not written as ONNX operators), and
+/// `transfer` and TorchScript imports (the feature print is a TorchScript module, EfficientNet-Lite0, whose graph
+/// is not written here).
+public enum ONNXExport {
+    /// The graph's input and output names.
+    public static let inputName = "image"
+    /// A classifier's output; a detector's is "boxes".
+    static func outputName(_ kind: ModelHeader.Kind) -> String { kind == .classifier ? "probabilities" : "boxes" }
+
+    public static func export(_ file: ModelFile, name: String) throws -> [UInt8] {
+        let header = file.header
+        switch (header.kind, header.algorithm) {
+        case (_, "onnx"):
+            guard let graph = file.script else { throw ClassificationError.invalid("the onnx model \(name) has no graph") }
+            return graph
+        case (.classifier, "cnn"):
+            return try residualClassifier(file, name: name)
+        case (.detector, "yolo"):
+            return try yoloDetector(file, name: name)
+        default:
+            throw ClassificationError(.failedPrecondition, """
+                model \(name) is a \(header.algorithm) \(header.kind.rawValue); ONNX export supports cnn classifiers, yolo \
+                detectors and imported ONNX models (features, transfer and torchscript models are not exported as ONNX)
+                """)
+        }
+    }
+
+    /// What an ONNX model this service exported says about itself, for its import: labels, input size, kind, the
+    /// detector's layout and the normalisation; nil for any other ONNX file (its importer gives them).
+    public struct Described: Sendable, Equatable {
+        public var labels: [String]
+        public var width: Int
+        public var height: Int
+        public var kind: ModelHeader.Kind
+        public var layout: String?
+        public var mean: [Float]?
+        public var std: [Float]?
+    }
+
+    public static func described(_ bytes: [UInt8]) -> Described? {
+        let entries = ONNXWire.metadata(bytes)
+        guard entries["menagerie.model"] != nil, let json = entries["labels"],
+              let labels = try? JSONDecoder().decode([String].self, from: Data(json.utf8)),
+              let width = entries["input_width"].flatMap({ Int($0) }), let height = entries["input_height"].flatMap({ Int($0) }),
+              let kind = entries["menagerie.kind"].flatMap({ ModelHeader.Kind(rawValue: $0) }) else { return nil }
+        func floats(_ key: String) -> [Float]? { entries[key].map { $0.split(separator: ",").compactMap { Float($0) } } }
+        return Described(labels: labels, width: width, height: height, kind: kind, layout: entries["layout"],
+                         mean: floats("input_mean"), std: floats("input_std"))
+    }
+
+    /// What metadata_props says about the input and output, so that a phone app can feed the graph as the service does.
+    static func metadata(_ header: ModelHeader, name: String) throws -> [(String, String)] {
+        let labels = String(decoding: try JSONEncoder().encode(header.labels), as: UTF8.self)
+        // A detector always letterboxes (`Detector.detect`), whatever its header says.
+        let scaling = header.kind == .detector ? Scaling.fit : header.scaling
+        var entries: [(String, String)] = [
+            ("menagerie.model", name),
+            ("menagerie.kind", header.kind.rawValue),
+            ("menagerie.algorithm", header.algorithm),
+            ("labels", labels),
+            ("input_width", String(header.inputWidth)),
+            ("input_height", String(header.inputHeight)),
+            ("input_layout", "NCHW float32, RGB"),
+            ("input_scale", "1/255"),
+            ("input_resize", scaling.rawValue),
+            ("input_resize_doc", resizeDoc(scaling)),
+        ]
+        if header.kind == .classifier {
+            entries.append(("output", "probabilities: [1, \(header.labels.count)] softmax probabilities in labels order"))
+        } else {
+            entries.append(("output", "boxes: [1, N, 5 + \(header.labels.count)] YOLOv5 layout (centre x, y, width, height in input pixels, objectness, class probabilities); no NMS"))
+            entries.append(("layout", "yolov5"))
+        }
+        if let mean = header.mean, let std = header.std {
+            entries.append(("input_mean", mean.map { String($0) }.joined(separator: ",")))
+            entries.append(("input_std", std.map { String($0) }.joined(separator: ",")))
+        }
+        return entries
+    }
+
+    static func resizeDoc(_ scaling: Scaling) -> String {
+        switch scaling {
+        case .fit: "scale to fit inside the input keeping the aspect ratio (antialiased bilinear), centred, the rest black"
+        case .fill: "stretch to the input size (antialiased bilinear)"
+        case .centerCrop: "scale to cover the input keeping the aspect ratio (antialiased bilinear), cut the centre"
+        }
+    }
+
+    /// A graph being written: its nodes and the model's tensors they have used (every one must be, once).
+    struct Graph {
+        let name: String
+        let tensors: [String: NamedArray]
+        var nodes: [ONNXWire.Message] = []
+        var used: Set<String> = []
+        var constants: [ONNXWire.Message] = []
+
+        init(_ file: ModelFile, name: String) {
+            self.name = name
+            tensors = Dictionary(file.tensors.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        }
+
+        mutating func tensor(_ key: String) throws -> String {
+            guard tensors[key] != nil else { throw ClassificationError.invalid("model \(name) has no tensor \(key)") }
+            used.insert(key)
+            return key
+        }
+
+        @discardableResult
+        mutating func node(_ op: String, _ inputs: [String], _ output: String, _ attributes: [(String, ONNXWire.Attribute)] = []) -> String {
+            nodes.append(ONNXWire.node(op, inputs, output, attributes))
+            return output
+        }
+
+        mutating func floatConstant(_ key: String, shape: [Int], _ values: [Float]) -> String {
+            constants.append(ONNXWire.tensor(key, shape: shape, values: values))
+            return key
+        }
+
+        mutating func int64Constant(_ key: String, _ values: [Int]) -> String {
+            constants.append(ONNXWire.int64Tensor(key, values))
+            return key
+        }
+
+        mutating func conv(_ layer: String, _ x: String, stride: Int, kernel: Int, padding: Int) throws -> String {
+            var inputs = [x, try tensor("\(layer).weight")]
+            if tensors["\(layer).bias"] != nil { inputs.append(try tensor("\(layer).bias")) }
+            return node("Conv", inputs, "\(layer).out", [
+                ("kernel_shape", .ints([kernel, kernel])), ("strides", .ints([stride, stride])),
+                ("pads", .ints([padding, padding, padding, padding])),
+            ])
+        }
+
+        mutating func batchNorm(_ layer: String, _ x: String) throws -> String {
+            var inputs = [x]
+            for part in ["weight", "bias", "running_mean", "running_var"] { inputs.append(try tensor("\(layer).\(part)")) }
+            return node("BatchNormalization", inputs, "\(layer).out", [("epsilon", .float(1e-5))])
+        }
+
+        mutating func relu(_ x: String) -> String { node("Relu", [x], "\(x).relu") }
+
+        /// `ResidualNetwork.featureMap`, layer for layer.
+        mutating func featureMap(_ configuration: ResidualNetworkConfiguration, _ x: String) throws -> String {
+            let stem = try conv("stem", x, stride: configuration.stemStride ?? 1, kernel: 3, padding: 1)
+            var h = relu(try batchNorm("stem.bn", stem))
+            for stage in configuration.widths.indices {
+                let layer = "stage\(stage)"
+                let stride = stage == 0 ? configuration.firstStageStride ?? 1 : 2
+                let conv1 = try conv("\(layer).conv1", h, stride: stride, kernel: 3, padding: 1)
+                let y1 = relu(try batchNorm("\(layer).bn1", conv1))
+                let conv2 = try conv("\(layer).conv2", y1, stride: 1, kernel: 3, padding: 1)
+                let y = try batchNorm("\(layer).bn2", conv2)
+                var shortcut = h
+                if tensors["\(layer).shortcut.weight"] != nil {
+                    let projected = try conv("\(layer).shortcut", h, stride: stride, kernel: 1, padding: 0)
+                    shortcut = try batchNorm("\(layer).shortcut.bn", projected)
+                }
+                let sum = node("Add", [y, shortcut], "\(layer).sum")
+                h = relu(sum)
+            }
+            return h
+        }
+
+        /// The model: every stored tensor an initializer (after checking the graph used them all), then the constants.
+        func model(_ file: ModelFile, channels: Int, output: [Int], outputDoc: String, doc: String) throws -> [UInt8] {
+            guard used.count == tensors.count else {
+                throw ClassificationError.invalid("model \(name) has tensors its network does not use: \(Set(tensors.keys).subtracting(used).sorted())")
+            }
+            let header = file.header
+            return ONNXWire.model(
+                name: name, doc: doc, nodes: nodes,
+                initializers: file.tensors.map { ONNXWire.tensor($0.name, shape: $0.shape, values: $0.values) } + constants,
+                inputs: [ONNXWire.valueInfo(inputName, shape: [1, channels, header.inputHeight, header.inputWidth],
+                                            doc: "RGB pixels / 255, resized as metadata_props input_resize says")],
+                outputs: [ONNXWire.valueInfo(outputName(header.kind), shape: output, doc: outputDoc)],
+                metadata: try metadata(header, name: name))
+        }
+    }
+
+    /// The `cnn` classifier (`ResidualNetwork.forward`): Conv/BatchNormalization/Relu blocks with residual Adds,
+    /// GlobalAveragePool, Gemm and Softmax. Batch normalisation stays a node (epsilon 1e-5, libtorch's), so the
+    /// arithmetic is the service's own.
+    static func residualClassifier(_ file: ModelFile, name: String) throws -> [UInt8] {
+        let header = file.header
+        guard let configuration = header.network, configuration.classes == header.labels.count else {
+            throw ClassificationError.invalid("the cnn model \(name) has no network configuration matching its labels")
+        }
+        var graph = Graph(file, name: name)
+        let features = try graph.featureMap(configuration, inputName)
+        graph.node("GlobalAveragePool", [features], "pooled")
+        graph.node("Flatten", ["pooled"], "flat", [("axis", .int(1))])
+        let head = [try graph.tensor("head.weight"), try graph.tensor("head.bias")]
+        graph.node("Gemm", ["flat"] + head, "logits", [("transB", .int(1))])
+        graph.node("Softmax", ["logits"], outputName(.classifier), [("axis", .int(1))])
+        return try graph.model(file, channels: configuration.channels, output: [1, configuration.classes],
+                               outputDoc: "probabilities in labels order",
+                               doc: "Menagerie cnn classifier \(name): labels and preprocessing in metadata_props")
+    }
+
+    /// The `yolo` detector (`Detector.forward` and `decode`) ending in Ultralytics' YOLOv5 layout `[1, N, 5 + classes]`:
+    /// per cell and anchor the box centre and size in input pixels, the objectness (sigmoid) and the class
+    /// probabilities (softmax), so `model import --format onnx --layout yolov5` and YOLOv5 apps read it as it is.
+    /// No NMS in the graph: apps run their own, as they do on Ultralytics' exports.
+    static func yoloDetector(_ file: ModelFile, name: String) throws -> [UInt8] {
+        let header = file.header
+        guard let configuration = header.detector, header.inputWidth == header.inputHeight else {
+            throw ClassificationError.invalid("the yolo model \(name) has no detector configuration")
+        }
+        let backbone = configuration.backbone
+        let anchors = configuration.anchors.count, classes = header.labels.count, fields = 5 + classes
+        let stride = (backbone.stemStride ?? 1) * (backbone.firstStageStride ?? 1) * (1 << (backbone.widths.count - 1))
+        let grid = header.inputWidth / stride, boxes = anchors * grid * grid
+        var graph = Graph(file, name: name)
+        let features = try graph.featureMap(backbone, inputName)
+        // The backbone's classifier head is stored with the detector (`ResidualNetwork` makes one) but never runs.
+        for unused in ["head.weight", "head.bias"] where graph.tensors[unused] != nil { graph.used.insert(unused) }
+        let raw = try graph.conv("detect", features, stride: 1, kernel: 1, padding: 0)
+        // [1, A·(5+C), g, g] → [1, A, 5+C, g, g] → [1, A, g, g, 5+C] → [1, N, 5+C], N in (anchor, row, column) order.
+        let splitShape = graph.int64Constant("split_shape", [1, anchors, fields, grid, grid])
+        graph.node("Reshape", [raw, splitShape], "split")
+        graph.node("Transpose", ["split"], "cells", [("perm", .ints([0, 1, 3, 4, 2]))])
+        let rowsShape = graph.int64Constant("rows_shape", [1, boxes, fields])
+        graph.node("Reshape", ["cells", rowsShape], "rows")
+        func slice(_ output: String, from: Int, to: Int) -> String {
+            let bounds = [graph.int64Constant("\(output)_start", [from]), graph.int64Constant("\(output)_end", [to]),
+                          graph.int64Constant("\(output)_axis", [2])]
+            return graph.node("Slice", ["rows"] + bounds, output)
+        }
+        // Centre: (cell + sigmoid(offset)) · stride; size: anchor · exp(min(4, log-scale)); as `Detector.decode`.
+        var cells: [Float] = [], sizes: [Float] = []
+        for anchor in 0..<anchors {
+            for gy in 0..<grid {
+                for gx in 0..<grid {
+                    cells += [Float(gx), Float(gy)]
+                    sizes += configuration.anchors[anchor].map { Float($0) }
+                }
+            }
+        }
+        let offset = slice("offset", from: 0, to: 2), scale = slice("scale", from: 2, to: 4)
+        let objectness = slice("objectness_logit", from: 4, to: 5), classLogits = slice("class_logits", from: 5, to: fields)
+        let cell = graph.floatConstant("cell", shape: [1, boxes, 2], cells), anchor = graph.floatConstant("anchor", shape: [1, boxes, 2], sizes)
+        let strideConstant = graph.floatConstant("stride", shape: [1], [Float(stride)]), limit = graph.floatConstant("scale_limit", shape: [1], [-4])
+        graph.node("Sigmoid", [offset], "offset_unit")
+        graph.node("Add", ["offset_unit", cell], "centre_cells")
+        graph.node("Mul", ["centre_cells", strideConstant], "centre")
+        // min(s, 4) as s − relu(s − 4): OpenCV 4.6's DNN module cannot read Min with a constant.
+        graph.node("Add", [scale, limit], "scale_over")
+        graph.node("Relu", ["scale_over"], "scale_excess")
+        graph.node("Sub", [scale, "scale_excess"], "scale_clipped")
+        graph.node("Exp", ["scale_clipped"], "scale_exp")
+        graph.node("Mul", ["scale_exp", anchor], "size")
+        graph.node("Sigmoid", [objectness], "objectness")
+        graph.node("Softmax", [classLogits], "class_probabilities", [("axis", .int(2))])
+        graph.node("Concat", ["centre", "size", "objectness", "class_probabilities"], outputName(.detector), [("axis", .int(2))])
+        return try graph.model(file, channels: backbone.channels, output: [1, boxes, fields],
+                               outputDoc: "YOLOv5 layout: per box centre x, y, width, height in input pixels, objectness, class probabilities in labels order",
+                               doc: "Menagerie yolo detector \(name): labels and preprocessing in metadata_props; no NMS in the graph")
+    }
+}

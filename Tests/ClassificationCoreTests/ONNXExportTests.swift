@@ -1,0 +1,201 @@
+import Foundation
+import Testing
+@testable import ClassificationCore
+
+/// Issue 26, models that run elsewhere: a trained cnn written as an ONNX graph gives the service's own probabilities
+/// in onnxruntime (PyPI, installed by `compose/compose onnxruntime`) and through OpenCV's DNN module when imported back.
+@Suite struct ONNXExportTests {
+    /// Noise with one channel lifted: "red" or "green", learnable in a few epochs by a tiny network.
+    static func tinted(_ seed: UInt64, red: Bool, width: Int = 16, height: Int = 16) -> RGBImage {
+        var random = SeededRandom(seed: seed)
+        var pixels = (0..<width * height * 3).map { _ in UInt8(random.next() % 128) }
+        for i in 0..<width * height { pixels[3 * i + (red ? 0 : 1)] &+= 120 }
+        return RGBImage(width: width, height: height, pixels: pixels)
+    }
+
+    static let trained: Result<ModelFile, Error> = Result {
+        let images = (0..<24).map { tinted(UInt64($0), red: $0 % 2 == 0) }
+        var options = ClassifierTrainingOptions()
+        options.epochs = 10
+        options.widths = [4, 8]
+        options.validationFraction = 0
+        return try ClassifierTrainer.train(try TrainingDefaultsTests.dataset(images, labels: ["red", "green"]), options: options)
+    }
+
+    /// Test photos of other sizes than the input, so the service's letterboxing is part of what is compared.
+    static let photos = (0..<6).map { tinted(UInt64(100 + $0), red: $0 % 2 == 0, width: 24 + $0, height: 20) }
+
+    static func inputs(_ header: ModelHeader) throws -> [[Float]] {
+        try photos.map { try Preprocessing.input($0, width: header.inputWidth, height: header.inputHeight, scaling: header.scaling).pixels }
+    }
+
+    @Test func theExportedGraphImportsBackAndGivesTheServicesProbabilities() throws {
+        let file = try Self.trained.get()
+        let service = try Classifier(file)
+        var header = file.header
+        header.algorithm = "onnx"
+        header.network = nil
+        let imported = try Classifier(ModelFile(header: header, tensors: [], script: try ONNXExport.export(file, name: "tint")))
+        let ours = try service.probabilities(Self.inputs(file.header)), theirs = try imported.probabilities(Self.inputs(header))
+        for (a, b) in zip(ours, theirs) {
+            #expect(argmax(a) == argmax(b))
+            #expect(zip(a, b).allSatisfy { abs($0 - $1) < 1e-4 }, "\(a) vs \(b)")
+        }
+        // The network learnt something, so equal top-1s are not two uniform guesses.
+        let labels = file.header.labels
+        #expect(ours.enumerated().filter { labels[argmax($1)] == ($0 % 2 == 0 ? "red" : "green") }.count >= 5, "\(labels) \(ours)")
+        // The file describes itself for its import; a graph without our metadata (or no protobuf) does not.
+        let described = try #require(ONNXExport.described(try ONNXExport.export(file, name: "tint")))
+        #expect(described == ONNXExport.Described(labels: ["green", "red"], width: 16, height: 16, kind: .classifier))
+        #expect(ONNXExport.described(ONNXBuilder.channelClassifier(side: 8, weights: [[1, 0, 0]], bias: [0])) == nil)
+        #expect(ONNXExport.described(Array("not a protobuf at all".utf8)) == nil && ONNXExport.described([0x72, 0xFF]) == nil)
+        // An imported ONNX model exports as the graph it was imported as.
+        #expect(try ONNXExport.export(ModelFile(header: header, tensors: [], script: [1, 2, 3]), name: "x") == [1, 2, 3])
+    }
+
+    @Test func modelsWithoutAnONNXGraphAreRefusedNamingWhatIsSupported() throws {
+        for (kind, algorithm) in [(ModelHeader.Kind.classifier, "features"), (.classifier, "transfer"), (.classifier, "torchscript")] {
+            let file = ModelFile(header: ModelHeader(kind: kind, algorithm: algorithm, labels: ["a"], inputWidth: 8, inputHeight: 8), tensors: [])
+            #expect {
+                try ONNXExport.export(file, name: "m")
+            } throws: { error in
+                let error = error as? ClassificationError
+                return error?.category == .failedPrecondition && error?.message.contains("supports cnn classifiers, yolo detectors and imported ONNX models") == true
+                    && error?.message.contains("is a \(algorithm) \(kind.rawValue)") == true
+            }
+        }
+    }
+
+    /// A yolo detector with fresh weights (64×64 input, stride 8, two anchors: 128 boxes of 3 labels) and its file.
+    static func freshDetector() throws -> (ModelFile, Detector) {
+        var header = ModelHeader(kind: .detector, algorithm: "yolo", labels: ["a", "b", "c"], inputWidth: 64, inputHeight: 64)
+        let configuration = DetectorConfiguration(
+            backbone: ResidualNetworkConfiguration(widths: [4, 8], classes: 3, stemStride: 2, firstStageStride: 2),
+            anchors: [[10, 12], [30, 20]])
+        header.detector = configuration
+        let fresh = try Detector(header: header, configuration: configuration, seed: 7)
+        let file = ModelFile(header: header, tensors: try fresh.backbone.parameters.export())
+        return (file, try Detector(file))
+    }
+
+    /// A yolo detector (fresh weights: its boxes are arbitrary but many) exported as YOLOv5's layout and imported back
+    /// with `--layout yolov5` finds the service's boxes: same labels, confidences within 1e-4, boxes within a pixel.
+    @Test func anExportedDetectorImportsBackAsYOLOv5AndFindsTheSameBoxes() throws {
+        let (file, service) = try Self.freshDetector()
+        let header = file.header
+        var imported = header
+        imported.algorithm = "onnx"
+        imported.detector = nil
+        imported.layout = "yolov5"
+        let exported = try ONNXExport.export(file, name: "boxes")
+        #expect(ONNXExport.described(exported) == ONNXExport.Described(labels: ["a", "b", "c"], width: 64, height: 64, kind: .detector, layout: "yolov5"))
+        let onnx = try ImportedDetector(ModelFile(header: imported, tensors: [], script: exported))
+        var compared = 0
+        for photo in [Self.tinted(1, red: true, width: 90, height: 70), Self.tinted(2, red: false, width: 64, height: 64)] {
+            let ours = try service.detect(photo, confidenceThreshold: 0.001, iouThreshold: 0.45, maximum: 20, labels: [])
+            let theirs = try onnx.detect(photo, confidenceThreshold: 0.001, iouThreshold: 0.45, maximum: 20, labels: [])
+            #expect(ours.count == theirs.count)
+            for (a, b) in zip(ours, theirs) {
+                #expect(a.label == b.label && abs(a.confidence - b.confidence) < 1e-4, "\(a) vs \(b)")
+                #expect(abs(a.box.x - b.box.x) < 1 && abs(a.box.y - b.box.y) < 1 && abs(a.box.width - b.box.width) < 1
+                        && abs(a.box.height - b.box.height) < 1, "\(a.box) vs \(b.box)")
+            }
+            compared += ours.count
+        }
+        #expect(compared > 0, "no boxes to compare: lower the threshold")
+    }
+
+    /// The Python of the venv `compose/compose onnxruntime` makes (or MENAGERIE_ONNXRUNTIME_PYTHON).
+    static let python: String = ProcessInfo.processInfo.environment["MENAGERIE_ONNXRUNTIME_PYTHON"]
+        ?? root.appendingPathComponent("compose/.cache/onnxruntime-venv/bin/python").path
+    /// Under CI=true the tests run (and fail) without it, as `compose test` installs it there.
+    static let onnxruntimeInstalled = FileManager.default.isExecutableFile(atPath: python) || ProcessInfo.processInfo.environment["CI"] == "true"
+    static let onnxruntimeMissing: Comment = "skipped: onnxruntime is not installed (compose/compose onnxruntime; set CI=true to require it)"
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    struct Run: Decodable { var probabilities: [[Float]]; var metadata: [String: String]; var input: [JSONScalar]; var output: [JSONScalar] }
+
+    /// `model` run by onnxruntime (Services/Classification/tools/run_onnx.py) on `rows` (CHW inputs).
+    static func onnxruntime(_ model: [UInt8], _ rows: [[Float]]) throws -> Run {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("onnx-export-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("model.onnx"), inputs = directory.appendingPathComponent("inputs.f32")
+        try Data(model).write(to: file)
+        try Data(rows.joined().flatMap { v in withUnsafeBytes(of: v.bitPattern.littleEndian) { Array($0) } }).write(to: inputs)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [root.appendingPathComponent("Services/Classification/tools/run_onnx.py").path, file.path, inputs.path, String(rows.count)]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile(), errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "run_onnx.py: \(String(decoding: errors, as: UTF8.self))")
+        return try JSONDecoder().decode(Run.self, from: output)
+    }
+
+    @Test(.enabled(if: onnxruntimeInstalled, onnxruntimeMissing))
+    func onnxruntimeGivesTheServicesTopOneAndProbabilities() throws {
+        let file = try Self.trained.get()
+        let run = try Self.onnxruntime(try ONNXExport.export(file, name: "tint"), try Self.inputs(file.header))
+        // The service's own Classify of the same photos.
+        let service = try Classifier(file)
+        #expect(run.probabilities.count == Self.photos.count)
+        for (photo, theirs) in zip(Self.photos, run.probabilities) {
+            let ours = try service.classify(photo, top: 2)
+            #expect(ours[0].label == file.header.labels[argmax(theirs)])
+            for prediction in ours {
+                let index = try #require(file.header.labels.firstIndex(of: prediction.label))
+                #expect(abs(prediction.confidence - Double(theirs[index])) < 1e-4, "\(ours) vs \(theirs)")
+            }
+        }
+        #expect(run.metadata["labels"] == "[\"green\",\"red\"]" && file.header.labels == ["green", "red"])
+        #expect(run.metadata["input_width"] == "16" && run.metadata["input_height"] == "16")
+        #expect(run.metadata["input_scale"] == "1/255" && run.metadata["input_resize"] == "fit")
+        #expect(run.input == [.string("image"), .int(1), .int(3), .int(16), .int(16)])
+        #expect(run.output == [.string("probabilities"), .int(1), .int(2)])
+    }
+}
+
+extension ONNXExportTests {
+    /// The exported detector in onnxruntime, its rows decoded as any YOLOv5 app would (threshold, NMS, back to the
+    /// photo), finds the service's boxes: same labels, confidences within 1e-4, boxes within a pixel.
+    @Test(.enabled(if: onnxruntimeInstalled, onnxruntimeMissing))
+    func onnxruntimeFindsTheDetectorsBoxes() throws {
+        let (file, service) = try Self.freshDetector()
+        let photos = [Self.tinted(1, red: true, width: 90, height: 70), Self.tinted(2, red: false, width: 64, height: 64)]
+        let prepared = try photos.map { try Preprocessing.input($0, width: 64, height: 64, scaling: .fit) }
+        let run = try Self.onnxruntime(try ONNXExport.export(file, name: "boxes"), prepared.map(\.pixels))
+        #expect(run.output == [.string("boxes"), .int(1), .int(128), .int(8)] && run.metadata["layout"] == "yolov5", "\(run.output)")
+        var compared = 0
+        for ((photo, input), rows) in zip(zip(photos, prepared), run.probabilities) {
+            let ours = try service.detect(photo, confidenceThreshold: 0.001, iouThreshold: 0.45, maximum: 20, labels: [])
+            let found = try ImportedDetector.decode(rows, shape: [1, 128, 8], classes: 3, v8: false, threshold: 0.001)
+            let theirs = Metrics.nonMaximumSuppression(found, iouThreshold: 0.45, limit: 20).map { found[$0] }
+            #expect(ours.count == theirs.count)
+            for (a, b) in zip(ours, theirs) {
+                // Back to the photo and clipped to it, as the service answers.
+                let mapped = input.placement.toSource(b.box)
+                let x0 = max(0, mapped.minX), y0 = max(0, mapped.minY)
+                let box = Box(x: x0, y: y0, width: max(0, min(Double(photo.width), mapped.maxX) - x0),
+                              height: max(0, min(Double(photo.height), mapped.maxY) - y0))
+                #expect(a.label == b.label && abs(a.confidence - b.confidence) < 1e-4, "\(a) vs \(b)")
+                #expect(abs(a.box.x - box.x) < 1 && abs(a.box.y - box.y) < 1 && abs(a.box.width - box.width) < 1
+                        && abs(a.box.height - box.height) < 1, "\(a.box) vs \(box)")
+            }
+            compared += ours.count
+        }
+        #expect(compared > 0)
+    }
+}
+
+/// A shape entry onnxruntime reports: a dimension or the input's name.
+enum JSONScalar: Decodable, Equatable {
+    case string(String), int(Int)
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let i = try? container.decode(Int.self) { self = .int(i) } else { self = .string(try container.decode(String.self)) }
+    }
+}
