@@ -121,6 +121,18 @@ struct HealthFaultTests {
             let partition = try await compose("node", "partition", "\(faults.partitionedNode)")
             #expect(partition.status == 0, "node partition: \(partition.output)")
             faults.partitionedAt = ContinuousClock.now
+            // When Raft itself has a new leader, asked of the majority's nodes only.
+            let majority = try DqliteClient(
+                addresses: members.enumerated().filter { $0.offset != faults.partitionedNode - 1 }.map(\.element), database: "health",
+                callTimeout: .seconds(1))
+            var elected: Duration?
+            while elected == nil, ContinuousClock.now - faults.partitionedAt! < .seconds(20) {
+                if let leader = try? await offPool({ try majority.leader() }), leader.address != members[faults.partitionedNode - 1] {
+                    elected = ContinuousClock.now - faults.partitionedAt!
+                } else {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+            }
             try await waitAcknowledged(after: faults.partitionedAt!, notThrough: faults.partitionedNode)
             try await Task.sleep(for: .seconds(4))
             faults.healStartedAt = ContinuousClock.now
@@ -164,8 +176,11 @@ struct HealthFaultTests {
             var dumps: [Int: String] = [:]
             for node in 1...3 {
                 let (integrity, dump, leader) = try await offPool { () throws -> (String, String, String) in
-                    // Raft refuses a transfer to the leader itself.
-                    if try cluster.leader()?.address != members[node - 1] { try cluster.transferLeadership(to: UInt64(node)) }
+                    // Raft refuses a transfer to the leader itself (BADID), and a node may still name the leader it
+                    // had a moment ago: transfer until the nodes name this one.
+                    for attempt in 1...20 where try cluster.leader()?.address != members[node - 1] {
+                        do { try cluster.transferLeadership(to: UInt64(node)) } catch where attempt < 20 { usleep(300_000) }
+                    }
                     let session = try cluster.connect()
                     defer { session.close() }
                     let integrity = try session.query("PRAGMA integrity_check").rows.map { "\($0)" }.joined(separator: ";")
@@ -199,13 +214,14 @@ struct HealthFaultTests {
                   writes: \(operations.count) batches, \(counts.ok) acknowledged (\(acknowledgedUUIDs.count) samples), \(counts.failed) failed, \(counts.unknown) unknown; \
                 \(storedCount) samples stored (\(storedCount - acknowledgedUUIDs.count) of the unacknowledged ones)
                   kill -9 of leader node \(faults.killedNode): first write acknowledged through another node after \(seconds(killGap))
-                  partition of leader node \(faults.partitionedNode): first write acknowledged through another node after \(seconds(partitionGap)); \
+                  partition of leader node \(faults.partitionedNode): first write acknowledged through another node after \(seconds(partitionGap)) (Raft had a new leader after \(seconds(elected))); \
                 \(throughMinority.count) write(s) through it while cut off, none acknowledged
                   failover (longest gap between acknowledged writes): \(seconds(longestGap)), ending \(seconds(gapEnd - origin)) into the run
                   first leader node \(firstLeader); every acknowledged sample on every node exactly once; integrity_check ok on each node
                 """)
             #expect(counts.ok > 0)
             #expect(killGap != nil && partitionGap != nil, "writes never resumed after a fault")
+            #expect(elected != nil, "the majority elected no leader while node \(faults.partitionedNode) was cut off")
 
             let down = try await compose("down")
             #expect(down.status == 0, "\(down.output)")
