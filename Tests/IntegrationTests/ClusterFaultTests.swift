@@ -2,23 +2,27 @@ import Dqlite
 import Foundation
 import GatewayKit
 import HealthAPI
+import OCRAPI
 import RPC
 import Synchronization
 import TestSupport
 import Testing
 import Transport
 
-/// Jepsen's way, on `compose up --nodes 3` with health on every node (one dqlite cluster): clients push
-/// samples through different nodes while the leader's node is killed with `kill -9`, restarted from its disk,
-/// and the next leader's node is cut off and healed. Every write is recorded with its outcome; afterwards every
-/// acknowledged write is present exactly once through every node, none was acknowledged by the cut-off node
-/// alone, and each node's copy (the leader in turn) passes `PRAGMA integrity_check` and dumps the same rows.
-/// Bounded (the faults take ~40 s, the whole ~2 minutes); needs root and `ip netns`; skips, saying so, elsewhere.
+/// Jepsen's way, on `compose up --nodes 3` with health and ocr on every node (a dqlite cluster each): clients push
+/// health samples and add OCR records through different nodes while the leader's node is killed with `kill -9`,
+/// restarted from its disk, and the next leader's node is cut off and healed. Every write is recorded with its
+/// outcome; afterwards every acknowledged write is present exactly once through every node, none was acknowledged
+/// by the cut-off node alone, and each node's copy of each database (the leader in turn) passes
+/// `PRAGMA integrity_check` and dumps the same rows. Bounded (about a minute); needs root and `ip netns`; skips,
+/// saying so, elsewhere.
 @Suite(.serialized, .timeLimit(.minutes(4)), .enabled(if: Nodes.available, "needs root and ip netns (iproute2): compose up --nodes makes network namespaces"))
-struct HealthFaultTests {
+struct ClusterFaultTests {
     /// One write as a client saw it: through which node, when, and how it ended.
     struct Operation: Sendable {
         enum Outcome: Sendable { case ok, failed, unknown }
+        /// "health" (samples, named by UUID) or "ocr" (a record, named by its one value's text).
+        let service: String
         let client: Int
         let node: Int
         let uuids: [String]
@@ -48,7 +52,7 @@ struct HealthFaultTests {
     @Test func acknowledgedWritesSurviveAKilledLeaderAPartitionAndARestart() async throws {
         let network = Nodes.freeNetwork()
         defer { Nodes.removeLeftovers(tag: network.tag) }
-        try await Stack.with(services: ["health"]) { stack in
+        try await Stack.with(services: ["health", "ocr"]) { stack in
             func compose(_ arguments: String...) async throws -> (status: Int32, output: String) {
                 try await stack.compose(environment: network.environment, arguments)
             }
@@ -63,6 +67,11 @@ struct HealthFaultTests {
                 return leader.flatMap { members.firstIndex(of: $0.address) }.map { $0 + 1 }
             }
             let firstLeader = try #require(try await leaderNode(), "no node knows the cluster's leader")
+            let ocrPort = try #require(stack.basePorts["ocr"])
+            let ocrEndpoints = (1...3).map { "\(network.subnet).\(10 + $0):\(ocrPort)" }
+            let ocrMembers = (1...3).map { "\(network.subnet).\(10 + $0):\(ocrPort + 1000)" }
+            let template = "jepsen-\(UUID().uuidString.prefix(8).lowercased())"
+            try await Self.createTemplate(template, through: ocrEndpoints[0])
 
             // A user per client (through node 1; the users live in the replicated database too).
             let tokens = try await withClient(endpoints[0]) { client in
@@ -74,7 +83,18 @@ struct HealthFaultTests {
             // Clients: client k writes through node k+1 until told to stop, a new batch of new UUIDs each time.
             let run = Run()
             let origin = ContinuousClock.now
-            let clientTasks = (0..<Self.clients).map { index in
+            // OCR clients alike: a record of one value (a new UUID) each time.
+            let ocrTasks = (0..<Self.clients).map { index in
+                Task {
+                    while !run.stop.load(ordering: .relaxed) {
+                        let operation = await Self.addRecord(UUID().uuidString.lowercased(), to: template, through: ocrEndpoints[index], client: index, node: index + 1)
+                        run.history.withLock { $0.append(operation) }
+                        if operation.outcome != .ok { try? await Task.sleep(for: .milliseconds(100)) }
+                        try? await Task.sleep(for: .milliseconds(100))
+                    }
+                }
+            }
+            let clientTasks = ocrTasks + (0..<Self.clients).map { index in
                 Task {
                     let node = index + 1
                     var sequence: Int64 = 0
@@ -140,16 +160,18 @@ struct HealthFaultTests {
             try await Task.sleep(for: .seconds(4))
             run.stop.store(true, ordering: .relaxed)
             for task in clientTasks { await task.value }
-            let operations = run.history.withLock { $0 }
+            let everything = run.history.withLock { $0 }
+            let operations = everything.filter { $0.service == "health" }
+            let ocrOperations = everything.filter { $0.service == "ocr" }
 
             // Nothing acknowledged by the cut-off node alone: a write through it that began after the cut and
             // ended before heal did not succeed.
-            let minorityAcks = operations.filter {
+            let minorityAcks = everything.filter {
                 $0.node == faults.partitionedNode && $0.outcome == .ok && $0.started > faults.partitionedAt! && $0.ended < faults.healStartedAt!
             }
             let minorityAckCount = minorityAcks.count
             #expect(minorityAckCount == 0, "\(minorityAckCount) write(s) acknowledged through the partitioned node \(faults.partitionedNode)")
-            let throughMinority = operations.filter { $0.node == faults.partitionedNode && $0.started > faults.partitionedAt! && $0.ended < faults.healStartedAt! }
+            let throughMinority = everything.filter { $0.node == faults.partitionedNode && $0.started > faults.partitionedAt! && $0.ended < faults.healStartedAt! }
 
             // Every acknowledged write, exactly once, through every node (after heal); nothing never written.
             let acknowledgedUUIDs = Set(operations.filter { $0.outcome == .ok }.flatMap(\.uuids))
@@ -169,6 +191,21 @@ struct HealthFaultTests {
                 #expect(duplicatedCount == 0, "node \(index + 1) has \(duplicatedCount) sample(s) more than once")
                 #expect(inventedCount == 0, "node \(index + 1) has \(inventedCount) sample(s) nobody wrote, e.g. \(Array(invented.prefix(3)))")
                 storedCount = seen.count
+            }
+
+            // The same for OCR's records: every acknowledged one exactly once through every node.
+            let ocrAcknowledged = Set(ocrOperations.filter { $0.outcome == .ok }.flatMap(\.uuids))
+            let ocrAttempted = Set(ocrOperations.flatMap(\.uuids))
+            var ocrStored = 0
+            for (index, endpoint) in ocrEndpoints.enumerated() {
+                var seen: [String: Int] = [:]
+                for text in try await Self.recordTexts(of: template, through: endpoint) { seen[text, default: 0] += 1 }
+                let (missing, duplicated, invented) = (
+                    ocrAcknowledged.subtracting(seen.keys).count, seen.filter { $0.value > 1 }.count, Set(seen.keys).subtracting(ocrAttempted).count)
+                #expect(missing == 0, "ocr on node \(index + 1) lacks \(missing) acknowledged record(s)")
+                #expect(duplicated == 0, "ocr on node \(index + 1) has \(duplicated) record(s) more than once")
+                #expect(invented == 0, "ocr on node \(index + 1) has \(invented) record(s) nobody wrote")
+                ocrStored = seen.count
             }
 
             // Each node's own copy: leadership handed to it (dqlite serves statements on the leader only), then
@@ -192,6 +229,23 @@ struct HealthFaultTests {
                 dumps[node] = dump
             }
             #expect(dumps[1] == dumps[2] && dumps[2] == dumps[3], "the nodes' copies differ")
+            let ocrCluster = try DqliteClient(addresses: ocrMembers, database: "ocr", callTimeout: .seconds(2), leaderWait: .seconds(15))
+            var ocrDumps: [Int: String] = [:]
+            for node in 1...3 {
+                let (integrity, dump) = try await offPool { () throws -> (String, String) in
+                    for attempt in 1...20 where try ocrCluster.leader()?.address != ocrMembers[node - 1] {
+                        do { try ocrCluster.transferLeadership(to: UInt64(node)) } catch where attempt < 20 { usleep(300_000) }
+                    }
+                    let session = try ocrCluster.connect()
+                    defer { session.close() }
+                    let integrity = try session.query("PRAGMA integrity_check").rows.map { "\($0)" }.joined(separator: ";")
+                    let rows = try session.query("SELECT record_id, position, text FROM record_values ORDER BY record_id, position").rows
+                    return (integrity, rows.map { "\($0)" }.joined(separator: "\n"))
+                }
+                #expect(integrity == "[Dqlite.DqliteValue.text(\"ok\")]", "ocr's integrity_check on node \(node): \(integrity)")
+                ocrDumps[node] = dump
+            }
+            #expect(ocrDumps[1] == ocrDumps[2] && ocrDumps[2] == ocrDumps[3], "the nodes' copies of ocr's database differ")
             let dumpRows = dumps[1].map { $0.isEmpty ? 0 : $0.split(separator: "\n").count } ?? 0
             #expect(dumpRows == storedCount, "the dump has \(dumpRows) samples, the reads \(storedCount)")
 
@@ -210,13 +264,17 @@ struct HealthFaultTests {
                 duration.map { String(format: "%.2f s", Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18) } ?? "never"
             }
             print("""
-                health fault test, 3 nodes, \(Self.clients) clients, batches of \(Self.batch), over \(seconds(ContinuousClock.now - origin)):
-                  writes: \(operations.count) batches, \(counts.ok) acknowledged (\(acknowledgedUUIDs.count) samples), \(counts.failed) failed, \(counts.unknown) unknown; \
+                cluster fault test, 3 nodes, \(Self.clients) health and \(Self.clients) ocr clients, health batches of \(Self.batch), over \(seconds(ContinuousClock.now - origin)):
+                  health writes: \(operations.count) batches, \(counts.ok) acknowledged (\(acknowledgedUUIDs.count) samples), \(counts.failed) failed, \(counts.unknown) unknown; \
                 \(storedCount) samples stored (\(storedCount - acknowledgedUUIDs.count) of the unacknowledged ones)
                   kill -9 of leader node \(faults.killedNode): first write acknowledged through another node after \(seconds(killGap))
                   partition of leader node \(faults.partitionedNode): first write acknowledged through another node after \(seconds(partitionGap)) (Raft had a new leader after \(seconds(elected))); \
                 \(throughMinority.count) write(s) through it while cut off, none acknowledged
                   failover (longest gap between acknowledged writes): \(seconds(longestGap)), ending \(seconds(gapEnd - origin)) into the run
+                  ocr: \(ocrOperations.count) records written, \(ocrAcknowledged.count) acknowledged, \(ocrOperations.filter { $0.outcome == .failed }.count) failed, \
+                \(ocrOperations.filter { $0.outcome == .unknown }.count) unknown; \(ocrStored) stored; \
+                first acknowledged after the kill \(seconds(ocrOperations.filter { $0.outcome == .ok && $0.started > faults.killedAt! && $0.node != faults.killedNode }.map(\.ended).min().map { $0 - faults.killedAt! })), \
+                after the cut \(seconds(ocrOperations.filter { $0.outcome == .ok && $0.started > faults.partitionedAt! && $0.node != faults.partitionedNode }.map(\.ended).min().map { $0 - faults.partitionedAt! }))
                   first leader node \(firstLeader); every acknowledged sample on every node exactly once; integrity_check ok on each node
                 """)
             #expect(counts.ok > 0)
@@ -271,7 +329,76 @@ struct HealthFaultTests {
         } catch {
             detail = "\(error)"
         }
-        return Operation(client: client, node: node, uuids: samples.map(\.uuid), started: started, ended: .now, outcome: outcome, detail: detail)
+        return Operation(service: "health", client: client, node: node, uuids: samples.map(\.uuid), started: started, ended: .now, outcome: outcome, detail: detail)
+    }
+
+    /// A template of one value, for the OCR clients' records.
+    static func createTemplate(_ name: String, through endpoint: String) async throws {
+        let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint)], retry: .init(maxAttempts: 1))
+        defer { rpc.close() }
+        var value = OcrV1.ValueDefinition()
+        value.name = "id"
+        var box = OcrV1.NormalizedBox()
+        (box.x, box.y, box.width, box.height) = (0.1, 0.1, 0.2, 0.1)
+        value.region = box
+        var request = OcrV1.CreateTemplateRequest()
+        request.name = name
+        request.values = [value]
+        _ = try await OcrV1.OCR.Client(wrapping: rpc).createTemplate(
+            request, options: CallOptions(timeout: .seconds(20), metadata: ["authorization": "Bearer \(Stack.adminToken)"]))
+    }
+
+    /// One AddRecord through `endpoint`, its one value `text`; outcomes as `push`'s.
+    static func addRecord(_ text: String, to template: String, through endpoint: String, client: Int, node: Int) async -> Operation {
+        let started = ContinuousClock.now
+        var outcome = Operation.Outcome.unknown
+        var detail = ""
+        do {
+            let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint)], retry: .init(maxAttempts: 1))
+            defer { rpc.close() }
+            var value = OcrV1.RecordValue()
+            value.name = "id"
+            value.text = text
+            value.confidence = 1
+            var request = OcrV1.AddRecordRequest()
+            request.template = template
+            request.values = [value]
+            _ = try await OcrV1.OCR.Client(wrapping: rpc).addRecord(
+                request, options: CallOptions(timeout: callTimeout, metadata: ["authorization": "Bearer \(Stack.adminToken)"]))
+            outcome = .ok
+        } catch let error as RPCError {
+            outcome = error.code == .unavailable ? .failed : .unknown
+            detail = "\(error)"
+        } catch {
+            detail = "\(error)"
+        }
+        return Operation(service: "ocr", client: client, node: node, uuids: [text], started: started, ended: .now, outcome: outcome, detail: detail)
+    }
+
+    /// The texts of every record of `template`, through `endpoint`, page by page (retried while the node catches up).
+    static func recordTexts(of template: String, through endpoint: String) async throws -> [String] {
+        var lastError: (any Error)?
+        for _ in 0..<20 {
+            do {
+                let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint)], retry: .init(maxAttempts: 1))
+                defer { rpc.close() }
+                var texts: [String] = []
+                var request = OcrV1.ListRecordsRequest()
+                request.template = template
+                request.pageSize = 1000
+                repeat {
+                    let page = try await OcrV1.OCR.Client(wrapping: rpc).listRecords(
+                        request, options: CallOptions(timeout: .seconds(10), metadata: ["authorization": "Bearer \(Stack.adminToken)"]))
+                    texts += page.records.compactMap { $0.values.first?.text }
+                    request.pageToken = page.nextPageToken
+                } while !request.pageToken.isEmpty
+                return texts
+            } catch {
+                lastError = error
+                try await Task.sleep(for: .milliseconds(500))
+            }
+        }
+        throw lastError!
     }
 
     /// Every sample of `token`'s user, through `endpoint` (retried while the node catches up after heal).
