@@ -255,7 +255,7 @@ let package = Package(
             // Torch compiles the TorchScript modules the classification tests import (the test bundle links it anyway).
             // The API modules read the gateway's --json output back as the responses' JSON mapping.
             dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition", "Torch",
-                           "RPCWire", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI"],
+                           "RPCWire", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "Dqlite"],
             path: "Tests/IntegrationTests"),
     ]
         // MARK: Services
