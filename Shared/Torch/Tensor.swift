@@ -1,3 +1,4 @@
+import Foundation
 import TorchShim
 
 /// A failure reported by libtorch (a C++ exception caught in the shim) or by a wrong use of this module.
@@ -29,7 +30,13 @@ public enum Torch {
     /// cores it gives training.
     public static var threads: Int { Int(torch_get_num_threads()) }
 
-    public static func setThreads(_ count: Int) throws { try check(torch_set_num_threads(Int32(max(1, count)))) }
+    /// Never more than `OMP_THREAD_LIMIT` allows: libgomp reads it when it loads, and asked for more threads than
+    /// it gives, oneDNN's convolutions spun without end (a 24-image training ran 14 CPU-minutes in a process that
+    /// inherited `OMP_THREAD_LIMIT=1` — TextRecognition sets it for the `tesseract` program — instead of 1 s).
+    public static func setThreads(_ count: Int) throws {
+        let limit = ProcessInfo.processInfo.environment["OMP_THREAD_LIMIT"].flatMap { Int($0) }.map { max(1, $0) } ?? Int.max
+        try check(torch_set_num_threads(Int32(max(1, min(count, limit)))))
+    }
 
     /// Seeds torch's generator (parameter initialisation, dropout): with one thread, the same seed and data give
     /// the same model.
