@@ -48,8 +48,9 @@ import Transport
             }
             guard bound, listen(listener, 0) == 0 else { throw POSIXError(.EADDRINUSE) }
             let port = Int(UInt16(bigEndian: address.sin_port))
-            // A backlog of 0 holds one connection; two more fill what the kernel keeps.
-            fillers = try (0..<2).map { _ in try RawSocket(port: port) }
+            // A backlog of 0 holds one connection not yet accepted: one fills it (a second would itself wait for
+            // its SYN to be answered, as the transport's does).
+            fillers = [try RawSocket(port: port)]
             self.address = "127.0.0.1:\(port)"
         }
 
