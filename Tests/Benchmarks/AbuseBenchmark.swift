@@ -40,11 +40,7 @@ struct AbuseBenchmark {
     func count(_ full: Int, minimum: Int = 1) -> Int { max(minimum, Int((Double(full) * scale).rounded())) }
 
     func run() async throws {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("zoo")
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            print("Abuse benchmark: no zoo executable at \(binary.path); build it first (swift build [-c release] --product zoo)")
-            return
-        }
+        guard let binary = zooExecutableBesideBenchmark(suite: "Abuse") else { return }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("abuse-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }

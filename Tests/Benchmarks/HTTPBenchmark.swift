@@ -34,11 +34,7 @@ struct HTTPBenchmark {
             print("HTTP benchmark: skipped, missing \(missing.joined(separator: ", ")); run \(Self.installer) (as root) first")
             return
         }
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("zoo")
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            print("HTTP benchmark: no zoo executable at \(binary.path); build it first (swift build -c release --product zoo)")
-            return
-        }
+        guard let binary = zooExecutableBesideBenchmark(suite: "HTTP") else { return }
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("http-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }

@@ -100,3 +100,14 @@ private final class CPUMark: Sendable {
 
     var value: Double? { mark.withLock { $0 } }
 }
+
+/// The `zoo` executable built beside this benchmark (the abuse and HTTP suites start it), or nil after saying
+/// how to build it; `suite` names the caller in that message.
+func zooExecutableBesideBenchmark(suite: String) -> URL? {
+    let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("zoo")
+    guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+        print("\(suite) benchmark: no zoo executable at \(binary.path); build it first (swift build [-c release] --product zoo)")
+        return nil
+    }
+    return binary
+}
