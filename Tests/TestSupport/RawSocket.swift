@@ -88,14 +88,24 @@ public final class RawSocket: @unchecked Sendable {
         } == 0
     }
 
-    /// A port p such that p…p+count-1 are all free now and none is within `count` of `taken`.
+    /// A port p such that p…p+count-1 are all free now and none is within `count` of `taken`. The block lies
+    /// below the kernel's ephemeral range (and so do its cluster ports, 1000 above): a port in that range can be
+    /// taken after this check by any process's outgoing connection — an OCR replica scaled onto such a port found
+    /// it held for a minute in CI.
     public static func freePortBlock(count: Int, avoiding taken: [Int] = []) throws -> Int {
+        let highest = ephemeralPortRangeStart() - count - 1_001
         for _ in 0..<200 {
-            let base = Int.random(in: 20_000...60_000)
+            let base = Int.random(in: 10_000...max(10_000, highest))
             if taken.contains(where: { abs($0 - base) < count }) { continue }
             if (base..<(base + count)).allSatisfy(isFree) { return base }
         }
         throw POSIXError(.EADDRINUSE)
+    }
+
+    /// The lowest port the kernel hands to outgoing connections (32768 when it cannot be read).
+    static func ephemeralPortRangeStart() -> Int {
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        return range.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32_768
     }
 
     private static func loopback(_ port: Int) -> sockaddr_in {
