@@ -27,12 +27,37 @@ public final class MemoryBudget: Sendable {
 
     /// Takes `bytes` when they fit.
     public func reserve(_ bytes: Int) -> Bool {
-        var current = taken.load(ordering: .relaxed)
-        while true {
-            guard current + bytes <= limit else {
+        if take(bytes) { return true }
+        refusals.add(1, ordering: .relaxed)
+        return false
+    }
+
+    /// How long a holder that can wait (an upload's next chunk, a large answer) waits for room before it is
+    /// refused: long enough for other clients' uploads and slow readers to finish, short enough that a client
+    /// is told rather than left hanging.
+    public static let patience: Duration = .seconds(10)
+
+    /// Takes `bytes` once they fit, waiting up to `patience` for other holders to give theirs back —
+    /// backpressure before refusal: the caller consumes nothing of its client's stream meanwhile, so flow
+    /// control stops the client within one window. False when they still do not fit, or at once when
+    /// `gaveUp` says the caller is gone (checked between tries; a cancelled task gives up too).
+    public func reserve(_ bytes: Int, waitingUpTo patience: Duration, unless gaveUp: @Sendable () -> Bool = { false }) async -> Bool {
+        let started = ContinuousClock.now
+        var pause = Duration.milliseconds(5)
+        while !take(bytes) {
+            guard !gaveUp(), ContinuousClock.now - started < patience, (try? await Task.sleep(for: pause)) != nil else {
                 refusals.add(1, ordering: .relaxed)
                 return false
             }
+            pause = min(pause * 2, .milliseconds(100))
+        }
+        return true
+    }
+
+    private func take(_ bytes: Int) -> Bool {
+        var current = taken.load(ordering: .relaxed)
+        while true {
+            guard current + bytes <= limit else { return false }
             let (exchanged, original) = taken.compareExchange(expected: current, desired: current + bytes, ordering: .relaxed)
             if exchanged { return true }
             current = original
@@ -81,6 +106,15 @@ public final class MemoryReservation: Sendable {
     public func grow(by bytes: Int) -> Bool {
         guard bytes > 0 else { return true }
         guard budget.reserve(bytes) else { return false }
+        held.add(bytes, ordering: .relaxed)
+        return true
+    }
+
+    /// Takes `bytes` more once the budget has room, waiting up to `patience` (see `MemoryBudget.reserve(_:waitingUpTo:unless:)`);
+    /// false, nothing taken, when it still has none.
+    public func grow(by bytes: Int, waitingUpTo patience: Duration) async -> Bool {
+        guard bytes > 0 else { return true }
+        guard await budget.reserve(bytes, waitingUpTo: patience) else { return false }
         held.add(bytes, ordering: .relaxed)
         return true
     }

@@ -109,18 +109,12 @@ public struct ResponseWriter<Response: ProtoMessage>: Sendable {
     static var budgetPatience: Duration { .seconds(5) }
 
     private static func reserve(_ bytes: Int, of budget: MemoryBudget, unless sink: any ResponseSink) async throws {
-        let started = ContinuousClock.now
-        var pause = Duration.milliseconds(5)
-        while !budget.reserve(bytes) {
-            if sink.isCancelled { throw RPCError(.cancelled, "the call ended while its answer waited for memory") }
-            guard ContinuousClock.now - started < budgetPatience else {
-                throw RPCError(
-                    .resourceExhausted,
-                    "the server's memory budget (\(budget.limit >> 20) MiB) cannot hold this call's next answer of \(bytes) bytes: "
-                        + "its clients are not reading theirs; retry later")
-            }
-            try await Task.sleep(for: pause)
-            pause = min(pause * 2, .milliseconds(100))
+        guard await budget.reserve(bytes, waitingUpTo: budgetPatience, unless: { sink.isCancelled }) else {
+            if sink.isCancelled || Task.isCancelled { throw RPCError(.cancelled, "the call ended while its answer waited for memory") }
+            throw RPCError(
+                .resourceExhausted,
+                "the server's memory budget (\(budget.limit >> 20) MiB) cannot hold this call's next answer of \(bytes) bytes: "
+                    + "its clients are not reading theirs; retry later")
         }
     }
 }

@@ -22,7 +22,8 @@ import WorkLane
     let lane: ThreadPool
     let rpc: RPCClient
 
-    init(pixelLimit: Int = RGBImage.defaultPixelLimit, memoryBudget: MemoryBudget = .process) throws {
+    init(pixelLimit: Int = RGBImage.defaultPixelLimit, memoryBudget: MemoryBudget = .process,
+         budgetPatience: Duration = MemoryBudget.patience) throws {
         store = try ClassificationStore.inMemory()
         let lane = ThreadPool(name: "lane", threads: 1, queueLimit: 8)
         self.lane = lane
@@ -32,6 +33,7 @@ import WorkLane
         limits.torchThreads = 1
         limits.pixelLimit = pixelLimit
         limits.memoryBudget = memoryBudget
+        limits.budgetPatience = budgetPatience
         let service = ClassificationService(store: store, lane: lane, jobs: runner, limits: limits)
         rpc = RPCClient(transports: [InProcessTransport(server: RPCServer(name: "classification", services: [service, JobsService(runner: runner)]))])
         client = ClassificationV1.Classification.Client(wrapping: rpc)
@@ -86,7 +88,7 @@ import WorkLane
     /// took the process past its budget), and given back once the export is over.
     @Test func anExportHoldsItsModelsSizeOfTheMemoryBudget() async throws {
         let budget = MemoryBudget(limit: 64 << 10)
-        let tests = try ClassificationServiceTests(memoryBudget: budget)
+        let tests = try ClassificationServiceTests(memoryBudget: budget, budgetPatience: .milliseconds(200))
         let module = try ScriptModule.compile(source: Self.pickyModule)
         _ = try await tests.client.importModel { writer in
             try await writer.send(ClassificationV1.ImportModelRequest(
@@ -129,6 +131,29 @@ import WorkLane
         #expect(budget.used == budget.limit - received / 2, "the refused import holds nothing")
         let models = try await tests.client.listModels(ClassificationV1.ListModelsRequest())
         #expect(models.models.map(\.name) == ["picky"])
+    }
+
+    /// Issue 24, backpressure before refusal: an import whose chunk finds the budget held waits (reading nothing
+    /// more of its stream) and completes once the holder lets go — it was refused at once before.
+    @Test func anImportWaitsForRoomInTheBudgetInsteadOfFailing() async throws {
+        let budget = MemoryBudget(limit: 64 << 10)
+        let tests = try ClassificationServiceTests(memoryBudget: budget)
+        let module = try ScriptModule.compile(source: Self.pickyModule)
+        let other = MemoryReservation(budget)
+        #expect(other.grow(by: budget.limit))
+        let release = Task {
+            try await Task.sleep(for: .milliseconds(300))
+            other.releaseAll()
+        }
+        _ = try await tests.client.importModel { writer in
+            try await writer.send(ClassificationV1.ImportModelRequest(
+                name: "patient", format: .torchscript, data: module, kind: .classifier, labels: ["red", "green", "blue"],
+                inputWidth: 8, inputHeight: 8))
+        }
+        try await release.value
+        #expect(budget.refused == 0)
+        let models = try await tests.client.listModels(ClassificationV1.ListModelsRequest())
+        #expect(models.models.map(\.name) == ["patient"])
     }
 
     /// Issue 24: a TorchScript zip bomb (a small file whose `data.pkl` declares hundreds of MiB) is refused from its

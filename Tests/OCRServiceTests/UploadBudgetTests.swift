@@ -6,37 +6,59 @@ import TextRecognition
 @testable import OCRService
 
 /// Issue 24: upload bytes draw from the process's memory budget, so six unfinished 400 MiB batches no
-/// longer take a replica to 2.8 GB: past the budget a chunk is refused, and what an upload held comes
-/// back when it is dropped (the client went away) or its batch's job ends.
+/// longer take a replica to 2.8 GB: past the budget a chunk waits for room, then is refused, and what an
+/// upload held comes back when it is dropped (the client went away) or its batch's job ends.
 @Suite struct UploadBudgetTests {
-    @Test func anUploadPastTheBudgetIsRefusedAndItsBytesComeBackWhenDropped() throws {
+    @Test func anUploadPastTheBudgetIsRefusedAfterWaitingAndItsBytesComeBackWhenDropped() async throws {
         let budget = MemoryBudget(limit: 200 << 10)
         let chunk = [UInt8](repeating: 0, count: 64 << 10)
         do {
             var first = UploadCollector(limit: 1 << 30, decoder: ImageDecoder(), reservation: MemoryReservation(budget))
-            var second = UploadCollector(limit: 1 << 30, decoder: ImageDecoder(), reservation: MemoryReservation(budget))
-            try first.append(chunk)
-            try first.append(chunk)
-            try second.append(chunk)
+            var second = UploadCollector(
+                limit: 1 << 30, decoder: ImageDecoder(), reservation: MemoryReservation(budget), patience: .milliseconds(200))
+            try await first.append(chunk)
+            try await first.append(chunk)
+            try await second.append(chunk)
             #expect(budget.used == 3 * chunk.count)
-            #expect {
-                try second.append(chunk)
+            let started = ContinuousClock.now
+            await #expect {
+                try await second.append(chunk)
             } throws: { error in
                 let error = error as? RPCError
                 return error?.code == .resourceExhausted && error?.message.contains("memory budget") == true
             }
+            #expect(ContinuousClock.now - started >= .milliseconds(200), "refused only once its patience ran out")
             #expect(budget.used == 3 * chunk.count, "the refused chunk took nothing")
+            #expect(budget.refused == 1, "one refusal counted, not one per try")
         }
         #expect(budget.used == 0)
     }
 
+    /// Backpressure before refusal: a chunk that does not fit waits (its upload reads nothing more of the stream
+    /// meanwhile) and goes on as soon as another upload gives its bytes back — before, it was refused at once.
+    @Test func aChunkThatDoesNotFitWaitsForAnotherUploadToFinish() async throws {
+        let budget = MemoryBudget(limit: 200 << 10)
+        let chunk = [UInt8](repeating: 0, count: 64 << 10)
+        let other = MemoryReservation(budget)
+        #expect(other.grow(by: 3 * chunk.count))
+        let release = Task {
+            try await Task.sleep(for: .milliseconds(150))
+            other.releaseAll()
+        }
+        var upload = UploadCollector(limit: 1 << 30, decoder: ImageDecoder(), reservation: MemoryReservation(budget))
+        try await upload.append(chunk)
+        try await release.value
+        #expect(upload.data.count == chunk.count)
+        #expect(budget.used == chunk.count && budget.refused == 0)
+    }
+
     /// A batch's files share one reservation, held past each file until the batch lets go.
-    @Test func aBatchsFilesHoldTheirShareUntilReleased() throws {
+    @Test func aBatchsFilesHoldTheirShareUntilReleased() async throws {
         let budget = MemoryBudget(limit: 1 << 20)
         let held = MemoryReservation(budget)
         for _ in 0..<3 {
             var file = UploadCollector(limit: 1 << 30, decoder: ImageDecoder(), reservation: held)
-            try file.append([UInt8](repeating: 0, count: 100 << 10))
+            try await file.append([UInt8](repeating: 0, count: 100 << 10))
             _ = try file.finish()
         }
         #expect(budget.used == 300 << 10)

@@ -33,6 +33,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         /// What dataset uploads and model imports and exports (whole files held for a call) draw from: the process's
         /// unless a test gives its own.
         public var memoryBudget = MemoryBudget.process
+        /// How long an upload's or import's next chunk waits for room in the budget before the call is refused;
+        /// meanwhile the stream is not read, so flow control holds the client (backpressure before refusal).
+        public var budgetPatience = MemoryBudget.patience
         public var maxUploadBytes = 1 << 30
         public var maxUploadFiles = 200_000
         /// Decoded pixels of one image, checked from its header before decoding.
@@ -466,7 +469,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     ) async throws -> ClassificationV1.ImportModelResponse {
         let held = MemoryReservation(limits.memoryBudget)
         defer { held.releaseAll() }
-        let (first, data) = try await ModelImport.receive(requests, limit: limits.maxUploadBytes, held: held)
+        let (first, data) = try await ModelImport.receive(requests, limit: limits.maxUploadBytes, held: held, patience: limits.budgetPatience)
         let plan = try RequestValidation.importModel(ONNXImportDefaults.filled(first, data: data), size: data.count)
         let store = store
         return try await heavy {

@@ -75,9 +75,11 @@ struct Upload: Sendable {
             }
             // Each chunk takes its bytes of the memory budget as it arrives: five unfinished 300 MiB uploads took a
             // replica to 1,700 MiB before; now the one that does not fit is refused while it arrives.
-            guard held.grow(by: chunk.data.count) else {
+            guard await held.grow(by: chunk.data.count, waitingUpTo: limits.budgetPatience) else {
                 throw RPCError(
-                    .resourceExhausted, "the server's memory budget cannot hold more of this upload (\(total) bytes so far) now; retry later")
+                    .resourceExhausted,
+                    "the server's memory budget cannot hold more of this upload (\(total) bytes so far), still after waiting "
+                        + "\(limits.budgetPatience); retry later")
             }
             files[path]! += chunk.data
             if chunk.last {
@@ -167,7 +169,7 @@ enum ModelImport {
     /// Joins the file, each chunk taking its bytes of `held` (the memory budget) as it arrives: a file the
     /// budget cannot hold is refused RESOURCE_EXHAUSTED while it arrives, not after five of them took 1.7 GiB.
     static func receive(_ requests: RequestStream<ClassificationV1.ImportModelRequest>,
-                        limit: Int, held: MemoryReservation) async throws -> (ClassificationV1.ImportModelRequest, [UInt8]) {
+                        limit: Int, held: MemoryReservation, patience: Duration) async throws -> (ClassificationV1.ImportModelRequest, [UInt8]) {
         var first: ClassificationV1.ImportModelRequest?
         var data: [UInt8] = []
         for try await message in requests {
@@ -175,10 +177,11 @@ enum ModelImport {
             guard data.count + message.data.count <= limit else {
                 throw RPCError(.resourceExhausted, "the model file exceeds the limit of \(limit) bytes")
             }
-            guard held.grow(by: message.data.count) else {
+            guard await held.grow(by: message.data.count, waitingUpTo: patience) else {
                 throw RPCError(
                     .resourceExhausted,
-                    "the server's memory budget cannot hold more of this model file (\(data.count) bytes so far) now; retry later")
+                    "the server's memory budget cannot hold more of this model file (\(data.count) bytes so far), still after "
+                        + "waiting \(patience); retry later")
             }
             data += message.data
         }

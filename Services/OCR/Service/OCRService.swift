@@ -63,7 +63,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
                 options = parsed
                 annotate = message.options?.annotate ?? false
             }
-            try upload.append(message.chunk)
+            try await upload.append(message.chunk)
         }
         let data = try upload.finish()
         guard let options else { throw RPCError(.invalidArgument, "the scan sent no message: options and image bytes expected") }
@@ -87,7 +87,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
                 first = (try template(message.template, context), parsed)
                 annotate = message.options?.annotate ?? false
             }
-            try upload.append(message.chunk)
+            try await upload.append(message.chunk)
         }
         let data = try upload.finish()
         guard let (template, options) = first else {
@@ -136,7 +136,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
             } else if upload == nil, !message.chunk.isEmpty {
                 throw RPCError(.invalidArgument, "image bytes before the first file_name")
             }
-            try upload?.append(message.chunk, file: message.fileName.isEmpty ? files.last?.name : message.fileName)
+            try await upload?.append(message.chunk, file: message.fileName.isEmpty ? files.last?.name : message.fileName)
         }
         try close()
         guard let options, !files.isEmpty else { throw RPCError(.invalidArgument, "the batch names no file") }

@@ -21,17 +21,24 @@ struct UploadCollector {
     /// What the bytes hold of the process's memory budget: given back when the last holder lets go (the
     /// scan answered, the client gone, a batch's job ended), so uploads in all stay inside the budget.
     let reservation: MemoryReservation
+    /// How long a chunk waits for room in the budget before the upload is refused; meanwhile nothing more is
+    /// read of the stream, so the client is held by flow control (backpressure before refusal).
+    let patience: Duration
 
-    init(limit: Int, decoder: ImageDecoder, batchLimit: Int? = nil, reservation: MemoryReservation = MemoryReservation()) {
+    init(
+        limit: Int, decoder: ImageDecoder, batchLimit: Int? = nil, reservation: MemoryReservation = MemoryReservation(),
+        patience: Duration = MemoryBudget.patience
+    ) {
         self.limit = limit
         self.batchLimit = batchLimit
         self.decoder = decoder
         self.reservation = reservation
+        self.patience = patience
     }
 
-    /// Appends one chunk. RESOURCE_EXHAUSTED once the upload passes the limit or its header announces more pixels
-    /// than allowed.
-    mutating func append(_ chunk: [UInt8], file: String? = nil) throws {
+    /// Appends one chunk, once the memory budget has room for it. RESOURCE_EXHAUSTED once the upload passes the
+    /// limit, its header announces more pixels than allowed, or the budget had no room within `patience`.
+    mutating func append(_ chunk: [UInt8], file: String? = nil) async throws {
         guard !chunk.isEmpty else { return }
         guard chunk.count <= limit - data.count else {
             let prefix = file.map { "\($0): " } ?? ""
@@ -42,12 +49,12 @@ struct UploadCollector {
             }
             throw RPCError(.resourceExhausted, "\(prefix)the image is larger than the upload limit of \(Self.describe(limit))")
         }
-        guard reservation.grow(by: chunk.count) else {
+        guard await reservation.grow(by: chunk.count, waitingUpTo: patience) else {
             let budget = reservation.budget
             throw RPCError(
                 .resourceExhausted,
                 "the server's memory budget cannot hold this upload now (\(budget.used >> 20) of \(budget.limit >> 20) MiB held for "
-                    + "clients' data); retry later")
+                    + "clients' data, still after waiting \(patience)); retry later")
         }
         data.append(contentsOf: chunk)
         if !headerChecked, data.count >= Self.headerCheckBytes {
