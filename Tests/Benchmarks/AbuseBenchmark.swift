@@ -1060,34 +1060,69 @@ final class AttackSocket: @unchecked Sendable {
     /// Whether the peer closed the connection (seen by a read).
     var peerClosed: Bool { closed }
 
-    /// Reads HTTP responses until `count` status lines came, the peer closed or the receive timeout passed:
-    /// how many came, and how many of them were 200. Counts every `HTTP/1.1 ` (a JSON body ends with no line
-    /// end, so the next status line follows its last byte), which the JSON bodies benchmarked here never hold.
+    /// Reads HTTP responses until `count` came whole, the peer closed or the receive timeout passed: how many
+    /// came, and how many of them were 200. Each response is parsed (status line, head, then a body by
+    /// Content-Length or chunked) so a body that mentions "HTTP/1.1 " — a 400 explaining that "an HTTP/1.1
+    /// request needs exactly one Host field" — is not counted as a second answer (it was: the malformed-requests
+    /// attack reported every such refusal as lost).
     func readHTTPStatuses(until count: Int) -> (answers: Int, ok: Int) {
         var answers = 0, ok = 0
-        var carry: [UInt8] = []
-        let marker = Array("HTTP/1.1 ".utf8)
-        while answers < count, !closed {
+        var bytes: [UInt8] = []
+        var offset = 0
+        while true {
+            while answers < count, let (status, length) = Self.httpResponse(in: bytes, from: offset) {
+                answers += 1
+                if status == 200 { ok += 1 }
+                offset += length
+            }
+            if answers >= count || closed { break }
             var buffer = [UInt8](repeating: 0, count: 1 << 16)
             let received = receive(into: &buffer)
             if received <= 0 {
                 if received == 0 || errno != EAGAIN { closed = true }
                 break
             }
-            let bytes = carry + buffer[0..<received]
-            var index = 0
-            while index + marker.count + 3 <= bytes.count {
-                if bytes[index..<index + marker.count].elementsEqual(marker) {
-                    answers += 1
-                    if bytes[(index + marker.count)..<(index + marker.count + 3)].elementsEqual(Array("200".utf8)) { ok += 1 }
-                    index += marker.count
-                } else {
-                    index += 1
-                }
-            }
-            carry = Array(bytes[index...])
+            bytes += buffer[0..<received]
         }
         return (answers, ok)
+    }
+
+    /// The status and length of the whole response starting at `offset`, nil until it has all come. A response
+    /// with neither Content-Length nor chunked encoding counts as having no body.
+    static func httpResponse(in bytes: [UInt8], from offset: Int) -> (status: Int, length: Int)? {
+        let end = Array("\r\n\r\n".utf8)
+        guard bytes.count - offset >= 12,
+              let headEnd = (offset...(bytes.count - end.count)).first(where: { bytes[$0..<$0 + end.count].elementsEqual(end) })
+        else { return nil }
+        let head = String(decoding: bytes[offset..<headEnd], as: UTF8.self)
+        let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
+        guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1."),
+              let status = Int(statusLine.dropFirst(9).prefix(3)) else { return (0, bytes.count - offset) }
+        var contentLength = 0, chunked = false
+        for line in lines.dropFirst() {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2 else { continue }
+            let name = parts[0].lowercased(), value = parts[1].trimmingCharacters(in: .whitespaces)
+            if name == "content-length" { contentLength = Int(value) ?? 0 }
+            if name == "transfer-encoding" && value.lowercased().contains("chunked") { chunked = true }
+        }
+        var bodyEnd = headEnd + end.count
+        if chunked {
+            // Chunks: size in hex, CRLF, data, CRLF; a zero size and a blank line end it.
+            while true {
+                guard let lineEnd = (bodyEnd..<max(bodyEnd, bytes.count - 1)).first(where: { bytes[$0] == 13 && bytes[$0 + 1] == 10 })
+                else { return nil }
+                let sizeText = String(decoding: bytes[bodyEnd..<lineEnd], as: UTF8.self).split(separator: ";").first ?? ""
+                guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else { return (status, bytes.count - offset) }
+                bodyEnd = lineEnd + 2 + size + 2
+                guard bodyEnd <= bytes.count else { return nil }
+                if size == 0 { break }
+            }
+        } else {
+            bodyEnd += contentLength
+            guard bodyEnd <= bytes.count else { return nil }
+        }
+        return (status, bodyEnd - offset)
     }
 
     /// Reads what came (until the timeout or the close); the code of the call-id-0 STATUS, if one came.
