@@ -133,6 +133,31 @@ import WorkLane
         #expect(models.models.map(\.name) == ["picky"])
     }
 
+    /// Issue 24: a photo's decoded pixels draw from the memory budget while it is classified — a 128×128 photo
+    /// (48 KiB decoded) is refused RESOURCE_EXHAUSTED when the budget cannot hold them within its patience, and
+    /// classified once it can; nothing is held afterwards.
+    @Test func aPhotosDecodedPixelsHoldTheirShareOfTheMemoryBudget() async throws {
+        let budget = MemoryBudget(limit: 1 << 20)
+        let tests = try ClassificationServiceTests(memoryBudget: budget, budgetPatience: .milliseconds(200))
+        let module = try ScriptModule.compile(source: Self.pickyModule)
+        _ = try await tests.client.importModel { writer in
+            try await writer.send(ClassificationV1.ImportModelRequest(
+                name: "picky", format: .torchscript, data: module, kind: .classifier, labels: ["red", "green", "blue"],
+                inputWidth: 8, inputHeight: 8))
+        }
+        let photo = try Self.photo((200, 0, 0), side: 128)
+        let other = MemoryReservation(budget)
+        #expect(other.grow(by: budget.limit - 40 << 10))
+        let (code, message) = await Self.failure {
+            _ = try await tests.client.classify(ClassificationV1.ClassifyRequest(image: photo, model: "picky"))
+        }
+        #expect(code == .resourceExhausted && message.contains("128×128"), "\(message)")
+        other.releaseAll()
+        let answer = try await tests.client.classify(ClassificationV1.ClassifyRequest(image: photo, model: "picky"))
+        #expect(answer.model == "picky")
+        #expect(budget.used == 0)
+    }
+
     /// Issue 24, backpressure before refusal: an import whose chunk finds the budget held waits (reading nothing
     /// more of its stream) and completes once the holder lets go — it was refused at once before.
     @Test func anImportWaitsForRoomInTheBudgetInsteadOfFailing() async throws {

@@ -62,6 +62,25 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         }
     }
 
+    /// Runs `work` on the lane holding the decoded size of `image` (3 bytes a pixel, up to the pixel limit) of the
+    /// memory budget: the lane's threads each decoding a 40-megapixel photo hold 120 MB apiece, which the budget
+    /// must see like uploads. A photo that does not fit waits for room, then is refused RESOURCE_EXHAUSTED; one whose
+    /// header does not read holds nothing (its decoding fails with the reason).
+    func heavy<T: Sendable>(decoding image: [UInt8], _ work: @escaping @Sendable () throws -> T) async throws -> T {
+        guard let size = try? RGBImage.size(of: image) else { return try await heavy(work) }
+        let bytes = min(size.width * size.height, limits.pixelLimit) * 3
+        let held = MemoryReservation(limits.memoryBudget)
+        guard await held.grow(by: bytes, waitingUpTo: limits.budgetPatience) else {
+            let budget = limits.memoryBudget
+            throw RPCError(
+                .resourceExhausted,
+                "decoding this \(size.width)×\(size.height) photo needs \(bytes >> 20) MiB and the server's memory budget "
+                    + "(\(budget.limit >> 20) MiB, \(budget.used >> 20) held) had no room for it within \(limits.budgetPatience); retry later")
+        }
+        defer { held.releaseAll() }
+        return try await heavy(work)
+    }
+
     // MARK: Datasets
 
     public func uploadDataset(
@@ -332,7 +351,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     public func classify(request: ClassificationV1.ClassifyRequest, context: ServerContext) async throws -> ClassificationV1.ClassifyResponse {
         let plan = try RequestValidation.classify(request)
         let store = store, cache = cache, pixelLimit = limits.pixelLimit
-        return try await heavy {
+        return try await heavy(decoding: plan.image) {
             let name = try plan.model ?? Self.activeModel(store, .classifier)
             guard case .classifier(let classifier) = try cache.engine(named: name) else {
                 throw RPCError(.invalidArgument, "model \(name) is a detector; classify with a classifier (or use Detect)")
@@ -352,7 +371,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     public func detect(request: ClassificationV1.DetectRequest, context: ServerContext) async throws -> ClassificationV1.DetectResponse {
         let plan = try RequestValidation.detect(request)
         let store = store, cache = cache, pixelLimit = limits.pixelLimit
-        return try await heavy { try Self.detect(plan, store: store, cache: cache, pixelLimit: pixelLimit).response }
+        return try await heavy(decoding: plan.image) { try Self.detect(plan, store: store, cache: cache, pixelLimit: pixelLimit).response }
     }
 
     /// Detect's work, on the lane: shared by `detect` and `detectStream`. With `lenient`, an image that does not
