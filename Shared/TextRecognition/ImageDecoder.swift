@@ -125,34 +125,36 @@ public struct ImageDecoder: Sendable {
     /// or WebP) announces more than the limit; returns quietly when the header cannot be read from `prefix` (yet),
     /// leaving the verdict to `decode`.
     public func checkHeader(prefix data: Data) throws {
-        guard data.count >= 32 else { return }
-        try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+        guard let pixels = Self.announcedPixels(prefix: data) else { return }
+        try check(pixels: pixels)
+    }
+
+    /// The pixels the header of a PNG, JPEG, BMP, GIF (the frames announced in `prefix`) or WebP announces; nil when
+    /// it cannot be read from `prefix` or the format is another. What a decode will hold is known before it runs.
+    public static func announcedPixels(prefix data: Data) -> Int? {
+        guard data.count >= 32 else { return nil }
+        return data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Int? in
             let bytes = raw.bindMemory(to: UInt8.self)
-            guard let base = bytes.baseAddress else { return }
+            guard let base = bytes.baseAddress else { return nil }
             var leptonicaFormat: Int32 = 0
-            guard findFileFormatBuffer(base, &leptonicaFormat) == 0 else { return }
+            guard findFileFormatBuffer(base, &leptonicaFormat) == 0 else { return nil }
             switch Int(leptonicaFormat) {
             case IFF_GIF:
-                // The frames announced so far: a later one over the limit is found by `decode`.
-                if let pixels = HeaderSizes.gifPixels(UnsafeRawBufferPointer(bytes), complete: false) {
-                    try check(pixels: pixels)
-                }
-                return
+                return HeaderSizes.gifPixels(UnsafeRawBufferPointer(bytes), complete: false)
             case IFF_BMP:
-                if let (width, height) = HeaderSizes.bmpSize(UnsafeRawBufferPointer(bytes)) {
-                    try check(width: width, height: height)
-                }
-                return
+                guard let (width, height) = HeaderSizes.bmpSize(UnsafeRawBufferPointer(bytes)) else { return nil }
+                let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
+                return overflow ? .max : pixels
             case IFF_PNG, IFF_JFIF_JPEG, IFF_WEBP: break
-            default: return
+            default: return nil
             }
             var headerFormat: Int32 = 0, width: Int32 = 0, height: Int32 = 0
             var bitsPerSample: Int32 = 0, samplesPerPixel: Int32 = 0, hasColormap: Int32 = 0
             guard pixReadHeaderMem(
                 base, bytes.count, &headerFormat, &width, &height, &bitsPerSample, &samplesPerPixel, &hasColormap) == 0,
                 width > 0, height > 0
-            else { return }
-            try check(width: Int(width), height: Int(height))
+            else { return nil }
+            return Int(width) * Int(height)
         }
     }
 

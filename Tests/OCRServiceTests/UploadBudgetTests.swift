@@ -65,4 +65,25 @@ import TextRecognition
         held.releaseAll()
         #expect(budget.used == 0)
     }
+
+    /// A photo's decoded pages hold about 6 bytes a pixel of the budget while it is read: refused when they do not
+    /// fit within the patience, held while they do, nothing for bytes whose header does not read.
+    @Test func aPhotosDecodedPagesHoldTheirShareWhileItIsRead() async throws {
+        let png = try #require(Data(base64Encoded:
+            "iVBORw0KGgoAAAANSUhEUgAAAGQAAABkCAAAAABVicqIAAAAIUlEQVR4nO3BgQAAAADDoPlTX+EAVQEAAAAAAAAAAACPASd0AAEsXIkWAAAAAElFTkSuQmCC"))
+        #expect(ImageDecoder.announcedPixels(prefix: png) == 100 * 100)
+        let budget = MemoryBudget(limit: 100 << 10)
+        let held = try await DecodeHold.reserve(for: png, maxPixels: 1 << 30, budget: budget, patience: .milliseconds(50))
+        #expect(held.bytes == 100 * 100 * DecodeHold.bytesPerPixel && budget.used == held.bytes)
+        await #expect {
+            _ = try await DecodeHold.reserve(for: png, maxPixels: 1 << 30, budget: budget, patience: .milliseconds(50))
+        } throws: { error in
+            (error as? RPCError)?.code == .resourceExhausted && (error as? RPCError)?.message.contains("memory budget") == true
+        }
+        #expect(budget.used == held.bytes, "the refused photo holds nothing")
+        held.releaseAll()
+        #expect(budget.used == 0, "given back once the photo is read")
+        let unreadable = try await DecodeHold.reserve(for: Data(repeating: 7, count: 100), maxPixels: 1 << 30, budget: budget)
+        #expect(unreadable.bytes == 0)
+    }
 }

@@ -165,9 +165,12 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
     /// Files in one batch at most.
     static let maxBatchFiles = 10_000
 
-    /// Recognises on the lane: a full lane answers RESOURCE_EXHAUSTED, a stopping one UNAVAILABLE.
+    /// Recognises on the lane: a full lane answers RESOURCE_EXHAUSTED, a stopping one UNAVAILABLE. The photo's
+    /// decoded pages hold their share of the memory budget meanwhile (`DecodeHold`).
     func recognize(_ data: Data, options: RecognitionOptions) async throws -> RecognitionResult {
         let recognizer = recognizer
+        let held = try await DecodeHold.reserve(for: data, maxPixels: recognizer.decoder.limits.maxPixels)
+        defer { held.releaseAll() }
         return try await lane.run { try recognizer.recognizeBlocking(data, options: options) }
     }
 

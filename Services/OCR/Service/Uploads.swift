@@ -77,3 +77,27 @@ struct UploadCollector {
         bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes) bytes"
     }
 }
+
+/// What decoding and recognising one photo holds — its 32-bit page and the grey and binarised copies the recognizer
+/// makes, about `bytesPerPixel` a pixel of what its header announces — drawn from the memory budget like its upload
+/// was: the lane's threads each reading a 60-megapixel photo held some 360 MB apiece outside it. A photo that does
+/// not fit waits for room, then is refused RESOURCE_EXHAUSTED; one whose header does not read holds nothing (the
+/// decoder's pixel limit still bounds it, and its decoding says what is wrong).
+enum DecodeHold {
+    static let bytesPerPixel = 6
+
+    static func reserve(
+        for data: Data, maxPixels: Int, budget: MemoryBudget = .process, patience: Duration = MemoryBudget.patience
+    ) async throws -> MemoryReservation {
+        let held = MemoryReservation(budget)
+        guard let pixels = ImageDecoder.announcedPixels(prefix: data) else { return held }
+        let bytes = min(pixels, maxPixels) * bytesPerPixel
+        guard await held.grow(by: bytes, waitingUpTo: patience) else {
+            throw RPCError(
+                .resourceExhausted,
+                "reading this photo of \(pixels / 1_000_000) megapixels needs about \(bytes >> 20) MiB and the server's memory budget "
+                    + "(\(budget.limit >> 20) MiB, \(budget.used >> 20) held) had no room for it within \(patience); retry later")
+        }
+        return held
+    }
+}
