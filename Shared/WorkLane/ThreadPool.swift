@@ -54,6 +54,8 @@ public final class ThreadPool: Sendable {
 
     /// Name used for the threads (`name-1`, …) and in errors.
     public let name: String
+    /// Admits bulk work (`runBulk`) a few items at a time, so that it never fills the queue.
+    private let bulk: AdmissionGate
     /// Threads running work at most.
     public let threads: Int
     /// Items that may wait for a thread; more are refused with `QueueFull`.
@@ -61,10 +63,12 @@ public final class ThreadPool: Sendable {
     private let core: Core
 
     /// A pool of `threads` threads (at least one) whose queue holds at most `queueLimit` waiting items.
-    public init(name: String, threads: Int = ProcessInfo.processInfo.activeProcessorCount, queueLimit: Int = 256) {
+    /// `bulkLimit` (default: the threads, at most half the queue) bounds the `runBulk` items queued or running at once.
+    public init(name: String, threads: Int = ProcessInfo.processInfo.activeProcessorCount, queueLimit: Int = 256, bulkLimit: Int? = nil) {
         self.name = name
         self.threads = max(1, threads)
         self.queueLimit = max(0, queueLimit)
+        bulk = AdmissionGate(limit: bulkLimit ?? max(1, min(self.threads, self.queueLimit / 2)))
         core = Core(name: name, threads: self.threads, queueLimit: self.queueLimit)
     }
 
@@ -109,6 +113,20 @@ public final class ThreadPool: Sendable {
             flag.set()
             ticket.withLock { $0 }?.cancel()
         }
+    }
+
+    /// `run` for work a client paces and many clients may ask for at once — each page of a server stream: at most
+    /// `bulkLimit` such items are queued or running; the rest wait suspended (in order, costing no queue slot), so
+    /// the queue stays free for quick calls. Two hundred unread health `Pull`s, each building its first page on the
+    /// lane, had filled a queue of 64 and every quick call was refused "the lane queue is full".
+    public func runBulk<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await bulk.withAdmission { try await run(work) }
+    }
+
+    /// Bulk items (`runBulk`) queued or running, and those waiting for their turn.
+    public var bulkCounts: (admitted: Int, waiting: Int) {
+        let counts = bulk.counts
+        return (counts.inside, counts.waiting)
     }
 
     /// Whether the task that handed the current thread's work to `run` was cancelled; false outside `run`.

@@ -87,6 +87,13 @@ if suites.isEmpty || suites.contains("abuse") {
         scale: option("abuse-scale").flatMap(Double.init) ?? 1, holdSeconds: option("abuse-hold").flatMap(Double.init) ?? 3,
         only: option("abuse-only").map { $0.split(separator: ",").map(String.init) }, tls: arguments.contains("--abuse-tls")
     ).run()
+    // Issue 24's attacks on OCR's uploads, classification's imports and health's streams, each on a replica of its own.
+    if !arguments.contains("--abuse-tls") {
+        try await ServiceAbuseBenchmark(
+            scale: option("abuse-scale").flatMap(Double.init) ?? 1, holdSeconds: option("abuse-hold").flatMap(Double.init) ?? 3,
+            only: option("abuse-only").map { $0.split(separator: ",").map(String.init) }
+        ).run()
+    }
 }
 if suites.isEmpty || suites.contains("http") {
     // The zoo's HTTP face beside FastAPI and nginx, under wrk (Tests/Benchmarks/peers/install-http-peers installs them).

@@ -58,6 +58,45 @@ import WorkLane
         #expect(try await pool.run { 1 } == 1)  // room again
     }
 
+    /// Bulk work (a server stream's pages) waits its turn outside the queue: forty items through a pool whose queue
+    /// holds four take two places at most, a quick call still finds room, and every item runs. Through `run` the
+    /// fifth and later were refused QueueFull, as were quick calls behind them.
+    @Test func bulkWorkWaitsOutsideTheQueueAndLeavesItToQuickCalls() async throws {
+        let pool = ThreadPool(name: "test", threads: 1, queueLimit: 4, bulkLimit: 2)
+        let release = Gate()
+        let bulk = (0..<40).map { index in Task { try await pool.runBulk { () -> Int in release.wait(); return index } } }
+        try await waitUntil { pool.bulkCounts.waiting == 38 && pool.running == 1 }
+        #expect(pool.queued == 1 && pool.bulkCounts.admitted == 2)
+        let quick = Task { try await pool.run { 42 } }
+        try await waitUntil { pool.queued == 2 }
+        release.open()
+        #expect(try await quick.value == 42)
+        var ran = 0
+        for task in bulk { ran += try await task.value >= 0 ? 1 : 0 }
+        #expect(ran == 40)
+        #expect(pool.bulkCounts.admitted == 0 && pool.bulkCounts.waiting == 0)
+    }
+
+    /// A stream whose client went away while its page waited for a place leaves the line: CancellationError, its
+    /// work never runs and the place it would have had goes to the next.
+    @Test func aCancelledBulkWaiterLeavesTheLineWithoutRunning() async throws {
+        let pool = ThreadPool(name: "test", threads: 1, queueLimit: 4, bulkLimit: 1)
+        let release = Gate()
+        let ran = Box(false)
+        let first = Task { try await pool.runBulk { release.wait() } }
+        try await waitUntil { pool.running == 1 }
+        let waiting = Task { try await pool.runBulk { ran.update { $0 = true } } }
+        try await waitUntil { pool.bulkCounts.waiting == 1 }
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(pool.bulkCounts.waiting == 0)
+        release.open()
+        try await first.value
+        try await pool.runBulk {}
+        #expect(!ran.value)
+        #expect(pool.bulkCounts.admitted == 0)
+    }
+
     /// A task cancelled while its work waits in the queue gets CancellationError and the work never runs.
     @Test func cancellingAQueuedItemTakesItOutOfTheQueue() async throws {
         let pool = ThreadPool(name: "test", threads: 1, queueLimit: 4)

@@ -49,6 +49,13 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         return try await lane.run(work)
     }
 
+    /// A server stream's next page, on the lane a few at a time (`ThreadPool.runBulk`): however many streams are
+    /// open, quick calls keep their place in the lane's queue.
+    func offloadPage<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        guard let lane else { return try work() }
+        return try await lane.runBulk(work)
+    }
+
     /// The caller's user: the one the server's guard established (made here on their first call), else (no
     /// identity: unit tests) from the bearer token in the call metadata, checked in the store.
     func caller(_ context: ServerContext) throws -> HealthUser {
@@ -247,7 +254,7 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
             let since = anchor
             // The page is made into its message off the loop and only the message comes back, which
             // `send` consumes once encoded: a client that reads nothing holds one encoded page.
-            let (message, reached, hasMore) = try await offload {
+            let (message, reached, hasMore) = try await offloadPage {
                 let page = try store.changes(user: user.id, since: since, limit: pageSize, filter: filter)
                 return (
                     HealthV1.PullResponse(
@@ -274,7 +281,7 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
             try context.checkAlive()
             let after = cursor
             let header = first ? HealthStore.csvHeader : ""
-            let (chunk, next) = try await offload {
+            let (chunk, next) = try await offloadPage {
                 let page = try store.csvPage(type: type, user: user.id, unit: unit, from: request.fromMs, to: request.toMs, after: after)
                 return (HealthV1.ExportCSVChunk(text: header + page.text), page.next)
             }
