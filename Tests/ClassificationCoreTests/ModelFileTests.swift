@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import Testing
 import Torch
@@ -34,6 +35,24 @@ import Torch
 
     /// A model fine-tuned from an imported module is written as version 2, which a version-1 reader refuses instead
     /// of taking it for the plain module; every other model stays version 1.
+    /// The container's checksum is no signature: anyone can write a file whose tensor table declares shapes whose
+    /// product overflows. Reading it must refuse it (INVALID_ARGUMENT), not trap on the multiplication and take the
+    /// replica down with it, nor allocate what the shape declares.
+    @Test func aTensorTableWhoseShapesOverflowIsRefused() throws {
+        for shape in ["[4294967296,4294967296]", "[3037000500,3037000500]", "[9223372036854775807,2]", "[2305843009213693952]"] {
+            let bytes = try sample().encoded()
+            let length = Int(bytes[20]) | Int(bytes[21]) << 8 | Int(bytes[22]) << 16 | Int(bytes[23]) << 24
+            let json = String(decoding: bytes[24..<(24 + length)], as: UTF8.self).replacingOccurrences(of: "\"shape\":[2,2]", with: "\"shape\":\(shape)")
+            #expect(json.contains(shape))
+            var forged = Array(bytes[..<20])
+            let jsonBytes = Array(json.utf8)
+            forged += (0..<4).map { UInt8(truncatingIfNeeded: jsonBytes.count >> (8 * $0)) }
+            forged += jsonBytes + bytes[(24 + length)..<(bytes.count - 32)]
+            forged += SHA256.digest(forged)
+            #expect(throws: ClassificationError.self, "shape \(shape)") { _ = try ModelFile.decode(forged) }
+        }
+    }
+
     @Test func onlyAFineTunedModuleNeedsVersionTwo() throws {
         #expect(try sample().encoded()[16] == 1)
         var tuned = sample()

@@ -140,8 +140,14 @@ public struct ModelFile: Sendable, Equatable {
         var tensors: [NamedArray] = []
         for entry in envelope.tensors {
             guard entry.shape.allSatisfy({ $0 >= 0 }) else { throw invalid("tensor \(entry.name) has a negative size") }
-            let count = entry.shape.reduce(1, *)
-            guard offset + count * 4 <= body.count else { throw invalid("tensor \(entry.name) runs past the end") }
+            // The checksum is no signature: a forged table may declare shapes whose product overflows, so the product is
+            // held to what the payload has left at every step instead of trusted.
+            var count = 1
+            for dimension in entry.shape {
+                let (product, overflow) = count.multipliedReportingOverflow(by: dimension)
+                guard !overflow, product <= (body.count - offset) / 4 else { throw invalid("tensor \(entry.name) runs past the end") }
+                count = product
+            }
             var values = [Float](repeating: 0, count: count)
             for i in 0..<count { values[i] = Float(bitPattern: readUInt32(body, at: offset + i * 4)) }
             offset += count * 4
