@@ -198,4 +198,47 @@ enum JSONScalar: Decodable, Equatable {
         let container = try decoder.singleValueContainer()
         if let i = try? container.decode(Int.self) { self = .int(i) } else { self = .string(try container.decode(String.self)) }
     }
+
+}
+
+extension ONNXExportTests {
+    /// An ONNX tensor may keep its data in a file beside the model, named by a path: imported, that path would be read
+    /// on the server (`../../etc/passwd`, a multi-GB file). Found wherever a tensor can be — a graph's initializers, a
+    /// Constant node's attribute, a subgraph's — and absent from a model that holds its own weights.
+    @Test func aTensorKeepingItsDataInAnExternalFileIsFound() throws {
+        func external(_ location: String) -> ONNXWire.Message {
+            var tensor = ONNXWire.tensor("w", shape: [1], values: [0])
+            var entry = ONNXWire.Message()
+            entry.string(1, "location")
+            entry.string(2, location)
+            tensor.message(13, entry)
+            tensor.varint(14, 1)
+            return tensor
+        }
+        let own = ONNXWire.model(name: "g", doc: "", nodes: [], initializers: [ONNXWire.tensor("w", shape: [1], values: [0])], inputs: [],
+                                 outputs: [], metadata: [])
+        #expect(ONNXExport.externalDataLocation(own) == nil)
+        let initializer = ONNXWire.model(name: "g", doc: "", nodes: [], initializers: [external("../../etc/passwd")], inputs: [],
+                                         outputs: [], metadata: [])
+        #expect(ONNXExport.externalDataLocation(initializer) == "../../etc/passwd")
+        // A Constant node whose value attribute (AttributeProto.t = 5) is an external tensor, inside an If's subgraph (g = 6).
+        var attribute = ONNXWire.Message()
+        attribute.string(1, "value")
+        attribute.message(5, external("weights.bin"))
+        var constant = ONNXWire.Message()
+        constant.string(1, "c")
+        constant.message(5, attribute)
+        var subgraph = ONNXWire.Message()
+        subgraph.message(1, constant)
+        var branch = ONNXWire.Message()
+        branch.string(1, "then_branch")
+        branch.message(6, subgraph)
+        var ifNode = ONNXWire.Message()
+        ifNode.string(1, "x")
+        ifNode.message(5, branch)
+        let nested = ONNXWire.model(name: "g", doc: "", nodes: [ifNode], initializers: [], inputs: [], outputs: [], metadata: [])
+        #expect(ONNXExport.externalDataLocation(nested) == "weights.bin")
+        // Bytes that are no protobuf hold no tensor (loading them says what is wrong).
+        #expect(ONNXExport.externalDataLocation(Array("not a protobuf at all".utf8)) == nil)
+    }
 }

@@ -218,6 +218,22 @@ import WorkLane
         #expect(plainCode == .invalidArgument && plain.contains("not a TorchScript module"), "\(plain)")
     }
 
+    /// An ONNX model whose weights live "in an external file" names a path on the server; the import refuses it before
+    /// OpenCV could read that path, and keeps nothing.
+    @Test func anONNXModelWithExternalDataIsRefused() async throws {
+        func field(_ number: UInt8, _ bytes: [UInt8]) -> [UInt8] { [number << 3 | 2, UInt8(bytes.count)] + bytes }
+        let entry = field(1, Array("location".utf8)) + field(2, Array("../../../etc/passwd".utf8))
+        let model = field(7, field(5, field(1, Array("w".utf8)) + field(13, entry)))
+        let (code, message) = await Self.failure {
+            _ = try await client.importModel { writer in
+                try await writer.send(ClassificationV1.ImportModelRequest(
+                    name: "outside", format: .onnx, data: model, kind: .classifier, labels: ["a", "b"], inputWidth: 8, inputHeight: 8))
+            }
+        }
+        #expect(code == .invalidArgument && message.contains("external file (../../../etc/passwd)"), "\(message)")
+        #expect(try store.models().isEmpty)
+    }
+
     /// A module that does not run even on the blank image is refused at import, and nothing is kept.
     @Test func aModuleThatDoesNotRunIsRefusedAtImport() async throws {
         let module = try ScriptModule.compile(source: "def forward(self, x):\n    return x.view(7, 11)\n")

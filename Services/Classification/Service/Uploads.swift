@@ -213,6 +213,12 @@ enum ModelImport {
                 }
             }
             if !onnx { try TorchScriptArchive.inspect(data) }
+            if onnx, let location = ONNXExport.externalDataLocation(data) {
+                throw RPCError(
+                    .invalidArgument,
+                    "the ONNX model keeps tensor data in an external file (\(location)), which the server does not read; import a model "
+                        + "that holds its weights (onnx.save(model, path, save_as_external_data=False))")
+            }
             file = ModelFile(header: header, tensors: [], script: data)
         default:
             file = try ModelFile.decode(data)

@@ -44,6 +44,9 @@ public enum ONNXExport {
         public var std: [Float]?
     }
 
+    /// Where an ONNX model to import says one of its tensors keeps its data outside the file, or nil (`ONNXWire`).
+    public static func externalDataLocation(_ bytes: [UInt8]) -> String? { ONNXWire.externalDataLocation(bytes) }
+
     public static func described(_ bytes: [UInt8]) -> Described? {
         let entries = ONNXWire.metadata(bytes)
         guard entries["menagerie.model"] != nil, let json = entries["labels"],

@@ -163,6 +163,45 @@ enum ONNXWire {
         return reader.failed ? [:] : entries
     }
 
+    /// Where the first tensor that keeps its data in an external file says it is (TensorProto.external_data = 13, its
+    /// "location" entry), or nil when every tensor holds its own. A model is imported as one file: an external
+    /// tensor's location names a path on the server (`../../etc/passwd`, a multi-GB file) that nothing may read on a
+    /// client's say. Walks every place a tensor can be — ModelProto.graph (7) and functions (25); GraphProto.node (1),
+    /// initializer (5), sparse_initializer (15); NodeProto.attribute (5); AttributeProto.t (5), g (6), tensors (10),
+    /// graphs (11), sparse_tensor (22), sparse_tensors (23); SparseTensorProto.values (1), indices (2); FunctionProto.node
+    /// (7) — to a nesting depth of 64 (deeper is refused too: no real model nests so).
+    static func externalDataLocation(_ bytes: [UInt8]) -> String? {
+        enum Kind { case model, graph, node, attribute, sparse, tensor, function }
+        func walk(_ bytes: ArraySlice<UInt8>, _ kind: Kind, depth: Int) -> String? {
+            guard depth < 64 else { return "(nested deeper than 64 levels)" }
+            var reader = Reader(bytes: bytes)
+            while let (field, value) = reader.field() {
+                guard case .bytes(let inner) = value else { continue }
+                let next: Kind? = switch (kind, field) {
+                case (.model, 7), (.attribute, 6), (.attribute, 11): .graph
+                case (.model, 25): .function
+                case (.graph, 1), (.function, 7): .node
+                case (.graph, 5), (.attribute, 5), (.attribute, 10), (.sparse, 1), (.sparse, 2): .tensor
+                case (.graph, 15), (.attribute, 22), (.attribute, 23): .sparse
+                case (.node, 5): .attribute
+                default: nil
+                }
+                if kind == .tensor, field == 13 {
+                    var entry = Reader(bytes: inner)
+                    var key = "", text = ""
+                    while let (f, v) = entry.field() {
+                        if case .bytes(let b) = v { if f == 1 { key = String(decoding: b, as: UTF8.self) } else if f == 2 { text = String(decoding: b, as: UTF8.self) } }
+                    }
+                    if key == "location" || entry.failed { return text.isEmpty ? "(no location given)" : text }
+                    continue
+                }
+                if let next, let found = walk(inner, next, depth: depth + 1) { return found }
+            }
+            return nil
+        }
+        return walk(bytes[...], .model, depth: 0)
+    }
+
     struct Reader {
         var bytes: ArraySlice<UInt8>
         var failed = false
