@@ -7,10 +7,11 @@ import Foundation
 /// of `read`. Not thread-safe: one thread at a time (the transport holds a lock around it).
 public final class TLSSession: @unchecked Sendable {
     private let ssl: OpaquePointer
-    /// Ciphertext from the peer, waiting for OpenSSL (`feed`), and ciphertext OpenSSL made for the
-    /// peer (`drainCiphertext`). The SSL object owns both.
-    private let incoming: OpaquePointer
-    private let outgoing: OpaquePointer
+    /// The BIO OpenSSL reads ciphertext from the peer from (bytes fed or lent) and writes ciphertext for
+    /// the peer to (kept for `drainCiphertext`, or handed to a sink): `ctls_io` in CTLS. The SSL object owns it.
+    private let io: OpaquePointer
+    /// Where sealed records go when a sink is set (kept alive here; the BIO holds an unretained pointer).
+    private var sink: CiphertextSink?
     /// Keeps the context (its ALPN list, which OpenSSL points into) alive as long as the session.
     public let context: TLSContext
     public private(set) var isHandshakeDone = false
@@ -23,16 +24,13 @@ public final class TLSSession: @unchecked Sendable {
         self.context = context
         ERR_clear_error()
         guard let ssl = SSL_new(context.raw) else { throw TLSError.openSSL("cannot make a TLS session") }
-        guard let incoming = BIO_new(BIO_s_mem()), let outgoing = BIO_new(BIO_s_mem()) else {
+        guard let io = ctls_io_new() else {
             SSL_free(ssl)
             throw TLSError.openSSL("cannot make TLS buffers")
         }
-        _ = ctls_bio_retry_when_empty(incoming)
-        _ = ctls_bio_retry_when_empty(outgoing)
-        SSL_set_bio(ssl, incoming, outgoing)
+        SSL_set_bio(ssl, io, io)  // one BIO both ways: SSL_set_bio takes one reference
         self.ssl = ssl
-        self.incoming = incoming
-        self.outgoing = outgoing
+        self.io = io
         switch context.role {
         case .server:
             SSL_set_accept_state(ssl)
@@ -63,10 +61,31 @@ public final class TLSSession: @unchecked Sendable {
         case closed
     }
 
-    /// Ciphertext arrived from the peer.
+    /// Ciphertext arrived from the peer (copied: the bytes may go once this returns).
     public func feed(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
-        _ = BIO_write(incoming, base, Int32(bytes.count))
+        _ = ctls_io_feed(io, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+    }
+
+    /// Ciphertext arrived from the peer, lent rather than copied: OpenSSL reads its records straight from
+    /// `bytes` (one copy fewer than `feed`), which must stay valid and unchanged until `keepUnread()`.
+    package func lend(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        ctls_io_lend(io, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+    }
+
+    /// Ends `lend`: what OpenSSL has not read of the bytes yet (a record's start) is copied and kept.
+    package func keepUnread() { _ = ctls_io_keep_unread(io) }
+
+    /// From now on each record sealed for the peer goes to `sink` as OpenSSL writes it, during `write`,
+    /// `handshake`, `read` (a key update's answer) or `shutdown` (one copy fewer than `drainCiphertext`).
+    package func sendCiphertext(to sink: @escaping (UnsafeRawBufferPointer) -> Void) {
+        let box = CiphertextSink(sink)
+        self.sink = box
+        ctls_io_set_sink(io, { context, bytes, count in
+            guard let context else { return }
+            Unmanaged<CiphertextSink>.fromOpaque(context).takeUnretainedValue().deliver(UnsafeRawBufferPointer(start: bytes, count: count))
+        }, Unmanaged.passUnretained(box).toOpaque())
     }
 
     /// Advances the handshake with what was fed; throws why it failed (our verification of the peer,
@@ -119,12 +138,12 @@ public final class TLSSession: @unchecked Sendable {
     }
 
     /// Ciphertext waiting to be sent to the peer.
-    public var pendingCiphertext: Int { Int(BIO_ctrl_pending(outgoing)) }
+    public var pendingCiphertext: Int { Int(BIO_ctrl_wpending(io)) }
 
     /// Moves up to `buffer.count` bytes of ciphertext for the peer into `buffer`; returns how many.
     public func drainCiphertext(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
-        return max(0, Int(BIO_read(outgoing, base, Int32(clamping: buffer.count))))
+        return ctls_io_drain(io, base.assumingMemoryBound(to: UInt8.self), buffer.count)
     }
 
     /// The certificate the peer presented, verified (nil when it presented none).
@@ -152,4 +171,10 @@ public final class TLSSession: @unchecked Sendable {
             throw TLSError(reasons.isEmpty ? "\(what) failed" : "\(what) failed: \(reasons.joined(separator: "; "))")
         }
     }
+}
+
+/// The closure the BIO's C callback reaches through an unretained pointer (the session keeps it).
+private final class CiphertextSink {
+    let deliver: (UnsafeRawBufferPointer) -> Void
+    init(_ deliver: @escaping (UnsafeRawBufferPointer) -> Void) { self.deliver = deliver }
 }

@@ -47,7 +47,13 @@ package final class TLSStream: ByteStream, ConnectionReader, @unchecked Sendable
     init(socket: TCPConnection, context: TLSContext, serverName: String? = nil) throws(TLSError) {
         self.socket = socket
         role = context.role
-        sealed = Lock(Sealed(session: try TLSSession(context: context, serverName: serverName)))
+        let session = try TLSSession(context: context, serverName: serverName)
+        // Each sealed record is copied once, by OpenSSL's write, straight into the socket's outbox (under the
+        // session's lock, as every write to the session is).
+        session.sendCiphertext { [weak socket] ciphertext in
+            socket?.send(bytesOfSize: ciphertext.count, sealing: false) { $0.copyMemory(from: ciphertext) }
+        }
+        sealed = Lock(Sealed(session: session))
         socket.reader = self
     }
 
@@ -110,7 +116,8 @@ package final class TLSStream: ByteStream, ConnectionReader, @unchecked Sendable
         if let failure { loop.execute { [self] in socket.close(reason: failure.message) } }
     }
 
-    /// Moves what the session made for the peer into the socket's outbox (under the session's lock).
+    /// Moves what the session kept for the peer into the socket's outbox (under the session's lock); with the
+    /// sink set in `init` it keeps nothing, so this is a check.
     private func queueCiphertext(of session: TLSSession) {
         let count = session.pendingCiphertext
         guard count > 0 else { return }
@@ -153,7 +160,10 @@ package final class TLSStream: ByteStream, ConnectionReader, @unchecked Sendable
         if firstBytes.count < ProtocolSniffer.tlsNotServed.count {
             firstBytes += bytes.prefix(ProtocolSniffer.tlsNotServed.count - firstBytes.count)
         }
-        sealed.withLock { $0.session.feed(bytes) }
+        // OpenSSL reads the records straight from the socket's buffer while this runs; what is left of it (a
+        // record's start) is kept when it ends.
+        sealed.withLock { $0.session.lend(bytes) }
+        defer { sealed.withLock { $0.session.keepUnread() } }
         if !isEstablished {
             advanceHandshake()
             guard isEstablished, !socket.isClosing, !socket.isClosed else { return }

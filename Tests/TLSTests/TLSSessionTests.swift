@@ -64,6 +64,39 @@ import Testing
         return pump(client, server)
     }
 
+    /// The transport's way, a copy fewer each way: records go to a sink as OpenSSL seals them, and are read straight
+    /// from lent bytes, which arrive in pieces that cut records anywhere (what a loan leaves unread is kept for the next).
+    @Test func recordsGoToASinkAndAreReadFromLentPiecesCutAnywhere() throws {
+        let c = try TLSSession(context: clientContext(client), serverName: "127.0.0.1")
+        let s = try TLSSession(context: serverContext())
+        let errors = start(c, s)
+        #expect(errors.client == nil && errors.server == nil)
+        var sunk: [UInt8] = []
+        c.sendCiphertext { sunk += $0 }
+        let message = Array((0..<150_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        try message.withUnsafeBytes { try c.write($0) }
+        #expect(c.pendingCiphertext == 0, "nothing kept once a sink takes the records")
+        #expect(sunk.count > message.count)
+        var received: [UInt8] = []
+        var plain = [UInt8](repeating: 0, count: 1 << 14)
+        var offset = 0, piece = 1
+        while offset < sunk.count {
+            let end = min(sunk.count, offset + piece)
+            try Array(sunk[offset..<end]).withUnsafeBytes { bytes in
+                s.lend(bytes)
+                defer { s.keepUnread() }
+                while true {
+                    let (count, _) = try plain.withUnsafeMutableBytes { try s.read(into: $0) }
+                    if count == 0 { break }
+                    received += plain[..<count]
+                }
+            }
+            offset = end
+            piece = piece % 40_000 * 3 + 5  // 1, 8, 29, … bytes: a record's header cut, a record cut, several records at once
+        }
+        #expect(received == message)
+    }
+
     @Test func mutualTLSCarriesBytesBothWaysAndNamesTheProtocolAndPeer() throws {
         let c = try TLSSession(context: clientContext(client), serverName: "127.0.0.1")
         let s = try TLSSession(context: serverContext())
