@@ -16,6 +16,30 @@ func word(_ text: String, _ x: Double, _ y: Double, _ width: Double = 0.1, _ hei
         ValueDefinition(name: "Amps", region: NormalizedRect(x: 0.5, y: 0.3, width: 0.1, height: 0.05)),
     ]
 
+    /// A held-out display (white on black, labels left of the values, two columns) where Tesseract joined the next
+    /// column's label onto a value's line: "13.52V Proud". The value is found without the label (before: nothing
+    /// fit, stored empty); a line whose digits came apart, "1 8.4W Teplota", is not cut down to "8.4W" (a wrong
+    /// reading of 18.4W) and, read whole or without its label, is flagged for the gap between its digits.
+    @Test func aLabelRunIntoAValuesLineIsCutOffButDigitsNeverAre() {
+        let napeti = ValueDefinition(name: "Napětí", region: NormalizedRect(x: 0.3, y: 0.2, width: 0.2, height: 0.08), level: .line,
+                                     shape: "#.#V", label: "Napětí")
+        let vykon = ValueDefinition(name: "Výkon", region: NormalizedRect(x: 0.3, y: 0.6, width: 0.2, height: 0.08), level: .line,
+                                    shape: "#.#W", label: "Výkon")
+        let observations = [
+            word("Napětí", 0.08, 0.2, 0.12, 0.06, level: .line), word("Napětí", 0.08, 0.2, 0.12, 0.06),
+            word("13.52V Proud", 0.3, 0.2, 0.36, 0.08, level: .line), word("13.52V", 0.3, 0.2, 0.2, 0.08), word("Proud", 0.56, 0.21, 0.1, 0.06),
+            word("Výkon", 0.08, 0.6, 0.12, 0.06, level: .line), word("Výkon", 0.08, 0.6, 0.12, 0.06),
+            word("1 8.4W Teplota", 0.3, 0.6, 0.4, 0.08, level: .line), word("1", 0.3, 0.6, 0.03, 0.08), word("8.4W", 0.35, 0.6, 0.15, 0.08),
+            word("Teplota", 0.58, 0.61, 0.12, 0.06),
+        ]
+        let filled = TemplateMatcher.match([napeti, vykon], in: observations)
+        #expect(filled[0].text == "13.52V" && filled[0].uncertainty.isEmpty, "\(filled[0])")
+        #expect(filled[1].text != "8.4W", "\(filled[1])")
+        #expect(!filled[1].uncertainty.isEmpty, "\(filled[1])")
+        #expect(TemplateMatcher.digitGap(in: "1 8.4W") != nil)
+        #expect(TemplateMatcher.digitGap(in: "1 234,5 kWh") == nil && TemplateMatcher.digitGap(in: "12.6 V") == nil)
+    }
+
     @Test func eachValueTakesTheObservationAtItsRegionNotTheNthString() {
         // An extra label first in reading order, then the values slightly shifted, as in a new photo.
         let observations = [

@@ -1,3 +1,5 @@
+import TextRecognition
+
 /// Fills a template's values from a new photo's observations, and says which readings want a person's look.
 ///
 /// A value learned with its shape and label (templates made since shapes are learned) takes the observation of its
@@ -46,9 +48,20 @@ public enum TemplateMatcher {
         -> [(value: RecordValue, observation: Observation?)]
     {
         if values.allSatisfy({ $0.shape.isEmpty && $0.label.isEmpty }) { return assignByPosition(values, in: observations) }
+        let original = observations
+        var neighbourhoods = Dictionary(
+            uniqueKeysWithValues: original.indices.filter { !original[$0].text.isEmpty }
+                .map { ($0, ValueNeighbourhood(of: original[$0], among: original)) })
+        // Lines with a label run into them ("13.52V Proud" when the next column's label sits on the value's row)
+        // are candidates without it too; `group` ties each such part to its line, which fills at most one value.
+        var observations = original
+        var group = Array(original.indices)
+        for part in LinePart.parts(of: original) {
+            neighbourhoods[observations.count] = ValueNeighbourhood(of: part.observation, among: part.neighbours)
+            group.append(part.line)
+            observations.append(part.observation)
+        }
         let candidates = observations.indices.filter { !observations[$0].text.isEmpty }
-        let neighbourhoods = Dictionary(
-            uniqueKeysWithValues: candidates.map { ($0, ValueNeighbourhood(of: observations[$0], among: observations)) })
         // fits[value][observation]
         var fits: [[Int: Double]] = values.map { _ in [:] }
         for (valueIndex, value) in values.enumerated() {
@@ -65,9 +78,9 @@ public enum TemplateMatcher {
             (RecordValue(name: $0.name, text: "", confidence: 0, uncertainty: "nothing was read there"), nil)
         }
         var filled = Set<Int>(), used = Set<Int>()
-        for pair in pairs where !filled.contains(pair.value) && !used.contains(pair.observation) {
+        for pair in pairs where !filled.contains(pair.value) && !used.contains(group[pair.observation]) {
             filled.insert(pair.value)
-            used.insert(pair.observation)
+            used.insert(group[pair.observation])
             let observation = observations[pair.observation]
             var reasons: [String] = []
             if pair.fit < minimumFit {
@@ -84,6 +97,9 @@ public enum TemplateMatcher {
             }) {
                 reasons.append("it fits \(values[other].name) as well")
             }
+            if let gap = digitGap(in: observation.text) {
+                reasons.append(gap)
+            }
             if observation.confidence < minimumConfidence {
                 reasons.append("read with confidence \(format(observation.confidence)) (under \(format(minimumConfidence)))")
             }
@@ -96,6 +112,66 @@ public enum TemplateMatcher {
     }
 
     static func format(_ value: Double) -> String { String(format: "%.2f", value) }
+
+    /// Why a reading with a gap between digits wants a look ("1 8.4W": Tesseract split 18.4 and a digit may be
+    /// lost or stray; the shape, which ignores spaces, cannot tell), or nil. Groups of three after the first
+    /// ("1 234,5 kWh", how Czech writes thousands) are a number's own spacing.
+    static func digitGap(in text: String) -> String? {
+        guard text.contains(/\d\s+\d/) else { return nil }
+        if text.wholeMatch(of: /\D*\d{1,3}(\s\d{3})+([.,]\d+)?\D*/) != nil { return nil }
+        return "a gap between digits (\"\(text)\"): a digit may be split off, lost or stray"
+    }
+
+    /// A line without the words of letters only at its start or end — labels Tesseract joined to a value on the
+    /// same row, "13.52V Proud" — as an observation of its own, with its neighbours: the other observations, less
+    /// the line, plus the words cut off (so "Napětí 13.52V" gives "13.52V" with "Napětí" as the label to its left).
+    /// Only words without a digit are cut: "1 8.4W" stays whole, as "8.4W" alone would be a wrong reading of 18.4W.
+    struct LinePart {
+        let line: Int
+        let observation: Observation
+        let neighbours: [Observation]
+
+        static func parts(of observations: [Observation]) -> [LinePart] {
+            var parts: [LinePart] = []
+            for (index, line) in observations.enumerated() where line.level == .line && !line.text.isEmpty {
+                let words = observations.filter { word in
+                    word.level == .word && word.page == line.page && !word.text.isEmpty
+                        && (line.box.x...(line.box.x + line.box.width)).contains(word.box.x + word.box.width / 2)
+                        && (line.box.y...(line.box.y + line.box.height)).contains(word.box.y + word.box.height / 2)
+                }.sorted { $0.box.x < $1.box.x }
+                guard words.count >= 2 else { continue }
+                let lettersOnly = words.map { !$0.text.contains(where: \.isNumber) }
+                let leading = lettersOnly.prefix { $0 }.count, trailing = lettersOnly.reversed().prefix { $0 }.count
+                guard leading < words.count else { continue }  // no digit at all: a label, not a value
+                let others = observations.enumerated().filter { $0.offset != index }.map(\.element)
+                var cuts: [(start: Int, end: Int)] = []
+                for cut in [(leading, 0), (0, trailing), (leading, trailing)] where cut.0 + cut.1 > 0 && !cuts.contains(where: { $0 == cut }) {
+                    cuts.append(cut)
+                }
+                for (cutStart, cutEnd) in cuts {
+                    let kept = Array(words[cutStart..<(words.count - cutEnd)])
+                    let cut = [Array(words[..<cutStart]), Array(words[(words.count - cutEnd)...])].filter { !$0.isEmpty }.map {
+                        joined($0, level: .line)
+                    }
+                    parts.append(LinePart(line: index, observation: joined(kept, level: .line), neighbours: others + cut))
+                }
+            }
+            return parts
+        }
+
+        /// Words as one observation: their texts with spaces, the box round them all, the lowest confidence.
+        static func joined(_ words: [Observation], level: ObservationLevel) -> Observation {
+            let left = words.map(\.box.x).min()!, top = words.map(\.box.y).min()!
+            let right = words.map { $0.box.x + $0.box.width }.max()!, bottom = words.map { $0.box.y + $0.box.height }.max()!
+            let nLeft = words.map(\.normalizedBox.x).min()!, nTop = words.map(\.normalizedBox.y).min()!
+            let nRight = words.map { $0.normalizedBox.x + $0.normalizedBox.width }.max()!
+            let nBottom = words.map { $0.normalizedBox.y + $0.normalizedBox.height }.max()!
+            return Observation(
+                level: level, text: words.map(\.text).joined(separator: " "), confidence: words.map(\.confidence).min()!,
+                box: PixelRect(x: left, y: top, width: right - left, height: bottom - top),
+                normalizedBox: NormalizedRect(x: nLeft, y: nTop, width: nRight - nLeft, height: nBottom - nTop), page: words[0].page)
+        }
+    }
 
     /// Templates made before shapes were learned: each value takes the observation (of its level) whose box best
     /// fits its region, the largest intersection over union first, ties by the distance between centres. Never "the
