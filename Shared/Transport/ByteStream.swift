@@ -1,4 +1,5 @@
 import Base
+import RPCWire
 import Schema
 
 /// The byte-stream layer of a connection: ordered bytes both ways, with back-pressure, under the
@@ -83,6 +84,12 @@ extension ByteStream {
                 if let base = source.baseAddress { destination.baseAddress!.copyMemory(from: base, byteCount: source.count) }
             }
         }
+    }
+
+    /// Queues `frame` as one frame, its envelope written straight into the outbox by `FrameEnvelope` (the payload
+    /// copied once); the last one when `sealing`. Safe from any thread.
+    func send(_ frame: RpcV1.Frame, sealing: Bool = false) {
+        send(envelopeOfSize: FrameEnvelope.size(of: frame), sealing: sealing) { FrameEnvelope.encode(frame, into: $0) }
     }
 
     /// Queues `message` as one frame, encoded straight into the outbox (the last one when `sealing`);

@@ -173,12 +173,12 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
             }
             if state.open >= maxConcurrentCalls {
                 state.held.append(id)
-                state.heldFrames[id] = [frame.serializedBytes()]
+                state.heldFrames[id] = [FrameEnvelope.bytes(of: frame)]
                 return .wait
             }
             state.open += 1
             if state.isConnected, let connection = state.connection { return .send(connection) }
-            state.unsent.append((id, frame.serializedBytes()))
+            state.unsent.append((id, FrameEnvelope.bytes(of: frame)))
             return state.connection == nil ? .connect : .wait
         }
         switch next {
@@ -296,7 +296,7 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
         loop.assertInLoop()
-        guard let frame = try? RpcV1.Frame(serializedBytes: bytes) else {
+        guard let frame = try? RpcV1.Frame(envelope: bytes) else {
             state.withLock { $0.connection }?.close(reason: "reply envelope from \(endpoint) does not decode")
             return
         }
@@ -391,11 +391,11 @@ public final class TCPClientTransport: ClientTransport, @unchecked Sendable {
         let outcome = state.withLock { state -> (open: Bool, connection: ClientStream?) in
             guard state.calls[id] != nil else { return (false, nil) }
             if state.heldFrames[id] != nil {
-                state.heldFrames[id]!.append(frame.serializedBytes())
+                state.heldFrames[id]!.append(FrameEnvelope.bytes(of: frame))
                 return (true, nil)
             }
             if state.isConnected, let connection = state.connection { return (true, connection) }
-            state.unsent.append((id, frame.serializedBytes()))
+            state.unsent.append((id, FrameEnvelope.bytes(of: frame)))
             return (true, nil)
         }
         outcome.connection?.send(frame)
