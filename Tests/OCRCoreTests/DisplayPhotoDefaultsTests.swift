@@ -25,9 +25,10 @@ import TextRecognition
     ]
 
     /// Values read right by `mode` on `photo` (of those the photo shows).
-    static func valuesRead(_ photo: DisplayPhotoFixture.Photo, mode: Mode) throws -> Int {
+    /// Checks the engine out with `await`: a blocking checkout on the cooperative pool deadlocked parallel runs.
+    static func valuesRead(_ photo: DisplayPhotoFixture.Photo, mode: Mode) async throws -> Int {
         let options = RecognitionOptions(level: mode.level, segmentation: mode.segmentation)
-        let engine = try sharedRecognizer.engines.checkoutBlocking(options.engineConfiguration)
+        let engine = try await sharedRecognizer.engines.checkout(options.engineConfiguration)
         defer { sharedRecognizer.engines.checkin(engine) }
         let image = try sharedRecognizer.decoder.decode(try photo.data()).pages[0]
         var timings = RecognitionTimings()
@@ -44,7 +45,7 @@ import TextRecognition
         for photo in photos {
             shown[photo.condition, default: 0] += photo.values.filter { !$0.isEmpty }.count
             for mode in Self.modes {
-                read[mode.name, default: [:]][photo.condition, default: 0] += try Self.valuesRead(photo, mode: mode)
+                read[mode.name, default: [:]][photo.condition, default: 0] += try await Self.valuesRead(photo, mode: mode)
             }
             for psm in ["3", "11"] {
                 let text = try await TesseractCLI.text(photo.url, psm: psm)

@@ -6,7 +6,7 @@ import TextRecognition
 /// A display photographed by an iPhone arrives as HEIC, which Leptonica cannot read: the decoder reads it through
 /// libheif, and the defaults read the same values as from the PNG.
 @Suite(.serialized) struct DisplayPhotoHEICTests {
-    @Test func theValuesOfAHEICPhotoOfADisplayAreRead() throws {
+    @Test func theValuesOfAHEICPhotoOfADisplayAreRead() async throws {
         let photo = try DisplayPhotoFixture.photo("clean-1.png")
         let png = try sharedRecognizer.decoder.decode(try photo.data()).pages[0]
         let heic = try png.encoded(as: .heic)
@@ -16,7 +16,9 @@ import TextRecognition
         #expect(decoded.pages[0].width == png.width && decoded.pages[0].height == png.height)
 
         let options = RecognitionOptions()
-        let engine = try sharedRecognizer.engines.checkoutBlocking(options.engineConfiguration)
+        // `checkout`, not `checkoutBlocking`: a test runs on the cooperative pool, whose threads a blocking wait for
+        // an engine would hold while the engine's checkin needs one of them (parallel test runs deadlocked).
+        let engine = try await sharedRecognizer.engines.checkout(options.engineConfiguration)
         defer { sharedRecognizer.engines.checkin(engine) }
         var timings = RecognitionTimings()
         let reading = try TextRecognizer.bestReading(decoded.pages[0], options: options, engine: engine, timings: &timings)
