@@ -769,7 +769,7 @@ extension ClassificationV1 {
     }
 
     /// Export: the model's container file (documented in the README: magic, version, JSON header with labels and
-    /// input size, tensors or TorchScript bytes, SHA-256), or with format ONNX its graph as an ONNX model (cnn
+    /// input size, tensors or TorchScript bytes, SHA-256), or with format ONNX its graph as an ONNX model (cnn and transfer
     /// classifiers, yolo detectors and imported ONNX models; others FAILED_PRECONDITION). TorchScript is no export format.
     public struct ExportModelRequest: Sendable, Equatable {
         public var name: String = ""

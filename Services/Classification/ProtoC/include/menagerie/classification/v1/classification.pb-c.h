@@ -739,7 +739,7 @@ struct  Menagerie__Classification__V1__SetActiveModelResponse
 
 /*
  * Export: the model's container file (documented in the README: magic, version, JSON header with labels and
- * input size, tensors or TorchScript bytes, SHA-256), or with format ONNX its graph as an ONNX model (cnn
+ * input size, tensors or TorchScript bytes, SHA-256), or with format ONNX its graph as an ONNX model (cnn and transfer
  * classifiers, yolo detectors and imported ONNX models; others FAILED_PRECONDITION). TorchScript is no export format.
  */
 struct  Menagerie__Classification__V1__ExportModelRequest
