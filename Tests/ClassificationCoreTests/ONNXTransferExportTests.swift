@@ -113,6 +113,25 @@ import Torch
         #expect(tuned?.contains("tensors besides its linear head (_blocks.15._project_conv.weight)") == true, "\(tuned ?? "exported")")
     }
 
+    /// A transfer model on another feature print than EfficientNet-Lite0 (here a small compiled module) is refused
+    /// naming the network the export writes, not written wrong.
+    @Test func aFeaturePrintOtherThanLite0IsRefused() throws {
+        let folder = FeaturePrintTests.scratch()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        _ = try FeaturePrintTests.install(in: folder)
+        var options = ScriptBaseTests.noHoldOut
+        options.algorithm = .transfer
+        options.augmentation = Augmentation.none
+        let file = try ClassifierTrainer.train(try ScriptBaseTests.temperatures(), options: options,
+                                               featurePrint: try FeaturePrint.load(directory: folder.path))
+        #expect {
+            try ONNXExport.export(file, name: "tiny")
+        } throws: { error in
+            let error = error as? ClassificationError
+            return error?.category == .failedPrecondition && error?.message.contains("is not EfficientNet-Lite0 (its module has no _conv_stem)") == true
+        }
+    }
+
     /// TensorFlow's "same" padding as efficientnet-lite-pytorch's Conv2dStaticSamePadding computes it: the smaller
     /// half before (a stride-2 3×3 on 224 pads only after), the output ⌈size / stride⌉.
     @Test func samePaddingSplitsAsTheTracedModuleDoes() {

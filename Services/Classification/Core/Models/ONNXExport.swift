@@ -342,7 +342,9 @@ extension ONNXExport {
     static func liteTensors(_ module: ScriptModule) throws -> [NamedArray] {
         let all = try module.namedTensors()
         guard let stem = all.first(where: { $0.name == "_conv_stem.weight" || $0.name.hasSuffix("._conv_stem.weight") }) else {
-            throw ClassificationError.invalid("the feature print module is not EfficientNet-Lite0 (it has no _conv_stem)")
+            throw ClassificationError(
+                .failedPrecondition,
+                "the transfer model's feature print is not EfficientNet-Lite0 (its module has no _conv_stem), the one network ONNX export writes")
         }
         let prefix = String(stem.name.dropLast("_conv_stem.weight".count))
         return try all.compactMap { entry in
@@ -413,8 +415,9 @@ extension ONNXExport.Graph {
             return parts.count > 2 && parts[0] == "_blocks" ? Int(parts[1]) : nil
         })
         guard blocks == Set(ONNXExport.liteBlockStrides.indices) else {
-            throw ClassificationError.invalid(
-                "the feature print module is not EfficientNet-Lite0: it has \(blocks.count) blocks, Lite0 \(ONNXExport.liteBlockStrides.count)")
+            throw ClassificationError(
+                .failedPrecondition,
+                "the transfer model's feature print is not EfficientNet-Lite0: its module has \(blocks.count) blocks, Lite0 \(ONNXExport.liteBlockStrides.count)")
         }
         for (index, stride) in ONNXExport.liteBlockStrides.enumerated() {
             let block = "_blocks.\(index)"
