@@ -35,8 +35,8 @@ struct DatasetCreate: AsyncParsableCommand {
             """)
 
     @Argument(help: "The dataset's name.") var name: String
-    @Option(name: .customLong("from"), help: "A folder of label folders of images (a classification dataset; default: none, give this or --annotations).", completion: .directory) var directory: String?
-    @Option(help: "Create ML's annotations.json (a detection dataset; default: none, give this or --from).", completion: .file(extensions: ["json"])) var annotations: String?
+    @Option(name: .customLong("from"), help: "A folder of label folders of images (a classification dataset), or YOLO's images/ and labels/ (a detection dataset) (default: none, give this or --annotations).", completion: .directory) var directory: String?
+    @Option(help: "Create ML's annotations.json or COCO's JSON (a detection dataset; default: none, give this or --from).", completion: .file(extensions: ["json"])) var annotations: String?
     @Option(help: "Where the annotated images are (default: the annotations file's folder).", completion: .directory) var images: String?
     @Option(help: "How a detection dataset is annotated: createml, yolo or coco (default: read from the files given, else createml).")
     var format: DatasetAnnotationFormat?
