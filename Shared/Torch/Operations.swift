@@ -169,6 +169,26 @@ public final class ScriptModule: @unchecked Sendable {
         try produce { torch_script_run(handle, method, input.handle, $0) }
     }
 
+    /// The module's parameters and buffers by dotted name (`net._blocks.0._bn1.running_mean`), parameters first, as
+    /// Python's `named_parameters()` and `named_buffers()` list them: what a writer of the module's graph in another
+    /// format (ONNX) reads its weights from.
+    public func namedTensors() throws -> [(name: String, tensor: Tensor)] {
+        var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        var tensors: UnsafeMutablePointer<torch_tensor?>?
+        var count: Int32 = 0
+        try check(torch_script_named_tensors(handle, &names, &tensors, &count))
+        defer { free(names); free(tensors) }
+        // Every entry is taken over (its name freed, its tensor owned) before any is checked, so none leaks.
+        let entries = (0..<Int(count)).map { index in
+            (names?[index].map { pointer in defer { free(pointer) }; return String(cString: pointer) },
+             tensors?[index].map { Tensor(owning: $0) })
+        }
+        return try entries.map { name, tensor in
+            guard let name, let tensor else { throw TorchError("the shim returned an incomplete tensor list") }
+            return (name, tensor)
+        }
+    }
+
     public func hasMethod(_ name: String) throws -> Bool {
         var found: Int32 = 0
         try check(torch_script_has_method(handle, name, &found))

@@ -283,6 +283,22 @@ int torch_script_has_method(torch_script module, const char *name, int *out) {
     GUARD(*out = name != nullptr && module->module.find_method(name).has_value() ? 1 : 0)
 }
 
+int torch_script_named_tensors(torch_script module, char ***names, torch_tensor **tensors, int *count) {
+    GUARD(*names = nullptr; *tensors = nullptr; *count = 0;
+          std::vector<std::pair<std::string, at::Tensor>> found;
+          for (const auto &item : module->module.named_parameters(true)) found.emplace_back(item.name, item.value.detach());
+          for (const auto &item : module->module.named_buffers(true)) found.emplace_back(item.name, item.value.detach());
+          if (found.empty()) return 0;
+          auto *name_array = static_cast<char **>(std::calloc(found.size(), sizeof(char *)));
+          auto *tensor_array = static_cast<torch_tensor *>(std::calloc(found.size(), sizeof(torch_tensor)));
+          if (name_array == nullptr || tensor_array == nullptr) { std::free(name_array); std::free(tensor_array); throw std::bad_alloc(); }
+          for (size_t i = 0; i < found.size(); i++) {
+              name_array[i] = strdup(found[i].first.c_str());
+              tensor_array[i] = wrap(found[i].second.contiguous());
+          }
+          *names = name_array; *tensors = tensor_array; *count = static_cast<int>(found.size()))
+}
+
 void torch_script_free(torch_script module) { delete module; }
 
 int torch_script_compile(const char *source, uint8_t **bytes, size_t *length) {

@@ -54,13 +54,13 @@ import Testing
     }
 
     @Test func modelsWithoutAnONNXGraphAreRefusedNamingWhatIsSupported() throws {
-        for (kind, algorithm) in [(ModelHeader.Kind.classifier, "features"), (.classifier, "transfer"), (.classifier, "torchscript")] {
+        for (kind, algorithm) in [(ModelHeader.Kind.classifier, "features"), (.classifier, "torchscript")] {
             let file = ModelFile(header: ModelHeader(kind: kind, algorithm: algorithm, labels: ["a"], inputWidth: 8, inputHeight: 8), tensors: [])
             #expect {
                 try ONNXExport.export(file, name: "m")
             } throws: { error in
                 let error = error as? ClassificationError
-                return error?.category == .failedPrecondition && error?.message.contains("supports cnn classifiers, yolo detectors and imported ONNX models") == true
+                return error?.category == .failedPrecondition && error?.message.contains("supports cnn classifiers, yolo detectors, transfer classifiers and imported ONNX models") == true
                     && error?.message.contains("is a \(algorithm) \(kind.rawValue)") == true
             }
         }

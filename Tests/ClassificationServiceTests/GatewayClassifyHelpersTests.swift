@@ -67,3 +67,26 @@ import Testing
         #expect(png.count < 60_000, "deflated: \(png.count) bytes")
     }
 }
+
+/// `dataset create --from DIR` takes a folder with `images/` and `labels/` as YOLO's and sends the files YOLO's
+/// layout names — images under images/, label files under labels/, the YAML at the top, classes.txt — by their paths
+/// below DIR; other files stay behind (named on standard error).
+@Suite struct DatasetCreateYOLOFilesTests {
+    @Test func aYOLOFolderIsRecognisedAndItsFilesChosen() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("yolo-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let files = ["images/train/a.jpg", "images/val/b.PNG", "labels/train/a.txt", "labels/val/b.txt", "labels/classes.txt",
+                     "data.yaml", "README.md", "images/notes.txt", "nested/extra.yaml", ".cache/x.jpg", "labels/train.cache"]
+        for path in files {
+            let url = root.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data("x".utf8).write(to: url)
+        }
+        #expect(DatasetCreate.looksLikeYOLO(root))
+        #expect(try DatasetCreate.yoloFiles(root).map(\.path)
+                == ["data.yaml", "images/train/a.jpg", "images/val/b.PNG", "labels/classes.txt", "labels/train/a.txt", "labels/val/b.txt"])
+        // Label folders named otherwise are a classifier's dataset.
+        try FileManager.default.moveItem(at: root.appendingPathComponent("labels"), to: root.appendingPathComponent("boxes"))
+        #expect(!DatasetCreate.looksLikeYOLO(root))
+    }
+}

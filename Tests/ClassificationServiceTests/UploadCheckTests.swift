@@ -93,3 +93,56 @@ import Torch
         #expect(code == .invalidArgument && message.contains("truncated"), "\(message)")
     }
 }
+
+/// The upload header's annotation format: checked with the kind before any file is read, and a YOLO upload's text
+/// files kept for its parser rather than decoded as images.
+@Suite struct UploadAnnotationFormatTests {
+    static func header(_ kind: ClassificationV1.DatasetKind, _ format: ClassificationV1.AnnotationFormat,
+                       annotations: String = "", skipBad: Bool = false) -> ClassificationV1.UploadDatasetRequest {
+        var header = ClassificationV1.DatasetUploadHeader()
+        header.name = "scenes"
+        header.kind = kind
+        header.annotationFormat = format
+        header.annotations = Array(annotations.utf8)
+        header.skipBad = skipBad
+        return ClassificationV1.UploadDatasetRequest(header: header, chunk: nil)
+    }
+
+    @Test func theFormatMustFitTheKindAndWhatWasSent() async throws {
+        let service = try ClassificationServiceTests()
+        let refusals: [(ClassificationV1.UploadDatasetRequest, String)] = [
+            (Self.header(.classification, .yolo), "header.annotation_format: a classification dataset is Create ML's folder layout"),
+            (Self.header(.detection, .yolo, annotations: "[]"), "header.annotations: YOLO's labels and class names are files of the upload"),
+            (Self.header(.detection, .coco), "header.annotations: a detection dataset in COCO's format needs its JSON"),
+            (Self.header(.detection, .createml), "header.annotations: a detection dataset in Create ML's format needs its JSON"),
+            (Self.header(.detection, .unrecognized(9), annotations: "[]"), "header.annotation_format: 9 is no format this server knows"),
+        ]
+        for (header, expected) in refusals {
+            let (code, message) = await ClassificationServiceTests.failure {
+                _ = try await service.client.uploadDataset { writer in try await writer.send(header) }
+            }
+            #expect(code == .invalidArgument && message.contains(expected), "\(message)")
+        }
+    }
+
+    /// YOLO's files through the RPC, the format unspecified (no JSON: YOLO's): a bad image under skip_bad is left out
+    /// with its label file, a stray file is named, and the rest makes the dataset.
+    @Test func aYOLOUploadKeepsItsTextFilesAndSkipsABadImageWithItsLabels() async throws {
+        let service = try ClassificationServiceTests()
+        @Sendable func file(_ path: String, _ bytes: [UInt8]) -> ClassificationV1.UploadDatasetRequest { UploadCheckTests.file(path, bytes) }
+        let summary = try await service.client.uploadDataset { writer in
+            try await writer.send(Self.header(.detection, .unspecified, skipBad: true))
+            try await writer.send(file("data.yaml", Array("names:\n  0: dot\n".utf8)))
+            for name in ["a", "b"] {
+                try await writer.send(file("images/\(name).jpg", try ClassificationServiceTests.photo((200, 0, 0), side: 32)))
+                try await writer.send(file("labels/\(name).txt", Array("0 0.5 0.5 0.25 0.25\n".utf8)))
+            }
+            try await writer.send(file("images/cut.jpg", try UploadCheckTests.truncatedJPEG()))
+            try await writer.send(file("labels/cut.txt", Array("0 0.5 0.5 0.25 0.25\n".utf8)))
+            try await writer.send(file("notes.md", Array("scenes from the zoo".utf8)))
+        }
+        #expect(summary.kind == .detection && summary.images == 2, "\(summary)")
+        #expect(summary.labels.map { "\($0.label) \($0.images) \($0.objects)" } == ["dot 2 2"], "\(summary.labels)")
+        #expect(summary.skipped.map(\.path) == ["images/cut.jpg", "notes.md"], "\(summary.skipped)")
+    }
+}

@@ -69,6 +69,27 @@ import Testing
             // 20 held-out photos, half of them faces: the majority answer scores 0.5.
             #expect(transfer >= 0.85 && transfer > cnn, "transfer \(transfer), cnn \(cnn)")
 
+            // Exported as ONNX (EfficientNet-Lite0 and the head in one graph) and imported back with no flags: its
+            // metadata_props give kind, labels, input size and normalisation; OpenCV then answers as the service does.
+            let onnx = scratch.appendingPathComponent("faces-transfer.onnx")
+            let exported = try await stack.gateway(["classify", "model", "export", "faces-transfer", "--format", "onnx", "-o", onnx.path])
+            try #require(exported.status == 0, "\(exported.output)")
+            let imported = try await stack.gateway(["classify", "model", "import", onnx.path, "--name", "faces-onnx", "--format", "onnx", "--json"])
+            try #require(imported.status == 0, "\(imported.output)")
+            #expect((try jsonObject(imported)["model"] as? [String: Any])?["inputWidth"] as? Int == 224, "\(imported.output)")
+            let photos = try FileManager.default.contentsOfDirectory(atPath: test.appendingPathComponent("face").path).sorted().prefix(3)
+                .map { test.appendingPathComponent("face/\($0)").path }
+            for photo in photos {
+                let ours = try jsonObject(try await stack.gateway(["classify", "image", photo, "--model", "faces-transfer", "--json"]))
+                let theirs = try jsonObject(try await stack.gateway(["classify", "image", photo, "--model", "faces-onnx", "--json"]))
+                let a = try #require(ours["labels"] as? [[String: Any]]), b = try #require(theirs["labels"] as? [[String: Any]])
+                #expect(a.first?["label"] as? String == b.first?["label"] as? String, "\(ours) vs \(theirs)")
+                for (x, y) in zip(a, b) {
+                    #expect(x["label"] as? String == y["label"] as? String
+                            && abs((x["confidence"] as? Double ?? -1) - (y["confidence"] as? Double ?? 1)) < 1e-4, "\(ours) vs \(theirs)")
+                }
+            }
+
             // transfer with a base model is refused before any work.
             let based = try await stack.gateway(["classify", "train", "--dataset", "faces", "--algorithm", "transfer", "--base", "faces-cnn"])
             #expect(based.status == 3 && based.output.contains("built-in feature print"), "\(based.output)")

@@ -104,8 +104,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                     files: upload.files.map { ($0.key, $0.value) }, pixelLimit: pixelLimit, measured: upload.sizes)
             default:
                 dataset = try DatasetBuilder.detection(
-                    annotations: upload.header.annotations, images: upload.files, pixelLimit: pixelLimit,
-                    skipped: Set(upload.skipped.map(\.path)))
+                    format: upload.format, annotations: upload.header.annotations, files: upload.files,
+                    pixelLimit: pixelLimit, skipped: Set(upload.skipped.map(\.path)), measured: upload.sizes)
             }
             try store.saveDataset(dataset, name: upload.header.name, owner: owner ?? ClassificationStore.formerOwner)
             var summary = try Self.summary(store, upload.header.name, owner: owner)

@@ -15,6 +15,8 @@ import Zip
 /// left out and named in the summary. The sizes measured then are kept, so the dataset is not decoded twice.
 struct Upload: Sendable {
     var header: ClassificationV1.DatasetUploadHeader
+    /// How a detection dataset's boxes are written (the header's, or read from what it sent).
+    var format: AnnotationFormat
     var files: [String: [UInt8]]
     /// Upright width and height of each image checked as it arrived.
     var sizes: [String: (width: Int, height: Int)] = [:]
@@ -29,6 +31,7 @@ struct Upload: Sendable {
         var sizes: [String: (width: Int, height: Int)] = [:]
         var skipped: [ClassificationV1.SkippedFile] = []
         var header: ClassificationV1.DatasetUploadHeader?
+        var format = AnnotationFormat.createML
         var files: [String: [UInt8]] = [:]
         var finished: Set<String> = []
         var open: String?
@@ -39,14 +42,7 @@ struct Upload: Sendable {
             if let h = message.header {
                 guard index == 0 else { throw RPCError(.invalidArgument, "message \(index): the header comes first and only once") }
                 _ = try RequestValidation.name(h.name, field: "header.name")
-                switch h.kind {
-                case .classification: break
-                case .detection:
-                    guard !h.annotations.isEmpty else {
-                        throw RPCError(.invalidArgument, "header.annotations: a detection dataset needs its annotations.json")
-                    }
-                default: throw RPCError(.invalidArgument, "header.kind: give CLASSIFICATION or DETECTION")
-                }
+                format = try annotationFormat(h)
                 guard h.totalBytes <= Int64(limits.maxUploadBytes) else {
                     throw RPCError(.resourceExhausted, "the upload's \(h.totalBytes) bytes exceed the limit of \(limits.maxUploadBytes)")
                 }
@@ -86,11 +82,16 @@ struct Upload: Sendable {
                 finished.insert(path)
                 open = nil
                 guard let header else { continue }
-                if header.kind == .classification && !DatasetBuilder.isImageName(path) {
+                let yolo = header.kind == .detection && format == .yolo
+                // YOLO's label files and class names are text, kept for the parser.
+                if yolo && !DatasetBuilder.isImageName(path) && AnnotationFormat.isYOLOTextFile(path) { continue }
+                if (header.kind == .classification || yolo) && !DatasetBuilder.isImageName(path) {
                     // Hidden files (.DS_Store) go without a word; anything else is named.
                     if !(path.split(separator: "/").last ?? "").hasPrefix(".") {
                         skipped.append(ClassificationV1.SkippedFile(
-                            path: path, reason: "not an image by its name (\(DatasetBuilder.imageExtensionsText) expected)"))
+                            path: path,
+                            reason: "not an image by its name (\(DatasetBuilder.imageExtensionsText) expected)"
+                                + (yolo ? " nor a label file under labels/, a *.yaml or classes.txt" : "")))
                     }
                     files[path] = nil
                     continue
@@ -108,7 +109,47 @@ struct Upload: Sendable {
         }
         guard let header else { throw RPCError(.invalidArgument, "the upload was empty: no header") }
         if let open { throw RPCError(.invalidArgument, "\(open): the stream ended before its last chunk") }
-        return Upload(header: header, files: files, sizes: sizes, skipped: skipped)
+        return Upload(header: header, format: format, files: files, sizes: sizes, skipped: skipped)
+    }
+
+    /// The header's kind and annotation format, checked together: a classification dataset is Create ML's folder
+    /// layout; a detection dataset's format is the header's or, when unspecified, read from its JSON (none: YOLO).
+    static func annotationFormat(_ header: ClassificationV1.DatasetUploadHeader) throws -> AnnotationFormat {
+        switch header.kind {
+        case .classification:
+            guard header.annotationFormat == .unspecified || header.annotationFormat == .createml else {
+                throw RPCError(
+                    .invalidArgument,
+                    "header.annotation_format: a classification dataset is Create ML's folder layout; YOLO and COCO annotate detection datasets")
+            }
+            return .createML
+        case .detection:
+            let format: AnnotationFormat
+            switch header.annotationFormat {
+            case .unspecified: format = AnnotationFormat.detect(annotations: header.annotations)
+            case .createml: format = .createML
+            case .yolo: format = .yolo
+            case .coco: format = .coco
+            case .unrecognized(let value):
+                throw RPCError(.invalidArgument, "header.annotation_format: \(value) is no format this server knows (CREATEML, YOLO, COCO)")
+            }
+            switch format {
+            case .createML, .coco:
+                guard !header.annotations.isEmpty else {
+                    throw RPCError(
+                        .invalidArgument,
+                        "header.annotations: a detection dataset in \(format == .coco ? "COCO's" : "Create ML's") format needs its JSON")
+                }
+            case .yolo:
+                guard header.annotations.isEmpty else {
+                    throw RPCError(
+                        .invalidArgument,
+                        "header.annotations: YOLO's labels and class names are files of the upload (labels/*.txt, data.yaml or classes.txt); send no JSON")
+                }
+            }
+            return format
+        default: throw RPCError(.invalidArgument, "header.kind: give CLASSIFICATION or DETECTION")
+        }
     }
 
     /// Images uploaded that the dataset stores once: files with the same bytes as another.

@@ -108,6 +108,10 @@ int torch_script_load(const uint8_t *bytes, size_t length, torch_script *out);
 int torch_script_run(torch_script module, const char *name, torch_tensor input, torch_tensor *out);
 /// Sets *out to 1 when the module has a method `name` (e.g. an exported `features`), else 0.
 int torch_script_has_method(torch_script module, const char *name, int *out);
+/// The module's parameters, then its buffers, recursively by dotted name (`net._bn0.running_mean`), as Python's
+/// named_parameters() and named_buffers() list them: *count entries; each names[i] malloc'd and each tensors[i] a
+/// new handle, and both arrays malloc'd — all the caller's to free (free, torch_tensor_free, free).
+int torch_script_named_tensors(torch_script module, char ***names, torch_tensor **tensors, int *count);
 void torch_script_free(torch_script module);
 /// Compiles TorchScript source (the methods of one module, e.g. `def forward(self, x): ...`) into a saved module
 /// archive in a buffer allocated with malloc (the caller frees it): tests build their modules without Python.

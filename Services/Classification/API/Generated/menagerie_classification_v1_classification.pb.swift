@@ -20,7 +20,7 @@ extension ClassificationV1 {
         case unspecified
         /// Images grouped by label: Create ML's folder layout root/<label>/*.jpg|png.
         case classification
-        /// Images plus Create ML's annotations.json (box centre x/y, width, height in pixels, origin top-left).
+        /// Images plus their boxes, in one of the AnnotationFormats.
         case detection
         /// A value this version of the schema does not know.
         case unrecognized(Int32)
@@ -41,6 +41,49 @@ extension ClassificationV1 {
             case .unspecified: 0
             case .classification: 1
             case .detection: 2
+            case .unrecognized(let value): value
+            }
+        }
+    }
+
+    /// How a detection dataset's boxes are written. Every format is converted on upload to the service's one convention
+    /// (pixels of the upright image, origin top-left; the classification README's "Boxes").
+    public enum AnnotationFormat: ProtoEnum, CaseIterable {
+        /// Read from what was sent: JSON in `annotations` that is an array is Create ML's, an object COCO's; no JSON means
+        /// YOLO's files. A classification dataset is always Create ML's folder layout.
+        case unspecified
+        /// Create ML's annotations.json: [{image, annotations: [{label, coordinates: {x, y, width, height}}]}], x and y the
+        /// box centre in pixels.
+        case createml
+        /// YOLO's (Ultralytics, Darknet) files, sent as files of the upload: images under an `images/` folder, for each
+        /// image `labels/<same path>.txt` with one `class cx cy w h` line per box (class a 0-based index, the rest
+        /// normalised to 0-1 of the image's width and height; no file means no objects), and the class names from one
+        /// `*.yaml` (`names:` as a list or {index: name}) or a `classes.txt` (one name a line). `annotations` stays empty.
+        case yolo
+        /// COCO's instances JSON in `annotations`: images [{id, file_name, width, height}], annotations [{image_id,
+        /// category_id, bbox: [x, y, width, height]}] with x and y the box's top-left corner in pixels, categories [{id, name}].
+        case coco
+        /// A value this version of the schema does not know.
+        case unrecognized(Int32)
+
+        public static let allCases: [AnnotationFormat] = [.unspecified, .createml, .yolo, .coco]
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .createml
+            case 2: self = .yolo
+            case 3: self = .coco
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .createml: 1
+            case .yolo: 2
+            case .coco: 3
             case .unrecognized(let value): value
             }
         }
@@ -180,7 +223,8 @@ extension ClassificationV1 {
     public struct DatasetUploadHeader: Sendable, Equatable {
         public var name: String = ""
         public var kind: ClassificationV1.DatasetKind = .unspecified
-        /// For a detection dataset: the annotations.json bytes (the images follow as files named as it names them).
+        /// For a detection dataset in Create ML's or COCO's format: the JSON's bytes (the images follow as files named as it
+        /// names them). Empty for YOLO, whose labels and class names are files of the upload.
         public var annotations: [UInt8] = []
         /// The number of files that follow and their total size, for the progress bar and an early size check.
         public var fileCount: Int64 = 0
@@ -188,6 +232,8 @@ extension ClassificationV1 {
         /// Leave out images that do not decode (truncated, damaged, not an image) and name them in the summary's
         /// `skipped`, instead of refusing the upload at the first one. Field 10: clear of fields other work adds.
         public var skipBad: Bool = false
+        /// The format of a detection dataset's annotations (UNSPECIFIED: read from what was sent).
+        public var annotationFormat: ClassificationV1.AnnotationFormat = .unspecified
 
         /// A message with every field at its default.
         public init() {}
@@ -199,7 +245,8 @@ extension ClassificationV1 {
             annotations: [UInt8] = [],
             fileCount: Int64 = 0,
             totalBytes: Int64 = 0,
-            skipBad: Bool = false
+            skipBad: Bool = false,
+            annotationFormat: ClassificationV1.AnnotationFormat = .unspecified
         ) {
             self.name = name
             self.kind = kind
@@ -207,13 +254,15 @@ extension ClassificationV1 {
             self.fileCount = fileCount
             self.totalBytes = totalBytes
             self.skipBad = skipBad
+            self.annotationFormat = annotationFormat
         }
     }
 
     /// A piece of one uploaded file. A file larger than a message arrives as consecutive chunks with the same path;
     /// `last` marks its final chunk.
     public struct FileChunk: Sendable, Equatable {
-        /// Relative path: "<label>/<file>" for classification, the annotation's image name for detection.
+        /// Relative path: "<label>/<file>" for classification, the annotation's image name for Create ML's and COCO's
+        /// detection JSON, the path under the dataset's folder for YOLO (images/…, labels/….txt, data.yaml).
         public var path: String = ""
         public var data: [UInt8] = []
         public var last: Bool = false
@@ -720,7 +769,7 @@ extension ClassificationV1 {
     }
 
     /// Export: the model's container file (documented in the README: magic, version, JSON header with labels and
-    /// input size, tensors or TorchScript bytes, SHA-256), or with format ONNX its graph as an ONNX model (cnn
+    /// input size, tensors or TorchScript bytes, SHA-256), or with format ONNX its graph as an ONNX model (cnn and transfer
     /// classifiers, yolo detectors and imported ONNX models; others FAILED_PRECONDITION). TorchScript is no export format.
     public struct ExportModelRequest: Sendable, Equatable {
         public var name: String = ""
@@ -1471,6 +1520,7 @@ extension ClassificationV1.DatasetUploadHeader: ProtoMessage, ProtobufCBridged {
         fileCount = reader.value(4)
         totalBytes = reader.value(5)
         skipBad = reader.value(10)
+        annotationFormat = reader.value(11)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1480,6 +1530,7 @@ extension ClassificationV1.DatasetUploadHeader: ProtoMessage, ProtobufCBridged {
         writer.set(4, fileCount)
         writer.set(5, totalBytes)
         writer.set(10, skipBad)
+        writer.set(11, annotationFormat)
     }
 }
 
@@ -2754,6 +2805,15 @@ extension ClassificationV1.DatasetKind: ProtoJSONEnum {
     ]
 }
 
+extension ClassificationV1.AnnotationFormat: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("ANNOTATION_FORMAT_UNSPECIFIED", 0),
+        ("ANNOTATION_FORMAT_CREATEML", 1),
+        ("ANNOTATION_FORMAT_YOLO", 2),
+        ("ANNOTATION_FORMAT_COCO", 3),
+    ]
+}
+
 extension ClassificationV1.ModelKind: ProtoJSONEnum {
     public static let protoJSONValues: [(name: String, number: Int32)] = [
         ("MODEL_KIND_UNSPECIFIED", 0),
@@ -2796,6 +2856,7 @@ extension ClassificationV1.DatasetUploadHeader: ProtoJSONMessage {
         ProtoJSONField(number: 4, protoName: "file_count", jsonName: "fileCount", kind: .int64, cardinality: .singular),
         ProtoJSONField(number: 5, protoName: "total_bytes", jsonName: "totalBytes", kind: .int64, cardinality: .singular),
         ProtoJSONField(number: 10, protoName: "skip_bad", jsonName: "skipBad", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 11, protoName: "annotation_format", jsonName: "annotationFormat", kind: .`enum`, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2806,6 +2867,7 @@ extension ClassificationV1.DatasetUploadHeader: ProtoJSONMessage {
         json.value(3, self.fileCount)
         json.value(4, self.totalBytes)
         json.value(5, self.skipBad)
+        json.value(6, self.annotationFormat)
         return json.result
     }
 
@@ -2818,6 +2880,7 @@ extension ClassificationV1.DatasetUploadHeader: ProtoJSONMessage {
         try json.value(3, into: &self.fileCount)
         try json.value(4, into: &self.totalBytes)
         try json.value(5, into: &self.skipBad)
+        try json.value(6, into: &self.annotationFormat)
     }
 }
 

@@ -163,84 +163,53 @@ public enum DatasetBuilder {
     }
 
     /// A detector's dataset from Create ML's `annotations.json` and the images it names (by file name).
-    /// Boxes are centre x/y, width, height in pixels, origin top-left; each must lie inside its image (half a pixel
-    /// of rounding allowed).
-    /// Entries whose image is in `skipped` (left out of the upload as bad under `skip_bad`) are dropped with it.
     public static func detection(annotations json: [UInt8], images files: [String: [UInt8]],
                                  pixelLimit: Int = RGBImage.defaultPixelLimit, skipped: Set<String> = []) throws -> Dataset {
-        let root: Any
-        do {
-            root = try JSONSerialization.jsonObject(with: Data(json))
-        } catch {
-            throw ClassificationError.invalid("annotations.json: malformed JSON (\(error.localizedDescription))")
-        }
-        guard let entries = root as? [Any] else {
-            throw ClassificationError.invalid("annotations.json: the top level must be an array of {image, annotations}")
+        try detection(format: .createML, annotations: json, files: files, pixelLimit: pixelLimit, skipped: skipped)
+    }
+
+    /// A detector's dataset from annotations in `format` and the uploaded files (the images, and for YOLO its label
+    /// files and class names). Each format's boxes are converted to the one convention — pixels of the upright
+    /// image, origin top-left — and each must lie inside its image (half a pixel of rounding allowed, then clipped).
+    /// Images in `skipped` (left out of the upload as bad under `skip_bad`) are dropped with their boxes; `measured`
+    /// holds the sizes of images already decoded as they arrived, which are not decoded again.
+    public static func detection(format: AnnotationFormat, annotations json: [UInt8], files: [String: [UInt8]],
+                                 pixelLimit: Int = RGBImage.defaultPixelLimit, skipped: Set<String> = [],
+                                 measured: [String: (width: Int, height: Int)] = [:]) throws -> Dataset {
+        let annotated: [AnnotatedImage]
+        switch format {
+        case .createML: annotated = try CreateMLAnnotations.parse(json, files: files, skipped: skipped)
+        case .coco: annotated = try COCOAnnotations.parse(json, files: files, skipped: skipped)
+        case .yolo:
+            guard json.isEmpty else {
+                throw ClassificationError.invalid("annotations: YOLO's labels and class names are files of the upload; send no JSON")
+            }
+            annotated = try YOLOAnnotations.parse(files: files, skipped: skipped)
         }
         struct Pending { var name: String; var hash: String; var width: Int; var height: Int; var objects: [(String, Box)] }
         var pending: [Pending] = []
         var images: [String: [UInt8]] = [:]
-        var seenNames: Set<String> = []
-        for (index, entry) in entries.enumerated() {
-            guard let object = entry as? [String: Any] else {
-                throw ClassificationError.invalid("annotations.json[\(index)]: not an object")
+        for entry in annotated {
+            let bytes = files[entry.file]!
+            let size: (width: Int, height: Int)
+            if let known = measured[entry.file] {
+                size = known
+            } else {
+                let image = try RGBImage.decode(bytes, name: entry.name, pixelLimit: pixelLimit)
+                size = (image.width, image.height)
             }
-            guard let name = object["image"] as? String, !name.isEmpty else {
-                throw ClassificationError.invalid("annotations.json[\(index)].image: missing or not a string")
+            if let declared = entry.declaredSize, (declared.width, declared.height) != size, (declared.height, declared.width) != size {
+                throw ClassificationError.invalid(
+                    "\(declared.field): declares \(declared.width)×\(declared.height) but the image is \(size.width)×\(size.height)")
             }
-            guard seenNames.insert(name).inserted else {
-                throw ClassificationError.invalid("\(name): annotated twice in annotations.json")
-            }
-            guard let annotations = object["annotations"] as? [Any] else {
-                throw ClassificationError.invalid("\(name).annotations: missing or not an array")
-            }
-            let key = files[name] != nil ? name : (name as NSString).lastPathComponent
-            if skipped.contains(name) || skipped.contains(key) { continue }
-            guard let bytes = files[key] else {
-                throw ClassificationError.invalid("\(name): named in annotations.json but not uploaded")
-            }
-            let hash = SHA256.hex(bytes)
-            let image = try RGBImage.decode(bytes, name: name, pixelLimit: pixelLimit)
-            var objects: [(String, Box)] = []
-            for (a, annotation) in annotations.enumerated() {
-                let field = "\(name).annotations[\(a)]"
-                guard let annotation = annotation as? [String: Any] else {
-                    throw ClassificationError.invalid("\(field): not an object")
-                }
-                guard let label = annotation["label"] as? String, !label.isEmpty else {
-                    throw ClassificationError.invalid("\(field).label: missing or not a string")
-                }
-                guard let coordinates = annotation["coordinates"] as? [String: Any] else {
-                    throw ClassificationError.invalid("\(field).coordinates: missing or not an object")
-                }
-                var values: [String: Double] = [:]
-                for key in ["x", "y", "width", "height"] {
-                    guard let number = coordinates[key] as? NSNumber,
-                          number.doubleValue.isFinite else {
-                        throw ClassificationError.invalid("\(field).coordinates.\(key): missing or not a number")
-                    }
-                    values[key] = number.doubleValue
-                }
-                guard values["width"]! > 0, values["height"]! > 0 else {
-                    throw ClassificationError.invalid("\(field).coordinates: width and height must be positive")
-                }
-                let box = Box(centerX: values["x"]!, centerY: values["y"]!, width: values["width"]!, height: values["height"]!)
-                let slack = 0.5
-                guard box.minX >= -slack, box.minY >= -slack, box.maxX <= Double(image.width) + slack,
-                      box.maxY <= Double(image.height) + slack else {
-                    throw ClassificationError.invalid(
-                        "\(field).coordinates: box \(box.minX)…\(box.maxX) × \(box.minY)…\(box.maxY) lies outside the \(image.width)×\(image.height) image")
-                }
-                let clipped = Box(x: max(0, box.minX), y: max(0, box.minY),
-                                  width: min(Double(image.width), box.maxX) - max(0, box.minX),
-                                  height: min(Double(image.height), box.maxY) - max(0, box.minY))
-                objects.append((label, clipped))
-            }
-            images[hash] = bytes
-            pending.append(Pending(name: name, hash: hash, width: image.width, height: image.height, objects: objects))
+            let objects = try entry.boxes.map { source in (source.label, try pixelBox(source, width: size.width, height: size.height)) }
+            images[SHA256.hex(bytes)] = bytes
+            pending.append(Pending(name: entry.name, hash: SHA256.hex(bytes), width: size.width, height: size.height, objects: objects))
         }
         let labels = Set(pending.flatMap { $0.objects.map(\.0) }).sorted()
-        guard !labels.isEmpty else { throw ClassificationError.invalid("annotations.json: no annotated objects") }
+        guard !labels.isEmpty else {
+            throw ClassificationError.invalid("\(format == .createML ? "annotations.json" : format == .coco ? COCOAnnotations.source : "YOLO labels"): no annotated objects")
+        }
         var perLabel: [String: Int] = [:]
         for p in pending { for label in Set(p.objects.map(\.0)) { perLabel[label, default: 0] += 1 } }
         for label in labels where perLabel[label]! < 2 {
@@ -252,6 +221,29 @@ public enum DatasetBuilder {
                            objects: p.objects.map { Dataset.Object(label: index[$0.0]!, box: $0.1) })
         }
         return Dataset(kind: .detection, labels: labels, samples: samples, images: images)
+    }
+
+    /// A format's box in the service's convention, checked against its image: positive size, inside the image
+    /// (half a pixel of rounding allowed past an edge, then clipped to it).
+    static func pixelBox(_ source: SourceBox, width: Int, height: Int) throws -> Box {
+        let box: Box
+        switch source.coordinates {
+        case .pixels(let pixels): box = pixels
+        case .normalised(let centerX, let centerY, let boxWidth, let boxHeight):
+            box = Box(centerX: centerX * Double(width), centerY: centerY * Double(height),
+                      width: boxWidth * Double(width), height: boxHeight * Double(height))
+        }
+        guard box.width > 0, box.height > 0 else {
+            throw ClassificationError.invalid("\(source.field): width and height must be positive")
+        }
+        let slack = 0.5
+        guard box.minX >= -slack, box.minY >= -slack, box.maxX <= Double(width) + slack, box.maxY <= Double(height) + slack else {
+            throw ClassificationError.invalid(
+                "\(source.field): box \(box.minX)…\(box.maxX) × \(box.minY)…\(box.maxY) lies outside the \(width)×\(height) image")
+        }
+        return Box(x: max(0, box.minX), y: max(0, box.minY),
+                   width: min(Double(width), box.maxX) - max(0, box.minX),
+                   height: min(Double(height), box.maxY) - max(0, box.minY))
     }
 
     /// Reads a detection dataset from disk: the annotations file and the images beside it (or in `imagesDirectory`).

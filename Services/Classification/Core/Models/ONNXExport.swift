@@ -1,13 +1,15 @@
 import Foundation
+import Torch
 
 /// A model as an ONNX file, to run where the service does not (a phone, onnxruntime). The graph is written from our
 /// own architecture, layer by layer as `ResidualNetwork.forward` computes it, with the trained tensors as float
 /// initializers; what the graph cannot say — labels, the input's preprocessing — goes in the model's metadata_props.
 ///
-/// Exported: `cnn` classifiers, `yolo` detectors, and imported ONNX models (their own graph, as imported). Refused
-/// with FAILED_PRECONDITION, naming these: `features` (the HOG extractor is not written as ONNX operators), and
-/// `transfer` and TorchScript imports (the feature print is a TorchScript module, EfficientNet-Lite0, whose graph
-/// is not written here).
+/// Exported: `cnn` classifiers, `yolo` detectors, `transfer` classifiers (EfficientNet-Lite0's graph written from
+/// the feature print module's own tensors, then the head), and imported ONNX models (their own graph, as imported).
+/// Refused with FAILED_PRECONDITION, naming these: `features` (the HOG extractor is not written as ONNX operators),
+/// TorchScript imports (an arbitrary module's graph is not known here) and transfer models whose network was
+/// fine-tuned (their changed layers are not the module's).
 public enum ONNXExport {
     /// The graph's input and output names.
     public static let inputName = "image"
@@ -24,10 +26,12 @@ public enum ONNXExport {
             return try residualClassifier(file, name: name)
         case (.detector, "yolo"):
             return try yoloDetector(file, name: name)
+        case (.classifier, "transfer"):
+            return try transferClassifier(file, name: name)
         default:
             throw ClassificationError(.failedPrecondition, """
                 model \(name) is a \(header.algorithm) \(header.kind.rawValue); ONNX export supports cnn classifiers, yolo \
-                detectors and imported ONNX models (features, transfer and torchscript models are not exported as ONNX)
+                detectors, transfer classifiers and imported ONNX models (features and torchscript models are not exported as ONNX)
                 """)
         }
     }
@@ -84,6 +88,7 @@ public enum ONNXExport {
         if let mean = header.mean, let std = header.std {
             entries.append(("input_mean", mean.map { String($0) }.joined(separator: ",")))
             entries.append(("input_std", std.map { String($0) }.joined(separator: ",")))
+            entries.append(("input_normalisation", "per channel (x - input_mean) / input_std on x = pixel / 255, after resizing"))
         }
         return entries
     }
@@ -103,6 +108,8 @@ public enum ONNXExport {
         var nodes: [ONNXWire.Message] = []
         var used: Set<String> = []
         var constants: [ONNXWire.Message] = []
+        /// Whether the constant 6 every ReLU6 shares is written yet.
+        var hasReLU6Bounds = false
 
         init(_ file: ModelFile, name: String) {
             self.name = name
@@ -140,10 +147,10 @@ public enum ONNXExport {
             ])
         }
 
-        mutating func batchNorm(_ layer: String, _ x: String) throws -> String {
+        mutating func batchNorm(_ layer: String, _ x: String, epsilon: Float = 1e-5) throws -> String {
             var inputs = [x]
             for part in ["weight", "bias", "running_mean", "running_var"] { inputs.append(try tensor("\(layer).\(part)")) }
-            return node("BatchNormalization", inputs, "\(layer).out", [("epsilon", .float(1e-5))])
+            return node("BatchNormalization", inputs, "\(layer).out", [("epsilon", .float(epsilon))])
         }
 
         mutating func relu(_ x: String) -> String { node("Relu", [x], "\(x).relu") }
@@ -171,7 +178,8 @@ public enum ONNXExport {
         }
 
         /// The model: every stored tensor an initializer (after checking the graph used them all), then the constants.
-        func model(_ file: ModelFile, channels: Int, output: [Int], outputDoc: String, doc: String) throws -> [UInt8] {
+        func model(_ file: ModelFile, channels: Int, output: [Int], outputDoc: String, doc: String,
+                   inputDoc: String = "RGB pixels / 255, resized as metadata_props input_resize says") throws -> [UInt8] {
             guard used.count == tensors.count else {
                 throw ClassificationError.invalid("model \(name) has tensors its network does not use: \(Set(tensors.keys).subtracting(used).sorted())")
             }
@@ -180,7 +188,7 @@ public enum ONNXExport {
                 name: name, doc: doc, nodes: nodes,
                 initializers: file.tensors.map { ONNXWire.tensor($0.name, shape: $0.shape, values: $0.values) } + constants,
                 inputs: [ONNXWire.valueInfo(inputName, shape: [1, channels, header.inputHeight, header.inputWidth],
-                                            doc: "RGB pixels / 255, resized as metadata_props input_resize says")],
+                                            doc: inputDoc)],
                 outputs: [ONNXWire.valueInfo(outputName(header.kind), shape: output, doc: outputDoc)],
                 metadata: try metadata(header, name: name))
         }
@@ -264,5 +272,171 @@ public enum ONNXExport {
         return try graph.model(file, channels: backbone.channels, output: [1, boxes, fields],
                                outputDoc: "YOLOv5 layout: per box centre x, y, width, height in input pixels, objectness, class probabilities in labels order",
                                doc: "Menagerie yolo detector \(name): labels and preprocessing in metadata_props; no NMS in the graph")
+    }
+}
+
+// MARK: - transfer classifiers: EfficientNet-Lite0 and the head
+
+extension ONNXExport {
+    /// EfficientNet-Lite0's blocks as `efficientnet-lite-pytorch` builds them (width and depth 1.0, stem and head not
+    /// scaled): the stride of each of the 16 MBConv blocks, the one thing about the network its tensors do not say
+    /// (kernels, expansion and channels are read from the tensors' shapes).
+    static let liteBlockStrides = [1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1]
+    /// The package's batch_norm_epsilon for the Lite models (TensorFlow's 1e-3; traced into the module's code, not its
+    /// tensors).
+    static let liteBatchNormEpsilon: Float = 1e-3
+
+    /// A `transfer` classifier as one graph: EfficientNet-Lite0 — Conv (TensorFlow's "same" padding, asymmetric
+    /// where the size is odd, as the package's Conv2dStaticSamePadding pads), BatchNormalization, ReLU6 as Relu(x) − Relu(x − 6),
+    /// depthwise Convs as `group` = channels, residual Adds — from the feature print module's own parameters and
+    /// buffers, its head's activations averaged (GlobalAveragePool), then the service's head: (f − mean) / deviation,
+    /// Gemm, Softmax. The input is the service's: resized as `scaling` says, x = pixel / 255, (x − 127/255) / (128/255).
+    static func transferClassifier(_ file: ModelFile, name: String) throws -> [UInt8] {
+        let header = file.header
+        if let fineTuned = header.fineTuned {
+            throw ClassificationError(.failedPrecondition, """
+                model \(name) is a transfer classifier whose network was fine-tuned (\(fineTuned)); ONNX export writes the \
+                pretrained EfficientNet-Lite0 with a trained head, not fine-tuned layers: export the container (--format menagerie)
+                """)
+        }
+        let headNames: Set = ["mean", "deviation", "weight", "bias"]
+        guard Set(file.tensors.map(\.name)) == headNames else {
+            throw ClassificationError(.failedPrecondition, """
+                model \(name) is a transfer classifier with tensors besides its linear head \
+                (\(file.tensors.map(\.name).filter { !headNames.contains($0) }.sorted().joined(separator: ", "))); ONNX export \
+                writes the pretrained EfficientNet-Lite0 with a trained head only
+                """)
+        }
+        guard let script = file.script, header.featureMethod == "forward", let mean = header.mean, let std = header.std,
+              mean.count == 3, std.count == 3 else {
+            throw ClassificationError.invalid("the transfer model \(name) lacks its feature print module or its normalisation")
+        }
+        let head = try LinearHead(tensors: file.tensors, classes: header.labels.count, model: "transfer")
+        let network: [NamedArray]
+        do {
+            network = try liteTensors(try ScriptModule(bytes: script))
+        } catch let error as TorchError {
+            throw ClassificationError.invalid("the transfer model \(name)'s feature print does not load: \(error.message)")
+        }
+        let tensors = network + (try head.tensors()).map { NamedArray(name: "head.\($0.name)", shape: $0.shape, values: $0.values) }
+        var graph = Graph(ModelFile(header: header, tensors: tensors), name: name)
+        let features = try graph.efficientNetLite(inputName, height: header.inputHeight, width: header.inputWidth)
+        guard features.channels == head.width else {
+            throw ClassificationError.invalid("the transfer model \(name)'s network gives \(features.channels) features; its head takes \(head.width)")
+        }
+        graph.node("GlobalAveragePool", [features.output], "pooled")
+        graph.node("Flatten", ["pooled"], "features", [("axis", .int(1))])
+        graph.node("Sub", ["features", try graph.tensor("head.mean")], "centred")
+        graph.node("Div", ["centred", try graph.tensor("head.deviation")], "standardised")
+        graph.node("Gemm", ["standardised", try graph.tensor("head.weight"), try graph.tensor("head.bias")], "logits", [("transB", .int(1))])
+        graph.node("Softmax", ["logits"], outputName(.classifier), [("axis", .int(1))])
+        return try graph.model(
+            ModelFile(header: header, tensors: tensors), channels: 3, output: [1, header.labels.count],
+            outputDoc: "probabilities in labels order",
+            doc: "Menagerie transfer classifier \(name): ImageNet-pretrained EfficientNet-Lite0 (efficientnet-lite-pytorch 0.1.0 weights, Apache-2.0) and a linear head; labels and preprocessing in metadata_props",
+            inputDoc: "RGB pixels p as (p - 127) / 128 ((p / 255 - input_mean) / input_std), resized as metadata_props input_resize says")
+    }
+
+    /// The module's float tensors the network runs on, named without the wrapper's prefix (`_blocks.3._bn1.weight`):
+    /// BatchNorm's step counters and the unused 1,000-class layer (`_fc`) are left out.
+    static func liteTensors(_ module: ScriptModule) throws -> [NamedArray] {
+        let all = try module.namedTensors()
+        guard let stem = all.first(where: { $0.name == "_conv_stem.weight" || $0.name.hasSuffix("._conv_stem.weight") }) else {
+            throw ClassificationError(
+                .failedPrecondition,
+                "the transfer model's feature print is not EfficientNet-Lite0 (its module has no _conv_stem), the one network ONNX export writes")
+        }
+        let prefix = String(stem.name.dropLast("_conv_stem.weight".count))
+        return try all.compactMap { entry in
+            guard entry.name.hasPrefix(prefix) else { return nil }
+            let name = String(entry.name.dropFirst(prefix.count))
+            if name.hasSuffix("num_batches_tracked") || name.hasPrefix("_fc.") { return nil }
+            return NamedArray(name: name, shape: entry.tensor.shape, values: try entry.tensor.floats())
+        }
+    }
+}
+
+extension ONNXExport.Graph {
+    /// TensorFlow's "same" padding of one axis: the output is ⌈size / stride⌉ and the padding that needs is split
+    /// with the smaller half first.
+    static func samePadding(size: Int, kernel: Int, stride: Int) -> (begin: Int, end: Int, output: Int) {
+        let output = (size + stride - 1) / stride
+        let total = max((output - 1) * stride + kernel - size, 0)
+        return (total / 2, total - total / 2, output)
+    }
+
+    /// A convolution without bias with "same" padding (kernel and channels from its weight's shape); `depthwise`
+    /// makes one group per channel.
+    mutating func sameConv(_ layer: String, _ x: String, height: inout Int, width: inout Int, stride: Int,
+                           depthwise: Bool = false) throws -> (output: String, channels: Int) {
+        let key = try tensor("\(layer).weight")
+        let shape = tensors[key]!.shape
+        guard shape.count == 4, shape[2] == shape[3] else {
+            throw ClassificationError.invalid("\(layer).weight has shape \(shape), not a square convolution's")
+        }
+        let kernel = shape[2]
+        let vertical = Self.samePadding(size: height, kernel: kernel, stride: stride)
+        let horizontal = Self.samePadding(size: width, kernel: kernel, stride: stride)
+        height = vertical.output
+        width = horizontal.output
+        var attributes: [(String, ONNXWire.Attribute)] = [
+            ("kernel_shape", .ints([kernel, kernel])), ("strides", .ints([stride, stride])),
+            ("pads", .ints([vertical.begin, horizontal.begin, vertical.end, horizontal.end])),
+        ]
+        if depthwise {
+            guard shape[1] == 1 else { throw ClassificationError.invalid("\(layer).weight has shape \(shape), not a depthwise convolution's") }
+            attributes.append(("group", .int(shape[0])))
+        }
+        return (node("Conv", [x, key], "\(layer).out", attributes), shape[0])
+    }
+
+    /// ReLU6 as Relu(x) − Relu(x − 6), which equals min(max(x, 0), 6) for every x: opset 13's Clip takes its bounds as
+    /// inputs, and OpenCV 4.6's importer (what `model import --format onnx` runs) reads them only as attributes.
+    mutating func relu6(_ x: String) -> String {
+        if !hasReLU6Bounds {
+            hasReLU6Bounds = true
+            _ = floatConstant("relu6.six", shape: [1], [6])
+        }
+        let positive = node("Relu", [x], "\(x).relu")
+        node("Sub", [x, "relu6.six"], "\(x).over6")
+        let excess = node("Relu", ["\(x).over6"], "\(x).excess")
+        return node("Sub", [positive, excess], "\(x).relu6")
+    }
+
+    /// EfficientNet-Lite0 up to its head's activations (`extract_features`), layer for layer as the package runs it.
+    mutating func efficientNetLite(_ x: String, height: Int, width: Int) throws -> (output: String, channels: Int) {
+        var height = height, width = width
+        let epsilon = ONNXExport.liteBatchNormEpsilon
+        let stem = try sameConv("_conv_stem", x, height: &height, width: &width, stride: 2)
+        var h = relu6(try batchNorm("_bn0", stem.output, epsilon: epsilon))
+        var channels = stem.channels
+        let blocks = Set(tensors.keys.compactMap { key -> Int? in
+            let parts = key.split(separator: ".")
+            return parts.count > 2 && parts[0] == "_blocks" ? Int(parts[1]) : nil
+        })
+        guard blocks == Set(ONNXExport.liteBlockStrides.indices) else {
+            throw ClassificationError(
+                .failedPrecondition,
+                "the transfer model's feature print is not EfficientNet-Lite0: its module has \(blocks.count) blocks, Lite0 \(ONNXExport.liteBlockStrides.count)")
+        }
+        for (index, stride) in ONNXExport.liteBlockStrides.enumerated() {
+            let block = "_blocks.\(index)"
+            let input = h, inputChannels = channels
+            var y = h
+            if tensors["\(block)._expand_conv.weight"] != nil {
+                let expanded = try sameConv("\(block)._expand_conv", y, height: &height, width: &width, stride: 1)
+                y = relu6(try batchNorm("\(block)._bn0", expanded.output, epsilon: epsilon))
+            }
+            let depthwise = try sameConv("\(block)._depthwise_conv", y, height: &height, width: &width, stride: stride, depthwise: true)
+            y = relu6(try batchNorm("\(block)._bn1", depthwise.output, epsilon: epsilon))
+            let projected = try sameConv("\(block)._project_conv", y, height: &height, width: &width, stride: 1)
+            y = try batchNorm("\(block)._bn2", projected.output, epsilon: epsilon)
+            channels = projected.channels
+            // The package's skip: stride 1 and as many channels out as in (id_skip is set for every Lite block).
+            if stride == 1 && inputChannels == channels { y = node("Add", [y, input], "\(block).sum") }
+            h = y
+        }
+        let head = try sameConv("_conv_head", h, height: &height, width: &width, stride: 1)
+        return (relu6(try batchNorm("_bn1", head.output, epsilon: epsilon)), head.channels)
     }
 }

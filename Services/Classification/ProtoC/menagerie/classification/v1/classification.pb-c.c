@@ -2257,7 +2257,7 @@ void   menagerie__classification__v1__feedback_response__free_unpacked
   assert(message->base.descriptor == &menagerie__classification__v1__feedback_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor menagerie__classification__v1__dataset_upload_header__field_descriptors[6] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__dataset_upload_header__field_descriptors[7] =
 {
   {
     "name",
@@ -2331,8 +2331,21 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__dataset_upl
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "annotation_format",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DatasetUploadHeader, annotation_format),
+    &menagerie__classification__v1__annotation_format__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__dataset_upload_header__field_indices_by_name[] = {
+  6,   /* field[6] = annotation_format */
   2,   /* field[2] = annotations */
   3,   /* field[3] = file_count */
   1,   /* field[1] = kind */
@@ -2344,7 +2357,7 @@ static const ProtobufCIntRange menagerie__classification__v1__dataset_upload_hea
 {
   { 1, 0 },
   { 10, 5 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__dataset_upload_header__descriptor =
 {
@@ -2354,7 +2367,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__dataset_upload_h
   "Menagerie__Classification__V1__DatasetUploadHeader",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__DatasetUploadHeader),
-  6,
+  7,
   menagerie__classification__v1__dataset_upload_header__field_descriptors,
   menagerie__classification__v1__dataset_upload_header__field_indices_by_name,
   2,  menagerie__classification__v1__dataset_upload_header__number_ranges,
@@ -5803,6 +5816,38 @@ const ProtobufCEnumDescriptor menagerie__classification__v1__dataset_kind__descr
   menagerie__classification__v1__dataset_kind__enum_values_by_name,
   1,
   menagerie__classification__v1__dataset_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue menagerie__classification__v1__annotation_format__enum_values_by_number[4] =
+{
+  { "ANNOTATION_FORMAT_UNSPECIFIED", "MENAGERIE__CLASSIFICATION__V1__ANNOTATION_FORMAT__ANNOTATION_FORMAT_UNSPECIFIED", 0 },
+  { "ANNOTATION_FORMAT_CREATEML", "MENAGERIE__CLASSIFICATION__V1__ANNOTATION_FORMAT__ANNOTATION_FORMAT_CREATEML", 1 },
+  { "ANNOTATION_FORMAT_YOLO", "MENAGERIE__CLASSIFICATION__V1__ANNOTATION_FORMAT__ANNOTATION_FORMAT_YOLO", 2 },
+  { "ANNOTATION_FORMAT_COCO", "MENAGERIE__CLASSIFICATION__V1__ANNOTATION_FORMAT__ANNOTATION_FORMAT_COCO", 3 },
+};
+static const ProtobufCIntRange menagerie__classification__v1__annotation_format__value_ranges[] = {
+{0, 0},{0, 4}
+};
+static const ProtobufCEnumValueIndex menagerie__classification__v1__annotation_format__enum_values_by_name[4] =
+{
+  { "ANNOTATION_FORMAT_COCO", 3 },
+  { "ANNOTATION_FORMAT_CREATEML", 1 },
+  { "ANNOTATION_FORMAT_UNSPECIFIED", 0 },
+  { "ANNOTATION_FORMAT_YOLO", 2 },
+};
+const ProtobufCEnumDescriptor menagerie__classification__v1__annotation_format__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.AnnotationFormat",
+  "AnnotationFormat",
+  "Menagerie__Classification__V1__AnnotationFormat",
+  "menagerie.classification.v1",
+  4,
+  menagerie__classification__v1__annotation_format__enum_values_by_number,
+  4,
+  menagerie__classification__v1__annotation_format__enum_values_by_name,
+  1,
+  menagerie__classification__v1__annotation_format__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
 static const ProtobufCEnumValue menagerie__classification__v1__model_kind__enum_values_by_number[3] =

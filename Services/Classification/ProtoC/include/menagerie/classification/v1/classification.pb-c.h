@@ -77,11 +77,40 @@ typedef enum _Menagerie__Classification__V1__DatasetKind {
    */
   MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_CLASSIFICATION = 1,
   /*
-   * Images plus Create ML's annotations.json (box centre x/y, width, height in pixels, origin top-left).
+   * Images plus their boxes, in one of the AnnotationFormats.
    */
   MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_DETECTION = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__DATASET_KIND)
 } Menagerie__Classification__V1__DatasetKind;
+/*
+ * How a detection dataset's boxes are written. Every format is converted on upload to the service's one convention
+ * (pixels of the upright image, origin top-left; the classification README's "Boxes").
+ */
+typedef enum _Menagerie__Classification__V1__AnnotationFormat {
+  /*
+   * Read from what was sent: JSON in `annotations` that is an array is Create ML's, an object COCO's; no JSON means
+   * YOLO's files. A classification dataset is always Create ML's folder layout.
+   */
+  MENAGERIE__CLASSIFICATION__V1__ANNOTATION_FORMAT__ANNOTATION_FORMAT_UNSPECIFIED = 0,
+  /*
+   * Create ML's annotations.json: [{image, annotations: [{label, coordinates: {x, y, width, height}}]}], x and y the
+   * box centre in pixels.
+   */
+  MENAGERIE__CLASSIFICATION__V1__ANNOTATION_FORMAT__ANNOTATION_FORMAT_CREATEML = 1,
+  /*
+   * YOLO's (Ultralytics, Darknet) files, sent as files of the upload: images under an `images/` folder, for each
+   * image `labels/<same path>.txt` with one `class cx cy w h` line per box (class a 0-based index, the rest
+   * normalised to 0-1 of the image's width and height; no file means no objects), and the class names from one
+   * `*.yaml` (`names:` as a list or {index: name}) or a `classes.txt` (one name a line). `annotations` stays empty.
+   */
+  MENAGERIE__CLASSIFICATION__V1__ANNOTATION_FORMAT__ANNOTATION_FORMAT_YOLO = 2,
+  /*
+   * COCO's instances JSON in `annotations`: images [{id, file_name, width, height}], annotations [{image_id,
+   * category_id, bbox: [x, y, width, height]}] with x and y the box's top-left corner in pixels, categories [{id, name}].
+   */
+  MENAGERIE__CLASSIFICATION__V1__ANNOTATION_FORMAT__ANNOTATION_FORMAT_COCO = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__ANNOTATION_FORMAT)
+} Menagerie__Classification__V1__AnnotationFormat;
 typedef enum _Menagerie__Classification__V1__ModelKind {
   MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED = 0,
   MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_CLASSIFIER = 1,
@@ -144,7 +173,8 @@ struct  Menagerie__Classification__V1__DatasetUploadHeader
   char *name;
   Menagerie__Classification__V1__DatasetKind kind;
   /*
-   * For a detection dataset: the annotations.json bytes (the images follow as files named as it names them).
+   * For a detection dataset in Create ML's or COCO's format: the JSON's bytes (the images follow as files named as it
+   * names them). Empty for YOLO, whose labels and class names are files of the upload.
    */
   ProtobufCBinaryData annotations;
   /*
@@ -157,10 +187,14 @@ struct  Menagerie__Classification__V1__DatasetUploadHeader
    * `skipped`, instead of refusing the upload at the first one. Field 10: clear of fields other work adds.
    */
   protobuf_c_boolean skip_bad;
+  /*
+   * The format of a detection dataset's annotations (UNSPECIFIED: read from what was sent).
+   */
+  Menagerie__Classification__V1__AnnotationFormat annotation_format;
 };
 #define MENAGERIE__CLASSIFICATION__V1__DATASET_UPLOAD_HEADER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__dataset_upload_header__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_UNSPECIFIED, {0,NULL}, 0, 0, 0 }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__DATASET_KIND__DATASET_KIND_UNSPECIFIED, {0,NULL}, 0, 0, 0, MENAGERIE__CLASSIFICATION__V1__ANNOTATION_FORMAT__ANNOTATION_FORMAT_UNSPECIFIED }
 
 
 /*
@@ -171,7 +205,8 @@ struct  Menagerie__Classification__V1__FileChunk
 {
   ProtobufCMessage base;
   /*
-   * Relative path: "<label>/<file>" for classification, the annotation's image name for detection.
+   * Relative path: "<label>/<file>" for classification, the annotation's image name for Create ML's and COCO's
+   * detection JSON, the path under the dataset's folder for YOLO (images/…, labels/….txt, data.yaml).
    */
   char *path;
   ProtobufCBinaryData data;
@@ -704,7 +739,7 @@ struct  Menagerie__Classification__V1__SetActiveModelResponse
 
 /*
  * Export: the model's container file (documented in the README: magic, version, JSON header with labels and
- * input size, tensors or TorchScript bytes, SHA-256), or with format ONNX its graph as an ONNX model (cnn
+ * input size, tensors or TorchScript bytes, SHA-256), or with format ONNX its graph as an ONNX model (cnn and transfer
  * classifiers, yolo detectors and imported ONNX models; others FAILED_PRECONDITION). TorchScript is no export format.
  */
 struct  Menagerie__Classification__V1__ExportModelRequest
@@ -2593,6 +2628,7 @@ void menagerie__classification__v1__classification__feedback(ProtobufCService *s
 /* --- descriptors --- */
 
 extern const ProtobufCEnumDescriptor    menagerie__classification__v1__dataset_kind__descriptor;
+extern const ProtobufCEnumDescriptor    menagerie__classification__v1__annotation_format__descriptor;
 extern const ProtobufCEnumDescriptor    menagerie__classification__v1__model_kind__descriptor;
 extern const ProtobufCEnumDescriptor    menagerie__classification__v1__model_format__descriptor;
 extern const ProtobufCEnumDescriptor    menagerie__classification__v1__detector_layout__descriptor;
