@@ -110,6 +110,25 @@ public final class DqliteClient: Sendable {
         }
     }
 
+    /// Takes node `id` out of the cluster (dqlite's REMOVE), so that the others no longer count it towards a
+    /// quorum: the step before a machine leaves for good. When it leads, leadership goes to another voter first,
+    /// so the change is committed by a leader that stays. Safe to repeat: a node that is no member is left alone.
+    /// The last voter is never removed (a cluster of none would take no writes, ever).
+    public func remove(id: UInt64) throws(DqliteError) {
+        try retrying(for: leaderWait) { () throws(DqliteError) in
+            let members = try members()
+            guard members.contains(where: { $0.id == id }) else { return }
+            let otherVoters = members.filter { $0.id != id && $0.role == .voter }
+            guard !otherVoters.isEmpty else {
+                throw DqliteError(.misuse, "node \(id) is the cluster's last voter; removing it would leave no cluster")
+            }
+            if try leader()?.id == id { try transferLeadership(to: otherVoters[0].id) }
+            var request = WireEncoder()
+            request.uint64(id)
+            try membershipCall(request.message(type: WireType.remove))
+        }
+    }
+
     /// Asks the leader to hand leadership to node `id` (which must be a voter). Raft refuses while the node's
     /// log is behind (a node that just restarted); that refusal is tried again, for up to `leaderWait`.
     public func transferLeadership(to id: UInt64) throws(DqliteError) {

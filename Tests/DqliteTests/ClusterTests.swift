@@ -96,6 +96,31 @@ import Testing
         #expect(back.1.rows == [[.integer(2)]])
     }
 
+    @Test func removedMembersStopCountingAndTheLastVoterStays() throws {
+        let cluster = try TestCluster(size: 3)
+        defer { cluster.tearDown() }
+        let client = try cluster.client()
+        // The leader itself: leadership moves first, and the others go on taking writes.
+        let leader = try #require(try client.leader())
+        try client.remove(id: leader.id)
+        try client.remove(id: leader.id)  // again: nothing to do
+        let others = [UInt64(1), 2, 3].filter { $0 != leader.id }
+        #expect(try client.members().map(\.id).sorted() == others)
+        #expect(try client.leader().map { others.contains($0.id) } == true)
+        try cluster.stop(node: Int(leader.id))
+
+        // Down to one voter: with the removed node stopped, a quorum of one still commits.
+        try client.remove(id: others[0])
+        try cluster.stop(node: Int(others[0]))
+        let session = try client.connect()
+        defer { session.close() }
+        try session.execute("CREATE TABLE t (v INTEGER)")
+        try session.execute("INSERT INTO t VALUES (1)")
+        #expect(try session.query("SELECT count(*) FROM t").rows == [[.integer(1)]])
+        #expect { try client.remove(id: others[1]) } throws: { ($0 as? DqliteError)?.kind == .misuse }
+        #expect(try client.members().map(\.id) == [others[1]])
+    }
+
     @Test func aLeaderLostMidTransactionIsNotCommittedAndNothingIsWritten() throws {
         let cluster = try TestCluster(size: 3)
         defer { cluster.tearDown() }
