@@ -30,7 +30,10 @@ public final class DqliteReplica: Sendable {
         node = try DqliteNode(
             id: id, address: ownAddress, dataDirectory: dataDirectory, bindAddress: bindAddress, networkLatency: networkLatency)
         try node.start()
-        client = try DqliteClient(addresses: addresses, database: database, leaderWait: leaderWait)
+        let timeouts = DqliteClient.timeouts(networkLatency: networkLatency)
+        client = try DqliteClient(
+            addresses: addresses, database: database, callTimeout: timeouts.call, discoveryTimeout: timeouts.discovery,
+            leaderWait: leaderWait)
         do {
             if id != 1 {
                 try DqliteClient(addresses: addresses, database: database, leaderWait: joinWait).join(id: id, address: ownAddress)
