@@ -130,6 +130,12 @@ public final class DqliteClient: Sendable {
                 request.uint64(DqliteMember.Role.voter.rawValue)
                 try membershipCall(request.message(type: WireType.assign))
             }
+            // The answer to ASSIGN can come while the leader is still catching the node up, and a promotion under
+            // way is dropped when leadership moves (seen: a node left a spare after a transfer). A voter is what
+            // was asked for: look, and assign again until the leader lists one.
+            guard try members().first(where: { $0.id == id })?.role == .voter else {
+                throw DqliteError(.notCommitted, "node \(id) is not a voter yet")
+            }
         }
     }
 

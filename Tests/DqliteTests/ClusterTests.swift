@@ -131,6 +131,8 @@ import Testing
         let cluster = try TestCluster(size: 3)
         defer { cluster.tearDown() }
         let client = try cluster.client()
+        // Every node a voter once its join returned (not a spare still being caught up).
+        #expect(try client.members().map(\.role) == [.voter, .voter, .voter])
         // The leader itself: leadership moves first, and the others go on taking writes.
         let leader = try #require(try client.leader())
         try client.remove(id: leader.id)
