@@ -219,7 +219,10 @@ struct ClusterOptions: ParsableArguments {
 
     func client() throws -> DqliteClient {
         let wait = Duration.milliseconds(Int64(timeout * 1000))
-        return try DqliteClient(addresses: try nodeAddresses(), database: service, callTimeout: min(wait, .seconds(5)), leaderWait: wait)
+        // A node that is down or cut off costs the leader search a second, not a statement's five.
+        return try DqliteClient(
+            addresses: try nodeAddresses(), database: service, callTimeout: min(wait, .seconds(5)),
+            discoveryTimeout: min(wait, .seconds(1)), leaderWait: wait)
     }
 
     /// Runs `body` with a client of the cluster; its errors print their status and exit with its code.
