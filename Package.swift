@@ -164,7 +164,8 @@ let package = Package(
             name: "gateway",
             dependencies: [
                 "GatewayKit", "ZooCLI", "OCRCLI", "HealthCLI", "ClassificationCLI", "RPC", "RPCWire", "Transport", "Schema",
-                "Identity", "Base", argumentParser,
+                // Dqlite and Storage for `gateway cluster` (import, backup, restore, membership).
+                "Identity", "Base", "Dqlite", "Storage", argumentParser,
             ],
             path: "Services/Gateway/App"),
 
@@ -255,7 +256,7 @@ let package = Package(
             // Torch compiles the TorchScript modules the classification tests import (the test bundle links it anyway).
             // The API modules read the gateway's --json output back as the responses' JSON mapping.
             dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition", "Torch",
-                           "RPCWire", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "Dqlite"],
+                           "RPCWire", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "Dqlite", "Storage"],
             path: "Tests/IntegrationTests"),
     ]
         // MARK: Services

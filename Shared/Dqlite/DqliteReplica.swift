@@ -1,7 +1,8 @@
-/// This process's member of a cluster whose nodes are a fixed list of addresses, as `--cluster` gives them:
-/// the node at `addresses[i]` has id `i + 1`, so node 1, the first address, bootstraps the cluster, and every
-/// other node, once running, asks the leader to make it a voter (`DqliteClient.join`; nothing changes when it
-/// is one already, as after a restart). Every replica lists the addresses in the same order.
+/// This process's member of a cluster whose nodes are a list of addresses, as `--cluster` gives them: the node
+/// at `addresses[i]` has id `i + 1` unless given its own (a node keeps its id for the life of its data, while the
+/// list changes as nodes are added and removed), so node 1 bootstraps the cluster, and every other node, once
+/// running, asks the leader to make it a voter (`DqliteClient.join`; nothing changes when it is one already, as
+/// after a restart). Every replica lists the addresses in the same order.
 public final class DqliteReplica: Sendable {
     public let node: DqliteNode
     /// A client of the whole cluster (its leader), for this process's statements.
@@ -15,7 +16,7 @@ public final class DqliteReplica: Sendable {
     ///   - leaderWait: how long a statement of `client` waits for a leader before UNAVAILABLE: an election takes
     ///     a second or two; a cluster without a quorum should answer within a client's deadline, not hang.
     public init(
-        addresses: [String], ownAddress: String, bindAddress: String? = nil, dataDirectory: String, database: String,
+        addresses: [String], ownAddress: String, id: UInt64? = nil, bindAddress: String? = nil, dataDirectory: String, database: String,
         networkLatency: Duration? = nil, leaderWait: Duration = .seconds(5), joinWait: Duration = .seconds(30)
     ) throws(DqliteError) {
         guard let position = addresses.firstIndex(of: ownAddress) else {
@@ -25,11 +26,14 @@ public final class DqliteReplica: Sendable {
         guard Set(addresses).count == addresses.count else {
             throw DqliteError(.misuse, "the cluster's list names an address twice (\(addresses.joined(separator: ",")))")
         }
-        let id = UInt64(position + 1)
+        let id = id ?? UInt64(position + 1)
         node = try DqliteNode(
             id: id, address: ownAddress, dataDirectory: dataDirectory, bindAddress: bindAddress, networkLatency: networkLatency)
         try node.start()
-        client = try DqliteClient(addresses: addresses, database: database, leaderWait: leaderWait)
+        let timeouts = DqliteClient.timeouts(networkLatency: networkLatency)
+        client = try DqliteClient(
+            addresses: addresses, database: database, callTimeout: timeouts.call, discoveryTimeout: timeouts.discovery,
+            leaderWait: leaderWait)
         do {
             if id != 1 {
                 try DqliteClient(addresses: addresses, database: database, leaderWait: joinWait).join(id: id, address: ownAddress)

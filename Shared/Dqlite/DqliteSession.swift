@@ -8,7 +8,8 @@ public final class DqliteSession {
     private let databaseID: UInt32
     /// The leader this session talks to.
     public var leaderAddress: String { connection.address }
-    public var isBroken: Bool { connection.isBroken }
+    /// Also once a call of another session on the same node went unanswered: this one would wait out its timeout.
+    public var isBroken: Bool { connection.isBroken || connection.silence?.contains(connection.address) == true }
 
     /// A statement compiled on the leader, valid on the session that prepared it.
     public struct Prepared: Sendable, Hashable {

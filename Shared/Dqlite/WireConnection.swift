@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -6,6 +8,8 @@
 /// response). Not thread-safe: a session owns it and one thread uses it at a time.
 final class WireConnection {
     let address: String
+    /// Where a call that went unanswered marks its node, so the client's other sessions on it stop being lent.
+    let silence: SilentNodes?
     private var descriptor: Int32
     /// Set once a call failed half-way: the stream's framing is lost and the connection must not be reused.
     private(set) var isBroken = false
@@ -24,14 +28,11 @@ final class WireConnection {
 
     /// Connects (within `timeout`) and sends the protocol version; every later send and receive gives up after
     /// `timeout` too.
-    init(address: String, timeout: Duration) throws(DqliteError) {
+    init(address: String, timeout: Duration, silence: SilentNodes? = nil) throws(DqliteError) {
         self.address = address
+        self.silence = silence
         descriptor = try Self.connect(to: address, timeout: timeout)
-        var seconds = timeval(
-            tv_sec: Int(timeout.components.seconds),
-            tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
+        setTimeout(timeout)
         var on: Int32 = 1
         setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
         var handshake = WireEncoder()
@@ -46,6 +47,16 @@ final class WireConnection {
 
     deinit { close() }
 
+    /// How long each later send and receive may take (a leader found quickly, then given a statement's time).
+    func setTimeout(_ timeout: Duration) {
+        guard descriptor >= 0 else { return }
+        var seconds = timeval(
+            tv_sec: Int(timeout.components.seconds),
+            tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     func close() {
         if descriptor >= 0 { Glibc.close(descriptor) }
         descriptor = -1
@@ -59,6 +70,7 @@ final class WireConnection {
             try sendAll(request)
         } catch {
             close()
+            silence?.mark(address)
             throw .unanswered("sending to \(address): \(error)")
         }
         return try receive()
@@ -74,6 +86,7 @@ final class WireConnection {
             response = WireDecoder(type: header[4], body: try receiveAll(Int(words) * wordSize))
         } catch {
             close()
+            silence?.mark(address)
             throw .unanswered("receiving from \(address): \(error)")
         }
         guard response.type == WireType.failure else { return response }
@@ -178,4 +191,17 @@ final class WireConnection {
         }
         return true
     }
+}
+
+/// The nodes of one client that did not answer the last time they were asked (a call timed out or broke, a
+/// connect or leader question failed), until one answers again: the leader search asks them last, and sessions on
+/// them count as broken, so a pool drops its idle sessions on a leader that was cut off instead of lending each
+/// to wait out its own timeout.
+final class SilentNodes: Sendable {
+    private let addresses = Mutex<Set<String>>([])
+
+    func mark(_ address: String) { _ = addresses.withLock { $0.insert(address) } }
+    func clear(_ address: String) { _ = addresses.withLock { $0.remove(address) } }
+    func contains(_ address: String) -> Bool { addresses.withLock { $0.contains(address) } }
+    var all: Set<String> { addresses.withLock { $0 } }
 }

@@ -31,6 +31,11 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     public var clusterBind: String?
 
     @Option(
+        name: .customLong("cluster-id"),
+        help: "This replica's dqlite node id, kept for the life of its data (default: its place in --cluster, counting from 1). Id 1 bootstraps the cluster. Give it when the list changes as nodes come and go, so a node keeps its id.")
+    public var clusterID: UInt64?
+
+    @Option(
         name: .customLong("cluster-dir"),
         help: "The dqlite node's Raft log and snapshots (default: DATA_DIR/dqlite); keep it across restarts. The database itself lives in memory on every node.")
     public var clusterDirectory: String?
@@ -127,8 +132,8 @@ public struct ServiceOptions: ParsableArguments, Sendable {
 
     private func validateCluster() throws {
         guard let addresses = clusterAddresses else {
-            guard clusterBind == nil, clusterDirectory == nil, clusterLatency == nil else {
-                throw ValidationError("--cluster-bind, --cluster-dir and --cluster-latency need --cluster (the addresses of the cluster's nodes)")
+            guard clusterBind == nil, clusterDirectory == nil, clusterLatency == nil, clusterID == nil else {
+                throw ValidationError("--cluster-bind, --cluster-id, --cluster-dir and --cluster-latency need --cluster (the addresses of the cluster's nodes)")
             }
             return
         }
@@ -143,6 +148,7 @@ public struct ServiceOptions: ParsableArguments, Sendable {
             throw ValidationError("--cluster-bind \(clusterBind) is not one of --cluster's addresses (\(addresses.joined(separator: ",")))")
         }
         guard database == nil else { throw ValidationError("--database (an SQLite file) and --cluster (a dqlite cluster) exclude each other") }
+        if clusterID == 0 { throw ValidationError("--cluster-id must be a positive number") }
         if let clusterLatency, !(1...10_000).contains(clusterLatency) {
             throw ValidationError("--cluster-latency must be 1-10000 milliseconds (got \(clusterLatency))")
         }

@@ -142,7 +142,7 @@ public enum ServiceRunner {
         do {
             cluster = try options.clusterAddresses.map { addresses in
                 try DqliteReplica(
-                    addresses: addresses, ownAddress: options.clusterBind ?? "",
+                    addresses: addresses, ownAddress: options.clusterBind ?? "", id: options.clusterID,
                     dataDirectory: options.clusterDirectory ?? directory.appendingPathComponent("dqlite").path, database: name,
                     networkLatency: options.clusterLatency.map { .milliseconds($0) })
             }

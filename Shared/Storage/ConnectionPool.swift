@@ -18,7 +18,12 @@ final class ConnectionPool: Sendable {
     func withHandle<T>(_ body: (any StorageHandle) throws -> T) throws -> T {
         slots.wait()
         defer { slots.signal() }
-        let handle = try idle.withLock { $0.popLast() } ?? open()
+        // An idle handle can go bad while it waits (a cluster's session on a leader that stopped answering).
+        var reusable: (any StorageHandle)?
+        while reusable == nil, let candidate = idle.withLock({ $0.popLast() }) {
+            if candidate.isReusable { reusable = candidate }
+        }
+        let handle = try reusable ?? open()
         defer {
             // A handle stuck in a transaction (its ROLLBACK failed) or cut off from its server is dropped.
             if handle.isReusable { idle.withLock { $0.append(handle) } }

@@ -47,3 +47,33 @@ final class TestCluster {
 
     deinit { tearDown() }
 }
+
+/// A loopback port that takes connections into its backlog and never reads or answers: a node cut off, as a
+/// client sees it (its connect succeeds, its request waits).
+final class SilentListener {
+    let address: String
+    private var descriptor: Int32
+
+    init() throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let descriptor = descriptor
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        guard bound, listen(descriptor, 16) == 0 else { throw POSIXError(.EADDRNOTAVAIL) }
+        self.address = "127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+    }
+
+    func close() {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+        descriptor = -1
+    }
+
+    deinit { close() }
+}

@@ -96,6 +96,64 @@ import Testing
         #expect(back.1.rows == [[.integer(2)]])
     }
 
+    @Test func timeoutsFollowTheNetworkLatency() {
+        #expect(DqliteClient.timeouts(networkLatency: .milliseconds(20)) == (.seconds(3), .milliseconds(500)))
+        #expect(DqliteClient.timeouts(networkLatency: .milliseconds(1)) == (.seconds(1), .milliseconds(250)))
+        #expect(DqliteClient.timeouts(networkLatency: .milliseconds(200)) == (.seconds(5), .seconds(5)))
+        #expect(DqliteClient.timeouts(networkLatency: nil) == (.seconds(5), .seconds(5)))
+    }
+
+    /// A node that accepts connections and never answers (one cut off, as seen from here) costs the leader search
+    /// its discovery timeout once; after that it is asked last, and the search answers at once from the others.
+    @Test func aNodeThatDidNotAnswerIsAskedLast() throws {
+        let cluster = try TestCluster(size: 1)
+        defer { cluster.tearDown() }
+        let silent = try SilentListener()
+        defer { silent.close() }
+        let client = try DqliteClient(
+            addresses: [silent.address, cluster.addresses[0]], database: "test", callTimeout: .seconds(5),
+            discoveryTimeout: .milliseconds(400), leaderWait: .seconds(5))
+        var started = ContinuousClock.now
+        #expect(try client.leader()?.address == cluster.addresses[0])
+        let first = ContinuousClock.now - started
+        started = ContinuousClock.now
+        #expect(try client.leader()?.address == cluster.addresses[0])
+        let second = ContinuousClock.now - started
+        #expect(first >= .milliseconds(350), "the silent node was not asked first: \(first)")
+        #expect(second < .milliseconds(200), "the silent node was asked first again: \(second)")
+        // A session still gets the call's timeout, not the discovery's: a statement may take longer than a search.
+        let session = try client.connect()
+        defer { session.close() }
+        #expect(try session.query("SELECT 1").rows == [[.integer(1)]])
+    }
+
+    @Test func removedMembersStopCountingAndTheLastVoterStays() throws {
+        let cluster = try TestCluster(size: 3)
+        defer { cluster.tearDown() }
+        let client = try cluster.client()
+        // Every node a voter once its join returned (not a spare still being caught up).
+        #expect(try client.members().map(\.role) == [.voter, .voter, .voter])
+        // The leader itself: leadership moves first, and the others go on taking writes.
+        let leader = try #require(try client.leader())
+        try client.remove(id: leader.id)
+        try client.remove(id: leader.id)  // again: nothing to do
+        let others = [UInt64(1), 2, 3].filter { $0 != leader.id }
+        #expect(try client.members().map(\.id).sorted() == others)
+        #expect(try client.leader().map { others.contains($0.id) } == true)
+        try cluster.stop(node: Int(leader.id))
+
+        // Down to one voter: with the removed node stopped, a quorum of one still commits.
+        try client.remove(id: others[0])
+        try cluster.stop(node: Int(others[0]))
+        let session = try client.connect()
+        defer { session.close() }
+        try session.execute("CREATE TABLE t (v INTEGER)")
+        try session.execute("INSERT INTO t VALUES (1)")
+        #expect(try session.query("SELECT count(*) FROM t").rows == [[.integer(1)]])
+        #expect { try client.remove(id: others[1]) } throws: { ($0 as? DqliteError)?.kind == .misuse }
+        #expect(try client.members().map(\.id) == [others[1]])
+    }
+
     @Test func aLeaderLostMidTransactionIsNotCommittedAndNothingIsWritten() throws {
         let cluster = try TestCluster(size: 3)
         defer { cluster.tearDown() }

@@ -109,6 +109,12 @@ import Testing
         "classify jobs show": Row("x --timeout 0", says: timeout),
         "classify jobs watch": Row("x --timeout 0", says: timeout),
         "classify jobs cancel": Row("x --timeout 0", says: timeout),
+        "cluster import": Row("health x.sqlite --cluster 127.0.0.1:1,nowhere", says: "a node's address must be host:port", files: ["file"]),
+        "cluster backup": Row("health x.sqlite --cluster 127.0.0.1:1 --timeout 0", says: timeout, files: ["file"]),
+        "cluster restore": Row("health x.sqlite --cluster 127.0.0.1:0", says: "with a port 1-65535", files: ["file"]),
+        "cluster members": Row("Health! --cluster 127.0.0.1:1", says: "SERVICE must be a service's name"),
+        "cluster add": Row("health 0 127.0.0.1:2 --cluster 127.0.0.1:1", says: "a node id must be a positive number"),
+        "cluster remove": Row("health nowhere --cluster 127.0.0.1:1", says: "a node's address must be host:port"),
     ]
 
     @Test func everySubcommandKeepsTheManners() throws {
@@ -192,6 +198,7 @@ import Testing
             ["classify", "image", "\(missing).png"], ["classify", "catalogue", "import", missing], ["zoo", "import", "--dir", missing],
             ["zoo", "import", "--tiles", "\(missing).mbtiles"],
             ["health", "import", missing], ["classify", "dataset", "create", "d", "--from", missing],
+            ["cluster", "import", "health", missing, "--cluster", "127.0.0.1:1"], ["cluster", "restore", "health", missing, "--cluster", "127.0.0.1:1"],
         ]
         for arguments in cases {
             let result = try Gateway.run(arguments)

@@ -42,6 +42,9 @@ import Transport
         let options = try ServiceOptions.parse(["--cluster", "10.0.0.1:9001, 10.0.0.2:9001", "--cluster-bind", "10.0.0.2:9001"])
         #expect(options.clusterAddresses == ["10.0.0.1:9001", "10.0.0.2:9001"])
         #expect(try ServiceOptions.parse([]).clusterAddresses == nil)
+        // A node keeps its id while the list changes (compose node add and remove).
+        let named = try ServiceOptions.parse(["--cluster", "10.0.0.2:9001,10.0.0.4:9001", "--cluster-bind", "10.0.0.4:9001", "--cluster-id", "4"])
+        #expect(named.clusterID == 4)
         let refused: [[String]] = [
             ["--cluster", "10.0.0.1:9001"],  // which node is this one?
             ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.3:9001"],  // not in the list
@@ -51,6 +54,8 @@ import Transport
             ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.1:9001", "--database", "x.sqlite"],
             ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.1:9001", "--cluster-latency", "0"],
             ["--cluster-latency", "50"],
+            ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.1:9001", "--cluster-id", "0"],
+            ["--cluster-id", "2"],
         ]
         for arguments in refused {
             #expect(throws: (any Error).self, "\(arguments)") { try ServiceOptions.parse(arguments) }

@@ -25,7 +25,7 @@ struct Gateway: AsyncParsableCommand {
             $MENAGERIE_ADMIN_TOKEN, else the stack's admin token from compose's state (`gateway user` manages users).
             """,
         subcommands: [Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, OCRCommands.self, HealthCommands.self,
-            ClassificationCommands.self, UserCommands.self, TokenCommands.self])
+            ClassificationCommands.self, UserCommands.self, TokenCommands.self, ClusterCommands.self])
 
     /// ArgumentParser's main, with GatewayKit's one rule for bad values (3) versus usage errors (64).
     static func main() async {
