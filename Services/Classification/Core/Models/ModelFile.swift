@@ -37,6 +37,9 @@ public struct ModelHeader: Sendable, Codable, Equatable {
     public var trainingDatasets: [String]?
     /// Set on the model a cancelled training kept: what it is (see `TrainingInterrupted`).
     public var interrupted: String?
+    /// A transfer classifier whose feature print's last block was fine-tuned (`FineTuning`): its module is its own
+    /// tuned copy of the network. nil for every other model.
+    public var fineTuned: Bool?
 
     public init(kind: Kind, algorithm: String, labels: [String], inputWidth: Int, inputHeight: Int) {
         self.kind = kind; self.algorithm = algorithm; self.labels = labels

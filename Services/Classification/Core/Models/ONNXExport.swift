@@ -16,6 +16,15 @@ public enum ONNXExport {
 
     public static func export(_ file: ModelFile, name: String) throws -> [UInt8] {
         let header = file.header
+        // Checked first, so that it still holds once transfer classifiers export: a fine-tuned one runs its own tuned
+        // copy of the network, which an export of the feature print's graph would not carry.
+        if header.fineTuned == true {
+            throw ClassificationError(.failedPrecondition, """
+                model \(name) is a fine-tuned transfer classifier (--fine-tune): its network is its own tuned copy of the \
+                feature print, which ONNX export does not write yet; export it as the container (--format menagerie), or \
+                train it without --fine-tune
+                """)
+        }
         switch (header.kind, header.algorithm) {
         case (_, "onnx"):
             guard let graph = file.script else { throw ClassificationError.invalid("the onnx model \(name) has no graph") }
