@@ -74,4 +74,44 @@ import Testing
             #expect(based.status == 3 && based.output.contains("built-in feature print"), "\(based.output)")
         }
     }
+
+    /// `--fine-tune` tunes EfficientNet-Lite0's last block after the head, on a few faces: the model says it is
+    /// fine-tuned, classifies and evaluates with its tuned network, and is refused by ONNX export; fine-tuning with
+    /// another algorithm is refused before any job.
+    @Test(.enabled(if: installed, skipMessage))
+    func fineTuningTheLastBlockGivesAFineTunedModelThatClassifies() async throws {
+        try await Stack.with(services: ["classification"]) { stack in
+            let up = try await stack.compose(environment: ["MENAGERIE_FEATURE_PRINT": Self.featurePrint], ["up"])
+            try #require(up.status == 0, "compose up failed: \(up.output)")
+            let scratch = stack.directory.appendingPathComponent("faces")
+            let train = scratch.appendingPathComponent("train"), test = scratch.appendingPathComponent("test")
+            try await Self.writeFaces(train: train, test: test, count: 8, held: 5)
+            #expect(try await stack.gateway(["classify", "dataset", "create", "faces", "--from", train.path]).status == 0)
+            #expect(try await stack.gateway(["classify", "dataset", "create", "faces-test", "--from", test.path]).status == 0)
+
+            // --fine-tune alone means transfer.
+            let trained = try await stack.gateway(["classify", "train", "--dataset", "faces", "--fine-tune", "--name", "faces-tuned", "--json"])
+            try #require(trained.status == 0, "\(trained.output)")
+            let model = try #require(try jsonObject(trained)["model"] as? [String: Any])
+            #expect(model["algorithm"] as? String == "transfer" && model["fineTuned"] as? Bool == true, "\(model)")
+            // The course: the head's points (pass 1), then one per fine-tuning epoch (pass 2).
+            let history = model["history"] as? [[String: Any]] ?? []
+            #expect(history.first?["pass"] as? Int == 1 && history.filter { $0["pass"] as? Int == 2 }.count == 6, "\(history)")
+            let shown = try await stack.gateway(["classify", "model", "show", "faces-tuned"])
+            #expect(shown.status == 0 && shown.output.contains("faces-tuned: transfer (fine-tuned) classifier"), "\(shown.output)")
+
+            let face = test.appendingPathComponent("face/008.png").path
+            let classified = try jsonObject(try await stack.gateway(["classify", "image", face, "--model", "faces-tuned", "--json"]))
+            #expect((classified["labels"] as? [[String: Any]])?.count == 2, "\(classified)")
+            // 10 held-out photos, half of them faces: the majority answer scores 0.5.
+            let accuracy = try await Self.accuracy(stack, "faces-tuned", on: "faces-test")
+            #expect(accuracy >= 0.7, "fine-tuned accuracy \(accuracy)")
+
+            let exported = try await stack.gateway(["classify", "model", "export", "faces-tuned", "--format", "onnx",
+                                                    "-o", scratch.appendingPathComponent("tuned.onnx").path])
+            #expect(exported.status == 9 && exported.output.contains("fine-tuned transfer classifier"), "\(exported.output)")
+            let cnn = try await stack.gateway(["classify", "train", "--dataset", "faces", "--algorithm", "cnn", "--fine-tune"])
+            #expect(cnn.status == 3 && cnn.output.contains("only a transfer classifier fine-tunes"), "\(cnn.output)")
+        }
+    }
 }
