@@ -94,9 +94,10 @@ import Testing
             try #require(trained.status == 0, "\(trained.output)")
             let model = try #require(try jsonObject(trained)["model"] as? [String: Any])
             #expect(model["algorithm"] as? String == "transfer" && model["fineTuned"] as? Bool == true, "\(model)")
-            // The course: the head's points (pass 1), then one per fine-tuning epoch (pass 2).
+            // The course: the head's points (pass 1), then one per fine-tuning epoch (pass 2): six, or fewer when two
+            // went by without a better held-out loss.
             let history = model["history"] as? [[String: Any]] ?? []
-            #expect(history.first?["pass"] as? Int == 1 && history.filter { $0["pass"] as? Int == 2 }.count == 6, "\(history)")
+            #expect(history.first?["pass"] as? Int == 1 && (3...6).contains(history.filter { $0["pass"] as? Int == 2 }.count), "\(history)")
             let shown = try await stack.gateway(["classify", "model", "show", "faces-tuned"])
             #expect(shown.status == 0 && shown.output.contains("faces-tuned: transfer (fine-tuned) classifier"), "\(shown.output)")
 
