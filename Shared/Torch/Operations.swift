@@ -196,11 +196,58 @@ public final class ScriptModule: @unchecked Sendable {
     }
 
     /// The saved archive of a module compiled from TorchScript source (`def forward(self, x): …`), as
-    /// `torch.jit.save` writes one: tests build modules with it, nothing is downloaded.
-    public static func compile(source: String) throws -> [UInt8] {
+    /// `torch.jit.save` writes one: tests build modules with it, nothing is downloaded. `parameters` are registered
+    /// first under their dotted names, which make submodules (`blocks.1.weight`, reached in the source as
+    /// `getattr(self.blocks, "1").weight`), so a test can build a small network shaped like a pretrained one.
+    public static func compile(source: String, parameters: [(name: String, value: Tensor)] = []) throws -> [UInt8] {
         var bytes: UnsafeMutablePointer<UInt8>?
         var length = 0
-        try check(torch_script_compile(source, &bytes, &length))
+        let handles: [torch_tensor?] = parameters.map { $0.value.handle }
+        let names = parameters.map { strdup($0.name) }
+        defer { names.forEach { free($0) } }
+        try withExtendedLifetime(parameters.map(\.value)) {
+            try names.map { UnsafePointer($0) }.withUnsafeBufferPointer { names in
+                try handles.withUnsafeBufferPointer { values in
+                    try check(torch_script_compile_with_parameters(source, names.baseAddress, values.baseAddress,
+                                                                   Int32(parameters.count), &bytes, &length))
+                }
+            }
+        }
+        defer { free(bytes) }
+        guard let bytes else { throw TorchError("the shim returned no archive") }
+        return Array(UnsafeBufferPointer(start: bytes, count: length))
+    }
+
+    // MARK: Training the module (fine-tuning)
+
+    /// The dotted names of every parameter, submodules' included, in registration order
+    /// (`net._blocks.15._project_conv.weight`).
+    public func parameterNames() throws -> [String] {
+        var names: UnsafeMutablePointer<CChar>?
+        var length = 0
+        try check(torch_script_parameter_names(handle, &names, &length))
+        defer { free(names) }
+        guard let names else { throw TorchError("the shim returned no names") }
+        return String(cString: names).split(separator: "\n").map(String.init)
+    }
+
+    /// A parameter by its dotted name, sharing the module's weights: an optimizer stepping it trains the module.
+    /// Loaded modules' parameters require gradients; a fine-tuning turns that off for the ones it leaves frozen.
+    public func parameter(_ name: String) throws -> Tensor {
+        try produce { torch_script_parameter(handle, name, $0) }
+    }
+
+    /// Runs a method recording gradients for backward (the parameters that require them get them), whatever this
+    /// thread's setting. The graph runs as it was traced: a traced batch norm keeps its running statistics.
+    public func runRecordingGradients(_ method: String, _ input: Tensor) throws -> Tensor {
+        try produce { torch_script_run_recording(handle, method, input.handle, $0) }
+    }
+
+    /// The module with its current (possibly trained) weights as a TorchScript archive, which `init(bytes:)` loads.
+    public func saved() throws -> [UInt8] {
+        var bytes: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        try check(torch_script_save(handle, &bytes, &length))
         defer { free(bytes) }
         guard let bytes else { throw TorchError("the shim returned no archive") }
         return Array(UnsafeBufferPointer(start: bytes, count: length))

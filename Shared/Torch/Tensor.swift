@@ -142,4 +142,13 @@ public final class Tensor: @unchecked Sendable {
     public func copy(from source: Tensor) throws { try check(torch_copy_into(handle, source.handle)) }
 
     public func backward() throws { try check(torch_backward(handle)) }
+
+    /// Whether backward has given this tensor a gradient (false for a parameter the loss does not depend on).
+    public var hasGradient: Bool {
+        get throws {
+            var found: Int32 = 0
+            try check(torch_has_gradient(handle, &found))
+            return found == 1
+        }
+    }
 }

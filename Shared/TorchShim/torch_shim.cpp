@@ -35,6 +35,48 @@ c10::optional<at::Tensor> optional(torch_tensor handle) {
     if (handle == nullptr) return c10::nullopt;
     return handle->tensor;
 }
+
+torch::jit::Module &get(torch_script handle) {
+    if (handle == nullptr) throw std::invalid_argument("null module handle");
+    return handle->module;
+}
+
+/// Runs a method by name; its output is a tensor or a tuple whose first element is one.
+at::Tensor run(torch::jit::Module &module, const char *name, const at::Tensor &input) {
+    if (name == nullptr) throw std::invalid_argument("no method name");
+    auto method = module.find_method(name);
+    if (!method) throw std::invalid_argument(std::string("the module has no method ") + name);
+    auto result = (*method)({input});
+    if (result.isTensor()) return result.toTensor();
+    if (result.isTuple() && !result.toTupleRef().elements().empty() && result.toTupleRef().elements()[0].isTensor())
+        return result.toTupleRef().elements()[0].toTensor();
+    throw std::invalid_argument(std::string("the module's ") + name + " returned neither a tensor nor a tuple of tensors");
+}
+
+/// The module's archive in a malloc'd buffer.
+uint8_t *save(const torch::jit::Module &module, size_t *length) {
+    std::ostringstream stream;
+    module.save(stream);
+    const std::string data = stream.str();
+    auto *buffer = static_cast<uint8_t *>(std::malloc(data.size()));
+    if (buffer == nullptr) throw std::bad_alloc();
+    std::memcpy(buffer, data.data(), data.size());
+    *length = data.size();
+    return buffer;
+}
+
+/// "a.b.c" -> {"a", "b", "c"}; an empty part is an error.
+std::vector<std::string> split(const std::string &dotted) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    while (true) {
+        size_t dot = dotted.find('.', start);
+        parts.push_back(dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+        if (parts.back().empty()) throw std::invalid_argument("parameter name \"" + dotted + "\" has an empty part");
+        if (dot == std::string::npos) return parts;
+        start = dot + 1;
+    }
+}
 }  // namespace
 
 #define GUARD(...)                                                                    \
@@ -268,15 +310,7 @@ int torch_script_load(const uint8_t *bytes, size_t length, torch_script *out) {
 }
 
 int torch_script_run(torch_script module, const char *name, torch_tensor input, torch_tensor *out) {
-    GUARD(torch::NoGradGuard guard; if (name == nullptr) throw std::invalid_argument("no method name");
-          auto method = module->module.find_method(name);
-          if (!method) throw std::invalid_argument(std::string("the module has no method ") + name);
-          auto result = (*method)({get(input)}); at::Tensor y;
-          if (result.isTensor()) y = result.toTensor();
-          else if (result.isTuple() && !result.toTupleRef().elements().empty() &&
-                   result.toTupleRef().elements()[0].isTensor()) y = result.toTupleRef().elements()[0].toTensor();
-          else throw std::invalid_argument(std::string("the module's ") + name + " returned neither a tensor nor a tuple of tensors");
-          *out = wrap(y))
+    GUARD(torch::NoGradGuard guard; *out = wrap(run(get(module), name, get(input))))
 }
 
 int torch_script_has_method(torch_script module, const char *name, int *out) {
@@ -302,12 +336,58 @@ int torch_script_named_tensors(torch_script module, char ***names, torch_tensor 
 void torch_script_free(torch_script module) { delete module; }
 
 int torch_script_compile(const char *source, uint8_t **bytes, size_t *length) {
-    GUARD(*bytes = nullptr; *length = 0; if (source == nullptr) throw std::invalid_argument("no source");
-          torch::jit::Module module("Compiled"); module.define(source);
-          std::ostringstream stream; module.save(stream); const std::string data = stream.str();
-          auto *buffer = static_cast<uint8_t *>(std::malloc(data.size()));
-          if (buffer == nullptr) throw std::bad_alloc();
-          std::memcpy(buffer, data.data(), data.size()); *bytes = buffer; *length = data.size())
+    return torch_script_compile_with_parameters(source, nullptr, nullptr, 0, bytes, length);
 }
+
+int torch_script_compile_with_parameters(const char *source, const char *const *names, const torch_tensor *values,
+                                         int count, uint8_t **bytes, size_t *length) {
+    GUARD(*bytes = nullptr; *length = 0; if (source == nullptr) throw std::invalid_argument("no source");
+          if (count < 0 || (count > 0 && (names == nullptr || values == nullptr)))
+              throw std::invalid_argument("negative or missing parameters");
+          torch::jit::Module module("Compiled");
+          for (int i = 0; i < count; i++) {
+              if (names[i] == nullptr) throw std::invalid_argument("a parameter without a name");
+              auto path = split(names[i]);
+              // Submodules are handles on shared objects: registering one and then filling it fills the module.
+              torch::jit::Module owner = module;
+              for (size_t step = 0; step + 1 < path.size(); step++) {
+                  if (!owner.hasattr(path[step])) {
+                      torch::jit::Module child("Compiled_" + std::to_string(i) + "_" + std::to_string(step));
+                      owner.register_module(path[step], child);
+                  }
+                  owner = owner.attr(path[step]).toModule();
+              }
+              owner.register_parameter(path.back(), get(values[i]).detach().clone(), false);
+          }
+          module.define(source);
+          *bytes = save(module, length))
+}
+
+int torch_script_parameter_names(torch_script module, char **names, size_t *length) {
+    GUARD(*names = nullptr; *length = 0; std::string text;
+          for (const auto &parameter : get(module).named_parameters(true)) text += parameter.name + "\n";
+          auto *buffer = static_cast<char *>(std::malloc(text.size() + 1));
+          if (buffer == nullptr) throw std::bad_alloc();
+          std::memcpy(buffer, text.data(), text.size()); buffer[text.size()] = 0;
+          *names = buffer; *length = text.size())
+}
+
+int torch_script_parameter(torch_script module, const char *name, torch_tensor *out) {
+    GUARD(if (name == nullptr) throw std::invalid_argument("no parameter name");
+          for (const auto &parameter : get(module).named_parameters(true)) {
+              if (parameter.name == name) { *out = wrap(parameter.value); return 0; }
+          }
+          throw std::invalid_argument(std::string("the module has no parameter ") + name))
+}
+
+int torch_script_run_recording(torch_script module, const char *name, torch_tensor input, torch_tensor *out) {
+    GUARD(torch::AutoGradMode recording(true); *out = wrap(run(get(module), name, get(input))))
+}
+
+int torch_script_save(torch_script module, uint8_t **bytes, size_t *length) {
+    GUARD(*bytes = nullptr; *length = 0; *bytes = save(get(module), length))
+}
+
+int torch_has_gradient(torch_tensor tensor, int *out) { GUARD(*out = get(tensor).grad().defined() ? 1 : 0) }
 
 }  // extern "C"

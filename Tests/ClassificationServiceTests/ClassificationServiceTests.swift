@@ -277,6 +277,25 @@ import WorkLane
         #expect(code == .failedPrecondition, "\(message)")
         #expect(message.contains("the feature print is not installed") && message.contains("compose/compose up"), "\(message)")
         #expect(try await jobs.list(limit: 10).jobs.isEmpty)
+
+        // fine_tune without an algorithm means transfer, so it is refused the same way (not trained as a cnn).
+        let (tunedCode, tunedMessage) = await Self.failure {
+            _ = try await client.train(ClassificationV1.TrainRequest(dataset: "colours", kind: .classifier, fineTune: true))
+        }
+        #expect(tunedCode == .failedPrecondition && tunedMessage.contains("the feature print is not installed"), "\(tunedMessage)")
+        #expect(try await jobs.list(limit: 10).jobs.isEmpty)
+    }
+
+    /// fine_tune is transfer's: with another algorithm, or for a detector, INVALID_ARGUMENT saying so, before any job.
+    @Test func fineTuningIsRefusedForAnythingButTransfer() async throws {
+        for request in [ClassificationV1.TrainRequest(dataset: "d", kind: .classifier, algorithm: "cnn", fineTune: true),
+                        ClassificationV1.TrainRequest(dataset: "d", kind: .classifier, algorithm: "features", fineTune: true),
+                        ClassificationV1.TrainRequest(dataset: "d", kind: .detector, fineTune: true)] {
+            let (code, message) = await Self.failure { _ = try await client.train(request) }
+            #expect(code == .invalidArgument && message.hasPrefix("fine_tune: only a transfer classifier fine-tunes"), "\(message)")
+            #expect(message.contains(request.kind == .detector ? "a detector trains every layer" : "\(request.algorithm) trains every layer"), "\(message)")
+        }
+        #expect(try await jobs.list(limit: 10).jobs.isEmpty)
     }
 
     /// --batch-size and --patience are the cnn's, in range, and patience needs validation images: INVALID_ARGUMENT

@@ -77,22 +77,72 @@ import Testing
             let imported = try await stack.gateway(["classify", "model", "import", onnx.path, "--name", "faces-onnx", "--format", "onnx", "--json"])
             try #require(imported.status == 0, "\(imported.output)")
             #expect((try jsonObject(imported)["model"] as? [String: Any])?["inputWidth"] as? Int == 224, "\(imported.output)")
-            let photos = try FileManager.default.contentsOfDirectory(atPath: test.appendingPathComponent("face").path).sorted().prefix(3)
-                .map { test.appendingPathComponent("face/\($0)").path }
-            for photo in photos {
-                let ours = try jsonObject(try await stack.gateway(["classify", "image", photo, "--model", "faces-transfer", "--json"]))
-                let theirs = try jsonObject(try await stack.gateway(["classify", "image", photo, "--model", "faces-onnx", "--json"]))
-                let a = try #require(ours["labels"] as? [[String: Any]]), b = try #require(theirs["labels"] as? [[String: Any]])
-                #expect(a.first?["label"] as? String == b.first?["label"] as? String, "\(ours) vs \(theirs)")
-                for (x, y) in zip(a, b) {
-                    #expect(x["label"] as? String == y["label"] as? String
-                            && abs((x["confidence"] as? Double ?? -1) - (y["confidence"] as? Double ?? 1)) < 1e-4, "\(ours) vs \(theirs)")
-                }
-            }
+            try await Self.expectSameAnswers(stack, "faces-transfer", "faces-onnx", on: test)
 
             // transfer with a base model is refused before any work.
             let based = try await stack.gateway(["classify", "train", "--dataset", "faces", "--algorithm", "transfer", "--base", "faces-cnn"])
             #expect(based.status == 3 && based.output.contains("built-in feature print"), "\(based.output)")
+        }
+    }
+
+    /// `--fine-tune` tunes EfficientNet-Lite0's last block after the head, on a few faces: the model says it is
+    /// fine-tuned, classifies and evaluates with its tuned network, and exports to ONNX with its tuned layers; fine-tuning with
+    /// another algorithm is refused before any job.
+    @Test(.enabled(if: installed, skipMessage))
+    func fineTuningTheLastBlockGivesAFineTunedModelThatClassifies() async throws {
+        try await Stack.with(services: ["classification"]) { stack in
+            let up = try await stack.compose(environment: ["MENAGERIE_FEATURE_PRINT": Self.featurePrint], ["up"])
+            try #require(up.status == 0, "compose up failed: \(up.output)")
+            let scratch = stack.directory.appendingPathComponent("faces")
+            let train = scratch.appendingPathComponent("train"), test = scratch.appendingPathComponent("test")
+            try await Self.writeFaces(train: train, test: test, count: 8, held: 5)
+            #expect(try await stack.gateway(["classify", "dataset", "create", "faces", "--from", train.path]).status == 0)
+            #expect(try await stack.gateway(["classify", "dataset", "create", "faces-test", "--from", test.path]).status == 0)
+
+            // --fine-tune alone means transfer.
+            let trained = try await stack.gateway(["classify", "train", "--dataset", "faces", "--fine-tune", "--name", "faces-tuned", "--json"])
+            try #require(trained.status == 0, "\(trained.output)")
+            let model = try #require(try jsonObject(trained)["model"] as? [String: Any])
+            #expect(model["algorithm"] as? String == "transfer" && model["fineTuned"] as? Bool == true, "\(model)")
+            // The course: the head's points (pass 1), then one per fine-tuning epoch (pass 2): six, or fewer when two
+            // went by without a better held-out loss.
+            let history = model["history"] as? [[String: Any]] ?? []
+            #expect(history.first?["pass"] as? Int == 1 && (3...6).contains(history.filter { $0["pass"] as? Int == 2 }.count), "\(history)")
+            let shown = try await stack.gateway(["classify", "model", "show", "faces-tuned"])
+            #expect(shown.status == 0 && shown.output.contains("faces-tuned: transfer (fine-tuned) classifier"), "\(shown.output)")
+
+            let face = test.appendingPathComponent("face/008.png").path
+            let classified = try jsonObject(try await stack.gateway(["classify", "image", face, "--model", "faces-tuned", "--json"]))
+            #expect((classified["labels"] as? [[String: Any]])?.count == 2, "\(classified)")
+            // 10 held-out photos, half of them faces: the majority answer scores 0.5.
+            let accuracy = try await Self.accuracy(stack, "faces-tuned", on: "faces-test")
+            #expect(accuracy >= 0.7, "fine-tuned accuracy \(accuracy)")
+
+            // Its ONNX export carries the tuned layers (read from its own module): imported back, it answers as it does.
+            let tunedONNX = scratch.appendingPathComponent("tuned.onnx")
+            let exported = try await stack.gateway(["classify", "model", "export", "faces-tuned", "--format", "onnx", "-o", tunedONNX.path])
+            try #require(exported.status == 0, "\(exported.output)")
+            let imported = try await stack.gateway(["classify", "model", "import", tunedONNX.path, "--name", "faces-tuned-onnx", "--format", "onnx"])
+            try #require(imported.status == 0, "\(imported.output)")
+            try await Self.expectSameAnswers(stack, "faces-tuned", "faces-tuned-onnx", on: test)
+            let cnn = try await stack.gateway(["classify", "train", "--dataset", "faces", "--algorithm", "cnn", "--fine-tune"])
+            #expect(cnn.status == 3 && cnn.output.contains("only a transfer classifier fine-tunes"), "\(cnn.output)")
+        }
+    }
+
+    /// The two models give the same labels, in the same order, with probabilities within 1e-4 on three held-out faces.
+    static func expectSameAnswers(_ stack: Stack, _ model: String, _ exported: String, on test: URL) async throws {
+        let photos = try FileManager.default.contentsOfDirectory(atPath: test.appendingPathComponent("face").path).sorted().prefix(3)
+            .map { test.appendingPathComponent("face/\($0)").path }
+        for photo in photos {
+            let ours = try jsonObject(try await stack.gateway(["classify", "image", photo, "--model", model, "--json"]))
+            let theirs = try jsonObject(try await stack.gateway(["classify", "image", photo, "--model", exported, "--json"]))
+            let a = try #require(ours["labels"] as? [[String: Any]]), b = try #require(theirs["labels"] as? [[String: Any]])
+            #expect(a.first?["label"] as? String == b.first?["label"] as? String, "\(ours) vs \(theirs)")
+            for (x, y) in zip(a, b) {
+                #expect(x["label"] as? String == y["label"] as? String
+                        && abs((x["confidence"] as? Double ?? -1) - (y["confidence"] as? Double ?? 1)) < 1e-4, "\(ours) vs \(theirs)")
+            }
         }
     }
 }

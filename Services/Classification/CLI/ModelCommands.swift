@@ -20,7 +20,7 @@ struct ModelList: AsyncParsableCommand {
             let r = try await client.listModels(ClassificationV1.ListModelsRequest(), options: global.callOptions)
             try global.render(r, text: {
                 printTable(["NAME", "KIND", "ALGORITHM", "LABELS", "INPUT", "ACCURACY", "ACTIVE"], r.models.map { m in
-                    [m.name, modelKindName(m.kind), m.algorithm, "\(m.labels.count)", "\(m.inputWidth)x\(m.inputHeight)",
+                    [m.name, modelKindName(m.kind), m.algorithm + (m.fineTuned ? " (fine-tuned)" : ""), "\(m.labels.count)", "\(m.inputWidth)x\(m.inputHeight)",
                      m.validationAccuracy.map(percent) ?? m.map50.map { String(format: "mAP50 %.3f", $0) } ?? "-", m.active ? "yes" : ""]
                 })
             })

@@ -20,7 +20,8 @@ struct Train: AsyncParsableCommand {
             ImageNet, on images augmented by flips, crops and exposure; the classifier default for photos, over 64 \
             pixels, when compose has installed the feature print), cnn (a small residual network trained from \
             scratch, the default for small images such as the digits), features (HOG and colour histograms with a \
-            linear model, trained in seconds), yolo (the detector). --base MODEL fine-tunes another model's \
+            linear model, trained in seconds), yolo (the detector). --fine-tune (transfer) also trains the feature \
+            print's last block, after the head, for a few epochs. --base MODEL fine-tunes another model's \
             trained layers: a cnn classifier for a classifier; a cnn classifier or a yolo detector for a detector. The same --seed and data give the same model. --detach prints the job and \
             returns (gateway classify jobs watch ID). --json prints the job's TrainingResult ({"model": {the ModelSummary}}), \
             or with --detach the started Job.
@@ -39,6 +40,7 @@ struct Train: AsyncParsableCommand {
     @Option(name: .customLong("validation-dataset"), help: "Measure on this dataset instead of holding images out (default: hold out --validation-fraction).") var validationDataset: String?
     @Option(name: .customLong("validation-fraction"), help: "Held out per label (default 0.1).") var validationFraction: Double?
     @Option(help: "Augmentations, comma-separated: flip, crop, rotation, turns (right angles, for photos taken from above), blur, exposure, noise; or none (default: cnn crop,rotation; transfer flip,crop,exposure; others none).") var augment: String?
+    @Flag(name: .customLong("fine-tune"), help: "transfer: after the head, also train the feature print's last block with it for a few epochs, keeping the epoch best on the held-out images (slower; implies --algorithm transfer; default: off, the network frozen).") var fineTune = false
     @Flag(name: .customLong("include-feedback"), help: "Add the photos kept by `gateway classify feedback --consent` (their labels must be the dataset's).") var includeFeedback = false
     @Flag(help: "Print the job and return at once.") var detach = false
     @OptionGroup var global: GlobalOptions
@@ -75,6 +77,7 @@ struct Train: AsyncParsableCommand {
             request.augmentation = a
         }
         request.includeFeedback = includeFeedback
+        request.fineTune = fineTune
         return request
     }
 

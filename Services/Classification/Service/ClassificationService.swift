@@ -219,6 +219,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                     options.seed = plan.seed
                     if let size = plan.batchSize { options.batchSize = size }
                     options.patience = plan.patience
+                    options.fineTune = plan.fineTune
                     if let fraction = plan.validationFraction { options.validationFraction = fraction }
                     let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
                     let base = try plan.base.map { try store.model(named: $0) }
@@ -271,6 +272,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     static func progressText(_ p: ClassificationCore.TrainingProgress) -> String {
         // The cnn's two passes (validation, then every image) each run --epochs, and say so.
         var text = p.passes == 2 ? (p.pass == 1 ? "pass 1/2 (held-out validation) " : "pass 2/2 (every image) ") : ""
+        // A fine-tuned transfer's passes differ in kind and name it.
+        if let stage = p.stage { text = "pass \(p.pass)/\(p.passes) (\(stage)) " }
         text += "epoch \(p.epoch)/\(p.epochs) loss \(String(format: "%.4f", p.loss))"
         if p.trainingAccuracy > 0 { text += " accuracy \(String(format: "%.4f", p.trainingAccuracy))" }
         if let validation = p.validationAccuracy { text += " validation \(String(format: "%.4f", validation))" }

@@ -23,6 +23,7 @@ extension ClassificationV1.ModelSummary {
         createdAt = model.createdAt.timeIntervalSince1970
         active = model.active
         interrupted = header.interrupted ?? ""
+        fineTuned = header.fineTuned ?? false
         history = (header.history ?? []).map {
             ClassificationV1.TrainingEpoch(pass: Int32($0.pass), epoch: Int32($0.epoch), loss: $0.loss,
                                            trainingAccuracy: $0.trainingAccuracy, validationAccuracy: $0.validationAccuracy)

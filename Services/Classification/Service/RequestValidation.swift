@@ -32,6 +32,7 @@ enum RequestValidation {
         var includeFeedback = false
         var batchSize: Int?
         var patience: Int?
+        var fineTune = false
 
         /// The classifier algorithm (validated: cnn, features or transfer; empty: chosen from the dataset by the job).
         var classifierAlgorithm: ClassifierAlgorithm { ClassifierAlgorithm(rawValue: algorithm) ?? .cnn }
@@ -46,7 +47,11 @@ enum RequestValidation {
         case .unrecognized(let value): throw RPCError(.invalidArgument, "kind: \(value) is not a model kind")
         }
         // A classifier without one gets transfer or cnn by its dataset's images (`ClassifierAlgorithm.automatic`).
-        let algorithm = request.algorithm.isEmpty ? (kind == .classifier ? "" : "yolo") : request.algorithm.lowercased()
+        // fine_tune says transfer by itself: only transfer has a pretrained network to tune.
+        let algorithm = request.algorithm.isEmpty ? (kind == .classifier ? (request.fineTune ? "transfer" : "") : "yolo") : request.algorithm.lowercased()
+        if request.fineTune, kind == .detector || algorithm != "transfer" {
+            throw RPCError(.invalidArgument, "fine_tune: only a transfer classifier fine-tunes (the last block of its pretrained feature print); \(kind == .detector ? "a detector" : algorithm) trains every layer from the start — give --algorithm transfer, or leave --fine-tune out")
+        }
         let allowed = kind == .classifier ? ["cnn", "features", "transfer"] : ["yolo"]
         guard algorithm.isEmpty || allowed.contains(algorithm) else {
             throw RPCError(.invalidArgument, "algorithm: \(request.algorithm) does not train a \(kind.rawValue) (use \(allowed.joined(separator: " or ")))")
@@ -110,7 +115,7 @@ enum RequestValidation {
                 : ClassificationCore.Augmentation(flip: a.flip, crop: a.crop, rotation: a.rotation, blur: a.blur,
                                                   exposure: a.exposure, noise: a.noise, turns: a.turns),
             imageSize: request.imageSize.map(Int.init), seed: request.seed ?? 0, includeFeedback: request.includeFeedback,
-            batchSize: request.batchSize.map(Int.init), patience: request.patience.map(Int.init))
+            batchSize: request.batchSize.map(Int.init), patience: request.patience.map(Int.init), fineTune: request.fineTune)
     }
 
     struct Classification: Sendable {

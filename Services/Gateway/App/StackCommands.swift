@@ -111,9 +111,12 @@ struct Probe: AsyncParsableCommand {
         } catch {
             instance = Instance(service: "", address: address, health: "UNREACHABLE", detail: "\(error)")
         }
-        if let pid, instance.health == "SERVING", instance.pid != pid {
+        // The answering pid is read into a constant first: Swift 6.3.1's optimizer crashed ("found outside of lifetime
+        // use") compiling `instance.pid` here, inside the mutation of `instance`, in release builds.
+        let answering: Int64? = instance.reply.map(\.pid)
+        if let pid, instance.health == "SERVING", answering != pid {
             instance.health = "OTHER_PROCESS"
-            instance.detail = "pid \(instance.pid.map(String.init) ?? "unknown") answers, not \(pid)"
+            instance.detail = "pid \(answering.map(String.init) ?? "unknown") answers, not \(pid)"
         }
         if !quiet { print("\(address) \(instance.health)" + (instance.detail.map { ": \($0)" } ?? "")) }
         if instance.health != "SERVING" { throw GatewayExit.checkFailed }

@@ -116,6 +116,28 @@ void torch_script_free(torch_script module);
 /// Compiles TorchScript source (the methods of one module, e.g. `def forward(self, x): ...`) into a saved module
 /// archive in a buffer allocated with malloc (the caller frees it): tests build their modules without Python.
 int torch_script_compile(const char *source, uint8_t **bytes, size_t *length);
+/// torch_script_compile with parameters registered before the source is compiled: each dotted name makes the
+/// submodules it passes through ("blocks.1.weight": a submodule `blocks` holding a submodule `1` holding
+/// `weight`), which the source reaches as `getattr(self.blocks, "1").weight`. The values are copied.
+int torch_script_compile_with_parameters(const char *source, const char *const *names, const torch_tensor *values,
+                                         int count, uint8_t **bytes, size_t *length);
+
+// MARK: Training a TorchScript module (fine-tuning part of a pretrained network)
+/// The dotted names of the module's parameters, its submodules' included, in registration order, each ended by a
+/// newline, in a buffer allocated with malloc (the caller frees it).
+int torch_script_parameter_names(torch_script module, char **names, size_t *length);
+/// The parameter of that dotted name, sharing the module's storage and gradient: setting it to require gradients
+/// and stepping an optimizer over it trains the module. An unknown name is an error naming it.
+int torch_script_parameter(torch_script module, const char *name, torch_tensor *out);
+/// torch_script_run with gradient recording on, whatever the thread's setting: backward from its output fills the
+/// gradients of the module's parameters that require them. The module's graph is run as it was traced or
+/// scripted (a traced batch norm keeps the mode it was traced in).
+int torch_script_run_recording(torch_script module, const char *name, torch_tensor input, torch_tensor *out);
+/// Saves the module with its current weights as a TorchScript archive (what torch_script_load reads) in a buffer
+/// allocated with malloc (the caller frees it).
+int torch_script_save(torch_script module, uint8_t **bytes, size_t *length);
+/// Sets *out to 1 when backward has given the tensor a gradient, else 0 (a parameter its output does not use).
+int torch_has_gradient(torch_tensor tensor, int *out);
 
 #ifdef __cplusplus
 }

@@ -508,6 +508,11 @@ extension ClassificationV1 {
         /// weights (with a share held out, the pass on every image then runs as many epochs as the best one). 1..1000;
         /// absent: every epoch runs. Needs something to validate on (a validation share or dataset).
         public var patience: Int32? = nil
+        /// transfer only (an empty algorithm then means transfer; any other is INVALID_ARGUMENT): after the head is trained
+        /// on the frozen feature print, the network's last block and the head are trained together at a small learning
+        /// rate for a few epochs on augmented images, keeping the epoch best on the held-out images. The tuned network is
+        /// stored in the model (ModelSummary.fine_tuned).
+        public var fineTune: Bool = false
 
         /// A message with every field at its default.
         public init() {}
@@ -527,7 +532,8 @@ extension ClassificationV1 {
             seed: UInt64? = nil,
             includeFeedback: Bool = false,
             batchSize: Int32? = nil,
-            patience: Int32? = nil
+            patience: Int32? = nil,
+            fineTune: Bool = false
         ) {
             self.dataset = dataset
             self.kind = kind
@@ -543,6 +549,7 @@ extension ClassificationV1 {
             self.includeFeedback = includeFeedback
             self.batchSize = batchSize
             self.patience = patience
+            self.fineTune = fineTune
         }
     }
 
@@ -618,6 +625,9 @@ extension ClassificationV1 {
         /// kept, e.g. "cancelled in pass 1/2 after epoch 7/30; kept epoch 5, the best on the held-out images". Empty for a
         /// finished training.
         public var interrupted: String = ""
+        /// A transfer classifier whose feature print's last block was fine-tuned (TrainRequest.fine_tune): it runs its own
+        /// tuned copy of the network.
+        public var fineTuned: Bool = false
 
         /// A message with every field at its default.
         public init() {}
@@ -640,7 +650,8 @@ extension ClassificationV1 {
             active: Bool = false,
             trainingImages: Int64? = nil,
             history: [ClassificationV1.TrainingEpoch] = [],
-            interrupted: String = ""
+            interrupted: String = "",
+            fineTuned: Bool = false
         ) {
             self.name = name
             self.kind = kind
@@ -659,6 +670,7 @@ extension ClassificationV1 {
             self.trainingImages = trainingImages
             self.history = history
             self.interrupted = interrupted
+            self.fineTuned = fineTuned
         }
     }
 
@@ -1820,6 +1832,7 @@ extension ClassificationV1.TrainRequest: ProtoMessage, ProtobufCBridged {
         includeFeedback = reader.value(12)
         batchSize = reader.optional(13)
         patience = reader.optional(14)
+        fineTune = reader.value(15)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1837,6 +1850,7 @@ extension ClassificationV1.TrainRequest: ProtoMessage, ProtobufCBridged {
         writer.set(12, includeFeedback)
         writer.set(13, batchSize)
         writer.set(14, patience)
+        writer.set(15, fineTune)
     }
 }
 
@@ -1920,6 +1934,7 @@ extension ClassificationV1.ModelSummary: ProtoMessage, ProtobufCBridged {
         trainingImages = reader.optional(15)
         history = reader.repeated(16)
         interrupted = reader.value(17)
+        fineTuned = reader.value(18)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1940,6 +1955,7 @@ extension ClassificationV1.ModelSummary: ProtoMessage, ProtobufCBridged {
         writer.set(15, trainingImages)
         writer.set(16, history)
         writer.set(17, interrupted)
+        writer.set(18, fineTuned)
     }
 }
 
@@ -3142,6 +3158,7 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         ProtoJSONField(number: 12, protoName: "include_feedback", jsonName: "includeFeedback", kind: .bool, cardinality: .singular),
         ProtoJSONField(number: 13, protoName: "batch_size", jsonName: "batchSize", kind: .int32, cardinality: .optional),
         ProtoJSONField(number: 14, protoName: "patience", jsonName: "patience", kind: .int32, cardinality: .optional),
+        ProtoJSONField(number: 15, protoName: "fine_tune", jsonName: "fineTune", kind: .bool, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3160,6 +3177,7 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         json.value(11, self.includeFeedback)
         json.optional(12, self.batchSize)
         json.optional(13, self.patience)
+        json.value(14, self.fineTune)
         return json.result
     }
 
@@ -3180,6 +3198,7 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         try json.value(11, into: &self.includeFeedback)
         try json.optional(12, into: &self.batchSize)
         try json.optional(13, into: &self.patience)
+        try json.value(14, into: &self.fineTune)
     }
 }
 
@@ -3250,6 +3269,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         ProtoJSONField(number: 15, protoName: "training_images", jsonName: "trainingImages", kind: .int64, cardinality: .optional),
         ProtoJSONField(number: 16, protoName: "history", jsonName: "history", kind: .message, cardinality: .repeated),
         ProtoJSONField(number: 17, protoName: "interrupted", jsonName: "interrupted", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 18, protoName: "fine_tuned", jsonName: "fineTuned", kind: .bool, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3271,6 +3291,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         json.optional(14, self.trainingImages)
         json.repeated(15, self.history)
         json.value(16, self.interrupted)
+        json.value(17, self.fineTuned)
         return json.result
     }
 
@@ -3294,6 +3315,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         try json.optional(14, into: &self.trainingImages)
         try json.repeated(15, into: &self.history)
         try json.value(16, into: &self.interrupted)
+        try json.value(17, into: &self.fineTuned)
     }
 }
 

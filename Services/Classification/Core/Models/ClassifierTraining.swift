@@ -75,6 +75,10 @@ public struct ClassifierTrainingOptions: Sendable, Codable, Equatable {
     /// transfer: augmented copies of each training image whose features the head also trains on (each copy is one
     /// more pass of the network per image).
     public var augmentedCopies: Int?
+    /// transfer: after the head, train the feature print's last block with it for a few epochs (`FineTuning`).
+    public var fineTune = false
+    /// Fine-tuning's epochs over the training images (nil: `FineTuning.defaultEpochs`).
+    public var fineTuneEpochs: Int?
 
     public init() {}
 }
@@ -89,10 +93,14 @@ public struct TrainingProgress: Sendable, Equatable, Codable {
     public var validationAccuracy: Double?
     public var pass = 1
     public var passes = 1
+    /// What the pass does, when passes differ in kind (a fine-tuned transfer: "head", then "fine-tuning"); nil for
+    /// the cnn's two passes, which train the same way.
+    public var stage: String?
 
-    public init(epoch: Int, epochs: Int, loss: Double, trainingAccuracy: Double, validationAccuracy: Double?, pass: Int = 1, passes: Int = 1) {
+    public init(epoch: Int, epochs: Int, loss: Double, trainingAccuracy: Double, validationAccuracy: Double?, pass: Int = 1, passes: Int = 1,
+                stage: String? = nil) {
         self.epoch = epoch; self.epochs = epochs; self.loss = loss; self.trainingAccuracy = trainingAccuracy
-        self.validationAccuracy = validationAccuracy; self.pass = pass; self.passes = passes
+        self.validationAccuracy = validationAccuracy; self.pass = pass; self.passes = passes; self.stage = stage
     }
 
     /// The share of the whole training done, over every pass.
@@ -223,6 +231,9 @@ public enum ClassifierTrainer {
                 options.inputSize = base.header.inputWidth
             }
         }
+        guard !options.fineTune || options.algorithm == .transfer else {
+            throw ClassificationError.invalid("fine-tuning applies to transfer, whose pretrained network is otherwise frozen; \(options.algorithm.rawValue) is not fine-tuned")
+        }
         guard dataset.kind == .classification else {
             throw ClassificationError.invalid("a classifier trains on a classification dataset (label folders)")
         }
@@ -253,9 +264,32 @@ public enum ClassifierTrainer {
         var trainedOn = training.inputs.count
         switch (options.algorithm, scriptBase) {
         case (_, let scriptBase?):
+            // Fine-tuning is a second pass: the head first learns the labels on the frozen network, then the last
+            // block trains with it.
+            let fineTuning = options.algorithm == .transfer && options.fineTune
             file = try trainScriptHead(training, held, labels: dataset.labels, base: scriptBase, options: options,
-                                       cache: options.algorithm == .transfer ? featureCache.map { ($0, featurePrint!.manifest.sha256) } : nil,
-                                       progress: progress)
+                                       cache: options.algorithm == .transfer ? featureCache.map { ($0, featurePrint!.manifest.sha256) } : nil) { p in
+                var p = p
+                if fineTuning { (p.passes, p.stage) = (2, "head on the frozen network") }
+                try progress(p)
+            }
+            if fineTuning {
+                do {
+                    file = try FineTuning.train(file, training, held, options: options) { p in
+                        var p = p
+                        (p.pass, p.passes, p.stage) = (2, 2, "fine-tuning the last block")
+                        try progress(p)
+                    }
+                } catch var interrupted as TrainingInterrupted {
+                    interrupted.partial.header.algorithm = "transfer"
+                    interrupted.partial.header.interrupted = "in pass 2/2 " + (interrupted.partial.header.interrupted ?? "")
+                    interrupted.partial.header.metrics["training_images"] = Double(training.inputs.count)
+                    interrupted.partial.header.seed = options.seed
+                    interrupted.partial.header.scaling = options.scaling
+                    interrupted.partial.header.trainingSeconds = (ContinuousClock.now - started).seconds
+                    throw interrupted
+                }
+            }
         case (.cnn, nil):
             // The held-out share measures the validation accuracy; the model kept is then trained again, the same
             // way, on every image: on 1,438 digits the 10 % held out cost 0.3–0.8 points of test accuracy.

@@ -24,7 +24,7 @@ struct LinearHead {
                   weight: try Tensor(weight.values, shape: weight.shape), bias: try Tensor(bias.values, shape: [classes]), classes: classes)
     }
 
-    private init(mean: [Float], deviation: [Float], weight: Tensor, bias: Tensor, classes: Int) {
+    init(mean: [Float], deviation: [Float], weight: Tensor, bias: Tensor, classes: Int) {
         self.mean = mean; self.deviation = deviation; self.weight = weight; self.bias = bias; self.classes = classes
     }
 

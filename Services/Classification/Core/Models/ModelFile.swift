@@ -22,9 +22,6 @@ public struct ModelHeader: Sendable, Codable, Equatable {
     /// linear head ("features" when the module exports one, else "forward"); nil when the module's own output is
     /// the class scores.
     public var featureMethod: String?
-    /// Set on a transfer model whose network was changed by training (which layers, e.g. "last block"); nil when the
-    /// feature print stayed frozen. ONNX export writes only the frozen network.
-    public var fineTuned: String?
     /// The output layout of an imported ONNX detector: "yolov5" ([1, N, 5 + classes]) or "yolov8" ([1, 4 + classes, N]).
     public var layout: String?
     public var trainingAccuracy: Double?
@@ -40,6 +37,9 @@ public struct ModelHeader: Sendable, Codable, Equatable {
     public var trainingDatasets: [String]?
     /// Set on the model a cancelled training kept: what it is (see `TrainingInterrupted`).
     public var interrupted: String?
+    /// A transfer classifier whose feature print's last block was fine-tuned (`FineTuning`): its module is its own
+    /// tuned copy of the network. nil for every other model.
+    public var fineTuned: Bool?
 
     public init(kind: Kind, algorithm: String, labels: [String], inputWidth: Int, inputHeight: Int) {
         self.kind = kind; self.algorithm = algorithm; self.labels = labels

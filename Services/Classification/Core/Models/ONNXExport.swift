@@ -293,12 +293,8 @@ extension ONNXExport {
     /// Gemm, Softmax. The input is the service's: resized as `scaling` says, x = pixel / 255, (x − 127/255) / (128/255).
     static func transferClassifier(_ file: ModelFile, name: String) throws -> [UInt8] {
         let header = file.header
-        if let fineTuned = header.fineTuned {
-            throw ClassificationError(.failedPrecondition, """
-                model \(name) is a transfer classifier whose network was fine-tuned (\(fineTuned)); ONNX export writes the \
-                pretrained EfficientNet-Lite0 with a trained head, not fine-tuned layers: export the container (--format menagerie)
-                """)
-        }
+        // A fine-tuned model's module is its own tuned copy of the network (`FineTuning` saves it whole), so its layers
+        // are read from it like the pretrained ones; tensors besides the head would be layers the module does not hold.
         let headNames: Set = ["mean", "deviation", "weight", "bias"]
         guard Set(file.tensors.map(\.name)) == headNames else {
             throw ClassificationError(.failedPrecondition, """

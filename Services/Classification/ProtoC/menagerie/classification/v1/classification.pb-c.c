@@ -2987,7 +2987,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__augmentation__de
   (ProtobufCMessageInit) menagerie__classification__v1__augmentation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__train_request__field_descriptors[14] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__train_request__field_descriptors[15] =
 {
   {
     "dataset",
@@ -3157,6 +3157,18 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__train_reque
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "fine_tune",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__TrainRequest, fine_tune),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__train_request__field_indices_by_name[] = {
   2,   /* field[2] = algorithm */
@@ -3165,6 +3177,7 @@ static const unsigned menagerie__classification__v1__train_request__field_indice
   12,   /* field[12] = batch_size */
   0,   /* field[0] = dataset */
   5,   /* field[5] = epochs */
+  14,   /* field[14] = fine_tune */
   9,   /* field[9] = image_size */
   11,   /* field[11] = include_feedback */
   1,   /* field[1] = kind */
@@ -3177,7 +3190,7 @@ static const unsigned menagerie__classification__v1__train_request__field_indice
 static const ProtobufCIntRange menagerie__classification__v1__train_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 14 }
+  { 0, 15 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__train_request__descriptor =
 {
@@ -3187,7 +3200,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__train_request__d
   "Menagerie__Classification__V1__TrainRequest",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__TrainRequest),
-  14,
+  15,
   menagerie__classification__v1__train_request__field_descriptors,
   menagerie__classification__v1__train_request__field_indices_by_name,
   1,  menagerie__classification__v1__train_request__number_ranges,
@@ -3322,7 +3335,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__training_result_
   (ProtobufCMessageInit) menagerie__classification__v1__training_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summary__field_descriptors[17] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summary__field_descriptors[18] =
 {
   {
     "name",
@@ -3528,11 +3541,24 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summa
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "fine_tuned",
+    18,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ModelSummary, fine_tuned),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__model_summary__field_indices_by_name[] = {
   13,   /* field[13] = active */
   2,   /* field[2] = algorithm */
   12,   /* field[12] = created_at */
+  17,   /* field[17] = fine_tuned */
   15,   /* field[15] = history */
   5,   /* field[5] = input_height */
   4,   /* field[4] = input_width */
@@ -3551,7 +3577,7 @@ static const unsigned menagerie__classification__v1__model_summary__field_indice
 static const ProtobufCIntRange menagerie__classification__v1__model_summary__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 17 }
+  { 0, 18 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__descriptor =
 {
@@ -3561,7 +3587,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__d
   "Menagerie__Classification__V1__ModelSummary",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__ModelSummary),
-  17,
+  18,
   menagerie__classification__v1__model_summary__field_descriptors,
   menagerie__classification__v1__model_summary__field_indices_by_name,
   1,  menagerie__classification__v1__model_summary__number_ranges,

@@ -445,6 +445,13 @@ struct  Menagerie__Classification__V1__TrainRequest
    * nothing. Held out for validation like the rest unless validation_dataset is given.
    */
   protobuf_c_boolean include_feedback;
+  /*
+   * transfer only (an empty algorithm then means transfer; any other is INVALID_ARGUMENT): after the head is trained
+   * on the frozen feature print, the network's last block and the head are trained together at a small learning
+   * rate for a few epochs on augmented images, keeping the epoch best on the held-out images. The tuned network is
+   * stored in the model (ModelSummary.fine_tuned).
+   */
+  protobuf_c_boolean fine_tune;
   Menagerie__Classification__V1__TrainRequest__BaseModelCase _base_model_case;
   union {
     /*
@@ -502,7 +509,7 @@ struct  Menagerie__Classification__V1__TrainRequest
 };
 #define MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__train_request__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BASE_MODEL__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___EPOCHS__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_DATASET__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_FRACTION__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___IMAGE_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BATCH_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___PATIENCE__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, 0, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BASE_MODEL__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___EPOCHS__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_DATASET__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_FRACTION__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___IMAGE_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BATCH_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___PATIENCE__NOT_SET, {0} }
 
 
 typedef enum {
@@ -609,6 +616,11 @@ struct  Menagerie__Classification__V1__ModelSummary
    * finished training.
    */
   char *interrupted;
+  /*
+   * A transfer classifier whose feature print's last block was fine-tuned (TrainRequest.fine_tune): it runs its own
+   * tuned copy of the network.
+   */
+  protobuf_c_boolean fine_tuned;
   Menagerie__Classification__V1__ModelSummary__TrainingAccuracyCase _training_accuracy_case;
   union {
     double training_accuracy;
@@ -639,7 +651,7 @@ struct  Menagerie__Classification__V1__ModelSummary
 };
 #define MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__model_summary__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, 0, 0, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, 0, 0, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, 0, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES__NOT_SET, {0} }
 
 
 typedef enum {
