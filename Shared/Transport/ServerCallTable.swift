@@ -102,7 +102,13 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
 
     private var stream: Wire.Stream { wire.stream }
 
-    var openCalls: Int { calls.withLock { $0.count } }
+    /// Calls in the table, plus those whose answer is being queued: a call leaves the table before its STATUS is
+    /// written (so that only one answer goes out), and the idle sweep must not take that moment for a quiet
+    /// connection (TCPRobustnessTests' idle test saw a connection closed just as its answer was on its way).
+    var openCalls: Int { calls.withLock { $0.count } + answering.load(ordering: .acquiring) }
+
+    /// Calls out of the table whose STATUS is not queued yet (`finished`).
+    private let answering = Atomic<Int>(0)
     var openUploads: Int { calls.withLock { $0.values.reduce(0) { $0 + ($1.isUpload ? 1 : 0) } } }
 
     /// Whether the client ever started a call here (loop thread): one that never did is reclaimed
@@ -403,12 +409,14 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     func finished(_ id: UInt64, serial: UInt64, message: [UInt8]?, error: RPCError?) -> Bool {
         let open = calls.withLock { calls -> Bool in
             guard let entry = calls[id], entry.serial == serial else { return false }
+            answering.add(1, ordering: .relaxed)
             remove(id, &calls)
             return true
         }
         guard open else { return false }  // ended already (answered, or its connection gone)
         // Queued before the call stops counting as in flight, so a shutdown waiting for that writes it.
         wire.writeStatus(id, message: message, error: error)
+        answering.subtract(1, ordering: .releasing)
         server.inFlight.subtract(1, ordering: .releasing)
         return true
     }

@@ -51,9 +51,13 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     /// Bytes waiting to be written fell below the low-water mark.
     package var onDrain: (() -> Void)?
 
-    /// When the connection was opened, and when a write last completed.
+    /// When the connection was opened, and when bytes were last handed to the socket or a write completed (the
+    /// idle sweep's news: a write's completion is only seen on the next turn of the loop, after its timers).
     let openedAt = ContinuousClock.now
     private(set) var lastWriteAt: ContinuousClock.Instant?
+
+    /// Whether bytes are queued that no `flush` has handed to the socket yet (an answer on its way, not a stuck one).
+    var hasUnflushedBytes: Bool { outbox.withLock { !$0.bytes.isEmpty } }
 
     private let outbox = Lock(Outbox())
     /// Bytes handed to `send` and not yet written to the socket.
@@ -225,6 +229,7 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
             return
         }
         let write = WriteRequest(bytes: bytes)
+        lastWriteAt = .now
         if let budget {
             budgetedWrites += bytes.count
             if budget.charge(bytes.count) { onBudgetExceeded?() }

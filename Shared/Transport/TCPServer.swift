@@ -401,7 +401,9 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
             } else if served.openCalls > 0 {
                 served.endStalledUploads(now: now)
             }
-            if connection.closingSince == nil, served.openCalls == 0,
+            // Quiet: no call open (nor one whose answer is being queued), no answer queued for the next flush, and
+            // neither a frame nor a write for the idle timeout.
+            if connection.closingSince == nil, served.openCalls == 0, !connection.hasUnflushedBytes,
                now - max(served.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt) > limits.idleTimeout {
                 served.fail(.unavailable, "idle timeout: no call for \(limits.idleTimeout)")
             }
