@@ -1,5 +1,6 @@
 import Base
 import Schema
+import Synchronization
 
 /// What opens a call, independent of the transport that carried it.
 public struct CallHead: Sendable {
@@ -104,6 +105,34 @@ public struct ResponseWriter<Response: ProtoMessage>: Sendable {
         try await sink.send(bytes)
     }
 
+    /// Reserves room in the process's memory budget for an answer about to be built, waiting as `send` does (then
+    /// RESOURCE_EXHAUSTED): a stream that builds large pages takes room before building one, so pages built for
+    /// clients that read nothing cannot pile up outside the budget while they wait for it. Pass the room to
+    /// `send(_:in:)`, which trades it for the encoded answer's size.
+    /// At most half the budget is reserved ahead, so a reckoning larger than a small budget still lets pages go.
+    public func reserveRoom(_ bytes: Int) async throws -> AnswerRoom {
+        let budget = MemoryBudget.process
+        let bytes = min(bytes, budget.limit / 2)
+        try await Self.reserve(bytes, of: budget, unless: sink)
+        return AnswerRoom(bytes: bytes, budget: budget)
+    }
+
+    /// Sends an answer built in `room` (see `reserveRoom`): the room becomes the encoded bytes' share of the
+    /// budget (more is waited for, the surplus given back) until the transport has them.
+    public func send(_ response: consuming Response, in room: AnswerRoom) async throws {
+        let bytes = response.serializedBytes()
+        _ = consume response
+        var held = room.take()
+        defer { room.budget.release(held) }
+        if bytes.count > held {
+            try await Self.reserve(bytes.count - held, of: room.budget, unless: sink)
+        } else {
+            room.budget.release(held - bytes.count)
+        }
+        held = bytes.count
+        try await sink.send(bytes)
+    }
+
     /// How long a large answer waits for room in the budget before its call fails: long enough for
     /// readers that are merely slow to take theirs, short enough that a stalled producer lets go.
     static var budgetPatience: Duration { .seconds(5) }
@@ -133,4 +162,21 @@ public struct CallOptions: Sendable {
         self.metadata = metadata
         self.idempotent = idempotent
     }
+}
+
+/// Room reserved in the process's memory budget for one answer being built (`ResponseWriter.reserveRoom`). Given back
+/// by the `send` it is passed to, or when dropped unused.
+public final class AnswerRoom: Sendable {
+    let budget: MemoryBudget
+    private let held: Atomic<Int>
+
+    init(bytes: Int, budget: MemoryBudget) {
+        self.budget = budget
+        held = Atomic(bytes)
+    }
+
+    /// The reserved bytes, now the caller's to give back.
+    func take() -> Int { held.exchange(0, ordering: .acquiringAndReleasing) }
+
+    deinit { budget.release(held.load(ordering: .acquiring)) }
 }

@@ -77,6 +77,11 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         context.metadata["authorization"].map { String($0.split(separator: " ", maxSplits: 1).last ?? "") } ?? ""
     }
 
+    /// What a page's sample is reckoned to take while its page is built and sent (the decoded message and its
+    /// encoding), and a CSV row: the room a stream reserves before building a page.
+    static let pageBytesPerSample = 256
+    static let csvBytesPerRow = 256
+
     static func pageSize(_ requested: UInt32) throws(HealthError) -> Int {
         guard requested <= maxPage else { throw HealthError(.invalidArgument, "at most \(maxPage) per page, not \(requested)") }
         return requested == 0 ? defaultPage : Int(requested)
@@ -252,8 +257,10 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         while true {
             try context.checkAlive()
             let since = anchor
-            // The page is made into its message off the loop and only the message comes back, which
-            // `send` consumes once encoded: a client that reads nothing holds one encoded page.
+            // Room for the page is taken from the memory budget before it is built, so pages built for clients
+            // that read nothing cannot pile up outside the budget while they wait for it; the page is made into its
+            // message off the loop and only the message comes back, which `send` consumes once encoded.
+            let room = try await response.reserveRoom(pageSize * Self.pageBytesPerSample)
             let (message, reached, hasMore) = try await offloadPage {
                 let page = try store.changes(user: user.id, since: since, limit: pageSize, filter: filter)
                 return (
@@ -264,7 +271,7 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
             }
             // An empty first page still answers, so the client learns the anchor it is at.
             if reached == anchor, anchor != request.sinceAnchor { return }
-            try await response.send(consume message)
+            try await response.send(consume message, in: room)
             anchor = reached
             if !hasMore { return }
         }
@@ -281,11 +288,12 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
             try context.checkAlive()
             let after = cursor
             let header = first ? HealthStore.csvHeader : ""
+            let room = try await response.reserveRoom(HealthStore.csvPageSize * Self.csvBytesPerRow)
             let (chunk, next) = try await offloadPage {
                 let page = try store.csvPage(type: type, user: user.id, unit: unit, from: request.fromMs, to: request.toMs, after: after)
                 return (HealthV1.ExportCSVChunk(text: header + page.text), page.next)
             }
-            try await response.send(consume chunk)
+            try await response.send(consume chunk, in: room)
             first = false
             cursor = next
         } while cursor != nil

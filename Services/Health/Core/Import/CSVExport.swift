@@ -10,6 +10,8 @@ public struct CSVCursor: Sendable, Hashable {
 extension HealthStore {
     /// The CSV header line.
     public static let csvHeader = "uuid,type,start,end,value,unit,source,time_zone\r\n"
+    /// Rows an export page holds (`csvPage`).
+    public static let csvPageSize = 5000
 
     /// Writes one type's samples as CSV (RFC 4180), oldest first, in pages of 5,000 so a large history never
     /// sits in memory: `uuid,type,start,end,value,unit,source,time_zone`. Times are ISO 8601 with the offset of
@@ -31,7 +33,7 @@ extension HealthStore {
     /// (nil after the last). For callers that send pages asynchronously (a server stream).
     public func csvPage(
         type: HealthType, user: Int64, unit: HealthUnit? = nil, from: EpochMilliseconds? = nil,
-        to: EpochMilliseconds? = nil, after cursor: CSVCursor?, pageSize: Int = 5000
+        to: EpochMilliseconds? = nil, after cursor: CSVCursor?, pageSize: Int = csvPageSize
     ) throws -> (text: String, next: CSVCursor?) {
         let unit = unit ?? type.canonicalUnit
         if type.kind != .category { _ = try type.canonicalUnit.convert(0, to: unit) }
