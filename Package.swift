@@ -126,7 +126,7 @@ let package = Package(
         .target(name: "WorkLane", dependencies: ["Base"], path: "Shared/WorkLane"),
         .target(name: "Storage", dependencies: ["Base", "CSQLite", "WorkLane", "Dqlite"], path: "Shared/Storage"),
         // A dqlite node in this process and a client of dqlite's wire protocol (no C client exists).
-        .target(name: "Dqlite", dependencies: ["Base", "CDqlite"], path: "Shared/Dqlite"),
+        .target(name: "Dqlite", dependencies: ["Base", "CDqlite", "TLS"], path: "Shared/Dqlite"),
         // Logging, the error categories, the version string, a heap, the upward search for the source tree: no dependencies.
         .target(name: "Base", path: "Shared/Base"),
         // rpc.proto: the envelope and the built-in services' messages (its service protocols are generated into RPC).

@@ -19,6 +19,8 @@ public final class DqliteClient: Sendable {
     public let discoveryTimeout: Duration
     /// How long finding a leader keeps trying (an election takes a few heartbeats) before `.noLeader`.
     public let leaderWait: Duration
+    /// Mutual TLS to the nodes (nodes that have it take nothing else); nil: plaintext.
+    public let tls: ClusterTLS?
     private let lastLeader = Mutex<String?>(nil)
     /// Nodes that did not answer the last time they were asked: asked last while they stay silent.
     private let silent = SilentNodes()
@@ -26,7 +28,7 @@ public final class DqliteClient: Sendable {
     /// - Parameter discoveryTimeout: `callTimeout` when nil.
     public init(
         addresses: [String], database: String, callTimeout: Duration = .seconds(5), discoveryTimeout: Duration? = nil,
-        leaderWait: Duration = .seconds(10)
+        leaderWait: Duration = .seconds(10), tls: ClusterTLS? = nil
     ) throws(DqliteError) {
         guard !addresses.isEmpty else { throw DqliteError(.misuse, "a dqlite cluster needs at least one node address") }
         for address in addresses where !DqliteNode.isHostAndPort(address) {
@@ -40,6 +42,7 @@ public final class DqliteClient: Sendable {
         self.callTimeout = callTimeout
         self.discoveryTimeout = min(discoveryTimeout ?? callTimeout, callTimeout)
         self.leaderWait = leaderWait
+        self.tls = tls
     }
 
     /// The call and discovery timeouts for nodes whose one-way latency is `networkLatency` (what the nodes derive
@@ -72,7 +75,7 @@ public final class DqliteClient: Sendable {
     /// The leader as the nodes see it, or nil when none of them knows one.
     public func leader() throws(DqliteError) -> DqliteMember? {
         for address in candidates() {
-            guard let connection = try? WireConnection(address: address, timeout: discoveryTimeout, silence: silent) else {
+            guard let connection = try? WireConnection(address: address, timeout: discoveryTimeout, silence: silent, tls: tls) else {
                 noteSilence(of: address, true)
                 continue
             }
@@ -200,7 +203,7 @@ public final class DqliteClient: Sendable {
         let connection: WireConnection
         let leader: DqliteMember
         do {
-            connection = try WireConnection(address: address, timeout: discoveryTimeout, silence: silent)
+            connection = try WireConnection(address: address, timeout: discoveryTimeout, silence: silent, tls: tls)
         } catch {
             noteSilence(of: address, true)
             throw error
