@@ -149,7 +149,7 @@ public enum ServiceRunner {
                     }
                 }
                 return try DqliteReplica(
-                    addresses: addresses, ownAddress: options.clusterBind ?? "", id: options.clusterID,
+                    addresses: addresses, ownAddress: options.clusterBind ?? "", id: options.clusterID, bindAddress: options.clusterListen,
                     dataDirectory: options.clusterDirectory ?? directory.appendingPathComponent("dqlite").path, database: name,
                     networkLatency: options.clusterLatency.map { .milliseconds($0) }, tls: tls)
             }
