@@ -264,7 +264,8 @@ let package = Package(
         // executables.
         // Its web page (Service/Web) is a resource of ZooService (Menagerie_ZooService.resources), served at `/`.
         + service(
-            "Zoo", executable: "zoo", imports: ["Jobs"], service: ["HTTP"], serviceTests: ["WorkLane", "RPCWire", "HTTP", "Storage"],
+            "Zoo", executable: "zoo", imports: ["Jobs"], service: ["HTTP"], coreTests: ["Dqlite", "TestSupport"],
+            serviceTests: ["WorkLane", "RPCWire", "HTTP", "Storage"],
             coreResources: [.copy("SampleData")], serviceResources: [.copy("Web")])
         + service(
             "OCR", executable: "ocr", imports: ["Jobs"],
