@@ -58,7 +58,7 @@ struct AbuseBenchmark {
         // A short upload idle timeout so that issue 24's open uploads end within an attack's hold (only client
         // streams pace, which no other attack opens), and an admin token for the admin-only imports they call.
         zoo.arguments = ["--port", "\(port)", "--data-dir", dataDirectory.path, "--log-level", "warning",
-                         "--upload-idle-timeout", String(Self.uploadIdleTimeout)]
+                         "--upload-idle-timeout", String(Self.uploadIdleTimeout), "--loops", "\(serverLoops)"]
         zoo.environment = ProcessInfo.processInfo.environment.merging(["MENAGERIE_ADMIN_TOKEN": Self.adminToken]) { $1 }
         let certificates = tls ? try BenchCertificates() : nil
         defer { certificates?.remove() }
@@ -103,7 +103,7 @@ struct AbuseBenchmark {
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(port)", tls: clientTLS)], retry: .init(maxAttempts: 1))
         defer { client.close() }
         print("Abuse benchmark: zoo pid \(pid) on 127.0.0.1:\(port) with \(realData ? "the real data" : "its sample data"), scale \(scale), "
-              + "\(holdSeconds) s per attack, \(ProcessInfo.processInfo.activeProcessorCount) cores"
+              + "\(holdSeconds) s per attack, \(ProcessInfo.processInfo.activeProcessorCount) cores, the replica on \(serverLoops) loop(s)"
               + (tls ? "; TLS only (mutual TLS on the binary protocol): every attack and probe handshakes first" : "")
               + (zooCPUs.map { "; the zoo pinned to CPUs \($0) (MENAGERIE_ABUSE_ZOO_CPUS)" } ?? ""))
 
