@@ -162,8 +162,9 @@ import Testing
 
     @Test func theIdleSweepRunsOnEveryLoop() async throws {
         var limits = Self.limits(loops: 2)
-        limits.frameTimeout = .milliseconds(400)
-        limits.idleTimeout = .milliseconds(800)
+        // Long enough that all four are connected before the first is idle, on a loaded machine too.
+        limits.frameTimeout = .seconds(1)
+        limits.idleTimeout = .seconds(3)
         try await Harness.with(.tcp, limits: limits) { harness in
             let tcp = try #require(harness.tcp)
             var sockets: [RawSocket] = []
