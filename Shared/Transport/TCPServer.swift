@@ -293,8 +293,8 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         }
     }
 
-    /// Counts `connection` in and serves it on the loop with the fewest connections (the acceptor's
-    /// own first among equals, as it costs no hand-over), handing the socket over when that is another.
+    /// Counts `connection` in and serves it on the loop with the fewest connections (`leastLoaded`),
+    /// handing the socket over when that is not the acceptor's.
     private func place(_ connection: TCPConnection) {
         defer { listener?.resume() }
         guard !isDraining else { return connection.close(reason: "server shutting down") }
@@ -325,16 +325,23 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         }
     }
 
-    /// The loop serving the fewest connections, the acceptor's first among equals.
+    /// The loop serving the fewest connections; among equals, the one after the last chosen (round
+    /// robin). Connections that come and go one after another (an accept storm) are then spread too,
+    /// rather than all served by the acceptor, which already accepts for every loop (acceptor loop).
     private func leastLoaded() -> ServerLoop {
-        var target = loops[0]
+        var target = loops[nextLoop % loops.count]
         var fewest = target.load.load(ordering: .relaxed)
-        for serving in loops.dropFirst() where fewest > 0 {
+        for offset in 1..<loops.count where fewest > 0 {
+            let serving = loops[(nextLoop + offset) % loops.count]
             let load = serving.load.load(ordering: .relaxed)
             if load < fewest { (target, fewest) = (serving, load) }
         }
+        nextLoop = target.index + 1
         return target
     }
+
+    /// Where `leastLoaded` starts looking (acceptor loop).
+    private var nextLoop = 0
 
     /// Answers `connection` RESOURCE_EXHAUSTED and closes it (acceptor loop).
     private func refuse(_ connection: TCPConnection, limit: String) {
