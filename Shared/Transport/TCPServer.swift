@@ -297,7 +297,6 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     /// handing the socket over when that is not the acceptor's.
     private func place(_ connection: TCPConnection) {
         defer { listener?.resume() }
-        guard !isDraining else { return connection.close(reason: "server shutting down") }
         let host = connection.peerHost
         counted.withLock { counted in
             counted.all += 1
@@ -310,10 +309,11 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
             return target.serve(connection)
         }
         guard let descriptor = connection.detachDescriptor() else {
-            logger.warning("cannot hand the connection from \(connection.peer) to \(target.loop.name): dup failed (\(errno))")
+            logger.warning("cannot hand the connection from \(connection.peer) to \(target.loop.name): dup failed")
             return uncount(host: host, on: target)
         }
         let peer = connection.peer, highWater = limits.writeHighWater
+        // Arriving once shutting down, it may come after its loop closed its connections: closed at once.
         target.loop.execute { [self] in
             guard !isDraining, let adopted = TCPConnection.adopt(descriptor, loop: target.loop, peer: peer, highWater: highWater) else {
                 if !isDraining { logger.warning("cannot serve the connection from \(peer) on \(target.loop.name): uv_tcp_open failed") }
