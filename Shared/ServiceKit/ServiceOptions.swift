@@ -80,6 +80,9 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("workers"), help: "Handlers that run at once (default: one per core; calls measured at 5 ms or more run on all but one).")
     public var workers = ProcessInfo.processInfo.activeProcessorCount
 
+    @Option(name: .customLong("loops"), help: "Event loops doing socket I/O, connections spread over them (default: one per core; 1 serves every connection on one loop thread).")
+    public var loops = ProcessInfo.processInfo.activeProcessorCount
+
     @Option(name: .customLong("lane-threads"), help: "Threads of the heavy-work lane (blocking and CPU-bound work, jobs; default: one per core).")
     public var laneThreads = ProcessInfo.processInfo.activeProcessorCount
 
@@ -203,6 +206,7 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         }
         guard (1...1_048_576).contains(memoryBudget) else { throw ValidationError("--memory-budget must be 1-1048576 MiB (got \(memoryBudget))") }
         guard (1...1024).contains(workers) else { throw ValidationError("--workers must be 1-1024 (got \(workers))") }
+        guard (1...1024).contains(loops) else { throw ValidationError("--loops must be 1-1024 (got \(loops))") }
         guard (1...1024).contains(laneThreads) else { throw ValidationError("--lane-threads must be 1-1024 (got \(laneThreads))") }
         guard (0...1_000_000).contains(laneQueue) else { throw ValidationError("--lane-queue must be 0-1000000 (got \(laneQueue))") }
         guard (1...1024).contains(jobThreads) else { throw ValidationError("--job-threads must be 1-1024 (got \(jobThreads))") }
@@ -247,6 +251,7 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         limits.maxConcurrentCalls = maxConcurrentCalls
         limits.memoryBudget = memoryBudget << 20
         limits.workers = workers
+        limits.loops = loops
         limits.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         limits.frameTimeout = .milliseconds(Int64(frameTimeout * 1000))
         limits.uploadIdleTimeout = .milliseconds(Int64(uploadIdleTimeout * 1000))

@@ -89,7 +89,11 @@ public final class EventLoop: @unchecked Sendable {
         uv_unref(cast(turnEnd, to: uv_handle_t.self))
         raw.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let thread = Thread { [self] in
-            Thread.current.name = name  // set from the thread itself, so top -H and perf show it
+            // Named from the thread itself, so top -H, perf and the abuse benchmark's CPU by thread show
+            // it: Foundation's name alone was sometimes lost (the thread showed as a dispatch worker,
+            // `…oot.default-qos`; in one zoo start of two, and always for the first of two loops).
+            Thread.current.name = name
+            _ = menagerie_name_this_thread(name)
             pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
             uv_run(raw, UV_RUN_DEFAULT)
             finished.signal()

@@ -44,6 +44,10 @@ extension CallWire {
 final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable {
     let wire: Wire
     let server: TCPServer
+    /// The server's loop this connection lives on: it watches the deadlines and flushes of its calls.
+    private let serving: ServerLoop
+    /// The client's address, which uploads are counted by.
+    private let peerHost: String
     /// Open calls by the id the client gave them. Each has a serial number the server gave it: once
     /// a call is over the client may use its id again, and what is left of the old call (its
     /// deadline, its handler if cancelled or expired) must not act on the new one.
@@ -85,7 +89,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     private func remove(_ id: UInt64, _ calls: inout [UInt64: CallEntry]) {
         guard let entry = calls.removeValue(forKey: id) else { return }
         if entry.cancelledByClient { cancelledCalls.subtract(1, ordering: .relaxed) }
-        if entry.isUpload { server.uploadsOpen.subtract(1, ordering: .relaxed) }
+        if entry.isUpload { server.uploadEnded(from: peerHost) }
     }
 
     /// Streaming handlers waiting for the client to read, by ticket (resumed on drain, close or
@@ -97,6 +101,8 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
         self.wire = wire
         self.server = server
         self.queue = queue
+        serving = server.serving(wire.stream.loop)
+        peerHost = queue.connection?.peerHost ?? "unknown peer"
         wire.stream.onDrain = { [unowned self] in drained() }
     }
 
@@ -157,7 +163,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
                 let now = ContinuousClock.now
                 entry.pace = UploadPace(lastMessageAt: now, windowStart: now)
                 entry.isUpload = true
-                server.uploadsOpen.add(1, ordering: .relaxed)
+                server.uploadOpened(from: peerHost)
             }
             calls[id] = entry
             return .accepted
@@ -173,8 +179,8 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
             return .opened
         }
         server.inFlight.add(1, ordering: .relaxed)
-        server.callStarted()
-        if let deadline = head.deadline { server.watch(deadline, of: id, serial: serial, method: head.method, in: self) }
+        serving.callStarted()
+        if let deadline = head.deadline { serving.watch(deadline, of: id, serial: serial, method: head.method, in: self) }
         if incoming.answersAtOnce {
             // Health, reflection and stats answer at once, here on the loop (they never wait), rather
             // than queueing behind domain calls that may hold every worker.
@@ -193,9 +199,8 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
         if server.uploadsOpen.load(ordering: .relaxed) >= limits.maxUploads {
             return RPCError(.resourceExhausted, "too many uploads in progress (\(limits.maxUploads) on this replica); retry later")
         }
-        let host = queue.connection?.peerHost ?? "unknown peer"
-        if server.uploadsOpen(from: host) >= limits.maxUploadsPerPeer {
-            return RPCError(.resourceExhausted, "too many uploads in progress from \(host) (\(limits.maxUploadsPerPeer)); finish or cancel one first")
+        if server.uploadsOpen(from: peerHost) >= limits.maxUploadsPerPeer {
+            return RPCError(.resourceExhausted, "too many uploads in progress from \(peerHost) (\(limits.maxUploadsPerPeer)); finish or cancel one first")
         }
         return nil
     }

@@ -95,14 +95,56 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
         unsafeDowncast(Unmanaged<AnyObject>.fromOpaque(stream!.pointee.data).takeUnretainedValue(), to: TCPConnection.self)
     }
 
-    /// Call once connected or accepted (loop thread): learns the peer's address, disables Nagle,
-    /// starts reading.
+    /// Call once connected or accepted (loop thread): learns the peer's address (unless known),
+    /// disables Nagle, starts reading.
     package func start() {
         loop.assertInLoop()
         uv_tcp_nodelay(handle, 1)
-        peer = Self.address(of: handle, peer: true) ?? peer
-        peerHost = peer.lastIndex(of: ":").map { String(peer[..<$0]) } ?? peer
+        if !peerKnown { learnPeer() }
         resumeReading()
+    }
+
+    /// Learns the peer's address (loop thread): a server's limits count a connection by it before
+    /// it is started.
+    func learnPeer() {
+        loop.assertInLoop()
+        setPeer(Self.address(of: handle, peer: true) ?? peer)
+    }
+
+    private var peerKnown = false
+
+    private func setPeer(_ address: String) {
+        peer = address
+        peerHost = peer.lastIndex(of: ":").map { String(peer[..<$0]) } ?? peer
+        peerKnown = true
+    }
+
+    /// Hands an accepted, not yet started connection over to another loop (loop thread): returns a
+    /// duplicate of its socket's descriptor, for `adopt` there, and closes this handle and its
+    /// descriptor; nil when `dup` fails (the connection is closed all the same). It must not have
+    /// read yet: a descriptor its loop's epoll watches would stay registered there while the
+    /// duplicate lives (epoll watches the open file, not the number).
+    func detachDescriptor() -> Int32? {
+        loop.assertInLoop()
+        precondition(!isReading, "a connection is handed over before it reads")
+        var descriptor: uv_os_fd_t = -1
+        let copy = uv_fileno(cast(handle, to: uv_handle_t.self), &descriptor) == 0 ? fcntl(descriptor, F_DUPFD_CLOEXEC, 0) : -1
+        close(reason: "handed over to another loop")
+        return copy >= 0 ? copy : nil
+    }
+
+    /// A connection on `loop` for the accepted socket `descriptor` (from `detachDescriptor`), whose
+    /// peer is `peer`; nil when libuv refuses it (the caller closes the descriptor). Loop thread.
+    static func adopt(_ descriptor: Int32, loop: EventLoop, peer: String, highWater: Int) -> TCPConnection? {
+        loop.assertInLoop()
+        let connection = TCPConnection(loop: loop, highWater: highWater)
+        guard uv_tcp_open(connection.handle, uv_os_sock_t(descriptor)) == 0 else {
+            connection.isClosed = true
+            closeHandle(connection.handle)
+            return nil
+        }
+        connection.setPeer(peer)
+        return connection
     }
 
     /// The peer's address without its port: what per-client limits count by. Kept, not derived:

@@ -44,6 +44,12 @@ package final class TCPListener: @unchecked Sendable {
     private func accept(status: Int32) {
         loop.assertInLoop()
         guard status == 0, !isClosed else { return }
+        guard !isPaused else {
+            // As for a turn's budget below: libuv holds this connection and watches no more until
+            // `resume` takes it.
+            acceptWhenResumed = true
+            return
+        }
         guard loop.mayAccept() else {
             // Not accepting it now makes libuv stop watching the socket (so this is not called again
             // meanwhile); `uv_accept` in the next turn takes this connection and watches again, and
@@ -60,6 +66,24 @@ package final class TCPListener: @unchecked Sendable {
     }
 
     private var isClosed = false
+    private var isPaused = false
+    private var acceptWhenResumed = false
+
+    /// Accepts nothing until `resume`: newcomers wait in the kernel's queue (loop thread).
+    package func pause() {
+        loop.assertInLoop()
+        isPaused = true
+    }
+
+    /// Accepts again after `pause`, from the loop's next wake-up on (loop thread; nothing when not paused).
+    package func resume() {
+        loop.assertInLoop()
+        guard isPaused else { return }
+        isPaused = false
+        guard acceptWhenResumed else { return }
+        acceptWhenResumed = false
+        loop.execute { [self] in accept(status: 0) }
+    }
 
     /// Stops listening; connections already accepted stay open.
     package func close() {

@@ -1,16 +1,29 @@
 import Base
 import CLibUV
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import HTTP
 import RPC
 import Schema
 import Synchronization
 
-/// Serves an `RPCServer` over TCP: a libuv loop does all socket I/O; handlers run on a worker pool
-/// (one worker per core, on Swift's cooperative pool), never on the loop thread, except the
+/// Serves an `RPCServer` over TCP: libuv loops do all socket I/O; handlers run on a worker pool
+/// (one worker per core, on Swift's cooperative pool), never on a loop thread, except the
 /// built-in health, reflection and stats methods, which the loop answers at once (see
 /// `ServerCallTable`). A connection is a byte stream (`TCPConnection`), the protocol its first byte
 /// picks (`ProtocolSniffer`: our frames, `FrameServerConnection`) and its calls (`ServerCallTable`).
+///
+/// With `Limits.loops` above one, the first loop (the acceptor) accepts every connection, admits it
+/// under the limits, and hands it to the loop serving the fewest connections, itself included; the
+/// connection stays there until it closes (a `ServerLoop` each: its sweep, deadlines and flushes).
+/// One acceptor, as swift-nio's server bootstrap hands accepted channels to its child loops, rather
+/// than a listening socket per loop with `SO_REUSEPORT`: the kernel's hash cannot see how busy a
+/// loop is, the limits (and the reclaiming of an idle connection for a newcomer) need one place that
+/// decides one newcomer at a time, and a socket with `SO_REUSEPORT` lets a second server started on
+/// the same port share it silently instead of failing to bind. The acceptor's cost is an accept, a
+/// `dup` and a wake-up of the chosen loop per connection: far below what serving it costs.
 public final class TCPServer: ServerTransport, @unchecked Sendable {
     /// Limits that protect the server from clients that misbehave or are simply too many.
     public struct Limits: Sendable {
@@ -34,6 +47,9 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         /// Handlers that run at once on the worker pool (those waiting for something do not count);
         /// more calls wait in its queue.
         public var workers = ProcessInfo.processInfo.activeProcessorCount
+        /// Event loops doing socket I/O, connections spread over them (see `TCPServer`). One here, as
+        /// before loops were several; the services' `--loops` defaults to one per core.
+        public var loops = 1
         /// Answer batching of the worker pool (see `WorkerPool`); only tests change these.
         var quickCall: Duration = .microseconds(50)
         var answerBatchingWindow: Duration = .microseconds(100)
@@ -76,8 +92,11 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     public private(set) var address: String = ""
     public var port: Int { Int(address.split(separator: ":").last ?? "0") ?? 0 }
 
-    /// The event loop doing this server's socket I/O, made by `listen` (named after the server).
-    private(set) var loop: EventLoop!
+    /// The event loops doing this server's socket I/O, made by `listen` (named after the server);
+    /// the first accepts connections. Not changed after `listen`, so readable from any thread.
+    private(set) var loops: [ServerLoop] = []
+    /// The acceptor's event loop (with one loop, every connection's).
+    var loop: EventLoop! { loops.first?.loop }
     private let host: String
     private let requestedPort: Int
     /// The logger given, else one labelled with the server's name once `listen` knows it.
@@ -85,38 +104,35 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     /// Warnings a client can cause at will, logged once a minute per kind.
     let refusals = LogWindow()
     private let loggerGiven: Bool
+    /// Acceptor loop only.
     private var listener: TCPListener?
-    private var connections: [ObjectIdentifier: any ServerConnection] = [:]
-    /// Open connections per client address (loop thread).
-    private var connectionsPerPeer: [String: Int] = [:]
-    /// Connections counted against the limits: being closed (told why, lingering) no longer counts,
-    /// as such a connection serves nothing and goes within `TCPConnection.lingerTime`.
-    private var countedConnections = 0
-    /// Large frames arriving and answers unsent, over all connections (loop thread).
+    /// Connections counted against the limits, in all and per client address: being closed (told
+    /// why, lingering) no longer counts, as such a connection serves nothing and goes within
+    /// `TCPConnection.lingerTime`. The acceptor counts a newcomer in; any loop counts its own out.
+    private let counted = Mutex<(all: Int, perPeer: [String: Int])>((0, [:]))
+    /// Large frames arriving and answers unsent, over all connections.
     public let budget: MemoryBudget
-    private var budgetCheckScheduled = false
-    private var sweeper: LoopTimer?
-    /// Deadlines of calls, earliest first (loop thread), and the timer that fires at the first.
-    private var deadlines = DeadlineQueue<WatchedCall>()
-    private var deadlineTimer: LoopTimer?
-    private var deadlineTimerDue: ContinuousClock.Instant?
-    /// Runs while calls are in flight: writes responses a long handler would otherwise hold back.
-    private var flushTimer: LoopTimer?
-    private var flushTimerRunning = false
     /// Calls being served or queued, over all connections.
     let inFlight = Atomic<Int>(0)
-    /// Uploads open, over all connections (see `Limits.maxUploads`).
+    /// Uploads open, over all connections (see `Limits.maxUploads`), and per client address.
     let uploadsOpen = Atomic<Int>(0)
+    private let uploadsPerPeer = Mutex<[String: Int]>([:])
     /// Uploads open now, over all connections.
     public var uploadsInProgress: Int { uploadsOpen.load(ordering: .relaxed) }
     /// Calls being served or queued right now, over all connections.
     public var callsInFlight: Int { inFlight.load(ordering: .relaxed) }
-    /// Connections told why they are closed and waiting for that to be written (loop thread).
-    var connectionsFailing: Int { connections.values.filter(\.isFailing).count }
-    /// Connections being served (loop thread; for tests).
-    var connectionsOpen: Int { connections.count }
-    /// Answer bytes queued and not yet written, over every connection (loop thread; for tests).
-    var pendingAnswerBytes: Int { connections.values.reduce(0) { $0 + $1.socket.unwrittenBytes } }
+    /// Connections told why they are closed and waiting for that to be written (acceptor loop's
+    /// thread and connections: every one with one loop; for tests).
+    var connectionsFailing: Int { loops[0].connections.values.filter(\.isFailing).count }
+    /// Connections being served (as `connectionsFailing`).
+    var connectionsOpen: Int { loops[0].connections.count }
+    /// Answer bytes queued and not yet written (as `connectionsFailing`).
+    var pendingAnswerBytes: Int { loops[0].connections.values.reduce(0) { $0 + $1.socket.unwrittenBytes } }
+    /// Connections counted against the limits now, over every loop (for tests).
+    var connectionsCounted: Int { counted.withLock { $0.all } }
+    /// Connections being served on each loop, each counted on its own loop's thread (call off the
+    /// loops; for tests).
+    var connectionsPerLoop: [Int] { loops.map { serving in serving.loop.submit { serving.connections.count } } }
     /// Where handlers run.
     let workers: WorkerPool
     private let draining = Atomic<Bool>(false)
@@ -162,27 +178,42 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     /// invalid, or when it listens already.
     public func listen(handingCallsTo server: RPCServer) throws {
         guard rpc == nil else { throw RPCError(.failedPrecondition, "\(address) serves \(rpc.name) already") }
+        guard (1...1024).contains(limits.loops) else { throw RPCError(.invalidArgument, "loops must be 1-1024 (got \(limits.loops))") }
         rpc = server
         if !loggerGiven { logger = Logger(label: server.name) }
-        let loop = EventLoop(name: "\(server.name)-loop")
-        self.loop = loop
-        server.reportLoop { [turns = loop.turns] in turns.snapshot }
+        // Thread names beyond the first loop's carry its number (Linux keeps 15 characters of one).
+        loops = (0..<limits.loops).map { index in
+            ServerLoop(loop: EventLoop(name: "\(server.name)-loop" + (index == 0 ? "" : "\(index)")), index: index, server: self)
+        }
+        // Turns summed over the loops, the longest the longest of any.
+        server.reportLoop { [turns = loops.map(\.loop.turns)] in
+            turns.map(\.snapshot).reduce(into: LoopFigures()) { all, one in
+                all.turns += one.turns
+                all.busySeconds += one.busySeconds
+                all.longestMilliseconds = max(all.longestMilliseconds, one.longestMilliseconds)
+                all.turnsOver = zip(all.turnsOver, one.turnsOver).map(+)
+            }
+        }
         guard let socketAddress = SocketAddress(host: host, port: requestedPort) else {
-            loop.shutdown()
-            self.loop = nil
-            rpc = nil
+            stopLoops()
             throw RPCError(.invalidArgument, "cannot listen on \(host):\(requestedPort): not a numeric IP address and port")
         }
+        // The other loops' timers run before the listener hands them a connection.
+        for serving in loops.dropFirst() { serving.loop.submit { serving.start() } }
         let outcome: Result<String, RPCError> = loop.submit { self.listen(socketAddress) }
         switch outcome {
         case .success(let bound):
             address = bound
         case .failure(let error):
-            loop.shutdown()
-            self.loop = nil
-            rpc = nil
+            stopLoops()
             throw error
         }
+    }
+
+    private func stopLoops() {
+        for serving in loops { serving.loop.shutdown() }
+        loops = []
+        rpc = nil
     }
 
     private func listen(_ socketAddress: SocketAddress) -> Result<String, RPCError> {
@@ -191,64 +222,138 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         ) { [weak self] connection in self?.accept(connection) }
         guard case .success(let listener) = opened else { return opened.map(\.address) }
         self.listener = listener
-        let period = min(limits.frameTimeout, limits.idleTimeout) / 4
-        sweeper = LoopTimer(loop: loop) { [weak self] in self?.sweep() }
-        sweeper?.start(after: period, every: period)
-        flushTimer = LoopTimer(loop: loop) { [weak self] in self?.flushStaleResponses() }
-        deadlineTimer = LoopTimer(loop: loop) { [weak self] in self?.expireDeadlines() }
+        loops[0].start()
         return .success(listener.address)
     }
 
+    /// A connection the listener accepted (acceptor loop): served when the limits allow it; past one,
+    /// it takes the place of a connection reclaimed for it, or is refused.
     private func accept(_ connection: TCPConnection) {
-        loop.assertInLoop()
-        connection.budget = budget
-        connection.start()
+        loops[0].loop.assertInLoop()
+        connection.learnPeer()
+        admit(connection)
+    }
+
+    private func admit(_ connection: TCPConnection) {
         let host = connection.peerHost
-        let fromPeer = connectionsPerPeer[host, default: 0]
-        if countedConnections >= limits.maxConnections || fromPeer >= limits.maxConnectionsPerPeer {
-            let perPeer = fromPeer >= limits.maxConnectionsPerPeer
-            let limit = perPeer
-                ? "the limit of \(limits.maxConnectionsPerPeer) connections from \(host)"
-                : "the limit of \(limits.maxConnections) connections"
-            // As servers reclaim idle keep-alive connections: the one quiet longest with no open call
-            // makes room; only when every connection has a call open is the newcomer refused.
-            if let idle = longestIdle(from: perPeer ? host : nil) {
-                logger.info("closing idle connection from \(idle.socket.peer) to make room: \(limit) is reached")
-                idle.fail(.unavailable, "idle connection closed to make room: \(limit) is reached")
-            } else if let quiet = longestQuiet(from: perPeer ? host : nil) {
-                // Every connection has a call open: the one that sent nothing for longest (an upload
-                // left open, a client gone without closing) makes room, so a newcomer — a health check
-                // above all — gets in while a crowd of open calls keeps its slots.
-                let silent = ContinuousClock.now - (quiet.lastFrameAt ?? quiet.socket.openedAt)
-                logger.info("closing connection from \(quiet.socket.peer) with \(quiet.openCalls) calls open and nothing sent for \(Int(silent.seconds)) s to make room: \(limit) is reached")
-                quiet.fail(.unavailable, "connection closed to make room: \(limit) is reached and it had sent nothing for \(Int(silent.seconds)) s")
+        let (all, fromPeer) = counted.withLock { ($0.all, $0.perPeer[host, default: 0]) }
+        guard all >= limits.maxConnections || fromPeer >= limits.maxConnectionsPerPeer else { return place(connection) }
+        let perPeer = fromPeer >= limits.maxConnectionsPerPeer
+        let limit = perPeer
+            ? "the limit of \(limits.maxConnectionsPerPeer) connections from \(host)"
+            : "the limit of \(limits.maxConnections) connections"
+        // As servers reclaim idle keep-alive connections: the one quiet longest with no open call
+        // makes room; failing that, the one with calls open that sent nothing for longest (see
+        // `ServerLoop.reclaimCandidate`); only when every connection has a call open and sent something
+        // lately is the newcomer refused.
+        if loops.count == 1 {
+            if let candidate = loops[0].reclaimCandidate(from: perPeer ? host : nil), loops[0].reclaim(candidate, limit: limit) {
+                place(connection)
             } else {
-                rpc.connectionRefused()
-                logger.warning("refusing connection from \(connection.peer): \(limit) is reached and every connection has a call open")
-                connection.budget = nil
-                connection.send(FrameWire<TCPConnection>.statusFrame(
-                    0, message: nil, error: RPCError(.resourceExhausted, "too many connections: \(limit) is reached")), sealing: true)
-                connection.onClose = { [weak self] reason in self?.logger.debug("closed refused connection: \(reason)") }
-                connection.close(afterFlushing: "too many connections")
-                refused.append(connection)
-                return
+                refuse(connection, limit: limit)
+            }
+            return
+        }
+        // Several loops: each offers its best, read on its own thread, and the acceptor picks among
+        // them as one loop would. The listener waits meanwhile (newcomers wait in the kernel's queue),
+        // so newcomers are admitted one at a time and the limits hold exactly.
+        listener?.pause()
+        let acceptor = loops[0].loop
+        let offers = Offers(expected: loops.count)
+        for serving in loops {
+            serving.loop.execute { [self] in
+                let offer = serving.reclaimCandidate(from: perPeer ? host : nil)
+                acceptor.execute { [self] in
+                    guard offers.add(offer) else { return }
+                    guard let best = offers.best, !isDraining else { return refuse(connection, limit: limit) }
+                    let owner = loops[best.loop]
+                    owner.loop.execute { [self] in
+                        let reclaimed = owner.reclaim(best, limit: limit)
+                        // Gone meanwhile: it closed (making room) or another took its place; ask again.
+                        acceptor.execute { [self] in reclaimed ? place(connection) : admit(connection) }
+                    }
+                }
             }
         }
-        let served = servesThrough?(self, connection) ?? serve(connection, over: connection)
-        connections[ObjectIdentifier(served)] = served
-        connectionsPerPeer[host, default: 0] += 1
-        countedConnections += 1
-        rpc.connectionOpened()
-        connection.onClose = { [unowned self] reason in
-            connections[ObjectIdentifier(served)] = nil
-            uncount(served)
-            rpc.connectionClosed()
-            served.closed(reason: reason)
-            let level: LogLevel = reason == "peer closed the connection" ? .debug : .info
-            logger.log(level, "closed connection from \(served.socket.peer): \(reason)")
+    }
+
+    /// The offers of the loops for one newcomer (acceptor loop).
+    private final class Offers: @unchecked Sendable {
+        private let expected: Int
+        private var count = 0
+        private(set) var best: ReclaimCandidate?
+
+        init(expected: Int) { self.expected = expected }
+
+        /// Adds one loop's offer; true when it was the last.
+        func add(_ offer: ReclaimCandidate?) -> Bool {
+            count += 1
+            if let offer, best.map({ offer.goesBefore($0) }) ?? true { best = offer }
+            return count == expected
         }
-        connection.onBudgetExceeded = { [unowned self] in budgetExceeded() }
-        logger.debug("accepted connection from \(connection.peer)")
+    }
+
+    /// Counts `connection` in and serves it on the loop with the fewest connections (`leastLoaded`),
+    /// handing the socket over when that is not the acceptor's.
+    private func place(_ connection: TCPConnection) {
+        defer { listener?.resume() }
+        let host = connection.peerHost
+        counted.withLock { counted in
+            counted.all += 1
+            counted.perPeer[host, default: 0] += 1
+        }
+        let target = leastLoaded()
+        target.load.add(1, ordering: .relaxed)
+        if target === loops[0] {
+            connection.start()
+            return target.serve(connection)
+        }
+        guard let descriptor = connection.detachDescriptor() else {
+            logger.warning("cannot hand the connection from \(connection.peer) to \(target.loop.name): dup failed")
+            return uncount(host: host, on: target)
+        }
+        let peer = connection.peer, highWater = limits.writeHighWater
+        // Arriving once shutting down, it may come after its loop closed its connections: closed at once.
+        target.loop.execute { [self] in
+            guard !isDraining, let adopted = TCPConnection.adopt(descriptor, loop: target.loop, peer: peer, highWater: highWater) else {
+                if !isDraining { logger.warning("cannot serve the connection from \(peer) on \(target.loop.name): uv_tcp_open failed") }
+                _ = Glibc.close(descriptor)
+                return uncount(host: host, on: target)
+            }
+            adopted.start()
+            target.serve(adopted)
+        }
+    }
+
+    /// The loop serving the fewest connections; among equals, the one after the last chosen (round
+    /// robin). Connections that come and go one after another (an accept storm) are then spread too,
+    /// rather than all served by the acceptor, which already accepts for every loop (acceptor loop).
+    private func leastLoaded() -> ServerLoop {
+        var target = loops[nextLoop % loops.count]
+        var fewest = target.load.load(ordering: .relaxed)
+        for offset in 1..<loops.count where fewest > 0 {
+            let serving = loops[(nextLoop + offset) % loops.count]
+            let load = serving.load.load(ordering: .relaxed)
+            if load < fewest { (target, fewest) = (serving, load) }
+        }
+        nextLoop = target.index + 1
+        return target
+    }
+
+    /// Where `leastLoaded` starts looking (acceptor loop).
+    private var nextLoop = 0
+
+    /// Answers `connection` RESOURCE_EXHAUSTED and closes it (acceptor loop).
+    private func refuse(_ connection: TCPConnection, limit: String) {
+        defer { listener?.resume() }
+        connection.start()
+        rpc.connectionRefused()
+        logger.warning("refusing connection from \(connection.peer): \(limit) is reached and every connection has a call open")
+        connection.send(FrameWire<TCPConnection>.statusFrame(
+            0, message: nil, error: RPCError(.resourceExhausted, "too many connections: \(limit) is reached")), sealing: true)
+        connection.onClose = { [weak self] reason in self?.logger.debug("closed refused connection: \(reason)") }
+        connection.close(afterFlushing: "too many connections")
+        loops[0].refused.append(connection)
     }
 
     /// Serves `stream`, carried by the accepted `socket` (the same object for plain TCP; a `TLSStream`
@@ -263,194 +368,50 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     /// `serve(_:over:)`) rather than over the TCP connection itself.
     var servesThrough: ((TCPServer, TCPConnection) -> any ServerConnection)?
 
-    /// Stops counting `served` against the connection limits: it closes, or is being closed (loop thread).
+    /// The loop of a connection (or stream) on `loop`.
+    func serving(_ loop: EventLoop) -> ServerLoop {
+        loops.first { $0.loop === loop } ?? loops[0]
+    }
+
+    /// Runs `work` on every loop but `serving`, each on its own thread.
+    func onOtherLoops(than serving: ServerLoop, _ work: @escaping @Sendable (ServerLoop) -> Void) {
+        for other in loops where other !== serving { other.loop.execute { work(other) } }
+    }
+
+    /// Stops counting `served` against the connection limits: it closes, or is being closed (its loop's thread).
     func uncount(_ served: any ServerConnection) {
         guard !served.uncounted else { return }
         served.uncounted = true
-        countedConnections -= 1
-        let host = served.socket.peerHost
-        if let count = connectionsPerPeer[host], count > 1 { connectionsPerPeer[host] = count - 1 } else { connectionsPerPeer[host] = nil }
+        uncount(host: served.socket.peerHost, on: serving(served.socket.loop))
     }
 
-    /// Refused connections waiting for their last status to be written; closed by the sweeper if
-    /// their client does not read it.
-    private var refused: [TCPConnection] = []
-
-    /// The connection (from `host`, when given) with no open call to reclaim: one that never started
-    /// a call before any that did, then the one with the oldest last frame or answer. (A socket that
-    /// only keeps its slot, with a CANCEL of an unused id, had a frame more recently than a client
-    /// that calls every 50 ms may have had; it went first all the same.)
-    private func longestIdle(from host: String?) -> (any ServerConnection)? {
-        var best: (any ServerConnection, Bool, ContinuousClock.Instant)?
-        for served in connections.values where served.openCalls == 0 && !served.isFailing {
-            let connection = served.socket
-            if let host, connection.peerHost != host { continue }
-            let quietSince = max(served.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt)
-            let called = served.hasMadeCalls
-            if best.map({ (!called && $0.1) || (called == $0.1 && quietSince < $0.2) }) ?? true { best = (served, called, quietSince) }
-        }
-        return best?.0
-    }
-
-    /// The connection (from `host`, when given) with calls open that has sent nothing for longest,
-    /// at least `reclaimAfterQuiet`; the larger holder of the memory budget first among equals.
-    private func longestQuiet(from host: String?) -> (any ServerConnection)? {
-        let now = ContinuousClock.now
-        var best: (any ServerConnection, ContinuousClock.Instant)?
-        for served in connections.values where !served.isFailing {
-            let connection = served.socket
-            if let host, connection.peerHost != host { continue }
-            let sentAt = served.lastFrameAt ?? connection.openedAt
-            guard now - sentAt >= limits.reclaimAfterQuiet else { continue }
-            if let (current, currentAt) = best {
-                if sentAt > currentAt || (sentAt == currentAt && connection.budgetFootprint <= current.socket.budgetFootprint) { continue }
-            }
-            best = (served, sentAt)
-        }
-        return best?.0
-    }
-
-    /// Uploads open on the connections from `host` (loop thread).
-    func uploadsOpen(from host: String) -> Int {
-        connections.values.reduce(0) { $0 + ($1.socket.peerHost == host ? $1.openUploads : 0) }
-    }
-
-    /// Answers took the memory budget past its limit: closes the connections holding the most until
-    /// it is within it again (on the loop's next turn, as this is called from inside a write).
-    private func budgetExceeded() {
-        guard !budgetCheckScheduled else { return }
-        budgetCheckScheduled = true
-        loop.execute { [self] in
-            budgetCheckScheduled = false
-            enforceBudget(making: 0)
+    private func uncount(host: String, on serving: ServerLoop) {
+        serving.load.subtract(1, ordering: .relaxed)
+        counted.withLock { counted in
+            counted.all -= 1
+            if let count = counted.perPeer[host], count > 1 { counted.perPeer[host] = count - 1 } else { counted.perPeer[host] = nil }
         }
     }
 
-    /// A large frame was refused for want of budget: the connection holding the most of it is
-    /// closed too when it holds at least as much as that frame wanted (the largest offender).
+    /// An upload opened or ended on a connection from `host` (any thread).
+    func uploadOpened(from host: String) {
+        uploadsOpen.add(1, ordering: .relaxed)
+        uploadsPerPeer.withLock { $0[host, default: 0] += 1 }
+    }
+
+    func uploadEnded(from host: String) {
+        uploadsOpen.subtract(1, ordering: .relaxed)
+        uploadsPerPeer.withLock { uploads in
+            if let count = uploads[host], count > 1 { uploads[host] = count - 1 } else { uploads[host] = nil }
+        }
+    }
+
+    /// Uploads open on the connections from `host`, over every loop.
+    func uploadsOpen(from host: String) -> Int { uploadsPerPeer.withLock { $0[host] ?? 0 } }
+
+    /// A large frame was refused for want of budget (its connection's loop thread): see `ServerLoop.shedLargest`.
     func shedLargest(atLeast bytes: Int, sparing spared: any ServerConnection) {
-        loop.assertInLoop()
-        guard let largest = connections.values.filter({ $0 !== spared && !$0.socket.isClosed })
-            .max(by: { $0.socket.budgetFootprint < $1.socket.budgetFootprint }),
-            largest.socket.budgetFootprint >= bytes else { return }
-        shed(largest)
-    }
-
-    /// How long a connection told to go for the memory budget has to read its answers and that
-    /// status before it is closed outright, should the budget still be exhausted.
-    static let budgetGrace: Duration = .seconds(1)
-
-    /// Whether `served` was told why it is closed more than `budgetGrace` ago.
-    private func hadItsGrace(_ served: any ServerConnection) -> Bool {
-        served.socket.closingSince.map { ContinuousClock.now - $0 > Self.budgetGrace } ?? false
-    }
-
-    /// Closes `served` for the memory budget: told RESOURCE_EXHAUSTED (call id 0, behind the answers
-    /// already written to it) and closed once that is sent; closed at once when it was told already,
-    /// over `budgetGrace` ago, and still holds its bytes (the client does not read).
-    private func shed(_ served: any ServerConnection) {
-        let held = served.socket.budgetFootprint
-        if hadItsGrace(served) {
-            logger.warning("closing connection from \(served.socket.peer): it still holds \(held) bytes of the exhausted memory budget")
-            served.socket.close(reason: "memory budget exhausted and the client does not read (the connection held \(held) bytes)")
-        } else if !served.isFailing {
-            logger.warning("closing connection from \(served.socket.peer): it holds \(held) bytes and the memory budget of \(budget.limit) bytes is exhausted")
-            served.fail(.resourceExhausted, "memory budget exhausted: this connection held \(held) bytes of unread answers and unfinished frames")
-        }
-    }
-
-    /// Closes the connections holding the most of the budget until `room` more bytes fit in it
-    /// (loop thread). Connections told why they are closed over `budgetGrace` ago and still not
-    /// flushed go first and at once, as they had their chance; the rest, largest first, are told
-    /// RESOURCE_EXHAUSTED and closed once that is sent — what they hold no longer counts then, as
-    /// it only shrinks (nothing more is queued or read on them).
-    func enforceBudget(making room: Int) {
-        loop.assertInLoop()
-        guard budget.used + room > budget.limit else { return }
-        let holders = connections.values.filter { $0.socket.budgetFootprint > 0 }
-            .sorted { $0.socket.budgetFootprint > $1.socket.budgetFootprint }
-        for served in holders where hadItsGrace(served) && budget.used + room > budget.limit { shed(served) }
-        // Bytes of closed connections are released once their cancelled writes report back.
-        var leaving = holders.filter { $0.isFailing || $0.socket.isClosed }.reduce(0) { $0 + $1.socket.budgetFootprint }
-        for served in holders where !served.isFailing && !served.socket.isClosed && budget.used - leaving + room > budget.limit {
-            shed(served)
-            leaving += served.socket.budgetFootprint
-        }
-    }
-
-    /// Closes connections that stalled mid-frame, never sent a frame, or sat idle too long (idle
-    /// since the last request or answer, whichever came later).
-    private func sweep() {
-        loop.assertInLoop()
-        let now = ContinuousClock.now
-        refused.removeAll { connection in
-            if connection.isClosed { return true }
-            guard let since = connection.closingSince, now - since > limits.frameTimeout else { return false }
-            connection.close(reason: "refused client did not read its status")
-            return true
-        }
-        for served in Array(connections.values) {
-            let connection = served.socket
-            if let since = connection.closingSince {
-                // Told why it is closed, but the client does not read: close without waiting more.
-                if now - since > limits.frameTimeout { connection.close(reason: "closing, and the client does not read") }
-            } else if let since = served.partialFrameSince, now - since > limits.frameTimeout {
-                served.fail(.unavailable, "stalled: frame still incomplete after \(limits.frameTimeout) (stalled or too slow client)")
-            } else if served.lastFrameAt == nil, now - connection.openedAt > limits.frameTimeout {
-                served.fail(.unavailable, "stalled: no frame within \(limits.frameTimeout) of connecting")
-            } else if served.openCalls > 0 {
-                served.endStalledUploads(now: now)
-            }
-            // Quiet: no call open (nor one whose answer is being queued), no answer queued for the next flush, and
-            // neither a frame nor a write for the idle timeout.
-            if connection.closingSince == nil, served.openCalls == 0, !connection.hasUnflushedBytes,
-               now - max(served.lastFrameAt ?? connection.openedAt, connection.lastWriteAt ?? connection.openedAt) > limits.idleTimeout {
-                served.fail(.unavailable, "idle timeout: no call for \(limits.idleTimeout)")
-            }
-        }
-    }
-
-    /// Answers DEADLINE_EXCEEDED for call `id` (numbered `serial`) of `calls` once `deadline`
-    /// passes, unless it finished (loop thread).
-    func watch(_ deadline: ContinuousClock.Instant, of id: UInt64, serial: UInt64, method: String, in calls: any CallDeadlines) {
-        loop.assertInLoop()
-        let watched = WatchedCall(id: id, serial: serial, method: method, calls: calls)
-        deadlines.add(watched, at: deadline, liveCalls: inFlight.load(ordering: .relaxed)) { call in
-            call.calls.map { !$0.isOpen(call.id, serial: call.serial) } ?? true
-        }
-        if let due = deadlineTimerDue, due <= deadline { return }
-        deadlineTimerDue = deadline
-        deadlineTimer?.start(after: max(.zero, deadline - .now))
-    }
-
-    private func expireDeadlines() {
-        loop.assertInLoop()
-        deadlineTimerDue = nil
-        let now = ContinuousClock.now
-        for call in deadlines.popExpired(at: now) {
-            call.calls?.end(call.id, serial: call.serial, error: RPCError(.deadlineExceeded, "deadline exceeded while serving \(call.method)"))
-        }
-        if let next = deadlines.earliest {
-            deadlineTimerDue = next
-            deadlineTimer?.start(after: max(.zero, next - now))
-        }
-    }
-
-    /// Makes sure responses queued by workers are written within `WorkerPool.maxFlushDelay` (loop thread).
-    func callStarted() {
-        loop.assertInLoop()
-        guard !flushTimerRunning, let flushTimer else { return }
-        flushTimerRunning = true
-        flushTimer.start(after: WorkerPool.maxFlushDelay, every: WorkerPool.maxFlushDelay)
-    }
-
-    private func flushStaleResponses() {
-        loop.assertInLoop()
-        workers.flushIfStale()
-        if inFlight.load(ordering: .relaxed) == 0, !workers.hasDeferredFlushes {
-            flushTimer?.stop()
-            flushTimerRunning = false
-        }
+        serving(spared.socket.loop).shedLargest(atLeast: bytes, sparing: spared)
     }
 
     /// Whether new calls are refused (UNAVAILABLE) because the server is shutting down.
@@ -458,7 +419,8 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
 
     /// Graceful shutdown: health turns NOT_SERVING, the listener closes, new calls get UNAVAILABLE,
     /// calls in flight get up to `grace` to finish and their answers what is left of it to be
-    /// written; then every connection closes and the loop stops. Calling it again returns at once.
+    /// written; then every connection, on every loop, closes and the loops stop. Calling it again
+    /// returns at once.
     public func shutdown(grace: Duration) async {
         guard !draining.exchange(true, ordering: .acquiringAndReleasing), let rpc, let loop else { return }
         // Health checks answer NOT_SERVING from now on, so clients move to other replicas.
@@ -473,36 +435,26 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         }
         let abandoned = inFlight.load(ordering: .acquiring)
         if abandoned > 0 { logger.warning("\(abandoned) call(s) still running after the \(grace) grace period; closing anyway") }
-        loop.submit { [self] in
-            sweeper?.close()
-            sweeper = nil
-            flushTimer?.close()
-            flushTimer = nil
-            deadlineTimer?.close()
-            deadlineTimer = nil
-            deadlines = DeadlineQueue()
-            // Answers still in an outbox (a worker's burst had not ended, or the client reads slowly)
-            // are written before the connection closes.
-            for served in Array(connections.values) { served.socket.close(afterFlushing: "server shutting down") }
+        for serving in loops {
+            serving.loop.submit {
+                serving.stopTimers()
+                // Answers still in an outbox (a worker's burst had not ended, or the client reads slowly)
+                // are written before the connection closes.
+                for served in Array(serving.connections.values) { served.socket.close(afterFlushing: "server shutting down") }
+            }
         }
-        while loop.submit({ [self] in !connections.isEmpty }), ContinuousClock.now < deadline {
+        while loops.contains(where: { serving in serving.loop.submit { !serving.connections.isEmpty } }), ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
-        loop.submit { [self] in
-            for served in Array(connections.values) {
-                served.socket.close(reason: "server shutting down; answers not read within the \(grace) grace period")
+        for serving in loops {
+            serving.loop.submit {
+                for served in Array(serving.connections.values) {
+                    served.socket.close(reason: "server shutting down; answers not read within the \(grace) grace period")
+                }
+                for connection in serving.refused { connection.close(reason: "server shutting down") }
+                serving.refused.removeAll()
             }
-            for connection in refused { connection.close(reason: "server shutting down") }
-            refused.removeAll()
         }
-        loop.shutdown()
+        for serving in loops { serving.loop.shutdown() }
     }
-}
-
-/// A call whose deadline the server's loop watches.
-private struct WatchedCall {
-    let id: UInt64
-    let serial: UInt64
-    let method: String
-    weak var calls: (any CallDeadlines)?
 }

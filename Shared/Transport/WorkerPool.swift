@@ -246,7 +246,12 @@ final class WorkerPool: Sendable {
         if connections.allSatisfy({ $0.loop === loop }) {
             loop.execute { for connection in connections { connection.flush() } }
         } else {
-            for connection in connections { connection.loop.execute { connection.flush() } }
+            // A server's connections live on several loops: still one wake-up each.
+            var byLoop: [ObjectIdentifier: [TCPConnection]] = [:]
+            for connection in connections { byLoop[ObjectIdentifier(connection.loop), default: []].append(connection) }
+            for group in byLoop.values {
+                group[0].loop.execute { for connection in group { connection.flush() } }
+            }
         }
     }
 

@@ -58,7 +58,7 @@ struct AbuseBenchmark {
         // A short upload idle timeout so that issue 24's open uploads end within an attack's hold (only client
         // streams pace, which no other attack opens), and an admin token for the admin-only imports they call.
         zoo.arguments = ["--port", "\(port)", "--data-dir", dataDirectory.path, "--log-level", "warning",
-                         "--upload-idle-timeout", String(Self.uploadIdleTimeout)]
+                         "--upload-idle-timeout", String(Self.uploadIdleTimeout), "--loops", "\(serverLoops)"]
         zoo.environment = ProcessInfo.processInfo.environment.merging(["MENAGERIE_ADMIN_TOKEN": Self.adminToken]) { $1 }
         let certificates = tls ? try BenchCertificates() : nil
         defer { certificates?.remove() }
@@ -103,7 +103,7 @@ struct AbuseBenchmark {
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(port)", tls: clientTLS)], retry: .init(maxAttempts: 1))
         defer { client.close() }
         print("Abuse benchmark: zoo pid \(pid) on 127.0.0.1:\(port) with \(realData ? "the real data" : "its sample data"), scale \(scale), "
-              + "\(holdSeconds) s per attack, \(ProcessInfo.processInfo.activeProcessorCount) cores"
+              + "\(holdSeconds) s per attack, \(ProcessInfo.processInfo.activeProcessorCount) cores, the replica on \(serverLoops) loop(s)"
               + (tls ? "; TLS only (mutual TLS on the binary protocol): every attack and probe handshakes first" : "")
               + (zooCPUs.map { "; the zoo pinned to CPUs \($0) (MENAGERIE_ABUSE_ZOO_CPUS)" } ?? ""))
 
@@ -196,8 +196,8 @@ struct AbuseBenchmark {
         printTable(["attack", "alive", "health p50/max ms", "search p50/p95/p99/max ms", "search ≤ 10× same stat", "peak RSS", "lost", "verdict", "notes"], rows)
         print("where the time went (CPU seconds during each attack; the zoo's by thread name, the benchmark's = attacker + probes, "
               + "others' = the rest of the machine's busy time, steal = time the hypervisor ran other machines instead; "
-              + "zoo loop turns: how many turns of its event loop ran over 1 / 10 / 100 ms, each one a stall that every client felt, "
-              + "with the longest turn so far when this attack made it; zoo loop waited = seconds its thread was runnable but "
+              + "zoo loop turns: how many turns of its event loops ran over 1 / 10 / 100 ms, each one a stall that every client of that loop felt, "
+              + "with the longest turn so far when this attack made it; zoo loop waited = seconds its loop threads were runnable but "
               + "had no CPU, which long turns include):")
         printTable(["attack", "took", "zoo CPU s", "zoo by thread", "bench CPU s", "others' CPU / steal s", "exports answered",
                     "zoo loop turns > 1/10/100 ms", "zoo loop waited s", "slowest probes"], cpuRows)
@@ -707,9 +707,9 @@ struct ThreadCPU {
 
     var total: Double { threads.values.reduce(0) { $0 + $1.seconds } }
 
-    /// Seconds the threads named `name` waited on a run queue.
+    /// Seconds the threads named `name` (and `name` with a number: the replica's other loops) waited on a run queue, summed.
     func waited(named name: String) -> Double {
-        threads.filter { $0.value.name == name }.keys.reduce(0) { $0 + (waited[$1] ?? 0) }
+        threads.filter { $0.value.name == name || ($0.value.name.hasPrefix(name) && $0.value.name.dropFirst(name.count).allSatisfy(\.isNumber)) }.keys.reduce(0) { $0 + (waited[$1] ?? 0) }
     }
 
     /// CPU seconds the whole machine has been busy (all cores, /proc/stat), and those the hypervisor

@@ -25,24 +25,27 @@ struct RPCBenchmark {
     let includeFloor: Bool
     /// Whether to measure the gRPC C++ peer too.
     let includePeer: Bool
+    /// TCP connections the RPC and TLS clients spread their calls over (round robin): with one, a
+    /// server's calls all arrive on one of its loops, whatever `--loops` says.
+    var connections = 1
 
     func run() async throws {
         let duration = Duration.milliseconds(Int64(secondsPerRun * 1000))
         let rawServer = try RawEchoServer()
-        let rpcServer = try TCPServer(rpc: RPCServer(name: "bench", services: [EchoService()]), port: 0)
+        let rpcServer = try TCPServer(rpc: RPCServer(name: "bench", services: [EchoService()]), port: 0, limits: benchLimits)
         let rawClient = try await RawEchoClient(endpoint: rawServer.address)
-        let rpcClient = RPCClient(transports: [try TCPClientTransport(endpoint: rpcServer.address)])
+        let rpcClient = RPCClient(transports: try (0..<connections).map { _ in try TCPClientTransport(endpoint: rpcServer.address) })
         let httpClient = try await HTTPEchoClient(endpoint: rpcServer.address, connections: callerCounts.max() ?? 1)
         let certificates = try BenchCertificates()
-        let tlsServer = TCPServer(port: 0)
+        let tlsServer = TCPServer(port: 0, limits: benchLimits)
         tlsServer.serveTLS(try .server(certificateFile: certificates.server.certificate, keyFile: certificates.server.key, caFile: certificates.ca))
         try RPCServer(name: "bench-tls", services: [EchoService()]).serve(over: tlsServer)
-        let tlsClient = RPCClient(transports: [try TCPClientTransport(
+        let tlsClient = RPCClient(transports: try (0..<connections).map { _ in try TCPClientTransport(
             endpoint: tlsServer.address,
-            tls: .client(certificateFile: certificates.client.certificate, keyFile: certificates.client.key, caFile: certificates.ca))])
+            tls: .client(certificateFile: certificates.client.certificate, keyFile: certificates.client.key, caFile: certificates.ca)) })
         let aesBytesPerSecond = BenchCertificates.aesGCMBytesPerSecond()
         if let aesBytesPerSecond { print(String(format: "AES-128-GCM on one core (openssl speed; MENAGERIE_AES_GCM_BYTES_PER_SECOND): %.2f GB/s", aesBytesPerSecond / 1e9)) }
-        print("RPC benchmark: unary echo over loopback, \(rounds) rounds of \(secondsPerRun)s per configuration, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        print("RPC benchmark: unary echo over loopback, \(rounds) rounds of \(secondsPerRun)s per configuration, \(ProcessInfo.processInfo.activeProcessorCount) cores, servers on \(serverLoops) loop(s), rpc and tls over \(connections) connection(s)")
         var peer: GRPCPeer?
         if includePeer {
             switch GRPCPeer.prepare() {

@@ -80,7 +80,7 @@ struct ServiceAbuseBenchmark {
         let replica = Process()
         replica.executableURL = binary
         replica.arguments = ["--port", "\(port)", "--data-dir", scratch.appendingPathComponent("data").path, "--log-level", "warning",
-                             "--memory-budget", "\(Self.budgetMiB)"]
+                             "--memory-budget", "\(Self.budgetMiB)", "--loops", "\(serverLoops)"]
         var environment = ProcessInfo.processInfo.environment
         // The attacker calls as the stack's admin (the imports it sends are admin-only): a user with a token is let as far.
         environment["MENAGERIE_ADMIN_TOKEN"] = AbuseBenchmark.adminToken

@@ -22,11 +22,11 @@ struct ZooBenchmark {
         let library = try ZooLibrary(path: scratch.appendingPathComponent("zoo.sqlite").path)
         let directory = FileManager.default.fileExists(atPath: Self.realData.path) ? Self.realData : ZooDataSet.bundledSampleDirectory
         try library.importFiles(ZooSourceFile.directory(directory), source: directory.path, trigger: .client)
-        let server = try TCPServer(rpc: RPCServer(name: "zoo-bench", services: [ZooService(library: library)]), port: 0)
+        let server = try TCPServer(rpc: RPCServer(name: "zoo-bench", services: [ZooService(library: library)]), port: 0, limits: benchLimits)
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
         let workload = try Workload(library.snapshot())
         print("Zoo benchmark: \(workload.animalIDs.count) animals from \(directory.path), \(secondsPerRun)s per run, "
-              + "\(ProcessInfo.processInfo.activeProcessorCount) cores, RPCClient over loopback TCP")
+              + "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(serverLoops) server loop(s), RPCClient over loopback TCP")
 
         let duration = Duration.milliseconds(Int64(secondsPerRun * 1000))
         let next = Counter()

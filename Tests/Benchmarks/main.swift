@@ -12,6 +12,7 @@ let usage = """
     options: --seconds S  --rounds N  --sizes 64,65536  --callers 1,16,64  --no-floor  --no-grpc  --health-records N
              --abuse-scale F  --abuse-hold S  --abuse-only NAME,…  --abuse-tls  --ocr-rounds N  --ocr-images N  --classification-epochs N
              --detector-epochs N  --classification-images N  --detection-images N  --connections 16,64 (http)
+             --loops N (the servers' event loops; default: one per core, as the services')  --rpc-connections N (rpc)
     """
 /// Suites and options this program knows: anything else is a typo that would otherwise run every suite
 /// with defaults for many minutes.
@@ -19,7 +20,7 @@ let knownSuites: Set = ["parts", "rpc", "zoo", "ocr", "health", "abuse", "classi
 let knownFlags: Set = ["--no-floor", "--no-grpc", "--abuse-tls"]
 let knownOptions: Set = [
     "--seconds", "--rounds", "--sizes", "--callers", "--health-records", "--abuse-scale", "--abuse-hold", "--abuse-only", "--ocr-rounds",
-    "--ocr-images", "--connections", "--classification-epochs", "--detector-epochs", "--classification-images", "--detection-images",
+    "--ocr-images", "--connections", "--loops", "--rpc-connections", "--classification-epochs", "--detector-epochs", "--classification-images", "--detection-images",
 ]
 if arguments.contains("--help") || arguments.contains("-h") {
     print(usage)
@@ -66,7 +67,8 @@ if suites.isEmpty || suites.contains("parts") {
 if suites.isEmpty || suites.contains("rpc") {
     try await RPCBenchmark(
         secondsPerRun: seconds ?? 1.0, rounds: max(1, option("rounds").flatMap(Int.init) ?? 3), payloadSizes: payloadSizes, callerCounts: numbers("callers", [1, 16, 64]),
-        includeFloor: !arguments.contains("--no-floor"), includePeer: !arguments.contains("--no-grpc")
+        includeFloor: !arguments.contains("--no-floor"), includePeer: !arguments.contains("--no-grpc"),
+        connections: max(1, option("rpc-connections").flatMap(Int.init) ?? 1)
     ).run()
 }
 if suites.isEmpty || suites.contains("zoo") {

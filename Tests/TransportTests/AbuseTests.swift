@@ -347,9 +347,12 @@ import Testing
         }
     }
 
-    @Test func largeFramesBeyondTheMemoryBudgetAreRefusedAndTheLargestHolderClosed() async throws {
+    /// With two loops the holder is on the first and the refused frame on the second, whose loop asks
+    /// the first to shed its largest holder.
+    @Test(arguments: [1, 2]) func largeFramesBeyondTheMemoryBudgetAreRefusedAndTheLargestHolderClosed(loops: Int) async throws {
         var limits = Self.limits
         limits.memoryBudget = 1 << 20
+        limits.loops = loops
         try await Harness.with(.tcp, limits: limits) { harness in
             let frameSize = 800 << 10
             let header: [UInt8] = [0, UInt8(frameSize >> 24), UInt8(frameSize >> 16 & 0xFF), UInt8(frameSize >> 8 & 0xFF), UInt8(frameSize & 0xFF)]
@@ -357,6 +360,8 @@ import Testing
             holder.write(header + [UInt8](repeating: 0, count: 1000))
             try await waitUntil { harness.tcp!.loop.submit { harness.tcp!.budget.used } >= frameSize }
             let second = try RawSocket(port: harness.tcp!.port)
+            try await waitUntil { harness.tcp!.connectionsCounted == 2 }
+            #expect(harness.tcp!.connectionsPerLoop == (loops == 1 ? [2] : [1, 1]))
             second.write(header + [UInt8](repeating: 0, count: 1000))
             try await expectConnectionError(second, .resourceExhausted)
             try await expectConnectionError(holder, .resourceExhausted)
