@@ -73,6 +73,13 @@ public final class BlobStore: BlobStoring, Sendable {
     /// The file of `hash` (valid hashes only).
     public func path(of hash: String) -> String { "\(directory)/\(hash.prefix(2))/\(hash)" }
 
+    /// The size of the file of `hash` here, nil when there is none (not read: `get` checks it).
+    public func size(of hash: String) -> Int? {
+        guard Self.isValidHash(hash) else { return nil }
+        var status = stat()
+        return stat(path(of: hash), &status) == 0 ? Int(status.st_size) : nil
+    }
+
     /// Whether a file of `hash` is here (not read: `get` checks it).
     public func has(_ hash: String) -> Bool {
         Self.isValidHash(hash) && access(path(of: hash), F_OK) == 0

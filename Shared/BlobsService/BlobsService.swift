@@ -12,15 +12,18 @@ public struct BlobsService: BlobsV1.Blobs.ServiceProtocol {
     public let store: BlobStore
     /// Where disk work runs (reading and hashing a blob, the fsync of a commit), off Swift's cooperative pool.
     private let lane: ThreadPool
+    /// What a blob being sent takes while it is read and sent whole (the process's budget, `--memory-budget`).
+    private let budget: MemoryBudget
 
     /// Pieces of a blob on the wire: far below the 16 MiB frame limit, large enough to be cheap.
     public static let chunkSize = 1 << 20
     /// The most hashes one HasBlobs asks about.
     public static let maxHashesAsked = 1000
 
-    public init(store: BlobStore, lane: ThreadPool) {
+    public init(store: BlobStore, lane: ThreadPool, budget: MemoryBudget = .process) {
         self.store = store
         self.lane = lane
+        self.budget = budget
     }
 
     public func putBlob(requests: RequestStream<BlobsV1.PutBlobRequest>, context: ServerContext) async throws -> BlobsV1.PutBlobResponse {
@@ -55,6 +58,12 @@ public struct BlobsService: BlobsV1.Blobs.ServiceProtocol {
     public func getBlob(request: BlobsV1.GetBlobRequest, response: ResponseWriter<BlobsV1.BlobChunk>, context: ServerContext) async throws {
         try BlobStore.checkHash(request.hash)
         let store = store, hash = request.hash
+        // The blob is read whole (its hash is checked before a byte goes out), so it waits for room in the budget first.
+        let held = MemoryReservation(budget)
+        defer { held.releaseAll() }
+        if let size = store.size(of: hash), !(await held.grow(by: size, waitingUpTo: .seconds(5))) {
+            throw BlobError(.resourceExhausted, "the memory budget cannot hold blob \(hash) (\(size) bytes) now; retry later")
+        }
         let bytes = try await lane.run { try store.get(hash) }
         var offset = 0
         repeat {

@@ -19,14 +19,14 @@ final class BlobNodes: @unchecked Sendable {
     let addresses: [String]
     let lane = ThreadPool(name: "blobs", threads: 2, queueLimit: 100)
 
-    init(count: Int = 3, maxSize: Int = 64 << 20) throws {
+    init(count: Int = 3, maxSize: Int = 64 << 20, budget: MemoryBudget = .process) throws {
         scratch = try (0..<count).map { _ in try ScratchDirectory() }
         stores = try scratch.map { try BlobStore(directory: $0.path, maxSize: maxSize) }
         let verifier = try TokenVerifier(store: nil, adminToken: Self.token)
         var servers: [TCPServer?] = []
         for store in stores {
             let guardian = IdentityGuard(rules: AccessRules(default: .admin), verifier: verifier, throttle: FailedAuthThrottle())
-            servers.append(try TCPServer(rpc: RPCServer(name: "blobs", services: [BlobsService(store: store, lane: lane)], guard: guardian), port: 0))
+            servers.append(try TCPServer(rpc: RPCServer(name: "blobs", services: [BlobsService(store: store, lane: lane, budget: budget)], guard: guardian), port: 0))
         }
         self.servers = servers
         addresses = servers.map { $0!.address }
@@ -170,6 +170,20 @@ final class BlobNodes: @unchecked Sendable {
             _ = try await peer.hasBlobs(BlobsV1.HasBlobsRequest(hashes: Array(repeating: SHA256.hex([1]), count: 1001)))
         } throws: { ($0 as? RPCError)?.code == .invalidArgument }
         #expect(try await peer.hasBlobs(BlobsV1.HasBlobsRequest(hashes: [SHA256.hex([4]), SHA256.hex(bytes)])).present == [SHA256.hex(bytes)])
+        await nodes.stopAll()
+    }
+
+    /// A blob is sent whole once the memory budget holds it: past it, GetBlob is RESOURCE_EXHAUSTED (after a wait).
+    @Test func aBlobLargerThanTheBudgetIsNotSent() async throws {
+        let nodes = try BlobNodes(budget: MemoryBudget(limit: 4000))
+        let small = try nodes.stores[0].put(randomBytes(3000)), large = try nodes.stores[0].put(randomBytes(5000))
+        let peer = try nodes.client(0, token: BlobNodes.token)
+        var received = 0
+        for try await chunk in peer.getBlob(BlobsV1.GetBlobRequest(hash: small)) { received += chunk.data.count }
+        #expect(received == 3000)
+        await #expect {
+            for try await _ in peer.getBlob(BlobsV1.GetBlobRequest(hash: large)) {}
+        } throws: { ($0 as? RPCError)?.code == .resourceExhausted }
         await nodes.stopAll()
     }
 
