@@ -215,7 +215,7 @@ let package = Package(
         .testTarget(
             name: "SchemaTests",
             dependencies: [
-                "Schema", "RPCWire", "JobsAPI", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "FixturesAPI", "JobsTestingAPI",
+                "Schema", "RPCWire", "JobsAPI", "BlobsAPI", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "FixturesAPI", "JobsTestingAPI",
                 "GuestbookAPI", "SchemaGenerator", "TestSupport",
             ],
             path: "Tests/SchemaTests", exclude: ["protojson_samples.py"]),
