@@ -224,7 +224,7 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane", "TestSupport", "Dqlite", "Base"], path: "Tests/StorageTests"),
         .testTarget(
             name: "BlobStoreTests",
-            dependencies: ["BlobStore", "BlobsAPI", "BlobsService", "Base", "RPC", "Transport", "WorkLane", "Identity"],
+            dependencies: ["BlobStore", "BlobsAPI", "BlobsService", "Base", "RPC", "Transport", "WorkLane", "Identity", "TestSupport"],
             path: "Tests/BlobStoreTests"),
         .testTarget(name: "DqliteTests", dependencies: ["Dqlite", "Base", "TestSupport"], path: "Tests/DqliteTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -14,19 +14,33 @@ public struct BlobsService: BlobsV1.Blobs.ServiceProtocol {
     private let lane: ThreadPool
     /// What a blob being sent takes while it is read and sent whole (the process's budget, `--memory-budget`).
     private let budget: MemoryBudget
+    /// On a TLS stack, the subject of this replica's own certificate: a caller must present a certificate of the
+    /// same subject (the service's, which the stack's CA gave every replica of it, and no other service nor the
+    /// gateway), so only the replicas of this service read and write its blobs. Nil: the guard's admin token only.
+    public let replicaCertificate: String?
 
     /// Pieces of a blob on the wire: far below the 16 MiB frame limit, large enough to be cheap.
     public static let chunkSize = 1 << 20
     /// The most hashes one HasBlobs asks about.
     public static let maxHashesAsked = 1000
 
-    public init(store: BlobStore, lane: ThreadPool, budget: MemoryBudget = .process) {
+    public init(store: BlobStore, lane: ThreadPool, budget: MemoryBudget = .process, replicaCertificate: String? = nil) {
         self.store = store
         self.lane = lane
         self.budget = budget
+        self.replicaCertificate = replicaCertificate
+    }
+
+    /// PERMISSION_DENIED unless the caller presented this service's certificate (when one is required).
+    private func admit(_ context: ServerContext) throws {
+        guard let replicaCertificate, context.peerCertificate != replicaCertificate else { return }
+        throw BlobError(
+            .permissionDenied,
+            "\(context.method) is for the replicas of this service: it needs a client certificate of \(replicaCertificate) (got \(context.peerCertificate ?? "none"))")
     }
 
     public func putBlob(requests: RequestStream<BlobsV1.PutBlobRequest>, context: ServerContext) async throws -> BlobsV1.PutBlobResponse {
+        try admit(context)
         var messages = requests.makeAsyncIterator()
         guard let first = try await messages.next() else { throw RPCError(.invalidArgument, "PutBlob: no message (the first names the blob)") }
         let hash = first.hash
@@ -56,6 +70,7 @@ public struct BlobsService: BlobsV1.Blobs.ServiceProtocol {
     }
 
     public func getBlob(request: BlobsV1.GetBlobRequest, response: ResponseWriter<BlobsV1.BlobChunk>, context: ServerContext) async throws {
+        try admit(context)
         try BlobStore.checkHash(request.hash)
         let store = store, hash = request.hash
         // The blob is read whole (its hash is checked before a byte goes out), so it waits for room in the budget first.
@@ -74,6 +89,7 @@ public struct BlobsService: BlobsV1.Blobs.ServiceProtocol {
     }
 
     public func hasBlobs(request: BlobsV1.HasBlobsRequest, context: ServerContext) async throws -> BlobsV1.HasBlobsResponse {
+        try admit(context)
         guard request.hashes.count <= Self.maxHashesAsked else {
             throw BlobError(.invalidArgument, "HasBlobs: \(request.hashes.count) hashes (at most \(Self.maxHashesAsked) a call)")
         }

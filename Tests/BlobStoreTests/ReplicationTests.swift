@@ -5,6 +5,7 @@ import BlobsService
 import Foundation
 import Identity
 import RPC
+import TestSupport
 import Testing
 import Transport
 import WorkLane
@@ -171,6 +172,40 @@ final class BlobNodes: @unchecked Sendable {
         } throws: { ($0 as? RPCError)?.code == .invalidArgument }
         #expect(try await peer.hasBlobs(BlobsV1.HasBlobsRequest(hashes: [SHA256.hex([4]), SHA256.hex(bytes)])).present == [SHA256.hex(bytes)])
         await nodes.stopAll()
+    }
+
+    /// Over mutual TLS only the service's own certificate (its replicas') reaches the Blobs rpcs: the gateway's,
+    /// admin token and all, is PERMISSION_DENIED; a replica with the service's certificate reads and writes.
+    @Test func overTLSOnlyTheServicesCertificateIsAdmitted() async throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let replica = try certificates.issue("classification"), gateway = try certificates.issue("gateway")
+        let credentials = try TLSCredentials.server(certificateFile: replica.certificate, keyFile: replica.key, caFile: certificates.caFile)
+        let subject = try #require(credentials.context.certificate?.subject)
+        let scratch = try ScratchDirectory()
+        let store = try BlobStore(directory: scratch.path)
+        let lane = ThreadPool(name: "blobs", threads: 1, queueLimit: 10)
+        let guardian = IdentityGuard(
+            rules: AccessRules(default: .admin), verifier: try TokenVerifier(store: nil, adminToken: BlobNodes.token), throttle: FailedAuthThrottle())
+        let server = TCPServer(port: 0)
+        server.serveTLS(credentials)
+        try RPCServer(name: "blobs", services: [BlobsService(store: store, lane: lane, replicaCertificate: subject)], guard: guardian).serve(over: server)
+        func peers(_ pair: (certificate: String, key: String)) throws -> [ReplicatedBlobs.Peer] {
+            try ReplicatedBlobs.peers(
+                addresses: [server.address], token: BlobNodes.token,
+                tls: try .client(certificateFile: pair.certificate, keyFile: pair.key, caFile: certificates.caFile))
+        }
+        let otherScratch = try ScratchDirectory()
+        let bytes = randomBytes(2000)
+        let stranger = ReplicatedBlobs(local: try BlobStore(directory: otherScratch.path), peers: try peers(gateway))
+        await #expect { try await stranger.store(bytes) } throws: { error in
+            (error as? BlobError)?.message.contains("PERMISSION_DENIED") == true && (error as? BlobError)?.message.contains("CN=classification") == true
+        }
+        #expect(!store.has(SHA256.hex(bytes)))
+        let sibling = ReplicatedBlobs(local: try BlobStore(directory: otherScratch.path), peers: try peers(replica))
+        let hash = try await sibling.store(bytes)
+        #expect(try store.get(hash) == bytes)
+        await server.shutdown(grace: .milliseconds(100))
     }
 
     /// A blob is sent whole once the memory budget holds it: past it, GetBlob is RESOURCE_EXHAUSTED (after a wait).

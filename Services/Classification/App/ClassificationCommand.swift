@@ -82,7 +82,7 @@ struct ClassificationCommand: AsyncParsableCommand {
                 let featurePrint = FeaturePrintSource(directory: featurePrint ?? ProcessInfo.processInfo.environment["MENAGERIE_FEATURE_PRINT"])
                 return AppServices(
                     rpc: [ClassificationService(store: store, lane: environment.lane, jobs: jobs.runner, limits: limits, featurePrint: featurePrint),
-                          jobs.rpcService] + (blobs.map { [BlobsService(store: $0.local, lane: environment.lane)] } ?? []),
+                          jobs.rpcService] + (try blobs.map { [try Self.blobsService($0, environment, options: options)] } ?? []),
                     background: [jobs.backgroundService], access: Self.access)
             }
         } catch {
@@ -104,6 +104,12 @@ struct ClassificationCommand: AsyncParsableCommand {
         } else { nil }
         environment.logger.info("blobs in \(local.directory), copied to one of \(peers.count) peer(s)\(peers.isEmpty ? "" : ": " + peers.joined(separator: ","))")
         return ReplicatedBlobs(local: local, peers: try ReplicatedBlobs.peers(addresses: peers, token: token, tls: tls), logger: environment.logger)
+    }
+
+    /// The Blobs rpcs this replica serves its peers: on a TLS stack only to callers presenting this replica's own
+    /// certificate's subject (the service's: its other replicas), besides the admin token the guard asks for.
+    static func blobsService(_ blobs: ReplicatedBlobs, _ environment: ServiceRunner.Environment, options: ServiceOptions) throws -> BlobsService {
+        BlobsService(store: blobs.local, lane: environment.lane, replicaCertificate: try options.tlsCredentials()?.context.certificate?.subject)
     }
 
     /// Activated models serve everyone (classify, list, search the catalogue); changing which models and which
