@@ -130,6 +130,71 @@ public final class ReplicatedBlobs: BlobStoring, Sendable {
         throw BlobError(unreachable ? .unavailable : .notFound, message)
     }
 
+    /// Brings each of `hashes` that this node holds back to `copies` nodes: asks every peer which it holds (a peer
+    /// that cannot be asked holds none) and sends each blob held too rarely to peers that lack it. Returns the copies
+    /// sent and the blobs still short of `copies` (every peer down, say). What a lost node held so gets a second copy
+    /// again without waiting for someone to ask for it; every replica runs it over what it holds.
+    public func repair(_ hashes: [String]) async -> (sent: Int, short: Int) {
+        let held = hashes.filter(local.has)
+        let needed = min(copies, 1 + peers.count)
+        guard needed > 1, !held.isEmpty else { return (0, 0) }
+        var holders = [Set<String>](repeating: [], count: peers.count)
+        var reachable = [Bool](repeating: true, count: peers.count)
+        for (index, peer) in peers.enumerated() {
+            do {
+                for start in stride(from: 0, to: held.count, by: BlobsService.maxHashesAsked) {
+                    let batch = Array(held[start..<min(held.count, start + BlobsService.maxHashesAsked)])
+                    let answer = try await peer.client.hasBlobs(BlobsV1.HasBlobsRequest(hashes: batch), options: CallOptions(timeout: timeout))
+                    holders[index].formUnion(answer.present)
+                }
+            } catch {
+                reachable[index] = false
+            }
+        }
+        var sent = 0, short = 0
+        for hash in held {
+            var count = 1 + holders.filter { $0.contains(hash) }.count
+            guard count < needed else { continue }
+            guard let bytes = try? local.get(hash) else { continue }  // damaged here: the next read fetches it
+            for index in peers.indices where count < needed && reachable[index] && !holders[index].contains(hash) {
+                do {
+                    try await push(hash, bytes, to: peers[index])
+                    count += 1
+                    sent += 1
+                } catch {
+                    logger?.warning("blob \(hash): no copy sent to \(peers[index].name): \(Self.describe(error))")
+                }
+            }
+            if count < needed { short += 1 }
+        }
+        if sent > 0 || short > 0 { logger?.info("blob repair: \(sent) copies sent, \(short) blob(s) still on fewer than \(needed) nodes") }
+        return (sent, short)
+    }
+
+    /// Runs `repair` over `hashes()` (the blobs the service's rows name) every `interval`, until cancelled.
+    public func repairer(every interval: Duration, hashes: @escaping @Sendable () async throws -> [String]) -> any BackgroundService {
+        Repairer(blobs: self, interval: interval, hashes: hashes)
+    }
+
+    private struct Repairer: BackgroundService {
+        let blobs: ReplicatedBlobs
+        let interval: Duration
+        let hashes: @Sendable () async throws -> [String]
+        var name: String { "blob repair" }
+
+        func run() async throws {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard !Task.isCancelled else { return }
+                do {
+                    _ = await blobs.repair(try await hashes())
+                } catch {
+                    blobs.logger?.warning("blob repair: cannot list the blobs to check: \(error)")
+                }
+            }
+        }
+    }
+
     private func push(_ hash: String, _ bytes: [UInt8], to peer: Peer) async throws {
         let options = CallOptions(timeout: timeout)
         let present = try await peer.client.hasBlobs(BlobsV1.HasBlobsRequest(hashes: [hash]), options: options)

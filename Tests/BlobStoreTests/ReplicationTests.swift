@@ -208,6 +208,26 @@ final class BlobNodes: @unchecked Sendable {
         await server.shutdown(grace: .milliseconds(100))
     }
 
+    /// A node's disk lost: the repair sends the blobs it held to another node, so they are on two again; with the
+    /// other peer down as well, it says how many stay short.
+    @Test func aLostCopyIsSentAgainByTheRepair() async throws {
+        let nodes = try BlobNodes()
+        let node0 = try nodes.node(0)
+        let blobs = (0..<5).map { _ in randomBytes(3000) }
+        var hashes: [String] = []
+        for bytes in blobs { hashes.append(try await node0.store(bytes)) }
+        #expect(await node0.repair(hashes) == (0, 0), "every blob is on two nodes already")
+        // Node 1's and node 2's copies gone (a disk replaced): each blob is on node 0 only.
+        for store in nodes.stores.dropFirst() { for hash in hashes { try? FileManager.default.removeItem(atPath: store.path(of: hash)) } }
+        await nodes.stop(2)
+        #expect(await node0.repair(hashes + [SHA256.hex([7])]) == (5, 0), "node 1 takes them; a hash node 0 lacks is not its to repair")
+        #expect(hashes.allSatisfy(nodes.stores[1].has))
+        for hash in hashes { try FileManager.default.removeItem(atPath: nodes.stores[1].path(of: hash)) }
+        await nodes.stop(1)
+        #expect(await node0.repair(hashes) == (0, 5))
+        await nodes.stopAll()
+    }
+
     /// A blob is sent whole once the memory budget holds it: past it, GetBlob is RESOURCE_EXHAUSTED (after a wait).
     @Test func aBlobLargerThanTheBudgetIsNotSent() async throws {
         let nodes = try BlobNodes(budget: MemoryBudget(limit: 4000))

@@ -38,6 +38,7 @@ import Testing
         #expect(try store.models().map(\.header) == [header])
 
         try store.recordFeedback(image: DatasetTests.blue, label: "blue", consent: true)
+        #expect(Set(try store.blobHashes()) == Set(dataset.images.keys).union([SHA256.hex(encoded)]), "what the repair keeps on two nodes")
         #expect(try store.feedbackDataset()?.images == [SHA256.hex(DatasetTests.blue): DatasetTests.blue])
 
         // A blob lost from every node: the read fails, naming it, rather than answering a dataset without it.

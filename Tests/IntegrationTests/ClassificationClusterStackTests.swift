@@ -6,7 +6,8 @@ import Testing
 /// are kept by content hash on their disks (`--blob-peers`), driven through the gateway: a dataset uploaded and a
 /// model trained through one replica are on two replicas' disks before they are acknowledged; after `kill -9` of
 /// that replica (also the cluster's first leader) the others export the model and evaluate it on the dataset,
-/// fetching what their disk lacks from the surviving copy.
+/// fetching what their disk lacks from the surviving copy, and their repair (every second here) puts each blob on both
+/// of them again.
 @Suite(.serialized) struct ClassificationClusterStackTests {
     final class Replicas {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("classification-cluster-\(UUID().uuidString)")
@@ -30,7 +31,7 @@ import Testing
                     "--identity", directory.appendingPathComponent("identity.sqlite").path, "--log-level", "error",
                     "--cluster", nodeAddresses.joined(separator: ","), "--cluster-bind", nodeAddresses[replica], "--cluster-latency", "20",
                     // Every replica's, its own included (left out by each), as compose gives it.
-                    "--blob-peers", servicePorts.map { "127.0.0.1:\($0)" }.joined(separator: ","),
+                    "--blob-peers", servicePorts.map { "127.0.0.1:\($0)" }.joined(separator: ","), "--blob-repair-interval", "1",
                 ])
         }
 
@@ -108,5 +109,11 @@ import Testing
         let evaluated = try await replicas.gatewayRetrying(2, ["evaluate", "m", "digits"])
         #expect(evaluated.status == 0, "\(evaluated.output)")
         #expect(replicas.blobs(2).isSuperset(of: written), "replica 2 fetched what it lacked and kept it")
+        // Replica 0's copies are lost with it: the survivors' repair puts every blob on both of them.
+        let lost = ContinuousClock.now
+        while !(replicas.blobs(1).isSuperset(of: written) && replicas.blobs(2).isSuperset(of: written)), ContinuousClock.now - lost < .seconds(20) {
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        #expect(replicas.blobs(1).isSuperset(of: written) && replicas.blobs(2).isSuperset(of: written), "the repair made two copies again")
     }
 }

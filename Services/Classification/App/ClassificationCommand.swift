@@ -44,6 +44,10 @@ struct ClassificationCommand: AsyncParsableCommand {
             help: "With --cluster: the RPC addresses (host:port, comma-separated) of the service's other replicas, which keep the images and model files by content hash with this one: a write waits for a second copy on one of them, a replica missing a file fetches it from them. This replica's own address (--host:--port) may be listed: it is left out. Default: none (this replica's disk only).")
     var blobPeers: String?
 
+    @Option(name: .customLong("blob-repair-interval"),
+            help: "With --cluster: seconds between checks that every blob this replica holds is on two replicas, sending copies where one was lost (default 600).")
+    var blobRepairInterval = 600
+
     /// The `--blob-peers` list without this replica's own address.
     var peerAddresses: [String] {
         let own = "\(options.host):\(options.port)"
@@ -51,6 +55,7 @@ struct ClassificationCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
+        guard blobRepairInterval >= 1 else { throw ValidationError("--blob-repair-interval must be at least 1 second") }
         if blobPeers != nil {
             guard options.cluster != nil else { throw ValidationError("--blob-peers needs --cluster (one machine keeps images and models in its SQLite file)") }
             for address in peerAddresses where (try? Endpoint(parsing: address)) == nil {
@@ -64,7 +69,7 @@ struct ClassificationCommand: AsyncParsableCommand {
     /// Exits 0 after a graceful stop, 1 when the service could not start or a background service failed.
     func run() async throws {
         do {
-            try await ServiceRunner.run(name: "classification", options: options) { [peerAddresses] environment in
+            try await ServiceRunner.run(name: "classification", options: options) { [peerAddresses, blobRepairInterval] environment in
                 // On a cluster the database goes through Raft, so the large payloads stay out of it (see ClassificationStore).
                 var blobs: ReplicatedBlobs?
                 if environment.cluster != nil {
@@ -83,7 +88,11 @@ struct ClassificationCommand: AsyncParsableCommand {
                 return AppServices(
                     rpc: [ClassificationService(store: store, lane: environment.lane, jobs: jobs.runner, limits: limits, featurePrint: featurePrint),
                           jobs.rpcService] + (try blobs.map { [try Self.blobsService($0, environment, options: options)] } ?? []),
-                    background: [jobs.backgroundService], access: Self.access)
+                    background: [jobs.backgroundService] + (blobs.map { blobs in
+                        // Off the cooperative pool: the store's read blocks its thread.
+                        [blobs.repairer(every: .seconds(blobRepairInterval)) { try await environment.lane.run { try store.blobHashes() } }]
+                    } ?? []),
+                    access: Self.access)
             }
         } catch {
             throw ExitCode.failure

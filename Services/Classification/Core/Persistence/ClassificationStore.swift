@@ -106,6 +106,16 @@ public final class ClassificationStore: Sendable {
         blobs == nil ? [hash, bytes] : [hash]
     }
 
+    /// The hashes of every payload the rows keep in the blob store (images without inline bytes, model files by
+    /// hash): what the blob repair keeps on enough nodes.
+    public func blobHashes() throws -> [String] {
+        try database.read { db in
+            try db.query("""
+                SELECT hash FROM images WHERE length(bytes) = 0 UNION SELECT file_hash FROM models WHERE file_hash IS NOT NULL
+                """).compactMap { $0.string(0) }
+        }
+    }
+
     /// An image's bytes: those of its row, or, when the row keeps none, the blob store's.
     func imageBytes(_ hash: String, inline: [UInt8]) throws -> [UInt8] {
         guard inline.isEmpty else { return inline }
