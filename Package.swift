@@ -126,7 +126,7 @@ let package = Package(
         .target(name: "WorkLane", dependencies: ["Base"], path: "Shared/WorkLane"),
         .target(name: "Storage", dependencies: ["Base", "CSQLite", "WorkLane", "Dqlite"], path: "Shared/Storage"),
         // A dqlite node in this process and a client of dqlite's wire protocol (no C client exists).
-        .target(name: "Dqlite", dependencies: ["Base", "CDqlite"], path: "Shared/Dqlite"),
+        .target(name: "Dqlite", dependencies: ["Base", "CDqlite", "TLS"], path: "Shared/Dqlite"),
         // Logging, the error categories, the version string, a heap, the upward search for the source tree: no dependencies.
         .target(name: "Base", path: "Shared/Base"),
         // rpc.proto: the envelope and the built-in services' messages (its service protocols are generated into RPC).
@@ -276,7 +276,8 @@ let package = Package(
         // executables.
         // Its web page (Service/Web) is a resource of ZooService (Menagerie_ZooService.resources), served at `/`.
         + service(
-            "Zoo", executable: "zoo", imports: ["Jobs"], service: ["HTTP"], serviceTests: ["WorkLane", "RPCWire", "HTTP"],
+            "Zoo", executable: "zoo", imports: ["Jobs"], service: ["HTTP"], coreTests: ["Dqlite", "TestSupport"],
+            serviceTests: ["WorkLane", "RPCWire", "HTTP", "Storage"],
             coreResources: [.copy("SampleData")], serviceResources: [.copy("Web")])
         + service(
             "OCR", executable: "ocr", imports: ["Jobs"],

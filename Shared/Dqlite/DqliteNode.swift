@@ -19,7 +19,11 @@ public final class DqliteNode: Sendable {
     public let dataDirectory: String
     private let state: Mutex<State>
 
-    private enum State { case created, running, stopped }
+    private enum State { case created, running(ClusterTLS.Listener?), stopped }
+    /// With TLS: how Raft reaches the peers (dqlite's connect function gets an unretained pointer to it), and what
+    /// the relay listens on in front of the node's private socket.
+    private let raftDialer: RaftDialer?
+    private let tlsAddresses: (public: String, private: String)?
     /// The `dqlite_node *`, owned by this object; only `start`/`stop`/`deinit` touch it, under `state`'s lock.
     private nonisolated(unsafe) let node: OpaquePointer
 
@@ -28,8 +32,11 @@ public final class DqliteNode: Sendable {
     ///   - dataDirectory: created when missing.
     ///   - networkLatency: the one-way latency dqlite derives its heartbeat and election timeouts from
     ///     (dqlite's default when nil); a small value on loopback makes failover take tens of milliseconds.
+    ///   - tls: Raft and clients over mutual TLS (`ClusterTLS`): the node then listens on a private socket of this
+    ///     process, and a relay takes TLS on `bindAddress ?? address`.
     public init(
-        id: UInt64, address: String, dataDirectory: String, bindAddress: String? = nil, networkLatency: Duration? = nil
+        id: UInt64, address: String, dataDirectory: String, bindAddress: String? = nil, networkLatency: Duration? = nil,
+        tls: ClusterTLS? = nil
     ) throws(DqliteError) {
         guard id > 0 else { throw DqliteError(.misuse, "a dqlite node id must be positive") }
         guard Self.isHostAndPort(address), bindAddress.map(Self.isHostAndPort) ?? true else {
@@ -52,8 +59,21 @@ public final class DqliteNode: Sendable {
         self.address = address
         self.dataDirectory = dataDirectory
         state = Mutex(.created)
+        if let tls {
+            let dialer = RaftDialer(tls: tls, timeout: DqliteClient.timeouts(networkLatency: networkLatency).discovery)
+            raftDialer = dialer
+            tlsAddresses = (bindAddress ?? address, "@menagerie-dqlite-\(getpid())-\(id)-\(UInt32.random(in: 0...UInt32.max))")
+        } else {
+            raftDialer = nil
+            tlsAddresses = nil
+        }
         do {
-            try check(dqlite_node_set_bind_address(node, bindAddress ?? address), "set its bind address")
+            try check(dqlite_node_set_bind_address(node, tlsAddresses?.private ?? bindAddress ?? address), "set its bind address")
+            if let raftDialer {
+                try check(
+                    dqlite_node_set_connect_func(node, dialThroughTLS, Unmanaged.passUnretained(raftDialer).toOpaque()),
+                    "set its connect function")
+            }
             if let networkLatency {
                 let milliseconds = max(1, Int(networkLatency / .milliseconds(1)))
                 try check(dqlite_node_set_network_latency_ms(node, UInt32(min(milliseconds, 3_600_000))), "set its latency")
@@ -66,7 +86,10 @@ public final class DqliteNode: Sendable {
 
     deinit {
         state.withLock { state in
-            if case .running = state { _ = dqlite_node_stop(node) }
+            if case .running(let listener) = state {
+                listener?.stop()
+                _ = dqlite_node_stop(node)
+            }
         }
         dqlite_node_destroy(node)
     }
@@ -76,15 +99,26 @@ public final class DqliteNode: Sendable {
         try state.withLock { (state) throws(DqliteError) in
             guard case .created = state else { throw DqliteError(.misuse, "dqlite node \(id) was started before") }
             try check(dqlite_node_start(node), "start")
-            state = .running
+            var listener: ClusterTLS.Listener?
+            if let raftDialer, let tlsAddresses {
+                do throws(DqliteError) {
+                    listener = try raftDialer.tls.listen(on: tlsAddresses.public, forwardingTo: tlsAddresses.private)
+                } catch {
+                    _ = dqlite_node_stop(node)
+                    state = .stopped
+                    throw error
+                }
+            }
+            state = .running(listener)
         }
     }
 
     /// Stops accepting clients, lets requests in flight finish, and joins the node's thread. Idempotent.
     public func stop() throws(DqliteError) {
         try state.withLock { (state) throws(DqliteError) in
-            guard case .running = state else { return }
+            guard case .running(let listener) = state else { return }
             state = .stopped
+            listener?.stop()
             try check(dqlite_node_stop(node), "stop")
         }
     }
@@ -116,4 +150,25 @@ public final class DqliteNode: Sendable {
         else { return false }
         return true
     }
+}
+
+/// What dqlite's connect function needs to reach a peer through TLS; the node keeps it alive.
+private final class RaftDialer: Sendable {
+    let tls: ClusterTLS
+    let timeout: Duration
+
+    init(tls: ClusterTLS, timeout: Duration) {
+        self.tls = tls
+        self.timeout = timeout
+    }
+}
+
+/// dqlite's connect function for a node with TLS: runs on libuv's thread pool (it may block), returns a plaintext
+/// descriptor whose bytes a relay seals for the peer at `address`.
+private func dialThroughTLS(_ context: UnsafeMutableRawPointer?, _ address: UnsafePointer<CChar>?, _ descriptor: UnsafeMutablePointer<Int32>?) -> Int32 {
+    guard let context, let address, let descriptor else { return 1 }
+    let dialer = Unmanaged<RaftDialer>.fromOpaque(context).takeUnretainedValue()
+    guard let connected = try? dialer.tls.dial(String(cString: address), timeout: dialer.timeout) else { return 1 }
+    descriptor.pointee = connected
+    return 0
 }

@@ -13,11 +13,12 @@ public final class DqliteReplica: Sendable {
     ///
     /// - Parameters:
     ///   - bindAddress: where the node listens when that differs from `ownAddress` (0.0.0.0:port in a container).
+    ///   - tls: Raft and statements over mutual TLS (`ClusterTLS`), the same credentials for the node and its client.
     ///   - leaderWait: how long a statement of `client` waits for a leader before UNAVAILABLE: an election takes
     ///     a second or two; a cluster without a quorum should answer within a client's deadline, not hang.
     public init(
         addresses: [String], ownAddress: String, id: UInt64? = nil, bindAddress: String? = nil, dataDirectory: String, database: String,
-        networkLatency: Duration? = nil, leaderWait: Duration = .seconds(5), joinWait: Duration = .seconds(30)
+        networkLatency: Duration? = nil, leaderWait: Duration = .seconds(5), joinWait: Duration = .seconds(30), tls: ClusterTLS? = nil
     ) throws(DqliteError) {
         guard let position = addresses.firstIndex(of: ownAddress) else {
             throw DqliteError(
@@ -28,15 +29,16 @@ public final class DqliteReplica: Sendable {
         }
         let id = id ?? UInt64(position + 1)
         node = try DqliteNode(
-            id: id, address: ownAddress, dataDirectory: dataDirectory, bindAddress: bindAddress, networkLatency: networkLatency)
+            id: id, address: ownAddress, dataDirectory: dataDirectory, bindAddress: bindAddress, networkLatency: networkLatency,
+            tls: tls)
         try node.start()
         let timeouts = DqliteClient.timeouts(networkLatency: networkLatency)
         client = try DqliteClient(
             addresses: addresses, database: database, callTimeout: timeouts.call, discoveryTimeout: timeouts.discovery,
-            leaderWait: leaderWait)
+            leaderWait: leaderWait, tls: tls)
         do {
             if id != 1 {
-                try DqliteClient(addresses: addresses, database: database, leaderWait: joinWait).join(id: id, address: ownAddress)
+                try DqliteClient(addresses: addresses, database: database, leaderWait: joinWait, tls: tls).join(id: id, address: ownAddress)
             }
         } catch {
             try? node.stop()

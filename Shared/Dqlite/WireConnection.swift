@@ -28,10 +28,14 @@ final class WireConnection {
 
     /// Connects (within `timeout`) and sends the protocol version; every later send and receive gives up after
     /// `timeout` too.
-    init(address: String, timeout: Duration, silence: SilentNodes? = nil) throws(DqliteError) {
+    init(address: String, timeout: Duration, silence: SilentNodes? = nil, tls: ClusterTLS? = nil) throws(DqliteError) {
         self.address = address
         self.silence = silence
-        descriptor = try Self.connect(to: address, timeout: timeout)
+        if let tls {
+            descriptor = try tls.dial(address, timeout: timeout)
+        } else {
+            descriptor = try Self.connect(to: address, timeout: timeout)
+        }
         setTimeout(timeout)
         var on: Int32 = 1
         setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
@@ -136,7 +140,7 @@ final class WireConnection {
     }
 
     /// A connected, blocking TCP socket to `host:port` (names resolved; IPv6 hosts in brackets).
-    private static func connect(to address: String, timeout: Duration) throws(DqliteError) -> Int32 {
+    static func connect(to address: String, timeout: Duration) throws(DqliteError) -> Int32 {
         guard let colon = address.lastIndex(of: ":"), DqliteNode.isHostAndPort(address) else {
             throw DqliteError(.misuse, "a dqlite address must be host:port, not \"\(address)\"")
         }

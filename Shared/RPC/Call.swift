@@ -108,10 +108,7 @@ public struct ResponseWriter<Response: ProtoMessage>: Sendable {
         let bytes = response.serializedBytes()
         _ = consume response
         guard bytes.count >= MemoryBudget.largeFrame else { return try await sink.send(bytes) }
-        let budget = MemoryBudget.process
-        try await Self.reserve(bytes.count, of: budget, unless: sink)
-        defer { budget.release(bytes.count) }
-        try await sink.send(bytes)
+        try await deliver(bytes, holding: 0, of: MemoryBudget.process)
     }
 
     /// Reserves room in the process's memory budget for an answer about to be built, waiting as `send` does (then
@@ -127,16 +124,26 @@ public struct ResponseWriter<Response: ProtoMessage>: Sendable {
     }
 
     /// Sends an answer built in `room` (see `reserveRoom`): the room becomes the encoded bytes' share of the
-    /// budget (more is waited for, the surplus given back) until the transport has them.
-    public func send(_ response: consuming Response, in room: AnswerRoom) async throws {
+    /// budget (more is waited for, the surplus given back) until the transport has them. Returns the encoded size,
+    /// from which a stream can reckon its next page's room.
+    @discardableResult
+    public func send(_ response: consuming Response, in room: AnswerRoom) async throws -> Int {
         let bytes = response.serializedBytes()
         _ = consume response
-        var held = room.take()
-        defer { room.budget.release(held) }
+        let count = bytes.count
+        try await deliver(bytes, holding: room.take(), of: room.budget)
+        return count
+    }
+
+    /// Sends encoded `bytes` holding exactly their size of `budget` until the transport has them, given `held` bytes
+    /// of it already reserved: more is waited for, the surplus given back at once. The one path of both sends.
+    private func deliver(_ bytes: [UInt8], holding held: Int, of budget: MemoryBudget) async throws {
+        var held = held
+        defer { budget.release(held) }
         if bytes.count > held {
-            try await Self.reserve(bytes.count - held, of: room.budget, unless: sink)
+            try await Self.reserve(bytes.count - held, of: budget, unless: sink)
         } else {
-            room.budget.release(held - bytes.count)
+            budget.release(held - bytes.count)
         }
         held = bytes.count
         try await sink.send(bytes)

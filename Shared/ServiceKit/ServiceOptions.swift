@@ -31,6 +31,11 @@ public struct ServiceOptions: ParsableArguments, Sendable {
     public var clusterBind: String?
 
     @Option(
+        name: .customLong("cluster-listen"),
+        help: "Where the dqlite node listens (host:port) when that is not --cluster-bind: 0.0.0.0:PORT in a container whose name other nodes resolve to it (default: --cluster-bind).")
+    public var clusterListen: String?
+
+    @Option(
         name: .customLong("cluster-id"),
         help: "This replica's dqlite node id, kept for the life of its data (default: its place in --cluster, counting from 1). Id 1 bootstraps the cluster. Give it when the list changes as nodes come and go, so a node keeps its id.")
     public var clusterID: UInt64?
@@ -132,8 +137,8 @@ public struct ServiceOptions: ParsableArguments, Sendable {
 
     private func validateCluster() throws {
         guard let addresses = clusterAddresses else {
-            guard clusterBind == nil, clusterDirectory == nil, clusterLatency == nil, clusterID == nil else {
-                throw ValidationError("--cluster-bind, --cluster-id, --cluster-dir and --cluster-latency need --cluster (the addresses of the cluster's nodes)")
+            guard clusterBind == nil, clusterListen == nil, clusterDirectory == nil, clusterLatency == nil, clusterID == nil else {
+                throw ValidationError("--cluster-bind, --cluster-listen, --cluster-id, --cluster-dir and --cluster-latency need --cluster (the addresses of the cluster's nodes)")
             }
             return
         }
@@ -146,6 +151,12 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         guard let clusterBind else { throw ValidationError("--cluster needs --cluster-bind: which of its addresses is this replica's node") }
         guard addresses.contains(clusterBind) else {
             throw ValidationError("--cluster-bind \(clusterBind) is not one of --cluster's addresses (\(addresses.joined(separator: ",")))")
+        }
+        if let clusterListen {
+            let parts = clusterListen.split(separator: ":")
+            guard parts.count >= 2, let port = Int(parts.last!), (1...65535).contains(port) else {
+                throw ValidationError("--cluster-listen takes host:port (got \"\(clusterListen)\")")
+            }
         }
         guard database == nil else { throw ValidationError("--database (an SQLite file) and --cluster (a dqlite cluster) exclude each other") }
         if clusterID == 0 { throw ValidationError("--cluster-id must be a positive number") }

@@ -141,10 +141,17 @@ public enum ServiceRunner {
         let cluster: DqliteReplica?
         do {
             cluster = try options.clusterAddresses.map { addresses in
-                try DqliteReplica(
-                    addresses: addresses, ownAddress: options.clusterBind ?? "", id: options.clusterID,
+                // With the service's TLS, its cluster's Raft traffic and statements go through it too (mutual TLS,
+                // the same certificate: it names the replica's address, which is its member's host).
+                let tls = try options.tlsCertificate.flatMap { certificate in
+                    try options.tlsKey.flatMap { key in
+                        try options.tlsCA.map { ca in try ClusterTLS(certificateFile: certificate, keyFile: key, caFile: ca) }
+                    }
+                }
+                return try DqliteReplica(
+                    addresses: addresses, ownAddress: options.clusterBind ?? "", id: options.clusterID, bindAddress: options.clusterListen,
                     dataDirectory: options.clusterDirectory ?? directory.appendingPathComponent("dqlite").path, database: name,
-                    networkLatency: options.clusterLatency.map { .milliseconds($0) })
+                    networkLatency: options.clusterLatency.map { .milliseconds($0) }, tls: tls)
             }
         } catch {
             return try stopStarting(logger, "cannot start the dqlite node: \(error)")

@@ -13,15 +13,15 @@ final class TestCluster: Sendable {
 
     private let node = Mutex<Result<DqliteNode, StorageError>?>(nil)
 
-    /// A client of a database nobody else uses.
-    func client() throws -> DqliteClient {
+    /// A client of a database nobody else uses, or of the one called `database`.
+    func client(database: String? = nil) throws -> DqliteClient {
         let node = try self.node.withLock { started in
             if started == nil { started = Result { () throws(StorageError) in try Self.start() } }
             return try started!.get()
         }
         return try StorageError.translating { () throws(DqliteError) in
             try DqliteClient(
-                addresses: [node.address], database: "test-\(UInt64.random(in: .min ... .max))", leaderWait: .seconds(10))
+                addresses: [node.address], database: database ?? "test-\(UInt64.random(in: .min ... .max))", leaderWait: .seconds(10))
         }
     }
 

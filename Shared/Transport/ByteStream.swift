@@ -92,12 +92,6 @@ extension ByteStream {
         send(envelopeOfSize: FrameEnvelope.size(of: frame), sealing: sealing) { FrameEnvelope.encode(frame, into: $0) }
     }
 
-    /// Queues `message` as one frame, encoded straight into the outbox (the last one when `sealing`);
-    /// safe from any thread.
-    func send<Message: ProtoMessage>(_ message: Message, sealing: Bool = false) {
-        message.serialize { byteCount, pack in send(envelopeOfSize: byteCount, sealing: sealing, pack) }
-    }
-
     /// Whether more is waiting to be written than the high-water mark (back-pressure); any thread.
     var isBackedUp: Bool { unwrittenBytes > highWater }
 }

@@ -67,7 +67,7 @@ enum ConnectProtocol {
                     throw .http(response)
                 }
             } else {
-                let type = (request.headers["content-type"] ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+                let type = ConnectProtocol.mediaType(request.headers["content-type"])
                 switch type {
                 case "application/json": encoding = .json
                 case "application/proto": encoding = .proto
@@ -114,9 +114,7 @@ enum ConnectProtocol {
         }
 
         static func codings(_ values: [String]) -> [String] {
-            values.flatMap { $0.split(separator: ",") }.map {
-                String($0.split(separator: ";").first ?? "").trimmingCharacters(in: .whitespaces).lowercased()
-            }
+            values.flatMap { $0.split(separator: ",") }.map { ConnectProtocol.mediaType(String($0)) }
         }
 
         /// `Connect-Timeout-Ms`: at most 10 digits, as the protocol says.

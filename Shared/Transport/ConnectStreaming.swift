@@ -22,7 +22,18 @@ extension ConnectProtocol {
 
     /// The media type of a `Content-Type` value, lowercased, without parameters.
     static func mediaType(_ value: String?) -> String {
-        (value ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        // Bytes, not Foundation's trimming (which went through NSString: 8.8 % of a small Connect call's CPU).
+        guard var value else { return "" }
+        return value.withUTF8 { bytes in
+            var end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+            var start = 0
+            func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+            while start < end, isSpace(bytes[start]) { start += 1 }
+            while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+            let type = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            guard type.contains(where: { $0 >= 0x41 && $0 <= 0x5A || $0 >= 0x80 }) else { return String(decoding: type, as: UTF8.self) }
+            return String(decoding: type, as: UTF8.self).lowercased()
+        }
     }
 
     /// A streaming call read from its request's head (its messages follow in the body).

@@ -8,9 +8,12 @@ final class TestCluster {
     let addresses: [String]
     let directory: URL
     private(set) var replicas: [DqliteReplica?] = []
+    /// Every node's TLS (`ClusterTLS`), when the cluster runs over it; the client's too.
+    let tls: ClusterTLS?
 
     /// Starts `size` nodes: node 1 first (it bootstraps), then the others, each joining as a voter.
-    init(size: Int, database: String = "test") throws {
+    init(size: Int, database: String = "test", tls: ClusterTLS? = nil) throws {
+        self.tls = tls
         let base = try RawSocket.freePortBlock(count: size)
         addresses = (0..<size).map { "127.0.0.1:\(base + $0)" }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("DqliteTests-\(UUID().uuidString)")
@@ -22,12 +25,12 @@ final class TestCluster {
         try DqliteReplica(
             addresses: addresses, ownAddress: addresses[node - 1],
             dataDirectory: directory.appendingPathComponent("node\(node)").path, database: database,
-            networkLatency: .milliseconds(10), leaderWait: .seconds(20))
+            networkLatency: .milliseconds(10), leaderWait: .seconds(20), tls: tls)
     }
 
     /// A client of the whole cluster that does not depend on any one node.
     func client(database: String = "test", leaderWait: Duration = .seconds(20)) throws -> DqliteClient {
-        try DqliteClient(addresses: addresses, database: database, callTimeout: .seconds(2), leaderWait: leaderWait)
+        try DqliteClient(addresses: addresses, database: database, callTimeout: .seconds(2), leaderWait: leaderWait, tls: tls)
     }
 
     func stop(node: Int) throws {

@@ -139,6 +139,7 @@ import Testing
         try client.remove(id: leader.id)  // again: nothing to do
         let others = [UInt64(1), 2, 3].filter { $0 != leader.id }
         #expect(try client.members().map(\.id).sorted() == others)
+        #expect(try client.members().allSatisfy { $0.role == .voter }, "the others still vote after the leader left")
         #expect(try client.leader().map { others.contains($0.id) } == true)
         try cluster.stop(node: Int(leader.id))
 
@@ -172,5 +173,40 @@ import Testing
         #expect(session.isBroken)
         let count = try client.retryingRead { session throws(DqliteError) in try session.query("SELECT count(*) FROM t") }
         #expect(count.rows == [[.integer(0)]])
+    }
+}
+
+/// A client learns the cluster's members from the leader: given one node, it finds the others and keeps working
+/// when that node is removed and gone; a given node that has not joined yet is not forgotten.
+@Suite(.serialized) struct MembershipDiscoveryTests {
+    @Test func aClientGivenOneNodeLearnsTheOthersAndForgetsARemovedOne() throws {
+        let cluster = try TestCluster(size: 3)
+        defer { cluster.tearDown() }
+        let first = cluster.addresses[0]
+        let client = try DqliteClient(addresses: [first], database: "test", callTimeout: .seconds(2), leaderWait: .seconds(20))
+        let session = try client.connect()
+        try session.execute("CREATE TABLE t (x)")
+        session.close()
+        #expect(Set(client.addresses) == Set(cluster.addresses), "\(client.addresses)")
+
+        // Node 1 leaves the cluster and stops: the client, given only node 1, still finds the leader.
+        let admin = try cluster.client()
+        try admin.remove(id: 1)
+        try cluster.stop(node: 1)
+        #expect(try client.members().map(\.id).sorted() == [2, 3])
+        #expect(client.addresses.sorted() == Array(cluster.addresses[1...]).sorted(), "\(client.addresses)")
+        let after = try client.connect()
+        defer { after.close() }
+        try after.execute("INSERT INTO t VALUES (1)")
+        #expect(try after.query("SELECT count(*) FROM t").rows == [[.integer(1)]])
+    }
+
+    @Test func aGivenNodeNotYetAMemberIsKept() throws {
+        let cluster = try TestCluster(size: 1)
+        defer { cluster.tearDown() }
+        let notYet = "127.0.0.1:1"
+        let client = try DqliteClient(addresses: [cluster.addresses[0], notYet], database: "test", callTimeout: .seconds(2))
+        _ = try client.members()
+        #expect(client.addresses == [cluster.addresses[0], notYet])
     }
 }

@@ -41,22 +41,32 @@ import TestSupport
         let file = try HealthStore(path: directory.appendingPathComponent("health.sqlite").path)
         let onFile = try Self.push(into: file)
 
+        let onCluster = try Self.pushIntoThreeNodes(directory.appendingPathComponent("plain"), tls: nil)
+        let certificates = try TestCertificates(name: "Cost CA")
+        defer { certificates.remove() }
+        let node = try certificates.issue("health")
+        let tls = try ClusterTLS(certificateFile: node.certificate, keyFile: node.key, caFile: certificates.caFile)
+        let overTLS = try Self.pushIntoThreeNodes(directory.appendingPathComponent("tls"), tls: tls)
+
+        #expect(onFile.stored == Self.count && onCluster.stored == Self.count && overTLS.stored == Self.count)
+        func ms(_ seconds: Double) -> String { String(format: "%.0f ms", seconds * 1000) }
+        print(
+            "health push of \(Self.count) samples: SQLite file \(ms(onFile.seconds)), 3 dqlite nodes \(ms(onCluster.seconds)) "
+                + "(\(String(format: "%.1f", onCluster.seconds / onFile.seconds))×), 3 dqlite nodes over TLS \(ms(overTLS.seconds)) "
+                + "(\(String(format: "%.2f", overTLS.seconds / onCluster.seconds))× plaintext's); debug build, one machine")
+    }
+
+    /// The push into a fresh three-node cluster in this process (over `tls` when given).
+    static func pushIntoThreeNodes(_ directory: URL, tls: ClusterTLS?) throws -> (seconds: Double, stored: Int) {
         let base = try RawSocket.freePortBlock(count: 3)
         let addresses = (0..<3).map { "127.0.0.1:\(base + $0)" }
         let replicas = try addresses.map { address in
             try DqliteReplica(
                 addresses: addresses, ownAddress: address, dataDirectory: directory.appendingPathComponent(address).path,
-                database: "health", networkLatency: .milliseconds(10), leaderWait: .seconds(20))
+                database: "health", networkLatency: .milliseconds(10), leaderWait: .seconds(20), tls: tls)
         }
         defer { for replica in replicas { try? replica.stop() } }
-        let client = try DqliteClient(addresses: addresses, database: "health")
-        let cluster = HealthStore(database: try Database(cluster: client, migrations: HealthSchema.migrations))
-        let onCluster = try Self.push(into: cluster)
-
-        #expect(onFile.stored == Self.count && onCluster.stored == Self.count)
-        print(
-            "health push of \(Self.count) samples: SQLite file \(String(format: "%.0f", onFile.seconds * 1000)) ms, "
-                + "3 dqlite nodes \(String(format: "%.0f", onCluster.seconds * 1000)) ms "
-                + "(\(String(format: "%.1f", onCluster.seconds / onFile.seconds))×; debug build, one machine)")
+        let client = try DqliteClient(addresses: addresses, database: "health", tls: tls)
+        return try push(into: HealthStore(database: try Database(cluster: client, migrations: HealthSchema.migrations)))
     }
 }

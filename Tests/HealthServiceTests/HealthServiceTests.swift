@@ -2,7 +2,7 @@ import Foundation
 import HealthAPI
 @testable import HealthBridge
 import HealthCore
-import HealthService
+@testable import HealthService
 import RPC
 import RPCTesting
 import Schema
@@ -242,5 +242,18 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         }
         #expect(error?.code == .deadlineExceeded && error?.message.contains("pull") == true, "\(String(describing: error))")
         #expect(ContinuousClock.now - start < .seconds(10))
+    }
+}
+
+/// A stream's next page reserves room reckoned from its last page's encoded size, not a fixed guess per sample.
+@Suite struct PageRoomTests {
+    @Test func theNextPageTakesTwiceTheLastPagesSizePerItem() {
+        // Samples with 4 KiB of metadata: a fixed 256 bytes a sample would reserve a sixteenth of what the page holds.
+        let room = HealthService.nextPageRoom(lastEncoded: 500 * 4_200, items: 500, pageSize: 500)
+        #expect(room >= 2 * 500 * 4_200)
+        #expect(room < 2 * 500 * 4_300)
+        // A short last page still reckons for a full one.
+        #expect(HealthService.nextPageRoom(lastEncoded: 10 * 100, items: 10, pageSize: 1_000) >= 2 * 1_000 * 100)
+        #expect(HealthService.nextPageRoom(lastEncoded: 0, items: 0, pageSize: 1_000) == 0)
     }
 }

@@ -49,19 +49,29 @@ struct ClusterFaultTests {
     /// Short enough that a call into a cut-off node ends well before heal; long enough for a loaded commit.
     static let callTimeout = Duration.seconds(3)
 
-    @Test func acknowledgedWritesSurviveAKilledLeaderAPartitionAndARestart() async throws {
+    /// Plaintext, and with `--tls`: the services' calls and the clusters' Raft traffic and statements over mutual TLS.
+    @Test(arguments: [false, true])
+    func acknowledgedWritesSurviveAKilledLeaderAPartitionAndARestart(tls useTLS: Bool) async throws {
         let network = Nodes.freeNetwork()
         defer { Nodes.removeLeftovers(tag: network.tag) }
         try await Stack.with(services: ["health", "ocr"]) { stack in
             func compose(_ arguments: String...) async throws -> (status: Int32, output: String) {
                 try await stack.compose(environment: network.environment, arguments)
             }
-            let up = try await compose("up", "--nodes", "3")
+            let up = try await (useTLS ? compose("up", "--nodes", "3", "--tls") : compose("up", "--nodes", "3"))
             try #require(up.status == 0, "compose up --nodes 3 failed: \(up.output)")
+            // The gateway's certificate, for the test's own calls and cluster clients.
+            let directory = stack.state.appendingPathComponent("tls").path
+            let tls = try useTLS
+                ? TLSCredentials.client(certificateFile: directory + "/gateway.pem", keyFile: directory + "/gateway.key", caFile: directory + "/ca.pem")
+                : nil
+            let clusterTLS = try useTLS
+                ? ClusterTLS(certificateFile: directory + "/gateway.pem", keyFile: directory + "/gateway.key", caFile: directory + "/ca.pem")
+                : nil
             let port = try #require(stack.basePorts["health"])
             let endpoints = (1...3).map { "\(network.subnet).\(10 + $0):\(port)" }
             let members = (1...3).map { "\(network.subnet).\(10 + $0):\(port + 1000)" }
-            let cluster = try DqliteClient(addresses: members, database: "health", callTimeout: .seconds(2), leaderWait: .seconds(15))
+            let cluster = try DqliteClient(addresses: members, database: "health", callTimeout: .seconds(2), leaderWait: .seconds(15), tls: clusterTLS)
             func leaderNode() async throws -> Int? {
                 let leader = try await offPool { try cluster.leader() }
                 return leader.flatMap { members.firstIndex(of: $0.address) }.map { $0 + 1 }
@@ -71,10 +81,10 @@ struct ClusterFaultTests {
             let ocrEndpoints = (1...3).map { "\(network.subnet).\(10 + $0):\(ocrPort)" }
             let ocrMembers = (1...3).map { "\(network.subnet).\(10 + $0):\(ocrPort + 1000)" }
             let template = "jepsen-\(UUID().uuidString.prefix(8).lowercased())"
-            try await Self.createTemplate(template, through: ocrEndpoints[0])
+            try await Self.createTemplate(template, through: ocrEndpoints[0], tls: tls)
 
             // A user per client (through node 1; the users live in the replicated database too).
-            let tokens = try await withClient(endpoints[0]) { client in
+            let tokens = try await withClient(endpoints[0], tls: tls) { client in
                 var tokens: [String] = []
                 for index in 0..<Self.clients { tokens.append(try await client.createUser(.init(name: "jepsen\(index)")).token) }
                 return tokens
@@ -87,7 +97,7 @@ struct ClusterFaultTests {
             let ocrTasks = (0..<Self.clients).map { index in
                 Task {
                     while !run.stop.load(ordering: .relaxed) {
-                        let operation = await Self.addRecord(UUID().uuidString.lowercased(), to: template, through: ocrEndpoints[index], client: index, node: index + 1)
+                        let operation = await Self.addRecord(UUID().uuidString.lowercased(), to: template, through: ocrEndpoints[index], tls: tls, client: index, node: index + 1)
                         run.history.withLock { $0.append(operation) }
                         if operation.outcome != .ok { try? await Task.sleep(for: .milliseconds(100)) }
                         try? await Task.sleep(for: .milliseconds(100))
@@ -110,7 +120,7 @@ struct ClusterFaultTests {
                             sample.source = "jepsen client \(index)"
                             return sample
                         }
-                        let operation = await Self.push(samples, through: endpoints[index], token: tokens[index], client: index, node: node)
+                        let operation = await Self.push(samples, through: endpoints[index], tls: tls, token: tokens[index], client: index, node: node)
                         run.history.withLock { $0.append(operation) }
                         if operation.outcome != .ok { try? await Task.sleep(for: .milliseconds(100)) }
                         try? await Task.sleep(for: .milliseconds(50))
@@ -144,7 +154,7 @@ struct ClusterFaultTests {
             // When Raft itself has a new leader, asked of the majority's nodes only.
             let majority = try DqliteClient(
                 addresses: members.enumerated().filter { $0.offset != faults.partitionedNode - 1 }.map(\.element), database: "health",
-                callTimeout: .seconds(1))
+                callTimeout: .seconds(1), tls: clusterTLS)
             var elected: Duration?
             while elected == nil, ContinuousClock.now - faults.partitionedAt! < .seconds(20) {
                 if let leader = try? await offPool({ try majority.leader() }), leader.address != members[faults.partitionedNode - 1] {
@@ -180,7 +190,7 @@ struct ClusterFaultTests {
             for (index, endpoint) in endpoints.enumerated() {
                 var seen: [String: Int] = [:]
                 for token in tokens {
-                    let samples = try await Self.readAll(through: endpoint, token: token)
+                    let samples = try await Self.readAll(through: endpoint, tls: tls, token: token)
                     for sample in samples { seen[sample.uuid, default: 0] += 1 }
                 }
                 let missing = acknowledgedUUIDs.subtracting(seen.keys)
@@ -199,7 +209,7 @@ struct ClusterFaultTests {
             var ocrStored = 0
             for (index, endpoint) in ocrEndpoints.enumerated() {
                 var seen: [String: Int] = [:]
-                for text in try await Self.recordTexts(of: template, through: endpoint) { seen[text, default: 0] += 1 }
+                for text in try await Self.recordTexts(of: template, through: endpoint, tls: tls) { seen[text, default: 0] += 1 }
                 let (missing, duplicated, invented) = (
                     ocrAcknowledged.subtracting(seen.keys).count, seen.filter { $0.value > 1 }.count, Set(seen.keys).subtracting(ocrAttempted).count)
                 #expect(missing == 0, "ocr on node \(index + 1) lacks \(missing) acknowledged record(s)")
@@ -229,7 +239,7 @@ struct ClusterFaultTests {
                 dumps[node] = dump
             }
             #expect(dumps[1] == dumps[2] && dumps[2] == dumps[3], "the nodes' copies differ")
-            let ocrCluster = try DqliteClient(addresses: ocrMembers, database: "ocr", callTimeout: .seconds(2), leaderWait: .seconds(15))
+            let ocrCluster = try DqliteClient(addresses: ocrMembers, database: "ocr", callTimeout: .seconds(2), leaderWait: .seconds(15), tls: clusterTLS)
             var ocrDumps: [Int: String] = [:]
             for node in 1...3 {
                 let (integrity, dump) = try await offPool { () throws -> (String, String) in
@@ -264,7 +274,7 @@ struct ClusterFaultTests {
                 duration.map { String(format: "%.2f s", Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18) } ?? "never"
             }
             print("""
-                cluster fault test, 3 nodes, \(Self.clients) health and \(Self.clients) ocr clients, health batches of \(Self.batch), over \(seconds(ContinuousClock.now - origin)):
+                cluster fault test\(useTLS ? " over TLS" : ""), 3 nodes, \(Self.clients) health and \(Self.clients) ocr clients, health batches of \(Self.batch), over \(seconds(ContinuousClock.now - origin)):
                   health writes: \(operations.count) batches, \(counts.ok) acknowledged (\(acknowledgedUUIDs.count) samples), \(counts.failed) failed, \(counts.unknown) unknown; \
                 \(storedCount) samples stored (\(storedCount - acknowledgedUUIDs.count) of the unacknowledged ones)
                   kill -9 of leader node \(faults.killedNode): first write acknowledged through another node after \(seconds(killGap))
@@ -302,20 +312,20 @@ struct ClusterFaultTests {
     }
 
     /// A client of one node only (no retries: each attempt is one recorded operation).
-    func withClient<T: Sendable>(_ endpoint: String, _ body: (HealthV1.Health.Client) async throws -> T) async throws -> T {
-        let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint)], retry: .init(maxAttempts: 1))
+    func withClient<T: Sendable>(_ endpoint: String, tls: TLSCredentials?, _ body: (HealthV1.Health.Client) async throws -> T) async throws -> T {
+        let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint, tls: tls)], retry: .init(maxAttempts: 1))
         defer { rpc.close() }
         return try await body(HealthV1.Health.Client(wrapping: rpc))
     }
 
     /// One AddSamples through `endpoint`: ok when every sample was added; failed when the service said nothing
     /// was written (UNAVAILABLE, or no connection); unknown otherwise (a timeout: it may have been written).
-    static func push(_ samples: [HealthV1.Sample], through endpoint: String, token: String, client: Int, node: Int) async -> Operation {
+    static func push(_ samples: [HealthV1.Sample], through endpoint: String, tls: TLSCredentials?, token: String, client: Int, node: Int) async -> Operation {
         let started = ContinuousClock.now
         var outcome = Operation.Outcome.unknown
         var detail = ""
         do {
-            let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint)], retry: .init(maxAttempts: 1))
+            let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint, tls: tls)], retry: .init(maxAttempts: 1))
             defer { rpc.close() }
             var request = HealthV1.AddSamplesRequest()
             request.samples = samples
@@ -333,8 +343,8 @@ struct ClusterFaultTests {
     }
 
     /// A template of one value, for the OCR clients' records.
-    static func createTemplate(_ name: String, through endpoint: String) async throws {
-        let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint)], retry: .init(maxAttempts: 1))
+    static func createTemplate(_ name: String, through endpoint: String, tls: TLSCredentials?) async throws {
+        let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint, tls: tls)], retry: .init(maxAttempts: 1))
         defer { rpc.close() }
         var value = OcrV1.ValueDefinition()
         value.name = "id"
@@ -349,12 +359,12 @@ struct ClusterFaultTests {
     }
 
     /// One AddRecord through `endpoint`, its one value `text`; outcomes as `push`'s.
-    static func addRecord(_ text: String, to template: String, through endpoint: String, client: Int, node: Int) async -> Operation {
+    static func addRecord(_ text: String, to template: String, through endpoint: String, tls: TLSCredentials?, client: Int, node: Int) async -> Operation {
         let started = ContinuousClock.now
         var outcome = Operation.Outcome.unknown
         var detail = ""
         do {
-            let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint)], retry: .init(maxAttempts: 1))
+            let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint, tls: tls)], retry: .init(maxAttempts: 1))
             defer { rpc.close() }
             var value = OcrV1.RecordValue()
             value.name = "id"
@@ -376,11 +386,11 @@ struct ClusterFaultTests {
     }
 
     /// The texts of every record of `template`, through `endpoint`, page by page (retried while the node catches up).
-    static func recordTexts(of template: String, through endpoint: String) async throws -> [String] {
+    static func recordTexts(of template: String, through endpoint: String, tls: TLSCredentials?) async throws -> [String] {
         var lastError: (any Error)?
         for _ in 0..<20 {
             do {
-                let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint)], retry: .init(maxAttempts: 1))
+                let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint, tls: tls)], retry: .init(maxAttempts: 1))
                 defer { rpc.close() }
                 var texts: [String] = []
                 var request = OcrV1.ListRecordsRequest()
@@ -402,11 +412,11 @@ struct ClusterFaultTests {
     }
 
     /// Every sample of `token`'s user, through `endpoint` (retried while the node catches up after heal).
-    static func readAll(through endpoint: String, token: String) async throws -> [HealthV1.Sample] {
+    static func readAll(through endpoint: String, tls: TLSCredentials?, token: String) async throws -> [HealthV1.Sample] {
         var lastError: (any Error)?
         for _ in 0..<20 {
             do {
-                let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint)], retry: .init(maxAttempts: 1))
+                let rpc = RPCClient(transports: [try TCPClientTransport(endpoint: endpoint, tls: tls)], retry: .init(maxAttempts: 1))
                 defer { rpc.close() }
                 var request = HealthV1.QuerySamplesRequest()
                 request.limit = 10_000

@@ -1,3 +1,4 @@
+import Dqlite
 import Foundation
 import TestSupport
 import Testing
@@ -107,6 +108,48 @@ struct ClusterOperationsTests {
                 "cluster operations on 3-4 nodes: "
                     + times.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
                     + "; the whole test \(ContinuousClock.now - started)")
+        }
+    }
+
+    /// `up --nodes 3 --tls`: health's cluster runs over mutual TLS (Raft and statements: a plaintext client of a
+    /// member finds no leader, the gateway's certificate gets in), writes go through, and `node add` makes the
+    /// services' certificates name the new node's address so that it joins.
+    @Test func aClusterOnATLSStackRunsOverTLSAndTakesANewNode() async throws {
+        let network = Nodes.freeNetwork()
+        defer { Nodes.removeLeftovers(tag: network.tag) }
+        try await Stack.with(services: ["health"]) { stack in
+            func compose(_ arguments: String...) async throws -> (status: Int32, output: String) {
+                try await stack.compose(environment: network.environment, arguments)
+            }
+            var environment = stack.environment
+            environment["XDG_DATA_HOME"] = stack.directory.appendingPathComponent("xdg").path
+            environment.removeValue(forKey: "MENAGERIE_HEALTH_TOKEN")
+            func health(_ arguments: [String], endpoint: String? = nil) async throws -> (status: Int32, output: String) {
+                try await Stack.run(
+                    "\(Stack.binDirectory)/gateway",
+                    ["health"] + arguments + ["--state", stack.state.path] + (endpoint.map { ["--endpoint", "health=\($0)"] } ?? []),
+                    environment: environment)
+            }
+            let up = try await compose("up", "--nodes", "3", "--tls")
+            try #require(up.status == 0, "compose up --nodes 3 --tls failed: \(up.output)")
+            let created = try await health(["user", "create", "eva"])
+            try #require(created.status == 0, "\(created.output)")
+            let token = try #require(created.output.split(separator: "\n").last.map(String.init))
+            #expect(try await health(["add", "stepCount", "100", "--start", "2026-05-01T09:00:00Z", "--token", token]).status == 0)
+
+            let port = try #require(stack.basePorts["health"])
+            let members = (1...3).map { "\(network.subnet).\(10 + $0):\(port + 1000)" }
+            let plaintext = try DqliteClient(addresses: members, database: "health", callTimeout: .seconds(1), leaderWait: .seconds(1))
+            #expect { try plaintext.connect() } throws: { ($0 as? DqliteError)?.kind == .noLeader }
+            let listed = try await compose("cluster", "members", "health")
+            #expect(listed.status == 0 && members.allSatisfy { listed.output.contains($0) }, "\(listed.output)")
+
+            let added = try await compose("node", "add")
+            #expect(added.status == 0 && added.output.contains("node 4 added"), "\(added.output)")
+            let four = try await compose("cluster", "members", "health")
+            #expect(four.output.contains("\(network.subnet).14:\(port + 1000)"), "\(four.output)")
+            let through4 = try await health(["list", "stepCount", "--token", token], endpoint: "\(network.subnet).14:\(port)")
+            #expect(through4.status == 0 && through4.output.contains("2026-05-01T09:00:00Z"), "\(through4.output)")
         }
     }
 }

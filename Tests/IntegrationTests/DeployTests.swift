@@ -87,6 +87,11 @@ import Testing
             }
             #expect(text.contains("requests:\n              cpu:"), "\(service) requests no resources")
             #expect(text.contains("secretName: menagerie-tls-\(service)") && text.contains("name: menagerie-admin-token"), "\(service): secrets")
+            if ["health", "ocr"].contains(service) {
+                // One dqlite cluster of three pods, which find each other before they are ready.
+                #expect(text.contains("  replicas: 3\n") && text.contains("--cluster, \"\(service)-0.\(service)-cluster:"), "\(service): no cluster")
+                #expect(text.contains("name: \(service)-cluster\n") && text.contains("publishNotReadyAddresses: true"), "\(service): no peers' Service")
+            }
         }
         let kustomization = try String(contentsOf: directory.appendingPathComponent("kustomization.yaml"), encoding: .utf8)
         for secret in ["menagerie-admin-token"] + (Stack.services + ["gateway"]).map({ "menagerie-tls-\($0)" }) {

@@ -45,7 +45,16 @@ import Transport
         // A node keeps its id while the list changes (compose node add and remove).
         let named = try ServiceOptions.parse(["--cluster", "10.0.0.2:9001,10.0.0.4:9001", "--cluster-bind", "10.0.0.4:9001", "--cluster-id", "4"])
         #expect(named.clusterID == 4)
+        // In a container: named by its DNS name, listening on every address.
+        let pod = try ServiceOptions.parse([
+            "--cluster", "health-0.health-cluster:8300,health-1.health-cluster:8300", "--cluster-bind", "health-1.health-cluster:8300",
+            "--cluster-listen", "0.0.0.0:8300",
+        ])
+        #expect(pod.clusterListen == "0.0.0.0:8300")
         let refused: [[String]] = [
+            ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.1:9001", "--cluster-listen", "0.0.0.0"],  // no port
+            ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.1:9001", "--cluster-listen", "0.0.0.0:70000"],
+            ["--cluster-listen", "0.0.0.0:9001"],  // without --cluster
             ["--cluster", "10.0.0.1:9001"],  // which node is this one?
             ["--cluster", "10.0.0.1:9001", "--cluster-bind", "10.0.0.3:9001"],  // not in the list
             ["--cluster", "10.0.0.1", "--cluster-bind", "10.0.0.1"],  // no port

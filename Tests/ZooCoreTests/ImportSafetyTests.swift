@@ -6,7 +6,7 @@ import Testing
 @Suite struct ImportSafetyTests {
     /// A library holding the bundled sample (13 animals, its small map and bounds).
     private static func sampleLibrary(_ scratch: ScratchDirectory) throws -> ZooLibrary {
-        let library = try ZooLibrary(path: scratch.databasePath, recheckInterval: .zero)
+        let library = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero)
         try library.loadSampleDataIfEmpty(from: SampleFiles.directory)
         return library
     }

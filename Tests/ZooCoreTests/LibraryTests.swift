@@ -56,7 +56,7 @@ enum SampleFiles {
 @Suite struct LibraryTests {
     @Test func sampleDataLoadsOnceAndAgreesWithTheDirectoryLoader() throws {
         let scratch = try ScratchDirectory()
-        let library = try ZooLibrary(path: scratch.databasePath, recheckInterval: .zero)
+        let library = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero)
         #expect(try library.isEmpty)
         #expect(try library.snapshot().catalogue.animals.isEmpty)
         let record = try #require(try library.loadSampleDataIfEmpty(from: SampleFiles.directory))
@@ -87,7 +87,7 @@ enum SampleFiles {
 
     @Test func everyFileKindRoundTripsThroughTheDatabase() throws {
         let scratch = try ScratchDirectory()
-        let library = try ZooLibrary(path: scratch.databasePath, recheckInterval: .zero)
+        let library = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero)
         let csv = try SampleFiles.file(.lexiconCSV), json = try SampleFiles.file(.animalsJSON)
         let map = try SampleFiles.file(.map)
         let fixes = SampleFiles.file(.pavilionFixes, text: "_id;name\n9101;Pavilon šelem\n")
@@ -113,7 +113,7 @@ enum SampleFiles {
     @Test(.enabled(if: RealData.enabled, RealData.skipMessage))
     func realDataRoundTripsThroughTheDatabase() throws {
         let scratch = try ScratchDirectory()
-        let library = try ZooLibrary(path: scratch.databasePath, recheckInterval: .zero)
+        let library = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero)
         let files = try ZooSourceFile.directory(RealData.directory)
         #expect(Set(files.map(\.kind)) == Set(ZooFileKind.allCases))
         let record = try #require(try library.importFiles(files, source: "real", trigger: .client))
@@ -138,7 +138,7 @@ enum SampleFiles {
 
     @Test func aFailedImportLeavesTheOldDataAndRecordsTheError() throws {
         let scratch = try ScratchDirectory()
-        let library = try ZooLibrary(path: scratch.databasePath, recheckInterval: .zero)
+        let library = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero)
         try library.loadSampleDataIfEmpty(from: SampleFiles.directory)
         let before = try library.database.read(ZooTables.loadDataSet)
         // A good lexicon with a broken JSON in the same import: nothing of it is applied.
@@ -160,7 +160,7 @@ enum SampleFiles {
 
     @Test func badRowsAreSkippedAndReportedInTheMetadata() throws {
         let scratch = try ScratchDirectory()
-        let library = try ZooLibrary(path: scratch.databasePath, recheckInterval: .zero)
+        let library = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero)
         let good = try SampleFiles.lexiconCSV(first: 2)
         let text = String(decoding: good.content, as: UTF8.self) + "x;\"Bad id\";" + String(repeating: ";", count: 18) + "\n"
         let record = try #require(try library.importFiles([SampleFiles.file(.lexiconCSV, text: text)], source: "t", trigger: .client))
@@ -172,8 +172,8 @@ enum SampleFiles {
 
     @Test func anotherProcessSharingTheFileSeesEachImport() throws {
         let scratch = try ScratchDirectory()
-        let first = try ZooLibrary(path: scratch.databasePath, recheckInterval: .zero)
-        let second = try ZooLibrary(path: scratch.databasePath, recheckInterval: .zero)
+        let first = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero)
+        let second = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero)
         try first.loadSampleDataIfEmpty(from: SampleFiles.directory)
         #expect(try second.snapshot().catalogue.animals.count == 13)
         try second.importFiles([try SampleFiles.lexiconCSV(first: 4)], source: "smaller", trigger: .client)
@@ -186,7 +186,7 @@ enum SampleFiles {
 
     @Test func replicasStartingTogetherLoadTheSampleOnce() async throws {
         let scratch = try ScratchDirectory()
-        let libraries = try (0..<3).map { _ in try ZooLibrary(path: scratch.databasePath, recheckInterval: .zero) }
+        let libraries = try (0..<3).map { _ in try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero) }
         let loaded = try await withThrowingTaskGroup(of: Bool.self) { group in
             for library in libraries {
                 group.addTask { try library.loadSampleDataIfEmpty(from: SampleFiles.directory) != nil }
@@ -199,8 +199,8 @@ enum SampleFiles {
 
     @Test func readersSeeTheOldDataOrTheNewNeverAMix() async throws {
         let scratch = try ScratchDirectory()
-        let writer = try ZooLibrary(path: scratch.databasePath, recheckInterval: .zero)
-        let reader = try ZooLibrary(path: scratch.databasePath, recheckInterval: .zero)
+        let writer = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero)
+        let reader = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero)
         let full = try SampleFiles.file(.lexiconCSV), small = try SampleFiles.lexiconCSV(first: 5)
         try writer.importFiles([full], source: "full", trigger: .client)
         let fullCounts = try await writer.database.read(Self.lexiconCounts)
@@ -234,11 +234,20 @@ enum SampleFiles {
 
     @Test func aScheduledFiringIsImportedOnceAcrossReplicas() throws {
         let scratch = try ScratchDirectory()
-        let first = try ZooLibrary(path: scratch.databasePath, recheckInterval: .zero), second = try ZooLibrary(path: scratch.databasePath, recheckInterval: .zero)
+        let first = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero), second = try ZooLibrary(scratchAt: scratch.databasePath, recheckInterval: .zero)
         let firing = Date(timeIntervalSince1970: 1_800_000_000)
         let files = [try SampleFiles.file(.adoptions)]
         #expect(try first.importFiles(files, source: "s", trigger: .schedule, scheduledFor: firing) != nil)
         #expect(try second.importFiles(files, source: "s", trigger: .schedule, scheduledFor: firing) == nil)
         #expect(try second.importFiles(files, source: "s", trigger: .schedule, scheduledFor: firing + 60) != nil)
+    }
+}
+
+extension ZooLibrary {
+    /// The library on `path`'s SQLite file, or (MENAGERIE_STORAGE_BACKEND=dqlite) on a dqlite database named after it:
+    /// the zoo's suites run on both backends.
+    convenience init(scratchAt path: String, walkingSpeed: Double = 1.2, recheckInterval: Duration = .milliseconds(50)) throws {
+        try self.init(
+            database: .scratch(path: path, migrations: ZooSchema.migrations), walkingSpeed: walkingSpeed, recheckInterval: recheckInterval)
     }
 }

@@ -111,7 +111,7 @@ final class ManualClock: WallClock {
         ])
         defer { server.stop() }
         let scratch = try ScratchDirectory()
-        let library = try ZooLibrary(path: scratch.databasePath)
+        let library = try ZooLibrary(scratchAt: scratch.databasePath)
         let map = SampleFiles.directory.appendingPathComponent("map-metadata.json").path
         let sources = try ["\(server.baseURL)/open-data/lexikon-zvirat.csv", "adoptions=\(server.baseURL)/adoptions", map]
             .map { try RefreshSource(parsing: $0) }
@@ -138,7 +138,7 @@ final class ManualClock: WallClock {
         let server = try LoopbackHTTPServer(bodies: [:])
         defer { server.stop() }
         let scratch = try ScratchDirectory()
-        let library = try ZooLibrary(path: scratch.databasePath)
+        let library = try ZooLibrary(scratchAt: scratch.databasePath)
         try library.loadSampleDataIfEmpty(from: SampleFiles.directory)
         let scheduler = RefreshScheduler(schedule: try CronSchedule("@daily"))
         let refresher = ZooRefresher(library: library, sources: [try RefreshSource(parsing: "\(server.baseURL)/animals.json")], scheduler: scheduler)
@@ -173,7 +173,7 @@ final class ManualClock: WallClock {
             try FileManager.default.createDirectory(at: source, withIntermediateDirectories: true)
             let path = source.appendingPathComponent(file).path
             try content.write(toFile: path, atomically: true, encoding: .utf8)
-            let library = try ZooLibrary(path: scratch.databasePath)
+            let library = try ZooLibrary(scratchAt: scratch.databasePath)
             let refresher = ZooRefresher(
                 library: library, sources: [try RefreshSource(parsing: source.path)], scheduler: RefreshScheduler(schedule: try CronSchedule("@daily")))
             let error = await #expect(throws: ZooError.self, "\(file): \(content)") { try await refresher.refresh(scheduledFor: nil) }

@@ -21,7 +21,7 @@ final class ServiceFixture: Sendable {
 
     init(sample: Bool = true) throws {
         scratch = try ScratchDirectory()
-        library = try ZooLibrary(path: scratch.databasePath)
+        library = try ZooLibrary(scratchAt: scratch.databasePath)
         if sample { try library.loadSampleDataIfEmpty(from: SampleFiles.directory) }
         jobs = JobRunner(
             store: try JobStore(database: library.database), lane: ThreadPool(name: "lane", threads: 2, queueLimit: 8),
@@ -264,5 +264,22 @@ func expectStatus(
         var last: JobsV1.Job?
         for try await snapshot in JobsV1.Jobs.Client(wrapping: zoo.client).watchJob(.init(id: job.id)) { last = snapshot }
         #expect(last?.state == .succeeded)
+    }
+
+    /// On a dqlite cluster the zoo's data is replicated and the tiles file is not: an upload through one replica
+    /// is refused (naming where the file goes) instead of being served by one node while the others serve theirs.
+    @Test func tilesAreRefusedOnAClusterWhereOnlyOneNodeWouldHaveThem() async throws {
+        let scratch = try ScratchDirectory()
+        let library = try ZooLibrary(scratchAt: scratch.databasePath)
+        let tiles = MapTilesStore(besideDatabase: scratch.databasePath)
+        let server = RPCServer(name: "zoo", services: [ZooService(library: library, tiles: tiles, tilesShared: false)])
+        let client = ZooV1.Zoo.Client(wrapping: RPCClient(transports: [InProcessTransport(server: server)]))
+        do {
+            _ = try await client.importTiles { try await $0.send(.init(data: MapTilesStore.sqliteHeader)) }
+            Issue.record("tiles were taken on a cluster")
+        } catch let error as RPCError {
+            #expect(error.code == .failedPrecondition && error.message.contains(tiles.path), "\(error)")
+        }
+        #expect(tiles.current() == nil)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Storage
 @testable import ZooCore
 
 /// A scratch directory removed when the value goes away.
@@ -23,5 +24,14 @@ enum SampleFiles {
             record.fields.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: ";")
         }
         return ZooSourceFile(kind: .lexiconCSV, name: ZooFileKind.lexiconCSV.fileName, content: Data((lines.joined(separator: "\n") + "\n").utf8))
+    }
+}
+
+extension ZooLibrary {
+    /// The library on `path`'s SQLite file, or (MENAGERIE_STORAGE_BACKEND=dqlite) on a dqlite database named after it:
+    /// the zoo's suites run on both backends.
+    convenience init(scratchAt path: String, walkingSpeed: Double = 1.2, recheckInterval: Duration = .milliseconds(50)) throws {
+        try self.init(
+            database: .scratch(path: path, migrations: ZooSchema.migrations), walkingSpeed: walkingSpeed, recheckInterval: recheckInterval)
     }
 }

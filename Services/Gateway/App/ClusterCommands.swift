@@ -193,6 +193,10 @@ struct ClusterOptions: ParsableArguments {
 
     @Flag(help: "Print JSON instead of text.") var json = false
 
+    /// A stack made with TLS (`compose up --tls`) runs its clusters over mutual TLS: the gateway's certificate, found
+    /// as for every other command, is presented to the nodes.
+    @OptionGroup var tls: ClientTLSOptions
+
     func validate() throws {
         try validateTimeout(timeout)
         guard service.range(of: "^[a-z][a-z0-9_-]{0,63}$", options: .regularExpression) != nil else {
@@ -222,7 +226,17 @@ struct ClusterOptions: ParsableArguments {
         // A node that is down or cut off costs the leader search a second, not a statement's five.
         return try DqliteClient(
             addresses: try nodeAddresses(), database: service, callTimeout: min(wait, .seconds(5)),
-            discoveryTimeout: min(wait, .seconds(1)), leaderWait: wait)
+            discoveryTimeout: min(wait, .seconds(1)), leaderWait: wait, tls: try clusterTLS())
+    }
+
+    /// The cluster's TLS when the gateway has TLS credentials (a client certificate is then required: nodes take
+    /// no client without one), else nil for plaintext.
+    func clusterTLS() throws -> ClusterTLS? {
+        guard let credentials = try tls.credentials(stateDirectory: nil) else { return nil }
+        guard let certificate = credentials.certificateFile, let key = credentials.keyFile else {
+            throw InvalidValue("a cluster over TLS takes only clients with a certificate of its CA: give --tls-cert and --tls-key")
+        }
+        return try ClusterTLS(certificateFile: certificate, keyFile: key, caFile: credentials.caFile)
     }
 
     /// Runs `body` with a client of the cluster; its errors print their status and exit with its code.

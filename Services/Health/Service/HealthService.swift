@@ -78,9 +78,17 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
     }
 
     /// What a page's sample is reckoned to take while its page is built and sent (the decoded message and its
-    /// encoding), and a CSV row: the room a stream reserves before building a page.
+    /// encoding), and a CSV row: the room a stream reserves before building its first page. Later pages reserve
+    /// `nextPageRoom` from the page before, so samples with large metadata are not undercounted.
     static let pageBytesPerSample = 256
     static let csvBytesPerRow = 256
+
+    /// The room for a stream's next page, from the encoded size of its last one (of `items`, the next holding up to
+    /// `pageSize`): twice that, the decoded page and its encoding both alive while it is sent.
+    static func nextPageRoom(lastEncoded: Int, items: Int, pageSize: Int) -> Int {
+        guard items > 0 else { return 0 }
+        return 2 * (lastEncoded / items + 1) * pageSize
+    }
 
     static func pageSize(_ requested: UInt32) throws(HealthError) -> Int {
         guard requested <= maxPage else { throw HealthError(.invalidArgument, "at most \(maxPage) per page, not \(requested)") }
@@ -254,24 +262,26 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         if !request.deviceID.isEmpty { try store.bindStore(device: request.deviceID, user: user.id) }
         var anchor = request.sinceAnchor
         let store = self.store
+        var roomNeeded = pageSize * Self.pageBytesPerSample
         while true {
             try context.checkAlive()
             let since = anchor
             // Room for the page is taken from the memory budget before it is built, so pages built for clients
             // that read nothing cannot pile up outside the budget while they wait for it; the page is made into its
             // message off the loop and only the message comes back, which `send` consumes once encoded.
-            let room = try await response.reserveRoom(pageSize * Self.pageBytesPerSample)
-            let (message, reached, hasMore) = try await offloadPage {
+            let room = try await response.reserveRoom(roomNeeded)
+            let (message, items, reached, hasMore) = try await offloadPage {
                 let page = try store.changes(user: user.id, since: since, limit: pageSize, filter: filter)
                 return (
                     HealthV1.PullResponse(
                         samples: try page.changes.samples.map { sample throws(HealthError) in try HealthProto.message(sample) },
                         deletions: page.changes.deletions.map(HealthProto.message), anchor: page.anchor, hasMore: page.hasMore),
-                    page.anchor, page.hasMore)
+                    page.changes.samples.count + page.changes.deletions.count, page.anchor, page.hasMore)
             }
             // An empty first page still answers, so the client learns the anchor it is at.
             if reached == anchor, anchor != request.sinceAnchor { return }
-            try await response.send(consume message, in: room)
+            let sent = try await response.send(consume message, in: room)
+            if items > 0 { roomNeeded = Self.nextPageRoom(lastEncoded: sent, items: items, pageSize: pageSize) }
             anchor = reached
             if !hasMore { return }
         }
@@ -284,16 +294,18 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         var cursor: CSVCursor?
         var first = true
         let store = self.store
+        var roomNeeded = HealthStore.csvPageSize * Self.csvBytesPerRow
         repeat {
             try context.checkAlive()
             let after = cursor
             let header = first ? HealthStore.csvHeader : ""
-            let room = try await response.reserveRoom(HealthStore.csvPageSize * Self.csvBytesPerRow)
-            let (chunk, next) = try await offloadPage {
+            let room = try await response.reserveRoom(roomNeeded)
+            let (chunk, rows, next) = try await offloadPage {
                 let page = try store.csvPage(type: type, user: user.id, unit: unit, from: request.fromMs, to: request.toMs, after: after)
-                return (HealthV1.ExportCSVChunk(text: header + page.text), page.next)
+                return (HealthV1.ExportCSVChunk(text: header + page.text), page.rows, page.next)
             }
-            try await response.send(consume chunk, in: room)
+            let sent = try await response.send(consume chunk, in: room)
+            if rows > 0 { roomNeeded = Self.nextPageRoom(lastEncoded: sent, items: rows, pageSize: HealthStore.csvPageSize) }
             first = false
             cursor = next
         } while cursor != nil

@@ -71,8 +71,11 @@ struct ZooCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             try await ServiceRunner.run(name: "zoo", options: options) { environment in
-                let library = try ZooLibrary(path: environment.databasePath, walkingSpeed: walkingSpeed)
-                // The map tiles live beside the database (DATA_DIR/zoo.mbtiles), shared by the replicas as it is.
+                // The SQLite file, or with --cluster the replicas' dqlite cluster.
+                let library = try ZooLibrary(
+                    database: environment.openDatabase(migrations: ZooSchema.migrations), walkingSpeed: walkingSpeed)
+                // The map tiles live beside the database (DATA_DIR/zoo.mbtiles), shared by the replicas as it is;
+                // on a cluster the file is each node's own (see ZooService.tilesShared).
                 let tiles = MapTilesStore(besideDatabase: environment.databasePath)
                 let refresher = try refreshCron.map { cron in
                     ZooRefresher(
@@ -89,7 +92,8 @@ struct ZooCommand: AsyncParsableCommand {
                 let web = webDirectory.map { URL(fileURLWithPath: $0) }
                     ?? (FileManager.default.fileExists(atPath: bundled.path) ? bundled : nil)
                 return AppServices(
-                    rpc: [ZooService(library: library, refresher: refresher, jobs: jobs.runner, tiles: tiles), jobs.rpcService],
+                    rpc: [ZooService(
+                        library: library, refresher: refresher, jobs: jobs.runner, tiles: tiles, tilesShared: environment.cluster == nil), jobs.rpcService],
                     background: [jobs.backgroundService] + (refresher.map { [$0] } ?? []),
                     http: try ZooHTTP.routes(library: library, webDirectory: web, tiles: tiles, nextUpdate: { refresher?.scheduler.nextRun }),
                     access: Self.access)

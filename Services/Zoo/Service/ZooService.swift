@@ -19,15 +19,22 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
     public let jobs: JobRunner?
     /// Where ImportTiles stores the map's MBTiles file (nil: this server takes none).
     public let tiles: MapTilesStore?
+    /// Whether every replica reads the tiles this one stores: true when they share its data directory; false on a
+    /// dqlite cluster, where the data is replicated and the tiles file is not, so ImportTiles is refused rather than
+    /// stored on one node while the others go on serving their own.
+    public let tilesShared: Bool
 
     /// The kind of the jobs ImportData starts.
     public static let importJobKind = "zoo.import"
 
-    public init(library: ZooLibrary, refresher: ZooRefresher? = nil, jobs: JobRunner? = nil, tiles: MapTilesStore? = nil) {
+    public init(
+        library: ZooLibrary, refresher: ZooRefresher? = nil, jobs: JobRunner? = nil, tiles: MapTilesStore? = nil, tilesShared: Bool = true
+    ) {
         self.library = library
         self.refresher = refresher
         self.jobs = jobs
         self.tiles = tiles
+        self.tilesShared = tilesShared
     }
 
     public func searchAnimals(request: ZooV1.SearchAnimalsRequest, context: ServerContext) async throws -> ZooV1.SearchAnimalsResponse {
@@ -80,6 +87,12 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
         requests: RequestStream<ZooV1.ImportTilesRequest>, context: ServerContext
     ) async throws -> ZooV1.ImportTilesResponse {
         guard let tiles else { throw RPCError(.failedPrecondition, "this zoo server stores no map tiles") }
+        guard tilesShared else {
+            throw RPCError(
+                .failedPrecondition,
+                "this zoo replica keeps its data in a dqlite cluster, and map tiles are a file of each node's own: put the "
+                    + ".mbtiles file at \(tiles.path) on every node (they are read from there), not through one replica")
+        }
         // Pieces go to a temporary file as they arrive, so a file of hundreds of MB is never held in memory.
         let upload = try tiles.beginUpload()
         do {

@@ -34,7 +34,7 @@ extension HealthStore {
     public func csvPage(
         type: HealthType, user: Int64, unit: HealthUnit? = nil, from: EpochMilliseconds? = nil,
         to: EpochMilliseconds? = nil, after cursor: CSVCursor?, pageSize: Int = csvPageSize
-    ) throws -> (text: String, next: CSVCursor?) {
+    ) throws -> (text: String, rows: Int, next: CSVCursor?) {
         let unit = unit ?? type.canonicalUnit
         if type.kind != .category { _ = try type.canonicalUnit.convert(0, to: unit) }
         var arguments: [(any SQLConvertible)?] = [user, type.code, from ?? Int64.min, to ?? Int64.max]
@@ -70,7 +70,7 @@ extension HealthStore {
             page += fields.map(Self.csvField).joined(separator: ",") + "\r\n"
             last = CSVCursor(start: sample.start, uuid: sample.uuid.bytes)
         }
-        return (page, rows.count == pageSize ? last : nil)
+        return (page, rows.count, rows.count == pageSize ? last : nil)
     }
 
     static func csvField(_ text: String) -> String {

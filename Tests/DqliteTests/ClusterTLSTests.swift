@@ -1,0 +1,96 @@
+import Base
+import Dqlite
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A cluster over mutual TLS (`ClusterTLS`): each node's public address speaks only TLS, so a cluster that
+/// replicates at all has its Raft traffic going through the relays, and clients get in only with a certificate of
+/// the cluster's CA.
+@Suite(.serialized) struct ClusterTLSTests {
+    let certificates: TestCertificates
+    let tls: ClusterTLS
+
+    init() throws {
+        certificates = try TestCertificates(name: "Cluster CA")
+        let node = try certificates.issue("health")
+        tls = try ClusterTLS(certificateFile: node.certificate, keyFile: node.key, caFile: certificates.caFile)
+    }
+
+    @Test func threeNodesOverTLSReplicateAndFailOver() throws {
+        defer { certificates.remove() }
+        let cluster = try TestCluster(size: 3, tls: tls)
+        defer { cluster.tearDown() }
+        let client = try cluster.client()
+        #expect(try client.members().map(\.id).sorted() == [1, 2, 3])
+        let session = try client.connect()
+        try session.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, payload BLOB NOT NULL)")
+        // Larger than a TLS record and than a socket pair's buffer: the relays carry it in parts.
+        let payload = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try session.execute("INSERT INTO t (payload) VALUES (?)", [.blob(payload)])
+        session.close()
+
+        // Every node has it: leadership handed to each in turn answers with the same row.
+        for member in try client.members() {
+            if try client.leader()?.id != member.id { try client.transferLeadership(to: member.id) }
+            let rows = try client.retryingRead { session throws(DqliteError) in try session.query("SELECT payload FROM t") }
+            #expect(rows.rows == [[.blob(payload)]], "node \(member.id)")
+        }
+
+        let leader = try #require(try client.leader())
+        try cluster.stop(node: Int(leader.id))
+        let after = try client.connect()
+        defer { after.close() }
+        try after.execute("INSERT INTO t (payload) VALUES (x'01')")
+        #expect(try after.query("SELECT count(*) FROM t").rows == [[.integer(2)]])
+    }
+
+    @Test func clientsWithoutTheClustersCertificatesAreRefused() throws {
+        defer { certificates.remove() }
+        let cluster = try TestCluster(size: 1, tls: tls)
+        defer { cluster.tearDown() }
+        try cluster.client().connect().execute("CREATE TABLE t (x)")
+
+        // Plaintext to a node over TLS: the relay refuses it, and the client finds no leader.
+        let plaintext = try DqliteClient(addresses: cluster.addresses, database: "test", callTimeout: .seconds(1), leaderWait: .milliseconds(500))
+        #expect { try plaintext.connect() } throws: { ($0 as? DqliteError)?.kind == .noLeader }
+
+        // A certificate of another CA: refused at the handshake.
+        let foreign = try TestCertificates(name: "Other CA")
+        defer { foreign.remove() }
+        let stranger = try foreign.issue("stranger")
+        let strangerTLS = try ClusterTLS(certificateFile: stranger.certificate, keyFile: stranger.key, caFile: foreign.caFile)
+        let impostor = try DqliteClient(
+            addresses: cluster.addresses, database: "test", callTimeout: .seconds(1), leaderWait: .milliseconds(500), tls: strangerTLS)
+        #expect { try impostor.connect() } throws: { ($0 as? DqliteError)?.kind == .noLeader }
+
+        // A client of the right CA still gets in.
+        #expect(try cluster.client().connect().query("SELECT count(*) FROM t").rows == [[.integer(0)]])
+    }
+
+    @Test func aPeerThatNeverFinishesItsHandshakeDoesNotHoldTheNode() throws {
+        defer { certificates.remove() }
+        let cluster = try TestCluster(size: 1, tls: tls)
+        defer { cluster.tearDown() }
+        // Connections that send nothing: each waits out its handshake limit on a thread of its own.
+        let port = try #require(cluster.addresses[0].split(separator: ":").last.flatMap { Int($0) })
+        let idle = try (0..<8).map { _ in try RawSocket(port: port) }
+        defer { withExtendedLifetime(idle) {} }
+        let session = try cluster.client().connect()
+        defer { session.close() }
+        try session.execute("CREATE TABLE t (x)")
+        #expect(try session.query("SELECT count(*) FROM t").rows == [[.integer(0)]])
+    }
+
+    @Test func credentialsThatDoNotLoadAreAClearError() throws {
+        defer { certificates.remove() }
+        #expect { try ClusterTLS(certificateFile: "/nonexistent.pem", keyFile: "/nonexistent.key", caFile: certificates.caFile) } throws: {
+            let error = $0 as? DqliteError
+            return error?.kind == .misuse && error?.message.contains("/nonexistent.pem") == true
+        }
+    }
+}
