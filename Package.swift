@@ -145,6 +145,14 @@ let package = Package(
         .target(name: "JobsProtoC", dependencies: ["CProtobufC"], path: "Shared/JobsProtoC"),
         .target(name: "JobsAPI", dependencies: ["Schema", "RPC", "JobsProtoC"], path: "Shared/JobsAPI"),
         .target(name: "JobsService", dependencies: ["Base", "Jobs", "Storage", "WorkLane", "RPC", "Schema", "JobsAPI"], path: "Shared/JobsService"),
+        // Blobs: large payloads by content hash on each node's disk (BlobStore: no RPC), blobs.proto's API, and the
+        // rpcs the replicas of a service serve each other with the store that replicates through them (BlobsService).
+        .target(name: "BlobStore", dependencies: ["Base"], path: "Shared/BlobStore"),
+        .target(name: "BlobsProtoC", dependencies: ["CProtobufC"], path: "Shared/BlobsProtoC"),
+        .target(name: "BlobsAPI", dependencies: ["Schema", "RPC", "BlobsProtoC"], path: "Shared/BlobsAPI"),
+        .target(
+            name: "BlobsService", dependencies: ["Base", "BlobStore", "BlobsAPI", "RPC", "Schema", "Transport", "WorkLane"],
+            path: "Shared/BlobsService"),
         // Identity: the stack's users and tokens (a shared SQLite file), the token check and the server's guard.
         .target(name: "Identity", dependencies: ["Base", "RPC", "Storage"], path: "Shared/Identity"),
         .target(
@@ -207,13 +215,17 @@ let package = Package(
         .testTarget(
             name: "SchemaTests",
             dependencies: [
-                "Schema", "RPCWire", "JobsAPI", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "FixturesAPI", "JobsTestingAPI",
+                "Schema", "RPCWire", "JobsAPI", "BlobsAPI", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "FixturesAPI", "JobsTestingAPI",
                 "GuestbookAPI", "SchemaGenerator", "TestSupport",
             ],
             path: "Tests/SchemaTests", exclude: ["protojson_samples.py"]),
         // The zoo's visitor page in headless Chromium (drive_page.py), against the zoo executable.
         .testTarget(name: "WebPageTests", dependencies: ["TestSupport"], path: "Tests/WebPageTests", exclude: ["drive_page.py"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane", "TestSupport", "Dqlite", "Base"], path: "Tests/StorageTests"),
+        .testTarget(
+            name: "BlobStoreTests",
+            dependencies: ["BlobStore", "BlobsAPI", "BlobsService", "Base", "RPC", "Transport", "WorkLane", "Identity", "TestSupport"],
+            path: "Tests/BlobStoreTests"),
         .testTarget(name: "DqliteTests", dependencies: ["Dqlite", "Base", "TestSupport"], path: "Tests/DqliteTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Test-only and benchmark-only parts of the RPC stack (Echo, the in-process transport, the
@@ -280,8 +292,10 @@ let package = Package(
         + [.target(name: "HealthBridge", dependencies: ["HealthCore", "HealthAPI", "RPC", "Schema"], path: "Services/Health/Bridge")]
         + service(
             "Classification", executable: "classification", imports: ["Jobs"],
-            core: ["Torch", "OpenCVDNN", "CImageCodecs"], service: ["Torch", "WorkLane", "Zip"], app: ["Torch", "Storage"],
-            cli: ["CZlib"], coreTests: ["Torch", "OpenCVDNN"], serviceTests: ["Torch", "WorkLane", "ClassificationCLI"])
+            core: ["Torch", "OpenCVDNN", "CImageCodecs", "BlobStore"], service: ["Torch", "WorkLane", "Zip"],
+            app: ["Torch", "Storage", "BlobStore", "BlobsService", "Transport"],
+            cli: ["CZlib"], coreTests: ["Torch", "OpenCVDNN", "BlobStore"],
+            serviceTests: ["Torch", "WorkLane", "ClassificationCLI", "BlobStore"])
         // A test-only service added by ARCHITECTURE.md's "Adding a service" path, so the suite keeps that path checked
         // (GuestbookServiceTests runs its executable end to end). Neither the gateway nor compose knows it.
         + service(

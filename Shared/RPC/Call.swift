@@ -11,12 +11,18 @@ public struct CallHead: Sendable {
     public var deadline: ContinuousClock.Instant?
     /// Who is calling (`127.0.0.1:50312`), for logs.
     public var peer: String
+    /// The subject of the client's certificate (`O=Menagerie, CN=classification`) when the call came over mutual
+    /// TLS: who the caller is as the stack's CA vouches, for methods only the replicas of a service may call.
+    public var peerCertificate: String?
 
-    public init(method: String, metadata: Metadata = [:], deadline: ContinuousClock.Instant? = nil, peer: String = "") {
+    public init(
+        method: String, metadata: Metadata = [:], deadline: ContinuousClock.Instant? = nil, peer: String = "", peerCertificate: String? = nil
+    ) {
         self.method = method
         self.metadata = metadata
         self.deadline = deadline
         self.peer = peer
+        self.peerCertificate = peerCertificate
     }
 }
 
@@ -26,6 +32,8 @@ public struct ServerContext: Sendable {
     public var metadata: Metadata
     public var deadline: ContinuousClock.Instant?
     public var peer: String
+    /// The subject of the client's certificate when the call came over mutual TLS (see `CallHead`).
+    public var peerCertificate: String?
     /// The peer's address without its port: what per-client bounds count by until calls carry a user.
     public var peerHost: String {
         guard let colon = peer.lastIndex(of: ":"), !peer.hasSuffix("]") else { return peer }
@@ -44,6 +52,7 @@ public struct ServerContext: Sendable {
         metadata = head.metadata
         deadline = head.deadline
         peer = head.peer
+        peerCertificate = head.peerCertificate
         self.caller = caller
         self.sink = sink
     }

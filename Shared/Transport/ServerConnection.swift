@@ -128,6 +128,8 @@ final class FrameServerConnection<Stream: ByteStream>: ServerConnection {
     private var highestID: UInt64 = 0
     private var cancelledAhead = Set<UInt64>()
     var uncounted = false
+    /// The client certificate's subject on a TLS stream, read once (its first call comes after the handshake).
+    private lazy var peerCertificate: String? = (stream as? TLSStream)?.peerCertificate?.subject
 
     /// Serves `stream`, carried by `socket` (the same object for plain TCP), for `server`.
     init(stream: Stream, socket: TCPConnection, server: TCPServer) {
@@ -246,7 +248,8 @@ final class FrameServerConnection<Stream: ByteStream>: ServerConnection {
         }
         let head = CallHead(
             method: frame.method, metadata: Metadata(frame.metadata.map { ($0.key, $0.value) }),
-            deadline: frame.timeoutMicros.map { .now + .microseconds(Int64(clamping: $0)) }, peer: stream.peer)
+            deadline: frame.timeoutMicros.map { .now + .microseconds(Int64(clamping: $0)) }, peer: stream.peer,
+            peerCertificate: peerCertificate)
         switch calls.open(id, head, clientStreams: frame.clientStream, payload: frame.payload) {
         case .opened: break
         case .idInUse:

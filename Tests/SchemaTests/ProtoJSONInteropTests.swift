@@ -1,3 +1,4 @@
+import BlobsAPI
 import ClassificationAPI
 import FixturesAPI
 import Foundation
@@ -20,7 +21,7 @@ import ZooAPI
 struct ProtoJSONInteropTests {
     /// Every generated per-file list; `everyProtoFileIsListed` fails when a new .proto is missing here.
     static let files: [ProtoFileMessages] = [
-        ClassificationV1.classificationProtoFile, FixturesV1.fixturesProtoFile, GuestbookV1.guestbookProtoFile,
+        BlobsV1.blobsProtoFile, ClassificationV1.classificationProtoFile, FixturesV1.fixturesProtoFile, GuestbookV1.guestbookProtoFile,
         HealthV1.healthProtoFile, JobsV1.jobsProtoFile, JobsV1.testingProtoFile, OcrV1.ocrProtoFile, RpcV1.rpcProtoFile,
         ZooV1.zooProtoFile,
     ]

@@ -173,6 +173,7 @@ extension ClassificationStore {
         let image = try RGBImage.decode(bytes, name: "feedback image", pixelLimit: pixelLimit)
         let hash = SHA256.hex(bytes)
         let name = Self.feedbackDataset(.classifier)
+        try storeImages([bytes])
         try database.write { db in
             if try db.queryOne("SELECT 1 FROM datasets WHERE name = ?", [name]) == nil {
                 try db.execute("INSERT INTO datasets (name, kind, labels, created_at) VALUES (?, 'classification', '[]', ?)",
@@ -180,7 +181,7 @@ extension ClassificationStore {
             }
             let labelsText = try db.queryOne("SELECT labels FROM datasets WHERE name = ?", [name])?.string(0) ?? "[]"
             var labels = try JSONDecoder().decode([String].self, from: Data(labelsText.utf8))
-            try db.execute("INSERT OR IGNORE INTO images (hash, bytes) VALUES (?, ?)", [hash, bytes])
+            try db.execute(imageInsert, imageArguments(hash, bytes))
             // The same photo confirmed again replaces its earlier label.
             try db.execute("DELETE FROM dataset_samples WHERE dataset = ? AND hash = ?", [name, hash])
             if !labels.contains(label) {

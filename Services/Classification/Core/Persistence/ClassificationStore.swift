@@ -1,11 +1,24 @@
+import Base
+import BlobStore
 import Foundation
 import Storage
+import Synchronization
 
 /// The service's persistence in its SQLite database (shared by replicas): datasets with their images stored once
 /// per content hash, models as their container files (so export is the stored bytes, and import is a decode), the
 /// catalogue and feedback (Catalogue.swift).
+///
+/// With a blob store (`blobs`: a dqlite cluster's replicas, whose database goes through Raft) the images and model
+/// files are not in the database: their rows keep the content hash (`images.hash`, `models.file_hash`) and an empty
+/// `bytes`/`file`, and the bytes are put to the blob store before the row is written and fetched from it by hash
+/// when read. Rows with their bytes inline (a single machine's file imported into a cluster) are read as they are.
 public final class ClassificationStore: Sendable {
     public let database: Database
+    /// Where images and model files go instead of the database (nil: into the database, as on one machine).
+    public let blobs: (any BlobStoring)?
+    /// Headers of model files kept in the blob store, by hash: a hash's file never changes, so listing the models
+    /// reads each file once per process.
+    private let headers = Mutex<[String: ModelHeader]>([:])
 
     public static let migrations = [
         Migration(1, "datasets, images and models") { db in
@@ -47,19 +60,69 @@ public final class ClassificationStore: Sendable {
                 CREATE INDEX feedback_model ON feedback(model);
                 """)
         },
+        // On a cluster a model file lives in the blob store under this hash (its `file` then empty); NULL: in `file`.
+        Migration(5, "model files by hash") { db in
+            try db.executeScript("ALTER TABLE models ADD COLUMN file_hash TEXT;")
+        },
     ]
 
     /// The owner of datasets from before owners existed (the stack's admin).
     public static let formerOwner = "admin"
 
-    public init(database: Database) { self.database = database }
+    public init(database: Database, blobs: (any BlobStoring)? = nil) {
+        self.database = database
+        self.blobs = blobs
+    }
 
     public convenience init(path: String) throws {
         self.init(database: try Database(path: path, migrations: Self.migrations))
     }
 
-    public static func inMemory() throws -> ClassificationStore {
-        ClassificationStore(database: try Database.inMemory(migrations: migrations))
+    /// A private database (for tests), its payloads in `blobs` when given. With `MENAGERIE_STORAGE_BACKEND=dqlite`
+    /// it is laid out as on a cluster: the database a dqlite node's, the payloads in a blob store of their own (a
+    /// fresh temporary directory), so the suites built on it test that layout too.
+    public static func inMemory(blobs: (any BlobStoring)? = nil) throws -> ClassificationStore {
+        var blobs = blobs
+        if blobs == nil, ProcessInfo.processInfo.environment["MENAGERIE_STORAGE_BACKEND"] == "dqlite" {
+            blobs = try BlobStore(directory: FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-blobs-\(UUID().uuidString)").path)
+        }
+        return ClassificationStore(database: try Database.inMemory(migrations: migrations), blobs: blobs)
+    }
+
+    /// Puts each image into the blob store (when there is one) before the rows naming them are written: a row never
+    /// names a blob that was not stored. A failed write leaves unreferenced blobs, which are harmless.
+    func storeImages(_ images: some Sequence<[UInt8]>) throws {
+        guard let blobs else { return }
+        for bytes in images { try blobs.put(bytes) }
+    }
+
+    /// The statement that keeps an image's row: its bytes inline, or only its hash when the bytes are in the blob
+    /// store (an empty BLOB literal: binding an empty array would bind NULL).
+    var imageInsert: String {
+        blobs == nil ? "INSERT OR IGNORE INTO images (hash, bytes) VALUES (?, ?)" : "INSERT OR IGNORE INTO images (hash, bytes) VALUES (?, X'')"
+    }
+
+    func imageArguments(_ hash: String, _ bytes: [UInt8]) -> [(any SQLConvertible)?] {
+        blobs == nil ? [hash, bytes] : [hash]
+    }
+
+    /// The hashes of every payload the rows keep in the blob store (images without inline bytes, model files by
+    /// hash): what the blob repair keeps on enough nodes.
+    public func blobHashes() throws -> [String] {
+        try database.read { db in
+            try db.query("""
+                SELECT hash FROM images WHERE length(bytes) = 0 UNION SELECT file_hash FROM models WHERE file_hash IS NOT NULL
+                """).compactMap { $0.string(0) }
+        }
+    }
+
+    /// An image's bytes: those of its row, or, when the row keeps none, the blob store's.
+    func imageBytes(_ hash: String, inline: [UInt8]) throws -> [UInt8] {
+        guard inline.isEmpty else { return inline }
+        guard let blobs else {
+            throw ClassificationError(.internal, "image \(hash) is kept in a blob store and this replica has none (run it with --cluster)")
+        }
+        return try blobs.get(hash)
     }
 
     // MARK: Datasets
@@ -85,6 +148,13 @@ public final class ClassificationStore: Sendable {
         try Self.validName(name, "dataset")
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
+        if blobs != nil {
+            // A taken name is refused before its images are sent to other nodes for nothing (and again below).
+            guard try database.read({ try $0.queryOne("SELECT 1 FROM datasets WHERE name = ?", [name]) }) == nil else {
+                throw ClassificationError(.alreadyExists, "dataset \(name) already exists")
+            }
+            try storeImages(dataset.images.values)
+        }
         try database.write { db in
             guard try db.queryOne("SELECT 1 FROM datasets WHERE name = ?", [name]) == nil else {
                 throw ClassificationError(.alreadyExists, "dataset \(name) already exists")
@@ -92,8 +162,8 @@ public final class ClassificationStore: Sendable {
             try db.execute("INSERT INTO datasets (name, kind, labels, created_at, owner) VALUES (?, ?, ?, ?, ?)",
                            [name, dataset.kind.rawValue, String(decoding: try encoder.encode(dataset.labels), as: UTF8.self),
                             Date().timeIntervalSince1970, owner])
-            let image = try db.prepare("INSERT OR IGNORE INTO images (hash, bytes) VALUES (?, ?)")
-            for (hash, bytes) in dataset.images { try image.execute([hash, bytes]) }
+            let image = try db.prepare(imageInsert)
+            for (hash, bytes) in dataset.images { try image.execute(imageArguments(hash, bytes)) }
             let sample = try db.prepare("""
                 INSERT INTO dataset_samples (dataset, position, name, hash, width, height, label, objects)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -106,7 +176,7 @@ public final class ClassificationStore: Sendable {
     }
 
     public func dataset(named name: String, owner: String? = nil) throws -> Dataset {
-        try database.read { db in
+        var dataset = try database.read { db in
             guard let row = try db.queryOne("SELECT kind, labels FROM datasets WHERE name = ?1 AND (?2 IS NULL OR owner = ?2)", [name, owner]) else {
                 throw ClassificationError(.notFound, "no dataset named \(name)")
             }
@@ -126,6 +196,9 @@ public final class ClassificationStore: Sendable {
             }
             return Dataset(kind: kind, labels: labels, samples: samples, images: images)
         }
+        // Outside the read: fetching from a peer may take a while.
+        for (hash, bytes) in dataset.images where bytes.isEmpty { dataset.images[hash] = try imageBytes(hash, inline: bytes) }
+        return dataset
     }
 
     public func datasets(owner: String? = nil) throws -> [DatasetSummary] {
@@ -191,12 +264,24 @@ public final class ClassificationStore: Sendable {
     public func saveModel(_ file: ModelFile, name: String) throws {
         try Self.validName(name, "model")
         let bytes = try file.encoded()
+        let hash: String? = try blobs.map { blobs in
+            guard try database.read({ try $0.queryOne("SELECT 1 FROM models WHERE name = ?", [name]) }) == nil else {
+                throw ClassificationError(.alreadyExists, "model \(name) already exists")
+            }
+            return try blobs.put(bytes)
+        }
         try database.write { db in
             guard try db.queryOne("SELECT 1 FROM models WHERE name = ?", [name]) == nil else {
                 throw ClassificationError(.alreadyExists, "model \(name) already exists")
             }
-            try db.execute("INSERT INTO models (name, kind, algorithm, created_at, size, file) VALUES (?, ?, ?, ?, ?, ?)",
-                           [name, file.header.kind.rawValue, file.header.algorithm, Date().timeIntervalSince1970, bytes.count, bytes])
+            if let hash {
+                try db.execute("""
+                    INSERT INTO models (name, kind, algorithm, created_at, size, file, file_hash) VALUES (?, ?, ?, ?, ?, X'', ?)
+                    """, [name, file.header.kind.rawValue, file.header.algorithm, Date().timeIntervalSince1970, bytes.count, hash])
+            } else {
+                try db.execute("INSERT INTO models (name, kind, algorithm, created_at, size, file) VALUES (?, ?, ?, ?, ?, ?)",
+                               [name, file.header.kind.rawValue, file.header.algorithm, Date().timeIntervalSince1970, bytes.count, bytes])
+            }
             // The first model of a kind becomes that kind's active model.
             try db.execute("INSERT OR IGNORE INTO active_models (kind, model) VALUES (?, ?)", [file.header.kind.rawValue, name])
         }
@@ -204,18 +289,28 @@ public final class ClassificationStore: Sendable {
 
     /// The stored container bytes (export).
     public func modelBytes(named name: String) throws -> [UInt8] {
-        try database.read { db in
-            guard let row = try db.queryOne("SELECT file FROM models WHERE name = ?", [name]), let bytes = row.blob(0) else {
+        let (inline, hash) = try database.read { db in
+            guard let row = try db.queryOne("SELECT file, file_hash FROM models WHERE name = ?", [name]) else {
                 throw ClassificationError(.notFound, "no model named \(name)")
             }
-            return bytes
+            return (row.blob(0) ?? [], row.string(1))
         }
+        return try modelFile(inline: inline, hash: hash, name: name)
+    }
+
+    /// A model's container: its row's bytes, or the blob store's of `hash`.
+    private func modelFile(inline: [UInt8], hash: String?, name: String) throws -> [UInt8] {
+        guard let hash else { return inline }
+        guard let blobs else {
+            throw ClassificationError(.internal, "model \(name) is kept in a blob store and this replica has none (run it with --cluster)")
+        }
+        return try blobs.get(hash)
     }
 
     /// The stored container's size in bytes, read without the container (to budget for it first).
     public func modelSize(named name: String) throws -> Int {
         try database.read { db in
-            guard let row = try db.queryOne("SELECT length(file) FROM models WHERE name = ?", [name]), let size = row.int(0) else {
+            guard let row = try db.queryOne("SELECT size FROM models WHERE name = ?", [name]), let size = row.int(0) else {
                 throw ClassificationError(.notFound, "no model named \(name)")
             }
             return size
@@ -238,13 +333,25 @@ public final class ClassificationStore: Sendable {
     public func models() throws -> [ModelSummary] {
         let rows = try database.read { db in
             try db.query("""
-                SELECT m.name, m.file, m.size, m.created_at, a.kind IS NOT NULL FROM models m
+                SELECT m.name, m.file, m.size, m.created_at, a.kind IS NOT NULL, m.file_hash FROM models m
                 LEFT JOIN active_models a ON a.model = m.name ORDER BY m.name
                 """)
         }
         return try rows.map { r in
-            ModelSummary(name: r.string(0) ?? "", header: try ModelFile.decode(r.blob(1) ?? []).header, size: r.int(2) ?? 0,
-                         createdAt: Date(timeIntervalSince1970: r.double(3) ?? 0), active: r.bool(4) ?? false)
+            let name = r.string(0) ?? ""
+            let header: ModelHeader
+            if let hash = r.string(5) {
+                if let known = headers.withLock({ $0[hash] }) {
+                    header = known
+                } else {
+                    header = try ModelFile.decode(modelFile(inline: [], hash: hash, name: name)).header
+                    headers.withLock { $0[hash] = header }
+                }
+            } else {
+                header = try ModelFile.decode(r.blob(1) ?? []).header
+            }
+            return ModelSummary(name: name, header: header, size: r.int(2) ?? 0,
+                                createdAt: Date(timeIntervalSince1970: r.double(3) ?? 0), active: r.bool(4) ?? false)
         }
     }
 
