@@ -127,6 +127,30 @@ struct TransferDetectorTests {
                 && described.width == 224 && described.mean == file.header.mean && described.std == file.header.std)
     }
 
+    /// Cancelled, a transfer detector's training keeps its last epoch's weights, as a yolo training does (they share
+    /// the loop), and the kept model loads and runs.
+    @Test(.enabled(if: installed, missing))
+    func aCancelledTransferDetectorKeepsItsLastEpoch() throws {
+        var subset = try Self.scenes.get()
+        subset.samples = Array(subset.samples.prefix(4))
+        var options = DetectorTrainingOptions()
+        options.inputSize = 224
+        options.epochs = 5
+        options.featureVariants = 1
+        options.validationFraction = 0
+        let featurePrint = try FeaturePrint.load(directory: ONNXTransferExportTests.folder)
+        do {
+            _ = try DetectorTrainer.train(subset, options: options, featurePrint: featurePrint) { p in if p.epoch == 2 { throw CancellationError() } }
+            Issue.record("the training was not interrupted")
+        } catch let interrupted as TrainingInterrupted {
+            #expect(interrupted.cause is CancellationError)
+            #expect(interrupted.partial.header.interrupted == "after epoch 2/5; kept its weights")
+            let detector = try Detectors.load(ModelFile.decode(interrupted.partial.encoded()))
+            #expect(detector.header.algorithm == "transfer" && detector.header.labels == ["four", "three"])
+            _ = try detector.detect(try RGBImage.decode(subset.images[subset.samples[0].hash]!))
+        }
+    }
+
     /// What a transfer detector cannot be trained with is refused before any work, saying why.
     @Test(.enabled(if: installed, missing))
     func badCombinationsAreRefused() throws {
