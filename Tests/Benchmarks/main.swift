@@ -8,19 +8,21 @@ import Transport
 let arguments = CommandLine.arguments.dropFirst()
 let usage = """
     usage: menagerie-bench [suite …] [options]   (no suite: all of them, in this order)
-    suites: parts rpc zoo ocr health abuse classification http
+    suites: parts rpc zoo ocr health abuse classification detectors http
     options: --seconds S  --rounds N  --sizes 64,65536  --callers 1,16,64  --no-floor  --no-grpc  --health-records N
              --abuse-scale F  --abuse-hold S  --abuse-only NAME,…  --abuse-tls  --ocr-rounds N  --ocr-images N  --classification-epochs N
-             --detector-epochs N  --classification-images N  --detection-images N  --connections 16,64 (http)
-             --loops N (the servers' event loops; default: one per core, as the services')  --rpc-connections N (rpc)
+             --detector-epochs N  --classification-images N  --detection-images N  --feature-strides 16,32 (detectors)
+             --connections 16,64 (http)  --loops N (the servers' event loops; default: one per core, as the services')
+             --rpc-connections N (rpc)
     """
 /// Suites and options this program knows: anything else is a typo that would otherwise run every suite
 /// with defaults for many minutes.
-let knownSuites: Set = ["parts", "rpc", "zoo", "ocr", "health", "abuse", "classification", "http"]
+let knownSuites: Set = ["parts", "rpc", "zoo", "ocr", "health", "abuse", "classification", "detectors", "http"]
 let knownFlags: Set = ["--no-floor", "--no-grpc", "--abuse-tls"]
 let knownOptions: Set = [
     "--seconds", "--rounds", "--sizes", "--callers", "--health-records", "--abuse-scale", "--abuse-hold", "--abuse-only", "--ocr-rounds",
-    "--ocr-images", "--connections", "--loops", "--rpc-connections", "--classification-epochs", "--detector-epochs", "--classification-images", "--detection-images",
+    "--ocr-images", "--connections", "--loops", "--rpc-connections", "--classification-epochs", "--detector-epochs", "--classification-images",
+    "--detection-images", "--feature-strides",
 ]
 if arguments.contains("--help") || arguments.contains("-h") {
     print(usage)
@@ -100,6 +102,11 @@ if suites.isEmpty || suites.contains("abuse") {
 if suites.isEmpty || suites.contains("http") {
     // The zoo's HTTP face beside FastAPI and nginx, under wrk (Tests/Benchmarks/peers/install-http-peers installs them).
     try await HTTPBenchmark(secondsPerRun: seconds ?? 3.0, connectionCounts: numbers("connections", [16, 64])).run()
+}
+if suites.isEmpty || suites.contains("detectors") {
+    // yolo from scratch beside transfer detectors on the pretrained feature print (issue 26).
+    try await DetectorBenchmark(epochs: option("detector-epochs").flatMap(Int.init), detectionImages: option("detection-images").flatMap(Int.init),
+                                featureStrides: numbers("feature-strides", [16])).run()
 }
 if suites.isEmpty || suites.contains("classification") {
     try await ClassificationBenchmark(

@@ -60,7 +60,7 @@ import Testing
                 try ONNXExport.export(file, name: "m")
             } throws: { error in
                 let error = error as? ClassificationError
-                return error?.category == .failedPrecondition && error?.message.contains("supports cnn classifiers, yolo detectors, transfer classifiers and imported ONNX models") == true
+                return error?.category == .failedPrecondition && error?.message.contains("supports cnn classifiers, yolo and transfer detectors, transfer classifiers and imported ONNX models") == true
                     && error?.message.contains("is a \(algorithm) \(kind.rawValue)") == true
             }
         }

@@ -293,7 +293,31 @@ import WorkLane
                         ClassificationV1.TrainRequest(dataset: "d", kind: .detector, fineTune: true)] {
             let (code, message) = await Self.failure { _ = try await client.train(request) }
             #expect(code == .invalidArgument && message.hasPrefix("fine_tune: only a transfer classifier fine-tunes"), "\(message)")
-            #expect(message.contains(request.kind == .detector ? "a detector trains every layer" : "\(request.algorithm) trains every layer"), "\(message)")
+            #expect(message.contains(request.kind == .detector ? "a transfer detector trains its head on the frozen feature print" : "\(request.algorithm) trains every layer"), "\(message)")
+        }
+        #expect(try await jobs.list(limit: 10).jobs.isEmpty)
+    }
+
+    /// `--kind detector --algorithm transfer` is a detector algorithm: on a service without the feature print it is
+    /// FAILED_PRECONDITION saying how to install it; with --fine-tune or a base model INVALID_ARGUMENT saying why;
+    /// a detector algorithm that does not exist names the two that do. All before any job.
+    @Test func transferDetectorsAreCheckedBeforeAnyJob() async throws {
+        try storeTinyDetector()
+        let (code, message) = await Self.failure {
+            _ = try await client.train(ClassificationV1.TrainRequest(dataset: "scenes", kind: .detector, algorithm: "transfer"))
+        }
+        #expect(code == .failedPrecondition && message.contains("the feature print is not installed"), "\(message)")
+        let refused: [(ClassificationV1.TrainRequest, String)] = [
+            (ClassificationV1.TrainRequest(dataset: "scenes", kind: .detector, algorithm: "transfer", fineTune: true),
+             "fine_tune: only a transfer classifier fine-tunes"),
+            (ClassificationV1.TrainRequest(dataset: "scenes", kind: .detector, algorithm: "transfer", baseModel: "boxes"),
+             "base_model: a transfer detector trains on the built-in feature print; a base model is for yolo"),
+            (ClassificationV1.TrainRequest(dataset: "scenes", kind: .detector, algorithm: "cnn"),
+             "algorithm: cnn does not train a detector (use yolo or transfer)"),
+        ]
+        for (request, expected) in refused {
+            let (code, message) = await Self.failure { _ = try await client.train(request) }
+            #expect(code == .invalidArgument && message.hasPrefix(expected), "\(message)")
         }
         #expect(try await jobs.list(limit: 10).jobs.isEmpty)
     }

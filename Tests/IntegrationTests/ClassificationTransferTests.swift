@@ -146,3 +146,56 @@ import Testing
         }
     }
 }
+
+extension ClassificationTransferTests {
+    static let scenes = Stack.root.deletingLastPathComponent().appendingPathComponent("shared/datasets/digit-detection")
+    static let detectorEnabled = (FileManager.default.fileExists(atPath: featurePrint + "/feature-print.json")
+        && FileManager.default.fileExists(atPath: scenes.path)) || ProcessInfo.processInfo.environment["CI"] == "true"
+    static let detectorSkipMessage: Comment = "skipped: the feature print is not installed (compose/compose feature-print) or ../shared/datasets/digit-detection is missing (set CI=true to require them)"
+
+    /// Issue 26: `train --kind detector --algorithm transfer` on a dozen digit-detection scenes through the stack —
+    /// a transfer detector (`model show` says so) that detects, evaluates on held-out scenes and exports to ONNX
+    /// (re-imported as a yolov5 detector, it finds boxes); --fine-tune with it is refused before any job.
+    @Test(.enabled(if: detectorEnabled, detectorSkipMessage))
+    func aTransferDetectorTrainsDetectsEvaluatesAndExports() async throws {
+        try await Stack.with(services: ["classification"]) { stack in
+            let up = try await stack.compose(environment: ["MENAGERIE_FEATURE_PRINT": Self.featurePrint], ["up"])
+            try #require(up.status == 0, "compose up failed: \(up.output)")
+            let scratch = stack.directory.appendingPathComponent("scenes")
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            let images = Self.scenes.appendingPathComponent("images")
+            for (file, count, name) in [("train-annotations.json", 12, "scenes"), ("test-annotations.json", 8, "scenes-test")] {
+                let all = try JSONSerialization.jsonObject(with: Data(contentsOf: Self.scenes.appendingPathComponent(file))) as! [Any]
+                let subset = scratch.appendingPathComponent(file)
+                try JSONSerialization.data(withJSONObject: Array(all.prefix(count))).write(to: subset)
+                let created = try await stack.gateway(["classify", "dataset", "create", name, "--annotations", subset.path, "--images", images.path])
+                try #require(created.status == 0, "\(created.output)")
+            }
+            let tuned = try await stack.gateway(["classify", "train", "--dataset", "scenes", "--kind", "detector", "--algorithm", "transfer", "--fine-tune"])
+            #expect(tuned.status == 3 && tuned.output.contains("a transfer detector trains its head on the frozen feature print"), "\(tuned.output)")
+
+            let trained = try await stack.gateway(["classify", "train", "--dataset", "scenes", "--kind", "detector", "--algorithm", "transfer",
+                                                   "--epochs", "30", "--validation-dataset", "scenes-test", "--json"])
+            try #require(trained.status == 0, "\(trained.output)")
+            let model = try #require(try jsonObject(trained)["model"] as? [String: Any])
+            #expect(model["name"] as? String == "scenes-transfer-1" && model["algorithm"] as? String == "transfer", "\(model)")
+            #expect(model["inputWidth"] as? Int == 224 || model["inputWidth"] as? String == "224", "\(model)")
+            let shown = try await stack.gateway(["classify", "model", "show", "scenes-transfer-1"])
+            #expect(shown.status == 0 && shown.output.contains("scenes-transfer-1: transfer detector"), "\(shown.output)")
+
+            let photo = images.appendingPathComponent("img000.jpg").path
+            let detected = try jsonObject(try await stack.gateway(["classify", "detect", photo, "--model", "scenes-transfer-1", "--confidence", "0.05", "--json"]))
+            #expect((detected["detections"] as? [[String: Any]])?.isEmpty == false, "\(detected)")
+            let evaluation = try jsonObject(try await stack.gateway(["classify", "evaluate", "scenes-transfer-1", "scenes-test", "--json"]))
+            #expect(evaluation["map50"] is Double && evaluation["images"] as? String == "8", "\(evaluation)")
+
+            let onnx = scratch.appendingPathComponent("transfer.onnx")
+            let exported = try await stack.gateway(["classify", "model", "export", "scenes-transfer-1", "--format", "onnx", "-o", onnx.path])
+            try #require(exported.status == 0, "\(exported.output)")
+            let imported = try await stack.gateway(["classify", "model", "import", onnx.path, "--name", "transfer-onnx", "--format", "onnx"])
+            try #require(imported.status == 0, "\(imported.output)")
+            let again = try jsonObject(try await stack.gateway(["classify", "detect", photo, "--model", "transfer-onnx", "--confidence", "0.05", "--json"]))
+            #expect((again["detections"] as? [Any])?.count == (detected["detections"] as? [Any])?.count, "\(again) vs \(detected)")
+        }
+    }
+}

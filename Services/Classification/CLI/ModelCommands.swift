@@ -98,9 +98,9 @@ struct ModelExport: AsyncParsableCommand {
             --format onnx writes the model as an ONNX graph to run elsewhere (onnxruntime, a phone): input "image" \
             [1, 3, H, W] RGB / 255 (then (x - input_mean) / input_std where metadata_props has them: a transfer model's \
             (p - 127) / 128), output "probabilities" (a detector: "boxes" in YOLOv5's layout, no NMS); labels and the resize in its \
-            metadata_props. cnn and transfer classifiers (EfficientNet-Lite0 and the head in one graph), yolo detectors and \
-            imported ONNX models export; features and torchscript models, and transfer models whose network was \
-            fine-tuned, are refused (FAILED_PRECONDITION).
+            metadata_props. cnn and transfer classifiers (EfficientNet-Lite0 and the head in one graph), yolo and transfer \
+            detectors (a transfer detector: Lite0's first 11 blocks and its yolo head) and imported ONNX models export; \
+            features and torchscript models are refused (FAILED_PRECONDITION).
             The file arrives as a stream of ModelFileChunks, so --json prints what was written rather than a response: \
             {"file": PATH, "size": "BYTES"} (the size a string, as the JSON mapping spells 64-bit integers).
             """)

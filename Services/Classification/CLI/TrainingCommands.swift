@@ -20,7 +20,8 @@ struct Train: AsyncParsableCommand {
             ImageNet, on images augmented by flips, crops and exposure; the classifier default for photos, over 64 \
             pixels, when compose has installed the feature print), cnn (a small residual network trained from \
             scratch, the default for small images such as the digits), features (HOG and colour histograms with a \
-            linear model, trained in seconds), yolo (the detector). --fine-tune (transfer) also trains the feature \
+            linear model, trained in seconds), yolo (the detector, trained from scratch); with --kind detector, transfer \
+            trains a yolo head on the frozen feature print (stride-16 features of a 224-pixel input). --fine-tune (transfer) also trains the feature \
             print's last block, after the head, for a few epochs. --base MODEL fine-tunes another model's \
             trained layers: a cnn classifier for a classifier; a cnn classifier or a yolo detector for a detector. The same --seed and data give the same model. --detach prints the job and \
             returns (gateway classify jobs watch ID). --json prints the job's TrainingResult ({"model": {the ModelSummary}}), \
@@ -32,7 +33,7 @@ struct Train: AsyncParsableCommand {
     @Option(help: "The learning algorithm (default: transfer for photos when the feature print is installed, else cnn; yolo for a detector).") var algorithm: TrainingAlgorithm?
     @Option(help: "Start from this model's layers (a cnn classifier; or a yolo detector, for a detector; default: none, from scratch).") var base: String?
     @Option(help: "The model's name (default DATASET-ALGORITHM-N).") var name: String?
-    @Option(help: "Passes over the training images (default: cnn 30, features and transfer 300 full-batch steps of the head, yolo 150).") var epochs: Int32?
+    @Option(help: "Passes over the training images (default: cnn 30, features and transfer 300 full-batch steps of the head, yolo and transfer detectors 150).") var epochs: Int32?
     @Option(name: .customLong("batch-size"), help: "cnn: images per optimisation step (default 64).") var batchSize: Int32?
     @Option(help: "cnn: stop after this many epochs without a lower validation loss and keep the best epoch (default: run every epoch).") var patience: Int32?
     @Option(help: "Seed of the shuffles and initial weights: the same seed and data give the same model (default: 0).") var seed: UInt64?

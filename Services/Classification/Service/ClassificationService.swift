@@ -189,7 +189,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             throw RPCError(.alreadyExists, "model \(name) already exists")
         }
         let featurePrint = featurePrint
-        if plan.kind == .classifier, plan.algorithm == "transfer" {
+        if plan.algorithm == "transfer" {
             // Checked (and its checksum with it) here so a missing or corrupt feature print is this call's error.
             _ = try await heavy { try featurePrint.load() }
         }
@@ -233,6 +233,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                 case .detector:
                     var options = DetectorTrainingOptions()
                     if let epochs = plan.epochs { options.epochs = epochs }
+                    // A transfer detector sees scenes at the size its feature print was trained at unless told.
+                    let print = plan.algorithm == "transfer" ? try featurePrint.load() : nil
+                    if let print { options.inputSize = print.manifest.inputWidth }
                     if let size = plan.imageSize { options.inputSize = size }
                     if let augmentation = plan.augmentation { options.augmentation = augmentation }
                     options.seed = plan.seed
@@ -240,7 +243,8 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                     // The trainer stores the mAP on the validation dataset or on the scenes it held out.
                     let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
                     let base = try plan.base.map { try store.model(named: $0) }
-                    file = try DetectorTrainer.train(data, validation: validation, options: options, base: base, progress: report)
+                    file = try DetectorTrainer.train(data, validation: validation, options: options, base: base, featurePrint: print,
+                                                     progress: report)
                 }
             } catch let interrupted as TrainingInterrupted {
                 // Cancelled: the best model so far is kept, marked as such (`interrupted`), and the job ends

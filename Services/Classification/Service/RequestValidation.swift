@@ -49,15 +49,20 @@ enum RequestValidation {
         // A classifier without one gets transfer or cnn by its dataset's images (`ClassifierAlgorithm.automatic`).
         // fine_tune says transfer by itself: only transfer has a pretrained network to tune.
         let algorithm = request.algorithm.isEmpty ? (kind == .classifier ? (request.fineTune ? "transfer" : "") : "yolo") : request.algorithm.lowercased()
-        if request.fineTune, kind == .detector || algorithm != "transfer" {
-            throw RPCError(.invalidArgument, "fine_tune: only a transfer classifier fine-tunes (the last block of its pretrained feature print); \(kind == .detector ? "a detector" : algorithm) trains every layer from the start — give --algorithm transfer, or leave --fine-tune out")
+        if request.fineTune, kind == .detector {
+            throw RPCError(.invalidArgument, "fine_tune: only a transfer classifier fine-tunes (the last block of its pretrained feature print); a yolo detector trains every layer from the start and a transfer detector trains its head on the frozen feature print — leave --fine-tune out")
         }
-        let allowed = kind == .classifier ? ["cnn", "features", "transfer"] : ["yolo"]
+        if request.fineTune, algorithm != "transfer" {
+            throw RPCError(.invalidArgument, "fine_tune: only a transfer classifier fine-tunes (the last block of its pretrained feature print); \(algorithm) trains every layer from the start — give --algorithm transfer, or leave --fine-tune out")
+        }
+        let allowed = kind == .classifier ? ["cnn", "features", "transfer"] : ["yolo", "transfer"]
         guard algorithm.isEmpty || allowed.contains(algorithm) else {
             throw RPCError(.invalidArgument, "algorithm: \(request.algorithm) does not train a \(kind.rawValue) (use \(allowed.joined(separator: " or ")))")
         }
         if algorithm == "transfer", request.baseModel != nil {
-            throw RPCError(.invalidArgument, "base_model: transfer trains on the built-in feature print; a base model is for cnn (or an imported TorchScript model, with any algorithm)")
+            throw RPCError(.invalidArgument, kind == .detector
+                ? "base_model: a transfer detector trains on the built-in feature print; a base model is for yolo"
+                : "base_model: transfer trains on the built-in feature print; a base model is for cnn (or an imported TorchScript model, with any algorithm)")
         }
         if let size = request.batchSize, !(1...4096).contains(size) {
             throw RPCError(.invalidArgument, "batch_size must be 1…4096 (got \(size))")

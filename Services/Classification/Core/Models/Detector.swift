@@ -34,52 +34,37 @@ public struct DetectorTrainingOptions: Sendable, Codable, Equatable {
     public var extraAnchorIoU = 0.5
     public var boxWeight = 5.0
 
+    /// A transfer detector's feature map: EfficientNet-Lite0's stride-16 blocks (0–10, 112 channels) or all of its
+    /// blocks (stride 32, 320 channels). See `TransferDetector.defaultFeatureStride` for the choice.
+    public var featureStride = TransferDetector.defaultFeatureStride
+    /// Augmented copies of each training scene whose feature maps a transfer detector trains its head on (the first
+    /// as it is): the frozen backbone runs once per copy, not once per epoch.
+    public var featureVariants = 8
+
     public enum BoxLoss: String, Sendable, Codable { case giou, squared }
 
     public init() {}
 }
 
-/// A YOLOv2-style single-shot grid detector on the residual backbone: per cell and anchor, a centre offset
-/// (sigmoid), a log-scale of the anchor's size, an objectness logit and per-class logits.
-public final class Detector: ObjectDetector, @unchecked Sendable {
-    public let header: ModelHeader
-    let configuration: DetectorConfiguration
-    let backbone: ResidualNetwork
+/// What the yolo-style heads share — their decoding, NMS and training loss (`DetectorTrainer.fit`): raw outputs
+/// [N, anchors, grid, grid, 5 + classes] over a letterboxed square input, per cell and anchor a centre offset
+/// (before the sigmoid), a log-scale of the anchor's size, an objectness logit and per-class logits.
+protocol GridDetector: ObjectDetector {
+    /// Anchor widths and heights in input pixels.
+    var anchors: [[Double]] { get }
+    /// Input pixels per grid cell.
+    var cellSize: Int { get }
+    /// Raw outputs for letterboxed inputs [N, 3, side, side] in [0, 1].
+    func forward(_ x: Tensor, training: Bool) throws -> Tensor
+}
 
-    init(header: ModelHeader, configuration: DetectorConfiguration, seed: UInt64 = 0) throws {
-        self.header = header
-        self.configuration = configuration
-        backbone = try ResidualNetwork(configuration.backbone, seed: seed)
-        let outputs = configuration.anchors.count * (5 + header.labels.count)
-        try Layers.conv(backbone.parameters, "detect", in: configuration.backbone.widths.last!, out: outputs, kernel: 1, bias: true)
-        // Start with low objectness, as YOLO's prior: most cells hold nothing.
-        let bias = try backbone.parameters["detect.bias"].floats()
-        let stride = 5 + header.labels.count
-        try backbone.parameters["detect.bias"].copy(from: Tensor(bias.indices.map { $0 % stride == 4 ? -4 : 0 }, shape: [outputs]))
-    }
-
-    public convenience init(_ file: ModelFile) throws {
-        guard file.header.kind == .detector, file.header.algorithm == "yolo", let configuration = file.header.detector else {
-            throw ClassificationError.invalid("the model is not a yolo detector")
-        }
-        try self.init(header: file.header, configuration: configuration)
-        try backbone.parameters.load(file.tensors)
-    }
-
-    var grid: Int { header.inputWidth / backbone.stride }
+extension GridDetector {
+    var grid: Int { header.inputWidth / cellSize }
     var classes: Int { header.labels.count }
-
-    /// Raw outputs [N, anchors, grid, grid, 5 + classes].
-    func forward(_ x: Tensor, training: Bool) throws -> Tensor {
-        let map = try backbone.featureMap(x, training: training)
-        let out = try Layers.applyConv(backbone.parameters, "detect", map, padding: 0)
-        let a = configuration.anchors.count, g = out.shape[2]
-        return try out.reshaped([-1, a, 5 + classes, g, g]).permuted([0, 1, 3, 4, 2])
-    }
 
     /// Detections in input pixels for a batch of inputs.
     func decode(_ raw: [Float], batch: Int, threshold: Double) -> [[Detection]] {
-        let a = configuration.anchors.count, g = grid, c = classes, stride = Double(backbone.stride)
+        let a = anchors.count, g = grid, c = classes, stride = Double(cellSize)
         func sigmoid(_ v: Float) -> Double { 1 / (1 + Foundation.exp(-Double(v))) }
         var result: [[Detection]] = []
         for n in 0..<batch {
@@ -96,8 +81,8 @@ public final class Detector: ObjectDetector, @unchecked Sendable {
                         if confidence < threshold { continue }
                         let cx = (Double(gx) + sigmoid(raw[base])) * stride
                         let cy = (Double(gy) + sigmoid(raw[base + 1])) * stride
-                        let w = configuration.anchors[anchor][0] * Foundation.exp(min(4, Double(raw[base + 2])))
-                        let h = configuration.anchors[anchor][1] * Foundation.exp(min(4, Double(raw[base + 3])))
+                        let w = anchors[anchor][0] * Foundation.exp(min(4, Double(raw[base + 2])))
+                        let h = anchors[anchor][1] * Foundation.exp(min(4, Double(raw[base + 3])))
                         found.append(Detection(label: best, confidence: confidence, box: Box(centerX: cx, centerY: cy, width: w, height: h)))
                     }
                 }
@@ -107,9 +92,10 @@ public final class Detector: ObjectDetector, @unchecked Sendable {
         return result
     }
 
-    /// Labelled boxes in the image's pixels (origin top-left), after the threshold, the label filter and NMS.
-    public func detect(_ image: RGBImage, confidenceThreshold: Double = 0.25, iouThreshold: Double = 0.45,
-                       maximum: Int = 100, labels only: Set<String> = []) throws -> [Detection] {
+    /// Labelled boxes in the image's pixels (origin top-left), after the threshold, the label filter and NMS: each
+    /// detector's `detect`.
+    func gridDetections(_ image: RGBImage, confidenceThreshold: Double, iouThreshold: Double, maximum: Int,
+                        labels only: Set<String>) throws -> [Detection] {
         let side = header.inputWidth
         let (input, placement) = try Preprocessing.input(image, width: side, height: side, scaling: .fit)
         let raw = try Torch.withoutGradients { try forward(Tensor(input, shape: [1, 3, side, side]), training: false).floats() }
@@ -125,6 +111,57 @@ public final class Detector: ObjectDetector, @unchecked Sendable {
             d.box = Box(x: x0, y: y0, width: max(0, x1 - x0), height: max(0, y1 - y0))
             return d
         }
+    }
+
+    /// Starts the objectness logits low, as YOLO's prior: most cells hold nothing.
+    static func startObjectnessLow(_ parameters: Parameters, outputs: Int, classes: Int) throws {
+        let stride = 5 + classes
+        try parameters["detect.bias"].copy(from: Tensor((0..<outputs).map { $0 % stride == 4 ? -4 : 0 }, shape: [outputs]))
+    }
+
+    /// The detection layer's output [N, anchors·(5 + classes), g, g] as raw outputs [N, anchors, g, g, 5 + classes].
+    func cells(_ out: Tensor) throws -> Tensor {
+        let g = out.shape[2]
+        return try out.reshaped([-1, anchors.count, 5 + classes, g, g]).permuted([0, 1, 3, 4, 2])
+    }
+}
+
+/// A YOLOv2-style single-shot grid detector on the residual backbone, trained from scratch.
+public final class Detector: GridDetector, @unchecked Sendable {
+    public let header: ModelHeader
+    let configuration: DetectorConfiguration
+    let backbone: ResidualNetwork
+
+    init(header: ModelHeader, configuration: DetectorConfiguration, seed: UInt64 = 0) throws {
+        self.header = header
+        self.configuration = configuration
+        backbone = try ResidualNetwork(configuration.backbone, seed: seed)
+        let outputs = configuration.anchors.count * (5 + header.labels.count)
+        try Layers.conv(backbone.parameters, "detect", in: configuration.backbone.widths.last!, out: outputs, kernel: 1, bias: true)
+        try Self.startObjectnessLow(backbone.parameters, outputs: outputs, classes: header.labels.count)
+    }
+
+    public convenience init(_ file: ModelFile) throws {
+        guard file.header.kind == .detector, file.header.algorithm == "yolo", let configuration = file.header.detector else {
+            throw ClassificationError.invalid("the model is not a yolo detector")
+        }
+        try self.init(header: file.header, configuration: configuration)
+        try backbone.parameters.load(file.tensors)
+    }
+
+    var anchors: [[Double]] { configuration.anchors }
+    var cellSize: Int { backbone.stride }
+
+    /// Raw outputs [N, anchors, grid, grid, 5 + classes].
+    func forward(_ x: Tensor, training: Bool) throws -> Tensor {
+        let map = try backbone.featureMap(x, training: training)
+        return try cells(try Layers.applyConv(backbone.parameters, "detect", map, padding: 0))
+    }
+
+    /// Labelled boxes in the image's pixels (origin top-left), after the threshold, the label filter and NMS.
+    public func detect(_ image: RGBImage, confidenceThreshold: Double = 0.25, iouThreshold: Double = 0.45,
+                       maximum: Int = 100, labels only: Set<String> = []) throws -> [Detection] {
+        try gridDetections(image, confidenceThreshold: confidenceThreshold, iouThreshold: iouThreshold, maximum: maximum, labels: only)
     }
 }
 
@@ -312,10 +349,16 @@ public enum DetectorTrainer {
     /// `base` (transfer learning) is a trained cnn classifier or yolo detector: the backbone takes its widths and
     /// starts from its trained layers (a yolo base's detection layer too when its labels are the same); the anchors
     /// come from the new boxes and every other layer starts afresh.
+    ///
+    /// `featurePrint` trains a `transfer` detector instead (`TransferDetector`): the pretrained network frozen as
+    /// its backbone, only the head trained.
     public static func train(_ dataset: Dataset, validation: Dataset? = nil, options: DetectorTrainingOptions,
-                             base: ModelFile? = nil,
+                             base: ModelFile? = nil, featurePrint: FeaturePrint? = nil,
                              progress: (TrainingProgress) throws -> Void = { _ in }) throws -> ModelFile {
         guard dataset.kind == .detection else { throw ClassificationError.invalid("a detector trains on a detection dataset (annotations.json)") }
+        if base != nil, featurePrint != nil {
+            throw ClassificationError.invalid("a transfer detector trains on the built-in feature print; a base model is for yolo")
+        }
         var options = options
         var inherited: [NamedArray] = []
         if let base {
@@ -351,91 +394,66 @@ public enum DetectorTrainer {
         let training = split.training.map { prepared[$0] }
         let anchors = Self.anchors(training.flatMap { $0.boxes.map { ($0.box.width, $0.box.height) } }, count: options.anchors, seed: options.seed)
         try Torch.seed(options.seed)
-        let backbone = ResidualNetworkConfiguration(widths: options.widths, classes: 1, stemStride: 2, firstStageStride: 2)
-        var header = ModelHeader(kind: .detector, algorithm: "yolo", labels: dataset.labels, inputWidth: side, inputHeight: side)
-        header.detector = DetectorConfiguration(backbone: backbone, anchors: anchors)
-        header.seed = options.seed
-        let detector = try Detector(header: header, configuration: header.detector!, seed: options.seed)
-        guard side % detector.backbone.stride == 0 else {
-            throw ClassificationError.invalid("input size \(side) is not a multiple of the backbone's stride \(detector.backbone.stride)")
-        }
-        // Layers whose names and shapes match (convolution weights do not depend on the input size or strides).
-        if !inherited.isEmpty { _ = try detector.backbone.parameters.loadMatching(inherited) }
-        let optimizer = try Optimizer(.adamW, parameters: detector.backbone.parameters.trainable, learningRate: options.learningRate, weightDecay: 5e-4)
         var random = SeededRandom(seed: options.seed)
-        let g = detector.grid, a = anchors.count, c = dataset.labels.count, cellSize = Double(detector.backbone.stride)
-        let steps = options.epochs * ((training.count + options.batchSize - 1) / options.batchSize)
-        // The anchors' sizes in cells, broadcast over [n, anchors, g, g, 2].
-        let anchorCells = try Tensor(anchors.flatMap { [Float($0[0] / cellSize), Float($0[1] / cellSize)] }, shape: [1, a, 1, 1, 2])
-        var step = 0
-        // Cancelled (the progress callback threw): why, and after which epoch. The weights so far are still a model.
-        var stopped: (cause: any Error, epoch: Int)?
-        epochs: for epoch in 1...max(1, options.epochs) {
-            var order = Array(training.indices)
-            order.shuffle(using: &random)
-            var total = 0.0
-            for start in stride(from: 0, to: order.count, by: options.batchSize) {
-                let batch = Array(order[start..<min(order.count, start + options.batchSize)])
-                let n = batch.count
-                var values: [Float] = []
-                var objectness = [Float](repeating: 0, count: n * a * g * g)
-                var weight = [Float](repeating: 1, count: n * a * g * g)
-                var xy = [Float](repeating: 0, count: n * a * g * g * 2), wh = xy, size = xy
-                var classTargets = [Float](repeating: 0, count: n * a * g * g * c)
-                var positives = 0
-                for (b, i) in batch.enumerated() {
-                    let (jittered, boxes) = jitter(training[i], side: side, amount: options.jitter, using: &random)
-                    values += options.augmentation.apply(jittered, channels: 3, height: side, width: side, using: &random)
-                    for object in boxes {
-                        let cx = object.box.x + object.box.width / 2, cy = object.box.y + object.box.height / 2
-                        let gx = min(g - 1, max(0, Int(cx / cellSize))), gy = min(g - 1, max(0, Int(cy / cellSize)))
-                        func overlap(_ k: Int) -> Double {
-                            let inter = min(anchors[k][0], object.box.width) * min(anchors[k][1], object.box.height)
-                            return inter / (anchors[k][0] * anchors[k][1] + object.box.area - inter)
-                        }
-                        let best = anchors.indices.max { overlap($0) < overlap($1) }!
-                        for k in anchors.indices where k == best || overlap(k) >= options.extraAnchorIoU {
-                            let cell = ((b * a + k) * g + gy) * g + gx
-                            // A cell and anchor already taken keeps its object unless this one is its best anchor.
-                            if objectness[cell] != 0 && k != best { continue }
-                            if objectness[cell] == 0 { positives += 1 }
-                            objectness[cell] = 1
-                            weight[cell] = 5
-                            xy[cell * 2] = Float(cx / cellSize - Double(gx)); xy[cell * 2 + 1] = Float(cy / cellSize - Double(gy))
-                            wh[cell * 2] = Float(Foundation.log(object.box.width / anchors[k][0]))
-                            wh[cell * 2 + 1] = Float(Foundation.log(object.box.height / anchors[k][1]))
-                            size[cell * 2] = Float(object.box.width / cellSize); size[cell * 2 + 1] = Float(object.box.height / cellSize)
-                            for j in 0..<c { classTargets[cell * c + j] = j == object.label ? 1 : 0 }
-                        }
-                    }
+
+        var header: ModelHeader
+        let detector: any GridDetector
+        let stopped: (cause: any Error, epoch: Int)?
+        let tensors: () throws -> [NamedArray]
+        if let featurePrint {
+            header = ModelHeader(kind: .detector, algorithm: "transfer", labels: dataset.labels, inputWidth: side, inputHeight: side)
+            let transfer = try TransferDetector(header: header, featurePrint: featurePrint, featureStride: options.featureStride,
+                                                anchors: anchors, seed: options.seed)
+            header = transfer.header
+            detector = transfer
+            // The backbone is frozen, so each training scene's feature maps are taken once, for `featureVariants`
+            // augmented copies (the first as it is), and the head trains on them: the network runs
+            // scenes × variants times instead of scenes × epochs.
+            let variants = max(1, options.featureVariants)
+            var maps: [[Tensor]] = []
+            var boxes: [[[Dataset.Object]]] = []
+            for sample in training {
+                var copies: [(input: [Float], boxes: [Dataset.Object])] = [(sample.input, sample.boxes)]
+                for _ in 1..<variants {
+                    let (jittered, moved) = jitter(sample, side: side, amount: options.jitter, using: &random)
+                    copies.append((options.augmentation.apply(jittered, channels: 3, height: side, width: side, using: &random), moved))
                 }
-                let progressShare = Double(step) / Double(max(1, steps))
-                let warm = min(1, Double(step + 1) / Double(max(1, steps / 20)))
-                try optimizer.setLearningRate(options.learningRate * warm * 0.5 * (1 + cos(.pi * progressShare)))
-                let out = try detector.forward(Tensor(values, shape: [n, 3, side, side]), training: true)
-                let mask = try Tensor(objectness, shape: [n, a, g, g, 1])
-                let count = Double(max(1, positives))
-                let boxLoss = try Self.boxLoss(options.boxLoss, raw: out.narrowed(dim: 4, start: 0, length: 4), anchorCells: anchorCells,
-                                               centre: Tensor(xy, shape: [n, a, g, g, 2]), size: Tensor(size, shape: [n, a, g, g, 2]),
-                                               logScale: Tensor(wh, shape: [n, a, g, g, 2]), mask: mask)
-                let objLoss = try out.narrowed(dim: 4, start: 4, length: 1).binaryCrossEntropyWithLogits(
-                    targets: Tensor(objectness, shape: [n, a, g, g, 1]), weight: Tensor(weight, shape: [n, a, g, g, 1]), summed: true)
-                let clsLoss = try (try out.narrowed(dim: 4, start: 5, length: c).logSoftmax(dim: 4) * Tensor(classTargets, shape: [n, a, g, g, c])).sum().negated()
-                let loss = try (try (try boxLoss * options.boxWeight + objLoss) + clsLoss) * (1 / count)
-                try optimizer.zeroGradients()
-                try loss.backward()
-                try optimizer.step()
-                step += 1
-                total += Double(try loss.item())
+                let map = try transfer.featureMaps(copies.map(\.input))
+                maps.append(try (0..<variants).map { try map.narrowed(dim: 0, start: $0, length: 1) })
+                boxes.append(copies.map(\.boxes))
             }
-            do {
-                try progress(TrainingProgress(epoch: epoch, epochs: options.epochs, loss: total / Double(max(1, (training.count + options.batchSize - 1) / options.batchSize)),
-                                              trainingAccuracy: 0, validationAccuracy: nil))
-            } catch {
-                stopped = (error, epoch)
-                break epochs
+            stopped = try fit(count: training.count, options: options, anchors: anchors, detector: transfer,
+                              trainable: transfer.head.trainable, random: &random, progress: progress) { batch, random in
+                let picks = batch.map { ($0, Int(random.next() % UInt64(variants))) }
+                let out = try transfer.predict(try Tensor.cat(picks.map { maps[$0][$1] }, dim: 0))
+                return (out, picks.map { boxes[$0][$1] })
             }
+            tensors = { try transfer.tensors() }
+        } else {
+            let backbone = ResidualNetworkConfiguration(widths: options.widths, classes: 1, stemStride: 2, firstStageStride: 2)
+            header = ModelHeader(kind: .detector, algorithm: "yolo", labels: dataset.labels, inputWidth: side, inputHeight: side)
+            header.detector = DetectorConfiguration(backbone: backbone, anchors: anchors)
+            let yolo = try Detector(header: header, configuration: header.detector!, seed: options.seed)
+            guard side % yolo.backbone.stride == 0 else {
+                throw ClassificationError.invalid("input size \(side) is not a multiple of the backbone's stride \(yolo.backbone.stride)")
+            }
+            detector = yolo
+            // Layers whose names and shapes match (convolution weights do not depend on the input size or strides).
+            if !inherited.isEmpty { _ = try yolo.backbone.parameters.loadMatching(inherited) }
+            stopped = try fit(count: training.count, options: options, anchors: anchors, detector: yolo,
+                              trainable: yolo.backbone.parameters.trainable, random: &random, progress: progress) { batch, random in
+                var values: [Float] = []
+                var boxes: [[Dataset.Object]] = []
+                for i in batch {
+                    let (jittered, moved) = jitter(training[i], side: side, amount: options.jitter, using: &random)
+                    values += options.augmentation.apply(jittered, channels: 3, height: side, width: side, using: &random)
+                    boxes.append(moved)
+                }
+                return (try yolo.forward(Tensor(values, shape: [batch.count, 3, side, side]), training: true), boxes)
+            }
+            tensors = { try yolo.backbone.parameters.export() }
         }
+        header.seed = options.seed
         header.trainingSeconds = (ContinuousClock.now - started).seconds
         header.metrics["training_images"] = Double(training.count)
         var held = validation
@@ -453,8 +471,95 @@ public enum DetectorTrainer {
         if let stopped {
             // No validation per epoch picks a best one: the last epoch's weights, measured as a finished model is.
             header.interrupted = "after epoch \(stopped.epoch)/\(options.epochs); kept its weights"
-            throw TrainingInterrupted(cause: stopped.cause, partial: ModelFile(header: header, tensors: try detector.backbone.parameters.export()))
+            throw TrainingInterrupted(cause: stopped.cause, partial: ModelFile(header: header, tensors: try tensors()))
         }
-        return ModelFile(header: header, tensors: try detector.backbone.parameters.export())
+        return ModelFile(header: header, tensors: try tensors())
+    }
+
+    /// The yolo training loop every grid detector shares: `options.epochs` over `count` training scenes in seeded
+    /// batches, each batch's raw outputs and boxes (in input pixels) from `batch`, the boxes assigned to cells and
+    /// anchors and the loss taken as YOLOv2 does (`loss`), AdamW on `trainable` with warm-up and cosine decay.
+    /// Returns why and after which epoch it stopped when the progress callback threw (a cancel), else nil.
+    static func fit(count: Int, options: DetectorTrainingOptions, anchors: [[Double]], detector: some GridDetector,
+                    trainable: [Tensor], random: inout SeededRandom, progress: (TrainingProgress) throws -> Void,
+                    batch: (_ indices: [Int], _ random: inout SeededRandom) throws -> (out: Tensor, boxes: [[Dataset.Object]]))
+        throws -> (cause: any Error, epoch: Int)? {
+        let optimizer = try Optimizer(.adamW, parameters: trainable, learningRate: options.learningRate, weightDecay: 5e-4)
+        let batches = (count + options.batchSize - 1) / options.batchSize
+        let steps = options.epochs * batches
+        var step = 0
+        for epoch in 1...max(1, options.epochs) {
+            var order = Array(0..<count)
+            order.shuffle(using: &random)
+            var total = 0.0
+            for start in stride(from: 0, to: order.count, by: options.batchSize) {
+                let (out, boxes) = try batch(Array(order[start..<min(order.count, start + options.batchSize)]), &random)
+                let progressShare = Double(step) / Double(max(1, steps))
+                let warm = min(1, Double(step + 1) / Double(max(1, steps / 20)))
+                try optimizer.setLearningRate(options.learningRate * warm * 0.5 * (1 + cos(.pi * progressShare)))
+                let loss = try Self.loss(out, boxes: boxes, anchors: anchors, cellSize: Double(detector.cellSize), options: options)
+                try optimizer.zeroGradients()
+                try loss.backward()
+                try optimizer.step()
+                step += 1
+                total += Double(try loss.item())
+            }
+            do {
+                try progress(TrainingProgress(epoch: epoch, epochs: options.epochs, loss: total / Double(max(1, batches)),
+                                              trainingAccuracy: 0, validationAccuracy: nil))
+            } catch {
+                return (error, epoch)
+            }
+        }
+        return nil
+    }
+
+    /// YOLOv2's loss of raw outputs [n, anchors, g, g, 5 + classes] against each input's boxes (in input pixels):
+    /// an object trains the cell holding its centre at its best anchor (and every other anchor overlapping its box
+    /// by `extraAnchorIoU`) — box, objectness and class — and every other cell and anchor learns it holds nothing.
+    /// Averaged over the objects.
+    static func loss(_ out: Tensor, boxes objects: [[Dataset.Object]], anchors: [[Double]], cellSize: Double,
+                     options: DetectorTrainingOptions) throws -> Tensor {
+        let n = out.shape[0], a = anchors.count, g = out.shape[2], c = out.shape[4] - 5
+        var objectness = [Float](repeating: 0, count: n * a * g * g)
+        var weight = [Float](repeating: 1, count: n * a * g * g)
+        var xy = [Float](repeating: 0, count: n * a * g * g * 2), wh = xy, size = xy
+        var classTargets = [Float](repeating: 0, count: n * a * g * g * c)
+        var positives = 0
+        for (b, boxes) in objects.enumerated() {
+            for object in boxes {
+                let cx = object.box.x + object.box.width / 2, cy = object.box.y + object.box.height / 2
+                let gx = min(g - 1, max(0, Int(cx / cellSize))), gy = min(g - 1, max(0, Int(cy / cellSize)))
+                func overlap(_ k: Int) -> Double {
+                    let inter = min(anchors[k][0], object.box.width) * min(anchors[k][1], object.box.height)
+                    return inter / (anchors[k][0] * anchors[k][1] + object.box.area - inter)
+                }
+                let best = anchors.indices.max { overlap($0) < overlap($1) }!
+                for k in anchors.indices where k == best || overlap(k) >= options.extraAnchorIoU {
+                    let cell = ((b * a + k) * g + gy) * g + gx
+                    // A cell and anchor already taken keeps its object unless this one is its best anchor.
+                    if objectness[cell] != 0 && k != best { continue }
+                    if objectness[cell] == 0 { positives += 1 }
+                    objectness[cell] = 1
+                    weight[cell] = 5
+                    xy[cell * 2] = Float(cx / cellSize - Double(gx)); xy[cell * 2 + 1] = Float(cy / cellSize - Double(gy))
+                    wh[cell * 2] = Float(Foundation.log(object.box.width / anchors[k][0]))
+                    wh[cell * 2 + 1] = Float(Foundation.log(object.box.height / anchors[k][1]))
+                    size[cell * 2] = Float(object.box.width / cellSize); size[cell * 2 + 1] = Float(object.box.height / cellSize)
+                    for j in 0..<c { classTargets[cell * c + j] = j == object.label ? 1 : 0 }
+                }
+            }
+        }
+        // The anchors' sizes in cells, broadcast over [n, anchors, g, g, 2].
+        let anchorCells = try Tensor(anchors.flatMap { [Float($0[0] / cellSize), Float($0[1] / cellSize)] }, shape: [1, a, 1, 1, 2])
+        let mask = try Tensor(objectness, shape: [n, a, g, g, 1])
+        let count = Double(max(1, positives))
+        let boxLoss = try Self.boxLoss(options.boxLoss, raw: out.narrowed(dim: 4, start: 0, length: 4), anchorCells: anchorCells,
+                                       centre: Tensor(xy, shape: [n, a, g, g, 2]), size: Tensor(size, shape: [n, a, g, g, 2]),
+                                       logScale: Tensor(wh, shape: [n, a, g, g, 2]), mask: mask)
+        let objLoss = try out.narrowed(dim: 4, start: 4, length: 1).binaryCrossEntropyWithLogits(
+            targets: mask, weight: Tensor(weight, shape: [n, a, g, g, 1]), summed: true)
+        let clsLoss = try (try out.narrowed(dim: 4, start: 5, length: c).logSoftmax(dim: 4) * Tensor(classTargets, shape: [n, a, g, g, c])).sum().negated()
+        return try (try (try boxLoss * options.boxWeight + objLoss) + clsLoss) * (1 / count)
     }
 }

@@ -16,9 +16,13 @@ extension ObjectDetector {
 }
 
 public enum Detectors {
-    /// The detector of a model file: a yolo trained here or an imported ONNX model.
+    /// The detector of a model file: a yolo or transfer detector trained here or an imported ONNX model.
     public static func load(_ file: ModelFile) throws -> any ObjectDetector {
-        file.header.algorithm == "onnx" ? try ImportedDetector(file) : try Detector(file)
+        switch file.header.algorithm {
+        case "onnx": try ImportedDetector(file)
+        case "transfer": try TransferDetector(file)
+        default: try Detector(file)
+        }
     }
 }
 

@@ -6,7 +6,7 @@ public struct ModelHeader: Sendable, Codable, Equatable {
     public enum Kind: String, Sendable, Codable { case classifier, detector }
 
     public var kind: Kind
-    /// "cnn", "features", "yolo", or "torchscript" / "onnx" for an imported model.
+    /// "cnn", "features", "transfer", "yolo", or "torchscript" / "onnx" for an imported model.
     public var algorithm: String
     /// Class names in output order.
     public var labels: [String]
@@ -18,6 +18,8 @@ public struct ModelHeader: Sendable, Codable, Equatable {
     public var std: [Float]?
     public var network: ResidualNetworkConfiguration?
     public var detector: DetectorConfiguration?
+    /// A `transfer` detector's shape; nil for every other model.
+    public var transferDetector: TransferDetectorConfiguration?
     /// A classifier fine-tuned from an imported TorchScript one: the module's method whose output feeds the trained
     /// linear head ("features" when the module exports one, else "forward"); nil when the module's own output is
     /// the class scores.

