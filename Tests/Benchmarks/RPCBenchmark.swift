@@ -112,6 +112,15 @@ struct RPCBenchmark {
                 if callers == 64 {
                     verdicts.append("goal rpc/raw calls/s >= 0.50 at \(label): \(String(format: "%.2f", ratio)) \(ratio >= 0.5 ? "met" : "NOT met")")
                 }
+                // Issue 28's: a small call at half its CPU, a large one near the floor.
+                if size <= 64, callers == 64 {
+                    let met = ratio >= 0.35 && rpc.cpuMicrosPerCall <= 12
+                    verdicts.append(String(format: "goal (issue 28) small call at %@: rpc/raw %.2f >= 0.35 and CPU %.1f <= 12 µs a call %@",
+                                           label, ratio, rpc.cpuMicrosPerCall, met ? "met" : "NOT met"))
+                }
+                if size >= 64 << 10, callers == 16 || callers == 64 {
+                    verdicts.append(String(format: "goal (issue 28) large call at %@: rpc/raw %.2f >= 0.85 %@", label, ratio, ratio >= 0.85 ? "met" : "NOT met"))
+                }
                 if let grpc, size >= 64 << 10 {
                     let ahead = rpc.callsPerSecond / grpc.callsPerSecond
                     verdicts.append("goal rpc ahead of gRPC C++ at \(label): \(String(format: "%.2f", ahead))x its calls/s \(ahead > 1 ? "met" : "NOT met")")
