@@ -96,14 +96,11 @@ import Testing
     }
 }
 
-/// A test double of the byte-stream layer: a stream over a TCP connection that passes writes
-/// through and hands its reader what it reads one byte at a time, so a reader that assumed it sees
-/// whole frames, or reads a `TCPConnection`, fails here.
-final class OneBytePieces: ByteStream, ConnectionReader, @unchecked Sendable {
+/// A stream over a TCP connection that passes everything through to it and its reads to its own reader:
+/// the base of the test doubles below, which override `received` to see how reads arrive.
+class PassThroughStream: ByteStream, ConnectionReader, @unchecked Sendable {
     let socket: TCPConnection
     var reader: (any ConnectionReader)?
-    /// Bytes handed to the reader, each on its own (loop thread).
-    private(set) var piecesDelivered = 0
 
     init(_ socket: TCPConnection) {
         self.socket = socket
@@ -132,16 +129,25 @@ final class OneBytePieces: ByteStream, ConnectionReader, @unchecked Sendable {
     func close(afterFlushing reason: String) { socket.close(afterFlushing: reason) }
     func close(reason: String) { socket.close(reason: reason) }
 
-    // The socket's reader: forwards to this stream's own.
-    func received(_ bytes: UnsafeRawBufferPointer) {
+    func received(_ bytes: UnsafeRawBufferPointer) { reader?.received(bytes) }
+
+    var readsInBulk: Bool { reader?.readsInBulk ?? false }
+    var budgetedBytes: Int { reader?.budgetedBytes ?? 0 }
+    func releaseBudget() { reader?.releaseBudget() }
+}
+
+/// A test double of the byte-stream layer: a stream over a TCP connection that passes writes
+/// through and hands its reader what it reads one byte at a time, so a reader that assumed it sees
+/// whole frames, or reads a `TCPConnection`, fails here.
+final class OneBytePieces: PassThroughStream, @unchecked Sendable {
+    /// Bytes handed to the reader, each on its own (loop thread).
+    private(set) var piecesDelivered = 0
+
+    override func received(_ bytes: UnsafeRawBufferPointer) {
         for index in bytes.indices {
             guard let reader, !isClosed, !isClosing else { return }
             piecesDelivered += 1
             reader.received(UnsafeRawBufferPointer(rebasing: bytes[index..<index + 1]))
         }
     }
-
-    var readsInBulk: Bool { reader?.readsInBulk ?? false }
-    var budgetedBytes: Int { reader?.budgetedBytes ?? 0 }
-    func releaseBudget() { reader?.releaseBudget() }
 }

@@ -258,40 +258,11 @@ import Testing
 
 /// A pass-through stream over a server's TCP connection that notes on which loop thread each read
 /// is delivered to the protocol above it.
-final class LoopWitness: ByteStream, ConnectionReader, @unchecked Sendable {
-    let socket: TCPConnection
-    var reader: (any ConnectionReader)?
+final class LoopWitness: PassThroughStream, @unchecked Sendable {
     /// Names of the loops of the reads delivered, and reads delivered off their loop's thread.
     let deliveries = Mutex<(loops: Set<String>, offLoop: Int)>(([], 0))
 
-    init(_ socket: TCPConnection) {
-        self.socket = socket
-        socket.reader = self
-    }
-
-    var loop: EventLoop { socket.loop }
-    var peer: String { socket.peer }
-    var budget: MemoryBudget? { socket.budget }
-    var isClosed: Bool { socket.isClosed }
-    var isClosing: Bool { socket.isClosing }
-    var unwrittenBytes: Int { socket.unwrittenBytes }
-    var highWater: Int { socket.highWater }
-    var lowWater: Int { socket.lowWater }
-    var onDrain: (() -> Void)? {
-        get { socket.onDrain }
-        set { socket.onDrain = newValue }
-    }
-
-    func send(bytesOfSize size: Int, sealing: Bool, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
-        socket.send(bytesOfSize: size, sealing: sealing, write)
-    }
-
-    func pauseReading() { socket.pauseReading() }
-    func resumeReading() { socket.resumeReading() }
-    func close(afterFlushing reason: String) { socket.close(afterFlushing: reason) }
-    func close(reason: String) { socket.close(reason: reason) }
-
-    func received(_ bytes: UnsafeRawBufferPointer) {
+    override func received(_ bytes: UnsafeRawBufferPointer) {
         let name = socket.loop.name
         let onLoop = socket.loop.inLoop
         deliveries.withLock { deliveries in
@@ -300,8 +271,4 @@ final class LoopWitness: ByteStream, ConnectionReader, @unchecked Sendable {
         }
         reader?.received(bytes)
     }
-
-    var readsInBulk: Bool { reader?.readsInBulk ?? false }
-    var budgetedBytes: Int { reader?.budgetedBytes ?? 0 }
-    func releaseBudget() { reader?.releaseBudget() }
 }
