@@ -18,10 +18,19 @@ public struct HTTPResponse: Sendable, Equatable {
 
     /// Status line, header fields and body, with `Content-Length` (no body for 204 and 304).
     public func serialized(closing: Bool) -> [UInt8] {
-        var bytes = head(closing: closing, extra: status == 204 || status == 304 ? nil : ("Content-Length", String(body.count)))
-        if status != 204, status != 304 { bytes += body }
+        var bytes = serializedHead(closing: closing)
+        if hasBody { bytes += body }
         return bytes
     }
+
+    /// The head `serialized` starts with (its Content-Length counting `body`), for writers that put the body after it
+    /// themselves instead of joining both into a new array (a large cached body is then copied once, not twice).
+    public func serializedHead(closing: Bool) -> [UInt8] {
+        head(closing: closing, extra: hasBody ? ("Content-Length", String(body.count)) : nil)
+    }
+
+    /// Whether the response carries `body` (204 and 304 never do).
+    public var hasBody: Bool { status != 204 && status != 304 }
 
     /// Status line and header fields of a response whose body follows in chunks (`Transfer-Encoding: chunked`).
     public func chunkedHead(closing: Bool) -> [UInt8] {

@@ -1,4 +1,5 @@
 import Base
+import HTTP
 import RPCWire
 import Schema
 
@@ -65,6 +66,22 @@ extension ByteStream {
         send(bytesOfSize: FrameCodec.headerSize + size, sealing: sealing) { frame in
             FrameCodec.writeHeader(length: size, to: frame.baseAddress!)
             write(UnsafeMutableRawBufferPointer(rebasing: frame[FrameCodec.headerSize...]))
+        }
+    }
+
+    /// Queues an HTTP response, its head and body written straight into the outbox: joining them first
+    /// (`serialized`) made a new array of the whole answer per request, and for the zoo's 1.5 MB cached catalogue
+    /// that fresh memory's page faults were a third of the replica's CPU. Safe from any thread.
+    package func send(_ response: HTTPResponse, closing: Bool, sealing: Bool = false) {
+        let head = response.serializedHead(closing: closing)
+        let body = response.hasBody ? response.body : []
+        head.withUnsafeBytes { head in
+            body.withUnsafeBytes { body in
+                send(bytesOfSize: head.count + body.count, sealing: sealing) { destination in
+                    if let base = head.baseAddress { destination.baseAddress!.copyMemory(from: base, byteCount: head.count) }
+                    if let base = body.baseAddress { (destination.baseAddress! + head.count).copyMemory(from: base, byteCount: body.count) }
+                }
+            }
         }
     }
 

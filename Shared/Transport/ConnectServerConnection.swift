@@ -199,7 +199,7 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
     /// A request that cannot be read: its status (400 for anything malformed), then the end.
     private func refuse(_ error: HTTPParseError) {
         let response = HTTPResponse.text(error.status, error.reason)
-        stream.send(bytes: response.serialized(closing: true), sealing: true)
+        stream.send(response, closing: true, sealing: true)
         close("malformed HTTP request: \(error)")
     }
 
@@ -210,7 +210,7 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         var response = ConnectProtocol.errorResponse(
             RPCError(.resourceExhausted, "the server's memory budget cannot hold a body of \(wanted) bytes now; retry later"), status: 503)
         response.headers.add("Retry-After", "1")
-        stream.send(bytes: response.serialized(closing: true), sealing: true)
+        stream.send(response, closing: true, sealing: true)
         close("a body of \(wanted) bytes does not fit in the memory budget")
     }
 
@@ -287,7 +287,7 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
     private func answerAtOnce(_ response: HTTPResponse, keepAlive: Bool, origin: String? = nil) {
         var response = response
         ConnectProtocol.addCORS(to: &response.headers, origin: origin)
-        stream.send(bytes: response.serialized(closing: !keepAlive))
+        stream.send(response, closing: !keepAlive)
         busy = false
         if !keepAlive { close("the client asked to close") }
     }
@@ -505,7 +505,7 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
             for id in answering { calls.wire.writeStatus(id, message: nil, error: RPCError(code, message)) }
         } else if parser.hasPartialRequest || body != nil {
             let status = code == .unavailable && !busy ? 408 : code.httpStatus
-            stream.send(bytes: HTTPResponse.text(status, message).serialized(closing: true), sealing: true)
+            stream.send(HTTPResponse.text(status, message), closing: true, sealing: true)
         }
         calls.cancelAll()
         close(message)
@@ -529,7 +529,7 @@ struct ConnectWire<Stream: ByteStream>: CallWire {
             if exchange.streaming {
                 stream.send(bytes: exchange.streamEnd(message: message, error: error))
             } else {
-                stream.send(bytes: exchange.unaryResponse(message: message, error: error).serialized(closing: !exchange.keepAlive))
+                stream.send(exchange.unaryResponse(message: message, error: error), closing: !exchange.keepAlive)
             }
         }
         guard let keepAlive else { return }
@@ -804,7 +804,7 @@ final class HTTPRouteJob<Stream: ByteStream>: WorkerJob, @unchecked Sendable {
         Task.immediate { [self] in
             var response = await route.handler(request)
             ConnectProtocol.addCORS(to: &response.headers, origin: origin)
-            stream.send(bytes: response.serialized(closing: !keepAlive))
+            stream.send(response, closing: !keepAlive)
             server.inFlight.subtract(1, ordering: .releasing)
             exchanges.onAnswered?(keepAlive)
         }
