@@ -161,6 +161,23 @@ public final class ClusterTLS: Sendable {
             inbound.deallocate()
             opened.deallocate()
         }
+        /// Hands `plain` what the session can open of what it was fed; false when the session or `plain` ended.
+        func deliverOpened() -> Bool {
+            while true {
+                guard let (count, progress) = try? session.read(into: opened) else {
+                    _ = flush(session, to: sealed)  // the alert
+                    return false
+                }
+                if count > 0 {
+                    guard writeAll(plain, UnsafeRawBufferPointer(rebasing: opened[..<count])) else { return false }
+                    continue
+                }
+                return progress != .closed
+            }
+        }
+        // The peer's first records may have come with the end of its handshake and been fed already: the socket
+        // will not signal them again (seen: a request sent right after the handshake waited until the timeout).
+        guard deliverOpened() else { return }
         var sockets = [pollfd(fd: plain, events: Int16(POLLIN), revents: 0), pollfd(fd: sealed, events: Int16(POLLIN), revents: 0)]
         while true {
             let ready = poll(&sockets, 2, -1)
@@ -181,19 +198,7 @@ public final class ClusterTLS: Sendable {
                 let count = Glibc.read(sealed, inbound.baseAddress, inbound.count)
                 guard count > 0 else { return }
                 session.feed(UnsafeRawBufferPointer(rebasing: inbound[..<count]))
-                while true {
-                    guard let (count, progress) = try? session.read(into: opened) else {
-                        _ = flush(session, to: sealed)  // the alert
-                        return
-                    }
-                    if count > 0 {
-                        guard writeAll(plain, UnsafeRawBufferPointer(rebasing: opened[..<count])) else { return }
-                        continue
-                    }
-                    if progress == .closed { return }
-                    break
-                }
-                guard flush(session, to: sealed) else { return }  // a key update's answer
+                guard deliverOpened(), flush(session, to: sealed) else { return }  // and a key update's answer
             }
         }
     }

@@ -1,4 +1,5 @@
 import Synchronization
+import TLS
 
 #if canImport(Glibc)
     import Glibc
@@ -11,6 +12,12 @@ final class WireConnection {
     /// Where a call that went unanswered marks its node, so the client's other sessions on it stop being lent.
     let silence: SilentNodes?
     private var descriptor: Int32
+    /// With TLS, the session this connection speaks through (driven here, on the blocking socket, rather than by a
+    /// relay thread: a statement's round trip then crosses no thread besides the node's), and what it has opened and
+    /// not yet been read.
+    private var session: TLSSession?
+    private var opened: [UInt8] = []
+    private var openedStart = 0
     /// Set once a call failed half-way: the stream's framing is lost and the connection must not be reused.
     private(set) var isBroken = false
 
@@ -31,10 +38,21 @@ final class WireConnection {
     init(address: String, timeout: Duration, silence: SilentNodes? = nil, tls: ClusterTLS? = nil) throws(DqliteError) {
         self.address = address
         self.silence = silence
+        descriptor = try Self.connect(to: address, timeout: timeout)
         if let tls {
-            descriptor = try tls.dial(address, timeout: timeout)
-        } else {
-            descriptor = try Self.connect(to: address, timeout: timeout)
+            do throws(DqliteError) {
+                let session: TLSSession
+                do {
+                    session = try TLSSession(context: tls.client, serverName: ClusterTLS.host(of: address))
+                } catch {
+                    throw DqliteError(.node, "cannot start TLS with \(address): \(error)")
+                }
+                try ClusterTLS.handshake(session, on: descriptor, until: .now + timeout, with: address)
+                self.session = session
+            } catch {
+                Glibc.close(descriptor)
+                throw error
+            }
         }
         setTimeout(timeout)
         var on: Int32 = 1
@@ -113,6 +131,14 @@ final class WireConnection {
     }
 
     private func sendAll(_ bytes: [UInt8]) throws(SocketError) {
+        if let session {
+            let written = bytes.withUnsafeBytes { plaintext in Result { () throws(TLSError) in try session.write(plaintext) } }
+            if case .failure(let error) = written { throw SocketError("TLS: \(error)") }
+            guard ClusterTLS.flush(session, to: descriptor) else {
+                throw SocketError(errno == EAGAIN ? "timed out" : String(cString: strerror(errno)))
+            }
+            return
+        }
         var sent = 0
         while sent < bytes.count {
             let count = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
@@ -125,6 +151,7 @@ final class WireConnection {
     }
 
     private func receiveAll(_ count: Int) throws(SocketError) -> [UInt8] {
+        if let session { return try receiveOpened(count, from: session) }
         var bytes = [UInt8](repeating: 0, count: count)
         var received = 0
         while received < count {
@@ -135,6 +162,56 @@ final class WireConnection {
                 throw SocketError(errno == EAGAIN ? "timed out" : String(cString: strerror(errno)))
             }
             received += got
+        }
+        return bytes
+    }
+
+    /// `count` bytes of plaintext: what was opened before, then records read from the socket and opened.
+    private func receiveOpened(_ count: Int, from session: TLSSession) throws(SocketError) -> [UInt8] {
+        let sealed = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
+        let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
+        defer {
+            sealed.deallocate()
+            plaintext.deallocate()
+        }
+        // Opens what was fed before reading more: records that came with the handshake's end, or with an
+        // earlier answer, are already in the session and the socket will not signal them again.
+        var fed = true
+        while true {
+            while fed {
+                let read: (count: Int, progress: TLSSession.Progress)
+                do {
+                    read = try session.read(into: plaintext)
+                } catch {
+                    throw SocketError("TLS: \(error)")
+                }
+                if read.count > 0 {
+                    if openedStart > 0 {
+                        opened.removeFirst(openedStart)
+                        openedStart = 0
+                    }
+                    opened += UnsafeRawBufferPointer(rebasing: plaintext[..<read.count])
+                    continue
+                }
+                if read.progress == .closed { throw SocketError("the node closed the TLS session") }
+                fed = false
+            }
+            _ = ClusterTLS.flush(session, to: descriptor)  // a key update's answer
+            if opened.count - openedStart >= count { break }
+            let got = recv(descriptor, sealed.baseAddress!, sealed.count, 0)
+            if got == 0 { throw SocketError("the node closed the connection") }
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw SocketError(errno == EAGAIN ? "timed out" : String(cString: strerror(errno)))
+            }
+            session.feed(UnsafeRawBufferPointer(rebasing: sealed[..<got]))
+            fed = true
+        }
+        let bytes = Array(opened[openedStart..<openedStart + count])
+        openedStart += count
+        if openedStart == opened.count {
+            opened.removeAll(keepingCapacity: true)
+            openedStart = 0
         }
         return bytes
     }

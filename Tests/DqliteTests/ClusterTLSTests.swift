@@ -86,6 +86,25 @@ import Testing
         #expect(try session.query("SELECT count(*) FROM t").rows == [[.integer(0)]])
     }
 
+    /// A client sends its first request right after its handshake, often in the same segment as its Finished: the
+    /// relay must open what came with the handshake's end before waiting on the socket again (it waited for the
+    /// client's timeout instead, seen as fresh connections answered after 2 s, or not at all).
+    @Test func aRequestSentRightAfterTheHandshakeIsAnswered() throws {
+        defer { certificates.remove() }
+        let cluster = try TestCluster(size: 1, tls: tls)
+        defer { cluster.tearDown() }
+        try cluster.client().connect().execute("CREATE TABLE t (x)")
+        let started = ContinuousClock.now
+        for _ in 0..<20 {
+            let fresh = try DqliteClient(
+                addresses: cluster.addresses, database: "test", callTimeout: .seconds(2), leaderWait: .seconds(2), tls: tls)
+            let session = try fresh.connect()
+            defer { session.close() }
+            #expect(try session.query("SELECT count(*) FROM t").rows == [[.integer(0)]])
+        }
+        #expect(ContinuousClock.now - started < .seconds(20), "fresh connections waited for their timeouts")
+    }
+
     @Test func credentialsThatDoNotLoadAreAClearError() throws {
         defer { certificates.remove() }
         #expect { try ClusterTLS(certificateFile: "/nonexistent.pem", keyFile: "/nonexistent.key", caFile: certificates.caFile) } throws: {
