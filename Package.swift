@@ -36,7 +36,7 @@ func service(
         .executableTarget(
             name: executable,
             dependencies: [.init(stringLiteral: "\(name)Core"), .init(stringLiteral: "\(name)Service"), "ServiceKit", "Base", argumentParser]
-                + ["Identity"] + jobs + app,
+                + ["Identity", "RPC"] + jobs + app,
             path: "\(folder)/App", resources: appResources),
         .target(
             name: "\(name)CLI", dependencies: ["GatewayKit", "RPC", "Schema", api, argumentParser] + importedAPIs + cli,

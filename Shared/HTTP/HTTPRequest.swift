@@ -47,6 +47,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public mutating func add(_ name: String, _ value: String) { fields.append((name, value)) }
 
+    /// Removes every field `name`.
+    public mutating func remove(_ name: String) { fields.removeAll { Self.sameName($0.name, name) } }
+
     /// Replaces every field `name` with one of `value`.
     public mutating func set(_ name: String, _ value: String) {
         fields.removeAll { Self.sameName($0.name, name) }

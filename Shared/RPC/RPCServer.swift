@@ -59,6 +59,24 @@ public final class RPCServer: Sendable {
         routes[path].map { ($0.info, $0.json) }
     }
 
+    /// Whether the server's guard admits a call with `head` (always, without a guard): what a transport asks before
+    /// it answers a call itself from kept bytes (`AnswerCachePolicy`). A refused call is then opened as any other,
+    /// to be refused, counted and logged where calls are.
+    package func admits(_ head: CallHead) -> Bool {
+        guard let callGuard, routes[head.method]?.isBuiltin == false else { return true }
+        do {
+            _ = try callGuard.admit(head)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Counts a call of `method` that its transport answered OK itself (from kept bytes), as its handler's would be.
+    package func countAnswered(_ method: String, since arrived: ContinuousClock.Instant) {
+        routes[method]?.stats.record(duration: .now - arrived, code: .ok)
+    }
+
     /// Serves one call to completion; finishes `sink` (whose first `finish` counts) and never throws.
     ///
     /// The handler runs in the calling task. Transports enforce deadlines: when one passes they answer

@@ -19,6 +19,12 @@ package enum FrameEnvelope {
 
     /// The encoded size of `frame`.
     package static func size(of frame: RpcV1.Frame) -> Int {
+        headSize(of: frame) + frame.payload.count + tailSize(of: frame)
+    }
+
+    /// The size of the fields before the payload's bytes: fields 1–7, the payload's tag and length included (the
+    /// fields are written in number order, and the payload is field 7).
+    package static func headSize(of frame: RpcV1.Frame) -> Int {
         var size = 0
         if frame.callID != 0 { size += 1 + varintSize(frame.callID) }
         if frame.kind.rawValue != 0 { size += 1 + varintSize(UInt64(bitPattern: Int64(frame.kind.rawValue))) }
@@ -26,7 +32,13 @@ package enum FrameEnvelope {
         if let timeout = frame.timeoutMicros { size += 1 + varintSize(timeout) }
         for entry in frame.metadata { size += lengthDelimitedSize(entrySize(entry)) }
         if frame.hasPayload { size += 2 }
-        if !frame.payload.isEmpty { size += lengthDelimitedSize(frame.payload.count) }
+        if !frame.payload.isEmpty { size += 1 + varintSize(UInt64(frame.payload.count)) }
+        return size
+    }
+
+    /// The size of the fields after the payload's bytes (8–12).
+    package static func tailSize(of frame: RpcV1.Frame) -> Int {
+        var size = 0
         if frame.statusCode != 0 { size += 1 + varintSize(UInt64(frame.statusCode)) }
         if !frame.statusMessage.isEmpty { size += lengthDelimitedSize(frame.statusMessage.utf8.count) }
         if frame.clientStream { size += 2 }
@@ -37,7 +49,20 @@ package enum FrameEnvelope {
 
     /// Writes `frame` into `buffer`, which holds exactly `size(of: frame)` bytes.
     package static func encode(_ frame: RpcV1.Frame, into buffer: UnsafeMutableRawBufferPointer) {
-        var writer = Writer(cursor: buffer.baseAddress!, end: buffer.baseAddress! + buffer.count)
+        let head = headSize(of: frame)
+        let tail = buffer.count - frame.payload.count - head
+        encodeHead(frame, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<head]))
+        frame.payload.withUnsafeBytes { payload in
+            if let source = payload.baseAddress { (buffer.baseAddress! + head).copyMemory(from: source, byteCount: payload.count) }
+        }
+        encodeTail(frame, into: UnsafeMutableRawBufferPointer(rebasing: buffer[(buffer.count - tail)...]))
+    }
+
+    /// Writes the fields before the payload's bytes into `buffer`, which holds exactly `headSize(of: frame)` bytes:
+    /// with `encodeTail`, for a writer that sends the payload's own bytes between them instead of copying them.
+    package static func encodeHead(_ frame: RpcV1.Frame, into buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress else { return }
+        var writer = Writer(cursor: base, end: base + buffer.count)
         if frame.callID != 0 { writer.tag(1, .varint); writer.varint(frame.callID) }
         if frame.kind.rawValue != 0 { writer.tag(2, .varint); writer.varint(UInt64(bitPattern: Int64(frame.kind.rawValue))) }
         if !frame.method.isEmpty { writer.string(3, frame.method) }
@@ -52,14 +77,20 @@ package enum FrameEnvelope {
         if !frame.payload.isEmpty {
             writer.tag(7, .lengthDelimited)
             writer.varint(UInt64(frame.payload.count))
-            frame.payload.withUnsafeBytes { writer.bytes($0) }
         }
+        precondition(writer.cursor == writer.end, "the envelope's head was sized \(buffer.count) bytes, \(writer.end - writer.cursor) left")
+    }
+
+    /// Writes the fields after the payload's bytes into `buffer`, which holds exactly `tailSize(of: frame)` bytes.
+    package static func encodeTail(_ frame: RpcV1.Frame, into buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress else { return }
+        var writer = Writer(cursor: base, end: base + buffer.count)
         if frame.statusCode != 0 { writer.tag(8, .varint); writer.varint(UInt64(frame.statusCode)) }
         if !frame.statusMessage.isEmpty { writer.string(9, frame.statusMessage) }
         if frame.clientStream { writer.tag(10, .varint); writer.varint(1) }
         if frame.continues { writer.tag(11, .varint); writer.varint(1) }
         if frame.windowIncrement != 0 { writer.tag(12, .varint); writer.varint(UInt64(frame.windowIncrement)) }
-        precondition(writer.cursor == writer.end, "the envelope was sized \(buffer.count) bytes, \(writer.end - writer.cursor) left")
+        precondition(writer.cursor == writer.end, "the envelope's tail was sized \(buffer.count) bytes, \(writer.end - writer.cursor) left")
     }
 
     /// `frame` as bytes (frames held until a connection exists).

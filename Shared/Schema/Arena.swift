@@ -73,15 +73,23 @@ internal import Glibc
         }
     }
 
-    /// A copy of `bytes`, or nil when empty.
-    func copy(_ bytes: [UInt8]) -> UnsafeMutablePointer<UInt8>? {
+    /// `bytes` for an encode's C message, or nil when empty: copied into the arena, or when large (a message's
+    /// payload) its own storage, which protobuf-c then packs straight from. An encode's C message only lives while
+    /// `ProtobufCCodec.encode` runs, and the Swift message it mirrors — whose stored arrays these are — is borrowed for
+    /// all of that time, unmutated, so their storage neither moves nor goes away before the arena does.
+    func bytes(_ bytes: [UInt8]) -> UnsafeMutablePointer<UInt8>? {
         bytes.withUnsafeBytes { source in
             guard let base = source.baseAddress, !source.isEmpty else { return nil }
+            if source.count >= Self.largestCopiedBytes { return UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: UInt8.self)) }
             let pointer = allocate(source.count)
             pointer.copyMemory(from: base, byteCount: source.count)
             return pointer.bindMemory(to: UInt8.self, capacity: source.count)
         }
     }
+
+    /// `bytes` fields this large are packed from their own storage: a 64 KiB payload's copy into the arena was one of
+    /// the copies a large call made on its way out (docs/performance.md).
+    static let largestCopiedBytes = 4096
 
     /// A protobuf-c allocator drawing from this arena, for `protobuf_c_message_unpack`: what it
     /// allocates is freed with the arena, so its `free` does nothing. Each allocation is preceded by

@@ -64,6 +64,6 @@ extension [UInt8]: ProtoScalar {
     }
 
     @usableFromInline package func store(at address: UnsafeMutableRawPointer, arena: Arena) {
-        address.storeBytes(of: ProtobufCBinaryData(len: count, data: arena.copy(self)), as: ProtobufCBinaryData.self)
+        address.storeBytes(of: ProtobufCBinaryData(len: count, data: arena.bytes(self)), as: ProtobufCBinaryData.self)
     }
 }

@@ -18,14 +18,17 @@ public struct AppServices: Sendable {
     public var rpcServices: [any RPCService]
     public var backgroundServices: [any BackgroundService]
     public var httpRoutes: HTTPRoutes?
+    /// Which calls the Connect face may answer again from bytes it kept (nil: every call runs its handler).
+    public var answerCache: AnswerCachePolicy?
     /// Who may call each method of `rpcServices` (checked by the server before a handler runs, with the
     /// stack's identity); nil: every call runs, anonymous (test services).
     public var access: AccessRules?
 
     public init(
         rpc rpcServices: [any RPCService], background backgroundServices: [any BackgroundService] = [], http httpRoutes: HTTPRoutes? = nil,
-        access: AccessRules? = nil
+        access: AccessRules? = nil, answerCache: AnswerCachePolicy? = nil
     ) {
+        self.answerCache = answerCache
         self.rpcServices = rpcServices
         self.backgroundServices = backgroundServices
         self.httpRoutes = httpRoutes
@@ -197,7 +200,7 @@ public enum ServiceRunner {
                 IdentityGuard(rules: $0, verifier: verifier, throttle: FailedAuthThrottle(logger: logger))
             }
             server = try makeServer(
-                RPCServer(name: name, services: services.rpcServices, logger: logger, guard: callGuard), services.httpRoutes, options, logger)
+                RPCServer(name: name, services: services.rpcServices, logger: logger, guard: callGuard), services, options, logger)
         } catch {
             return try stopStarting(logger, "\(error)")
         }
@@ -228,11 +231,12 @@ public enum ServiceRunner {
     }
 
     /// The one place the server is made (the transport seam replaces it).
-    private static func makeServer(_ rpc: RPCServer, _ routes: HTTPRoutes?, _ options: ServiceOptions, _ logger: Logger) throws -> TCPServer {
+    private static func makeServer(_ rpc: RPCServer, _ services: AppServices, _ options: ServiceOptions, _ logger: Logger) throws -> TCPServer {
         let server = TCPServer(host: options.host, port: options.port, limits: options.limits, logger: logger)
         // One budget for the process: uploads, queued batches and model loading draw from the server's.
         MemoryBudget.install(server.budget)
-        if let routes { server.serveHTTP(routes) }
+        if let routes = services.httpRoutes { server.serveHTTP(routes) }
+        if let policy = services.answerCache { server.cacheAnswers(policy) }
         if let credentials = try options.tlsCredentials() {
             server.serveTLS(credentials)
             logger.info("serving TLS only (mutual TLS on the binary protocol) with \(credentials.context.certificate?.subject ?? "?"), CA \(credentials.caFile); SIGHUP reloads the certificates")

@@ -33,7 +33,8 @@ enum ConnectProtocol {
         var isGET: Bool
 
         /// Reads `request` as a call of `method` (nil: a method the server does not offer, which the
-        /// server answers UNIMPLEMENTED); `maxMessageSize` bounds a decompressed body.
+        /// server answers UNIMPLEMENTED); `maxMessageSize` bounds a decompressed body. A JSON payload is the
+        /// client's JSON until `transcodeJSON`.
         init(
             _ request: HTTPRequest, method: (info: ProtoMethodInfo, json: JSONTranscoder?)?, maxMessageSize: Int
         ) throws(Refusal) {
@@ -101,15 +102,19 @@ enum ConnectProtocol {
             payload = bytes
             deadline = try Self.deadline(request.headers["connect-timeout-ms"], encoding)
             metadata = Self.metadata(request.headers)
-            if encoding == .json, let method {
-                guard let json = method.json else {
-                    throw .rpc(RPCError(.unimplemented, "\(method.info.path) has no JSON mapping; use application/proto"), encoding)
-                }
-                do {
-                    payload = try json.request(payload)
-                } catch {
-                    throw .rpc(error, encoding)
-                }
+        }
+
+        /// Turns a JSON request's payload into the method's protobuf message; the call is ready to open after it.
+        /// Separate from reading the call so that an answer kept for the same request is found first (a hit skips it).
+        mutating func transcodeJSON(method: (info: ProtoMethodInfo, json: JSONTranscoder?)?) throws(Refusal) {
+            guard encoding == .json, let method else { return }
+            guard let json = method.json else {
+                throw .rpc(RPCError(.unimplemented, "\(method.info.path) has no JSON mapping; use application/proto"), encoding)
+            }
+            do {
+                payload = try json.request(payload)
+            } catch {
+                throw .rpc(error, encoding)
             }
         }
 

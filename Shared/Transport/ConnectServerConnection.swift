@@ -251,9 +251,18 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
             return
         }
         let method = server.rpc.method(path)
-        let call: ConnectProtocol.Call
+        var call: ConnectProtocol.Call
+        var kept: ConnectExchange.Kept?
         do {
             call = try ConnectProtocol.Call(request, method: method, maxMessageSize: server.limits.maxMessageSize)
+            if let cache = server.answerCache, cache.covers(path), method?.info.sideEffectFree == true {
+                let key = ConnectAnswerCache.Key(
+                    method: path, json: call.encoding == .json, gzip: call.acceptsGzip, get: call.isGET, request: call.payload)
+                let (answer, version) = cache.lookup(key)
+                if let answer, answerFromCache(answer, call, path: path, request: request, keepAlive: keepAlive, origin: origin) { return }
+                kept = version.map { ConnectExchange.Kept(cache: cache, key: key, version: $0) }
+            }
+            try call.transcodeJSON(method: method)
         } catch {
             switch error {
             case .http(let response):
@@ -267,9 +276,28 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         }
         exchanges.begin(id, ConnectExchange(
             encoding: call.encoding, json: method?.json, gzip: call.acceptsGzip, origin: origin, keepAlive: keepAlive,
-            unknownMethod: method == nil, cacheable: call.isGET, ifNoneMatch: request.headers["if-none-match"]))
+            unknownMethod: method == nil, cacheable: call.isGET, ifNoneMatch: request.headers["if-none-match"], kept: kept))
         let head = CallHead(method: path, metadata: call.metadata, deadline: call.deadline, peer: stream.peer)
         _ = calls.open(id, head, clientStreams: false, payload: call.payload)
+    }
+
+    /// Sends an answer kept for this very request (`ConnectAnswerCache`) at once, on the loop: no task, no handler,
+    /// no transcoding. The call still passes the server's guard first — false when it does not, and the call then
+    /// opens as any other to be refused there — and counts in its method's stats.
+    private func answerFromCache(
+        _ answer: HTTPResponse, _ call: ConnectProtocol.Call, path: String, request: HTTPRequest, keepAlive: Bool, origin: String?
+    ) -> Bool {
+        let arrived = ContinuousClock.now
+        guard server.rpc.admits(CallHead(method: path, metadata: call.metadata, deadline: call.deadline, peer: stream.peer)) else {
+            return false
+        }
+        let exchange = ConnectExchange(
+            encoding: call.encoding, origin: origin, keepAlive: keepAlive, cacheable: call.isGET, ifNoneMatch: request.headers["if-none-match"])
+        stream.send(exchange.answer(ok: answer), closing: !keepAlive)
+        server.rpc.countAnswered(path, since: arrived)
+        busy = false
+        if !keepAlive { close("the client asked to close") }
+        return true
     }
 
     /// Runs a plain HTTP route's handler on the workers, in this connection's queue as its calls are,
@@ -641,6 +669,13 @@ final class StreamedBody {
 
 /// How one request wants its answer.
 struct ConnectExchange: Sendable {
+    /// Where a call's answer goes to be sent again (`ConnectAnswerCache`).
+    struct Kept: Sendable {
+        let cache: ConnectAnswerCache
+        let key: ConnectAnswerCache.Key
+        let version: Int64
+    }
+
     var encoding: ConnectProtocol.Encoding
     var json: JSONTranscoder?
     var gzip = false
@@ -650,6 +685,8 @@ struct ConnectExchange: Sendable {
     /// A GET: the answer carries an ETag and cache headers, and `ifNoneMatch` may make it a 304.
     var cacheable = false
     var ifNoneMatch: String?
+    /// Where this call's answer is kept once made, and the data version it is made from.
+    var kept: Kept?
     /// A streaming call: answered 200 with a body of envelopes, `chunked` (else delimited by the close).
     var streaming = false
     var chunked = true
@@ -661,8 +698,10 @@ struct ConnectExchange: Sendable {
 
     init(
         encoding: ConnectProtocol.Encoding, json: JSONTranscoder? = nil, gzip: Bool = false, origin: String?, keepAlive: Bool,
-        unknownMethod: Bool = false, cacheable: Bool = false, ifNoneMatch: String? = nil, streaming: Bool = false, chunked: Bool = true
+        unknownMethod: Bool = false, cacheable: Bool = false, ifNoneMatch: String? = nil, streaming: Bool = false, chunked: Bool = true,
+        kept: Kept? = nil
     ) {
+        self.kept = kept
         self.streaming = streaming
         self.chunked = chunked
         self.encoding = encoding
@@ -676,34 +715,38 @@ struct ConnectExchange: Sendable {
     }
 
     /// The response of a unary call: its message in the request's encoding, or its error as
-    /// Connect's JSON error body with the status Connect maps its code to.
+    /// Connect's JSON error body with the status Connect maps its code to. A successful answer of a
+    /// call whose answers are kept (`kept`) is kept, as it is before a 304 and CORS.
     func unaryResponse(message: [UInt8]?, error: RPCError?) -> HTTPResponse {
-        var response: HTTPResponse
-        if let error {
-            response = ConnectProtocol.errorResponse(error, status: unknownMethod ? 404 : nil)
-        } else {
-            var body = message ?? []
-            if encoding == .json {
-                do {
-                    guard let json else { throw RPCError(.internalError, "the method has no JSON mapping") }
-                    body = try json.response(body)
-                } catch {
-                    return finished(ConnectProtocol.errorResponse(failing: error))
-                }
+        if let error { return finished(ConnectProtocol.errorResponse(error, status: unknownMethod ? 404 : nil)) }
+        var body = message ?? []
+        if encoding == .json {
+            do {
+                guard let json else { throw RPCError(.internalError, "the method has no JSON mapping") }
+                body = try json.response(body)
+            } catch {
+                return finished(ConnectProtocol.errorResponse(failing: error))
             }
-            response = HTTPResponse(status: 200, headers: ["Content-Type": encoding.contentType], body: body)
-            if cacheable {
-                let tag = ConnectProtocol.entityTag(body)
-                response.headers.add("ETag", tag)
-                response.headers.add("Cache-Control", "private, no-cache")
-                if let ifNoneMatch, ConnectProtocol.matches(ifNoneMatch, tag) {
-                    return finished(HTTPResponse(status: 304, headers: response.headers))
-                }
-            }
-            if gzip, body.count >= ConnectProtocol.compressionThreshold {
-                response.body = Gzip.compress(body)
-                response.headers.add("Content-Encoding", "gzip")
-            }
+        }
+        var response = HTTPResponse(status: 200, headers: ["Content-Type": encoding.contentType], body: body)
+        if cacheable {
+            response.headers.add("ETag", ConnectProtocol.entityTag(body))
+            response.headers.add("Cache-Control", "private, no-cache")
+        }
+        if gzip, body.count >= ConnectProtocol.compressionThreshold {
+            response.body = Gzip.compress(body)
+            response.headers.add("Content-Encoding", "gzip")
+        }
+        if let kept { kept.cache.keep(response, for: kept.key, madeAt: kept.version) }
+        return answer(ok: response)
+    }
+
+    /// A successful answer as this request gets it: 304 when a GET's `If-None-Match` holds its tag, and CORS.
+    func answer(ok response: HTTPResponse) -> HTTPResponse {
+        if cacheable, let ifNoneMatch, let tag = response.headers["etag"], ConnectProtocol.matches(ifNoneMatch, tag) {
+            var headers = response.headers
+            headers.remove("Content-Encoding")
+            return finished(HTTPResponse(status: 304, headers: headers))
         }
         return finished(response)
     }

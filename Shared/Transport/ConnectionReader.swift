@@ -13,6 +13,16 @@ package protocol ConnectionReader: AnyObject {
     var budgetedBytes: Int { get }
     /// The connection lingers or closes: what it holds of the memory budget goes back.
     func releaseBudget()
+    /// Memory the next read may fill directly, when this reader would only copy what arrives there (the rest of a
+    /// large frame); the read then ends in `receivedInPlace` instead of `received`. Nil: read into the loop's buffer.
+    func readDestination() -> UnsafeMutableRawBufferPointer?
+    /// `count` bytes were read into the memory `readDestination` gave.
+    func receivedInPlace(_ count: Int)
+}
+
+extension ConnectionReader {
+    package func readDestination() -> UnsafeMutableRawBufferPointer? { nil }
+    package func receivedInPlace(_ count: Int) { preconditionFailure("\(Self.self) gives no read destination") }
 }
 
 /// Our binary framing on a byte stream: cuts it into frames (`FrameDecoder`), asks the server's
@@ -58,6 +68,25 @@ package final class FrameReader<Stream: ByteStream>: ConnectionReader {
 
     package func received(_ bytes: UnsafeRawBufferPointer) {
         decoder.append(bytes)
+        cutFrames()
+    }
+
+    /// The rest of a large frame is read straight into the decoder's buffer, where it was reserved: one copy of a
+    /// 64 KiB payload less on its way in (from the loop's read buffer into the decoder's).
+    package func readDestination() -> UnsafeMutableRawBufferPointer? {
+        decoder.roomForRestOfFrame(atLeast: Self.smallestDirectRead)
+    }
+
+    package func receivedInPlace(_ count: Int) {
+        decoder.didAppendInPlace(count)
+        cutFrames()
+    }
+
+    /// Below this many bytes of a frame still to come, reads go to the loop's buffer: one read may then carry this
+    /// frame's end and many small frames after it, and copying a few KiB costs less than a second read.
+    static var smallestDirectRead: Int { 16 * 1024 }
+
+    private func cutFrames() {
         var frames = 0
         defer { if frames > 0 { onFramesEnd?() } }
         do {

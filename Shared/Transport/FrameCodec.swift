@@ -93,6 +93,23 @@ public final class FrameDecoder {
         bytes.withUnsafeBytes { append($0) }
     }
 
+    /// The memory where the rest of the frame being received goes, when its header arrived, `minimum` bytes or more
+    /// of it are still to come and room for them is reserved (`nextEnvelope` reserves it once the header is read): a
+    /// reader may read them straight into it and call `didAppendInPlace`. No more than the frame's rest, so that what
+    /// follows it arrives by `append` and a read never runs past the frame's end in this buffer.
+    public func roomForRestOfFrame(atLeast minimum: Int) -> UnsafeMutableRawBufferPointer? {
+        guard let (_, length) = nextHeader, let base else { return nil }
+        let rest = FrameCodec.headerSize + length - (end - start)
+        guard rest >= minimum, capacity - end >= rest else { return nil }
+        return UnsafeMutableRawBufferPointer(start: base + end, count: rest)
+    }
+
+    /// `count` bytes were written at the start of `roomForRestOfFrame`'s memory.
+    public func didAppendInPlace(_ count: Int) {
+        precondition(count >= 0 && end + count <= capacity, "read past the decoder's buffer")
+        end += count
+    }
+
     /// The next complete frame's envelope, viewed in place: valid until the next `append`. Nil until
     /// one is complete; throws as soon as a header is invalid (before its body arrives).
     public func nextEnvelope() throws(FrameError) -> UnsafeRawBufferPointer? {

@@ -25,6 +25,8 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     /// Reading is stopped until the loop's next turn, after a read that filled the loop's buffer
     /// (`yieldReading`); `isReading` still says whether it should read.
     private var yielded = false
+    /// The read under way goes straight to the reader's memory and ends where its frame does.
+    private var readEndsFrame = false
     private var closeWhenFlushed: String?
     /// Since when the connection waits to be flushed before it closes (`close(afterFlushing:)`).
     private(set) var closingSince: ContinuousClock.Instant?
@@ -57,7 +59,7 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     private(set) var lastWriteAt: ContinuousClock.Instant?
 
     /// Whether bytes are queued that no `flush` has handed to the socket yet (an answer on its way, not a stuck one).
-    var hasUnflushedBytes: Bool { outbox.withLock { !$0.bytes.isEmpty } }
+    var hasUnflushedBytes: Bool { outbox.withLock { !$0.bytes.isEmpty || !$0.bodies.isEmpty } }
 
     private let outbox = Lock(Outbox())
     /// Bytes handed to `send` and not yet written to the socket.
@@ -69,6 +71,9 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     /// Frames queued by `send` for the next write, and buffers to reuse.
     private struct Outbox {
         var bytes = OutboxBuffer()
+        /// Bodies written by reference (`send(headOfSize:body:...)`), each to go out before the byte of `bytes` at its
+        /// offset.
+        var bodies: [ReferencedBody] = []
         /// An emptied buffer whose write completed, kept for the next flush.
         var spare: OutboxBuffer?
         var flushScheduled = false
@@ -187,15 +192,28 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
         uv_read_start(stream, { handle, _, buffer in
             let connection = TCPConnection.owning(cast(handle!, to: uv_stream_t.self))
             let loop = connection.loop
+            let size = loop.readSize(bulk: connection.readsInBulk)
+            // A large frame's rest goes straight where its reader would copy it (`ConnectionReader.readDestination`).
+            if size > 0, connection.lingering == nil, let destination = connection.reader?.readDestination() {
+                buffer!.pointee = uv_buf_init(destination.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(min(size, destination.count)))
+                connection.readEndsFrame = destination.count <= size
+                return
+            }
             // A length of 0 makes libuv skip the read with UV_ENOBUFS.
-            buffer!.pointee = uv_buf_init(
-                loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(loop.readSize(bulk: connection.readsInBulk)))
+            buffer!.pointee = uv_buf_init(loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(size))
         }, { stream, count, buffer in
             let connection = TCPConnection.owning(stream)
             if count > 0 {
                 connection.loop.didRead(count, bulk: connection.readsInBulk)
-                connection.received(UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count))
-                if count == Int(buffer!.pointee.len) { connection.yieldReading() }
+                let inPlace = UnsafeMutableRawPointer(buffer!.pointee.base) != connection.loop.readBuffer.baseAddress
+                if inPlace {
+                    connection.receivedInPlace(count)
+                } else {
+                    connection.received(UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count))
+                }
+                // A read that took exactly a frame's rest says nothing of what waits after it.
+                let filled = count == Int(buffer!.pointee.len) && !(inPlace && connection.readEndsFrame)
+                if filled { connection.yieldReading() }
             } else if Int32(count) == UV_ENOBUFS.rawValue {
                 // The turn's bulk budget is spent. libuv keeps watching the socket, and the next turn
                 // (its counters reset) reads it: level-triggered epoll reports it again, behind the
@@ -236,6 +254,12 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
         reader?.received(bytes)
     }
 
+    /// `count` bytes were read into the memory the reader's `readDestination` gave (a lingering close offers none).
+    private func receivedInPlace(_ count: Int) {
+        loop.assertInLoop()
+        reader?.receivedInPlace(count)
+    }
+
     /// Whether it is being closed once flushed (`close(afterFlushing:)`): a reader takes no more from it.
     package var isClosing: Bool { closeWhenFlushed != nil }
 
@@ -256,34 +280,67 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
         }
     }
 
-    /// Writes everything queued so far in one `uv_write` (loop thread).
+    /// Bodies at least this large are handed to the socket as they are (their own `uv_buf_t` of a vectored write)
+    /// instead of being copied into the outbox: below it, a copy costs less than the extra buffer's bookkeeping.
+    static let smallestReferencedBody = 8 * 1024
+
+    /// Queues head, body and tail; a body of `smallestReferencedBody` bytes or more is written from its own memory,
+    /// retained until its write completes (see `ByteStream.send(headOfSize:body:tailOfSize:sealing:_:_:)`).
+    package func send(
+        headOfSize headSize: Int, body: [UInt8], tailOfSize tailSize: Int, sealing: Bool,
+        _ writeHead: (UnsafeMutableRawBufferPointer) -> Void, _ writeTail: (UnsafeMutableRawBufferPointer) -> Void
+    ) {
+        guard body.count >= Self.smallestReferencedBody else {
+            return sendCopying(headOfSize: headSize, body: body, tailOfSize: tailSize, sealing: sealing, writeHead, writeTail)
+        }
+        let size = headSize + body.count + tailSize
+        let schedule = outbox.withLock { outbox -> Bool in
+            guard !outbox.closed, !outbox.sealed else { return false }
+            outbox.bytes.append(headSize, writeHead)
+            outbox.bodies.append(ReferencedBody(offset: outbox.bytes.count, bytes: body))
+            outbox.bytes.append(tailSize, writeTail)
+            outbox.sealed = sealing
+            pendingBytes.add(size, ordering: .relaxed)
+            defer { outbox.flushScheduled = true }
+            return !outbox.flushScheduled
+        }
+        if schedule {
+            if let pool = WorkerPool.current { pool.deferFlush(of: self) } else { loop.execute { self.flush() } }
+        }
+    }
+
+    /// Writes everything queued so far in one `uv_write` (loop thread): the outbox's bytes, and the bodies queued by
+    /// reference between them, as the buffers of one vectored write.
     func flush() {
         loop.assertInLoop()
-        let bytes = outbox.withLock { outbox -> OutboxBuffer? in
+        let queued = outbox.withLock { outbox -> (OutboxBuffer, [ReferencedBody])? in
             outbox.flushScheduled = false
-            guard !outbox.bytes.isEmpty else { return nil }
+            guard !outbox.bytes.isEmpty || !outbox.bodies.isEmpty else { return nil }
             var next = outbox.spare.take() ?? OutboxBuffer()
             swap(&next, &outbox.bytes)
-            return next
+            var bodies: [ReferencedBody] = []
+            swap(&bodies, &outbox.bodies)
+            return (next, bodies)
         }
-        guard let bytes, !isClosed else {
-            bytes?.deallocate()
+        guard let (bytes, bodies) = queued, !isClosed else {
+            queued?.0.deallocate()
             return
         }
-        let write = WriteRequest(bytes: bytes)
+        let write = WriteRequest(bytes: bytes, bodies: bodies)
         lastWriteAt = .now
         if let budget {
-            budgetedWrites += bytes.count
-            if budget.charge(bytes.count) { onBudgetExceeded?() }
+            budgetedWrites += write.count
+            if budget.charge(write.count) { onBudgetExceeded?() }
         }
-        var buffer = uv_buf_init(bytes.base!.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
         let request = allocateHandle(uv_write_t.self)
         request.pointee.data = Unmanaged.passRetained(write).toOpaque()
-        let result = uv_write(request, stream, &buffer, 1) { request, status in
-            let write = Unmanaged<WriteRequest>.fromOpaque(request!.pointee.data).takeRetainedValue()
-            let connection = TCPConnection.owning(request!.pointee.handle)
-            free(request)
-            connection.written(write, status: status)
+        let result = write.withBuffers { buffers in
+            uv_write(request, stream, buffers.baseAddress, UInt32(buffers.count)) { request, status in
+                let write = Unmanaged<WriteRequest>.fromOpaque(request!.pointee.data).takeRetainedValue()
+                let connection = TCPConnection.owning(request!.pointee.handle)
+                free(request)
+                connection.written(write, status: status)
+            }
         }
         if result < 0 {
             Unmanaged<WriteRequest>.fromOpaque(request.pointee.data).release()
@@ -296,10 +353,10 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     private func written(_ write: WriteRequest, status: Int32) {
         var bytes = write.bytes
         if let budget {
-            budgetedWrites -= bytes.count
-            budget.release(bytes.count)
+            budgetedWrites -= write.count
+            budget.release(write.count)
         }
-        let left = pendingBytes.subtract(bytes.count, ordering: .relaxed).newValue
+        let left = pendingBytes.subtract(write.count, ordering: .relaxed).newValue
         bytes.removeAll()
         let recycled = outbox.withLock { outbox -> Bool in
             guard !outbox.closed, outbox.spare == nil, bytes.capacity <= OutboxBuffer.largestKept else { return false }
@@ -358,6 +415,7 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
             outbox.closed = true
             outbox.bytes.deallocate()
             outbox.bytes = OutboxBuffer()
+            outbox.bodies = []
             outbox.spare.take()?.deallocate()
         }
         if isReading { uv_read_stop(stream) }
@@ -434,11 +492,50 @@ private final class ConnectCompletion {
     init(_ body: @escaping (Int32) -> Void) { self.body = body }
 }
 
-/// The bytes of one `uv_write`, kept alive until libuv reports it done.
+/// A body queued by reference: written before the outbox's byte at `offset`.
+private struct ReferencedBody {
+    let offset: Int
+    let bytes: [UInt8]
+}
+
+/// The bytes of one `uv_write`, kept alive until libuv reports it done: the outbox's buffer and the bodies written
+/// from their own memory between its bytes.
 private final class WriteRequest {
     let bytes: OutboxBuffer
+    let bodies: [ReferencedBody]
+    /// Bytes written in all.
+    let count: Int
 
-    init(bytes: OutboxBuffer) { self.bytes = bytes }
+    init(bytes: OutboxBuffer, bodies: [ReferencedBody]) {
+        self.bytes = bytes
+        self.bodies = bodies
+        count = bodies.reduce(bytes.count) { $0 + $1.bytes.count }
+    }
+
+    /// The `uv_buf_t`s of the write, in order; libuv copies the array, not the bytes. A body's memory is used past
+    /// `withUnsafeBytes`: the array is held here, never mutated, until the write completes, so its storage neither
+    /// moves nor goes away (an array of `UInt8` on Linux is always native, contiguous storage).
+    func withBuffers<Result>(_ body: (UnsafeMutableBufferPointer<uv_buf_t>) -> Result) -> Result {
+        guard !bodies.isEmpty else {
+            var buffer = uv_buf_init(bytes.base!.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
+            return withUnsafeMutablePointer(to: &buffer) { body(UnsafeMutableBufferPointer(start: $0, count: 1)) }
+        }
+        var buffers: [uv_buf_t] = []
+        buffers.reserveCapacity(bodies.count * 2 + 1)
+        var position = 0
+        for referenced in bodies {
+            if referenced.offset > position {
+                buffers.append(uv_buf_init(bytes.base!.advanced(by: position).assumingMemoryBound(to: CChar.self), UInt32(referenced.offset - position)))
+            }
+            let base = referenced.bytes.withUnsafeBytes { UnsafeMutableRawPointer(mutating: $0.baseAddress!) }
+            buffers.append(uv_buf_init(base.assumingMemoryBound(to: CChar.self), UInt32(referenced.bytes.count)))
+            position = referenced.offset
+        }
+        if bytes.count > position {
+            buffers.append(uv_buf_init(bytes.base!.advanced(by: position).assumingMemoryBound(to: CChar.self), UInt32(bytes.count - position)))
+        }
+        return buffers.withUnsafeMutableBufferPointer { body($0) }
+    }
 }
 
 /// A growable byte buffer of framed envelopes waiting to be written, managed by hand so that

@@ -164,6 +164,17 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         httpRouteTimes = (0...routes.count).map { _ in WorkerTime() }
     }
 
+    /// Answers of side-effect-free methods the Connect face sends again without running the handler, per
+    /// `answerCache(_:)`'s policy.
+    public private(set) var answerCache: ConnectAnswerCache?
+
+    /// Keeps the answers of `policy`'s methods and sends them again to the same request on the same data (see
+    /// `AnswerCachePolicy`). Call before `listen`.
+    public func cacheAnswers(_ policy: AnswerCachePolicy) {
+        precondition(rpc == nil, "the answer cache is set before the server listens")
+        answerCache = ConnectAnswerCache(policy: policy)
+    }
+
     /// The certificates of TLS connections, when served (`serveTLS`); the server then serves TLS only.
     public private(set) var tls: TLSCredentials?
 

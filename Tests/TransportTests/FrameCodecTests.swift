@@ -53,6 +53,36 @@ import Testing
         #expect(decoder.bufferedByteCount == 0)
     }
 
+    /// What a connection does with a large frame's rest (`roomForRestOfFrame`): reads it straight into the decoder's
+    /// buffer, never past the frame's end, while what follows still arrives by `append`.
+    @Test func theRestOfALargeFrameIsReadInPlace() throws {
+        var generator = SeededGenerator(seed: 7)
+        let sizes = [70_000, 3, 20_000, 1 << 20, 0, 16_383, 200_000]
+        let envelopes = sizes.map { size in (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ size) } }
+        let stream = envelopes.flatMap(FrameCodec.encode)
+        let decoder = FrameDecoder()
+        var decoded: [[UInt8]] = []
+        var offset = 0
+        var inPlace = 0
+        while offset < stream.count {
+            let piece = min(stream.count - offset, Int(generator.next() % 100_000) + 1)
+            if let room = decoder.roomForRestOfFrame(atLeast: 16 * 1024) {
+                let count = min(piece, room.count)
+                stream[offset..<offset + count].withUnsafeBytes { room.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: count) }
+                decoder.didAppendInPlace(count)
+                offset += count
+                inPlace += count
+            } else {
+                decoder.append(Array(stream[offset..<offset + piece]))
+                offset += piece
+            }
+            while let envelope = try decoder.next() { decoded.append(envelope) }
+        }
+        #expect(decoded == envelopes)
+        #expect(inPlace > 1 << 20, "most of the large frames' bytes went in place")
+        #expect(decoder.roomForRestOfFrame(atLeast: 1) == nil, "no frame is under way")
+    }
+
     @Test func truncatedFrameStaysPartial() throws {
         let decoder = FrameDecoder()
         decoder.append(Array(FrameCodec.encode([1, 2, 3, 4]).dropLast()))

@@ -17,6 +17,29 @@ import Transport
 
     func pid(of reply: RpcV1.HealthCheckResponse) -> String { reply.serverName }
 
+    /// Large payloads go out as their own buffers of a vectored write and a large frame's rest is read in place
+    /// (`TCPConnection.smallestReferencedBody`, `FrameReader.readDestination`): calls of every size around those
+    /// thresholds, all at once on one connection, come back whole and each to its own caller.
+    @Test func payloadsOfMixedSizesComeBackWholeOnOneConnection() async throws {
+        let server = try server()
+        let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
+        let sizes = [0, 1, 8191, 8192, 8193, 16_384, 70_000, 65_536 + 40, 300_000, (1 << 20) + 7]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for round in 0..<4 {
+                for (index, size) in sizes.enumerated() {
+                    group.addTask {
+                        let payload = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index &+ round) }
+                        let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: payload))
+                        #expect(reply.payload == payload, "\(size) bytes")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        client.close()
+        await server.shutdown(grace: .seconds(1))
+    }
+
     @Test func roundRobinSpreadsCallsOverEveryEndpoint() async throws {
         let servers = try (0..<3).map { try server("replica-\($0)") }
         let client = RPCClient(transports: try servers.map { try TCPClientTransport(endpoint: $0.address) })

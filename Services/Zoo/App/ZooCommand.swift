@@ -5,6 +5,7 @@ import Identity
 import Jobs
 import JobsAPI
 import JobsService
+import RPC
 import ServiceKit
 import ZooCore
 import ZooAPI
@@ -96,12 +97,20 @@ struct ZooCommand: AsyncParsableCommand {
                         library: library, refresher: refresher, jobs: jobs.runner, tiles: tiles, tilesShared: environment.cluster == nil), jobs.rpcService],
                     background: [jobs.backgroundService] + (refresher.map { [$0] } ?? []),
                     http: try ZooHTTP.routes(library: library, webDirectory: web, tiles: tiles, nextUpdate: { refresher?.scheduler.nextRun }),
-                    access: Self.access)
+                    access: Self.access,
+                    answerCache: AnswerCachePolicy(methods: Self.answersKept) { library.checkedGeneration })
             }
         } catch {
             throw ExitCode.failure
         }
     }
+
+    /// Calls whose answers depend on nothing but the request and the imported data (not the caller, the clock or the
+    /// refresh schedule, as `GetMetadata`'s do): the Connect face sends a kept answer again until the data changes.
+    static let answersKept = [
+        ZooV1.Zoo.searchAnimals.path, ZooV1.Zoo.getAnimal.path, ZooV1.Zoo.listFilterValues.path, ZooV1.Zoo.getFootpathGraph.path,
+        ZooV1.Zoo.route.path, ZooV1.Zoo.nearby.path, ZooV1.Zoo.tour.path, ZooV1.Zoo.exportGeoJSON.path,
+    ]
 
     /// Reading the zoo is public; replacing its data (imports, tiles) and cancelling an import change what every
     /// visitor sees, so they are the admin's.

@@ -70,6 +70,16 @@ public final class ZooLibrary: Sendable {
         return try rebuilding.withLockIfAvailable { _ in try rebuild(seen: version) } ?? current.snapshot
     }
 
+    /// The import generation of the data `snapshot()` serves now, when its last check for other processes' imports
+    /// is less than `recheckInterval` old; nil when a check is due (the next `snapshot()` makes it). Never touches
+    /// the database: what a cache of answers keys them by on an event loop, so that a kept answer is never older
+    /// than an answer `snapshot()` would give.
+    public var checkedGeneration: Int64? {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now &- lastCheck.load(ordering: .relaxed) < UInt64(recheckInterval / .nanoseconds(1)) else { return nil }
+        return loaded.withLock { $0.generation }
+    }
+
     /// Whether nothing was ever imported successfully.
     public var isEmpty: Bool {
         get throws { try database.read(ZooTables.generation) == 0 }
