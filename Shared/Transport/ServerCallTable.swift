@@ -51,7 +51,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     /// Open calls by the id the client gave them. Each has a serial number the server gave it: once
     /// a call is over the client may use its id again, and what is left of the old call (its
     /// deadline, its handler if cancelled or expired) must not act on the new one.
-    private let calls = Lock<[UInt64: CallEntry]>([:])
+    private let calls = Lock<[UInt64: ServerCallEntry]>([:])
     /// Serial number of the last call started (loop thread).
     private var lastSerial: UInt64 = 0
     /// This connection's calls waiting for a worker.
@@ -62,31 +62,11 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     private var starting: [ServerCall<Wire>] = []
     private static var startBatch: Int { 16 }
 
-    /// A call's entry, from the moment its request arrived until its status was sent.
-    struct CallEntry {
-        let serial: UInt64
-        /// The call itself, whose flag tells a handler not yet known by its task that it is over.
-        let call: ServerCall<Wire>
-        var slot: CallSlot
-        /// Credit for the call's response messages, made when first needed (the first streamed
-        /// response or credit granted), so unary calls never make one.
-        var window: SendWindow?
-        /// The requests of a client-streaming or bidirectional call.
-        let inbox: MessageInbox?
-        /// The client cancelled it while its handler ran: it no longer counts against the limit of
-        /// concurrent calls (the client stopped counting it when it sent the cancel).
-        var cancelledByClient = false
-        /// An upload's pace while its requests come; nil for other calls and once they ended.
-        var pace: UploadPace?
-        /// An upload (counted in the server's `uploadsOpen` until its entry goes).
-        var isUpload = false
-    }
-
     /// Open calls the client has cancelled, whose handlers are still finishing (updated under `calls`' lock).
     private let cancelledCalls = Atomic<Int>(0)
 
     /// Removes call `id`'s entry (under `calls`' lock).
-    private func remove(_ id: UInt64, _ calls: inout [UInt64: CallEntry]) {
+    private func remove(_ id: UInt64, _ calls: inout [UInt64: ServerCallEntry]) {
         guard let entry = calls.removeValue(forKey: id) else { return }
         if entry.cancelledByClient { cancelledCalls.subtract(1, ordering: .relaxed) }
         if entry.isUpload { server.uploadEnded(from: peerHost) }
@@ -158,7 +138,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
         let admission = calls.withLock { calls -> Admission in
             guard calls[id] == nil else { return .idInUse }
             guard calls.count - cancelledCalls.load(ordering: .relaxed) < limit else { return .tooMany }
-            var entry = CallEntry(serial: serial, call: call, slot: .queued, window: nil, inbox: inbox)
+            var entry = ServerCallEntry(serial: serial, call: call, slot: .queued, window: nil, inbox: inbox)
             if isUpload {
                 let now = ContinuousClock.now
                 entry.pace = UploadPace(lastMessageAt: now, windowStart: now)
@@ -335,8 +315,8 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     /// never run, running ones are cancelled; none is answered (a failing connection is sealed).
     /// The open calls left: those with a handler still to finish (loop thread).
     @discardableResult
-    func cancelAll() -> [CallEntry] {
-        let (running, left) = calls.withLock { calls -> ([Task<Void, Never>], [CallEntry]) in
+    func cancelAll() -> [ServerCallEntry] {
+        let (running, left) = calls.withLock { calls -> ([Task<Void, Never>], [ServerCallEntry]) in
             var running: [Task<Void, Never>] = []
             var dropped = 0
             for (id, entry) in calls {
@@ -366,7 +346,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     /// cancels the handler (deadline passed, flow control broken). Loop thread.
     func end(_ id: UInt64, serial: UInt64, error: RPCError) {
         stream.loop.assertInLoop()
-        let entry = calls.withLock { calls -> CallEntry? in
+        let entry = calls.withLock { calls -> ServerCallEntry? in
             guard let entry = calls[id], entry.serial == serial else { return nil }
             // A queued call's worker finds nothing to run; a claimed one's handler sees the flag.
             remove(id, &calls)
@@ -500,6 +480,30 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     }
 }
 
+/// A call's entry in its table, from the moment its request arrived until its status was sent.
+///
+/// Not nested in the generic `ServerCallTable`, and holding its call by its non-generic part, for the reason
+/// `UploadPace` is not: a type nested in a generic class is generic too, and the table's dictionary of entries
+/// reached the entry's metadata through the runtime's generic metadata cache four times a call.
+struct ServerCallEntry {
+    let serial: UInt64
+    /// The call itself, whose flag tells a handler not yet known by its task that it is over.
+    let call: ServerCallState
+    var slot: CallSlot
+    /// Credit for the call's response messages, made when first needed (the first streamed
+    /// response or credit granted), so unary calls never make one.
+    var window: SendWindow?
+    /// The requests of a client-streaming or bidirectional call.
+    let inbox: MessageInbox?
+    /// The client cancelled it while its handler ran: it no longer counts against the limit of
+    /// concurrent calls (the client stopped counting it when it sent the cancel).
+    var cancelledByClient = false
+    /// An upload's pace while its requests come; nil for other calls and once they ended.
+    var pace: UploadPace?
+    /// An upload (counted in the server's `uploadsOpen` until its entry goes).
+    var isUpload = false
+}
+
 /// What an upload sent lately: the sweeper ends one silent for `uploadIdleTimeout`, or that sent
 /// less than `uploadMinimumRate` over a `uploadRateWindow` (as nginx's `client_body_timeout` and
 /// a minimum data rate do for bodies), so open uploads cannot hold a replica's connections.
@@ -536,32 +540,41 @@ protocol CallDeadlines: AnyObject {
     func end(_ id: UInt64, serial: UInt64, error: RPCError)
 }
 
-/// A call on its way through the server: queued on the worker pool (or run at once, for
-/// built-ins), then served by its handler in a task of its own.
-final class ServerCall<Wire: CallWire>: WorkerJob {
-    let table: ServerCallTable<Wire>
+/// What a call's table needs of it, whatever its protocol: its flag and how it was accepted (the non-generic part of
+/// `ServerCall`, which the table's entries hold; see `ServerCallEntry`).
+class ServerCallState: @unchecked Sendable {
     /// Set when the call ended before its handler did (see `CallSlot.claimed`).
     private let cancelled = Atomic<Bool>(false)
-    let id: UInt64
-    let serial: UInt64
+    final let id: UInt64
+    final let serial: UInt64
     /// The call as the server accepted it: what serves it, and where the transport reports answering it.
-    let incoming: IncomingCall
-    let input: CallInput
+    final let incoming: IncomingCall
+    final let input: CallInput
 
-    init(table: ServerCallTable<Wire>, id: UInt64, serial: UInt64, incoming: IncomingCall, input: CallInput) {
-        self.table = table
+    init(id: UInt64, serial: UInt64, incoming: IncomingCall, input: CallInput) {
         self.id = id
         self.serial = serial
         self.incoming = incoming
         self.input = input
     }
 
-    var workerTime: WorkerTime? { incoming.workerTime }
+    final var workerTime: WorkerTime? { incoming.workerTime }
 
     /// Tells the handler its call is over (its client cancelled or left, its deadline passed).
-    func cancel() { cancelled.store(true, ordering: .releasing) }
+    final func cancel() { cancelled.store(true, ordering: .releasing) }
 
-    var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+    final var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+}
+
+/// A call on its way through the server: queued on the worker pool (or run at once, for
+/// built-ins), then served by its handler in a task of its own.
+final class ServerCall<Wire: CallWire>: ServerCallState, WorkerJob, @unchecked Sendable {
+    let table: ServerCallTable<Wire>
+
+    init(table: ServerCallTable<Wire>, id: UInt64, serial: UInt64, incoming: IncomingCall, input: CallInput) {
+        self.table = table
+        super.init(id: id, serial: serial, incoming: incoming, input: input)
+    }
 
     /// Runs the handler right here, until it first waits, unless the call was cancelled or
     /// expired while it was queued.
