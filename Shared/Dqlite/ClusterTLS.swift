@@ -83,16 +83,18 @@ public final class ClusterTLS: Sendable {
     static func handshake(
         _ session: TLSSession, on sealed: Int32, until deadline: ContinuousClock.Instant, with peer: String
     ) throws(DqliteError) {
-        var buffer = [UInt8](repeating: 0, count: 16_384)
+        // For records both ways: `feed` copies what it is given.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
+        defer { buffer.deallocate() }
         while true {
             let progress: TLSSession.Progress
             do {
                 progress = try session.handshake()
             } catch {
-                _ = flush(session, to: sealed)  // the alert, so the peer learns why
+                _ = flush(session, to: sealed, through: buffer)  // the alert, so the peer learns why
                 throw DqliteError(.noLeader, "TLS with dqlite node \(peer) failed: \(error)")
             }
-            guard flush(session, to: sealed) else { throw DqliteError(.noLeader, "dqlite node \(peer) closed the TLS handshake") }
+            guard flush(session, to: sealed, through: buffer) else { throw DqliteError(.noLeader, "dqlite node \(peer) closed the TLS handshake") }
             switch progress {
             case .established: return
             case .closed: throw DqliteError(.noLeader, "dqlite node \(peer) closed the TLS handshake")
@@ -103,20 +105,19 @@ public final class ClusterTLS: Sendable {
             guard left > .zero, poll(&poller, 1, Int32(clamping: max(1, Int(left / .milliseconds(1))))) == 1 else {
                 throw DqliteError(.noLeader, "TLS handshake with dqlite node \(peer) timed out")
             }
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(sealed, $0.baseAddress, $0.count) }
+            let count = Glibc.read(sealed, buffer.baseAddress, buffer.count)
             guard count > 0 else { throw DqliteError(.noLeader, "dqlite node \(peer) closed the connection during the TLS handshake") }
-            buffer.withUnsafeBytes { session.feed(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            session.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         }
     }
 
-    /// Sends what `session` has sealed for the peer; false when the socket failed.
-    static func flush(_ session: TLSSession, to sealed: Int32) -> Bool {
-        var buffer = [UInt8](repeating: 0, count: 0)
+    /// Sends what `session` has sealed for the peer, a `scratch`-full at a time; false when the socket failed. The
+    /// caller lends `scratch` (its connection's, kept for it) so that a flush, one per write, allocates nothing.
+    static func flush(_ session: TLSSession, to sealed: Int32, through scratch: UnsafeMutableRawBufferPointer) -> Bool {
         while session.pendingCiphertext > 0 {
-            if buffer.isEmpty { buffer = [UInt8](repeating: 0, count: 65_536) }
-            let count = buffer.withUnsafeMutableBytes { session.drainCiphertext(into: $0) }
+            let count = session.drainCiphertext(into: scratch)
             guard count > 0 else { break }
-            guard buffer.withUnsafeBytes({ writeAll(sealed, UnsafeRawBufferPointer(rebasing: $0[..<count])) }) else { return false }
+            guard writeAll(sealed, UnsafeRawBufferPointer(rebasing: scratch[..<count])) else { return false }
         }
         return true
     }
@@ -157,15 +158,17 @@ public final class ClusterTLS: Sendable {
     private static func pump(plain: Int32, sealed: Int32, session: TLSSession) {
         let inbound = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
         let opened = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
+        let outbound = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
         defer {
             inbound.deallocate()
             opened.deallocate()
+            outbound.deallocate()
         }
         /// Hands `plain` what the session can open of what it was fed; false when the session or `plain` ended.
         func deliverOpened() -> Bool {
             while true {
                 guard let (count, progress) = try? session.read(into: opened) else {
-                    _ = flush(session, to: sealed)  // the alert
+                    _ = flush(session, to: sealed, through: outbound)  // the alert
                     return false
                 }
                 if count > 0 {
@@ -187,18 +190,18 @@ public final class ClusterTLS: Sendable {
                 let count = Glibc.read(plain, inbound.baseAddress, inbound.count)
                 guard count > 0 else {
                     session.shutdown()
-                    _ = flush(session, to: sealed)
+                    _ = flush(session, to: sealed, through: outbound)
                     return
                 }
                 guard (try? session.write(UnsafeRawBufferPointer(rebasing: inbound[..<count]))) != nil,
-                    flush(session, to: sealed)
+                    flush(session, to: sealed, through: outbound)
                 else { return }
             }
             if sockets[1].revents != 0 {
                 let count = Glibc.read(sealed, inbound.baseAddress, inbound.count)
                 guard count > 0 else { return }
                 session.feed(UnsafeRawBufferPointer(rebasing: inbound[..<count]))
-                guard deliverOpened(), flush(session, to: sealed) else { return }  // and a key update's answer
+                guard deliverOpened(), flush(session, to: sealed, through: outbound) else { return }  // and a key update's answer
             }
         }
     }

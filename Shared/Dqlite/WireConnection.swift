@@ -18,6 +18,10 @@ final class WireConnection {
     private var session: TLSSession?
     private var opened: [UInt8] = []
     private var openedStart = 0
+    /// With TLS, where records read from the socket and the plaintext opened from them pass; `sealed` also carries
+    /// what a flush sends (`feed` copies, so it is free again once fed). Made once per connection rather than per
+    /// receive: a statement's round trip receives at least twice (the header, then the body).
+    private let buffers: (sealed: UnsafeMutableRawBufferPointer, plaintext: UnsafeMutableRawBufferPointer)?
     /// Set once a call failed half-way: the stream's framing is lost and the connection must not be reused.
     private(set) var isBroken = false
 
@@ -39,6 +43,10 @@ final class WireConnection {
         self.address = address
         self.silence = silence
         descriptor = try Self.connect(to: address, timeout: timeout)
+        buffers = tls.map { _ in
+            (UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16),
+             UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16))
+        }
         if let tls {
             do throws(DqliteError) {
                 let session: TLSSession
@@ -50,7 +58,7 @@ final class WireConnection {
                 try ClusterTLS.handshake(session, on: descriptor, until: .now + timeout, with: address)
                 self.session = session
             } catch {
-                Glibc.close(descriptor)
+                close()  // not Glibc.close: deinit runs when an initializer throws, and would close the number again
                 throw error
             }
         }
@@ -67,7 +75,11 @@ final class WireConnection {
         }
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        buffers?.sealed.deallocate()
+        buffers?.plaintext.deallocate()
+    }
 
     /// How long each later send and receive may take (a leader found quickly, then given a statement's time).
     func setTimeout(_ timeout: Duration) {
@@ -131,10 +143,10 @@ final class WireConnection {
     }
 
     private func sendAll(_ bytes: [UInt8]) throws(SocketError) {
-        if let session {
+        if let session, let buffers {
             let written = bytes.withUnsafeBytes { plaintext in Result { () throws(TLSError) in try session.write(plaintext) } }
             if case .failure(let error) = written { throw SocketError("TLS: \(error)") }
-            guard ClusterTLS.flush(session, to: descriptor) else {
+            guard ClusterTLS.flush(session, to: descriptor, through: buffers.sealed) else {
                 throw SocketError(errno == EAGAIN ? "timed out" : String(cString: strerror(errno)))
             }
             return
@@ -151,7 +163,7 @@ final class WireConnection {
     }
 
     private func receiveAll(_ count: Int) throws(SocketError) -> [UInt8] {
-        if let session { return try receiveOpened(count, from: session) }
+        if let session, let buffers { return try receiveOpened(count, from: session, through: buffers) }
         var bytes = [UInt8](repeating: 0, count: count)
         var received = 0
         while received < count {
@@ -167,13 +179,11 @@ final class WireConnection {
     }
 
     /// `count` bytes of plaintext: what was opened before, then records read from the socket and opened.
-    private func receiveOpened(_ count: Int, from session: TLSSession) throws(SocketError) -> [UInt8] {
-        let sealed = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
-        let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
-        defer {
-            sealed.deallocate()
-            plaintext.deallocate()
-        }
+    private func receiveOpened(
+        _ count: Int, from session: TLSSession,
+        through buffers: (sealed: UnsafeMutableRawBufferPointer, plaintext: UnsafeMutableRawBufferPointer)
+    ) throws(SocketError) -> [UInt8] {
+        let (sealed, plaintext) = buffers
         // Opens what was fed before reading more: records that came with the handshake's end, or with an
         // earlier answer, are already in the session and the socket will not signal them again.
         var fed = true
@@ -196,7 +206,7 @@ final class WireConnection {
                 if read.progress == .closed { throw SocketError("the node closed the TLS session") }
                 fed = false
             }
-            _ = ClusterTLS.flush(session, to: descriptor)  // a key update's answer
+            _ = ClusterTLS.flush(session, to: descriptor, through: sealed)  // a key update's answer
             if opened.count - openedStart >= count { break }
             let got = recv(descriptor, sealed.baseAddress!, sealed.count, 0)
             if got == 0 { throw SocketError("the node closed the connection") }

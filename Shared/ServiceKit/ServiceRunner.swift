@@ -146,11 +146,7 @@ public enum ServiceRunner {
             cluster = try options.clusterAddresses.map { addresses in
                 // With the service's TLS, its cluster's Raft traffic and statements go through it too (mutual TLS,
                 // the same certificate: it names the replica's address, which is its member's host).
-                let tls = try options.tlsCertificate.flatMap { certificate in
-                    try options.tlsKey.flatMap { key in
-                        try options.tlsCA.map { ca in try ClusterTLS(certificateFile: certificate, keyFile: key, caFile: ca) }
-                    }
-                }
+                let tls = try options.tlsCredentials().map { try ClusterTLS(credentials: $0) }
                 return try DqliteReplica(
                     addresses: addresses, ownAddress: options.clusterBind ?? "", id: options.clusterID, bindAddress: options.clusterListen,
                     dataDirectory: options.clusterDirectory ?? directory.appendingPathComponent("dqlite").path, database: name,
@@ -376,5 +372,15 @@ extension ServiceRunner.Environment {
         openedDatabase.set()
         if let cluster { return try Database(cluster: cluster.client, migrations: migrations, readers: readers) }
         return try Database(path: databasePath, migrations: migrations, readers: readers)
+    }
+}
+
+extension ClusterTLS {
+    /// The cluster's TLS on the files `credentials` were loaded from (a server's: its certificate, key and CA).
+    convenience init(credentials: TLSCredentials) throws(DqliteError) {
+        guard let certificate = credentials.certificateFile, let key = credentials.keyFile else {
+            throw DqliteError(.misuse, "a cluster over TLS needs the member's certificate and key, not only a CA")
+        }
+        try self.init(certificateFile: certificate, keyFile: key, caFile: credentials.caFile)
     }
 }

@@ -67,17 +67,11 @@ public final class Database: Sendable {
     /// `MENAGERIE_STORAGE_BACKEND=dqlite` a database of the test process's dqlite node named after `path`, so that
     /// two opens of one path share one database as two connections to one file do (replicas sharing a file).
     public static func scratch(path: String, migrations: [Migration] = []) throws -> Database {
-        guard let backend = getenv("MENAGERIE_STORAGE_BACKEND").map({ String(cString: $0) }), backend != "sqlite" else {
-            return try Database(path: path, migrations: migrations)
-        }
-        guard backend == "dqlite" else {
-            throw StorageError(.misuse, message: "MENAGERIE_STORAGE_BACKEND is sqlite or dqlite, not \"\(backend)\"")
-        }
+        guard try StorageBackend.forTests() == .dqlite else { return try Database(path: path, migrations: migrations) }
         var hash: UInt64 = 14_695_981_039_346_656_037  // FNV-1a: a stable name for the path
         for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 1_099_511_628_211 }
         return try Database(cluster: try TestCluster.shared.client(database: "scratch-\(hash)"), migrations: migrations)
     }
-
 
     /// A private in-memory database (for tests), shared by this instance's connections only.
     /// It has no WAL, so a commit waits for open reads to finish.
@@ -86,10 +80,7 @@ public final class Database: Sendable {
     /// node that this process starts on first use (on a free loopback port, the Raft log in a temporary
     /// directory): so every suite built on `inMemory` runs on both backends (see `TestCluster`).
     public static func inMemory(migrations: [Migration] = []) throws -> Database {
-        if let backend = getenv("MENAGERIE_STORAGE_BACKEND").map({ String(cString: $0) }), backend != "sqlite" {
-            guard backend == "dqlite" else {
-                throw StorageError(.misuse, message: "MENAGERIE_STORAGE_BACKEND is sqlite or dqlite, not \"\(backend)\"")
-            }
+        if try StorageBackend.forTests() == .dqlite {
             return try Database(cluster: try TestCluster.shared.client(), migrations: migrations)
         }
         let name = "file:/menagerie-\(UInt64.random(in: .min ... .max))?vfs=memdb"

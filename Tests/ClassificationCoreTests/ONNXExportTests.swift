@@ -169,25 +169,35 @@ extension ONNXExportTests {
         let prepared = try photos.map { try Preprocessing.input($0, width: 64, height: 64, scaling: .fit) }
         let run = try Self.onnxruntime(try ONNXExport.export(file, name: "boxes"), prepared.map(\.pixels))
         #expect(run.output == [.string("boxes"), .int(1), .int(128), .int(8)] && run.metadata["layout"] == "yolov5", "\(run.output)")
+        try Self.expectTheServicesBoxes(
+            service, on: photos, placed: prepared.map(\.placement), rows: run.probabilities, shape: [1, 128, 8], classes: 3, threshold: 0.001)
+    }
+
+    /// Expects onnxruntime's `rows` for each photo, decoded as any YOLOv5 app would (threshold, NMS, back to the photo
+    /// through its placement in the input and clipped to it, as the service answers), to be `service`'s boxes: same
+    /// labels, confidences within 1e-4, boxes within a pixel; and some boxes to have been compared.
+    static func expectTheServicesBoxes(
+        _ service: some ObjectDetector, on photos: [RGBImage], placed placements: [Placement], rows: [[Float]], shape: [Int], classes: Int,
+        threshold: Double, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         var compared = 0
-        for ((photo, input), rows) in zip(zip(photos, prepared), run.probabilities) {
-            let ours = try service.detect(photo, confidenceThreshold: 0.001, iouThreshold: 0.45, maximum: 20, labels: [])
-            let found = try ImportedDetector.decode(rows, shape: [1, 128, 8], classes: 3, v8: false, threshold: 0.001)
+        for ((photo, placement), rows) in zip(zip(photos, placements), rows) {
+            let ours = try service.detect(photo, confidenceThreshold: threshold, iouThreshold: 0.45, maximum: 20, labels: [])
+            let found = try ImportedDetector.decode(rows, shape: shape, classes: classes, v8: false, threshold: threshold)
             let theirs = Metrics.nonMaximumSuppression(found, iouThreshold: 0.45, limit: 20).map { found[$0] }
-            #expect(ours.count == theirs.count)
+            #expect(ours.count == theirs.count, sourceLocation: sourceLocation)
             for (a, b) in zip(ours, theirs) {
-                // Back to the photo and clipped to it, as the service answers.
-                let mapped = input.placement.toSource(b.box)
+                let mapped = placement.toSource(b.box)
                 let x0 = max(0, mapped.minX), y0 = max(0, mapped.minY)
                 let box = Box(x: x0, y: y0, width: max(0, min(Double(photo.width), mapped.maxX) - x0),
                               height: max(0, min(Double(photo.height), mapped.maxY) - y0))
-                #expect(a.label == b.label && abs(a.confidence - b.confidence) < 1e-4, "\(a) vs \(b)")
+                #expect(a.label == b.label && abs(a.confidence - b.confidence) < 1e-4, "\(a) vs \(b)", sourceLocation: sourceLocation)
                 #expect(abs(a.box.x - box.x) < 1 && abs(a.box.y - box.y) < 1 && abs(a.box.width - box.width) < 1
-                        && abs(a.box.height - box.height) < 1, "\(a.box) vs \(box)")
+                        && abs(a.box.height - box.height) < 1, "\(a.box) vs \(box)", sourceLocation: sourceLocation)
             }
             compared += ours.count
         }
-        #expect(compared > 0)
+        #expect(compared > 0, sourceLocation: sourceLocation)
     }
 }
 

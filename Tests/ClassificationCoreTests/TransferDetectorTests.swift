@@ -103,24 +103,8 @@ struct TransferDetectorTests {
         #expect(run.output == [.string("boxes"), .int(1), .int(rows), .int(7)] && run.metadata["layout"] == "yolov5", "\(run.output)")
         #expect(run.metadata["menagerie.kind"] == "detector" && run.metadata["menagerie.algorithm"] == "transfer")
         #expect(run.metadata["input_mean"] != nil && run.metadata["input_resize"] == "fit")
-        var compared = 0
-        for ((photo, input), theirRows) in zip(zip(photos, prepared), run.probabilities) {
-            let ours = try service.detect(photo, confidenceThreshold: 0.05, iouThreshold: 0.45, maximum: 20, labels: [])
-            let found = try ImportedDetector.decode(theirRows, shape: [1, rows, 7], classes: 2, v8: false, threshold: 0.05)
-            let theirs = Metrics.nonMaximumSuppression(found, iouThreshold: 0.45, limit: 20).map { found[$0] }
-            #expect(ours.count == theirs.count)
-            for (a, b) in zip(ours, theirs) {
-                let mapped = input.placement.toSource(b.box)
-                let x0 = max(0, mapped.minX), y0 = max(0, mapped.minY)
-                let box = Box(x: x0, y: y0, width: max(0, min(Double(photo.width), mapped.maxX) - x0),
-                              height: max(0, min(Double(photo.height), mapped.maxY) - y0))
-                #expect(a.label == b.label && abs(a.confidence - b.confidence) < 1e-4, "\(a) vs \(b)")
-                #expect(abs(a.box.x - box.x) < 1 && abs(a.box.y - box.y) < 1 && abs(a.box.width - box.width) < 1
-                        && abs(a.box.height - box.height) < 1, "\(a.box) vs \(box)")
-            }
-            compared += ours.count
-        }
-        #expect(compared > 0)
+        try ONNXExportTests.expectTheServicesBoxes(
+            service, on: photos, placed: prepared.map(\.placement), rows: run.probabilities, shape: [1, rows, 7], classes: 2, threshold: 0.05)
         // What `model import --format onnx` reads back from metadata_props.
         let described = try #require(ONNXExport.described(exported))
         #expect(described.kind == .detector && described.layout == "yolov5" && described.labels == file.header.labels

@@ -9,79 +9,12 @@ import Testing
 /// fetching what their disk lacks from the surviving copy, and their repair (every second here) puts each blob on both
 /// of them again.
 @Suite(.serialized) struct ClassificationClusterStackTests {
-    final class Replicas {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("classification-cluster-\(UUID().uuidString)")
-        let servicePorts: [Int]
-        let nodeAddresses: [String]
-        var processes: [Process?] = []
-
-        init() throws {
-            let base = try RawSocket.freePortBlock(count: 6)
-            servicePorts = (0..<3).map { base + $0 }
-            nodeAddresses = (3..<6).map { "127.0.0.1:\(base + $0)" }
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            for replica in 0..<3 { processes.append(try start(replica)) }
-        }
-
-        func start(_ replica: Int) throws -> Process {
-            try Stack.spawn(
-                "\(Stack.binDirectory)/classification",
-                [
-                    "--port", "\(servicePorts[replica])", "--data-dir", blobsParent(replica).path,
-                    "--identity", directory.appendingPathComponent("identity.sqlite").path, "--log-level", "error",
-                    "--cluster", nodeAddresses.joined(separator: ","), "--cluster-bind", nodeAddresses[replica], "--cluster-latency", "20",
-                    // Every replica's, its own included (left out by each), as compose gives it.
-                    "--blob-peers", servicePorts.map { "127.0.0.1:\($0)" }.joined(separator: ","), "--blob-repair-interval", "1",
-                ])
-        }
-
-        func blobsParent(_ replica: Int) -> URL { directory.appendingPathComponent("r\(replica)") }
-
-        /// The hashes of the blobs on a replica's disk.
-        func blobs(_ replica: Int) -> Set<String> {
-            let root = blobsParent(replica).appendingPathComponent("blobs")
-            let folders = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
-            return Set(folders.filter { $0.count == 2 }.flatMap { (try? FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent($0).path)) ?? [] })
-        }
-
-        func kill9(_ replica: Int) {
-            guard let process = processes[replica] else { return }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            processes[replica] = nil
-        }
-
-        func gateway(_ replica: Int, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-            var environment = Stack.withAdminToken(ProcessInfo.processInfo.environment)
-            environment["XDG_DATA_HOME"] = directory.appendingPathComponent("xdg").path
-            return try await Stack.run(
-                "\(Stack.binDirectory)/gateway",
-                ["classify"] + arguments + ["--endpoint", "classification=127.0.0.1:\(servicePorts[replica])"], environment: environment)
-        }
-
-        /// The gateway's call through `replica`, again while it answers UNAVAILABLE (a leader being elected).
-        func gatewayRetrying(_ replica: Int, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-            let start = ContinuousClock.now
-            var result = try await gateway(replica, arguments)
-            while result.status == 14, ContinuousClock.now - start < .seconds(30) {
-                try await Task.sleep(for: .milliseconds(300))
-                result = try await gateway(replica, arguments)
-            }
-            return result
-        }
-
-        deinit {
-            for process in processes.compactMap({ $0 }) {
-                process.terminate()
-                process.waitUntilExit()
-            }
-            try? FileManager.default.removeItem(at: directory)
-        }
-    }
-
     @Test(.enabled(if: ClassificationStackTests.enabled, ClassificationStackTests.skipMessage))
     func payloadsAreOnTwoNodesAndSurviveTheirWritersKill() async throws {
-        let replicas = try Replicas()
+        let replicas = try ClusterReplicas("classification", command: "classify") { servicePorts in
+            // Every replica's, its own included (left out by each), as compose gives it.
+            ["--blob-peers", servicePorts.map { "127.0.0.1:\($0)" }.joined(separator: ","), "--blob-repair-interval", "1"]
+        }
         for port in replicas.servicePorts { try await Stack.waitServing(port: port) }
         let train = replicas.directory.appendingPathComponent("files/train")
         try ClassificationStackTests.digitsSubset("train", labels: ["0", "1", "2"], count: 10, into: train)
@@ -115,5 +48,14 @@ import Testing
             try await Task.sleep(for: .milliseconds(250))
         }
         #expect(replicas.blobs(1).isSuperset(of: written) && replicas.blobs(2).isSuperset(of: written), "the repair made two copies again")
+    }
+}
+
+extension ClusterReplicas {
+    /// The hashes of the blobs on a replica's disk.
+    fileprivate func blobs(_ replica: Int) -> Set<String> {
+        let root = dataDirectory(replica).appendingPathComponent("blobs")
+        let folders = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        return Set(folders.filter { $0.count == 2 }.flatMap { (try? FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent($0).path)) ?? [] })
     }
 }

@@ -60,14 +60,13 @@ struct ClusterFaultTests {
             }
             let up = try await (useTLS ? compose("up", "--nodes", "3", "--tls") : compose("up", "--nodes", "3"))
             try #require(up.status == 0, "compose up --nodes 3 failed: \(up.output)")
-            // The gateway's certificate, for the test's own calls and cluster clients.
-            let directory = stack.state.appendingPathComponent("tls").path
-            let tls = try useTLS
-                ? TLSCredentials.client(certificateFile: directory + "/gateway.pem", keyFile: directory + "/gateway.key", caFile: directory + "/ca.pem")
-                : nil
-            let clusterTLS = try useTLS
-                ? ClusterTLS(certificateFile: directory + "/gateway.pem", keyFile: directory + "/gateway.key", caFile: directory + "/ca.pem")
-                : nil
+            // The gateway's certificate, found in the stack's state as the gateway finds it there (the environment's
+            // MENAGERIE_TLS_DIR left out), for the test's own calls and cluster clients.
+            let tls = try useTLS ? ClientTLSOptions.parse([]).credentials(stateDirectory: stack.state.path, environment: [:]) : nil
+            try #require(!useTLS || tls != nil, "compose up --tls left no CA in \(stack.state.path)/tls")
+            let clusterTLS = try tls.map { tls in
+                try ClusterTLS(certificateFile: #require(tls.certificateFile), keyFile: #require(tls.keyFile), caFile: tls.caFile)
+            }
             let port = try #require(stack.basePorts["health"])
             let endpoints = (1...3).map { "\(network.subnet).\(10 + $0):\(port)" }
             let members = (1...3).map { "\(network.subnet).\(10 + $0):\(port + 1000)" }

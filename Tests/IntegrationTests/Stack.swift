@@ -170,6 +170,92 @@ final class Stack: @unchecked Sendable {
     }
 }
 
+/// Three replicas of one service whose database is one dqlite cluster (`--cluster`) on loopback, started beside any
+/// stack (not through compose), each with a data directory of its own and the identity store shared, and driven
+/// through the gateway; what still runs is stopped, and the directory removed, when this goes.
+final class ClusterReplicas {
+    let service: String
+    let directory: URL
+    let servicePorts: [Int]
+    let nodeAddresses: [String]
+    var processes: [Process?] = []
+    /// Loopback answers in microseconds; 20 ms keeps elections clear of a loaded test machine's stalls.
+    let latency = 20
+    /// The gateway's command group for the service (`classify` for classification) and the environment it runs in.
+    private let command: String
+    private let gatewayEnvironment: [String: String]
+    /// What every replica is given beyond the flags of its port, directories and cluster.
+    private let arguments: [String]
+
+    /// - Parameter arguments: the further flags, given the replicas' service ports (blob peers, say).
+    init(
+        _ service: String, command: String? = nil, arguments: (_ servicePorts: [Int]) -> [String] = { _ in [] },
+        gatewayEnvironment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws {
+        self.service = service
+        self.command = command ?? service
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(service)-cluster-\(UUID().uuidString)")
+        let base = try RawSocket.freePortBlock(count: 6)
+        servicePorts = (0..<3).map { base + $0 }
+        nodeAddresses = (3..<6).map { "127.0.0.1:\(base + $0)" }
+        self.arguments = arguments(servicePorts)
+        var environment = gatewayEnvironment
+        environment["XDG_DATA_HOME"] = directory.appendingPathComponent("xdg").path
+        self.gatewayEnvironment = environment
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for replica in 0..<3 { processes.append(try start(replica)) }
+    }
+
+    func dataDirectory(_ replica: Int) -> URL { directory.appendingPathComponent("r\(replica)") }
+
+    func start(_ replica: Int) throws -> Process {
+        try Stack.spawn(
+            "\(Stack.binDirectory)/\(service)",
+            [
+                "--port", "\(servicePorts[replica])", "--data-dir", dataDirectory(replica).path,
+                "--identity", directory.appendingPathComponent("identity.sqlite").path, "--log-level", "error",
+                "--cluster", nodeAddresses.joined(separator: ","), "--cluster-bind", nodeAddresses[replica],
+                "--cluster-latency", "\(latency)",
+            ] + arguments)
+    }
+
+    func kill9(_ replica: Int) {
+        guard let process = processes[replica] else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        processes[replica] = nil
+    }
+
+    /// The gateway's `arguments` (after the service's command group) through `replica`.
+    func gateway(_ replica: Int, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await Stack.run(
+            "\(Stack.binDirectory)/gateway",
+            [command] + arguments + ["--endpoint", "\(service)=127.0.0.1:\(servicePorts[replica])"], environment: gatewayEnvironment)
+    }
+
+    /// The gateway's call through `replica`, again every `pause` while it answers UNAVAILABLE (a leader being
+    /// elected: nothing was written), as a client would, for up to `window`.
+    func gatewayRetrying(
+        _ replica: Int, _ arguments: [String], within window: Duration = .seconds(30), every pause: Duration = .milliseconds(300)
+    ) async throws -> (status: Int32, output: String) {
+        let start = ContinuousClock.now
+        var result = try await gateway(replica, arguments)
+        while result.status == 14, ContinuousClock.now - start < window {
+            try await Task.sleep(for: pause)
+            result = try await gateway(replica, arguments)
+        }
+        return result
+    }
+
+    deinit {
+        for process in processes.compactMap({ $0 }) {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
 /// The instances `gateway status --json` reports: a JSON array of one object per instance, from the first line
 /// that opens it (the output is stdout and stderr together).
 func statusInstances(_ output: String) throws -> [[String: Any]] {

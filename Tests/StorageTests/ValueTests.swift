@@ -17,7 +17,7 @@ import Testing
     ]
 
     /// dqlite's wire format ends text at a NUL, so on that backend such text is refused (misuse), never cut.
-    static let onDqlite = getenv("MENAGERIE_STORAGE_BACKEND").map { String(cString: $0) } == "dqlite"
+    static let onDqlite = (try? StorageBackend.forTests()) == .dqlite
 
     @Test func everyValueRoundTrips() throws {
         let database = try Database.inMemory(migrations: [Self.valuesTable])

@@ -83,7 +83,7 @@ public final class ClassificationStore: Sendable {
     /// fresh temporary directory), so the suites built on it test that layout too.
     public static func inMemory(blobs: (any BlobStoring)? = nil) throws -> ClassificationStore {
         var blobs = blobs
-        if blobs == nil, ProcessInfo.processInfo.environment["MENAGERIE_STORAGE_BACKEND"] == "dqlite" {
+        if blobs == nil, try StorageBackend.forTests() == .dqlite {
             blobs = try BlobStore(directory: FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-blobs-\(UUID().uuidString)").path)
         }
         return ClassificationStore(database: try Database.inMemory(migrations: migrations), blobs: blobs)
