@@ -240,7 +240,8 @@ final class FrameServerConnection<Stream: ByteStream>: ServerConnection {
             // as for a call cancelled while it waited for a worker).
             return
         }
-        if frame.method.utf8.contains(0) || frame.metadata.contains(where: { $0.key.utf8.contains(0) || $0.value.utf8.contains(0) }) {
+        if FrameEnvelope.containsNUL(frame.method)
+            || frame.metadata.contains(where: { FrameEnvelope.containsNUL($0.key) || FrameEnvelope.containsNUL($0.value) }) {
             calls.refuse(
                 id, CallHead(method: frame.method, peer: stream.peer),
                 RPCError(.invalidArgument, "the method name or metadata contains a NUL character"))
