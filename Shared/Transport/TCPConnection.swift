@@ -266,9 +266,15 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     /// Queues `size` bytes, which `write` puts straight into the outbox, whatever protocol they
     /// are (see `ByteStream.send(bytesOfSize:sealing:_:)`); safe from any thread.
     package func send(bytesOfSize size: Int, sealing: Bool, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
+        queue(size, sealing: sealing) { $0.bytes.append(size, write) }
+    }
+
+    /// Adds `size` bytes to the outbox with `add` (under its lock, unless it closed or was sealed) and schedules a
+    /// flush if none is; any thread.
+    private func queue(_ size: Int, sealing: Bool, _ add: (inout Outbox) -> Void) {
         let schedule = outbox.withLock { outbox -> Bool in
             guard !outbox.closed, !outbox.sealed else { return false }
-            outbox.bytes.append(size, write)
+            add(&outbox)
             outbox.sealed = sealing
             pendingBytes.add(size, ordering: .relaxed)
             defer { outbox.flushScheduled = true }
@@ -293,19 +299,10 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
         guard body.count >= Self.smallestReferencedBody else {
             return sendCopying(headOfSize: headSize, body: body, tailOfSize: tailSize, sealing: sealing, writeHead, writeTail)
         }
-        let size = headSize + body.count + tailSize
-        let schedule = outbox.withLock { outbox -> Bool in
-            guard !outbox.closed, !outbox.sealed else { return false }
+        queue(headSize + body.count + tailSize, sealing: sealing) { outbox in
             outbox.bytes.append(headSize, writeHead)
             outbox.bodies.append(ReferencedBody(offset: outbox.bytes.count, bytes: body))
             outbox.bytes.append(tailSize, writeTail)
-            outbox.sealed = sealing
-            pendingBytes.add(size, ordering: .relaxed)
-            defer { outbox.flushScheduled = true }
-            return !outbox.flushScheduled
-        }
-        if schedule {
-            if let pool = WorkerPool.current { pool.deferFlush(of: self) } else { loop.execute { self.flush() } }
         }
     }
 
@@ -551,6 +548,7 @@ struct OutboxBuffer {
 
     /// Appends `size` bytes that `write` fills in.
     mutating func append(_ size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
+        guard size > 0 else { return }  // (a head or tail of nothing, before any byte: no buffer yet to point into)
         let needed = count + size
         if needed > capacity { grow(to: needed) }
         write(UnsafeMutableRawBufferPointer(start: base! + count, count: size))

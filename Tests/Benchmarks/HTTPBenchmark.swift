@@ -49,7 +49,11 @@ struct HTTPBenchmark {
         try ZooLibrary(path: data.appendingPathComponent("zoo.sqlite").path)
             .importFiles(ZooSourceFile.directory(source), source: source.path, trigger: .client)
         let zooPort = try AbuseBenchmark.freePort()
-        let zoo = try Self.start("zoo", serverCPU + [binary.path, "--port", "\(zooPort)", "--data-dir", data.path, "--log-level", "warning"], log: scratch)
+        // Pinned to one core, one event loop (as nginx's one worker and uvicorn's one process): a second loop thread
+        // would only take turns with the first on that core.
+        let loops = twoCores ? ["--loops", "1"] : []
+        let zoo = try Self.start(
+            "zoo", serverCPU + [binary.path, "--port", "\(zooPort)", "--data-dir", data.path, "--log-level", "warning"] + loops, log: scratch)
         defer { Self.stop(zoo) }
         guard await Self.waitAnswering(port: zooPort) else {
             print("HTTP benchmark: the zoo did not answer on port \(zooPort); its log is in \(scratch.path)")
