@@ -15,6 +15,14 @@ enum LargeBuffers {
         queue.async { buffer.base.deallocate() }
     }
 
+    /// Lets go of `arrays` on the background thread when together they reach the threshold: they may be the last
+    /// references to bodies written from their own memory (a large answer whose handler is long gone), and their
+    /// storage would otherwise be unmapped on the loop thread that completed the write.
+    static func release(_ arrays: [[UInt8]]) {
+        guard arrays.reduce(0, { $0 + $1.count }) >= threshold else { return }
+        queue.async { withExtendedLifetime(arrays) {} }
+    }
+
     /// Handed to the background thread, and touched by nothing else once freed there.
     private struct Buffer: @unchecked Sendable {
         let base: UnsafeMutableRawPointer

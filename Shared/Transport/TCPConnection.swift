@@ -348,6 +348,7 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     }
 
     private func written(_ write: WriteRequest, status: Int32) {
+        LargeBuffers.release(write.takeBodies())
         var bytes = write.bytes
         if let budget {
             budgetedWrites -= write.count
@@ -499,9 +500,15 @@ private struct ReferencedBody {
 /// from their own memory between its bytes.
 private final class WriteRequest {
     let bytes: OutboxBuffer
-    let bodies: [ReferencedBody]
+    private var bodies: [ReferencedBody]
     /// Bytes written in all.
     let count: Int
+
+    /// The bodies' arrays, no longer held here (once written).
+    func takeBodies() -> [[UInt8]] {
+        defer { bodies = [] }
+        return bodies.map(\.bytes)
+    }
 
     init(bytes: OutboxBuffer, bodies: [ReferencedBody]) {
         self.bytes = bytes

@@ -84,6 +84,27 @@ import Testing
         }
     }
 
+    /// A kept answer is sent on the loop at once, a fresh one later from a worker: pipelined on one connection, they
+    /// still come back in the order they were asked.
+    @Test func pipelinedKeptAndFreshAnswersComeBackInOrder() async throws {
+        try await Self.serve { port, _, _ in
+            _ = try await Self.post(port, #"{"payload":"AQI="}"#)
+            let request = { (json: String) in
+                "POST \(Self.read.path) HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)"
+            }
+            let answers = try await HTTPRoutesTests.exchange(port, [
+                request(#"{"payload":"AQM="}"#), request(#"{"payload":"AQI="}"#), request(#"{"payload":"AQQ="}"#),
+                request(#"{"payload":"AQI="}"#),
+            ])
+            let bodies = answers.map { String(decoding: $0.body, as: UTF8.self) }
+            #expect(answers.map(\.status) == [200, 200, 200, 200])
+            #expect(bodies[0].contains("AQM=") && bodies[0].contains(#""index":2"#), "\(bodies)")
+            #expect(bodies[1].contains("AQI=") && bodies[1].contains(#""index":1"#), "kept")
+            #expect(bodies[2].contains("AQQ=") && bodies[2].contains(#""index":3"#))
+            #expect(bodies[3] == bodies[1])
+        }
+    }
+
     @Test func nothingIsKeptWhileTheVersionIsUnknown() async throws {
         try await Self.serve { port, version, _ in
             version.value.withLock { $0 = nil }
