@@ -63,13 +63,18 @@ public final class RPCServer: Sendable {
     /// it answers a call itself from kept bytes (`AnswerCachePolicy`). A refused call is then opened as any other,
     /// to be refused, counted and logged where calls are.
     package func admits(_ head: CallHead) -> Bool {
-        guard let callGuard, routes[head.method]?.isBuiltin == false else { return true }
+        guard let route = routes[head.method] else { return true }
         do {
-            _ = try callGuard.admit(head)
+            _ = try admittedCaller(of: head, on: route)
             return true
         } catch {
             return false
         }
+    }
+
+    /// Who makes call `head` of `route`, as the guard establishes it (nil: anonymous; built-ins never ask it).
+    private func admittedCaller(of head: CallHead, on route: ServerRoute) throws(RPCError) -> Caller? {
+        route.isBuiltin ? nil : try callGuard?.admit(head)
     }
 
     /// Counts a call of `method` that its transport answered OK itself (from kept bytes), as its handler's would be.
@@ -101,7 +106,7 @@ public final class RPCServer: Sendable {
         }
         let caller: Caller?
         do {
-            caller = route.isBuiltin ? nil : try callGuard?.admit(head)
+            caller = try admittedCaller(of: head, on: route)
         } catch {
             // Refused before its handler: an upload's requests are dropped as they come, never read.
             // Not logged here: the guard logs refusals once per window, so a flood of guesses is no flood of lines.

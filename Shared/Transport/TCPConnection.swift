@@ -348,7 +348,7 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     }
 
     private func written(_ write: WriteRequest, status: Int32) {
-        LargeBuffers.release(write.takeBodies())
+        if write.hasBodies { LargeBuffers.release(write.takeBodies()) }
         var bytes = write.bytes
         if let budget {
             budgetedWrites -= write.count
@@ -503,6 +503,8 @@ private final class WriteRequest {
     private var bodies: [ReferencedBody]
     /// Bytes written in all.
     let count: Int
+
+    var hasBodies: Bool { !bodies.isEmpty }
 
     /// The bodies' arrays, no longer held here (once written).
     func takeBodies() -> [[UInt8]] {

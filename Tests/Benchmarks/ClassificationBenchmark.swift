@@ -90,11 +90,7 @@ struct ClassificationBenchmark {
         }
 
         // Digit detection: train-annotations.json → test-annotations.json.
-        var scenesTrain = try DatasetBuilder.detection(annotationsFile: scenes.appendingPathComponent("train-annotations.json"),
-                                                       imagesDirectory: scenes.appendingPathComponent("images"))
-        let scenesTest = try DatasetBuilder.detection(annotationsFile: scenes.appendingPathComponent("test-annotations.json"),
-                                                      imagesDirectory: scenes.appendingPathComponent("images"))
-        if let detectionImages { scenesTrain.samples = Array(scenesTrain.samples.prefix(detectionImages)) }
+        let (scenesTrain, scenesTest) = try DetectorBenchmark.scenes(scenes, trainingAtMost: detectionImages)
         var detectorOptions = DetectorTrainingOptions()
         if let detectorEpochs { detectorOptions.epochs = detectorEpochs }
         // From scratch, then transfer learning from the digits cnn trained above (`--base`): its layers start the backbone.

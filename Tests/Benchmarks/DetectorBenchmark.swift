@@ -7,6 +7,16 @@ import Torch
 /// frozen up to each stride asked for, a yolo head trained on it), the same epochs and seed, each with its training
 /// seconds (the feature maps' extraction included) and mAP50 and mAP50:95 on the test scenes as `evaluate` prints them.
 struct DetectorBenchmark {
+    /// The detection set's training and test scenes (train-annotations.json, test-annotations.json, images/), the
+    /// training ones cut to the first `limit` when given.
+    static func scenes(_ folder: URL, trainingAtMost limit: Int?) throws -> (train: Dataset, test: Dataset) {
+        let images = folder.appendingPathComponent("images")
+        var train = try DatasetBuilder.detection(annotationsFile: folder.appendingPathComponent("train-annotations.json"), imagesDirectory: images)
+        let test = try DatasetBuilder.detection(annotationsFile: folder.appendingPathComponent("test-annotations.json"), imagesDirectory: images)
+        if let limit { train.samples = Array(train.samples.prefix(limit)) }
+        return (train, test)
+    }
+
     /// Epochs of every detector (nil: the default, 150).
     var epochs: Int?
     /// At most this many training scenes (nil: all 120).
@@ -32,11 +42,7 @@ struct DetectorBenchmark {
             return
         }
         try Torch.setThreads(cores)
-        var train = try DatasetBuilder.detection(annotationsFile: scenes.appendingPathComponent("train-annotations.json"),
-                                                 imagesDirectory: scenes.appendingPathComponent("images"))
-        let test = try DatasetBuilder.detection(annotationsFile: scenes.appendingPathComponent("test-annotations.json"),
-                                                imagesDirectory: scenes.appendingPathComponent("images"))
-        if let detectionImages { train.samples = Array(train.samples.prefix(detectionImages)) }
+        let (train, test) = try Self.scenes(scenes, trainingAtMost: detectionImages)
         var options = DetectorTrainingOptions()
         if let epochs { options.epochs = epochs }
         print("Detector benchmark: \(cores) cores, libtorch on \(Torch.threads) threads, \(options.epochs) epochs, seed 0, "

@@ -60,9 +60,9 @@ public final class ZooLibrary: Sendable {
     /// the previous snapshot. This process's own imports are visible as soon as they return.
     public func snapshot() throws -> ZooSnapshot {
         let now = DispatchTime.now().uptimeNanoseconds
-        let interval = UInt64(recheckInterval / .nanoseconds(1))
         let previous = lastCheck.load(ordering: .relaxed)
-        guard now &- previous >= interval, lastCheck.compareExchange(expected: previous, desired: now, ordering: .relaxed).exchanged
+        guard recheckIsDue(now: now, lastCheck: previous),
+              lastCheck.compareExchange(expected: previous, desired: now, ordering: .relaxed).exchanged
         else { return loaded.withLock { $0.snapshot } }
         let version = try database.dataVersion
         let current = loaded.withLock { $0 }
@@ -75,9 +75,13 @@ public final class ZooLibrary: Sendable {
     /// the database: what a cache of answers keys them by on an event loop, so that a kept answer is never older
     /// than an answer `snapshot()` would give.
     public var checkedGeneration: Int64? {
-        let now = DispatchTime.now().uptimeNanoseconds
-        guard now &- lastCheck.load(ordering: .relaxed) < UInt64(recheckInterval / .nanoseconds(1)) else { return nil }
+        guard !recheckIsDue(now: DispatchTime.now().uptimeNanoseconds, lastCheck: lastCheck.load(ordering: .relaxed)) else { return nil }
         return loaded.withLock { $0.generation }
+    }
+
+    /// Whether `recheckInterval` has passed since the check at `lastCheck` (`DispatchTime` uptime nanoseconds).
+    private func recheckIsDue(now: UInt64, lastCheck: UInt64) -> Bool {
+        now &- lastCheck >= UInt64(recheckInterval / .nanoseconds(1))
     }
 
     /// Whether nothing was ever imported successfully.
