@@ -36,6 +36,40 @@ import Testing
         }
     }
 
+    /// A replica that crashes while starting leaves a backtrace whose tail is registers and images: up shows where it
+    /// crashed (the report's head and the crashed thread's frames), not only those last lines. (CI once showed only
+    /// the registers of an ocr that aborted on three nodes, which left nothing to go on.)
+    @Test func aReplicaThatCrashesWhileStartingIsReportedWithItsCrashedFrames() async throws {
+        try await Stack.with(services: ["zoo"]) { stack in
+            let bin = stack.directory.appendingPathComponent("bin")
+            try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent("gateway").path,
+                                                       withDestinationPath: "\(Stack.binDirectory)/gateway")
+            // A zoo that crashes as a Swift program does, with a backtrace longer than a log's tail.
+            let zoo = bin.appendingPathComponent("zoo")
+            try """
+                #!/bin/sh
+                echo "started as $0"
+                echo "💣 Program crashed: Aborted at 0x00000000000004d2"
+                echo "Thread 2 crashed:"
+                echo "0 0x00007f65881c0eec __pthread_kill_implementation + 268 in libc.so.6"
+                echo "1 0x00007f6588177012 raise + 17 in libc.so.6"
+                echo "2 0x00007f6588161468 abort + 208 in libc.so.6"
+                echo "3 0x00007f6589a3c1f0 ERRCODE::error + 400 in libtesseract.so.5"
+                i=0; while [ $i -lt 60 ]; do echo "r$i 0x0000000000000000"; i=$((i + 1)); done
+                kill -ABRT $$
+
+                """.write(to: zoo, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: zoo.path)
+            let up = try await stack.compose(environment: ["MENAGERIE_BIN_DIR": bin.path, "MENAGERIE_START_TIMEOUT": "2"], ["up"])
+            #expect(up.status == 1, "\(up.output)")
+            #expect(up.output.contains("Program crashed: Aborted"), "\(up.output)")
+            #expect(up.output.contains("ERRCODE::error + 400 in libtesseract.so.5"), "\(up.output)")
+            #expect(up.output.contains("r59 0x0000000000000000"), "the log's tail is shown too: \(up.output)")
+            #expect(up.output.contains("did not report SERVING"), "\(up.output)")
+        }
+    }
+
     @Test func downWithNothingRunningForgetsTheScaledCounts() async throws {
         try await Stack.with(services: ["zoo"]) { stack in
             // What a scale to 2 leaves behind when its replicas are gone (a reboot, say).
