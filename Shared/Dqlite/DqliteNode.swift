@@ -67,20 +67,22 @@ public final class DqliteNode: Sendable {
             raftDialer = nil
             tlsAddresses = nil
         }
-        do {
-            try check(dqlite_node_set_bind_address(node, tlsAddresses?.private ?? bindAddress ?? address), "set its bind address")
-            if let raftDialer {
-                try check(
-                    dqlite_node_set_connect_func(node, dialThroughTLS, Unmanaged.passUnretained(raftDialer).toOpaque()),
-                    "set its connect function")
-            }
-            if let networkLatency {
-                let milliseconds = max(1, Int(networkLatency / .milliseconds(1)))
-                try check(dqlite_node_set_network_latency_ms(node, UInt32(min(milliseconds, 3_600_000))), "set its latency")
-            }
-        } catch {
-            dqlite_node_destroy(node)
-            throw error
+        // From here on a throw runs `deinit` (every stored property is set), which destroys the node: destroying it
+        // here as well freed it twice (glibc aborted ocr when its cluster port was taken).
+        let listenAddress = tlsAddresses?.private ?? bindAddress ?? address
+        guard dqlite_node_set_bind_address(node, listenAddress) == 0 else {
+            // dqlite binds here and closes the socket on failure; close(2) leaves the bind's errno as it was.
+            let reason = String(cString: strerror(errno))
+            throw DqliteError(.node, "dqlite node \(id) cannot listen on \(listenAddress): \(reason)")
+        }
+        if let raftDialer {
+            try check(
+                dqlite_node_set_connect_func(node, dialThroughTLS, Unmanaged.passUnretained(raftDialer).toOpaque()),
+                "set its connect function")
+        }
+        if let networkLatency {
+            let milliseconds = max(1, Int(networkLatency / .milliseconds(1)))
+            try check(dqlite_node_set_network_latency_ms(node, UInt32(min(milliseconds, 3_600_000))), "set its latency")
         }
     }
 

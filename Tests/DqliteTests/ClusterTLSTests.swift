@@ -21,6 +21,20 @@ import Testing
         tls = try ClusterTLS(certificateFile: node.certificate, keyFile: node.key, caFile: certificates.caFile)
     }
 
+    /// Over TLS the node listens on a private socket and its relay on the public address: a taken public address
+    /// is refused with the reason as well, and the node is destroyed once.
+    @Test func aNodeWhosePublicAddressIsTakenIsRefusedWithTheReason() throws {
+        defer { certificates.remove() }
+        let cluster = try TestCluster(size: 1, tls: tls)
+        defer { cluster.tearDown() }
+        let node = try DqliteNode(id: 2, address: cluster.addresses[0], dataDirectory: cluster.directory.appendingPathComponent("taken").path, tls: tls)
+        #expect { try node.start() } throws: { error in
+            let error = error as? DqliteError
+            return error?.kind == .node && error?.message.contains(cluster.addresses[0]) == true
+                && error?.message.contains("in use") == true
+        }
+    }
+
     @Test func threeNodesOverTLSReplicateAndFailOver() throws {
         defer { certificates.remove() }
         let cluster = try TestCluster(size: 3, tls: tls)

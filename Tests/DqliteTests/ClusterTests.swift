@@ -57,6 +57,24 @@ import Testing
         }
     }
 
+    /// A node whose address another program listens on is refused with the reason, and made once: its failed
+    /// init used to destroy the dqlite node and then its deinit destroyed it again (glibc aborted the process on the
+    /// double free — an ocr whose cluster port was health's service port, in CI).
+    @Test func aNodeWhoseAddressIsTakenIsRefusedWithTheReason() throws {
+        let cluster = try TestCluster(size: 1)
+        defer { cluster.tearDown() }
+        #expect {
+            try DqliteNode(id: 2, address: cluster.addresses[0], dataDirectory: cluster.directory.appendingPathComponent("taken").path)
+        } throws: { error in
+            let error = error as? DqliteError
+            return error?.kind == .node && error?.message.contains("cannot listen on \(cluster.addresses[0]): Address already in use") == true
+        }
+        // The node that holds the address still answers.
+        let session = try cluster.client().connect()
+        defer { session.close() }
+        #expect(try session.query("SELECT 1").rows == [[.integer(1)]])
+    }
+
     @Test func threeNodesReplicateAndTheSurvivorsElectANewLeaderThatTakesWrites() throws {
         let cluster = try TestCluster(size: 3)
         defer { cluster.tearDown() }

@@ -295,8 +295,8 @@ struct ClusterFaultTests {
         }
     }
 
-    /// A cluster port (the replica's port + 1000) past 65535, or a latency that is not a number of milliseconds,
-    /// is refused before anything is made.
+    /// A cluster port (the replica's port + 1000) past 65535 or on another service's port, or a latency that is not a
+    /// number of milliseconds, is refused before anything is made.
     @Test func upRefusesClusterPortsAndLatenciesItCannotUse() async throws {
         let network = Nodes.freeNetwork()
         defer { Nodes.removeLeftovers(tag: network.tag) }
@@ -306,6 +306,13 @@ struct ClusterFaultTests {
             #expect(port.status == 1 && port.output.contains("health.0's cluster port would be 66000 (its port + 1000), above 65535"), "\(port.output)")
             let latency = try await stack.compose(environment: network.environment.merging(["MENAGERIE_CLUSTER_LATENCY": "fast"]) { $1 }, ["up", "--nodes", "3"])
             #expect(latency.status == 1 && latency.output.contains("MENAGERIE_CLUSTER_LATENCY must be a number of milliseconds"), "\(latency.output)")
+            // ocr's cluster members would listen on health's service ports (CI once drew such ports for a stack: ocr
+            // aborted on every node).
+            try stack.writeConfig([ServiceSettings(name: "health", port: 23033, data: "data/health"),
+                                   ServiceSettings(name: "ocr", port: 22032, replicas: 2, data: "data/ocr")])
+            let collision = try await stack.compose(environment: network.environment, ["up", "--nodes", "3"])
+            #expect(collision.status == 1 && collision.output.contains(
+                "ocr's cluster ports would be 23032-23033 (its ports + 1000), and health listens on 23033-23033"), "\(collision.output)")
             #expect(Nodes.namespaces(tag: network.tag).isEmpty)
         }
     }

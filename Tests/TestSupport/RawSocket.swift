@@ -91,13 +91,15 @@ public final class RawSocket: @unchecked Sendable {
     /// A port p such that p…p+count-1 are all free now and none is within `count` of `taken`. The block lies
     /// below the kernel's ephemeral range (and so do its cluster ports, 1000 above): a port in that range can be
     /// taken after this check by any process's outgoing connection — an OCR replica scaled onto such a port found
-    /// it held for a minute in CI.
+    /// it held for a minute in CI. Those cluster ports are free too, and no block nor its cluster ports overlap
+    /// another's (`taken`'s) block or cluster ports: CI once gave ocr the block 1000 below health's, and ocr's cluster
+    /// members could not listen on health's service ports.
     public static func freePortBlock(count: Int, avoiding taken: [Int] = []) throws -> Int {
         let highest = ephemeralPortRangeStart() - count - 1_001
         for _ in 0..<200 {
             let base = Int.random(in: 10_000...max(10_000, highest))
-            if taken.contains(where: { abs($0 - base) < count }) { continue }
-            if (base..<(base + count)).allSatisfy(isFree) { return base }
+            if taken.contains(where: { other in [0, 1_000, -1_000].contains { abs(other + $0 - base) < count } }) { continue }
+            if (base..<(base + count)).allSatisfy(isFree), (base + 1_000..<(base + 1_000 + count)).allSatisfy(isFree) { return base }
         }
         throw POSIXError(.EADDRINUSE)
     }
