@@ -29,6 +29,7 @@ public final class TLSSession: @unchecked Sendable {
             throw TLSError.openSSL("cannot make TLS buffers")
         }
         SSL_set_bio(ssl, io, io)  // one BIO both ways: SSL_set_bio takes one reference
+        // Every stored property is set from here on: a throw runs `deinit`, which frees the session (and its BIO).
         self.ssl = ssl
         self.io = io
         switch context.role {
@@ -41,10 +42,7 @@ public final class TLSSession: @unchecked Sendable {
                 let param = SSL_get0_param(ssl)
                 let checked = isAddress ? X509_VERIFY_PARAM_set1_ip_asc(param, serverName) : SSL_set1_host(ssl, serverName)
                 if !isAddress { _ = ctls_set_sni(ssl, serverName) }
-                guard checked == 1 else {
-                    SSL_free(ssl)
-                    throw TLSError.openSSL("cannot check the server's name \(serverName)")
-                }
+                guard checked == 1 else { throw TLSError.openSSL("cannot check the server's name \(serverName)") }
             }
         }
     }

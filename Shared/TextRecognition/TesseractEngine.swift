@@ -131,16 +131,18 @@ public final class TesseractEngine: @unchecked Sendable {
     private let handle: OpaquePointer
     private var orientationDetector: OpaquePointer?
 
-    /// Loads the trained data of `configuration.languages` with the LSTM recogniser (about 0.3 s for `ces+eng`).
-    public init(configuration: EngineConfiguration) throws {
+    /// Loads the trained data of `configuration.languages` from `dataPath` with the LSTM recogniser (about 0.3 s for
+    /// `ces+eng`).
+    public init(configuration: EngineConfiguration, dataPath: String = TesseractRuntime.dataPath) throws {
         TesseractRuntime.configureOnce()
-        let installed = Set(TesseractRuntime.installedLanguages())
+        let installed = Set(TesseractRuntime.installedLanguages(in: dataPath))
         guard !configuration.languages.isEmpty else { throw EngineError.languageUnavailable("(none)") }
         for language in configuration.languages where !installed.contains(language) {
             throw EngineError.languageUnavailable(language)
         }
         self.configuration = configuration
         guard let handle = TessBaseAPICreate() else { throw EngineError.tesseract("TessBaseAPICreate") }
+        // Every stored property is set from here on: a throw runs `deinit`, which ends and deletes the handle.
         self.handle = handle
 
         var files: [URL] = []
@@ -162,20 +164,16 @@ public final class TesseractEngine: @unchecked Sendable {
                 variables.append(("user_patterns_file", try temporaryFile(configuration.userPatterns, "user-patterns")))
             }
         } catch {
-            TessBaseAPIDelete(handle)
             throw EngineError.tesseract("cannot write the user words: \(error)")
         }
         let status = Self.withCStrings(variables.map(\.0)) { names in
             Self.withCStrings(variables.map(\.1)) { values in
                 TessBaseAPIInit4(
-                    handle, TesseractRuntime.dataPath, configuration.languageString, OEM_LSTM_ONLY, nil, 0,
+                    handle, dataPath, configuration.languageString, OEM_LSTM_ONLY, nil, 0,
                     names, values, variables.count, 0)
             }
         }
-        guard status == 0 else {
-            TessBaseAPIDelete(handle)
-            throw EngineError.tesseract("initialising \(configuration.languageString) failed")
-        }
+        guard status == 0 else { throw EngineError.tesseract("initialising \(configuration.languageString) failed") }
         // Global and adaptive inversion stays Tesseract's own too: a line it reads poorly is retried inverted.
         _ = TessBaseAPISetVariable(handle, "tessedit_do_invert", "1")
     }

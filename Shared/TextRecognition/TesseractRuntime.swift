@@ -18,8 +18,8 @@ public enum TesseractRuntime {
 
     /// The languages whose trained data is installed (file names without `.traineddata`), sorted; `osd` is the
     /// orientation model, not a language.
-    public static func installedLanguages() -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: dataPath)) ?? []
+    public static func installedLanguages(in directory: String = dataPath) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.filter { $0.hasSuffix(".traineddata") }
             .map { String($0.dropLast(".traineddata".count)) }
             .filter { $0 != "osd" }

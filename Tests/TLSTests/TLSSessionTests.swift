@@ -64,6 +64,16 @@ import Testing
         return pump(client, server)
     }
 
+    /// A server name OpenSSL cannot check (an address that is none) is an error, and the session made for it is
+    /// freed once: the failed init freed it and then `deinit` freed it again.
+    @Test func aServerNameThatCannotBeCheckedIsAnErrorAndTheSessionIsFreedOnce() throws {
+        let context = try clientContext(client)
+        for name in ["999.1.1.1", "1.2.3", "::zz"] {
+            #expect(throws: TLSError.self, "\(name)") { try TLSSession(context: context, serverName: name) }
+        }
+        _ = try TLSSession(context: context, serverName: "127.0.0.1")  // the context still makes sessions
+    }
+
     /// The transport's way, a copy fewer each way: records go to a sink as OpenSSL seals them, and are read straight
     /// from lent bytes, which arrive in pieces that cut records anywhere (what a loan leaves unread is kept for the next).
     @Test func recordsGoToASinkAndAreReadFromLentPiecesCutAnywhere() throws {
