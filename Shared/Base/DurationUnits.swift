@@ -14,6 +14,14 @@ extension Duration {
         return UInt64(seconds) * 1_000_000 + UInt64(attoseconds / 1_000_000_000_000)
     }
 
+    /// Whole nanoseconds, rounded toward zero, clamped to `Int64` (about 292 years).
+    public var wholeNanoseconds: Int64 {
+        let (seconds, attoseconds) = components  // read once: each reading divides 128-bit attoseconds
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (sum, carry) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return overflow || carry ? (seconds < 0 ? .min : .max) : sum
+    }
+
     /// Whole milliseconds, rounded up so a timer never fires early; 0 for a negative duration.
     public var millisecondsRoundedUp: UInt64 {
         let (seconds, attoseconds) = components

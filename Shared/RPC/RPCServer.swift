@@ -175,7 +175,10 @@ public final class RPCServer: Sendable {
 }
 
 /// A method as a server serves it.
-struct ServerRoute: Sendable {
+///
+/// A class: every call carries its route (in its `IncomingCall`), and copying a reference is one retain where
+/// copying these fields was six (callgrind: the route's and the call's copies were 3 % of a small call).
+final class ServerRoute: Sendable {
     let info: ProtoMethodInfo
     let body: RPCRouter.Body
     let json: JSONTranscoder?
@@ -185,6 +188,14 @@ struct ServerRoute: Sendable {
     let isBuiltin: Bool
     /// How long a call of this method holds a server worker, as measured.
     let workerTime = WorkerTime()
+
+    init(info: ProtoMethodInfo, body: RPCRouter.Body, json: JSONTranscoder?, stats: MethodStats, isBuiltin: Bool) {
+        self.info = info
+        self.body = body
+        self.json = json
+        self.stats = stats
+        self.isBuiltin = isBuiltin
+    }
 }
 
 /// How long the calls of one method hold a worker before they finish or first wait: a moving
@@ -200,7 +211,7 @@ package final class WorkerTime: Sendable {
 
     /// Takes one call's time into the average (weight 1/4, so a few calls change the estimate).
     package func record(_ duration: Duration) {
-        let sample = Int64(clamping: duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        let sample = duration.wholeNanoseconds
         let old = nanoseconds.load(ordering: .relaxed)
         // Racing updates may lose a sample, which an average can afford.
         nanoseconds.store(old == 0 ? sample : old + (sample - old) / 4, ordering: .relaxed)
@@ -216,11 +227,21 @@ package final class WorkerTime: Sendable {
 /// the call itself — refused (too many calls, draining, a malformed head) or ended before its handler
 /// answered (deadline passed, flow control broken) — and says so with `answered`. Transports never
 /// see routes or stats.
-package struct IncomingCall: Sendable {
+///
+/// A class: a transport keeps it with the call and passes it on (to its worker, its handler, its sink), and each
+/// copy of a struct retained every reference in its head.
+package final class IncomingCall: Sendable {
     package let head: CallHead
     fileprivate let route: ServerRoute?
     fileprivate let arrived: ContinuousClock.Instant
     fileprivate let server: RPCServer
+
+    fileprivate init(head: CallHead, route: ServerRoute?, arrived: ContinuousClock.Instant, server: RPCServer) {
+        self.head = head
+        self.route = route
+        self.arrived = arrived
+        self.server = server
+    }
 
     /// Health, reflection and stats: quick, never waiting, and wanted most when the server is busy,
     /// so a transport answers them at once on its I/O thread instead of queueing them behind domain calls.

@@ -67,9 +67,21 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
 
     /// Removes call `id`'s entry (under `calls`' lock).
     private func remove(_ id: UInt64, _ calls: inout [UInt64: ServerCallEntry]) {
-        guard let entry = calls.removeValue(forKey: id) else { return }
+        guard let index = calls.index(forKey: id) else { return }
+        remove(at: index, &calls)
+    }
+
+    private func remove(at index: Dictionary<UInt64, ServerCallEntry>.Index, _ calls: inout [UInt64: ServerCallEntry]) {
+        let entry = calls.remove(at: index).value
         if entry.cancelledByClient { cancelledCalls.subtract(1, ordering: .relaxed) }
         if entry.isUpload { server.uploadEnded(from: peerHost) }
+    }
+
+    /// Open call `id` of `serial`, and where it is in `calls` (to remove it without hashing again).
+    private func entry(_ id: UInt64, serial: UInt64, in calls: [UInt64: ServerCallEntry]) -> (ServerCallEntry, Dictionary<UInt64, ServerCallEntry>.Index)? {
+        guard let index = calls.index(forKey: id) else { return nil }
+        let entry = calls.values[index]
+        return entry.serial == serial ? (entry, index) : nil
     }
 
     /// Streaming handlers waiting for the client to read, by ticket (resumed on drain, close or
@@ -138,7 +150,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
         let admission = calls.withLock { calls -> Admission in
             guard calls[id] == nil else { return .idInUse }
             guard calls.count - cancelledCalls.load(ordering: .relaxed) < limit else { return .tooMany }
-            var entry = ServerCallEntry(serial: serial, call: call, slot: .queued, window: nil, inbox: inbox)
+            let entry = ServerCallEntry(serial: serial, call: call, slot: .queued, inbox: inbox)
             if isUpload {
                 let now = ContinuousClock.now
                 entry.pace = UploadPace(lastMessageAt: now, windowStart: now)
@@ -373,8 +385,8 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     /// task with `running`.
     func claim(_ id: UInt64, serial: UInt64) -> Bool {
         calls.withLock { calls -> Bool in
-            guard let entry = calls[id], entry.serial == serial, case .queued = entry.slot else { return false }
-            calls[id]?.slot = .claimed
+            guard let (entry, _) = entry(id, serial: serial, in: calls), case .queued = entry.slot else { return false }
+            entry.slot = .claimed
             return true
         }
     }
@@ -383,8 +395,8 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     /// meanwhile (its flag is set under the lock that also guards the slot).
     func running(_ call: ServerCall<Wire>, task: Task<Void, Never>) {
         calls.withLock { calls in
-            guard let entry = calls[call.id], entry.serial == call.serial, case .claimed = entry.slot else { return }  // over already
-            calls[call.id]?.slot = .running(task)
+            guard let (entry, _) = entry(call.id, serial: call.serial, in: calls), case .claimed = entry.slot else { return }  // over already
+            entry.slot = .running(task)
         }
         if call.isCancelled { task.cancel() }
     }
@@ -393,9 +405,9 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     /// call that expired was answered already), and only then is this true (the server counts it).
     func finished(_ id: UInt64, serial: UInt64, message: [UInt8]?, error: RPCError?) -> Bool {
         let open = calls.withLock { calls -> Bool in
-            guard let entry = calls[id], entry.serial == serial else { return false }
+            guard let (_, index) = entry(id, serial: serial, in: calls) else { return false }
             answering.add(1, ordering: .relaxed)
-            remove(id, &calls)
+            remove(at: index, &calls)
             return true
         }
         guard open else { return false }  // ended already (answered, or its connection gone)
@@ -408,7 +420,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
 
     /// Whether call `id` may still send: it is open (not answered because of its deadline).
     func isOpen(_ id: UInt64, serial: UInt64) -> Bool {
-        calls.withLock { calls in calls[id].map { $0.serial == serial } ?? false }
+        calls.withLock { calls in entry(id, serial: serial, in: calls) != nil }
     }
 
     /// The credit window of open call `id` (of that serial, when given) for its response
@@ -484,8 +496,10 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
 ///
 /// Not nested in the generic `ServerCallTable`, and holding its call by its non-generic part, for the reason
 /// `UploadPace` is not: a type nested in a generic class is generic too, and the table's dictionary of entries
-/// reached the entry's metadata through the runtime's generic metadata cache four times a call.
-struct ServerCallEntry {
+/// reached the entry's metadata through the runtime's generic metadata cache four times a call. A class, changed in
+/// place under the table's lock: a struct was copied out of the dictionary (and its references retained) at each
+/// of the three reads of every call, and hashed again to be changed.
+final class ServerCallEntry {
     let serial: UInt64
     /// The call itself, whose flag tells a handler not yet known by its task that it is over.
     let call: ServerCallState
@@ -502,6 +516,13 @@ struct ServerCallEntry {
     var pace: UploadPace?
     /// An upload (counted in the server's `uploadsOpen` until its entry goes).
     var isUpload = false
+
+    init(serial: UInt64, call: ServerCallState, slot: CallSlot, inbox: MessageInbox?) {
+        self.serial = serial
+        self.call = call
+        self.slot = slot
+        self.inbox = inbox
+    }
 }
 
 /// What an upload sent lately: the sweeper ends one silent for `uploadIdleTimeout`, or that sent
