@@ -340,9 +340,16 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
             }
         }
         if result < 0 {
+            // No callback will report this write (`written` gives back what it counted): refused at once (its
+            // writing side shut down by a lingering close, say), its charge stayed on the budget for good.
             Unmanaged<WriteRequest>.fromOpaque(request.pointee.data).release()
             free(request)
             write.bytes.deallocate()
+            if let budget {
+                budgetedWrites -= write.count
+                budget.release(write.count)
+            }
+            pendingBytes.subtract(write.count, ordering: .relaxed)
             close(reason: "write failed: \(uvError(result))")
         }
     }
