@@ -41,9 +41,9 @@ final class DqliteHandle: StorageHandle, @unchecked Sendable {  // one thread at
         if cache.count >= Self.cacheCapacity {
             // Statements a caller still holds (`Connection.prepare`) stay, as `SQLiteHandle`'s do: finalized, their id
             // went to the next statement dqlite prepared, which they then ran.
-            for sql in Array(cache.keys) {
-                var old = cache.removeValue(forKey: sql)!
-                if isKnownUniquelyReferenced(&old) { try? session.finalize(old.prepared) } else { cache[sql] = old }
+            for key in Array(cache.keys) {
+                var old = cache.removeValue(forKey: key)!
+                if isKnownUniquelyReferenced(&old) { try? session.finalize(old.prepared) } else { cache[key] = old }
             }
         }
         let statement = DqliteStatement(prepared, sql: sql, handle: self)

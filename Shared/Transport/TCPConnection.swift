@@ -340,8 +340,8 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
             }
         }
         if result < 0 {
-            // No callback will report this write (`written` gives back what it counted): refused at once (its
-            // writing side shut down by a lingering close, say), its charge stayed on the budget for good.
+            // Refused at once (the writing side shut down by a lingering close, say), the write gets no callback, whose
+            // `written` gives back what it counted: its charge stayed on the budget for good.
             Unmanaged<WriteRequest>.fromOpaque(request.pointee.data).release()
             free(request)
             write.bytes.deallocate()
