@@ -212,7 +212,8 @@ public final class ClusterTLS: Sendable {
     final class Listener: Sendable {
         let address: String
         private let descriptor: Int32
-        /// Written to by `stop` to wake the accepting thread, which then closes the listening socket.
+        /// Written to (then closed) by `stop` to wake the accepting thread, which then closes the listening socket and
+        /// the read end.
         private let wake: (read: Int32, write: Int32)
         private let stopped = Atomic<Bool>(false)
 
@@ -239,6 +240,8 @@ public final class ClusterTLS: Sendable {
             guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
             var byte: UInt8 = 1
             _ = Glibc.write(wake.write, &byte, 1)
+            // Nothing writes to it again: left open, every node started and stopped over TLS lost a descriptor.
+            Glibc.close(wake.write)
         }
 
         deinit { stop() }

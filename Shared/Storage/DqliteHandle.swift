@@ -39,8 +39,12 @@ final class DqliteHandle: StorageHandle, @unchecked Sendable {  // one thread at
         }
         let prepared = try StorageError.translating(sql: sql, context: .prepare) { () throws(DqliteError) in try session.prepare(sql) }
         if cache.count >= Self.cacheCapacity {
-            for old in cache.values { try? session.finalize(old.prepared) }
-            cache.removeAll()
+            // Statements a caller still holds (`Connection.prepare`) stay, as `SQLiteHandle`'s do: finalized, their id
+            // went to the next statement dqlite prepared, which they then ran.
+            for key in Array(cache.keys) {
+                var old = cache.removeValue(forKey: key)!
+                if isKnownUniquelyReferenced(&old) { try? session.finalize(old.prepared) } else { cache[key] = old }
+            }
         }
         let statement = DqliteStatement(prepared, sql: sql, handle: self)
         cache[sql] = statement

@@ -102,6 +102,16 @@ public final class EventLoop: @unchecked Sendable {
         thread.start()
     }
 
+    /// Frees what the loop allocated for itself, which `shutdown` closed but nothing freed (each server's loops kept
+    /// their 256 KiB read buffer for good). Only a loop that was shut down gets here: until then its thread holds it.
+    deinit {
+        free(wakeup)
+        free(nextTurn)
+        free(turnEnd)
+        free(raw)
+        readBuffer.deallocate()
+    }
+
     /// Runs `work` on the loop thread, soon. Ignored once the loop has shut down.
     public func execute(_ work: @escaping @Sendable () -> Void) {
         queue.withLock { queue in

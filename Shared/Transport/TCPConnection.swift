@@ -340,9 +340,16 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
             }
         }
         if result < 0 {
+            // Refused at once (the writing side shut down by a lingering close, say), the write gets no callback, whose
+            // `written` gives back what it counted: its charge stayed on the budget for good.
             Unmanaged<WriteRequest>.fromOpaque(request.pointee.data).release()
             free(request)
             write.bytes.deallocate()
+            if let budget {
+                budgetedWrites -= write.count
+                budget.release(write.count)
+            }
+            pendingBytes.subtract(write.count, ordering: .relaxed)
             close(reason: "write failed: \(uvError(result))")
         }
     }

@@ -1,5 +1,5 @@
 import Base
-import Dqlite
+@testable import Dqlite
 import Foundation
 import TestSupport
 import Testing
@@ -117,6 +117,26 @@ import Testing
             #expect(try session.query("SELECT count(*) FROM t").rows == [[.integer(0)]])
         }
         #expect(ContinuousClock.now - started < .seconds(20), "fresh connections waited for their timeouts")
+    }
+
+    /// A relay's listener that stops closes every descriptor it made: the write end of its wake-up pipe stayed open,
+    /// one descriptor lost each time a node over TLS started and stopped.
+    @Test func aStoppedRelayListenerLeavesNoDescriptorOpen() async throws {
+        defer { certificates.remove() }
+        func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
+        func listenAndStop() throws {
+            let port = try RawSocket.freePortBlock(count: 1)
+            try tls.listen(on: "127.0.0.1:\(port)", forwardingTo: "@menagerie-test-no-node").stop()
+        }
+        // Once first, so that what is opened once per process (and the certificates' tool's pipes closing) is done.
+        try listenAndStop()
+        try await Task.sleep(for: .milliseconds(500))
+        let before = openDescriptors()
+        for _ in 0..<5 { try listenAndStop() }
+        // The accepting threads close the listening sockets and the pipes' read ends once woken.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while openDescriptors() > before, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(openDescriptors() <= before)
     }
 
     @Test func credentialsThatDoNotLoadAreAClearError() throws {

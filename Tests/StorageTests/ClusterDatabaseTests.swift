@@ -105,6 +105,21 @@ import TestSupport
         #expect(try cluster.client().leader()?.id != stopped)
     }
 
+    /// A statement a caller holds (`Connection.prepare`) stays valid while the connection's cache starts over: the
+    /// cache finalized it on the leader with the others, and dqlite gave its id to the next statement prepared, so
+    /// running it ran another statement (or crashed the node on the empty slot).
+    @Test func aHeldStatementOutlivesTheCacheStartingOver() throws {
+        let cluster = try Cluster()
+        let database = try Database(cluster: try cluster.client(), migrations: [itemsMigration])
+        try database.write { connection in
+            let insert = try connection.prepare("INSERT INTO items (name) VALUES (?)")
+            // More distinct statements than the cache keeps (128): it starts over while `insert` is held.
+            for index in 0..<130 { _ = try connection.queryOne("SELECT \(index)") }
+            try insert.execute(["lion"])
+        }
+        #expect(try itemCount(database) == 1)
+    }
+
     @Test func storageErrorsOfALostLeaderAreCategorized() {
         #expect(StorageError(.unavailable, message: "").category == .unavailable)
         #expect(StorageError(.outcomeUnknown, message: "").category == .deadlineExceeded)

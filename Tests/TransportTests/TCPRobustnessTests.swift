@@ -1,9 +1,11 @@
+import Base
 import Foundation
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
+import Synchronization
 import TestSupport
 import Testing
 @testable import Transport
@@ -321,5 +323,37 @@ import Testing
             try await expectServing(harness)
         }
     }
-}
 
+    /// A write the socket refuses (its writing side already shut down by a lingering close, as a late answer finds
+    /// it) gives back what it charged the memory budget: the charge stayed for good, and the server's budget shrank
+    /// by every such answer.
+    @Test func aWriteTheSocketRefusesGivesItsBudgetBack() async throws {
+        let loop = EventLoop(name: "test-loop")
+        defer { loop.shutdown() }
+        let accepted = Mutex<TCPConnection?>(nil)
+        let listener = try loop.submit { () -> Result<TCPListener, RPCError> in
+            TCPListener.open(loop: loop, address: SocketAddress(host: "127.0.0.1", port: 0)!) { connection in
+                connection.start()
+                accepted.withLock { $0 = connection }
+            }
+        }.get()
+        defer { loop.execute { listener.close() } }
+        let port = try #require(listener.address.split(separator: ":").last.flatMap { Int($0) })
+        let socket = try RawSocket(port: port)
+        defer { withExtendedLifetime(socket) {} }
+        try await waitUntil { accepted.withLock { $0 != nil } }
+        let budget = MemoryBudget(limit: 1 << 20)
+        let closed = Mutex<String?>(nil)
+        _ = loop.submit {
+            let connection = accepted.withLock { $0 }!
+            connection.budget = budget
+            connection.onClose = { reason in closed.withLock { $0 = reason } }
+            connection.close(afterFlushing: "done")  // nothing queued: writing shuts down now, and it lingers
+            connection.send(bytesOfSize: 100, sealing: false) { _ = $0.initializeMemory(as: UInt8.self, repeating: 1) }
+            return 0
+        }
+        try await waitUntil { closed.withLock { $0 != nil } }
+        #expect(closed.withLock { $0 }?.contains("write failed") == true, "\(closed.withLock { $0 } ?? "")")
+        #expect(budget.used == 0)
+    }
+}
