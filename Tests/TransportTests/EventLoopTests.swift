@@ -39,13 +39,20 @@ import Testing
 
     /// A loop shut down and released frees what it allocated for itself (its `uv_loop_t`, its own handles, its
     /// 256 KiB read buffer): nothing did, and every server's loops stayed in memory after its shutdown.
+    /// malloc's figure is the whole process's: a measure is taken up to three times, as a leak shows in each (40 loops
+    /// kept 10.5 MB every time) and what other threads allocate meanwhile rarely in all three.
     @Test func aLoopShutDownAndReleasedFreesItsMemory() async throws {
         for _ in 0..<3 { EventLoop(name: "test-loop").shutdown() }
         try await Task.sleep(for: .milliseconds(100))  // the loops' threads end and release them
-        let before = mallocInUse()
-        for _ in 0..<40 { EventLoop(name: "test-loop").shutdown() }
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(mallocInUse() - before < 2 << 20, "40 loops kept \((mallocInUse() - before) >> 10) KiB")
+        var kept = 0
+        for _ in 0..<3 {
+            let before = mallocInUse()
+            for _ in 0..<40 { EventLoop(name: "test-loop").shutdown() }
+            try await Task.sleep(for: .milliseconds(100))
+            kept = mallocInUse() - before
+            if kept < 2 << 20 { break }
+        }
+        #expect(kept < 2 << 20, "40 loops kept \(kept >> 10) KiB")
     }
 
     /// The loop's lag: a turn that runs 30 ms of work counts as one turn over 1 and 10 ms (not over
