@@ -229,8 +229,8 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
         guard let (serial, inbox) = calls.withLock({ calls -> (UInt64, MessageInbox)? in
             guard let entry = calls[id], let inbox = entry.inbox else { return nil }
             if entry.pace != nil {
-                calls[id]!.pace!.windowBytes += chunk.count
-                if !continues { calls[id]!.pace!.lastMessageAt = .now }
+                entry.pace!.windowBytes += chunk.count
+                if !continues { entry.pace!.lastMessageAt = .now }
             }
             return (entry.serial, inbox)
         }) else { return }
@@ -244,8 +244,9 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     /// The client sent call `id`'s last request.
     func endRequests(_ id: UInt64) {
         calls.withLock { calls -> MessageInbox? in
-            calls[id]?.pace = nil
-            return calls[id]?.inbox
+            guard let entry = calls[id] else { return nil }
+            entry.pace = nil
+            return entry.inbox
         }?.finish()
     }
 
@@ -266,7 +267,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
                 if let inbox = entry.inbox, inbox.bufferedBytes > 0 {
                     // The handler is behind, not the client (which may be out of credit): its pace
                     // counts from when the handler catches up.
-                    calls[id]!.pace = UploadPace(lastMessageAt: now, windowStart: now)
+                    entry.pace = UploadPace(lastMessageAt: now, windowStart: now)
                     continue
                 }
                 if now - pace.lastMessageAt > limits.uploadIdleTimeout {
@@ -281,7 +282,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
                             "upload too slow: \(Int(rate)) bytes/s over the last \(Self.spoken(limits.uploadRateWindow)), under the "
                                 + "minimum of \(limits.uploadMinimumRate); nothing it sent was kept")))
                     } else {
-                        calls[id]!.pace = UploadPace(lastMessageAt: pace.lastMessageAt, windowStart: now)
+                        entry.pace = UploadPace(lastMessageAt: pace.lastMessageAt, windowStart: now)
                     }
                 }
             }
@@ -311,7 +312,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
                 return (true, nil)
             case .claimed, .running:
                 if !entry.cancelledByClient {
-                    calls[id]?.cancelledByClient = true
+                    entry.cancelledByClient = true
                     cancelledCalls.add(1, ordering: .relaxed)
                 }
                 entry.call.cancel()
@@ -430,7 +431,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
             guard let entry = calls[id], serial.map({ $0 == entry.serial }) ?? true else { return nil }
             if let window = entry.window { return window }
             let window = SendWindow()
-            calls[id]?.window = window
+            entry.window = window
             return window
         }
     }

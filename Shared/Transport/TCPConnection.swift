@@ -340,28 +340,31 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
             }
         }
         if result < 0 {
-            // Refused at once (the writing side shut down by a lingering close, say), the write gets no callback, whose
-            // `written` gives back what it counted: its charge stayed on the budget for good.
+            // Refused at once (the writing side shut down by a lingering close, say), the write gets no callback to
+            // give back what it counted, so it is given back here.
             Unmanaged<WriteRequest>.fromOpaque(request.pointee.data).release()
             free(request)
             write.bytes.deallocate()
-            if let budget {
-                budgetedWrites -= write.count
-                budget.release(write.count)
-            }
-            pendingBytes.subtract(write.count, ordering: .relaxed)
+            uncount(write)
             close(reason: "write failed: \(uvError(result))")
         }
+    }
+
+    /// Gives back what `flush` counted for `write` (its charge on the budget, its bytes as pending), once it was
+    /// written or refused; returns the bytes still pending.
+    @discardableResult
+    private func uncount(_ write: WriteRequest) -> Int {
+        if let budget {
+            budgetedWrites -= write.count
+            budget.release(write.count)
+        }
+        return pendingBytes.subtract(write.count, ordering: .relaxed).newValue
     }
 
     private func written(_ write: WriteRequest, status: Int32) {
         if write.hasBodies { LargeBuffers.release(write.takeBodies()) }
         var bytes = write.bytes
-        if let budget {
-            budgetedWrites -= write.count
-            budget.release(write.count)
-        }
-        let left = pendingBytes.subtract(write.count, ordering: .relaxed).newValue
+        let left = uncount(write)
         bytes.removeAll()
         let recycled = outbox.withLock { outbox -> Bool in
             guard !outbox.closed, outbox.spare == nil, bytes.capacity <= OutboxBuffer.largestKept else { return false }

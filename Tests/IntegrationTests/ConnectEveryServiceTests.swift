@@ -82,8 +82,7 @@ print(json.dumps(report))
                 python, ["-c", Self.script, String(decoding: ports, as: UTF8.self), token, Self.photo.path],
                 environment: ProcessInfo.processInfo.environment)
             try #require(run.status == 0, "\(run.output)")
-            let line = try #require(run.output.split(separator: "\n").last.map(String.init))
-            let report = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(run.output)")
+            let report: [String: Any] = try Stack.report(run.output)
 
             for service in Stack.services {
                 let check = report["check_\(service)"] as? [Any]

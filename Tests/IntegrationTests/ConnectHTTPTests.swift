@@ -78,19 +78,13 @@ print(json.dumps(report))
     func connectOnTheZoosPort() async throws {
         let python = try #require(Self.python)
         let port = try RawSocket.freePortBlock(count: 1)
-        let data = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-connect-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        let data = try Stack.scratchDirectory("menagerie-connect")
         defer { try? FileManager.default.removeItem(at: data) }
-        let zoo = try Stack.spawn("\(Stack.binDirectory)/zoo", ["--port", "\(port)", "--data-dir", data.path])
-        defer {
-            zoo.terminate()
-            zoo.waitUntilExit()
-        }
-        try await Stack.waitServing(port: port)
+        let zoo = try await Stack.serveAlone("zoo", port: port, data: data)
+        defer { zoo.stop() }
         let run = try await Stack.run(python, ["-c", Self.script, "\(port)"], environment: ProcessInfo.processInfo.environment)
         try #require(run.status == 0, "the HTTP client failed: \(run.output)")
-        let line = try #require(run.output.split(separator: "\n").last.map(String.init))
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(run.output)")
+        let report: [String: Any] = try Stack.report(run.output)
 
         // JSON's true and false arrive as NSNumbers, which compare as 1 and 0.
         let search = try #require(report["search"] as? [Any])

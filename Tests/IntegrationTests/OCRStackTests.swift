@@ -339,14 +339,10 @@ import TextRecognition
     @Test(.enabled(if: OCRData.enabled, dataSkip))
     func callsAreAnsweredWhileEveryLaneThreadReads() async throws {
         let port = try RawSocket.freePortBlock(count: 1)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ocr-lane-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try Stack.scratchDirectory("ocr-lane")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let replica = try Stack.spawn(
-            "\(Stack.binDirectory)/ocr",
-            ["--port", "\(port)", "--data-dir", directory.path, "--workers", "1", "--lane-threads", "1"])
-        defer { replica.terminate(); replica.waitUntilExit() }
-        try await Stack.waitServing(port: port)
+        let replica = try await Stack.serveAlone("ocr", port: port, data: directory, ["--workers", "1", "--lane-threads", "1"])
+        defer { replica.stop() }
         let endpoint = ["--endpoint", "ocr=127.0.0.1:\(port)"]
         let page = OCRData.url("eurotext.tif").path
         // Engines first, so the scans below only recognise.

@@ -34,15 +34,10 @@ import Testing
     func interopAgainstAZooReplica() async throws {
         let python = try #require(Self.python, "python3 with python3-protobuf is required under CI=true")
         let port = try RawSocket.freePortBlock(count: 1)
-        let data = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-python-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        let data = try Stack.scratchDirectory("menagerie-python")
         defer { try? FileManager.default.removeItem(at: data) }
-        let zoo = try Stack.spawn("\(Stack.binDirectory)/zoo", ["--port", "\(port)", "--data-dir", data.path])
-        defer {
-            zoo.terminate()
-            zoo.waitUntilExit()
-        }
-        try await Stack.waitServing(port: port)
+        let zoo = try await Stack.serveAlone("zoo", port: port, data: data)
+        defer { zoo.stop() }
 
         let script = Self.clientDirectory.appendingPathComponent("interop.py").path
         let lexicon = ZooStackTests.sampleDirectory.appendingPathComponent("lexikon-zvirat.csv").path
@@ -52,8 +47,7 @@ import Testing
         environment["PYTHONDONTWRITEBYTECODE"] = "1"
         let run = try await Stack.run(python, arguments, environment: environment)
         try #require(run.status == 0, "interop.py failed: \(run.output)")
-        let line = try #require(run.output.split(separator: "\n").last.map(String.init))
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(run.output)")
+        let report: [String: Any] = try Stack.report(run.output)
 
         // Health, reflection.
         let health = try #require(report["health"] as? [String: Any])

@@ -109,6 +109,33 @@ final class Stack: @unchecked Sendable {
         return process
     }
 
+    /// `service` started alone on `port` with `data` as its data directory (then `arguments`), once it answers
+    /// SERVING. The caller stops it (`Process.stop`).
+    static func serveAlone(_ service: String, port: Int, data: URL, _ arguments: [String] = []) async throws -> Process {
+        let process = try spawn("\(binDirectory)/\(service)", ["--port", "\(port)", "--data-dir", data.path] + arguments)
+        do {
+            try await waitServing(port: port)
+        } catch {
+            process.stop()
+            throw error
+        }
+        return process
+    }
+
+    /// A new directory under the temporary one, named `prefix-UUID`; the caller removes it.
+    static func scratchDirectory(_ prefix: String) throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    /// What a client script reported: the JSON on the last line of its `output` (the tests' Python clients print
+    /// their findings so), as `T`.
+    static func report<T>(_ output: String, as type: T.Type = T.self) throws -> T {
+        let line = try #require(output.split(separator: "\n").last.map(String.init), "the script printed nothing")
+        return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? T, "\(output)")
+    }
+
     /// Waits until something answers SERVING on 127.0.0.1:`port` (at most a minute).
     static func waitServing(port: Int) async throws {
         for _ in 0..<120 {
@@ -248,10 +275,7 @@ final class ClusterReplicas {
     }
 
     deinit {
-        for process in processes.compactMap({ $0 }) {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        for process in processes.compactMap({ $0 }) { process.stop() }
         try? FileManager.default.removeItem(at: directory)
     }
 }
@@ -263,4 +287,12 @@ func statusInstances(_ output: String) throws -> [[String: Any]] {
     let start = try #require(lines.firstIndex { $0.hasPrefix("[") }, "no JSON array in: \(output)")
     let array = try JSONSerialization.jsonObject(with: Data(lines[start...].joined(separator: "\n").utf8)) as? [[String: Any]]
     return try #require(array, "not an array of objects: \(output)")
+}
+
+extension Process {
+    /// Ends a program the test started, and waits for it to go.
+    func stop() {
+        terminate()
+        waitUntilExit()
+    }
 }

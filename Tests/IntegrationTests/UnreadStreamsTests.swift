@@ -128,24 +128,17 @@ print(json.dumps({"base": base, "peak": peak, "after": after, "health_code": hea
     func serverStreamsNobodyReadsStayInsideTheMemoryBudget() async throws {
         let python = try #require(Self.python)
         let port = try RawSocket.freePortBlock(count: 1)
-        let data = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-unread-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        let data = try Stack.scratchDirectory("menagerie-unread")
         defer { try? FileManager.default.removeItem(at: data) }
         let budget = 16
-        let health = try Stack.spawn(
-            "\(Stack.binDirectory)/health", ["--port", "\(port)", "--data-dir", data.path, "--memory-budget", "\(budget)"])
-        defer {
-            health.terminate()
-            health.waitUntilExit()
-        }
-        try await Stack.waitServing(port: port)
+        let health = try await Stack.serveAlone("health", port: port, data: data, ["--memory-budget", "\(budget)"])
+        defer { health.stop() }
         let samples = 30_000
         let run = try await Stack.run(
             python, ["-c", Self.script, "\(port)", "\(health.processIdentifier)", "\(samples)", "60", "40", "8"],
             environment: ProcessInfo.processInfo.environment)
         try #require(run.status == 0, "the attacker failed: \(run.output)")
-        let line = try #require(run.output.split(separator: "\n").last.map(String.init))
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(run.output)")
+        let report: [String: Any] = try Stack.report(run.output)
         let base = try #require(report["base"] as? Int), peak = try #require(report["peak"] as? Int)
         let after = try #require(report["after"] as? Int)
         // The budget, plus the allocator's slack and what is not counted (the decoded rows while a page is made);

@@ -29,30 +29,20 @@ print(json.dumps(out))
     static func search(_ python: String, port: Int, times: Int) async throws -> [[AnyHashable]] {
         let run = try await Stack.run(python, ["-c", script, "\(port)", "\(times)"], environment: ProcessInfo.processInfo.environment)
         try #require(run.status == 0, "\(run.output)")
-        let line = try #require(run.output.split(separator: "\n").last.map(String.init))
-        return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [[AnyHashable]], "\(run.output)")
+        return try Stack.report(run.output)
     }
 
     @Test(.enabled(if: enabled, "skipped: ../shared/datasets/zoo or python3 is missing (set CI=true to require them)"))
     func anImportThroughAnotherReplicaIsSeenDespiteTheKeptAnswer() async throws {
         let python = try #require(Self.python)
         let ports = try RawSocket.freePortBlock(count: 2)
-        let data = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-kept-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        let data = try Stack.scratchDirectory("menagerie-kept")
         defer { try? FileManager.default.removeItem(at: data) }
         // A starts alone (it loads the sample data), then B on the same database.
-        let first = try Stack.spawn("\(Stack.binDirectory)/zoo", ["--port", "\(ports)", "--data-dir", data.path])
-        defer {
-            first.terminate()
-            first.waitUntilExit()
-        }
-        try await Stack.waitServing(port: ports)
-        let second = try Stack.spawn("\(Stack.binDirectory)/zoo", ["--port", "\(ports + 1)", "--data-dir", data.path])
-        defer {
-            second.terminate()
-            second.waitUntilExit()
-        }
-        try await Stack.waitServing(port: ports + 1)
+        let first = try await Stack.serveAlone("zoo", port: ports, data: data)
+        defer { first.stop() }
+        let second = try await Stack.serveAlone("zoo", port: ports + 1, data: data)
+        defer { second.stop() }
 
         let before = try await Self.search(python, port: ports, times: 3)
         #expect(before.allSatisfy { $0[0] == AnyHashable(200) })

@@ -109,15 +109,10 @@ print(json.dumps(report))
     func theZooAppsRoutesAnswerInItsShapes() async throws {
         let python = try #require(Self.python)
         let port = try RawSocket.freePortBlock(count: 1)
-        let data = FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-rest-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        let data = try Stack.scratchDirectory("menagerie-rest")
         defer { try? FileManager.default.removeItem(at: data) }
-        let zoo = try Stack.spawn("\(Stack.binDirectory)/zoo", ["--port", "\(port)", "--data-dir", data.path, "--no-sample-data"])
-        defer {
-            zoo.terminate()
-            zoo.waitUntilExit()
-        }
-        try await Stack.waitServing(port: port)
+        let zoo = try await Stack.serveAlone("zoo", port: port, data: data, ["--no-sample-data"])
+        defer { zoo.stop() }
         let animals = Self.dataDirectory.appendingPathComponent("animals.json").path
         let map = Self.dataDirectory.appendingPathComponent("map-metadata.json").path
         // animals.json alone: the lexicon CSV's values would win over the file the answers are checked against.
@@ -129,8 +124,7 @@ print(json.dumps(report))
 
         let run = try await Stack.run(python, ["-c", Self.script, "\(port)", animals, map], environment: ProcessInfo.processInfo.environment)
         try #require(run.status == 0, "the HTTP client failed: \(run.output)")
-        let line = try #require(run.output.split(separator: "\n").last.map(String.init))
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(run.output)")
+        let report: [String: Any] = try Stack.report(run.output)
 
         #expect(report["animals"] as? [AnyHashable] == [
             200, "application/json", "data,metadata", "last_update_end,last_update_start,next_update", 605, 605,

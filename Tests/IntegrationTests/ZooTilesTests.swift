@@ -68,16 +68,10 @@ print(json.dumps({"status": r.status, "type": h.get("content-type"), "dispositio
         defer { try? FileManager.default.removeItem(at: scratch) }
         let made = try await Stack.run(python, ["-c", Self.script, "make", files.path], environment: [:])
         try #require(made.status == 0, "\(made.output)")
-        let replicas = try (0..<2).map { index in
-            try Stack.spawn("\(Stack.binDirectory)/zoo", ["--port", "\(ports + index)", "--data-dir", data.path, "--no-sample-data"])
-        }
-        defer {
-            for replica in replicas {
-                replica.terminate()
-                replica.waitUntilExit()
-            }
-        }
-        for index in 0..<2 { try await Stack.waitServing(port: ports + index) }
+        let first = try await Stack.serveAlone("zoo", port: ports, data: data, ["--no-sample-data"])
+        defer { first.stop() }
+        let second = try await Stack.serveAlone("zoo", port: ports + 1, data: data, ["--no-sample-data"])
+        defer { second.stop() }
         func gateway(_ arguments: [String]) async throws -> (status: Int32, output: String) {
             try await Stack.run(
                 "\(Stack.binDirectory)/gateway", arguments + ["--endpoint", "zoo=127.0.0.1:\(ports)"],
