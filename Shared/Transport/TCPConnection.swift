@@ -43,6 +43,11 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     /// this connection holds of it in written-but-unsent answers (its reader holds the rest).
     package var budget: MemoryBudget?
     private(set) var budgetedWrites = 0
+    /// Unwritten answer bytes above which the worker pool starts none of this connection's calls (`WorkerPool`): its
+    /// high-water mark, and never more than the whole memory budget. The budget is charged when answers are flushed,
+    /// so a client that never reads, its calls answered faster than the loop flushed, had all thirty of its 1 MiB
+    /// answers go out in one write past a 4 MiB budget before the budget could stop it (CI, AbuseTests).
+    var callsWaitAbove: Int { min(highWater, budget?.limit ?? .max) }
     /// Called when answers took the budget past its limit (loop thread).
     var onBudgetExceeded: (() -> Void)?
     /// Bytes of the budget this connection holds.

@@ -18,10 +18,10 @@ protocol WorkerJob: AnyObject, Sendable {
 /// thread wake-up of its own. Jobs wait in one FIFO queue per connection (`CallQueue`), and workers
 /// take from the queues in turn (round robin), so a client that pipelines a thousand slow calls
 /// delays another client's call by at most one of its own, not by all of them. A queue whose
-/// connection has more unread answers than its high-water mark is parked: its calls start again
-/// once the client reads (`unpark`), so a client that never reads cannot make the server compute
-/// answers that only pile up in memory. A job that starts async work (a call's
-/// handler) uses `Task.immediate`: the handler runs on the worker until its first suspension, and a
+/// connection has more unread answers than its high-water mark (never above the memory budget:
+/// `TCPConnection.callsWaitAbove`) is parked: its calls start again once the client reads
+/// (`unpark`), so a client that never reads cannot make the server compute answers that only pile
+/// up in memory. A job that starts async work (a call's handler) uses `Task.immediate`: the handler runs on the worker until its first suspension, and a
 /// handler that waits (for a lock, I/O, a timer) does not hold the worker up.
 ///
 /// Responses that quick jobs send in a burst are not written one by one: the connections are
@@ -199,7 +199,7 @@ final class WorkerPool: Sendable {
             var passedOver = 0
             while passedOver < state.ready.count, let queue = state.ready.popFirst() {
                 if !queue.isClosed, let connection = queue.connection,
-                   connection.pendingBytes.load(ordering: .relaxed) > connection.highWater {
+                   connection.pendingBytes.load(ordering: .relaxed) > connection.callsWaitAbove {
                     queue.isScheduled = false
                     queue.isParked = true
                     continue
