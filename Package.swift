@@ -181,7 +181,7 @@ let package = Package(
         .executableTarget(
             name: "menagerie-bench",
             dependencies: [
-                "RPC", "RPCWire", "Transport", "Schema", "CLibUV", "ZooCore", "ZooService", "ZooAPI", "RPCTesting", "OCRCore",
+                "RPC", "RPCWire", "Transport", "HTTP", "Schema", "CLibUV", "ZooCore", "ZooService", "ZooAPI", "RPCTesting", "OCRCore",
                 "OCRService", "OCRAPI", "OCRTestSupport", "TextRecognition", "WorkLane", "HealthCore", "HealthService", "HealthAPI", "HealthBridge",
                 // The classification suite trains and serves in process, so this executable links libtorch.
                 "ClassificationCore", "ClassificationService", "ClassificationAPI", "Jobs", "JobsAPI", "ServiceKit", "Torch",

@@ -4,8 +4,20 @@ internal import CZlib
 /// so a small body cannot make the server hold gigabytes (a "zip bomb").
 public enum Gzip {
     public struct Failure: Error, Equatable, CustomStringConvertible, Sendable {
+        /// Why inflating stopped: what a server answers differs (a malformed body is the client's mistake; one too
+        /// large for the limit or for the memory left is a resource it may not have).
+        public enum Kind: Sendable, Equatable {
+            case malformed, overLimit, overBudget
+        }
+
+        public let kind: Kind
         public let reason: String
         public var description: String { reason }
+
+        public init(_ kind: Kind = .malformed, reason: String) {
+            self.kind = kind
+            self.reason = reason
+        }
     }
 
     /// `bytes` compressed as one gzip member.
@@ -36,7 +48,13 @@ public enum Gzip {
 
     /// The bytes of the gzip data `bytes` (members joined); throws when they are not gzip, are
     /// truncated, or inflate to more than `limit` bytes.
-    public static func decompress(_ bytes: [UInt8], limit: Int) throws(Failure) -> [UInt8] {
+    ///
+    /// `admit` is asked for each piece of output before it is kept (at most 64 KiB at a time): a server takes it from
+    /// its memory budget, so that inflating holds no more than the budget grants, step by step, and stops as soon as it
+    /// does not (`overBudget`). The caller counts what it granted, to give it back.
+    public static func decompress(
+        _ bytes: [UInt8], limit: Int, admit: (Int) -> Bool = { _ in true }
+    ) throws(Failure) -> [UInt8] {
         var stream = z_stream()
         guard inflateInit2_(&stream, 15 + 16, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
             preconditionFailure("zlib cannot start inflating")
@@ -55,8 +73,11 @@ public enum Gzip {
                     let result = inflate(&stream, Z_NO_FLUSH)
                     return (result, out.count - Int(stream.avail_out))
                 }
+                if output.count + produced > limit { return Failure(.overLimit, reason: "the body inflates to more than \(limit) bytes") }
+                if produced > 0, !admit(produced) {
+                    return Failure(.overBudget, reason: "the memory budget cannot hold the body inflated past \(output.count) bytes now")
+                }
                 output.append(contentsOf: chunk[..<produced])
-                if output.count > limit { return Failure(reason: "the body inflates to more than \(limit) bytes") }
                 switch result {
                 case Z_STREAM_END:
                     // Another member may follow (gzip allows concatenation).

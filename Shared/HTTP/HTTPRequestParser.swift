@@ -78,6 +78,10 @@ public struct HTTPRequestParser: Sendable {
         pending!.body.reserveCapacity(expected)
     }
 
+    /// The head of the request whose body is still arriving (nil between requests and while a head is read): what a
+    /// server reads to refuse a caller before it takes the body in.
+    public var headAwaitingBody: HTTPRequest? { pending }
+
     /// Whether part of a request has arrived (its head or body unfinished).
     public var hasPartialRequest: Bool { pending != nil || bufferedBytes > 0 }
 

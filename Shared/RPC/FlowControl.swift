@@ -220,15 +220,20 @@ package final class MessageInbox: Sendable {
     private let window: Int
     private let maxMessageSize: Int
     private let grant: @Sendable (Int) -> Void
+    /// Turns each message as it arrived into the one the consumer takes (a door's `RequestDecoder`: inflating, JSON),
+    /// on the consumer's thread as it takes it, so no message is decoded on the transport's thread or before the
+    /// consumer — a handler the guard admitted — asks for it. Nil: messages are taken as they came.
+    private let decoding: (@Sendable ([UInt8]) throws(RPCError) -> [UInt8])?
 
     /// `grant` sends the sender credit (a WINDOW_UPDATE); it is called outside any lock, from the
     /// thread that consumed or received.
     package init(
         window: Int = FlowControl.initialWindow, maxMessageSize: Int = FlowControl.defaultMaxMessageSize,
-        grant: @escaping @Sendable (Int) -> Void
+        decoding: (@Sendable ([UInt8]) throws(RPCError) -> [UInt8])? = nil, grant: @escaping @Sendable (Int) -> Void
     ) {
         self.window = window
         self.maxMessageSize = maxMessageSize
+        self.decoding = decoding
         self.grant = grant
         state = Mutex(State(available: window))
     }
@@ -344,8 +349,15 @@ package final class MessageInbox: Sendable {
     }
 
     /// The next message; nil once the sender half-closed and every message was taken. Throws the
-    /// call's failure, or CANCELLED when the waiting task is cancelled.
+    /// call's failure, CANCELLED when the waiting task is cancelled, or what decoding the message threw.
     package func next() async throws -> [UInt8]? {
+        guard let message = try await nextArrived() else { return nil }
+        guard let decoding else { return message }
+        return try decoding(message)
+    }
+
+    /// The next message as it arrived.
+    private func nextArrived() async throws -> [UInt8]? {
         var toGrant = 0
         let taken = try state.withLock { state throws -> [UInt8]?? in
             if let message = pop(&state, &toGrant) { return .some(message) }

@@ -62,13 +62,18 @@ public final class RPCServer: Sendable {
     /// Whether the server's guard admits a call with `head` (always, without a guard): what a transport asks before
     /// it answers a call itself from kept bytes (`AnswerCachePolicy`). A refused call is then opened as any other,
     /// to be refused, counted and logged where calls are.
-    package func admits(_ head: CallHead) -> Bool {
-        guard let route = routes[head.method] else { return true }
+    package func admits(_ head: CallHead) -> Bool { refusal(of: head) == nil }
+
+    /// Why the guard refuses a call with `head` (nil: it admits it, or the method is unknown — refused later as any
+    /// other): what a door asks once a request's head arrived, to answer a caller it refuses before taking in a body
+    /// it would never use.
+    package func refusal(of head: CallHead) -> RPCError? {
+        guard let route = routes[head.method] else { return nil }
         do {
             _ = try admittedCaller(of: head, on: route)
-            return true
+            return nil
         } catch {
-            return false
+            return error
         }
     }
 
@@ -114,6 +119,16 @@ public final class RPCServer: Sendable {
             answer(call, sink, error, logged: false)
             return
         }
+        var input = input
+        if case .encoded(let bytes, let decoder) = input {
+            // Decoded here, on the call's worker and after the guard: see `RequestDecoder`.
+            do {
+                input = .single(try decoder.decode(bytes, for: RequestDecoder.Method(info: route.info, json: route.json)))
+            } catch {
+                answer(call, sink, error)
+                return
+            }
+        }
         do {
             let message: [UInt8]?
             switch (route.body, input) {
@@ -123,6 +138,8 @@ public final class RPCServer: Sendable {
                 message = try await handler(inbox, ServerContext(head, caller: caller, sink: sink), sink)
             case (.streaming(let handler), .single(let request)):
                 message = try await handler(MessageInbox(closedWith: [request]), ServerContext(head, caller: caller, sink: sink), sink)
+            case (_, .encoded):
+                preconditionFailure("an encoded request is decoded before its handler runs")
             case (.single(let handler), .stream(let inbox)):
                 guard let request = try await inbox.next() else {
                     throw RPCError(.invalidArgument, "\(head.method) takes one request; the client sent none")
@@ -254,6 +271,15 @@ package final class IncomingCall: Sendable {
     /// How long a call of this method holds a worker, as measured (nil: an unknown method).
     package var workerTime: WorkerTime? { route?.workerTime }
 
+    /// `decoder` bound to this call's method, for the messages of a stream its door decodes as its handler takes them
+    /// (`MessageInbox`'s decoding, which runs on the handler's thread, and only once the guard admitted the call):
+    /// nil for an unknown method, which never reads them.
+    package func decoding(with decoder: RequestDecoder) -> (@Sendable ([UInt8]) throws(RPCError) -> [UInt8])? {
+        guard let route else { return nil }
+        let method = RequestDecoder.Method(info: route.info, json: route.json)
+        return { bytes throws(RPCError) in try decoder.decode(bytes, for: method) }
+    }
+
     /// Runs the handler in the calling task with `input` as its requests, answering through
     /// `responses` (whose first `finish` counts); never throws.
     ///
@@ -277,4 +303,7 @@ package enum CallInput: Sendable {
     case single([UInt8])
     /// The requests of a client-streaming or bidirectional call, as they arrive.
     case stream(MessageInbox)
+    /// The only request as its door received it (compressed, JSON): the server decodes it with the decoder on the
+    /// call's worker once the guard admitted the call (`RequestDecoder`).
+    case encoded([UInt8], RequestDecoder)
 }

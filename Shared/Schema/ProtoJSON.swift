@@ -411,6 +411,11 @@ extension String: ProtoJSONFieldValue {
         guard case .string(let string) = value else {
             throw ProtoJSONError(reason: "expected a string, found \(value.kindDescription)")
         }
+        // protobuf-c keeps strings as C strings, so everything after a NUL would be dropped on the way in: the
+        // value is refused here, where every door's JSON enters protobuf, as the binary protocol refuses it.
+        guard !string.utf8.contains(0) else {
+            throw ProtoJSONError(reason: "a string may not contain a NUL character (\\u0000)")
+        }
         self = string
     }
 

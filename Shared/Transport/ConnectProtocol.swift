@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import HTTP
 import RPC
@@ -23,21 +24,26 @@ enum ConnectProtocol {
         case rpc(RPCError, Encoding)
     }
 
-    /// A unary call read from its HTTP request.
+    /// How a request's body is compressed (`Content-Encoding`, or a streaming call's `Connect-Content-Encoding`).
+    enum Compression: Sendable, Equatable {
+        case identity, gzip
+    }
+
+    /// A unary call read from its HTTP request's head and body, the body as it came: it is decoded (inflated, from
+    /// JSON) on the call's worker once the guard admitted the call (`decoder`).
     struct Call {
         var encoding: Encoding
+        /// The body as the client sent it.
         var payload: [UInt8]
+        var compression: Compression
         var metadata: Metadata
         var deadline: ContinuousClock.Instant?
         var acceptsGzip: Bool
         var isGET: Bool
 
-        /// Reads `request` as a call of `method` (nil: a method the server does not offer, which the
-        /// server answers UNIMPLEMENTED); `maxMessageSize` bounds a decompressed body. A JSON payload is the
-        /// client's JSON until `transcodeJSON`.
-        init(
-            _ request: HTTPRequest, method: (info: ProtoMethodInfo, json: JSONTranscoder?)?, maxMessageSize: Int
-        ) throws(Refusal) {
+        /// Reads `request`'s head as a call of `method` (nil: a method the server does not offer, which the
+        /// server answers UNIMPLEMENTED); nothing of its body is read.
+        init(_ request: HTTPRequest, method: (info: ProtoMethodInfo, json: JSONTranscoder?)?) throws(Refusal) {
             isGET = request.method == "GET"
             acceptsGzip = Self.codings(request.headers.values("accept-encoding")).contains("gzip")
             let body: [UInt8]
@@ -86,36 +92,24 @@ enum ConnectProtocol {
             if let version = request.headers["connect-protocol-version"], version != "1" {
                 throw .rpc(RPCError(.invalidArgument, "Connect-Protocol-Version \(version) is not served; this server speaks 1"), encoding)
             }
-            var bytes = body
             switch compression?.lowercased() {
-            case nil, "identity":
-                break
-            case "gzip":
-                do {
-                    bytes = try Gzip.decompress(body, limit: maxMessageSize)
-                } catch {
-                    throw .rpc(RPCError(.invalidArgument, "the gzip body does not decompress: \(error)"), encoding)
-                }
+            case nil, "identity": self.compression = .identity
+            case "gzip": self.compression = .gzip
             case let other?:
                 throw .rpc(RPCError(.unimplemented, "compression \(other) is not served; gzip and identity are"), encoding)
             }
-            payload = bytes
+            if encoding == .json, let method, method.json == nil {
+                throw .rpc(RPCError(.unimplemented, "\(method.info.path) has no JSON mapping; use application/proto"), encoding)
+            }
+            payload = body
             deadline = try Self.deadline(request.headers["connect-timeout-ms"], encoding)
             metadata = Self.metadata(request.headers)
         }
 
-        /// Turns a JSON request's payload into the method's protobuf message; the call is ready to open after it.
-        /// Separate from reading the call so that an answer kept for the same request is found first (a hit skips it).
-        mutating func transcodeJSON(method: (info: ProtoMethodInfo, json: JSONTranscoder?)?) throws(Refusal) {
-            guard encoding == .json, let method else { return }
-            guard let json = method.json else {
-                throw .rpc(RPCError(.unimplemented, "\(method.info.path) has no JSON mapping; use application/proto"), encoding)
-            }
-            do {
-                payload = try json.request(payload)
-            } catch {
-                throw .rpc(error, encoding)
-            }
+        /// Decodes this call's body on its worker: nil when it is protobuf as it came, which needs no decoding.
+        func decoder(maxMessageSize: Int, budget: MemoryBudget?) -> RequestDecoder? {
+            guard encoding == .json || compression != .identity else { return nil }
+            return ConnectProtocol.decoder(encoding: encoding, maxMessageSize: maxMessageSize, budget: budget) { body in (compression, body) }
         }
 
         static func codings(_ values: [String]) -> [String] {
@@ -141,6 +135,51 @@ enum ConnectProtocol {
                 metadata.add(key, value)
             }
             return metadata
+        }
+    }
+
+    /// A decoder of requests in `encoding` (see `RequestDecoder`), run on the call's worker after the guard: `unwrap`
+    /// says how one request is compressed and gives its bytes (a unary body is as its header says; a stream's
+    /// envelope carries its flag). Inflating stops at the method's limit, and takes what it holds from the memory
+    /// budget step by step, giving it back once decoded (the binary protocol's large frames hold theirs while read);
+    /// a JSON request is then transcoded to the method's protobuf message.
+    static func decoder(
+        encoding: Encoding, maxMessageSize: Int, budget: MemoryBudget?,
+        unwrap: @escaping @Sendable ([UInt8]) throws(RPCError) -> (Compression, [UInt8])
+    ) -> RequestDecoder {
+        RequestDecoder { bytes, method throws(RPCError) in
+            var (compression, message) = try unwrap(bytes)
+            let limit = method.info.requestLimit(within: maxMessageSize)
+            if compression == .gzip {
+                message = try inflate(message, limit: limit, budget: budget)
+            } else if message.count > limit {
+                throw RPCError(.resourceExhausted, "the request of \(message.count) bytes is over \(method.info.path)'s limit of \(limit) bytes")
+            }
+            guard encoding == .json else { return message }
+            guard let json = method.json else {
+                throw RPCError(.unimplemented, "\(method.info.path) has no JSON mapping; use application/proto")
+            }
+            return try json.request(message)
+        }
+    }
+
+    /// `bytes` inflated within `limit` and what `budget` grants, step by step; the budget is given back at the end.
+    static func inflate(_ bytes: [UInt8], limit: Int, budget: MemoryBudget?) throws(RPCError) -> [UInt8] {
+        var held = 0
+        defer { if held > 0 { budget?.release(held) } }
+        do {
+            return try Gzip.decompress(bytes, limit: limit) { piece in
+                guard let budget else { return true }
+                guard budget.reserve(piece) else { return false }
+                held += piece
+                return true
+            }
+        } catch {
+            switch error.kind {
+            case .malformed: throw RPCError(.invalidArgument, "the gzip body does not decompress: \(error)")
+            case .overLimit: throw RPCError(.resourceExhausted, "the request \(error.reason.replacingOccurrences(of: "the body ", with: "")), its method's limit")
+            case .overBudget: throw RPCError(.resourceExhausted, "\(error.reason); retry later")
+            }
         }
     }
 

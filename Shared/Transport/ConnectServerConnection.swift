@@ -134,12 +134,14 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
                 return
             }
             guard let request else {
+                if refusedBeforeBody() { return }
                 guard reserveBody() else {
                     refuseForBudget()
                     return
                 }
                 break
             }
+            headChecked = false
             releaseBodyBudget()
             lastFrameAt = .now
             partialFrameSince = parser.hasPartialRequest ? .now : nil
@@ -156,6 +158,27 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
             pausedBehindAnswer = true
             stream.pauseReading()
         }
+    }
+
+    /// The guard was asked about the head of the request whose body is arriving.
+    private var headChecked = false
+
+    /// Asks the guard about a call whose head arrived before its body, once: a caller it refuses is answered now and
+    /// the connection closes after the answer, so a body it sent (60 MiB, or a small one inflating to as much) is
+    /// never taken in, let alone decoded — an unauthenticated write costs reading its head. A body that arrives with
+    /// its head is not held back for this: its call meets the guard on the worker, before anything decodes it.
+    private func refusedBeforeBody() -> Bool {
+        guard !headChecked, let request = parser.headAwaitingBody, request.method == "POST" else { return false }
+        headChecked = true
+        let path = String(request.path)
+        let head = CallHead(method: path, metadata: ConnectProtocol.Call.metadata(request.headers), peer: stream.peer)
+        guard let refusal = server.rpc.refusal(of: head) else { return false }
+        requests += 1
+        busy = true
+        let encoding: ConnectProtocol.Encoding = ConnectProtocol.mediaType(request.headers["content-type"]).hasSuffix("proto") ? .proto : .json
+        exchanges.begin(requests, ConnectExchange(encoding: encoding, origin: request.headers["origin"], keepAlive: false))
+        calls.refuse(requests, head, refusal)
+        return true
     }
 
     /// The answer to the request in progress is queued (loop thread).
@@ -254,15 +277,15 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         var call: ConnectProtocol.Call
         var kept: ConnectExchange.Kept?
         do {
-            call = try ConnectProtocol.Call(request, method: method, maxMessageSize: server.limits.maxMessageSize)
-            if let cache = server.answerCache, cache.covers(path), method?.info.sideEffectFree == true {
+            call = try ConnectProtocol.Call(request, method: method)
+            // Kept answers are found by the request as it came; a compressed one (rare for reads) is not looked up.
+            if let cache = server.answerCache, cache.covers(path), method?.info.sideEffectFree == true, call.compression == .identity {
                 let key = ConnectAnswerCache.Key(
                     method: path, json: call.encoding == .json, gzip: call.acceptsGzip, get: call.isGET, request: call.payload)
                 let (answer, version) = cache.lookup(key)
                 if let answer, answerFromCache(answer, call, path: path, request: request, keepAlive: keepAlive, origin: origin) { return }
                 kept = version.map { ConnectExchange.Kept(cache: cache, key: key, version: $0) }
             }
-            try call.transcodeJSON(method: method)
         } catch {
             switch error {
             case .http(let response):
@@ -278,7 +301,8 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
             encoding: call.encoding, json: method?.json, gzip: call.acceptsGzip, origin: origin, keepAlive: keepAlive,
             unknownMethod: method == nil, cacheable: call.isGET, ifNoneMatch: request.headers["if-none-match"], kept: kept))
         let head = CallHead(method: path, metadata: call.metadata, deadline: call.deadline, peer: stream.peer)
-        _ = calls.open(id, head, clientStreams: false, payload: call.payload)
+        let decoder = call.decoder(maxMessageSize: server.limits.maxMessageSize, budget: stream.budget)
+        _ = calls.open(id, head, clientStreams: false, payload: call.payload, decoder: decoder)
     }
 
     /// Sends an answer kept for this very request (`ConnectAnswerCache`) at once, on the loop: no task, no handler,
@@ -356,12 +380,16 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         body?.head = head(call)
         if call.clientStreams {
             exchanges.resetRequestCredit(id)
-            _ = calls.open(id, head(call), clientStreams: true, payload: [])
+            _ = calls.open(id, head(call), clientStreams: true, payload: [], decoder: streamDecoder(call))
             calls.startQueued()
             body?.purpose = .requests
         } else {
             body?.purpose = .singleRequest
         }
+    }
+
+    private func streamDecoder(_ call: ConnectProtocol.StreamCall) -> RequestDecoder? {
+        call.decoder(maxMessageSize: server.limits.maxMessageSize, budget: stream.budget)
     }
 
     /// Reads what arrived of the streamed body: envelopes into the call, as far as its credit goes.
@@ -413,12 +441,13 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         }
     }
 
-    /// One request envelope: the client stream's next message, or the server stream's one request.
+    /// One request envelope: the client stream's next message, or the server stream's one request — as it came, behind
+    /// its flag byte, for the call's decoder to inflate and transcode on the worker (`ConnectProtocol.StreamCall.decoder`).
     private func take(_ envelope: (flags: UInt8, payload: [UInt8]), of body: StreamedBody) {
         guard body.purpose != .discarded, let call = body.call else { return }
         let message: [UInt8]
         do {
-            message = try call.request(flags: envelope.flags, envelope.payload, maxMessageSize: server.limits.maxMessageSize)
+            message = try call.request(flags: envelope.flags, envelope.payload)
         } catch {
             failBody(body, error)
             return
@@ -503,8 +532,8 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         case .requests:
             calls.endRequests(body.id)
         case .singleRequest:
-            if let single = body.single, let head = body.head {
-                _ = calls.open(body.id, head, clientStreams: false, payload: single)
+            if let single = body.single, let head = body.head, let call = body.call {
+                _ = calls.open(body.id, head, clientStreams: false, payload: single, decoder: streamDecoder(call))
                 calls.startQueued()
             } else {
                 failBody(body, RPCError(.invalidArgument, "\(body.head?.method ?? "") takes one request; the body held none"))

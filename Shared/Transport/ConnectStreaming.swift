@@ -93,22 +93,28 @@ extension ConnectProtocol {
             json = method.json
         }
 
-        /// One request envelope's message as the handler takes it: decompressed, from JSON.
-        func request(flags: UInt8, _ payload: [UInt8], maxMessageSize: Int) throws(RPCError) -> [UInt8] {
+        /// One request envelope's message as the call's decoder takes it: its flag byte, then its payload as it came.
+        /// Only the flags are read here (on the loop); inflating and JSON wait for the worker (`decoder`).
+        func request(flags: UInt8, _ payload: [UInt8]) throws(RPCError) -> [UInt8] {
             guard flags & ~compressedFlag == 0 else {
                 throw RPCError(.invalidArgument, "request envelope flags 0x\(String(flags, radix: 16)): a client sends only 0x00 or 0x01")
             }
-            var message = payload
-            if flags & compressedFlag != 0 {
-                guard gzipRequests else { throw RPCError(.invalidArgument, "a compressed envelope without Connect-Content-Encoding") }
-                do {
-                    message = try Gzip.decompress(payload, limit: maxMessageSize)
-                } catch {
-                    throw RPCError(.invalidArgument, "a request envelope does not decompress: \(error)")
-                }
+            if flags & compressedFlag != 0, !gzipRequests {
+                throw RPCError(.invalidArgument, "a compressed envelope without Connect-Content-Encoding")
             }
-            if encoding == .json, let json { message = try json.request(message) }
-            return message
+            return needsDecoding ? [flags] + payload : payload
+        }
+
+        /// Protobuf that may not be compressed is taken as it comes, without a copy.
+        private var needsDecoding: Bool { encoding == .json || gzipRequests }
+
+        /// Decodes the messages `request` made, on the call's worker (see `RequestDecoder`); nil when they need none.
+        func decoder(maxMessageSize: Int, budget: MemoryBudget?) -> RequestDecoder? {
+            guard needsDecoding else { return nil }
+            return ConnectProtocol.decoder(encoding: encoding, maxMessageSize: maxMessageSize, budget: budget) { message throws(RPCError) in
+                guard let flags = message.first else { throw RPCError(.internalError, "a request envelope lost its flags") }
+                return (flags & compressedFlag != 0 ? .gzip : .identity, Array(message.dropFirst()))
+            }
         }
     }
 

@@ -128,7 +128,10 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     /// methods, which never wait, at once here on the loop), or answers it at once when it may not
     /// run. `clientStreams`: its requests come as messages (`receiveMessage`), else `payload` is its
     /// only one.
-    func open(_ id: UInt64, _ head: CallHead, clientStreams: Bool, payload: [UInt8]) -> Opening {
+    ///
+    /// `decoder`: the requests are as the door received them (compressed, JSON) and are decoded on the worker once the
+    /// guard admitted the call — the only request before its handler runs, a stream's as its handler takes them.
+    func open(_ id: UInt64, _ head: CallHead, clientStreams: Bool, payload: [UInt8], decoder: RequestDecoder? = nil) -> Opening {
         // Health checks are still answered while draining, NOT_SERVING, so that clients move away.
         if server.isDraining, head.method != RpcV1.Health.check.path {
             refuse(id, head, RPCError(.unavailable, "server is shutting down"))
@@ -137,9 +140,10 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
         lastSerial += 1
         let serial = lastSerial
         let incoming = server.rpc.accept(head)
-        let inbox = clientStreams ? makeInbox(id) : nil
+        let inbox = clientStreams ? makeInbox(id, decoding: decoder.flatMap { incoming.decoding(with: $0) }) : nil
         let limit = server.limits.maxConcurrentCalls
-        let call = ServerCall(table: self, id: id, serial: serial, incoming: incoming, input: inbox.map { .stream($0) } ?? .single(payload))
+        let input: CallInput = inbox.map { .stream($0) } ?? decoder.map { .encoded(payload, $0) } ?? .single(payload)
+        let call = ServerCall(table: self, id: id, serial: serial, incoming: incoming, input: input)
         let isUpload = clientStreams && incoming.isUpload
         // (Counting another connection's uploads takes its lock: not while holding ours.)
         if isUpload, calls.withLock({ $0[id] == nil }), let refusal = uploadRefusal() {
@@ -216,8 +220,8 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     }
 
     /// The requests of client-streaming call `id`; its consumer's reads grant the client credit.
-    private func makeInbox(_ id: UInt64) -> MessageInbox {
-        MessageInbox(maxMessageSize: server.limits.maxMessageSize) { [weak self] bytes in
+    private func makeInbox(_ id: UInt64, decoding: (@Sendable ([UInt8]) throws(RPCError) -> [UInt8])?) -> MessageInbox {
+        MessageInbox(maxMessageSize: server.limits.maxMessageSize, decoding: decoding) { [weak self] bytes in
             self?.wire.writeRequestCredit(id, bytes: bytes)
         }
     }

@@ -1,6 +1,7 @@
 import Base
 import ClassificationAPI
 import Foundation
+import HTTP
 import HealthAPI
 import OCRAPI
 import RPC
@@ -8,6 +9,7 @@ import RPCWire
 import Schema
 import Synchronization
 import Transport
+import ZooAPI
 
 /// Issue 24's attacks on what the zoo does not hold — OCR's batch uploads, classification's model
 /// imports, health's long answers — each against a real replica of its own service (the executable
@@ -50,7 +52,11 @@ struct ServiceAbuseBenchmark {
     }
 
     func run() async throws {
-        let targets = [ocrUploads(), classificationBombs(), healthUnreadStreams()]
+        let targets = [
+            ocrUploads(), classificationBombs(), healthUnreadStreams(),
+            compressedBodies(executable: "zoo", method: ZooV1.Zoo.searchAnimals.path, bodies: count(20, minimum: 4)),
+            compressedBodies(executable: "health", method: HealthV1.Health.addSamples.path, bodies: count(6, minimum: 2)),
+        ]
             .filter { target in only.map { names in names.contains { target.name.contains($0) } } ?? true }
         guard !targets.isEmpty else { return }
         print("Service abuse benchmark: issue 24's attacks on OCR, classification and health, each replica with --memory-budget "
@@ -349,6 +355,40 @@ struct ServiceAbuseBenchmark {
                 return (connections + unread - connected,
                         "\(samples) samples; \(connected) connections × (3 Pull of 10,000 a page + ExportCSV or a 4th Pull), none read, "
                             + "closed after \(Int(seconds)) s")
+            }
+        }
+    }
+}
+
+extension ServiceAbuseBenchmark {
+    /// Attack 6 (issue 37): POSTs of 61 KB gzip bodies that inflate to 60 MiB of valid JSON (`{`, spaces, `}`), all at
+    /// once, over Connect's HTTP face, without a token. On a method anyone may call (the zoo's SearchAnimals) they are
+    /// inflated on workers within the method's limit and the budget; on one that needs a token (health's AddSamples)
+    /// they are refused 401 before anything is inflated. Either way health checks keep their 100 ms (before: one loop
+    /// turn of the zoo took 23.3 s and a health check waited 27 s; health's 401s came after an 8.5 s stall).
+    func compressedBodies(executable: String, method: String, bodies: Int) -> Target {
+        let seconds = holdSeconds
+        return Target(name: "compressed JSON bodies (\(executable) \(method.split(separator: "/").last ?? ""))", executable: executable) { _ in
+            { _ in nil }
+        } quick: { client in
+            _ = try await client.unary(RpcV1.Reflection.listServices, RpcV1.ListServicesRequest(), options: CallOptions(timeout: .seconds(10)))
+        } run: { port in
+            await AbuseBenchmark.onThread {
+                let json = [UInt8(ascii: "{")] + [UInt8](repeating: 0x20, count: 60 << 20) + [UInt8(ascii: "}")]
+                let bomb = Gzip.compress(json, level: 9)
+                let head = "POST \(method) HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+                    + "Content-Length: \(bomb.count)\r\n\r\n"
+                let began = Date()
+                var sockets: [AttackSocket] = []
+                for _ in 0..<bodies {
+                    guard let socket = AttackSocket(port: port, timeout: max(seconds, 30)) else { continue }
+                    _ = socket.write(Array(head.utf8) + bomb)
+                    sockets.append(socket)
+                }
+                var answered = 0
+                for socket in sockets where socket.readHTTPStatuses(until: 1).answers == 1 { answered += 1 }
+                return (bodies - answered, "\(bodies) bodies of \(bomb.count) B inflating to \(json.count >> 20) MiB, no token; "
+                            + String(format: "all answered within %.1f s", Date().timeIntervalSince(began)))
             }
         }
     }

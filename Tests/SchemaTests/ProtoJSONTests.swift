@@ -109,6 +109,16 @@ import Testing
         #expect(error(FixturesV1.Envelope.self, #"{"inners":[{"mood":"SAD"}]}"#) == #"inners[0].mood: unknown enum value name "SAD""#)
     }
 
+    /// protobuf-c carries strings as C strings: a NUL would cut the text there ("Nul\u0000Evil" stored as "Nul"), so the
+    /// JSON reader refuses it, naming the field, as the binary protocol's decoder does — in a field, a nested message
+    /// and a repeated string alike. Other control characters are text and pass.
+    @Test func aNULInAnyStringIsRefusedNamingTheField() throws {
+        #expect(error(Scalars.self, #"{"aString":"Nul\u0000Evil"}"#) == #"aString: a string may not contain a NUL character (\u0000)"#)
+        #expect(error(FixturesV1.Envelope.self, #"{"inners":[{"note":"V\u0000olts"}]}"#)?.hasPrefix("inners[0].note: a string may not") == true)
+        #expect(error(FixturesV1.Repeateds.self, #"{"strings":["ok","le\u0000v"]}"#)?.hasPrefix("strings[1]: a string may not") == true)
+        #expect(try decode(Scalars.self, #"{"aString":"tab\there\u0001"}"#).aString == "tab\there\u{1}")
+    }
+
     @Test func emptyMessagesAndRoundTrips() throws {
         #expect(RpcV1.ListServicesRequest().jsonString(options: .init(emitDefaults: true)) == "{}")
         #expect(try decode(RpcV1.ListServicesRequest.self, "{}") == RpcV1.ListServicesRequest())
