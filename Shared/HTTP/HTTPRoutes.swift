@@ -1,18 +1,60 @@
 import Foundation
 
 /// A plain HTTP GET handler: the request in, the response out. Runs on the server's workers, as a
-/// call's handler does, so it may compute (and suspend) without holding the event loop.
-public typealias HTTPRouteHandler = @Sendable (HTTPRequest) async -> HTTPResponse
+/// call's handler does, so it may compute (and suspend) without holding the event loop. It fails by
+/// throwing, as a call's handler does (a `CategorizedError`): the server answers the failure in the
+/// routes' REST style (`HTTPRoutes.problem`), by the error's category.
+public typealias HTTPRouteHandler = @Sendable (HTTPRequest) async throws -> HTTPResponse
 
-/// The plain HTTP routes a service serves beside the Connect protocol on the same port: GET
-/// handlers by exact path or by path prefix (`/api/animals/` for `/api/animals/{id}`), then a
-/// directory of static files at `/`. A request none matches is left to Connect (or answered 404
-/// by the server). Built once before serving; read-only afterwards, so any thread may match.
+/// Renders a failed route's answer: the HTTP status its error's category maps to and the message
+/// a caller may read.
+public typealias HTTPProblemRenderer = @Sendable (_ status: Int, _ message: String) -> HTTPResponse
+
+/// A GET route declared as a binding, in the spirit of `google.api.http`: its path pattern and the RPC
+/// method it answers for, if any. A bound route runs as a call of the server — guarded as that method
+/// (its access rule), under a deadline, counted in the stats under `name` — so the REST face is no second
+/// API with its own rules. A route-only binding (no method: a file download, an unpaged list) is guarded
+/// and counted under its name.
+public struct HTTPBinding: Sendable, Hashable {
+    /// The path pattern, `/api/animals/{id}`: a last segment `{name}` matches any rest of the path.
+    public let path: String
+    /// The RPC method whose access rule the route obeys (`/menagerie.zoo.v1.Zoo/GetAnimal`); nil: route-only.
+    public let method: String?
+
+    public init(_ path: String, binds method: String? = nil) {
+        precondition(path.hasPrefix("/"), "a route's path starts with /")
+        precondition(!path.dropLast().contains("{") || Self.prefix(of: path) != nil, "only a route's last segment may be {a parameter}")
+        self.path = path
+        self.method = method
+    }
+
+    /// What the stats count it under: `GET /api/animals/{id}` (HEAD is counted with GET).
+    public var name: String { "GET " + path }
+
+    /// The method a call guard is asked about: the bound method, else the route's name.
+    public var guardedAs: String { method ?? name }
+
+    /// The path up to a last `{parameter}` segment (`/api/animals/`); nil for an exact path.
+    var prefix: String? { Self.prefix(of: path) }
+
+    private static func prefix(of path: String) -> String? {
+        guard path.hasSuffix("}"), let open = path.lastIndex(of: "{"), path[..<open].hasSuffix("/"),
+              !path[path.index(after: open)...].dropLast().contains(where: { $0 == "/" || $0 == "{" || $0 == "}" }) else { return nil }
+        return String(path[..<open])
+    }
+}
+
+/// The plain HTTP routes a service serves beside the Connect protocol on the same port: GET (and HEAD)
+/// handlers declared as bindings (`HTTPBinding`), by exact path or by a last `{parameter}` segment
+/// (`/api/animals/{id}`), then a directory of static files at `/`. A request none matches is left to
+/// Connect (or answered 404 by the server). Built once before serving; read-only afterwards, so any
+/// thread may match.
 public final class HTTPRoutes: Sendable {
-    /// What answers one route, and how long its answers have held a worker (measured by the pool).
+    /// What answers one route: its binding (what it is guarded and counted as) and its handler.
     public struct Route: Sendable {
+        public let binding: HTTPBinding
         public let handler: HTTPRouteHandler
-        /// Opaque per-route state the server keeps (its worker-time measure); set by the server's side.
+        /// Its index in `all`, where the server keeps its per-route state (stats, worker time).
         public let id: Int
     }
 
@@ -20,59 +62,102 @@ public final class HTTPRoutes: Sendable {
     private let prefixes: [(prefix: String, route: Route)]
     /// Static files served at `/` (nil: none).
     public let staticFiles: StaticFiles?
+    /// The static files' route, counted as `GET /{file}`.
+    private let filesRoute: Route?
+    /// Every route, by `Route.id`: the registered ones in order, then the static files'.
+    public let all: [Route]
+    /// How a failed route answers (FastAPI's `{"detail": …}` unless the builder says otherwise).
+    public let problem: HTTPProblemRenderer
 
     /// The routes of `builder`'s registrations.
     public init(_ builder: Builder) {
         var exact: [String: Route] = [:]
         var prefixes: [(String, Route)] = []
+        var all: [Route] = []
         for (index, registration) in builder.registrations.enumerated() {
-            let route = Route(handler: registration.handler, id: index)
-            if registration.isPrefix { prefixes.append((registration.path, route)) } else { exact[registration.path] = route }
+            let route = Route(binding: registration.binding, handler: registration.handler, id: index)
+            all.append(route)
+            if let prefix = registration.binding.prefix { prefixes.append((prefix, route)) } else { exact[registration.binding.path] = route }
         }
         // Longest prefix first, so `/api/animals/` wins over `/api/`.
         self.exact = exact
         self.prefixes = prefixes.sorted { $0.0.count > $1.0.count }
         staticFiles = builder.staticFiles
+        filesRoute = builder.staticFiles.map { files in
+            Route(binding: HTTPBinding("/{file}"), handler: { request in files.response(to: request) }, id: all.count)
+        }
+        self.all = all + (filesRoute.map { [$0] } ?? [])
+        problem = builder.problem
     }
 
     /// Routes registered one by one.
     public struct Builder: Sendable {
-        fileprivate var registrations: [(path: String, isPrefix: Bool, handler: HTTPRouteHandler)] = []
+        fileprivate var registrations: [(binding: HTTPBinding, handler: HTTPRouteHandler)] = []
         fileprivate var staticFiles: StaticFiles?
+        /// How a failed route answers: FastAPI's `{"detail": …}` by default.
+        public var problem: HTTPProblemRenderer = RESTProblem.detail
 
         public init() {}
 
-        /// GET `path` exactly (without its query).
-        public mutating func get(_ path: String, _ handler: @escaping HTTPRouteHandler) {
-            precondition(path.hasPrefix("/"), "a route's path starts with /")
-            registrations.append((path, false, handler))
+        /// Answers GET (and HEAD) of `binding`'s path with `handler`.
+        public mutating func bind(_ binding: HTTPBinding, _ handler: @escaping HTTPRouteHandler) {
+            precondition(!registrations.contains { $0.binding.path == binding.path }, "\(binding.path) is bound twice")
+            registrations.append((binding, handler))
         }
 
-        /// GET any path that starts with `prefix` (ending with `/`: the rest is the handler's to read).
+        /// GET `path` exactly (without its query): a route-only binding.
+        public mutating func get(_ path: String, _ handler: @escaping HTTPRouteHandler) {
+            bind(HTTPBinding(path), handler)
+        }
+
+        /// GET any path that starts with `prefix` (ending with `/`: the rest is the handler's to read): a route-only
+        /// binding of `prefix{path}`.
         public mutating func get(prefix: String, _ handler: @escaping HTTPRouteHandler) {
             precondition(prefix.hasPrefix("/") && prefix.hasSuffix("/"), "a route prefix starts and ends with /")
-            registrations.append((prefix, true, handler))
+            bind(HTTPBinding(prefix + "{path}"), handler)
         }
 
         /// Serves the files under `directory` at `/` (`/` itself is `index.html`).
         public mutating func serveFiles(_ files: StaticFiles) {
             staticFiles = files
         }
+
+        /// The bindings registered so far, in order (what an API description is made from).
+        public var bindings: [HTTPBinding] { registrations.map(\.binding) }
     }
 
-    /// Number of routes (the server measures each one's worker time by `Route.id`).
-    public var count: Int { exact.count + prefixes.count }
+    /// Number of routes, the static files' included (the server keeps per-route state by `Route.id`).
+    public var count: Int { all.count }
 
-    /// The route answering `request` (GET only; the static files are the last resort).
+    /// The route answering `request` (GET and HEAD only; the static files are the last resort).
     public func route(for request: HTTPRequest) -> Route? {
-        guard request.method == "GET" else { return nil }
+        guard request.method == "GET" || request.method == "HEAD" else { return nil }
         let path = String(request.path)
         if let route = exact[path] { return route }
         if let match = prefixes.first(where: { path.hasPrefix($0.prefix) }) { return match.route }
-        if let staticFiles, staticFiles.hasFile(at: path) {
-            return Route(handler: { request in staticFiles.response(to: request) }, id: count)
-        }
+        if let filesRoute, let staticFiles, staticFiles.hasFile(at: path) { return filesRoute }
         return nil
+    }
+}
+
+/// REST error bodies.
+public enum RESTProblem {
+    /// FastAPI's error body, `{"detail": "…"}`, as JSON.
+    public static let detail: HTTPProblemRenderer = { status, message in
+        var text = "{\"detail\":\""
+        for scalar in message.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            case _ where scalar.value < 0x20: text += String(format: "\\u%04x", scalar.value)
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        text += "\"}"
+        return HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Array(text.utf8))
     }
 }
 

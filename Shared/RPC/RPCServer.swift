@@ -14,9 +14,9 @@ public final class RPCServer: Sendable {
     public let methods: [ProtoMethodInfo]
     let state: ServerState
     private let routes: [String: ServerRoute]
-    private let logger: Logger
+    let logger: Logger
     /// Admits or refuses each call of `services` before its handler runs (nil: every call runs, anonymous).
-    private let callGuard: (any CallGuard)?
+    let callGuard: (any CallGuard)?
 
     /// A server offering `services` plus the built-in health, reflection and stats services; `guard`
     /// admits the calls of `services` (never the built-ins').
@@ -176,7 +176,7 @@ public final class RPCServer: Sendable {
     /// The status a call whose handler threw `error` answers with: an `RPCError` or a categorized error's own
     /// (`RPCError(answering:)`), CANCELLED or DEADLINE_EXCEEDED for a cancellation, and INTERNAL for anything
     /// else (internal and unknown categories too), whose details go to the log and never to the caller.
-    private func status(for error: any Error, _ head: CallHead) -> RPCError {
+    func status(for error: any Error, _ head: CallHead) -> RPCError {
         if let answer = RPCError(answering: error) { return answer }
         switch error {
         case is CancellationError:

@@ -324,13 +324,12 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         return true
     }
 
-    /// Runs a plain HTTP route's handler on the workers, in this connection's queue as its calls are,
-    /// and writes its answer; counted in flight, so a draining server waits for it.
+    /// Runs a plain HTTP route as a call of its binding (`HTTPRouteJob`) on the workers, in this connection's queue as
+    /// its calls are, and writes its answer; counted in flight, so a draining server waits for it.
     private func serve(_ route: HTTPRoutes.Route, _ request: HTTPRequest, keepAlive: Bool, origin: String?) {
-        let times = server.httpRouteTimes
         let job = HTTPRouteJob(
-            route: route, request: request, stream: stream, exchanges: exchanges, keepAlive: keepAlive, origin: origin,
-            server: server, workerTime: route.id < times.count ? times[route.id] : nil)
+            route: route, bound: server.httpRouteBindings[route.id], request: request, stream: stream, exchanges: exchanges,
+            keepAlive: keepAlive, origin: origin, server: server)
         server.inFlight.add(1, ordering: .relaxed)
         server.workers.submit(job, to: calls.queue)
     }
@@ -843,43 +842,5 @@ struct ConnectExchange: Sendable {
         ConnectProtocol.addCORS(to: &response.headers, origin: origin)
         if cacheable || gzip { response.headers.add("Vary", "Accept-Encoding, Origin") }
         return response
-    }
-}
-
-/// One plain HTTP route's request on a worker: the handler runs there until it first waits
-/// (`Task.immediate`, as a call's does), and its response goes out in the connection's order.
-final class HTTPRouteJob<Stream: ByteStream>: WorkerJob, @unchecked Sendable {
-    let route: HTTPRoutes.Route
-    let request: HTTPRequest
-    let stream: Stream
-    let exchanges: ConnectExchanges
-    let keepAlive: Bool
-    let origin: String?
-    let server: TCPServer
-    let workerTime: WorkerTime?
-
-    init(
-        route: HTTPRoutes.Route, request: HTTPRequest, stream: Stream, exchanges: ConnectExchanges, keepAlive: Bool, origin: String?,
-        server: TCPServer, workerTime: WorkerTime?
-    ) {
-        self.route = route
-        self.request = request
-        self.stream = stream
-        self.exchanges = exchanges
-        self.keepAlive = keepAlive
-        self.origin = origin
-        self.server = server
-        self.workerTime = workerTime
-    }
-
-    func run() -> Bool {
-        Task.immediate { [self] in
-            var response = await route.handler(request)
-            ConnectProtocol.addCORS(to: &response.headers, origin: origin)
-            stream.send(response, closing: !keepAlive)
-            server.inFlight.subtract(1, ordering: .releasing)
-            exchanges.onAnswered?(keepAlive)
-        }
-        return true
     }
 }

@@ -83,10 +83,10 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
 
     /// The server its calls go to, from `listen` on.
     public private(set) var rpc: RPCServer!
-    /// Plain HTTP routes served beside Connect on the HTTP side (set before `listen`), with how long
-    /// each route's answers held a worker (by `HTTPRoutes.Route.id`; the last is the static files').
+    /// Plain HTTP routes served beside Connect on the HTTP side (set before `listen`), and each as the server serves
+    /// it (by `HTTPRoutes.Route.id`): guarded, counted, its worker time measured (bound when listening starts).
     public private(set) var httpRoutes: HTTPRoutes?
-    private(set) var httpRouteTimes: [WorkerTime] = []
+    private(set) var httpRouteBindings: [BoundRoute] = []
     public let limits: Limits
     /// The address the server listens on, with the port it got (useful when asked for port 0).
     public private(set) var address: String = ""
@@ -161,7 +161,6 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     public func serveHTTP(_ routes: HTTPRoutes) {
         precondition(rpc == nil, "HTTP routes are set before the server listens")
         httpRoutes = routes
-        httpRouteTimes = (0...routes.count).map { _ in WorkerTime() }
     }
 
     /// Answers of side-effect-free methods the Connect face sends again without running the handler, per
@@ -191,6 +190,7 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         guard rpc == nil else { throw RPCError(.failedPrecondition, "\(address) serves \(rpc.name) already") }
         guard (1...1024).contains(limits.loops) else { throw RPCError(.invalidArgument, "loops must be 1-1024 (got \(limits.loops))") }
         rpc = server
+        httpRouteBindings = httpRoutes?.all.map { server.bind($0.binding.name, guardedAs: $0.binding.guardedAs) } ?? []
         if !loggerGiven { logger = Logger(label: server.name) }
         // Thread names beyond the first loop's carry its number (Linux keeps 15 characters of one).
         loops = (0..<limits.loops).map { index in

@@ -2,7 +2,8 @@ import HTTP
 import Schema
 
 /// `/api/openapi.json` (OpenAPI 3.1 describing `ZooRestAPI`'s routes) and `/docs`, a self-contained page
-/// of it (no script, no CDN), both made from one table so they cannot disagree.
+/// of it (no script, no CDN), both made from the route table's bindings (what is served is what is described; a
+/// binding without a description here stops the server at its start) and the descriptions below.
 enum ZooOpenAPI {
     struct Operation {
         var path: String
@@ -22,9 +23,12 @@ enum ZooOpenAPI {
             parameters: [("include_currently_unavailable", "query", "boolean", "also the animals not currently kept (default false)")],
             responses: [("200", "the animals"), ("304", "not modified since the ETag given"), ("422", "a bad parameter, `{\"detail\": …}`")]),
         Operation(
-            path: "/api/animals/{id}", summary: "One animal", description: "The animal `id` (currently kept) in \(envelope).",
-            parameters: [("id", "path", "integer", "the animal's id (`_id`)")],
-            responses: [("200", "the animal"), ("404", "`{\"detail\": \"Item not found\"}`: unknown or not currently kept"), ("422", "an id that is no integer")]),
+            path: "/api/animals/{id}", summary: "One animal",
+            description: "The animal `id` (currently kept, or any with include_currently_unavailable=true) as a list of one in \(envelope).",
+            parameters: [("id", "path", "integer", "the animal's id (`_id`)"),
+                         ("include_currently_unavailable", "query", "boolean", "also an animal not currently kept (default false)")],
+            responses: [("200", "the animal, `data: [animal]`"), ("304", "not modified since the ETag given"),
+                        ("404", "`{\"detail\": \"Item not found\"}`: unknown or not currently kept"), ("422", "an id that is no integer, a bad parameter")]),
         Operation(path: "/api/classes", summary: "Classes", description: "The animal classes (Czech names) of the animals kept, in \(envelope).",
                   responses: [("200", "the classes"), ("304", "not modified")]),
         Operation(path: "/api/biotops", summary: "Biotopes", description: "The biotopes of the animals kept, in \(envelope).",
@@ -35,7 +39,7 @@ enum ZooOpenAPI {
                   responses: [("200", "the houses"), ("304", "not modified")]),
         Operation(
             path: "/api/map/metadata", summary: "Footpath graph",
-            description: "The zoo's footpaths as map-metadata.json: `{\"metadata\": …, \"nodes\": [{\"_id\", \"lon\", \"lat\", \"road_ids\", \"is_connector\"}], \"roads\": [{\"_id\", \"geometry\": {\"type\": \"LineString\", \"coordinates\": [node objects in walking order]}}]}`.",
+            description: "The zoo's footpaths as map-metadata.json: `{\"metadata\": …, \"nodes\": [{\"_id\", \"lon\", \"lat\", \"road_ids\", \"is_connector\"}], \"roads\": [{\"_id\", \"type\": \"Feature\", \"geometry\": {\"type\": \"LineString\", \"coordinates\": [node objects in walking order]}, \"properties\": null}]}`.",
             responses: [("200", "the graph"), ("304", "not modified")]),
         Operation(
             path: "/api/map/data", summary: "Map tiles",
@@ -48,9 +52,19 @@ enum ZooOpenAPI {
                   responses: [("200", "the page")], contentType: "text/html"),
     ]
 
-    static func document() -> [UInt8] {
+    /// The descriptions of `bindings`, in their order; each must have one.
+    static func operations(of bindings: [HTTPBinding]) -> [(HTTPBinding, Operation)] {
+        bindings.map { binding in
+            guard let operation = operations.first(where: { $0.path == binding.path }) else {
+                preconditionFailure("the zoo's route \(binding.path) has no OpenAPI description")
+            }
+            return (binding, operation)
+        }
+    }
+
+    static func document(_ bindings: [HTTPBinding]) -> [UInt8] {
         var paths: [JSONMember] = []
-        for operation in operations {
+        for (binding, operation) in operations(of: bindings) {
             let parameters: [JSONValue] = operation.parameters.map { parameter in
                 .object([
                     JSONMember("name", .string(parameter.name)), JSONMember("in", .string(parameter.location)),
@@ -65,11 +79,14 @@ enum ZooOpenAPI {
                 }
                 return JSONMember(response.status, .object(members))
             }
-            let get = JSONValue.object([
+            var members = [
                 JSONMember("summary", .string(operation.summary)), JSONMember("description", .string(operation.description)),
                 JSONMember("operationId", .string("get" + operation.path.filter { $0.isLetter || $0.isNumber })),
                 JSONMember("parameters", .array(parameters)), JSONMember("responses", .object(responses)),
-            ])
+            ]
+            // The RPC the route is bound to: its access rule applies, and `gateway stats` counts the route as `GET <path>`.
+            if let method = binding.method { members.append(JSONMember("x-rpc-method", .string(method))) }
+            let get = JSONValue.object(members)
             paths.append(JSONMember(operation.path, .object([JSONMember("get", get)])))
         }
         let document = JSONValue.object([
@@ -84,7 +101,7 @@ enum ZooOpenAPI {
         return Array(document.serialized(.pretty).utf8)
     }
 
-    static func page() -> [UInt8] {
+    static func page(_ bindings: [HTTPBinding]) -> [UInt8] {
         func escape(_ text: String) -> String {
             text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
         }
@@ -106,7 +123,7 @@ enum ZooOpenAPI {
             <a href="/api/openapi.json">/api/openapi.json</a>.</p>
 
             """
-        for operation in operations {
+        for (_, operation) in operations(of: bindings) {
             html += "<h2 id=\"\(escape(operation.path))\"><span class=\"m\">GET</span><code>\(escape(operation.path))</code> — \(escape(operation.summary))</h2>\n"
             html += "<p>\(prose(operation.description))</p>\n"
             if !operation.parameters.isEmpty {
@@ -124,10 +141,15 @@ enum ZooOpenAPI {
         return Array(html.utf8)
     }
 
+    static let documentBinding = HTTPBinding("/api/openapi.json")
+    static let pageBinding = HTTPBinding("/docs")
+
+    /// Adds the description's two routes to `routes`, describing every binding registered before them and themselves.
     static func register(in routes: inout HTTPRoutes.Builder) {
-        let document = CachedBody(document(), contentType: "application/json")
-        let page = CachedBody(page(), contentType: "text/html; charset=utf-8")
-        routes.get("/api/openapi.json") { document.response(to: $0) }
-        routes.get("/docs") { page.response(to: $0) }
+        let bindings = routes.bindings + [documentBinding, pageBinding]
+        let document = CachedBody(document(bindings), contentType: "application/json")
+        let page = CachedBody(page(bindings), contentType: "text/html; charset=utf-8")
+        routes.bind(documentBinding) { document.response(to: $0) }
+        routes.bind(pageBinding) { page.response(to: $0) }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import HTTP
 import Schema
 import Synchronization
+import ZooAPI
 import ZooCore
 
 /// The zoo app's REST API, in its own shapes, so a client of the app it replaces works unchanged:
@@ -31,43 +32,60 @@ public final class ZooRestAPI: Sendable {
         self.nextUpdate = nextUpdate
     }
 
-    /// Adds the API's routes to `routes`.
+    /// The API's routes as bindings (`google.api.http` style): each runs as a call of the method it binds — guarded by
+    /// its access rule, under a deadline, counted in `gateway stats` under its name — or as a route-only call where no
+    /// method answers alike (the unpaged list, the tiles download).
+    enum Bindings {
+        static let animals = HTTPBinding("/api/animals")
+        static let animal = HTTPBinding("/api/animals/{id}", binds: ZooV1.Zoo.getAnimal.path)
+        static let lists = [
+            ("classes", \FilterValues.classes), ("biotops", \FilterValues.biotopes), ("foods", \FilterValues.foods),
+            ("zooHouses", \FilterValues.zooHouses),
+        ].map { (HTTPBinding("/api/\($0.0)", binds: ZooV1.Zoo.listFilterValues.path), $0.1) }
+        static let map = HTTPBinding("/api/map/metadata", binds: ZooV1.Zoo.getFootpathGraph.path)
+        static let tiles = HTTPBinding("/api/map/data")
+    }
+
+    /// Adds the API's routes to `routes`, and its error style: FastAPI's `{"detail": …}`, `Item not found` for any 404.
     public func register(in routes: inout HTTPRoutes.Builder) {
-        routes.get("/api/animals") { [self] request in
-            let query = Self.query(request)
-            guard let includeUnavailable = Self.bool(query["include_currently_unavailable"] ?? "false") else {
-                return Self.problem(422, "include_currently_unavailable must be true or false")
-            }
-            return await answer(request, key: "animals?\(includeUnavailable)") { snapshot in
+        routes.problem = Self.problem
+        routes.bind(Bindings.animals) { [self] request in
+            let includeUnavailable = try Self.includeUnavailable(request)
+            return try await answer(request, key: "animals?\(includeUnavailable)") { snapshot in
                 .array(snapshot.catalogue.animals.filter { includeUnavailable || $0.isCurrentlyAvailable }.map {
-                    Self.animalJSON($0, snapshot.catalogue)
+                    ZooRestShapes.animal($0, snapshot.catalogue)
                 })
             }
         }
-        routes.get(prefix: "/api/animals/") { [self] request in
+        // A list of one, as the app's server answered (`AnimalsResult(data=[animal])`).
+        routes.bind(Bindings.animal) { [self] request in
             let text = request.path.dropFirst("/api/animals/".count)
-            guard let id = Int(text), !text.hasPrefix("+") else { return Self.problem(422, "the animal id must be an integer") }
-            guard let snapshot = try? library.snapshot(), let animal = try? snapshot.catalogue.animal(id: id) else {
-                return Self.problem(404, "Item not found")
+            guard let id = Int(text), !text.hasPrefix("+") else { throw ZooError.invalidArgument("the animal id must be an integer") }
+            let includeUnavailable = try Self.includeUnavailable(request)
+            let animal = try library.snapshot().catalogue.animal(id: id, includeUnavailable: includeUnavailable)
+            return try await answer(request, key: "animal/\(animal.id)") { snapshot in
+                .array([ZooRestShapes.animal(animal, snapshot.catalogue)])
             }
-            let metadata = await envelopeMetadata()
-            return CachedBody(Self.envelope(metadata, data: Self.animalJSON(animal, snapshot.catalogue)), contentType: Self.json)
-                .response(to: request)
         }
-        let lists: [(String, @Sendable (FilterValues) -> [FilterValue])] = [
-            ("classes", { $0.classes }), ("biotops", { $0.biotopes }), ("foods", { $0.foods }), ("zooHouses", { $0.zooHouses }),
-        ]
-        for (name, values) in lists {
-            routes.get("/api/\(name)") { [self] request in
-                await answer(request, key: name) { snapshot in
-                    .array(values(snapshot.catalogue.filterValues()).map { .string($0.value) })
+        for (binding, values) in Bindings.lists {
+            routes.bind(binding) { [self] request in
+                try await answer(request, key: binding.path) { snapshot in
+                    .array(snapshot.catalogue.filterValues()[keyPath: values].map { .string($0.value) })
                 }
             }
         }
-        routes.get("/api/map/metadata") { [self] request in
-            await answer(request, key: "map", wrapped: false) { snapshot in Self.mapJSON(snapshot.router.graph) }
+        routes.bind(Bindings.map) { [self] request in
+            try await answer(request, key: "map", wrapped: false) { snapshot in ZooRestShapes.map(snapshot.router.graph) }
         }
-        routes.get("/api/map/data") { [self] request in mapData(request) }
+        routes.bind(Bindings.tiles) { [self] request in try mapData(request) }
+    }
+
+    /// `include_currently_unavailable` (default false), as FastAPI reads a boolean; anything else is a 422.
+    static func includeUnavailable(_ request: HTTPRequest) throws(ZooError) -> Bool {
+        guard let flag = bool(query(request)["include_currently_unavailable"] ?? "false") else {
+            throw .invalidArgument("include_currently_unavailable must be true or false")
+        }
+        return flag
     }
 
     // MARK: Map tiles
@@ -81,8 +99,8 @@ public final class ZooRestAPI: Sendable {
     /// The MBTiles file as an attachment, tagged with a hash of its bytes (equal on every replica); 404 before
     /// any import. The stored file's identity is checked per request (one `stat`), so a new import, from any
     /// replica, is served from the next request on.
-    private func mapData(_ request: HTTPRequest) -> HTTPResponse {
-        guard let tiles, let identity = tiles.identity() else { return Self.problem(404, "no map tiles were imported") }
+    private func mapData(_ request: HTTPRequest) throws(ZooError) -> HTTPResponse {
+        guard let tiles, let identity = tiles.identity() else { throw ZooError(.notFound, "no map tiles were imported") }
         let loaded: LoadedTiles?
         do {
             // Under the lock, so concurrent first downloads read the file once, and the old bytes are let go first.
@@ -93,9 +111,9 @@ public final class ZooRestAPI: Sendable {
                 return state
             }
         } catch {
-            return Self.problem(503, "the map tiles cannot be read: \(error)")
+            throw ZooError(.unavailable, "the map tiles cannot be read: \(error)")
         }
-        guard let loaded else { return Self.problem(404, "no map tiles were imported") }
+        guard let loaded else { throw ZooError(.notFound, "no map tiles were imported") }
         let name = URL(fileURLWithPath: tiles.path).lastPathComponent
         let headers: HTTPHeaders = [
             "Content-Type": Self.mbtilesType, "Content-Disposition": "attachment; filename=\"\(name)\"", "ETag": loaded.entityTag,
@@ -118,13 +136,9 @@ public final class ZooRestAPI: Sendable {
     /// `wrapped` is false: then `data` is the whole document, whose `metadata` member is filled in).
     private func answer(
         _ request: HTTPRequest, key: String, wrapped: Bool = true, _ data: @Sendable (ZooSnapshot) -> JSONValue
-    ) async -> HTTPResponse {
-        let snapshot: ZooSnapshot
-        do {
-            snapshot = try library.snapshot()
-        } catch {
-            return Self.problem(503, "the zoo's data cannot be read: \(error)")
-        }
+    ) async throws -> HTTPResponse {
+        // A storage failure is the storage error's category (UNAVAILABLE: 503), as for any call.
+        let snapshot = try library.snapshot()
         if let cached = cache.withLock({ $0.snapshot === snapshot ? $0.bodies[key] : nil }) {
             return cached.response(to: request)
         }
@@ -154,10 +168,6 @@ public final class ZooRestAPI: Sendable {
         ])
     }
 
-    static func envelope(_ metadata: JSONValue, data: JSONValue) -> [UInt8] {
-        Array(JSONValue.object([JSONMember("metadata", metadata), JSONMember("data", data)]).serialized().utf8)
-    }
-
     private static func timestamp(_ date: Date?) -> JSONValue {
         guard let date else { return .null }
         var calendar = Calendar(identifier: .gregorian)
@@ -169,11 +179,9 @@ public final class ZooRestAPI: Sendable {
             parts.minute ?? 0, parts.second ?? 0, micros))
     }
 
-    /// FastAPI's error body, `{"detail": "…"}`.
-    static func problem(_ status: Int, _ detail: String) -> HTTPResponse {
-        HTTPResponse(
-            status: status, headers: ["Content-Type": json],
-            body: Array(JSONValue.object([JSONMember("detail", .string(detail))]).serialized().utf8))
+    /// FastAPI's error body, `{"detail": "…"}`; every 404 says `Item not found`, as the app's server's did.
+    static let problem: HTTPProblemRenderer = { status, detail in
+        RESTProblem.detail(status, status == 404 ? "Item not found" : detail)
     }
 
     static func query(_ request: HTTPRequest) -> [String: String] {
@@ -194,86 +202,5 @@ public final class ZooRestAPI: Sendable {
         case "false", "0", "no", "off", "f", "n": false
         default: nil
         }
-    }
-
-    // MARK: The zoo app's shapes
-
-    private static func string(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
-
-    private static func number(_ value: Double) -> JSONValue { JSONNumber(value).map { .number($0) } ?? .null }
-
-    /// An animal as animals.json has it. Lists are joined as the source wrote them ("Afrika, Asie"); the
-    /// image address loses the scheme the import added (the app's clients add their own).
-    static func animalJSON(_ animal: Animal, _ catalogue: Catalogue) -> JSONValue {
-        let image = animal.imageURL.map { $0.hasPrefix("https://") ? String($0.dropFirst("https://".count)) : $0 }
-        return .object([
-            JSONMember("_id", .number(JSONNumber(animal.id))),
-            JSONMember("name", .string(animal.name)),
-            JSONMember("latin_name", string(animal.latinName)),
-            JSONMember("base_summary", string(animal.description)),
-            JSONMember("image", string(image)),
-            JSONMember("class_", string(animal.taxonClass?.czech)),
-            JSONMember("class_latin", string(animal.taxonClass?.latin)),
-            JSONMember("order", string(animal.order?.czech)),
-            JSONMember("order_latin", string(animal.order?.latin)),
-            JSONMember("continent", .string(animal.continents.joined(separator: ", "))),
-            JSONMember("continent_detail", string(animal.range)),
-            JSONMember("biotop", .string(animal.biotopes.joined(separator: ", "))),
-            JSONMember("biotop_detail", string(animal.biotopeDetail)),
-            JSONMember("food", .string(animal.foods.joined(separator: ", "))),
-            JSONMember("food_detail", string(animal.foodDetail)),
-            JSONMember("sizes", string(animal.proportions)),
-            JSONMember("reproduction", string(animal.reproduction)),
-            JSONMember("interesting_data", string(animal.interestingFacts)),
-            JSONMember("about_placement_in_zoo_prague", string(animal.breeding)),
-            JSONMember("location_in_zoo", string(animal.location)),
-            JSONMember("is_currently_available", .bool(animal.isCurrentlyAvailable)),
-            JSONMember("map_locations", .array(catalogue.mapLocations(of: animal).map(mapLocationJSON))),
-        ])
-    }
-
-    /// A map location: its OpenStreetMap id and outline as `[[[lon, lat], …]]` (a Point has one position).
-    static func mapLocationJSON(_ feature: MapFeature) -> JSONValue {
-        let ring = JSONValue.array(feature.outline.map { .array([number($0.lon), number($0.lat)]) })
-        return .object([
-            JSONMember("_id", .number(JSONNumber(feature.id))),
-            JSONMember("geometry", .object([
-                JSONMember("_type", .string(feature.outline.count == 1 ? "Point" : "Polygon")),
-                JSONMember("coordinates", .array([ring])),
-            ])),
-            JSONMember("name", .string(feature.name)),
-            JSONMember("is_animal_pen", .bool(feature.isAnimalPen)),
-            JSONMember("is_building", .bool(feature.isBuilding)),
-            JSONMember("singular_names", .array(feature.singularNames.map { .string($0) })),
-        ])
-    }
-
-    /// The footpath graph as map-metadata.json: nodes `{_id, lon, lat, road_ids, is_connector}` and roads
-    /// whose LineString coordinates are those node objects in walking order.
-    static func mapJSON(_ graph: FootpathGraph) -> JSONValue {
-        var roadsOfNode = Array(repeating: [Int64](), count: graph.nodeIDs.count)
-        for road in graph.roads {
-            for node in Set(road.nodes) { roadsOfNode[Int(node)].append(road.id) }
-        }
-        let nodes: [JSONValue] = graph.nodeIDs.indices.map { index in
-            let roads = roadsOfNode[index].sorted()
-            return .object([
-                JSONMember("_id", .number(JSONNumber(graph.nodeIDs[index]))),
-                JSONMember("lon", number(graph.positions[index].lon)),
-                JSONMember("lat", number(graph.positions[index].lat)),
-                JSONMember("road_ids", .array(roads.map { .number(JSONNumber($0)) })),
-                JSONMember("is_connector", .bool(roads.count > 1)),
-            ])
-        }
-        let roads: [JSONValue] = graph.roads.map { road in
-            .object([
-                JSONMember("_id", .number(JSONNumber(road.id))),
-                JSONMember("geometry", .object([
-                    JSONMember("type", .string("LineString")),
-                    JSONMember("coordinates", .array(road.nodes.map { nodes[Int($0)] })),
-                ])),
-            ])
-        }
-        return .object([JSONMember("nodes", .array(nodes)), JSONMember("roads", .array(roads))])
     }
 }
