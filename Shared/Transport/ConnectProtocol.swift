@@ -118,11 +118,11 @@ enum ConnectProtocol {
 
         /// `Connect-Timeout-Ms`: at most 10 digits, as the protocol says.
         static func deadline(_ value: String?, _ encoding: Encoding) throws(Refusal) -> ContinuousClock.Instant? {
-            guard let value else { return nil }
-            guard !value.isEmpty, value.utf8.count <= 10, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let ms = Int64(value) else {
-                throw .rpc(RPCError(.invalidArgument, "Connect-Timeout-Ms must be 1 to 10 digits, not \(value)"), encoding)
+            do {
+                return try ConnectProtocol.deadline(value)
+            } catch {
+                throw .rpc(error, encoding)
             }
-            return .now + .milliseconds(ms)
         }
 
         /// Headers that are not HTTP's or Connect's own travel as the call's metadata (as gRPC's do),
@@ -181,6 +181,16 @@ enum ConnectProtocol {
             case .overBudget: throw RPCError(.resourceExhausted, "\(error.reason); retry later")
             }
         }
+    }
+
+    /// The deadline `Connect-Timeout-Ms: value` sets (1 to 10 digits, as the protocol says); nil without one. Plain
+    /// HTTP routes take it the same way.
+    static func deadline(_ value: String?) throws(RPCError) -> ContinuousClock.Instant? {
+        guard let value else { return nil }
+        guard !value.isEmpty, value.utf8.count <= 10, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let ms = Int64(value) else {
+            throw RPCError(.invalidArgument, "Connect-Timeout-Ms must be 1 to 10 digits, not \(value)")
+        }
+        return .now + .milliseconds(ms)
     }
 
     /// Headers HTTP and Connect use themselves, which are no call metadata.

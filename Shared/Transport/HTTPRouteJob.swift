@@ -38,12 +38,13 @@ final class HTTPRouteJob<Stream: ByteStream>: WorkerJob, @unchecked Sendable {
             var response: HTTPResponse
             let head: CallHead
             let handler: @Sendable (Caller?) async throws -> HTTPResponse
-            switch Self.deadline(request.headers["connect-timeout-ms"]) {
+            let metadata = ConnectProtocol.Call.metadata(request.headers)
+            switch Result(catching: { () throws(RPCError) in try ConnectProtocol.deadline(request.headers["connect-timeout-ms"]) }) {
             case .success(let deadline):
-                head = CallHead(method: bound.guardedAs, metadata: Self.metadata(request.headers), deadline: deadline, peer: stream.peer)
+                head = CallHead(method: bound.guardedAs, metadata: metadata, deadline: deadline, peer: stream.peer)
                 handler = { [route, request] _ in try await route.handler(request) }
             case .failure(let error):
-                head = CallHead(method: bound.guardedAs, metadata: Self.metadata(request.headers), peer: stream.peer)
+                head = CallHead(method: bound.guardedAs, metadata: metadata, peer: stream.peer)
                 handler = { _ in throw error }
             }
             switch await server.rpc.serve(bound, head, handler) {
@@ -60,25 +61,5 @@ final class HTTPRouteJob<Stream: ByteStream>: WorkerJob, @unchecked Sendable {
             exchanges.onAnswered?(keepAlive)
         }
         return true
-    }
-
-    /// The deadline a client may set as on a Connect call, `Connect-Timeout-Ms` (1 to 10 digits); nil without one.
-    static func deadline(_ value: String?) -> Result<ContinuousClock.Instant?, RPCError> {
-        guard let value else { return .success(nil) }
-        guard !value.isEmpty, value.utf8.count <= 10, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let ms = Int64(value) else {
-            return .failure(RPCError(.invalidArgument, "Connect-Timeout-Ms must be 1 to 10 digits, not \(value)"))
-        }
-        return .success(.now + .milliseconds(ms))
-    }
-
-    /// The request's headers that are not HTTP's own, as a call's metadata (`authorization` for the guard).
-    static func metadata(_ headers: HTTPHeaders) -> Metadata {
-        var metadata = Metadata()
-        for (name, value) in headers {
-            let key = name.lowercased()
-            if ConnectProtocol.protocolHeaders.contains(key) || key.hasPrefix("connect-") || key.hasPrefix("access-control-") { continue }
-            metadata.add(key, value)
-        }
-        return metadata
     }
 }
