@@ -260,10 +260,11 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
                 serve(route, request, keepAlive: keepAlive, origin: origin)
                 return
             }
-            // A GET that is neither a route nor a Connect call (no such method, no connect=v1) is a
+            // A GET (or HEAD) that is neither a route nor a Connect call (no such method, no connect=v1) is a
             // missing page, as any web server says, not a malformed call.
-            if request.method == "GET", server.rpc.method(path) == nil, ConnectProtocol.query(request.query ?? "")["connect"] == nil {
-                answerAtOnce(.text(404, "nothing at \(path)"), keepAlive: keepAlive, origin: origin)
+            let isHEAD = request.method == "HEAD"
+            if request.method == "GET" || isHEAD, server.rpc.method(path) == nil, ConnectProtocol.query(request.query ?? "")["connect"] == nil {
+                answerAtOnce(.text(404, "nothing at \(path)"), keepAlive: keepAlive, origin: origin, headOnly: isHEAD)
                 return
             }
         }
@@ -335,10 +336,15 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
     }
 
     /// Answers without a call (preflight, a request no call could be made of).
-    private func answerAtOnce(_ response: HTTPResponse, keepAlive: Bool, origin: String? = nil) {
+    /// `headOnly`: the answer to a HEAD, its head alone (`Content-Length` as GET's).
+    private func answerAtOnce(_ response: HTTPResponse, keepAlive: Bool, origin: String? = nil, headOnly: Bool = false) {
         var response = response
         ConnectProtocol.addCORS(to: &response.headers, origin: origin)
-        stream.send(response, closing: !keepAlive)
+        if headOnly {
+            stream.send(bytes: response.serializedHead(closing: !keepAlive))
+        } else {
+            stream.send(response, closing: !keepAlive)
+        }
         busy = false
         if !keepAlive { close("the client asked to close") }
     }

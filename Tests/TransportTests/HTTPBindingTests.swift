@@ -120,4 +120,18 @@ import Testing
             #expect(answers.last?.hasSuffix("\r\n\r\nitem\n") == true)
         }
     }
+
+    /// HEAD of a path no route serves is a missing page, as GET's is (it was 405, as if HEAD were not served at all),
+    /// and its answer has no body: the connection serves the next request.
+    @Test func headOfAMissingPageIs404WithoutABody() async throws {
+        try await Self.serve { port, _ in
+            let socket = try RawSocket(port: port)
+            socket.write(Array("HEAD /nowhere HTTP/1.1\r\nHost: x\r\n\r\nGET /items/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+            let text = String(decoding: await socket.readUntilClosed().bytes, as: UTF8.self)
+            let answers = text.components(separatedBy: "HTTP/1.1 ").dropFirst()
+            #expect(answers.count == 2, "\(text)")
+            #expect(answers.first?.hasPrefix("404 ") == true && answers.first?.hasSuffix("\r\n\r\n") == true, "\(text)")
+            #expect(answers.last?.hasPrefix("200 ") == true)
+        }
+    }
 }
