@@ -150,8 +150,11 @@ enum ConnectProtocol {
         RequestDecoder { bytes, method throws(RPCError) in
             var (compression, message) = try unwrap(bytes)
             let limit = method.info.requestLimit(within: maxMessageSize)
+            // What decoding holds beyond the body it was given, given back once the request is protobuf.
+            var held = 0
+            defer { if held > 0 { budget?.release(held) } }
             if compression == .gzip {
-                message = try inflate(message, limit: limit, budget: budget)
+                message = try inflate(message, limit: limit, budget: budget, holding: &held)
             } else if message.count > limit {
                 throw RPCError(.resourceExhausted, "the request of \(message.count) bytes is over \(method.info.path)'s limit of \(limit) bytes")
             }
@@ -159,14 +162,20 @@ enum ConnectProtocol {
             guard let json = method.json else {
                 throw RPCError(.unimplemented, "\(method.info.path) has no JSON mapping; use application/proto")
             }
+            // Reading JSON copies the text once more (into a String); a large one's copy is budgeted as well.
+            if message.count >= MemoryBudget.largeFrame, let budget {
+                guard budget.reserve(message.count) else {
+                    throw RPCError(.resourceExhausted, "the memory budget cannot hold the JSON of \(message.count) bytes being read now; retry later")
+                }
+                held += message.count
+            }
             return try json.request(message)
         }
     }
 
-    /// `bytes` inflated within `limit` and what `budget` grants, step by step; the budget is given back at the end.
-    static func inflate(_ bytes: [UInt8], limit: Int, budget: MemoryBudget?) throws(RPCError) -> [UInt8] {
-        var held = 0
-        defer { if held > 0 { budget?.release(held) } }
+    /// `bytes` inflated within `limit` and what `budget` grants, step by step; what it took is added to `held`, for
+    /// the caller to give back once done with the bytes.
+    static func inflate(_ bytes: [UInt8], limit: Int, budget: MemoryBudget?, holding held: inout Int) throws(RPCError) -> [UInt8] {
         do {
             return try Gzip.decompress(bytes, limit: limit) { piece in
                 guard let budget else { return true }
