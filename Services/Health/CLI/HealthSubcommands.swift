@@ -245,7 +245,8 @@ struct HealthStats: AsyncParsableCommand {
         commandName: "stats",
         abstract: "Sum (cumulative types), average/min/max (discrete) or merged time asleep (sleep), by period.",
         discussion: """
-            A sample spanning a bucket boundary is split in proportion to its time in each bucket. --json prints the \
+            A sample spanning a bucket boundary is split in proportion to its time in each bucket. The first and last \
+            buckets are cut to the range: only what lies between --from and --to counts. --json prints the \
             GetStatisticsResponse: {"type", "unit", "buckets": [{"startMs", "endMs", "sum" or "average", "minimum", \
             "maximum", "count"}]}, times as epoch milliseconds (strings, as the JSON mapping spells 64-bit integers).
             """)
