@@ -254,12 +254,24 @@ struct HealthStats: AsyncParsableCommand {
     @OptionGroup var health: HealthOptions
     @Argument(help: "The sample type, e.g. stepCount.") var type: String
     @Option(help: "One bucket per period (default: one figure over the whole range).") var period: StatisticsInterval?
-    @Option(help: "The range's start, with --to (default: the last 7 days, as --preset last7Days).") var from: String?
-    @Option(help: "The range's end, with --from (default: the last 7 days, as --preset last7Days).") var to: String?
-    @Option(help: "A named range instead of --from/--to (default: last7Days).") var preset: StatisticsPreset?
+    @Option(help: "The range's start; alone, the range runs until now (default: the last 7 days, as --preset last7Days).") var from: String?
+    @Option(help: "The range's end; needs --from (default: now with --from, else the last 7 days).") var to: String?
+    @Option(help: "A named range; not with --from/--to (default: last7Days).") var preset: StatisticsPreset?
     @Option(help: "The unit of the answer (default: the type's).") var unit: String?
     @Option(help: "Source priority for de-duplicating overlapping sources (repeatable, first wins; default: every source counted).") var prefer: [String] = []
     @Flag(help: "Work on the device's store instead of the server.") var local = false
+
+    /// A range the options cannot name is a usage error rather than another range answered in its place: `--to`
+    /// alone has no start (HealthKit's statistics need one), and a preset is a whole range of its own. `--from`
+    /// alone is clear: from then until now.
+    func validate() throws {
+        if preset != nil, from != nil || to != nil {
+            throw ValidationError("--preset is a whole range: give it or --from (and --to), not both")
+        }
+        if to != nil, from == nil {
+            throw ValidationError("--to needs --from: the range's start (--from alone runs until now)")
+        }
+    }
 
     func run() async throws { try await reportingFailures(json: global.json) { try await asStatus(body) } }
 
@@ -269,8 +281,8 @@ struct HealthStats: AsyncParsableCommand {
         var range: (Int64, Int64)
         if let presetValue {
             range = presetValue.range(now: try health.instant("now"), timeZone: zone)
-        } else if let from, let to {
-            range = (try health.instant(from), try health.instant(to))
+        } else if let from {
+            range = (try health.instant(from), try health.instant(to ?? "now"))
         } else {
             range = StatisticsPreset.last7Days.range(now: try health.instant("now"), timeZone: zone)
         }

@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+
+/// `gateway health` on the device's own store (`--local`, nothing listening): what its options mean, through the
+/// executable.
+@Suite struct HealthCommandLineTests {
+    let scratch: URL
+
+    init() throws {
+        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("health-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+    }
+
+    var store: [String] { ["--store", scratch.appendingPathComponent("device.sqlite").path, "--tz", "Europe/Prague"] }
+
+    func health(_ arguments: String...) throws -> Gateway.Result {
+        try Gateway.run(["health"] + arguments + store)
+    }
+
+    /// Issue 39: `--to` alone and `--preset` with `--from`/`--to` answered the last 7 days (or today) with 0 steps
+    /// and exit 0. They are usage errors now; `--from` alone runs until now.
+    @Test func statisticsRangeOptionsAreHonouredOrRefused() throws {
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let added = try health("add", "stepCount", "120", "--start", "2026-03-28T12:00", "--end", "2026-03-28T12:10", "--local")
+        try #require(added.status == 0, "\(added)")
+        let fromAlone = try health("stats", "stepCount", "--from", "2026-03-28T11:00", "--local", "--json")
+        #expect(fromAlone.status == 0, "\(fromAlone)")
+        #expect(fromAlone.stdout.contains("\"sum\": 120") || fromAlone.stdout.contains("\"sum\":120"), "\(fromAlone.stdout)")
+        #expect(fromAlone.stdout.contains("\"startMs\": \"1774692000000\"") || fromAlone.stdout.contains("\"startMs\":\"1774692000000\""), "\(fromAlone.stdout)")
+        for (arguments, says) in [
+            (["--to", "2026-03-28T18:00"], "--to needs --from"),
+            (["--preset", "today", "--from", "2026-03-28T12:00", "--to", "2026-03-28T18:00"], "--preset is a whole range"),
+            (["--preset", "today", "--from", "2026-03-28T12:00"], "--preset is a whole range"),
+        ] {
+            let result = try Gateway.run(["health", "stats", "stepCount", "--local"] + arguments + store)
+            #expect(result.status == 64, "\(arguments): \(result)")
+            #expect(result.stderr.contains(says) && result.stderr.contains("Usage: gateway health stats"), "\(arguments): \(result.stderr)")
+            #expect(result.stdout.isEmpty, "\(arguments): \(result.stdout)")
+        }
+    }
+}
