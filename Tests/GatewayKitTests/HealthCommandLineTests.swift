@@ -38,4 +38,25 @@ import Testing
             #expect(result.stdout.isEmpty, "\(arguments): \(result.stdout)")
         }
     }
+
+    /// Issue 39: `list` showed the 1,000 oldest samples and stopped without a word. Newest first, a page at a time,
+    /// and standard error says how to get the next.
+    @Test func listPagesNewestFirstAndSaysWhenThereIsMore() throws {
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        for minute in ["09:00", "09:01", "09:02"] {
+            let added = try health("add", "stepCount", "10", "--start", "2026-03-28T\(minute)", "--local")
+            try #require(added.status == 0, "\(added)")
+        }
+        let first = try health("list", "stepCount", "--limit", "2", "--local")
+        #expect(first.status == 0, "\(first)")
+        #expect(first.stdout.contains("09:02:00") && first.stdout.contains("09:01:00") && !first.stdout.contains("09:00:00"), "\(first.stdout)")
+        let cursor = try #require(first.stderr.components(separatedBy: "--after ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
+        let second = try health("list", "stepCount", "--limit", "2", "--local", "--after", cursor)
+        #expect(second.status == 0 && second.stdout.contains("09:00:00") && !second.stdout.contains("09:01:00"), "\(second)")
+        #expect(!second.stderr.contains("more samples"), "\(second.stderr)")
+        let json = try health("list", "stepCount", "--limit", "2", "--local", "--json")
+        #expect(json.stdout.contains("\"next\""), "\(json.stdout)")
+        let bad = try health("list", "stepCount", "--local", "--after", "yesterday")
+        #expect(bad.status == 3 && bad.stderr.contains("not a page cursor"), "\(bad)")
+    }
 }

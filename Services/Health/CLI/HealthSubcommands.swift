@@ -174,9 +174,14 @@ struct HealthAdd: AsyncParsableCommand {
     }
 }
 
-/// `gateway health list TYPE [--from T --to T]`.
+/// `gateway health list TYPE [--from T --to T]`: a page of samples, newest first, and how to get the next.
 struct HealthList: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "List samples of a type, oldest first.")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List samples of a type, a page at a time, newest first.",
+        discussion: """
+            When more samples match than the page holds, standard error says so with the --after cursor of the next \
+            page; --json prints the QuerySamplesResponse with it as "next" (absent on the last page).
+            """)
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
     @Argument(help: "The sample type, e.g. stepCount.") var type: String
@@ -184,20 +189,26 @@ struct HealthList: AsyncParsableCommand {
     @Option(help: "Samples starting before this time (default: the last).") var to: String?
     @Option(help: "The unit to show values in (default: the type's).") var unit: String?
     @Option(help: "At most this many (1–10000).") var limit: UInt32 = 1000
+    @Option(help: "Continue after a previous page: the cursor it printed (default: the first page).") var after: String?
+    @Flag(help: "Oldest first instead of newest first.") var oldestFirst = false
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
     func run() async throws { try await reportingFailures(json: global.json) { try await asStatus(body) } }
 
     func body() async throws {
         let request = HealthV1.QuerySamplesRequest(
-            types: [type], fromMs: try from.map(health.instant), toMs: try to.map(health.instant), limit: limit, unit: unit ?? "")
+            types: [type], fromMs: try from.map(health.instant), toMs: try to.map(health.instant), limit: limit,
+            descending: !oldestFirst, unit: unit ?? "", after: after ?? "")
         var reply = HealthV1.QuerySamplesResponse()
         if local {
             try await locally(json: global.json) {
                 let query = SampleQuery(
-                    types: try HealthProto.types(request.types), from: request.fromMs, to: request.toMs, limit: Int(limit))
+                    types: try HealthProto.types(request.types), from: request.fromMs, to: request.toMs, limit: Int(limit),
+                    ascending: oldestFirst, after: try after.map { text throws(HealthError) in try SampleCursor(text: text) })
                 let target = try HealthProto.unit(request.unit)
-                reply.samples = try await health.openOwnedStore(global).samples(query).map { try HealthProto.message($0, unit: target) }
+                let page = try await health.openOwnedStore(global).page(query)
+                reply.samples = try page.samples.map { try HealthProto.message($0, unit: target) }
+                reply.next = page.next?.text ?? ""
             }
         } else {
             try await global.withHealth { client in
@@ -206,7 +217,13 @@ struct HealthList: AsyncParsableCommand {
         }
         try global.render(
             reply,
-            text: { printTable(["UUID", "TYPE", "VALUE", "UNIT", "START", "END", "SOURCE"], reply.samples.map(HealthFormat.sampleRow)) })
+            text: {
+                printTable(["UUID", "TYPE", "VALUE", "UNIT", "START", "END", "SOURCE"], reply.samples.map(HealthFormat.sampleRow))
+                // A note, not a result: standard error, so the table stays the output.
+                if !reply.next.isEmpty {
+                    writeStandardError("more samples match: the next page with --after \(reply.next)\n")
+                }
+            })
     }
 }
 

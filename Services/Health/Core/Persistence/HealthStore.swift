@@ -216,6 +216,19 @@ public final class HealthStore: Sendable {
         return try database.read { db in try Self.samples(query, user: user, db).map(Self.decodeSample) }
     }
 
+    /// One page of the samples matching `query` (its `limit`, default 1,000), in its order, after its `after`
+    /// cursor, and the cursor of the next page when more match: a list never stops short without saying so.
+    public func page(_ query: SampleQuery, user: Int64) throws -> SamplePage {
+        try query.validate()
+        var probe = query
+        let limit = query.limit ?? 1000
+        probe.limit = limit + 1  // one more than the page: whether there is a next one
+        var samples = try database.read { db in try Self.samples(probe, user: user, db).map(Self.decodeSample) }
+        guard samples.count > limit else { return SamplePage(samples: samples, next: nil) }
+        samples.removeLast(samples.count - limit)
+        return SamplePage(samples: samples, next: samples.last.map { SampleCursor(start: $0.start, uuid: $0.uuid) })
+    }
+
     static func samples(_ query: SampleQuery, user: Int64, _ db: Connection, columns: String = sampleColumns) throws -> [Row] {
         var conditions = ["user_id = ?"]
         var arguments: [(any SQLConvertible)?] = [user]
@@ -255,6 +268,12 @@ public final class HealthStore: Sendable {
         if let sources = query.sources, !sources.isEmpty {
             conditions.append("source IN (\(sources.map { _ in "?" }.joined(separator: ",")))")
             arguments += sources.map { $0 as (any SQLConvertible)? }
+        }
+        if let after = query.after {
+            // Keyset paging on the order's own key (start, uuid): stable while samples are added or deleted.
+            let comparison = query.ascending ? ">" : "<"
+            conditions.append("(start_ms \(comparison) ? OR (start_ms = ? AND uuid \(comparison) ?))")
+            arguments += [after.start, after.start, after.uuid.bytes]
         }
         var sql = "SELECT \(columns) FROM samples WHERE \(conditions.joined(separator: " AND "))"
         sql += query.ascending ? " ORDER BY start_ms, uuid" : " ORDER BY start_ms DESC, uuid DESC"
@@ -325,11 +344,15 @@ public struct SampleQuery: Sendable, Hashable {
     public var sources: [String]?
     public var limit: Int?
     public var ascending: Bool
+    /// Continues after this sample (a page's `next`), in the same order.
+    public var after: SampleCursor?
 
     public init(
         types: [HealthType] = [], from: EpochMilliseconds? = nil, to: EpochMilliseconds? = nil,
-        options: QueryOptions = [], sources: [String]? = nil, limit: Int? = nil, ascending: Bool = true
+        options: QueryOptions = [], sources: [String]? = nil, limit: Int? = nil, ascending: Bool = true,
+        after: SampleCursor? = nil
     ) {
+        self.after = after
         self.types = types
         self.from = from
         self.to = to
@@ -343,4 +366,32 @@ public struct SampleQuery: Sendable, Hashable {
         if let from, let to, from > to { throw .invalid("query range ends (\(Timestamps.format(to))) before it starts (\(Timestamps.format(from)))") }
         if let limit, limit <= 0 { throw .invalid("a query limit must be above 0, not \(limit)") }
     }
+}
+
+/// Where a page of samples ended: its last sample's start and UUID, the order's key. Its text,
+/// `START_MS:UUID`, is what a client passes back for the next page.
+public struct SampleCursor: Sendable, Hashable {
+    public var start: EpochMilliseconds
+    public var uuid: UUID
+
+    public init(start: EpochMilliseconds, uuid: UUID) {
+        self.start = start
+        self.uuid = uuid
+    }
+
+    public init(text: String) throws(HealthError) {
+        let parts = text.split(separator: ":", maxSplits: 1)
+        guard parts.count == 2, let start = Int64(parts[0]), let uuid = UUID(uuidString: String(parts[1])) else {
+            throw .invalid("\"\(text)\" is not a page cursor (START_MS:UUID, as a page's next gives it)")
+        }
+        self.init(start: start, uuid: uuid)
+    }
+
+    public var text: String { "\(start):\(uuid.uuidString.lowercased())" }
+}
+
+/// A page of samples and, when more match, the cursor of the next.
+public struct SamplePage: Sendable, Hashable {
+    public var samples: [HealthSample]
+    public var next: SampleCursor?
 }

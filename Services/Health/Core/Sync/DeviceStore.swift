@@ -69,6 +69,7 @@ public final class DeviceStore: Sendable {
     public func add(_ samples: [HealthSample]) throws -> WriteResult { try store.add(samples, user: user) }
     public func delete(_ uuids: [UUID]) throws -> WriteResult { try store.delete(uuids, user: user) }
     public func samples(_ query: SampleQuery) throws -> [HealthSample] { try store.samples(query, user: user) }
+    public func page(_ query: SampleQuery) throws -> SamplePage { try store.page(query, user: user) }
     public func sample(_ uuid: UUID) throws -> HealthSample { try store.sample(uuid, user: user) }
     public func statistics(_ request: StatisticsRequest) throws -> StatisticsResult {
         try store.statistics(request, user: user)
