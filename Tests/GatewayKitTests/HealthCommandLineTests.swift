@@ -59,4 +59,22 @@ import Testing
         let bad = try health("list", "stepCount", "--local", "--after", "yesterday")
         #expect(bad.status == 3 && bad.stderr.contains("not a page cursor"), "\(bad)")
     }
+
+    /// Issue 39: a local time the clocks skip was stored an hour later, and one they show twice with the later
+    /// offset, silently. Resolved as java.time does, with a warning on standard error.
+    @Test func skippedAndRepeatedLocalTimesAreResolvedWithAWarning() throws {
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let skipped = try health("add", "stepCount", "10", "--start", "2026-03-29T02:30", "--local")
+        #expect(skipped.status == 0 && skipped.stderr.contains("warning: 2026-03-29T02:30:00 does not exist in Europe/Prague"), "\(skipped)")
+        #expect(skipped.stderr.contains("2026-03-29T03:30:00+02:00"), "\(skipped.stderr)")
+        let twice = try health("add", "stepCount", "20", "--start", "2026-10-25T02:30", "--local")
+        #expect(twice.status == 0 && twice.stderr.contains("happens twice"), "\(twice)")
+        let listed = try health("list", "stepCount", "--local", "--json")
+        // 02:30 skipped is 01:30Z (03:30+02:00); 02:30 twice is first at 00:30Z (+02:00).
+        for instant in ["1774747800000", "1792888200000"] {
+            #expect(listed.stdout.contains(instant), "\(instant) in \(listed.stdout)")
+        }
+        let plain = try health("add", "stepCount", "30", "--start", "2026-10-25T04:30", "--local")
+        #expect(plain.status == 0 && !plain.stderr.contains("warning"), "\(plain)")
+    }
 }
