@@ -142,6 +142,8 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         _ = try watch.add([HealthSample(type: .heartRate, value: 61, start: start, end: start, source: "Apple Watch")])
         let first = try await HealthSync(device: phone, remote: remote).run()
         #expect(first.pushed.added == 2500)
+        // Issue 39: the pull sent back all 2,500 the push had just sent.
+        #expect(first.pulledChanges == 0 && first.pulled.duplicates == 0)
         _ = try await HealthSync(device: watch, remote: remote).run()
         _ = try await HealthSync(device: phone, remote: remote).run()
         #expect(try phone.samples(SampleQuery()).count == 2501)

@@ -267,7 +267,7 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         // A client older than store binding sends no device id; its pull reads only the caller's own changes.
         if !request.deviceID.isEmpty { try store.bindStore(device: request.deviceID, user: user.id) }
         var anchor = request.sinceAnchor
-        let store = self.store
+        let store = self.store, device = request.deviceID.isEmpty ? nil : request.deviceID
         var roomNeeded = pageSize * Self.pageBytesPerSample
         while true {
             try context.checkAlive()
@@ -277,7 +277,8 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
             // message off the loop and only the message comes back, which `send` consumes once encoded.
             let room = try await response.reserveRoom(roomNeeded)
             let (message, items, reached, hasMore) = try await offloadPage {
-                let page = try store.changes(user: user.id, since: since, limit: pageSize, filter: filter)
+                // What this device store pushed is not sent back to it: it has it.
+                let page = try store.changes(user: user.id, since: since, limit: pageSize, filter: filter, device: device)
                 return (
                     HealthV1.PullResponse(
                         samples: try page.changes.samples.map { sample throws(HealthError) in try HealthProto.message(sample) },

@@ -167,7 +167,10 @@ public final class HealthStore: Sendable {
         }
         try HealthSample.validate(batch: changes.samples, limits)
         return try database.write { db in
-            var writer = try ChangeWriter(db: db, user: user, pulled: { if case .server = origin { true } else { false } }())
+            var pushedBy: String?
+            if case .push(let device) = origin { pushedBy = device }
+            var writer = try ChangeWriter(
+                db: db, user: user, pulled: { if case .server = origin { true } else { false } }(), pushedBy: pushedBy)
             var result = WriteResult()
             for sample in changes.samples {
                 try writer.insert(sample, serverWins: { if case .server = origin { true } else { false } }(), into: &result)
@@ -286,28 +289,33 @@ public final class HealthStore: Sendable {
 
     /// The user's changes after `since`, at most `limit` of them (samples and deletions counted together),
     /// in anchor order. `pushable` leaves out what the device pulled from the server (it has it already);
-    /// `filter` drops changes out of scope, though the returned anchor moves past them.
+    /// `filter` drops changes out of scope, and `device` those that device store pushed (it has them: a first
+    /// sync after an import pulled back everything it had just pushed), though the returned anchor moves past them.
     public func changes(
-        user: Int64, since: Int64, limit: Int, filter: SyncFilter = .everything, pushable: Bool = false
+        user: Int64, since: Int64, limit: Int, filter: SyncFilter = .everything, pushable: Bool = false,
+        device: String? = nil
     ) throws -> ChangeBatch {
         guard limit > 0 else { throw HealthError.invalid("a change page needs a limit above 0") }
         let pulledCondition = pushable ? " AND pulled = 0" : ""
         return try database.read { db in
             let sampleRows = try db.prepare(
-                "SELECT \(Self.sampleColumns), anchor FROM samples WHERE user_id = ? AND anchor > ?\(pulledCondition) ORDER BY anchor LIMIT ?"
+                "SELECT \(Self.sampleColumns), anchor, pushed_by FROM samples WHERE user_id = ? AND anchor > ?\(pulledCondition) ORDER BY anchor LIMIT ?"
             ).query([user, since, limit + 1])
             let tombstoneRows = try db.prepare(
-                "SELECT uuid, type, start_ms, end_ms, anchor FROM tombstones WHERE user_id = ? AND anchor > ?\(pulledCondition) ORDER BY anchor LIMIT ?"
+                "SELECT uuid, type, start_ms, end_ms, anchor, pushed_by FROM tombstones WHERE user_id = ? AND anchor > ?\(pulledCondition) ORDER BY anchor LIMIT ?"
             ).query([user, since, limit + 1])
-            enum Change { case sample(HealthSample), deletion(Deletion) }
+            enum Change { case sample(HealthSample), deletion(Deletion), own }
             var merged: [(Int64, Change)] = []
             merged.reserveCapacity(sampleRows.count + tombstoneRows.count)
-            for row in sampleRows { merged.append((row.int64(8) ?? 0, .sample(try Self.decodeSample(row)))) }
+            func own(_ pushedBy: String?) -> Bool { device != nil && pushedBy == device }
+            for row in sampleRows {
+                merged.append((row.int64(8) ?? 0, own(row.string(9)) ? .own : .sample(try Self.decodeSample(row))))
+            }
             for row in tombstoneRows {
                 guard let uuid = row.blob(0).flatMap(UUID.init(bytes:)) else { continue }
                 let deletion = Deletion(
                     uuid: uuid, type: row.int(1).flatMap(HealthType.init(code:)), start: row.int64(2), end: row.int64(3))
-                merged.append((row.int64(4) ?? 0, .deletion(deletion)))
+                merged.append((row.int64(4) ?? 0, own(row.string(5)) ? .own : .deletion(deletion)))
             }
             merged.sort { $0.0 < $1.0 }
             let page = merged.prefix(limit)

@@ -143,7 +143,7 @@ extension HealthStore {
     /// Conflicts keep the stored version and are reported; deletions of unknown UUIDs leave tombstones.
     public func commitPush(_ batch: PushBatch, user: Int64, device: String, scope: String) throws -> WriteResult {
         guard !device.isEmpty, device.utf8.count <= 128 else { throw HealthError.invalid("a device id is 1–128 bytes") }
-        return try apply(batch.changes, user: user, origin: .client(strictDeletes: false)) { db, _ in
+        return try apply(batch.changes, user: user, origin: .push(device: device)) { db, _ in
             try db.execute(
                 """
                 INSERT INTO push_cursors (user_id, device, scope, anchor) VALUES (?, ?, ?, ?)

@@ -201,7 +201,7 @@ public struct InProcessRemote: HealthRemote {
         try server.bindStore(device: device, user: user)
         var anchor = since
         while true {
-            let page = try server.changes(user: user, since: anchor, limit: pageSize, filter: filter)
+            let page = try server.changes(user: user, since: anchor, limit: pageSize, filter: filter, device: device)
             guard page.anchor > anchor else { return }
             try await receive(page)
             anchor = page.anchor
