@@ -422,14 +422,7 @@ struct HealthSyncCommand: AsyncParsableCommand {
             let summaries = [try HealthProto.summary(report.pushed), try HealthProto.summary(report.pulled)]
             try global.render(
                 jsonValue: { .array(summaries.map(\.outputJSON)) },
-                text: {
-                    print("pushed \(report.pushedChanges) changes (server added \(report.pushed.added)), pulled \(report.pulledChanges) (added \(report.pulled.added), deleted \(report.pulled.deleted))")
-                    for conflict in report.conflicts {
-                        print("conflict: \(conflict.stored.uuid.uuidString.lowercased()) kept value \(conflict.stored.value), refused \(conflict.rejected.value)")
-                    }
-                    let omitted = report.conflictCount - report.conflicts.count
-                    if omitted > 0 { print("… and \(omitted) more conflicts") }
-                })
+                text: { for line in report.lines { print(line) } })
         }
     }
 }
