@@ -160,8 +160,8 @@ extension GlobalOptions {
     }
 }
 
-/// Runs `body` on the device's store; a domain error prints its status (with `json`, also as the JSON error on
-/// standard output) and exits with its code, as calls do.
+/// Runs `body` on the device's store; a domain error prints its status on standard error (with `json`, as the
+/// JSON error object) and exits with its code, as calls do.
 func locally(json: Bool, _ body: () async throws -> Void) async throws {
     try await reportingFailures(json: json) { try await asStatus(body) }
 }
