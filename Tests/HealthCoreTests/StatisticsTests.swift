@@ -142,11 +142,31 @@ import Testing
     @Test func weeksStartOnMondayAndMonthsFollowTheCalendar() throws {
         try hourly(from: "2026-01-01T00:00:00Z", to: "2026-04-01T00:00:00Z")
         let weeks = try stats("2026-03-25T12:00:00+01:00", "2026-03-26T00:00:00+01:00", .week)
-        #expect(weeks.buckets.map(\.start) == [T.ms("2026-03-23T00:00:00+01:00")])
-        #expect(weeks.buckets.map(\.end) == [T.ms("2026-03-30T00:00:00+02:00")])
-        #expect(weeks.buckets.map(\.sum) == [167.0])  // a week with the spring-forward Sunday
-        let months = try stats("2026-01-01T00:00:00Z", "2026-03-31T00:00:00Z", .month, zone: T.utc)
+        #expect(weeks.buckets.map(\.sum) == [12.0])  // the range's part of the week only
+        let whole = try stats("2026-03-23T00:00:00+01:00", "2026-03-30T00:00:00+02:00", .week)
+        #expect(whole.buckets.map(\.sum) == [167.0])  // a week with the spring-forward Sunday
+        let months = try stats("2026-01-01T00:00:00Z", "2026-04-01T00:00:00Z", .month, zone: T.utc)
         #expect(months.buckets.map(\.sum) == [744.0, 672, 744])  // 31, 28 and 31 days of 24
+        #expect(months.buckets.map(\.start) == ["2026-01-01", "2026-02-01", "2026-03-01"].map { T.ms($0 + "T00:00:00Z") })
+    }
+
+    /// The reproduction: by period, a range that cuts its periods counts only what lies inside it, as
+    /// HealthKit's collection does; the first and last buckets are the range's parts of their periods.
+    @Test func aRangeCuttingItsPeriodsCountsOnlyWhatIsInside() throws {
+        try hourly(from: "2026-03-27T00:00:00Z", to: "2026-03-30T00:00:00Z")
+        let whole = try stats("2026-03-28T12:00:00+01:00", "2026-03-28T18:00:00+01:00", nil)
+        #expect(whole.buckets.map(\.sum) == [6])
+        let byDay = try stats("2026-03-28T12:00:00+01:00", "2026-03-28T18:00:00+01:00", .day)
+        #expect(byDay.buckets.map(\.sum) == [6])
+        #expect(byDay.buckets.map(\.start) == [T.ms("2026-03-28T12:00:00+01:00")])
+        #expect(byDay.buckets.map(\.end) == [T.ms("2026-03-28T18:00:00+01:00")])
+        // 12:30–14:30 local: the samples at 13:00 and 14:00, in a half hour, an hour and a half hour.
+        let byHour = try stats("2026-03-28T12:30:00+01:00", "2026-03-28T14:30:00+01:00", .hour)
+        #expect(byHour.buckets.map(\.sum) == [0, 1, 1])
+        #expect(byHour.buckets.map { $0.end - $0.start } == [1_800_000, 3_600_000, 1_800_000])
+        for period in [StatisticsInterval.week, .month] {
+            #expect(try stats("2026-03-28T12:30:00+01:00", "2026-03-28T14:30:00+01:00", period).buckets.map(\.sum) == [2])
+        }
     }
 
     @Test func presetsAreWholeLocalDays() {

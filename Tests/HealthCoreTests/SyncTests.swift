@@ -115,8 +115,8 @@ final class FlakyRemote: HealthRemote {
         let push = all.filter { $0.phase == .push }, pull = all.filter { $0.phase == .pull }
         #expect(push.map(\.pushed) == [4, 8, 10])
         #expect(push.map(\.fraction) == [0.4, 0.8, 1])
-        // The server's log: the watch's 6 and the phone's 10, pulled in pages of 4.
-        #expect(pull.map(\.pulled) == [4, 8, 12, 16] && pull.allSatisfy { $0.pushed == 10 })
+        // The server's log: the watch's 6 and the phone's 10, read in pages of 4; the phone's own are not sent back.
+        #expect(pull.map(\.pulled) == [4, 6, 6, 6] && pull.allSatisfy { $0.pushed == 10 })
         #expect(pull.map(\.fraction) == [0.25, 0.5, 0.75, 1])
     }
 
@@ -127,6 +127,9 @@ final class FlakyRemote: HealthRemote {
         let first = try await sync.run()
         #expect(first.pushedChanges == 10)
         #expect(first.pushed.added == 10)
+        // Issue 39: the first sync after an import pulled back all it had pushed ("pulled 200000 (added 0)").
+        #expect(first.pulledChanges == 0 && first.pulled.duplicates == 0)
+        #expect(try phone.pulledAnchor(scope: "") == server.anchor(user: user))  // past them all the same
         let serverAnchor = try server.anchor(user: user), localAnchor = try phone.store.anchor(user: phone.user)
         let again = try await sync.run()
         #expect(again.pushedChanges == 0)
@@ -153,10 +156,35 @@ final class FlakyRemote: HealthRemote {
         let report = try await HealthSync(device: watch, remote: remote).run()
         #expect(report.pushed.conflicts == [SampleConflict(stored: phoneVersion, rejected: watchVersion)])
         #expect(report.pulled.conflicts == [SampleConflict(stored: phoneVersion, rejected: watchVersion)])
+        // Issue 39: the text printed that conflict twice, met on the push and again on the pull.
+        #expect(report.conflicts.count == 1 && report.conflictCount == 1)
+        #expect(report.lines.filter { $0.hasPrefix("conflict: ") } == ["conflict: \(shared.uuidString.lowercased()) kept value 250.0, refused 300.0"])
         #expect(try watch.sample(shared).value == 250)
         #expect(try server.sample(shared, user: user).value == 250)
         let again = try await HealthSync(device: watch, remote: remote).run()
         #expect(again.conflicts.isEmpty)
+    }
+
+    /// Issue 39: the text summary said only what was added (and deleted on the pull): duplicates, deletions on
+    /// the server and samples refused as deleted before went unsaid.
+    @Test func theSummarySaysEverythingThatHappenedBothWays() async throws {
+        let phone = try DeviceStore.inMemory(), tablet = try DeviceStore.inMemory()
+        let both = T.sample(.stepCount, 5, "2026-05-01T09:00:00Z", "2026-05-01T09:01:00Z")
+        let doomed = T.sample(.stepCount, 7, "2026-05-01T10:00:00Z", "2026-05-01T10:01:00Z")
+        _ = try tablet.add([both])
+        _ = try await HealthSync(device: tablet, remote: remote).run()
+        _ = try phone.add([doomed])
+        _ = try await HealthSync(device: phone, remote: remote).run()  // the phone gets `both`; the server `doomed`
+        _ = try await HealthSync(device: tablet, remote: remote).run()
+        _ = try tablet.delete([doomed.uuid])
+        _ = try await HealthSync(device: tablet, remote: remote).run()
+        let late = try DeviceStore.inMemory()  // a third device that still has `doomed` and `both` of its own
+        _ = try late.add([both, doomed])
+        let report = try await HealthSync(device: late, remote: remote).run()
+        #expect(report.lines == [
+            "pushed 2 changes (server added 0, deleted 0, 1 already stored, 1 refused as deleted before), "
+                + "pulled 2 (added 0, deleted 1, 1 already stored)",
+        ], "\(report.lines)")
     }
 
     @Test func aPushDroppedMidwayResumesWithoutLossOrDuplicates() async throws {

@@ -73,6 +73,22 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         #expect(try await health.client.querySamples(.init(types: ["dietaryWater"]), options: alice).samples.map(\.value) == [500])
     }
 
+    /// Issue 39: a query stopped at its limit without saying more matched. A page carries the next's cursor.
+    @Test func querySamplesPagesWithACursor() async throws {
+        let health = try HealthFixture()
+        let alice = health.options(try await health.user("alice"))
+        _ = try await health.client.addSamples(
+            .init(samples: (0..<3).map { sample("stepCount", Double($0), "2026-05-01T09:0\($0):00Z") }), options: alice)
+        let first = try await health.client.querySamples(.init(types: ["stepCount"], limit: 2, descending: true), options: alice)
+        #expect(first.samples.map(\.value) == [2, 1] && !first.next.isEmpty)
+        let second = try await health.client.querySamples(
+            .init(types: ["stepCount"], limit: 2, descending: true, after: first.next), options: alice)
+        #expect(second.samples.map(\.value) == [0] && second.next.isEmpty)
+        await expectStatus(.invalidArgument) {
+            _ = try await health.client.querySamples(.init(types: ["stepCount"], after: "yesterday"), options: alice)
+        }
+    }
+
     @Test func badInputGetsAClearStatusAndChangesNothing() async throws {
         let health = try HealthFixture()
         let alice = health.options(try await health.user("alice"))
@@ -109,6 +125,11 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
             _ = try await health.client.getStatistics(.init(type: "stepCount", preset: .today, timeZone: "Mars/Base"), options: alice)
         }
         await expectStatus(.invalidArgument) { _ = try await health.client.getStatistics(.init(type: "stepCount"), options: alice) }
+        // Issue 39: a preset beside a range answered the preset's range without a word.
+        await expectStatus(.invalidArgument) {
+            _ = try await health.client.getStatistics(
+                .init(type: "stepCount", fromMs: ms("2026-05-01T12:00:00+02:00"), preset: .today, timeZone: "Europe/Prague"), options: alice)
+        }
     }
 
     @Test func twoDevicesSyncThroughTheServiceAndConverge() async throws {
@@ -121,6 +142,8 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         _ = try watch.add([HealthSample(type: .heartRate, value: 61, start: start, end: start, source: "Apple Watch")])
         let first = try await HealthSync(device: phone, remote: remote).run()
         #expect(first.pushed.added == 2500)
+        // Issue 39: the pull sent back all 2,500 the push had just sent.
+        #expect(first.pulledChanges == 0 && first.pulled.duplicates == 0)
         _ = try await HealthSync(device: watch, remote: remote).run()
         _ = try await HealthSync(device: phone, remote: remote).run()
         #expect(try phone.samples(SampleQuery()).count == 2501)

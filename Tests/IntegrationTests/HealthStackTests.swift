@@ -210,7 +210,7 @@ import Testing
             for store in [phone, watch] {
                 let again = try await sync(stack, token: token, store: store)
                 #expect(again.pushedChanges == 0 && again.pulledChanges == 0 && again.addedHere == 0, "\(again)")
-                let local = try uuids(try await health(stack, ["list", "stepCount", "--local", "--store", store, "--json", "--from", "2026-05-01", "--to", "2026-05-04", "--tz", "UTC", "--token", token]))
+                let local = try uuids(try await health(stack, ["list", "stepCount", "--oldest-first", "--local", "--store", store, "--json", "--from", "2026-05-01", "--to", "2026-05-04", "--tz", "UTC", "--token", token]))
                 #expect(local == [steps, onPhone, doomed], "\(store)")
                 let beats = try uuids(try await health(stack, ["list", "heartRate", "--local", "--store", store, "--json", "--from", "2026-05-03", "--to", "2026-05-04", "--tz", "UTC", "--token", token]))
                 #expect(beats == [onWatch], "\(store)")

@@ -19,7 +19,8 @@ public struct HealthCommands: AsyncParsableCommand {
             (--store PATH, default $XDG_DATA_HOME/menagerie/health/device.sqlite); import loads the Health app's \
             export.zip (or its export.xml) into the device's store and sync sends it on. A device store belongs to \
             the account that first synced it: another user's token is PERMISSION_DENIED on it. Times: 2026-05-01T09:00:00+02:00, ...Z, or \
-            2026-05-01 / 2026-05-01T09:00 in --tz.
+            2026-05-01 / 2026-05-01T09:00 in --tz; a local time the clocks skip is moved later by the gap, one they \
+            show twice is the first (as java.time resolves them), each with a warning on standard error.
             """,
         subcommands: [
             HealthUser.self, HealthToken.self, HealthAccount.self, HealthLogin.self, HealthAdd.self, HealthList.self, HealthShow.self, HealthStats.self, HealthDelete.self,
@@ -133,18 +134,17 @@ struct HealthOptions: ParsableArguments {
         return options
     }
 
-    /// An instant from the command line: ISO 8601 with an offset, or a local date (time) in --tz.
+    /// An instant from the command line: ISO 8601 with an offset, or a local date (time) in --tz. A local time
+    /// the clocks skip or show twice is resolved as java.time does, with a warning on standard error saying how.
     func instant(_ text: String) throws -> Int64 {
         if text == "now" { return Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
         if let (instant, _) = Timestamps.parse(text) { return instant }
         var local = text
         if local.count == 10 { local += "T00:00:00" } else if local.count == 16 { local += ":00" }
-        if let (instant, _) = Timestamps.parse(local + "Z") {
-            let zone = try timeZone()
-            // The offset at that wall time (checked once more after the shift, for DST days).
-            var offset = zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(instant) / 1000))
-            offset = zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(instant - Int64(offset) * 1000) / 1000))
-            return instant - Int64(offset) * 1000
+        if let (wall, _) = Timestamps.parse(local + "Z") {
+            let resolution = LocalTime.resolve(wall: wall, in: try timeZone())
+            if let note = resolution.note { writeStandardError("warning: \(note)\n") }
+            return resolution.instant
         }
         throw RPCError(.invalidArgument, "\"\(text)\" is not a time like 2026-05-01T09:00:00+02:00 or 2026-05-01")
     }
@@ -160,8 +160,8 @@ extension GlobalOptions {
     }
 }
 
-/// Runs `body` on the device's store; a domain error prints its status (with `json`, also as the JSON error on
-/// standard output) and exits with its code, as calls do.
+/// Runs `body` on the device's store; a domain error prints its status on standard error (with `json`, as the
+/// JSON error object) and exits with its code, as calls do.
 func locally(json: Bool, _ body: () async throws -> Void) async throws {
     try await reportingFailures(json: json) { try await asStatus(body) }
 }

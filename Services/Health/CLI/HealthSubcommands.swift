@@ -174,9 +174,14 @@ struct HealthAdd: AsyncParsableCommand {
     }
 }
 
-/// `gateway health list TYPE [--from T --to T]`.
+/// `gateway health list TYPE [--from T --to T]`: a page of samples, newest first, and how to get the next.
 struct HealthList: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "List samples of a type, oldest first.")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List samples of a type, a page at a time, newest first.",
+        discussion: """
+            When more samples match than the page holds, standard error says so with the --after cursor of the next \
+            page; --json prints the QuerySamplesResponse with it as "next" (absent on the last page).
+            """)
     @OptionGroup var global: GlobalOptions
     @OptionGroup var health: HealthOptions
     @Argument(help: "The sample type, e.g. stepCount.") var type: String
@@ -184,20 +189,26 @@ struct HealthList: AsyncParsableCommand {
     @Option(help: "Samples starting before this time (default: the last).") var to: String?
     @Option(help: "The unit to show values in (default: the type's).") var unit: String?
     @Option(help: "At most this many (1–10000).") var limit: UInt32 = 1000
+    @Option(help: "Continue after a previous page: the cursor it printed (default: the first page).") var after: String?
+    @Flag(help: "Oldest first instead of newest first.") var oldestFirst = false
     @Flag(help: "Work on the device's store instead of the server.") var local = false
 
     func run() async throws { try await reportingFailures(json: global.json) { try await asStatus(body) } }
 
     func body() async throws {
         let request = HealthV1.QuerySamplesRequest(
-            types: [type], fromMs: try from.map(health.instant), toMs: try to.map(health.instant), limit: limit, unit: unit ?? "")
+            types: [type], fromMs: try from.map(health.instant), toMs: try to.map(health.instant), limit: limit,
+            descending: !oldestFirst, unit: unit ?? "", after: after ?? "")
         var reply = HealthV1.QuerySamplesResponse()
         if local {
             try await locally(json: global.json) {
                 let query = SampleQuery(
-                    types: try HealthProto.types(request.types), from: request.fromMs, to: request.toMs, limit: Int(limit))
+                    types: try HealthProto.types(request.types), from: request.fromMs, to: request.toMs, limit: Int(limit),
+                    ascending: oldestFirst, after: try after.map { text throws(HealthError) in try SampleCursor(text: text) })
                 let target = try HealthProto.unit(request.unit)
-                reply.samples = try await health.openOwnedStore(global).samples(query).map { try HealthProto.message($0, unit: target) }
+                let page = try await health.openOwnedStore(global).page(query)
+                reply.samples = try page.samples.map { try HealthProto.message($0, unit: target) }
+                reply.next = page.next?.text ?? ""
             }
         } else {
             try await global.withHealth { client in
@@ -206,7 +217,13 @@ struct HealthList: AsyncParsableCommand {
         }
         try global.render(
             reply,
-            text: { printTable(["UUID", "TYPE", "VALUE", "UNIT", "START", "END", "SOURCE"], reply.samples.map(HealthFormat.sampleRow)) })
+            text: {
+                printTable(["UUID", "TYPE", "VALUE", "UNIT", "START", "END", "SOURCE"], reply.samples.map(HealthFormat.sampleRow))
+                // A note, not a result: standard error, so the table stays the output.
+                if !reply.next.isEmpty {
+                    writeStandardError("more samples match: the next page with --after \(reply.next)\n")
+                }
+            })
     }
 }
 
@@ -245,7 +262,8 @@ struct HealthStats: AsyncParsableCommand {
         commandName: "stats",
         abstract: "Sum (cumulative types), average/min/max (discrete) or merged time asleep (sleep), by period.",
         discussion: """
-            A sample spanning a bucket boundary is split in proportion to its time in each bucket. --json prints the \
+            A sample spanning a bucket boundary is split in proportion to its time in each bucket. The first and last \
+            buckets are cut to the range: only what lies between --from and --to counts. --json prints the \
             GetStatisticsResponse: {"type", "unit", "buckets": [{"startMs", "endMs", "sum" or "average", "minimum", \
             "maximum", "count"}]}, times as epoch milliseconds (strings, as the JSON mapping spells 64-bit integers).
             """)
@@ -253,12 +271,24 @@ struct HealthStats: AsyncParsableCommand {
     @OptionGroup var health: HealthOptions
     @Argument(help: "The sample type, e.g. stepCount.") var type: String
     @Option(help: "One bucket per period (default: one figure over the whole range).") var period: StatisticsInterval?
-    @Option(help: "The range's start, with --to (default: the last 7 days, as --preset last7Days).") var from: String?
-    @Option(help: "The range's end, with --from (default: the last 7 days, as --preset last7Days).") var to: String?
-    @Option(help: "A named range instead of --from/--to (default: last7Days).") var preset: StatisticsPreset?
+    @Option(help: "The range's start; alone, the range runs until now (default: the last 7 days, as --preset last7Days).") var from: String?
+    @Option(help: "The range's end; needs --from (default: now with --from, else the last 7 days).") var to: String?
+    @Option(help: "A named range; not with --from/--to (default: last7Days).") var preset: StatisticsPreset?
     @Option(help: "The unit of the answer (default: the type's).") var unit: String?
     @Option(help: "Source priority for de-duplicating overlapping sources (repeatable, first wins; default: every source counted).") var prefer: [String] = []
     @Flag(help: "Work on the device's store instead of the server.") var local = false
+
+    /// A range the options cannot name is a usage error rather than another range answered in its place: `--to`
+    /// alone has no start (HealthKit's statistics need one), and a preset is a whole range of its own. `--from`
+    /// alone is clear: from then until now.
+    func validate() throws {
+        if preset != nil, from != nil || to != nil {
+            throw ValidationError("--preset is a whole range: give it or --from (and --to), not both")
+        }
+        if to != nil, from == nil {
+            throw ValidationError("--to needs --from: the range's start (--from alone runs until now)")
+        }
+    }
 
     func run() async throws { try await reportingFailures(json: global.json) { try await asStatus(body) } }
 
@@ -268,8 +298,8 @@ struct HealthStats: AsyncParsableCommand {
         var range: (Int64, Int64)
         if let presetValue {
             range = presetValue.range(now: try health.instant("now"), timeZone: zone)
-        } else if let from, let to {
-            range = (try health.instant(from), try health.instant(to))
+        } else if let from {
+            range = (try health.instant(from), try health.instant(to ?? "now"))
         } else {
             range = StatisticsPreset.last7Days.range(now: try health.instant("now"), timeZone: zone)
         }
@@ -392,14 +422,7 @@ struct HealthSyncCommand: AsyncParsableCommand {
             let summaries = [try HealthProto.summary(report.pushed), try HealthProto.summary(report.pulled)]
             try global.render(
                 jsonValue: { .array(summaries.map(\.outputJSON)) },
-                text: {
-                    print("pushed \(report.pushedChanges) changes (server added \(report.pushed.added)), pulled \(report.pulledChanges) (added \(report.pulled.added), deleted \(report.pulled.deleted))")
-                    for conflict in report.conflicts {
-                        print("conflict: \(conflict.stored.uuid.uuidString.lowercased()) kept value \(conflict.stored.value), refused \(conflict.rejected.value)")
-                    }
-                    let omitted = report.conflictCount - report.conflicts.count
-                    if omitted > 0 { print("… and \(omitted) more conflicts") }
-                })
+                text: { for line in report.lines { print(line) } })
         }
     }
 }

@@ -163,11 +163,13 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         let query = SampleQuery(
             types: try HealthProto.types(request.types), from: request.fromMs, to: request.toMs, options: options,
             sources: request.sources.isEmpty ? nil : request.sources, limit: try Self.pageSize(request.limit),
-            ascending: !request.descending)
+            ascending: !request.descending, after: request.after.isEmpty ? nil : try SampleCursor(text: request.after))
         let unit = try HealthProto.unit(request.unit)
         let store = self.store
-        let samples = try await offload { try store.samples(query, user: user.id) }
-        return HealthV1.QuerySamplesResponse(samples: try samples.map { sample throws(HealthError) in try HealthProto.message(sample, unit: unit) })
+        let page = try await offload { try store.page(query, user: user.id) }
+        return HealthV1.QuerySamplesResponse(
+            samples: try page.samples.map { sample throws(HealthError) in try HealthProto.message(sample, unit: unit) },
+            next: page.next?.text ?? "")
     }
 
     public func getStatistics(request: HealthV1.GetStatisticsRequest, context: ServerContext) async throws -> HealthV1.GetStatisticsResponse {
@@ -179,6 +181,10 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         }
         let range: (from: Int64, to: Int64)
         if let preset = HealthProto.preset(request.preset) {
+            // A preset is a whole range: one given beside it would be answered with another range, silently.
+            guard request.fromMs == nil, request.toMs == nil else {
+                throw HealthError(.invalidArgument, "a preset is a whole range: give it or from_ms and to_ms, not both")
+            }
             let now = request.nowMs ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
             range = preset.range(now: now, timeZone: zone)
         } else if let from = request.fromMs, let to = request.toMs {
@@ -261,7 +267,7 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         // A client older than store binding sends no device id; its pull reads only the caller's own changes.
         if !request.deviceID.isEmpty { try store.bindStore(device: request.deviceID, user: user.id) }
         var anchor = request.sinceAnchor
-        let store = self.store
+        let store = self.store, device = request.deviceID.isEmpty ? nil : request.deviceID
         var roomNeeded = pageSize * Self.pageBytesPerSample
         while true {
             try context.checkAlive()
@@ -271,7 +277,8 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
             // message off the loop and only the message comes back, which `send` consumes once encoded.
             let room = try await response.reserveRoom(roomNeeded)
             let (message, items, reached, hasMore) = try await offloadPage {
-                let page = try store.changes(user: user.id, since: since, limit: pageSize, filter: filter)
+                // What this device store pushed is not sent back to it: it has it.
+                let page = try store.changes(user: user.id, since: since, limit: pageSize, filter: filter, device: device)
                 return (
                     HealthV1.PullResponse(
                         samples: try page.changes.samples.map { sample throws(HealthError) in try HealthProto.message(sample) },

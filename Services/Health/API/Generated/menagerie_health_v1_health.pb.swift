@@ -264,7 +264,7 @@ extension HealthV1 {
     /// The `menagerie.health.v1.CreateUserResponse` message.
     public struct CreateUserResponse: Sendable, Equatable {
         public var name: String = ""
-        /// 64 hex digits (256 random bits). Shown once: the server keeps only its SHA-256.
+        /// "mnt_" and 64 hex digits (256 random bits). Shown once: the server keeps only its SHA-256.
         public var token: String = ""
 
         /// A message with every field at its default.
@@ -474,6 +474,8 @@ extension HealthV1 {
         public var descending: Bool = false
         /// The unit to answer in; empty for each type's canonical one. It must fit every type asked for.
         public var unit: String = ""
+        /// A previous page's next: this page continues after its last sample, in the same order. Empty for the first.
+        public var after: String = ""
 
         /// A message with every field at its default.
         public init() {}
@@ -488,7 +490,8 @@ extension HealthV1 {
             sources: [String] = [],
             limit: UInt32 = 0,
             descending: Bool = false,
-            unit: String = ""
+            unit: String = "",
+            after: String = ""
         ) {
             self.types = types
             self.fromMs = fromMs
@@ -499,21 +502,26 @@ extension HealthV1 {
             self.limit = limit
             self.descending = descending
             self.unit = unit
+            self.after = after
         }
     }
 
     /// The `menagerie.health.v1.QuerySamplesResponse` message.
     public struct QuerySamplesResponse: Sendable, Equatable {
         public var samples: [HealthV1.Sample] = []
+        /// Set when more samples match than this page holds: pass it as after for the next page.
+        public var next: String = ""
 
         /// A message with every field at its default.
         public init() {}
 
         /// A message with the given field values.
         public init(
-            samples: [HealthV1.Sample] = []
+            samples: [HealthV1.Sample] = [],
+            next: String = ""
         ) {
             self.samples = samples
+            self.next = next
         }
     }
 
@@ -528,7 +536,8 @@ extension HealthV1 {
         public var fromMs: Int64? = nil
         public var toMs: Int64? = nil
         public var preset: HealthV1.StatisticsPreset = .none
-        /// Buckets are whole calendar units in time_zone covering the range (days of 23 and 25 hours included).
+        /// Buckets are calendar units in time_zone (days of 23 and 25 hours included); the first and last are cut to
+        /// the range, which alone counts. INVALID_ARGUMENT for a preset with from_ms or to_ms.
         public var interval: HealthV1.StatisticsInterval = .none
         /// IANA name; empty for UTC. INVALID_ARGUMENT for an unknown zone.
         public var timeZone: String = ""
@@ -1339,6 +1348,7 @@ extension HealthV1.QuerySamplesRequest: ProtoMessage, ProtobufCBridged {
         limit = reader.value(7)
         descending = reader.value(8)
         unit = reader.value(9)
+        after = reader.value(10)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1351,6 +1361,7 @@ extension HealthV1.QuerySamplesRequest: ProtoMessage, ProtobufCBridged {
         writer.set(7, limit)
         writer.set(8, descending)
         writer.set(9, unit)
+        writer.set(10, after)
     }
 }
 
@@ -1368,10 +1379,12 @@ extension HealthV1.QuerySamplesResponse: ProtoMessage, ProtobufCBridged {
 
     @usableFromInline package init(reading reader: ProtoReader) {
         samples = reader.repeated(1)
+        next = reader.value(2)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, samples)
+        writer.set(2, next)
     }
 }
 
@@ -2107,6 +2120,7 @@ extension HealthV1.QuerySamplesRequest: ProtoJSONMessage {
         ProtoJSONField(number: 7, protoName: "limit", jsonName: "limit", kind: .uint32, cardinality: .singular),
         ProtoJSONField(number: 8, protoName: "descending", jsonName: "descending", kind: .bool, cardinality: .singular),
         ProtoJSONField(number: 9, protoName: "unit", jsonName: "unit", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 10, protoName: "after", jsonName: "after", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2120,6 +2134,7 @@ extension HealthV1.QuerySamplesRequest: ProtoJSONMessage {
         json.value(6, self.limit)
         json.value(7, self.descending)
         json.value(8, self.unit)
+        json.value(9, self.after)
         return json.result
     }
 
@@ -2135,17 +2150,20 @@ extension HealthV1.QuerySamplesRequest: ProtoJSONMessage {
         try json.value(6, into: &self.limit)
         try json.value(7, into: &self.descending)
         try json.value(8, into: &self.unit)
+        try json.value(9, into: &self.after)
     }
 }
 
 extension HealthV1.QuerySamplesResponse: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = [
         ProtoJSONField(number: 1, protoName: "samples", jsonName: "samples", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 2, protoName: "next", jsonName: "next", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
         var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
         json.repeated(0, self.samples)
+        json.value(1, self.next)
         return json.result
     }
 
@@ -2153,6 +2171,7 @@ extension HealthV1.QuerySamplesResponse: ProtoJSONMessage {
         self.init()
         let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
         try json.repeated(0, into: &self.samples)
+        try json.value(1, into: &self.next)
     }
 }
 

@@ -7,6 +7,8 @@ struct ChangeWriter {
     private let db: Connection
     private let user: Int64
     private let pulled: Bool
+    /// The device store whose push this is (server only), recorded on the rows so its pull skips them.
+    private let pushedBy: String?
     private(set) var anchor: Int64
     private var longest: [HealthType: Int64] = [:]
     private let findSample: Statement
@@ -16,10 +18,11 @@ struct ChangeWriter {
     private let removeSample: Statement
     private let insertTombstone: Statement
 
-    init(db: Connection, user: Int64, pulled: Bool) throws {
+    init(db: Connection, user: Int64, pulled: Bool, pushedBy: String? = nil) throws {
         self.db = db
         self.user = user
         self.pulled = pulled
+        self.pushedBy = pushedBy
         guard let current = try db.queryOne("SELECT last_anchor FROM users WHERE id = ?", [user])?.int64(0) else {
             throw HealthError.notFound("no user \(user)")
         }
@@ -29,8 +32,8 @@ struct ChangeWriter {
         findTombstone = try db.prepare("SELECT 1 FROM tombstones WHERE user_id = ? AND uuid = ?")
         insertSample = try db.prepare(
             """
-            INSERT INTO samples (user_id, uuid, type, value, start_ms, end_ms, source, zone, metadata, anchor, pulled, cell)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO samples (user_id, uuid, type, value, start_ms, end_ms, source, zone, metadata, anchor, pulled, cell, pushed_by)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         addToCell = try db.prepare(
             """
@@ -41,8 +44,8 @@ struct ChangeWriter {
         removeSample = try db.prepare("DELETE FROM samples WHERE user_id = ? AND uuid = ?")
         insertTombstone = try db.prepare(
             """
-            INSERT INTO tombstones (user_id, uuid, type, start_ms, end_ms, anchor, pulled, deleted_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO tombstones (user_id, uuid, type, start_ms, end_ms, anchor, pulled, deleted_ms, pushed_by)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
     }
 
@@ -77,7 +80,7 @@ struct ChangeWriter {
         let cell = Self.cell(of: sample)
         try insertSample.execute([
             user, key, sample.type.code, sample.value, sample.start, sample.end, sample.source, sample.timeZone,
-            MetadataCoding.encode(sample.metadata), anchor, pulled, cell,
+            MetadataCoding.encode(sample.metadata), anchor, pulled, cell, pushedBy,
         ])
         if let cell { try addToCell.execute([user, sample.type.code, cell, sample.value]) }
         if sample.duration > longest[sample.type, default: 0] { longest[sample.type] = sample.duration }
@@ -104,7 +107,7 @@ struct ChangeWriter {
         }
         anchor += 1
         try insertTombstone.execute([
-            user, key, tombstone.type?.code, tombstone.start, tombstone.end, anchor, pulled, HealthStore.now(),
+            user, key, tombstone.type?.code, tombstone.start, tombstone.end, anchor, pulled, HealthStore.now(), pushedBy,
         ])
     }
 

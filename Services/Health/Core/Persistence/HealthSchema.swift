@@ -23,10 +23,13 @@ import Storage
 ///   commands check a known token offline). A server upgraded from version 1 binds each store that only one user
 ///   ever pushed from to that user; a store pushed under several users (the leak this closes) and a device store
 ///   without an owner are bound by their next sync.
+/// - Version 3, `samples.pushed_by`/`tombstones.pushed_by` (server): the device store whose push wrote the row,
+///   so that store's pull skips it (rows written before have none and are sent, as before).
 public enum HealthSchema {
     public static let migrations: [Migration] = [
         Migration(1, "users, samples, change log, rollups, sync cursors") { db in try db.executeScript(version1) },
         Migration(2, "device stores bound to their owner") { db in try db.executeScript(version2) },
+        Migration(3, "rows remember the device store that pushed them") { db in try db.executeScript(version3) },
     ]
 
     /// The cell length: 15 minutes, the granularity of every UTC offset in use.
@@ -110,5 +113,10 @@ public enum HealthSchema {
         ALTER TABLE device ADD COLUMN owner_id INTEGER;
         ALTER TABLE device ADD COLUMN owner_name TEXT;
         CREATE TABLE owner_tokens (hash BLOB PRIMARY KEY);
+        """
+
+    private static let version3 = """
+        ALTER TABLE samples ADD COLUMN pushed_by TEXT;
+        ALTER TABLE tombstones ADD COLUMN pushed_by TEXT;
         """
 }

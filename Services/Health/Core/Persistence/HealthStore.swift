@@ -167,7 +167,10 @@ public final class HealthStore: Sendable {
         }
         try HealthSample.validate(batch: changes.samples, limits)
         return try database.write { db in
-            var writer = try ChangeWriter(db: db, user: user, pulled: { if case .server = origin { true } else { false } }())
+            var pushedBy: String?
+            if case .push(let device) = origin { pushedBy = device }
+            var writer = try ChangeWriter(
+                db: db, user: user, pulled: { if case .server = origin { true } else { false } }(), pushedBy: pushedBy)
             var result = WriteResult()
             for sample in changes.samples {
                 try writer.insert(sample, serverWins: { if case .server = origin { true } else { false } }(), into: &result)
@@ -216,6 +219,19 @@ public final class HealthStore: Sendable {
         return try database.read { db in try Self.samples(query, user: user, db).map(Self.decodeSample) }
     }
 
+    /// One page of the samples matching `query` (its `limit`, default 1,000), in its order, after its `after`
+    /// cursor, and the cursor of the next page when more match: a list never stops short without saying so.
+    public func page(_ query: SampleQuery, user: Int64) throws -> SamplePage {
+        try query.validate()
+        var probe = query
+        let limit = query.limit ?? 1000
+        probe.limit = limit + 1  // one more than the page: whether there is a next one
+        var samples = try database.read { db in try Self.samples(probe, user: user, db).map(Self.decodeSample) }
+        guard samples.count > limit else { return SamplePage(samples: samples, next: nil) }
+        samples.removeLast(samples.count - limit)
+        return SamplePage(samples: samples, next: samples.last.map { SampleCursor(start: $0.start, uuid: $0.uuid) })
+    }
+
     static func samples(_ query: SampleQuery, user: Int64, _ db: Connection, columns: String = sampleColumns) throws -> [Row] {
         var conditions = ["user_id = ?"]
         var arguments: [(any SQLConvertible)?] = [user]
@@ -256,6 +272,12 @@ public final class HealthStore: Sendable {
             conditions.append("source IN (\(sources.map { _ in "?" }.joined(separator: ",")))")
             arguments += sources.map { $0 as (any SQLConvertible)? }
         }
+        if let after = query.after {
+            // Keyset paging on the order's own key (start, uuid): stable while samples are added or deleted.
+            let comparison = query.ascending ? ">" : "<"
+            conditions.append("(start_ms \(comparison) ? OR (start_ms = ? AND uuid \(comparison) ?))")
+            arguments += [after.start, after.start, after.uuid.bytes]
+        }
         var sql = "SELECT \(columns) FROM samples WHERE \(conditions.joined(separator: " AND "))"
         sql += query.ascending ? " ORDER BY start_ms, uuid" : " ORDER BY start_ms DESC, uuid DESC"
         if let limit = query.limit {
@@ -267,28 +289,33 @@ public final class HealthStore: Sendable {
 
     /// The user's changes after `since`, at most `limit` of them (samples and deletions counted together),
     /// in anchor order. `pushable` leaves out what the device pulled from the server (it has it already);
-    /// `filter` drops changes out of scope, though the returned anchor moves past them.
+    /// `filter` drops changes out of scope, and `device` those that device store pushed (it has them: a first
+    /// sync after an import pulled back everything it had just pushed), though the returned anchor moves past them.
     public func changes(
-        user: Int64, since: Int64, limit: Int, filter: SyncFilter = .everything, pushable: Bool = false
+        user: Int64, since: Int64, limit: Int, filter: SyncFilter = .everything, pushable: Bool = false,
+        device: String? = nil
     ) throws -> ChangeBatch {
         guard limit > 0 else { throw HealthError.invalid("a change page needs a limit above 0") }
         let pulledCondition = pushable ? " AND pulled = 0" : ""
         return try database.read { db in
             let sampleRows = try db.prepare(
-                "SELECT \(Self.sampleColumns), anchor FROM samples WHERE user_id = ? AND anchor > ?\(pulledCondition) ORDER BY anchor LIMIT ?"
+                "SELECT \(Self.sampleColumns), anchor, pushed_by FROM samples WHERE user_id = ? AND anchor > ?\(pulledCondition) ORDER BY anchor LIMIT ?"
             ).query([user, since, limit + 1])
             let tombstoneRows = try db.prepare(
-                "SELECT uuid, type, start_ms, end_ms, anchor FROM tombstones WHERE user_id = ? AND anchor > ?\(pulledCondition) ORDER BY anchor LIMIT ?"
+                "SELECT uuid, type, start_ms, end_ms, anchor, pushed_by FROM tombstones WHERE user_id = ? AND anchor > ?\(pulledCondition) ORDER BY anchor LIMIT ?"
             ).query([user, since, limit + 1])
-            enum Change { case sample(HealthSample), deletion(Deletion) }
+            enum Change { case sample(HealthSample), deletion(Deletion), own }
             var merged: [(Int64, Change)] = []
             merged.reserveCapacity(sampleRows.count + tombstoneRows.count)
-            for row in sampleRows { merged.append((row.int64(8) ?? 0, .sample(try Self.decodeSample(row)))) }
+            func own(_ pushedBy: String?) -> Bool { device != nil && pushedBy == device }
+            for row in sampleRows {
+                merged.append((row.int64(8) ?? 0, own(row.string(9)) ? .own : .sample(try Self.decodeSample(row))))
+            }
             for row in tombstoneRows {
                 guard let uuid = row.blob(0).flatMap(UUID.init(bytes:)) else { continue }
                 let deletion = Deletion(
                     uuid: uuid, type: row.int(1).flatMap(HealthType.init(code:)), start: row.int64(2), end: row.int64(3))
-                merged.append((row.int64(4) ?? 0, .deletion(deletion)))
+                merged.append((row.int64(4) ?? 0, own(row.string(5)) ? .own : .deletion(deletion)))
             }
             merged.sort { $0.0 < $1.0 }
             let page = merged.prefix(limit)
@@ -325,11 +352,15 @@ public struct SampleQuery: Sendable, Hashable {
     public var sources: [String]?
     public var limit: Int?
     public var ascending: Bool
+    /// Continues after this sample (a page's `next`), in the same order.
+    public var after: SampleCursor?
 
     public init(
         types: [HealthType] = [], from: EpochMilliseconds? = nil, to: EpochMilliseconds? = nil,
-        options: QueryOptions = [], sources: [String]? = nil, limit: Int? = nil, ascending: Bool = true
+        options: QueryOptions = [], sources: [String]? = nil, limit: Int? = nil, ascending: Bool = true,
+        after: SampleCursor? = nil
     ) {
+        self.after = after
         self.types = types
         self.from = from
         self.to = to
@@ -343,4 +374,32 @@ public struct SampleQuery: Sendable, Hashable {
         if let from, let to, from > to { throw .invalid("query range ends (\(Timestamps.format(to))) before it starts (\(Timestamps.format(from)))") }
         if let limit, limit <= 0 { throw .invalid("a query limit must be above 0, not \(limit)") }
     }
+}
+
+/// Where a page of samples ended: its last sample's start and UUID, the order's key. Its text,
+/// `START_MS:UUID`, is what a client passes back for the next page.
+public struct SampleCursor: Sendable, Hashable {
+    public var start: EpochMilliseconds
+    public var uuid: UUID
+
+    public init(start: EpochMilliseconds, uuid: UUID) {
+        self.start = start
+        self.uuid = uuid
+    }
+
+    public init(text: String) throws(HealthError) {
+        let parts = text.split(separator: ":", maxSplits: 1)
+        guard parts.count == 2, let start = Int64(parts[0]), let uuid = UUID(uuidString: String(parts[1])) else {
+            throw .invalid("\"\(text)\" is not a page cursor (START_MS:UUID, as a page's next gives it)")
+        }
+        self.init(start: start, uuid: uuid)
+    }
+
+    public var text: String { "\(start):\(uuid.uuidString.lowercased())" }
+}
+
+/// A page of samples and, when more match, the cursor of the next.
+public struct SamplePage: Sendable, Hashable {
+    public var samples: [HealthSample]
+    public var next: SampleCursor?
 }

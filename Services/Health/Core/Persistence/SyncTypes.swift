@@ -139,6 +139,9 @@ public enum WriteOrigin: Sendable {
     /// The user (or a device's push, on the server): first stored version wins; deleting an unknown UUID is
     /// NOT_FOUND when `strictDeletes`.
     case client(strictDeletes: Bool)
+    /// A device's push, on the server: as `client` without strict deletes, and the rows written remember the
+    /// device store, so its pull does not send them back.
+    case push(device: String)
     /// A device applying what it pulled from the server: the server's version wins, and the rows are marked
     /// so the device does not push them back.
     case server

@@ -57,8 +57,8 @@ public struct StatisticsRequest: Sendable, Hashable {
     public var type: HealthType
     public var from: EpochMilliseconds
     public var to: EpochMilliseconds
-    /// Nil: one figure over `from..<to`. Otherwise buckets of whole calendar units in `timeZone` covering the
-    /// range (the first starts at the unit containing `from`).
+    /// Nil: one figure over `from..<to`. Otherwise buckets of calendar units in `timeZone`, the first and last
+    /// cut to the range: the first runs from `from` to the end of its unit, the last from its unit's start to `to`.
     public var interval: StatisticsInterval?
     public var timeZone: TimeZone
     /// The unit of the answer; nil for the type's (minutes for sleep).
@@ -145,8 +145,18 @@ extension HealthStore {
         return StatisticsResult(type: request.type, unit: unit, buckets: buckets)
     }
 
-    /// Bucket edges in UTC milliseconds: `[from, to]` without an interval, else the calendar units covering it.
+    /// Bucket edges in UTC milliseconds: `[from, to]` without an interval, else the calendar units' edges inside
+    /// it, with `from` and `to` at the ends: the first and last buckets are cut to the range, as HealthKit's
+    /// collection counts only what its predicate's range holds (12:00–18:00 by day is 12:00–18:00, not the day).
     static func boundaries(_ request: StatisticsRequest) throws -> [EpochMilliseconds] {
+        var edges = try unitEdges(request)
+        edges[0] = request.from
+        edges[edges.count - 1] = request.to
+        return edges
+    }
+
+    /// The edges of the whole calendar units covering the request's range.
+    private static func unitEdges(_ request: StatisticsRequest) throws -> [EpochMilliseconds] {
         guard let interval = request.interval else { return [request.from, request.to] }
         let calendar = HealthCalendar.calendar(request.timeZone)
         guard var current = calendar.dateInterval(of: interval.component, for: HealthCalendar.date(request.from))

@@ -69,6 +69,7 @@ public final class DeviceStore: Sendable {
     public func add(_ samples: [HealthSample]) throws -> WriteResult { try store.add(samples, user: user) }
     public func delete(_ uuids: [UUID]) throws -> WriteResult { try store.delete(uuids, user: user) }
     public func samples(_ query: SampleQuery) throws -> [HealthSample] { try store.samples(query, user: user) }
+    public func page(_ query: SampleQuery) throws -> SamplePage { try store.page(query, user: user) }
     public func sample(_ uuid: UUID) throws -> HealthSample { try store.sample(uuid, user: user) }
     public func statistics(_ request: StatisticsRequest) throws -> StatisticsResult {
         try store.statistics(request, user: user)
@@ -142,7 +143,7 @@ extension HealthStore {
     /// Conflicts keep the stored version and are reported; deletions of unknown UUIDs leave tombstones.
     public func commitPush(_ batch: PushBatch, user: Int64, device: String, scope: String) throws -> WriteResult {
         guard !device.isEmpty, device.utf8.count <= 128 else { throw HealthError.invalid("a device id is 1–128 bytes") }
-        return try apply(batch.changes, user: user, origin: .client(strictDeletes: false)) { db, _ in
+        return try apply(batch.changes, user: user, origin: .push(device: device)) { db, _ in
             try db.execute(
                 """
                 INSERT INTO push_cursors (user_id, device, scope, anchor) VALUES (?, ?, ?, ?)

@@ -80,11 +80,38 @@ public struct SyncReport: Sendable, Hashable {
     public var pulledChanges = 0
     public var pulled = WriteResult()
 
-    /// Every conflict met, both ways: the version kept and the one refused or replaced.
-    public var conflicts: [SampleConflict] { pushed.conflicts + pulled.conflicts }
-    /// Every conflict met, counting those beyond the listed ones.
-    public var conflictCount: Int { pushed.conflictCount + pulled.conflictCount }
+    /// Every conflict met, once: the version kept and the one refused or replaced. A device's version the
+    /// server refused comes back as the server's on the pull, the same conflict met twice.
+    public var conflicts: [SampleConflict] {
+        let pushedUUIDs = Set(pushed.conflicts.map(\.stored.uuid))
+        return pushed.conflicts + pulled.conflicts.filter { !pushedUUIDs.contains($0.stored.uuid) }
+    }
+    /// Every conflict met, counting those beyond the listed ones (one met both ways once).
+    public var conflictCount: Int {
+        let pushedUUIDs = Set(pushed.conflicts.map(\.stored.uuid))
+        return pushed.conflictCount + pulled.conflictCount - pulled.conflicts.filter { pushedUUIDs.contains($0.stored.uuid) }.count
+    }
     public init() {}
+
+    /// The report in lines for people: both directions with everything that happened (duplicates, deletions
+    /// and samples refused as deleted before, not only what was added), then each conflict once.
+    public var lines: [String] {
+        func details(_ result: WriteResult) -> String {
+            var parts = ["added \(result.added)", "deleted \(result.deleted)"]
+            if result.duplicates > 0 { parts.append("\(result.duplicates) already stored") }
+            if result.alreadyDeleted > 0 { parts.append("\(result.alreadyDeleted) refused as deleted before") }
+            if result.duplicateDeletions > 0 { parts.append("\(result.duplicateDeletions) deletions already applied") }
+            return parts.joined(separator: ", ")
+        }
+        var lines = ["pushed \(pushedChanges) changes (server \(details(pushed))), pulled \(pulledChanges) (\(details(pulled)))"]
+        for conflict in conflicts {
+            lines.append(
+                "conflict: \(conflict.stored.uuid.uuidString.lowercased()) kept value \(conflict.stored.value), refused \(conflict.rejected.value)")
+        }
+        let omitted = conflictCount - conflicts.count
+        if omitted > 0 { lines.append("… and \(omitted) more conflicts") }
+        return lines
+    }
 }
 
 /// Two-way incremental sync of a device store with the server: push the device's changes the server has not
@@ -201,7 +228,7 @@ public struct InProcessRemote: HealthRemote {
         try server.bindStore(device: device, user: user)
         var anchor = since
         while true {
-            let page = try server.changes(user: user, since: anchor, limit: pageSize, filter: filter)
+            let page = try server.changes(user: user, since: anchor, limit: pageSize, filter: filter, device: device)
             guard page.anchor > anchor else { return }
             try await receive(page)
             anchor = page.anchor

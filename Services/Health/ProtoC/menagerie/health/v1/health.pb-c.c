@@ -2434,7 +2434,7 @@ const ProtobufCMessageDescriptor menagerie__health__v1__get_sample_response__des
   (ProtobufCMessageInit) menagerie__health__v1__get_sample_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__health__v1__query_samples_request__field_descriptors[9] =
+static const ProtobufCFieldDescriptor menagerie__health__v1__query_samples_request__field_descriptors[10] =
 {
   {
     "types",
@@ -2544,8 +2544,21 @@ static const ProtobufCFieldDescriptor menagerie__health__v1__query_samples_reque
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "after",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__QuerySamplesRequest, after),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__health__v1__query_samples_request__field_indices_by_name[] = {
+  9,   /* field[9] = after */
   7,   /* field[7] = descending */
   1,   /* field[1] = from_ms */
   6,   /* field[6] = limit */
@@ -2559,7 +2572,7 @@ static const unsigned menagerie__health__v1__query_samples_request__field_indice
 static const ProtobufCIntRange menagerie__health__v1__query_samples_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 9 }
+  { 0, 10 }
 };
 const ProtobufCMessageDescriptor menagerie__health__v1__query_samples_request__descriptor =
 {
@@ -2569,14 +2582,14 @@ const ProtobufCMessageDescriptor menagerie__health__v1__query_samples_request__d
   "Menagerie__Health__V1__QuerySamplesRequest",
   "menagerie.health.v1",
   sizeof(Menagerie__Health__V1__QuerySamplesRequest),
-  9,
+  10,
   menagerie__health__v1__query_samples_request__field_descriptors,
   menagerie__health__v1__query_samples_request__field_indices_by_name,
   1,  menagerie__health__v1__query_samples_request__number_ranges,
   (ProtobufCMessageInit) menagerie__health__v1__query_samples_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__health__v1__query_samples_response__field_descriptors[1] =
+static const ProtobufCFieldDescriptor menagerie__health__v1__query_samples_response__field_descriptors[2] =
 {
   {
     "samples",
@@ -2590,14 +2603,27 @@ static const ProtobufCFieldDescriptor menagerie__health__v1__query_samples_respo
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Health__V1__QuerySamplesResponse, next),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__health__v1__query_samples_response__field_indices_by_name[] = {
+  1,   /* field[1] = next */
   0,   /* field[0] = samples */
 };
 static const ProtobufCIntRange menagerie__health__v1__query_samples_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor menagerie__health__v1__query_samples_response__descriptor =
 {
@@ -2607,7 +2633,7 @@ const ProtobufCMessageDescriptor menagerie__health__v1__query_samples_response__
   "Menagerie__Health__V1__QuerySamplesResponse",
   "menagerie.health.v1",
   sizeof(Menagerie__Health__V1__QuerySamplesResponse),
-  1,
+  2,
   menagerie__health__v1__query_samples_response__field_descriptors,
   menagerie__health__v1__query_samples_response__field_indices_by_name,
   1,  menagerie__health__v1__query_samples_response__number_ranges,

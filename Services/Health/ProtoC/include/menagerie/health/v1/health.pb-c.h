@@ -265,7 +265,7 @@ struct  Menagerie__Health__V1__CreateUserResponse
   ProtobufCMessage base;
   char *name;
   /*
-   * 64 hex digits (256 random bits). Shown once: the server keeps only its SHA-256.
+   * "mnt_" and 64 hex digits (256 random bits). Shown once: the server keeps only its SHA-256.
    */
   char *token;
 };
@@ -466,6 +466,10 @@ struct  Menagerie__Health__V1__QuerySamplesRequest
    * The unit to answer in; empty for each type's canonical one. It must fit every type asked for.
    */
   char *unit;
+  /*
+   * A previous page's next: this page continues after its last sample, in the same order. Empty for the first.
+   */
+  char *after;
   Menagerie__Health__V1__QuerySamplesRequest__FromMsCase _from_ms_case;
   union {
     int64_t from_ms;
@@ -477,7 +481,7 @@ struct  Menagerie__Health__V1__QuerySamplesRequest
 };
 #define MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__query_samples_request__descriptor) \
-    , 0,NULL, 0, 0, 0,NULL, 0, 0, (char *)protobuf_c_empty_string, MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST___FROM_MS__NOT_SET, {0}, MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST___TO_MS__NOT_SET, {0} }
+    , 0,NULL, 0, 0, 0,NULL, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST___FROM_MS__NOT_SET, {0}, MENAGERIE__HEALTH__V1__QUERY_SAMPLES_REQUEST___TO_MS__NOT_SET, {0} }
 
 
 struct  Menagerie__Health__V1__QuerySamplesResponse
@@ -485,10 +489,14 @@ struct  Menagerie__Health__V1__QuerySamplesResponse
   ProtobufCMessage base;
   size_t n_samples;
   Menagerie__Health__V1__Sample **samples;
+  /*
+   * Set when more samples match than this page holds: pass it as after for the next page.
+   */
+  char *next;
 };
 #define MENAGERIE__HEALTH__V1__QUERY_SAMPLES_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__health__v1__query_samples_response__descriptor) \
-    , 0,NULL }
+    , 0,NULL, (char *)protobuf_c_empty_string }
 
 
 typedef enum {
@@ -522,7 +530,8 @@ struct  Menagerie__Health__V1__GetStatisticsRequest
   char *type;
   Menagerie__Health__V1__StatisticsPreset preset;
   /*
-   * Buckets are whole calendar units in time_zone covering the range (days of 23 and 25 hours included).
+   * Buckets are calendar units in time_zone (days of 23 and 25 hours included); the first and last are cut to
+   * the range, which alone counts. INVALID_ARGUMENT for a preset with from_ms or to_ms.
    */
   Menagerie__Health__V1__StatisticsInterval interval;
   /*
