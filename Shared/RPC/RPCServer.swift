@@ -74,7 +74,7 @@ public final class RPCServer: Sendable {
 
     /// Who makes call `head` of `route`, as the guard establishes it (nil: anonymous; built-ins never ask it).
     private func admittedCaller(of head: CallHead, on route: ServerRoute) throws(RPCError) -> Caller? {
-        route.isBuiltin ? nil : try callGuard?.admit(head)
+        route.isBuiltin ? nil : try callGuard?.admit(head, to: route.info)
     }
 
     /// Counts a call of `method` that its transport answered OK itself (from kept bytes), as its handler's would be.

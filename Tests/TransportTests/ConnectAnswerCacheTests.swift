@@ -31,7 +31,7 @@ import Testing
 
     /// Refuses calls without `authorization: letmein`.
     struct Password: CallGuard {
-        func admit(_ head: CallHead) throws(RPCError) -> Caller? {
+        func admit(_ head: CallHead, to _: ProtoMethodInfo) throws(RPCError) -> Caller? {
             guard head.metadata["authorization"] == "letmein" else { throw RPCError(.unauthenticated, "no password") }
             return nil
         }

@@ -112,10 +112,12 @@ struct ZooCommand: AsyncParsableCommand {
         ZooV1.Zoo.route.path, ZooV1.Zoo.nearby.path, ZooV1.Zoo.tour.path, ZooV1.Zoo.exportGeoJSON.path,
     ]
 
-    /// Reading the zoo is public; replacing its data (imports, tiles) and cancelling an import change what every
-    /// visitor sees, so they are the admin's.
-    static let access = AccessRules(default: .everyone, [
-        ZooV1.Zoo.importData.path: .admin, ZooV1.Zoo.importTiles.path: .admin, JobsV1.Jobs.cancelJob.path: .admin,
+    /// Reading the zoo is public and replacing its data (imports, tiles) the admin's, as zoo.proto says. The Jobs
+    /// service is shared, and its proto gives it to users (an OCR user's jobs are that user's): the zoo's jobs are its
+    /// imports instead, which every visitor may follow, and cancelling one changes what every visitor sees.
+    static let access = AccessRules(overriding: [
+        JobsV1.Jobs.getJob.path: .public, JobsV1.Jobs.watchJob.path: .public, JobsV1.Jobs.listJobs.path: .public,
+        JobsV1.Jobs.cancelJob.path: .admin,
     ])
 
     /// Fills an empty database from the refresh sources, else (or when they fail) from the sample data.
