@@ -252,7 +252,7 @@ let package = Package(
             ],
             path: "Tests/ServiceKitTests"),
         .testTarget(
-            name: "GatewayKitTests", dependencies: ["GatewayKit", "TestSupport", "RPC", "RPCWire", "JobsAPI", "OCRAPI", "Transport", "Schema"],
+            name: "GatewayKitTests", dependencies: ["GatewayKit", "TestSupport", "RPC", "RPCWire", "JobsAPI", "OCRAPI", "ZooAPI", "Transport", "Schema"],
             path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
         .testTarget(name: "IdentityTests", dependencies: ["Identity", "RPC", "Schema", "Storage", "Base"], path: "Tests/IdentityTests"),
