@@ -32,7 +32,7 @@ import ZooAPI
         ])
         // Between replicas only, with the admin token.
         #expect(Self.names(BlobsV1.Blobs.methods, notAt: .admin).isEmpty)
-        // A user's jobs are theirs (the zoo opens its own: ZooCommand.access).
+        // A user's jobs are theirs (the zoo opens its own: ZooService.jobsAccess).
         #expect(Self.names(JobsV1.Jobs.methods, notAt: .user).isEmpty)
         // The built-ins never pass the guard, and say so.
         #expect((RpcV1.Health.methods + RpcV1.Reflection.methods + RpcV1.Stats.methods).allSatisfy { $0.access == .public })

@@ -3,7 +3,6 @@ import Base
 import Foundation
 import Identity
 import Jobs
-import JobsAPI
 import JobsService
 import RPC
 import ServiceKit
@@ -112,13 +111,9 @@ struct ZooCommand: AsyncParsableCommand {
         ZooV1.Zoo.route.path, ZooV1.Zoo.nearby.path, ZooV1.Zoo.tour.path, ZooV1.Zoo.exportGeoJSON.path,
     ]
 
-    /// Reading the zoo is public and replacing its data (imports, tiles) the admin's, as zoo.proto says. The Jobs
-    /// service is shared, and its proto gives it to users (an OCR user's jobs are that user's): the zoo's jobs are its
-    /// imports instead, which every visitor may follow, and cancelling one changes what every visitor sees.
-    static let access = AccessRules(overriding: [
-        JobsV1.Jobs.getJob.path: .public, JobsV1.Jobs.watchJob.path: .public, JobsV1.Jobs.listJobs.path: .public,
-        JobsV1.Jobs.cancelJob.path: .admin,
-    ])
+    /// Reading the zoo is public and replacing its data (imports, tiles) the admin's, as zoo.proto says; its jobs
+    /// are served at levels of their own (`ZooService.jobsAccess`).
+    static let access = AccessRules(overriding: ZooService.jobsAccess)
 
     /// Fills an empty database from the refresh sources, else (or when they fail) from the sample data.
     private func loadInitialData(into library: ZooLibrary, refresher: ZooRefresher?, logger: Logger) async {

@@ -237,7 +237,7 @@ extension JobsV1 {
     }
 
     /// The jobs of the service that offers it. Its rpcs need a user: a job and its result are their starter's (and the
-    /// admins'). A service whose jobs are everyone's to follow opens them (the zoo's imports: ZooCommand.access).
+    /// admins'). A service whose jobs are everyone's to follow opens them (the zoo's imports: ZooService.jobsAccess).
     public enum Jobs {
         /// The service's full proto name.
         public static let name = "menagerie.jobs.v1.Jobs"
