@@ -154,7 +154,7 @@ let package = Package(
             name: "BlobsService", dependencies: ["Base", "BlobStore", "BlobsAPI", "RPC", "Schema", "Transport", "WorkLane"],
             path: "Shared/BlobsService"),
         // Identity: the stack's users and tokens (a shared SQLite file), the token check and the server's guard.
-        .target(name: "Identity", dependencies: ["Base", "RPC", "Storage"], path: "Shared/Identity"),
+        .target(name: "Identity", dependencies: ["Base", "RPC", "Schema", "Storage"], path: "Shared/Identity"),
         .target(
             name: "ServiceKit",
             dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", "Jobs", "Identity", "Dqlite", "CMalloc", argumentParser],
@@ -252,10 +252,10 @@ let package = Package(
             ],
             path: "Tests/ServiceKitTests"),
         .testTarget(
-            name: "GatewayKitTests", dependencies: ["GatewayKit", "TestSupport", "RPC", "RPCWire", "JobsAPI", "OCRAPI", "Transport", "Schema"],
+            name: "GatewayKitTests", dependencies: ["GatewayKit", "TestSupport", "RPC", "RPCWire", "JobsAPI", "OCRAPI", "ZooAPI", "Transport", "Schema"],
             path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
-        .testTarget(name: "IdentityTests", dependencies: ["Identity", "RPC", "Storage", "Base"], path: "Tests/IdentityTests"),
+        .testTarget(name: "IdentityTests", dependencies: ["Identity", "RPC", "Schema", "Storage", "Base"], path: "Tests/IdentityTests"),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"], path: "Tests/HTTPTests"),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "TestSupport"], path: "Tests/TLSTests"),
         // The module graph's promises (no domain under the runtime, no other domain in a service), read from this file.

@@ -14,14 +14,19 @@
 # Steps: protoc writes one FileDescriptorSet (imports and comments included); schema-gen (Proto/Generator)
 # turns it into the Swift files and the registries, plus a copy of the set for protoc-c in which proto3
 # `optional` fields are plain one-field oneofs: protoc-c 1.4 refuses proto3 `optional`, the wire format
-# is the same, and the Schema bridge reads presence from the oneof case. protoc-c generates C from that copy.
+# is the same, and the Schema bridge reads presence from the oneof case. The copy leaves out the options file
+# (menagerie/rpc/v1/options.proto, see there), descriptor.proto it imports (protobuf-c has no C for it) and the
+# options themselves. protoc-c generates C from that copy, for the files modules.conf places.
 #
 # Supported: proto3 scalars, string, bytes, enums, messages (singular and repeated), `optional`,
 # nested messages and enums (as nested Swift types), imports between these files, services with rpcs
-# of all four kinds (unary, server, client and bidirectional streaming) and `option idempotency_level`.
+# of all four kinds (unary, server, client and bidirectional streaming), `option idempotency_level` and the
+# method options of options.proto (`access`, required on every rpc; `max_request_bytes`), carried into the
+# method descriptors (`ProtoMethodInfo.access`, `.maxRequestBytes`).
 # Rejected by schema-gen with an error naming the element: proto2 (so groups and required), oneofs, maps,
-# extensions, enum aliases, files without a package, type names the generated Swift reserves (String, ...),
-# a proto file modules.conf does not place.
+# extensions outside the options file (and options it does not know), an rpc without an access level, enum
+# aliases, files without a package, type names the generated Swift reserves (String, ...), a proto file
+# modules.conf does not place.
 # Strings travel as C strings through protobuf-c: text after an embedded NUL is dropped.
 #
 # Needs protoc, protoc-c (Debian: protobuf-compiler protobuf-c-compiler) and swift. SwiftPM loads the
@@ -53,8 +58,10 @@ mkdir -p "$work/out"
 "$SCHEMA_GEN" "$work/schema.desc" "$layout" "$work/out" "$work/protoc-c.desc"
 
 mkdir -p "$work/c"
+# The files with code (modules.conf's first field): the options file has none and is not in protoc-c's copy.
+mapfile -t c_protos < <(sed 's/#.*//' "$layout" | awk 'NF { print $1 }')
 # From $work, so protoc-c reads the rewritten descriptors rather than the .proto files.
-(cd "$work" && protoc-c --descriptor_set_in="$work/protoc-c.desc" --c_out="$work/c" "${protos[@]}")
+(cd "$work" && protoc-c --descriptor_set_in="$work/protoc-c.desc" --c_out="$work/c" "${c_protos[@]}")
 
 # Everything generated succeeded: replace the previous output wholesale (drops files of deleted protos).
 # The directories are modules.conf's third, fifth and seventh fields.

@@ -1,50 +1,48 @@
 import Base
 import RPC
+import Schema
 
-/// Who may call a method.
-public enum Access: String, Sendable, Hashable {
-    /// Anyone, without a token (reading the zoo).
-    case everyone
-    /// Any user with a valid token (their own OCR templates, health samples).
-    case user
-    /// A user with the admin role, or the admin token (changing data every user shares).
-    case admin
-}
-
-/// A service's permission table: what each method needs, by path (`/menagerie.zoo.v1.Zoo/ImportData`), and
-/// what the methods it does not name need.
+/// What a service's guard asks of each method: the level its proto declares (`option (menagerie.rpc.v1.access)`,
+/// carried in `ProtoMethodInfo.access`), except for the few methods a service serves at another level than its
+/// proto says. Those are the methods of an API several services share whose level depends on the service (Jobs:
+/// the zoo's jobs are its imports, which every visitor may follow; an OCR user's jobs are that user's). Keep them
+/// few and say why beside them: every other method's level is read from the proto, by the server and the clients.
+/// An override may open a method or move it between user and admin, never close a public one: a client sends no
+/// token where the proto says public.
 public struct AccessRules: Sendable {
-    public var byDefault: Access
-    public var methods: [String: Access]
+    /// Levels that replace the proto's, by method path (`/menagerie.jobs.v1.Jobs/GetJob`).
+    public var overrides: [String: MethodAccess]
 
-    public init(default byDefault: Access, _ methods: [String: Access] = [:]) {
-        self.byDefault = byDefault
-        self.methods = methods
+    /// The proto's levels, without exception.
+    public static let declared = AccessRules()
+
+    public init(overriding overrides: [String: MethodAccess] = [:]) {
+        self.overrides = overrides
     }
 
-    public func access(for method: String) -> Access { methods[method] ?? byDefault }
+    public func access(for method: ProtoMethodInfo) -> MethodAccess { overrides[method.path] ?? method.access }
 }
 
-/// The RPC server's `CallGuard` over the stack's identity: looks the method up in the service's `AccessRules`
-/// and, where it needs a user, checks `authorization: Bearer <token>` (a header on HTTP, metadata on the
-/// binary protocol — the same for the server) with the `TokenVerifier`. A missing or refused token is
-/// UNAUTHENTICATED; a valid one without the role the method needs is PERMISSION_DENIED; a client address or
+/// The RPC server's `CallGuard` over the stack's identity: takes the method's access level from its proto (through
+/// the service's `AccessRules`) and, where it needs a user, checks `authorization: Bearer <token>` (a header on
+/// HTTP, metadata on the binary protocol — the same for the server) with the `TokenVerifier`. A missing or refused
+/// token is UNAUTHENTICATED; a valid one without the role the method needs is PERMISSION_DENIED; a client address or
 /// user backing off after failures (`FailedAuthThrottle`) is RESOURCE_EXHAUSTED with the seconds to wait.
 public struct IdentityGuard: CallGuard {
     public let rules: AccessRules
     public let verifier: TokenVerifier
     public let throttle: FailedAuthThrottle
 
-    public init(rules: AccessRules, verifier: TokenVerifier, throttle: FailedAuthThrottle) {
+    public init(rules: AccessRules = .declared, verifier: TokenVerifier, throttle: FailedAuthThrottle) {
         self.rules = rules
         self.verifier = verifier
         self.throttle = throttle
     }
 
-    public func admit(_ head: CallHead) throws(RPCError) -> Caller? {
-        let access = rules.access(for: head.method)
+    public func admit(_ head: CallHead, to method: ProtoMethodInfo) throws(RPCError) -> Caller? {
+        let access = rules.access(for: method)
         // A public method ignores credentials: a stale token never keeps anyone from reading.
-        guard access != .everyone else { return nil }
+        guard access != .public else { return nil }
         let address = "address " + Self.host(of: head.peer)
         if let wait = throttle.backoff(for: address) { throw Self.backingOff(wait) }
         let token: String

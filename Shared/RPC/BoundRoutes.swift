@@ -1,4 +1,5 @@
 import Base
+import Schema
 
 /// A route of another face of the server (a REST route bound to a method, `HTTPBinding`) as the server serves it:
 /// what its calls are guarded as, where they are counted and how long they hold a worker. Made once per route
@@ -8,21 +9,29 @@ package final class BoundRoute: Sendable {
     package let name: String
     /// The method the guard is asked about: the one the route binds (its access rule), else `name`.
     package let guardedAs: String
+    /// What the guard admits calls by: the bound method's (its proto's access level), or for a route that binds no
+    /// method a public read's.
+    let method: ProtoMethodInfo
     let stats: MethodStats
     /// How long a call of this route holds a server worker, as measured.
     package let workerTime = WorkerTime()
 
-    init(name: String, guardedAs: String, stats: MethodStats) {
+    init(name: String, guardedAs: String, method: ProtoMethodInfo, stats: MethodStats) {
         self.name = name
         self.guardedAs = guardedAs
+        self.method = method
         self.stats = stats
     }
 }
 
 extension RPCServer {
-    /// The route `name`, guarded as method `guardedAs`, counted under `name` in this server's stats.
+    /// The route `name`, guarded as method `guardedAs` (by its access level; a route binding no method of this server
+    /// is a public read: the page, its files, downloads), counted under `name` in this server's stats.
     package func bind(_ name: String, guardedAs: String) -> BoundRoute {
-        BoundRoute(name: name, guardedAs: guardedAs, stats: stats.counters(for: name))
+        let method = method(guardedAs)?.info ?? ProtoMethodInfo(
+            path: guardedAs, serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, requestType: "",
+            responseType: "")
+        return BoundRoute(name: name, guardedAs: guardedAs, method: method, stats: stats.counters(for: name))
     }
 
     /// Runs one call of a bound route through the pipeline every call takes: refused if its deadline passed,
@@ -42,7 +51,7 @@ extension RPCServer {
             outcome = .failure(RPCError(.deadlineExceeded, "deadline passed before \(route.name) started"))
         } else {
             do throws(RPCError) {
-                let caller = try callGuard?.admit(head)
+                let caller = try callGuard?.admit(head, to: route.method)
                 outcome = await Self.run(head, caller, handler).mapError { status(for: $0, head) }
             } catch {
                 // The guard logs its refusals once per window; a flood of guesses is no flood of lines.

@@ -79,7 +79,7 @@ public final class RPCServer: Sendable {
 
     /// Who makes call `head` of `route`, as the guard establishes it (nil: anonymous; built-ins never ask it).
     private func admittedCaller(of head: CallHead, on route: ServerRoute) throws(RPCError) -> Caller? {
-        route.isBuiltin ? nil : try callGuard?.admit(head)
+        route.isBuiltin ? nil : try callGuard?.admit(head, to: route.info)
     }
 
     /// Counts a call of `method` that its transport answered OK itself (from kept bytes), as its handler's would be.
@@ -120,6 +120,10 @@ public final class RPCServer: Sendable {
             return
         }
         var input = input
+        if case .single(let request) = input, let limit = route.info.maxRequestBytes, request.count > limit {
+            answer(call, sink, RPCError(.resourceExhausted, "the request of \(request.count) bytes is over \(head.method)'s limit of \(limit) bytes"))
+            return
+        }
         if case .encoded(let bytes, let decoder) = input {
             // Decoded here, on the call's worker and after the guard: see `RequestDecoder`.
             do {
@@ -270,6 +274,11 @@ package final class IncomingCall: Sendable {
 
     /// How long a call of this method holds a worker, as measured (nil: an unknown method).
     package var workerTime: WorkerTime? { route?.workerTime }
+
+    /// The largest message of this call's requests, within the transport's own limit (see `ProtoMethodInfo.requestLimit`).
+    package func requestLimit(within transportLimit: Int) -> Int {
+        route?.info.requestLimit(within: transportLimit) ?? transportLimit
+    }
 
     /// `decoder` bound to this call's method, for the messages of a stream its door decodes as its handler takes them
     /// (`MessageInbox`'s decoding, which runs on the handler's thread, and only once the guard admitted the call):

@@ -30,8 +30,9 @@ package struct RequestDecoder: Sendable {
 }
 
 extension ProtoMethodInfo {
-    /// The most a request of this method may be once decoded, given the door's own limit `transportLimit`.
+    /// The most a request of this method may be once decoded: its proto's `max_request_bytes` within the door's own
+    /// limit `transportLimit` (a search takes 64 KiB, so a body inflating to 60 MiB stops inflating there).
     package func requestLimit(within transportLimit: Int) -> Int {
-        transportLimit
+        min(transportLimit, maxRequestBytes ?? transportLimit)
     }
 }

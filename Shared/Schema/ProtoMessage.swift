@@ -68,21 +68,45 @@ public struct ProtoMethod<Request: ProtoMessage, Response: ProtoMessage>: Sendab
     public let idempotent: Bool
     /// From `option idempotency_level = NO_SIDE_EFFECTS`: a read, which HTTP may call with GET and cache.
     public let sideEffectFree: Bool
+    /// From `option (menagerie.rpc.v1.access)`: who may call it.
+    public let access: MethodAccess
+    /// From `option (menagerie.rpc.v1.max_request_bytes)`: the largest request the server takes; nil: its default.
+    public let maxRequestBytes: Int?
 
-    public init(path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool, sideEffectFree: Bool = false) {
+    public init(
+        path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool, sideEffectFree: Bool = false,
+        access: MethodAccess, maxRequestBytes: Int? = nil
+    ) {
         self.path = path
         self.clientStreaming = clientStreaming
         self.serverStreaming = serverStreaming
         self.idempotent = idempotent
         self.sideEffectFree = sideEffectFree
+        self.access = access
+        self.maxRequestBytes = maxRequestBytes
     }
 
     /// The untyped description, for reflection.
     public var info: ProtoMethodInfo {
         ProtoMethodInfo(
             path: path, clientStreaming: clientStreaming, serverStreaming: serverStreaming, idempotent: idempotent,
-            sideEffectFree: sideEffectFree, requestType: Request.protoName, responseType: Response.protoName)
+            sideEffectFree: sideEffectFree, access: access, maxRequestBytes: maxRequestBytes, requestType: Request.protoName,
+            responseType: Response.protoName)
     }
+}
+
+/// Who may call a method, as its proto says (`option (menagerie.rpc.v1.access)`, required on every rpc): the
+/// server's guard admits calls by it, and a client can tell which calls need a token.
+public enum MethodAccess: String, Sendable, Hashable, CaseIterable {
+    /// Anyone, without a token (reading the zoo); a token sent along is ignored.
+    case `public`
+    /// Any user with a valid token (their own OCR templates, health samples).
+    case user
+    /// A user with the admin role, or the admin token (changing data every user shares).
+    case admin
+
+    /// Whether a call must carry `authorization: Bearer <token>` to be admitted.
+    public var needsToken: Bool { self != .public }
 }
 
 /// Untyped description of one method, for reflection.
@@ -94,19 +118,25 @@ public struct ProtoMethodInfo: Sendable, Hashable {
     public let idempotent: Bool
     /// A read (`NO_SIDE_EFFECTS`): HTTP may call it with GET.
     public let sideEffectFree: Bool
+    /// Who may call it (the proto's `access` option).
+    public let access: MethodAccess
+    /// The largest request the server takes, in bytes (the proto's `max_request_bytes`); nil: the server's default.
+    public let maxRequestBytes: Int?
     /// Full protobuf names of the request and response messages.
     public let requestType: String
     public let responseType: String
 
     public init(
         path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool, sideEffectFree: Bool = false,
-        requestType: String, responseType: String
+        access: MethodAccess, maxRequestBytes: Int? = nil, requestType: String, responseType: String
     ) {
         self.path = path
         self.clientStreaming = clientStreaming
         self.serverStreaming = serverStreaming
         self.idempotent = idempotent
         self.sideEffectFree = sideEffectFree
+        self.access = access
+        self.maxRequestBytes = maxRequestBytes
         self.requestType = requestType
         self.responseType = responseType
     }

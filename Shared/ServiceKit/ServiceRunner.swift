@@ -21,7 +21,8 @@ public struct AppServices: Sendable {
     /// Which calls the Connect face may answer again from bytes it kept (nil: every call runs its handler).
     public var answerCache: AnswerCachePolicy?
     /// Who may call each method of `rpcServices` (checked by the server before a handler runs, with the
-    /// stack's identity); nil: every call runs, anonymous (test services).
+    /// stack's identity): the levels the protos declare (`.declared`), with a service's few overrides; nil: every
+    /// call runs, anonymous (test services).
     public var access: AccessRules?
 
     public init(

@@ -140,7 +140,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
         lastSerial += 1
         let serial = lastSerial
         let incoming = server.rpc.accept(head)
-        let inbox = clientStreams ? makeInbox(id, decoding: decoder.flatMap { incoming.decoding(with: $0) }) : nil
+        let inbox = clientStreams ? makeInbox(id, incoming, decoding: decoder.flatMap { incoming.decoding(with: $0) }) : nil
         let limit = server.limits.maxConcurrentCalls
         let input: CallInput = inbox.map { .stream($0) } ?? decoder.map { .encoded(payload, $0) } ?? .single(payload)
         let call = ServerCall(table: self, id: id, serial: serial, incoming: incoming, input: input)
@@ -220,8 +220,8 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     }
 
     /// The requests of client-streaming call `id`; its consumer's reads grant the client credit.
-    private func makeInbox(_ id: UInt64, decoding: (@Sendable ([UInt8]) throws(RPCError) -> [UInt8])?) -> MessageInbox {
-        MessageInbox(maxMessageSize: server.limits.maxMessageSize, decoding: decoding) { [weak self] bytes in
+    private func makeInbox(_ id: UInt64, _ call: IncomingCall, decoding: (@Sendable ([UInt8]) throws(RPCError) -> [UInt8])?) -> MessageInbox {
+        MessageInbox(maxMessageSize: call.requestLimit(within: server.limits.maxMessageSize), decoding: decoding) { [weak self] bytes in
             self?.wire.writeRequestCredit(id, bytes: bytes)
         }
     }

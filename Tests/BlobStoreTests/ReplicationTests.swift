@@ -26,7 +26,7 @@ final class BlobNodes: @unchecked Sendable {
         let verifier = try TokenVerifier(store: nil, adminToken: Self.token)
         var servers: [TCPServer?] = []
         for store in stores {
-            let guardian = IdentityGuard(rules: AccessRules(default: .admin), verifier: verifier, throttle: FailedAuthThrottle())
+            let guardian = IdentityGuard(verifier: verifier, throttle: FailedAuthThrottle())
             servers.append(try TCPServer(rpc: RPCServer(name: "blobs", services: [BlobsService(store: store, lane: lane, budget: budget)], guard: guardian), port: 0))
         }
         self.servers = servers
@@ -185,8 +185,7 @@ final class BlobNodes: @unchecked Sendable {
         let scratch = try ScratchDirectory()
         let store = try BlobStore(directory: scratch.path)
         let lane = ThreadPool(name: "blobs", threads: 1, queueLimit: 10)
-        let guardian = IdentityGuard(
-            rules: AccessRules(default: .admin), verifier: try TokenVerifier(store: nil, adminToken: BlobNodes.token), throttle: FailedAuthThrottle())
+        let guardian = IdentityGuard(verifier: try TokenVerifier(store: nil, adminToken: BlobNodes.token), throttle: FailedAuthThrottle())
         let server = TCPServer(port: 0)
         server.serveTLS(credentials)
         try RPCServer(name: "blobs", services: [BlobsService(store: store, lane: lane, replicaCertificate: subject)], guard: guardian).serve(over: server)

@@ -11,9 +11,7 @@ import Testing
 /// revoked, and sign-up and tokens go through the identity so every service knows them.
 @Suite struct SharedIdentityTests {
     static func client(_ store: HealthStore, _ identity: IdentityStore) throws -> HealthV1.Health.Client {
-        let guardian = IdentityGuard(
-            rules: AccessRules(default: .user, [HealthV1.Health.createUser.path: .everyone]),
-            verifier: try TokenVerifier(store: identity), throttle: FailedAuthThrottle())
+        let guardian = IdentityGuard(verifier: try TokenVerifier(store: identity), throttle: FailedAuthThrottle())
         let server = RPCServer(name: "health", services: [HealthService(store: store, identity: identity)], guard: guardian)
         return HealthV1.Health.Client(wrapping: RPCClient(transports: [InProcessTransport(server: server)], retry: .init(maxAttempts: 1)))
     }

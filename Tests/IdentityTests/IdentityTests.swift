@@ -2,6 +2,7 @@ import Base
 import Foundation
 import Identity
 import RPC
+import Schema
 import Testing
 
 @Suite struct IdentityStoreTests {
@@ -149,7 +150,25 @@ import Testing
 }
 
 @Suite struct IdentityGuardTests {
-    static let rules = AccessRules(default: .everyone, ["/z.Z/Import": .admin, "/z.Z/Mine": .user])
+    /// Methods at each level, as a generated API module describes them.
+    static func method(_ name: String, _ access: MethodAccess) -> ProtoMethodInfo {
+        ProtoMethodInfo(path: "/z.Z/\(name)", serverStreaming: false, idempotent: false, access: access, requestType: "z.Q", responseType: "z.A")
+    }
+
+    static let methods = [method("Read", .public), method("Import", .admin), method("Mine", .user)]
+
+    /// A guard over `methods`, which it finds by the head's path as the server does.
+    struct Guarded {
+        let guardian: IdentityGuard
+
+        func admit(_ head: CallHead) throws(RPCError) -> Caller? {
+            try guardian.admit(head, to: IdentityGuardTests.methods.first { $0.path == head.method }!)
+        }
+    }
+
+    static func guarded(_ verifier: TokenVerifier, rules: AccessRules = .declared) -> Guarded {
+        Guarded(guardian: IdentityGuard(rules: rules, verifier: verifier, throttle: FailedAuthThrottle()))
+    }
 
     static func head(_ method: String, token: String?, peer: String = "10.0.0.1:5000") -> CallHead {
         CallHead(method: method, metadata: token.map { ["authorization": "Bearer \($0)"] } ?? [:], peer: peer)
@@ -159,7 +178,7 @@ import Testing
         let store = try IdentityStore.inMemory()
         let admin = IdentityStore.newToken()
         let user = try store.createUser(name: "hana")
-        let guardian = IdentityGuard(rules: Self.rules, verifier: try TokenVerifier(store: store, adminToken: admin), throttle: FailedAuthThrottle())
+        let guardian = Self.guarded(try TokenVerifier(store: store, adminToken: admin))
         #expect(try guardian.admit(Self.head("/z.Z/Read", token: nil)) == nil)
         #expect(try guardian.admit(Self.head("/z.Z/Read", token: "stale")) == nil)
         #expect(throws: RPCError.self) { try guardian.admit(Self.head("/z.Z/Import", token: nil)) }
@@ -182,7 +201,7 @@ import Testing
     @Test func anAddressGuessingTokensBacksOffWithAResourceExhaustedHintAndOthersDoNot() throws {
         let store = try IdentityStore.inMemory()
         let user = try store.createUser(name: "ivan")
-        let guardian = IdentityGuard(rules: Self.rules, verifier: try TokenVerifier(store: store), throttle: FailedAuthThrottle())
+        let guardian = Self.guarded(try TokenVerifier(store: store))
         for _ in 0..<6 {
             do { _ = try guardian.admit(Self.head("/z.Z/Mine", token: IdentityStore.newToken())) } catch { #expect(error.code == .unauthenticated) }
         }
@@ -199,7 +218,7 @@ import Testing
         let store = try IdentityStore.inMemory()
         let token = try store.createUser(name: "judy")
         try store.revokeToken(token)
-        let guardian = IdentityGuard(rules: Self.rules, verifier: try TokenVerifier(store: store), throttle: FailedAuthThrottle())
+        let guardian = Self.guarded(try TokenVerifier(store: store))
         for index in 0..<6 {
             do { _ = try guardian.admit(Self.head("/z.Z/Mine", token: token, peer: "10.1.0.\(index):1")) } catch { #expect(error.code == .unauthenticated) }
         }
@@ -207,6 +226,22 @@ import Testing
             _ = try guardian.admit(Self.head("/z.Z/Mine", token: token, peer: "10.2.0.1:1"))
             Issue.record("no back-off for the user")
         } catch { #expect(error.code == .resourceExhausted) }
+    }
+
+    /// A service's override replaces the level its proto declares, for that method only.
+    @Test func anOverrideReplacesTheDeclaredLevel() throws {
+        let store = try IdentityStore.inMemory()
+        let user = try store.createUser(name: "kim")
+        let guardian = Self.guarded(try TokenVerifier(store: store), rules: AccessRules(overriding: ["/z.Z/Mine": .public, "/z.Z/Read": .admin]))
+        #expect(try guardian.admit(Self.head("/z.Z/Mine", token: nil)) == nil)
+        do {
+            _ = try guardian.admit(Self.head("/z.Z/Read", token: user))
+            Issue.record("a user's token passed a method overridden to admin")
+        } catch { #expect(error.code == .permissionDenied) }
+        do {
+            _ = try guardian.admit(Self.head("/z.Z/Import", token: nil))
+            Issue.record("a method without an override lost its level")
+        } catch { #expect(error.code == .unauthenticated) }
     }
 
     @Test func peersAreCountedByAddressNotConnection() {

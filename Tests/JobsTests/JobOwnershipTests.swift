@@ -3,6 +3,7 @@ import Jobs
 import JobsAPI
 import JobsService
 import RPC
+import Schema
 import Storage
 import Testing
 import Transport
@@ -13,7 +14,7 @@ import WorkLane
 @Suite struct JobOwnershipTests {
     /// Admits `Bearer NAME` as NAME (`root` is an admin).
     struct Guard: CallGuard {
-        func admit(_ head: CallHead) throws(RPCError) -> Caller? {
+        func admit(_ head: CallHead, to _: ProtoMethodInfo) throws(RPCError) -> Caller? {
             guard let value = head.metadata["authorization"], value.hasPrefix("Bearer ") else { throw RPCError(.unauthenticated, "no token") }
             let name = String(value.dropFirst(7))
             return Caller(name: name, isAdmin: name == "root")

@@ -10,7 +10,7 @@ import Testing
 @Suite struct CallGuardTests {
     /// Admits calls whose `authorization` is `Bearer ok` as "ada"; refuses the rest.
     struct Guard: CallGuard {
-        func admit(_ head: CallHead) throws(RPCError) -> Caller? {
+        func admit(_ head: CallHead, to _: ProtoMethodInfo) throws(RPCError) -> Caller? {
             guard head.metadata["authorization"] == "Bearer ok" else { throw RPCError(.unauthenticated, "no") }
             return Caller(name: "ada", isAdmin: false)
         }

@@ -83,6 +83,11 @@ import Testing
         }
     }
 
+    /// The import of the method options (menagerie/rpc/v1/options.proto), which every file with services needs.
+    static let options = "import \"menagerie/rpc/v1/options.proto\";"
+    /// The option every rpc needs, as a method body.
+    static let isPublic = "{ option (menagerie.rpc.v1.access) = ACCESS_PUBLIC; }"
+
     /// Runs protoc on one `.proto` source and the generator on the result.
     func generate(_ source: String, other: String? = nil, layout: ModuleLayout = Self.layout) throws -> SchemaGenerator.Output {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("schema-gen-\(UUID().uuidString)")
@@ -91,8 +96,8 @@ import Testing
         try Data(source.utf8).write(to: scratch.appendingPathComponent("test.proto"))
         if let other { try Data(other.utf8).write(to: scratch.appendingPathComponent("other.proto")) }
         try Tool.protoc!.run(
-            ["-I", scratch.path, "--descriptor_set_out=\(scratch.path)/set.desc", "--include_imports",
-             "--include_source_info", "test.proto"])
+            ["-I", scratch.path, "-I", Package.protoDirectory.path, "--descriptor_set_out=\(scratch.path)/set.desc",
+             "--include_imports", "--include_source_info", "test.proto"])
         return try SchemaGenerator.generate(
             descriptorSet: [UInt8](Data(contentsOf: scratch.appendingPathComponent("set.desc"))), layout: layout)
     }
@@ -120,12 +125,13 @@ import Testing
         let output = try generate("""
             syntax = "proto3";
             package p.v1;
+            \(Self.options)
             message M {}
             service S {
-              rpc One(M) returns (M);
-              rpc Down(M) returns (stream M);
-              rpc Up(stream M) returns (M);
-              rpc Both(stream M) returns (stream M);
+              rpc One(M) returns (M) \(Self.isPublic)
+              rpc Down(M) returns (stream M) \(Self.isPublic)
+              rpc Up(stream M) returns (M) \(Self.isPublic)
+              rpc Both(stream M) returns (stream M) \(Self.isPublic)
             }
             """)
         let swift = try #require(output.files.first { $0.path.hasSuffix("test.pb.swift") }).contents
@@ -160,14 +166,15 @@ import Testing
         let output = try generate("""
             syntax = "proto3";
             package m.p.v1;
+            \(Self.options)
             message Q {}
             message A {}
             service Kinds {
               // Answers once.
-              rpc One(Q) returns (A);
-              rpc Down(Q) returns (stream A);
-              rpc Up(stream Q) returns (A);
-              rpc Both(stream Q) returns (stream A);
+              rpc One(Q) returns (A) \(Self.isPublic)
+              rpc Down(Q) returns (stream A) \(Self.isPublic)
+              rpc Up(stream Q) returns (A) \(Self.isPublic)
+              rpc Both(stream Q) returns (stream A) \(Self.isPublic)
             }
             """)
         let api = try #require(output.files.first { $0.path == "T/API/test.rpc.swift" })
@@ -214,5 +221,69 @@ import Testing
         // A proto file without services has no service API file.
         let plain = try generate("syntax = \"proto3\"; package p.v1; message M {}")
         #expect(!plain.files.contains { $0.path.hasSuffix(".rpc.swift") })
+    }
+
+    /// The method options reach the method descriptors; protoc-c's copy of the set has neither the options file nor
+    /// descriptor.proto nor the options (so its C is what it was without them), and keeps the other imports.
+    @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
+    func methodOptionsAreCarriedAndLeftOutOfProtocCInput() throws {
+        let output = try generate("""
+            syntax = "proto3";
+            package p.v1;
+            import "other.proto";
+            \(Self.options)
+            message M {}
+            service S {
+              rpc Read(M) returns (M) {
+                option idempotency_level = NO_SIDE_EFFECTS;
+                option (menagerie.rpc.v1.access) = ACCESS_PUBLIC;
+                option (menagerie.rpc.v1.max_request_bytes) = 65536;
+              }
+              rpc Mine(M) returns (M) { option (menagerie.rpc.v1.access) = ACCESS_USER; }
+              rpc Import(stream M) returns (M) { option (menagerie.rpc.v1.access) = ACCESS_ADMIN; }
+            }
+            """, other: "syntax = \"proto3\"; package m.o.v1; message O {}")
+        let swift = try #require(output.files.first { $0.path == "T/API/test.pb.swift" }).contents
+        #expect(swift.contains("path: \"/p.v1.S/Read\", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)"))
+        #expect(swift.contains("path: \"/p.v1.S/Mine\", serverStreaming: false, idempotent: false, access: .user)"))
+        #expect(swift.contains("path: \"/p.v1.S/Import\", clientStreaming: true, serverStreaming: false, idempotent: false, access: .admin)"))
+        // Nothing is generated for the options file, and no module is imported for it.
+        #expect(!output.files.contains { $0.path.contains("options") })
+        #expect(!swift.contains("import RPCWire"))
+
+        let files = try decodeFileDescriptorSet(output.protocCDescriptorSet)
+        #expect(Set(files.map(\.name)) == ["test.proto", "other.proto"])
+        let test = try #require(files.first { $0.name == "test.proto" })
+        #expect(test.dependencies == ["other.proto"])
+        #expect(test.services.first?.methods.map(\.access) == [nil, nil, nil])
+        #expect(test.services.first?.methods.map(\.maxRequestBytes) == [nil, nil, nil])
+        #expect(test.services.first?.methods.first?.idempotencyLevel == 1)
+    }
+
+    /// Every rpc says who may call it: one without a level fails the generation (it would otherwise open or close a
+    /// method by accident), and so do a level options.proto does not define and an option schema-gen does not know.
+    @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
+    func anRPCWithoutAnAccessLevelIsRefused() throws {
+        let missing = #expect(throws: GeneratorError.self) {
+            try generate("""
+                syntax = "proto3"; package p.v1; \(Self.options) message M {}
+                service S { rpc Fine(M) returns (M) \(Self.isPublic) rpc Forgotten(M) returns (M); }
+                """)
+        }
+        #expect(missing?.description.contains("p.v1.S.Forgotten: no access level") == true, "\(String(describing: missing))")
+        let unspecified = #expect(throws: GeneratorError.self) {
+            try generate("""
+                syntax = "proto3"; package p.v1; \(Self.options) message M {}
+                service S { rpc Open(M) returns (M) { option (menagerie.rpc.v1.access) = ACCESS_UNSPECIFIED; } }
+                """)
+        }
+        #expect(unspecified?.description.contains("p.v1.S.Open: access level 0") == true, "\(String(describing: unspecified))")
+        let unknownOption = #expect(throws: GeneratorError.self) {
+            try generate("""
+                syntax = "proto3"; package p.v1; import "google/protobuf/descriptor.proto";
+                extend google.protobuf.MethodOptions { string http_path = 50199; }
+                """)
+        }
+        #expect(unknownOption?.description.contains("http_path = 50199") == true, "\(String(describing: unknownOption))")
     }
 }

@@ -138,7 +138,7 @@ import Testing
         #expect(RpcV1.Health.methods == [
             ProtoMethodInfo(
                 path: "/menagerie.rpc.v1.Health/Check", serverStreaming: false, idempotent: true, sideEffectFree: true,
-                requestType: "menagerie.rpc.v1.HealthCheckRequest", responseType: "menagerie.rpc.v1.HealthCheckResponse"),
+                access: .public, maxRequestBytes: 65536, requestType: "menagerie.rpc.v1.HealthCheckRequest", responseType: "menagerie.rpc.v1.HealthCheckResponse"),
         ])
         #expect(RpcV1.Echo.echo.idempotent && !RpcV1.Echo.echo.serverStreaming)
         #expect(RpcV1.Echo.stream.serverStreaming && !RpcV1.Echo.stream.idempotent)

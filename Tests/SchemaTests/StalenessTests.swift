@@ -27,8 +27,9 @@ struct StalenessTests {
         try Data(output.protocCDescriptorSet).write(to: protocCInput)
         let cOutput = scratch.appendingPathComponent("c")
         try FileManager.default.createDirectory(at: cOutput, withIntermediateDirectories: true)
+        // As generate.sh: the files modules.conf places (the options file generates no code).
         try Tool.protocC!.run(
-            ["--descriptor_set_in=\(protocCInput.path)", "--c_out=\(cOutput.path)"] + protos, in: scratch)
+            ["--descriptor_set_in=\(protocCInput.path)", "--c_out=\(cOutput.path)"] + layout.entries.map(\.protoFile), in: scratch)
         for path in try relativeFiles(under: cOutput) {
             // protoc-c names its output after the proto file: menagerie/zoo/v1/zoo.pb-c.h.
             let protoFile = String(path.prefix(upTo: path.range(of: ".pb-c.")!.lowerBound)) + ".proto"

@@ -16,7 +16,7 @@ import Testing
 @Suite(.serialized) struct CompressedBodyTests {
     /// Admits calls that carry `Authorization: Bearer good` (the built-ins never ask).
     struct TokenGuard: CallGuard {
-        func admit(_ head: CallHead) throws(RPCError) -> Caller? {
+        func admit(_ head: CallHead, to method: ProtoMethodInfo) throws(RPCError) -> Caller? {
             guard head.metadata["authorization"] == "Bearer good" else { throw RPCError(.unauthenticated, "a valid token is needed") }
             return Caller(name: "tester", isAdmin: false)
         }
@@ -160,6 +160,31 @@ import Testing
             let reply = try await StreamReply.read(from: socket)
             let text = String(decoding: reply.body, as: UTF8.self)
             #expect(reply.status == 429 && text.contains("more than 1048576 bytes"), "\(reply.status) \(text)")
+        }
+    }
+
+    /// A method's own request limit (its proto's `max_request_bytes`: 64 KiB for the built-ins, as for a search) bounds
+    /// what its request inflates to, far below the server's message limit, and a request that came whole over the
+    /// binary protocol the same way; requests within it are served.
+    @Test func aMethodsOwnLimitBoundsItsRequests() async throws {
+        #expect(RpcV1.Reflection.listServices.maxRequestBytes == 64 << 10)
+        try await Self.withGuardedServer(Self.limits()) { server, client in
+            let socket = try RawSocket(port: server.port)
+            socket.write(Self.post(Self.bomb(spaces: 1 << 20), path: RpcV1.Reflection.listServices.path, token: nil))
+            let reply = try await StreamReply.read(from: socket)
+            let text = String(decoding: reply.body, as: UTF8.self)
+            #expect(reply.status == 429 && text.contains("more than 65536 bytes"), "\(reply.status) \(text)")
+            let small = try RawSocket(port: server.port)
+            small.write(Self.post(Self.bomb(spaces: 1000), path: RpcV1.Reflection.listServices.path, token: nil))
+            #expect(try await StreamReply.read(from: small).status == 200)
+            // 100 KiB of an unknown field (number 15, length-delimited) in a health check over our frames.
+            let padded = RpcV1.HealthCheckRequest().serializedBytes() + [0x7A, 0x80, 0x20] + [UInt8](repeating: 0x61, count: 4096 * 25)
+            let frames = try RawSocket(port: server.port)
+            frames.write(FrameCodec.encode(RpcV1.Frame(
+                callID: 1, kind: .request, method: RpcV1.Health.check.path, hasPayload: true, payload: padded).serializedBytes()))
+            let status = try await frames.receiveFrame()
+            #expect(status.statusCode == StatusCode.resourceExhausted.rawValue && status.statusMessage.contains("limit of 65536 bytes"),
+                    "\(status.statusCode) \(status.statusMessage)")
         }
     }
 

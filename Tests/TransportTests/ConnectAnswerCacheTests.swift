@@ -13,7 +13,7 @@ import Testing
 @Suite struct ConnectAnswerCacheTests {
     /// A read whose answer tells how many times its handler ran (`index`).
     static let read = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
-        path: "/test.Reads/Read", serverStreaming: false, idempotent: true, sideEffectFree: true)
+        path: "/test.Reads/Read", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public)
 
     final class Reads: RPCService {
         let runs = Mutex<UInt32>(0)
@@ -31,7 +31,7 @@ import Testing
 
     /// Refuses calls without `authorization: letmein`.
     struct Password: CallGuard {
-        func admit(_ head: CallHead) throws(RPCError) -> Caller? {
+        func admit(_ head: CallHead, to _: ProtoMethodInfo) throws(RPCError) -> Caller? {
             guard head.metadata["authorization"] == "letmein" else { throw RPCError(.unauthenticated, "no password") }
             return nil
         }

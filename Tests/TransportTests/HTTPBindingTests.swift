@@ -2,6 +2,7 @@ import Base
 import Foundation
 import HTTP
 import RPC
+import Schema
 import RPCTesting
 import TestSupport
 import Testing
@@ -18,7 +19,7 @@ import Testing
 
     /// Admits `/guarded.v1.Secret/Read` only with `authorization: letmein`; every other method freely.
     struct Password: CallGuard {
-        func admit(_ head: CallHead) throws(RPCError) -> Caller? {
+        func admit(_ head: CallHead, to method: ProtoMethodInfo) throws(RPCError) -> Caller? {
             guard head.method == "/guarded.v1.Secret/Read" else { return nil }
             guard head.metadata["authorization"] == "letmein" else { throw RPCError(.unauthenticated, "no password") }
             return Caller(name: "reader", isAdmin: false)

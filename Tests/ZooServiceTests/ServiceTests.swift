@@ -75,6 +75,17 @@ func expectStatus(
 }
 
 @Suite struct ServiceTests {
+    /// Who may call what on the zoo, as its guard decides (the proto's level unless `jobsAccess` overrides it): the
+    /// table the App held before the levels moved into the protos. An override never closes a public method.
+    @Test func theZooIsPublicButForImportsAndCancellingThem() {
+        let methods = ZooV1.Zoo.methods + JobsV1.Jobs.methods
+        let levels = Dictionary(uniqueKeysWithValues: methods.map { ($0.path, ZooService.jobsAccess[$0.path] ?? $0.access) })
+        #expect(levels.filter { $0.value != .public } == [
+            ZooV1.Zoo.importData.path: .admin, ZooV1.Zoo.importTiles.path: .admin, JobsV1.Jobs.cancelJob.path: .admin,
+        ])
+        #expect(methods.allSatisfy { $0.access != .public || ZooService.jobsAccess[$0.path] ?? .public == .public })
+    }
+
     static let entrance = ZooV1.GeoPoint(lat: 50.1163, lon: 14.4000)
 
     @Test func searchDetailAndFilters() async throws {

@@ -8,11 +8,38 @@ struct ProtoFile {
     var messages: [ProtoMessageDecl] = []
     var enums: [ProtoEnumDecl] = []
     var services: [ProtoServiceDecl] = []
-    var hasExtensions = false
+    /// Its top-level `extend` fields: only an options file (see `isOptionsFile`) has any.
+    var extensions: [ProtoExtensionDecl] = []
     /// The files this one imports (`import "menagerie/jobs/v1/jobs.proto"`), as protoc names them.
     var dependencies: [String] = []
     /// Leading comment of the `syntax` statement: the file's description.
     var comment: String?
+
+    /// A file of custom options (`menagerie/rpc/v1/options.proto`): its extensions are read from the other files'
+    /// options; it generates no code and needs no line in modules.conf.
+    var isOptionsFile: Bool { !extensions.isEmpty }
+
+    /// protobuf's own descriptors, imported by an options file only: no code is generated for it.
+    var isDescriptorProto: Bool { name == "google/protobuf/descriptor.proto" }
+}
+
+/// A top-level `extend` field.
+struct ProtoExtensionDecl {
+    var name = ""
+    var number: Int32 = 0
+    /// The message it extends, fully qualified with a leading dot (`.google.protobuf.MethodOptions`).
+    var extendee = ""
+}
+
+/// The custom method options schema-gen carries into the method descriptors (options.proto's extensions of
+/// `google.protobuf.MethodOptions`), by field number: read from each method's options, where protoc leaves them as
+/// fields the generator's descriptor types do not declare. A new option is added here, in `ProtoMethodDecl` and in
+/// the emitter; an options file declaring any other is refused.
+enum MethodOptionNumber {
+    static let access = 50101
+    static let maxRequestBytes = 50102
+    /// Names as options.proto declares them.
+    static let known: [Int: String] = [access: "access", maxRequestBytes: "max_request_bytes"]
 }
 
 struct ProtoMessageDecl {
@@ -95,6 +122,10 @@ struct ProtoMethodDecl {
     var serverStreaming = false
     /// `MethodOptions.IdempotencyLevel`: 0 unknown, 1 no side effects, 2 idempotent.
     var idempotencyLevel: UInt64 = 0
+    /// `(menagerie.rpc.v1.access)`: options.proto's `Access` (1 public, 2 user, 3 admin); nil when absent.
+    var access: UInt64?
+    /// `(menagerie.rpc.v1.max_request_bytes)`; nil when absent.
+    var maxRequestBytes: UInt64?
     var comment: String?
 }
 
@@ -135,7 +166,7 @@ private func decodeFile(_ bytes: ArraySlice<UInt8>) throws -> ProtoFile {
             file.services.append(try decodeService(
                 record.bytes("FileDescriptorProto.service"), scope: file.package,
                 path: [6, nextIndex(6)], comments: comments))
-        case 7: file.hasExtensions = true
+        case 7: file.extensions.append(try decodeExtension(record.bytes("FileDescriptorProto.extension")))
         case 12: file.syntax = try record.string("FileDescriptorProto.syntax")
         default: break
         }
@@ -212,6 +243,19 @@ private func decodeField(_ bytes: ArraySlice<UInt8>, comment: String?) throws ->
     return field
 }
 
+private func decodeExtension(_ bytes: ArraySlice<UInt8>) throws -> ProtoExtensionDecl {
+    var decl = ProtoExtensionDecl()
+    for record in try WireReader.records(bytes) {
+        switch record.number {
+        case 1: decl.name = try record.string("FieldDescriptorProto.name")
+        case 2: decl.extendee = try record.string("FieldDescriptorProto.extendee")
+        case 3: decl.number = Int32(truncatingIfNeeded: try record.varint("FieldDescriptorProto.number"))
+        default: break
+        }
+    }
+    return decl
+}
+
 private func decodeEnum(
     _ bytes: ArraySlice<UInt8>, scope: String, path: [Int32], comments: Comments
 ) throws -> ProtoEnumDecl {
@@ -255,9 +299,14 @@ private func decodeService(
                 case 2: method.inputType = try part.string("MethodDescriptorProto.input_type")
                 case 3: method.outputType = try part.string("MethodDescriptorProto.output_type")
                 case 4:
-                    for option in try WireReader.records(part.bytes("MethodDescriptorProto.options"))
-                    where option.number == 34 {
-                        method.idempotencyLevel = try option.varint("MethodOptions.idempotency_level")
+                    for option in try WireReader.records(part.bytes("MethodDescriptorProto.options")) {
+                        switch option.number {
+                        case 34: method.idempotencyLevel = try option.varint("MethodOptions.idempotency_level")
+                        case MethodOptionNumber.access: method.access = try option.varint("MethodOptions.(access)")
+                        case MethodOptionNumber.maxRequestBytes:
+                            method.maxRequestBytes = try option.varint("MethodOptions.(max_request_bytes)")
+                        default: break
+                        }
                     }
                 case 5: method.clientStreaming = try part.varint("MethodDescriptorProto.client_streaming") != 0
                 case 6: method.serverStreaming = try part.varint("MethodDescriptorProto.server_streaming") != 0

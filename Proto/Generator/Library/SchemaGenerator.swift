@@ -8,14 +8,20 @@ public enum SchemaGenerator {
         /// Files to write, with paths relative to the package root.
         public let files: [GeneratedFile]
         /// The descriptor set to hand to `protoc-c --descriptor_set_in`: proto3 `optional` fields
-        /// become one-field oneofs, since protoc-c 1.4 refuses them.
+        /// become one-field oneofs, since protoc-c 1.4 refuses them; without the options files and their
+        /// options (protobuf-c has no C for descriptor.proto), so only the files modules.conf places can be given to it.
         public let protocCDescriptorSet: [UInt8]
     }
 
     /// Generates all files; throws `GeneratorError` for malformed input, for proto features the Schema bridge
     /// does not support (see `Proto/generate.sh`) and for a file `layout` does not place.
     public static func generate(descriptorSet: [UInt8], layout: ModuleLayout) throws -> Output {
-        let files = try decodeFileDescriptorSet(descriptorSet)
+        let decoded = try decodeFileDescriptorSet(descriptorSet)
+        // Options files (and descriptor.proto, which they import) generate nothing: their options are read from the
+        // methods that set them.
+        for file in decoded where file.isOptionsFile { try validateOptionsFile(file) }
+        let skipped = Set(decoded.filter { $0.isOptionsFile || $0.isDescriptorProto }.map(\.name))
+        let files = decoded.filter { !skipped.contains($0.name) }
         try validate(files)
         let types = SwiftTypeTable(files: files)
         let entries = try Dictionary(uniqueKeysWithValues: files.map { ($0.name, try layout.entry(for: $0.name)) })
@@ -55,7 +61,7 @@ public enum SchemaGenerator {
         for (_, group) in filesByCModule.sorted(by: { $0.key < $1.key }) {
             generated += CRegistryEmitter(entry: group.entry, files: group.files).emit()
         }
-        return Output(files: generated, protocCDescriptorSet: try protocCInput(from: descriptorSet))
+        return Output(files: generated, protocCDescriptorSet: try protocCInput(from: descriptorSet, dropping: skipped))
     }
 
     /// `menagerie/rpc/v1/rpc.proto` → `menagerie_rpc_v1_rpc.pb.swift`.

@@ -243,9 +243,11 @@ struct SwiftEmitter {
             let path = "/\(service.fullName)/\(method.name)"
             output.doc(method.comment ?? "Calls `\(path)`.")
             output.line("public static let \(swiftName) = ProtoMethod<\(request), \(response)>(")
+            let access = ["public", "user", "admin"][Int(method.access ?? 3) - 1]  // validated: 1…3
             output.line(
                 "    path: \"\(path)\", \(method.clientStreaming ? "clientStreaming: true, " : "")serverStreaming: \(method.serverStreaming), "
-                    + "idempotent: \(method.idempotencyLevel != 0)\(method.idempotencyLevel == 1 ? ", sideEffectFree: true" : ""))")
+                    + "idempotent: \(method.idempotencyLevel != 0)\(method.idempotencyLevel == 1 ? ", sideEffectFree: true" : ""), "
+                    + "access: .\(access)\(method.maxRequestBytes.map { ", maxRequestBytes: \($0)" } ?? ""))")
         }
         output.blank()
         output.doc("Every method of the service, in declaration order.")

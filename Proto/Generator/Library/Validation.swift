@@ -1,6 +1,6 @@
 /// Rejects, with a clear message, the proto features the Schema bridge does not support: proto2
-/// (and with it groups and required fields), extensions, maps, real oneofs, enum aliases,
-/// files without a package, and names the generated Swift reserves. Nested messages and enums are supported (they become
+/// (and with it groups and required fields), extensions (outside options files), maps, real oneofs, enum aliases,
+/// files without a package, names the generated Swift reserves, and an rpc without an access level. Nested messages and enums are supported (they become
 /// nested Swift types). Fields and enum values whose Swift names would collide are already
 /// rejected by protoc (proto3 JSON-name and enum-prefix checks).
 func validate(_ files: [ProtoFile]) throws {
@@ -12,7 +12,6 @@ func validate(_ files: [ProtoFile]) throws {
         guard !file.package.isEmpty else {
             throw GeneratorError.unsupported("\(file.name): a package is required; it names the Swift namespace")
         }
-        if file.hasExtensions { throw GeneratorError.unsupported("\(file.name): extensions") }
         let namespace = Naming.namespace(ofPackage: file.package)
         if let other = packageOfNamespace.updateValue(file.package, forKey: namespace), other != file.package {
             throw GeneratorError.nameClash("packages \(other) and \(file.package) both map to namespace \(namespace)")
@@ -20,6 +19,25 @@ func validate(_ files: [ProtoFile]) throws {
         for message in file.messages { try validate(message, in: file, namespace: namespace) }
         for decl in file.enums { try validate(decl, in: file, namespace: namespace) }
         for service in file.services { try validate(service, in: file, namespace: namespace) }
+    }
+}
+
+/// An options file (`ProtoFile.isOptionsFile`) may declare enums and the method options schema-gen knows
+/// (`MethodOptionNumber`), nothing else: any other extension would be silently dropped from the generated code.
+func validateOptionsFile(_ file: ProtoFile) throws {
+    guard file.syntax == "proto3" else {
+        throw GeneratorError.unsupported("\(file.name): only proto3 is supported, not \(file.syntax.isEmpty ? "proto2" : file.syntax)")
+    }
+    guard file.messages.isEmpty, file.services.isEmpty else {
+        throw GeneratorError.unsupported("\(file.name): a file of options (extensions) may declare no messages or services")
+    }
+    for decl in file.extensions {
+        guard decl.extendee == ".google.protobuf.MethodOptions", MethodOptionNumber.known[Int(decl.number)] == decl.name else {
+            let known = MethodOptionNumber.known.sorted { $0.key < $1.key }.map { "\($0.value) = \($0.key)" }.joined(separator: ", ")
+            throw GeneratorError.unsupported(
+                "\(file.name): extension \(decl.name) = \(decl.number) of \(decl.extendee): schema-gen carries only the method "
+                    + "options it knows (\(known)); teach it a new one in MethodOptionNumber")
+        }
     }
 }
 
@@ -87,6 +105,18 @@ private func validate(_ service: ProtoServiceDecl, in file: ProtoFile, namespace
         let swiftName = Naming.lowerCamelCase(method.name)
         guard swiftNames.insert(swiftName).inserted else {
             throw GeneratorError.nameClash("\(location): the Swift name \(swiftName) is taken")
+        }
+        // Every rpc says who may call it: a forgotten level must not quietly open a method (or close one).
+        guard let access = method.access else {
+            throw GeneratorError.unsupported(
+                "\(location): no access level: add `option (menagerie.rpc.v1.access) = ACCESS_PUBLIC;` (or ACCESS_USER, "
+                    + "ACCESS_ADMIN) from menagerie/rpc/v1/options.proto")
+        }
+        guard (1...3).contains(access) else {
+            throw GeneratorError.unsupported("\(location): access level \(access) is none of ACCESS_PUBLIC, ACCESS_USER, ACCESS_ADMIN")
+        }
+        if let limit = method.maxRequestBytes, limit == 0 || limit > UInt64(UInt32.max) {
+            throw GeneratorError.unsupported("\(location): max_request_bytes must be 1 or more (omit it for the server's default)")
         }
     }
 }

@@ -1,6 +1,5 @@
 import ArgumentParser
 import BlobStore
-import BlobsAPI
 import BlobsService
 import ClassificationCore
 import ClassificationService
@@ -92,7 +91,10 @@ struct ClassificationCommand: AsyncParsableCommand {
                         // Off the cooperative pool: the store's read blocks its thread.
                         [blobs.repairer(every: .seconds(blobRepairInterval)) { try await environment.lane.run { try store.blobHashes() } }]
                     } ?? []),
-                    access: Self.access)
+                    // Activated models serve everyone (classify, list, search the catalogue); changing which models and
+                    // which catalogue every user gets is the admin's; datasets, trainings and jobs need a user; blobs
+                    // pass between replicas only (with the admin token): as the protos say.
+                    access: .declared)
             }
         } catch {
             throw ExitCode.failure
@@ -121,16 +123,4 @@ struct ClassificationCommand: AsyncParsableCommand {
         BlobsService(store: blobs.local, lane: environment.lane, replicaCertificate: try options.tlsCredentials()?.context.certificate?.subject)
     }
 
-    /// Activated models serve everyone (classify, list, search the catalogue); changing which models and which
-    /// catalogue every user gets is the admin's; datasets and trainings need a user.
-    static let access = AccessRules(default: .user, [
-        ClassificationV1.Classification.classify.path: .everyone, ClassificationV1.Classification.detect.path: .everyone,
-        ClassificationV1.Classification.listModels.path: .everyone, ClassificationV1.Classification.getModel.path: .everyone,
-        ClassificationV1.Classification.searchCatalogue.path: .everyone,
-        ClassificationV1.Classification.getCatalogueEntry.path: .everyone,
-        ClassificationV1.Classification.importModel.path: .admin, ClassificationV1.Classification.setActiveModel.path: .admin,
-        ClassificationV1.Classification.deleteModel.path: .admin, ClassificationV1.Classification.importCatalogue.path: .admin,
-        // Between replicas only (they call with the admin token).
-        BlobsV1.Blobs.putBlob.path: .admin, BlobsV1.Blobs.getBlob.path: .admin, BlobsV1.Blobs.hasBlobs.path: .admin,
-    ])
 }

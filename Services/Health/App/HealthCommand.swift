@@ -1,7 +1,6 @@
 import ArgumentParser
 import Base
 import Foundation
-import HealthAPI
 import Identity
 import HealthCore
 import HealthService
@@ -28,8 +27,8 @@ struct HealthCommand: AsyncParsableCommand {
                 if moved > 0 { environment.logger.info("moved \(moved) health token(s) to the shared identity") }
                 return AppServices(
                     rpc: [HealthService(store: store, lane: environment.lane, identity: environment.identity)],
-                    // Samples are their user's; signing up (CreateUser) is open, as it always was.
-                    access: AccessRules(default: .user, [HealthV1.Health.createUser.path: .everyone]))
+                    // Samples are their user's; signing up (CreateUser) is open, as it always was (health.proto).
+                    access: .declared)
             }
         } catch {
             throw ExitCode.failure

@@ -84,8 +84,9 @@ struct OCRCommand: AsyncParsableCommand {
                     jobs.rpcService,
                 ],
                 background: [jobs.backgroundService],
-                // Templates, records and scans belong to the user who made them: every call needs a user.
-                access: AccessRules(default: .user))
+                // Templates, records and scans belong to the user who made them: every call needs a user, as
+                // ocr.proto and jobs.proto say.
+                access: .declared)
         }
     }
 }

@@ -3,7 +3,6 @@ import Base
 import Foundation
 import Identity
 import Jobs
-import JobsAPI
 import JobsService
 import RPC
 import ServiceKit
@@ -112,11 +111,9 @@ struct ZooCommand: AsyncParsableCommand {
         ZooV1.Zoo.route.path, ZooV1.Zoo.nearby.path, ZooV1.Zoo.tour.path, ZooV1.Zoo.exportGeoJSON.path,
     ]
 
-    /// Reading the zoo is public; replacing its data (imports, tiles) and cancelling an import change what every
-    /// visitor sees, so they are the admin's.
-    static let access = AccessRules(default: .everyone, [
-        ZooV1.Zoo.importData.path: .admin, ZooV1.Zoo.importTiles.path: .admin, JobsV1.Jobs.cancelJob.path: .admin,
-    ])
+    /// Reading the zoo is public and replacing its data (imports, tiles) the admin's, as zoo.proto says; its jobs
+    /// are served at levels of their own (`ZooService.jobsAccess`).
+    static let access = AccessRules(overriding: ZooService.jobsAccess)
 
     /// Fills an empty database from the refresh sources, else (or when they fail) from the sample data.
     private func loadInitialData(into library: ZooLibrary, refresher: ZooRefresher?, logger: Logger) async {

@@ -27,6 +27,14 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
     /// The kind of the jobs ImportData starts.
     public static let importJobKind = "zoo.import"
 
+    /// The levels at which the zoo serves the shared Jobs service, which jobs.proto gives to users (an OCR user's
+    /// jobs are that user's): the zoo's jobs are its imports, which every visitor may follow, and cancelling one
+    /// changes what every visitor sees. Every other zoo method's level is zoo.proto's.
+    public static let jobsAccess: [String: MethodAccess] = [
+        JobsV1.Jobs.getJob.path: .public, JobsV1.Jobs.watchJob.path: .public, JobsV1.Jobs.listJobs.path: .public,
+        JobsV1.Jobs.cancelJob.path: .admin,
+    ]
+
     public init(
         library: ZooLibrary, refresher: ZooRefresher? = nil, jobs: JobRunner? = nil, tiles: MapTilesStore? = nil, tilesShared: Bool = true
     ) {

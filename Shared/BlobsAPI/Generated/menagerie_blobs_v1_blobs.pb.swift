@@ -124,16 +124,16 @@ extension BlobsV1 {
         /// Stores a blob, checked against its hash and size before it takes its name: a mismatch is
         /// INVALID_ARGUMENT and nothing is kept; a blob larger than the node takes, RESOURCE_EXHAUSTED.
         public static let putBlob = ProtoMethod<BlobsV1.PutBlobRequest, BlobsV1.PutBlobResponse>(
-            path: "/menagerie.blobs.v1.Blobs/PutBlob", clientStreaming: true, serverStreaming: false, idempotent: true)
+            path: "/menagerie.blobs.v1.Blobs/PutBlob", clientStreaming: true, serverStreaming: false, idempotent: true, access: .admin)
 
         /// A blob's bytes, checked against its hash on this node's disk first. NOT_FOUND when this node has none;
         /// DATA_LOSS when its copy is damaged (moved aside: ask another node).
         public static let getBlob = ProtoMethod<BlobsV1.GetBlobRequest, BlobsV1.BlobChunk>(
-            path: "/menagerie.blobs.v1.Blobs/GetBlob", serverStreaming: true, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.blobs.v1.Blobs/GetBlob", serverStreaming: true, idempotent: true, sideEffectFree: true, access: .admin, maxRequestBytes: 65536)
 
         /// Which of the hashes this node holds (not read: GetBlob checks them).
         public static let hasBlobs = ProtoMethod<BlobsV1.HasBlobsRequest, BlobsV1.HasBlobsResponse>(
-            path: "/menagerie.blobs.v1.Blobs/HasBlobs", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.blobs.v1.Blobs/HasBlobs", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .admin)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [putBlob.info, getBlob.info, hasBlobs.info]

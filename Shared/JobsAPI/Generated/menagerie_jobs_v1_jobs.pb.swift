@@ -236,28 +236,29 @@ extension JobsV1 {
         }
     }
 
-    /// The `menagerie.jobs.v1.Jobs` service.
+    /// The jobs of the service that offers it. Its rpcs need a user: a job and its result are their starter's (and the
+    /// admins'). A service whose jobs are everyone's to follow opens them (the zoo's imports: ZooService.jobsAccess).
     public enum Jobs {
         /// The service's full proto name.
         public static let name = "menagerie.jobs.v1.Jobs"
 
         /// One job. NOT_FOUND for an unknown id.
         public static let getJob = ProtoMethod<JobsV1.GetJobRequest, JobsV1.Job>(
-            path: "/menagerie.jobs.v1.Jobs/GetJob", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.jobs.v1.Jobs/GetJob", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// The job now, then again whenever it changes, until it reaches an end state (the last message).
         /// Works from any replica: progress is read from the shared database.
         public static let watchJob = ProtoMethod<JobsV1.WatchJobRequest, JobsV1.Job>(
-            path: "/menagerie.jobs.v1.Jobs/WatchJob", serverStreaming: true, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.jobs.v1.Jobs/WatchJob", serverStreaming: true, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// Asks the job to stop; answers with the job as it is now. A queued job is cancelled at once, a running
         /// one when it next checks (it may still finish first); a job already ended is returned unchanged.
         public static let cancelJob = ProtoMethod<JobsV1.CancelJobRequest, JobsV1.Job>(
-            path: "/menagerie.jobs.v1.Jobs/CancelJob", serverStreaming: false, idempotent: true)
+            path: "/menagerie.jobs.v1.Jobs/CancelJob", serverStreaming: false, idempotent: true, access: .user, maxRequestBytes: 65536)
 
         /// Jobs newest first, optionally filtered by state and kind, paged.
         public static let listJobs = ProtoMethod<JobsV1.ListJobsRequest, JobsV1.ListJobsResponse>(
-            path: "/menagerie.jobs.v1.Jobs/ListJobs", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.jobs.v1.Jobs/ListJobs", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [getJob.info, watchJob.info, cancelJob.info, listJobs.info]

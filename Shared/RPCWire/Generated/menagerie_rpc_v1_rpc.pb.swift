@@ -509,7 +509,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Health/Check`.
         public static let check = ProtoMethod<RpcV1.HealthCheckRequest, RpcV1.HealthCheckResponse>(
-            path: "/menagerie.rpc.v1.Health/Check", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.rpc.v1.Health/Check", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [check.info]
@@ -522,7 +522,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Reflection/ListServices`.
         public static let listServices = ProtoMethod<RpcV1.ListServicesRequest, RpcV1.ListServicesResponse>(
-            path: "/menagerie.rpc.v1.Reflection/ListServices", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.rpc.v1.Reflection/ListServices", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [listServices.info]
@@ -535,7 +535,7 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Stats/GetStats`.
         public static let getStats = ProtoMethod<RpcV1.GetStatsRequest, RpcV1.GetStatsResponse>(
-            path: "/menagerie.rpc.v1.Stats/GetStats", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.rpc.v1.Stats/GetStats", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [getStats.info]
@@ -548,20 +548,20 @@ extension RpcV1 {
 
         /// Calls `/menagerie.rpc.v1.Echo/Echo`.
         public static let echo = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
-            path: "/menagerie.rpc.v1.Echo/Echo", serverStreaming: false, idempotent: true)
+            path: "/menagerie.rpc.v1.Echo/Echo", serverStreaming: false, idempotent: true, access: .public)
 
         /// Calls `/menagerie.rpc.v1.Echo/Stream`.
         public static let stream = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
-            path: "/menagerie.rpc.v1.Echo/Stream", serverStreaming: true, idempotent: false)
+            path: "/menagerie.rpc.v1.Echo/Stream", serverStreaming: true, idempotent: false, access: .public)
 
         /// Client streaming: answers once the client half-closes, with the requests' payloads joined and
         /// `index` = the number of requests.
         public static let collect = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
-            path: "/menagerie.rpc.v1.Echo/Collect", clientStreaming: true, serverStreaming: false, idempotent: false)
+            path: "/menagerie.rpc.v1.Echo/Collect", clientStreaming: true, serverStreaming: false, idempotent: false, access: .public)
 
         /// Bidirectional streaming: answers each request as it arrives (`count` responses each).
         public static let chat = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
-            path: "/menagerie.rpc.v1.Echo/Chat", clientStreaming: true, serverStreaming: true, idempotent: false)
+            path: "/menagerie.rpc.v1.Echo/Chat", clientStreaming: true, serverStreaming: true, idempotent: false, access: .public)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [echo.info, stream.info, collect.info, chat.info]

@@ -323,7 +323,7 @@ extension FixturesV1 {
 
         /// Returns the envelope it is given.
         public static let reflect = ProtoMethod<FixturesV1.Envelope, FixturesV1.Envelope>(
-            path: "/menagerie.fixtures.v1.Fixtures/Reflect", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.fixtures.v1.Fixtures/Reflect", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [reflect.info]

@@ -64,11 +64,11 @@ extension JobsV1 {
 
         /// Starts a test job and answers with it (QUEUED or already RUNNING).
         public static let startTestJob = ProtoMethod<JobsV1.StartTestJobRequest, JobsV1.Job>(
-            path: "/menagerie.jobs.v1.JobsTesting/StartTestJob", serverStreaming: false, idempotent: false)
+            path: "/menagerie.jobs.v1.JobsTesting/StartTestJob", serverStreaming: false, idempotent: false, access: .user, maxRequestBytes: 65536)
 
         /// Sleeps, then answers.
         public static let sleep = ProtoMethod<JobsV1.SleepRequest, JobsV1.SleepResponse>(
-            path: "/menagerie.jobs.v1.JobsTesting/Sleep", serverStreaming: false, idempotent: false)
+            path: "/menagerie.jobs.v1.JobsTesting/Sleep", serverStreaming: false, idempotent: false, access: .user, maxRequestBytes: 65536)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [startTestJob.info, sleep.info]

@@ -1431,82 +1431,82 @@ extension ClassificationV1 {
         /// The header comes first, then the files in chunks; the service validates everything and stores the dataset in
         /// one transaction, or answers INVALID_ARGUMENT naming the image and field and keeps nothing.
         public static let uploadDataset = ProtoMethod<ClassificationV1.UploadDatasetRequest, ClassificationV1.DatasetSummary>(
-            path: "/menagerie.classification.v1.Classification/UploadDataset", clientStreaming: true, serverStreaming: false, idempotent: false)
+            path: "/menagerie.classification.v1.Classification/UploadDataset", clientStreaming: true, serverStreaming: false, idempotent: false, access: .user)
 
         /// Calls `/menagerie.classification.v1.Classification/ListDatasets`.
         public static let listDatasets = ProtoMethod<ClassificationV1.ListDatasetsRequest, ClassificationV1.ListDatasetsResponse>(
-            path: "/menagerie.classification.v1.Classification/ListDatasets", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.classification.v1.Classification/ListDatasets", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.classification.v1.Classification/GetDataset`.
         public static let getDataset = ProtoMethod<ClassificationV1.GetDatasetRequest, ClassificationV1.DatasetSummary>(
-            path: "/menagerie.classification.v1.Classification/GetDataset", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.classification.v1.Classification/GetDataset", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.classification.v1.Classification/DeleteDataset`.
         public static let deleteDataset = ProtoMethod<ClassificationV1.DeleteDatasetRequest, ClassificationV1.DeleteDatasetResponse>(
-            path: "/menagerie.classification.v1.Classification/DeleteDataset", serverStreaming: false, idempotent: true)
+            path: "/menagerie.classification.v1.Classification/DeleteDataset", serverStreaming: false, idempotent: true, access: .user, maxRequestBytes: 65536)
 
         /// Starts a training job (kind `classification.train`) on the heavy-work lane and answers with it at once; watch,
         /// cancel and collect it through menagerie.jobs.v1.Jobs. Progress: epoch / epochs, the message a TrainingProgress
         /// rendered as text ("epoch 3/12 loss 0.412 accuracy 0.871 validation 0.850"); the result a TrainingResult.
         public static let train = ProtoMethod<ClassificationV1.TrainRequest, JobsV1.Job>(
-            path: "/menagerie.classification.v1.Classification/Train", serverStreaming: false, idempotent: false)
+            path: "/menagerie.classification.v1.Classification/Train", serverStreaming: false, idempotent: false, access: .user, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.classification.v1.Classification/Evaluate`.
         public static let evaluate = ProtoMethod<ClassificationV1.EvaluateRequest, ClassificationV1.EvaluateResponse>(
-            path: "/menagerie.classification.v1.Classification/Evaluate", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.classification.v1.Classification/Evaluate", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.classification.v1.Classification/Classify`.
         public static let classify = ProtoMethod<ClassificationV1.ClassifyRequest, ClassificationV1.ClassifyResponse>(
-            path: "/menagerie.classification.v1.Classification/Classify", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.classification.v1.Classification/Classify", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public)
 
         /// Calls `/menagerie.classification.v1.Classification/Detect`.
         public static let detect = ProtoMethod<ClassificationV1.DetectRequest, ClassificationV1.DetectResponse>(
-            path: "/menagerie.classification.v1.Classification/Detect", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.classification.v1.Classification/Detect", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public)
 
         /// Real-time detection: frames in, boxes out, each answer naming its frame; when frames come faster than the model
         /// runs, stale ones are dropped (latest wins) so latency stays bounded.
         public static let detectStream = ProtoMethod<ClassificationV1.DetectStreamRequest, ClassificationV1.DetectStreamResponse>(
-            path: "/menagerie.classification.v1.Classification/DetectStream", clientStreaming: true, serverStreaming: true, idempotent: false)
+            path: "/menagerie.classification.v1.Classification/DetectStream", clientStreaming: true, serverStreaming: true, idempotent: false, access: .user)
 
         /// Calls `/menagerie.classification.v1.Classification/ListModels`.
         public static let listModels = ProtoMethod<ClassificationV1.ListModelsRequest, ClassificationV1.ListModelsResponse>(
-            path: "/menagerie.classification.v1.Classification/ListModels", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.classification.v1.Classification/ListModels", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.classification.v1.Classification/GetModel`.
         public static let getModel = ProtoMethod<ClassificationV1.GetModelRequest, ClassificationV1.ModelSummary>(
-            path: "/menagerie.classification.v1.Classification/GetModel", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.classification.v1.Classification/GetModel", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.classification.v1.Classification/DeleteModel`.
         public static let deleteModel = ProtoMethod<ClassificationV1.DeleteModelRequest, ClassificationV1.DeleteModelResponse>(
-            path: "/menagerie.classification.v1.Classification/DeleteModel", serverStreaming: false, idempotent: true)
+            path: "/menagerie.classification.v1.Classification/DeleteModel", serverStreaming: false, idempotent: true, access: .admin, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.classification.v1.Classification/SetActiveModel`.
         public static let setActiveModel = ProtoMethod<ClassificationV1.SetActiveModelRequest, ClassificationV1.SetActiveModelResponse>(
-            path: "/menagerie.classification.v1.Classification/SetActiveModel", serverStreaming: false, idempotent: true)
+            path: "/menagerie.classification.v1.Classification/SetActiveModel", serverStreaming: false, idempotent: true, access: .admin, maxRequestBytes: 65536)
 
         /// The container file in chunks (server stream).
         public static let exportModel = ProtoMethod<ClassificationV1.ExportModelRequest, ClassificationV1.ModelFileChunk>(
-            path: "/menagerie.classification.v1.Classification/ExportModel", serverStreaming: true, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.classification.v1.Classification/ExportModel", serverStreaming: true, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// The file as a client stream; a corrupt or foreign file answers INVALID_ARGUMENT and nothing is kept.
         public static let importModel = ProtoMethod<ClassificationV1.ImportModelRequest, ClassificationV1.ImportModelResponse>(
-            path: "/menagerie.classification.v1.Classification/ImportModel", clientStreaming: true, serverStreaming: false, idempotent: false)
+            path: "/menagerie.classification.v1.Classification/ImportModel", clientStreaming: true, serverStreaming: false, idempotent: false, access: .admin)
 
         /// Calls `/menagerie.classification.v1.Classification/ImportCatalogue`.
         public static let importCatalogue = ProtoMethod<ClassificationV1.ImportCatalogueRequest, ClassificationV1.ImportCatalogueResponse>(
-            path: "/menagerie.classification.v1.Classification/ImportCatalogue", serverStreaming: false, idempotent: false)
+            path: "/menagerie.classification.v1.Classification/ImportCatalogue", serverStreaming: false, idempotent: false, access: .admin)
 
         /// Calls `/menagerie.classification.v1.Classification/SearchCatalogue`.
         public static let searchCatalogue = ProtoMethod<ClassificationV1.SearchCatalogueRequest, ClassificationV1.SearchCatalogueResponse>(
-            path: "/menagerie.classification.v1.Classification/SearchCatalogue", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.classification.v1.Classification/SearchCatalogue", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.classification.v1.Classification/GetCatalogueEntry`.
         public static let getCatalogueEntry = ProtoMethod<ClassificationV1.GetCatalogueEntryRequest, ClassificationV1.CatalogueEntry>(
-            path: "/menagerie.classification.v1.Classification/GetCatalogueEntry", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.classification.v1.Classification/GetCatalogueEntry", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.classification.v1.Classification/Feedback`.
         public static let feedback = ProtoMethod<ClassificationV1.FeedbackRequest, ClassificationV1.FeedbackResponse>(
-            path: "/menagerie.classification.v1.Classification/Feedback", serverStreaming: false, idempotent: false)
+            path: "/menagerie.classification.v1.Classification/Feedback", serverStreaming: false, idempotent: false, access: .user)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [uploadDataset.info, listDatasets.info, getDataset.info, deleteDataset.info, train.info, evaluate.info, classify.info, detect.info, detectStream.info, listModels.info, getModel.info, deleteModel.info, setActiveModel.info, exportModel.info, importModel.info, importCatalogue.info, searchCatalogue.info, getCatalogueEntry.info, feedback.info]

@@ -832,57 +832,57 @@ extension HealthV1 {
 
         /// Creates a user and its first token. Needs no token. ALREADY_EXISTS for a taken name.
         public static let createUser = ProtoMethod<HealthV1.CreateUserRequest, HealthV1.CreateUserResponse>(
-            path: "/menagerie.health.v1.Health/CreateUser", serverStreaming: false, idempotent: false)
+            path: "/menagerie.health.v1.Health/CreateUser", serverStreaming: false, idempotent: false, access: .public, maxRequestBytes: 65536)
 
         /// Another token for the caller's user.
         public static let issueToken = ProtoMethod<HealthV1.IssueTokenRequest, HealthV1.IssueTokenResponse>(
-            path: "/menagerie.health.v1.Health/IssueToken", serverStreaming: false, idempotent: false)
+            path: "/menagerie.health.v1.Health/IssueToken", serverStreaming: false, idempotent: false, access: .user, maxRequestBytes: 65536)
 
         /// Revokes a token of the caller's user: calls with it are UNAUTHENTICATED from then on.
         public static let revokeToken = ProtoMethod<HealthV1.RevokeTokenRequest, HealthV1.RevokeTokenResponse>(
-            path: "/menagerie.health.v1.Health/RevokeToken", serverStreaming: false, idempotent: false)
+            path: "/menagerie.health.v1.Health/RevokeToken", serverStreaming: false, idempotent: false, access: .user, maxRequestBytes: 65536)
 
         /// The caller's user name and change-log position.
         public static let getAccount = ProtoMethod<HealthV1.GetAccountRequest, HealthV1.GetAccountResponse>(
-            path: "/menagerie.health.v1.Health/GetAccount", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.health.v1.Health/GetAccount", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// Adds a batch of samples in one transaction (idempotent by UUID).
         public static let addSamples = ProtoMethod<HealthV1.AddSamplesRequest, HealthV1.AddSamplesResponse>(
-            path: "/menagerie.health.v1.Health/AddSamples", serverStreaming: false, idempotent: true)
+            path: "/menagerie.health.v1.Health/AddSamples", serverStreaming: false, idempotent: true, access: .user)
 
         /// Deletes samples by UUID, keeping tombstones.
         public static let deleteSamples = ProtoMethod<HealthV1.DeleteSamplesRequest, HealthV1.DeleteSamplesResponse>(
-            path: "/menagerie.health.v1.Health/DeleteSamples", serverStreaming: false, idempotent: true)
+            path: "/menagerie.health.v1.Health/DeleteSamples", serverStreaming: false, idempotent: true, access: .user)
 
         /// Calls `/menagerie.health.v1.Health/GetSample`.
         public static let getSample = ProtoMethod<HealthV1.GetSampleRequest, HealthV1.GetSampleResponse>(
-            path: "/menagerie.health.v1.Health/GetSample", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.health.v1.Health/GetSample", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.health.v1.Health/QuerySamples`.
         public static let querySamples = ProtoMethod<HealthV1.QuerySamplesRequest, HealthV1.QuerySamplesResponse>(
-            path: "/menagerie.health.v1.Health/QuerySamples", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.health.v1.Health/QuerySamples", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.health.v1.Health/GetStatistics`.
         public static let getStatistics = ProtoMethod<HealthV1.GetStatisticsRequest, HealthV1.GetStatisticsResponse>(
-            path: "/menagerie.health.v1.Health/GetStatistics", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.health.v1.Health/GetStatistics", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// Where this device store's push resumes; binds an unbound store to the caller (so not NO_SIDE_EFFECTS).
         public static let getPushCursor = ProtoMethod<HealthV1.GetPushCursorRequest, HealthV1.GetPushCursorResponse>(
-            path: "/menagerie.health.v1.Health/GetPushCursor", serverStreaming: false, idempotent: true)
+            path: "/menagerie.health.v1.Health/GetPushCursor", serverStreaming: false, idempotent: true, access: .user, maxRequestBytes: 65536)
 
         /// A device's push: a client stream of batches, each committed with its anchor as it arrives (flow control
         /// holds the device's writer while the server is behind, so neither side holds more than a window of
         /// batches). A bad batch ends the call with its status; the batches before it stay committed.
         public static let push = ProtoMethod<HealthV1.PushRequest, HealthV1.PushResponse>(
-            path: "/menagerie.health.v1.Health/Push", clientStreaming: true, serverStreaming: false, idempotent: false)
+            path: "/menagerie.health.v1.Health/Push", clientStreaming: true, serverStreaming: false, idempotent: false, access: .user)
 
         /// The caller's changes after an anchor, page by page.
         public static let pull = ProtoMethod<HealthV1.PullRequest, HealthV1.PullResponse>(
-            path: "/menagerie.health.v1.Health/Pull", serverStreaming: true, idempotent: false)
+            path: "/menagerie.health.v1.Health/Pull", serverStreaming: true, idempotent: false, access: .user, maxRequestBytes: 65536)
 
         /// One type's samples as CSV.
         public static let exportCSV = ProtoMethod<HealthV1.ExportCSVRequest, HealthV1.ExportCSVChunk>(
-            path: "/menagerie.health.v1.Health/ExportCSV", serverStreaming: true, idempotent: false)
+            path: "/menagerie.health.v1.Health/ExportCSV", serverStreaming: true, idempotent: false, access: .user, maxRequestBytes: 65536)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [createUser.info, issueToken.info, revokeToken.info, getAccount.info, addSamples.info, deleteSamples.info, getSample.info, querySamples.info, getStatistics.info, getPushCursor.info, push.info, pull.info, exportCSV.info]

@@ -1126,69 +1126,69 @@ extension OcrV1 {
 
         /// Text, observations and what was done to the image. NOT_FOUND when no text was found.
         public static let scan = ProtoMethod<OcrV1.ScanRequest, OcrV1.ScanResponse>(
-            path: "/menagerie.ocr.v1.OCR/Scan", clientStreaming: true, serverStreaming: false, idempotent: false)
+            path: "/menagerie.ocr.v1.OCR/Scan", clientStreaming: true, serverStreaming: false, idempotent: false, access: .user)
 
         /// Many images as a job (kind "ocr.batch_scan"), recognised in parallel up to the core count. Answers with the
         /// job (QUEUED) once the upload is complete; watch it with menagerie.jobs.v1.Jobs (progress: files done /
         /// files). A SUCCEEDED job's result is a BatchScanResult; a file that fails does not fail the job.
         public static let startBatchScan = ProtoMethod<OcrV1.BatchScanRequest, JobsV1.Job>(
-            path: "/menagerie.ocr.v1.OCR/StartBatchScan", clientStreaming: true, serverStreaming: false, idempotent: false)
+            path: "/menagerie.ocr.v1.OCR/StartBatchScan", clientStreaming: true, serverStreaming: false, idempotent: false, access: .user)
 
         /// A photo's values for a template, pre-filled for the user to correct. Nothing is saved.
         public static let draftRecord = ProtoMethod<OcrV1.DraftRecordRequest, OcrV1.DraftRecordResponse>(
-            path: "/menagerie.ocr.v1.OCR/DraftRecord", clientStreaming: true, serverStreaming: false, idempotent: false)
+            path: "/menagerie.ocr.v1.OCR/DraftRecord", clientStreaming: true, serverStreaming: false, idempotent: false, access: .user)
 
         /// Calls `/menagerie.ocr.v1.OCR/CreateTemplate`.
         public static let createTemplate = ProtoMethod<OcrV1.CreateTemplateRequest, OcrV1.CreateTemplateResponse>(
-            path: "/menagerie.ocr.v1.OCR/CreateTemplate", serverStreaming: false, idempotent: false)
+            path: "/menagerie.ocr.v1.OCR/CreateTemplate", serverStreaming: false, idempotent: false, access: .user, maxRequestBytes: 1048576)
 
         /// Calls `/menagerie.ocr.v1.OCR/ListTemplates`.
         public static let listTemplates = ProtoMethod<OcrV1.ListTemplatesRequest, OcrV1.ListTemplatesResponse>(
-            path: "/menagerie.ocr.v1.OCR/ListTemplates", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.ocr.v1.OCR/ListTemplates", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.ocr.v1.OCR/GetTemplate`.
         public static let getTemplate = ProtoMethod<OcrV1.GetTemplateRequest, OcrV1.GetTemplateResponse>(
-            path: "/menagerie.ocr.v1.OCR/GetTemplate", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.ocr.v1.OCR/GetTemplate", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.ocr.v1.OCR/RenameTemplate`.
         public static let renameTemplate = ProtoMethod<OcrV1.RenameTemplateRequest, OcrV1.RenameTemplateResponse>(
-            path: "/menagerie.ocr.v1.OCR/RenameTemplate", serverStreaming: false, idempotent: true)
+            path: "/menagerie.ocr.v1.OCR/RenameTemplate", serverStreaming: false, idempotent: true, access: .user, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.ocr.v1.OCR/RenameValues`.
         public static let renameValues = ProtoMethod<OcrV1.RenameValuesRequest, OcrV1.RenameValuesResponse>(
-            path: "/menagerie.ocr.v1.OCR/RenameValues", serverStreaming: false, idempotent: false)
+            path: "/menagerie.ocr.v1.OCR/RenameValues", serverStreaming: false, idempotent: false, access: .user, maxRequestBytes: 1048576)
 
         /// Calls `/menagerie.ocr.v1.OCR/UpdateTemplate`.
         public static let updateTemplate = ProtoMethod<OcrV1.UpdateTemplateRequest, OcrV1.UpdateTemplateResponse>(
-            path: "/menagerie.ocr.v1.OCR/UpdateTemplate", serverStreaming: false, idempotent: false)
+            path: "/menagerie.ocr.v1.OCR/UpdateTemplate", serverStreaming: false, idempotent: false, access: .user, maxRequestBytes: 1048576)
 
         /// Not retried: a second attempt after a lost answer would say NOT_FOUND.
         public static let deleteTemplate = ProtoMethod<OcrV1.DeleteTemplateRequest, OcrV1.DeleteTemplateResponse>(
-            path: "/menagerie.ocr.v1.OCR/DeleteTemplate", serverStreaming: false, idempotent: false)
+            path: "/menagerie.ocr.v1.OCR/DeleteTemplate", serverStreaming: false, idempotent: false, access: .user, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.ocr.v1.OCR/AddRecord`.
         public static let addRecord = ProtoMethod<OcrV1.AddRecordRequest, OcrV1.AddRecordResponse>(
-            path: "/menagerie.ocr.v1.OCR/AddRecord", serverStreaming: false, idempotent: false)
+            path: "/menagerie.ocr.v1.OCR/AddRecord", serverStreaming: false, idempotent: false, access: .user, maxRequestBytes: 1048576)
 
         /// Calls `/menagerie.ocr.v1.OCR/LatestRecords`.
         public static let latestRecords = ProtoMethod<OcrV1.LatestRecordsRequest, OcrV1.LatestRecordsResponse>(
-            path: "/menagerie.ocr.v1.OCR/LatestRecords", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.ocr.v1.OCR/LatestRecords", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.ocr.v1.OCR/ListRecords`.
         public static let listRecords = ProtoMethod<OcrV1.ListRecordsRequest, OcrV1.ListRecordsResponse>(
-            path: "/menagerie.ocr.v1.OCR/ListRecords", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.ocr.v1.OCR/ListRecords", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.ocr.v1.OCR/UpdateRecord`.
         public static let updateRecord = ProtoMethod<OcrV1.UpdateRecordRequest, OcrV1.UpdateRecordResponse>(
-            path: "/menagerie.ocr.v1.OCR/UpdateRecord", serverStreaming: false, idempotent: true)
+            path: "/menagerie.ocr.v1.OCR/UpdateRecord", serverStreaming: false, idempotent: true, access: .user, maxRequestBytes: 1048576)
 
         /// Not retried: a second attempt after a lost answer would say NOT_FOUND.
         public static let deleteRecord = ProtoMethod<OcrV1.DeleteRecordRequest, OcrV1.DeleteRecordResponse>(
-            path: "/menagerie.ocr.v1.OCR/DeleteRecord", serverStreaming: false, idempotent: false)
+            path: "/menagerie.ocr.v1.OCR/DeleteRecord", serverStreaming: false, idempotent: false, access: .user, maxRequestBytes: 65536)
 
         /// Calls `/menagerie.ocr.v1.OCR/ExportRecords`.
         public static let exportRecords = ProtoMethod<OcrV1.ExportRecordsRequest, OcrV1.ExportRecordsChunk>(
-            path: "/menagerie.ocr.v1.OCR/ExportRecords", serverStreaming: true, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.ocr.v1.OCR/ExportRecords", serverStreaming: true, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [scan.info, startBatchScan.info, draftRecord.info, createTemplate.info, listTemplates.info, getTemplate.info, renameTemplate.info, renameValues.info, updateTemplate.info, deleteTemplate.info, addRecord.info, latestRecords.info, listRecords.info, updateRecord.info, deleteRecord.info, exportRecords.info]

@@ -1306,19 +1306,19 @@ extension ZooV1 {
 
         /// Free-text search with filters, ranked and paged.
         public static let searchAnimals = ProtoMethod<ZooV1.SearchAnimalsRequest, ZooV1.SearchAnimalsResponse>(
-            path: "/menagerie.zoo.v1.Zoo/SearchAnimals", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.zoo.v1.Zoo/SearchAnimals", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// One animal with every attribute. NOT_FOUND for an unknown id or an animal not currently kept.
         public static let getAnimal = ProtoMethod<ZooV1.GetAnimalRequest, ZooV1.GetAnimalResponse>(
-            path: "/menagerie.zoo.v1.Zoo/GetAnimal", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.zoo.v1.Zoo/GetAnimal", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// Each filter kind's values with how many animals have each.
         public static let listFilterValues = ProtoMethod<ZooV1.ListFilterValuesRequest, ZooV1.ListFilterValuesResponse>(
-            path: "/menagerie.zoo.v1.Zoo/ListFilterValues", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.zoo.v1.Zoo/ListFilterValues", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// Import metadata, stored counts and the refresh schedule.
         public static let getMetadata = ProtoMethod<ZooV1.GetMetadataRequest, ZooV1.GetMetadataResponse>(
-            path: "/menagerie.zoo.v1.Zoo/GetMetadata", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.zoo.v1.Zoo/GetMetadata", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// Starts importing the files (in one transaction) as a job of kind `zoo.import` and answers with it at once;
         /// follow it with menagerie.jobs.v1.Jobs/WatchJob (progress: parsing, writing, indexing). The job's result is
@@ -1326,40 +1326,40 @@ extension ZooV1 {
         /// stays and the error is recorded). INVALID_ARGUMENT at once for a malformed request, RESOURCE_EXHAUSTED
         /// when the service's heavy-work lane is full.
         public static let importData = ProtoMethod<ZooV1.ImportDataRequest, JobsV1.Job>(
-            path: "/menagerie.zoo.v1.Zoo/ImportData", serverStreaming: false, idempotent: false)
+            path: "/menagerie.zoo.v1.Zoo/ImportData", serverStreaming: false, idempotent: false, access: .admin)
 
         /// Stores an MBTiles file of the zoo map (served at `GET /api/map/data`), sent as a client stream of pieces,
         /// replacing the stored one at once when the whole file has arrived and checks out: an SQLite database with
         /// `metadata(name, value)` and `tiles(zoom_level, tile_column, tile_row, tile_data)`, at most 1 GiB.
         /// Anything else is INVALID_ARGUMENT and the stored file stays.
         public static let importTiles = ProtoMethod<ZooV1.ImportTilesRequest, ZooV1.ImportTilesResponse>(
-            path: "/menagerie.zoo.v1.Zoo/ImportTiles", clientStreaming: true, serverStreaming: false, idempotent: false)
+            path: "/menagerie.zoo.v1.Zoo/ImportTiles", clientStreaming: true, serverStreaming: false, idempotent: false, access: .admin)
 
         /// The shortest walk. An animal without a pen of its own is reached at its house or zoo part (the response's
         /// destination says which). OUT_OF_RANGE for a point off the map, FAILED_PRECONDITION for an animal that
         /// cannot be placed on the map, NOT_FOUND when no footpath connects the ends, INVALID_ARGUMENT for malformed coordinates.
         public static let route = ProtoMethod<ZooV1.RouteRequest, ZooV1.RouteResponse>(
-            path: "/menagerie.zoo.v1.Zoo/Route", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.zoo.v1.Zoo/Route", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// Currently kept animals within walking reach of a point, nearest first.
         public static let nearby = ProtoMethod<ZooV1.NearbyRequest, ZooV1.NearbyResponse>(
-            path: "/menagerie.zoo.v1.Zoo/Nearby", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.zoo.v1.Zoo/Nearby", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// A short visiting order for a set of animals (nearest neighbour improved by 2-opt), leg by leg.
         public static let tour = ProtoMethod<ZooV1.TourRequest, ZooV1.TourResponse>(
-            path: "/menagerie.zoo.v1.Zoo/Tour", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.zoo.v1.Zoo/Tour", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// The whole catalogue with every attribute, in pages of animals by ascending id (every animal, kept now or not).
         public static let exportCatalogue = ProtoMethod<ZooV1.ExportCatalogueRequest, ZooV1.CataloguePage>(
-            path: "/menagerie.zoo.v1.Zoo/ExportCatalogue", serverStreaming: true, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.zoo.v1.Zoo/ExportCatalogue", serverStreaming: true, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// The footpath graph with node ids and connectors (about 0.2 MiB for the real zoo: one message).
         public static let getFootpathGraph = ProtoMethod<ZooV1.GetFootpathGraphRequest, ZooV1.GetFootpathGraphResponse>(
-            path: "/menagerie.zoo.v1.Zoo/GetFootpathGraph", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.zoo.v1.Zoo/GetFootpathGraph", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// The footpaths and animal locations as GeoJSON.
         public static let exportGeoJSON = ProtoMethod<ZooV1.ExportGeoJSONRequest, ZooV1.ExportGeoJSONResponse>(
-            path: "/menagerie.zoo.v1.Zoo/ExportGeoJSON", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.zoo.v1.Zoo/ExportGeoJSON", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [searchAnimals.info, getAnimal.info, listFilterValues.info, getMetadata.info, importData.info, importTiles.info, route.info, nearby.info, tour.info, exportCatalogue.info, getFootpathGraph.info, exportGeoJSON.info]

@@ -149,20 +149,20 @@ extension GuestbookV1 {
 
         /// Adds a note and answers with it as stored.
         public static let addEntry = ProtoMethod<GuestbookV1.AddEntryRequest, GuestbookV1.Entry>(
-            path: "/menagerie.guestbook.v1.Guestbook/AddEntry", serverStreaming: false, idempotent: false)
+            path: "/menagerie.guestbook.v1.Guestbook/AddEntry", serverStreaming: false, idempotent: false, access: .public)
 
         /// One note by id; NOT_FOUND for an id no note has.
         public static let getEntry = ProtoMethod<GuestbookV1.GetEntryRequest, GuestbookV1.Entry>(
-            path: "/menagerie.guestbook.v1.Guestbook/GetEntry", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.guestbook.v1.Guestbook/GetEntry", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public)
 
         /// An animal's notes, oldest first, paged.
         public static let listEntries = ProtoMethod<GuestbookV1.ListEntriesRequest, GuestbookV1.ListEntriesResponse>(
-            path: "/menagerie.guestbook.v1.Guestbook/ListEntries", serverStreaming: false, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.guestbook.v1.Guestbook/ListEntries", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public)
 
         /// An animal's notes after after_id, those stored now and then each as it is added (by any replica: read
         /// from the shared database), until `count` were sent.
         public static let watchEntries = ProtoMethod<GuestbookV1.WatchEntriesRequest, GuestbookV1.Entry>(
-            path: "/menagerie.guestbook.v1.Guestbook/WatchEntries", serverStreaming: true, idempotent: true, sideEffectFree: true)
+            path: "/menagerie.guestbook.v1.Guestbook/WatchEntries", serverStreaming: true, idempotent: true, sideEffectFree: true, access: .public)
 
         /// Every method of the service, in declaration order.
         public static let methods: [ProtoMethodInfo] = [addEntry.info, getEntry.info, listEntries.info, watchEntries.info]

@@ -11,9 +11,10 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from menagerie.rpc.v1 import options_pb2 as menagerie_dot_rpc_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1emenagerie/blobs/v1/blobs.proto\x12\x12menagerie.blobs.v1\":\n\x0ePutBlobRequest\x12\x0c\n\x04hash\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"*\n\x0fPutBlobResponse\x12\x17\n\x0f\x61lready_present\x18\x01 \x01(\x08\"\x1e\n\x0eGetBlobRequest\x12\x0c\n\x04hash\x18\x01 \x01(\t\"\'\n\tBlobChunk\x12\x0c\n\x04size\x18\x01 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\"!\n\x0fHasBlobsRequest\x12\x0e\n\x06hashes\x18\x01 \x03(\t\"#\n\x10HasBlobsResponse\x12\x0f\n\x07present\x18\x01 \x03(\t2\x93\x02\n\x05\x42lobs\x12Y\n\x07PutBlob\x12\".menagerie.blobs.v1.PutBlobRequest\x1a#.menagerie.blobs.v1.PutBlobResponse\"\x03\x90\x02\x02(\x01\x12S\n\x07GetBlob\x12\".menagerie.blobs.v1.GetBlobRequest\x1a\x1d.menagerie.blobs.v1.BlobChunk\"\x03\x90\x02\x01\x30\x01\x12Z\n\x08HasBlobs\x12#.menagerie.blobs.v1.HasBlobsRequest\x1a$.menagerie.blobs.v1.HasBlobsResponse\"\x03\x90\x02\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1emenagerie/blobs/v1/blobs.proto\x12\x12menagerie.blobs.v1\x1a\x1emenagerie/rpc/v1/options.proto\":\n\x0ePutBlobRequest\x12\x0c\n\x04hash\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"*\n\x0fPutBlobResponse\x12\x17\n\x0f\x61lready_present\x18\x01 \x01(\x08\"\x1e\n\x0eGetBlobRequest\x12\x0c\n\x04hash\x18\x01 \x01(\t\"\'\n\tBlobChunk\x12\x0c\n\x04size\x18\x01 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\"!\n\x0fHasBlobsRequest\x12\x0e\n\x06hashes\x18\x01 \x03(\t\"#\n\x10HasBlobsResponse\x12\x0f\n\x07present\x18\x01 \x03(\t2\xa5\x02\n\x05\x42lobs\x12]\n\x07PutBlob\x12\".menagerie.blobs.v1.PutBlobRequest\x1a#.menagerie.blobs.v1.PutBlobResponse\"\x07\x90\x02\x02\xa8\xbb\x18\x03(\x01\x12]\n\x07GetBlob\x12\".menagerie.blobs.v1.GetBlobRequest\x1a\x1d.menagerie.blobs.v1.BlobChunk\"\r\x90\x02\x01\xa8\xbb\x18\x03\xb0\xbb\x18\x80\x80\x04\x30\x01\x12^\n\x08HasBlobs\x12#.menagerie.blobs.v1.HasBlobsRequest\x1a$.menagerie.blobs.v1.HasBlobsResponse\"\x07\x90\x02\x01\xa8\xbb\x18\x03\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'menagerie.blobs.v1.blobs_pb2', globals())
@@ -21,23 +22,23 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   _BLOBS.methods_by_name['PutBlob']._options = None
-  _BLOBS.methods_by_name['PutBlob']._serialized_options = b'\220\002\002'
+  _BLOBS.methods_by_name['PutBlob']._serialized_options = b'\220\002\002\250\273\030\003'
   _BLOBS.methods_by_name['GetBlob']._options = None
-  _BLOBS.methods_by_name['GetBlob']._serialized_options = b'\220\002\001'
+  _BLOBS.methods_by_name['GetBlob']._serialized_options = b'\220\002\001\250\273\030\003\260\273\030\200\200\004'
   _BLOBS.methods_by_name['HasBlobs']._options = None
-  _BLOBS.methods_by_name['HasBlobs']._serialized_options = b'\220\002\001'
-  _PUTBLOBREQUEST._serialized_start=54
-  _PUTBLOBREQUEST._serialized_end=112
-  _PUTBLOBRESPONSE._serialized_start=114
-  _PUTBLOBRESPONSE._serialized_end=156
-  _GETBLOBREQUEST._serialized_start=158
-  _GETBLOBREQUEST._serialized_end=188
-  _BLOBCHUNK._serialized_start=190
-  _BLOBCHUNK._serialized_end=229
-  _HASBLOBSREQUEST._serialized_start=231
-  _HASBLOBSREQUEST._serialized_end=264
-  _HASBLOBSRESPONSE._serialized_start=266
-  _HASBLOBSRESPONSE._serialized_end=301
-  _BLOBS._serialized_start=304
-  _BLOBS._serialized_end=579
+  _BLOBS.methods_by_name['HasBlobs']._serialized_options = b'\220\002\001\250\273\030\003'
+  _PUTBLOBREQUEST._serialized_start=86
+  _PUTBLOBREQUEST._serialized_end=144
+  _PUTBLOBRESPONSE._serialized_start=146
+  _PUTBLOBRESPONSE._serialized_end=188
+  _GETBLOBREQUEST._serialized_start=190
+  _GETBLOBREQUEST._serialized_end=220
+  _BLOBCHUNK._serialized_start=222
+  _BLOBCHUNK._serialized_end=261
+  _HASBLOBSREQUEST._serialized_start=263
+  _HASBLOBSREQUEST._serialized_end=296
+  _HASBLOBSRESPONSE._serialized_start=298
+  _HASBLOBSRESPONSE._serialized_end=333
+  _BLOBS._serialized_start=336
+  _BLOBS._serialized_end=629
 # @@protoc_insertion_point(module_scope)

@@ -11,9 +11,10 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from menagerie.rpc.v1 import options_pb2 as menagerie_dot_rpc_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmenagerie/jobs/v1/jobs.proto\x12\x11menagerie.jobs.v1\"-\n\tJobResult\x12\x11\n\ttype_name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c\")\n\x08JobError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\x0f\n\x07message\x18\x02 \x01(\t\"\xc8\x02\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12*\n\x05state\x18\x03 \x01(\x0e\x32\x1b.menagerie.jobs.v1.JobState\x12\x10\n\x08progress\x18\x04 \x01(\x01\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x12\n\ncreated_at\x18\x06 \x01(\x01\x12\x17\n\nstarted_at\x18\x07 \x01(\x01H\x00\x88\x01\x01\x12\x18\n\x0b\x66inished_at\x18\x08 \x01(\x01H\x01\x88\x01\x01\x12,\n\x06result\x18\t \x01(\x0b\x32\x1c.menagerie.jobs.v1.JobResult\x12*\n\x05\x65rror\x18\n \x01(\x0b\x32\x1b.menagerie.jobs.v1.JobError\x12\x18\n\x10\x63\x61ncel_requested\x18\x0b \x01(\x08\x42\r\n\x0b_started_atB\x0e\n\x0c_finished_at\"\x1b\n\rGetJobRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\x1d\n\x0fWatchJobRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\x1e\n\x10\x43\x61ncelJobRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\x86\x01\n\x0fListJobsRequest\x12+\n\x06states\x18\x01 \x03(\x0e\x32\x1b.menagerie.jobs.v1.JobState\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x16\n\tpage_size\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x12\n\npage_token\x18\x04 \x01(\tB\x0c\n\n_page_size\"Q\n\x10ListJobsResponse\x12$\n\x04jobs\x18\x01 \x03(\x0b\x32\x16.menagerie.jobs.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*\x9a\x01\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n\x10JOB_STATE_QUEUED\x10\x01\x12\x15\n\x11JOB_STATE_RUNNING\x10\x02\x12\x17\n\x13JOB_STATE_SUCCEEDED\x10\x03\x12\x14\n\x10JOB_STATE_FAILED\x10\x04\x12\x17\n\x13JOB_STATE_CANCELLED\x10\x05\x32\xc7\x02\n\x04Jobs\x12G\n\x06GetJob\x12 .menagerie.jobs.v1.GetJobRequest\x1a\x16.menagerie.jobs.v1.Job\"\x03\x90\x02\x01\x12M\n\x08WatchJob\x12\".menagerie.jobs.v1.WatchJobRequest\x1a\x16.menagerie.jobs.v1.Job\"\x03\x90\x02\x01\x30\x01\x12M\n\tCancelJob\x12#.menagerie.jobs.v1.CancelJobRequest\x1a\x16.menagerie.jobs.v1.Job\"\x03\x90\x02\x02\x12X\n\x08ListJobs\x12\".menagerie.jobs.v1.ListJobsRequest\x1a#.menagerie.jobs.v1.ListJobsResponse\"\x03\x90\x02\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmenagerie/jobs/v1/jobs.proto\x12\x11menagerie.jobs.v1\x1a\x1emenagerie/rpc/v1/options.proto\"-\n\tJobResult\x12\x11\n\ttype_name\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c\")\n\x08JobError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\x0f\n\x07message\x18\x02 \x01(\t\"\xc8\x02\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12*\n\x05state\x18\x03 \x01(\x0e\x32\x1b.menagerie.jobs.v1.JobState\x12\x10\n\x08progress\x18\x04 \x01(\x01\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x12\n\ncreated_at\x18\x06 \x01(\x01\x12\x17\n\nstarted_at\x18\x07 \x01(\x01H\x00\x88\x01\x01\x12\x18\n\x0b\x66inished_at\x18\x08 \x01(\x01H\x01\x88\x01\x01\x12,\n\x06result\x18\t \x01(\x0b\x32\x1c.menagerie.jobs.v1.JobResult\x12*\n\x05\x65rror\x18\n \x01(\x0b\x32\x1b.menagerie.jobs.v1.JobError\x12\x18\n\x10\x63\x61ncel_requested\x18\x0b \x01(\x08\x42\r\n\x0b_started_atB\x0e\n\x0c_finished_at\"\x1b\n\rGetJobRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\x1d\n\x0fWatchJobRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\x1e\n\x10\x43\x61ncelJobRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\x86\x01\n\x0fListJobsRequest\x12+\n\x06states\x18\x01 \x03(\x0e\x32\x1b.menagerie.jobs.v1.JobState\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x16\n\tpage_size\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x12\n\npage_token\x18\x04 \x01(\tB\x0c\n\n_page_size\"Q\n\x10ListJobsResponse\x12$\n\x04jobs\x18\x01 \x03(\x0b\x32\x16.menagerie.jobs.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*\x9a\x01\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n\x10JOB_STATE_QUEUED\x10\x01\x12\x15\n\x11JOB_STATE_RUNNING\x10\x02\x12\x17\n\x13JOB_STATE_SUCCEEDED\x10\x03\x12\x14\n\x10JOB_STATE_FAILED\x10\x04\x12\x17\n\x13JOB_STATE_CANCELLED\x10\x05\x32\xef\x02\n\x04Jobs\x12Q\n\x06GetJob\x12 .menagerie.jobs.v1.GetJobRequest\x1a\x16.menagerie.jobs.v1.Job\"\r\x90\x02\x01\xa8\xbb\x18\x02\xb0\xbb\x18\x80\x80\x04\x12W\n\x08WatchJob\x12\".menagerie.jobs.v1.WatchJobRequest\x1a\x16.menagerie.jobs.v1.Job\"\r\x90\x02\x01\xa8\xbb\x18\x02\xb0\xbb\x18\x80\x80\x04\x30\x01\x12W\n\tCancelJob\x12#.menagerie.jobs.v1.CancelJobRequest\x1a\x16.menagerie.jobs.v1.Job\"\r\x90\x02\x02\xa8\xbb\x18\x02\xb0\xbb\x18\x80\x80\x04\x12\x62\n\x08ListJobs\x12\".menagerie.jobs.v1.ListJobsRequest\x1a#.menagerie.jobs.v1.ListJobsResponse\"\r\x90\x02\x01\xa8\xbb\x18\x02\xb0\xbb\x18\x80\x80\x04\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'menagerie.jobs.v1.jobs_pb2', globals())
@@ -21,31 +22,31 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   _JOBS.methods_by_name['GetJob']._options = None
-  _JOBS.methods_by_name['GetJob']._serialized_options = b'\220\002\001'
+  _JOBS.methods_by_name['GetJob']._serialized_options = b'\220\002\001\250\273\030\002\260\273\030\200\200\004'
   _JOBS.methods_by_name['WatchJob']._options = None
-  _JOBS.methods_by_name['WatchJob']._serialized_options = b'\220\002\001'
+  _JOBS.methods_by_name['WatchJob']._serialized_options = b'\220\002\001\250\273\030\002\260\273\030\200\200\004'
   _JOBS.methods_by_name['CancelJob']._options = None
-  _JOBS.methods_by_name['CancelJob']._serialized_options = b'\220\002\002'
+  _JOBS.methods_by_name['CancelJob']._serialized_options = b'\220\002\002\250\273\030\002\260\273\030\200\200\004'
   _JOBS.methods_by_name['ListJobs']._options = None
-  _JOBS.methods_by_name['ListJobs']._serialized_options = b'\220\002\001'
-  _JOBSTATE._serialized_start=785
-  _JOBSTATE._serialized_end=939
-  _JOBRESULT._serialized_start=51
-  _JOBRESULT._serialized_end=96
-  _JOBERROR._serialized_start=98
-  _JOBERROR._serialized_end=139
-  _JOB._serialized_start=142
-  _JOB._serialized_end=470
-  _GETJOBREQUEST._serialized_start=472
-  _GETJOBREQUEST._serialized_end=499
-  _WATCHJOBREQUEST._serialized_start=501
-  _WATCHJOBREQUEST._serialized_end=530
-  _CANCELJOBREQUEST._serialized_start=532
-  _CANCELJOBREQUEST._serialized_end=562
-  _LISTJOBSREQUEST._serialized_start=565
-  _LISTJOBSREQUEST._serialized_end=699
-  _LISTJOBSRESPONSE._serialized_start=701
-  _LISTJOBSRESPONSE._serialized_end=782
-  _JOBS._serialized_start=942
-  _JOBS._serialized_end=1269
+  _JOBS.methods_by_name['ListJobs']._serialized_options = b'\220\002\001\250\273\030\002\260\273\030\200\200\004'
+  _JOBSTATE._serialized_start=817
+  _JOBSTATE._serialized_end=971
+  _JOBRESULT._serialized_start=83
+  _JOBRESULT._serialized_end=128
+  _JOBERROR._serialized_start=130
+  _JOBERROR._serialized_end=171
+  _JOB._serialized_start=174
+  _JOB._serialized_end=502
+  _GETJOBREQUEST._serialized_start=504
+  _GETJOBREQUEST._serialized_end=531
+  _WATCHJOBREQUEST._serialized_start=533
+  _WATCHJOBREQUEST._serialized_end=562
+  _CANCELJOBREQUEST._serialized_start=564
+  _CANCELJOBREQUEST._serialized_end=594
+  _LISTJOBSREQUEST._serialized_start=597
+  _LISTJOBSREQUEST._serialized_end=731
+  _LISTJOBSRESPONSE._serialized_start=733
+  _LISTJOBSRESPONSE._serialized_end=814
+  _JOBS._serialized_start=974
+  _JOBS._serialized_end=1341
 # @@protoc_insertion_point(module_scope)

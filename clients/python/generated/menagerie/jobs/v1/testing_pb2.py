@@ -12,21 +12,26 @@ _sym_db = _symbol_database.Default()
 
 
 from menagerie.jobs.v1 import jobs_pb2 as menagerie_dot_jobs_dot_v1_dot_jobs__pb2
+from menagerie.rpc.v1 import options_pb2 as menagerie_dot_rpc_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fmenagerie/jobs/v1/testing.proto\x12\x11menagerie.jobs.v1\x1a\x1cmenagerie/jobs/v1/jobs.proto\"^\n\x13StartTestJobRequest\x12\r\n\x05steps\x18\x01 \x01(\x05\x12\x0f\n\x07step_ms\x18\x02 \x01(\x05\x12\x0f\n\x07payload\x18\x03 \x01(\x0c\x12\x16\n\x0e\x66\x61il_with_code\x18\x04 \x01(\r\"+\n\x0cSleepRequest\x12\n\n\x02ms\x18\x01 \x01(\x05\x12\x0f\n\x07on_lane\x18\x02 \x01(\x08\"\x0f\n\rSleepResponse2\xa9\x01\n\x0bJobsTesting\x12N\n\x0cStartTestJob\x12&.menagerie.jobs.v1.StartTestJobRequest\x1a\x16.menagerie.jobs.v1.Job\x12J\n\x05Sleep\x12\x1f.menagerie.jobs.v1.SleepRequest\x1a .menagerie.jobs.v1.SleepResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fmenagerie/jobs/v1/testing.proto\x12\x11menagerie.jobs.v1\x1a\x1cmenagerie/jobs/v1/jobs.proto\x1a\x1emenagerie/rpc/v1/options.proto\"^\n\x13StartTestJobRequest\x12\r\n\x05steps\x18\x01 \x01(\x05\x12\x0f\n\x07step_ms\x18\x02 \x01(\x05\x12\x0f\n\x07payload\x18\x03 \x01(\x0c\x12\x16\n\x0e\x66\x61il_with_code\x18\x04 \x01(\r\"+\n\x0cSleepRequest\x12\n\n\x02ms\x18\x01 \x01(\x05\x12\x0f\n\x07on_lane\x18\x02 \x01(\x08\"\x0f\n\rSleepResponse2\xc1\x01\n\x0bJobsTesting\x12Z\n\x0cStartTestJob\x12&.menagerie.jobs.v1.StartTestJobRequest\x1a\x16.menagerie.jobs.v1.Job\"\n\xa8\xbb\x18\x02\xb0\xbb\x18\x80\x80\x04\x12V\n\x05Sleep\x12\x1f.menagerie.jobs.v1.SleepRequest\x1a .menagerie.jobs.v1.SleepResponse\"\n\xa8\xbb\x18\x02\xb0\xbb\x18\x80\x80\x04\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'menagerie.jobs.v1.testing_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _STARTTESTJOBREQUEST._serialized_start=84
-  _STARTTESTJOBREQUEST._serialized_end=178
-  _SLEEPREQUEST._serialized_start=180
-  _SLEEPREQUEST._serialized_end=223
-  _SLEEPRESPONSE._serialized_start=225
-  _SLEEPRESPONSE._serialized_end=240
-  _JOBSTESTING._serialized_start=243
-  _JOBSTESTING._serialized_end=412
+  _JOBSTESTING.methods_by_name['StartTestJob']._options = None
+  _JOBSTESTING.methods_by_name['StartTestJob']._serialized_options = b'\250\273\030\002\260\273\030\200\200\004'
+  _JOBSTESTING.methods_by_name['Sleep']._options = None
+  _JOBSTESTING.methods_by_name['Sleep']._serialized_options = b'\250\273\030\002\260\273\030\200\200\004'
+  _STARTTESTJOBREQUEST._serialized_start=116
+  _STARTTESTJOBREQUEST._serialized_end=210
+  _SLEEPREQUEST._serialized_start=212
+  _SLEEPREQUEST._serialized_end=255
+  _SLEEPRESPONSE._serialized_start=257
+  _SLEEPRESPONSE._serialized_end=272
+  _JOBSTESTING._serialized_start=275
+  _JOBSTESTING._serialized_end=468
 # @@protoc_insertion_point(module_scope)

@@ -11,9 +11,10 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from menagerie.rpc.v1 import options_pb2 as menagerie_dot_rpc_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1amenagerie/rpc/v1/rpc.proto\x12\x10menagerie.rpc.v1\"+\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"\xcd\x02\n\x05\x46rame\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12)\n\x04kind\x18\x02 \x01(\x0e\x32\x1b.menagerie.rpc.v1.FrameKind\x12\x0e\n\x06method\x18\x03 \x01(\t\x12\x1b\n\x0etimeout_micros\x18\x04 \x01(\x04H\x00\x88\x01\x01\x12\x31\n\x08metadata\x18\x05 \x03(\x0b\x32\x1f.menagerie.rpc.v1.MetadataEntry\x12\x13\n\x0bhas_payload\x18\x06 \x01(\x08\x12\x0f\n\x07payload\x18\x07 \x01(\x0c\x12\x13\n\x0bstatus_code\x18\x08 \x01(\r\x12\x16\n\x0estatus_message\x18\t \x01(\t\x12\x15\n\rclient_stream\x18\n \x01(\x08\x12\x11\n\tcontinues\x18\x0b \x01(\x08\x12\x18\n\x10window_increment\x18\x0c \x01(\rB\x11\n\x0f_timeout_micros\"%\n\x12HealthCheckRequest\x12\x0f\n\x07service\x18\x01 \x01(\t\"\x91\x01\n\x13HealthCheckResponse\x12/\n\x06status\x18\x01 \x01(\x0e\x32\x1f.menagerie.rpc.v1.ServingStatus\x12\x13\n\x0bserver_name\x18\x02 \x01(\t\x12\x0b\n\x03pid\x18\x03 \x01(\x03\x12\x16\n\x0euptime_seconds\x18\x04 \x01(\x01\x12\x0f\n\x07version\x18\x05 \x01(\t\"\x15\n\x13ListServicesRequest\"\x8f\x01\n\nMethodInfo\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x18\n\x10server_streaming\x18\x02 \x01(\x08\x12\x14\n\x0crequest_type\x18\x03 \x01(\t\x12\x15\n\rresponse_type\x18\x04 \x01(\t\x12\x12\n\nidempotent\x18\x05 \x01(\x08\x12\x18\n\x10\x63lient_streaming\x18\x06 \x01(\x08\"J\n\x0bServiceInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12-\n\x07methods\x18\x02 \x03(\x0b\x32\x1c.menagerie.rpc.v1.MethodInfo\"G\n\x14ListServicesResponse\x12/\n\x08services\x18\x01 \x03(\x0b\x32\x1d.menagerie.rpc.v1.ServiceInfo\"\x11\n\x0fGetStatsRequest\"\x9c\x01\n\x0bMethodStats\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05\x63\x61lls\x18\x02 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x03 \x01(\x04\x12\x16\n\x0elatency_p50_ms\x18\x04 \x01(\x01\x12\x16\n\x0elatency_p99_ms\x18\x05 \x01(\x01\x12\x30\n\tby_status\x18\x06 \x03(\x0b\x32\x1d.menagerie.rpc.v1.StatusCount\"*\n\x0bStatusCount\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\r\n\x05\x63\x61lls\x18\x02 \x01(\x04\"\x87\x02\n\x10GetStatsResponse\x12.\n\x07methods\x18\x01 \x03(\x0b\x32\x1d.menagerie.rpc.v1.MethodStats\x12\x18\n\x10open_connections\x18\x02 \x01(\x04\x12\x19\n\x11total_connections\x18\x03 \x01(\x04\x12\x1c\n\x14rejected_connections\x18\x04 \x01(\x04\x12\x16\n\x0euptime_seconds\x18\x05 \x01(\x01\x12)\n\x04loop\x18\x06 \x01(\x0b\x32\x1b.menagerie.rpc.v1.LoopStats\x12-\n\x06memory\x18\x07 \x01(\x0b\x32\x1d.menagerie.rpc.v1.MemoryStats\"G\n\x0bMemoryStats\x12\x13\n\x0blimit_bytes\x18\x01 \x01(\x04\x12\x12\n\nused_bytes\x18\x02 \x01(\x04\x12\x0f\n\x07refused\x18\x03 \x01(\x04\"\x94\x01\n\tLoopStats\x12\r\n\x05turns\x18\x01 \x01(\x04\x12\x14\n\x0c\x62usy_seconds\x18\x02 \x01(\x01\x12\x17\n\x0flongest_turn_ms\x18\x03 \x01(\x01\x12\x16\n\x0eturns_over_1ms\x18\x04 \x01(\x04\x12\x17\n\x0fturns_over_10ms\x18\x05 \x01(\x04\x12\x18\n\x10turns_over_100ms\x18\x06 \x01(\x04\"W\n\x0b\x45\x63hoRequest\x12\x0f\n\x07payload\x18\x01 \x01(\x0c\x12\r\n\x05\x63ount\x18\x02 \x01(\r\x12\x10\n\x08\x64\x65lay_ms\x18\x03 \x01(\r\x12\x16\n\x0e\x66\x61il_with_code\x18\x04 \x01(\r\".\n\x0c\x45\x63hoResponse\x12\x0f\n\x07payload\x18\x01 \x01(\x0c\x12\r\n\x05index\x18\x02 \x01(\r*\xbe\x01\n\tFrameKind\x12\x1a\n\x16\x46RAME_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46RAME_KIND_REQUEST\x10\x01\x12\x16\n\x12\x46RAME_KIND_MESSAGE\x10\x02\x12\x15\n\x11\x46RAME_KIND_STATUS\x10\x03\x12\x15\n\x11\x46RAME_KIND_CANCEL\x10\x04\x12\x19\n\x15\x46RAME_KIND_END_STREAM\x10\x05\x12\x1c\n\x18\x46RAME_KIND_WINDOW_UPDATE\x10\x06*\x8b\x01\n\rServingStatus\x12\x1a\n\x16SERVING_STATUS_UNKNOWN\x10\x00\x12\x1a\n\x16SERVING_STATUS_SERVING\x10\x01\x12\x1e\n\x1aSERVING_STATUS_NOT_SERVING\x10\x02\x12\"\n\x1eSERVING_STATUS_SERVICE_UNKNOWN\x10\x03\x32\x63\n\x06Health\x12Y\n\x05\x43heck\x12$.menagerie.rpc.v1.HealthCheckRequest\x1a%.menagerie.rpc.v1.HealthCheckResponse\"\x03\x90\x02\x01\x32p\n\nReflection\x12\x62\n\x0cListServices\x12%.menagerie.rpc.v1.ListServicesRequest\x1a&.menagerie.rpc.v1.ListServicesResponse\"\x03\x90\x02\x01\x32_\n\x05Stats\x12V\n\x08GetStats\x12!.menagerie.rpc.v1.GetStatsRequest\x1a\".menagerie.rpc.v1.GetStatsResponse\"\x03\x90\x02\x01\x32\xb4\x02\n\x04\x45\x63ho\x12J\n\x04\x45\x63ho\x12\x1d.menagerie.rpc.v1.EchoRequest\x1a\x1e.menagerie.rpc.v1.EchoResponse\"\x03\x90\x02\x02\x12I\n\x06Stream\x12\x1d.menagerie.rpc.v1.EchoRequest\x1a\x1e.menagerie.rpc.v1.EchoResponse0\x01\x12J\n\x07\x43ollect\x12\x1d.menagerie.rpc.v1.EchoRequest\x1a\x1e.menagerie.rpc.v1.EchoResponse(\x01\x12I\n\x04\x43hat\x12\x1d.menagerie.rpc.v1.EchoRequest\x1a\x1e.menagerie.rpc.v1.EchoResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1amenagerie/rpc/v1/rpc.proto\x12\x10menagerie.rpc.v1\x1a\x1emenagerie/rpc/v1/options.proto\"+\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"\xcd\x02\n\x05\x46rame\x12\x0f\n\x07\x63\x61ll_id\x18\x01 \x01(\x04\x12)\n\x04kind\x18\x02 \x01(\x0e\x32\x1b.menagerie.rpc.v1.FrameKind\x12\x0e\n\x06method\x18\x03 \x01(\t\x12\x1b\n\x0etimeout_micros\x18\x04 \x01(\x04H\x00\x88\x01\x01\x12\x31\n\x08metadata\x18\x05 \x03(\x0b\x32\x1f.menagerie.rpc.v1.MetadataEntry\x12\x13\n\x0bhas_payload\x18\x06 \x01(\x08\x12\x0f\n\x07payload\x18\x07 \x01(\x0c\x12\x13\n\x0bstatus_code\x18\x08 \x01(\r\x12\x16\n\x0estatus_message\x18\t \x01(\t\x12\x15\n\rclient_stream\x18\n \x01(\x08\x12\x11\n\tcontinues\x18\x0b \x01(\x08\x12\x18\n\x10window_increment\x18\x0c \x01(\rB\x11\n\x0f_timeout_micros\"%\n\x12HealthCheckRequest\x12\x0f\n\x07service\x18\x01 \x01(\t\"\x91\x01\n\x13HealthCheckResponse\x12/\n\x06status\x18\x01 \x01(\x0e\x32\x1f.menagerie.rpc.v1.ServingStatus\x12\x13\n\x0bserver_name\x18\x02 \x01(\t\x12\x0b\n\x03pid\x18\x03 \x01(\x03\x12\x16\n\x0euptime_seconds\x18\x04 \x01(\x01\x12\x0f\n\x07version\x18\x05 \x01(\t\"\x15\n\x13ListServicesRequest\"\x8f\x01\n\nMethodInfo\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x18\n\x10server_streaming\x18\x02 \x01(\x08\x12\x14\n\x0crequest_type\x18\x03 \x01(\t\x12\x15\n\rresponse_type\x18\x04 \x01(\t\x12\x12\n\nidempotent\x18\x05 \x01(\x08\x12\x18\n\x10\x63lient_streaming\x18\x06 \x01(\x08\"J\n\x0bServiceInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12-\n\x07methods\x18\x02 \x03(\x0b\x32\x1c.menagerie.rpc.v1.MethodInfo\"G\n\x14ListServicesResponse\x12/\n\x08services\x18\x01 \x03(\x0b\x32\x1d.menagerie.rpc.v1.ServiceInfo\"\x11\n\x0fGetStatsRequest\"\x9c\x01\n\x0bMethodStats\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05\x63\x61lls\x18\x02 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x03 \x01(\x04\x12\x16\n\x0elatency_p50_ms\x18\x04 \x01(\x01\x12\x16\n\x0elatency_p99_ms\x18\x05 \x01(\x01\x12\x30\n\tby_status\x18\x06 \x03(\x0b\x32\x1d.menagerie.rpc.v1.StatusCount\"*\n\x0bStatusCount\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\r\n\x05\x63\x61lls\x18\x02 \x01(\x04\"\x87\x02\n\x10GetStatsResponse\x12.\n\x07methods\x18\x01 \x03(\x0b\x32\x1d.menagerie.rpc.v1.MethodStats\x12\x18\n\x10open_connections\x18\x02 \x01(\x04\x12\x19\n\x11total_connections\x18\x03 \x01(\x04\x12\x1c\n\x14rejected_connections\x18\x04 \x01(\x04\x12\x16\n\x0euptime_seconds\x18\x05 \x01(\x01\x12)\n\x04loop\x18\x06 \x01(\x0b\x32\x1b.menagerie.rpc.v1.LoopStats\x12-\n\x06memory\x18\x07 \x01(\x0b\x32\x1d.menagerie.rpc.v1.MemoryStats\"G\n\x0bMemoryStats\x12\x13\n\x0blimit_bytes\x18\x01 \x01(\x04\x12\x12\n\nused_bytes\x18\x02 \x01(\x04\x12\x0f\n\x07refused\x18\x03 \x01(\x04\"\x94\x01\n\tLoopStats\x12\r\n\x05turns\x18\x01 \x01(\x04\x12\x14\n\x0c\x62usy_seconds\x18\x02 \x01(\x01\x12\x17\n\x0flongest_turn_ms\x18\x03 \x01(\x01\x12\x16\n\x0eturns_over_1ms\x18\x04 \x01(\x04\x12\x17\n\x0fturns_over_10ms\x18\x05 \x01(\x04\x12\x18\n\x10turns_over_100ms\x18\x06 \x01(\x04\"W\n\x0b\x45\x63hoRequest\x12\x0f\n\x07payload\x18\x01 \x01(\x0c\x12\r\n\x05\x63ount\x18\x02 \x01(\r\x12\x10\n\x08\x64\x65lay_ms\x18\x03 \x01(\r\x12\x16\n\x0e\x66\x61il_with_code\x18\x04 \x01(\r\".\n\x0c\x45\x63hoResponse\x12\x0f\n\x07payload\x18\x01 \x01(\x0c\x12\r\n\x05index\x18\x02 \x01(\r*\xbe\x01\n\tFrameKind\x12\x1a\n\x16\x46RAME_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46RAME_KIND_REQUEST\x10\x01\x12\x16\n\x12\x46RAME_KIND_MESSAGE\x10\x02\x12\x15\n\x11\x46RAME_KIND_STATUS\x10\x03\x12\x15\n\x11\x46RAME_KIND_CANCEL\x10\x04\x12\x19\n\x15\x46RAME_KIND_END_STREAM\x10\x05\x12\x1c\n\x18\x46RAME_KIND_WINDOW_UPDATE\x10\x06*\x8b\x01\n\rServingStatus\x12\x1a\n\x16SERVING_STATUS_UNKNOWN\x10\x00\x12\x1a\n\x16SERVING_STATUS_SERVING\x10\x01\x12\x1e\n\x1aSERVING_STATUS_NOT_SERVING\x10\x02\x12\"\n\x1eSERVING_STATUS_SERVICE_UNKNOWN\x10\x03\x32m\n\x06Health\x12\x63\n\x05\x43heck\x12$.menagerie.rpc.v1.HealthCheckRequest\x1a%.menagerie.rpc.v1.HealthCheckResponse\"\r\x90\x02\x01\xa8\xbb\x18\x01\xb0\xbb\x18\x80\x80\x04\x32z\n\nReflection\x12l\n\x0cListServices\x12%.menagerie.rpc.v1.ListServicesRequest\x1a&.menagerie.rpc.v1.ListServicesResponse\"\r\x90\x02\x01\xa8\xbb\x18\x01\xb0\xbb\x18\x80\x80\x04\x32i\n\x05Stats\x12`\n\x08GetStats\x12!.menagerie.rpc.v1.GetStatsRequest\x1a\".menagerie.rpc.v1.GetStatsResponse\"\r\x90\x02\x01\xa8\xbb\x18\x01\xb0\xbb\x18\x80\x80\x04\x32\xca\x02\n\x04\x45\x63ho\x12N\n\x04\x45\x63ho\x12\x1d.menagerie.rpc.v1.EchoRequest\x1a\x1e.menagerie.rpc.v1.EchoResponse\"\x07\x90\x02\x02\xa8\xbb\x18\x01\x12O\n\x06Stream\x12\x1d.menagerie.rpc.v1.EchoRequest\x1a\x1e.menagerie.rpc.v1.EchoResponse\"\x04\xa8\xbb\x18\x01\x30\x01\x12P\n\x07\x43ollect\x12\x1d.menagerie.rpc.v1.EchoRequest\x1a\x1e.menagerie.rpc.v1.EchoResponse\"\x04\xa8\xbb\x18\x01(\x01\x12O\n\x04\x43hat\x12\x1d.menagerie.rpc.v1.EchoRequest\x1a\x1e.menagerie.rpc.v1.EchoResponse\"\x04\xa8\xbb\x18\x01(\x01\x30\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'menagerie.rpc.v1.rpc_pb2', globals())
@@ -21,55 +22,61 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   _HEALTH.methods_by_name['Check']._options = None
-  _HEALTH.methods_by_name['Check']._serialized_options = b'\220\002\001'
+  _HEALTH.methods_by_name['Check']._serialized_options = b'\220\002\001\250\273\030\001\260\273\030\200\200\004'
   _REFLECTION.methods_by_name['ListServices']._options = None
-  _REFLECTION.methods_by_name['ListServices']._serialized_options = b'\220\002\001'
+  _REFLECTION.methods_by_name['ListServices']._serialized_options = b'\220\002\001\250\273\030\001\260\273\030\200\200\004'
   _STATS.methods_by_name['GetStats']._options = None
-  _STATS.methods_by_name['GetStats']._serialized_options = b'\220\002\001'
+  _STATS.methods_by_name['GetStats']._serialized_options = b'\220\002\001\250\273\030\001\260\273\030\200\200\004'
   _ECHO.methods_by_name['Echo']._options = None
-  _ECHO.methods_by_name['Echo']._serialized_options = b'\220\002\002'
-  _FRAMEKIND._serialized_start=1784
-  _FRAMEKIND._serialized_end=1974
-  _SERVINGSTATUS._serialized_start=1977
-  _SERVINGSTATUS._serialized_end=2116
-  _METADATAENTRY._serialized_start=48
-  _METADATAENTRY._serialized_end=91
-  _FRAME._serialized_start=94
-  _FRAME._serialized_end=427
-  _HEALTHCHECKREQUEST._serialized_start=429
-  _HEALTHCHECKREQUEST._serialized_end=466
-  _HEALTHCHECKRESPONSE._serialized_start=469
-  _HEALTHCHECKRESPONSE._serialized_end=614
-  _LISTSERVICESREQUEST._serialized_start=616
-  _LISTSERVICESREQUEST._serialized_end=637
-  _METHODINFO._serialized_start=640
-  _METHODINFO._serialized_end=783
-  _SERVICEINFO._serialized_start=785
-  _SERVICEINFO._serialized_end=859
-  _LISTSERVICESRESPONSE._serialized_start=861
-  _LISTSERVICESRESPONSE._serialized_end=932
-  _GETSTATSREQUEST._serialized_start=934
-  _GETSTATSREQUEST._serialized_end=951
-  _METHODSTATS._serialized_start=954
-  _METHODSTATS._serialized_end=1110
-  _STATUSCOUNT._serialized_start=1112
-  _STATUSCOUNT._serialized_end=1154
-  _GETSTATSRESPONSE._serialized_start=1157
-  _GETSTATSRESPONSE._serialized_end=1420
-  _MEMORYSTATS._serialized_start=1422
-  _MEMORYSTATS._serialized_end=1493
-  _LOOPSTATS._serialized_start=1496
-  _LOOPSTATS._serialized_end=1644
-  _ECHOREQUEST._serialized_start=1646
-  _ECHOREQUEST._serialized_end=1733
-  _ECHORESPONSE._serialized_start=1735
-  _ECHORESPONSE._serialized_end=1781
-  _HEALTH._serialized_start=2118
-  _HEALTH._serialized_end=2217
-  _REFLECTION._serialized_start=2219
-  _REFLECTION._serialized_end=2331
-  _STATS._serialized_start=2333
-  _STATS._serialized_end=2428
-  _ECHO._serialized_start=2431
-  _ECHO._serialized_end=2739
+  _ECHO.methods_by_name['Echo']._serialized_options = b'\220\002\002\250\273\030\001'
+  _ECHO.methods_by_name['Stream']._options = None
+  _ECHO.methods_by_name['Stream']._serialized_options = b'\250\273\030\001'
+  _ECHO.methods_by_name['Collect']._options = None
+  _ECHO.methods_by_name['Collect']._serialized_options = b'\250\273\030\001'
+  _ECHO.methods_by_name['Chat']._options = None
+  _ECHO.methods_by_name['Chat']._serialized_options = b'\250\273\030\001'
+  _FRAMEKIND._serialized_start=1816
+  _FRAMEKIND._serialized_end=2006
+  _SERVINGSTATUS._serialized_start=2009
+  _SERVINGSTATUS._serialized_end=2148
+  _METADATAENTRY._serialized_start=80
+  _METADATAENTRY._serialized_end=123
+  _FRAME._serialized_start=126
+  _FRAME._serialized_end=459
+  _HEALTHCHECKREQUEST._serialized_start=461
+  _HEALTHCHECKREQUEST._serialized_end=498
+  _HEALTHCHECKRESPONSE._serialized_start=501
+  _HEALTHCHECKRESPONSE._serialized_end=646
+  _LISTSERVICESREQUEST._serialized_start=648
+  _LISTSERVICESREQUEST._serialized_end=669
+  _METHODINFO._serialized_start=672
+  _METHODINFO._serialized_end=815
+  _SERVICEINFO._serialized_start=817
+  _SERVICEINFO._serialized_end=891
+  _LISTSERVICESRESPONSE._serialized_start=893
+  _LISTSERVICESRESPONSE._serialized_end=964
+  _GETSTATSREQUEST._serialized_start=966
+  _GETSTATSREQUEST._serialized_end=983
+  _METHODSTATS._serialized_start=986
+  _METHODSTATS._serialized_end=1142
+  _STATUSCOUNT._serialized_start=1144
+  _STATUSCOUNT._serialized_end=1186
+  _GETSTATSRESPONSE._serialized_start=1189
+  _GETSTATSRESPONSE._serialized_end=1452
+  _MEMORYSTATS._serialized_start=1454
+  _MEMORYSTATS._serialized_end=1525
+  _LOOPSTATS._serialized_start=1528
+  _LOOPSTATS._serialized_end=1676
+  _ECHOREQUEST._serialized_start=1678
+  _ECHOREQUEST._serialized_end=1765
+  _ECHORESPONSE._serialized_start=1767
+  _ECHORESPONSE._serialized_end=1813
+  _HEALTH._serialized_start=2150
+  _HEALTH._serialized_end=2259
+  _REFLECTION._serialized_start=2261
+  _REFLECTION._serialized_end=2383
+  _STATS._serialized_start=2385
+  _STATS._serialized_end=2490
+  _ECHO._serialized_start=2493
+  _ECHO._serialized_end=2823
 # @@protoc_insertion_point(module_scope)
