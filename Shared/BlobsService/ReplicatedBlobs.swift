@@ -47,7 +47,7 @@ public final class ReplicatedBlobs: BlobStoring, Sendable {
         try addresses.map { address in
             let client = RPCClient(
                 transports: [try TCPClientTransport(endpoint: address, tls: tls)], retry: .init(maxAttempts: 2),
-                defaultMetadata: token.map { ["authorization": "Bearer \($0)"] } ?? [:])
+                credentials: token.map { ["authorization": "Bearer \($0)"] } ?? [:])
             return Peer(name: address, client: BlobsV1.Blobs.Client(wrapping: client))
         }
     }

@@ -19,18 +19,25 @@ public final class RPCClient: Sendable {
     }
 
     public let transports: [any ClientTransport]
-    /// Metadata every call carries unless its options set the same key (the caller's `authorization`).
+    /// Metadata every call carries unless its options set the same key.
     public let defaultMetadata: Metadata
+    /// The caller's credentials (`authorization: Bearer …`), carried only by calls of methods whose proto says they
+    /// need a token (`ProtoMethodInfo.access`), unless their options set the same key: a public method's endpoint —
+    /// which may be anyone's, named on a command line — never sees them (it got the stack's admin token before).
+    public let credentials: Metadata
     private let retry: RetryPolicy
     private let next = Atomic<Int>(0)
     /// Per endpoint: until when it counts as unhealthy after answering UNAVAILABLE or NOT_SERVING.
     private let unhealthyUntil: Mutex<[ContinuousClock.Instant?]>
     private static let quarantine = Duration.seconds(2)
 
-    public init(transports: [any ClientTransport], retry: RetryPolicy = RetryPolicy(), defaultMetadata: Metadata = [:]) {
+    public init(
+        transports: [any ClientTransport], retry: RetryPolicy = RetryPolicy(), defaultMetadata: Metadata = [:], credentials: Metadata = [:]
+    ) {
         precondition(!transports.isEmpty, "a client needs at least one endpoint")
         self.transports = transports
         self.defaultMetadata = defaultMetadata
+        self.credentials = credentials
         self.retry = retry
         unhealthyUntil = Mutex(Array(repeating: nil, count: transports.count))
     }
@@ -44,7 +51,8 @@ public final class RPCClient: Sendable {
         _ method: ProtoMethod<Request, Response>, _ request: Request, options: CallOptions = CallOptions()
     ) async throws -> Response {
         let bytes = try await unary(
-            path: method.path, idempotent: options.idempotent ?? method.idempotent, request: request.serializedBytes(), options: options)
+            path: method.path, idempotent: options.idempotent ?? method.idempotent, needsToken: method.access.needsToken,
+            request: request.serializedBytes(), options: options)
         do {
             return try Response(serializedBytes: bytes)
         } catch {
@@ -58,7 +66,7 @@ public final class RPCClient: Sendable {
     public func serverStreaming<Request, Response>(
         _ method: ProtoMethod<Request, Response>, _ request: Request, options: CallOptions = CallOptions()
     ) -> ResponseStream<Response> {
-        let head = makeHead(method.path, options)
+        let head = makeHead(method.path, options, needsToken: method.access.needsToken)
         let payload = request.serializedBytes()
         let (_, transport) = pick()
         let first = transport.stream(head, request: payload)
@@ -99,7 +107,7 @@ public final class RPCClient: Sendable {
         requests: @escaping @Sendable (RequestWriter<Request>) async throws -> Void,
         responses: @escaping @Sendable (ResponseStream<Response>) async throws -> Result
     ) async throws -> Result {
-        let head = makeHead(method.path, options)
+        let head = makeHead(method.path, options, needsToken: method.access.needsToken)
         let (index, transport) = pick()
         let call = transport.stream(head, request: nil)
         // Whichever fails first decides the error: `requests` (its error, and the call is
@@ -174,8 +182,8 @@ public final class RPCClient: Sendable {
 
     /// Makes a unary call with an encoded request and returns the encoded response.
     @usableFromInline
-    func unary(path: String, idempotent: Bool, request: [UInt8], options: CallOptions) async throws -> [UInt8] {
-        let head = makeHead(path, options)
+    func unary(path: String, idempotent: Bool, needsToken: Bool, request: [UInt8], options: CallOptions) async throws -> [UInt8] {
+        let head = makeHead(path, options, needsToken: needsToken)
         var backoff = retry.initialBackoff
         var attempt = 1
         while true {
@@ -205,9 +213,12 @@ public final class RPCClient: Sendable {
         }
     }
 
-    private func makeHead(_ path: String, _ options: CallOptions) -> CallHead {
+    private func makeHead(_ path: String, _ options: CallOptions, needsToken: Bool) -> CallHead {
         var metadata = options.metadata
         for (key, value) in defaultMetadata where metadata[key] == nil { metadata.add(key, value) }
+        if needsToken {
+            for (key, value) in credentials where metadata[key] == nil { metadata.add(key, value) }
+        }
         return CallHead(method: path, metadata: metadata, deadline: options.timeout.map { .now + $0 })
     }
 

@@ -44,7 +44,7 @@ final class BlobNodes: @unchecked Sendable {
     func client(_ index: Int, token: String?) throws -> BlobsV1.Blobs.Client {
         BlobsV1.Blobs.Client(wrapping: RPCClient(
             transports: [try TCPClientTransport(endpoint: addresses[index])], retry: .init(maxAttempts: 1),
-            defaultMetadata: token.map { ["authorization": "Bearer \($0)"] } ?? [:]))
+            credentials: token.map { ["authorization": "Bearer \($0)"] } ?? [:]))
     }
 
     func stop(_ index: Int) async {

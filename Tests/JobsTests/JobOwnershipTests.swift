@@ -34,7 +34,7 @@ import WorkLane
         func client(_ user: String) throws -> JobsV1.Jobs.Client {
             JobsV1.Jobs.Client(wrapping: RPCClient(
                 transports: [try TCPClientTransport(endpoint: server.address)], retry: .init(maxAttempts: 1),
-                defaultMetadata: ["authorization": "Bearer \(user)"]))
+                credentials: ["authorization": "Bearer \(user)"]))
         }
         let ana = try client("ana"), ben = try client("ben"), root = try client("root")
 

@@ -55,4 +55,25 @@ import Testing
             try await withDefault.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(), options: CallOptions(metadata: ["authorization": "Bearer no"]))
         }
     }
+
+    /// Issue 38: a client's credentials go only with calls of methods whose proto says they need a token. The gateway
+    /// sent the stack's admin token with every call, so `gateway zoo search lev --endpoint zoo=<anyone's listener>`
+    /// handed it over on SearchAnimals, which needs none. (This test's guard asks for a token on every method, so a
+    /// call that arrives without one is refused: that is how the test sees what was sent.)
+    @Test func credentialsGoOnlyWithCallsThatNeedThem() async throws {
+        let server = RPCServer(name: "guarded", services: [WhoAmI()], guard: Guard())
+        let client = RPCClient(
+            transports: [InProcessTransport(server: server)], retry: .init(maxAttempts: 1), credentials: ["authorization": "Bearer ok"])
+        defer { client.close() }
+        #expect(RpcV1.Echo.echo.access == .public)
+        await #expect(throws: RPCError(.unauthenticated, "no")) { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest()) }
+        // The same method as a user-level one is called with them.
+        let asUsers = ProtoMethod<RpcV1.EchoRequest, RpcV1.EchoResponse>(
+            path: RpcV1.Echo.echo.path, serverStreaming: false, idempotent: false, access: .user)
+        #expect(try await client.unary(asUsers, RpcV1.EchoRequest()).payload == Array("ada".utf8))
+        // A call's own metadata is sent whatever the method's level.
+        let explicit = try await client.unary(
+            RpcV1.Echo.echo, RpcV1.EchoRequest(), options: CallOptions(metadata: ["authorization": "Bearer ok"]))
+        #expect(explicit.payload == Array("ada".utf8))
+    }
 }

@@ -9,7 +9,8 @@ public struct Endpoints: Sendable {
     public private(set) var byService: [String: [String]] = [:]
     /// Where the endpoints came from, for error messages.
     public private(set) var source = ""
-    /// The token every call carries (`authorization: Bearer …`): `$MENAGERIE_TOKEN`, else `$MENAGERIE_ADMIN_TOKEN`,
+    /// The token calls carry (`authorization: Bearer …`) where their method needs one (`RPCClient.credentials`):
+    /// `$MENAGERIE_TOKEN`, else `$MENAGERIE_ADMIN_TOKEN`,
     /// else the admin token `compose up` keeps in its state (`admin-token`, readable by its owner only), found as
     /// the endpoints are — so the operator beside the stack acts as its admin; nil: anonymous calls.
     public private(set) var token: String?
@@ -72,7 +73,7 @@ public struct Endpoints: Sendable {
         }
         return RPCClient(
             transports: try addresses.map { try TCPClientTransport(endpoint: $0, tls: tls) },
-            defaultMetadata: token.map { ["authorization": "Bearer \($0)"] } ?? [:])
+            credentials: token.map { ["authorization": "Bearer \($0)"] } ?? [:])
     }
 
     /// See `token`.
