@@ -101,7 +101,16 @@ enum ZooTables {
             trigger: ImportTrigger(rawValue: try row.value("trigger")) ?? .client,
             startedAt: Date(timeIntervalSince1970: try row.value("started_at")),
             finishedAt: Date(timeIntervalSince1970: try row.value("finished_at")),
-            succeeded: try row.value("succeeded"), files: files, error: try row.value("error", as: String?.self))
+            succeeded: try row.value("succeeded"), files: files, error: try row.value("error", as: String?.self),
+            lexiconMerge: try row.string("lexicon_merge").map(decodeMerge))
+    }
+
+    static func encodeMerge(_ report: LexiconMergeReport) throws -> String {
+        String(decoding: try JSONEncoder().encode(report), as: UTF8.self)
+    }
+
+    static func decodeMerge(_ text: String) throws -> LexiconMergeReport {
+        try JSONDecoder().decode(LexiconMergeReport.self, from: Data(text.utf8))
     }
 
     // MARK: Writing the data
