@@ -135,14 +135,14 @@ import ZooCore
             }
         }
 
-        // The union by id, its sources, and routability (issue 21).
+        // The union by species, its sources, and routability (issues 21, 39).
         let status = try await stack.gateway(["zoo", "status"])
-        #expect(status.output.contains("animal sources: 266 in both the lexicon CSV and animals.json, 61 only in the lexicon CSV, 339 only in animals.json"),
+        #expect(status.output.contains("animal sources: 261 in both the lexicon CSV and animals.json, 66 only in the lexicon CSV, 344 only in animals.json"),
                 "\(status.output)")
         let metadata = try jsonObject(try await stack.gateway(["zoo", "status", "--json"]))
         let routability = try #require(metadata["routability"] as? [String: Any])
         let served = try #require(routability["animals"] as? Int), routable = try #require(routability["routableAnimals"] as? Int)
-        #expect(served == 666)
+        #expect(served == 671)
         #expect(Double(routable) >= 0.8 * Double(served), "\(routable) of \(served) routable")
         let unroutable = (routability["unroutableAnimals"] as? [[String: Any]]) ?? []
         #expect(unroutable.count == served - routable && unroutable.allSatisfy { !(($0["reason"] as? String) ?? "").isEmpty })
@@ -159,14 +159,14 @@ import ZooCore
         #expect(wetlands.status == 0 && wetlands.output.contains("to zoo part Ptačí mokřady"), "\(wetlands.output)")
         // The bulk call: every animal with every attribute; the footpath graph with connectors.
         let pages = try #require(try JSONSerialization.jsonObject(with: Data(try await stack.gateway(["zoo", "catalogue", "--json"]).output.utf8)) as? [[String: Any]])
-        #expect(pages.flatMap { ($0["animals"] as? [[String: Any]]) ?? [] }.count == 666)
+        #expect(pages.flatMap { ($0["animals"] as? [[String: Any]]) ?? [] }.count == 671)
         let graph = try jsonObject(try await stack.gateway(["zoo", "graph", "--json"]))
         #expect((graph["nodes"] as? [[String: Any]])?.contains { $0["isConnector"] as? Bool == true } == true)
         // An unknown filter value is INVALID_ARGUMENT naming the known ones; an empty page says "no animals".
         let unknown = try await stack.gateway(["zoo", "search", "--class", "Draci"])
         #expect(unknown.status == 3 && unknown.output.contains("Savci"), "\(unknown.output)")
         let past = try await stack.gateway(["zoo", "search", "--offset", "5000"])
-        #expect(past.output.contains("no animals at offset 5000") && !past.output.contains("no 666"), "\(past.output)")
+        #expect(past.output.contains("no animals at offset 5000") && !past.output.contains("no 671"), "\(past.output)")
 
         // Routes between the GPS points of the GPX tracks: never longer than plain Dijkstra over the same graph,
         // never shorter than the straight line between their ends.

@@ -605,6 +605,8 @@ extension ZooV1 {
         public var rowsSkipped: Int32 = 0
         /// Why it failed.
         public var error: String? = nil
+        /// How the lexicon CSV was merged into animals.json's list; absent unless the import carried both.
+        public var lexiconMerge: ZooV1.LexiconMerge? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -620,7 +622,8 @@ extension ZooV1 {
             files: [ZooV1.ImportedFile] = [],
             rowsImported: Int32 = 0,
             rowsSkipped: Int32 = 0,
-            error: String? = nil
+            error: String? = nil,
+            lexiconMerge: ZooV1.LexiconMerge? = nil
         ) {
             self.id = id
             self.source = source
@@ -632,6 +635,7 @@ extension ZooV1 {
             self.rowsImported = rowsImported
             self.rowsSkipped = rowsSkipped
             self.error = error
+            self.lexiconMerge = lexiconMerge
         }
     }
 
@@ -808,6 +812,43 @@ extension ZooV1 {
             tiles: ZooV1.MapTiles? = nil
         ) {
             self.tiles = tiles
+        }
+    }
+
+    /// How the lexicon CSV's rows were matched to animals.json's entries: each website entry keeps its id; a row
+    /// matched by normalised Latin name (or else Czech name) only fills what the entry lacks; a row matching none is
+    /// added under an id of its own (`added_id_base` plus the row's id).
+    public struct LexiconMerge: Sendable, Equatable {
+        public var websiteEntries: Int32 = 0
+        public var lexiconRows: Int32 = 0
+        public var matchedByLatinName: Int32 = 0
+        public var matchedByCzechName: Int32 = 0
+        public var added: Int32 = 0
+        public var addedIDBase: Int64 = 0
+        /// What disagreed, in words: a row whose id is another species on the website, a row matching an entry
+        /// another row matched already.
+        public var conflicts: [String] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            websiteEntries: Int32 = 0,
+            lexiconRows: Int32 = 0,
+            matchedByLatinName: Int32 = 0,
+            matchedByCzechName: Int32 = 0,
+            added: Int32 = 0,
+            addedIDBase: Int64 = 0,
+            conflicts: [String] = []
+        ) {
+            self.websiteEntries = websiteEntries
+            self.lexiconRows = lexiconRows
+            self.matchedByLatinName = matchedByLatinName
+            self.matchedByCzechName = matchedByCzechName
+            self.added = added
+            self.addedIDBase = addedIDBase
+            self.conflicts = conflicts
         }
     }
 
@@ -1010,6 +1051,10 @@ extension ZooV1 {
         /// What the walk ends at: an animal's pen, or its house or zoo part when it has no pen of its own; a house;
         /// a point.
         public var destination: ZooV1.Destination? = nil
+        /// Metres from the given start (end) point to where the walk joins (leaves) the footpaths: the nearest
+        /// footpath connected to the other end. 0 for an animal or a house.
+        public var fromSnapM: Double = 0
+        public var toSnapM: Double = 0
 
         /// A message with every field at its default.
         public init() {}
@@ -1017,10 +1062,14 @@ extension ZooV1 {
         /// A message with the given field values.
         public init(
             route: ZooV1.Route? = nil,
-            destination: ZooV1.Destination? = nil
+            destination: ZooV1.Destination? = nil,
+            fromSnapM: Double = 0,
+            toSnapM: Double = 0
         ) {
             self.route = route
             self.destination = destination
+            self.fromSnapM = fromSnapM
+            self.toSnapM = toSnapM
         }
     }
 
@@ -1838,6 +1887,7 @@ extension ZooV1.ImportRecord: ProtoMessage, ProtobufCBridged {
         rowsImported = reader.value(8)
         rowsSkipped = reader.value(9)
         error = reader.optional(10)
+        lexiconMerge = reader.optional(11)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1851,6 +1901,7 @@ extension ZooV1.ImportRecord: ProtoMessage, ProtobufCBridged {
         writer.set(8, rowsImported)
         writer.set(9, rowsSkipped)
         writer.set(10, error)
+        writer.set(11, lexiconMerge)
     }
 }
 
@@ -2040,6 +2091,39 @@ extension ZooV1.ImportTilesResponse: ProtoMessage, ProtobufCBridged {
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, tiles)
+    }
+}
+
+extension ZooV1.LexiconMerge: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.LexiconMerge"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        websiteEntries = reader.value(1)
+        lexiconRows = reader.value(2)
+        matchedByLatinName = reader.value(3)
+        matchedByCzechName = reader.value(4)
+        added = reader.value(5)
+        addedIDBase = reader.value(6)
+        conflicts = reader.repeated(7)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, websiteEntries)
+        writer.set(2, lexiconRows)
+        writer.set(3, matchedByLatinName)
+        writer.set(4, matchedByCzechName)
+        writer.set(5, added)
+        writer.set(6, addedIDBase)
+        writer.set(7, conflicts)
     }
 }
 
@@ -2268,11 +2352,15 @@ extension ZooV1.RouteResponse: ProtoMessage, ProtobufCBridged {
     @usableFromInline package init(reading reader: ProtoReader) {
         route = reader.optional(1)
         destination = reader.optional(2)
+        fromSnapM = reader.value(3)
+        toSnapM = reader.value(4)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, route)
         writer.set(2, destination)
+        writer.set(3, fromSnapM)
+        writer.set(4, toSnapM)
     }
 }
 
@@ -3134,6 +3222,7 @@ extension ZooV1.ImportRecord: ProtoJSONMessage {
         ProtoJSONField(number: 8, protoName: "rows_imported", jsonName: "rowsImported", kind: .int32, cardinality: .singular),
         ProtoJSONField(number: 9, protoName: "rows_skipped", jsonName: "rowsSkipped", kind: .int32, cardinality: .singular),
         ProtoJSONField(number: 10, protoName: "error", jsonName: "error", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 11, protoName: "lexicon_merge", jsonName: "lexiconMerge", kind: .message, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3148,6 +3237,7 @@ extension ZooV1.ImportRecord: ProtoJSONMessage {
         json.value(7, self.rowsImported)
         json.value(8, self.rowsSkipped)
         json.optional(9, self.error)
+        json.optional(10, self.lexiconMerge)
         return json.result
     }
 
@@ -3164,6 +3254,7 @@ extension ZooV1.ImportRecord: ProtoJSONMessage {
         try json.value(7, into: &self.rowsImported)
         try json.value(8, into: &self.rowsSkipped)
         try json.optional(9, into: &self.error)
+        try json.optional(10, into: &self.lexiconMerge)
     }
 }
 
@@ -3354,6 +3445,42 @@ extension ZooV1.ImportTilesResponse: ProtoJSONMessage {
         self.init()
         let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
         try json.optional(0, into: &self.tiles)
+    }
+}
+
+extension ZooV1.LexiconMerge: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "website_entries", jsonName: "websiteEntries", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "lexicon_rows", jsonName: "lexiconRows", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "matched_by_latin_name", jsonName: "matchedByLatinName", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "matched_by_czech_name", jsonName: "matchedByCzechName", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "added", jsonName: "added", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "added_id_base", jsonName: "addedIdBase", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "conflicts", jsonName: "conflicts", kind: .string, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.websiteEntries)
+        json.value(1, self.lexiconRows)
+        json.value(2, self.matchedByLatinName)
+        json.value(3, self.matchedByCzechName)
+        json.value(4, self.added)
+        json.value(5, self.addedIDBase)
+        json.repeated(6, self.conflicts)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.websiteEntries)
+        try json.value(1, into: &self.lexiconRows)
+        try json.value(2, into: &self.matchedByLatinName)
+        try json.value(3, into: &self.matchedByCzechName)
+        try json.value(4, into: &self.added)
+        try json.value(5, into: &self.addedIDBase)
+        try json.repeated(6, into: &self.conflicts)
     }
 }
 
@@ -3568,12 +3695,16 @@ extension ZooV1.RouteResponse: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = [
         ProtoJSONField(number: 1, protoName: "route", jsonName: "route", kind: .message, cardinality: .optional),
         ProtoJSONField(number: 2, protoName: "destination", jsonName: "destination", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "from_snap_m", jsonName: "fromSnapM", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "to_snap_m", jsonName: "toSnapM", kind: .double, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
         var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
         json.optional(0, self.route)
         json.optional(1, self.destination)
+        json.value(2, self.fromSnapM)
+        json.value(3, self.toSnapM)
         return json.result
     }
 
@@ -3582,6 +3713,8 @@ extension ZooV1.RouteResponse: ProtoJSONMessage {
         let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
         try json.optional(0, into: &self.route)
         try json.optional(1, into: &self.destination)
+        try json.value(2, into: &self.fromSnapM)
+        try json.value(3, into: &self.toSnapM)
     }
 }
 
@@ -3927,6 +4060,7 @@ extension ZooV1 {
             ZooV1.MapTiles.self,
             ZooV1.ImportTilesRequest.self,
             ZooV1.ImportTilesResponse.self,
+            ZooV1.LexiconMerge.self,
             ZooV1.SourceCounts.self,
             ZooV1.Unroutable.self,
             ZooV1.Routability.self,
