@@ -45,6 +45,8 @@ struct ZooRoute: AsyncParsableCommand {
                     if let destination = reply.destination, destination.kind != .point, destination.kind != .unspecified {
                         print("to \(ZooFormat.destination(destination.kind, destination.name) ?? destination.name) (map location \(destination.locationID))")
                     }
+                    if reply.fromSnapM >= 1 { print("the walk starts \(ZooFormat.distance(reply.fromSnapM)) from --from, on the nearest footpath leading there") }
+                    if reply.toSnapM >= 1 { print("it ends \(ZooFormat.distance(reply.toSnapM)) from --to, on the nearest footpath reached") }
                     print("\(ZooFormat.distance(route.distanceM)), about \(ZooFormat.walk(route.durationS)) on foot, passing \(nodes) footpath node\(nodes == 1 ? "" : "s")")
                     for point in route.coordinates { print(String(format: "  %.6f,%.6f", point.lat, point.lon)) }
                 })
