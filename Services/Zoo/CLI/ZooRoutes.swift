@@ -32,6 +32,15 @@ struct ZooRoute: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    /// A missing or doubled end is a command line that does not parse (exit 64), checked before any call.
+    func validate() throws {
+        for (end, given) in [("from", [fromPoint != nil, fromAnimal != nil, fromHouse != nil]),
+                             ("to", [toPoint != nil, toAnimal != nil, toHouse != nil])]
+        where given.filter({ $0 }).count != 1 {
+            throw ValidationError("give exactly one of --\(end), --\(end)-animal and --\(end)-house")
+        }
+    }
+
     func run() async throws {
         try await global.withZoo { zoo in
             let request = ZooV1.RouteRequest(
