@@ -852,7 +852,8 @@ extension ZooV1 {
         }
     }
 
-    /// How many animals came from each source (the union of the lexicon CSV and animals.json by id).
+    /// How many animals came from each source: animals.json's entries with a lexicon CSV row matched to them, the CSV's
+    /// rows matching none, and the entries no row matched.
     public struct SourceCounts: Sendable, Equatable {
         public var lexiconCsvOnly: Int32 = 0
         public var animalsJsonOnly: Int32 = 0

@@ -930,7 +930,8 @@ struct  Menagerie__Zoo__V1__LexiconMerge
 
 
 /*
- * How many animals came from each source (the union of the lexicon CSV and animals.json by id).
+ * How many animals came from each source: animals.json's entries with a lexicon CSV row matched to them, the CSV's
+ * rows matching none, and the entries no row matched.
  */
 struct  Menagerie__Zoo__V1__SourceCounts
 {
