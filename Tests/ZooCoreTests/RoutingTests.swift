@@ -281,6 +281,14 @@ struct RealReachabilityTests {
         #expect(failures.isEmpty, "\(failures)")
     }
 
+    @Test func nearbyFromBesideAnotherPieceOfFootpathFindsTheAnimalsOfTheZoosNetwork() throws {
+        let zoo = try Self.zoo.get()
+        let point = GeoPoint(lat: 50.115, lon: 14.4038)
+        #expect(zoo.router.graph.component(of: try zoo.router.snap(point)) != zoo.router.graph.mainComponent)
+        let nearby = try zoo.nearby(point, radius: 300)
+        #expect(nearby.contains { $0.animal.id == 1 }, "\(nearby.map(\.animal.name))")
+    }
+
     @Test func theLionsWalkEndsAtItsPenNotItsPavilion() throws {
         let zoo = try Self.zoo.get()
         let lion = try #require(zoo.catalogue.animals.first { $0.name == "Lev indický" })

@@ -162,7 +162,8 @@ public final class ZooSnapshot: Sendable {
     /// nearest first.
     public func nearby(_ point: GeoPoint, radius: Double) throws(ZooError) -> [NearbyAnimal] {
         guard radius.isFinite, radius >= 0 else { throw .invalidArgument("radius must be a non-negative number of metres") }
-        let start = try router.snap(point)
+        // The map locations are on the zoo's network: a point beside a bit of path that joins nothing starts there.
+        let start = try router.snap(point, within: [router.graph.mainComponent])
         let distances = router.graph.distances(from: start, limit: radius)
         var result: [NearbyAnimal] = []
         for animal in catalogue.animals where animal.isCurrentlyAvailable {

@@ -38,8 +38,12 @@ public struct Router: Sendable {
     /// `snap`, onto the nearest footpath from which one of `targets` can be walked to: the footpath graph is in
     /// pieces (61 in the real data), and the nearest footpath of all may lead nowhere near the other end.
     public func snap(_ point: GeoPoint, reaching targets: [Snap]) throws(ZooError) -> Snap {
+        try snap(point, within: Set(targets.map(graph.component(of:))))
+    }
+
+    /// `snap`, onto the nearest footpath of one of the graph's connected `pieces`.
+    public func snap(_ point: GeoPoint, within pieces: Set<Int32>) throws(ZooError) -> Snap {
         let nearest = try snap(point)
-        let pieces = Set(targets.map(graph.component(of:)))
         if pieces.contains(graph.component(of: nearest)) { return nearest }
         guard let snap = graph.snap(point, within: pieces) else {
             throw .noPath("from \(Geo.describe(point)): no footpath from there leads to the destination")
