@@ -49,6 +49,7 @@ import Testing
         #expect(union[4].breeding == nil && union[5].breeding == "since 1990")
         #expect(union[6].projects == "irena")
         #expect(union[7].name == "Jen v lexikonu")
+        #expect(lion.otherNames == ["Lev indický"] && union[3].otherNames.isEmpty)  // the lexicon's other name, kept
         #expect(report.websiteEntries == 7 && report.lexiconRows == 5)
         #expect(report.matchedByLatinName == 3 && report.matchedByCzechName == 1 && report.added == 1)
         #expect(report.addedIDBase == 100_000)
@@ -217,8 +218,15 @@ struct RealLexiconUnionTests {
         let (union, _) = try Self.merged.get()
         let catalogue = Catalogue(animals: union, mapFeatures: try RealData.animalsJSON.get().mapFeatures,
                                   adoptions: try RealData.adoptions.get(), joins: try RealData.joins.get())
-        for text in ["Learův", "jamajský"] {
+        // The lexicon's Czech name of a species the website names otherwise finds it too.
+        for text in ["Learův", "jamajský", "Levhart obláčkový", "Jelen lyrorohý"] {
             #expect(try catalogue.search(SearchQuery(text: text, includeUnavailable: true)).total >= 1, "\(text)")
+        }
+        // Every lexicon row is found by its own name, without diacritics, as it was before the merge by species.
+        for row in try RealData.lexiconCSV.get().animals {
+            let plain = row.name.folding(options: .diacriticInsensitive, locale: nil)
+            let found = try catalogue.search(SearchQuery(text: plain, includeUnavailable: true, limit: 500)).animals
+            #expect(found.contains { ([$0.name] + $0.otherNames).map(TextKey.nameKey).contains(TextKey.nameKey(row.name)) }, "\(row.id) \(row.name)")
         }
         let lexiconLatin = Set(try RealData.animalsJSON.get().animals.compactMap(\.latinName))
         #expect(lexiconLatin.isSubset(of: Set(union.compactMap(\.latinName))))

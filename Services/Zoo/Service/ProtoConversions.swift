@@ -84,7 +84,7 @@ extension ZooV1.Animal {
                                   anchor: ZooV1.GeoPoint($0.anchor), outline: $0.outline.map(ZooV1.GeoPoint.init),
                                   singularNames: $0.singularNames)
             },
-            sources: animal.sources.map(ZooV1.FileKind.init))
+            sources: animal.sources.map(ZooV1.FileKind.init), otherNames: animal.otherNames)
     }
 }
 

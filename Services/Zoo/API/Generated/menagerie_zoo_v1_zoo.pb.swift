@@ -306,14 +306,16 @@ extension ZooV1 {
         public var available: Bool = false
         public var adoption: ZooV1.Adoption? = nil
         public var mapLocations: [ZooV1.MapLocation] = []
-        /// Where the animal's record came from: FILE_KIND_LEXICON_CSV, FILE_KIND_ANIMALS_JSON or both (the same id in
-        /// both; the lexicon's text wins, animals.json fills what the lexicon lacks).
+        /// Where the animal's record came from: FILE_KIND_LEXICON_CSV, FILE_KIND_ANIMALS_JSON or both (an animals.json
+        /// entry with the lexicon row of its species matched to it: animals.json's values win, the row fills the rest).
         public var sources: [ZooV1.FileKind] = []
         /// Where a walk to it ends (UNSPECIFIED when it cannot be placed on the map), the pen's, house's or zoo part's
         /// name, and why it cannot be placed.
         public var placeKind: ZooV1.PlaceKind = .unspecified
         public var placeName: String = ""
         public var unroutableReason: String? = nil
+        /// Other Czech names it is known by (the lexicon CSV's, where it names the species otherwise); searched too.
+        public var otherNames: [String] = []
 
         /// A message with every field at its default.
         public init() {}
@@ -348,7 +350,8 @@ extension ZooV1 {
             sources: [ZooV1.FileKind] = [],
             placeKind: ZooV1.PlaceKind = .unspecified,
             placeName: String = "",
-            unroutableReason: String? = nil
+            unroutableReason: String? = nil,
+            otherNames: [String] = []
         ) {
             self.id = id
             self.name = name
@@ -379,6 +382,7 @@ extension ZooV1 {
             self.placeKind = placeKind
             self.placeName = placeName
             self.unroutableReason = unroutableReason
+            self.otherNames = otherNames
         }
     }
 
@@ -1599,6 +1603,7 @@ extension ZooV1.Animal: ProtoMessage, ProtobufCBridged {
         placeKind = reader.value(27)
         placeName = reader.value(28)
         unroutableReason = reader.optional(29)
+        otherNames = reader.repeated(30)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1631,6 +1636,7 @@ extension ZooV1.Animal: ProtoMessage, ProtobufCBridged {
         writer.set(27, placeKind)
         writer.set(28, placeName)
         writer.set(29, unroutableReason)
+        writer.set(30, otherNames)
     }
 }
 
@@ -2915,6 +2921,7 @@ extension ZooV1.Animal: ProtoJSONMessage {
         ProtoJSONField(number: 27, protoName: "place_kind", jsonName: "placeKind", kind: .`enum`, cardinality: .singular),
         ProtoJSONField(number: 28, protoName: "place_name", jsonName: "placeName", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 29, protoName: "unroutable_reason", jsonName: "unroutableReason", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 30, protoName: "other_names", jsonName: "otherNames", kind: .string, cardinality: .repeated),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2948,6 +2955,7 @@ extension ZooV1.Animal: ProtoJSONMessage {
         json.value(26, self.placeKind)
         json.value(27, self.placeName)
         json.optional(28, self.unroutableReason)
+        json.repeated(29, self.otherNames)
         return json.result
     }
 
@@ -2983,6 +2991,7 @@ extension ZooV1.Animal: ProtoJSONMessage {
         try json.value(26, into: &self.placeKind)
         try json.value(27, into: &self.placeName)
         try json.optional(28, into: &self.unroutableReason)
+        try json.repeated(29, into: &self.otherNames)
     }
 }
 

@@ -3,7 +3,7 @@
 /// (a CSV id may be another species on the website), so rows are matched by species instead: every website
 /// entry keeps its `_id` and its values; a CSV row matched to it by normalised Latin name, or else by Czech
 /// name, only fills what the entry lacks; a CSV row matching none is added under `addedIDBase + id`, above
-/// every website id.
+/// every website id. A matched row's Czech name, where it differs, stays searchable (`Animal.otherNames`).
 public enum LexiconUnion {
     /// Every website entry and every unmatched lexicon row, by ascending id, with what was matched.
     public static func merge(lexicon: [Animal], website: [Animal]) -> (animals: [Animal], report: LexiconMergeReport) {
@@ -89,6 +89,9 @@ public enum LexiconUnion {
         keepList(\.continents)
         keepList(\.biotopes)
         keepList(\.foods)
+        if !([animal.name] + animal.otherNames).map(TextKey.nameKey).contains(TextKey.nameKey(row.name)) {
+            animal.otherNames.append(row.name)
+        }
         if animal.taxonClass == nil { animal.taxonClass = row.taxonClass }
         if animal.taxonClass?.latin == nil, animal.taxonClass?.czech == row.taxonClass?.czech {
             animal.taxonClass?.latin = row.taxonClass?.latin

@@ -14,6 +14,8 @@ public enum ZooSchema {
         Migration(2, "animal sources") { db in try db.execute("ALTER TABLE animals ADD COLUMN sources TEXT") },
         // The import's LexiconMergeReport as JSON; NULL unless it merged a lexicon CSV into animals.json.
         Migration(3, "lexicon merge report") { db in try db.execute("ALTER TABLE imports ADD COLUMN lexicon_merge TEXT") },
+        // Animal.otherNames, one a line; NULL for none.
+        Migration(4, "animal other names") { db in try db.execute("ALTER TABLE animals ADD COLUMN other_names TEXT") },
     ]
 
     private static let version1 = """

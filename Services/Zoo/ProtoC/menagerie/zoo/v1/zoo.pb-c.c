@@ -2591,7 +2591,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__map_location__descriptor =
   (ProtobufCMessageInit) menagerie__zoo__v1__map_location__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__zoo__v1__animal__field_descriptors[29] =
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__animal__field_descriptors[30] =
 {
   {
     "id",
@@ -2941,6 +2941,18 @@ static const ProtobufCFieldDescriptor menagerie__zoo__v1__animal__field_descript
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "other_names",
+    30,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Zoo__V1__Animal, n_other_names),
+    offsetof(Menagerie__Zoo__V1__Animal, other_names),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__zoo__v1__animal__field_indices_by_name[] = {
   23,   /* field[23] = adoption */
@@ -2963,6 +2975,7 @@ static const unsigned menagerie__zoo__v1__animal__field_indices_by_name[] = {
   24,   /* field[24] = map_locations */
   1,   /* field[1] = name */
   5,   /* field[5] = order */
+  29,   /* field[29] = other_names */
   26,   /* field[26] = place_kind */
   27,   /* field[27] = place_name */
   16,   /* field[16] = projects */
@@ -2976,7 +2989,7 @@ static const unsigned menagerie__zoo__v1__animal__field_indices_by_name[] = {
 static const ProtobufCIntRange menagerie__zoo__v1__animal__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 29 }
+  { 0, 30 }
 };
 const ProtobufCMessageDescriptor menagerie__zoo__v1__animal__descriptor =
 {
@@ -2986,7 +2999,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__animal__descriptor =
   "Menagerie__Zoo__V1__Animal",
   "menagerie.zoo.v1",
   sizeof(Menagerie__Zoo__V1__Animal),
-  29,
+  30,
   menagerie__zoo__v1__animal__field_descriptors,
   menagerie__zoo__v1__animal__field_indices_by_name,
   1,  menagerie__zoo__v1__animal__number_ranges,

@@ -451,8 +451,8 @@ struct  Menagerie__Zoo__V1__Animal
   size_t n_map_locations;
   Menagerie__Zoo__V1__MapLocation **map_locations;
   /*
-   * Where the animal's record came from: FILE_KIND_LEXICON_CSV, FILE_KIND_ANIMALS_JSON or both (the same id in
-   * both; the lexicon's text wins, animals.json fills what the lexicon lacks).
+   * Where the animal's record came from: FILE_KIND_LEXICON_CSV, FILE_KIND_ANIMALS_JSON or both (an animals.json
+   * entry with the lexicon row of its species matched to it: animals.json's values win, the row fills the rest).
    */
   size_t n_sources;
   Menagerie__Zoo__V1__FileKind *sources;
@@ -462,6 +462,11 @@ struct  Menagerie__Zoo__V1__Animal
    */
   Menagerie__Zoo__V1__PlaceKind place_kind;
   char *place_name;
+  /*
+   * Other Czech names it is known by (the lexicon CSV's, where it names the species otherwise); searched too.
+   */
+  size_t n_other_names;
+  char **other_names;
   Menagerie__Zoo__V1__Animal__LatinNameCase _latin_name_case;
   union {
     char *latin_name;
@@ -541,7 +546,7 @@ struct  Menagerie__Zoo__V1__Animal
 };
 #define MENAGERIE__ZOO__V1__ANIMAL__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__animal__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, NULL, NULL, 0,NULL, 0,NULL, 0,NULL, 0, NULL, 0,NULL, 0,NULL, MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, MENAGERIE__ZOO__V1__ANIMAL___LATIN_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___ENGLISH_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___RANGE__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___BIOTOPE_DETAIL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___FOOD_DETAIL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___DESCRIPTION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___PROPORTIONS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___REPRODUCTION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___INTERESTING_FACTS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___PROJECTS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___BREEDING__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___LOCATION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___LOCATION_URL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___IMAGE_URL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___IMAGE_ALT__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___UNROUTABLE_REASON__NOT_SET, {0} }
+    , 0, (char *)protobuf_c_empty_string, NULL, NULL, 0,NULL, 0,NULL, 0,NULL, 0, NULL, 0,NULL, 0,NULL, MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, MENAGERIE__ZOO__V1__ANIMAL___LATIN_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___ENGLISH_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___RANGE__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___BIOTOPE_DETAIL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___FOOD_DETAIL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___DESCRIPTION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___PROPORTIONS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___REPRODUCTION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___INTERESTING_FACTS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___PROJECTS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___BREEDING__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___LOCATION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___LOCATION_URL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___IMAGE_URL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___IMAGE_ALT__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___UNROUTABLE_REASON__NOT_SET, {0} }
 
 
 typedef enum {
