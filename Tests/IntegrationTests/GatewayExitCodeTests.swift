@@ -62,6 +62,8 @@ import Testing
             ["zoo", "nosuchcommand"],
             ["zoo", "show"],
             ["zoo", "route", "--from"],
+            ["zoo", "route", "--to-animal", "1"],
+            ["zoo", "route", "--from", "50.1,14.4", "--from-animal", "1", "--to-animal", "2"],
             ["zoo", "search", "--no-such-flag"],
             ["zoo", "search", "-x"],
             ["methods"],

@@ -61,7 +61,7 @@ import ZooCore
             (["show", "0"], 3), (["show", "99999"], 5), (["show", "12"], 5), (["search", "--limit=-1"], 3),
             (["search", "--limit", "100000"], 3), (["search", "--offset=-3"], 3), (["search", "--food", ""], 3),
             (["route", "--from", "nan,14.4", "--to-animal", "1"], 3), (["route", "--from", "50.1", "--to-animal", "1"], 3),
-            (["route", "--from", point, "--to-animal", "1", "--to-house", "Africký dům"], 3),
+            (["route", "--from", point, "--to-animal", "1", "--to-house", "Africký dům"], 64),
             (["route", "--from", "50.0875,14.4213", "--to-animal", "1"], 11), (["route", "--from", point, "--to-animal", "13"], 9),
             (["route", "--from", point, "--to-house", "Nowhere"], 5), (["route", "--from", point, "--to-animal", "4242"], 5),
             (["nearby", "--from", point, "--radius=-5"], 3), (["nearby", "--from", point, "--radius", "1e9"], 3),
@@ -104,10 +104,14 @@ import ZooCore
         try #require(imported.status == 0, "\(imported.output)")
         #expect(try jsonObject(imported)["rowsSkipped"] as? Int == 1)
 
-        // Every animal of the CSV that imports is found by its name without diacritics.
+        // Every served animal — each animals.json entry under its own id, each lexicon row matching none under
+        // 100000 + its id (LexiconUnion) — is found by its name without diacritics.
         let csv = try String(contentsOf: Self.realDirectory.appendingPathComponent("lexikon-zvirat.csv"), encoding: .utf8)
-        let animals = try LexiconCSV.parse(csv).animals
-        #expect(animals.count == 327)
+        #expect(try LexiconCSV.parse(csv).animals.count == 327)
+        let (animals, _) = LexiconUnion.merge(
+            lexicon: try LexiconCSV.parse(csv).animals,
+            website: try AnimalsJSON.parse(Data(contentsOf: Self.realDirectory.appendingPathComponent("animals.json"))).animals)
+        #expect(animals.count == 671)
         let misses = await Self.parallel(animals) { animal -> String? in
             let plain = animal.name.folding(options: .diacriticInsensitive, locale: nil)
             guard let result = try? await stack.gateway(["zoo", "search", plain, "--all", "--limit", "500", "--json"]),
@@ -123,26 +127,28 @@ import ZooCore
         func counts(_ key: String) -> [String: Int] {
             Dictionary(uniqueKeysWithValues: ((filters[key] as? [[String: Any]]) ?? []).map { ($0["value"] as? String ?? "", $0["count"] as? Int ?? 0) })
         }
-        // The served animals are the union of the lexicon and animals.json, so each CSV value has at least its CSV count.
-        let source = try Self.countsFromSource(csv)
+        // The served animals are the merge of the lexicon into animals.json: the counts are the merged animals' values.
         func folded(_ counts: [String: Int]) -> [String: Int] {
             Dictionary(counts.map { (TextKey.fold($0.key), $0.value) }, uniquingKeysWith: +)
         }
-        for (served, csvKey) in [("classes", "classes"), ("foods", "food"), ("biotopes", "biotop"), ("continents", "continents")] {
-            let have = folded(counts(served))
-            for (value, count) in folded(source[csvKey, default: [:]]) {
-                #expect((have[value] ?? 0) >= count, "\(served) \(value): \(have[value] ?? 0) < \(count)")
-            }
+        let values: [(String, (Animal) -> [String])] = [
+            ("classes", { $0.taxonClass.map { [$0.czech] } ?? [] }), ("foods", \.foods), ("biotopes", \.biotopes),
+            ("continents", \.continents),
+        ]
+        for (served, valuesOf) in values {
+            var expected: [String: Int] = [:]
+            for animal in animals { for value in Set(valuesOf(animal)) { expected[value, default: 0] += 1 } }
+            #expect(folded(counts(served)) == folded(expected), "\(served)")
         }
 
-        // The union by id, its sources, and routability (issue 21).
+        // The union by species, its sources, and routability (issues 21, 39).
         let status = try await stack.gateway(["zoo", "status"])
-        #expect(status.output.contains("animal sources: 266 in both the lexicon CSV and animals.json, 61 only in the lexicon CSV, 339 only in animals.json"),
+        #expect(status.output.contains("animal sources: 261 in both the lexicon CSV and animals.json, 66 only in the lexicon CSV, 344 only in animals.json"),
                 "\(status.output)")
         let metadata = try jsonObject(try await stack.gateway(["zoo", "status", "--json"]))
         let routability = try #require(metadata["routability"] as? [String: Any])
         let served = try #require(routability["animals"] as? Int), routable = try #require(routability["routableAnimals"] as? Int)
-        #expect(served == 666)
+        #expect(served == 671)
         #expect(Double(routable) >= 0.8 * Double(served), "\(routable) of \(served) routable")
         let unroutable = (routability["unroutableAnimals"] as? [[String: Any]]) ?? []
         #expect(unroutable.count == served - routable && unroutable.allSatisfy { !(($0["reason"] as? String) ?? "").isEmpty })
@@ -159,14 +165,14 @@ import ZooCore
         #expect(wetlands.status == 0 && wetlands.output.contains("to zoo part Ptačí mokřady"), "\(wetlands.output)")
         // The bulk call: every animal with every attribute; the footpath graph with connectors.
         let pages = try #require(try JSONSerialization.jsonObject(with: Data(try await stack.gateway(["zoo", "catalogue", "--json"]).output.utf8)) as? [[String: Any]])
-        #expect(pages.flatMap { ($0["animals"] as? [[String: Any]]) ?? [] }.count == 666)
+        #expect(pages.flatMap { ($0["animals"] as? [[String: Any]]) ?? [] }.count == 671)
         let graph = try jsonObject(try await stack.gateway(["zoo", "graph", "--json"]))
         #expect((graph["nodes"] as? [[String: Any]])?.contains { $0["isConnector"] as? Bool == true } == true)
         // An unknown filter value is INVALID_ARGUMENT naming the known ones; an empty page says "no animals".
         let unknown = try await stack.gateway(["zoo", "search", "--class", "Draci"])
         #expect(unknown.status == 3 && unknown.output.contains("Savci"), "\(unknown.output)")
         let past = try await stack.gateway(["zoo", "search", "--offset", "5000"])
-        #expect(past.output.contains("no animals at offset 5000") && !past.output.contains("no 666"), "\(past.output)")
+        #expect(past.output.contains("no animals at offset 5000") && !past.output.contains("no 671"), "\(past.output)")
 
         // Routes between the GPS points of the GPX tracks: never longer than plain Dijkstra over the same graph,
         // never shorter than the straight line between their ends.
@@ -228,24 +234,6 @@ import ZooCore
         return CSVParser.parse(text).prefix(count + 1).map { record in
             record.fields.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: ";")
         }.joined(separator: "\n") + "\n"
-    }
-
-    /// Per column, how many importable rows name each value: the cell split on commas, trimmed, `''` dropped,
-    /// classes without their Latin part.
-    static func countsFromSource(_ csv: String) throws -> [String: [String: Int]] {
-        let records = CSVParser.parse(csv)
-        let header = records[0].fields
-        var result: [String: [String: Int]] = [:]
-        for column in ["classes", "food", "biotop", "continents", "localities_title"] {
-            let index = try #require(header.firstIndex(of: column))
-            for record in records.dropFirst() where record.fields.count >= 21 && Int(record.fields[0]) != nil {
-                var values = record.fields[index].split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-                if column == "classes" || column == "localities_title" { values = [record.fields[index].trimmingCharacters(in: .whitespacesAndNewlines)] }
-                if column == "classes" { values = values.map { String($0.prefix { $0 != "(" }).trimmingCharacters(in: .whitespaces) } }
-                for value in Set(values) where !value.isEmpty && value != "''" { result[column, default: [:]][value, default: 0] += 1 }
-            }
-        }
-        return result
     }
 
     /// Every `trkpt`/`wpt` of the GPX files, in file-name order.

@@ -120,9 +120,11 @@ enum SampleFiles {
         let lexicon = try #require(record.files.first { $0.kind == .lexiconCSV })
         #expect(lexicon.rowsImported == 327 && lexicon.skipped.count == 1 && lexicon.skipped[0].row == 328)
         let stored = try library.database.read(ZooTables.loadDataSet)
-        // The stored lexicon is the union by id of the CSV and animals.json (LexiconUnion).
-        let union = LexiconUnion.merge(lexicon: try RealData.lexiconCSV.get().animals, website: try RealData.animalsJSON.get().animals)
+        // The stored lexicon is the union by species of the CSV and animals.json (LexiconUnion), and the record says how.
+        let (union, report) = LexiconUnion.merge(lexicon: try RealData.lexiconCSV.get().animals, website: try RealData.animalsJSON.get().animals)
         #expect(stored.lexicon.animals == union)
+        #expect(record.lexiconMerge == report)
+        #expect(try library.metadata().lastImport?.lexiconMerge == report)
         #expect(stored.adoptions == (try RealData.adoptions.get()))
         #expect(stored.joins == (try RealData.joins.get()))
         let snapshot = try library.snapshot()

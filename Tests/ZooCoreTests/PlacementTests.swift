@@ -3,34 +3,69 @@ import Storage
 import Testing
 @testable import ZooCore
 
-/// The union of the two lexicons by id, and where a walk to an animal without a pen of its own ends.
+/// The union of the two lexicons by species, and where a walk to an animal without a pen of its own ends.
 @Suite struct PlacementTests {
     static let mammals = Taxon(czech: "Savci", latin: "Mammalia")
 
-    @Test func unionByIDKeepsTheLexiconsTextAndTheWebsitesPensAndRecordsSources() {
+    @Test func theWebsiteEntriesKeepTheirIDsAndValuesAndTheLexiconFillsWhatTheyLack() {
         let lexicon = [
-            Animal(id: 1, name: "Lev indický", taxonClass: Taxon(czech: "Savci", latin: nil), description: "lexicon text",
-                   projects: "lexicon projects", location: "Pavilon šelem a plazů", sources: [.lexiconCSV]),
-            Animal(id: 2, name: "Jen v lexikonu", sources: [.lexiconCSV]),
+            Animal(id: 1, name: "Lev indický", latinName: "Panthera  leo persica (Meyer, 1826)",
+                   taxonClass: Taxon(czech: "Savci", latin: nil), description: "lexicon text", projects: "lexicon projects",
+                   location: "Pavilon šelem a plazů", locationURL: "https://zoo/selmy", imageURL: "https://old.jpg",
+                   imageAlt: "old", sources: [.lexiconCSV]),
+            Animal(id: 2, name: "Jen v lexikonu", latinName: "Solus lexiconi", sources: [.lexiconCSV]),
+            // Id 5 on the website is another species: this row is the website's id 7 by Latin name.
+            Animal(id: 5, name: "Amazoňan modrobradý", latinName: "Amazona festiva", projects: "amazon projects", sources: [.lexiconCSV]),
+            // Two website entries share the Latin name: the Czech name tells them apart.
+            Animal(id: 40, name: "Vikuňa", latinName: "Vicugna vicugna", breeding: "since 1990", sources: [.lexiconCSV]),
+            // No Latin name in common, the Czech name is.
+            Animal(id: 50, name: "Irena tyrkysová", latinName: "Irena tyrkysová", projects: "irena", sources: [.lexiconCSV]),
         ]
         let website = [
-            Animal(id: 1, name: "Lev", taxonClass: Self.mammals, description: "website text", proportions: "2 m",
-                   location: "Šelmy", isCurrentlyAvailable: false, mapFeatureIDs: [10], sources: [.animalsJSON]),
+            Animal(id: 1, name: "Lev", latinName: "Panthera leo persica", taxonClass: Self.mammals,
+                   description: "website text", proportions: "2 m", location: "Šelmy", imageURL: "https://new.jpg",
+                   isCurrentlyAvailable: false, mapFeatureIDs: [10], sources: [.animalsJSON]),
             Animal(id: 3, name: "Jen na webu", mapFeatureIDs: [11], sources: [.animalsJSON]),
+            Animal(id: 5, name: "Amazoňan jamajský", latinName: "Amazona collaria", location: "Ptačí svět", sources: [.animalsJSON]),
+            Animal(id: 7, name: "Amazoňan modrobradý", latinName: "Amazona  Festiva\u{200B}", sources: [.animalsJSON]),
+            Animal(id: 8, name: "Lama vikuňa", latinName: "Vicugna vicugna", sources: [.animalsJSON]),
+            Animal(id: 9, name: "Vikuňa", latinName: "Vicugna vicugna", sources: [.animalsJSON]),
+            Animal(id: 11, name: "Irena tyrkysová", latinName: "Irena puella", sources: [.animalsJSON]),
         ]
-        let union = LexiconUnion.merge(lexicon: lexicon, website: website)
-        #expect(union.map(\.id) == [1, 2, 3])
-        #expect(union.map(\.sources) == [[.lexiconCSV, .animalsJSON], [.lexiconCSV], [.animalsJSON]])
+        let (union, report) = LexiconUnion.merge(lexicon: lexicon, website: website)
+        #expect(union.map(\.id) == [1, 3, 5, 7, 8, 9, 11, 100_002])
+        #expect(union.map(\.sources) == [[.lexiconCSV, .animalsJSON], [.animalsJSON], [.animalsJSON],
+                                         [.lexiconCSV, .animalsJSON], [.animalsJSON], [.lexiconCSV, .animalsJSON],
+                                         [.lexiconCSV, .animalsJSON], [.lexiconCSV]])
         let lion = union[0]
-        #expect(lion.name == "Lev indický")
-        #expect(lion.description == "lexicon text")  // the lexicon's text wins
-        #expect(lion.projects == "lexicon projects")
-        #expect(lion.location == "Pavilon šelem a plazů")
-        #expect(lion.proportions == "2 m")  // filled from the website
-        #expect(lion.taxonClass == Self.mammals)  // the Latin class name filled in
-        #expect(lion.mapFeatureIDs == [10])
-        #expect(!lion.isCurrentlyAvailable)
-        #expect(union[2].mapFeatureIDs == [11])
+        #expect(lion.name == "Lev" && lion.description == "website text")  // the website's values stand
+        #expect(lion.location == "Šelmy" && lion.imageURL == "https://new.jpg")
+        #expect(lion.locationURL == nil && lion.imageAlt == nil)  // they belong to the lexicon's location and image
+        #expect(lion.projects == "lexicon projects")  // filled from the lexicon
+        #expect(lion.taxonClass == Self.mammals)
+        #expect(lion.mapFeatureIDs == [10] && !lion.isCurrentlyAvailable)
+        #expect(union[2].name == "Amazoňan jamajský" && union[2].projects == nil && union[2].location == "Ptačí svět")
+        #expect(union[3].projects == "amazon projects")
+        #expect(union[4].breeding == nil && union[5].breeding == "since 1990")
+        #expect(union[6].projects == "irena")
+        #expect(union[7].name == "Jen v lexikonu")
+        #expect(lion.otherNames == ["Lev indický"] && union[3].otherNames.isEmpty)  // the lexicon's other name, kept
+        #expect(report.websiteEntries == 7 && report.lexiconRows == 5)
+        #expect(report.matchedByLatinName == 3 && report.matchedByCzechName == 1 && report.added == 1)
+        #expect(report.addedIDBase == 100_000)
+        #expect(report.conflicts == [
+            "lexicon id 5 \u{201C}Amazoňan modrobradý (Amazona festiva)\u{201D} is website id 5 \u{201C}Amazoňan jamajský (Amazona collaria)\u{201D} there; matched website id 7 by Latin name",
+        ])
+    }
+
+    @Test func latinNamesAreComparedWithoutNoise() {
+        #expect(SpeciesIndex.latinKey("Panthera leo  persica (Meyer, 1826)") == ["panthera", "leo", "persica"])
+        #expect(SpeciesIndex.latinKey("žlutokrký) (Threskiornis spinicollis") == ["threskiornis", "spinicollis"])
+        #expect(SpeciesIndex.latinKey("Microcebus ganzhorni\u{200B}") == ["microcebus", "ganzhorni"])
+        #expect(SpeciesIndex.latinKey("Panthera leo Linnaeus, 1758") == ["panthera", "leo"])
+        #expect(SpeciesIndex.latinKey("Pyxis sp.") == ["pyxis"])
+        #expect(SpeciesIndex.latinKey("  ") == nil && SpeciesIndex.latinKey(nil) == nil)
+        #expect(LexiconUnion.addedIDBase(above: 700) == 100_000 && LexiconUnion.addedIDBase(above: 100_000) == 1_000_000)
     }
 
     @Test func importOfBothFilesServesTheUnionAndCountsEachSource() throws {
@@ -50,8 +85,8 @@ import Testing
             ZooSourceFile(kind: .animalsJSON, name: "animals.json", content: Data(json.utf8)),
         ], source: "test", trigger: .client)
         let animals = try library.snapshot().catalogue.animals
-        #expect(animals.map(\.id) == [1, 2, 3])
-        #expect(animals[0].description == "Z lexikonu" && animals[0].proportions == "2 m" && animals[0].mapFeatureIDs == [10])
+        #expect(animals.map(\.id) == [1, 3, 100_002])
+        #expect(animals[0].description == "Z webu" && animals[0].order?.latin == "Carnivora" && animals[0].mapFeatureIDs == [10])
         let counts = try library.metadata().counts
         #expect((counts.bothSources, counts.lexiconCSVOnly, counts.animalsJSONOnly) == (1, 1, 1))
     }
@@ -129,11 +164,71 @@ import Testing
 
     @Test(.enabled(if: RealData.enabled, RealData.skipMessage))
     func atLeastFourFifthsOfTheRealUnionAreRoutable() throws {
-        let union = LexiconUnion.merge(lexicon: try RealData.lexiconCSV.get().animals, website: try RealData.animalsJSON.get().animals)
-        #expect(union.count == 666)
+        let union = LexiconUnion.merge(lexicon: try RealData.lexiconCSV.get().animals, website: try RealData.animalsJSON.get().animals).animals
         let catalogue = Catalogue(animals: union, mapFeatures: try RealData.animalsJSON.get().mapFeatures, joins: try RealData.joins.get())
         let report = ZooSnapshot(catalogue: catalogue, router: try RealData.router.get()).routability()
         #expect(Double(report.routableAnimals) >= 0.8 * Double(report.animals))
         #expect(catalogue.house(named: "Ptačí mokřady") != nil)
+    }
+}
+
+/// The real lexicon CSV merged into the real animals.json: the website's entries under their own ids, the
+/// lexicon's other species beside them, none under another's id (issue 39).
+@Suite(.enabled(if: RealData.enabled, RealData.skipMessage))
+struct RealLexiconUnionTests {
+    static let merged = Result { LexiconUnion.merge(lexicon: try RealData.lexiconCSV.get().animals, website: try RealData.animalsJSON.get().animals) }
+
+    @Test func everyWebsiteEntryKeepsItsIDNameLatinNameLocationAndImage() throws {
+        let (union, _) = try Self.merged.get()
+        let byID = Dictionary(uniqueKeysWithValues: union.map { ($0.id, $0) })
+        let website = try RealData.animalsJSON.get().animals
+        #expect(website.count == 605)
+        for entry in website {
+            let served = try #require(byID[entry.id])
+            #expect(served.name == entry.name && served.latinName == (entry.latinName ?? served.latinName), "id \(entry.id)")
+            if entry.location != nil { #expect(served.location == entry.location, "id \(entry.id)") }
+            if entry.imageURL != nil { #expect(served.imageURL == entry.imageURL, "id \(entry.id)") }
+            #expect(served.isCurrentlyAvailable == entry.isCurrentlyAvailable && served.mapFeatureIDs == entry.mapFeatureIDs)
+        }
+        let amazon = try #require(byID[5])
+        #expect(amazon.name == "Amazoňan jamajský" && amazon.latinName == "Amazona collaria")
+        #expect(byID[22]?.name == "Ara Learův")
+    }
+
+    @Test func theLexiconsOtherSpeciesAreAddedUnderIDsAboveTheWebsites() throws {
+        let (union, report) = try Self.merged.get()
+        let lexicon = try RealData.lexiconCSV.get().animals
+        let maximum = try RealData.animalsJSON.get().animals.map(\.id).max() ?? 0
+        #expect(report.websiteEntries == 605 && report.lexiconRows == 327)
+        #expect(report.matchedByLatinName + report.matchedByCzechName + report.added == 327)
+        #expect(union.count == 605 + report.added && Set(union.map(\.id)).count == union.count)
+        let added = union.filter { $0.sources == [.lexiconCSV] }
+        #expect(added.count == report.added && added.allSatisfy { $0.id > maximum && $0.id > report.addedIDBase })
+        #expect(added.allSatisfy { row in lexicon.contains { $0.id == row.id - report.addedIDBase && $0.name == row.name } })
+        // Matched rows are the same species: the Latin names agree at species level, or the Czech names do.
+        #expect(report.added >= 60 && report.added <= 70)
+        let festiva = try #require(union.first { $0.latinName == "Amazona festiva" })
+        #expect(festiva.id == 679 && festiva.name == "Amazoňan modrobradý")
+        let alone = try #require(union.first { $0.name == "Karakal" })
+        #expect(alone.id == report.addedIDBase + 10 && alone.sources == [.lexiconCSV])
+        #expect(report.conflicts.contains { $0.hasPrefix("lexicon id 5 \u{201C}Amazoňan modrobradý (Amazona festiva)\u{201D} is website id 5") })
+    }
+
+    @Test func searchFindsTheWebsitesSpeciesTheLexiconHid() throws {
+        let (union, _) = try Self.merged.get()
+        let catalogue = Catalogue(animals: union, mapFeatures: try RealData.animalsJSON.get().mapFeatures,
+                                  adoptions: try RealData.adoptions.get(), joins: try RealData.joins.get())
+        // The lexicon's Czech name of a species the website names otherwise finds it too.
+        for text in ["Learův", "jamajský", "Levhart obláčkový", "Jelen lyrorohý"] {
+            #expect(try catalogue.search(SearchQuery(text: text, includeUnavailable: true)).total >= 1, "\(text)")
+        }
+        // Every lexicon row is found by its own name, without diacritics, as it was before the merge by species.
+        for row in try RealData.lexiconCSV.get().animals {
+            let plain = row.name.folding(options: .diacriticInsensitive, locale: nil)
+            let found = try catalogue.search(SearchQuery(text: plain, includeUnavailable: true, limit: 500)).animals
+            #expect(found.contains { ([$0.name] + $0.otherNames).map(TextKey.nameKey).contains(TextKey.nameKey(row.name)) }, "\(row.id) \(row.name)")
+        }
+        let lexiconLatin = Set(try RealData.animalsJSON.get().animals.compactMap(\.latinName))
+        #expect(lexiconLatin.isSubset(of: Set(union.compactMap(\.latinName))))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import ZooCore
 
 @Suite struct RoutingTests {
@@ -51,9 +52,52 @@ import Testing
         #expect(abs(polyline - route.distanceMeters) < 0.05)
     }
 
+    @Test func aPointJoinsTheNearestFootpathFromWhichTheOtherEndCanBeReached() throws {
+        // The start lies nearest to E–F, a piece of its own; the goal is on the square.
+        let start = GeoPoint(lat: 50.1175, lon: 14.4100), goal = GeoPoint(lat: 50.1150, lon: 14.4004)
+        let graph = Self.router.graph
+        #expect(graph.components[0] == graph.components[3] && graph.components[0] != graph.components[4])
+        #expect(graph.mainComponent == graph.components[0])
+        let nearest = try Self.router.snap(start)
+        #expect(graph.nodeIDs[Int(graph.segments[nearest.segment].from)] == 5)
+        let moved = try Self.router.snap(start, reaching: [try Self.router.snap(goal)])
+        #expect(moved.point == GeoPoint(lat: 50.1160, lon: 14.4010))  // C, the square's nearest corner
+        let route = try Self.router.route(from: start, to: goal)
+        #expect(route.coordinates.first == moved.point && abs(route.startOffsetMeters - moved.offset) < 1e-9)
+        #expect(route.startOffsetMeters > 300 && route.endOffsetMeters < 1)
+        // Either end moves: here the goal is the one farther from the other's piece.
+        let back = try Self.router.route(from: goal, to: start)
+        #expect(abs(back.distanceMeters - route.distanceMeters) < 1e-6 && back.endOffsetMeters == route.startOffsetMeters)
+    }
+
+    @Test func animalsAreReachedOnTheZoosNetworkAtTheirPensAndNoPathIsSaidInWords() throws {
+        let features = [
+            MapFeature(id: 10, name: "lvi", isAnimalPen: true, isBuilding: false, singularNames: [],
+                       outline: [GeoPoint(lat: 50.1151, lon: 14.4004)], animalNames: []),
+            MapFeature(id: 20, name: "Pavilon šelem", isAnimalPen: false, isBuilding: true, singularNames: [],
+                       outline: [GeoPoint(lat: 50.1159, lon: 14.4004)], animalNames: []),
+            MapFeature(id: 30, name: "žirafy", isAnimalPen: true, isBuilding: false, singularNames: [],
+                       outline: [GeoPoint(lat: 50.1181, lon: 14.4105)], animalNames: []),
+        ]
+        let animals = [Animal(id: 1, name: "Lev", mapFeatureIDs: [20, 10]), Animal(id: 2, name: "Žirafa", mapFeatureIDs: [30])]
+        let zoo = ZooSnapshot(catalogue: Catalogue(animals: animals, mapFeatures: features), router: Self.router)
+        // The lion has a pen: the walk ends there, not at the pavilion that is nearer.
+        let (_, destination) = try zoo.routeWithDestination(from: .point(GeoPoint(lat: 50.11595, lon: 14.4004)), to: .animal(id: 1))
+        #expect(destination == Destination(kind: .pen, name: "lvi", featureID: 10))
+        // The giraffes' pen lies nearest to E–F, a piece of its own: it is reached on the square, the zoo's network.
+        let toGiraffes = try zoo.route(from: .animal(id: 1), to: .animal(id: 2))
+        #expect(toGiraffes.coordinates.last == GeoPoint(lat: 50.1160, lon: 14.4010))
+        let graph = Self.router.graph
+        let onSquare = try #require(graph.snap(GeoPoint(lat: 50.1150, lon: 14.4004)))
+        let apart = try #require(graph.snap(GeoPoint(lat: 50.1180, lon: 14.41051234)))
+        #expect(throws: ZooError.noPath("from (50.115, 14.4004) to (50.118, 14.41051): no footpath joins them")) {
+            try Self.router.route(from: onSquare, to: apart)
+        }
+        #expect(Geo.describe(GeoPoint(lat: 50.115000001, lon: 14.40380499)) == "(50.115, 14.4038)")
+        #expect(ZooError.outOfRange(GeoPoint(lat: 50.2, lon: 14.123456789)).message == "point (50.2, 14.12346) is outside the zoo map")
+    }
+
     @Test func errorsAreTyped() {
-        #expect(performing: { try Self.router.route(from: GeoPoint(lat: 50.1150, lon: 14.4004), to: GeoPoint(lat: 50.1180, lon: 14.4105)) },
-                throws: { ($0 as? ZooError)?.category == .notFound })
         #expect(performing: { try Self.router.route(from: GeoPoint(lat: 50.2, lon: 14.4), to: GeoPoint(lat: 50.115, lon: 14.4)) },
                 throws: { ($0 as? ZooError)?.category == .outOfRange })
         #expect(performing: { try Self.router.snap(GeoPoint(lat: .nan, lon: 14.4)) },
@@ -208,5 +252,88 @@ struct RealRoutingTests {
         print("search \(searches), route \(routes) per call")
         // Debug builds are several times slower than release; the release target is well under 1 ms.
         #expect(searches < .milliseconds(20) && routes < .milliseconds(20))
+    }
+}
+
+/// Every place on the real footpaths reaches every animal a walk can reach (issue 39: the graph is in 61 pieces).
+@Suite(.enabled(if: RealData.enabled, RealData.skipMessage))
+struct RealReachabilityTests {
+    static let zoo = Result {
+        let union = LexiconUnion.merge(lexicon: try RealData.lexiconCSV.get().animals, website: try RealData.animalsJSON.get().animals).animals
+        return ZooSnapshot(catalogue: Catalogue(animals: union, mapFeatures: try RealData.animalsJSON.get().mapFeatures,
+                                                adoptions: try RealData.adoptions.get(), joins: try RealData.joins.get()),
+                           router: try RealData.router.get())
+    }
+
+    @Test func aStartBesideAnotherPieceOfFootpathStillReachesTheAnimal() throws {
+        let zoo = try Self.zoo.get()
+        let (route, _) = try zoo.routeWithDestination(from: .point(GeoPoint(lat: 50.115, lon: 14.4038)), to: .animal(id: 1))
+        #expect(route.distanceMeters > 0 && route.startOffsetMeters > 0)
+        let bounds = try #require(zoo.router.bounds)
+        var failures: [String] = []
+        for row in 0..<10 {
+            for column in 0..<12 {
+                let point = GeoPoint(lat: bounds.south + (bounds.north - bounds.south) * (Double(row) + 0.5) / 10,
+                                     lon: bounds.west + (bounds.east - bounds.west) * (Double(column) + 0.5) / 12)
+                do { _ = try zoo.route(from: .point(point), to: .animal(id: 1)) } catch { failures.append("\(point): \(error)") }
+            }
+        }
+        #expect(failures.isEmpty, "\(failures)")
+    }
+
+    @Test func nearbyFromBesideAnotherPieceOfFootpathFindsTheAnimalsOfTheZoosNetwork() throws {
+        let zoo = try Self.zoo.get()
+        let point = GeoPoint(lat: 50.115, lon: 14.4038)
+        #expect(zoo.router.graph.component(of: try zoo.router.snap(point)) != zoo.router.graph.mainComponent)
+        let nearby = try zoo.nearby(point, radius: 300)
+        #expect(nearby.contains { $0.animal.id == 1 }, "\(nearby.map(\.animal.name))")
+    }
+
+    @Test func theLionsWalkEndsAtItsPenNotItsPavilion() throws {
+        let zoo = try Self.zoo.get()
+        let lion = try #require(zoo.catalogue.animals.first { $0.name == "Lev indický" })
+        for start in [GeoPoint(lat: 50.1163, lon: 14.4000), GeoPoint(lat: 50.1167, lon: 14.4060)] {
+            let (_, destination) = try zoo.routeWithDestination(from: .point(start), to: .animal(id: lion.id))
+            #expect(destination == Destination(kind: .pen, name: "lvi", featureID: 4_791_798_031))
+        }
+    }
+
+    /// 200 seeded random points on the footpaths inside the map, each against every routable animal. One search
+    /// per start and group of animals reachable from the same pieces checks them all; one walk per group goes
+    /// through `routeWithDestination` itself.
+    @Test func everyPointOnTheFootpathsReachesEveryRoutableAnimal() throws {
+        let zoo = try Self.zoo.get()
+        let router = zoo.router, graph = router.graph
+        let bounds = try #require(router.bounds)
+        let unroutable = Set(zoo.routability().unroutableAnimals.compactMap(\.animalID))
+        var groups: [Set<Int32>: [(id: Int, snaps: [Snap])]] = [:]
+        for animal in zoo.catalogue.animals where !unroutable.contains(animal.id) {
+            let snaps = (zoo.catalogue.placement(of: animal)?.featureIDs ?? []).compactMap { zoo.featureSnaps[$0] }
+            groups[Set(snaps.map(graph.component(of:))), default: []].append((animal.id, snaps))
+        }
+        #expect(groups.values.reduce(0) { $0 + $1.count } > 500)
+        var generator = SeededGenerator(seed: 39)
+        var points: [GeoPoint] = []
+        while points.count < 200 {
+            let segment = graph.segments[Int.random(in: 0..<graph.segments.count, using: &generator)]
+            let (a, b) = (graph.positions[Int(segment.from)], graph.positions[Int(segment.to)])
+            let t = Double.random(in: 0...1, using: &generator)
+            let point = GeoPoint(lat: a.lat + (b.lat - a.lat) * t, lon: a.lon + (b.lon - a.lon) * t)
+            if bounds.contains(point) { points.append(point) }
+        }
+        var failures: [String] = []
+        for point in points {
+            for members in groups.values {
+                let start = try router.snap(point, reaching: members.flatMap(\.snaps))
+                let distances = graph.distances(from: start)
+                for member in members where !member.snaps.contains(where: { graph.distance(using: distances, from: start, to: $0).isFinite }) {
+                    failures.append("\(point) → animal \(member.id)")
+                }
+                do { _ = try zoo.route(from: .point(point), to: .animal(id: members[0].id)) } catch {
+                    failures.append("\(point) → animal \(members[0].id): \(error)")
+                }
+            }
+        }
+        #expect(failures.isEmpty, "\(failures.count) failures, e.g. \(failures.prefix(5))")
     }
 }

@@ -77,9 +77,10 @@ struct ZooImport: AsyncParsableCommand {
         commandName: "import",
         abstract: "Send data files to the zoo service, which imports them in one transaction.",
         discussion: """
-            Each kind of file replaces its part of the data; the rest stays. The animals are the union by id of the \
-            lexicon CSV and the animals JSON given together (the lexicon's text wins where both have an animal), or \
-            those of the one given; the animals JSON always provides the map locations and which animals are kept now. Bad rows are skipped and listed. Together the files must \
+            Each kind of file replaces its part of the data; the rest stays. The animals are the animals JSON's entries, \
+            under their own ids, with the lexicon CSV given together matched to them by Latin or Czech name (filling \
+            only what an entry lacks; unmatched rows are added under ids from 100000, and the record lists the \
+            conflicts), or those of the one given; the animals JSON always provides the map locations and which animals are kept now. Bad rows are skipped and listed. Together the files must \
             stay under 16 MiB. --tiles sends an MBTiles file (up to 1 GiB) in pieces; the service checks it and \
             replaces the stored one, or keeps the old one and says what is wrong. The import runs as a job: the command follows it with a progress bar (plain lines \
             when the output is not a terminal) and prints its record; --detach returns its id at once.
@@ -217,6 +218,12 @@ struct ZooImport: AsyncParsableCommand {
             lines.append("  \(ZooFormat.fileKindName(file.kind) ?? "?") \(file.name): \(file.rowsImported) imported, \(file.skipped.count) skipped")
             for row in file.skipped.prefix(20) { lines.append("    row \(row.row) (line \(row.line)): \(row.reason)") }
             if file.skipped.count > 20 { lines.append("    … and \(file.skipped.count - 20) more (see --json)") }
+        }
+        if let merge = record.lexiconMerge {
+            lines.append("  lexicon merged into animals.json's \(merge.websiteEntries) entries: of \(merge.lexiconRows) rows \(merge.matchedByLatinName) matched by Latin name, "
+                + "\(merge.matchedByCzechName) by Czech name, \(merge.added) added (ids \(merge.addedIDBase) + their own); \(merge.conflicts.count) conflicts")
+            for conflict in merge.conflicts.prefix(30) { lines.append("    \(conflict)") }
+            if merge.conflicts.count > 30 { lines.append("    … and \(merge.conflicts.count - 30) more (see --json)") }
         }
         return lines.joined(separator: "\n")
     }

@@ -111,7 +111,8 @@ struct ZooShow: AsyncParsableCommand {
             location.name + (location.anchor.map { String(format: " (%.5f,%.5f)", $0.lat, $0.lon) } ?? "")
         })
         let fields: [(String, String?)] = [
-            ("Id", String(animal.id)), ("English", animal.englishName), ("Class", taxon(animal.taxonClass)),
+            ("Id", String(animal.id)), ("Also called", list(animal.otherNames)), ("English", animal.englishName),
+            ("Class", taxon(animal.taxonClass)),
             ("Order", taxon(animal.order)), ("Kept now", animal.available ? "yes" : "no"), ("Location", animal.location),
             ("Location page", animal.locationURL), ("Map locations", locations), ("Continents", list(animal.continents)),
             ("Range", animal.range), ("Biotopes", list(animal.biotopes)), ("Biotope", animal.biotopeDetail),

@@ -32,6 +32,15 @@ struct ZooRoute: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    /// A missing or doubled end is a command line that does not parse (exit 64), checked before any call.
+    func validate() throws {
+        for (end, given) in [("from", [fromPoint != nil, fromAnimal != nil, fromHouse != nil]),
+                             ("to", [toPoint != nil, toAnimal != nil, toHouse != nil])]
+        where given.filter({ $0 }).count != 1 {
+            throw ValidationError("give exactly one of --\(end), --\(end)-animal and --\(end)-house")
+        }
+    }
+
     func run() async throws {
         try await global.withZoo { zoo in
             let request = ZooV1.RouteRequest(
@@ -45,6 +54,8 @@ struct ZooRoute: AsyncParsableCommand {
                     if let destination = reply.destination, destination.kind != .point, destination.kind != .unspecified {
                         print("to \(ZooFormat.destination(destination.kind, destination.name) ?? destination.name) (map location \(destination.locationID))")
                     }
+                    if reply.fromSnapM >= 1 { print("the walk starts \(ZooFormat.distance(reply.fromSnapM)) from --from, on the nearest footpath leading there") }
+                    if reply.toSnapM >= 1 { print("it ends \(ZooFormat.distance(reply.toSnapM)) from --to, on the nearest footpath reached") }
                     print("\(ZooFormat.distance(route.distanceM)), about \(ZooFormat.walk(route.durationS)) on foot, passing \(nodes) footpath node\(nodes == 1 ? "" : "s")")
                     for point in route.coordinates { print(String(format: "  %.6f,%.6f", point.lat, point.lon)) }
                 })

@@ -24,7 +24,7 @@ public struct ZooError: CategorizedError, Equatable, CustomStringConvertible {
 
     /// A valid coordinate outside the zoo map.
     public static func outOfRange(_ point: GeoPoint) -> ZooError {
-        ZooError(.outOfRange, "point (\(point.lat), \(point.lon)) is outside the zoo map")
+        ZooError(.outOfRange, "point \(Geo.describe(point)) is outside the zoo map")
     }
 
     /// The animal has no map location to route to or from.

@@ -130,9 +130,11 @@ public final class ZooLibrary: Sendable {
                     progress(ImportProgress(stage: .writing, fraction: 0.7, message: "writing \(message)"))
                 }
                 let finished = Date()
-                try db.execute("UPDATE imports SET finished_at = ? WHERE id = ?", [finished.timeIntervalSince1970, id])
+                try db.execute(
+                    "UPDATE imports SET finished_at = ?, lexicon_merge = ? WHERE id = ?",
+                    [finished.timeIntervalSince1970, try batch.lexiconMerge.map(ZooTables.encodeMerge), id])
                 return ImportRecord(id: id, source: source, trigger: trigger, startedAt: started, finishedAt: finished,
-                                    succeeded: true, files: batch.files, error: nil)
+                                    succeeded: true, files: batch.files, error: nil, lexiconMerge: batch.lexiconMerge)
             }
             guard let record else { return nil }
             progress(ImportProgress(stage: .indexing, fraction: 0.85, message: "indexing"))

@@ -65,15 +65,17 @@ public struct Tour: Sendable, Equatable {
 public final class ZooSnapshot: Sendable {
     public let catalogue: Catalogue
     public let router: Router
-    /// Snapped map features, by OpenStreetMap id (features that cannot be snapped are absent).
-    private let featureSnaps: [Int64: Snap]
+    /// Snapped map features, by OpenStreetMap id (features that cannot be snapped are absent): onto the zoo's
+    /// own network (`FootpathGraph.mainComponent`), not a bit of path inside a pen that joins nothing, so every
+    /// animal and house can be walked to from every other.
+    let featureSnaps: [Int64: Snap]
 
     public init(catalogue: Catalogue, router: Router) {
         self.catalogue = catalogue
         self.router = router
         var snaps: [Int64: Snap] = [:]
         for (id, feature) in catalogue.features where Geo.isValid(feature.anchor) {
-            snaps[id] = router.graph.snap(feature.anchor)
+            snaps[id] = router.graph.snap(feature.anchor, within: [router.graph.mainComponent])
         }
         featureSnaps = snaps
     }
@@ -85,9 +87,21 @@ public final class ZooSnapshot: Sendable {
 
     /// The shortest walk between two places, and what it ends at (an animal's pen, or its house or zoo part).
     public func routeWithDestination(from start: Place, to end: Place) throws(ZooError) -> (route: Route, destination: Destination) {
-        let starts = try snaps(for: start), ends = try snaps(for: end)
+        var starts = try snaps(for: start), ends = try snaps(for: end)
+        // A point joins the footpaths where the other end can be walked to, not merely the nearest footpath.
+        switch (start, end) {
+        case let (.point(first), .point(last)):
+            let (from, to) = try router.snapPair(first, last)
+            (starts, ends) = ([(0, from)], [(0, to)])
+        case let (.point(first), _):
+            starts = [(0, try router.snap(first, reaching: ends.map(\.snap)))]
+        case let (_, .point(last)):
+            ends = [(0, try router.snap(last, reaching: starts.map(\.snap)))]
+        default:
+            break
+        }
         guard let (route, index) = router.shortestRouteAndEnd(from: starts.map(\.snap), to: ends.map(\.snap)) else {
-            throw .noPath("from \(describe(start)) to \(describe(end))")
+            throw .noPath("from \(describe(start)) to \(describe(end)): no footpath joins them")
         }
         let featureID = ends[index].featureID
         let destination: Destination =
@@ -148,7 +162,8 @@ public final class ZooSnapshot: Sendable {
     /// nearest first.
     public func nearby(_ point: GeoPoint, radius: Double) throws(ZooError) -> [NearbyAnimal] {
         guard radius.isFinite, radius >= 0 else { throw .invalidArgument("radius must be a non-negative number of metres") }
-        let start = try router.snap(point)
+        // The map locations are on the zoo's network: a point beside a bit of path that joins nothing starts there.
+        let start = try router.snap(point, within: [router.graph.mainComponent])
         let distances = router.graph.distances(from: start, limit: radius)
         var result: [NearbyAnimal] = []
         for animal in catalogue.animals where animal.isCurrentlyAvailable {
@@ -173,7 +188,7 @@ public final class ZooSnapshot: Sendable {
             return (animal: animal, locations: locations)
         }
         guard !stops.isEmpty else { throw .invalidArgument("a tour needs at least one animal") }
-        let origin = try router.snap(start)
+        let origin = try router.snap(start, reaching: stops.flatMap { $0.locations.map(\.snap) })
         // Candidate points: 0 is the start, then every location of every stop.
         var points = [origin]
         var candidates: [[Int]] = []
@@ -255,7 +270,7 @@ public final class ZooSnapshot: Sendable {
 
     private func describe(_ place: Place) -> String {
         switch place {
-        case .point(let point): "(\(point.lat), \(point.lon))"
+        case .point(let point): Geo.describe(point)
         case .animal(let id): (try? catalogue.animal(id: id).name).map { "animal \"\($0)\"" } ?? "animal \(id)"
         case .pavilion(let name): "pavilion \"\(name)\""
         }

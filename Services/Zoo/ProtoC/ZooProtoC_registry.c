@@ -30,6 +30,7 @@ static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__zoo__v1__import_tiles_request__descriptor,
     &menagerie__zoo__v1__import_tiles_response__descriptor,
     &menagerie__zoo__v1__imported_file__descriptor,
+    &menagerie__zoo__v1__lexicon_merge__descriptor,
     &menagerie__zoo__v1__list_filter_values_request__descriptor,
     &menagerie__zoo__v1__list_filter_values_response__descriptor,
     &menagerie__zoo__v1__map_location__descriptor,

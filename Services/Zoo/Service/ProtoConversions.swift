@@ -84,7 +84,7 @@ extension ZooV1.Animal {
                                   anchor: ZooV1.GeoPoint($0.anchor), outline: $0.outline.map(ZooV1.GeoPoint.init),
                                   singularNames: $0.singularNames)
             },
-            sources: animal.sources.map(ZooV1.FileKind.init))
+            sources: animal.sources.map(ZooV1.FileKind.init), otherNames: animal.otherNames)
     }
 }
 
@@ -142,7 +142,14 @@ extension ZooV1.ImportRecord {
                     })
             },
             rowsImported: Int32(clamping: record.rowsImported), rowsSkipped: Int32(clamping: record.rowsSkipped),
-            error: record.error)
+            error: record.error,
+            lexiconMerge: record.lexiconMerge.map { merge in
+                ZooV1.LexiconMerge(
+                    websiteEntries: Int32(clamping: merge.websiteEntries), lexiconRows: Int32(clamping: merge.lexiconRows),
+                    matchedByLatinName: Int32(clamping: merge.matchedByLatinName),
+                    matchedByCzechName: Int32(clamping: merge.matchedByCzechName), added: Int32(clamping: merge.added),
+                    addedIDBase: Int64(merge.addedIDBase), conflicts: merge.conflicts)
+            })
     }
 }
 

@@ -165,7 +165,9 @@ public struct ZooService: ZooV1.Zoo.ServiceProtocol {
         let from = try RequestValidation.place(request.from, field: "from")
         let to = try RequestValidation.place(request.to, field: "to")
         let (route, destination) = try Self.withFootpaths(library.snapshot()).routeWithDestination(from: from, to: to)
-        return ZooV1.RouteResponse(route: ZooV1.Route(route), destination: ZooV1.Destination(destination))
+        func offset(_ place: Place, _ metres: Double) -> Double { if case .point = place { metres } else { 0 } }
+        return ZooV1.RouteResponse(route: ZooV1.Route(route), destination: ZooV1.Destination(destination),
+                                   fromSnapM: offset(from, route.startOffsetMeters), toSnapM: offset(to, route.endOffsetMeters))
     }
 
     public func nearby(request: ZooV1.NearbyRequest, context: ServerContext) async throws -> ZooV1.NearbyResponse {

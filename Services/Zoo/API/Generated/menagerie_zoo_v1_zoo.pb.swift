@@ -306,14 +306,16 @@ extension ZooV1 {
         public var available: Bool = false
         public var adoption: ZooV1.Adoption? = nil
         public var mapLocations: [ZooV1.MapLocation] = []
-        /// Where the animal's record came from: FILE_KIND_LEXICON_CSV, FILE_KIND_ANIMALS_JSON or both (the same id in
-        /// both; the lexicon's text wins, animals.json fills what the lexicon lacks).
+        /// Where the animal's record came from: FILE_KIND_LEXICON_CSV, FILE_KIND_ANIMALS_JSON or both (an animals.json
+        /// entry with the lexicon row of its species matched to it: animals.json's values win, the row fills the rest).
         public var sources: [ZooV1.FileKind] = []
         /// Where a walk to it ends (UNSPECIFIED when it cannot be placed on the map), the pen's, house's or zoo part's
         /// name, and why it cannot be placed.
         public var placeKind: ZooV1.PlaceKind = .unspecified
         public var placeName: String = ""
         public var unroutableReason: String? = nil
+        /// Other Czech names it is known by (the lexicon CSV's, where it names the species otherwise); searched too.
+        public var otherNames: [String] = []
 
         /// A message with every field at its default.
         public init() {}
@@ -348,7 +350,8 @@ extension ZooV1 {
             sources: [ZooV1.FileKind] = [],
             placeKind: ZooV1.PlaceKind = .unspecified,
             placeName: String = "",
-            unroutableReason: String? = nil
+            unroutableReason: String? = nil,
+            otherNames: [String] = []
         ) {
             self.id = id
             self.name = name
@@ -379,6 +382,7 @@ extension ZooV1 {
             self.placeKind = placeKind
             self.placeName = placeName
             self.unroutableReason = unroutableReason
+            self.otherNames = otherNames
         }
     }
 
@@ -605,6 +609,8 @@ extension ZooV1 {
         public var rowsSkipped: Int32 = 0
         /// Why it failed.
         public var error: String? = nil
+        /// How the lexicon CSV was merged into animals.json's list; absent unless the import carried both.
+        public var lexiconMerge: ZooV1.LexiconMerge? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -620,7 +626,8 @@ extension ZooV1 {
             files: [ZooV1.ImportedFile] = [],
             rowsImported: Int32 = 0,
             rowsSkipped: Int32 = 0,
-            error: String? = nil
+            error: String? = nil,
+            lexiconMerge: ZooV1.LexiconMerge? = nil
         ) {
             self.id = id
             self.source = source
@@ -632,6 +639,7 @@ extension ZooV1 {
             self.rowsImported = rowsImported
             self.rowsSkipped = rowsSkipped
             self.error = error
+            self.lexiconMerge = lexiconMerge
         }
     }
 
@@ -811,7 +819,45 @@ extension ZooV1 {
         }
     }
 
-    /// How many animals came from each source (the union of the lexicon CSV and animals.json by id).
+    /// How the lexicon CSV's rows were matched to animals.json's entries: each website entry keeps its id; a row
+    /// matched by normalised Latin name (or else Czech name) only fills what the entry lacks; a row matching none is
+    /// added under an id of its own (`added_id_base` plus the row's id).
+    public struct LexiconMerge: Sendable, Equatable {
+        public var websiteEntries: Int32 = 0
+        public var lexiconRows: Int32 = 0
+        public var matchedByLatinName: Int32 = 0
+        public var matchedByCzechName: Int32 = 0
+        public var added: Int32 = 0
+        public var addedIDBase: Int64 = 0
+        /// What disagreed, in words: a row whose id is another species on the website, a row matching an entry
+        /// another row matched already.
+        public var conflicts: [String] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            websiteEntries: Int32 = 0,
+            lexiconRows: Int32 = 0,
+            matchedByLatinName: Int32 = 0,
+            matchedByCzechName: Int32 = 0,
+            added: Int32 = 0,
+            addedIDBase: Int64 = 0,
+            conflicts: [String] = []
+        ) {
+            self.websiteEntries = websiteEntries
+            self.lexiconRows = lexiconRows
+            self.matchedByLatinName = matchedByLatinName
+            self.matchedByCzechName = matchedByCzechName
+            self.added = added
+            self.addedIDBase = addedIDBase
+            self.conflicts = conflicts
+        }
+    }
+
+    /// How many animals came from each source: animals.json's entries with a lexicon CSV row matched to them, the CSV's
+    /// rows matching none, and the entries no row matched.
     public struct SourceCounts: Sendable, Equatable {
         public var lexiconCsvOnly: Int32 = 0
         public var animalsJsonOnly: Int32 = 0
@@ -1010,6 +1056,10 @@ extension ZooV1 {
         /// What the walk ends at: an animal's pen, or its house or zoo part when it has no pen of its own; a house;
         /// a point.
         public var destination: ZooV1.Destination? = nil
+        /// Metres from the given start (end) point to where the walk joins (leaves) the footpaths: the nearest
+        /// footpath connected to the other end. 0 for an animal or a house.
+        public var fromSnapM: Double = 0
+        public var toSnapM: Double = 0
 
         /// A message with every field at its default.
         public init() {}
@@ -1017,10 +1067,14 @@ extension ZooV1 {
         /// A message with the given field values.
         public init(
             route: ZooV1.Route? = nil,
-            destination: ZooV1.Destination? = nil
+            destination: ZooV1.Destination? = nil,
+            fromSnapM: Double = 0,
+            toSnapM: Double = 0
         ) {
             self.route = route
             self.destination = destination
+            self.fromSnapM = fromSnapM
+            self.toSnapM = toSnapM
         }
     }
 
@@ -1549,6 +1603,7 @@ extension ZooV1.Animal: ProtoMessage, ProtobufCBridged {
         placeKind = reader.value(27)
         placeName = reader.value(28)
         unroutableReason = reader.optional(29)
+        otherNames = reader.repeated(30)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1581,6 +1636,7 @@ extension ZooV1.Animal: ProtoMessage, ProtobufCBridged {
         writer.set(27, placeKind)
         writer.set(28, placeName)
         writer.set(29, unroutableReason)
+        writer.set(30, otherNames)
     }
 }
 
@@ -1838,6 +1894,7 @@ extension ZooV1.ImportRecord: ProtoMessage, ProtobufCBridged {
         rowsImported = reader.value(8)
         rowsSkipped = reader.value(9)
         error = reader.optional(10)
+        lexiconMerge = reader.optional(11)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1851,6 +1908,7 @@ extension ZooV1.ImportRecord: ProtoMessage, ProtobufCBridged {
         writer.set(8, rowsImported)
         writer.set(9, rowsSkipped)
         writer.set(10, error)
+        writer.set(11, lexiconMerge)
     }
 }
 
@@ -2040,6 +2098,39 @@ extension ZooV1.ImportTilesResponse: ProtoMessage, ProtobufCBridged {
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, tiles)
+    }
+}
+
+extension ZooV1.LexiconMerge: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.zoo.v1.LexiconMerge"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ZooProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        websiteEntries = reader.value(1)
+        lexiconRows = reader.value(2)
+        matchedByLatinName = reader.value(3)
+        matchedByCzechName = reader.value(4)
+        added = reader.value(5)
+        addedIDBase = reader.value(6)
+        conflicts = reader.repeated(7)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, websiteEntries)
+        writer.set(2, lexiconRows)
+        writer.set(3, matchedByLatinName)
+        writer.set(4, matchedByCzechName)
+        writer.set(5, added)
+        writer.set(6, addedIDBase)
+        writer.set(7, conflicts)
     }
 }
 
@@ -2268,11 +2359,15 @@ extension ZooV1.RouteResponse: ProtoMessage, ProtobufCBridged {
     @usableFromInline package init(reading reader: ProtoReader) {
         route = reader.optional(1)
         destination = reader.optional(2)
+        fromSnapM = reader.value(3)
+        toSnapM = reader.value(4)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, route)
         writer.set(2, destination)
+        writer.set(3, fromSnapM)
+        writer.set(4, toSnapM)
     }
 }
 
@@ -2826,6 +2921,7 @@ extension ZooV1.Animal: ProtoJSONMessage {
         ProtoJSONField(number: 27, protoName: "place_kind", jsonName: "placeKind", kind: .`enum`, cardinality: .singular),
         ProtoJSONField(number: 28, protoName: "place_name", jsonName: "placeName", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 29, protoName: "unroutable_reason", jsonName: "unroutableReason", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 30, protoName: "other_names", jsonName: "otherNames", kind: .string, cardinality: .repeated),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2859,6 +2955,7 @@ extension ZooV1.Animal: ProtoJSONMessage {
         json.value(26, self.placeKind)
         json.value(27, self.placeName)
         json.optional(28, self.unroutableReason)
+        json.repeated(29, self.otherNames)
         return json.result
     }
 
@@ -2894,6 +2991,7 @@ extension ZooV1.Animal: ProtoJSONMessage {
         try json.value(26, into: &self.placeKind)
         try json.value(27, into: &self.placeName)
         try json.optional(28, into: &self.unroutableReason)
+        try json.repeated(29, into: &self.otherNames)
     }
 }
 
@@ -3134,6 +3232,7 @@ extension ZooV1.ImportRecord: ProtoJSONMessage {
         ProtoJSONField(number: 8, protoName: "rows_imported", jsonName: "rowsImported", kind: .int32, cardinality: .singular),
         ProtoJSONField(number: 9, protoName: "rows_skipped", jsonName: "rowsSkipped", kind: .int32, cardinality: .singular),
         ProtoJSONField(number: 10, protoName: "error", jsonName: "error", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 11, protoName: "lexicon_merge", jsonName: "lexiconMerge", kind: .message, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3148,6 +3247,7 @@ extension ZooV1.ImportRecord: ProtoJSONMessage {
         json.value(7, self.rowsImported)
         json.value(8, self.rowsSkipped)
         json.optional(9, self.error)
+        json.optional(10, self.lexiconMerge)
         return json.result
     }
 
@@ -3164,6 +3264,7 @@ extension ZooV1.ImportRecord: ProtoJSONMessage {
         try json.value(7, into: &self.rowsImported)
         try json.value(8, into: &self.rowsSkipped)
         try json.optional(9, into: &self.error)
+        try json.optional(10, into: &self.lexiconMerge)
     }
 }
 
@@ -3354,6 +3455,42 @@ extension ZooV1.ImportTilesResponse: ProtoJSONMessage {
         self.init()
         let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
         try json.optional(0, into: &self.tiles)
+    }
+}
+
+extension ZooV1.LexiconMerge: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "website_entries", jsonName: "websiteEntries", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "lexicon_rows", jsonName: "lexiconRows", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "matched_by_latin_name", jsonName: "matchedByLatinName", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "matched_by_czech_name", jsonName: "matchedByCzechName", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "added", jsonName: "added", kind: .int32, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "added_id_base", jsonName: "addedIdBase", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 7, protoName: "conflicts", jsonName: "conflicts", kind: .string, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.websiteEntries)
+        json.value(1, self.lexiconRows)
+        json.value(2, self.matchedByLatinName)
+        json.value(3, self.matchedByCzechName)
+        json.value(4, self.added)
+        json.value(5, self.addedIDBase)
+        json.repeated(6, self.conflicts)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.websiteEntries)
+        try json.value(1, into: &self.lexiconRows)
+        try json.value(2, into: &self.matchedByLatinName)
+        try json.value(3, into: &self.matchedByCzechName)
+        try json.value(4, into: &self.added)
+        try json.value(5, into: &self.addedIDBase)
+        try json.repeated(6, into: &self.conflicts)
     }
 }
 
@@ -3568,12 +3705,16 @@ extension ZooV1.RouteResponse: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = [
         ProtoJSONField(number: 1, protoName: "route", jsonName: "route", kind: .message, cardinality: .optional),
         ProtoJSONField(number: 2, protoName: "destination", jsonName: "destination", kind: .message, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "from_snap_m", jsonName: "fromSnapM", kind: .double, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "to_snap_m", jsonName: "toSnapM", kind: .double, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
         var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
         json.optional(0, self.route)
         json.optional(1, self.destination)
+        json.value(2, self.fromSnapM)
+        json.value(3, self.toSnapM)
         return json.result
     }
 
@@ -3582,6 +3723,8 @@ extension ZooV1.RouteResponse: ProtoJSONMessage {
         let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
         try json.optional(0, into: &self.route)
         try json.optional(1, into: &self.destination)
+        try json.value(2, into: &self.fromSnapM)
+        try json.value(3, into: &self.toSnapM)
     }
 }
 
@@ -3927,6 +4070,7 @@ extension ZooV1 {
             ZooV1.MapTiles.self,
             ZooV1.ImportTilesRequest.self,
             ZooV1.ImportTilesResponse.self,
+            ZooV1.LexiconMerge.self,
             ZooV1.SourceCounts.self,
             ZooV1.Unroutable.self,
             ZooV1.Routability.self,

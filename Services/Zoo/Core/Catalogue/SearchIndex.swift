@@ -18,7 +18,7 @@ struct SearchIndex: Sendable {
     /// `animals` sorted by id; entry `i` is `animals[i]`.
     init(animals: [Animal]) {
         let names = animals.map { animal in
-            [animal.name, animal.latinName, animal.englishName].compactMap { $0 }.map { Array(TextKey.fold($0).utf8) }
+            ([animal.name, animal.latinName, animal.englishName].compactMap { $0 } + animal.otherNames).map { Array(TextKey.fold($0).utf8) }
         }
         nameCorpus = Corpus(names, ranksNames: true)
         otherCorpus = Corpus(animals.map { animal in

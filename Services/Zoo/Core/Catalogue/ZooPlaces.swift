@@ -104,7 +104,10 @@ struct ZooPlaces: Sendable {
             if !animal.mapFeatureIDs.contains(where: pens.contains), let building = buildings[animal.mapFeatureIDs[0]] {
                 return Placement(kind: .house, name: building, featureIDs: animal.mapFeatureIDs)
             }
-            return Placement(kind: .pen, name: animal.name, featureIDs: animal.mapFeatureIDs)
+            // An animal with a pen is walked to its pen, not to the pavilion also listed (the lion's "lvi", not
+            // "Pavilon šelem a plazů").
+            let own = animal.mapFeatureIDs.filter(pens.contains)
+            return Placement(kind: .pen, name: animal.name, featureIDs: own.isEmpty ? animal.mapFeatureIDs : own)
         }
         guard let location = animal.location, let house = house(named: location), !house.featureIDs.isEmpty else { return nil }
         return Placement(kind: house.kind, name: house.name, featureIDs: house.featureIDs)

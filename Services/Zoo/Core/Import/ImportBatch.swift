@@ -5,7 +5,7 @@ public enum ZooFileKind: String, Sendable, CaseIterable, Codable {
     /// The open-data lexicon `lexikon-zvirat.csv`: replaces the lexicon (animals, classes, orders, …).
     case lexiconCSV = "lexicon_csv"
     /// The scraped `animals.json`: replaces the map locations and the availability list, and the lexicon
-    /// too; with a lexicon CSV in the same import the animals are the union of both by id (`LexiconUnion`).
+    /// too; with a lexicon CSV in the same import its entries are matched by species (`LexiconUnion`).
     case animalsJSON = "animals_json"
     /// The footpath graph `map-metadata.json`.
     case map
@@ -90,6 +90,8 @@ public struct ImportedFile: Sendable, Equatable {
 struct ImportBatch: Sendable {
     /// The lexicon and the kind of file it came from.
     var lexicon: (animals: [Animal], kind: ZooFileKind)?
+    /// How a lexicon CSV was merged into animals.json's list, when the import carried both.
+    var lexiconMerge: LexiconMergeReport?
     var mapFeatures: [MapFeature]?
     /// Normalised Czech name → currently kept, from the animals JSON (decides for a CSV lexicon).
     var availability: [String: Bool]?
@@ -99,7 +101,7 @@ struct ImportBatch: Sendable {
     var pavilionNames: [Int64: String]?
     var singulars: [String: [String]]?
     var files: [ImportedFile] = []
-    /// animals.json's animals, merged with a lexicon CSV of the same import (`LexiconUnion`).
+    /// animals.json's animals, which a lexicon CSV of the same import is merged into (`LexiconUnion`).
     private var websiteAnimals: [Animal]?
 
     /// Parses `files` (at most one of each kind). Throws `.importFailed` naming the file that cannot be read
@@ -117,7 +119,9 @@ struct ImportBatch: Sendable {
         }
         if batch.bounds == nil, let network = batch.network { batch.bounds = MapBounds(enclosing: network) }
         if let lexicon = batch.lexicon, lexicon.kind == .lexiconCSV, let website = batch.websiteAnimals {
-            batch.lexicon = (LexiconUnion.merge(lexicon: lexicon.animals, website: website), .lexiconCSV)
+            let (animals, report) = LexiconUnion.merge(lexicon: lexicon.animals, website: website)
+            batch.lexicon = (animals, .lexiconCSV)
+            batch.lexiconMerge = report
         }
         return batch
     }

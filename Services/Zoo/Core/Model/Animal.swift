@@ -95,6 +95,9 @@ public struct Animal: Sendable, Hashable, Codable, Identifiable {
     public var id: Int
     /// Czech name.
     public var name: String
+    /// Other Czech names it is known by: the lexicon CSV's, where it names the species otherwise ("Levhart
+    /// obláčkový" for the website's "Pardál obláčkový"). Searched like the name.
+    public var otherNames: [String]
     public var latinName: String?
     /// English name (from the adoption list).
     public var englishName: String?
@@ -128,7 +131,7 @@ public struct Animal: Sendable, Hashable, Codable, Identifiable {
     /// The files its record came from: the lexicon CSV, animals.json, or both (the same id in each).
     public var sources: [ZooFileKind]
 
-    public init(id: Int, name: String, latinName: String? = nil, englishName: String? = nil, taxonClass: Taxon? = nil,
+    public init(id: Int, name: String, otherNames: [String] = [], latinName: String? = nil, englishName: String? = nil, taxonClass: Taxon? = nil,
                 order: Taxon? = nil, continents: [String] = [], range: String? = nil, biotopes: [String] = [],
                 biotopeDetail: String? = nil, foods: [String] = [], foodDetail: String? = nil,
                 description: String? = nil, proportions: String? = nil, reproduction: String? = nil,
@@ -138,6 +141,7 @@ public struct Animal: Sendable, Hashable, Codable, Identifiable {
                 sources: [ZooFileKind] = []) {
         self.id = id
         self.name = name
+        self.otherNames = otherNames
         self.latinName = latinName
         self.englishName = englishName
         self.taxonClass = taxonClass

@@ -23,6 +23,8 @@ public struct ImportRecord: Sendable, Equatable {
     public var files: [ImportedFile]
     /// Why the import failed; nil when it succeeded.
     public var error: String?
+    /// How the lexicon CSV was merged into animals.json's list; nil unless the import carried both.
+    public var lexiconMerge: LexiconMergeReport? = nil
 
     public var rowsImported: Int { files.reduce(0) { $0 + $1.rowsImported } }
     public var rowsSkipped: Int { files.reduce(0) { $0 + $1.skipped.count } }
@@ -42,7 +44,8 @@ public struct DataCounts: Sendable, Equatable {
     public var adoptions = 0
     public var footpathNodes = 0
     public var footpathEdges = 0
-    /// Animals by the lexicon files they came from (the union of the lexicon CSV and animals.json by id).
+    /// Animals by the lexicon files they came from (animals.json's entries, the lexicon CSV's rows matched to
+    /// them, and the CSV's rows matching none).
     public var lexiconCSVOnly = 0
     public var animalsJSONOnly = 0
     public var bothSources = 0

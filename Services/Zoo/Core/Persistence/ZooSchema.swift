@@ -12,6 +12,10 @@ public enum ZooSchema {
         Migration(1, "zoo data and import metadata") { db in try db.executeScript(version1) },
         // Which lexicon files each animal came from ("lexicon_csv,animals_json"); NULL for rows from before.
         Migration(2, "animal sources") { db in try db.execute("ALTER TABLE animals ADD COLUMN sources TEXT") },
+        // The import's LexiconMergeReport as JSON; NULL unless it merged a lexicon CSV into animals.json.
+        Migration(3, "lexicon merge report") { db in try db.execute("ALTER TABLE imports ADD COLUMN lexicon_merge TEXT") },
+        // Animal.otherNames, one a line; NULL for none.
+        Migration(4, "animal other names") { db in try db.execute("ALTER TABLE animals ADD COLUMN other_names TEXT") },
     ]
 
     private static let version1 = """

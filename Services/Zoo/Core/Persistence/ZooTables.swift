@@ -101,7 +101,16 @@ enum ZooTables {
             trigger: ImportTrigger(rawValue: try row.value("trigger")) ?? .client,
             startedAt: Date(timeIntervalSince1970: try row.value("started_at")),
             finishedAt: Date(timeIntervalSince1970: try row.value("finished_at")),
-            succeeded: try row.value("succeeded"), files: files, error: try row.value("error", as: String?.self))
+            succeeded: try row.value("succeeded"), files: files, error: try row.value("error", as: String?.self),
+            lexiconMerge: try row.string("lexicon_merge").map(decodeMerge))
+    }
+
+    static func encodeMerge(_ report: LexiconMergeReport) throws -> String {
+        String(decoding: try JSONEncoder().encode(report), as: UTF8.self)
+    }
+
+    static func decodeMerge(_ text: String) throws -> LexiconMergeReport {
+        try JSONDecoder().decode(LexiconMergeReport.self, from: Data(text.utf8))
     }
 
     // MARK: Writing the data
@@ -194,8 +203,8 @@ enum ZooTables {
             """
             INSERT INTO animals (id, name, latin_name, english_name, class_id, order_id, zoo_house_id, range,
                 biotope_detail, food_detail, description, proportions, reproduction, interesting_facts, projects,
-                breeding, location_url, image_url, image_alt, is_currently_available, sources)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                breeding, location_url, image_url, image_alt, is_currently_available, sources, other_names)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         let lists = [
             ("animal_continents", "continent_id", "continents", \Animal.continents),
@@ -216,6 +225,7 @@ enum ZooTables {
                 animal.reproduction, animal.interestingFacts, animal.projects, animal.breeding, animal.locationURL,
                 animal.imageURL, animal.imageAlt, animal.sources.contains(.animalsJSON) ? animal.isCurrentlyAvailable : nil,
                 animal.sources.map(\.rawValue).joined(separator: ","),
+                animal.otherNames.isEmpty ? nil : animal.otherNames.joined(separator: "\n"),
             ])
             for ((_, _, lookupTable, keyPath), listInsert) in zip(lists, listInserts) {
                 for (position, value) in animal[keyPath: keyPath].enumerated() {
@@ -318,7 +328,8 @@ enum ZooTables {
             let id: Int = try row.value("id")
             let name: String = try row.value("name")
             return Animal(
-                id: id, name: name, latinName: row.string("latin_name"), englishName: row.string("english_name"),
+                id: id, name: name, otherNames: (row.string("other_names") ?? "").split(separator: "\n").map(String.init),
+                latinName: row.string("latin_name"), englishName: row.string("english_name"),
                 taxonClass: row.int64("class_id").flatMap { classes[$0] }, order: row.int64("order_id").flatMap { orders[$0] },
                 continents: continents[id] ?? [], range: row.string("range"), biotopes: biotopes[id] ?? [],
                 biotopeDetail: row.string("biotope_detail"), foods: foods[id] ?? [], foodDetail: row.string("food_detail"),

@@ -37,6 +37,12 @@ public struct FootpathGraph: Sendable {
     let edgeStart: [Int32]
     let edgeTargets: [Int32]
     let edgeLengths: [Double]
+    /// The connected piece of the graph each node belongs to (the real graph has 61): a walk joins two points
+    /// only within one, so a point is snapped to the nearest footpath of a piece that reaches the other end.
+    public let components: [Int32]
+    /// The piece with the most footpath: the zoo's network. The others (60 in the real data) are bits of path
+    /// inside enclosures and buildings and streets around the zoo.
+    public let mainComponent: Int32
     private let grid: SegmentGrid
 
     /// Builds the graph. Road vertices without a node are skipped, as are repeated vertices.
@@ -97,16 +103,37 @@ public struct FootpathGraph: Sendable {
         self.edgeTargets = targets
         self.edgeLengths = lengths
         self.grid = SegmentGrid(segments: segments.map { (planar[Int($0.from)], planar[Int($0.to)]) }, cellSize: 25)
+        var components = [Int32](repeating: -1, count: ids.count)
+        var next: Int32 = 0
+        for root in 0..<ids.count where components[root] < 0 {
+            components[root] = next
+            var stack = [Int32(root)]
+            while let node = stack.popLast() {
+                for edge in Int(start[Int(node)])..<Int(start[Int(node) + 1]) where components[Int(targets[edge])] < 0 {
+                    components[Int(targets[edge])] = next
+                    stack.append(targets[edge])
+                }
+            }
+            next += 1
+        }
+        self.components = components
+        var length = [Double](repeating: 0, count: Int(next))
+        for segment in segments { length[Int(components[Int(segment.from)])] += segment.length }
+        self.mainComponent = Int32(length.indices.max { length[$0] < length[$1] } ?? 0)
     }
+
+    /// The connected piece the snapped point lies in.
+    public func component(of snap: Snap) -> Int32 { components[Int(segments[snap.segment].from)] }
 
     public var nodeCount: Int { nodeIDs.count }
 
-    /// Projects `point` onto the nearest segment of any road; `nil` when the graph has no segments.
-    public func snap(_ point: GeoPoint) -> Snap? {
+    /// Projects `point` onto the nearest segment of any road, or of the connected pieces in `components` when
+    /// given; `nil` when there is none.
+    public func snap(_ point: GeoPoint, within components: Set<Int32>? = nil) -> Snap? {
         let xy = projection.project(point)
         guard let (segment, fraction, distance) = grid.nearest(to: xy, segmentEnds: { index in
             (planar[Int(segments[index].from)], planar[Int(segments[index].to)])
-        }) else { return nil }
+        }, accept: { index in components?.contains(self.components[Int(segments[index].from)]) ?? true }) else { return nil }
         let ends = segments[segment]
         let foot = planar[Int(ends.from)] + (planar[Int(ends.to)] - planar[Int(ends.from)]) * fraction
         let footPoint = projection.unproject(foot)
@@ -154,7 +181,8 @@ struct SegmentGrid: Sendable {
     }
 
     /// The nearest segment to `point`: its index, the foot's fraction along it and the distance.
-    func nearest(to point: SIMD2<Double>, segmentEnds: (Int) -> (SIMD2<Double>, SIMD2<Double>)) -> (Int, Double, Double)? {
+    func nearest(to point: SIMD2<Double>, segmentEnds: (Int) -> (SIMD2<Double>, SIMD2<Double>),
+                 accept: (Int) -> Bool = { _ in true }) -> (Int, Double, Double)? {
         guard cellItems.count > 0 else { return nil }
         let column = Int(((point.x - minimum.x) / cellSize).rounded(.down))
         let row = Int(((point.y - minimum.y) / cellSize).rounded(.down))
@@ -173,6 +201,7 @@ struct SegmentGrid: Sendable {
                         let cell = r * columns + c
                         for slot in Int(cellStart[cell])..<Int(cellStart[cell + 1]) {
                             let index = Int(cellItems[slot])
+                            guard accept(index) else { continue }
                             let (a, b) = segmentEnds(index)
                             let (fraction, distance) = Self.foot(of: point, on: a, b)
                             if best == nil || distance < best!.2 || (distance == best!.2 && index < best!.0) {

@@ -6,6 +6,9 @@ public struct Route: Sendable, Equatable {
     public var nodeIDs: [Int64]
     /// The whole polyline: projected start, the nodes, projected end.
     public var coordinates: [GeoPoint]
+    /// Metres from the start (end) place to where the walk joins (leaves) the footpaths.
+    public var startOffsetMeters: Double = 0
+    public var endOffsetMeters: Double = 0
 }
 
 /// Point-to-point routing on the footpath graph with bounds and coordinate checks.
@@ -28,19 +31,45 @@ public struct Router: Sendable {
     public func snap(_ point: GeoPoint) throws(ZooError) -> Snap {
         guard Geo.isValid(point) else { throw .malformedCoordinate(lat: point.lat, lon: point.lon) }
         if let bounds, !bounds.contains(point, marginMeters: boundsMarginMeters) { throw .outOfRange(point) }
-        guard let snap = graph.snap(point) else { throw .noPath("from (\(point.lat), \(point.lon)): the map has no footpaths") }
+        guard let snap = graph.snap(point) else { throw .noPath("from \(Geo.describe(point)): the map has no footpaths") }
         return snap
     }
 
-    /// The shortest walk between two points (each projected onto its nearest footpath segment).
+    /// `snap`, onto the nearest footpath from which one of `targets` can be walked to: the footpath graph is in
+    /// pieces (61 in the real data), and the nearest footpath of all may lead nowhere near the other end.
+    public func snap(_ point: GeoPoint, reaching targets: [Snap]) throws(ZooError) -> Snap {
+        try snap(point, within: Set(targets.map(graph.component(of:))))
+    }
+
+    /// `snap`, onto the nearest footpath of one of the graph's connected `pieces`.
+    public func snap(_ point: GeoPoint, within pieces: Set<Int32>) throws(ZooError) -> Snap {
+        let nearest = try snap(point)
+        if pieces.contains(graph.component(of: nearest)) { return nearest }
+        guard let snap = graph.snap(point, within: pieces) else {
+            throw .noPath("from \(Geo.describe(point)): no footpath from there leads to the destination")
+        }
+        return snap
+    }
+
+    /// The two points snapped onto footpaths joined by a walk: each onto its nearest one when they are joined,
+    /// else whichever of the two moved to the other's piece moves it less.
+    public func snapPair(_ start: GeoPoint, _ end: GeoPoint) throws(ZooError) -> (start: Snap, end: Snap) {
+        let first = try snap(start), last = try snap(end)
+        if graph.component(of: first) == graph.component(of: last) { return (first, last) }
+        let movedStart = try snap(start, reaching: [last]), movedEnd = try snap(end, reaching: [first])
+        return movedStart.offset + last.offset <= first.offset + movedEnd.offset ? (movedStart, last) : (first, movedEnd)
+    }
+
+    /// The shortest walk between two points, each projected onto the nearest footpath joined to the other's.
     public func route(from start: GeoPoint, to end: GeoPoint) throws(ZooError) -> Route {
-        try route(from: snap(start), to: snap(end))
+        let (first, last) = try snapPair(start, end)
+        return try route(from: first, to: last)
     }
 
     /// The shortest walk between two snapped points.
     public func route(from start: Snap, to end: Snap) throws(ZooError) -> Route {
         guard let route = shortestRoute(from: [start], to: [end]) else {
-            throw .noPath("from (\(start.point.lat), \(start.point.lon)) to (\(end.point.lat), \(end.point.lon))")
+            throw .noPath("from \(Geo.describe(start.point)) to \(Geo.describe(end.point)): no footpath joins them")
         }
         return route
     }
@@ -61,7 +90,8 @@ public struct Router: Sendable {
         guard let (path, start, end) = best else { return nil }
         let route = Route(distanceMeters: path.length, durationSeconds: path.length / walkingSpeed,
                           nodeIDs: path.nodes.map { graph.nodeIDs[Int($0)] },
-                          coordinates: [start.point] + path.nodes.map { graph.positions[Int($0)] } + [ends[end].point])
+                          coordinates: [start.point] + path.nodes.map { graph.positions[Int($0)] } + [ends[end].point],
+                          startOffsetMeters: start.offset, endOffsetMeters: ends[end].offset)
         return (route, end)
     }
 }

@@ -1042,6 +1042,51 @@ void   menagerie__zoo__v1__import_tiles_response__free_unpacked
   assert(message->base.descriptor == &menagerie__zoo__v1__import_tiles_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   menagerie__zoo__v1__lexicon_merge__init
+                     (Menagerie__Zoo__V1__LexiconMerge         *message)
+{
+  static const Menagerie__Zoo__V1__LexiconMerge init_value = MENAGERIE__ZOO__V1__LEXICON_MERGE__INIT;
+  *message = init_value;
+}
+size_t menagerie__zoo__v1__lexicon_merge__get_packed_size
+                     (const Menagerie__Zoo__V1__LexiconMerge *message)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__lexicon_merge__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__zoo__v1__lexicon_merge__pack
+                     (const Menagerie__Zoo__V1__LexiconMerge *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__lexicon_merge__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__zoo__v1__lexicon_merge__pack_to_buffer
+                     (const Menagerie__Zoo__V1__LexiconMerge *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__zoo__v1__lexicon_merge__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Zoo__V1__LexiconMerge *
+       menagerie__zoo__v1__lexicon_merge__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Zoo__V1__LexiconMerge *)
+     protobuf_c_message_unpack (&menagerie__zoo__v1__lexicon_merge__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__zoo__v1__lexicon_merge__free_unpacked
+                     (Menagerie__Zoo__V1__LexiconMerge *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__zoo__v1__lexicon_merge__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   menagerie__zoo__v1__source_counts__init
                      (Menagerie__Zoo__V1__SourceCounts         *message)
 {
@@ -2546,7 +2591,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__map_location__descriptor =
   (ProtobufCMessageInit) menagerie__zoo__v1__map_location__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__zoo__v1__animal__field_descriptors[29] =
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__animal__field_descriptors[30] =
 {
   {
     "id",
@@ -2896,6 +2941,18 @@ static const ProtobufCFieldDescriptor menagerie__zoo__v1__animal__field_descript
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "other_names",
+    30,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Zoo__V1__Animal, n_other_names),
+    offsetof(Menagerie__Zoo__V1__Animal, other_names),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__zoo__v1__animal__field_indices_by_name[] = {
   23,   /* field[23] = adoption */
@@ -2918,6 +2975,7 @@ static const unsigned menagerie__zoo__v1__animal__field_indices_by_name[] = {
   24,   /* field[24] = map_locations */
   1,   /* field[1] = name */
   5,   /* field[5] = order */
+  29,   /* field[29] = other_names */
   26,   /* field[26] = place_kind */
   27,   /* field[27] = place_name */
   16,   /* field[16] = projects */
@@ -2931,7 +2989,7 @@ static const unsigned menagerie__zoo__v1__animal__field_indices_by_name[] = {
 static const ProtobufCIntRange menagerie__zoo__v1__animal__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 29 }
+  { 0, 30 }
 };
 const ProtobufCMessageDescriptor menagerie__zoo__v1__animal__descriptor =
 {
@@ -2941,7 +2999,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__animal__descriptor =
   "Menagerie__Zoo__V1__Animal",
   "menagerie.zoo.v1",
   sizeof(Menagerie__Zoo__V1__Animal),
-  29,
+  30,
   menagerie__zoo__v1__animal__field_descriptors,
   menagerie__zoo__v1__animal__field_indices_by_name,
   1,  menagerie__zoo__v1__animal__number_ranges,
@@ -3563,7 +3621,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__imported_file__descriptor =
   (ProtobufCMessageInit) menagerie__zoo__v1__imported_file__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__zoo__v1__import_record__field_descriptors[10] =
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__import_record__field_descriptors[11] =
 {
   {
     "id",
@@ -3685,12 +3743,25 @@ static const ProtobufCFieldDescriptor menagerie__zoo__v1__import_record__field_d
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "lexicon_merge",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__ImportRecord, lexicon_merge),
+    &menagerie__zoo__v1__lexicon_merge__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__zoo__v1__import_record__field_indices_by_name[] = {
   9,   /* field[9] = error */
   6,   /* field[6] = files */
   4,   /* field[4] = finished_at */
   0,   /* field[0] = id */
+  10,   /* field[10] = lexicon_merge */
   7,   /* field[7] = rows_imported */
   8,   /* field[8] = rows_skipped */
   1,   /* field[1] = source */
@@ -3701,7 +3772,7 @@ static const unsigned menagerie__zoo__v1__import_record__field_indices_by_name[]
 static const ProtobufCIntRange menagerie__zoo__v1__import_record__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 10 }
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor menagerie__zoo__v1__import_record__descriptor =
 {
@@ -3711,7 +3782,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__import_record__descriptor =
   "Menagerie__Zoo__V1__ImportRecord",
   "menagerie.zoo.v1",
   sizeof(Menagerie__Zoo__V1__ImportRecord),
-  10,
+  11,
   menagerie__zoo__v1__import_record__field_descriptors,
   menagerie__zoo__v1__import_record__field_indices_by_name,
   1,  menagerie__zoo__v1__import_record__number_ranges,
@@ -4261,6 +4332,122 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__import_tiles_response__desc
   menagerie__zoo__v1__import_tiles_response__field_indices_by_name,
   1,  menagerie__zoo__v1__import_tiles_response__number_ranges,
   (ProtobufCMessageInit) menagerie__zoo__v1__import_tiles_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__lexicon_merge__field_descriptors[7] =
+{
+  {
+    "website_entries",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__LexiconMerge, website_entries),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lexicon_rows",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__LexiconMerge, lexicon_rows),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "matched_by_latin_name",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__LexiconMerge, matched_by_latin_name),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "matched_by_czech_name",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__LexiconMerge, matched_by_czech_name),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "added",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__LexiconMerge, added),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "added_id_base",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__LexiconMerge, added_id_base),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "conflicts",
+    7,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Zoo__V1__LexiconMerge, n_conflicts),
+    offsetof(Menagerie__Zoo__V1__LexiconMerge, conflicts),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__zoo__v1__lexicon_merge__field_indices_by_name[] = {
+  4,   /* field[4] = added */
+  5,   /* field[5] = added_id_base */
+  6,   /* field[6] = conflicts */
+  1,   /* field[1] = lexicon_rows */
+  3,   /* field[3] = matched_by_czech_name */
+  2,   /* field[2] = matched_by_latin_name */
+  0,   /* field[0] = website_entries */
+};
+static const ProtobufCIntRange menagerie__zoo__v1__lexicon_merge__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor menagerie__zoo__v1__lexicon_merge__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.zoo.v1.LexiconMerge",
+  "LexiconMerge",
+  "Menagerie__Zoo__V1__LexiconMerge",
+  "menagerie.zoo.v1",
+  sizeof(Menagerie__Zoo__V1__LexiconMerge),
+  7,
+  menagerie__zoo__v1__lexicon_merge__field_descriptors,
+  menagerie__zoo__v1__lexicon_merge__field_indices_by_name,
+  1,  menagerie__zoo__v1__lexicon_merge__number_ranges,
+  (ProtobufCMessageInit) menagerie__zoo__v1__lexicon_merge__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor menagerie__zoo__v1__source_counts__field_descriptors[3] =
@@ -4840,7 +5027,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__route_request__descriptor =
   (ProtobufCMessageInit) menagerie__zoo__v1__route_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__zoo__v1__route_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__route_response__field_descriptors[4] =
 {
   {
     "route",
@@ -4866,15 +5053,41 @@ static const ProtobufCFieldDescriptor menagerie__zoo__v1__route_response__field_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "from_snap_m",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__RouteResponse, from_snap_m),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "to_snap_m",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Zoo__V1__RouteResponse, to_snap_m),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__zoo__v1__route_response__field_indices_by_name[] = {
   1,   /* field[1] = destination */
+  2,   /* field[2] = from_snap_m */
   0,   /* field[0] = route */
+  3,   /* field[3] = to_snap_m */
 };
 static const ProtobufCIntRange menagerie__zoo__v1__route_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor menagerie__zoo__v1__route_response__descriptor =
 {
@@ -4884,7 +5097,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__route_response__descriptor 
   "Menagerie__Zoo__V1__RouteResponse",
   "menagerie.zoo.v1",
   sizeof(Menagerie__Zoo__V1__RouteResponse),
-  2,
+  4,
   menagerie__zoo__v1__route_response__field_descriptors,
   menagerie__zoo__v1__route_response__field_indices_by_name,
   1,  menagerie__zoo__v1__route_response__number_ranges,

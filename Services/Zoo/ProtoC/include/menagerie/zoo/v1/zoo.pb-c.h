@@ -39,6 +39,7 @@ typedef struct Menagerie__Zoo__V1__GetMetadataResponse Menagerie__Zoo__V1__GetMe
 typedef struct Menagerie__Zoo__V1__MapTiles Menagerie__Zoo__V1__MapTiles;
 typedef struct Menagerie__Zoo__V1__ImportTilesRequest Menagerie__Zoo__V1__ImportTilesRequest;
 typedef struct Menagerie__Zoo__V1__ImportTilesResponse Menagerie__Zoo__V1__ImportTilesResponse;
+typedef struct Menagerie__Zoo__V1__LexiconMerge Menagerie__Zoo__V1__LexiconMerge;
 typedef struct Menagerie__Zoo__V1__SourceCounts Menagerie__Zoo__V1__SourceCounts;
 typedef struct Menagerie__Zoo__V1__Unroutable Menagerie__Zoo__V1__Unroutable;
 typedef struct Menagerie__Zoo__V1__Routability Menagerie__Zoo__V1__Routability;
@@ -450,8 +451,8 @@ struct  Menagerie__Zoo__V1__Animal
   size_t n_map_locations;
   Menagerie__Zoo__V1__MapLocation **map_locations;
   /*
-   * Where the animal's record came from: FILE_KIND_LEXICON_CSV, FILE_KIND_ANIMALS_JSON or both (the same id in
-   * both; the lexicon's text wins, animals.json fills what the lexicon lacks).
+   * Where the animal's record came from: FILE_KIND_LEXICON_CSV, FILE_KIND_ANIMALS_JSON or both (an animals.json
+   * entry with the lexicon row of its species matched to it: animals.json's values win, the row fills the rest).
    */
   size_t n_sources;
   Menagerie__Zoo__V1__FileKind *sources;
@@ -461,6 +462,11 @@ struct  Menagerie__Zoo__V1__Animal
    */
   Menagerie__Zoo__V1__PlaceKind place_kind;
   char *place_name;
+  /*
+   * Other Czech names it is known by (the lexicon CSV's, where it names the species otherwise); searched too.
+   */
+  size_t n_other_names;
+  char **other_names;
   Menagerie__Zoo__V1__Animal__LatinNameCase _latin_name_case;
   union {
     char *latin_name;
@@ -540,7 +546,7 @@ struct  Menagerie__Zoo__V1__Animal
 };
 #define MENAGERIE__ZOO__V1__ANIMAL__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__animal__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, NULL, NULL, 0,NULL, 0,NULL, 0,NULL, 0, NULL, 0,NULL, 0,NULL, MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, MENAGERIE__ZOO__V1__ANIMAL___LATIN_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___ENGLISH_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___RANGE__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___BIOTOPE_DETAIL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___FOOD_DETAIL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___DESCRIPTION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___PROPORTIONS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___REPRODUCTION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___INTERESTING_FACTS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___PROJECTS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___BREEDING__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___LOCATION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___LOCATION_URL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___IMAGE_URL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___IMAGE_ALT__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___UNROUTABLE_REASON__NOT_SET, {0} }
+    , 0, (char *)protobuf_c_empty_string, NULL, NULL, 0,NULL, 0,NULL, 0,NULL, 0, NULL, 0,NULL, 0,NULL, MENAGERIE__ZOO__V1__PLACE_KIND__PLACE_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, MENAGERIE__ZOO__V1__ANIMAL___LATIN_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___ENGLISH_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___RANGE__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___BIOTOPE_DETAIL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___FOOD_DETAIL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___DESCRIPTION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___PROPORTIONS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___REPRODUCTION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___INTERESTING_FACTS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___PROJECTS__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___BREEDING__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___LOCATION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___LOCATION_URL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___IMAGE_URL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___IMAGE_ALT__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL___UNROUTABLE_REASON__NOT_SET, {0} }
 
 
 typedef enum {
@@ -738,6 +744,10 @@ struct  Menagerie__Zoo__V1__ImportRecord
   Menagerie__Zoo__V1__ImportedFile **files;
   int32_t rows_imported;
   int32_t rows_skipped;
+  /*
+   * How the lexicon CSV was merged into animals.json's list; absent unless the import carried both.
+   */
+  Menagerie__Zoo__V1__LexiconMerge *lexicon_merge;
   Menagerie__Zoo__V1__ImportRecord__ErrorCase _error_case;
   union {
     /*
@@ -748,7 +758,7 @@ struct  Menagerie__Zoo__V1__ImportRecord
 };
 #define MENAGERIE__ZOO__V1__IMPORT_RECORD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__import_record__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, MENAGERIE__ZOO__V1__IMPORT_TRIGGER__IMPORT_TRIGGER_UNSPECIFIED, 0, 0, 0, 0,NULL, 0, 0, MENAGERIE__ZOO__V1__IMPORT_RECORD___ERROR__NOT_SET, {0} }
+    , 0, (char *)protobuf_c_empty_string, MENAGERIE__ZOO__V1__IMPORT_TRIGGER__IMPORT_TRIGGER_UNSPECIFIED, 0, 0, 0, 0,NULL, 0, 0, NULL, MENAGERIE__ZOO__V1__IMPORT_RECORD___ERROR__NOT_SET, {0} }
 
 
 /*
@@ -899,7 +909,34 @@ struct  Menagerie__Zoo__V1__ImportTilesResponse
 
 
 /*
- * How many animals came from each source (the union of the lexicon CSV and animals.json by id).
+ * How the lexicon CSV's rows were matched to animals.json's entries: each website entry keeps its id; a row
+ * matched by normalised Latin name (or else Czech name) only fills what the entry lacks; a row matching none is
+ * added under an id of its own (`added_id_base` plus the row's id).
+ */
+struct  Menagerie__Zoo__V1__LexiconMerge
+{
+  ProtobufCMessage base;
+  int32_t website_entries;
+  int32_t lexicon_rows;
+  int32_t matched_by_latin_name;
+  int32_t matched_by_czech_name;
+  int32_t added;
+  int64_t added_id_base;
+  /*
+   * What disagreed, in words: a row whose id is another species on the website, a row matching an entry
+   * another row matched already.
+   */
+  size_t n_conflicts;
+  char **conflicts;
+};
+#define MENAGERIE__ZOO__V1__LEXICON_MERGE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__lexicon_merge__descriptor) \
+    , 0, 0, 0, 0, 0, 0, 0,NULL }
+
+
+/*
+ * How many animals came from each source: animals.json's entries with a lexicon CSV row matched to them, the CSV's
+ * rows matching none, and the entries no row matched.
  */
 struct  Menagerie__Zoo__V1__SourceCounts
 {
@@ -1074,10 +1111,16 @@ struct  Menagerie__Zoo__V1__RouteResponse
    * a point.
    */
   Menagerie__Zoo__V1__Destination *destination;
+  /*
+   * Metres from the given start (end) point to where the walk joins (leaves) the footpaths: the nearest
+   * footpath connected to the other end. 0 for an animal or a house.
+   */
+  double from_snap_m;
+  double to_snap_m;
 };
 #define MENAGERIE__ZOO__V1__ROUTE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__route_response__descriptor) \
-    , NULL, NULL }
+    , NULL, NULL, 0, 0 }
 
 
 struct  Menagerie__Zoo__V1__Destination
@@ -1763,6 +1806,25 @@ Menagerie__Zoo__V1__ImportTilesResponse *
 void   menagerie__zoo__v1__import_tiles_response__free_unpacked
                      (Menagerie__Zoo__V1__ImportTilesResponse *message,
                       ProtobufCAllocator *allocator);
+/* Menagerie__Zoo__V1__LexiconMerge methods */
+void   menagerie__zoo__v1__lexicon_merge__init
+                     (Menagerie__Zoo__V1__LexiconMerge         *message);
+size_t menagerie__zoo__v1__lexicon_merge__get_packed_size
+                     (const Menagerie__Zoo__V1__LexiconMerge   *message);
+size_t menagerie__zoo__v1__lexicon_merge__pack
+                     (const Menagerie__Zoo__V1__LexiconMerge   *message,
+                      uint8_t             *out);
+size_t menagerie__zoo__v1__lexicon_merge__pack_to_buffer
+                     (const Menagerie__Zoo__V1__LexiconMerge   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Zoo__V1__LexiconMerge *
+       menagerie__zoo__v1__lexicon_merge__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__zoo__v1__lexicon_merge__free_unpacked
+                     (Menagerie__Zoo__V1__LexiconMerge *message,
+                      ProtobufCAllocator *allocator);
 /* Menagerie__Zoo__V1__SourceCounts methods */
 void   menagerie__zoo__v1__source_counts__init
                      (Menagerie__Zoo__V1__SourceCounts         *message);
@@ -2290,6 +2352,9 @@ typedef void (*Menagerie__Zoo__V1__ImportTilesRequest_Closure)
 typedef void (*Menagerie__Zoo__V1__ImportTilesResponse_Closure)
                  (const Menagerie__Zoo__V1__ImportTilesResponse *message,
                   void *closure_data);
+typedef void (*Menagerie__Zoo__V1__LexiconMerge_Closure)
+                 (const Menagerie__Zoo__V1__LexiconMerge *message,
+                  void *closure_data);
 typedef void (*Menagerie__Zoo__V1__SourceCounts_Closure)
                  (const Menagerie__Zoo__V1__SourceCounts *message,
                   void *closure_data);
@@ -2514,6 +2579,7 @@ extern const ProtobufCMessageDescriptor menagerie__zoo__v1__get_metadata_respons
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__map_tiles__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__import_tiles_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__import_tiles_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__zoo__v1__lexicon_merge__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__source_counts__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__unroutable__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__zoo__v1__routability__descriptor;
