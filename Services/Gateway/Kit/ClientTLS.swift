@@ -6,7 +6,7 @@ import Transport
 /// Where the gateway finds its TLS client certificate and the stack's CA: `--tls-ca`, `--tls-cert` and
 /// `--tls-key`, else `MENAGERIE_TLS_DIR`, else what `compose up --tls` made in compose's state
 /// (`tls/ca.pem`, `tls/gateway.pem`, `tls/gateway.key`), found as the endpoints are. None of these:
-/// plaintext.
+/// plaintext; a `MENAGERIE_TLS_DIR` without its CA is an error (exit 66), never plaintext.
 public struct ClientTLSOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("tls-ca"), help: "The CA that signs the services' certificates (PEM): calls go over TLS (default: $MENAGERIE_TLS_DIR, else compose's state when it made one).")
     public var caFile: String?
@@ -33,7 +33,16 @@ public struct ClientTLSOptions: ParsableArguments, Sendable {
         if let caFile { return try TLSCredentials.client(certificateFile: certificateFile, keyFile: keyFile, caFile: caFile) }
         let directory: URL
         if let variable = environment["MENAGERIE_TLS_DIR"], !variable.isEmpty {
+            // Named on purpose: a directory without the CA is a mistake to report, never a reason to call in plaintext
+            // (the gateway fell back to it, and a TLS stack then answered "accepts TLS connections only").
             directory = URL(fileURLWithPath: variable)
+            let ca = directory.appendingPathComponent("ca.pem").path
+            guard FileManager.default.isReadableFile(atPath: ca) else {
+                throw FileError(
+                    FileManager.default.fileExists(atPath: ca) ? .unreadable : .missing, path: ca,
+                    reason: "MENAGERIE_TLS_DIR names a directory without the stack's CA (ca.pem); calls would not be over TLS",
+                    role: "the CA of MENAGERIE_TLS_DIR")
+            }
         } else if let state = stateDirectory ?? environment["MENAGERIE_STATE_DIR"] {
             directory = URL(fileURLWithPath: state).appendingPathComponent("tls")
         } else if let found = UpwardSearch.find("compose/.state/tls/ca.pem", from: [UpwardSearch.workingDirectory, UpwardSearch.executableDirectory]) {
