@@ -43,11 +43,18 @@ import Testing
             ])
             #expect(foreign.status != 0 && foreign.output.contains("unknown ca"), "\(foreign.output)")
 
-            // A plaintext gateway is told to use TLS.
+            // A TLS directory without the CA is reported, never a reason to call in plaintext (issue 38).
+            var misplaced = stack.environment
+            misplaced["MENAGERIE_TLS_DIR"] = stranger.appendingPathComponent("none").path
+            let noCA = try await Stack.run(
+                "\(Stack.binDirectory)/gateway", ["zoo", "search", "zelva", "--state", stack.state.path], environment: misplaced)
+            #expect(noCA.status == 66 && noCA.output.contains("MENAGERIE_TLS_DIR"), "\(noCA.output)")
+            // A plaintext gateway (no TLS anywhere it looks, the replica named by hand) is told to use TLS.
             var plain = stack.environment
-            plain["MENAGERIE_TLS_DIR"] = stranger.appendingPathComponent("none").path
+            plain["MENAGERIE_STATE_DIR"] = stranger.path
+            plain["MENAGERIE_TLS_DIR"] = nil
             let plaintext = try await Stack.run(
-                "\(Stack.binDirectory)/gateway", ["zoo", "search", "zelva", "--state", stack.state.path], environment: plain)
+                "\(Stack.binDirectory)/gateway", ["zoo", "search", "zelva", "--endpoint", "zoo=127.0.0.1:\(port)"], environment: plain)
             #expect(plaintext.status != 0 && plaintext.output.contains("accepts TLS connections only"), "\(plaintext.output)")
             let log = try String(contentsOf: stack.state.appendingPathComponent("logs/zoo.0.log"), encoding: .utf8)
             #expect(log.contains("accepts TLS connections only"), "the replica logs the refused plaintext client")
