@@ -88,6 +88,9 @@ struct RealSourceTests {
         #expect(enclosure.outline.count == 1 && abs(enclosure.anchor.lat - 50.117) < 0.01)
         let pavilion = try #require(result.mapFeatures.first { $0.id == 30_000_630 })
         #expect(pavilion.isBuilding && pavilion.outline.count > 3)
+        // 13 of the 90 locations leave singular_names out: kept apart from an empty list (the app answers null there).
+        #expect(pavilion.singularNames == nil)
+        #expect(result.mapFeatures.filter { $0.singularNames == nil }.count == 13)
         let multi = try #require(result.animals.first { $0.continents.count == 6 })
         #expect(multi.continents.contains("Jižní Amerika"))
     }

@@ -33,7 +33,7 @@ public struct ZooDataSet: Sendable {
         return network.roads.compactMap { road in
             guard !known.contains(road.id), let name = joins.pavilionNames[road.id],
                   let middle = positions[road.nodeIDs[road.nodeIDs.count / 2]] else { return nil }
-            return MapFeature(id: road.id, name: name, isAnimalPen: false, isBuilding: false, singularNames: [],
+            return MapFeature(id: road.id, name: name, isAnimalPen: false, isBuilding: false, singularNames: nil,
                               outline: [middle], animalNames: [])
         }
     }

@@ -82,7 +82,7 @@ extension ZooV1.Animal {
             mapLocations: locations.map {
                 ZooV1.MapLocation(id: $0.id, name: $0.name, isBuilding: $0.isBuilding, isAnimalPen: $0.isAnimalPen,
                                   anchor: ZooV1.GeoPoint($0.anchor), outline: $0.outline.map(ZooV1.GeoPoint.init),
-                                  singularNames: $0.singularNames)
+                                  singularNames: $0.singularNames ?? [])
             },
             sources: animal.sources.map(ZooV1.FileKind.init), otherNames: animal.otherNames)
     }

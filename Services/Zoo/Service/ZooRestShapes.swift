@@ -52,7 +52,7 @@ enum ZooRestShapes {
             JSONMember("name", .string(feature.name)),
             JSONMember("is_animal_pen", .bool(feature.isAnimalPen)),
             JSONMember("is_building", .bool(feature.isBuilding)),
-            JSONMember("singular_names", .array(feature.singularNames.map { .string($0) })),
+            JSONMember("singular_names", feature.singularNames.map { .array($0.map { .string($0) }) } ?? .null),
         ])
     }
 

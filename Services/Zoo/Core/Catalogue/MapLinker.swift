@@ -49,7 +49,7 @@ struct MapLinker {
     func pavilionFeatureIDs(_ pavilion: String) -> [Int64] { byPavilion[Self.pavilionKey(pavilion)] ?? [] }
 
     private func singularPhrases(of feature: MapFeature) -> [String] {
-        if !feature.singularNames.isEmpty { return feature.singularNames.map(TextKey.fold) }
+        if let singulars = feature.singularNames, !singulars.isEmpty { return singulars.map(TextKey.fold) }
         var phrases: [String] = []
         for part in TextKey.splitList(feature.name) {
             var alternatives = [""]

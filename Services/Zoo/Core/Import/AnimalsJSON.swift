@@ -40,7 +40,7 @@ public enum AnimalsJSON {
                     features[featureID] = MapFeature(
                         id: featureID, name: TextKey.cleanValue(location.name) ?? "",
                         isAnimalPen: location.isAnimalPen ?? false, isBuilding: location.isBuilding ?? false,
-                        singularNames: (location.singularNames ?? []).compactMap(TextKey.cleanValue),
+                        singularNames: location.singularNames?.compactMap(TextKey.cleanValue),
                         outline: outline, animalNames: [])
                 }
                 features[featureID]!.animalNames.append(name)

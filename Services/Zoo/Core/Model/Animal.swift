@@ -61,14 +61,15 @@ public struct MapFeature: Sendable, Hashable, Codable {
     public var name: String
     public var isAnimalPen: Bool
     public var isBuilding: Bool
-    /// Singular animal names shown at the feature ("lvi" → ["lev"]); empty when the source had none.
-    public var singularNames: [String]
+    /// Singular animal names shown at the feature ("lvi" → ["lev"]); nil when the source gave none (animals.json leaves
+    /// the key out for 255 of its locations, which the zoo app's server answers as `null`), apart from an empty list.
+    public var singularNames: [String]?
     /// The outline for polygons, a single point for points.
     public var outline: [GeoPoint]
     /// Czech names of the animals the source explicitly placed at this feature.
     public var animalNames: [String]
 
-    public init(id: Int64, name: String, isAnimalPen: Bool, isBuilding: Bool, singularNames: [String],
+    public init(id: Int64, name: String, isAnimalPen: Bool, isBuilding: Bool, singularNames: [String]?,
                 outline: [GeoPoint], animalNames: [String]) {
         self.id = id
         self.name = name

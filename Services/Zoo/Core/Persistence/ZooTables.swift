@@ -181,14 +181,15 @@ enum ZooTables {
     private static func replaceMapLocations(_ features: [MapFeature], availability: [String: Bool], _ db: Connection) throws {
         try db.execute("DELETE FROM map_locations")
         try db.execute("DELETE FROM availability")
-        let location = try db.prepare("INSERT INTO map_locations (id, name, is_animal_pen, is_building) VALUES (?, ?, ?, ?)")
+        let location = try db.prepare(
+            "INSERT INTO map_locations (id, name, is_animal_pen, is_building, singular_names_given) VALUES (?, ?, ?, ?, ?)")
         let point = try db.prepare("INSERT INTO map_location_points (location_id, position, lat, lon) VALUES (?, ?, ?, ?)")
         let singular = try db.prepare("INSERT INTO map_location_singulars (location_id, position, name) VALUES (?, ?, ?)")
         let animal = try db.prepare("INSERT INTO map_location_animals (location_id, position, animal_name) VALUES (?, ?, ?)")
         for feature in features {
-            try location.execute([feature.id, feature.name, feature.isAnimalPen, feature.isBuilding])
+            try location.execute([feature.id, feature.name, feature.isAnimalPen, feature.isBuilding, feature.singularNames != nil])
             for (position, vertex) in feature.outline.enumerated() { try point.execute([feature.id, position, vertex.lat, vertex.lon]) }
-            for (position, name) in feature.singularNames.enumerated() { try singular.execute([feature.id, position, name]) }
+            for (position, name) in (feature.singularNames ?? []).enumerated() { try singular.execute([feature.id, position, name]) }
             for (position, name) in feature.animalNames.enumerated() { try animal.execute([feature.id, position, name]) }
         }
         let available = try db.prepare("INSERT INTO availability (name_key, available) VALUES (?, ?)")
@@ -373,11 +374,12 @@ enum ZooTables {
         let animals = try grouped("SELECT location_id, animal_name FROM map_location_animals ORDER BY location_id, position") {
             $0.string(1) ?? ""
         }
-        return try db.query("SELECT id, name, is_animal_pen, is_building FROM map_locations ORDER BY id").map { row in
+        return try db.query("SELECT id, name, is_animal_pen, is_building, singular_names_given FROM map_locations ORDER BY id").map { row in
             let id = row.int64(0) ?? 0
+            let given = row.bool(4) ?? (singulars[id] != nil)
             return MapFeature(
                 id: id, name: row.string(1) ?? "", isAnimalPen: row.bool(2) ?? false, isBuilding: row.bool(3) ?? false,
-                singularNames: singulars[id] ?? [], outline: outlines[id] ?? [], animalNames: animals[id] ?? [])
+                singularNames: given ? singulars[id] ?? [] : nil, outline: outlines[id] ?? [], animalNames: animals[id] ?? [])
         }
     }
 
