@@ -2,9 +2,10 @@ import Base
 import Synchronization
 
 /// Slows down token guessing and keeps it out of the log, as fail2ban or nginx's `limit_req` would: failed
-/// authentications are counted per key (a client address, and a user when the token named one); after
+/// authentications are counted per key (a client address, its network, and a user when the token named one); after
 /// `freeFailures` each further failure doubles a back-off (from `initialBackoff`, at most `maxBackoff`) during
-/// which that key's calls are refused without checking their token. A key's record is forgotten after
+/// which that key's failing calls are refused RESOURCE_EXHAUSTED (a valid token is never refused by it: see
+/// `IdentityGuard`). A key's record is forgotten after
 /// `forgetAfter` without failures, or when its user authenticates. Each key logs one line per `logWindow`:
 /// its first failure, then, when a later window opens, how many failures the previous one had.
 public final class FailedAuthThrottle: Sendable {
@@ -46,9 +47,12 @@ public final class FailedAuthThrottle: Sendable {
         }
     }
 
-    /// Counts a failure of `key` (`reason` for the log); returns the back-off it now has, if any.
+    /// Counts a failure of `key` (`reason` for the log); returns the back-off it now has, if any. `freeFailures`: how
+    /// many it may have before backing off, when not the policy's (a network that many users share has more).
     @discardableResult
-    public func recordFailure(_ key: String, reason: String, now: ContinuousClock.Instant = .now) -> Duration? {
+    public func recordFailure(
+        _ key: String, reason: String, freeFailures: Int? = nil, now: ContinuousClock.Instant = .now
+    ) -> Duration? {
         var line: String?
         let wait = records.withLock { records -> Duration? in
             if records.count >= policy.maxKeys, records[key] == nil {
@@ -66,7 +70,7 @@ public final class FailedAuthThrottle: Sendable {
             record.windowCount += 1
             record.failures += 1
             record.lastFailure = now
-            let over = record.failures - policy.freeFailures
+            let over = record.failures - (freeFailures ?? policy.freeFailures)
             if over > 0 {
                 let wait = min(policy.maxBackoff, policy.initialBackoff * (1 << min(over - 1, 30)))
                 record.blockedUntil = now + wait

@@ -26,8 +26,9 @@ public struct AccessRules: Sendable {
 /// The RPC server's `CallGuard` over the stack's identity: takes the method's access level from its proto (through
 /// the service's `AccessRules`) and, where it needs a user, checks `authorization: Bearer <token>` (a header on
 /// HTTP, metadata on the binary protocol — the same for the server) with the `TokenVerifier`. A missing or refused
-/// token is UNAUTHENTICATED; a valid one without the role the method needs is PERMISSION_DENIED; a client address or
-/// user backing off after failures (`FailedAuthThrottle`) is RESOURCE_EXHAUSTED with the seconds to wait.
+/// token is UNAUTHENTICATED; a valid one without the role the method needs is PERMISSION_DENIED; a failing token from a
+/// client address, network or user backing off after failures (`FailedAuthThrottle`) is RESOURCE_EXHAUSTED with the
+/// seconds to wait — a valid token never is.
 public struct IdentityGuard: CallGuard {
     public let rules: AccessRules
     public let verifier: TokenVerifier
@@ -43,8 +44,6 @@ public struct IdentityGuard: CallGuard {
         let access = rules.access(for: method)
         // A public method ignores credentials: a stale token never keeps anyone from reading.
         guard access != .public else { return nil }
-        let address = "address " + Self.host(of: head.peer)
-        if let wait = throttle.backoff(for: address) { throw Self.backingOff(wait) }
         let token: String
         switch Self.bearer(head.metadata["authorization"]) {
         case .success(let found): token = found
@@ -54,15 +53,17 @@ public struct IdentityGuard: CallGuard {
         do {
             caller = try verifier.verify(token)
         } catch {
-            if let user = error.user {
-                let key = "user " + user
-                if let wait = throttle.backoff(for: key) { throw Self.backingOff(wait) }
-                throttle.recordFailure(key, reason: error.message)
-            }
-            throttle.recordFailure(address, reason: error.message)
+            // A token is checked before any back-off, so a valid one is never refused for others' failures — everyone
+            // behind one NAT or proxy, or a user whose old token someone keeps trying. Failures count against the
+            // address, its network (so guesses spread over many addresses meet a limit too, a looser one) and the
+            // user an expired or revoked token names; while any of them backs off, a failure is answered with the wait.
+            let host = Self.host(of: head.peer)
+            var keys = [("address " + host, nil as Int?), ("network " + Self.network(of: host), throttle.policy.freeFailures * 4)]
+            if let user = error.user { keys.append(("user " + user, nil)) }
+            if let wait = keys.compactMap({ throttle.backoff(for: $0.0) }).max() { throw Self.backingOff(wait) }
+            for (key, free) in keys { throttle.recordFailure(key, reason: error.message, freeFailures: free) }
             throw RPCError(.unauthenticated, "\(error.message): \(head.method) needs a valid token")
         }
-        if let wait = throttle.backoff(for: "user " + caller.name) { throw Self.backingOff(wait) }
         throttle.recordSuccess("user " + caller.name)
         if access == .admin, !caller.isAdmin {
             throw RPCError(.permissionDenied, "\(head.method) changes data every user shares: it needs an admin token, and \(caller.name) is no admin")
@@ -87,6 +88,18 @@ public struct IdentityGuard: CallGuard {
         if peer.hasPrefix("["), let end = peer.firstIndex(of: "]") { return String(peer[peer.index(after: peer.startIndex)..<end]) }
         if let colon = peer.lastIndex(of: ":"), peer.firstIndex(of: ":") == colon { return String(peer[..<colon]) }
         return peer
+    }
+
+    /// The network an address belongs to for throttling: its /24 (IPv4) or /64 (IPv6), where one client's addresses,
+    /// a proxy's or a NAT's clients live.
+    package static func network(of host: String) -> String {
+        if host.contains(":") {
+            let groups = host.split(separator: ":", omittingEmptySubsequences: false)
+            return groups.prefix(4).joined(separator: ":") + "::/64"
+        }
+        let octets = host.split(separator: ".")
+        guard octets.count == 4 else { return host }
+        return octets.prefix(3).joined(separator: ".") + ".0/24"
     }
 
     static func backingOff(_ wait: Duration) -> RPCError {
