@@ -6,7 +6,8 @@ import Synchronization
 /// Checks bearer tokens in memory: a snapshot of the identity store's token table, keyed by SHA-256 of the
 /// token. Every `checkInterval` (and at once when a token is unknown, so a token made a moment ago works on its
 /// first call) the first check asks SQLite whether any process committed to the store since (`PRAGMA
-/// data_version`, microseconds) and re-reads the table only then, and at least every `reloadInterval` anyway: a
+/// data_version`, microseconds) and reads what changed since then (the store numbers every change:
+/// `IdentityStore.tokenChanges`), and at least every `reloadInterval` anyway: a
 /// revocation written by any process reaches every replica within about `checkInterval` (one written through
 /// this process's store, at once), with no thread and no call to another service. A check of a token seen before costs two dictionary lookups under locks (the first
 /// sight of a token adds its SHA-256); see `IdentityTests`' figure.
@@ -35,6 +36,8 @@ public final class TokenVerifier: Sendable {
 
     private struct Snapshot {
         var entries: [[UInt8]: IdentityStore.TokenEntry] = [:]
+        /// The store's change number `entries` are as of: a look reads only what changed after it.
+        var seq: Int64?
         /// The store's `data_version` when `entries` were read.
         var version: Int64?
         var checkedAt: ContinuousClock.Instant?
@@ -90,10 +93,11 @@ public final class TokenVerifier: Sendable {
         guard let store else { return }
         let written = store.localWrites.load(ordering: .acquiring)
         let version = try store.database.dataVersion
-        let entries = try store.tokens()
+        let (entries, seq) = try store.tokenChanges(since: nil)
         snapshot.withLock {
             $0.localWrites = written
             $0.entries = entries
+            $0.seq = seq
             $0.version = version
             $0.loadedAt = .now
             $0.checkedAt = .now
@@ -104,24 +108,32 @@ public final class TokenVerifier: Sendable {
     /// is looking already (that thread's callers use the snapshot they find meanwhile). A store that fails to
     /// read (busy) leaves the snapshot as it was until the next look.
     private func lookup(_ hash: [UInt8], now: ContinuousClock.Instant, force: Bool) -> IdentityStore.TokenEntry? {
-        let (entry, due, mustReload, known, localSeen) = snapshot.withLock { state -> (IdentityStore.TokenEntry?, Bool, Bool, Int64?, Int) in
+        let (entry, due, mustReload, known, localSeen, seq) = snapshot.withLock {
+            state -> (IdentityStore.TokenEntry?, Bool, Bool, Int64?, Int, Int64?) in
             let written = store?.localWrites.load(ordering: .acquiring) ?? 0
             let due = store != nil && !state.checking
                 && (force || written != state.localWrites || state.checkedAt.map { now - $0 >= checkInterval } ?? true)
             if due { state.checking = true }
             let old = state.loadedAt.map { now - $0 >= reloadInterval } ?? true
-            return (state.entries[hash], due, old, state.version, state.localWrites)
+            return (state.entries[hash], due, old, state.version, state.localWrites, state.seq)
         }
         guard due, let store else { return entry }
         let written = store.localWrites.load(ordering: .acquiring)
         let version = try? store.database.dataVersion
-        let entries = mustReload || version == nil || version != known || written != localSeen ? try? store.tokens() : nil
+        // What changed since the last look (all of it only the first time): a sign-up costs its own row, not the table.
+        var changes = mustReload || version == nil || version != known || written != localSeen
+            ? try? store.tokenChanges(since: seq) : nil
+        if let seq, let read = changes, read.seq < seq {
+            // The numbers went back: the file was replaced (a restored copy). Everything is read again.
+            changes = try? store.tokenChanges(since: nil)
+        }
         return snapshot.withLock { state in
             state.checking = false
             state.checkedAt = .now
             state.localWrites = written
-            if let entries {
-                state.entries = entries
+            if let changes {
+                if seq == nil || changes.seq < seq! { state.entries = changes.entries } else { state.entries.merge(changes.entries) { $1 } }
+                state.seq = changes.seq
                 state.version = version
                 state.loadedAt = .now
             }

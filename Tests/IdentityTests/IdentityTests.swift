@@ -19,6 +19,32 @@ import Testing
         #expect(throws: IdentityError.self) { try store.createUser(name: "") }
     }
 
+    /// A verifier reads what changed since it last looked, not the whole table (issue 38: with 26,011 users each
+    /// replica re-read all their tokens after every sign-up, and OCR's authenticated calls waited up to 4.1 s). Each
+    /// kind of change is numbered: a sign-up, a further token, a revocation, a role — and nothing else comes back.
+    @Test func changesAreReadByNumberNotTheWholeTable() throws {
+        let store = try IdentityStore.inMemory()
+        let tokens = try (0..<50).map { try store.createUser(name: "user\($0)") }
+        let (all, start) = try store.tokenChanges(since: nil)
+        #expect(all.count == 50 && start > 0)
+        #expect(try store.tokenChanges(since: start).entries.isEmpty)
+        let newcomer = try store.createUser(name: "newcomer")
+        let second = try store.createToken(user: "user1")
+        try store.revokeToken(tokens[2])
+        try store.setAdmin("user3")
+        let (changed, now) = try store.tokenChanges(since: start)
+        #expect(now == start + 4)
+        #expect(Set(changed.keys) == Set([newcomer, second, tokens[2], tokens[3]].map(IdentityStore.hash)))
+        #expect(changed[IdentityStore.hash(tokens[2])]?.isRevoked == true && changed[IdentityStore.hash(tokens[3])]?.isAdmin == true)
+        // A verifier that knew the table before sees each change through the numbers.
+        let verifier = try TokenVerifier(store: store)
+        let later = try store.createUser(name: "later")
+        try store.revokeUser("user4")
+        #expect(try verifier.verify(later).name == "later")
+        #expect(throws: TokenVerifier.Refusal(message: "token revoked", user: "user4")) { try verifier.verify(tokens[4]) }
+        #expect(try verifier.verify(tokens[5]).name == "user5")
+    }
+
     @Test func aForgedOrUnknownTokenIsRefused() throws {
         let store = try IdentityStore.inMemory()
         let token = try store.createUser(name: "alice")
