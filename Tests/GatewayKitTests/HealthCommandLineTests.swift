@@ -39,6 +39,13 @@ import Testing
         }
     }
 
+    /// Issue 38: an empty `--token ""` is a usage error (64), not a fall-back to the saved login or the environment's.
+    @Test func anEmptyTokenIsAUsageErrorNotAFallBack() throws {
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let result = try health("list", "--token", "", "--local")
+        #expect(result.status == 64 && result.stderr.contains("--token is empty"), "\(result)")
+    }
+
     /// Issue 39: `list` showed the 1,000 oldest samples and stopped without a word. Newest first, a page at a time,
     /// and standard error says how to get the next.
     @Test func listPagesNewestFirstAndSaysWhenThereIsMore() throws {

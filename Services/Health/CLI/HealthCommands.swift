@@ -54,6 +54,14 @@ struct HealthOptions: ParsableArguments {
 
     static var tokenFile: URL { dataDirectory.appendingPathComponent("token") }
 
+    /// An empty `--token ""` is a mistake (a variable that was not set), never a reason to use another token: it fell
+    /// back to `$MENAGERIE_HEALTH_TOKEN` or the saved login, so a call went out as whoever logged in last.
+    func validate() throws {
+        if let token, token.isEmpty {
+            throw ValidationError("--token is empty: give the token, or leave --token out for $MENAGERIE_HEALTH_TOKEN or the saved login")
+        }
+    }
+
     func resolvedToken() throws -> String {
         if let token, !token.isEmpty { return token }
         if let token = ProcessInfo.processInfo.environment["MENAGERIE_HEALTH_TOKEN"], !token.isEmpty { return token }
