@@ -308,7 +308,7 @@ struct ServiceAbuseBenchmark {
         let token = Mutex("")
         return Target(name: "server streams nobody reads (health)", executable: "health") { client in
             let health = HealthV1.Health.Client(wrapping: client)
-            let created = try await health.createUser(.init(name: "reader\(UInt32.random(in: 0...UInt32.max))"))
+            let created = try await health.createUser(.init(name: "reader\(UInt32.random(in: 0...UInt32.max))"), options: Self.admin())
             token.withLock { $0 = created.token }
             let options = CallOptions(metadata: ["authorization": "Bearer \(created.token)"])
             let start = Int64(Date().timeIntervalSince1970 * 1000) - Int64(samples) * 60_000

@@ -113,8 +113,12 @@ import Testing
 
             let users = try await Self.operatorGateway(stack, ["user", "list"])
             #expect(users.output.contains("alice") && users.output.contains("revoked"), "\(users.output)")
-            // Health's own sign-up still works, and its token works on OCR too: one identity.
-            let signup = try await Self.call(stack.basePorts["health"]!, "/menagerie.health.v1.Health/CreateUser", #"{"name":"cyril"}"#)
+            // Health's sign-up needs an admin by default (issue 38: anyone could make 26,000 users); the admin's works,
+            // and its token works on OCR too: one identity.
+            let anonymous = try await Self.call(stack.basePorts["health"]!, "/menagerie.health.v1.Health/CreateUser", #"{"name":"mallory"}"#)
+            #expect(anonymous.status == 401, "\(anonymous)")
+            let signup = try await Self.call(
+                stack.basePorts["health"]!, "/menagerie.health.v1.Health/CreateUser", #"{"name":"cyril"}"#, token: admin)
             let cyril = try #require(signup.body["token"] as? String, "\(signup)")
             #expect(try await Self.call(ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}", token: cyril).status == 200)
 

@@ -85,7 +85,9 @@ struct ClusterFaultTests {
             // A user per client (through node 1; the users live in the replicated database too).
             let tokens = try await withClient(endpoints[0], tls: tls) { client in
                 var tokens: [String] = []
-                for index in 0..<Self.clients { tokens.append(try await client.createUser(.init(name: "jepsen\(index)")).token) }
+                // Signing up needs the stack's admin (health.proto).
+                let admin = CallOptions(metadata: ["authorization": "Bearer \(Stack.adminToken)"])
+                for index in 0..<Self.clients { tokens.append(try await client.createUser(.init(name: "jepsen\(index)"), options: admin).token) }
                 return tokens
             }
 

@@ -131,7 +131,7 @@ print(json.dumps({"base": base, "peak": peak, "after": after, "health_code": hea
         let data = try Stack.scratchDirectory("menagerie-unread")
         defer { try? FileManager.default.removeItem(at: data) }
         let budget = 16
-        let health = try await Stack.serveAlone("health", port: port, data: data, ["--memory-budget", "\(budget)"])
+        let health = try await Stack.serveAlone("health", port: port, data: data, ["--memory-budget", "\(budget)", "--open-signup"])
         defer { health.stop() }
         let samples = 30_000
         let run = try await Stack.run(

@@ -2,6 +2,7 @@ import ArgumentParser
 import Base
 import Foundation
 import Identity
+import HealthAPI
 import HealthCore
 import HealthService
 import ServiceKit
@@ -17,6 +18,9 @@ struct HealthCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ServiceOptions
 
+    @Flag(help: "Let anyone sign up (CreateUser without a token), at most 10 users per source network before a back-off; by default signing up needs an admin token, as the gateway's `health user create` sends.")
+    var openSignup = false
+
     /// Exits 0 after a graceful stop, 1 when the service could not start.
     func run() async throws {
         do {
@@ -25,10 +29,11 @@ struct HealthCommand: AsyncParsableCommand {
                 // Health's users and tokens from before the shared identity keep working there.
                 let moved = try HealthService.moveAccounts(from: store, to: environment.identity)
                 if moved > 0 { environment.logger.info("moved \(moved) health token(s) to the shared identity") }
+                // Samples are their user's; signing up needs an admin (health.proto) unless the operator opens it.
+                let signupLimit = openSignup ? HealthService.openSignupLimit(logger: environment.logger) : nil
                 return AppServices(
-                    rpc: [HealthService(store: store, lane: environment.lane, identity: environment.identity)],
-                    // Samples are their user's; signing up (CreateUser) is open, as it always was (health.proto).
-                    access: .declared)
+                    rpc: [HealthService(store: store, lane: environment.lane, identity: environment.identity, signupLimit: signupLimit)],
+                    access: openSignup ? AccessRules(overriding: [HealthV1.Health.createUser.path: .public]) : .declared)
             }
         } catch {
             throw ExitCode.failure

@@ -1,3 +1,4 @@
+import Base
 import Foundation
 import HealthAPI
 import HealthBridge
@@ -26,11 +27,27 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
     /// The stack's users and tokens: signing up and tokens go there, so every service knows them. Nil (tests):
     /// health's own table, as before.
     public let identity: IdentityStore?
+    /// Open sign-up's limit (`--open-signup`): sign-ups counted per source network, as failed logins are, so one
+    /// source cannot make thousands of users (26,000 in 78 s before). Nil: sign-up needs an admin token (health.proto),
+    /// and is not limited; with open sign-up an operator makes users beside the stack (`gateway user create`).
+    public let signupLimit: FailedAuthThrottle?
 
-    public init(store: HealthStore, lane: ThreadPool? = nil, identity: IdentityStore? = nil) {
+    public init(store: HealthStore, lane: ThreadPool? = nil, identity: IdentityStore? = nil, signupLimit: FailedAuthThrottle? = nil) {
         self.store = store
         self.lane = lane
         self.identity = identity
+        self.signupLimit = signupLimit
+    }
+
+    /// Open sign-up's default limit: 10 users a source network may make at once, then one more after a back-off that
+    /// doubles from 6 s to an hour; forgotten after an hour without sign-ups.
+    public static func openSignupLimit(logger: Logger? = nil) -> FailedAuthThrottle {
+        var policy = FailedAuthThrottle.Policy()
+        policy.freeFailures = 10
+        policy.initialBackoff = .seconds(6)
+        policy.maxBackoff = .seconds(3600)
+        policy.forgetAfter = .seconds(3600)
+        return FailedAuthThrottle(policy: policy, logger: logger)
     }
 
     /// Copies health's own tokens (from before the shared identity) into `identity`, revoked ones as revoked, so
@@ -98,6 +115,12 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
     // MARK: Users and tokens
 
     public func createUser(request: HealthV1.CreateUserRequest, context: ServerContext) async throws -> HealthV1.CreateUserResponse {
+        if let signupLimit {
+            let source = "sign-ups from " + IdentityGuard.network(of: context.peerHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
+            if let wait = signupLimit.backoff(for: source) ?? signupLimit.recordFailure(source, reason: "signed up \(request.name)") {
+                throw RPCError(.resourceExhausted, "too many sign-ups from your network: retry in \(Int(wait.seconds.rounded(.up))) s")
+            }
+        }
         if let identity {
             let token = try identity.createUser(name: request.name)
             return HealthV1.CreateUserResponse(name: try store.user(namedOrNew: request.name).name, token: token)

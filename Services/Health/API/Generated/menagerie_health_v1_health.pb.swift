@@ -830,9 +830,11 @@ extension HealthV1 {
         /// The service's full proto name.
         public static let name = "menagerie.health.v1.Health"
 
-        /// Creates a user and its first token. Needs no token. ALREADY_EXISTS for a taken name.
+        /// Creates a user and its first token. ALREADY_EXISTS for a taken name. Needs an admin token (the gateway's
+        /// `health user create` carries the stack's) unless the replica runs with --open-signup, which opens it to anyone,
+        /// limited per source network.
         public static let createUser = ProtoMethod<HealthV1.CreateUserRequest, HealthV1.CreateUserResponse>(
-            path: "/menagerie.health.v1.Health/CreateUser", serverStreaming: false, idempotent: false, access: .public, maxRequestBytes: 65536)
+            path: "/menagerie.health.v1.Health/CreateUser", serverStreaming: false, idempotent: false, access: .admin, maxRequestBytes: 65536)
 
         /// Another token for the caller's user.
         public static let issueToken = ProtoMethod<HealthV1.IssueTokenRequest, HealthV1.IssueTokenResponse>(

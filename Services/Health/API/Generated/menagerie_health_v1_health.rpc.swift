@@ -6,7 +6,9 @@ import Schema
 extension HealthV1.Health {
     /// The server side of `menagerie.health.v1.Health`: implement every method; `register(in:)` routes the rpcs to them.
     public protocol ServiceProtocol: RPCService {
-        /// Creates a user and its first token. Needs no token. ALREADY_EXISTS for a taken name.
+        /// Creates a user and its first token. ALREADY_EXISTS for a taken name. Needs an admin token (the gateway's
+        /// `health user create` carries the stack's) unless the replica runs with --open-signup, which opens it to anyone,
+        /// limited per source network.
         func createUser(request: HealthV1.CreateUserRequest, context: ServerContext) async throws -> HealthV1.CreateUserResponse
 
         /// Another token for the caller's user.
@@ -47,7 +49,9 @@ extension HealthV1.Health {
 
     /// The client side of `menagerie.health.v1.Health`, one requirement per rpc: `Client` calls the service; a command or a test can take any `ClientProtocol` and be given a fake.
     public protocol ClientProtocol: Sendable {
-        /// Creates a user and its first token. Needs no token. ALREADY_EXISTS for a taken name.
+        /// Creates a user and its first token. ALREADY_EXISTS for a taken name. Needs an admin token (the gateway's
+        /// `health user create` carries the stack's) unless the replica runs with --open-signup, which opens it to anyone,
+        /// limited per source network.
         func createUser(_ request: HealthV1.CreateUserRequest, options: CallOptions) async throws -> HealthV1.CreateUserResponse
 
         /// Another token for the caller's user.
@@ -97,7 +101,9 @@ extension HealthV1.Health {
             self.rpcClient = rpcClient
         }
 
-        /// Creates a user and its first token. Needs no token. ALREADY_EXISTS for a taken name.
+        /// Creates a user and its first token. ALREADY_EXISTS for a taken name. Needs an admin token (the gateway's
+        /// `health user create` carries the stack's) unless the replica runs with --open-signup, which opens it to anyone,
+        /// limited per source network.
         public func createUser(_ request: HealthV1.CreateUserRequest, options: CallOptions) async throws -> HealthV1.CreateUserResponse {
             try await rpcClient.unary(HealthV1.Health.createUser, request, options: options)
         }
