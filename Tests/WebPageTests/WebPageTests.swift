@@ -75,6 +75,13 @@ import Testing
         #expect(initial["results"] as? Int == 12)
         #expect(initial["footpaths"] as? Int == 6)
         #expect(initial["classes"] as? [String] == ["Hmyz", "Plazi", "Ptáci", "Savci"])
+        // The map names its places, pavilions (the zoo-house values) apart from pens, none over another.
+        let labels = try #require(initial["labels"] as? [String])
+        #expect(labels.contains("house:Pavilon šelem a plazů") && labels.contains("house:Africký dům"), "\(labels)")
+        #expect(labels.contains("pen:lvi") && labels.contains("pen:lachtani"), "\(labels)")
+        #expect(labels.count == 14, "the sample's 14 places all fit: \(labels)")
+        #expect(initial["labels_overlapping"] as? Int == 0)
+
         // A photo in every row (the sample has one for each animal), loaded lazily, with the source's alt text.
         let rowNames = try #require(initial["names"] as? [String])
         let rowPhotos = try #require(initial["photos"] as? [Any])

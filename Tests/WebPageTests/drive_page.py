@@ -233,6 +233,12 @@ def drive(page, url, api, screenshot):
         'classes': page.evaluate("[...document.querySelectorAll('#filter-class input')].map(b => b.value)"),
         'photos': page.evaluate(f"[...document.querySelectorAll('#results .result')].map(row => {PHOTO}(row.querySelector('img')))"),
         'names': page.evaluate("[...document.querySelectorAll('#results .result-name')].map(e => e.textContent)"),
+        'labels': page.evaluate("[...document.querySelectorAll('#labels text')].map(t => `${t.dataset.kind}:${t.textContent}`)"),
+        'labels_overlapping': page.evaluate("""(() => {
+            const boxes = [...document.querySelectorAll('#labels text')].map(t => t.getBoundingClientRect());
+            return boxes.filter((a, i) => boxes.some((b, j) => j !== i && a.left < b.right && b.left < a.right
+                && a.top < b.bottom && b.top < a.bottom)).length;
+        })()"""),
     }
 
     # The filters: open them and tick a class, as a visitor clicks (each tick searches again).

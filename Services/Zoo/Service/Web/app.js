@@ -310,7 +310,38 @@
         element('svg:title', {}, f.properties?.name ?? ''));
     }));
     state.cursor = { x: width / 2, y: height / 2 };
+    await labelLocations(points, projection);
     document.body.dataset.map = 'ready';
+  }
+
+  /// Names the map's places: pavilions and parts of the zoo (the zoo-house filter's values) in bold, first, then
+  /// the pens. A label that would overlap one already placed tries the other side of its point, then is left
+  /// out (its point keeps a tooltip): the real map has ninety places, and overlapping names help no one.
+  async function labelLocations(points, projection) {
+    const { zooHouses = [] } = await call('ListFilterValues', { includeUnavailable: true }, { get: true })
+      .catch(() => ({}));   // without the list every place is labelled as a pen, which is still a map
+    const houses = new Set(zooHouses.map(({ value }) => value));
+    const named = points.filter((f) => f.properties?.name)
+      .map((f) => ({ name: f.properties.name, kind: houses.has(f.properties.name) ? 'house' : 'pen', at: projection.project(...f.geometry.coordinates) }))
+      .sort((a, b) => (a.kind === b.kind ? 0 : a.kind === 'house' ? -1 : 1));
+    const group = $('labels');
+    group.replaceChildren();
+    group.style.fontSize = `${(projection.unit * (matchMedia('(max-width: 600px)').matches ? 5.5 : 4)).toFixed(2)}px`;
+    const placed = [];
+    const overlaps = (a) => placed.some((b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height);
+    for (const { name, kind, at } of named) {
+      const label = element('svg:text', { class: kind, 'data-kind': kind }, name);
+      group.append(label);
+      const gap = projection.unit * 2.4;   // clear of a highlighted place's ring (radius 2)
+      for (const [anchor, dx] of [['start', gap], ['end', -gap]]) {
+        label.setAttribute('text-anchor', anchor);
+        label.setAttribute('x', (at.x + dx).toFixed(1));
+        label.setAttribute('y', (at.y + projection.unit).toFixed(1));
+        const box = label.getBBox();
+        if (!overlaps(box)) { placed.push(box); break; }
+        if (anchor === 'end') label.remove();
+      }
+    }
   }
 
   function placeCircle(id, point, radius) {
