@@ -3,9 +3,9 @@ import TestSupport
 import Testing
 
 /// The visitor's page (Services/Zoo/Service/Web) in a real headless Chromium against a real zoo replica with its
-/// sample data: drive_page.py filters, searches, opens a detail, clicks the map, walks and moves the start with
-/// the keyboard, and reports what the page showed; this test checks it against the service's own answers.
-/// The screenshot it takes is kept under .build/test-artefacts.
+/// sample data: drive_page.py ticks filters (the seed's "mammals of the seas or fresh waters"), searches, opens a
+/// detail, clicks the map, walks and moves the start with the keyboard, and reports what the page showed; this
+/// test checks it against the service's own answers. The screenshot it takes is kept under .build/test-artefacts.
 @Suite(.serialized) struct WebPageTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let binDirectory = ProcessInfo.processInfo.environment["MENAGERIE_BIN_DIR"] ?? root.appendingPathComponent(".build/debug").path
@@ -58,18 +58,60 @@ import Testing
         guard status == 0 else { return }
         print("zoo page screenshot: \(screenshot.path)")
 
-        // On load: every sample animal kept now, the footpaths drawn, the class filter filled from ListFilterValues.
+        // The icons: an SVG and /favicon.ico (asked for by browsers even unlinked), both served with their types.
+        let icons = try #require(report["icons"] as? [String: Any])
+        let linked = try #require(icons["linked"] as? [String: [String: Any]])
+        #expect(Set(linked.keys.compactMap { URL(string: $0)?.lastPathComponent }) == ["favicon.svg", "favicon.ico"], "\(linked)")
+        for (href, answer) in linked {
+            #expect(answer["status"] as? Int == 200 && (answer["bytes"] as? Int ?? 0) > 0, "\(href): \(answer)")
+        }
+        #expect(linked.first { $0.key.hasSuffix(".svg") }?.value["type"] as? String == "image/svg+xml")
+        let favicon = try #require(icons["favicon.ico"] as? [String: Any])
+        #expect(favicon["status"] as? Int == 200 && favicon["type"] as? String == "image/x-icon", "\(favicon)")
+
+        // On load: every sample animal kept now, the footpaths drawn, the class checkboxes filled from ListFilterValues.
         let initial = try #require(report["initial"] as? [String: Any])
         #expect(initial["status"] as? String == "12 animals found.")
         #expect(initial["results"] as? Int == 12)
         #expect(initial["footpaths"] as? Int == 6)
         #expect(initial["classes"] as? [String] == ["Hmyz", "Plazi", "Ptáci", "Savci"])
+        // The map names its places, pavilions (the zoo-house values) apart from pens, none over another.
+        let labels = try #require(initial["labels"] as? [String])
+        #expect(labels.contains("house:Pavilon šelem a plazů") && labels.contains("house:Africký dům"), "\(labels)")
+        #expect(labels.contains("pen:lvi") && labels.contains("pen:lachtani"), "\(labels)")
+        #expect(labels.count == 14, "the sample's 14 places all fit: \(labels)")
+        #expect(initial["labels_overlapping"] as? Int == 0)
 
-        // The class filter: only mammals.
+        // A photo in every row (the sample has one for each animal), loaded lazily, with the source's alt text.
+        let rowNames = try #require(initial["names"] as? [String])
+        let rowPhotos = try #require(initial["photos"] as? [Any])
+        #expect(rowPhotos.count == rowNames.count)
+        for (name, photo) in zip(rowNames, rowPhotos) {
+            let photo = photo as? [String: Any]
+            #expect(photo?["loading"] as? String == "lazy", "\(name): \(photo ?? [:])")
+            #expect(photo?["alt"] as? String == "\(name), foto: Menagerie", "\(name): \(photo ?? [:])")
+            #expect((photo?["src"] as? String)?.hasPrefix("https://example.org/menagerie/sample/") == true, "\(name)")
+        }
+
+        // The class ticked: only mammals.
         let filtered = try #require(report["filtered"] as? [String: Any])
         let abouts = try #require(filtered["about"] as? [String])
         #expect(filtered["status"] as? String == "7 animals found.")
         #expect(abouts.count == 7 && abouts.allSatisfy { $0.contains("Savci") }, "\(abouts)")
+
+        // The seed's user test "mammals living in seas or fresh waters": OR within the biotopes, AND with the class,
+        // the page showing what the service answers for the same request (and the ticks kept when the filter
+        // values reload with the animals not kept now).
+        for (step, expected) in [("seas", ["Lachtan jihoafrický"]), ("seas_all", ["Hroch obojživelný", "Lachtan jihoafrický"])] {
+            let shown = try #require(report[step] as? [String: Any], "\(step)")
+            let answer = try #require(shown["expected"] as? [String: Any], "\(step)")
+            #expect(shown["ticked"] as? [String] == ["classes=Savci", "biotopes=moře", "biotopes=sladké vody"], "\(step)")
+            #expect(answer["names"] as? [String] == expected, "\(step): the service answers \(answer)")
+            #expect(shown["names"] as? [String] == answer["names"] as? [String], "\(step)")
+            let total = answer["total"] as? Int ?? -1
+            #expect(shown["status"] as? String == "\(total) \(total == 1 ? "animal" : "animals") found.", "\(step)")
+        }
+        #expect((report["seas"] as? [String: Any])?["count"] as? String == "(3 chosen)")
 
         // Text and filter together.
         let search = try #require(report["search"] as? [String: Any])
@@ -84,6 +126,12 @@ import Testing
         #expect(detail["place"] as? String == "On the map at: lvi, Pavilon šelem a plazů.")
         #expect(detail["photo"] as? String == "https://example.org/menagerie/sample/1.jpg")
         #expect(detail["highlights"] as? Int == 2)
+        // Its photo atop the detail.
+        let figure = try #require(detail["figure"] as? [String: Any], "no photo in the detail")
+        #expect(figure["src"] as? String == "https://example.org/menagerie/sample/1.jpg")
+        #expect(figure["alt"] as? String == "Lev indický, foto: Menagerie")
+        #expect(figure["loading"] as? String == "lazy")
+        #expect(detail["figure_first"] as? String == "detail-figure")
         #expect(detail["focused"] as? String == "detail-name")
         #expect((detail["facts"] as? [String])?.starts(with: ["Class", "Order", "Continents"]) == true)
 

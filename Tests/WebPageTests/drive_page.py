@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Drives the zoo's visitor page in a real headless Chromium over the DevTools protocol, as a visitor would:
-filters by class, types a search and presses Enter, clicks the first result, clicks the map to set a start,
+ticks filters (the seed's "mammals of the seas or fresh waters"), types a search and presses Enter, clicks the first result, clicks the map to set a start,
 clicks "Walk to this animal", then moves the start with the keyboard. Prints what the page showed at each
 step as one JSON object (WebPageTests checks it) and keeps a screenshot.
 
@@ -8,7 +8,7 @@ Standard library only: the DevTools websocket is spoken by hand (RFC 6455 handsh
 
     drive_page.py CHROMIUM PAGE_URL API_URL SCREENSHOT_PATH
 """
-import base64, hashlib, json, os, shutil, signal, socket, struct, subprocess, sys, tempfile, time, urllib.parse, urllib.request
+import base64, hashlib, json, os, shutil, signal, socket, struct, subprocess, sys, tempfile, time, urllib.error, urllib.parse, urllib.request
 
 TIMEOUT = 60  # seconds for any one step; the machine may be busy building
 WINDOW = os.environ.get('DRIVE_PAGE_WINDOW', '1280,900')  # width,height; narrow it to see the phone layout
@@ -174,6 +174,43 @@ def api_route(api, start, animal_id):
     return json.load(urllib.request.urlopen(request, timeout=TIMEOUT))
 
 
+def fetch_status(url):
+    """The status and Content-Type a plain GET of `url` answers (a 404 is an answer, not an error)."""
+    try:
+        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
+            return {'status': response.status, 'type': response.headers.get('Content-Type'), 'bytes': len(response.read())}
+    except urllib.error.HTTPError as error:
+        return {'status': error.code, 'type': error.headers.get('Content-Type'), 'bytes': 0}
+
+
+def api_search(api, request):
+    """SearchAnimals as the service answers it: the names in order and the total."""
+    answer = urllib.request.Request(
+        f'{api}/menagerie.zoo.v1.Zoo/SearchAnimals', method='POST', headers={'Content-Type': 'application/json'},
+        data=json.dumps(request).encode())
+    body = json.load(urllib.request.urlopen(answer, timeout=TIMEOUT))
+    return {'names': [a['name'] for a in body.get('animals', [])], 'total': body.get('total', 0)}
+
+
+# An img element's src, alt and loading, as the page set them (null for no img).
+PHOTO = "(img => img && {src: img.getAttribute('src'), alt: img.getAttribute('alt'), loading: img.getAttribute('loading')})"
+
+TICKED = "[...document.querySelectorAll('#filters fieldset.choices input:checked')].map(b => `${b.name}=${b.value}`)"
+
+
+def tick(page, group, value):
+    """Clicks the checkbox `value` of the filter group `group` (ticks or unticks it) and waits for the search."""
+    page.evaluate("document.body.dataset.search = 'idle'")
+    page.click(f'#{group} input[value={json.dumps(value, ensure_ascii=False)}]')
+    page.wait_for("document.body.dataset.search === 'done'", f'the results after clicking {value}')
+
+
+def shown_results(page):
+    return {'status': text(page, '#search-status'),
+            'names': page.evaluate("[...document.querySelectorAll('#results .result-name')].map(e => e.textContent)"),
+            'ticked': page.evaluate(TICKED)}
+
+
 def text(page, selector):
     return page.evaluate(f"document.querySelector({json.dumps(selector)})?.textContent.trim() ?? null")
 
@@ -183,23 +220,52 @@ def drive(page, url, api, screenshot):
     page.command('Page.enable')
     page.command('Page.navigate', url=url)
     page.wait_for("document.readyState === 'complete' && document.body?.dataset.map === 'ready'"
-                  " && document.body.dataset.search === 'done' && document.querySelectorAll('#filter-class option').length > 1",
+                  " && document.body.dataset.search === 'done' && document.querySelectorAll('#filter-class input').length > 0",
                   'the map, the filters and the first results')
+    # The icons the page links, and /favicon.ico, which browsers and bookmarking tools ask for unlinked.
+    icons = page.evaluate("[...document.querySelectorAll('link[rel~=icon]')].map(l => l.href)")
+    report['icons'] = {'linked': {href: fetch_status(href) for href in icons},
+                       'favicon.ico': fetch_status(urllib.parse.urljoin(url, '/favicon.ico'))}
     report['initial'] = {
         'status': text(page, '#search-status'),
         'results': page.evaluate("document.querySelectorAll('#results li').length"),
         'footpaths': page.evaluate("document.querySelectorAll('#footpaths path').length"),
-        'classes': page.evaluate("[...document.querySelectorAll('#filter-class option')].slice(1).map(o => o.value)"),
+        'classes': page.evaluate("[...document.querySelectorAll('#filter-class input')].map(b => b.value)"),
+        'photos': page.evaluate(f"[...document.querySelectorAll('#results .result')].map(row => {PHOTO}(row.querySelector('img')))"),
+        'names': page.evaluate("[...document.querySelectorAll('#results .result-name')].map(e => e.textContent)"),
+        'labels': page.evaluate("[...document.querySelectorAll('#labels text')].map(t => `${t.dataset.kind}:${t.textContent}`)"),
+        'labels_overlapping': page.evaluate("""(() => {
+            const boxes = [...document.querySelectorAll('#labels text')].map(t => t.getBoundingClientRect());
+            return boxes.filter((a, i) => boxes.some((b, j) => j !== i && a.left < b.right && b.left < a.right
+                && a.top < b.bottom && b.top < a.bottom)).length;
+        })()"""),
     }
 
-    # A filter: choose a class (as a keyboard or touch user would, the select's value changes and `change` fires).
-    page.evaluate("(() => { const s = document.getElementById('filter-class'); s.focus(); s.value = 'Savci';"
-                  " s.dispatchEvent(new Event('change', {bubbles: true})); })()")
-    page.wait_for("document.body.dataset.search === 'done'", 'the filtered results')
+    # The filters: open them and tick a class, as a visitor clicks (each tick searches again).
+    page.click('#filters-box summary')
+    page.wait_for("document.getElementById('filters-box').open", 'the filters opened')
+    tick(page, 'filter-class', 'Savci')
     report['filtered'] = {
         'status': text(page, '#search-status'),
         'about': page.evaluate("[...document.querySelectorAll('#results .result-about')].map(e => e.textContent)"),
     }
+
+    # The seed's user test "mammals living in seas or fresh waters": two biotopes ticked, OR within the group and
+    # AND with the class; then the same with the animals not kept now. Each against the service's own answer.
+    tick(page, 'filter-biotope', 'moře')
+    tick(page, 'filter-biotope', 'sladké vody')
+    request = {'classes': ['Savci'], 'biotopes': ['moře', 'sladké vody']}
+    report['seas'] = shown_results(page) | {'expected': api_search(api, request), 'count': text(page, '#filter-count')}
+    page.evaluate("document.body.dataset.search = 'idle'")
+    page.click('#include-unavailable')
+    page.wait_for("document.body.dataset.search === 'done'", 'the results with the animals not kept now')
+    report['seas_all'] = shown_results(page) | {'expected': api_search(api, request | {'includeUnavailable': True})}
+    # Back to the mammals alone for what follows.
+    page.evaluate("document.body.dataset.search = 'idle'")
+    page.click('#include-unavailable')
+    page.wait_for("document.body.dataset.search === 'done'", 'the results without the animals not kept now')
+    tick(page, 'filter-biotope', 'moře')
+    tick(page, 'filter-biotope', 'sladké vody')
 
     # Type a search and press Enter.
     page.evaluate("document.getElementById('search-text').focus()")
@@ -225,6 +291,8 @@ def drive(page, url, api, screenshot):
         'photo': page.evaluate("[...document.querySelectorAll('#detail-links a')].find(a => a.textContent === 'Photo')?.href ?? null"),
         'highlights': page.evaluate("document.querySelectorAll('#highlights circle').length"),
         'focused': page.evaluate("document.activeElement?.id"),
+        'figure': page.evaluate(f"{PHOTO}(document.querySelector('#detail-figure img'))"),
+        'figure_first': page.evaluate("document.getElementById('detail').firstElementChild.id"),
     }
 
     # Click the map on a footpath: the first point, along the longest footpaths first, that the map shows (on

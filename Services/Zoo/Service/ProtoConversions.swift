@@ -14,7 +14,8 @@ extension ZooV1.AnimalSummary {
     init(_ animal: Animal) {
         self.init(
             id: Int64(animal.id), name: animal.name, latinName: animal.latinName, englishName: animal.englishName,
-            className: animal.taxonClass?.czech, location: animal.location, available: animal.isCurrentlyAvailable)
+            className: animal.taxonClass?.czech, location: animal.location, available: animal.isCurrentlyAvailable,
+            imageURL: animal.imageURL, imageAlt: animal.imageAlt)
     }
 }
 

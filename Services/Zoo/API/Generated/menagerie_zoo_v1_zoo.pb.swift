@@ -185,6 +185,9 @@ extension ZooV1 {
         public var location: String? = nil
         /// Whether the zoo currently keeps it.
         public var available: Bool = false
+        /// Its photo, for a list row's thumbnail (as Animal's).
+        public var imageURL: String? = nil
+        public var imageAlt: String? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -197,7 +200,9 @@ extension ZooV1 {
             englishName: String? = nil,
             className: String? = nil,
             location: String? = nil,
-            available: Bool = false
+            available: Bool = false,
+            imageURL: String? = nil,
+            imageAlt: String? = nil
         ) {
             self.id = id
             self.name = name
@@ -206,6 +211,8 @@ extension ZooV1 {
             self.className = className
             self.location = location
             self.available = available
+            self.imageURL = imageURL
+            self.imageAlt = imageAlt
         }
     }
 
@@ -1486,6 +1493,8 @@ extension ZooV1.AnimalSummary: ProtoMessage, ProtobufCBridged {
         className = reader.optional(5)
         location = reader.optional(6)
         available = reader.value(7)
+        imageURL = reader.optional(8)
+        imageAlt = reader.optional(9)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1496,6 +1505,8 @@ extension ZooV1.AnimalSummary: ProtoMessage, ProtobufCBridged {
         writer.set(5, className)
         writer.set(6, location)
         writer.set(7, available)
+        writer.set(8, imageURL)
+        writer.set(9, imageAlt)
     }
 }
 
@@ -2797,6 +2808,8 @@ extension ZooV1.AnimalSummary: ProtoJSONMessage {
         ProtoJSONField(number: 5, protoName: "class_name", jsonName: "className", kind: .string, cardinality: .optional),
         ProtoJSONField(number: 6, protoName: "location", jsonName: "location", kind: .string, cardinality: .optional),
         ProtoJSONField(number: 7, protoName: "available", jsonName: "available", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 8, protoName: "image_url", jsonName: "imageUrl", kind: .string, cardinality: .optional),
+        ProtoJSONField(number: 9, protoName: "image_alt", jsonName: "imageAlt", kind: .string, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2808,6 +2821,8 @@ extension ZooV1.AnimalSummary: ProtoJSONMessage {
         json.optional(4, self.className)
         json.optional(5, self.location)
         json.value(6, self.available)
+        json.optional(7, self.imageURL)
+        json.optional(8, self.imageAlt)
         return json.result
     }
 
@@ -2821,6 +2836,8 @@ extension ZooV1.AnimalSummary: ProtoJSONMessage {
         try json.optional(4, into: &self.className)
         try json.optional(5, into: &self.location)
         try json.value(6, into: &self.available)
+        try json.optional(7, into: &self.imageURL)
+        try json.optional(8, into: &self.imageAlt)
     }
 }
 

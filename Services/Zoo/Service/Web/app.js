@@ -92,30 +92,39 @@
 
   // ---- search ----------------------------------------------------------------------------------------
 
-  const filterSelects = () => Array.from(document.querySelectorAll('#filters select'));
+  // Each filter is a group of checkboxes: the service matches any ticked value of a group (OR) and every group
+  // with one ticked (AND), as SearchAnimalsRequest's repeated fields say, so "mammals of the seas or fresh
+  // waters" is one search.
+  const filterGroups = () => Array.from(document.querySelectorAll('#filters fieldset.choices'));
+  const ticked = (group) => Array.from(group.querySelectorAll('input:checked'), (box) => box.value);
 
+  /// Fills the groups from ListFilterValues; values still offered stay ticked, the rest are dropped (the
+  /// service refuses a value it does not know).
   async function loadFilters() {
     const values = await call('ListFilterValues', { includeUnavailable: $('include-unavailable').checked }, { get: true });
-    for (const select of filterSelects()) {
-      const chosen = select.value;
-      while (select.options.length > 1) select.remove(1);
-      for (const { value, count = 0 } of values[select.dataset.kind] ?? []) {
-        select.append(element('option', { value }, `${value} (${count})`));
-      }
-      select.value = Array.from(select.options).some((option) => option.value === chosen) ? chosen : '';
+    for (const group of filterGroups()) {
+      const chosen = new Set(ticked(group));
+      const boxes = (values[group.dataset.kind] ?? []).map(({ value, count = 0 }) => {
+        const box = element('input', { type: 'checkbox', name: group.dataset.field, value });
+        box.checked = chosen.has(value);
+        return element('label', { class: 'check' }, box, ` ${value} `, element('span', { class: 'count' }, `(${count})`));
+      });
+      group.replaceChildren(group.querySelector('legend'), ...boxes);
     }
+    document.body.dataset.filters = 'ready';
   }
 
   /// The collapsed filters still say how many are chosen, so a narrowed search is never a surprise.
   function showFilterCount() {
-    const chosen = filterSelects().filter((select) => select.value).length + ($('include-unavailable').checked ? 1 : 0);
+    const chosen = filterGroups().reduce((sum, group) => sum + ticked(group).length, 0) + ($('include-unavailable').checked ? 1 : 0);
     $('filter-count').textContent = chosen ? `(${chosen} chosen)` : '';
   }
 
   function searchRequest(offset) {
     const request = { text: $('search-text').value.trim(), offset, pageSize: PAGE_SIZE };
-    for (const select of filterSelects()) {
-      if (select.value) request[select.dataset.field] = [select.value];
+    for (const group of filterGroups()) {
+      const values = ticked(group);
+      if (values.length) request[group.dataset.field] = values;
     }
     if ($('include-unavailable').checked) request.includeUnavailable = true;
     return request;
@@ -150,12 +159,24 @@
   function resultItem(animal) {
     const about = [animal.latinName, animal.className, animal.location].filter(Boolean).join(' · ');
     const button = element('button', { type: 'button', class: 'result', 'data-id': animal.id },
+      photo(animal, 'result-photo'),
       element('span', { class: 'result-name' }, animal.name),
       about ? element('span', { class: 'result-about' }, about) : null,
       // proto3's JSON leaves false out: no `available` means the zoo does not keep it now.
       animal.available ? null : element('span', { class: 'badge' }, 'not kept now'));
     button.addEventListener('click', () => showAnimal(animal.id));
     return element('li', {}, button);
+  }
+
+  /// An animal's photo, loaded only when scrolled near (a list of hundreds must not fetch them all), with the
+  /// source's alt text or else the animal's name. A photo that fails to load leaves its frame empty, not a
+  /// broken-image icon. Null when the animal has none.
+  function photo(animal, className) {
+    if (!animal.imageUrl) return null;
+    const image = element('img', { class: className, src: animal.imageUrl, alt: animal.imageAlt || animal.name, loading: 'lazy',
+      decoding: 'async' });
+    image.addEventListener('error', () => image.classList.add('missing'), { once: true });
+    return image;
   }
 
   // ---- detail ----------------------------------------------------------------------------------------
@@ -180,6 +201,9 @@
   }
 
   function renderDetail(animal) {
+    const figure = photo(animal, 'detail-photo');
+    $('detail-figure').replaceChildren(...(figure ? [figure] : []));
+    $('detail-figure').hidden = !figure;
     $('detail-name').textContent = animal.name;
     $('detail-names').textContent = [animal.latinName, animal.englishName].filter(Boolean).join(' · ');
 
@@ -286,7 +310,38 @@
         element('svg:title', {}, f.properties?.name ?? ''));
     }));
     state.cursor = { x: width / 2, y: height / 2 };
+    await labelLocations(points, projection);
     document.body.dataset.map = 'ready';
+  }
+
+  /// Names the map's places: pavilions and parts of the zoo (the zoo-house filter's values) in bold, first, then
+  /// the pens. A label that would overlap one already placed tries the other side of its point, then is left
+  /// out (its point keeps a tooltip): the real map has ninety places, and overlapping names help no one.
+  async function labelLocations(points, projection) {
+    const { zooHouses = [] } = await call('ListFilterValues', { includeUnavailable: true }, { get: true })
+      .catch(() => ({}));   // without the list every place is labelled as a pen, which is still a map
+    const houses = new Set(zooHouses.map(({ value }) => value));
+    const named = points.filter((f) => f.properties?.name)
+      .map((f) => ({ name: f.properties.name, kind: houses.has(f.properties.name) ? 'house' : 'pen', at: projection.project(...f.geometry.coordinates) }))
+      .sort((a, b) => (a.kind === b.kind ? 0 : a.kind === 'house' ? -1 : 1));
+    const group = $('labels');
+    group.replaceChildren();
+    group.style.fontSize = `${(projection.unit * (matchMedia('(max-width: 600px)').matches ? 5.5 : 4)).toFixed(2)}px`;
+    const placed = [];
+    const overlaps = (a) => placed.some((b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height);
+    for (const { name, kind, at } of named) {
+      const label = element('svg:text', { class: kind, 'data-kind': kind }, name);
+      group.append(label);
+      const gap = projection.unit * 2.4;   // clear of a highlighted place's ring (radius 2)
+      for (const [anchor, dx] of [['start', gap], ['end', -gap]]) {
+        label.setAttribute('text-anchor', anchor);
+        label.setAttribute('x', (at.x + dx).toFixed(1));
+        label.setAttribute('y', (at.y + projection.unit).toFixed(1));
+        const box = label.getBBox();
+        if (!overlaps(box)) { placed.push(box); break; }
+        if (anchor === 'end') label.remove();
+      }
+    }
   }
 
   function placeCircle(id, point, radius) {
@@ -413,10 +468,13 @@
       return;
     }
     $('search-form').addEventListener('submit', (event) => { event.preventDefault(); search(); });
-    for (const select of filterSelects()) select.addEventListener('change', () => search());
+    // One listener for every checkbox, including those loadFilters adds later.
+    $('filters').addEventListener('change', (event) => {
+      if (event.target.id !== 'include-unavailable') search();
+    });
+    // The values offered change with it: search once they are loaded, with the ticks still valid.
     $('include-unavailable').addEventListener('change', () => {
-      loadFilters().catch((error) => { $('search-status').textContent = error.message; });
-      search();
+      loadFilters().catch((error) => { $('search-status').textContent = error.message; }).finally(() => search());
     });
     $('more-button').addEventListener('click', () => search({ more: true }));
     $('route-animal-button').addEventListener('click', () => state.animal && route({ animalId: String(state.animal.id) }));

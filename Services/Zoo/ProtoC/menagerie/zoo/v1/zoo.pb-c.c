@@ -2269,7 +2269,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__taxon__descriptor =
   (ProtobufCMessageInit) menagerie__zoo__v1__taxon__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__zoo__v1__animal_summary__field_descriptors[7] =
+static const ProtobufCFieldDescriptor menagerie__zoo__v1__animal_summary__field_descriptors[9] =
 {
   {
     "id",
@@ -2355,12 +2355,38 @@ static const ProtobufCFieldDescriptor menagerie__zoo__v1__animal_summary__field_
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "image_url",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Zoo__V1__AnimalSummary, _image_url_case),
+    offsetof(Menagerie__Zoo__V1__AnimalSummary, image_url),
+    NULL,
+    &protobuf_c_empty_string,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "image_alt",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Zoo__V1__AnimalSummary, _image_alt_case),
+    offsetof(Menagerie__Zoo__V1__AnimalSummary, image_alt),
+    NULL,
+    &protobuf_c_empty_string,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__zoo__v1__animal_summary__field_indices_by_name[] = {
   6,   /* field[6] = available */
   4,   /* field[4] = class_name */
   3,   /* field[3] = english_name */
   0,   /* field[0] = id */
+  8,   /* field[8] = image_alt */
+  7,   /* field[7] = image_url */
   2,   /* field[2] = latin_name */
   5,   /* field[5] = location */
   1,   /* field[1] = name */
@@ -2368,7 +2394,7 @@ static const unsigned menagerie__zoo__v1__animal_summary__field_indices_by_name[
 static const ProtobufCIntRange menagerie__zoo__v1__animal_summary__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor menagerie__zoo__v1__animal_summary__descriptor =
 {
@@ -2378,7 +2404,7 @@ const ProtobufCMessageDescriptor menagerie__zoo__v1__animal_summary__descriptor 
   "Menagerie__Zoo__V1__AnimalSummary",
   "menagerie.zoo.v1",
   sizeof(Menagerie__Zoo__V1__AnimalSummary),
-  7,
+  9,
   menagerie__zoo__v1__animal_summary__field_descriptors,
   menagerie__zoo__v1__animal_summary__field_indices_by_name,
   1,  menagerie__zoo__v1__animal_summary__number_ranges,

@@ -208,6 +208,18 @@ typedef enum {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___LOCATION__CASE)
 } Menagerie__Zoo__V1__AnimalSummary__LocationCase;
 
+typedef enum {
+  MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___IMAGE_URL__NOT_SET = 0,
+  MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___IMAGE_URL_IMAGE_URL = 8
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___IMAGE_URL__CASE)
+} Menagerie__Zoo__V1__AnimalSummary__ImageUrlCase;
+
+typedef enum {
+  MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___IMAGE_ALT__NOT_SET = 0,
+  MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___IMAGE_ALT_IMAGE_ALT = 9
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___IMAGE_ALT__CASE)
+} Menagerie__Zoo__V1__AnimalSummary__ImageAltCase;
+
 /*
  * One animal in a list.
  */
@@ -245,10 +257,21 @@ struct  Menagerie__Zoo__V1__AnimalSummary
      */
     char *location;
   };
+  Menagerie__Zoo__V1__AnimalSummary__ImageUrlCase _image_url_case;
+  union {
+    /*
+     * Its photo, for a list row's thumbnail (as Animal's).
+     */
+    char *image_url;
+  };
+  Menagerie__Zoo__V1__AnimalSummary__ImageAltCase _image_alt_case;
+  union {
+    char *image_alt;
+  };
 };
 #define MENAGERIE__ZOO__V1__ANIMAL_SUMMARY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__zoo__v1__animal_summary__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, 0, MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___LATIN_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___ENGLISH_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___CLASS_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___LOCATION__NOT_SET, {0} }
+    , 0, (char *)protobuf_c_empty_string, 0, MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___LATIN_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___ENGLISH_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___CLASS_NAME__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___LOCATION__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___IMAGE_URL__NOT_SET, {0}, MENAGERIE__ZOO__V1__ANIMAL_SUMMARY___IMAGE_ALT__NOT_SET, {0} }
 
 
 typedef enum {
