@@ -84,6 +84,14 @@ public final class IdentityStore: Sendable {
                 END;
                 """)
         },
+        // What each name looks like (`skeleton`), so a new user cannot take a look-alike of an existing one.
+        Migration(3, "name skeletons") { db in
+            try db.execute("ALTER TABLE users ADD COLUMN skeleton TEXT")
+            try db.execute("CREATE INDEX users_by_skeleton ON users (skeleton)")
+            for row in try db.query("SELECT id, name FROM users") {
+                try db.execute("UPDATE users SET skeleton = ? WHERE id = ?", [skeleton(row.string(1) ?? ""), row.int64(0) ?? 0])
+            }
+        },
     ]
 
     public init(path: String) throws {
@@ -102,12 +110,19 @@ public final class IdentityStore: Sendable {
     /// Creates a user and its first token (returned: it is stored only as a hash, so this is the one time it
     /// is seen). ALREADY_EXISTS for a taken name, INVALID_ARGUMENT for a bad one.
     public func createUser(name: String, admin: Bool = false, expiresMs: Int64? = nil) throws -> String {
+        // One spelling per name: "é" typed precomposed or as "e" and an accent is the same user.
+        let name = name.precomposedStringWithCanonicalMapping
         try Self.validate(name: name)
+        let skeleton = Self.skeleton(name)
         return try write { db in
             guard try db.queryOne("SELECT 1 FROM users WHERE name = ?", [name]) == nil else {
                 throw IdentityError(.alreadyExists, "user \"\(name)\" already exists")
             }
-            try db.execute("INSERT INTO users (name, admin, created_ms) VALUES (?, ?, ?)", [name, admin ? 1 : 0, Self.now()])
+            if let twin = try db.queryOne("SELECT name FROM users WHERE skeleton = ?", [skeleton])?.string(0) {
+                throw IdentityError(.alreadyExists, "user \"\(name)\" looks like the existing user \"\(twin)\": choose a name that does not")
+            }
+            try db.execute(
+                "INSERT INTO users (name, admin, created_ms, skeleton) VALUES (?, ?, ?, ?)", [name, admin ? 1 : 0, Self.now(), skeleton])
             return try Self.insertToken(user: db.lastInsertRowID, expiresMs: expiresMs, db)
         }
     }
@@ -183,7 +198,7 @@ public final class IdentityStore: Sendable {
     public func adopt(hash: [UInt8], user: String, createdMs: Int64, revokedMs: Int64?) throws {
         try Self.validate(name: user)
         try write { db in
-            try db.execute("INSERT OR IGNORE INTO users (name, created_ms) VALUES (?, ?)", [user, createdMs])
+            try db.execute("INSERT OR IGNORE INTO users (name, created_ms, skeleton) VALUES (?, ?, ?)", [user, createdMs, Self.skeleton(user)])
             try db.execute(
                 """
                 INSERT OR IGNORE INTO tokens (hash, user_id, created_ms, revoked_ms)
@@ -196,7 +211,9 @@ public final class IdentityStore: Sendable {
     /// its tokens, so the admin is a user like the others (listed, owning data) and its name can never be taken.
     public func ensureAdmin(token: String) throws {
         try write { db in
-            try db.execute("INSERT OR IGNORE INTO users (name, admin, created_ms) VALUES (?, 1, ?)", [Self.adminName, Self.now()])
+            try db.execute(
+                "INSERT OR IGNORE INTO users (name, admin, created_ms, skeleton) VALUES (?, 1, ?, ?)",
+                [Self.adminName, Self.now(), Self.skeleton(Self.adminName)])
             try db.execute("UPDATE users SET admin = 1 WHERE name = ?", [Self.adminName])
             try db.execute(
                 "INSERT OR IGNORE INTO tokens (hash, user_id, created_ms) SELECT ?, id, ? FROM users WHERE name = ?",
@@ -250,6 +267,16 @@ public final class IdentityStore: Sendable {
     }
 
     public static func hash(_ token: String) -> [UInt8] { SHA256.hash(token.utf8) }
+
+    /// What a name looks like, for telling look-alikes apart: its compatibility form (NFKC: full-width and styled
+    /// letters as plain ones), every script transliterated to Latin and then to ASCII (Cyrillic "аdmin" is "admin"),
+    /// lowercased, with the look-alike digits 0 and 1 as o and l. An approximation of Unicode's UTS #39 skeleton from
+    /// the ICU transforms Foundation carries; letters no transform maps (Cherokee "Ꭺ") stay themselves.
+    public static func skeleton(_ name: String) -> String {
+        let compatible = name.precomposedStringWithCompatibilityMapping
+        let latin = compatible.applyingTransform(StringTransform("Any-Latin; Latin-ASCII; Lower"), reverse: false) ?? compatible.lowercased()
+        return String(latin.map { $0 == "0" ? "o" : $0 == "1" ? "l" : $0 })
+    }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 

@@ -45,6 +45,26 @@ import Testing
         #expect(try verifier.verify(tokens[5]).name == "user5")
     }
 
+    /// Issue 38: open sign-up accepted a Cyrillic "аdmin" beside "admin". A name is stored in one spelling (NFC) and
+    /// refused when it looks like an existing one (its skeleton: NFKC, transliterated to ASCII, lowercased).
+    @Test func namesAreNormalisedAndLookAlikesRefused() throws {
+        let store = try IdentityStore.inMemory()
+        _ = try store.createUser(name: "admin", admin: true)
+        _ = try store.createUser(name: "Zo\u{EB}")
+        for lookalike in ["\u{430}dmin", "ADMIN", "\u{FF41}dmin", "Zoe\u{308}"] {
+            do {
+                _ = try store.createUser(name: lookalike)
+                Issue.record("\(lookalike) was accepted beside an existing look-alike")
+            } catch let error as IdentityError {
+                #expect(error.category == .alreadyExists, "\(lookalike): \(error)")
+            }
+        }
+        #expect(IdentityStore.skeleton("\u{430}dmin") == "admin" && IdentityStore.skeleton("pau1") == "paul")
+        // Different names stay different.
+        _ = try store.createUser(name: "administrator")
+        #expect(try store.users().map(\.name).sorted() == ["Zo\u{EB}", "admin", "administrator"])
+    }
+
     @Test func aForgedOrUnknownTokenIsRefused() throws {
         let store = try IdentityStore.inMemory()
         let token = try store.createUser(name: "alice")
