@@ -72,10 +72,12 @@ public struct ProtoMethod<Request: ProtoMessage, Response: ProtoMessage>: Sendab
     public let access: MethodAccess
     /// From `option (menagerie.rpc.v1.max_request_bytes)`: the largest request the server takes; nil: its default.
     public let maxRequestBytes: Int?
+    /// From `option (menagerie.rpc.v1.http_get)`: the plain HTTP GET routes bound to it (`/api/animals/{id}`).
+    public let httpGet: [String]
 
     public init(
         path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool, sideEffectFree: Bool = false,
-        access: MethodAccess, maxRequestBytes: Int? = nil
+        access: MethodAccess, maxRequestBytes: Int? = nil, httpGet: [String] = []
     ) {
         self.path = path
         self.clientStreaming = clientStreaming
@@ -84,14 +86,15 @@ public struct ProtoMethod<Request: ProtoMessage, Response: ProtoMessage>: Sendab
         self.sideEffectFree = sideEffectFree
         self.access = access
         self.maxRequestBytes = maxRequestBytes
+        self.httpGet = httpGet
     }
 
     /// The untyped description, for reflection.
     public var info: ProtoMethodInfo {
         ProtoMethodInfo(
             path: path, clientStreaming: clientStreaming, serverStreaming: serverStreaming, idempotent: idempotent,
-            sideEffectFree: sideEffectFree, access: access, maxRequestBytes: maxRequestBytes, requestType: Request.protoName,
-            responseType: Response.protoName)
+            sideEffectFree: sideEffectFree, access: access, maxRequestBytes: maxRequestBytes, httpGet: httpGet,
+            requestType: Request.protoName, responseType: Response.protoName)
     }
 }
 
@@ -122,13 +125,15 @@ public struct ProtoMethodInfo: Sendable, Hashable {
     public let access: MethodAccess
     /// The largest request the server takes, in bytes (the proto's `max_request_bytes`); nil: the server's default.
     public let maxRequestBytes: Int?
+    /// The plain HTTP GET routes bound to it (the proto's `http_get`).
+    public let httpGet: [String]
     /// Full protobuf names of the request and response messages.
     public let requestType: String
     public let responseType: String
 
     public init(
         path: String, clientStreaming: Bool = false, serverStreaming: Bool, idempotent: Bool, sideEffectFree: Bool = false,
-        access: MethodAccess, maxRequestBytes: Int? = nil, requestType: String, responseType: String
+        access: MethodAccess, maxRequestBytes: Int? = nil, httpGet: [String] = [], requestType: String, responseType: String
     ) {
         self.path = path
         self.clientStreaming = clientStreaming
@@ -137,6 +142,7 @@ public struct ProtoMethodInfo: Sendable, Hashable {
         self.sideEffectFree = sideEffectFree
         self.access = access
         self.maxRequestBytes = maxRequestBytes
+        self.httpGet = httpGet
         self.requestType = requestType
         self.responseType = responseType
     }

@@ -286,4 +286,48 @@ import Testing
         }
         #expect(unknownOption?.description.contains("http_path = 50199") == true, "\(String(describing: unknownOption))")
     }
+
+    /// A method's REST routes (`http_get`) reach its descriptor in declaration order; a route that is no path, has a
+    /// `{field}` before its last segment, or is bound to two methods fails the generation.
+    @Test(.enabled(if: Tool.protoc != nil, "needs protoc to build descriptor sets"))
+    func httpGetRoutesAreCarriedAndCheckedLikeOtherOptions() throws {
+        let output = try generate("""
+            syntax = "proto3"; package p.v1; \(Self.options) message M {}
+            service S {
+              rpc One(M) returns (M) {
+                option (menagerie.rpc.v1.access) = ACCESS_PUBLIC;
+                option (menagerie.rpc.v1.http_get) = "/api/things/{id}";
+                option (menagerie.rpc.v1.http_get) = "/api/things-too/{id}";
+              }
+              rpc Other(M) returns (M) \(Self.isPublic)
+            }
+            """)
+        let swift = try #require(output.files.first { $0.path == "T/API/test.pb.swift" }).contents
+        #expect(swift.contains("access: .public, httpGet: [\"/api/things/{id}\", \"/api/things-too/{id}\"])"))
+        #expect(swift.contains("path: \"/p.v1.S/Other\", serverStreaming: false, idempotent: false, access: .public)"))
+
+        for (route, complaint) in [
+            ("api/things", "is not a route"), ("/api/{id}/more", "is not a route"), ("/api/a b", "is not a route"),
+            ("/api//x", "is not a route"), ("/api/{}", "is not a route"),
+        ] {
+            let error = #expect(throws: GeneratorError.self) {
+                try generate("""
+                    syntax = "proto3"; package p.v1; \(Self.options) message M {}
+                    service S { rpc One(M) returns (M) {
+                      option (menagerie.rpc.v1.access) = ACCESS_PUBLIC; option (menagerie.rpc.v1.http_get) = "\(route)"; } }
+                    """)
+            }
+            #expect(error?.description.contains(complaint) == true, "\(route): \(String(describing: error))")
+        }
+        let twice = #expect(throws: GeneratorError.self) {
+            try generate("""
+                syntax = "proto3"; package p.v1; \(Self.options) message M {}
+                service S {
+                  rpc One(M) returns (M) { option (menagerie.rpc.v1.access) = ACCESS_PUBLIC; option (menagerie.rpc.v1.http_get) = "/x"; }
+                  rpc Two(M) returns (M) { option (menagerie.rpc.v1.access) = ACCESS_PUBLIC; option (menagerie.rpc.v1.http_get) = "/x"; }
+                }
+                """)
+        }
+        #expect(twice?.description.contains("p.v1.S.Two: http_get \"/x\" is bound to another method too") == true, "\(String(describing: twice))")
+    }
 }

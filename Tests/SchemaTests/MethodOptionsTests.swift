@@ -49,4 +49,19 @@ import ZooAPI
         #expect(BlobsV1.Blobs.putBlob.maxRequestBytes == nil)
         #expect(HealthV1.Health.addSamples.maxRequestBytes == nil)
     }
+
+    /// The zoo app's REST routes are bound in zoo.proto to the methods they answer as (the REST renderer refuses to
+    /// start without one of them); no other service has plain HTTP routes.
+    @Test func theZooAppsRoutesAreBoundInTheProto() {
+        let bound = Dictionary(uniqueKeysWithValues: ZooV1.Zoo.methods.filter { !$0.httpGet.isEmpty }.map {
+            (String($0.path.split(separator: "/").last!), $0.httpGet)
+        })
+        #expect(bound == [
+            "GetAnimal": ["/api/animals/{id}"], "ListFilterValues": ["/api/classes", "/api/biotops", "/api/foods", "/api/zooHouses"],
+            "GetFootpathGraph": ["/api/map/metadata"],
+        ])
+        let others = OcrV1.OCR.methods + HealthV1.Health.methods + ClassificationV1.Classification.methods + JobsV1.Jobs.methods
+            + BlobsV1.Blobs.methods
+        #expect(others.allSatisfy { $0.httpGet.isEmpty })
+    }
 }

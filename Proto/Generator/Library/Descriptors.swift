@@ -38,8 +38,9 @@ struct ProtoExtensionDecl {
 enum MethodOptionNumber {
     static let access = 50101
     static let maxRequestBytes = 50102
+    static let httpGet = 50103
     /// Names as options.proto declares them.
-    static let known: [Int: String] = [access: "access", maxRequestBytes: "max_request_bytes"]
+    static let known: [Int: String] = [access: "access", maxRequestBytes: "max_request_bytes", httpGet: "http_get"]
 }
 
 struct ProtoMessageDecl {
@@ -126,6 +127,8 @@ struct ProtoMethodDecl {
     var access: UInt64?
     /// `(menagerie.rpc.v1.max_request_bytes)`; nil when absent.
     var maxRequestBytes: UInt64?
+    /// `(menagerie.rpc.v1.http_get)`: the REST GET routes bound to the method, in declaration order.
+    var httpGet: [String] = []
     var comment: String?
 }
 
@@ -305,6 +308,7 @@ private func decodeService(
                         case MethodOptionNumber.access: method.access = try option.varint("MethodOptions.(access)")
                         case MethodOptionNumber.maxRequestBytes:
                             method.maxRequestBytes = try option.varint("MethodOptions.(max_request_bytes)")
+                        case MethodOptionNumber.httpGet: method.httpGet.append(try option.string("MethodOptions.(http_get)"))
                         default: break
                         }
                     }

@@ -247,7 +247,8 @@ struct SwiftEmitter {
             output.line(
                 "    path: \"\(path)\", \(method.clientStreaming ? "clientStreaming: true, " : "")serverStreaming: \(method.serverStreaming), "
                     + "idempotent: \(method.idempotencyLevel != 0)\(method.idempotencyLevel == 1 ? ", sideEffectFree: true" : ""), "
-                    + "access: .\(access)\(method.maxRequestBytes.map { ", maxRequestBytes: \($0)" } ?? ""))")
+                    + "access: .\(access)\(method.maxRequestBytes.map { ", maxRequestBytes: \($0)" } ?? "")"
+                    + "\(method.httpGet.isEmpty ? "" : ", httpGet: [\(method.httpGet.map { "\"\($0)\"" }.joined(separator: ", "))]"))")
         }
         output.blank()
         output.doc("Every method of the service, in declaration order.")

@@ -100,6 +100,7 @@ private func validate(_ service: ProtoServiceDecl, in file: ProtoFile, namespace
     try validateTypeName(service.name, fullName: service.fullName, namespace: namespace)
     // `name` and `methods` are the descriptors' statics; `register` and `rpcClient` belong to the generated service protocol and client.
     var swiftNames: Set<String> = ["name", "methods", "register", "rpcClient"]
+    var httpRoutes: [String: String] = [:]
     for method in service.methods {
         let location = "\(service.fullName).\(method.name)"
         let swiftName = Naming.lowerCamelCase(method.name)
@@ -118,5 +119,36 @@ private func validate(_ service: ProtoServiceDecl, in file: ProtoFile, namespace
         if let limit = method.maxRequestBytes, limit == 0 || limit > UInt64(UInt32.max) {
             throw GeneratorError.unsupported("\(location): max_request_bytes must be 1 or more (omit it for the server's default)")
         }
+        for route in method.httpGet {
+            guard HTTPGetRoute.isValid(route) else {
+                throw GeneratorError.unsupported(
+                    "\(location): http_get \"\(route)\" is not a route: a path from /, of letters, digits and -._~ segments, "
+                        + "whose last segment alone may be a {field}")
+            }
+            guard httpRoutes.updateValue(location, forKey: route) == nil else {
+                throw GeneratorError.nameClash("\(location): http_get \"\(route)\" is bound to another method too")
+            }
+        }
+    }
+}
+
+/// The shape of an `http_get` route: `/`-separated segments of URL-safe characters, the last of which alone may be a
+/// `{field}` (the pattern `HTTPBinding` matches).
+enum HTTPGetRoute {
+    static func isValid(_ route: String) -> Bool {
+        guard route.hasPrefix("/"), route.count > 1 else { return false }
+        let segments = route.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        for (index, segment) in segments.enumerated() {
+            if segment.hasPrefix("{") {
+                let name = segment.dropFirst().dropLast()
+                guard index == segments.count - 1, segment.hasSuffix("}"), let first = name.first, first.isLetter,
+                      name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else { return false }
+            } else {
+                guard !segment.isEmpty, segment.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._~".contains($0)) }) else {
+                    return false
+                }
+            }
+        }
+        return true
     }
 }

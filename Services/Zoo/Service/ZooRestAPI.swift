@@ -34,20 +34,39 @@ public final class ZooRestAPI: Sendable {
 
     /// The API's routes as bindings (`google.api.http` style): each runs as a call of the method it binds — guarded by
     /// its access rule, under a deadline, counted in `gateway stats` under its name — or as a route-only call where no
-    /// method answers alike (the unpaged list, the tiles download).
+    /// method answers alike (the unpaged list, the tiles download). A bound route is declared in zoo.proto, on its
+    /// method (`option (menagerie.rpc.v1.http_get)`); this API renders each one the proto declares, and only those.
     enum Bindings {
         static let animals = HTTPBinding("/api/animals")
-        static let animal = HTTPBinding("/api/animals/{id}", binds: ZooV1.Zoo.getAnimal.path)
+        static let animal = declared(ZooV1.Zoo.getAnimal.info, "/api/animals/{id}")
         static let lists = [
             ("classes", \FilterValues.classes), ("biotops", \FilterValues.biotopes), ("foods", \FilterValues.foods),
             ("zooHouses", \FilterValues.zooHouses),
-        ].map { (HTTPBinding("/api/\($0.0)", binds: ZooV1.Zoo.listFilterValues.path), $0.1) }
-        static let map = HTTPBinding("/api/map/metadata", binds: ZooV1.Zoo.getFootpathGraph.path)
+        ].map { (declared(ZooV1.Zoo.listFilterValues.info, "/api/\($0.0)"), $0.1) }
+        static let map = declared(ZooV1.Zoo.getFootpathGraph.info, "/api/map/metadata")
         static let tiles = HTTPBinding("/api/map/data")
+
+        /// Every route of the API, the proto's and the route-only ones.
+        static var all: [HTTPBinding] { [animals, animal] + lists.map(\.0) + [map, tiles] }
+
+        /// `path` bound to `method`, which must declare it: a route the proto does not name is a programming error.
+        static func declared(_ method: ProtoMethodInfo, _ path: String) -> HTTPBinding {
+            precondition(method.httpGet.contains(path), "\(method.path) declares no http_get \"\(path)\" in its proto")
+            return HTTPBinding(path, binds: method.path)
+        }
+
+        /// The routes the proto binds to the zoo's methods, which `register` must all render.
+        static var declaredByTheProto: Set<HTTPBinding> {
+            Set(ZooV1.Zoo.methods.flatMap { method in method.httpGet.map { HTTPBinding($0, binds: method.path) } })
+        }
     }
 
     /// Adds the API's routes to `routes`, and its error style: FastAPI's `{"detail": …}`, `Item not found` for any 404.
     public func register(in routes: inout HTTPRoutes.Builder) {
+        // A route added to zoo.proto without a renderer here would silently 404: refuse to start instead.
+        precondition(
+            Bindings.declaredByTheProto.isSubset(of: Bindings.all),
+            "zoo.proto binds routes the REST API does not render: \(Bindings.declaredByTheProto.subtracting(Bindings.all).map(\.path))")
         routes.problem = Self.problem
         routes.bind(Bindings.animals) { [self] request in
             let includeUnavailable = try Self.includeUnavailable(request)

@@ -1371,11 +1371,11 @@ extension ZooV1 {
 
         /// One animal with every attribute. NOT_FOUND for an unknown id or an animal not currently kept.
         public static let getAnimal = ProtoMethod<ZooV1.GetAnimalRequest, ZooV1.GetAnimalResponse>(
-            path: "/menagerie.zoo.v1.Zoo/GetAnimal", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
+            path: "/menagerie.zoo.v1.Zoo/GetAnimal", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536, httpGet: ["/api/animals/{id}"])
 
         /// Each filter kind's values with how many animals have each.
         public static let listFilterValues = ProtoMethod<ZooV1.ListFilterValuesRequest, ZooV1.ListFilterValuesResponse>(
-            path: "/menagerie.zoo.v1.Zoo/ListFilterValues", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
+            path: "/menagerie.zoo.v1.Zoo/ListFilterValues", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536, httpGet: ["/api/classes", "/api/biotops", "/api/foods", "/api/zooHouses"])
 
         /// Import metadata, stored counts and the refresh schedule.
         public static let getMetadata = ProtoMethod<ZooV1.GetMetadataRequest, ZooV1.GetMetadataResponse>(
@@ -1416,7 +1416,7 @@ extension ZooV1 {
 
         /// The footpath graph with node ids and connectors (about 0.2 MiB for the real zoo: one message).
         public static let getFootpathGraph = ProtoMethod<ZooV1.GetFootpathGraphRequest, ZooV1.GetFootpathGraphResponse>(
-            path: "/menagerie.zoo.v1.Zoo/GetFootpathGraph", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
+            path: "/menagerie.zoo.v1.Zoo/GetFootpathGraph", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536, httpGet: ["/api/map/metadata"])
 
         /// The footpaths and animal locations as GeoJSON.
         public static let exportGeoJSON = ProtoMethod<ZooV1.ExportGeoJSONRequest, ZooV1.ExportGeoJSONResponse>(

@@ -14,13 +14,14 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import descriptor_pb2 as google_dot_protobuf_dot_descriptor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1emenagerie/rpc/v1/options.proto\x12\x10menagerie.rpc.v1\x1a google/protobuf/descriptor.proto*V\n\x06\x41\x63\x63\x65ss\x12\x16\n\x12\x41\x43\x43\x45SS_UNSPECIFIED\x10\x00\x12\x11\n\rACCESS_PUBLIC\x10\x01\x12\x0f\n\x0b\x41\x43\x43\x45SS_USER\x10\x02\x12\x10\n\x0c\x41\x43\x43\x45SS_ADMIN\x10\x03:J\n\x06\x61\x63\x63\x65ss\x12\x1e.google.protobuf.MethodOptions\x18\xb5\x87\x03 \x01(\x0e\x32\x18.menagerie.rpc.v1.Access:;\n\x11max_request_bytes\x12\x1e.google.protobuf.MethodOptions\x18\xb6\x87\x03 \x01(\rb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1emenagerie/rpc/v1/options.proto\x12\x10menagerie.rpc.v1\x1a google/protobuf/descriptor.proto*V\n\x06\x41\x63\x63\x65ss\x12\x16\n\x12\x41\x43\x43\x45SS_UNSPECIFIED\x10\x00\x12\x11\n\rACCESS_PUBLIC\x10\x01\x12\x0f\n\x0b\x41\x43\x43\x45SS_USER\x10\x02\x12\x10\n\x0c\x41\x43\x43\x45SS_ADMIN\x10\x03:J\n\x06\x61\x63\x63\x65ss\x12\x1e.google.protobuf.MethodOptions\x18\xb5\x87\x03 \x01(\x0e\x32\x18.menagerie.rpc.v1.Access:;\n\x11max_request_bytes\x12\x1e.google.protobuf.MethodOptions\x18\xb6\x87\x03 \x01(\r:2\n\x08http_get\x12\x1e.google.protobuf.MethodOptions\x18\xb7\x87\x03 \x03(\tb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'menagerie.rpc.v1.options_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
   google_dot_protobuf_dot_descriptor__pb2.MethodOptions.RegisterExtension(access)
   google_dot_protobuf_dot_descriptor__pb2.MethodOptions.RegisterExtension(max_request_bytes)
+  google_dot_protobuf_dot_descriptor__pb2.MethodOptions.RegisterExtension(http_get)
 
   DESCRIPTOR._options = None
   _ACCESS._serialized_start=86
