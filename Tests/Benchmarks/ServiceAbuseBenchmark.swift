@@ -56,6 +56,10 @@ struct ServiceAbuseBenchmark {
             ocrUploads(), classificationBombs(), healthUnreadStreams(),
             compressedBodies(executable: "zoo", method: ZooV1.Zoo.searchAnimals.path, bodies: count(20, minimum: 4)),
             compressedBodies(executable: "health", method: HealthV1.Health.addSamples.path, bodies: count(6, minimum: 2)),
+            compressedBodies(executable: "zoo", method: ZooV1.Zoo.searchAnimals.path, bodies: count(4, minimum: 2), variant: .plain),
+            compressedBodies(executable: "health", method: HealthV1.Health.push.path, bodies: count(6, minimum: 2), variant: .streamed),
+            compressedBodies(
+                executable: "health", method: HealthV1.Health.push.path, bodies: count(6, minimum: 2), variant: .streamed, token: true),
         ]
             .filter { target in only.map { names in names.contains { target.name.contains($0) } } ?? true }
         guard !targets.isEmpty else { return }
@@ -361,34 +365,62 @@ struct ServiceAbuseBenchmark {
 }
 
 extension ServiceAbuseBenchmark {
+    /// How attack 6 sends its bodies.
+    enum BodyVariant: String, Sendable {
+        /// A unary Connect call whose body is gzip (`Content-Encoding: gzip`).
+        case gzip
+        /// The same JSON uncompressed: 60 MiB on the wire, for a method whose requests are small.
+        case plain
+        /// A client stream (`application/connect+json`) of one gzip-compressed envelope (`Connect-Content-Encoding`).
+        case streamed
+    }
+
     /// Attack 6 (issue 37): POSTs of 61 KB gzip bodies that inflate to 60 MiB of valid JSON (`{`, spaces, `}`), all at
-    /// once, over Connect's HTTP face, without a token. On a method anyone may call (the zoo's SearchAnimals) they are
-    /// inflated on workers within the method's limit and the budget; on one that needs a token (health's AddSamples)
-    /// they are refused 401 before anything is inflated. Either way health checks keep their 100 ms (before: one loop
-    /// turn of the zoo took 23.3 s and a health check waited 27 s; health's 401s came after an 8.5 s stall).
-    func compressedBodies(executable: String, method: String, bodies: Int) -> Target {
+    /// once, over Connect's HTTP face, without a token unless `token`. On a method anyone may call (the zoo's
+    /// SearchAnimals) they are inflated on workers within the method's limit and the budget; on one that needs a token
+    /// (health's AddSamples) they are refused 401 before anything is inflated. Either way health checks keep their
+    /// 100 ms (before: one loop turn of the zoo took 23.3 s and a health check waited 27 s; health's 401s came after an
+    /// 8.5 s stall). Its variants: the JSON sent plain (four such bodies stalled the loop ~2 s), and as a client
+    /// stream's compressed envelope, with and without a token (inflated by the stream's handler as it takes it).
+    func compressedBodies(executable: String, method: String, bodies: Int, variant: BodyVariant = .gzip, token: Bool = false) -> Target {
         let seconds = holdSeconds
-        return Target(name: "compressed JSON bodies (\(executable) \(method.split(separator: "/").last ?? ""))", executable: executable) { _ in
+        let name = "\(variant == .gzip ? "compressed" : variant.rawValue) JSON bodies (\(executable) \(method.split(separator: "/").last ?? "")"
+            + "\(token ? ", admin" : variant == .gzip ? "" : ", no token"))"
+        return Target(name: name, executable: executable) { _ in
             { _ in nil }
         } quick: { client in
             _ = try await client.unary(RpcV1.Reflection.listServices, RpcV1.ListServicesRequest(), options: CallOptions(timeout: .seconds(10)))
         } run: { port in
             await AbuseBenchmark.onThread {
                 let json = [UInt8(ascii: "{")] + [UInt8](repeating: 0x20, count: 60 << 20) + [UInt8(ascii: "}")]
-                let bomb = Gzip.compress(json, level: 9)
-                let head = "POST \(method) HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
-                    + "Content-Length: \(bomb.count)\r\n\r\n"
+                let body: [UInt8]
+                var head = "POST \(method) HTTP/1.1\r\nHost: a\r\n"
+                switch variant {
+                case .gzip:
+                    body = Gzip.compress(json, level: 9)
+                    head += "Content-Type: application/json\r\nContent-Encoding: gzip\r\n"
+                case .plain:
+                    body = json
+                    head += "Content-Type: application/json\r\n"
+                case .streamed:
+                    let envelope = Gzip.compress(json, level: 9)
+                    let length = UInt32(envelope.count)
+                    body = [0x01, UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)] + envelope
+                    head += "Content-Type: application/connect+json\r\nConnect-Content-Encoding: gzip\r\n"
+                }
+                if token { head += "Authorization: Bearer \(AbuseBenchmark.adminToken)\r\n" }
+                head += "Content-Length: \(body.count)\r\n\r\n"
                 let began = Date()
                 var sockets: [AttackSocket] = []
                 for _ in 0..<bodies {
                     guard let socket = AttackSocket(port: port, timeout: max(seconds, 30)) else { continue }
-                    _ = socket.write(Array(head.utf8) + bomb)
+                    _ = socket.write(Array(head.utf8) + body)
                     sockets.append(socket)
                 }
                 var answered = 0
                 for socket in sockets where socket.readHTTPStatuses(until: 1).answers == 1 { answered += 1 }
-                return (bodies - answered, "\(bodies) bodies of \(bomb.count) B inflating to \(json.count >> 20) MiB, no token; "
-                            + String(format: "all answered within %.1f s", Date().timeIntervalSince(began)))
+                return (bodies - answered, "\(bodies) bodies of \(body.count) B\(variant == .plain ? "" : " inflating to \(json.count >> 20) MiB"), "
+                            + (token ? "the admin's token; " : "no token; ") + String(format: "all answered within %.1f s", Date().timeIntervalSince(began)))
             }
         }
     }
