@@ -284,8 +284,8 @@ let package = Package(
             coreResources: [.copy("SampleData")], serviceResources: [.copy("Web")])
         + service(
             "OCR", executable: "ocr", imports: ["Jobs"],
-            core: ["TextRecognition", "WorkLane"], service: ["TextRecognition", "WorkLane"], app: ["TextRecognition"],
-            coreTests: ["TextRecognition", "OCRTestSupport"],
+            core: ["TextRecognition", "WorkLane", "PPOCR", "OpenCVDNN"], service: ["TextRecognition", "WorkLane"],
+            app: ["TextRecognition", "PPOCR"], coreTests: ["TextRecognition", "OCRTestSupport", "PPOCR"],
             serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport"])
         + service(
             "Health", executable: "health", core: ["Zip"], service: ["WorkLane", "HealthBridge", "Identity"], cli: ["HealthCore", "HealthBridge"],

@@ -8,6 +8,12 @@ public struct PPOCRWord: Sendable, Hashable {
     public var text: String
     public var confidence: Double
     public var box: TextBox
+
+    public init(text: String, confidence: Double, box: TextBox) {
+        self.text = text
+        self.confidence = confidence
+        self.box = box
+    }
 }
 
 /// A line PP-OCR read, with its words (split at spaces, each boxed by the columns its characters were read at).
@@ -17,6 +23,13 @@ public struct PPOCRLine: Sendable, Hashable {
     public var confidence: Double
     public var box: TextBox
     public var words: [PPOCRWord]
+
+    public init(text: String, confidence: Double, box: TextBox, words: [PPOCRWord]) {
+        self.text = text
+        self.confidence = confidence
+        self.box = box
+        self.words = words
+    }
 }
 
 /// PP-OCR's detection and recognition networks, run through OpenCV's DNN module: one engine per thread that reads
