@@ -67,4 +67,26 @@ import TextRecognition
             for word in line.words { #expect(word.box.x >= line.box.x && word.box.x + word.box.width <= line.box.x + line.box.width) }
         }
     }
+
+    /// Where a phone-size photo's time goes (printed; a debug build measures Swift's own loops slowly): the display
+    /// photo enlarged to 12 megapixels (4,320 × 2,777).
+    @Test func aTwelveMegapixelPhotoIsReadAndTimed() throws {
+        try #require(Self.installed, Self.missing)
+        let engine = try PPOCREngine(models: try Self.models.get())
+        let data = try Data(contentsOf: Self.root.appendingPathComponent("Tests/DisplayPhotos/clean-1.png"))
+        let image = try ImageDecoder().decode(data).pages[0].scaled(by: 7.715)
+        let clock = ContinuousClock()
+        var start = clock.now
+        let pixels = RGBPixels(width: image.width, height: image.height, bytes: try image.rgbBytes())
+        let convert = clock.now - start
+        start = clock.now
+        let boxes = try engine.detect(pixels)
+        let detect = clock.now - start
+        start = clock.now
+        let lines = try engine.read(pixels)
+        let read = clock.now - start
+        print("PP-OCR on \(pixels.width) × \(pixels.height) (debug build): RGB copy \(convert), detection \(detect) (\(boxes.count) boxes), detection + recognition \(read): \(lines.map(\.text))")
+        let words = lines.flatMap(\.words).map(\.text)
+        for value in try Self.truth("clean-1.png") { #expect(words.contains { $0.hasPrefix(value) }, "\(value) not among \(words)") }
+    }
 }
