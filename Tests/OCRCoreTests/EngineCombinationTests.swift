@@ -102,4 +102,33 @@ struct EngineCombinationTests {
         let textValuesShown: Int = textConditions.map { shown[$0]! }.reduce(0, +)
         #expect(textValuesRead >= textValuesShown - 2)
     }
+
+    /// Templates with PP-OCR beside Tesseract, as DisplayPhotoMatchingTests does with Tesseract alone: a template from
+    /// `template.png`, every other photo matched to it; no value silently wrong.
+    @Test func templatesWithPPOCRLeaveNoValueSilentlyWrong() async throws {
+        try #require(Self.installed, Self.missing)
+        let recognizer = TextRecognizer(engines: sharedRecognizer.engines, ppocr: PPOCRPool(models: try PPOCRModels.load(directory: Self.folder)))
+        let templatePhoto = try DisplayPhotoFixture.photo("template.png")
+        let first = try await recognizer.recognize(try templatePhoto.data())
+        let template = try zip(DisplayPhotoFixture.valueNames, templatePhoto.values).map { name, value in
+            let picked = try #require(
+                first.observations.first { $0.level == .word && DisplayPhotoMatchingTests.number($0.text) == value }, "\(value) in \(first.text)")
+            return ValueDefinition(name: name, observation: picked, among: first.observations)
+        }
+        var table: [String: [Int]] = [:], order: [String] = [], failures: [String] = []
+        for photo in try DisplayPhotoFixture.photos() where photo.file != "template.png" && photo.condition != "czech" {
+            if !order.contains(photo.condition) { order.append(photo.condition) }
+            let result = try await recognizer.recognize(try photo.data())
+            for (value, truth) in zip(TemplateMatcher.match(template, in: result.observations), photo.values) {
+                let right = !truth.isEmpty && DisplayPhotoMatchingTests.number(value.text) == truth
+                let column = right ? (value.isUncertain ? 1 : 0) : (value.isUncertain ? 2 : 3)
+                table[photo.condition, default: [0, 0, 0, 0]][column] += 1
+                if column == 3 { failures.append("\(photo.file) \(value.name): \"\(value.text)\" for \(truth)") }
+            }
+        }
+        var text = "| condition | right | right, flagged | wrong, flagged | wrong, not flagged |\n|---|---|---|---|---|\n"
+        for condition in order { text += "| \(condition) | " + table[condition]!.map(String.init).joined(separator: " | ") + " |\n" }
+        print("Template values with PP-OCR on Tests/DisplayPhotos (template from template.png):\n" + text)
+        #expect(failures.isEmpty, "silently wrong: \(failures)")
+    }
 }
