@@ -110,8 +110,10 @@ let package = Package(
         .target(
             name: "OpenCVShim", path: "Shared/OpenCVShim",
             cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
-            linkerSettings: [.linkedLibrary("opencv_dnn"), .linkedLibrary("opencv_core")]),
+            linkerSettings: [.linkedLibrary("opencv_dnn"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
         .target(name: "OpenCVDNN", dependencies: ["OpenCVShim"], path: "Shared/OpenCVDNN"),
+        // PaddleOCR's PP-OCR detection and recognition networks through OpenCVDNN: the OCR service's second engine.
+        .target(name: "PPOCR", dependencies: ["Base", "OpenCVDNN"], path: "Shared/PPOCR"),
         // PNG, JPEG, WebP and HEIF decoding (libpng's simplified API, libjpeg-turbo, libwebp, libheif) behind a tiny C API.
         .target(
             name: "CImageCodecs", path: "Shared/CImageCodecs",
@@ -260,6 +262,7 @@ let package = Package(
         .testTarget(name: "TLSTests", dependencies: ["TLS", "TestSupport"], path: "Tests/TLSTests"),
         // The module graph's promises (no domain under the runtime, no other domain in a service), read from this file.
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests"),
+        .testTarget(name: "PPOCRTests", dependencies: ["PPOCR", "OpenCVDNN", "TextRecognition"], path: "Tests/PPOCRTests"),
         .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition", "WorkLane"], path: "Tests/TextRecognitionTests"),
         // What the OCR tests and the benchmark share: the shared pages, CER, the tesseract program, rendered pages.
         .target(name: "OCRTestSupport", dependencies: ["TextRecognition"], path: "Tests/OCRTestSupport"),
@@ -281,8 +284,8 @@ let package = Package(
             coreResources: [.copy("SampleData")], serviceResources: [.copy("Web")])
         + service(
             "OCR", executable: "ocr", imports: ["Jobs"],
-            core: ["TextRecognition", "WorkLane"], service: ["TextRecognition", "WorkLane"], app: ["TextRecognition"],
-            coreTests: ["TextRecognition", "OCRTestSupport"],
+            core: ["TextRecognition", "WorkLane", "PPOCR", "OpenCVDNN"], service: ["TextRecognition", "WorkLane"],
+            app: ["TextRecognition", "PPOCR"], coreTests: ["TextRecognition", "OCRTestSupport", "PPOCR"],
             serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport"])
         + service(
             "Health", executable: "health", core: ["Zip"], service: ["WorkLane", "HealthBridge", "Identity"], cli: ["HealthCore", "HealthBridge"],

@@ -7,7 +7,8 @@ public struct DNNError: Error, CustomStringConvertible, Sendable {
     public var description: String { message }
 }
 
-/// An ONNX model run by OpenCV's DNN module. OpenCV's networks are not thread-safe, so forwards take turns.
+/// An ONNX model run by OpenCV's DNN module. OpenCV's networks are not thread-safe, so forwards take turns: code
+/// that runs one on several threads at once gives each thread its own instance (the mutex is then never contended).
 public final class ONNXNetwork: Sendable {
     private let handle: Mutex<dnn_network?>
 

@@ -2,6 +2,7 @@
 #include "opencv_dnn_shim.h"
 
 #include <opencv2/dnn.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include <cstdlib>
 #include <cstring>
@@ -73,3 +74,33 @@ int dnn_forward(dnn_network network, const float *input, const int *shape, int d
 }
 
 void dnn_free_floats(float *values) { std::free(values); }
+
+int dnn_image_input(const uint8_t *rgb, int width, int height, int crop_x, int crop_y, int crop_width, int crop_height,
+                    int width_out, int height_out, int canvas_width, int canvas_height, int bgr, float mean, float std,
+                    float *output) {
+    return guarded([&] {
+        if (crop_x < 0 || crop_y < 0 || crop_width <= 0 || crop_height <= 0 || crop_x + crop_width > width ||
+            crop_y + crop_height > height || width_out <= 0 || height_out <= 0 || width_out > canvas_width ||
+            height_out > canvas_height) {
+            last_error = "the crop or the output size does not fit";
+            return 1;
+        }
+        cv::Mat image(height, width, CV_8UC3, const_cast<uint8_t *>(rgb));
+        cv::Mat crop = image(cv::Rect(crop_x, crop_y, crop_width, crop_height)), resized;
+        bool shrinking = width_out < crop_width && height_out < crop_height;
+        cv::resize(crop, resized, cv::Size(width_out, height_out), 0, 0, shrinking ? cv::INTER_AREA : cv::INTER_LINEAR);
+        size_t plane = (size_t)canvas_width * canvas_height;
+        std::memset(output, 0, 3 * plane * sizeof(float));
+        float scale = 1.0f / (255.0f * std), shift = -mean / std;
+        for (int y = 0; y < height_out; y++) {
+            const uint8_t *row = resized.ptr<uint8_t>(y);
+            for (int x = 0; x < width_out; x++) {
+                for (int c = 0; c < 3; c++) {
+                    int channel = bgr ? 2 - c : c;
+                    output[channel * plane + (size_t)y * canvas_width + x] = row[x * 3 + c] * scale + shift;
+                }
+            }
+        }
+        return 0;
+    });
+}

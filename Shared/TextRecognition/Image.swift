@@ -249,7 +249,7 @@ public final class Image: @unchecked Sendable {
     }
 
     /// The picture as 8-bit RGB, rows top to bottom (width × height × 3 bytes).
-    func rgbBytes() throws -> [UInt8] {
+    public func rgbBytes() throws -> [UInt8] {
         let colour = try converted(toDepth: 32)
         let words = pixGetData(colour.pix)!, wordsPerLine = Int(pixGetWpl(colour.pix))
         var rgb = [UInt8](repeating: 0, count: width * height * 3)

@@ -1,10 +1,12 @@
 import ArgumentParser
+import Base
 import Foundation
 import Identity
 import Jobs
 import JobsService
 import OCRCore
 import OCRService
+import PPOCR
 import ServiceKit
 import TextRecognition
 
@@ -16,7 +18,8 @@ struct OCRCommand: AsyncParsableCommand {
         abstract: "Menagerie's ocr service: text recognition with Tesseract, templates and records.",
         discussion: """
             Templates and records live in an SQLite file (--database, default DATA_DIR/ocr.sqlite) that replicas \
-            may share. Recognition uses the trained data in $TESSDATA_PREFIX or Debian's tessdata directory.
+            may share. Recognition uses the trained data in $TESSDATA_PREFIX or Debian's tessdata directory, and \
+            PP-OCR's networks (--ppocr, which compose installs) for displays and photos.
             """)
 
     @OptionGroup var options: ServiceOptions
@@ -31,6 +34,11 @@ struct OCRCommand: AsyncParsableCommand {
         name: .customLong("max-batch-mib"),
         help: "Largest batch scan accepted (its files together, held in memory until its job ends), in MiB.")
     var maxBatchMiB = 512
+
+    @Option(
+        name: .customLong("ppocr"),
+        help: "PP-OCR's models folder (compose/compose ppocr installs it; default: $MENAGERIE_PPOCR, which compose sets; without one, Tesseract reads alone).")
+    var ppocr: String?
 
     func validate() throws {
         guard (1...4096).contains(maxUploadMiB) else {
@@ -58,7 +66,7 @@ struct OCRCommand: AsyncParsableCommand {
             let store = TemplateStore(database: try environment.openDatabase(migrations: OCRSchema.migrations))
             // One engine per lane thread and language set: every thread can read a page, none waits for an engine.
             let lane = environment.lane
-            let recognizer = TextRecognizer(
+            let tesseract = TextRecognizer(
                 engines: EnginePool(maxEnginesPerConfiguration: lane.threads, maxIdleEngines: max(4, 2 * lane.threads)),
                 limits: DecodeLimits(maxPixels: Int(maxMegapixels * 1_000_000)))
             // Engines of the default languages, one per lane thread (with their orientation detectors), made in
@@ -67,12 +75,16 @@ struct OCRCommand: AsyncParsableCommand {
             let clock = ContinuousClock()
             let start = clock.now
             do {
-                let made = try await recognizer.engines.prewarm(
+                let made = try await tesseract.engines.prewarm(
                     languages: RecognitionOptions.defaultLanguages, count: lane.threads, lane: lane)
                 environment.logger.info("made \(made) \(RecognitionOptions.defaultLanguages.joined(separator: "+")) engines in \(clock.now - start)")
             } catch {
                 environment.logger.warning("could not prepare engines for \(RecognitionOptions.defaultLanguages.joined(separator: "+")): \(error)")
             }
+            // PP-OCR's engines, one per lane thread, made before the port opens; without its models Tesseract reads
+            // alone, and the log says so.
+            let ppocr = loadPPOCR(threads: lane.threads, logger: environment.logger)
+            let recognizer = TextRecognizer(engines: tesseract.engines, limits: tesseract.decoder.limits, ppocr: ppocr)
             // Batch scans run as jobs, recorded beside the templates so every replica answers for them.
             let jobs = try await ServiceJobs(
                 database: store.database, logger: environment.logger,
@@ -87,6 +99,26 @@ struct OCRCommand: AsyncParsableCommand {
                 // Templates, records and scans belong to the user who made them: every call needs a user, as
                 // ocr.proto and jobs.proto say.
                 access: .declared)
+        }
+    }
+
+    /// The PP-OCR pool from `--ppocr` (or MENAGERIE_PPOCR) with an engine per lane thread, or nil (logged) when
+    /// none is configured or its models are missing, damaged or refused.
+    private func loadPPOCR(threads: Int, logger: Logger) -> PPOCRPool? {
+        let folder = ppocr ?? ProcessInfo.processInfo.environment["MENAGERIE_PPOCR"]
+        guard let folder, !folder.isEmpty else {
+            logger.warning("PP-OCR is not configured (--ppocr or MENAGERIE_PPOCR): Tesseract reads alone; \(PPOCRModels.installHint)")
+            return nil
+        }
+        let clock = ContinuousClock(), start = clock.now
+        do {
+            let pool = PPOCRPool(models: try PPOCRModels.load(directory: folder))
+            try pool.prewarm(threads)
+            logger.info("made \(threads) PP-OCR engines from \(folder) in \(clock.now - start)")
+            return pool
+        } catch {
+            logger.warning("PP-OCR is not used: \(error); Tesseract reads alone")
+            return nil
         }
     }
 }

@@ -21,6 +21,15 @@ extension OcrV1.PixelBox {
     }
 }
 
+extension OcrV1.RecognitionEngine {
+    init(_ engine: RecognitionEngine) {
+        switch engine {
+        case .tesseract: self = .tesseract
+        case .ppocr: self = .ppocr
+        }
+    }
+}
+
 extension OcrV1.ObservationLevel {
     init(_ level: ObservationLevel) {
         switch level {
@@ -94,7 +103,8 @@ extension OcrV1.Observation {
             level: OcrV1.ObservationLevel(observation.level), text: observation.text,
             confidence: observation.confidence, box: OcrV1.NormalizedBox(observation.normalizedBox),
             boxPx: OcrV1.PixelBox(observation.box), page: UInt32(observation.page),
-            shape: neighbourhood?.shape ?? "", label: neighbourhood?.label ?? "")
+            shape: neighbourhood?.shape ?? "", label: neighbourhood?.label ?? "",
+            engine: OcrV1.RecognitionEngine(observation.engine))
     }
 
     /// Observations learn their neighbourhood on photos of up to this many observations (a display, a label): on a

@@ -31,6 +31,15 @@ int dnn_forward(dnn_network network, const float *input, const int *shape, int d
 
 void dnn_free_floats(float *values);
 
+/// A network's image input from 8-bit RGB pixels (`width` × `height`, rows top to bottom): the rectangle at
+/// (`crop_x`, `crop_y`) of `crop_width` × `crop_height` resized to `width_out` × `height_out` (area averaging when
+/// shrinking, bilinear when enlarging), at the top-left of a `canvas_width` × `canvas_height` canvas, channels in
+/// BGR order when `bgr`, each value (p / 255 - mean) / std and the canvas beyond the picture 0. `output` has room
+/// for 3 × canvas_width × canvas_height floats (channel-first).
+int dnn_image_input(const uint8_t *rgb, int width, int height, int crop_x, int crop_y, int crop_width, int crop_height,
+                    int width_out, int height_out, int canvas_width, int canvas_height, int bgr, float mean, float std,
+                    float *output);
+
 #ifdef __cplusplus
 }
 #endif

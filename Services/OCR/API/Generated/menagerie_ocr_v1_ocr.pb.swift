@@ -128,6 +128,35 @@ extension OcrV1 {
         }
     }
 
+    /// The `menagerie.ocr.v1.RecognitionEngine` enum.
+    public enum RecognitionEngine: ProtoEnum, CaseIterable {
+        case unspecified
+        case tesseract
+        case ppocr
+        /// A value this version of the schema does not know.
+        case unrecognized(Int32)
+
+        public static let allCases: [RecognitionEngine] = [.unspecified, .tesseract, .ppocr]
+
+        public init(rawValue: Int32) {
+            switch rawValue {
+            case 0: self = .unspecified
+            case 1: self = .tesseract
+            case 2: self = .ppocr
+            default: self = .unrecognized(rawValue)
+            }
+        }
+
+        public var rawValue: Int32 {
+            switch self {
+            case .unspecified: 0
+            case .tesseract: 1
+            case .ppocr: 2
+            case .unrecognized(let value): value
+            }
+        }
+    }
+
     /// Where a record's date came from.
     public enum DateSource: ProtoEnum, CaseIterable {
         /// UPLOAD when saving; records saved before date sources were kept read as UPLOAD.
@@ -261,6 +290,8 @@ extension OcrV1 {
         /// shape with the unit beside it (`#.#V`) and the text to its left on the same row (`Napětí`).
         public var shape: String = ""
         public var label: String = ""
+        /// Which engine read it: Tesseract, or PP-OCR (displays and photos, where it was the surer of the two).
+        public var engine: OcrV1.RecognitionEngine = .unspecified
 
         /// A message with every field at its default.
         public init() {}
@@ -274,7 +305,8 @@ extension OcrV1 {
             boxPx: OcrV1.PixelBox? = nil,
             page: UInt32 = 0,
             shape: String = "",
-            label: String = ""
+            label: String = "",
+            engine: OcrV1.RecognitionEngine = .unspecified
         ) {
             self.level = level
             self.text = text
@@ -284,6 +316,7 @@ extension OcrV1 {
             self.page = page
             self.shape = shape
             self.label = label
+            self.engine = engine
         }
     }
 
@@ -1301,6 +1334,7 @@ extension OcrV1.Observation: ProtoMessage, ProtobufCBridged {
         page = reader.value(6)
         shape = reader.value(7)
         label = reader.value(8)
+        engine = reader.value(9)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1312,6 +1346,7 @@ extension OcrV1.Observation: ProtoMessage, ProtobufCBridged {
         writer.set(6, page)
         writer.set(7, shape)
         writer.set(8, label)
+        writer.set(9, engine)
     }
 }
 
@@ -2300,6 +2335,14 @@ extension OcrV1.ObservationLevel: ProtoJSONEnum {
     ]
 }
 
+extension OcrV1.RecognitionEngine: ProtoJSONEnum {
+    public static let protoJSONValues: [(name: String, number: Int32)] = [
+        ("RECOGNITION_ENGINE_UNSPECIFIED", 0),
+        ("RECOGNITION_ENGINE_TESSERACT", 1),
+        ("RECOGNITION_ENGINE_PPOCR", 2),
+    ]
+}
+
 extension OcrV1.DateSource: ProtoJSONEnum {
     public static let protoJSONValues: [(name: String, number: Int32)] = [
         ("DATE_SOURCE_UNSPECIFIED", 0),
@@ -2406,6 +2449,7 @@ extension OcrV1.Observation: ProtoJSONMessage {
         ProtoJSONField(number: 6, protoName: "page", jsonName: "page", kind: .uint32, cardinality: .singular),
         ProtoJSONField(number: 7, protoName: "shape", jsonName: "shape", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 8, protoName: "label", jsonName: "label", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 9, protoName: "engine", jsonName: "engine", kind: .`enum`, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2418,6 +2462,7 @@ extension OcrV1.Observation: ProtoJSONMessage {
         json.value(5, self.page)
         json.value(6, self.shape)
         json.value(7, self.label)
+        json.value(8, self.engine)
         return json.result
     }
 
@@ -2432,6 +2477,7 @@ extension OcrV1.Observation: ProtoJSONMessage {
         try json.value(5, into: &self.page)
         try json.value(6, into: &self.shape)
         try json.value(7, into: &self.label)
+        try json.value(8, into: &self.engine)
     }
 }
 

@@ -43,6 +43,14 @@ public enum ObservationLevel: String, Sendable, CaseIterable, Codable {
     case block, line, word
 }
 
+/// The engine that read an observation.
+public enum RecognitionEngine: String, Sendable, CaseIterable, Codable {
+    /// Tesseract (libtesseract's LSTM): pages, Czech text, and wherever PP-OCR is absent or less sure.
+    case tesseract
+    /// PaddleOCR's PP-OCR networks through OpenCV (Shared/PPOCR): displays and photos.
+    case ppocr
+}
+
 /// One piece of recognised text.
 public struct Observation: Sendable, Hashable {
     public var level: ObservationLevel
@@ -55,8 +63,13 @@ public struct Observation: Sendable, Hashable {
     public var normalizedBox: NormalizedRect
     /// The page of a multi-page image (0 for single images).
     public var page: Int
+    public var engine: RecognitionEngine
 
-    public init(level: ObservationLevel, text: String, confidence: Double, box: PixelRect, normalizedBox: NormalizedRect, page: Int = 0) {
+    public init(
+        level: ObservationLevel, text: String, confidence: Double, box: PixelRect, normalizedBox: NormalizedRect,
+        page: Int = 0, engine: RecognitionEngine = .tesseract
+    ) {
+        self.engine = engine
         self.level = level
         self.text = text
         self.confidence = confidence

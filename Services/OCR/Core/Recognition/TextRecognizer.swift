@@ -1,5 +1,7 @@
 import Base
 import Foundation
+import OpenCVDNN
+import PPOCR
 import TextRecognition
 
 /// Recognises text in image bytes: decode (with the pixel limit), prepare per level, recognise with a pooled
@@ -11,10 +13,14 @@ import TextRecognition
 public struct TextRecognizer: Sendable {
     public let engines: EnginePool
     public let decoder: ImageDecoder
+    /// PP-OCR's engines, when its models are installed: displays and photos are read by both engines
+    /// (`EngineCombination`); without them Tesseract reads alone.
+    public let ppocr: PPOCRPool?
 
-    public init(engines: EnginePool = EnginePool(), limits: DecodeLimits = DecodeLimits()) {
+    public init(engines: EnginePool = EnginePool(), limits: DecodeLimits = DecodeLimits(), ppocr: PPOCRPool? = nil) {
         self.engines = engines
         self.decoder = ImageDecoder(limits: limits)
+        self.ppocr = ppocr
     }
 
     /// Checks out an engine for `options`, recognises, and returns the engine.
@@ -59,6 +65,20 @@ public struct TextRecognizer: Sendable {
                 var page = Self.pageResult(
                     reading.page, prepared: reading.prepared, minimumTextHeight: options.minimumTextHeight,
                     customWords: CustomWordCorrector(options.customWords), index: index)
+                // A display or a photo (Tesseract found little), upright as decoded: PP-OCR reads it too. A failure
+                // of PP-OCR leaves Tesseract's reading (every observation says which engine read it).
+                if let ppocr, reading.page.words.count < Self.fewWords, reading.prepared.quarterTurns == 0,
+                   image.width == page.width, image.height == page.height {
+                    start = clock.now
+                    if let lines = try? ppocr.withEngine({ engine in
+                        try engine.read(RGBPixels(width: image.width, height: image.height, bytes: try image.rgbBytes()))
+                    }) {
+                        page = EngineCombination.combine(
+                            page, lines: lines, minimumTextHeight: options.minimumTextHeight,
+                            customWords: CustomWordCorrector(options.customWords), index: index)
+                    }
+                    timings.recognize += (clock.now - start).seconds
+                }
                 page.segmentation = reading.segmentation
                 page.prepared = reading.preparation != .minimal
                 pages.append(page)

@@ -2244,7 +2244,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__normalized_box__descriptor 
   (ProtobufCMessageInit) menagerie__ocr__v1__normalized_box__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__observation__field_descriptors[8] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__observation__field_descriptors[9] =
 {
   {
     "level",
@@ -2342,11 +2342,24 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__observation__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "engine",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Observation, engine),
+    &menagerie__ocr__v1__recognition_engine__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__observation__field_indices_by_name[] = {
   3,   /* field[3] = box */
   4,   /* field[4] = box_px */
   2,   /* field[2] = confidence */
+  8,   /* field[8] = engine */
   7,   /* field[7] = label */
   0,   /* field[0] = level */
   5,   /* field[5] = page */
@@ -2356,7 +2369,7 @@ static const unsigned menagerie__ocr__v1__observation__field_indices_by_name[] =
 static const ProtobufCIntRange menagerie__ocr__v1__observation__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__observation__descriptor =
 {
@@ -2366,7 +2379,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__observation__descriptor =
   "Menagerie__Ocr__V1__Observation",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__Observation),
-  8,
+  9,
   menagerie__ocr__v1__observation__field_descriptors,
   menagerie__ocr__v1__observation__field_indices_by_name,
   1,  menagerie__ocr__v1__observation__number_ranges,
@@ -4772,6 +4785,36 @@ const ProtobufCEnumDescriptor menagerie__ocr__v1__observation_level__descriptor 
   menagerie__ocr__v1__observation_level__enum_values_by_name,
   1,
   menagerie__ocr__v1__observation_level__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue menagerie__ocr__v1__recognition_engine__enum_values_by_number[3] =
+{
+  { "RECOGNITION_ENGINE_UNSPECIFIED", "MENAGERIE__OCR__V1__RECOGNITION_ENGINE__RECOGNITION_ENGINE_UNSPECIFIED", 0 },
+  { "RECOGNITION_ENGINE_TESSERACT", "MENAGERIE__OCR__V1__RECOGNITION_ENGINE__RECOGNITION_ENGINE_TESSERACT", 1 },
+  { "RECOGNITION_ENGINE_PPOCR", "MENAGERIE__OCR__V1__RECOGNITION_ENGINE__RECOGNITION_ENGINE_PPOCR", 2 },
+};
+static const ProtobufCIntRange menagerie__ocr__v1__recognition_engine__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex menagerie__ocr__v1__recognition_engine__enum_values_by_name[3] =
+{
+  { "RECOGNITION_ENGINE_PPOCR", 2 },
+  { "RECOGNITION_ENGINE_TESSERACT", 1 },
+  { "RECOGNITION_ENGINE_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor menagerie__ocr__v1__recognition_engine__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "menagerie.ocr.v1.RecognitionEngine",
+  "RecognitionEngine",
+  "Menagerie__Ocr__V1__RecognitionEngine",
+  "menagerie.ocr.v1",
+  3,
+  menagerie__ocr__v1__recognition_engine__enum_values_by_number,
+  3,
+  menagerie__ocr__v1__recognition_engine__enum_values_by_name,
+  1,
+  menagerie__ocr__v1__recognition_engine__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
 static const ProtobufCEnumValue menagerie__ocr__v1__date_source__enum_values_by_number[4] =

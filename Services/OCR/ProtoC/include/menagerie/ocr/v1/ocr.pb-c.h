@@ -117,6 +117,12 @@ typedef enum _Menagerie__Ocr__V1__ObservationLevel {
   MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_WORD = 3
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__OCR__V1__OBSERVATION_LEVEL)
 } Menagerie__Ocr__V1__ObservationLevel;
+typedef enum _Menagerie__Ocr__V1__RecognitionEngine {
+  MENAGERIE__OCR__V1__RECOGNITION_ENGINE__RECOGNITION_ENGINE_UNSPECIFIED = 0,
+  MENAGERIE__OCR__V1__RECOGNITION_ENGINE__RECOGNITION_ENGINE_TESSERACT = 1,
+  MENAGERIE__OCR__V1__RECOGNITION_ENGINE__RECOGNITION_ENGINE_PPOCR = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__OCR__V1__RECOGNITION_ENGINE)
+} Menagerie__Ocr__V1__RecognitionEngine;
 /*
  * Where a record's date came from.
  */
@@ -228,10 +234,14 @@ struct  Menagerie__Ocr__V1__Observation
    */
   char *shape;
   char *label;
+  /*
+   * Which engine read it: Tesseract, or PP-OCR (displays and photos, where it was the surer of the two).
+   */
+  Menagerie__Ocr__V1__RecognitionEngine engine;
 };
 #define MENAGERIE__OCR__V1__OBSERVATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__observation__descriptor) \
-    , MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, NULL, NULL, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , MENAGERIE__OCR__V1__OBSERVATION_LEVEL__OBSERVATION_LEVEL_UNSPECIFIED, (char *)protobuf_c_empty_string, 0, NULL, NULL, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, MENAGERIE__OCR__V1__RECOGNITION_ENGINE__RECOGNITION_ENGINE_UNSPECIFIED }
 
 
 /*
@@ -2077,6 +2087,7 @@ void menagerie__ocr__v1__ocr__export_records(ProtobufCService *service,
 extern const ProtobufCEnumDescriptor    menagerie__ocr__v1__recognition_level__descriptor;
 extern const ProtobufCEnumDescriptor    menagerie__ocr__v1__segmentation__descriptor;
 extern const ProtobufCEnumDescriptor    menagerie__ocr__v1__observation_level__descriptor;
+extern const ProtobufCEnumDescriptor    menagerie__ocr__v1__recognition_engine__descriptor;
 extern const ProtobufCEnumDescriptor    menagerie__ocr__v1__date_source__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__scan_options__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__ocr__v1__pixel_box__descriptor;
