@@ -186,7 +186,7 @@ let package = Package(
                 "RPC", "RPCWire", "Transport", "HTTP", "Schema", "CLibUV", "ZooCore", "ZooService", "ZooAPI", "RPCTesting", "OCRCore",
                 "OCRService", "OCRAPI", "OCRTestSupport", "TextRecognition", "WorkLane", "HealthCore", "HealthService", "HealthAPI", "HealthBridge",
                 // The classification suite trains and serves in process, so this executable links libtorch.
-                "ClassificationCore", "ClassificationService", "ClassificationAPI", "Jobs", "JobsAPI", "ServiceKit", "Torch",
+                "ClassificationCore", "ClassificationService", "ClassificationAPI", "Jobs", "JobsAPI", "ServiceKit", "Torch", "Identity", "Storage",
             ],
             path: "Tests/Benchmarks"),
         // Fixed counts of unary echo calls, server and client in separate processes, for callgrind and strace.

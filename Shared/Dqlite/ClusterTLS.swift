@@ -23,6 +23,16 @@ public final class ClusterTLS: Sendable {
     static let protocolName = "dqlite"
     let server: TLSContext
     let client: TLSContext
+    /// The roles a peer's certificate must name (its subject's OU) for the relay to let it in, nil for any certificate
+    /// of the CA: a member whose own certificate names a role (`member`, as compose issues them) admits only
+    /// members and the operator (`gateway cluster …`). The stack's CA signs other certificates too — the gateway's,
+    /// which every client of a TLS stack holds — and those opened every row of the cluster's databases.
+    let admittedRoles: Set<String>?
+
+    /// The role a member's certificate names.
+    public static let memberRole = "member"
+    /// The role of the operator's certificate (`gateway cluster` backup, restore, import, members).
+    public static let operatorRole = "operator"
 
     /// - Parameters: the member's certificate and key (PEM, naming its address: peers check it) and the CA whose
     ///   certificates it accepts from peers and clients.
@@ -36,6 +46,22 @@ public final class ClusterTLS: Sendable {
         } catch {
             throw DqliteError(.misuse, "the cluster's TLS credentials do not load: \(error)")
         }
+        admittedRoles = Self.roles(of: server.certificate?.subject ?? "").contains(Self.memberRole) ? [Self.memberRole, Self.operatorRole] : nil
+    }
+
+    /// The OU values of a one-line subject (`CN=health,OU=member,O=Menagerie`, RFC 2253; no escaped commas in ours).
+    static func roles(of subject: String) -> Set<String> {
+        Set(subject.split(separator: ",").compactMap { part in
+            let pair = part.trimmingCharacters(in: .whitespaces)
+            return pair.hasPrefix("OU=") ? String(pair.dropFirst(3)) : nil
+        })
+    }
+
+    /// Whether the relay lets in a peer that presented `certificate` (verified against the CA by then).
+    func admits(_ certificate: CertificateInfo?) -> Bool {
+        guard let admittedRoles else { return true }
+        guard let certificate else { return false }
+        return !admittedRoles.isDisjoint(with: Self.roles(of: certificate.subject))
     }
 
     /// A connection to the node at `address` over TLS, handshake done within `timeout`: the returned descriptor is
@@ -273,6 +299,7 @@ public final class ClusterTLS: Sendable {
             setsockopt(peer, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
             guard let session = try? TLSSession(context: tls.server),
                 (try? handshake(session, on: peer, until: .now + handshakeLimit, with: "client")) != nil,
+                tls.admits(session.peerCertificate),
                 let local = connectPrivately(node)
             else {
                 Glibc.close(peer)

@@ -74,7 +74,7 @@ public struct IdentityGuard: CallGuard {
     /// The token of an `authorization` value `Bearer <token>` (scheme case-insensitive, as RFC 6750 says).
     static func bearer(_ header: String?) -> Result<String, RPCError> {
         guard let header, !header.isEmpty else {
-            return .failure(RPCError(.unauthenticated, "no token: send `authorization: Bearer <token>` (gateway: MENAGERIE_TOKEN)"))
+            return .failure(RPCError(.unauthenticated, "no token: send `authorization: Bearer <token>`"))
         }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {

@@ -50,6 +50,17 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         help: "The network's one-way latency between the dqlite nodes, in milliseconds, from which dqlite derives its heartbeat and election timeouts (default: dqlite's own, a failover of several seconds); smaller fails over faster and elects spuriously on a loaded host.")
     public var clusterLatency: Int?
 
+    @Option(
+        name: .customLong("cluster-tls-cert"),
+        help: "The dqlite member's certificate (PEM, naming its address and OU=member) for the cluster's mutual TLS, apart from the service's own TLS (default: --tls-cert). Members naming their role admit only members and the operator.")
+    public var clusterTLSCertificate: String?
+
+    @Option(name: .customLong("cluster-tls-key"), help: "The private key of --cluster-tls-cert (PEM).")
+    public var clusterTLSKey: String?
+
+    @Option(name: .customLong("cluster-tls-ca"), help: "The CA of the cluster's members and operator (PEM).")
+    public var clusterTLSCA: String?
+
     @Option(name: .customLong("identity"), help: "The stack's users and tokens, an SQLite file every service shares (default: $MENAGERIE_IDENTITY, else DATA_DIR/identity.sqlite).")
     public var identity: String?
 
@@ -179,6 +190,12 @@ public struct ServiceOptions: ParsableArguments, Sendable {
         return try TLSCredentials.server(certificateFile: tlsCertificate, keyFile: tlsKey, caFile: tlsCA)
     }
 
+    /// The cluster's mutual TLS: its own credentials (`--cluster-tls-*`), else the service's (`--tls-*`), else none.
+    public func clusterTLSCredentials() throws -> TLSCredentials? {
+        guard let clusterTLSCertificate, let clusterTLSKey, let clusterTLSCA else { return try tlsCredentials() }
+        return try TLSCredentials.server(certificateFile: clusterTLSCertificate, keyFile: clusterTLSKey, caFile: clusterTLSCA)
+    }
+
     public func validate() throws {
         guard LogLevel(name: logLevel) != nil else {
             throw ValidationError("--log-level must be one of debug, info, warning, error (got \(logLevel))")
@@ -190,6 +207,11 @@ public struct ServiceOptions: ParsableArguments, Sendable {
             throw ValidationError("--database must be a file path (got \"\(database)\")")
         }
         try validateCluster()
+        let clusterTLSFlags = [clusterTLSCertificate, clusterTLSKey, clusterTLSCA].compactMap { $0 }.count
+        guard clusterTLSFlags == 0 || clusterTLSFlags == 3 else {
+            throw ValidationError("--cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca go together")
+        }
+        guard clusterTLSFlags == 0 || cluster != nil else { throw ValidationError("--cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca need --cluster") }
         let tlsFlags = [tlsCertificate, tlsKey, tlsCA].compactMap { $0 }.count
         guard tlsFlags == 0 || tlsFlags == 3 else {
             throw ValidationError("--tls-cert, --tls-key and --tls-ca go together (TLS needs the certificate, its key and the CA of clients)")

@@ -145,9 +145,9 @@ public enum ServiceRunner {
         let cluster: DqliteReplica?
         do {
             cluster = try options.clusterAddresses.map { addresses in
-                // With the service's TLS, its cluster's Raft traffic and statements go through it too (mutual TLS,
-                // the same certificate: it names the replica's address, which is its member's host).
-                let tls = try options.tlsCredentials().map { try ClusterTLS(credentials: $0) }
+                // The cluster's own certificates (compose makes them on every stack of nodes), else the service's TLS:
+                // Raft traffic and statements go through mutual TLS (the certificate names the member's address).
+                let tls = try options.clusterTLSCredentials().map { try ClusterTLS(credentials: $0) }
                 return try DqliteReplica(
                     addresses: addresses, ownAddress: options.clusterBind ?? "", id: options.clusterID, bindAddress: options.clusterListen,
                     dataDirectory: options.clusterDirectory ?? directory.appendingPathComponent("dqlite").path, database: name,

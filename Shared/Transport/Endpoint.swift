@@ -23,6 +23,15 @@ public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
     /// The socket address; it parsed when the endpoint did.
     package var socketAddress: SocketAddress { SocketAddress(host: host, port: port)! }
 
+    /// Whether the address is this host's loopback (`127.0.0.0/8`, `::1`, `localhost`): what goes there never leaves the host.
+    public var isLoopback: Bool {
+        let lowered = host.lowercased()
+        if lowered == "localhost" || lowered == "::1" { return true }
+        let v4 = lowered.hasPrefix("::ffff:") ? String(lowered.dropFirst(7)) : lowered
+        let octets = v4.split(separator: ".")
+        return octets.count == 4 && octets.first == "127" && octets.allSatisfy { UInt8($0) != nil }
+    }
+
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     private static func invalid(_ text: String) -> RPCError {

@@ -86,6 +86,34 @@ import Testing
         #expect(try cluster.client().connect().query("SELECT count(*) FROM t").rows == [[.integer(0)]])
     }
 
+    /// Members whose certificates name their role (OU=member, as compose issues them) let in only members and the
+    /// operator: the gateway's certificate of the same CA — which every client of a TLS stack holds — read every
+    /// row before (`gateway cluster backup` with it, as with the operator's).
+    @Test func membersNamingTheirRoleAdmitOnlyMembersAndTheOperator() throws {
+        defer { certificates.remove() }
+        let member = try certificates.issue("health", file: "health-member", unit: ClusterTLS.memberRole)
+        let memberTLS = try ClusterTLS(certificateFile: member.certificate, keyFile: member.key, caFile: certificates.caFile)
+        let cluster = try TestCluster(size: 1, tls: memberTLS)
+        defer { cluster.tearDown() }
+        try cluster.client().connect().execute("CREATE TABLE t (x)")
+        func client(_ commonName: String, unit: String?) throws -> DqliteClient {
+            let pair = try certificates.issue(commonName, file: "\(commonName)-\(unit ?? "none")", unit: unit)
+            return try DqliteClient(
+                addresses: cluster.addresses, database: "test", callTimeout: .seconds(1), leaderWait: .milliseconds(500),
+                tls: try ClusterTLS(certificateFile: pair.certificate, keyFile: pair.key, caFile: certificates.caFile))
+        }
+        let gateway = try client("gateway", unit: nil)
+        #expect { try gateway.connect().query("SELECT count(*) FROM t") } throws: { ($0 as? DqliteError)?.kind == .noLeader }
+        let zoo = try client("zoo", unit: "service")
+        #expect { try zoo.members() } throws: { ($0 as? DqliteError)?.kind == .noLeader }
+        let operatorClient = try client("menagerie-operator", unit: ClusterTLS.operatorRole)
+        #expect(try operatorClient.connect().query("SELECT count(*) FROM t").rows == [[.integer(0)]])
+        #expect(try operatorClient.members().map(\.id) == [1])
+        // A member whose certificate names no role (made before roles) admits any certificate of the CA, as before.
+        #expect(tls.admittedRoles == nil && memberTLS.admittedRoles == [ClusterTLS.memberRole, ClusterTLS.operatorRole])
+        #expect(ClusterTLS.roles(of: "CN=health,OU=member,O=Menagerie") == ["member"])
+    }
+
     @Test func aPeerThatNeverFinishesItsHandshakeDoesNotHoldTheNode() throws {
         defer { certificates.remove() }
         let cluster = try TestCluster(size: 1, tls: tls)

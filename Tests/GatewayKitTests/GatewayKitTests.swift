@@ -104,6 +104,27 @@ import Transport
         #expect(missing?.code == .unavailable)
     }
 
+    /// The stack's admin token (its state) is the stack's: an override that is not one of its endpoints gets none, and
+    /// the UNAUTHENTICATED hint says so and names MENAGERIE_TOKEN; a variable's token is named as that variable.
+    @Test func theStacksAdminTokenStaysWithTheStacksEndpoints() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-state-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: state) }
+        try "mnt_admin\n".write(to: state.appendingPathComponent("admin-token"), atomically: true, encoding: .utf8)
+        try "zoo 10.237.42.11:7100\n".write(to: state.appendingPathComponent("endpoints"), atomically: true, encoding: .utf8)
+        let own = try Endpoints(flags: [], stateDirectory: state.path, environment: [:])
+        #expect(own.tokenSource == .stackState && own.token == "mnt_admin")
+        #expect(try own.client(for: "zoo").credentials["authorization"] == "Bearer mnt_admin")
+        #expect(own.mayCarryTokenInPlaintext("10.237.42.11:7100"))
+        let foreign = try Endpoints(flags: ["zoo=127.0.0.1:12997"], stateDirectory: state.path, environment: [:])
+        #expect(try foreign.client(for: "zoo").credentials.isEmpty)
+        #expect(foreign.unauthenticatedHint(service: "zoo").contains("MENAGERIE_TOKEN"))
+        #expect(!foreign.mayCarryTokenInPlaintext("10.237.42.12:7100") && foreign.mayCarryTokenInPlaintext("127.0.0.1:12997"))
+        let chosen = try Endpoints(flags: ["zoo=127.0.0.1:12997"], stateDirectory: state.path, environment: ["MENAGERIE_TOKEN": "mnt_user"])
+        #expect(try chosen.client(for: "zoo").credentials["authorization"] == "Bearer mnt_user")
+        #expect(chosen.unauthenticatedHint(service: "zoo").contains("$MENAGERIE_TOKEN"))
+    }
+
     @Test func exitCodesFollowTheStatus() {
         #expect(GatewayExit.code(for: RPCError(.invalidArgument, "")) == 3)
         #expect(GatewayExit.code(for: RPCError(.unavailable, "")) == 14)

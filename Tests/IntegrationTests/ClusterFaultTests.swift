@@ -64,9 +64,8 @@ struct ClusterFaultTests {
             // MENAGERIE_TLS_DIR left out), for the test's own calls and cluster clients.
             let tls = try useTLS ? ClientTLSOptions.parse([]).credentials(stateDirectory: stack.state.path, environment: [:]) : nil
             try #require(!useTLS || tls != nil, "compose up --tls left no CA in \(stack.state.path)/tls")
-            let clusterTLS = try tls.map { tls in
-                try ClusterTLS(certificateFile: #require(tls.certificateFile), keyFile: #require(tls.keyFile), caFile: tls.caFile)
-            }
+            // The clusters run over mutual TLS on every stack of nodes, which admits the operator's certificate.
+            let clusterTLS = try stack.operatorClusterTLS()
             let port = try #require(stack.basePorts["health"])
             let endpoints = (1...3).map { "\(network.subnet).\(10 + $0):\(port)" }
             let members = (1...3).map { "\(network.subnet).\(10 + $0):\(port + 1000)" }

@@ -98,8 +98,56 @@ struct ClusterOperationsTests {
         }
     }
 
+    /// A plaintext `up --nodes 3` (no `--tls`): the clusters still run over mutual TLS, and only the operator's
+    /// certificate gets a backup. Before, anyone on the host — with no certificate, no token and no state — dumped
+    /// every user's samples (`cluster backup … --cluster` from the bridge) and could replace them. A certificate of
+    /// the clusters' own CA that names no role (as the gateway's) is refused too; `--insecure-plaintext-cluster`
+    /// is the one way to run them in plaintext, and says so.
+    @Test func aPlaintextStacksClustersAdmitOnlyTheOperator() async throws {
+        try await HealthNodes.with { nodes in
+            let (stack, network) = (nodes.stack, nodes.network)
+            let up = try await nodes.compose("up", "--nodes", "3")
+            try #require(up.status == 0, "compose up --nodes 3 failed: \(up.output)")
+            let port = try #require(stack.basePorts["health"])
+            let members = (1...3).map { "\(network.subnet).\(10 + $0):\(port + 1000)" }
+            func client(_ tls: ClusterTLS?) throws -> DqliteClient {
+                try DqliteClient(addresses: members, database: "health", callTimeout: .seconds(1), leaderWait: .seconds(1), tls: tls)
+            }
+            // No certificate: what the issue's `nobody` had.
+            #expect { try client(nil).connect().query("SELECT count(*) FROM sqlite_master") } throws: { ($0 as? DqliteError)?.kind == .noLeader }
+            // A certificate of the clusters' CA without the operator's role.
+            let directory = stack.state.appendingPathComponent("cluster/tls")
+            let stranger = stack.directory.appendingPathComponent("stranger").path
+            try TestCertificates.openssl([
+                "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", stranger + ".key", "-out", stranger + ".csr",
+                "-subj", "/O=Menagerie/CN=gateway",
+            ])
+            try TestCertificates.openssl([
+                "x509", "-req", "-in", stranger + ".csr", "-CA", directory.appendingPathComponent("ca.pem").path,
+                "-CAkey", directory.appendingPathComponent("ca.key").path, "-CAcreateserial", "-days", "1", "-out", stranger + ".pem",
+            ])
+            let strangerTLS = try ClusterTLS(certificateFile: stranger + ".pem", keyFile: stranger + ".key", caFile: directory.appendingPathComponent("ca.pem").path)
+            #expect { try client(strangerTLS).members() } throws: { ($0 as? DqliteError)?.kind == .noLeader }
+            // The operator: in-process, and through compose's `cluster backup` (the gateway with the operator's certificate).
+            #expect(try client(try stack.operatorClusterTLS()).members().count == 3)
+            let backup = stack.directory.appendingPathComponent("backup.sqlite").path
+            let backedUp = try await nodes.compose("cluster", "backup", "health", backup)
+            #expect(backedUp.status == 0, "\(backedUp.output)")
+        }
+        // A stack of its own (a cluster's Raft log stays on its nodes' disks across `down`).
+        try await HealthNodes.with { nodes in
+            let plaintext = try await nodes.compose("up", "--nodes", "3", "--insecure-plaintext-cluster")
+            try #require(plaintext.status == 0, "\(plaintext.output)")
+            #expect(plaintext.output.contains("WARNING: --insecure-plaintext-cluster"), "\(plaintext.output)")
+            let port = try #require(nodes.stack.basePorts["health"])
+            let members = (1...3).map { "\(nodes.network.subnet).\(10 + $0):\(port + 1000)" }
+            let anyone = try DqliteClient(addresses: members, database: "health", callTimeout: .seconds(1), leaderWait: .seconds(1))
+            #expect(try anyone.members().count == 3, "a plaintext cluster took no plaintext client")
+        }
+    }
+
     /// `up --nodes 3 --tls`: health's cluster runs over mutual TLS (Raft and statements: a plaintext client of a
-    /// member finds no leader, the gateway's certificate gets in), writes go through, and `node add` makes the
+    /// member finds no leader, the operator's certificate gets in), writes go through, and `node add` makes the
     /// services' certificates name the new node's address so that it joins.
     @Test func aClusterOnATLSStackRunsOverTLSAndTakesANewNode() async throws {
         try await HealthNodes.with { nodes in

@@ -67,6 +67,28 @@ struct ComposeNodesTests {
         }
     }
 
+    /// `node restart N` starts again what `up` placed on node N, nothing more: after `up --nodes 2 zoo` on a stack that
+    /// also knows ocr, node 2's restart started ocr there too (as `up --nodes 3 health ocr` then `node restart 2`
+    /// started zoo and classification).
+    @Test func aNodeRestartStartsOnlyWhatUpPlacedThere() async throws {
+        let network = Nodes.freeNetwork()
+        defer { Nodes.removeLeftovers(tag: network.tag) }
+        try await Stack.with(services: ["zoo", "ocr"]) { stack in
+            func compose(_ arguments: String...) async throws -> (status: Int32, output: String) {
+                try await stack.compose(environment: network.environment, arguments)
+            }
+            let up = try await compose("up", "--nodes", "2", "zoo")
+            try #require(up.status == 0, "compose up --nodes 2 zoo failed: \(up.output)")
+            let restart = try await compose("node", "restart", "2")
+            #expect(restart.status == 0, "\(restart.output)")
+            let node2 = try FileManager.default.contentsOfDirectory(atPath: stack.state.appendingPathComponent("nodes/2").path)
+            #expect(node2.contains("zoo.0.supervisor"), "\(node2)")
+            #expect(!node2.contains { $0.hasPrefix("ocr.") }, "node restart 2 started ocr, which up did not: \(node2)")
+            #expect(!(try await compose("ps").output.contains("ocr")))
+            #expect(try await compose("down").status == 0)
+        }
+    }
+
     /// A placement the node count cannot hold is refused before anything is made, a bad count too, and an up
     /// whose network cannot be made leaves none of it behind.
     @Test func upRefusesPlacementsAndCountsItCannotHoldAndLeavesNothingWhenItFails() async throws {

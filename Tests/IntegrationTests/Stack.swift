@@ -1,3 +1,4 @@
+import Dqlite
 import Foundation
 import GatewayKit
 import TestSupport
@@ -62,6 +63,15 @@ final class Stack: @unchecked Sendable {
     /// Runs the gateway against this stack's state.
     func gateway(_ arguments: [String]) async throws -> (status: Int32, output: String) {
         try await Self.run("\(Self.binDirectory)/gateway", arguments + ["--state", state.path], environment: environment)
+    }
+
+    /// The operator's credentials for the stack's dqlite clusters (`compose up --nodes` makes them in its state,
+    /// `cluster/tls`), as `gateway cluster` presents them.
+    func operatorClusterTLS() throws -> ClusterTLS {
+        let directory = state.appendingPathComponent("cluster/tls")
+        return try ClusterTLS(
+            certificateFile: directory.appendingPathComponent("menagerie-operator.pem").path,
+            keyFile: directory.appendingPathComponent("menagerie-operator.key").path, caFile: directory.appendingPathComponent("ca.pem").path)
     }
 
     /// Pids of every replica's service process, from compose's state.

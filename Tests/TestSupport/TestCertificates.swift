@@ -22,16 +22,17 @@ public final class TestCertificates: @unchecked Sendable {
 
     /// A certificate and key for `commonName` signed by this CA, valid for `days` from now (negative:
     /// expired that many days ago), for loopback addresses (IP 127.0.0.1 and ::1, DNS localhost),
-    /// usable by servers and clients alike. Files `<file>.pem` and `<file>.key`.
+    /// usable by servers and clients alike, its subject naming `unit` as its OU when given (a cluster role). Files
+    /// `<file>.pem` and `<file>.key`.
     @discardableResult
-    public func issue(_ commonName: String, file: String? = nil, days: Int = 30) throws -> (certificate: String, key: String) {
+    public func issue(_ commonName: String, file: String? = nil, days: Int = 30, unit: String? = nil) throws -> (certificate: String, key: String) {
         let base = directory.appendingPathComponent(file ?? commonName).path
         let extensions = base + ".ext"
         try "subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n"
             .write(toFile: extensions, atomically: true, encoding: .utf8)
         try Self.openssl([
             "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-keyout", base + ".key", "-out", base + ".csr", "-subj", "/CN=\(commonName)",
+            "-keyout", base + ".key", "-out", base + ".csr", "-subj", "/CN=\(commonName)" + (unit.map { "/OU=\($0)" } ?? ""),
         ])
         try Self.openssl([
             "x509", "-req", "-in", base + ".csr", "-CA", caFile, "-CAkey", caKey, "-CAcreateserial",

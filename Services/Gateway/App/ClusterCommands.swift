@@ -9,7 +9,7 @@ import Storage
 
 // The operator's commands for a service's replicated database: they speak dqlite's protocol to the cluster's
 // nodes (the addresses the replicas got as --cluster), not the services' RPC, so they work while no replica
-// serves and need no token — reaching the nodes' addresses is the operator's credential, as compose's state is.
+// serves and need no token: the operator's certificate of the clusters' CA (compose's state) is the credential.
 
 /// `gateway cluster …`
 struct ClusterCommands: AsyncParsableCommand {
@@ -229,14 +229,48 @@ struct ClusterOptions: ParsableArguments {
             discoveryTimeout: min(wait, .seconds(1)), leaderWait: wait, tls: try clusterTLS())
     }
 
-    /// The cluster's TLS when the gateway has TLS credentials (a client certificate is then required: nodes take
-    /// no client without one), else nil for plaintext.
-    func clusterTLS() throws -> ClusterTLS? {
+    /// The cluster's TLS: `--tls-ca`/`--tls-cert`/`--tls-key` when given; else the operator's certificate of the
+    /// clusters' CA (`$MENAGERIE_CLUSTER_TLS_DIR`, else `cluster/tls` in compose's state: `menagerie-operator.pem`),
+    /// which members naming their role require; else the gateway's TLS credentials as for every other command (a
+    /// client certificate is then required: nodes take no client without one); else nil for plaintext.
+    func clusterTLS(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ClusterTLS? {
+        if tls.caFile == nil, let directory = try Self.operatorDirectory(environment: environment) {
+            let certificate = directory.appendingPathComponent("menagerie-operator.pem").path
+            let key = directory.appendingPathComponent("menagerie-operator.key").path
+            for (file, role) in [(certificate, "the operator's certificate"), (key, "the operator's key")]
+            where !FileManager.default.isReadableFile(atPath: file) {
+                throw FileError(
+                    FileManager.default.fileExists(atPath: file) ? .unreadable : .missing, path: file,
+                    reason: "the clusters' members admit only the operator's certificate for these commands", role: role)
+            }
+            return try ClusterTLS(certificateFile: certificate, keyFile: key, caFile: directory.appendingPathComponent("ca.pem").path)
+        }
         guard let credentials = try tls.credentials(stateDirectory: nil) else { return nil }
         guard let certificate = credentials.certificateFile, let key = credentials.keyFile else {
             throw InvalidValue("a cluster over TLS takes only clients with a certificate of its CA: give --tls-cert and --tls-key")
         }
         return try ClusterTLS(certificateFile: certificate, keyFile: key, caFile: credentials.caFile)
+    }
+
+    /// Where the clusters' CA and the operator's certificate are, found as compose's state is; a named directory
+    /// without the CA is an error, never plaintext.
+    static func operatorDirectory(environment: [String: String]) throws -> URL? {
+        if let variable = environment["MENAGERIE_CLUSTER_TLS_DIR"], !variable.isEmpty {
+            let directory = URL(fileURLWithPath: variable)
+            let ca = directory.appendingPathComponent("ca.pem").path
+            guard FileManager.default.isReadableFile(atPath: ca) else {
+                throw FileError(
+                    FileManager.default.fileExists(atPath: ca) ? .unreadable : .missing, path: ca,
+                    reason: "MENAGERIE_CLUSTER_TLS_DIR names a directory without the clusters' CA (ca.pem)", role: "the clusters' CA")
+            }
+            return directory
+        }
+        if let state = environment["MENAGERIE_STATE_DIR"], !state.isEmpty {
+            let directory = URL(fileURLWithPath: state).appendingPathComponent("cluster/tls")
+            return FileManager.default.fileExists(atPath: directory.appendingPathComponent("ca.pem").path) ? directory : nil
+        }
+        return UpwardSearch.find("compose/.state/cluster/tls/ca.pem", from: [UpwardSearch.workingDirectory, UpwardSearch.executableDirectory])?
+            .deletingLastPathComponent()
     }
 
     /// Runs `body` with a client of the cluster; its errors print their status and exit with its code.

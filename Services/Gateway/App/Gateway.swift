@@ -22,7 +22,8 @@ struct Gateway: AsyncParsableCommand {
             probe check 1. Errors go to standard error (under --json as {"code", "message"}), results to standard \
             output. Negative numbers are values: --from -33.9,18.4, health add stepCount -100. Shell completion: \
             gateway --generate-completion-script bash|zsh|fish. Calls carry $MENAGERIE_TOKEN, else \
-            $MENAGERIE_ADMIN_TOKEN, else the stack's admin token from compose's state (`gateway user` manages users).
+            $MENAGERIE_ADMIN_TOKEN, else the stack's admin token from compose's state, which goes only to that state's \
+            endpoints (`gateway user` manages users); no token goes in plaintext to an address neither loopback nor the stack's.
             """,
         subcommands: [Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, OCRCommands.self, HealthCommands.self,
             ClassificationCommands.self, UserCommands.self, TokenCommands.self, ClusterCommands.self])

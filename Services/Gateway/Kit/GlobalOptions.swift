@@ -32,14 +32,20 @@ public struct GlobalOptions: ParsableArguments, Sendable {
     public var callOptions: CallOptions { CallOptions(timeout: .milliseconds(Int64(timeout * 1000))) }
 
     /// Runs `body` with a typed client of `service` (e.g. `ZooV1.Zoo.Client.init(wrapping:)`) over every known
-    /// instance, closing it afterwards; a failed call prints its status and exits with its code.
+    /// instance, closing it afterwards; a failed call prints its status and exits with its code. An UNAUTHENTICATED
+    /// answer says where this command takes its token from: `tokenHint`, else the gateway's own (`Endpoints`).
     public func withClient<Client>(
-        for service: String, _ makeClient: (RPCClient) -> Client, _ body: (Client) async throws -> Void
+        for service: String, tokenHint: String? = nil, _ makeClient: (RPCClient) -> Client, _ body: (Client) async throws -> Void
     ) async throws {
         try await reportingFailures(json: json) {
-            let client = try resolveEndpoints().client(for: service)
+            let endpoints = try resolveEndpoints()
+            let client = try endpoints.client(for: service)
             defer { client.close() }
-            try await body(makeClient(client))
+            do {
+                try await body(makeClient(client))
+            } catch let error as RPCError where error.code == .unauthenticated {
+                throw RPCError(.unauthenticated, "\(error.message) (\(tokenHint ?? endpoints.unauthenticatedHint(service: service)))")
+            }
         }
     }
 }

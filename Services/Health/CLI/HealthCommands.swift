@@ -62,6 +62,9 @@ struct HealthOptions: ParsableArguments {
         }
     }
 
+    /// Where health's commands take their token from, for an UNAUTHENTICATED answer: not the gateway's MENAGERIE_TOKEN.
+    static let tokenHint = "health's commands send --token, else $MENAGERIE_HEALTH_TOKEN, else the token `gateway health login` saved"
+
     func resolvedToken() throws -> String {
         if let token, !token.isEmpty { return token }
         if let token = ProcessInfo.processInfo.environment["MENAGERIE_HEALTH_TOKEN"], !token.isEmpty { return token }
@@ -162,7 +165,7 @@ extension GlobalOptions {
     /// Runs `body` with a typed client of the health service; failures print their status and exit with its code.
     /// The device store's errors (a sync writes to it between calls) exit with their status too.
     func withHealth(_ body: (HealthV1.Health.Client) async throws -> Void) async throws {
-        try await withClient(for: "health", HealthV1.Health.Client.init(wrapping:)) { client in
+        try await withClient(for: "health", tokenHint: HealthOptions.tokenHint, HealthV1.Health.Client.init(wrapping:)) { client in
             try await asStatus { try await body(client) }
         }
     }

@@ -85,6 +85,11 @@ struct HealthLogin: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The token `user create` printed.") var token: String
 
+    /// An empty token (a variable that was not set) is a usage error, as `--token ""` is.
+    func validate() throws {
+        if token.isEmpty { throw ValidationError("the token is empty: give the token `user create` printed") }
+    }
+
     func run() async throws {
         try await global.withHealth { health in
             var options = global.callOptions
