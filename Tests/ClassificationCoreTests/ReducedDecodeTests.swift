@@ -62,3 +62,22 @@ import Testing
         }
     }
 }
+
+/// Classify decodes no more of a photo than its resize keeps, twice over (issue 41): a 12 MP 4:3 photo fitted into
+/// 224×224 keeps 224×168, so 448×336 is enough — libjpeg's 1/8 — where twice the input on both sides (448×448) took
+/// 1/4 and four times the pixels.
+@Suite struct DecodeSizeTests {
+    @Test func theDecodedSizeCoversTwiceWhatTheScalingKeeps() throws {
+        let photo = (width: 4000, height: 3000), input = (width: 224, height: 224)
+        #expect(Preprocessing.decodeSize(of: photo, input: input, scaling: .fit) == (448, 336))
+        #expect(Preprocessing.decodeSize(of: photo, input: input, scaling: .centerCrop) == (598, 448))
+        #expect(Preprocessing.decodeSize(of: photo, input: input, scaling: .fill) == (448, 448))
+        #expect(Preprocessing.decodeSize(of: (3000, 4000), input: input, scaling: .fit) == (336, 448))
+        // What libjpeg then decodes of a 4000×3000 JPEG: 1/8 for fit, 1/4 for the others.
+        let jpeg = try ReducedDecodeTests.gradient(width: 4000, height: 3000)
+        let fitted = try RGBImage.decode(jpeg, atLeast: Preprocessing.decodeSize(of: photo, input: input, scaling: .fit))
+        #expect([fitted.width, fitted.height] == [500, 375])
+        let filled = try RGBImage.decode(jpeg, atLeast: Preprocessing.decodeSize(of: photo, input: input, scaling: .fill))
+        #expect([filled.width, filled.height] == [1000, 750])
+    }
+}

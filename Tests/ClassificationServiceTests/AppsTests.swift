@@ -2,6 +2,7 @@ import ClassificationAPI
 import ClassificationCore
 import ClassificationService
 import Foundation
+import Jobs
 import RPC
 import Schema
 import Testing
@@ -120,5 +121,21 @@ import Torch
         // No app has a model yet, so a catalogue call names its app.
         let (code, message) = await ClassificationServiceTests.failure { _ = try await client.searchCatalogue(.init()) }
         #expect(code == .failedPrecondition && message.contains("no app yet"), "\(message)")
+    }
+}
+
+/// The apps' models are loaded and warmed before their first call (at start, and when an admin sets one), so that
+/// call is not the one paying for the model's load and libtorch's first forward (1.5–2.4 s on a transfer model).
+@Suite struct WarmAppsTests {
+    @Test func appsModelsAreLoadedBeforeTheirFirstCall() async throws {
+        let tests = try ClassificationServiceTests()
+        try await AppsTests.importModel(tests.client, "m", labels: ["r", "g", "b"])
+        try await AppsTests.importModel(tests.client, "unused", labels: ["r", "g", "b"])
+        try tests.store.setDeployment(app: "colours", model: "m")  // as another replica would: this one has not loaded it
+        var limits = ClassificationService.Limits()
+        limits.torchThreads = 1
+        let service = ClassificationService(store: tests.store, lane: tests.lane, jobs: JobRunner(store: tests.jobs, lane: tests.lane), limits: limits)
+        #expect(try await service.warmApps() == ["m"])
+        #expect(try await service.warmApps() == [])  // kept: nothing to load again
     }
 }

@@ -363,7 +363,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             guard case .classifier(let classifier) = try cache.engine(named: name) else {
                 throw RPCError(.invalidArgument, "model \(name) is a detector; classify with a classifier (or use Detect)")
             }
-            let image = try RGBImage.decode(plan.image, name: "image", pixelLimit: pixelLimit, atLeast: classifier.decodeSize)
+            // Decoded no larger than the resize keeps of it (a 12 MP JPEG fitted to 224 px: libjpeg's 1/8).
+            let atLeast = (try? RGBImage.size(of: plan.image)).map { classifier.decodeSize(for: $0, scaling: plan.scaling) } ?? classifier.decodeSize
+            let image = try RGBImage.decode(plan.image, name: "image", pixelLimit: pixelLimit, atLeast: atLeast)
             let predictions = try classifier.classify(image, top: classifier.header.labels.count, scaling: plan.scaling)
             var response = ClassificationV1.ClassifyResponse()
             response.model = name
