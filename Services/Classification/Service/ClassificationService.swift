@@ -395,21 +395,22 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         for label in plan.labels where !detector.header.labels.contains(label) {
             throw RPCError(.invalidArgument, "labels: \(label) is not one of model \(name)'s labels (\(detector.header.labels.joined(separator: ", ")))")
         }
-        let image: RGBImage
+        // A JPEG decoded no larger than the letterbox keeps of it, twice over; boxes in the photo's own pixels.
+        let photo: PhotoDetection
         do {
-            image = try RGBImage.decode(plan.image, name: "image", pixelLimit: pixelLimit)
+            photo = try PhotoDetection(plan.image, for: detector, pixelLimit: pixelLimit)
         } catch let error as ClassificationError where lenient {
             var response = ClassificationV1.DetectResponse()
             response.model = name
             return (response, error.message)
         }
-        let found = try detector.detect(image, confidenceThreshold: plan.confidence, iouThreshold: plan.iou,
-                                        maximum: plan.maximum, labels: plan.labels)
+        let found = photo.mapped(try detector.detect(photo.image, confidenceThreshold: plan.confidence, iouThreshold: plan.iou,
+                                                     maximum: plan.maximum, labels: plan.labels))
         var response = ClassificationV1.DetectResponse()
         response.model = name
-        response.imageWidth = Int32(image.width)
-        response.imageHeight = Int32(image.height)
-        let w = Double(image.width), h = Double(image.height)
+        response.imageWidth = Int32(photo.width)
+        response.imageHeight = Int32(photo.height)
+        let w = Double(photo.width), h = Double(photo.height)
         response.detections = found.map { d in
             var object = ClassificationV1.DetectedObject()
             object.label = detector.header.labels[d.label]
