@@ -73,7 +73,8 @@ final class ModelCache: Sendable {
     @discardableResult
     func warmDeployed() throws -> [String] {
         var loaded: [String] = []
-        for model in Set(try store.deployments().compactMap(\.model)).sorted() {
+        // No more than the cache keeps: beyond it each pass would evict what the last one loaded.
+        for model in Set(try store.deployments().compactMap(\.model)).sorted().prefix(limit) {
             let before = isLoaded(model)
             guard (try? engine(named: model)) != nil else { continue }
             if !before { loaded.append(model) }
