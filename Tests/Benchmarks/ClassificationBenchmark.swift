@@ -136,10 +136,12 @@ struct ClassificationBenchmark {
     func serve(files: [ClassifierAlgorithm: ModelFile], detector: ModelFile, transferDetector: ModelFile?, scene: Dataset, scratch: URL) async throws {
         let path = scratch.appendingPathComponent("classification.sqlite").path
         let store = try ClassificationStore(path: path)
-        // The first classifier saved becomes the active one: the cnn, the default algorithm.
+        // The app's models (what a call naming no model gets): the cnn, the default algorithm, and yolo.
         try store.saveModel(files[.cnn]!, name: "digits-cnn")
         try store.saveModel(files[.features]!, name: "digits-features")
         try store.saveModel(detector, name: "scenes-yolo")
+        try store.setDeployment(app: "digits", model: "digits-cnn")
+        try store.setDeployment(app: "digits", model: "scenes-yolo")
         if let transferDetector { try store.saveModel(transferDetector, name: "scenes-transfer") }
         let photo = try Self.photo(from: scene)
 
@@ -185,7 +187,7 @@ struct ClassificationBenchmark {
         let transferStream = transferDetector == nil
             ? nil : try await Self.detectStream(client: clients[0], photo: photo, model: "scenes-transfer", fps: 30, duration: duration)
 
-        // Throughput: the active (cnn) classifier, the same callers spread over 1 or 3 replicas' endpoints.
+        // Throughput: the app's (cnn) classifier, the same callers spread over 1 or 3 replicas' endpoints.
         let callers = 4 * cores
         var throughput: [Int: Double] = [:]
         for replicas in [1, 3] {
@@ -196,7 +198,7 @@ struct ClassificationBenchmark {
                 _ = try await chosen[next.take() % chosen.count].classify(ClassificationV1.ClassifyRequest(image: photo))
             }
             throughput[replicas] = measurement.callsPerSecond
-            rows.append(["classify", "digits-cnn (active)", "\(replicas)", "\(callers)", "\(measurement.calls)",
+            rows.append(["classify", "digits-cnn (the app's)", "\(replicas)", "\(callers)", "\(measurement.calls)",
                          String(format: "%.1f", measurement.callsPerSecond), String(format: "%.2f", measurement.percentileMilliseconds(0.5)),
                          String(format: "%.2f", measurement.percentileMilliseconds(0.99))])
         }

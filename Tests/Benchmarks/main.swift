@@ -8,7 +8,8 @@ import Transport
 let arguments = CommandLine.arguments.dropFirst()
 let usage = """
     usage: menagerie-bench [suite …] [options]   (no suite: all of them, in this order)
-    suites: parts rpc zoo ocr health identity abuse classification detectors http
+    suites: parts rpc zoo ocr health identity abuse classification classification-photo detectors http
+            (classification-photo: the 12 MP JPEG part of classification alone)
     options: --seconds S  --rounds N  --sizes 64,65536  --callers 1,16,64  --no-floor  --no-grpc  --health-records N  --identity-users N
              --abuse-scale F  --abuse-hold S  --abuse-only NAME,…  --abuse-tls  --ocr-rounds N  --ocr-images N  --classification-epochs N
              --detector-epochs N  --classification-images N  --detection-images N  --feature-strides 16,32 (detectors)
@@ -17,7 +18,9 @@ let usage = """
     """
 /// Suites and options this program knows: anything else is a typo that would otherwise run every suite
 /// with defaults for many minutes.
-let knownSuites: Set = ["parts", "rpc", "zoo", "ocr", "health", "identity", "abuse", "classification", "detectors", "http"]
+let knownSuites: Set = [
+    "parts", "rpc", "zoo", "ocr", "health", "identity", "abuse", "classification", "classification-photo", "detectors", "http",
+]
 let knownFlags: Set = ["--no-floor", "--no-grpc", "--abuse-tls"]
 let knownOptions: Set = [
     "--seconds", "--rounds", "--sizes", "--callers", "--health-records", "--identity-users", "--abuse-scale", "--abuse-hold", "--abuse-only", "--ocr-rounds",
@@ -111,6 +114,10 @@ if suites.isEmpty || suites.contains("detectors") {
     // yolo from scratch beside transfer detectors on the pretrained feature print (issue 26).
     try await DetectorBenchmark(epochs: option("detector-epochs").flatMap(Int.init), detectionImages: option("detection-images").flatMap(Int.init),
                                 featureStrides: numbers("feature-strides", [16])).run()
+}
+if suites.isEmpty || suites.contains("classification") || suites.contains("classification-photo") {
+    // Issue 41: a phone photo through a transfer model, each step apart, the service and onnxruntime.
+    try await PhotoClassificationBenchmark(secondsPerRun: seconds ?? 3.0).run()
 }
 if suites.isEmpty || suites.contains("classification") {
     try await ClassificationBenchmark(

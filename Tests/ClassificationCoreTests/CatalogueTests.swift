@@ -6,20 +6,35 @@ import Testing
 @Suite struct CatalogueTests {
     @Test func searchIsCaseAndDiacriticsInsensitiveAndSortedByLocalName() throws {
         let store = try ClassificationStore.inMemory()
-        let json = """
-        [{"label": "beagle", "name": "Beagle", "local_name": "Bígl", "attributes": {"fur": "krátká", "country of origin": "Anglie"}},
-         {"label": "chihuahua", "name": "Chihuahua", "local_name": "Čivava", "attributes": {"size": "malý"}},
-         {"label": "akita", "name": "Akita Inu", "local_name": "Akita", "attributes": {"country of origin": "Japonsko"}}]
-        """
-        try store.importCatalogue(ClassificationStore.parseCatalogue(Array(json.utf8)))
-        #expect(try store.searchCatalogue("").map(\.label) == ["akita", "beagle", "chihuahua"])
-        #expect(try store.searchCatalogue("CIVAVA").map(\.label) == ["chihuahua"])
-        #expect(try store.searchCatalogue("kratka").map(\.label) == ["beagle"])
-        #expect(try store.searchCatalogue("o").map(\.label) == ["akita", "beagle"])  // Japonsko, Anglie… sorted by local name
-        #expect(try store.catalogueEntry(label: "beagle")?.attributes["fur"] == "krátká")
-        #expect(try store.catalogueEntry(label: "poodle") == nil)
-        #expect(throws: ClassificationError.self) { try ClassificationStore.parseCatalogue(Array(#"[{"name": "x"}]"#.utf8)) }
-        #expect(throws: ClassificationError.self) { try ClassificationStore.parseCatalogue(Array("[{".utf8)) }
+        try store.importCatalogue([
+            CatalogueEntry(label: "beagle", name: "Beagle", localName: "Bígl", attributes: [.init("fur", "krátká"), .init("country of origin", "Anglie")]),
+            CatalogueEntry(label: "chihuahua", name: "Chihuahua", localName: "Čivava", attributes: [.init("size", "malý")]),
+            CatalogueEntry(label: "akita", name: "Akita Inu", localName: "Akita", attributes: [.init("country of origin", "Japonsko")]),
+        ], app: "dogs")
+        #expect(try store.searchCatalogue("", app: "dogs").map(\.label) == ["akita", "beagle", "chihuahua"])
+        #expect(try store.searchCatalogue("CIVAVA", app: "dogs").map(\.label) == ["chihuahua"])
+        #expect(try store.searchCatalogue("kratka", app: "dogs").map(\.label) == ["beagle"])
+        #expect(try store.searchCatalogue("o", app: "dogs").map(\.label) == ["akita", "beagle"])  // Japonsko, Anglie… sorted by local name
+        #expect(try store.catalogueEntry(label: "beagle", app: "dogs")?[attribute: "fur"] == "krátká")
+        #expect(try store.catalogueEntry(label: "poodle", app: "dogs") == nil)
+        #expect(throws: ClassificationError.self) { try store.importCatalogue([CatalogueEntry(label: "", name: "x", localName: "x")], app: "dogs") }
+    }
+
+    /// Each app has its catalogue, keyed by label, its attributes in the order imported (they were sorted by code
+    /// point: the dog seed's fur, size, weight … came back as avgAge, color, fur …).
+    @Test func catalogueIsPerAppInTheOrderImported() throws {
+        let store = try ClassificationStore.inMemory()
+        let keys = ["id", "fur", "size", "weight", "height", "color", "avgAge", "originCountry", "imageName"]
+        try store.importCatalogue([CatalogueEntry(label: "beagle", name: "Beagle", localName: "Bígl",
+                                                  attributes: keys.map { .init($0, "\($0) value") })], app: "dogs")
+        try store.importCatalogue([CatalogueEntry(label: "beagle", name: "A clover called beagle", localName: "Jetel")], app: "clovers")
+        #expect(try store.catalogueEntry(label: "beagle", app: "dogs")?.attributes.map(\.key) == keys)
+        #expect(try store.catalogueEntry(label: "beagle", app: "clovers")?.localName == "Jetel")
+        #expect(try store.catalogueEntry(label: "beagle", app: "cats") == nil)
+        #expect(try store.searchCatalogue("", app: "clovers").map(\.name) == ["A clover called beagle"])
+        #expect(throws: ClassificationError.invalid("catalogue[1]: label \"a\" is catalogue[0]'s too")) {
+            try store.importCatalogue([CatalogueEntry(label: "a", name: "a", localName: "a"), CatalogueEntry(label: "a", name: "b", localName: "b")], app: "dogs")
+        }
     }
 
     @Test func feedbackIsKeptOnlyWithConsent() throws {

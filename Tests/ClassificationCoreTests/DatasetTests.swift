@@ -118,11 +118,7 @@ import Testing
         let file = ModelFile(header: header, tensors: [NamedArray(name: "x", shape: [1], values: [1])])
         try store.saveModel(file, name: "m1")
         try store.saveModel(file, name: "m2")
-        #expect(try store.activeModel(kind: .classifier) == "m1")
-        try store.setActiveModel("m2")
-        #expect(try store.models().map(\.active) == [false, true])
+        #expect(try store.models().map(\.active) == [false, false])  // stored models serve no app (DeploymentTests)
         #expect(try store.model(named: "m1") == file)
-        try store.deleteModel(named: "m2")
-        #expect(try store.activeModel(kind: .classifier) == nil)
     }
 }

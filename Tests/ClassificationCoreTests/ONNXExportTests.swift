@@ -252,3 +252,30 @@ extension ONNXExportTests {
         #expect(ONNXExport.externalDataLocation(Array("not a protobuf at all".utf8)) == nil)
     }
 }
+
+/// An exported model says every step from a photo's bytes to its input, the transparency rule among them (issue 41:
+/// it did not, and PIL's default, dropping the alpha, flips a 16×16 palette PNG's answer).
+@Suite struct ONNXPreprocessingMetadataTests {
+    @Test func metadataNamesTheTransparencyRuleAndEveryStep() throws {
+        var header = ModelHeader(kind: .classifier, algorithm: "transfer", labels: ["a", "b"], inputWidth: 224, inputHeight: 224)
+        header.mean = [127 / 255, 127 / 255, 127 / 255]
+        header.std = [128 / 255, 128 / 255, 128 / 255]
+        let metadata = Dictionary(try ONNXExport.metadata(header, name: "m"), uniquingKeysWith: { a, _ in a })
+        let alpha = try #require(metadata["input_alpha"])
+        #expect(alpha.contains("composited onto black") && alpha.contains("white at alpha 128 becomes 186"))
+        let steps = try JSONDecoder().decode([String].self, from: Data(try #require(metadata["input_steps"]).utf8))
+        #expect(steps.count == 7, "\(steps)")
+        for (index, word) in ["decode", "EXIF", "transparency", "resize", "pixel / 255", "input_mean", "[1, 3"].enumerated() {
+            #expect(steps[index].hasPrefix("\(index + 1). ") && steps[index].contains(word), "\(steps[index])")
+        }
+        #expect(metadata["input_orientation"]?.contains("EXIF") == true)
+    }
+
+    /// What input_alpha says is what the decoder does: white at alpha 128 and (200, 100, 50) at alpha 64 over black.
+    @Test func theDecoderCompositesAsTheMetadataSays() throws {
+        let png = TestPNG.encode(width: 2, height: 1, raw: [0, 255, 255, 255, 128, 200, 100, 50, 64], colourType: 6)
+        let image = try RGBImage.decode(png)
+        // Composited in sRGB values these would be 128 and (50, 25, 12).
+        #expect(image.pixels == [186, 186, 186, 106, 53, 28], "\(image.pixels)")
+    }
+}

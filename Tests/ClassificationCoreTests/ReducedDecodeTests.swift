@@ -62,3 +62,52 @@ import Testing
         }
     }
 }
+
+/// Classify decodes no more of a photo than its resize keeps, twice over (issue 41): a 12 MP 4:3 photo fitted into
+/// 224×224 keeps 224×168, so 448×336 is enough — libjpeg's 1/8 — where twice the input on both sides (448×448) took
+/// 1/4 and four times the pixels.
+@Suite struct DecodeSizeTests {
+    @Test func theDecodedSizeCoversTwiceWhatTheScalingKeeps() throws {
+        let photo = (width: 4000, height: 3000), input = (width: 224, height: 224)
+        #expect(Preprocessing.decodeSize(of: photo, input: input, scaling: .fit) == (448, 336))
+        #expect(Preprocessing.decodeSize(of: photo, input: input, scaling: .centerCrop) == (598, 448))
+        #expect(Preprocessing.decodeSize(of: photo, input: input, scaling: .fill) == (448, 448))
+        #expect(Preprocessing.decodeSize(of: (3000, 4000), input: input, scaling: .fit) == (336, 448))
+        // What libjpeg then decodes of a 4000×3000 JPEG: 1/8 for fit, 1/4 for the others.
+        let jpeg = try ReducedDecodeTests.gradient(width: 4000, height: 3000)
+        let fitted = try RGBImage.decode(jpeg, atLeast: Preprocessing.decodeSize(of: photo, input: input, scaling: .fit))
+        #expect([fitted.width, fitted.height] == [500, 375])
+        let filled = try RGBImage.decode(jpeg, atLeast: Preprocessing.decodeSize(of: photo, input: input, scaling: .fill))
+        #expect([filled.width, filled.height] == [1000, 750])
+    }
+}
+
+/// Detect decodes a JPEG reduced too (issue 41: it decoded 12 MP whole for a 160-pixel input) and answers in the
+/// photo's own pixels.
+@Suite struct PhotoDetectionTests {
+    /// Finds one box over the middle half of whatever image it is given, and remembers that image's size.
+    final class MiddleHalf: ObjectDetector, @unchecked Sendable {
+        let header = ModelHeader(kind: .detector, algorithm: "yolo", labels: ["thing"], inputWidth: 160, inputHeight: 160)
+        var seen: (Int, Int) = (0, 0)
+        func detect(_ image: RGBImage, confidenceThreshold: Double, iouThreshold: Double, maximum: Int, labels only: Set<String>) throws -> [Detection] {
+            seen = (image.width, image.height)
+            let w = Double(image.width), h = Double(image.height)
+            return [Detection(label: 0, confidence: 0.9, box: Box(x: w / 4, y: h / 4, width: w / 2, height: h / 2))]
+        }
+    }
+
+    @Test func aLargeJPEGIsDecodedReducedAndItsBoxesMappedBack() throws {
+        let detector = MiddleHalf()
+        let photo = PhotoDetection.self
+        let jpeg = try ReducedDecodeTests.gradient(width: 4000, height: 3000)
+        let prepared = try photo.init(jpeg, for: detector)
+        #expect([prepared.image.width, prepared.image.height] == [500, 375])  // 1/8: fit keeps 160×120, twice is 320×240
+        #expect(prepared.width == 4000 && prepared.height == 3000)
+        let found = prepared.mapped(try detector.detect(prepared.image))
+        #expect(detector.seen == (500, 375))
+        #expect(found.map(\.box) == [Box(x: 1000, y: 750, width: 2000, height: 1500)])
+        // A small photo is decoded whole, boxes unchanged.
+        let small = try photo.init(try ReducedDecodeTests.gradient(width: 300, height: 200), for: detector)
+        #expect([small.image.width, small.image.height, small.width, small.height] == [300, 200, 300, 200])
+    }
+}

@@ -13,7 +13,8 @@ enum TestPNG {
     }
 
     /// A PNG whose header says width × height over whatever scanline bytes `raw` holds.
-    static func encode(width: Int, height: Int, raw: [UInt8]) -> [UInt8] {
+    /// `colourType` 2 is RGB, 6 RGBA (`raw`'s scanlines then 4 bytes a pixel).
+    static func encode(width: Int, height: Int, raw: [UInt8], colourType: UInt8 = 2) -> [UInt8] {
         var zlib: [UInt8] = [0x78, 0x01]
         var offset = 0
         repeat {
@@ -25,7 +26,7 @@ enum TestPNG {
         } while offset < raw.count
         zlib += bigEndian(adler32(raw))
         var png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-        png += chunk("IHDR", bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [8, 2, 0, 0, 0])
+        png += chunk("IHDR", bigEndian(UInt32(width)) + bigEndian(UInt32(height)) + [8, colourType, 0, 0, 0])
         png += chunk("IDAT", zlib)
         png += chunk("IEND", [])
         return png

@@ -152,6 +152,11 @@ import Testing
             #expect(try await Self.call(port, activate, #"{"name":"m"}"#).status == 401)
             #expect(try await Self.call(port, activate, #"{"name":"m"}"#, token: user).status == 403)
             #expect(try await Self.call(port, "/menagerie.classification.v1.Classification/DeleteModel", #"{"name":"m"}"#, token: user).status == 403)
+            // What an app (and anonymous callers) get is the admin's to set (issue 41).
+            let deploy = "/menagerie.classification.v1.Classification/SetDeployment"
+            #expect(try await Self.call(port, deploy, #"{"app":"dogs","model":"m"}"#).status == 401)
+            #expect(try await Self.call(port, deploy, #"{"app":"dogs","model":"m"}"#, token: user).status == 403)
+            #expect(try await Self.call(port, "/menagerie.classification.v1.Classification/ListDeployments", "{}").status == 200)
             #expect(try await Self.call(port, "/menagerie.classification.v1.Classification/ListModels", "{}").status == 200)
             // The operator's gateway is the admin: past the check, to the model that does not exist.
             let admin = try await Self.operatorGateway(stack, ["classify", "model", "activate", "m"])

@@ -135,12 +135,15 @@ import Torch
             let confusion = try #require((evaluation["confusion"] as? [[String: Any]])?.map { ($0["predicted"] as? [String] ?? []).compactMap { Int($0) } })
             #expect(confusion.count == 10 && confusion.map { $0.reduce(0, +) }.allSatisfy { $0 == 8 })
 
-            // Classify: the top labels; the first model trained is the active one, --model picks another.
+            // Classify: the top labels. A trained model answers for no app until an admin sets it (issue 41); with
+            // one app a call needs no --app; --model picks another.
             let photo = test.appendingPathComponent("3").appendingPathComponent(try FileManager.default.contentsOfDirectory(atPath: test.appendingPathComponent("3").path).sorted()[0])
             let top = try jsonObject(try await stack.gateway(["classify", "image", photo.path, "--model", "digits-features-1", "--top", "2", "--json"]))
             let answer = try #require(top["labels"] as? [[String: Any]])
             #expect(answer.count == 2 && answer[0]["label"] as? String == "3", "\(top)")
             #expect((answer.compactMap { $0["confidence"] as? Double }.reduce(0, +)) <= 1.000001)
+            Self.status(try await stack.gateway(["classify", "image", photo.path]), 9, "no app yet")
+            Self.status(try await stack.gateway(["classify", "deployment", "set", "digits", "digits-features-1"]), 0, "deployment set")
             let text = try await stack.gateway(["classify", "image", photo.path, "--top", "1"])
             #expect(text.output.range(of: #"^\d+% \d\n"#, options: .regularExpression) != nil, "\(text.output)")
             let unsure = try jsonObject(try await stack.gateway(["classify", "image", photo.path, "--min-confidence", "1", "--json"]))
@@ -332,6 +335,7 @@ import Torch
 
             // Detect with a threshold low enough that a barely trained detector still finds boxes.
             let photo = images.appendingPathComponent("img000.jpg").path
+            Self.status(try await stack.gateway(["classify", "deployment", "set", "scenes", "scenes-yolo-1"]), 0, "deployment set")
             let detected = try jsonObject(try await stack.gateway(["classify", "detect", photo, "--confidence", "0", "--max", "5", "--json"]))
             let boxes = try #require(detected["detections"] as? [[String: Any]])
             #expect(boxes.count == 5, "\(detected)")

@@ -24,11 +24,11 @@ import ZooAPI
         #expect(Self.names(OcrV1.OCR.methods, notAt: .user).isEmpty)
         // Samples are their user's; signing up is the admin's (issue 38), unless a replica opens it (--open-signup).
         #expect(Self.names(HealthV1.Health.methods, notAt: .user) == ["CreateUser": .admin])
-        // Activated models serve everyone; changing models and the catalogue is the admin's.
+        // Apps' models serve everyone; which model an app gets, models and the catalogue are the admin's (issue 41).
         #expect(Self.names(ClassificationV1.Classification.methods, notAt: .user) == [
             "Classify": .public, "Detect": .public, "ListModels": .public, "GetModel": .public, "SearchCatalogue": .public,
             "GetCatalogueEntry": .public, "ImportModel": .admin, "SetActiveModel": .admin, "DeleteModel": .admin,
-            "ImportCatalogue": .admin,
+            "ImportCatalogue": .admin, "SetDeployment": .admin, "ListDeployments": .public, "DeleteDeployment": .admin,
         ])
         // Between replicas only, with the admin token.
         #expect(Self.names(BlobsV1.Blobs.methods, notAt: .admin).isEmpty)

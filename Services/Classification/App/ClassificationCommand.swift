@@ -84,10 +84,11 @@ struct ClassificationCommand: AsyncParsableCommand {
                 if let torchThreads { limits.torchThreads = torchThreads }
                 limits.maxUploadBytes = maxUploadBytes
                 let featurePrint = FeaturePrintSource(directory: featurePrint ?? ProcessInfo.processInfo.environment["MENAGERIE_FEATURE_PRINT"])
+                let service = ClassificationService(store: store, lane: environment.lane, jobs: jobs.runner, limits: limits, featurePrint: featurePrint)
                 return AppServices(
-                    rpc: [ClassificationService(store: store, lane: environment.lane, jobs: jobs.runner, limits: limits, featurePrint: featurePrint),
-                          jobs.rpcService] + (try blobs.map { [try Self.blobsService($0, environment, options: options)] } ?? []),
-                    background: [jobs.backgroundService] + (blobs.map { blobs in
+                    rpc: [service, jobs.rpcService] + (try blobs.map { [try Self.blobsService($0, environment, options: options)] } ?? []),
+                    // The apps' models loaded and warmed before their first call.
+                    background: [jobs.backgroundService, service.warmer(logger: environment.logger)] + (blobs.map { blobs in
                         // Off the cooperative pool: the store's read blocks its thread.
                         [blobs.repairer(every: .seconds(blobRepairInterval)) { try await environment.lane.run { try store.blobHashes() } }]
                     } ?? []),

@@ -15,7 +15,7 @@ public struct ClassificationCommands: AsyncParsableCommand {
         discussion: "Bad input exits with the status code of INVALID_ARGUMENT (3), unknown datasets or models with NOT_FOUND (5), and so on.",
         subcommands: [
             DatasetCommands.self, Train.self, Evaluate.self, ClassifyImage.self, Detect.self, ModelCommands.self,
-            CatalogueCommands.self, Feedback.self, JobsCommands<ClassificationCommands>.self,
+            DeploymentCommands.self, CatalogueCommands.self, Feedback.self, JobsCommands<ClassificationCommands>.self,
         ])
 
     public init() {}

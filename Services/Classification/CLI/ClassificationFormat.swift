@@ -65,6 +65,6 @@ func modelText(_ m: ClassificationV1.ModelSummary) -> String {
     return "\(m.name): \(m.algorithm)\(m.fineTuned ? " (fine-tuned)" : "") \(modelKindName(m.kind)), \(m.labels.count) labels, input \(m.inputWidth)×\(m.inputHeight)"
         + (figures.isEmpty ? "" : ", " + figures.joined(separator: ", "))
         + (m.trainingSeconds > 0 ? String(format: ", trained in %.1f s", m.trainingSeconds) : "")
-        + (m.active ? " (active)" : "")
+        + (m.apps.isEmpty ? "" : " (answers for \(m.apps.joined(separator: ", ")))")
         + (m.interrupted.isEmpty ? "" : "; from a cancelled training: \(m.interrupted)")
 }

@@ -19,9 +19,9 @@ struct ModelList: AsyncParsableCommand {
         try await global.withClassification { client in
             let r = try await client.listModels(ClassificationV1.ListModelsRequest(), options: global.callOptions)
             try global.render(r, text: {
-                printTable(["NAME", "KIND", "ALGORITHM", "LABELS", "INPUT", "ACCURACY", "ACTIVE"], r.models.map { m in
+                printTable(["NAME", "KIND", "ALGORITHM", "LABELS", "INPUT", "ACCURACY", "APPS"], r.models.map { m in
                     [m.name, modelKindName(m.kind), m.algorithm + (m.fineTuned ? " (fine-tuned)" : ""), "\(m.labels.count)", "\(m.inputWidth)x\(m.inputHeight)",
-                     m.validationAccuracy.map(percent) ?? m.map50.map { String(format: "mAP50 %.3f", $0) } ?? "-", m.active ? "yes" : ""]
+                     m.validationAccuracy.map(percent) ?? m.map50.map { String(format: "mAP50 %.3f", $0) } ?? "-", m.apps.joined(separator: ",")]
                 })
             })
         }
@@ -78,7 +78,7 @@ struct ModelDelete: AsyncParsableCommand {
 
 struct ModelActivate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "activate", abstract: "Make a model its kind's active model (the default of image or detect).",
+        commandName: "activate", abstract: "Make a model the app \"default\"'s classifier or detector (as `deployment set default MODEL`).",
         discussion: "--json prints the empty SetActiveModelResponse: {}.")
     @Argument(help: "The model's name.") var name: String
     @OptionGroup var global: GlobalOptions
@@ -86,7 +86,7 @@ struct ModelActivate: AsyncParsableCommand {
     func run() async throws {
         try await global.withClassification { client in
             let reply = try await client.setActiveModel(ClassificationV1.SetActiveModelRequest(name: name), options: global.callOptions)
-            try global.render(reply, text: { print("\(name) is now active") })
+            try global.render(reply, text: { print("\(name) now answers for the app default") })
         }
     }
 }

@@ -89,7 +89,8 @@ struct ClassifyImage: AsyncParsableCommand {
             """)
 
     @Argument(help: "PNG, JPEG, WebP or HEIC files.", completion: .file(extensions: photoExtensions)) var photos: [String]
-    @Option(help: "The model (default: the active classifier).") var model: String?
+    @Option(help: "The app to answer for: its classifier and catalogue (default: the only app; with several, name one).") var app: String?
+    @Option(help: "A model by name instead of the app's (default: the app's).") var model: String?
     @Option(help: "How many labels (default 5).") var top: Int32?
     @Option(help: "How the photo fits the model's input (default: fit).") var scaling: ClassifyScaling?
     @Option(name: .customLong("min-confidence"), help: "Below this the answer is \"nothing recognised\" (default: the model's).") var minConfidence: Double?
@@ -115,6 +116,7 @@ struct ClassifyImage: AsyncParsableCommand {
                 var request = ClassificationV1.ClassifyRequest()
                 request.image = image
                 request.model = model ?? ""
+                request.app = app ?? ""
                 request.top = top
                 request.minimumConfidence = minConfidence
                 request.scaling = scalingValue
@@ -154,7 +156,8 @@ struct Detect: AsyncParsableCommand {
             """)
 
     @Argument(help: "PNG, JPEG, WebP or HEIC files.", completion: .file(extensions: photoExtensions)) var photos: [String] = []
-    @Option(help: "The model (default: the active detector).") var model: String?
+    @Option(help: "The app to answer for: its detector (default: the only app with one; with several, name one).") var app: String?
+    @Option(help: "A model by name instead of the app's (default: the app's).") var model: String?
     @Option(help: "Only this label (repeatable; default: every label).") var only: [String] = []
     @Option(help: "Confidence threshold (default 0.25).") var confidence: Double?
     @Option(help: "NMS IoU threshold (default 0.45).") var iou: Double?
@@ -176,6 +179,7 @@ struct Detect: AsyncParsableCommand {
             let source = try DetectStreaming.Source(stream)
             var template = ClassificationV1.DetectRequest()
             template.model = model ?? ""
+            template.app = app ?? ""
             template.labels = only
             template.confidenceThreshold = confidence
             template.iouThreshold = iou
@@ -191,6 +195,7 @@ struct Detect: AsyncParsableCommand {
                 var request = ClassificationV1.DetectRequest()
                 request.image = image
                 request.model = model ?? ""
+                request.app = app ?? ""
                 request.labels = only
                 request.confidenceThreshold = confidence
                 request.iouThreshold = iou

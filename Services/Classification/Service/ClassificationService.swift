@@ -359,18 +359,20 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         let plan = try RequestValidation.classify(request)
         let store = store, cache = cache, pixelLimit = limits.pixelLimit
         return try await heavy(decoding: plan.image) {
-            let name = try plan.model ?? Self.activeModel(store, .classifier)
+            let (name, app) = try Self.model(plan.model, app: plan.app, kind: .classifier, store: store)
             guard case .classifier(let classifier) = try cache.engine(named: name) else {
                 throw RPCError(.invalidArgument, "model \(name) is a detector; classify with a classifier (or use Detect)")
             }
-            let image = try RGBImage.decode(plan.image, name: "image", pixelLimit: pixelLimit, atLeast: classifier.decodeSize)
+            // Decoded no larger than the resize keeps of it (a 12 MP JPEG fitted to 224 px: libjpeg's 1/8).
+            let atLeast = (try? RGBImage.size(of: plan.image)).map { classifier.decodeSize(for: $0, scaling: plan.scaling) } ?? classifier.decodeSize
+            let image = try RGBImage.decode(plan.image, name: "image", pixelLimit: pixelLimit, atLeast: atLeast)
             let predictions = try classifier.classify(image, top: classifier.header.labels.count, scaling: plan.scaling)
             var response = ClassificationV1.ClassifyResponse()
             response.model = name
             guard let best = predictions.first, best.confidence >= plan.minimumConfidence else { return response }
             response.recognised = true
             response.labels = predictions.prefix(plan.top).map { ClassificationV1.LabelConfidence(label: $0.label, confidence: $0.confidence) }
-            response.entry = try store.catalogueEntry(label: best.label).map(ClassificationV1.CatalogueEntry.init)
+            if let app { response.entry = try store.catalogueEntry(label: best.label, app: app).map(ClassificationV1.CatalogueEntry.init) }
             return response
         }
     }
@@ -386,28 +388,29 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     /// should not end the stream — else it is thrown, as Detect does.
     static func detect(_ plan: RequestValidation.Detection, store: ClassificationStore, cache: ModelCache, pixelLimit: Int,
                        lenient: Bool = false) throws -> (response: ClassificationV1.DetectResponse, error: String?) {
-        let name = try plan.model ?? Self.activeModel(store, .detector)
+        let (name, _) = try Self.model(plan.model, app: plan.app, kind: .detector, store: store)
         guard case .detector(let detector) = try cache.engine(named: name) else {
             throw RPCError(.invalidArgument, "model \(name) is a classifier; detect with a detector (or use Classify)")
         }
         for label in plan.labels where !detector.header.labels.contains(label) {
             throw RPCError(.invalidArgument, "labels: \(label) is not one of model \(name)'s labels (\(detector.header.labels.joined(separator: ", ")))")
         }
-        let image: RGBImage
+        // A JPEG decoded no larger than the letterbox keeps of it, twice over; boxes in the photo's own pixels.
+        let photo: PhotoDetection
         do {
-            image = try RGBImage.decode(plan.image, name: "image", pixelLimit: pixelLimit)
+            photo = try PhotoDetection(plan.image, for: detector, pixelLimit: pixelLimit)
         } catch let error as ClassificationError where lenient {
             var response = ClassificationV1.DetectResponse()
             response.model = name
             return (response, error.message)
         }
-        let found = try detector.detect(image, confidenceThreshold: plan.confidence, iouThreshold: plan.iou,
-                                        maximum: plan.maximum, labels: plan.labels)
+        let found = photo.mapped(try detector.detect(photo.image, confidenceThreshold: plan.confidence, iouThreshold: plan.iou,
+                                                     maximum: plan.maximum, labels: plan.labels))
         var response = ClassificationV1.DetectResponse()
         response.model = name
-        response.imageWidth = Int32(image.width)
-        response.imageHeight = Int32(image.height)
-        let w = Double(image.width), h = Double(image.height)
+        response.imageWidth = Int32(photo.width)
+        response.imageHeight = Int32(photo.height)
+        let w = Double(photo.width), h = Double(photo.height)
         response.detections = found.map { d in
             var object = ClassificationV1.DetectedObject()
             object.label = detector.header.labels[d.label]
@@ -419,11 +422,16 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         return (response, nil)
     }
 
-    static func activeModel(_ store: ClassificationStore, _ kind: ModelHeader.Kind) throws -> String {
-        guard let name = try store.activeModel(kind: kind) else {
-            throw RPCError(.failedPrecondition, "no \(kind.rawValue) has been trained or imported yet; give a model or train one")
+    /// The model that answers and the app whose catalogue goes with it: the model named (with the app named, or
+    /// else the one app serving that model, if exactly one is), or the app's model (`Deployments`).
+    static func model(_ model: String?, app: String?, kind: ModelHeader.Kind, store: ClassificationStore) throws -> (model: String, app: String?) {
+        guard let model else {
+            let deployed = try store.deployedModel(app: app, kind: kind)
+            return (deployed.model, deployed.app)
         }
-        return name
+        if let app { return (model, app) }
+        let serving = try store.deployments().filter { $0.model == model && $0.kind == kind }.map(\.app)
+        return (model, serving.count == 1 ? serving[0] : nil)
     }
 
     // MARK: Models
@@ -454,11 +462,46 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         return ClassificationV1.DeleteModelResponse()
     }
 
+    /// Kept for older clients: the app "default"'s model of that kind.
     public func setActiveModel(request: ClassificationV1.SetActiveModelRequest, context: ServerContext) async throws -> ClassificationV1.SetActiveModelResponse {
         let name = try RequestValidation.name(request.name, field: "name")
         let store = store
-        try await heavy { try store.setActiveModel(name) }
+        try await heavy { try store.setDeployment(app: ClassificationStore.defaultApp, model: name) }
         return ClassificationV1.SetActiveModelResponse()
+    }
+
+    // MARK: Apps
+
+    public func setDeployment(request: ClassificationV1.SetDeploymentRequest, context: ServerContext) async throws -> ClassificationV1.Deployment {
+        let app = try RequestValidation.name(request.app, field: "app")
+        let model = try RequestValidation.name(request.model, field: "model")
+        let store = store, cache = cache
+        let deployment = try await heavy {
+            let deployment = try store.setDeployment(app: app, model: model)
+            // Loaded now, so the app's first caller does not wait for it.
+            _ = try? cache.engine(named: model)
+            return deployment
+        }
+        return ClassificationV1.Deployment(deployment)
+    }
+
+    public func listDeployments(request: ClassificationV1.ListDeploymentsRequest, context: ServerContext) async throws -> ClassificationV1.ListDeploymentsResponse {
+        let store = store
+        return try await heavy { ClassificationV1.ListDeploymentsResponse(deployments: try store.deployments().map(ClassificationV1.Deployment.init)) }
+    }
+
+    public func deleteDeployment(request: ClassificationV1.DeleteDeploymentRequest, context: ServerContext) async throws -> ClassificationV1.DeleteDeploymentResponse {
+        let app = try RequestValidation.name(request.app, field: "app")
+        let kind: ModelHeader.Kind?
+        switch request.kind {
+        case .unspecified: kind = nil
+        case .classifier: kind = .classifier
+        case .detector: kind = .detector
+        case .unrecognized(let value): throw RPCError(.invalidArgument, "kind: \(value) is not a model kind")
+        }
+        let store = store
+        try await heavy { try store.deleteDeployment(app: app, kind: kind) }
+        return ClassificationV1.DeleteDeploymentResponse()
     }
 
     /// Pieces of the exported file; 1 MiB each stays far below the frame limit.
@@ -509,9 +552,10 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
 
     public func importCatalogue(request: ClassificationV1.ImportCatalogueRequest, context: ServerContext) async throws -> ClassificationV1.ImportCatalogueResponse {
         guard !request.json.isEmpty else { throw RPCError(.invalidArgument, "json: empty; give a JSON array of catalogue entries") }
-        let store = store, json = request.json
+        let store = store, json = request.json, app = try RequestValidation.optionalName(request.app, field: "app")
         return try await heavy {
-            ClassificationV1.ImportCatalogueResponse(entries: Int64(try store.importCatalogue(ClassificationStore.parseCatalogue(json))))
+            let entries = try CatalogueImport.parse(json)
+            return ClassificationV1.ImportCatalogueResponse(entries: Int64(try store.importCatalogue(entries, app: store.catalogueApp(app))))
         }
     }
 
@@ -519,18 +563,20 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         let limit = Int(request.limit ?? 100)
         guard (1...1000).contains(limit) else { throw RPCError(.invalidArgument, "limit must be 1…1000 (got \(limit))") }
         guard request.query.utf8.count <= 1000 else { throw RPCError(.invalidArgument, "query: longer than 1000 bytes") }
-        let store = store, query = request.query
+        let store = store, query = request.query, app = try RequestValidation.optionalName(request.app, field: "app")
         return try await heavy {
-            ClassificationV1.SearchCatalogueResponse(entries: try store.searchCatalogue(query, limit: limit).map(ClassificationV1.CatalogueEntry.init))
+            ClassificationV1.SearchCatalogueResponse(
+                entries: try store.searchCatalogue(query, app: store.catalogueApp(app), limit: limit).map(ClassificationV1.CatalogueEntry.init))
         }
     }
 
     public func getCatalogueEntry(request: ClassificationV1.GetCatalogueEntryRequest, context: ServerContext) async throws -> ClassificationV1.CatalogueEntry {
         let label = try RequestValidation.name(request.label, field: "label")
-        let store = store
+        let store = store, app = try RequestValidation.optionalName(request.app, field: "app")
         return try await heavy {
-            guard let entry = try store.catalogueEntry(label: label) else {
-                throw RPCError(.notFound, "no catalogue entry for label \(label)")
+            let app = try store.catalogueApp(app)
+            guard let entry = try store.catalogueEntry(label: label, app: app) else {
+                throw RPCError(.notFound, "no catalogue entry for label \(label) in app \(app)'s catalogue")
             }
             return ClassificationV1.CatalogueEntry(entry)
         }

@@ -37,6 +37,7 @@ final class ModelCache: Sendable {
         case .classifier: .classifier(try Classifier(file))
         case .detector: .detector(try Detectors.load(file))
         }
+        Self.warmUp(engine)
         entries.withLock { entries in
             if entries.count >= limit, let oldest = entries.min(by: { $0.value.stamp < $1.value.stamp })?.key {
                 entries[oldest] = nil
@@ -47,4 +48,37 @@ final class ModelCache: Sendable {
     }
 
     func forget(_ name: String) { entries.withLock { $0[name] = nil } }
+
+    /// Whether the model of that name is loaded as stored (for tests and the warm-up's log).
+    func isLoaded(_ name: String) -> Bool { entries.withLock { $0[name] != nil } }
+
+    /// Three inferences on a blank image at the model's input, so the first caller's is not the one that pays for
+    /// libtorch's first forwards (its allocations; TorchScript's profiling executor profiles the first run and
+    /// optimises on the next: a second or more on a transfer model) or OpenCV's. A model that fails on a blank image
+    /// is left to fail on its callers' images, as it does.
+    static func warmUp(_ engine: Engine, runs: Int = 3) {
+        let header = engine.header
+        let width = max(1, header.inputWidth), height = max(1, header.inputHeight)
+        let blank = RGBImage(width: width, height: height, pixels: [UInt8](repeating: 127, count: width * height * 3))
+        for _ in 0..<runs {
+            switch engine {
+            case .classifier(let classifier): _ = try? classifier.classify(blank, top: 1)
+            case .detector(let detector): _ = try? detector.detect(blank)
+            }
+        }
+    }
+
+    /// Loads (and warms) every app's model, so they are ready before their first call and after another replica
+    /// repoints an app; returns the names loaded now. Blocking: call it on the lane.
+    @discardableResult
+    func warmDeployed() throws -> [String] {
+        var loaded: [String] = []
+        // No more than the cache keeps: beyond it each pass would evict what the last one loaded.
+        for model in Set(try store.deployments().compactMap(\.model)).sorted().prefix(limit) {
+            let before = isLoaded(model)
+            guard (try? engine(named: model)) != nil else { continue }
+            if !before { loaded.append(model) }
+        }
+        return loaded
+    }
 }

@@ -22,6 +22,7 @@ extension ClassificationV1.ModelSummary {
         size = Int64(model.size)
         createdAt = model.createdAt.timeIntervalSince1970
         active = model.active
+        apps = model.apps
         interrupted = header.interrupted ?? ""
         fineTuned = header.fineTuned ?? false
         history = (header.history ?? []).map {
@@ -37,6 +38,16 @@ extension ClassificationV1.CatalogueEntry {
         label = entry.label
         name = entry.name
         localName = entry.localName
-        attributes = entry.attributes.sorted { $0.key < $1.key }.map { ClassificationV1.Attribute(key: $0.key, value: $0.value) }
+        attributes = entry.attributes.map { ClassificationV1.Attribute(key: $0.key, value: $0.value) }
+    }
+}
+
+extension ClassificationV1.Deployment {
+    init(_ deployment: ClassificationCore.Deployment) {
+        self.init()
+        app = deployment.app
+        kind = deployment.kind == .classifier ? .classifier : .detector
+        model = deployment.model ?? ""
+        updatedAt = deployment.updatedAt.timeIntervalSince1970
     }
 }

@@ -6,6 +6,11 @@ import Schema
 
 /// Checks of requests before any work: INVALID_ARGUMENT naming the field, so nothing half-done follows a bad request.
 enum RequestValidation {
+    /// A name that may be left empty (nil), checked as `name` when given.
+    static func optionalName(_ value: String, field: String) throws -> String? {
+        value.isEmpty ? nil : try name(value, field: field)
+    }
+
     static func name(_ value: String, field: String) throws -> String {
         guard !value.isEmpty else { throw RPCError(.invalidArgument, "\(field): empty") }
         guard value.utf8.count <= 400, value.unicodeScalars.count <= 100, !value.contains("/"),
@@ -126,6 +131,8 @@ enum RequestValidation {
     struct Classification: Sendable {
         var image: [UInt8]
         var model: String?
+        /// The app answered for (nil: the only one).
+        var app: String?
         var top: Int
         var scaling: ClassificationCore.Scaling?
         var minimumConfidence: Double
@@ -148,12 +155,13 @@ enum RequestValidation {
         case .unrecognized(let value): throw RPCError(.invalidArgument, "scaling: \(value) is not a scaling")
         }
         return Classification(image: request.image, model: request.model.isEmpty ? nil : try name(request.model, field: "model"),
-                              top: top, scaling: scaling, minimumConfidence: minimum)
+                              app: try optionalName(request.app, field: "app"), top: top, scaling: scaling, minimumConfidence: minimum)
     }
 
     struct Detection: Sendable {
         var image: [UInt8]
         var model: String?
+        var app: String?
         var labels: Set<String>
         var confidence: Double
         var iou: Double
@@ -170,7 +178,7 @@ enum RequestValidation {
         let maximum = Int(request.maxDetections ?? 100)
         guard (1...1000).contains(maximum) else { throw RPCError(.invalidArgument, "max_detections must be 1…1000 (got \(maximum))") }
         return Detection(image: request.image, model: request.model.isEmpty ? nil : try name(request.model, field: "model"),
-                         labels: Set(try request.labels.map { try name($0, field: "labels") }), confidence: confidence, iou: iou,
+                         app: try optionalName(request.app, field: "app"), labels: Set(try request.labels.map { try name($0, field: "labels") }), confidence: confidence, iou: iou,
                          maximum: maximum)
     }
 

@@ -613,7 +613,7 @@ extension ClassificationV1 {
         /// The model file's size in bytes.
         public var size: Int64 = 0
         public var createdAt: Double = 0
-        /// Whether it is its kind's active model (the default for Classify or Detect).
+        /// Whether an app's classifier or detector is this model (`apps` not empty).
         public var active: Bool = false
         /// The images it trained on (after the validation split; with include_feedback, the feedback photos too); none
         /// for imported models.
@@ -628,6 +628,8 @@ extension ClassificationV1 {
         /// A transfer classifier whose feature print's last block was fine-tuned (TrainRequest.fine_tune): it runs its own
         /// tuned copy of the network.
         public var fineTuned: Bool = false
+        /// The apps whose classifier or detector this model is (Deployment), sorted.
+        public var apps: [String] = []
 
         /// A message with every field at its default.
         public init() {}
@@ -651,7 +653,8 @@ extension ClassificationV1 {
             trainingImages: Int64? = nil,
             history: [ClassificationV1.TrainingEpoch] = [],
             interrupted: String = "",
-            fineTuned: Bool = false
+            fineTuned: Bool = false,
+            apps: [String] = []
         ) {
             self.name = name
             self.kind = kind
@@ -671,6 +674,7 @@ extension ClassificationV1 {
             self.history = history
             self.interrupted = interrupted
             self.fineTuned = fineTuned
+            self.apps = apps
         }
     }
 
@@ -759,7 +763,8 @@ extension ClassificationV1 {
         public init() {}
     }
 
-    /// The `menagerie.classification.v1.SetActiveModelRequest` message.
+    /// Kept for older clients: points the app "default"'s model of the model's kind at it (SetDeployment with app
+    /// "default").
     public struct SetActiveModelRequest: Sendable, Equatable {
         public var name: String = ""
 
@@ -776,6 +781,98 @@ extension ClassificationV1 {
 
     /// The `menagerie.classification.v1.SetActiveModelResponse` message.
     public struct SetActiveModelResponse: Sendable, Equatable {
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    /// An app's model of one kind: a name an admin points at a model, as an alias (the dog-breed app's classifier, the
+    /// clover app's detector). Classify and Detect answer for an app with its model only; a model that is stored (trained,
+    /// imported) serves no app until an admin points one at it.
+    public struct Deployment: Sendable, Equatable {
+        public var app: String = ""
+        public var kind: ClassificationV1.ModelKind = .unspecified
+        /// Empty once the model was deleted: the app has no model of this kind until an admin sets one.
+        public var model: String = ""
+        /// Seconds since 1970.
+        public var updatedAt: Double = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            app: String = "",
+            kind: ClassificationV1.ModelKind = .unspecified,
+            model: String = "",
+            updatedAt: Double = 0
+        ) {
+            self.app = app
+            self.kind = kind
+            self.model = model
+            self.updatedAt = updatedAt
+        }
+    }
+
+    /// Creates or repoints `app`'s model of the model's kind.
+    public struct SetDeploymentRequest: Sendable, Equatable {
+        public var app: String = ""
+        public var model: String = ""
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            app: String = "",
+            model: String = ""
+        ) {
+            self.app = app
+            self.model = model
+        }
+    }
+
+    /// The `menagerie.classification.v1.ListDeploymentsRequest` message.
+    public struct ListDeploymentsRequest: Sendable, Equatable {
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    /// The `menagerie.classification.v1.ListDeploymentsResponse` message.
+    public struct ListDeploymentsResponse: Sendable, Equatable {
+        public var deployments: [ClassificationV1.Deployment] = []
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            deployments: [ClassificationV1.Deployment] = []
+        ) {
+            self.deployments = deployments
+        }
+    }
+
+    /// The `menagerie.classification.v1.DeleteDeploymentRequest` message.
+    public struct DeleteDeploymentRequest: Sendable, Equatable {
+        public var app: String = ""
+        /// UNSPECIFIED: both of its kinds.
+        public var kind: ClassificationV1.ModelKind = .unspecified
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            app: String = "",
+            kind: ClassificationV1.ModelKind = .unspecified
+        ) {
+            self.app = app
+            self.kind = kind
+        }
+    }
+
+    /// The `menagerie.classification.v1.DeleteDeploymentResponse` message.
+    public struct DeleteDeploymentResponse: Sendable, Equatable {
         /// A message with every field at its default.
         public init() {}
     }
@@ -1021,13 +1118,16 @@ extension ClassificationV1 {
     public struct ClassifyRequest: Sendable, Equatable {
         /// PNG or JPEG; EXIF orientation is honoured.
         public var image: [UInt8] = []
-        /// Default: the active classifier.
+        /// A model by name (any caller may name one). Default: `app`'s classifier.
         public var model: String = ""
         /// How many labels to return (default 5).
         public var top: Int32? = nil
         public var scaling: ClassificationV1.Scaling = .unspecified
         /// Below this top confidence the answer is "nothing recognised" (no labels, recognised = false).
         public var minimumConfidence: Double? = nil
+        /// The app to answer for: its classifier (unless `model` is given) and its catalogue. Empty: the only app with a
+        /// classifier; with several, FAILED_PRECONDITION listing them.
+        public var app: String = ""
 
         /// A message with every field at its default.
         public init() {}
@@ -1038,13 +1138,15 @@ extension ClassificationV1 {
             model: String = "",
             top: Int32? = nil,
             scaling: ClassificationV1.Scaling = .unspecified,
-            minimumConfidence: Double? = nil
+            minimumConfidence: Double? = nil,
+            app: String = ""
         ) {
             self.image = image
             self.model = model
             self.top = top
             self.scaling = scaling
             self.minimumConfidence = minimumConfidence
+            self.app = app
         }
     }
 
@@ -1138,7 +1240,7 @@ extension ClassificationV1 {
     /// The `menagerie.classification.v1.DetectRequest` message.
     public struct DetectRequest: Sendable, Equatable {
         public var image: [UInt8] = []
-        /// Default: the active detector.
+        /// A model by name. Default: `app`'s detector.
         public var model: String = ""
         /// Only these labels (Create ML's per-class switch); empty for all.
         public var labels: [String] = []
@@ -1148,6 +1250,8 @@ extension ClassificationV1 {
         public var iouThreshold: Double? = nil
         /// Default 100.
         public var maxDetections: Int32? = nil
+        /// The app to answer for (its detector). Empty: the only app with a detector; with several, FAILED_PRECONDITION.
+        public var app: String = ""
 
         /// A message with every field at its default.
         public init() {}
@@ -1159,7 +1263,8 @@ extension ClassificationV1 {
             labels: [String] = [],
             confidenceThreshold: Double? = nil,
             iouThreshold: Double? = nil,
-            maxDetections: Int32? = nil
+            maxDetections: Int32? = nil,
+            app: String = ""
         ) {
             self.image = image
             self.model = model
@@ -1167,6 +1272,7 @@ extension ClassificationV1 {
             self.confidenceThreshold = confidenceThreshold
             self.iouThreshold = iouThreshold
             self.maxDetections = maxDetections
+            self.app = app
         }
     }
 
@@ -1296,19 +1402,26 @@ extension ClassificationV1 {
         }
     }
 
-    /// The `menagerie.classification.v1.ImportCatalogueRequest` message.
+    /// Catalogues are per app (the dog app's breeds beside the clover app's leaves): keyed by app and label. An empty
+    /// `app` below means the only app there is; with none or several, FAILED_PRECONDITION.
     public struct ImportCatalogueRequest: Sendable, Equatable {
-        /// A JSON array of {label, name, local_name, attributes: {key: value}}.
+        /// A JSON array of entries as the service prints them — {label, name, local_name or localName, attributes: {key:
+        /// value} or [{key, value}]} — or as the dog seed's breed file has them — {id, breed, breedCZ, fur, …}: breed the
+        /// label, breedCZ the local name, the rest attributes. Attributes keep their order; an unknown key is
+        /// INVALID_ARGUMENT.
         public var json: [UInt8] = []
+        public var app: String = ""
 
         /// A message with every field at its default.
         public init() {}
 
         /// A message with the given field values.
         public init(
-            json: [UInt8] = []
+            json: [UInt8] = [],
+            app: String = ""
         ) {
             self.json = json
+            self.app = app
         }
     }
 
@@ -1332,6 +1445,7 @@ extension ClassificationV1 {
         /// Matched against every field, case- and diacritics-insensitively; empty lists all. Sorted by local name.
         public var query: String = ""
         public var limit: Int32? = nil
+        public var app: String = ""
 
         /// A message with every field at its default.
         public init() {}
@@ -1339,10 +1453,12 @@ extension ClassificationV1 {
         /// A message with the given field values.
         public init(
             query: String = "",
-            limit: Int32? = nil
+            limit: Int32? = nil,
+            app: String = ""
         ) {
             self.query = query
             self.limit = limit
+            self.app = app
         }
     }
 
@@ -1364,15 +1480,18 @@ extension ClassificationV1 {
     /// The `menagerie.classification.v1.GetCatalogueEntryRequest` message.
     public struct GetCatalogueEntryRequest: Sendable, Equatable {
         public var label: String = ""
+        public var app: String = ""
 
         /// A message with every field at its default.
         public init() {}
 
         /// A message with the given field values.
         public init(
-            label: String = ""
+            label: String = "",
+            app: String = ""
         ) {
             self.label = label
+            self.app = app
         }
     }
 
@@ -1484,6 +1603,18 @@ extension ClassificationV1 {
         public static let setActiveModel = ProtoMethod<ClassificationV1.SetActiveModelRequest, ClassificationV1.SetActiveModelResponse>(
             path: "/menagerie.classification.v1.Classification/SetActiveModel", serverStreaming: false, idempotent: true, access: .admin, maxRequestBytes: 65536)
 
+        /// Apps: only an admin points an app at a model or removes it; anyone may list them.
+        public static let setDeployment = ProtoMethod<ClassificationV1.SetDeploymentRequest, ClassificationV1.Deployment>(
+            path: "/menagerie.classification.v1.Classification/SetDeployment", serverStreaming: false, idempotent: true, access: .admin, maxRequestBytes: 65536)
+
+        /// Calls `/menagerie.classification.v1.Classification/ListDeployments`.
+        public static let listDeployments = ProtoMethod<ClassificationV1.ListDeploymentsRequest, ClassificationV1.ListDeploymentsResponse>(
+            path: "/menagerie.classification.v1.Classification/ListDeployments", serverStreaming: false, idempotent: true, sideEffectFree: true, access: .public, maxRequestBytes: 65536)
+
+        /// Calls `/menagerie.classification.v1.Classification/DeleteDeployment`.
+        public static let deleteDeployment = ProtoMethod<ClassificationV1.DeleteDeploymentRequest, ClassificationV1.DeleteDeploymentResponse>(
+            path: "/menagerie.classification.v1.Classification/DeleteDeployment", serverStreaming: false, idempotent: true, access: .admin, maxRequestBytes: 65536)
+
         /// The container file in chunks (server stream).
         public static let exportModel = ProtoMethod<ClassificationV1.ExportModelRequest, ClassificationV1.ModelFileChunk>(
             path: "/menagerie.classification.v1.Classification/ExportModel", serverStreaming: true, idempotent: true, sideEffectFree: true, access: .user, maxRequestBytes: 65536)
@@ -1509,7 +1640,7 @@ extension ClassificationV1 {
             path: "/menagerie.classification.v1.Classification/Feedback", serverStreaming: false, idempotent: false, access: .user)
 
         /// Every method of the service, in declaration order.
-        public static let methods: [ProtoMethodInfo] = [uploadDataset.info, listDatasets.info, getDataset.info, deleteDataset.info, train.info, evaluate.info, classify.info, detect.info, detectStream.info, listModels.info, getModel.info, deleteModel.info, setActiveModel.info, exportModel.info, importModel.info, importCatalogue.info, searchCatalogue.info, getCatalogueEntry.info, feedback.info]
+        public static let methods: [ProtoMethodInfo] = [uploadDataset.info, listDatasets.info, getDataset.info, deleteDataset.info, train.info, evaluate.info, classify.info, detect.info, detectStream.info, listModels.info, getModel.info, deleteModel.info, setActiveModel.info, setDeployment.info, listDeployments.info, deleteDeployment.info, exportModel.info, importModel.info, importCatalogue.info, searchCatalogue.info, getCatalogueEntry.info, feedback.info]
     }
 }
 
@@ -1935,6 +2066,7 @@ extension ClassificationV1.ModelSummary: ProtoMessage, ProtobufCBridged {
         history = reader.repeated(16)
         interrupted = reader.value(17)
         fineTuned = reader.value(18)
+        apps = reader.repeated(19)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1956,6 +2088,7 @@ extension ClassificationV1.ModelSummary: ProtoMessage, ProtobufCBridged {
         writer.set(16, history)
         writer.set(17, interrupted)
         writer.set(18, fineTuned)
+        writer.set(19, apps)
     }
 }
 
@@ -2108,6 +2241,134 @@ extension ClassificationV1.SetActiveModelRequest: ProtoMessage, ProtobufCBridged
 
 extension ClassificationV1.SetActiveModelResponse: ProtoMessage, ProtobufCBridged {
     public static let protoName = "menagerie.classification.v1.SetActiveModelResponse"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ClassificationProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {}
+
+    @usableFromInline package func write(to writer: ProtoWriter) {}
+}
+
+extension ClassificationV1.Deployment: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.classification.v1.Deployment"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ClassificationProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        app = reader.value(1)
+        kind = reader.value(2)
+        model = reader.value(3)
+        updatedAt = reader.value(4)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, app)
+        writer.set(2, kind)
+        writer.set(3, model)
+        writer.set(4, updatedAt)
+    }
+}
+
+extension ClassificationV1.SetDeploymentRequest: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.classification.v1.SetDeploymentRequest"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ClassificationProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        app = reader.value(1)
+        model = reader.value(2)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, app)
+        writer.set(2, model)
+    }
+}
+
+extension ClassificationV1.ListDeploymentsRequest: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.classification.v1.ListDeploymentsRequest"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ClassificationProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {}
+
+    @usableFromInline package func write(to writer: ProtoWriter) {}
+}
+
+extension ClassificationV1.ListDeploymentsResponse: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.classification.v1.ListDeploymentsResponse"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ClassificationProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        deployments = reader.repeated(1)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, deployments)
+    }
+}
+
+extension ClassificationV1.DeleteDeploymentRequest: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.classification.v1.DeleteDeploymentRequest"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ClassificationProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        app = reader.value(1)
+        kind = reader.value(2)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, app)
+        writer.set(2, kind)
+    }
+}
+
+extension ClassificationV1.DeleteDeploymentResponse: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.classification.v1.DeleteDeploymentResponse"
     @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: ClassificationProtoC_message_descriptor(protoName))
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
@@ -2377,6 +2638,7 @@ extension ClassificationV1.ClassifyRequest: ProtoMessage, ProtobufCBridged {
         top = reader.optional(3)
         scaling = reader.value(4)
         minimumConfidence = reader.optional(5)
+        app = reader.value(6)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -2385,6 +2647,7 @@ extension ClassificationV1.ClassifyRequest: ProtoMessage, ProtobufCBridged {
         writer.set(3, top)
         writer.set(4, scaling)
         writer.set(5, minimumConfidence)
+        writer.set(6, app)
     }
 }
 
@@ -2507,6 +2770,7 @@ extension ClassificationV1.DetectRequest: ProtoMessage, ProtobufCBridged {
         confidenceThreshold = reader.optional(4)
         iouThreshold = reader.optional(5)
         maxDetections = reader.optional(6)
+        app = reader.value(7)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -2516,6 +2780,7 @@ extension ClassificationV1.DetectRequest: ProtoMessage, ProtobufCBridged {
         writer.set(4, confidenceThreshold)
         writer.set(5, iouThreshold)
         writer.set(6, maxDetections)
+        writer.set(7, app)
     }
 }
 
@@ -2668,10 +2933,12 @@ extension ClassificationV1.ImportCatalogueRequest: ProtoMessage, ProtobufCBridge
 
     @usableFromInline package init(reading reader: ProtoReader) {
         json = reader.value(1)
+        app = reader.value(2)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, json)
+        writer.set(2, app)
     }
 }
 
@@ -2711,11 +2978,13 @@ extension ClassificationV1.SearchCatalogueRequest: ProtoMessage, ProtobufCBridge
     @usableFromInline package init(reading reader: ProtoReader) {
         query = reader.value(1)
         limit = reader.optional(2)
+        app = reader.value(3)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, query)
         writer.set(2, limit)
+        writer.set(3, app)
     }
 }
 
@@ -2754,10 +3023,12 @@ extension ClassificationV1.GetCatalogueEntryRequest: ProtoMessage, ProtobufCBrid
 
     @usableFromInline package init(reading reader: ProtoReader) {
         label = reader.value(1)
+        app = reader.value(2)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
         writer.set(1, label)
+        writer.set(2, app)
     }
 }
 
@@ -3270,6 +3541,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         ProtoJSONField(number: 16, protoName: "history", jsonName: "history", kind: .message, cardinality: .repeated),
         ProtoJSONField(number: 17, protoName: "interrupted", jsonName: "interrupted", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 18, protoName: "fine_tuned", jsonName: "fineTuned", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 19, protoName: "apps", jsonName: "apps", kind: .string, cardinality: .repeated),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3292,6 +3564,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         json.repeated(15, self.history)
         json.value(16, self.interrupted)
         json.value(17, self.fineTuned)
+        json.repeated(18, self.apps)
         return json.result
     }
 
@@ -3316,6 +3589,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         try json.repeated(15, into: &self.history)
         try json.value(16, into: &self.interrupted)
         try json.value(17, into: &self.fineTuned)
+        try json.repeated(18, into: &self.apps)
     }
 }
 
@@ -3448,6 +3722,119 @@ extension ClassificationV1.SetActiveModelRequest: ProtoJSONMessage {
 }
 
 extension ClassificationV1.SetActiveModelResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension ClassificationV1.Deployment: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "app", jsonName: "app", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "kind", jsonName: "kind", kind: .`enum`, cardinality: .singular),
+        ProtoJSONField(number: 3, protoName: "model", jsonName: "model", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 4, protoName: "updated_at", jsonName: "updatedAt", kind: .double, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.app)
+        json.value(1, self.kind)
+        json.value(2, self.model)
+        json.value(3, self.updatedAt)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.app)
+        try json.value(1, into: &self.kind)
+        try json.value(2, into: &self.model)
+        try json.value(3, into: &self.updatedAt)
+    }
+}
+
+extension ClassificationV1.SetDeploymentRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "app", jsonName: "app", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "model", jsonName: "model", kind: .string, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.app)
+        json.value(1, self.model)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.app)
+        try json.value(1, into: &self.model)
+    }
+}
+
+extension ClassificationV1.ListDeploymentsRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension ClassificationV1.ListDeploymentsResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "deployments", jsonName: "deployments", kind: .message, cardinality: .repeated),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.repeated(0, self.deployments)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.repeated(0, into: &self.deployments)
+    }
+}
+
+extension ClassificationV1.DeleteDeploymentRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "app", jsonName: "app", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "kind", jsonName: "kind", kind: .`enum`, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.app)
+        json.value(1, self.kind)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.app)
+        try json.value(1, into: &self.kind)
+    }
+}
+
+extension ClassificationV1.DeleteDeploymentResponse: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = []
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3713,6 +4100,7 @@ extension ClassificationV1.ClassifyRequest: ProtoJSONMessage {
         ProtoJSONField(number: 3, protoName: "top", jsonName: "top", kind: .int32, cardinality: .optional),
         ProtoJSONField(number: 4, protoName: "scaling", jsonName: "scaling", kind: .`enum`, cardinality: .singular),
         ProtoJSONField(number: 5, protoName: "minimum_confidence", jsonName: "minimumConfidence", kind: .double, cardinality: .optional),
+        ProtoJSONField(number: 6, protoName: "app", jsonName: "app", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3722,6 +4110,7 @@ extension ClassificationV1.ClassifyRequest: ProtoJSONMessage {
         json.optional(2, self.top)
         json.value(3, self.scaling)
         json.optional(4, self.minimumConfidence)
+        json.value(5, self.app)
         return json.result
     }
 
@@ -3733,6 +4122,7 @@ extension ClassificationV1.ClassifyRequest: ProtoJSONMessage {
         try json.optional(2, into: &self.top)
         try json.value(3, into: &self.scaling)
         try json.optional(4, into: &self.minimumConfidence)
+        try json.value(5, into: &self.app)
     }
 }
 
@@ -3840,6 +4230,7 @@ extension ClassificationV1.DetectRequest: ProtoJSONMessage {
         ProtoJSONField(number: 4, protoName: "confidence_threshold", jsonName: "confidenceThreshold", kind: .double, cardinality: .optional),
         ProtoJSONField(number: 5, protoName: "iou_threshold", jsonName: "iouThreshold", kind: .double, cardinality: .optional),
         ProtoJSONField(number: 6, protoName: "max_detections", jsonName: "maxDetections", kind: .int32, cardinality: .optional),
+        ProtoJSONField(number: 7, protoName: "app", jsonName: "app", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3850,6 +4241,7 @@ extension ClassificationV1.DetectRequest: ProtoJSONMessage {
         json.optional(3, self.confidenceThreshold)
         json.optional(4, self.iouThreshold)
         json.optional(5, self.maxDetections)
+        json.value(6, self.app)
         return json.result
     }
 
@@ -3862,6 +4254,7 @@ extension ClassificationV1.DetectRequest: ProtoJSONMessage {
         try json.optional(3, into: &self.confidenceThreshold)
         try json.optional(4, into: &self.iouThreshold)
         try json.optional(5, into: &self.maxDetections)
+        try json.value(6, into: &self.app)
     }
 }
 
@@ -4003,11 +4396,13 @@ extension ClassificationV1.DetectStreamResponse: ProtoJSONMessage {
 extension ClassificationV1.ImportCatalogueRequest: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = [
         ProtoJSONField(number: 1, protoName: "json", jsonName: "json", kind: .bytes, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "app", jsonName: "app", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
         var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
         json.value(0, self.json)
+        json.value(1, self.app)
         return json.result
     }
 
@@ -4015,6 +4410,7 @@ extension ClassificationV1.ImportCatalogueRequest: ProtoJSONMessage {
         self.init()
         let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
         try json.value(0, into: &self.json)
+        try json.value(1, into: &self.app)
     }
 }
 
@@ -4040,12 +4436,14 @@ extension ClassificationV1.SearchCatalogueRequest: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = [
         ProtoJSONField(number: 1, protoName: "query", jsonName: "query", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 2, protoName: "limit", jsonName: "limit", kind: .int32, cardinality: .optional),
+        ProtoJSONField(number: 3, protoName: "app", jsonName: "app", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
         var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
         json.value(0, self.query)
         json.optional(1, self.limit)
+        json.value(2, self.app)
         return json.result
     }
 
@@ -4054,6 +4452,7 @@ extension ClassificationV1.SearchCatalogueRequest: ProtoJSONMessage {
         let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
         try json.value(0, into: &self.query)
         try json.optional(1, into: &self.limit)
+        try json.value(2, into: &self.app)
     }
 }
 
@@ -4078,11 +4477,13 @@ extension ClassificationV1.SearchCatalogueResponse: ProtoJSONMessage {
 extension ClassificationV1.GetCatalogueEntryRequest: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = [
         ProtoJSONField(number: 1, protoName: "label", jsonName: "label", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "app", jsonName: "app", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
         var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
         json.value(0, self.label)
+        json.value(1, self.app)
         return json.result
     }
 
@@ -4090,6 +4491,7 @@ extension ClassificationV1.GetCatalogueEntryRequest: ProtoJSONMessage {
         self.init()
         let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
         try json.value(0, into: &self.label)
+        try json.value(1, into: &self.app)
     }
 }
 
@@ -4173,6 +4575,12 @@ extension ClassificationV1 {
             ClassificationV1.DeleteModelResponse.self,
             ClassificationV1.SetActiveModelRequest.self,
             ClassificationV1.SetActiveModelResponse.self,
+            ClassificationV1.Deployment.self,
+            ClassificationV1.SetDeploymentRequest.self,
+            ClassificationV1.ListDeploymentsRequest.self,
+            ClassificationV1.ListDeploymentsResponse.self,
+            ClassificationV1.DeleteDeploymentRequest.self,
+            ClassificationV1.DeleteDeploymentResponse.self,
             ClassificationV1.ExportModelRequest.self,
             ClassificationV1.ModelFileChunk.self,
             ClassificationV1.ImportModelRequest.self,

@@ -40,6 +40,13 @@ extension ClassificationV1.Classification {
 
         func setActiveModel(request: ClassificationV1.SetActiveModelRequest, context: ServerContext) async throws -> ClassificationV1.SetActiveModelResponse
 
+        /// Apps: only an admin points an app at a model or removes it; anyone may list them.
+        func setDeployment(request: ClassificationV1.SetDeploymentRequest, context: ServerContext) async throws -> ClassificationV1.Deployment
+
+        func listDeployments(request: ClassificationV1.ListDeploymentsRequest, context: ServerContext) async throws -> ClassificationV1.ListDeploymentsResponse
+
+        func deleteDeployment(request: ClassificationV1.DeleteDeploymentRequest, context: ServerContext) async throws -> ClassificationV1.DeleteDeploymentResponse
+
         /// The container file in chunks (server stream).
         func exportModel(request: ClassificationV1.ExportModelRequest, response: ResponseWriter<ClassificationV1.ModelFileChunk>, context: ServerContext) async throws
 
@@ -96,6 +103,13 @@ extension ClassificationV1.Classification {
         func deleteModel(_ request: ClassificationV1.DeleteModelRequest, options: CallOptions) async throws -> ClassificationV1.DeleteModelResponse
 
         func setActiveModel(_ request: ClassificationV1.SetActiveModelRequest, options: CallOptions) async throws -> ClassificationV1.SetActiveModelResponse
+
+        /// Apps: only an admin points an app at a model or removes it; anyone may list them.
+        func setDeployment(_ request: ClassificationV1.SetDeploymentRequest, options: CallOptions) async throws -> ClassificationV1.Deployment
+
+        func listDeployments(_ request: ClassificationV1.ListDeploymentsRequest, options: CallOptions) async throws -> ClassificationV1.ListDeploymentsResponse
+
+        func deleteDeployment(_ request: ClassificationV1.DeleteDeploymentRequest, options: CallOptions) async throws -> ClassificationV1.DeleteDeploymentResponse
 
         /// The container file in chunks (server stream).
         func exportModel(_ request: ClassificationV1.ExportModelRequest, options: CallOptions) -> any AsyncSequence<ClassificationV1.ModelFileChunk, any Error>
@@ -187,6 +201,19 @@ extension ClassificationV1.Classification {
 
         public func setActiveModel(_ request: ClassificationV1.SetActiveModelRequest, options: CallOptions) async throws -> ClassificationV1.SetActiveModelResponse {
             try await rpcClient.unary(ClassificationV1.Classification.setActiveModel, request, options: options)
+        }
+
+        /// Apps: only an admin points an app at a model or removes it; anyone may list them.
+        public func setDeployment(_ request: ClassificationV1.SetDeploymentRequest, options: CallOptions) async throws -> ClassificationV1.Deployment {
+            try await rpcClient.unary(ClassificationV1.Classification.setDeployment, request, options: options)
+        }
+
+        public func listDeployments(_ request: ClassificationV1.ListDeploymentsRequest, options: CallOptions) async throws -> ClassificationV1.ListDeploymentsResponse {
+            try await rpcClient.unary(ClassificationV1.Classification.listDeployments, request, options: options)
+        }
+
+        public func deleteDeployment(_ request: ClassificationV1.DeleteDeploymentRequest, options: CallOptions) async throws -> ClassificationV1.DeleteDeploymentResponse {
+            try await rpcClient.unary(ClassificationV1.Classification.deleteDeployment, request, options: options)
         }
 
         /// The container file in chunks (server stream).
@@ -291,6 +318,21 @@ extension ClassificationV1.Classification.ClientProtocol {
         try await setActiveModel(request, options: CallOptions())
     }
 
+    /// `setDeployment` with the default call options.
+    public func setDeployment(_ request: ClassificationV1.SetDeploymentRequest) async throws -> ClassificationV1.Deployment {
+        try await setDeployment(request, options: CallOptions())
+    }
+
+    /// `listDeployments` with the default call options.
+    public func listDeployments(_ request: ClassificationV1.ListDeploymentsRequest) async throws -> ClassificationV1.ListDeploymentsResponse {
+        try await listDeployments(request, options: CallOptions())
+    }
+
+    /// `deleteDeployment` with the default call options.
+    public func deleteDeployment(_ request: ClassificationV1.DeleteDeploymentRequest) async throws -> ClassificationV1.DeleteDeploymentResponse {
+        try await deleteDeployment(request, options: CallOptions())
+    }
+
     /// `exportModel` with the default call options.
     public func exportModel(_ request: ClassificationV1.ExportModelRequest) -> any AsyncSequence<ClassificationV1.ModelFileChunk, any Error> {
         exportModel(request, options: CallOptions())
@@ -365,6 +407,15 @@ extension ClassificationV1.Classification.ServiceProtocol {
         }
         router.unary(ClassificationV1.Classification.setActiveModel) { request, context in
             try await self.setActiveModel(request: request, context: context)
+        }
+        router.unary(ClassificationV1.Classification.setDeployment) { request, context in
+            try await self.setDeployment(request: request, context: context)
+        }
+        router.unary(ClassificationV1.Classification.listDeployments) { request, context in
+            try await self.listDeployments(request: request, context: context)
+        }
+        router.unary(ClassificationV1.Classification.deleteDeployment) { request, context in
+            try await self.deleteDeployment(request: request, context: context)
         }
         router.serverStreaming(ClassificationV1.Classification.exportModel) { request, response, context in
             try await self.exportModel(request: request, response: response, context: context)

@@ -31,6 +31,23 @@ public struct Placement: Sendable, Equatable {
 /// Image → network input: RGB floats in [0, 1], channels first ([3][height][width] flattened). Resizing goes through
 /// libtorch's antialiased bilinear interpolation (PIL's filter), so shrinking a photo averages instead of aliasing.
 public enum Preprocessing {
+    /// The smallest decoded size (`RGBImage.decode(atLeast:)`) of an upright `image` that still covers twice what
+    /// `scaling` keeps of it at the input's size, so the resize averages several pixels into each: a 4:3 photo fitted
+    /// into 224×224 becomes 224×168, so 448×336 of it is enough (libjpeg's 1/8 of 12 MP, where twice the input on
+    /// both sides, 448×448, needed 1/4 and four times the pixels).
+    public static func decodeSize(of image: (width: Int, height: Int), input: (width: Int, height: Int), scaling: Scaling) -> (width: Int, height: Int) {
+        guard image.width > 0, image.height > 0 else { return (2 * input.width, 2 * input.height) }
+        let w = Double(image.width), h = Double(image.height)
+        let scale: Double
+        switch scaling {
+        case .fill: return (2 * input.width, 2 * input.height)
+        case .fit: scale = min(Double(input.width) / w, Double(input.height) / h)
+        case .centerCrop: scale = max(Double(input.width) / w, Double(input.height) / h)
+        }
+        // Up, but not for a rounding error's sake (2 · 3000 · 224/3000 is 448.00000000000006).
+        return (Int((2 * w * scale - 1e-6).rounded(.up)), Int((2 * h * scale - 1e-6).rounded(.up)))
+    }
+
     public static func input(_ image: RGBImage, width: Int, height: Int, scaling: Scaling) throws -> (pixels: [Float], placement: Placement) {
         var source = image
         var placement = Placement(scaleX: Double(width) / Double(image.width), scaleY: Double(height) / Double(image.height),

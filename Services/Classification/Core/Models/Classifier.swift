@@ -96,6 +96,12 @@ public final class Classifier: @unchecked Sendable {
     /// resize to the input still averages several pixels into each.
     public var decodeSize: (width: Int, height: Int) { (2 * header.inputWidth, 2 * header.inputHeight) }
 
+    /// The smallest decoded size of an upright photo of `size` that `classify` with `scaling` needs
+    /// (`Preprocessing.decodeSize`): what its resize keeps, twice over.
+    public func decodeSize(for size: (width: Int, height: Int), scaling: Scaling? = nil) -> (width: Int, height: Int) {
+        Preprocessing.decodeSize(of: size, input: (header.inputWidth, header.inputHeight), scaling: scaling ?? header.scaling)
+    }
+
     /// The top `k` labels of one image, most probable first.
     public func classify(_ image: RGBImage, top k: Int = 5, scaling: Scaling? = nil) throws -> [Prediction] {
         let input = try Preprocessing.input(image, width: header.inputWidth, height: header.inputHeight,

@@ -57,9 +57,11 @@ struct LinearHead {
     }
 
     /// Fits a head full-batch with Adam and an L2 penalty (`options.epochs` steps, 300 by default), reporting every
-    /// 25 steps. `held` measures the validation accuracy.
+    /// 25 steps. `held` measures the validation accuracy. With `balanced` each label weighs about as much in the loss
+    /// whatever its count (`balancingRepeats`): 70 three-leaf clovers beside 30 four-leaf ones no longer pull the
+    /// head towards "three-leaf" where the features do not say.
     static func fit(rows: [[Float]], targets: [Int], held: (rows: [[Float]], labels: [Int])?, classes: Int,
-                    options: ClassifierTrainingOptions, progress: (TrainingProgress) throws -> Void) throws -> Fit {
+                    options: ClassifierTrainingOptions, balanced: Bool = true, progress: (TrainingProgress) throws -> Void) throws -> Fit {
         guard let width = rows.first?.count, width > 0 else { throw ClassificationError.invalid("there are no features to train on") }
         var mean = [Float](repeating: 0, count: width), deviation = [Float](repeating: 0, count: width)
         for row in rows { for j in 0..<width { mean[j] += row[j] } }
@@ -68,8 +70,14 @@ struct LinearHead {
         for j in 0..<width { deviation[j] = max(1e-3, (deviation[j] / Float(rows.count)).squareRoot()) }
         var head = LinearHead(mean: mean, deviation: deviation, weight: try Tensor.zeros([classes, width]).requiringGradients(),
                               bias: try Tensor.zeros([classes]).requiringGradients(), classes: classes)
-        let x = try Tensor(rows.flatMap(head.standardise), shape: [rows.count, width])
-        let y = try Tensor(int64s: targets.map(Int64.init), shape: [targets.count])
+        // Standardised on the rows as they are; a label's rows repeated for the loss (full batch: a repeat is a weight).
+        let repeats = balanced ? Self.balancingRepeats(targets, classes: classes) : [Int](repeating: 1, count: classes)
+        var order: [Int] = []
+        for (index, target) in targets.enumerated() { order += [Int](repeating: index, count: repeats[target]) }
+        let x = try Tensor(order.flatMap { head.standardise(rows[$0]) }, shape: [order.count, width])
+        let y = try Tensor(int64s: order.map { Int64(targets[$0]) }, shape: [order.count])
+        var firstRepeat = [Int](repeating: 0, count: targets.count)
+        for (position, index) in order.enumerated().reversed() { firstRepeat[index] = position }
         let heldX = try held.map { try Tensor($0.rows.flatMap(head.standardise), shape: [$0.rows.count, width]) }
         let optimizer = try Optimizer(.adam, parameters: [head.weight, head.bias], learningRate: options.learningRate ?? 0.01)
         let epochs = max(1, options.epochs ?? 300)
@@ -82,7 +90,9 @@ struct LinearHead {
             try loss.backward()
             try optimizer.step()
             if epoch % 25 == 0 || epoch == epochs {
-                trainingAccuracy = Metrics.accuracy(predicted: try logits.argmax(dim: 1).int64s().map(Int.init), truth: targets)
+                // Over the rows as they are, each once (not as repeated for the loss).
+                let predicted = try logits.argmax(dim: 1).int64s()
+                trainingAccuracy = Metrics.accuracy(predicted: firstRepeat.map { Int(predicted[$0]) }, truth: targets)
                 if let held, let heldX {
                     let predicted = try Torch.withoutGradients { try heldX.linear(weight: head.weight, bias: head.bias).argmax(dim: 1).int64s() }
                     validationAccuracy = Metrics.accuracy(predicted: predicted.map(Int.init), truth: held.labels)
@@ -94,5 +104,19 @@ struct LinearHead {
         head.weight = try head.weight.detached()
         head.bias = try head.bias.detached()
         return Fit(head: head, trainingAccuracy: trainingAccuracy, validationAccuracy: validationAccuracy)
+    }
+
+    /// How many times each label's rows count so that every label weighs about as much as the most frequent one: the
+    /// largest count over the label's, rounded (1 for labels within 1.5× of it, inclusive, so nearly balanced sets train as they
+    /// did). A label without rows counts once.
+    static func balancingRepeats(_ targets: [Int], classes: Int) -> [Int] {
+        var counts = [Int](repeating: 0, count: classes)
+        for target in targets where counts.indices.contains(target) { counts[target] += 1 }
+        let largest = counts.max() ?? 0
+        return counts.map { count in
+            guard count > 0 else { return 1 }
+            let ratio = Double(largest) / Double(count)
+            return ratio <= 1.5 ? 1 : Int(ratio.rounded())
+        }
     }
 }

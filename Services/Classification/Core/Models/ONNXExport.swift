@@ -88,12 +88,40 @@ public enum ONNXExport {
             entries.append(("output", "boxes: [1, N, 5 + \(header.labels.count)] YOLOv5 layout (centre x, y, width, height in input pixels, objectness, class probabilities); no NMS"))
             entries.append(("layout", "yolov5"))
         }
+        let normalised = header.mean != nil && header.std != nil
         if let mean = header.mean, let std = header.std {
             entries.append(("input_mean", mean.map { String($0) }.joined(separator: ",")))
             entries.append(("input_std", std.map { String($0) }.joined(separator: ",")))
             entries.append(("input_normalisation", "per channel (x - input_mean) / input_std on x = pixel / 255, after resizing"))
         }
+        entries.append(("input_alpha", alphaDoc))
+        entries.append(("input_orientation", "a JPEG is turned upright by its EXIF orientation (1-8) before anything else; other formats are taken as stored"))
+        entries.append(("input_steps", steps(header, scaling: scaling, normalised: normalised)))
         return entries
+    }
+
+    /// How the service flattens transparency (`RGBImage.decode`), which tools do differently: PIL's convert("RGB")
+    /// drops the alpha, a paste onto black composites in sRGB values (white at alpha 128 gives 128, libpng's 186).
+    static let alphaDoc = "transparency is composited onto black: a PNG with alpha (or a palette's tRNS) as libpng's simplified API "
+        + "does, in linear light (colour to linear, times alpha, back to sRGB: white at alpha 128 becomes 186, not 128; "
+        + "about 255 * (alpha * (c / 255)^2.2)^(1 / 2.2)); a WebP's or HEIC's alpha is dropped (the stored colour kept); JPEG has none"
+
+    /// Every step from the photo's bytes to the graph's input, in order, as a JSON array of sentences: what an app
+    /// must do to be answered as the service answers.
+    static func steps(_ header: ModelHeader, scaling: Scaling, normalised: Bool) -> String {
+        var steps = [
+            "decode to 8-bit RGB (a JPEG may be decoded at 1/2, 1/4 or 1/8 scale by libjpeg's DCT scaling while it stays at least twice the input on each side: a classifier only; decoding whole then resizing is within rounding of it)",
+            "turn upright by EXIF orientation (JPEG; input_orientation)",
+            "flatten transparency onto black (input_alpha)",
+            "resize to input_width x input_height: \(resizeDoc(scaling)) (libtorch's antialiased bilinear, as PIL's Image.resize with BILINEAR)",
+            "x = pixel / 255 (input_scale)",
+        ]
+        if normalised { steps.append("x = (x - input_mean) / input_std per channel (input_normalisation)") }
+        steps.append("lay out as [1, 3, input_height, input_width] float32, channels R, G, B (input_layout)")
+        // A JSON array, as `labels` is: the steps' own text has commas and semicolons.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        return String(decoding: (try? encoder.encode(steps.enumerated().map { "\($0.offset + 1). \($0.element)" })) ?? Data("[]".utf8), as: UTF8.self)
     }
 
     static func resizeDoc(_ scaling: Scaling) -> String {

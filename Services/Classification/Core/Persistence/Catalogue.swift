@@ -2,27 +2,27 @@ import Base
 import Foundation
 import Storage
 
-/// A catalogue entry keyed by label (a breed, a species): what the app showed beside the top prediction.
-public struct CatalogueEntry: Sendable, Equatable, Codable {
+/// A catalogue entry of an app, keyed by label (a breed, a species): what the app shows beside the top prediction.
+public struct CatalogueEntry: Sendable, Equatable {
     public var label: String
     public var name: String
     public var localName: String
-    /// Free attributes: fur, size, weight, height, colour, life expectancy, country of origin, description.
-    public var attributes: [String: String]
+    /// Free attributes (fur, size, weight, height, colour, life expectancy, country of origin, description) in the
+    /// order the app wrote them: it shows them so.
+    public var attributes: [Attribute]
 
-    public init(label: String, name: String, localName: String, attributes: [String: String] = [:]) {
+    public struct Attribute: Sendable, Equatable, Codable {
+        public var key: String
+        public var value: String
+        public init(_ key: String, _ value: String) { self.key = key; self.value = value }
+    }
+
+    public init(label: String, name: String, localName: String, attributes: [Attribute] = []) {
         self.label = label; self.name = name; self.localName = localName; self.attributes = attributes
     }
 
-    enum CodingKeys: String, CodingKey { case label, name, localName = "local_name", attributes }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        label = try c.decode(String.self, forKey: .label)
-        name = try c.decodeIfPresent(String.self, forKey: .name) ?? label
-        localName = try c.decodeIfPresent(String.self, forKey: .localName) ?? name
-        attributes = try c.decodeIfPresent([String: String].self, forKey: .attributes) ?? [:]
-    }
+    /// The value of the attribute `key`, if it has one.
+    public subscript(attribute key: String) -> String? { attributes.first { $0.key == key }?.value }
 }
 
 /// Case- and diacritics-insensitive folding for search and sorting ("Čivava" matches "civava").
@@ -31,60 +31,44 @@ func folded(_ text: String) -> String {
 }
 
 extension ClassificationStore {
-    /// Parses a JSON array of entries (`label` required; `name`, `local_name`, `attributes` optional), naming the
-    /// index of a bad one.
-    public static func parseCatalogue(_ json: [UInt8]) throws -> [CatalogueEntry] {
-        do {
-            let entries = try JSONDecoder().decode([CatalogueEntry].self, from: Data(json))
-            for (i, entry) in entries.enumerated() where entry.label.isEmpty {
-                throw ClassificationError.invalid("catalogue[\(i)].label is empty")
-            }
-            return entries
-        } catch let error as ClassificationError {
-            throw error
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw ClassificationError.invalid("catalogue\(path(context.codingPath)).\(key.stringValue): missing")
-        } catch let DecodingError.typeMismatch(_, context) {
-            throw ClassificationError.invalid("catalogue\(path(context.codingPath)): wrong type (\(context.debugDescription))")
-        } catch {
-            throw ClassificationError.invalid("catalogue: malformed JSON (\(error.localizedDescription))")
-        }
-    }
-
-    private static func path(_ keys: [CodingKey]) -> String {
-        keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-    }
-
-    /// Imports entries, replacing those with the same labels; returns how many were written.
+    /// Imports `app`'s entries, replacing those of the app with the same labels; returns how many were written.
+    /// Labels must be unique and non-empty (INVALID_ARGUMENT naming the entry).
     @discardableResult
-    public func importCatalogue(_ entries: [CatalogueEntry]) throws -> Int {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
+    public func importCatalogue(_ entries: [CatalogueEntry], app: String) throws -> Int {
+        try Self.validName(app, "app")
+        var seen: [String: Int] = [:]
+        for (i, entry) in entries.enumerated() {
+            guard !entry.label.isEmpty else { throw ClassificationError.invalid("catalogue[\(i)]: the label is empty") }
+            if let first = seen.updateValue(i, forKey: entry.label) {
+                throw ClassificationError.invalid("catalogue[\(i)]: label \"\(entry.label)\" is catalogue[\(first)]'s too")
+            }
+        }
         return try database.write { db in
             let statement = try db.prepare("""
-                INSERT OR REPLACE INTO catalogue (label, name, local_name, attributes, search) VALUES (?, ?, ?, ?, ?)
+                INSERT OR REPLACE INTO catalogue (app, label, name, local_name, attributes, search) VALUES (?, ?, ?, ?, ?, ?)
                 """)
             for entry in entries {
-                let text = ([entry.label, entry.name, entry.localName] + entry.attributes.keys + entry.attributes.values)
+                let text = ([entry.label, entry.name, entry.localName] + entry.attributes.flatMap { [$0.key, $0.value] })
                     .map(folded).joined(separator: "\u{1F}")
-                try statement.execute([entry.label, entry.name, entry.localName,
-                                       String(decoding: try encoder.encode(entry.attributes), as: UTF8.self), text])
+                let pairs = entry.attributes.map { [$0.key, $0.value] }
+                try statement.execute([app, entry.label, entry.name, entry.localName,
+                                       String(decoding: try JSONEncoder().encode(pairs), as: UTF8.self), text])
             }
             return entries.count
         }
     }
 
-    public func catalogueEntry(label: String) throws -> CatalogueEntry? {
+    public func catalogueEntry(label: String, app: String) throws -> CatalogueEntry? {
         try database.read { db in
-            try db.queryOne("SELECT label, name, local_name, attributes FROM catalogue WHERE label = ?", [label]).map(Self.entry)
+            try db.queryOne("SELECT label, name, local_name, attributes FROM catalogue WHERE app = ? AND label = ?", [app, label]).map(Self.entry)
         }
     }
 
-    /// Entries whose any field contains the query (folded), sorted by folded local name; all for an empty query.
-    public func searchCatalogue(_ query: String, limit: Int = 100) throws -> [CatalogueEntry] {
+    /// `app`'s entries whose any field contains the query (folded), sorted by folded local name; all for an empty query.
+    public func searchCatalogue(_ query: String, app: String, limit: Int = 100) throws -> [CatalogueEntry] {
         let needle = folded(query.trimmingCharacters(in: .whitespaces))
         let rows = try database.read { db in
-            try db.query("SELECT label, name, local_name, attributes, search FROM catalogue")
+            try db.query("SELECT label, name, local_name, attributes, search FROM catalogue WHERE app = ?", [app])
         }
         return rows.filter { needle.isEmpty || ($0.string(4) ?? "").contains(needle) }
             .map(Self.entry)
@@ -92,9 +76,16 @@ extension ClassificationStore {
             .prefix(max(0, limit)).map { $0 }
     }
 
+    /// A row as an entry: attributes an array of [key, value] in the app's order, or (rows from before migration 7)
+    /// an object, in key order as it was kept.
     private static func entry(_ row: Row) -> CatalogueEntry {
-        CatalogueEntry(label: row.string(0) ?? "", name: row.string(1) ?? "", localName: row.string(2) ?? "",
-                       attributes: (try? JSONDecoder().decode([String: String].self, from: Data((row.string(3) ?? "{}").utf8))) ?? [:])
+        let json = Data((row.string(3) ?? "[]").utf8)
+        let attributes: [CatalogueEntry.Attribute] = if let pairs = try? JSONDecoder().decode([[String]].self, from: json) {
+            pairs.filter { $0.count == 2 }.map { CatalogueEntry.Attribute($0[0], $0[1]) }
+        } else {
+            ((try? JSONDecoder().decode([String: String].self, from: json)) ?? [:]).sorted { $0.key < $1.key }.map { CatalogueEntry.Attribute($0.key, $0.value) }
+        }
+        return CatalogueEntry(label: row.string(0) ?? "", name: row.string(1) ?? "", localName: row.string(2) ?? "", attributes: attributes)
     }
 
     // MARK: Feedback

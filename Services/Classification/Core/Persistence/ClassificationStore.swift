@@ -64,6 +64,35 @@ public final class ClassificationStore: Sendable {
         Migration(5, "model files by hash") { db in
             try db.executeScript("ALTER TABLE models ADD COLUMN file_hash TEXT;")
         },
+        // Models per app (Deployments.swift): an admin points an app's classifier or detector at a model. Each kind's
+        // active model becomes the classifier or detector of the app `default`, so a stack with one model per kind
+        // answers as before (a call naming no app takes the only app there is). Deleting the model leaves the app
+        // pointing at none (SET NULL), never at whatever is stored later.
+        Migration(6, "deployments") { db in
+            try db.executeScript("""
+                CREATE TABLE deployments (
+                    app TEXT NOT NULL, kind TEXT NOT NULL, model TEXT REFERENCES models(name) ON DELETE SET NULL,
+                    updated_at REAL NOT NULL, PRIMARY KEY (app, kind));
+                CREATE INDEX deployments_model ON deployments(model);
+                INSERT INTO deployments (app, kind, model, updated_at)
+                    SELECT 'default', kind, model, CAST(strftime('%s', 'now') AS REAL) FROM active_models;
+                DROP TABLE active_models;
+                """)
+        },
+        // A catalogue per app (the dog app's breeds are not the clover app's), keyed by app and label; the entries
+        // from before belong to the app `default`, as the active models did. Attributes keep the order they were
+        // imported in (a JSON array of [key, value]; rows from before hold an object, read in key order).
+        Migration(7, "catalogue per app") { db in
+            try db.executeScript("""
+                CREATE TABLE app_catalogue (
+                    app TEXT NOT NULL, label TEXT NOT NULL, name TEXT NOT NULL, local_name TEXT NOT NULL,
+                    attributes TEXT NOT NULL, search TEXT NOT NULL, PRIMARY KEY (app, label));
+                INSERT INTO app_catalogue (app, label, name, local_name, attributes, search)
+                    SELECT 'default', label, name, local_name, attributes, search FROM catalogue;
+                DROP TABLE catalogue;
+                ALTER TABLE app_catalogue RENAME TO catalogue;
+                """)
+        },
     ]
 
     /// The owner of datasets from before owners existed (the stack's admin).
@@ -257,10 +286,14 @@ public final class ClassificationStore: Sendable {
         public var header: ModelHeader
         public var size: Int
         public var createdAt: Date
-        public var active: Bool
+        /// The apps whose classifier or detector it is (Deployments.swift), by name.
+        public var apps: [String]
+        /// Whether an app serves it.
+        public var active: Bool { !apps.isEmpty }
     }
 
-    /// Stores a model file under `name` (replacing none: names are unique).
+    /// Stores a model file under `name` (replacing none: names are unique). It serves no app until an admin points
+    /// one at it (`setDeployment`): a user's training never becomes what an app's callers get.
     public func saveModel(_ file: ModelFile, name: String) throws {
         try Self.validName(name, "model")
         let bytes = try file.encoded()
@@ -282,8 +315,6 @@ public final class ClassificationStore: Sendable {
                 try db.execute("INSERT INTO models (name, kind, algorithm, created_at, size, file) VALUES (?, ?, ?, ?, ?, ?)",
                                [name, file.header.kind.rawValue, file.header.algorithm, Date().timeIntervalSince1970, bytes.count, bytes])
             }
-            // The first model of a kind becomes that kind's active model.
-            try db.execute("INSERT OR IGNORE INTO active_models (kind, model) VALUES (?, ?)", [file.header.kind.rawValue, name])
         }
     }
 
@@ -333,8 +364,9 @@ public final class ClassificationStore: Sendable {
     public func models() throws -> [ModelSummary] {
         let rows = try database.read { db in
             try db.query("""
-                SELECT m.name, m.file, m.size, m.created_at, a.kind IS NOT NULL, m.file_hash FROM models m
-                LEFT JOIN active_models a ON a.model = m.name ORDER BY m.name
+                SELECT m.name, m.file, m.size, m.created_at,
+                    (SELECT json_group_array(app) FROM (SELECT app FROM deployments WHERE model = m.name ORDER BY app)), m.file_hash
+                FROM models m ORDER BY m.name
                 """)
         }
         return try rows.map { r in
@@ -351,7 +383,8 @@ public final class ClassificationStore: Sendable {
                 header = try ModelFile.decode(r.blob(1) ?? []).header
             }
             return ModelSummary(name: name, header: header, size: r.int(2) ?? 0,
-                                createdAt: Date(timeIntervalSince1970: r.double(3) ?? 0), active: r.bool(4) ?? false)
+                                createdAt: Date(timeIntervalSince1970: r.double(3) ?? 0),
+                                apps: (try? JSONDecoder().decode([String].self, from: Data((r.string(4) ?? "[]").utf8))) ?? [])
         }
     }
 
@@ -359,15 +392,6 @@ public final class ClassificationStore: Sendable {
         try database.write { db in
             try db.execute("DELETE FROM models WHERE name = ?", [name])
             guard db.changes > 0 else { throw ClassificationError(.notFound, "no model named \(name)") }
-        }
-    }
-
-    public func setActiveModel(_ name: String) throws {
-        try database.write { db in
-            guard let row = try db.queryOne("SELECT kind FROM models WHERE name = ?", [name]) else {
-                throw ClassificationError(.notFound, "no model named \(name)")
-            }
-            try db.execute("INSERT OR REPLACE INTO active_models (kind, model) VALUES (?, ?)", [row.string(0) ?? "", name])
         }
     }
 
@@ -391,10 +415,5 @@ public final class ClassificationStore: Sendable {
         let what = shared == dataset.samples.count ? "all \(shared) images" : "\(shared) of the \(dataset.samples.count) images"
         return "\(what) of dataset \(datasetName) are in the dataset\(trained.count == 1 ? "" : "s") model \(name) was trained on (\(sources)), "
             + "its held-out share included: figures on images it has seen flatter it; evaluate on images it never saw"
-    }
-
-    /// The active model's name for a kind, if any.
-    public func activeModel(kind: ModelHeader.Kind) throws -> String? {
-        try database.read { db in try db.queryOne("SELECT model FROM active_models WHERE kind = ?", [kind.rawValue])?.string(0) }
     }
 }

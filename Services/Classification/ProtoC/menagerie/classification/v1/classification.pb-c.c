@@ -1087,6 +1087,276 @@ void   menagerie__classification__v1__set_active_model_response__free_unpacked
   assert(message->base.descriptor == &menagerie__classification__v1__set_active_model_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   menagerie__classification__v1__deployment__init
+                     (Menagerie__Classification__V1__Deployment         *message)
+{
+  static const Menagerie__Classification__V1__Deployment init_value = MENAGERIE__CLASSIFICATION__V1__DEPLOYMENT__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__deployment__get_packed_size
+                     (const Menagerie__Classification__V1__Deployment *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__deployment__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__deployment__pack
+                     (const Menagerie__Classification__V1__Deployment *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__deployment__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__deployment__pack_to_buffer
+                     (const Menagerie__Classification__V1__Deployment *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__deployment__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__Deployment *
+       menagerie__classification__v1__deployment__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__Deployment *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__deployment__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__deployment__free_unpacked
+                     (Menagerie__Classification__V1__Deployment *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__deployment__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__set_deployment_request__init
+                     (Menagerie__Classification__V1__SetDeploymentRequest         *message)
+{
+  static const Menagerie__Classification__V1__SetDeploymentRequest init_value = MENAGERIE__CLASSIFICATION__V1__SET_DEPLOYMENT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__set_deployment_request__get_packed_size
+                     (const Menagerie__Classification__V1__SetDeploymentRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__set_deployment_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__set_deployment_request__pack
+                     (const Menagerie__Classification__V1__SetDeploymentRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__set_deployment_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__set_deployment_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__SetDeploymentRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__set_deployment_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__SetDeploymentRequest *
+       menagerie__classification__v1__set_deployment_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__SetDeploymentRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__set_deployment_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__set_deployment_request__free_unpacked
+                     (Menagerie__Classification__V1__SetDeploymentRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__set_deployment_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__list_deployments_request__init
+                     (Menagerie__Classification__V1__ListDeploymentsRequest         *message)
+{
+  static const Menagerie__Classification__V1__ListDeploymentsRequest init_value = MENAGERIE__CLASSIFICATION__V1__LIST_DEPLOYMENTS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__list_deployments_request__get_packed_size
+                     (const Menagerie__Classification__V1__ListDeploymentsRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_deployments_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__list_deployments_request__pack
+                     (const Menagerie__Classification__V1__ListDeploymentsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_deployments_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__list_deployments_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__ListDeploymentsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_deployments_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ListDeploymentsRequest *
+       menagerie__classification__v1__list_deployments_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ListDeploymentsRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__list_deployments_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__list_deployments_request__free_unpacked
+                     (Menagerie__Classification__V1__ListDeploymentsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__list_deployments_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__list_deployments_response__init
+                     (Menagerie__Classification__V1__ListDeploymentsResponse         *message)
+{
+  static const Menagerie__Classification__V1__ListDeploymentsResponse init_value = MENAGERIE__CLASSIFICATION__V1__LIST_DEPLOYMENTS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__list_deployments_response__get_packed_size
+                     (const Menagerie__Classification__V1__ListDeploymentsResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_deployments_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__list_deployments_response__pack
+                     (const Menagerie__Classification__V1__ListDeploymentsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_deployments_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__list_deployments_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__ListDeploymentsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__list_deployments_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__ListDeploymentsResponse *
+       menagerie__classification__v1__list_deployments_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__ListDeploymentsResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__list_deployments_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__list_deployments_response__free_unpacked
+                     (Menagerie__Classification__V1__ListDeploymentsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__list_deployments_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__delete_deployment_request__init
+                     (Menagerie__Classification__V1__DeleteDeploymentRequest         *message)
+{
+  static const Menagerie__Classification__V1__DeleteDeploymentRequest init_value = MENAGERIE__CLASSIFICATION__V1__DELETE_DEPLOYMENT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__delete_deployment_request__get_packed_size
+                     (const Menagerie__Classification__V1__DeleteDeploymentRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_deployment_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__delete_deployment_request__pack
+                     (const Menagerie__Classification__V1__DeleteDeploymentRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_deployment_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__delete_deployment_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__DeleteDeploymentRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_deployment_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__DeleteDeploymentRequest *
+       menagerie__classification__v1__delete_deployment_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__DeleteDeploymentRequest *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__delete_deployment_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__delete_deployment_request__free_unpacked
+                     (Menagerie__Classification__V1__DeleteDeploymentRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_deployment_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__classification__v1__delete_deployment_response__init
+                     (Menagerie__Classification__V1__DeleteDeploymentResponse         *message)
+{
+  static const Menagerie__Classification__V1__DeleteDeploymentResponse init_value = MENAGERIE__CLASSIFICATION__V1__DELETE_DEPLOYMENT_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__classification__v1__delete_deployment_response__get_packed_size
+                     (const Menagerie__Classification__V1__DeleteDeploymentResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_deployment_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__classification__v1__delete_deployment_response__pack
+                     (const Menagerie__Classification__V1__DeleteDeploymentResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_deployment_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__classification__v1__delete_deployment_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__DeleteDeploymentResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_deployment_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Classification__V1__DeleteDeploymentResponse *
+       menagerie__classification__v1__delete_deployment_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Classification__V1__DeleteDeploymentResponse *)
+     protobuf_c_message_unpack (&menagerie__classification__v1__delete_deployment_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__classification__v1__delete_deployment_response__free_unpacked
+                     (Menagerie__Classification__V1__DeleteDeploymentResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__classification__v1__delete_deployment_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   menagerie__classification__v1__export_model_request__init
                      (Menagerie__Classification__V1__ExportModelRequest         *message)
 {
@@ -3335,7 +3605,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__training_result_
   (ProtobufCMessageInit) menagerie__classification__v1__training_result__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summary__field_descriptors[18] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summary__field_descriptors[19] =
 {
   {
     "name",
@@ -3553,10 +3823,23 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__model_summa
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "apps",
+    19,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Menagerie__Classification__V1__ModelSummary, n_apps),
+    offsetof(Menagerie__Classification__V1__ModelSummary, apps),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__model_summary__field_indices_by_name[] = {
   13,   /* field[13] = active */
   2,   /* field[2] = algorithm */
+  18,   /* field[18] = apps */
   12,   /* field[12] = created_at */
   17,   /* field[17] = fine_tuned */
   15,   /* field[15] = history */
@@ -3577,7 +3860,7 @@ static const unsigned menagerie__classification__v1__model_summary__field_indice
 static const ProtobufCIntRange menagerie__classification__v1__model_summary__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 18 }
+  { 0, 19 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__descriptor =
 {
@@ -3587,7 +3870,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__model_summary__d
   "Menagerie__Classification__V1__ModelSummary",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__ModelSummary),
-  18,
+  19,
   menagerie__classification__v1__model_summary__field_descriptors,
   menagerie__classification__v1__model_summary__field_indices_by_name,
   1,  menagerie__classification__v1__model_summary__number_ranges,
@@ -3888,6 +4171,259 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__set_active_model
   menagerie__classification__v1__set_active_model_response__field_indices_by_name,
   0,  menagerie__classification__v1__set_active_model_response__number_ranges,
   (ProtobufCMessageInit) menagerie__classification__v1__set_active_model_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__deployment__field_descriptors[4] =
+{
+  {
+    "app",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Deployment, app),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Deployment, kind),
+    &menagerie__classification__v1__model_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "model",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Deployment, model),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "updated_at",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__Deployment, updated_at),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__deployment__field_indices_by_name[] = {
+  0,   /* field[0] = app */
+  1,   /* field[1] = kind */
+  2,   /* field[2] = model */
+  3,   /* field[3] = updated_at */
+};
+static const ProtobufCIntRange menagerie__classification__v1__deployment__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__deployment__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.Deployment",
+  "Deployment",
+  "Menagerie__Classification__V1__Deployment",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__Deployment),
+  4,
+  menagerie__classification__v1__deployment__field_descriptors,
+  menagerie__classification__v1__deployment__field_indices_by_name,
+  1,  menagerie__classification__v1__deployment__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__deployment__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__set_deployment_request__field_descriptors[2] =
+{
+  {
+    "app",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__SetDeploymentRequest, app),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "model",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__SetDeploymentRequest, model),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__set_deployment_request__field_indices_by_name[] = {
+  0,   /* field[0] = app */
+  1,   /* field[1] = model */
+};
+static const ProtobufCIntRange menagerie__classification__v1__set_deployment_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__set_deployment_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.SetDeploymentRequest",
+  "SetDeploymentRequest",
+  "Menagerie__Classification__V1__SetDeploymentRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__SetDeploymentRequest),
+  2,
+  menagerie__classification__v1__set_deployment_request__field_descriptors,
+  menagerie__classification__v1__set_deployment_request__field_indices_by_name,
+  1,  menagerie__classification__v1__set_deployment_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__set_deployment_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__classification__v1__list_deployments_request__field_descriptors NULL
+#define menagerie__classification__v1__list_deployments_request__field_indices_by_name NULL
+#define menagerie__classification__v1__list_deployments_request__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__classification__v1__list_deployments_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ListDeploymentsRequest",
+  "ListDeploymentsRequest",
+  "Menagerie__Classification__V1__ListDeploymentsRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ListDeploymentsRequest),
+  0,
+  menagerie__classification__v1__list_deployments_request__field_descriptors,
+  menagerie__classification__v1__list_deployments_request__field_indices_by_name,
+  0,  menagerie__classification__v1__list_deployments_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__list_deployments_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__list_deployments_response__field_descriptors[1] =
+{
+  {
+    "deployments",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Menagerie__Classification__V1__ListDeploymentsResponse, n_deployments),
+    offsetof(Menagerie__Classification__V1__ListDeploymentsResponse, deployments),
+    &menagerie__classification__v1__deployment__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__list_deployments_response__field_indices_by_name[] = {
+  0,   /* field[0] = deployments */
+};
+static const ProtobufCIntRange menagerie__classification__v1__list_deployments_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__list_deployments_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.ListDeploymentsResponse",
+  "ListDeploymentsResponse",
+  "Menagerie__Classification__V1__ListDeploymentsResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__ListDeploymentsResponse),
+  1,
+  menagerie__classification__v1__list_deployments_response__field_descriptors,
+  menagerie__classification__v1__list_deployments_response__field_indices_by_name,
+  1,  menagerie__classification__v1__list_deployments_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__list_deployments_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__classification__v1__delete_deployment_request__field_descriptors[2] =
+{
+  {
+    "app",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DeleteDeploymentRequest, app),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DeleteDeploymentRequest, kind),
+    &menagerie__classification__v1__model_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__classification__v1__delete_deployment_request__field_indices_by_name[] = {
+  0,   /* field[0] = app */
+  1,   /* field[1] = kind */
+};
+static const ProtobufCIntRange menagerie__classification__v1__delete_deployment_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__classification__v1__delete_deployment_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DeleteDeploymentRequest",
+  "DeleteDeploymentRequest",
+  "Menagerie__Classification__V1__DeleteDeploymentRequest",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__DeleteDeploymentRequest),
+  2,
+  menagerie__classification__v1__delete_deployment_request__field_descriptors,
+  menagerie__classification__v1__delete_deployment_request__field_indices_by_name,
+  1,  menagerie__classification__v1__delete_deployment_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__delete_deployment_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__classification__v1__delete_deployment_response__field_descriptors NULL
+#define menagerie__classification__v1__delete_deployment_response__field_indices_by_name NULL
+#define menagerie__classification__v1__delete_deployment_response__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__classification__v1__delete_deployment_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.classification.v1.DeleteDeploymentResponse",
+  "DeleteDeploymentResponse",
+  "Menagerie__Classification__V1__DeleteDeploymentResponse",
+  "menagerie.classification.v1",
+  sizeof(Menagerie__Classification__V1__DeleteDeploymentResponse),
+  0,
+  menagerie__classification__v1__delete_deployment_response__field_descriptors,
+  menagerie__classification__v1__delete_deployment_response__field_indices_by_name,
+  0,  menagerie__classification__v1__delete_deployment_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__classification__v1__delete_deployment_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor menagerie__classification__v1__export_model_request__field_descriptors[2] =
@@ -4636,7 +5172,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__evaluate_respons
   (ProtobufCMessageInit) menagerie__classification__v1__evaluate_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__classify_request__field_descriptors[5] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__classify_request__field_descriptors[6] =
 {
   {
     "image",
@@ -4698,8 +5234,21 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__classify_re
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "app",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ClassifyRequest, app),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__classify_request__field_indices_by_name[] = {
+  5,   /* field[5] = app */
   0,   /* field[0] = image */
   4,   /* field[4] = minimum_confidence */
   1,   /* field[1] = model */
@@ -4709,7 +5258,7 @@ static const unsigned menagerie__classification__v1__classify_request__field_ind
 static const ProtobufCIntRange menagerie__classification__v1__classify_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__classify_request__descriptor =
 {
@@ -4719,7 +5268,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__classify_request
   "Menagerie__Classification__V1__ClassifyRequest",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__ClassifyRequest),
-  5,
+  6,
   menagerie__classification__v1__classify_request__field_descriptors,
   menagerie__classification__v1__classify_request__field_indices_by_name,
   1,  menagerie__classification__v1__classify_request__number_ranges,
@@ -4982,7 +5531,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__classify_respons
   (ProtobufCMessageInit) menagerie__classification__v1__classify_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__detect_request__field_descriptors[6] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__detect_request__field_descriptors[7] =
 {
   {
     "image",
@@ -5056,8 +5605,21 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__detect_requ
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "app",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__DetectRequest, app),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__detect_request__field_indices_by_name[] = {
+  6,   /* field[6] = app */
   3,   /* field[3] = confidence_threshold */
   0,   /* field[0] = image */
   4,   /* field[4] = iou_threshold */
@@ -5068,7 +5630,7 @@ static const unsigned menagerie__classification__v1__detect_request__field_indic
 static const ProtobufCIntRange menagerie__classification__v1__detect_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__detect_request__descriptor =
 {
@@ -5078,7 +5640,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__detect_request__
   "Menagerie__Classification__V1__DetectRequest",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__DetectRequest),
-  6,
+  7,
   menagerie__classification__v1__detect_request__field_descriptors,
   menagerie__classification__v1__detect_request__field_indices_by_name,
   1,  menagerie__classification__v1__detect_request__number_ranges,
@@ -5470,7 +6032,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__detect_stream_re
   (ProtobufCMessageInit) menagerie__classification__v1__detect_stream_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__import_catalogue_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__import_catalogue_request__field_descriptors[2] =
 {
   {
     "json",
@@ -5484,14 +6046,27 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__import_cata
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "app",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__ImportCatalogueRequest, app),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__import_catalogue_request__field_indices_by_name[] = {
+  1,   /* field[1] = app */
   0,   /* field[0] = json */
 };
 static const ProtobufCIntRange menagerie__classification__v1__import_catalogue_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__import_catalogue_request__descriptor =
 {
@@ -5501,7 +6076,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__import_catalogue
   "Menagerie__Classification__V1__ImportCatalogueRequest",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__ImportCatalogueRequest),
-  1,
+  2,
   menagerie__classification__v1__import_catalogue_request__field_descriptors,
   menagerie__classification__v1__import_catalogue_request__field_indices_by_name,
   1,  menagerie__classification__v1__import_catalogue_request__number_ranges,
@@ -5546,7 +6121,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__import_catalogue
   (ProtobufCMessageInit) menagerie__classification__v1__import_catalogue_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__search_catalogue_request__field_descriptors[2] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__search_catalogue_request__field_descriptors[3] =
 {
   {
     "query",
@@ -5572,15 +6147,28 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__search_cata
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "app",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__SearchCatalogueRequest, app),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__search_catalogue_request__field_indices_by_name[] = {
+  2,   /* field[2] = app */
   1,   /* field[1] = limit */
   0,   /* field[0] = query */
 };
 static const ProtobufCIntRange menagerie__classification__v1__search_catalogue_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__search_catalogue_request__descriptor =
 {
@@ -5590,7 +6178,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__search_catalogue
   "Menagerie__Classification__V1__SearchCatalogueRequest",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__SearchCatalogueRequest),
-  2,
+  3,
   menagerie__classification__v1__search_catalogue_request__field_descriptors,
   menagerie__classification__v1__search_catalogue_request__field_indices_by_name,
   1,  menagerie__classification__v1__search_catalogue_request__number_ranges,
@@ -5635,7 +6223,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__search_catalogue
   (ProtobufCMessageInit) menagerie__classification__v1__search_catalogue_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__get_catalogue_entry_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__get_catalogue_entry_request__field_descriptors[2] =
 {
   {
     "label",
@@ -5649,14 +6237,27 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__get_catalog
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "app",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Classification__V1__GetCatalogueEntryRequest, app),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__get_catalogue_entry_request__field_indices_by_name[] = {
+  1,   /* field[1] = app */
   0,   /* field[0] = label */
 };
 static const ProtobufCIntRange menagerie__classification__v1__get_catalogue_entry_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__get_catalogue_entry_request__descriptor =
 {
@@ -5666,7 +6267,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__get_catalogue_en
   "Menagerie__Classification__V1__GetCatalogueEntryRequest",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__GetCatalogueEntryRequest),
-  1,
+  2,
   menagerie__classification__v1__get_catalogue_entry_request__field_descriptors,
   menagerie__classification__v1__get_catalogue_entry_request__field_indices_by_name,
   1,  menagerie__classification__v1__get_catalogue_entry_request__number_ranges,
@@ -6000,7 +6601,7 @@ const ProtobufCEnumDescriptor menagerie__classification__v1__scaling__descriptor
   menagerie__classification__v1__scaling__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor menagerie__classification__v1__classification__method_descriptors[19] =
+static const ProtobufCMethodDescriptor menagerie__classification__v1__classification__method_descriptors[22] =
 {
   { "UploadDataset", &menagerie__classification__v1__upload_dataset_request__descriptor, &menagerie__classification__v1__dataset_summary__descriptor },
   { "ListDatasets", &menagerie__classification__v1__list_datasets_request__descriptor, &menagerie__classification__v1__list_datasets_response__descriptor },
@@ -6015,6 +6616,9 @@ static const ProtobufCMethodDescriptor menagerie__classification__v1__classifica
   { "GetModel", &menagerie__classification__v1__get_model_request__descriptor, &menagerie__classification__v1__model_summary__descriptor },
   { "DeleteModel", &menagerie__classification__v1__delete_model_request__descriptor, &menagerie__classification__v1__delete_model_response__descriptor },
   { "SetActiveModel", &menagerie__classification__v1__set_active_model_request__descriptor, &menagerie__classification__v1__set_active_model_response__descriptor },
+  { "SetDeployment", &menagerie__classification__v1__set_deployment_request__descriptor, &menagerie__classification__v1__deployment__descriptor },
+  { "ListDeployments", &menagerie__classification__v1__list_deployments_request__descriptor, &menagerie__classification__v1__list_deployments_response__descriptor },
+  { "DeleteDeployment", &menagerie__classification__v1__delete_deployment_request__descriptor, &menagerie__classification__v1__delete_deployment_response__descriptor },
   { "ExportModel", &menagerie__classification__v1__export_model_request__descriptor, &menagerie__classification__v1__model_file_chunk__descriptor },
   { "ImportModel", &menagerie__classification__v1__import_model_request__descriptor, &menagerie__classification__v1__import_model_response__descriptor },
   { "ImportCatalogue", &menagerie__classification__v1__import_catalogue_request__descriptor, &menagerie__classification__v1__import_catalogue_response__descriptor },
@@ -6025,21 +6629,24 @@ static const ProtobufCMethodDescriptor menagerie__classification__v1__classifica
 const unsigned menagerie__classification__v1__classification__method_indices_by_name[] = {
   6,        /* Classify */
   3,        /* DeleteDataset */
+  15,        /* DeleteDeployment */
   11,        /* DeleteModel */
   7,        /* Detect */
   8,        /* DetectStream */
   5,        /* Evaluate */
-  13,        /* ExportModel */
-  18,        /* Feedback */
-  17,        /* GetCatalogueEntry */
+  16,        /* ExportModel */
+  21,        /* Feedback */
+  20,        /* GetCatalogueEntry */
   2,        /* GetDataset */
   10,        /* GetModel */
-  15,        /* ImportCatalogue */
-  14,        /* ImportModel */
+  18,        /* ImportCatalogue */
+  17,        /* ImportModel */
   1,        /* ListDatasets */
+  14,        /* ListDeployments */
   9,        /* ListModels */
-  16,        /* SearchCatalogue */
+  19,        /* SearchCatalogue */
   12,        /* SetActiveModel */
+  13,        /* SetDeployment */
   4,        /* Train */
   0         /* UploadDataset */
 };
@@ -6050,7 +6657,7 @@ const ProtobufCServiceDescriptor menagerie__classification__v1__classification__
   "Classification",
   "Menagerie__Classification__V1__Classification",
   "menagerie.classification.v1",
-  19,
+  22,
   menagerie__classification__v1__classification__method_descriptors,
   menagerie__classification__v1__classification__method_indices_by_name
 };
@@ -6158,13 +6765,37 @@ void menagerie__classification__v1__classification__set_active_model(ProtobufCSe
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
   service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void menagerie__classification__v1__classification__set_deployment(ProtobufCService *service,
+                                                                   const Menagerie__Classification__V1__SetDeploymentRequest *input,
+                                                                   Menagerie__Classification__V1__Deployment_Closure closure,
+                                                                   void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__list_deployments(ProtobufCService *service,
+                                                                     const Menagerie__Classification__V1__ListDeploymentsRequest *input,
+                                                                     Menagerie__Classification__V1__ListDeploymentsResponse_Closure closure,
+                                                                     void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__classification__v1__classification__delete_deployment(ProtobufCService *service,
+                                                                      const Menagerie__Classification__V1__DeleteDeploymentRequest *input,
+                                                                      Menagerie__Classification__V1__DeleteDeploymentResponse_Closure closure,
+                                                                      void *closure_data)
+{
+  assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
+  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void menagerie__classification__v1__classification__export_model(ProtobufCService *service,
                                                                  const Menagerie__Classification__V1__ExportModelRequest *input,
                                                                  Menagerie__Classification__V1__ModelFileChunk_Closure closure,
                                                                  void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__import_model(ProtobufCService *service,
                                                                  const Menagerie__Classification__V1__ImportModelRequest *input,
@@ -6172,7 +6803,7 @@ void menagerie__classification__v1__classification__import_model(ProtobufCServic
                                                                  void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__import_catalogue(ProtobufCService *service,
                                                                      const Menagerie__Classification__V1__ImportCatalogueRequest *input,
@@ -6180,7 +6811,7 @@ void menagerie__classification__v1__classification__import_catalogue(ProtobufCSe
                                                                      void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__search_catalogue(ProtobufCService *service,
                                                                      const Menagerie__Classification__V1__SearchCatalogueRequest *input,
@@ -6188,7 +6819,7 @@ void menagerie__classification__v1__classification__search_catalogue(ProtobufCSe
                                                                      void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__get_catalogue_entry(ProtobufCService *service,
                                                                         const Menagerie__Classification__V1__GetCatalogueEntryRequest *input,
@@ -6196,7 +6827,7 @@ void menagerie__classification__v1__classification__get_catalogue_entry(Protobuf
                                                                         void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__feedback(ProtobufCService *service,
                                                              const Menagerie__Classification__V1__FeedbackRequest *input,
@@ -6204,7 +6835,7 @@ void menagerie__classification__v1__classification__feedback(ProtobufCService *s
                                                              void *closure_data)
 {
   assert(service->descriptor == &menagerie__classification__v1__classification__descriptor);
-  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__classification__v1__classification__init (Menagerie__Classification__V1__Classification_Service *service,
                                                           Menagerie__Classification__V1__Classification_ServiceDestroy destroy)

@@ -40,6 +40,12 @@ typedef struct Menagerie__Classification__V1__DeleteModelRequest Menagerie__Clas
 typedef struct Menagerie__Classification__V1__DeleteModelResponse Menagerie__Classification__V1__DeleteModelResponse;
 typedef struct Menagerie__Classification__V1__SetActiveModelRequest Menagerie__Classification__V1__SetActiveModelRequest;
 typedef struct Menagerie__Classification__V1__SetActiveModelResponse Menagerie__Classification__V1__SetActiveModelResponse;
+typedef struct Menagerie__Classification__V1__Deployment Menagerie__Classification__V1__Deployment;
+typedef struct Menagerie__Classification__V1__SetDeploymentRequest Menagerie__Classification__V1__SetDeploymentRequest;
+typedef struct Menagerie__Classification__V1__ListDeploymentsRequest Menagerie__Classification__V1__ListDeploymentsRequest;
+typedef struct Menagerie__Classification__V1__ListDeploymentsResponse Menagerie__Classification__V1__ListDeploymentsResponse;
+typedef struct Menagerie__Classification__V1__DeleteDeploymentRequest Menagerie__Classification__V1__DeleteDeploymentRequest;
+typedef struct Menagerie__Classification__V1__DeleteDeploymentResponse Menagerie__Classification__V1__DeleteDeploymentResponse;
 typedef struct Menagerie__Classification__V1__ExportModelRequest Menagerie__Classification__V1__ExportModelRequest;
 typedef struct Menagerie__Classification__V1__ModelFileChunk Menagerie__Classification__V1__ModelFileChunk;
 typedef struct Menagerie__Classification__V1__ImportModelRequest Menagerie__Classification__V1__ImportModelRequest;
@@ -601,7 +607,7 @@ struct  Menagerie__Classification__V1__ModelSummary
   int64_t size;
   double created_at;
   /*
-   * Whether it is its kind's active model (the default for Classify or Detect).
+   * Whether an app's classifier or detector is this model (`apps` not empty).
    */
   protobuf_c_boolean active;
   /*
@@ -621,6 +627,11 @@ struct  Menagerie__Classification__V1__ModelSummary
    * tuned copy of the network.
    */
   protobuf_c_boolean fine_tuned;
+  /*
+   * The apps whose classifier or detector this model is (Deployment), sorted.
+   */
+  size_t n_apps;
+  char **apps;
   Menagerie__Classification__V1__ModelSummary__TrainingAccuracyCase _training_accuracy_case;
   union {
     double training_accuracy;
@@ -651,7 +662,7 @@ struct  Menagerie__Classification__V1__ModelSummary
 };
 #define MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__model_summary__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, 0, 0, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, 0, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0,NULL, 0, 0, 0, 0, 0, 0, 0,NULL, (char *)protobuf_c_empty_string, 0, 0,NULL, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___VALIDATION_ACCURACY__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___MAP50_95__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__MODEL_SUMMARY___TRAINING_IMAGES__NOT_SET, {0} }
 
 
 typedef enum {
@@ -730,6 +741,10 @@ struct  Menagerie__Classification__V1__DeleteModelResponse
      }
 
 
+/*
+ * Kept for older clients: points the app "default"'s model of the model's kind at it (SetDeployment with app
+ * "default").
+ */
 struct  Menagerie__Classification__V1__SetActiveModelRequest
 {
   ProtobufCMessage base;
@@ -746,6 +761,87 @@ struct  Menagerie__Classification__V1__SetActiveModelResponse
 };
 #define MENAGERIE__CLASSIFICATION__V1__SET_ACTIVE_MODEL_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__set_active_model_response__descriptor) \
+     }
+
+
+/*
+ * An app's model of one kind: a name an admin points at a model, as an alias (the dog-breed app's classifier, the
+ * clover app's detector). Classify and Detect answer for an app with its model only; a model that is stored (trained,
+ * imported) serves no app until an admin points one at it.
+ */
+struct  Menagerie__Classification__V1__Deployment
+{
+  ProtobufCMessage base;
+  char *app;
+  Menagerie__Classification__V1__ModelKind kind;
+  /*
+   * Empty once the model was deleted: the app has no model of this kind until an admin sets one.
+   */
+  char *model;
+  /*
+   * Seconds since 1970.
+   */
+  double updated_at;
+};
+#define MENAGERIE__CLASSIFICATION__V1__DEPLOYMENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__deployment__descriptor) \
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, 0 }
+
+
+/*
+ * Creates or repoints `app`'s model of the model's kind.
+ */
+struct  Menagerie__Classification__V1__SetDeploymentRequest
+{
+  ProtobufCMessage base;
+  char *app;
+  char *model;
+};
+#define MENAGERIE__CLASSIFICATION__V1__SET_DEPLOYMENT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__set_deployment_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Menagerie__Classification__V1__ListDeploymentsRequest
+{
+  ProtobufCMessage base;
+};
+#define MENAGERIE__CLASSIFICATION__V1__LIST_DEPLOYMENTS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__list_deployments_request__descriptor) \
+     }
+
+
+struct  Menagerie__Classification__V1__ListDeploymentsResponse
+{
+  ProtobufCMessage base;
+  size_t n_deployments;
+  Menagerie__Classification__V1__Deployment **deployments;
+};
+#define MENAGERIE__CLASSIFICATION__V1__LIST_DEPLOYMENTS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__list_deployments_response__descriptor) \
+    , 0,NULL }
+
+
+struct  Menagerie__Classification__V1__DeleteDeploymentRequest
+{
+  ProtobufCMessage base;
+  char *app;
+  /*
+   * UNSPECIFIED: both of its kinds.
+   */
+  Menagerie__Classification__V1__ModelKind kind;
+};
+#define MENAGERIE__CLASSIFICATION__V1__DELETE_DEPLOYMENT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__delete_deployment_request__descriptor) \
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED }
+
+
+struct  Menagerie__Classification__V1__DeleteDeploymentResponse
+{
+  ProtobufCMessage base;
+};
+#define MENAGERIE__CLASSIFICATION__V1__DELETE_DEPLOYMENT_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__delete_deployment_response__descriptor) \
      }
 
 
@@ -1018,10 +1114,15 @@ struct  Menagerie__Classification__V1__ClassifyRequest
    */
   ProtobufCBinaryData image;
   /*
-   * Default: the active classifier.
+   * A model by name (any caller may name one). Default: `app`'s classifier.
    */
   char *model;
   Menagerie__Classification__V1__Scaling scaling;
+  /*
+   * The app to answer for: its classifier (unless `model` is given) and its catalogue. Empty: the only app with a
+   * classifier; with several, FAILED_PRECONDITION listing them.
+   */
+  char *app;
   Menagerie__Classification__V1__ClassifyRequest__TopCase _top_case;
   union {
     /*
@@ -1039,7 +1140,7 @@ struct  Menagerie__Classification__V1__ClassifyRequest
 };
 #define MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__classify_request__descriptor) \
-    , {0,NULL}, (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__SCALING__SCALING_UNSPECIFIED, MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST___TOP__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST___MINIMUM_CONFIDENCE__NOT_SET, {0} }
+    , {0,NULL}, (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__SCALING__SCALING_UNSPECIFIED, (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST___TOP__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__CLASSIFY_REQUEST___MINIMUM_CONFIDENCE__NOT_SET, {0} }
 
 
 /*
@@ -1127,7 +1228,7 @@ struct  Menagerie__Classification__V1__DetectRequest
   ProtobufCMessage base;
   ProtobufCBinaryData image;
   /*
-   * Default: the active detector.
+   * A model by name. Default: `app`'s detector.
    */
   char *model;
   /*
@@ -1135,6 +1236,10 @@ struct  Menagerie__Classification__V1__DetectRequest
    */
   size_t n_labels;
   char **labels;
+  /*
+   * The app to answer for (its detector). Empty: the only app with a detector; with several, FAILED_PRECONDITION.
+   */
+  char *app;
   Menagerie__Classification__V1__DetectRequest__ConfidenceThresholdCase _confidence_threshold_case;
   union {
     /*
@@ -1159,7 +1264,7 @@ struct  Menagerie__Classification__V1__DetectRequest
 };
 #define MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__detect_request__descriptor) \
-    , {0,NULL}, (char *)protobuf_c_empty_string, 0,NULL, MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___CONFIDENCE_THRESHOLD__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___IOU_THRESHOLD__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___MAX_DETECTIONS__NOT_SET, {0} }
+    , {0,NULL}, (char *)protobuf_c_empty_string, 0,NULL, (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___CONFIDENCE_THRESHOLD__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___IOU_THRESHOLD__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__DETECT_REQUEST___MAX_DETECTIONS__NOT_SET, {0} }
 
 
 /*
@@ -1249,17 +1354,25 @@ struct  Menagerie__Classification__V1__DetectStreamResponse
     , 0, NULL, 0, 0, 0, (char *)protobuf_c_empty_string }
 
 
+/*
+ * Catalogues are per app (the dog app's breeds beside the clover app's leaves): keyed by app and label. An empty
+ * `app` below means the only app there is; with none or several, FAILED_PRECONDITION.
+ */
 struct  Menagerie__Classification__V1__ImportCatalogueRequest
 {
   ProtobufCMessage base;
   /*
-   * A JSON array of {label, name, local_name, attributes: {key: value}}.
+   * A JSON array of entries as the service prints them — {label, name, local_name or localName, attributes: {key:
+   * value} or [{key, value}]} — or as the dog seed's breed file has them — {id, breed, breedCZ, fur, …}: breed the
+   * label, breedCZ the local name, the rest attributes. Attributes keep their order; an unknown key is
+   * INVALID_ARGUMENT.
    */
   ProtobufCBinaryData json;
+  char *app;
 };
 #define MENAGERIE__CLASSIFICATION__V1__IMPORT_CATALOGUE_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__import_catalogue_request__descriptor) \
-    , {0,NULL} }
+    , {0,NULL}, (char *)protobuf_c_empty_string }
 
 
 struct  Menagerie__Classification__V1__ImportCatalogueResponse
@@ -1285,6 +1398,7 @@ struct  Menagerie__Classification__V1__SearchCatalogueRequest
    * Matched against every field, case- and diacritics-insensitively; empty lists all. Sorted by local name.
    */
   char *query;
+  char *app;
   Menagerie__Classification__V1__SearchCatalogueRequest__LimitCase _limit_case;
   union {
     int32_t limit;
@@ -1292,7 +1406,7 @@ struct  Menagerie__Classification__V1__SearchCatalogueRequest
 };
 #define MENAGERIE__CLASSIFICATION__V1__SEARCH_CATALOGUE_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__search_catalogue_request__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__SEARCH_CATALOGUE_REQUEST___LIMIT__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__SEARCH_CATALOGUE_REQUEST___LIMIT__NOT_SET, {0} }
 
 
 struct  Menagerie__Classification__V1__SearchCatalogueResponse
@@ -1310,10 +1424,11 @@ struct  Menagerie__Classification__V1__GetCatalogueEntryRequest
 {
   ProtobufCMessage base;
   char *label;
+  char *app;
 };
 #define MENAGERIE__CLASSIFICATION__V1__GET_CATALOGUE_ENTRY_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__get_catalogue_entry_request__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 /*
@@ -1803,6 +1918,120 @@ Menagerie__Classification__V1__SetActiveModelResponse *
                       const uint8_t       *data);
 void   menagerie__classification__v1__set_active_model_response__free_unpacked
                      (Menagerie__Classification__V1__SetActiveModelResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__Deployment methods */
+void   menagerie__classification__v1__deployment__init
+                     (Menagerie__Classification__V1__Deployment         *message);
+size_t menagerie__classification__v1__deployment__get_packed_size
+                     (const Menagerie__Classification__V1__Deployment   *message);
+size_t menagerie__classification__v1__deployment__pack
+                     (const Menagerie__Classification__V1__Deployment   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__deployment__pack_to_buffer
+                     (const Menagerie__Classification__V1__Deployment   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__Deployment *
+       menagerie__classification__v1__deployment__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__deployment__free_unpacked
+                     (Menagerie__Classification__V1__Deployment *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__SetDeploymentRequest methods */
+void   menagerie__classification__v1__set_deployment_request__init
+                     (Menagerie__Classification__V1__SetDeploymentRequest         *message);
+size_t menagerie__classification__v1__set_deployment_request__get_packed_size
+                     (const Menagerie__Classification__V1__SetDeploymentRequest   *message);
+size_t menagerie__classification__v1__set_deployment_request__pack
+                     (const Menagerie__Classification__V1__SetDeploymentRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__set_deployment_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__SetDeploymentRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__SetDeploymentRequest *
+       menagerie__classification__v1__set_deployment_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__set_deployment_request__free_unpacked
+                     (Menagerie__Classification__V1__SetDeploymentRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ListDeploymentsRequest methods */
+void   menagerie__classification__v1__list_deployments_request__init
+                     (Menagerie__Classification__V1__ListDeploymentsRequest         *message);
+size_t menagerie__classification__v1__list_deployments_request__get_packed_size
+                     (const Menagerie__Classification__V1__ListDeploymentsRequest   *message);
+size_t menagerie__classification__v1__list_deployments_request__pack
+                     (const Menagerie__Classification__V1__ListDeploymentsRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__list_deployments_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__ListDeploymentsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ListDeploymentsRequest *
+       menagerie__classification__v1__list_deployments_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__list_deployments_request__free_unpacked
+                     (Menagerie__Classification__V1__ListDeploymentsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__ListDeploymentsResponse methods */
+void   menagerie__classification__v1__list_deployments_response__init
+                     (Menagerie__Classification__V1__ListDeploymentsResponse         *message);
+size_t menagerie__classification__v1__list_deployments_response__get_packed_size
+                     (const Menagerie__Classification__V1__ListDeploymentsResponse   *message);
+size_t menagerie__classification__v1__list_deployments_response__pack
+                     (const Menagerie__Classification__V1__ListDeploymentsResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__list_deployments_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__ListDeploymentsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__ListDeploymentsResponse *
+       menagerie__classification__v1__list_deployments_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__list_deployments_response__free_unpacked
+                     (Menagerie__Classification__V1__ListDeploymentsResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__DeleteDeploymentRequest methods */
+void   menagerie__classification__v1__delete_deployment_request__init
+                     (Menagerie__Classification__V1__DeleteDeploymentRequest         *message);
+size_t menagerie__classification__v1__delete_deployment_request__get_packed_size
+                     (const Menagerie__Classification__V1__DeleteDeploymentRequest   *message);
+size_t menagerie__classification__v1__delete_deployment_request__pack
+                     (const Menagerie__Classification__V1__DeleteDeploymentRequest   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__delete_deployment_request__pack_to_buffer
+                     (const Menagerie__Classification__V1__DeleteDeploymentRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__DeleteDeploymentRequest *
+       menagerie__classification__v1__delete_deployment_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__delete_deployment_request__free_unpacked
+                     (Menagerie__Classification__V1__DeleteDeploymentRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Menagerie__Classification__V1__DeleteDeploymentResponse methods */
+void   menagerie__classification__v1__delete_deployment_response__init
+                     (Menagerie__Classification__V1__DeleteDeploymentResponse         *message);
+size_t menagerie__classification__v1__delete_deployment_response__get_packed_size
+                     (const Menagerie__Classification__V1__DeleteDeploymentResponse   *message);
+size_t menagerie__classification__v1__delete_deployment_response__pack
+                     (const Menagerie__Classification__V1__DeleteDeploymentResponse   *message,
+                      uint8_t             *out);
+size_t menagerie__classification__v1__delete_deployment_response__pack_to_buffer
+                     (const Menagerie__Classification__V1__DeleteDeploymentResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Menagerie__Classification__V1__DeleteDeploymentResponse *
+       menagerie__classification__v1__delete_deployment_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   menagerie__classification__v1__delete_deployment_response__free_unpacked
+                     (Menagerie__Classification__V1__DeleteDeploymentResponse *message,
                       ProtobufCAllocator *allocator);
 /* Menagerie__Classification__V1__ExportModelRequest methods */
 void   menagerie__classification__v1__export_model_request__init
@@ -2372,6 +2601,24 @@ typedef void (*Menagerie__Classification__V1__SetActiveModelRequest_Closure)
 typedef void (*Menagerie__Classification__V1__SetActiveModelResponse_Closure)
                  (const Menagerie__Classification__V1__SetActiveModelResponse *message,
                   void *closure_data);
+typedef void (*Menagerie__Classification__V1__Deployment_Closure)
+                 (const Menagerie__Classification__V1__Deployment *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__SetDeploymentRequest_Closure)
+                 (const Menagerie__Classification__V1__SetDeploymentRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ListDeploymentsRequest_Closure)
+                 (const Menagerie__Classification__V1__ListDeploymentsRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__ListDeploymentsResponse_Closure)
+                 (const Menagerie__Classification__V1__ListDeploymentsResponse *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__DeleteDeploymentRequest_Closure)
+                 (const Menagerie__Classification__V1__DeleteDeploymentRequest *message,
+                  void *closure_data);
+typedef void (*Menagerie__Classification__V1__DeleteDeploymentResponse_Closure)
+                 (const Menagerie__Classification__V1__DeleteDeploymentResponse *message,
+                  void *closure_data);
 typedef void (*Menagerie__Classification__V1__ExportModelRequest_Closure)
                  (const Menagerie__Classification__V1__ExportModelRequest *message,
                   void *closure_data);
@@ -2509,6 +2756,18 @@ struct Menagerie__Classification__V1__Classification_Service
                            const Menagerie__Classification__V1__SetActiveModelRequest *input,
                            Menagerie__Classification__V1__SetActiveModelResponse_Closure closure,
                            void *closure_data);
+  void (*set_deployment)(Menagerie__Classification__V1__Classification_Service *service,
+                         const Menagerie__Classification__V1__SetDeploymentRequest *input,
+                         Menagerie__Classification__V1__Deployment_Closure closure,
+                         void *closure_data);
+  void (*list_deployments)(Menagerie__Classification__V1__Classification_Service *service,
+                           const Menagerie__Classification__V1__ListDeploymentsRequest *input,
+                           Menagerie__Classification__V1__ListDeploymentsResponse_Closure closure,
+                           void *closure_data);
+  void (*delete_deployment)(Menagerie__Classification__V1__Classification_Service *service,
+                            const Menagerie__Classification__V1__DeleteDeploymentRequest *input,
+                            Menagerie__Classification__V1__DeleteDeploymentResponse_Closure closure,
+                            void *closure_data);
   void (*export_model)(Menagerie__Classification__V1__Classification_Service *service,
                        const Menagerie__Classification__V1__ExportModelRequest *input,
                        Menagerie__Classification__V1__ModelFileChunk_Closure closure,
@@ -2554,6 +2813,9 @@ void menagerie__classification__v1__classification__init (Menagerie__Classificat
       function_prefix__ ## get_model,\
       function_prefix__ ## delete_model,\
       function_prefix__ ## set_active_model,\
+      function_prefix__ ## set_deployment,\
+      function_prefix__ ## list_deployments,\
+      function_prefix__ ## delete_deployment,\
       function_prefix__ ## export_model,\
       function_prefix__ ## import_model,\
       function_prefix__ ## import_catalogue,\
@@ -2612,6 +2874,18 @@ void menagerie__classification__v1__classification__set_active_model(ProtobufCSe
                                                                      const Menagerie__Classification__V1__SetActiveModelRequest *input,
                                                                      Menagerie__Classification__V1__SetActiveModelResponse_Closure closure,
                                                                      void *closure_data);
+void menagerie__classification__v1__classification__set_deployment(ProtobufCService *service,
+                                                                   const Menagerie__Classification__V1__SetDeploymentRequest *input,
+                                                                   Menagerie__Classification__V1__Deployment_Closure closure,
+                                                                   void *closure_data);
+void menagerie__classification__v1__classification__list_deployments(ProtobufCService *service,
+                                                                     const Menagerie__Classification__V1__ListDeploymentsRequest *input,
+                                                                     Menagerie__Classification__V1__ListDeploymentsResponse_Closure closure,
+                                                                     void *closure_data);
+void menagerie__classification__v1__classification__delete_deployment(ProtobufCService *service,
+                                                                      const Menagerie__Classification__V1__DeleteDeploymentRequest *input,
+                                                                      Menagerie__Classification__V1__DeleteDeploymentResponse_Closure closure,
+                                                                      void *closure_data);
 void menagerie__classification__v1__classification__export_model(ProtobufCService *service,
                                                                  const Menagerie__Classification__V1__ExportModelRequest *input,
                                                                  Menagerie__Classification__V1__ModelFileChunk_Closure closure,
@@ -2669,6 +2943,12 @@ extern const ProtobufCMessageDescriptor menagerie__classification__v1__delete_mo
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__delete_model_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__set_active_model_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__set_active_model_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__deployment__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__set_deployment_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__list_deployments_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__list_deployments_response__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__delete_deployment_request__descriptor;
+extern const ProtobufCMessageDescriptor menagerie__classification__v1__delete_deployment_response__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__export_model_request__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__model_file_chunk__descriptor;
 extern const ProtobufCMessageDescriptor menagerie__classification__v1__import_model_request__descriptor;
