@@ -281,9 +281,11 @@ let package = Package(
             coreResources: [.copy("SampleData")], serviceResources: [.copy("Web")])
         + service(
             "OCR", executable: "ocr", imports: ["Jobs"],
-            core: ["TextRecognition", "WorkLane"], service: ["TextRecognition", "WorkLane"], app: ["TextRecognition"],
-            coreTests: ["TextRecognition", "OCRTestSupport"],
+            core: ["TextRecognition", "WorkLane", "OCRPolicy"], service: ["TextRecognition", "WorkLane"], app: ["TextRecognition"],
+            cli: ["OCRPolicy"], coreTests: ["TextRecognition", "OCRTestSupport"],
             serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport"])
+        // The record thresholds the service applies and the gateway's help states (no engine linked into the gateway).
+        + [.target(name: "OCRPolicy", path: "Services/OCR/Policy")]
         + service(
             "Health", executable: "health", core: ["Zip"], service: ["WorkLane", "HealthBridge", "Identity"], cli: ["HealthCore", "HealthBridge"],
             coreTests: ["Dqlite", "TestSupport"], serviceTests: ["HealthBridge", "Identity"])

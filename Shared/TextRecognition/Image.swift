@@ -248,6 +248,25 @@ public final class Image: @unchecked Sendable {
         return image
     }
 
+    /// The picture as 8-bit grey levels, rows top to bottom (width × height bytes): for tools that colour or
+    /// measure it.
+    public func greyBytes() throws -> [UInt8] {
+        let grey = depth == 8 ? self : try converted(toDepth: 8)
+        let words = pixGetData(grey.pix)!, wordsPerLine = Int(pixGetWpl(grey.pix))
+        var bytes = [UInt8](repeating: 0, count: width * height)
+        bytes.withUnsafeMutableBufferPointer { out in
+            words.withMemoryRebound(to: UInt8.self, capacity: height * wordsPerLine * 4) { raw in
+                for y in 0..<height {
+                    for x in 0..<width {
+                        // Leptonica packs 8-bit pixels big-endian in 32-bit words.
+                        out[y * width + x] = raw[y * wordsPerLine * 4 + (x & ~3) + (3 - (x & 3))]
+                    }
+                }
+            }
+        }
+        return bytes
+    }
+
     /// The picture as 8-bit RGB, rows top to bottom (width × height × 3 bytes).
     func rgbBytes() throws -> [UInt8] {
         let colour = try converted(toDepth: 32)

@@ -59,13 +59,17 @@ extension OcrV1.Template {
 
 extension OcrV1.RecordValue {
     init(_ value: RecordValue) {
-        self.init(name: value.name, text: value.text, confidence: value.confidence, uncertainty: value.uncertainty)
+        self.init(
+            name: value.name, text: value.text, confidence: value.confidence, uncertainty: value.uncertainty,
+            rawText: value.raw, unit: value.unit)
     }
 }
 
 extension RecordValue {
     init(_ value: OcrV1.RecordValue) {
-        self.init(name: value.name, text: value.text, confidence: value.confidence, uncertainty: value.uncertainty)
+        self.init(
+            name: value.name, text: value.text, confidence: value.confidence, uncertainty: value.uncertainty,
+            raw: value.rawText, unit: value.unit)
     }
 }
 

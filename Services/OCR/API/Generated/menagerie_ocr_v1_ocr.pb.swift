@@ -537,14 +537,22 @@ extension OcrV1 {
     /// The `menagerie.ocr.v1.RecordValue` message.
     public struct RecordValue: Sendable, Equatable {
         public var name: String = ""
-        /// Empty when the value's region held no text.
+        /// Empty when the value's region held no text. Normalised as stored: a decimal comma as a point, stray
+        /// punctuation and the unit taken off a number (`224.5v` is `224.5`, `229.5,` is `229.5`); the service
+        /// normalises what AddRecord and edits send.
         public var text: String = ""
         /// 0–1: the recogniser's confidence, 0 for an empty value; a value the user typed is saved with 1.
         public var confidence: Double = 0
         /// Why the reading wants a person's look, empty when it does not: nothing fitted the value well, the observation
-        /// fitted two values, or its confidence is under 0.8. DraftRecord says it; AddRecord stores it (the CSV's
-        /// `Uncertain` column names such values); editing the value clears it.
+        /// fitted two values, its digits' count is not the learned shape's, or its confidence is under the threshold
+        /// (0.85). DraftRecord says it; AddRecord stores it (and flags a reading under the threshold sent without a
+        /// reason, as it does a template's first record; the CSV's `Uncertain` column names such values); editing the
+        /// value clears it.
         public var uncertainty: String = ""
+        /// The text as read (or typed) before normalising; empty when sent: the same as text.
+        public var rawText: String = ""
+        /// The unit split off the text or read beside it (`V`), empty when there was none.
+        public var unit: String = ""
 
         /// A message with every field at its default.
         public init() {}
@@ -554,12 +562,16 @@ extension OcrV1 {
             name: String = "",
             text: String = "",
             confidence: Double = 0,
-            uncertainty: String = ""
+            uncertainty: String = "",
+            rawText: String = "",
+            unit: String = ""
         ) {
             self.name = name
             self.text = text
             self.confidence = confidence
             self.uncertainty = uncertainty
+            self.rawText = rawText
+            self.unit = unit
         }
     }
 
@@ -1579,6 +1591,8 @@ extension OcrV1.RecordValue: ProtoMessage, ProtobufCBridged {
         text = reader.value(2)
         confidence = reader.value(3)
         uncertainty = reader.value(4)
+        rawText = reader.value(5)
+        unit = reader.value(6)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1586,6 +1600,8 @@ extension OcrV1.RecordValue: ProtoMessage, ProtobufCBridged {
         writer.set(2, text)
         writer.set(3, confidence)
         writer.set(4, uncertainty)
+        writer.set(5, rawText)
+        writer.set(6, unit)
     }
 }
 
@@ -2690,6 +2706,8 @@ extension OcrV1.RecordValue: ProtoJSONMessage {
         ProtoJSONField(number: 2, protoName: "text", jsonName: "text", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 3, protoName: "confidence", jsonName: "confidence", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 4, protoName: "uncertainty", jsonName: "uncertainty", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "raw_text", jsonName: "rawText", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "unit", jsonName: "unit", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2698,6 +2716,8 @@ extension OcrV1.RecordValue: ProtoJSONMessage {
         json.value(1, self.text)
         json.value(2, self.confidence)
         json.value(3, self.uncertainty)
+        json.value(4, self.rawText)
+        json.value(5, self.unit)
         return json.result
     }
 
@@ -2708,6 +2728,8 @@ extension OcrV1.RecordValue: ProtoJSONMessage {
         try json.value(1, into: &self.text)
         try json.value(2, into: &self.confidence)
         try json.value(3, into: &self.uncertainty)
+        try json.value(4, into: &self.rawText)
+        try json.value(5, into: &self.unit)
     }
 }
 
