@@ -51,13 +51,17 @@ public struct TextRecognizer: Sendable {
             let clock = ContinuousClock()
             var timings = RecognitionTimings()
             var start = clock.now
-            let decoded = try decoder.decode(data)
+            // At the size the text needs (a phone photo is read smaller), dim photos brightened (`PhotoSizing`).
+            let sized = try PhotoSizing.decode(data, decoder: decoder)
             timings.decode = (clock.now - start).seconds
             var pages: [PageResult] = []
-            for (index, image) in decoded.pages.enumerated() {
+            for (index, image) in sized.pages.enumerated() {
                 let reading = try Self.bestReading(image, options: options, engine: engine, timings: &timings)
+                // Boxes and sizes in the file's own pixels (within a pixel: a reduced JPEG's sides are rounded up).
+                var prepared = reading.prepared
+                prepared.scale *= sized.scale
                 var page = Self.pageResult(
-                    reading.page, prepared: reading.prepared, minimumTextHeight: options.minimumTextHeight,
+                    reading.page, prepared: prepared, minimumTextHeight: options.minimumTextHeight,
                     customWords: CustomWordCorrector(options.customWords), index: index)
                 page.segmentation = reading.segmentation
                 page.prepared = reading.preparation != .minimal
@@ -110,9 +114,9 @@ public struct TextRecognizer: Sendable {
         let clearlyMore = (factor: 1.25, extra: 2.0)
     }
 
-    /// A word read at least this surely counts towards what a reading found when preparations are compared (noise
-    /// Tesseract reads as text mostly scores under it).
-    static let sureWord = 0.75
+    /// A word read at least this surely counts towards what a reading found when preparations are compared: a
+    /// phone photo's large display digits read right score 0.6–0.8 (`PhonePhotoTests`).
+    static let sureWord = 0.5
 
     /// Page segmentation that found fewer words than this is "little": a display or a label, not a page, and
     /// sparse segmentation is tried too.
@@ -133,6 +137,7 @@ public struct TextRecognizer: Sendable {
     ) throws -> Reading {
         let clock = ContinuousClock()
         var best: Reading?
+        var plain: Reading?
         for preparation in preparations ?? options.level.preprocessing {
             // A page of text the preparation read surely is kept; a display (little text) is always read both ways:
             // binarising seven-segment digits breaks their strokes while Tesseract is still sure of what it read.
@@ -151,8 +156,42 @@ public struct TextRecognizer: Sendable {
             }
             guard let reading else { continue }
             if best == nil || reading.isBetter(than: best!) { best = reading }
+            if preparation == .minimal { plain = reading }
+        }
+        // Light text on a dark part of a photo that is not dark as a whole (a device's display): the plain reading
+        // with what the inverted image adds where it found nothing, kept when it surely reads clearly more.
+        if let plain, options.segmentation != .page, !plain.prepared.inverted, (lightOnDarkPart).contains(try image.darkFraction()) {
+            let start = clock.now
+            let inverted = try engine.recognize(try image.inverted(), segmentation: .sparse)
+            timings.recognize += (clock.now - start).seconds
+            // Each way round: the values read better inverted, the labels plain.
+            var plainFirst = plain, invertedFirst = plain
+            plainFirst.page = Self.adding(inverted, to: plain.page)
+            invertedFirst.page = Self.adding(plain.page, to: inverted)
+            let merged = invertedFirst.isBetter(than: plainFirst) ? invertedFirst : plainFirst
+            if merged.isBetter(than: best!) { best = merged }
         }
         return best!
+    }
+
+    /// Dark fractions of a photo with a dark part in it: a display's panel in a device's photo (the charger
+    /// renderings of `DevicePhoto`: 0.3–0.45). Pages (under 0.15) are not read inverted.
+    static let lightOnDarkPart = 0.15...0.5
+
+    /// `page` with the lines of `other` (read from the same pixels) whose boxes touch none of `page`'s words, in
+    /// blocks of their own.
+    static func adding(_ other: RecognizedPage, to page: RecognizedPage) -> RecognizedPage {
+        let taken = page.words.map(\.box)
+        func touches(_ a: PixelRect, _ b: PixelRect) -> Bool {
+            a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height
+        }
+        var result = page
+        for block in other.blocks {
+            let lines = block.lines.filter { line in !line.words.isEmpty && !taken.contains { touches($0, line.line.box) } }
+            guard !lines.isEmpty else { continue }
+            result.blocks.append(RecognizedBlock(block: merged(lines.map(\.line), separator: "\n"), lines: lines))
+        }
+        return result
     }
 
     /// Flattens Tesseract's hierarchy into observations, leaving out words lower than `minimumTextHeight` of the
