@@ -24,4 +24,18 @@ import TextRecognition
         let page = try #require(result.pages.first)
         #expect(page.width == width && page.height == width * 3 / 4, "boxes are in the photo's own pixels")
     }
+
+    /// A photo whose readings outlast the time budget returns the best found so far, said to be cut short, and a
+    /// template's values from it are flagged (before: the call failed with DEADLINE_EXCEEDED, nothing stored).
+    @Test func aPhotoOverItsTimeBudgetReturnsTheBestReadingSoFarFlagged() async throws {
+        let photo = try DevicePhoto.jpeg(width: 1000, try DevicePhoto.snippets())
+        let whole = try await sharedRecognizer.recognize(photo, options: RecognitionOptions())
+        #expect(!whole.cutShort)
+        let cut = try await sharedRecognizer.recognize(photo, options: RecognitionOptions(timeBudget: 0))
+        #expect(cut.cutShort && cut.pages[0].cutShort && !cut.text.isEmpty, "\(cut.text)")
+        let template = [ValueDefinition(name: "Napětí", region: NormalizedRect(x: 0.4, y: 0.25, width: 0.2, height: 0.08), shape: "###.#V")]
+        let values = TemplateMatcher.assign(template, in: cut)
+        #expect(values[0].value.uncertainty.contains("cut short by its time budget"), "\(values[0].value)")
+        #expect(throws: OCRError.self) { try RecognitionOptions(timeBudget: -1).validate() }
+    }
 }

@@ -133,7 +133,8 @@ extension OcrV1.ScanResponse {
                 OcrV1.Page(
                     width: UInt32($0.width), height: UInt32($0.height), orientationDegrees: UInt32($0.orientationDegrees),
                     deskewDegrees: $0.deskewDegrees, inverted: $0.inverted, text: $0.text,
-                    segmentation: OcrV1.Segmentation($0.segmentation), prepared: $0.prepared)
+                    segmentation: OcrV1.Segmentation($0.segmentation), prepared: $0.prepared,
+                    cutShort: $0.cutShort)
             },
             orientationDegrees: UInt32(result.orientationDegrees),
             timings: OcrV1.Timings(

@@ -304,6 +304,9 @@ extension OcrV1 {
         /// ACCURATE: its preparation (orientation, deskew, binarisation, enlarging) was kept; false when the image as it
         /// is read with a higher mean confidence, or at FAST.
         public var prepared: Bool = false
+        /// The photo's time budget ran out before every reading was tried: the best found so far is returned (a draft
+        /// record's values are flagged uncertain).
+        public var cutShort: Bool = false
 
         /// A message with every field at its default.
         public init() {}
@@ -317,7 +320,8 @@ extension OcrV1 {
             inverted: Bool = false,
             text: String = "",
             segmentation: OcrV1.Segmentation = .unspecified,
-            prepared: Bool = false
+            prepared: Bool = false,
+            cutShort: Bool = false
         ) {
             self.width = width
             self.height = height
@@ -327,6 +331,7 @@ extension OcrV1 {
             self.text = text
             self.segmentation = segmentation
             self.prepared = prepared
+            self.cutShort = cutShort
         }
     }
 
@@ -1348,6 +1353,7 @@ extension OcrV1.Page: ProtoMessage, ProtobufCBridged {
         text = reader.value(6)
         segmentation = reader.value(7)
         prepared = reader.value(8)
+        cutShort = reader.value(9)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1359,6 +1365,7 @@ extension OcrV1.Page: ProtoMessage, ProtobufCBridged {
         writer.set(6, text)
         writer.set(7, segmentation)
         writer.set(8, prepared)
+        writer.set(9, cutShort)
     }
 }
 
@@ -2461,6 +2468,7 @@ extension OcrV1.Page: ProtoJSONMessage {
         ProtoJSONField(number: 6, protoName: "text", jsonName: "text", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 7, protoName: "segmentation", jsonName: "segmentation", kind: .`enum`, cardinality: .singular),
         ProtoJSONField(number: 8, protoName: "prepared", jsonName: "prepared", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 9, protoName: "cut_short", jsonName: "cutShort", kind: .bool, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2473,6 +2481,7 @@ extension OcrV1.Page: ProtoJSONMessage {
         json.value(5, self.text)
         json.value(6, self.segmentation)
         json.value(7, self.prepared)
+        json.value(8, self.cutShort)
         return json.result
     }
 
@@ -2487,6 +2496,7 @@ extension OcrV1.Page: ProtoJSONMessage {
         try json.value(5, into: &self.text)
         try json.value(6, into: &self.segmentation)
         try json.value(7, into: &self.prepared)
+        try json.value(8, into: &self.cutShort)
     }
 }
 

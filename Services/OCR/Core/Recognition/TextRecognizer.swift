@@ -65,6 +65,7 @@ public struct TextRecognizer: Sendable {
                     customWords: CustomWordCorrector(options.customWords), index: index)
                 page.segmentation = reading.segmentation
                 page.prepared = reading.preparation != .minimal
+                page.cutShort = reading.cutShort
                 pages.append(page)
             }
             guard pages.contains(where: { !$0.observations.isEmpty }) else { throw OCRError.noText }
@@ -80,6 +81,8 @@ public struct TextRecognizer: Sendable {
         var prepared: PreparedImage
         var segmentation: SegmentationMode
         var page: RecognizedPage
+        /// Further readings were not tried: the time budget ran out.
+        var cutShort = false
 
         /// Mean word confidence, each word weighted by its characters (0 when nothing was read): how sure the
         /// reading is of what it found.
@@ -136,9 +139,18 @@ public struct TextRecognizer: Sendable {
         preparations: [PreprocessingOptions]? = nil
     ) throws -> Reading {
         let clock = ContinuousClock()
+        let started = clock.now
         var best: Reading?
         var plain: Reading?
+        // Once the budget is spent, no further reading starts as long as one found something.
+        var spent: Bool {
+            (clock.now - started).seconds >= options.timeBudget && (best?.confidentCharacters ?? 0) > 0
+        }
         for preparation in preparations ?? options.level.preprocessing {
+            if spent {
+                best!.cutShort = true
+                return best!
+            }
             // A page of text the preparation read surely is kept; a display (little text) is always read both ways:
             // binarising seven-segment digits breaks their strokes while Tesseract is still sure of what it read.
             if let kept = best, kept.meanConfidence >= sureConfidence, kept.page.words.count >= fewWords { break }
@@ -148,6 +160,11 @@ public struct TextRecognizer: Sendable {
             var reading: Reading?
             for segmentation in options.segmentation.map({ [$0] }) ?? [.page, .sparse] {
                 if let found = reading, found.page.words.count >= fewWords { break }
+                if let found = reading, found.confidentCharacters > 0, (clock.now - started).seconds >= options.timeBudget {
+                    best = best.map { found.isBetter(than: $0) ? found : $0 } ?? found
+                    best!.cutShort = true
+                    return best!
+                }
                 start = clock.now
                 let page = try engine.recognize(prepared.image, segmentation: segmentation)
                 timings.recognize += (clock.now - start).seconds
@@ -160,6 +177,10 @@ public struct TextRecognizer: Sendable {
         }
         // Light text on a dark part of a photo that is not dark as a whole (a device's display): the plain reading
         // with what the inverted image adds where it found nothing, kept when it surely reads clearly more.
+        if spent {
+            best!.cutShort = true
+            return best!
+        }
         if let plain, options.segmentation != .page, !plain.prepared.inverted, (lightOnDarkPart).contains(try image.darkFraction()) {
             let start = clock.now
             let inverted = try engine.recognize(try image.inverted(), segmentation: .sparse)

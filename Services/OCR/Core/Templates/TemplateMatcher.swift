@@ -39,6 +39,21 @@ public enum TemplateMatcher {
         return shapeWeight * shape + labelWeight * label + positionWeight * position
     }
 
+    /// `assign`, each value flagged when the photo's readings were cut short by its time budget: a reading not
+    /// tried might have read it otherwise.
+    public static func assign(_ values: [ValueDefinition], in result: RecognitionResult)
+        -> [(value: RecordValue, observation: Observation?)]
+    {
+        var assigned = assign(values, in: result.observations)
+        guard result.cutShort else { return assigned }
+        for index in assigned.indices {
+            let reason = "the photo's readings were cut short by its time budget"
+            let current = assigned[index].value.uncertainty
+            assigned[index].value.uncertainty = current.isEmpty ? reason : current + "; " + reason
+        }
+        return assigned
+    }
+
     public static func match(_ values: [ValueDefinition], in observations: [Observation]) -> [RecordValue] {
         assign(values, in: observations).map(\.value)
     }

@@ -2373,7 +2373,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__observation__descriptor =
   (ProtobufCMessageInit) menagerie__ocr__v1__observation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__page__field_descriptors[8] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__page__field_descriptors[9] =
 {
   {
     "width",
@@ -2471,8 +2471,21 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__page__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "cut_short",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Page, cut_short),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__page__field_indices_by_name[] = {
+  8,   /* field[8] = cut_short */
   3,   /* field[3] = deskew_degrees */
   1,   /* field[1] = height */
   4,   /* field[4] = inverted */
@@ -2485,7 +2498,7 @@ static const unsigned menagerie__ocr__v1__page__field_indices_by_name[] = {
 static const ProtobufCIntRange menagerie__ocr__v1__page__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__page__descriptor =
 {
@@ -2495,7 +2508,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__page__descriptor =
   "Menagerie__Ocr__V1__Page",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__Page),
-  8,
+  9,
   menagerie__ocr__v1__page__field_descriptors,
   menagerie__ocr__v1__page__field_indices_by_name,
   1,  menagerie__ocr__v1__page__number_ranges,

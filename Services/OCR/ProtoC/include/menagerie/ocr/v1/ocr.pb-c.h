@@ -267,10 +267,15 @@ struct  Menagerie__Ocr__V1__Page
    * is read with a higher mean confidence, or at FAST.
    */
   protobuf_c_boolean prepared;
+  /*
+   * The photo's time budget ran out before every reading was tried: the best found so far is returned (a draft
+   * record's values are flagged uncertain).
+   */
+  protobuf_c_boolean cut_short;
 };
 #define MENAGERIE__OCR__V1__PAGE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__page__descriptor) \
-    , 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string, MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_UNSPECIFIED, 0 }
+    , 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string, MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_UNSPECIFIED, 0, 0 }
 
 
 /*
