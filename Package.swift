@@ -284,9 +284,11 @@ let package = Package(
             coreResources: [.copy("SampleData")], serviceResources: [.copy("Web")])
         + service(
             "OCR", executable: "ocr", imports: ["Jobs"],
-            core: ["TextRecognition", "WorkLane", "PPOCR", "OpenCVDNN"], service: ["TextRecognition", "WorkLane"],
-            app: ["TextRecognition", "PPOCR"], coreTests: ["TextRecognition", "OCRTestSupport", "PPOCR"],
+            core: ["TextRecognition", "WorkLane", "PPOCR", "OpenCVDNN", "OCRPolicy"], service: ["TextRecognition", "WorkLane"],
+            app: ["TextRecognition", "PPOCR"], cli: ["OCRPolicy"], coreTests: ["TextRecognition", "OCRTestSupport", "PPOCR"],
             serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport"])
+        // The record thresholds the service applies and the gateway's help states (no engine linked into the gateway).
+        + [.target(name: "OCRPolicy", path: "Services/OCR/Policy")]
         + service(
             "Health", executable: "health", core: ["Zip"], service: ["WorkLane", "HealthBridge", "Identity"], cli: ["HealthCore", "HealthBridge"],
             coreTests: ["Dqlite", "TestSupport"], serviceTests: ["HealthBridge", "Identity"])

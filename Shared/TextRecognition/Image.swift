@@ -169,6 +169,35 @@ public final class Image: @unchecked Sendable {
         return total > 0 ? middle / total : 0
     }
 
+    /// The grey level (0–255) under which `fraction` (0–1) of the pixels lie: how light a photo's highlights are.
+    public func greyPercentile(_ fraction: Double) throws -> Int {
+        let gray = try grayscale()
+        guard let histogram = pixGetGrayHistogram(gray.pix, 1) else { throw ImageError.processing("pixGetGrayHistogram") }
+        var histogramPointer: UnsafeMutablePointer<NUMA>? = histogram
+        defer { numaDestroy(&histogramPointer) }
+        var counts = [Double](repeating: 0, count: 256)
+        for level in 0..<256 {
+            var count: Float = 0
+            numaGetFValue(histogram, Int32(level), &count)
+            counts[level] = Double(count)
+        }
+        let target = fraction * counts.reduce(0, +)
+        var sum = 0.0
+        for level in 0..<256 {
+            sum += counts[level]
+            if sum >= target { return level }
+        }
+        return 255
+    }
+
+    /// The levels stretched linearly, `low` to black and `high` to white (colour kept): a dim photo's contrast
+    /// restored before it is thresholded.
+    public func stretched(low: Int, high: Int) throws -> Image {
+        guard 0 <= low, low < high, high <= 255 else { throw ImageError.processing("stretch \(low)…\(high)") }
+        let source = depth == 8 || depth == 32 ? self : try converted(toDepth: 8)
+        return try Self.wrap(pixGammaTRC(nil, source.pix, 1, Int32(low), Int32(high)), "pixGammaTRC")
+    }
+
     /// Binary (1 bit per pixel) with one Otsu threshold for the whole image.
     func otsuBinarised() throws -> Image {
         let gray = try grayscale()
@@ -246,6 +275,25 @@ public final class Image: @unchecked Sendable {
             }
         }
         return image
+    }
+
+    /// The picture as 8-bit grey levels, rows top to bottom (width × height bytes): for tools that colour or
+    /// measure it.
+    public func greyBytes() throws -> [UInt8] {
+        let grey = depth == 8 ? self : try converted(toDepth: 8)
+        let words = pixGetData(grey.pix)!, wordsPerLine = Int(pixGetWpl(grey.pix))
+        var bytes = [UInt8](repeating: 0, count: width * height)
+        bytes.withUnsafeMutableBufferPointer { out in
+            words.withMemoryRebound(to: UInt8.self, capacity: height * wordsPerLine * 4) { raw in
+                for y in 0..<height {
+                    for x in 0..<width {
+                        // Leptonica packs 8-bit pixels big-endian in 32-bit words.
+                        out[y * width + x] = raw[y * wordsPerLine * 4 + (x & ~3) + (3 - (x & 3))]
+                    }
+                }
+            }
+        }
+        return bytes
     }
 
     /// The picture as 8-bit RGB, rows top to bottom (width × height × 3 bytes).

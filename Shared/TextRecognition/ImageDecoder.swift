@@ -49,6 +49,8 @@ public struct DecodedImage: Sendable {
     public let pages: [Image]
     /// The EXIF orientation tag (1–8) that was applied; 1 when there was none.
     public let exifOrientation: Int
+    /// The pages are 1/`reduction` of the file's size on each side (a JPEG decoded reduced), 1 when full size.
+    public var reduction: Int = 1
 }
 
 /// Decodes image bytes with Leptonica after checking their header against `DecodeLimits`; HEIF/HEIC (the iPhone's
@@ -63,8 +65,14 @@ public struct ImageDecoder: Sendable {
 
     /// The pages of `data`. Throws `ImageError.cannotDecode` for bytes that are no image this module reads,
     /// `.damaged` for a file cut short or corrupt, and `.tooManyPixels` / `.tooManyPages` when the header announces
-    /// more than the limits.
-    public func decode(_ data: Data) throws -> DecodedImage {
+    /// more than the limits (the full size counts, whatever the reduction).
+    ///
+    /// A JPEG is decoded at 1/`jpegReduction` of its size (1, 2, 4 or 8; each side rounded up): libjpeg's DCT
+    /// scaling skips most of the decoding work and the full-size pixels are never allocated, which is what a
+    /// photo larger than its reader needs wants. Other formats ignore it; `DecodedImage.reduction` says what was
+    /// applied.
+    public func decode(_ data: Data, jpegReduction: Int = 1) throws -> DecodedImage {
+        guard [1, 2, 4, 8].contains(jpegReduction) else { throw ImageError.processing("JPEG reduction \(jpegReduction)") }
         guard data.count >= 8 else { throw ImageError.cannotDecode }
         return try data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> DecodedImage in
             let bytes = raw.bindMemory(to: UInt8.self)
@@ -104,7 +112,7 @@ public struct ImageDecoder: Sendable {
                 // below the cut; a warning sends the file to the shared decoder, which tells harmless ones from
                 // lost data. When Leptonica refuses the file the shared decoder says why (a cut is "truncated").
                 var warnings: Int32 = 0
-                guard let pix = pixReadMemJpeg(base, bytes.count, 0, 1, &warnings, 0) else {
+                guard let pix = pixReadMemJpeg(base, bytes.count, 0, Int32(jpegReduction), &warnings, 0) else {
                     try Self.checkJPEGData(base, count: bytes.count)
                     throw ImageError.cannotDecode
                 }
@@ -116,7 +124,8 @@ public struct ImageDecoder: Sendable {
             guard format == .jpeg else { return DecodedImage(format: format, pages: [image], exifOrientation: 1) }
             let orientation = EXIFOrientation.read(fromJPEG: UnsafeRawBufferPointer(bytes)) ?? 1
             return DecodedImage(
-                format: format, pages: [try image.applyingEXIFOrientation(orientation)], exifOrientation: orientation)
+                format: format, pages: [try image.applyingEXIFOrientation(orientation)], exifOrientation: orientation,
+                reduction: jpegReduction)
         }
     }
 

@@ -13,7 +13,8 @@ import Testing
     init() throws { store = try TemplateStore.inMemory() }
 
     func values(_ texts: String...) -> [RecordValue] {
-        texts.map { RecordValue(name: "", text: $0, confidence: 0.8) }
+        // Sure readings: one under `TemplateMatcher.minimumConfidence` is stored flagged (NeverSilentlyWrongTests).
+        texts.map { RecordValue(name: "", text: $0, confidence: 0.9) }
     }
 
     @Test func shapesLabelsAndUncertainValuesAreStoredExportedAndClearedByAnEdit() throws {
@@ -146,7 +147,7 @@ import Testing
         #expect(record.dateSource == .upload)
 
         let edited = try store.updateRecord(id: record.id, values: ["Amps": "3.4"])
-        #expect(edited.values.map(\.text) == ["12.6", "3.4"] && edited.values[1].confidence == 1 && edited.values[0].confidence == 0.8)
+        #expect(edited.values.map(\.text) == ["12.6", "3.4"] && edited.values[1].confidence == 1 && edited.values[0].confidence == 0.9)
         #expect(edited.createdAt == record.createdAt && edited.dateSource == .upload)
 
         let taken = Date(timeIntervalSince1970: 1_790_000_000)

@@ -250,3 +250,62 @@ public enum DisplayPhotoFixture {
 
     public enum FixtureError: Error { case missing(String) }
 }
+
+/// A phone's photo of a device (issue 40): a light grey body with dark labels at the left and a black display
+/// whose values glow orange (a charger), the display a third of the frame, so the photo as a whole is not dark
+/// and the values are light on dark while the labels are dark on light. Any size (`width` × 3/4 of it: 4000 for
+/// 12 MP), dimmed for a photo in low light; the text scales with the photo.
+public enum DevicePhoto {
+    public static let labels = ["Napětí", "Proud", "Nabito"]
+    public static let values = ["239.8 V", "2.10 A", "45 %"]
+    public static let numbers = ["239.8", "2.10", "45"]
+
+    /// The labels' and values' snippets, rendered once (binary, about 40 px high).
+    public static func snippets() throws -> [String: Image] {
+        let texts = labels + values
+        let sheet = try TextRenderer.render(texts, points: 16, width: 900, height: 900)
+        var cut: [String: Image] = [:]
+        for (text, box) in zip(texts, sheet.lineBoxes) {
+            cut[text] = try sheet.image.cropped(to: PixelRect(x: box.x - 4, y: box.y - 4, width: box.width + 8, height: box.height + 8))
+        }
+        return cut
+    }
+
+    /// The photo as an image (RGB); `light` scales every colour (1: daylight, 0.2: a dim room).
+    public static func image(
+        width: Int = 1000, light: Double = 1, degrees: Double = 0, valueScale: Double = 1.4, _ snippets: [String: Image]
+    ) throws -> Image {
+        let height = width * 3 / 4, k = Double(width) / 1000
+        func s(_ value: Int) -> Int { Int((Double(value) * k).rounded()) }
+        // Grey levels stand for colours until the end: 190 body, 12 display, 40 labels, 161 the display's digits.
+        var grey = try Image.blank(width: width, height: height, gray: 190)
+        grey = try grey.pasting(try Image.blank(width: s(620), height: s(480), gray: 12), x: s(300), y: s(130))
+        for (row, (label, value)) in zip(labels, values).enumerated() {
+            let y = s(190 + 140 * row)
+            grey = try grey.painting(try snippets[label]!.scaled(by: k), x: s(50), y: y, gray: 40)
+            grey = try grey.painting(try snippets[value]!.scaled(by: k * valueScale), x: s(400), y: y - s(8), gray: 161)
+        }
+        let levels = try grey.greyBytes()
+        var rgb = [UInt8](repeating: 0, count: levels.count * 3)
+        func scaled(_ c: Double) -> UInt8 { UInt8(max(0, min(255, (c * light).rounded()))) }
+        let orange = (scaled(255), scaled(140), scaled(20))
+        var table = [(UInt8, UInt8, UInt8)](repeating: (0, 0, 0), count: 256)
+        for level in 0..<256 { let v = scaled(Double(level)); table[level] = (v, v, v) }
+        table[161] = orange
+        rgb.withUnsafeMutableBufferPointer { out in
+            for (index, level) in levels.enumerated() {
+                let c = table[Int(level)]
+                out[3 * index] = c.0; out[3 * index + 1] = c.1; out[3 * index + 2] = c.2
+            }
+        }
+        let photo = try Image.fromRGB(rgb, width: width, height: height)
+        return degrees == 0 ? photo : try photo.rotated(degrees: degrees)
+    }
+
+    /// The photo as a JPEG, as a phone stores it.
+    public static func jpeg(
+        width: Int = 1000, light: Double = 1, degrees: Double = 0, valueScale: Double = 1.4, _ snippets: [String: Image]
+    ) throws -> Data {
+        try image(width: width, light: light, degrees: degrees, valueScale: valueScale, snippets).encoded(as: .jpeg)
+    }
+}

@@ -3,6 +3,7 @@ import Foundation
 import GatewayKit
 import JobsAPI
 import OCRAPI
+import OCRPolicy
 import RPC
 import Schema
 
@@ -403,8 +404,11 @@ struct OCRRecordAdd: AsyncParsableCommand {
         discussion: """
             Each value is taken from the observation that best fits what it looked like on the template's first photo \
             (its shape and unit), the label beside it and where it sat. A value that nothing fits well, that fits two \
-            values, or that was read with a confidence under 0.8 is uncertain. On a terminal the values are shown with \
-            their confidences (and why one is uncertain) and you may correct each (Enter keeps it, checked); --yes, or \
+            values, whose digits' count differs from the first photo's (9.8 for 239.8), or that was read with a \
+            confidence under \(RecordPolicy.minimumConfidence) is uncertain. Values are saved normalised (224.5v as \
+            224.5 with unit V, 229,5 as 229.5), the text as read kept beside. On a terminal the values are shown with \
+            their confidences and why one is uncertain; type a value to confirm or correct it, Enter keeps it as read \
+            (an uncertain one stays flagged); --yes, or \
             output that is not a terminal, saves them as read, the uncertain ones flagged (the CSV's Uncertain column), \
             and exits with status 65 when any is. --json prints the AddRecordResponse: each value's "uncertainty" says \
             why. \
@@ -437,6 +441,28 @@ struct OCRRecordAdd: AsyncParsableCommand {
         return (taken.timeIntervalSince1970, .exif)
     }
 
+    /// `Napětí [224.5 V] (read "224.5v", confidence 0.91) UNCERTAIN: its shape #.#V is not …; type the value (Enter keeps it flagged): `
+    static func prompt(_ value: OcrV1.RecordValue) -> String {
+        let shown = value.unit.isEmpty ? value.text : "\(value.text) \(value.unit)"
+        let read = value.rawText.isEmpty || value.rawText == value.text ? "" : "read \"\(value.rawText)\", "
+        let confidence = "(\(read)confidence \(String(format: "%.2f", value.confidence)))"
+        guard !value.uncertainty.isEmpty else { return "\(value.name) [\(shown)] \(confidence): " }
+        return "\(value.name) [\(shown)] \(confidence)\n  UNCERTAIN: \(value.uncertainty)\n"
+            + "  type the value to confirm or correct it (Enter keeps it flagged): "
+    }
+
+    /// The value after a person's answer: unchanged for Enter, else the text they typed (confidence 1, checked).
+    static func answered(_ value: OcrV1.RecordValue, _ answer: String) -> OcrV1.RecordValue {
+        let typed = answer.trimmingCharacters(in: .whitespaces)
+        guard !typed.isEmpty else { return value }
+        var value = value
+        value.text = typed
+        value.rawText = ""
+        value.confidence = 1
+        value.uncertainty = ""
+        return value
+    }
+
     func run() async throws {
         try scanOptions.checkFiles()
         let data = try OCRUpload.read(photo)
@@ -454,17 +480,11 @@ struct OCRRecordAdd: AsyncParsableCommand {
             if let annotate { try OCRAnnotation.write(draft.scan?.annotatedPng ?? [], to: annotate) }
             var values = draft.values
             if !yes && !global.json && Terminal.isInteractive {
-                // A person looked at every value: what they keep or type is no longer uncertain.
+                // A value a person types is theirs (confidence 1, no longer uncertain); Enter keeps the reading as it
+                // is, its flag too: pressing Enter is no check.
                 for index in values.indices {
-                    let value = values[index]
-                    let doubt = value.uncertainty.isEmpty ? "" : ", UNCERTAIN: \(value.uncertainty)"
-                    let answer = Terminal.ask(
-                        "\(value.name) [\(value.text)] (confidence \(String(format: "%.2f", value.confidence))\(doubt)): ") ?? ""
-                    if !answer.isEmpty {
-                        values[index].text = answer
-                        values[index].confidence = 1
-                    }
-                    values[index].uncertainty = ""
+                    let answer = Terminal.ask(Self.prompt(values[index])) ?? ""
+                    values[index] = Self.answered(values[index], answer)
                 }
             }
             let (createdAt, source) = try Self.recordDate(given: date, takenAt: draft.takenAt)

@@ -94,7 +94,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
             throw RPCError(.invalidArgument, "the draft sent no message: template, options and photo bytes expected")
         }
         let result = try await recognize(data, options: options)
-        let assigned = TemplateMatcher.assign(template.values, in: result.observations)
+        let assigned = TemplateMatcher.assign(template.values, in: result)
         var scan = OcrV1.ScanResponse(result)
         if annotate { scan.annotatedPng = try await annotation(data, result: result, values: assigned) }
         return OcrV1.DraftRecordResponse(

@@ -68,13 +68,17 @@ extension OcrV1.Template {
 
 extension OcrV1.RecordValue {
     init(_ value: RecordValue) {
-        self.init(name: value.name, text: value.text, confidence: value.confidence, uncertainty: value.uncertainty)
+        self.init(
+            name: value.name, text: value.text, confidence: value.confidence, uncertainty: value.uncertainty,
+            rawText: value.raw, unit: value.unit)
     }
 }
 
 extension RecordValue {
     init(_ value: OcrV1.RecordValue) {
-        self.init(name: value.name, text: value.text, confidence: value.confidence, uncertainty: value.uncertainty)
+        self.init(
+            name: value.name, text: value.text, confidence: value.confidence, uncertainty: value.uncertainty,
+            raw: value.rawText, unit: value.unit)
     }
 }
 
@@ -139,7 +143,8 @@ extension OcrV1.ScanResponse {
                 OcrV1.Page(
                     width: UInt32($0.width), height: UInt32($0.height), orientationDegrees: UInt32($0.orientationDegrees),
                     deskewDegrees: $0.deskewDegrees, inverted: $0.inverted, text: $0.text,
-                    segmentation: OcrV1.Segmentation($0.segmentation), prepared: $0.prepared)
+                    segmentation: OcrV1.Segmentation($0.segmentation), prepared: $0.prepared,
+                    cutShort: $0.cutShort)
             },
             orientationDegrees: UInt32(result.orientationDegrees),
             timings: OcrV1.Timings(

@@ -337,6 +337,9 @@ extension OcrV1 {
         /// ACCURATE: its preparation (orientation, deskew, binarisation, enlarging) was kept; false when the image as it
         /// is read with a higher mean confidence, or at FAST.
         public var prepared: Bool = false
+        /// The photo's time budget ran out before every reading was tried: the best found so far is returned (a draft
+        /// record's values are flagged uncertain).
+        public var cutShort: Bool = false
 
         /// A message with every field at its default.
         public init() {}
@@ -350,7 +353,8 @@ extension OcrV1 {
             inverted: Bool = false,
             text: String = "",
             segmentation: OcrV1.Segmentation = .unspecified,
-            prepared: Bool = false
+            prepared: Bool = false,
+            cutShort: Bool = false
         ) {
             self.width = width
             self.height = height
@@ -360,6 +364,7 @@ extension OcrV1 {
             self.text = text
             self.segmentation = segmentation
             self.prepared = prepared
+            self.cutShort = cutShort
         }
     }
 
@@ -570,14 +575,22 @@ extension OcrV1 {
     /// The `menagerie.ocr.v1.RecordValue` message.
     public struct RecordValue: Sendable, Equatable {
         public var name: String = ""
-        /// Empty when the value's region held no text.
+        /// Empty when the value's region held no text. Normalised as stored: a decimal comma as a point, stray
+        /// punctuation and the unit taken off a number (`224.5v` is `224.5`, `229.5,` is `229.5`); the service
+        /// normalises what AddRecord and edits send.
         public var text: String = ""
         /// 0–1: the recogniser's confidence, 0 for an empty value; a value the user typed is saved with 1.
         public var confidence: Double = 0
         /// Why the reading wants a person's look, empty when it does not: nothing fitted the value well, the observation
-        /// fitted two values, or its confidence is under 0.8. DraftRecord says it; AddRecord stores it (the CSV's
-        /// `Uncertain` column names such values); editing the value clears it.
+        /// fitted two values, its digits' count is not the learned shape's, or its confidence is under the threshold
+        /// (0.85). DraftRecord says it; AddRecord stores it (and flags a reading under the threshold sent without a
+        /// reason, as it does a template's first record; the CSV's `Uncertain` column names such values); editing the
+        /// value clears it.
         public var uncertainty: String = ""
+        /// The text as read (or typed) before normalising; empty when sent: the same as text.
+        public var rawText: String = ""
+        /// The unit split off the text or read beside it (`V`), empty when there was none.
+        public var unit: String = ""
 
         /// A message with every field at its default.
         public init() {}
@@ -587,12 +600,16 @@ extension OcrV1 {
             name: String = "",
             text: String = "",
             confidence: Double = 0,
-            uncertainty: String = ""
+            uncertainty: String = "",
+            rawText: String = "",
+            unit: String = ""
         ) {
             self.name = name
             self.text = text
             self.confidence = confidence
             self.uncertainty = uncertainty
+            self.rawText = rawText
+            self.unit = unit
         }
     }
 
@@ -1371,6 +1388,7 @@ extension OcrV1.Page: ProtoMessage, ProtobufCBridged {
         text = reader.value(6)
         segmentation = reader.value(7)
         prepared = reader.value(8)
+        cutShort = reader.value(9)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1382,6 +1400,7 @@ extension OcrV1.Page: ProtoMessage, ProtobufCBridged {
         writer.set(6, text)
         writer.set(7, segmentation)
         writer.set(8, prepared)
+        writer.set(9, cutShort)
     }
 }
 
@@ -1614,6 +1633,8 @@ extension OcrV1.RecordValue: ProtoMessage, ProtobufCBridged {
         text = reader.value(2)
         confidence = reader.value(3)
         uncertainty = reader.value(4)
+        rawText = reader.value(5)
+        unit = reader.value(6)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -1621,6 +1642,8 @@ extension OcrV1.RecordValue: ProtoMessage, ProtobufCBridged {
         writer.set(2, text)
         writer.set(3, confidence)
         writer.set(4, uncertainty)
+        writer.set(5, rawText)
+        writer.set(6, unit)
     }
 }
 
@@ -2491,6 +2514,7 @@ extension OcrV1.Page: ProtoJSONMessage {
         ProtoJSONField(number: 6, protoName: "text", jsonName: "text", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 7, protoName: "segmentation", jsonName: "segmentation", kind: .`enum`, cardinality: .singular),
         ProtoJSONField(number: 8, protoName: "prepared", jsonName: "prepared", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 9, protoName: "cut_short", jsonName: "cutShort", kind: .bool, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2503,6 +2527,7 @@ extension OcrV1.Page: ProtoJSONMessage {
         json.value(5, self.text)
         json.value(6, self.segmentation)
         json.value(7, self.prepared)
+        json.value(8, self.cutShort)
         return json.result
     }
 
@@ -2517,6 +2542,7 @@ extension OcrV1.Page: ProtoJSONMessage {
         try json.value(5, into: &self.text)
         try json.value(6, into: &self.segmentation)
         try json.value(7, into: &self.prepared)
+        try json.value(8, into: &self.cutShort)
     }
 }
 
@@ -2736,6 +2762,8 @@ extension OcrV1.RecordValue: ProtoJSONMessage {
         ProtoJSONField(number: 2, protoName: "text", jsonName: "text", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 3, protoName: "confidence", jsonName: "confidence", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 4, protoName: "uncertainty", jsonName: "uncertainty", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 5, protoName: "raw_text", jsonName: "rawText", kind: .string, cardinality: .singular),
+        ProtoJSONField(number: 6, protoName: "unit", jsonName: "unit", kind: .string, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -2744,6 +2772,8 @@ extension OcrV1.RecordValue: ProtoJSONMessage {
         json.value(1, self.text)
         json.value(2, self.confidence)
         json.value(3, self.uncertainty)
+        json.value(4, self.rawText)
+        json.value(5, self.unit)
         return json.result
     }
 
@@ -2754,6 +2784,8 @@ extension OcrV1.RecordValue: ProtoJSONMessage {
         try json.value(1, into: &self.text)
         try json.value(2, into: &self.confidence)
         try json.value(3, into: &self.uncertainty)
+        try json.value(4, into: &self.rawText)
+        try json.value(5, into: &self.unit)
     }
 }
 

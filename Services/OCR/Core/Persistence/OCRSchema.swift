@@ -24,6 +24,17 @@ public enum OCRSchema {
                 ALTER TABLE record_values ADD COLUMN uncertainty TEXT NOT NULL DEFAULT '';
                 """)
         },
+        // Values are stored normalised (`ValueText`) with the text as read beside them (empty for older values: the
+        // same as the text) and their unit. Shapes learned before counted no digits (`#.#V` for 239.8 V): marked
+        // legacy, they are compared as they were learned (`ValueShape.legacyMarker`).
+        Migration(5, "record values' raw text and unit; legacy shapes") { db in
+            try db.executeScript(
+                """
+                ALTER TABLE record_values ADD COLUMN raw TEXT NOT NULL DEFAULT '';
+                ALTER TABLE record_values ADD COLUMN unit TEXT NOT NULL DEFAULT '';
+                UPDATE template_values SET shape = '~' || shape WHERE shape <> '';
+                """)
+        },
     ]
 
     private static let version3 = """

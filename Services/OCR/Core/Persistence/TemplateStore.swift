@@ -38,7 +38,8 @@ public struct TemplateStore: Sendable {
 
     // MARK: Templates
 
-    /// Creates a template; with `firstRecord`, the photo's values (in value order) become its first record.
+    /// Creates a template; with `firstRecord`, the photo's values (in value order) become its first record, checked
+    /// as every record is (`TemplateMatcher.checked`): its low-confidence readings are flagged too.
     public func createTemplate(
         name: String, description: String = "", values: [ValueDefinition], firstRecord: [RecordValue]? = nil,
         at date: Date = Date()
@@ -193,8 +194,14 @@ public struct TemplateStore: Sendable {
                 throw OCRError(.notFound, "no record \(id) of template \(templateID)")
             }
             guard let template = try Self.loadTemplate(id: parent, owner: owner, db) else { throw Self.unknownTemplate("\(parent)") }
+            // Normalised as stored values are, the typed text kept as the raw; a unit typed replaces the one read.
             let update = try db.prepare(
-                "INSERT OR REPLACE INTO record_values (record_id, position, text, confidence, uncertainty) VALUES (?, ?, ?, 1, '')")
+                """
+                INSERT INTO record_values (record_id, position, text, confidence, uncertainty, raw, unit)
+                VALUES (?, ?, ?, 1, '', ?, ?)
+                ON CONFLICT (record_id, position) DO UPDATE SET text = excluded.text, confidence = 1, uncertainty = '',
+                    raw = excluded.raw, unit = CASE WHEN excluded.unit = '' THEN unit ELSE excluded.unit END
+                """)
             for (name, text) in values.sorted(by: { $0.key < $1.key }) {
                 guard let position = template.values.firstIndex(where: { $0.name == name }) else {
                     let names = template.values.map { "\"\($0.name)\"" }.joined(separator: ", ")
@@ -202,7 +209,8 @@ public struct TemplateStore: Sendable {
                         "template \"\(template.name)\" has no value named \"\(name.prefix(80))\"; its values: \(names)")
                 }
                 try Template.validateLength(text, max: Template.maxValueTextLength, what: "the text of value \"\(name.prefix(80))\"")
-                try update.execute([id, Int64(position), text])
+                let (normalised, unit) = ValueText.normalise(text)
+                try update.execute([id, Int64(position), normalised, text, unit])
             }
             if let date {
                 try db.execute(
@@ -304,6 +312,8 @@ public struct TemplateStore: Sendable {
             }
             try Template.validateLength(
                 value.uncertainty, max: Template.maxValueTextLength, what: "why value \"\(value.name.prefix(80))\" is uncertain")
+            try Template.validateLength(value.raw, max: Template.maxValueTextLength, what: "the raw text of value \"\(value.name.prefix(80))\"")
+            try Template.validateLength(value.unit, max: ValueShape.maxLabelLength, what: "the unit of value \"\(value.name.prefix(80))\"")
         }
     }
 
@@ -315,12 +325,15 @@ public struct TemplateStore: Sendable {
             [template.id, milliseconds(date), source.rawValue])
         let id = db.lastInsertRowID
         let insert = try db.prepare(
-            "INSERT INTO record_values (record_id, position, text, confidence, uncertainty) VALUES (?, ?, ?, ?, ?)")
-        for (position, value) in values.enumerated() {
-            try insert.execute([id, Int64(position), value.text, value.confidence, value.uncertainty])
+            "INSERT INTO record_values (record_id, position, text, confidence, uncertainty, raw, unit) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        // Never stored silently wrong: normalised, and checked as a reading unless it says why it is uncertain.
+        let stored = values.map { TemplateMatcher.checked($0.normalised) }
+        for (position, value) in stored.enumerated() {
+            try insert.execute([id, Int64(position), value.text, value.confidence, value.uncertainty, value.raw, value.unit])
         }
-        let named = zip(template.values, values).map {
-            RecordValue(name: $0.name, text: $1.text, confidence: $1.confidence, uncertainty: $1.uncertainty)
+        let named = zip(template.values, stored).map {
+            RecordValue(
+                name: $0.name, text: $1.text, confidence: $1.confidence, uncertainty: $1.uncertainty, raw: $1.raw, unit: $1.unit)
         }
         return Record(
             id: id, templateID: template.id, createdAt: self.date(milliseconds(date)), values: named, dateSource: source)
@@ -350,13 +363,17 @@ public struct TemplateStore: Sendable {
         let id: Int64 = try row.value(at: 0)
         var values = template.values.map { RecordValue(name: $0.name, text: "", confidence: 0) }
         for value in try db.query(
-            "SELECT position, text, confidence, uncertainty FROM record_values WHERE record_id = ? ORDER BY position", [id])
+            "SELECT position, text, confidence, uncertainty, raw, unit FROM record_values WHERE record_id = ? ORDER BY position",
+            [id])
         {
             let position: Int64 = try value.value(at: 0)
             guard position >= 0, position < values.count else { continue }
             values[Int(position)].text = try value.value(at: 1)
             values[Int(position)].confidence = try value.value(at: 2)
             values[Int(position)].uncertainty = try value.value(at: 3)
+            let raw: String = try value.value(at: 4)
+            values[Int(position)].raw = raw.isEmpty ? values[Int(position)].text : raw
+            values[Int(position)].unit = try value.value(at: 5)
         }
         let source: String = try row.value(at: 2)
         return Record(

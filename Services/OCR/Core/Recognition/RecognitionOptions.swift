@@ -34,6 +34,13 @@ public struct RecognitionOptions: Sendable, Hashable {
     /// Where to expect text; `.sparse` suits displays and labels, `.page` documents; nil (the default) chooses per
     /// image: page segmentation, and sparse too when that finds little (see `TextRecognizer.bestReading`).
     public var segmentation: SegmentationMode?
+    /// Seconds a photo's readings may take before no further one is started: the best found so far is kept and
+    /// the page says it was cut short (`PageResult.cutShort`), where a slow photo failed with DEADLINE_EXCEEDED
+    /// before (issue 40). A reading under way is not interrupted.
+    public var timeBudget: Double
+
+    /// A phone photo is read in about 2 s; a page at the accurate level in under 5 s (Services/OCR/README.md).
+    public static let defaultTimeBudget = 8.0
 
     public static let defaultLanguages = ["ces", "eng"]
     public static let maxCustomWords = 1000
@@ -41,8 +48,9 @@ public struct RecognitionOptions: Sendable, Hashable {
 
     public init(
         languages: [String] = defaultLanguages, level: RecognitionLevel = .accurate, customWords: [String] = [],
-        minimumTextHeight: Double = 0, segmentation: SegmentationMode? = nil
+        minimumTextHeight: Double = 0, segmentation: SegmentationMode? = nil, timeBudget: Double = defaultTimeBudget
     ) {
+        self.timeBudget = timeBudget
         self.languages = languages
         self.level = level
         self.customWords = customWords
@@ -58,6 +66,7 @@ public struct RecognitionOptions: Sendable, Hashable {
     /// Throws INVALID_ARGUMENT naming the first option that cannot be used.
     public func validate(installed: [String] = TesseractRuntime.installedLanguages()) throws {
         if languages.isEmpty { throw OCRError.invalid("languages must name at least one language") }
+        guard timeBudget.isFinite, timeBudget >= 0 else { throw OCRError.invalid("the time budget must be 0 or more seconds") }
         var seen: Set<String> = []
         for language in languages {
             guard !language.isEmpty, language.allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "_") }) else {

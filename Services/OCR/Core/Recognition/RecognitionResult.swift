@@ -107,6 +107,8 @@ public struct PageResult: Sendable, Hashable {
     /// The accurate level's preparation (orientation, deskew, binarisation, enlarging) was kept; false when the
     /// image as it is read with more confidence, or at the fast level.
     public var prepared: Bool = false
+    /// The photo's time budget ran out before every reading was tried: the best so far was kept.
+    public var cutShort: Bool = false
 }
 
 /// A scan's result: the text of all pages and their observations.
@@ -117,6 +119,8 @@ public struct RecognitionResult: Sendable, Hashable {
     /// The pages' text, separated by blank lines.
     public var text: String { pages.map(\.text).filter { !$0.isEmpty }.joined(separator: "\n\n") }
     public var observations: [Observation] { pages.flatMap(\.observations) }
+    /// Some page's readings were cut short by the time budget.
+    public var cutShort: Bool { pages.contains(where: \.cutShort) }
     /// The first page's orientation.
     public var orientationDegrees: Int { pages.first?.orientationDegrees ?? 0 }
 }

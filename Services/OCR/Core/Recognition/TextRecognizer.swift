@@ -57,13 +57,17 @@ public struct TextRecognizer: Sendable {
             let clock = ContinuousClock()
             var timings = RecognitionTimings()
             var start = clock.now
-            let decoded = try decoder.decode(data)
+            // At the size the text needs (a phone photo is read smaller), dim photos brightened (`PhotoSizing`).
+            let sized = try PhotoSizing.decode(data, decoder: decoder)
             timings.decode = (clock.now - start).seconds
             var pages: [PageResult] = []
-            for (index, image) in decoded.pages.enumerated() {
+            for (index, image) in sized.pages.enumerated() {
                 let reading = try Self.bestReading(image, options: options, engine: engine, timings: &timings)
+                // Boxes and sizes in the file's own pixels (within a pixel: a reduced JPEG's sides are rounded up).
+                var prepared = reading.prepared
+                prepared.scale *= sized.scale
                 var page = Self.pageResult(
-                    reading.page, prepared: reading.prepared, minimumTextHeight: options.minimumTextHeight,
+                    reading.page, prepared: prepared, minimumTextHeight: options.minimumTextHeight,
                     customWords: CustomWordCorrector(options.customWords), index: index)
                 // A display or a photo (Tesseract found little), upright as decoded: PP-OCR reads it too. A failure
                 // of PP-OCR leaves Tesseract's reading (every observation says which engine read it).
@@ -81,6 +85,7 @@ public struct TextRecognizer: Sendable {
                 }
                 page.segmentation = reading.segmentation
                 page.prepared = reading.preparation != .minimal
+                page.cutShort = reading.cutShort
                 pages.append(page)
             }
             guard pages.contains(where: { !$0.observations.isEmpty }) else { throw OCRError.noText }
@@ -96,6 +101,8 @@ public struct TextRecognizer: Sendable {
         var prepared: PreparedImage
         var segmentation: SegmentationMode
         var page: RecognizedPage
+        /// Further readings were not tried: the time budget ran out.
+        var cutShort = false
 
         /// Mean word confidence, each word weighted by its characters (0 when nothing was read): how sure the
         /// reading is of what it found.
@@ -107,10 +114,32 @@ public struct TextRecognizer: Sendable {
         }
 
         /// Characters of words read with at least half confidence: how much a reading found.
-        var confidentCharacters: Int {
-            page.words.filter { $0.confidence >= 0.5 }.map { $0.text.count }.reduce(0, +)
+        var confidentCharacters: Int { characters(readWith: 0.5) }
+
+        func characters(readWith confidence: Double) -> Int {
+            page.words.filter { $0.confidence >= confidence }.map { $0.text.count }.reduce(0, +)
         }
+
+        /// Whether this reading is better than `other` of another preparation: one that surely read clearly more
+        /// (`clearlyMore`) wins, else the one surer of what it read. By confidence alone, the binarised reading of
+        /// a device's photo (dark labels on its light body, light digits on its black display) won with the labels
+        /// only, 3 words at 0.94, over the plain reading of labels and values at 0.85–0.90: a local threshold
+        /// turns the display into a black block whose digits Tesseract takes for a picture (issue 40,
+        /// `LightOnDarkTests`).
+        func isBetter(than other: Reading) -> Bool {
+            let mine = characters(readWith: TextRecognizer.sureWord), theirs = other.characters(readWith: TextRecognizer.sureWord)
+            if Double(mine) >= clearlyMore.factor * Double(theirs) + clearlyMore.extra { return true }
+            if Double(theirs) >= clearlyMore.factor * Double(mine) + clearlyMore.extra { return false }
+            return meanConfidence > other.meanConfidence
+        }
+
+        /// A quarter more characters and a few: what one reading must find beyond another's to count as more.
+        let clearlyMore = (factor: 1.25, extra: 2.0)
     }
+
+    /// A word read at least this surely counts towards what a reading found when preparations are compared: a
+    /// phone photo's large display digits read right score 0.6–0.8 (`PhonePhotoTests`).
+    static let sureWord = 0.5
 
     /// Page segmentation that found fewer words than this is "little": a display or a label, not a page, and
     /// sparse segmentation is tried too.
@@ -120,9 +149,9 @@ public struct TextRecognizer: Sendable {
 
     /// The reading kept for `image`. For each preparation the level tries (accurate: the full one, then the image
     /// as it is), the segmentation asked for, or when none was, page segmentation and, when it found little,
-    /// sparse as well, keeping the one that found more confidently read characters. Between preparations the
-    /// higher mean confidence wins; the image as it is is read when the prepared reading is not sure or found
-    /// little (a display).
+    /// sparse as well, keeping the one that found more confidently read characters. Between preparations one that
+    /// surely read clearly more wins, else the higher mean confidence (`Reading.isBetter`); the image as it is is
+    /// read when the prepared reading is not sure or found little (a display).
     /// Measured on `Tests/DisplayPhotos` (Services/OCR/README.md).
     /// `preparations` replaces the level's (the tests measure each choice alone).
     static func bestReading(
@@ -130,8 +159,18 @@ public struct TextRecognizer: Sendable {
         preparations: [PreprocessingOptions]? = nil
     ) throws -> Reading {
         let clock = ContinuousClock()
+        let started = clock.now
         var best: Reading?
+        var plain: Reading?
+        // Once the budget is spent, no further reading starts as long as one found something.
+        var spent: Bool {
+            (clock.now - started).seconds >= options.timeBudget && (best?.confidentCharacters ?? 0) > 0
+        }
         for preparation in preparations ?? options.level.preprocessing {
+            if spent {
+                best!.cutShort = true
+                return best!
+            }
             // A page of text the preparation read surely is kept; a display (little text) is always read both ways:
             // binarising seven-segment digits breaks their strokes while Tesseract is still sure of what it read.
             if let kept = best, kept.meanConfidence >= sureConfidence, kept.page.words.count >= fewWords { break }
@@ -141,6 +180,11 @@ public struct TextRecognizer: Sendable {
             var reading: Reading?
             for segmentation in options.segmentation.map({ [$0] }) ?? [.page, .sparse] {
                 if let found = reading, found.page.words.count >= fewWords { break }
+                if let found = reading, found.confidentCharacters > 0, (clock.now - started).seconds >= options.timeBudget {
+                    best = best.map { found.isBetter(than: $0) ? found : $0 } ?? found
+                    best!.cutShort = true
+                    return best!
+                }
                 start = clock.now
                 let page = try engine.recognize(prepared.image, segmentation: segmentation)
                 timings.recognize += (clock.now - start).seconds
@@ -148,9 +192,47 @@ public struct TextRecognizer: Sendable {
                 if reading == nil || candidate.confidentCharacters > reading!.confidentCharacters { reading = candidate }
             }
             guard let reading else { continue }
-            if best == nil || reading.meanConfidence > best!.meanConfidence { best = reading }
+            if best == nil || reading.isBetter(than: best!) { best = reading }
+            if preparation == .minimal { plain = reading }
+        }
+        // Light text on a dark part of a photo that is not dark as a whole (a device's display): the plain reading
+        // with what the inverted image adds where it found nothing, kept when it surely reads clearly more.
+        if spent {
+            best!.cutShort = true
+            return best!
+        }
+        if let plain, options.segmentation != .page, !plain.prepared.inverted, (lightOnDarkPart).contains(try image.darkFraction()) {
+            let start = clock.now
+            let inverted = try engine.recognize(try image.inverted(), segmentation: .sparse)
+            timings.recognize += (clock.now - start).seconds
+            // Each way round: the values read better inverted, the labels plain.
+            var plainFirst = plain, invertedFirst = plain
+            plainFirst.page = Self.adding(inverted, to: plain.page)
+            invertedFirst.page = Self.adding(plain.page, to: inverted)
+            let merged = invertedFirst.isBetter(than: plainFirst) ? invertedFirst : plainFirst
+            if merged.isBetter(than: best!) { best = merged }
         }
         return best!
+    }
+
+    /// Dark fractions of a photo with a dark part in it: a display's panel in a device's photo (the charger
+    /// renderings of `DevicePhoto`: 0.3–0.45). Pages (under 0.15) are not read inverted.
+    static let lightOnDarkPart = 0.15...0.5
+
+    /// `page` with the lines of `other` (read from the same pixels) whose boxes touch none of `page`'s words, in
+    /// blocks of their own.
+    static func adding(_ other: RecognizedPage, to page: RecognizedPage) -> RecognizedPage {
+        let taken = page.words.map(\.box)
+        func touches(_ a: PixelRect, _ b: PixelRect) -> Bool {
+            a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height
+        }
+        var result = page
+        for block in other.blocks {
+            let lines = block.lines.filter { line in !line.words.isEmpty && !taken.contains { touches($0, line.line.box) } }
+            guard !lines.isEmpty else { continue }
+            result.blocks.append(RecognizedBlock(block: merged(lines.map(\.line), separator: "\n"), lines: lines))
+        }
+        return result
     }
 
     /// Flattens Tesseract's hierarchy into observations, leaving out words lower than `minimumTextHeight` of the

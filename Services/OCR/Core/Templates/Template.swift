@@ -101,8 +101,9 @@ public struct Template: Sendable, Hashable {
     }
 }
 
-/// One value of a record: the text read (or corrected by the user), the recogniser's confidence (0 for an
-/// empty value; 1 when the user typed it) and, when the reading wants a person's look, why.
+/// One value of a record: the text read (or corrected by the user), normalised (`ValueText`: `224.5v` is `224.5`
+/// with unit `V`), the text as read beside it, the recogniser's confidence (0 for an empty value; 1 when the user
+/// typed it) and, when the reading wants a person's look, why.
 public struct RecordValue: Sendable, Hashable {
     public var name: String
     public var text: String
@@ -110,12 +111,39 @@ public struct RecordValue: Sendable, Hashable {
     /// Why the value is uncertain (nothing fitted well, it fitted two values, low confidence), empty when it is
     /// not: stored with the record and exported, so a flagged value is never mistaken for a checked one.
     public var uncertainty: String
+    /// The text as read or typed, before `ValueText.normalise` (empty: the same as `text`).
+    public var raw: String
+    /// The unit split off the reading (`V` of `224.5v`) or read beside it, empty when there was none.
+    public var unit: String
 
-    public init(name: String, text: String, confidence: Double, uncertainty: String = "") {
+    public init(name: String, text: String, confidence: Double, uncertainty: String = "", raw: String = "", unit: String = "") {
         self.name = name
         self.text = text
         self.confidence = confidence
         self.uncertainty = uncertainty
+        self.raw = raw
+        self.unit = unit
+    }
+
+    /// A reading as stored: `raw` normalised into `text` and `unit` (the unit read beside it when the text had
+    /// none).
+    public static func reading(
+        name: String, raw: String, confidence: Double, uncertainty: String = "", unitBeside: String = ""
+    ) -> RecordValue {
+        let (text, unit) = ValueText.normalise(raw)
+        let beside = unitBeside.count == 1 ? unitBeside.uppercased() : unitBeside
+        return RecordValue(
+            name: name, text: text, confidence: confidence, uncertainty: uncertainty, raw: raw,
+            unit: unit.isEmpty ? beside : unit)
+    }
+
+    /// The value as it is stored: its text normalised (a person's correction too), the text received kept as the
+    /// raw when none was given.
+    public var normalised: RecordValue {
+        let (text, unit) = ValueText.normalise(self.text)
+        return RecordValue(
+            name: name, text: text, confidence: confidence, uncertainty: uncertainty, raw: raw.isEmpty ? self.text : raw,
+            unit: unit.isEmpty ? self.unit : unit)
     }
 
     public var isUncertain: Bool { !uncertainty.isEmpty }

@@ -1,3 +1,4 @@
+import OCRPolicy
 import TextRecognition
 
 /// Fills a template's values from a new photo's observations, and says which readings want a person's look.
@@ -19,9 +20,8 @@ public enum TemplateMatcher {
     public static let minimumFit = 0.6
     /// Another value's fit on the same observation within this of the value's own makes it ambiguous.
     public static let ambiguityMargin = 0.1
-    /// Tesseract's word confidence under which a reading wants a look: right readings of the display photos
-    /// (`Tests/DisplayPhotos`) mostly score 0.85 or more; misread digits (14.38 as 14.30, 5.51 as 9.01) 0.7–0.83.
-    public static let minimumConfidence = 0.85
+    /// The confidence under which a reading wants a look (`RecordPolicy.minimumConfidence`).
+    public static let minimumConfidence = RecordPolicy.minimumConfidence
 
     static let shapeWeight = 0.45, labelWeight = 0.35, positionWeight = 0.2
 
@@ -37,6 +37,21 @@ public enum TemplateMatcher {
         }
         let label = ValueShape.labelSimilarity(value.label, neighbourhood.label)
         return shapeWeight * shape + labelWeight * label + positionWeight * position
+    }
+
+    /// `assign`, each value flagged when the photo's readings were cut short by its time budget: a reading not
+    /// tried might have read it otherwise.
+    public static func assign(_ values: [ValueDefinition], in result: RecognitionResult)
+        -> [(value: RecordValue, observation: Observation?)]
+    {
+        var assigned = assign(values, in: result.observations)
+        guard result.cutShort else { return assigned }
+        for index in assigned.indices {
+            let reason = "the photo's readings were cut short by its time budget"
+            let current = assigned[index].value.uncertainty
+            assigned[index].value.uncertainty = current.isEmpty ? reason : current + "; " + reason
+        }
+        return assigned
     }
 
     public static func match(_ values: [ValueDefinition], in observations: [Observation]) -> [RecordValue] {
@@ -97,18 +112,51 @@ public enum TemplateMatcher {
             }) {
                 reasons.append("it fits \(values[other].name) as well")
             }
-            if let gap = digitGap(in: observation.text) {
-                reasons.append(gap)
-            }
-            if observation.confidence < minimumConfidence {
-                reasons.append("read with confidence \(format(observation.confidence)) (under \(format(minimumConfidence)))")
-            }
+            reasons += doubts(
+                learnedShape: values[pair.value].shape, shape: neighbourhoods[pair.observation]!.shape,
+                text: observation.text, confidence: observation.confidence)
             result[pair.value] = (
-                RecordValue(
-                    name: values[pair.value].name, text: observation.text, confidence: observation.confidence,
-                    uncertainty: reasons.joined(separator: "; ")), observation)
+                RecordValue.reading(
+                    name: values[pair.value].name, raw: observation.text, confidence: observation.confidence,
+                    uncertainty: reasons.joined(separator: "; "), unitBeside: neighbourhoods[pair.observation]!.unit),
+                observation)
         }
         return result
+    }
+
+    /// Why a reading that fills its value wants a look, whatever else it fits: its digits' count differs from the
+    /// learned shape's (`#.#V` for `###.#V`: `9.8v` read for 239.8 V), it shows another unit, a gap splits its
+    /// digits, or it was read with a confidence under `minimumConfidence`.
+    static func doubts(learnedShape: String, shape: String, text: String, confidence: Double) -> [String] {
+        var reasons: [String] = []
+        if ValueShape.digitsDiffer(learned: learnedShape, candidate: shape) {
+            reasons.append("its shape \(shape) is not the learned \(learnedShape): a digit may be lost or stray")
+        }
+        if let units = ValueShape.differentUnit(learned: learnedShape, candidate: shape) {
+            reasons.append("its unit \(units.candidate) is not the learned \(units.learned.isEmpty ? "(none)" : units.learned)")
+        }
+        if let gap = digitGap(in: text) { reasons.append(gap) }
+        if confidence < minimumConfidence { reasons.append(lowConfidence(confidence)) }
+        return reasons
+    }
+
+    static func lowConfidence(_ confidence: Double) -> String {
+        "read with confidence \(format(confidence)) (under \(format(minimumConfidence)))"
+    }
+
+    /// A value about to be stored, checked as a reading is (`doubts`, an empty one "nothing was read there") unless
+    /// it already says why it is uncertain or a person typed it (confidence 1): the template's first record, whose
+    /// values no match checked, and a record from a client that dropped a flag are never stored unflagged.
+    public static func checked(_ value: RecordValue) -> RecordValue {
+        guard value.uncertainty.isEmpty, value.confidence < 1 else { return value }
+        var value = value
+        if value.text.isEmpty {
+            value.uncertainty = "nothing was read there"
+        } else {
+            value.uncertainty = doubts(learnedShape: "", shape: "", text: value.raw.isEmpty ? value.text : value.raw,
+                confidence: value.confidence).joined(separator: "; ")
+        }
+        return value
     }
 
     static func format(_ value: Double) -> String { String(format: "%.2f", value) }
@@ -218,11 +266,11 @@ public enum TemplateMatcher {
         var filled = Set<Int>(), used = Set<Int>()
         for candidate in candidates where !filled.contains(candidate.value) && !used.contains(candidate.observation) {
             let observation = observations[candidate.observation]
-            result[candidate.value].observation = observation
-            result[candidate.value].value.text = observation.text
-            result[candidate.value].value.confidence = observation.confidence
-            result[candidate.value].value.uncertainty = observation.confidence < minimumConfidence
-                ? "read with confidence \(format(observation.confidence)) (under \(format(minimumConfidence)))" : ""
+            result[candidate.value] = (
+                RecordValue.reading(
+                    name: values[candidate.value].name, raw: observation.text, confidence: observation.confidence,
+                    uncertainty: observation.confidence < minimumConfidence ? lowConfidence(observation.confidence) : ""),
+                observation)
             filled.insert(candidate.value)
             used.insert(candidate.observation)
         }

@@ -3,34 +3,68 @@ import Foundation
 /// What a value looks like and what stands beside it, learned from the template's first photo: how a record
 /// recognises the same value on a photo where the display sits elsewhere in the frame.
 public enum ValueShape {
-    /// The value's text with every run of digits as `#`, white space dropped, a decimal comma as a point and
-    /// letters upper-cased: `14.38 V` and `9,5V` are both `#.#V`, `45 %` is `#%`. The integer digits' count
-    /// varies between photos (9.5 V, 14.38 V), so it is not part of the shape.
+    /// The value's text with every digit as `#`, white space dropped, a decimal comma as a point, a minus sign as
+    /// `-` and letters upper-cased: `14.38 V` is `##.##V`, `9,5v` is `#.#V`, `−4.5` is `-#.#`, `45 %` is `##%`. The
+    /// digits' count, sign and decimals are part of the shape, so a reading that lost a leading digit (`9.8v` for
+    /// `239.8 V`) does not pass for the value; `similarity` still lets it fill its slot, and `TemplateMatcher`
+    /// flags it (`digitsDiffer`).
     public static func skeleton(_ text: String) -> String {
         var out = ""
-        var inDigits = false
         for character in text where !character.isWhitespace {
             if character.isASCII, character.isNumber {
-                if !inDigits { out.append("#") }
-                inDigits = true
+                out.append("#")
             } else {
-                inDigits = false
-                out += character == "," ? "." : character.uppercased()
+                out += character == "," ? "." : character == "\u{2212}" ? "-" : character.uppercased()
             }
         }
         return out
     }
 
-    /// How well a candidate's shape fits a learned one (0–1): the same shape 1; a number whose unit differs
-    /// (`#.#A` for `#.#V`: another value's unit) 0.4; the same unit around another number (`#V` for `#.#V`: a
-    /// decimal point lost) 0.5; any other number 0.1; no digits where digits were learned 0. A learned text
-    /// without digits (a status word) fits any text without digits.
+    /// Marks a shape learned before digits were counted (`OCRSchema` migration 5 rewrote those `#.#V` as `~#.#V`):
+    /// such a shape is compared without the digits' count, as it was learned.
+    public static let legacyMarker: Character = "~"
+
+    /// A skeleton with each run of digits as one `#` (`##.##V` → `#.#V`): what two readings of the same value share
+    /// whatever the value.
+    public static func coarse(_ skeleton: String) -> String {
+        var out = ""
+        for character in skeleton where !(character == "#" && out.last == "#") {
+            if character != legacyMarker { out.append(character) }
+        }
+        return out
+    }
+
+    /// Whether `candidate` has the learned shape but for the digits' count (`#.#V` for `###.#V`): a digit lost or
+    /// stray, or a value outside the learned one's range; either way a person's look. False for a legacy shape.
+    public static func digitsDiffer(learned: String, candidate: String) -> Bool {
+        learned.first != legacyMarker && learned != candidate && coarse(learned) == coarse(candidate)
+    }
+
+    /// The unit `candidate` shows where the learned shape had another (`V` read beside Proud's `#.##A`), or nil:
+    /// another value's reading, or this one's unit misread. A candidate without a unit (its unit was not read)
+    /// shows none.
+    public static func differentUnit(learned: String, candidate: String) -> (learned: String, candidate: String)? {
+        let learnedCoarse = coarse(learned), candidateCoarse = coarse(candidate)
+        guard learnedCoarse.contains("#"), candidateCoarse.contains("#") else { return nil }
+        let learnedUnit = split(learnedCoarse).unit, candidateUnit = split(candidateCoarse).unit
+        guard !candidateUnit.isEmpty, candidateUnit != learnedUnit else { return nil }
+        return (String(learnedUnit), String(candidateUnit))
+    }
+
+    /// How well a candidate's shape fits a learned one (0–1): the same shape 1; the same but for the digits' count
+    /// (`#.#V` for `###.#V`) 0.7; a number whose unit differs (`#.#A` for `#.#V`: another value's unit) 0.4; the
+    /// same unit around another number (`#V` for `#.#V`: a decimal point lost) 0.5; any other number 0.1; no digits
+    /// where digits were learned 0. A learned text without digits (a status word) fits any text without digits. A
+    /// legacy shape (`legacyMarker`) is compared as it was learned, without the digits' count.
     public static func similarity(learned: String, candidate: String) -> Double {
         if learned == candidate { return 1 }
+        if learned.first == legacyMarker { return similarity(learned: coarse(learned), candidate: coarse(candidate)) }
         let learnedIsNumber = learned.contains("#"), candidateIsNumber = candidate.contains("#")
         guard learnedIsNumber else { return candidateIsNumber ? 0.2 : 0.8 }
         guard candidateIsNumber else { return 0 }
-        let (learnedNumber, learnedUnit) = split(learned), (candidateNumber, candidateUnit) = split(candidate)
+        let (learnedCoarse, candidateCoarse) = (coarse(learned), coarse(candidate))
+        if learnedCoarse == candidateCoarse { return 0.7 }
+        let (learnedNumber, learnedUnit) = split(learnedCoarse), (candidateNumber, candidateUnit) = split(candidateCoarse)
         if learnedNumber == candidateNumber { return 0.4 }
         if learnedUnit == candidateUnit { return 0.5 }
         return 0.1

@@ -2386,7 +2386,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__observation__descriptor =
   (ProtobufCMessageInit) menagerie__ocr__v1__observation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__page__field_descriptors[8] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__page__field_descriptors[9] =
 {
   {
     "width",
@@ -2484,8 +2484,21 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__page__field_descriptor
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "cut_short",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__Page, cut_short),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__page__field_indices_by_name[] = {
+  8,   /* field[8] = cut_short */
   3,   /* field[3] = deskew_degrees */
   1,   /* field[1] = height */
   4,   /* field[4] = inverted */
@@ -2498,7 +2511,7 @@ static const unsigned menagerie__ocr__v1__page__field_indices_by_name[] = {
 static const ProtobufCIntRange menagerie__ocr__v1__page__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__page__descriptor =
 {
@@ -2508,7 +2521,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__page__descriptor =
   "Menagerie__Ocr__V1__Page",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__Page),
-  8,
+  9,
   menagerie__ocr__v1__page__field_descriptors,
   menagerie__ocr__v1__page__field_indices_by_name,
   1,  menagerie__ocr__v1__page__number_ranges,
@@ -3105,7 +3118,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__template__descriptor =
   (ProtobufCMessageInit) menagerie__ocr__v1__template__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__ocr__v1__record_value__field_descriptors[4] =
+static const ProtobufCFieldDescriptor menagerie__ocr__v1__record_value__field_descriptors[6] =
 {
   {
     "name",
@@ -3155,17 +3168,43 @@ static const ProtobufCFieldDescriptor menagerie__ocr__v1__record_value__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "raw_text",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__RecordValue, raw_text),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "unit",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Ocr__V1__RecordValue, unit),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__ocr__v1__record_value__field_indices_by_name[] = {
   2,   /* field[2] = confidence */
   0,   /* field[0] = name */
+  4,   /* field[4] = raw_text */
   1,   /* field[1] = text */
   3,   /* field[3] = uncertainty */
+  5,   /* field[5] = unit */
 };
 static const ProtobufCIntRange menagerie__ocr__v1__record_value__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor menagerie__ocr__v1__record_value__descriptor =
 {
@@ -3175,7 +3214,7 @@ const ProtobufCMessageDescriptor menagerie__ocr__v1__record_value__descriptor =
   "Menagerie__Ocr__V1__RecordValue",
   "menagerie.ocr.v1",
   sizeof(Menagerie__Ocr__V1__RecordValue),
-  4,
+  6,
   menagerie__ocr__v1__record_value__field_descriptors,
   menagerie__ocr__v1__record_value__field_indices_by_name,
   1,  menagerie__ocr__v1__record_value__number_ranges,

@@ -277,10 +277,15 @@ struct  Menagerie__Ocr__V1__Page
    * is read with a higher mean confidence, or at FAST.
    */
   protobuf_c_boolean prepared;
+  /*
+   * The photo's time budget ran out before every reading was tried: the best found so far is returned (a draft
+   * record's values are flagged uncertain).
+   */
+  protobuf_c_boolean cut_short;
 };
 #define MENAGERIE__OCR__V1__PAGE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__page__descriptor) \
-    , 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string, MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_UNSPECIFIED, 0 }
+    , 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string, MENAGERIE__OCR__V1__SEGMENTATION__SEGMENTATION_UNSPECIFIED, 0, 0 }
 
 
 /*
@@ -447,7 +452,9 @@ struct  Menagerie__Ocr__V1__RecordValue
   ProtobufCMessage base;
   char *name;
   /*
-   * Empty when the value's region held no text.
+   * Empty when the value's region held no text. Normalised as stored: a decimal comma as a point, stray
+   * punctuation and the unit taken off a number (`224.5v` is `224.5`, `229.5,` is `229.5`); the service
+   * normalises what AddRecord and edits send.
    */
   char *text;
   /*
@@ -456,14 +463,24 @@ struct  Menagerie__Ocr__V1__RecordValue
   double confidence;
   /*
    * Why the reading wants a person's look, empty when it does not: nothing fitted the value well, the observation
-   * fitted two values, or its confidence is under 0.8. DraftRecord says it; AddRecord stores it (the CSV's
-   * `Uncertain` column names such values); editing the value clears it.
+   * fitted two values, its digits' count is not the learned shape's, or its confidence is under the threshold
+   * (0.85). DraftRecord says it; AddRecord stores it (and flags a reading under the threshold sent without a
+   * reason, as it does a template's first record; the CSV's `Uncertain` column names such values); editing the
+   * value clears it.
    */
   char *uncertainty;
+  /*
+   * The text as read (or typed) before normalising; empty when sent: the same as text.
+   */
+  char *raw_text;
+  /*
+   * The unit split off the text or read beside it (`V`), empty when there was none.
+   */
+  char *unit;
 };
 #define MENAGERIE__OCR__V1__RECORD_VALUE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__ocr__v1__record_value__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
 
 
 struct  Menagerie__Ocr__V1__Record
