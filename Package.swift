@@ -139,7 +139,13 @@ let package = Package(
         .target(name: "Zip", dependencies: ["Base", "CZlib"], path: "Shared/Zip"),
         // TLS 1.3 sessions driven through memory buffers (OpenSSL behind a Swift API): no RPC, no sockets.
         .target(name: "TLS", dependencies: ["CTLS"], path: "Shared/TLS"),
-        .target(name: "Transport", dependencies: ["Base", "RPC", "RPCWire", "Schema", "CLibUV", "HTTP", "TLS"], path: "Shared/Transport"),
+        // Transport, by layer (ARCHITECTURE.md, "Transport"): libuv loops and TCP (the only module that links libuv), TLS
+        // streams over them, and the composition every service imports.
+        .target(name: "TCP", dependencies: ["Base", "RPC", "CLibUV"], path: "Shared/TCP"),
+        .target(name: "TLSStreams", dependencies: ["Base", "TCP", "TLS"], path: "Shared/TLSStreams"),
+        .target(
+            name: "Transport", dependencies: ["Base", "RPC", "RPCWire", "Schema", "HTTP", "TLS", "TCP", "TLSStreams"],
+            path: "Shared/Transport"),
         // Jobs: the domain and persistence (no RPC), jobs.proto's API, and the Jobs rpcs every service with long work offers.
         .target(name: "Jobs", dependencies: ["Base", "Storage", "WorkLane"], path: "Shared/Jobs"),
         .target(name: "JobsProtoC", dependencies: ["CProtobufC"], path: "Shared/JobsProtoC"),
@@ -181,7 +187,7 @@ let package = Package(
         .executableTarget(
             name: "menagerie-bench",
             dependencies: [
-                "RPC", "RPCWire", "Transport", "HTTP", "Schema", "CLibUV", "ZooCore", "ZooService", "ZooAPI", "RPCTesting", "OCRCore",
+                "RPC", "RPCWire", "Transport", "HTTP", "Schema", "ZooCore", "ZooService", "ZooAPI", "RPCTesting", "OCRCore",
                 "OCRService", "OCRAPI", "OCRTestSupport", "TextRecognition", "WorkLane", "HealthCore", "HealthService", "HealthAPI", "HealthBridge",
                 // The classification suite trains and serves in process, so this executable links libtorch.
                 "ClassificationCore", "ClassificationService", "ClassificationAPI", "Jobs", "JobsAPI", "ServiceKit", "Torch",
@@ -243,7 +249,9 @@ let package = Package(
             path: "Tests/RPCTests"),
         .testTarget(
             name: "TransportTests",
-            dependencies: ["RPC", "RPCWire", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport", "HTTP", "TLS"],
+            dependencies: [
+                "RPC", "RPCWire", "Transport", "TCP", "TLSStreams", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport", "HTTP", "TLS",
+            ],
             path: "Tests/TransportTests"),
         .testTarget(
             name: "ServiceKitTests",

@@ -1,6 +1,7 @@
 import HTTP
 import RPC
 import Synchronization
+import TCP
 
 /// The answers a server's Connect face keeps for the methods of its `AnswerCachePolicy`: each successful unary
 /// answer, as it went out before any 304 or CORS header, by method, request bytes and the way the client asked

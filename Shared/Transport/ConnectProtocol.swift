@@ -3,6 +3,7 @@ import Foundation
 import HTTP
 import RPC
 import Schema
+import TCP
 
 /// The rules of the Connect protocol (https://connectrpc.com/docs/protocol) that turn an HTTP
 /// request into a call and a call's outcome into an HTTP response, apart from any connection.

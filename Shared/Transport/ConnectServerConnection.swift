@@ -3,6 +3,7 @@ import HTTP
 import RPC
 import Schema
 import Synchronization
+import TCP
 
 /// The Connect protocol (connectrpc.com) over HTTP/1.1 on the server, the decoding half: parses
 /// requests strictly (`HTTPRequestParser`, limits as the binary port's: the body as its message

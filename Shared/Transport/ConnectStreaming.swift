@@ -2,6 +2,7 @@ import Base
 import HTTP
 import RPC
 import Schema
+import TCP
 
 /// Connect's streaming calls over HTTP/1.1 (https://connectrpc.com/docs/protocol#streaming-rpcs):
 /// `application/connect+json` or `+proto`, every message in an envelope — a flag byte and a 4-byte

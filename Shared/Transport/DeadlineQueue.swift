@@ -1,4 +1,5 @@
 import Base
+import TCP
 
 /// Calls' deadlines, earliest first. Entries of calls that ended stay until they come up, or until
 /// they outnumber the live calls, when `isGone` picks them out.

@@ -1,4 +1,5 @@
 import Base
+import TCP
 
 /// gRPC's length-prefixed message framing: 1 flag byte (0: uncompressed, the only kind we speak),
 /// a 4-byte big-endian length, then that many bytes of envelope.

@@ -1,6 +1,7 @@
 import Base
 import HTTP
 import RPC
+import TCP
 
 /// One plain HTTP route's request on a worker, served as a call of its binding: the server's pipeline
 /// (`RPCServer.serve(_:_:_:)`: deadline, guard, stats under the binding's name) runs the handler there until it

@@ -1,6 +1,7 @@
 import RPC
 import RPCWire
 import Synchronization
+import TCP
 
 /// How one wire protocol writes what the calls of a connection answer: the encoding half of a
 /// protocol on the server (its decoding half drives a `ServerCallTable`). A value, stored in the

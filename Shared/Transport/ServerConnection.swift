@@ -1,7 +1,9 @@
 import RPC
 import RPCWire
 import Schema
+import TCP
 import TLS
+import TLSStreams
 
 /// What the listener (`TCPServer`) needs of a connection it serves, whatever protocol it speaks and
 /// whatever stream carries it: its socket (limits, memory budget, closing), how long it has been
@@ -157,7 +159,7 @@ final class FrameServerConnection<Stream: ByteStream>: ServerConnection {
         case .http:
             break  // served by ConnectServerConnection (see SniffedConnection)
         case .tls:
-            refuseProtocol(ProtocolSniffer.tlsNotServed, "a TLS client, and this server serves plaintext only (no --tls-cert)")
+            refuseProtocol(TLSStream.notServed, "a TLS client, and this server serves plaintext only (no --tls-cert)")
         }
     }
 

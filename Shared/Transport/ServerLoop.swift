@@ -1,8 +1,8 @@
 import Base
-import CLibUV
 import Foundation
 import RPC
 import Synchronization
+import TCP
 
 /// One event loop of a `TCPServer` and the connections it serves: a connection lives on the loop it
 /// was placed on until it closes, so everything that walks connections — the idle sweep, call

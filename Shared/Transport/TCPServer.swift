@@ -1,6 +1,7 @@
 import Base
-import CLibUV
 import Foundation
+import TCP
+import TLSStreams
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,6 @@
 import Foundation
 import RPC
+import TCP
 
 /// Work for a `WorkerPool`: runs on a worker, must not block for long before its first suspension.
 protocol WorkerJob: AnyObject, Sendable {
@@ -56,7 +57,9 @@ final class WorkerPool: Sendable {
     private let burstDelay: Duration
     /// Longest a sent response waits in a connection's outbox for its burst to end.
     static let maxFlushDelay = Duration.milliseconds(1)
-    fileprivate let state = Lock(State())
+    fileprivate let state: Lock<State>
+    /// What the connections a job writes to see on its worker's thread: their flushes wait in `state.unflushed`.
+    private let burst: WriteBurst
 
     fileprivate struct State {
         /// Queues with jobs waiting, in the order they get their next turn.
@@ -79,6 +82,14 @@ final class WorkerPool: Sendable {
         self.burstDelay = burstDelay
         self.longJob = longJob
         longJobWorkers = max(1, self.width - 1)
+        let state = Lock(State())
+        self.state = state
+        burst = WriteBurst { [state] connection in
+            state.withLock { state in
+                if state.unflushed.isEmpty { state.unflushedSince = .now }
+                state.unflushed.append(connection)
+            }
+        }
     }
 
     /// The queue of jobs that belong to no connection.
@@ -130,19 +141,6 @@ final class WorkerPool: Sendable {
             return dropped
         }
         _ = dropped  // released here, outside the lock
-    }
-
-    /// The pool whose job is running on this thread, if any.
-    static var current: WorkerPool? {
-        pthread_getspecific(currentKey).map { Unmanaged<WorkerPool>.fromOpaque($0).takeUnretainedValue() }
-    }
-
-    /// Called by a connection when a job queued a frame on it: its flush waits for the burst's end.
-    func deferFlush(of connection: TCPConnection) {
-        state.withLock { state in
-            if state.unflushed.isEmpty { state.unflushedSince = .now }
-            state.unflushed.append(connection)
-        }
     }
 
     /// Flushes connections whose responses have waited `maxFlushDelay` or more (any thread).
@@ -256,14 +254,8 @@ final class WorkerPool: Sendable {
     }
 
     private func setCurrent(_ pool: WorkerPool?) {
-        pthread_setspecific(Self.currentKey, pool.map { Unmanaged.passUnretained($0).toOpaque() })
+        WriteBurst.setCurrent(pool?.burst)
     }
-
-    private static let currentKey: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key, nil)
-        return key
-    }()
 }
 
 extension WorkerPool.State {

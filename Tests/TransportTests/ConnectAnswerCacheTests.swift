@@ -4,6 +4,8 @@ import RPCTesting
 import RPCWire
 import Schema
 import Synchronization
+@testable import TCP
+@testable import TLSStreams
 import Testing
 @testable import Transport
 

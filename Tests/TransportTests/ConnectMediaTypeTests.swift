@@ -1,5 +1,7 @@
 import Testing
 
+@testable import TCP
+@testable import TLSStreams
 @testable import Transport
 
 /// Content-Type's media type as Connect dispatches on it: before any parameter, without spaces or tabs, lowercased.

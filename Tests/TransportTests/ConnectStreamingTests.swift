@@ -5,6 +5,8 @@ import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
+@testable import TCP
+@testable import TLSStreams
 import TestSupport
 import Testing
 @testable import Transport

@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+@testable import TCP
+@testable import TLSStreams
 import Testing
 @testable import Transport
 

@@ -6,8 +6,10 @@ import RPCTesting
 import RPCWire
 import Schema
 import Synchronization
-import TestSupport
+@testable import TCP
 import TLS
+@testable import TLSStreams
+import TestSupport
 import Testing
 @testable import Transport
 

@@ -2,8 +2,10 @@ import Base
 import Foundation
 import HTTP
 import RPC
-import Schema
 import RPCTesting
+import Schema
+@testable import TCP
+@testable import TLSStreams
 import TestSupport
 import Testing
 @testable import Transport

@@ -3,6 +3,8 @@ import HTTP
 import RPC
 import RPCTesting
 import RPCWire
+@testable import TCP
+@testable import TLSStreams
 import TestSupport
 import Testing
 @testable import Transport

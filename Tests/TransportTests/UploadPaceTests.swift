@@ -3,6 +3,8 @@ import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
+@testable import TCP
+@testable import TLSStreams
 import TestSupport
 import Testing
 @testable import Transport

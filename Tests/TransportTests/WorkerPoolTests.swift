@@ -5,6 +5,8 @@ import RPCTesting
 import RPCWire
 import Schema
 import Synchronization
+@testable import TCP
+@testable import TLSStreams
 import TestSupport
 import Testing
 @testable import Transport

@@ -1,29 +1,5 @@
 import Base
-
-/// The protocol layer of a connection: what reads the bytes its `ByteStream` receives. Our binary
-/// framing is one (`FrameReader`); the server's first reader picks the protocol (`ProtocolSniffer`),
-/// so HTTP later is one more reader on the same connections and port. A stream that transforms
-/// bytes (TLS) is its inner stream's reader and forwards these to its own. Loop thread only.
-package protocol ConnectionReader: AnyObject {
-    /// Bytes arrived; they are valid only during the call.
-    func received(_ bytes: UnsafeRawBufferPointer)
-    /// Whether reads feed one large message (a large frame): such reads share the loop's bulk budget.
-    var readsInBulk: Bool { get }
-    /// Bytes of the server's memory budget this reader holds (a large frame arriving).
-    var budgetedBytes: Int { get }
-    /// The connection lingers or closes: what it holds of the memory budget goes back.
-    func releaseBudget()
-    /// Memory the next read may fill directly, when this reader would only copy what arrives there (the rest of a
-    /// large frame); the read then ends in `receivedInPlace` instead of `received`. Nil: read into the loop's buffer.
-    func readDestination() -> UnsafeMutableRawBufferPointer?
-    /// `count` bytes were read into the memory `readDestination` gave.
-    func receivedInPlace(_ count: Int)
-}
-
-extension ConnectionReader {
-    package func readDestination() -> UnsafeMutableRawBufferPointer? { nil }
-    package func receivedInPlace(_ count: Int) { preconditionFailure("\(Self.self) gives no read destination") }
-}
+import TCP
 
 /// Our binary framing on a byte stream: cuts it into frames (`FrameDecoder`), asks the server's
 /// memory budget before making room for a large one, and remembers when frames came, which the
@@ -118,55 +94,4 @@ extension ByteStream {
         reader = frames
         return frames
     }
-}
-
-/// The server's first reader on every connection: picks the protocol from the first byte, hands
-/// the connection to it, and gives it that byte and the rest.
-///
-/// One byte tells them apart: our frames begin with their flag byte, 0x00; a TLS connection with a
-/// handshake record, 0x16; HTTP/1.1 with a method name, and HTTP/2 with its preface (`PRI * HTTP/2.0`),
-/// both ASCII capitals. Our frames and HTTP/1.1 (the Connect protocol, `ConnectServerConnection`) are
-/// served, and TLS when the server has certificates (`TLSStream`); without them a TLS client gets a
-/// fatal alert and a clean close, so it neither waits for a frame timeout nor reads garbage. Any other
-/// byte is handed to our framing, which answers it as the protocol error it is.
-final class ProtocolSniffer: ConnectionReader {
-    /// What a connection's first byte says it speaks.
-    enum Kind: Equatable {
-        case frames, http, tls
-
-        init(firstByte: UInt8) {
-            switch firstByte {
-            case 0x16: self = .tls
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): self = .http
-            default: self = .frames
-            }
-        }
-    }
-
-    /// Made once per connection, so the stream's type is erased here without cost to any frame.
-    private unowned let connection: any ByteStream
-    /// Gives the connection to the protocol of `kind`: makes it the connection's `reader`, or answers
-    /// and closes it. Bytes go to the new reader, if any, when it returns.
-    private let pick: (Kind) -> Void
-
-    init(_ connection: any ByteStream, pick: @escaping (Kind) -> Void) {
-        self.connection = connection
-        self.pick = pick
-    }
-
-    var readsInBulk: Bool { false }
-    var budgetedBytes: Int { 0 }
-    func releaseBudget() {}
-
-    func received(_ bytes: UnsafeRawBufferPointer) {
-        guard let first = bytes.first else { return }
-        // `pick` replaces this reader, whose last reference the connection held.
-        withExtendedLifetime(self) { pick(Kind(firstByte: first)) }
-        guard let next = connection.reader, next !== self, !connection.isClosing, !connection.isClosed else { return }
-        next.received(bytes)
-    }
-
-    /// What a TLS client gets: a fatal `handshake_failure` alert (RFC 8446 §6) in a TLS 1.0 record,
-    /// which every TLS version reads before a handshake, so the client reports a failed handshake.
-    static let tlsNotServed: [UInt8] = [0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x28]
 }
