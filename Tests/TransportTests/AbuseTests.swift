@@ -1,9 +1,13 @@
+@testable import Connect
 import Foundation
+@testable import Framing
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
+@testable import ServerCore
+@testable import ServerSeam
 import Synchronization
 @testable import TCP
 @testable import TLSStreams

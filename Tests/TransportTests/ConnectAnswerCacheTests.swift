@@ -1,8 +1,12 @@
+@testable import Connect
 import Foundation
+@testable import Framing
 import RPC
 import RPCTesting
 import RPCWire
 import Schema
+@testable import ServerCore
+@testable import ServerSeam
 import Synchronization
 @testable import TCP
 @testable import TLSStreams

@@ -1,5 +1,9 @@
 import Testing
 
+@testable import Connect
+@testable import Framing
+@testable import ServerCore
+@testable import ServerSeam
 @testable import TCP
 @testable import TLSStreams
 @testable import Transport

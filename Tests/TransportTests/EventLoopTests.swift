@@ -1,4 +1,8 @@
+@testable import Connect
 import Foundation
+@testable import Framing
+@testable import ServerCore
+@testable import ServerSeam
 import Synchronization
 @testable import TCP
 @testable import TLSStreams

@@ -1,10 +1,14 @@
 import Base
+@testable import Connect
 import Foundation
+@testable import Framing
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
+@testable import ServerCore
+@testable import ServerSeam
 import Synchronization
 @testable import TCP
 import TLS

@@ -1,3 +1,7 @@
+@testable import Connect
+@testable import Framing
+@testable import ServerCore
+@testable import ServerSeam
 @testable import TCP
 @testable import TLSStreams
 import TestSupport

@@ -1,9 +1,13 @@
 import Base
+@testable import Connect
 import Foundation
+@testable import Framing
 import HTTP
 import RPC
 import RPCTesting
 import Schema
+@testable import ServerCore
+@testable import ServerSeam
 @testable import TCP
 @testable import TLSStreams
 import TestSupport

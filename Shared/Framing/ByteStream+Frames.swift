@@ -24,7 +24,7 @@ extension ByteStream {
     /// Queues `frame` as one frame: the frame header and the envelope's fields are written straight into the outbox,
     /// and the payload after them, handed to the socket as it is where the stream can (`send(headOfSize:...)`). The
     /// last one when `sealing`. Safe from any thread.
-    func send(_ frame: RpcV1.Frame, sealing: Bool = false) {
+    package func send(_ frame: RpcV1.Frame, sealing: Bool = false) {
         let head = FrameEnvelope.headSize(of: frame)
         let tail = FrameEnvelope.tailSize(of: frame)
         send(headOfSize: FrameCodec.headerSize + head, body: frame.payload, tailOfSize: tail, sealing: sealing, { destination in

@@ -9,12 +9,12 @@ import TCP
 /// served, and TLS when the server has certificates (`TLSStream`); without them a TLS client gets a
 /// fatal alert and a clean close, so it neither waits for a frame timeout nor reads garbage. Any other
 /// byte is handed to our framing, which answers it as the protocol error it is.
-final class ProtocolSniffer: ConnectionReader {
+package final class ProtocolSniffer: ConnectionReader {
     /// What a connection's first byte says it speaks.
-    enum Kind: Equatable {
+    package enum Kind: Equatable {
         case frames, http, tls
 
-        init(firstByte: UInt8) {
+        package init(firstByte: UInt8) {
             switch firstByte {
             case 0x16: self = .tls
             case UInt8(ascii: "A")...UInt8(ascii: "Z"): self = .http
@@ -29,16 +29,16 @@ final class ProtocolSniffer: ConnectionReader {
     /// and closes it. Bytes go to the new reader, if any, when it returns.
     private let pick: (Kind) -> Void
 
-    init(_ connection: any ByteStream, pick: @escaping (Kind) -> Void) {
+    package init(_ connection: any ByteStream, pick: @escaping (Kind) -> Void) {
         self.connection = connection
         self.pick = pick
     }
 
-    var readsInBulk: Bool { false }
-    var budgetedBytes: Int { 0 }
-    func releaseBudget() {}
+    package var readsInBulk: Bool { false }
+    package var budgetedBytes: Int { 0 }
+    package func releaseBudget() {}
 
-    func received(_ bytes: UnsafeRawBufferPointer) {
+    package func received(_ bytes: UnsafeRawBufferPointer) {
         guard let first = bytes.first else { return }
         // `pick` replaces this reader, whose last reference the connection held.
         withExtendedLifetime(self) { pick(Kind(firstByte: first)) }

@@ -11,10 +11,10 @@ package final class FrameReader<Stream: ByteStream>: ConnectionReader {
     /// A complete frame's envelope bytes arrived; they are valid only during the call.
     package var onFrame: ((UnsafeRawBufferPointer) -> Void)?
     /// The frames of one read were handed to `onFrame`.
-    var onFramesEnd: (() -> Void)?
+    package var onFramesEnd: (() -> Void)?
     /// The byte stream broke framing; the connection closes right after, unless this has it close
     /// once flushed (`close(afterFlushing:)`).
-    var onFrameError: ((FrameError) -> Void)?
+    package var onFrameError: ((FrameError) -> Void)?
     /// When the last complete frame arrived, and since when bytes of an unfinished one have waited.
     private(set) var lastFrameAt: ContinuousClock.Instant?
     private(set) var partialFrameSince: ContinuousClock.Instant?
@@ -22,7 +22,7 @@ package final class FrameReader<Stream: ByteStream>: ConnectionReader {
 
     /// A reader of `connection`'s frames; it reads once it is the connection's `reader`. A
     /// connection with a memory budget (a server's) must have it before this is made.
-    init(_ connection: Stream, maxFrameSize: Int) {
+    package init(_ connection: Stream, maxFrameSize: Int) {
         self.connection = connection
         decoder = FrameDecoder(maxFrameSize: maxFrameSize)
         if let budget = connection.budget {
@@ -60,7 +60,7 @@ package final class FrameReader<Stream: ByteStream>: ConnectionReader {
 
     /// Below this many bytes of a frame still to come, reads go to the loop's buffer: one read may then carry this
     /// frame's end and many small frames after it, and copying a few KiB costs less than a second read.
-    static var smallestDirectRead: Int { 16 * 1024 }
+    package static var smallestDirectRead: Int { 16 * 1024 }
 
     private func cutFrames() {
         var frames = 0
