@@ -4,11 +4,6 @@ import PackageDescription
 
 let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
 
-/// Release builds of the transport's layers make every function's body available to the modules above them
-/// (`-cross-module-optimization`), so generic code over a stream or a wire is specialised across the split as it was
-/// when Transport was one module: the binary frame path makes no dynamic call it did not make then.
-let crossModule: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
-
 /// The targets of one service `<Name>` (see ARCHITECTURE.md, "Adding a service"), each in `<root>/<Name>/<Part>` (`root` is
 /// `Services`; a test-only service's is `Tests/Services`, so that nothing outside the tests builds it):
 /// - `<Name>ProtoC` (`ProtoC`) and `<Name>API` (`API`): its proto package's protobuf-c code and generated Swift
@@ -147,26 +142,23 @@ let package = Package(
         // Transport, by layer (ARCHITECTURE.md, "Transport"): libuv loops and TCP (the only module that links libuv); TLS
         // streams over them; the seam a protocol hands the server its calls through; the server core (call table, flow
         // control, workers), which knows no protocol; the protocols (our binary framing and its client; HTTP/1.1 and
-        // Connect), which know no server internals; and the composition every service imports. The server's layers are
-        // built with cross-module optimisation, so a frame's path through them is specialised as in one module.
-        .target(name: "TCP", dependencies: ["Base", "RPC", "CLibUV"], path: "Shared/TCP", swiftSettings: crossModule),
-        .target(name: "TLSStreams", dependencies: ["Base", "TCP", "TLS"], path: "Shared/TLSStreams", swiftSettings: crossModule),
-        .target(name: "ServerSeam", dependencies: ["RPC", "TCP"], path: "Shared/ServerSeam", swiftSettings: crossModule),
+        // Connect), which know no server internals; and the composition every service imports.
+        .target(name: "TCP", dependencies: ["Base", "RPC", "CLibUV"], path: "Shared/TCP"),
+        .target(name: "TLSStreams", dependencies: ["Base", "TCP", "TLS"], path: "Shared/TLSStreams"),
+        .target(name: "ServerSeam", dependencies: ["RPC", "TCP"], path: "Shared/ServerSeam"),
         .target(
-            name: "ServerCore", dependencies: ["Base", "RPC", "RPCWire", "TCP", "ServerSeam"], path: "Shared/ServerCore",
-            swiftSettings: crossModule),
+            name: "ServerCore", dependencies: ["Base", "RPC", "RPCWire", "TCP", "ServerSeam"], path: "Shared/ServerCore"),
         .target(
             name: "Framing", dependencies: ["Base", "RPC", "RPCWire", "Schema", "TCP", "TLS", "TLSStreams", "ServerSeam"],
-            path: "Shared/Framing", swiftSettings: crossModule),
+            path: "Shared/Framing"),
         .target(
-            name: "Connect", dependencies: ["Base", "RPC", "Schema", "HTTP", "TCP", "ServerSeam"], path: "Shared/Connect",
-            swiftSettings: crossModule),
+            name: "Connect", dependencies: ["Base", "RPC", "Schema", "HTTP", "TCP", "ServerSeam"], path: "Shared/Connect"),
         .target(
             name: "Transport",
             dependencies: [
                 "Base", "RPC", "RPCWire", "Schema", "HTTP", "TLS", "TCP", "TLSStreams", "ServerSeam", "ServerCore", "Framing", "Connect",
             ],
-            path: "Shared/Transport", swiftSettings: crossModule),
+            path: "Shared/Transport"),
         // Jobs: the domain and persistence (no RPC), jobs.proto's API, and the Jobs rpcs every service with long work offers.
         .target(name: "Jobs", dependencies: ["Base", "Storage", "WorkLane"], path: "Shared/Jobs"),
         .target(name: "JobsProtoC", dependencies: ["CProtobufC"], path: "Shared/JobsProtoC"),

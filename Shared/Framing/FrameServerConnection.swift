@@ -12,8 +12,7 @@ import TLSStreams
 /// stream later (or a test's stream) is served by this same code.
 ///
 /// Loop thread.
-package final class FrameServerConnection<Stream: ByteStream, Calls: ConnectionCalls>: ServerConnection
-where Calls.Wire == FrameWire<Stream> {
+package final class FrameServerConnection<Stream: ByteStream, Calls: ConnectionCalls>: ServerConnection {
     let stream: Stream
     package let socket: TCPConnection
     /// The server that accepted it.

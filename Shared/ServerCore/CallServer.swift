@@ -30,7 +30,7 @@ package final class CallServer: @unchecked Sendable {  // `rpc` is set before an
     package func serve(_ rpc: RPCServer?) { self.rpc = rpc }
 
     /// The calls of a connection that `wire` answers on, served on `loop` (the connection's), queued in `queue`.
-    package func calls<Wire: CallWire>(over wire: Wire, on loop: LoopCalls, queue: CallQueue) -> ServerCallTable<Wire> {
+    package func calls(over wire: any CallWire, on loop: LoopCalls, queue: CallQueue) -> ServerCallTable {
         ServerCallTable(wire: wire, server: self, loop: loop, queue: queue)
     }
 

@@ -3,7 +3,7 @@ import TCP
 
 /// How one wire protocol writes what the calls of a connection answer: the encoding half of a
 /// protocol on the server (its decoding half drives the connection's `ConnectionCalls`). A value, stored in the
-/// server core's table, generic over its stream, so answering a call makes no dynamic call. Any thread.
+/// server core's table, which knows no protocol: answering a call makes one dynamic call into it. Any thread.
 package protocol CallWire: Sendable {
     associatedtype Stream: ByteStream
     /// The stream the calls' answers are written to.
@@ -33,12 +33,10 @@ extension CallWire {
 /// core's `ServerCallTable` is the implementation; a protocol module names only this protocol, so it links no server
 /// internals, and the core links no protocol.
 ///
-/// Protocol connections are generic over their calls (never `any ConnectionCalls`), so each protocol's path through
-/// the table is specialised as it was in one module. Loop thread, except `run`, `jobEnded` and the sending side.
+/// Protocol connections are generic over their calls (never `any ConnectionCalls`), and the table is one concrete
+/// class, compiled whole in its module: the seam costs a frame a witness call, not generic code run unspecialised
+/// across modules. Loop thread, except `run`, `jobEnded` and the sending side.
 package protocol ConnectionCalls: AnyObject, Sendable {
-    associatedtype Wire: CallWire
-    /// How answers are written.
-    var wire: Wire { get }
     /// Calls open (or being answered), uploads among them, and whether the client ever started one.
     var openCalls: Int { get }
     var openUploads: Int { get }

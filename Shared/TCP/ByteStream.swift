@@ -7,9 +7,10 @@ import Base
 /// reader, and encrypts what it is sent, so the same readers and the same `ServerCallTable` serve it
 /// unchanged.
 ///
-/// Readers and the call layer are generic over their stream, so each stream's code is specialised
-/// and reading or writing a frame makes no dynamic call; only the listener and the sniffer, once per
-/// connection, see a stream as `any ByteStream`.
+/// Readers and protocol connections are generic over their stream, so each stream's code is
+/// specialised and reading a frame makes no dynamic call; the server core's call table holds its
+/// connection's stream as `any ByteStream` (it knows no protocol and no stream type), and the
+/// listener and the sniffer see one so, once per connection.
 ///
 /// Everything but `send` and `unwrittenBytes` runs on the loop thread.
 package protocol ByteStream: AnyObject, Sendable {

@@ -1,22 +1,25 @@
 /// A first-in, first-out queue over an array: O(1) amortized `append` and `popFirst`, and popped
-/// slots are released at once.
-package struct FIFO<Element> {
-    private var elements: [Element?] = []
+/// slots are released at once. Public and inlinable, so the modules above specialise it (the worker pool's
+/// queues): Swift 6.3 specialises no `package` generic code across modules, `@inlinable` or not.
+public struct FIFO<Element> {
+    @usableFromInline var elements: [Element?] = []
 
-    package init() {}
+    @inlinable public init() {}
     /// Index of the oldest element still queued.
-    private var head = 0
+    @usableFromInline var head = 0
 
-    package var isEmpty: Bool { head == elements.count }
+    @inlinable public var isEmpty: Bool { head == elements.count }
 
-    package var count: Int { elements.count - head }
+    @inlinable public var count: Int { elements.count - head }
 
     /// The oldest element, left queued.
-    package var first: Element? { head < elements.count ? elements[head] : nil }
+    @inlinable public var first: Element? { head < elements.count ? elements[head] : nil }
 
-    package mutating func append(_ element: Element) { elements.append(element) }
+    @inlinable
+    public mutating func append(_ element: Element) { elements.append(element) }
 
-    package mutating func popFirst() -> Element? {
+    @inlinable
+    public mutating func popFirst() -> Element? {
         guard head < elements.count else { return nil }
         let element = elements[head].take()
         head += 1

@@ -8,7 +8,7 @@ import TLS
 /// memory buffers) and the plaintext handed to this stream's own reader; plaintext sent here is
 /// encrypted on the sending thread (a worker, usually) and the ciphertext queued on the socket, so
 /// the loop does no encryption and the socket still batches, paces and lingers as for plaintext.
-/// The same protocol readers and the same `ServerCallTable` serve it, specialised for this type:
+/// The same protocol readers, specialised for this type, and the same `ServerCallTable` serve it:
 /// a plaintext connection pays nothing for TLS.
 ///
 /// The session sits under a lock: workers write while the loop reads. Everything but `send` and

@@ -15,9 +15,9 @@ import TLSStreams
 /// `TLSStream`, whose protocol ALPN picks). The listener sees this one object whichever it is, once
 /// per sweep or accept, so the forwarding costs no frame anything.
 final class SniffedConnection<Stream: ByteStream>: ServerConnection {
-    /// Each protocol's connection, its calls the server core's table (specialised for its wire and stream).
-    typealias Frames = FrameServerConnection<Stream, ServerCallTable<FrameWire<Stream>>>
-    typealias Connect = ConnectServerConnection<Stream, ServerCallTable<ConnectWire<Stream>>>
+    /// Each protocol's connection, its calls the server core's table.
+    typealias Frames = FrameServerConnection<Stream, ServerCallTable>
+    typealias Connect = ConnectServerConnection<Stream, ServerCallTable>
 
     private let stream: Stream
     private let server: TCPServer

@@ -346,7 +346,7 @@ public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendab
 
     /// The calls of a connection over `socket` that `wire` answers on: the server core's table, served on the
     /// socket's loop, queued in the connection's own turn on the workers.
-    func calls<Wire: CallWire>(over wire: Wire, socket: TCPConnection) -> ServerCallTable<Wire> {
+    func calls(over wire: any CallWire, socket: TCPConnection) -> ServerCallTable {
         core.calls(over: wire, on: serving(socket.loop).calls, queue: CallQueue(connection: socket))
     }
 
