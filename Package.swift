@@ -141,7 +141,26 @@ let package = Package(
         .target(name: "Zip", dependencies: ["Base", "CZlib"], path: "Shared/Zip"),
         // TLS 1.3 sessions driven through memory buffers (OpenSSL behind a Swift API): no RPC, no sockets.
         .target(name: "TLS", dependencies: ["CTLS"], path: "Shared/TLS"),
-        .target(name: "Transport", dependencies: ["Base", "RPC", "RPCWire", "Schema", "CLibUV", "HTTP", "TLS"], path: "Shared/Transport"),
+        // Transport, by layer (ARCHITECTURE.md, "Transport"): libuv loops and TCP (the only module that links libuv); TLS
+        // streams over them; the seam a protocol hands the server its calls through; the server core (call table, flow
+        // control, workers), which knows no protocol; the protocols (our binary framing and its client; HTTP/1.1 and
+        // Connect), which know no server internals; and the composition every service imports.
+        .target(name: "TCP", dependencies: ["Base", "RPC", "CLibUV"], path: "Shared/TCP"),
+        .target(name: "TLSStreams", dependencies: ["Base", "TCP", "TLS"], path: "Shared/TLSStreams"),
+        .target(name: "ServerSeam", dependencies: ["RPC", "TCP"], path: "Shared/ServerSeam"),
+        .target(
+            name: "ServerCore", dependencies: ["Base", "RPC", "RPCWire", "TCP", "ServerSeam"], path: "Shared/ServerCore"),
+        .target(
+            name: "Framing", dependencies: ["Base", "RPC", "RPCWire", "Schema", "TCP", "TLS", "TLSStreams", "ServerSeam"],
+            path: "Shared/Framing"),
+        .target(
+            name: "Connect", dependencies: ["Base", "RPC", "Schema", "HTTP", "TCP", "ServerSeam"], path: "Shared/Connect"),
+        .target(
+            name: "Transport",
+            dependencies: [
+                "Base", "RPC", "RPCWire", "Schema", "HTTP", "TLS", "TCP", "TLSStreams", "ServerSeam", "ServerCore", "Framing", "Connect",
+            ],
+            path: "Shared/Transport"),
         // Jobs: the domain and persistence (no RPC), jobs.proto's API, and the Jobs rpcs every service with long work offers.
         .target(name: "Jobs", dependencies: ["Base", "Storage", "WorkLane"], path: "Shared/Jobs"),
         .target(name: "JobsProtoC", dependencies: ["CProtobufC"], path: "Shared/JobsProtoC"),
@@ -183,7 +202,7 @@ let package = Package(
         .executableTarget(
             name: "menagerie-bench",
             dependencies: [
-                "RPC", "RPCWire", "Transport", "HTTP", "Schema", "CLibUV", "ZooCore", "ZooService", "ZooAPI", "RPCTesting", "OCRCore",
+                "RPC", "RPCWire", "Transport", "HTTP", "Schema", "ZooCore", "ZooService", "ZooAPI", "RPCTesting", "OCRCore",
                 "OCRService", "OCRAPI", "OCRTestSupport", "TextRecognition", "WorkLane", "HealthCore", "HealthService", "HealthAPI", "HealthBridge",
                 // The classification suite trains and serves in process, so this executable links libtorch.
                 "ClassificationCore", "ClassificationService", "ClassificationAPI", "Jobs", "JobsAPI", "ServiceKit", "Torch", "Identity", "Storage",
@@ -245,7 +264,10 @@ let package = Package(
             path: "Tests/RPCTests"),
         .testTarget(
             name: "TransportTests",
-            dependencies: ["RPC", "RPCWire", "Transport", "Schema", "TestSupport", "RPCTesting", "RPCTestSupport", "HTTP", "TLS"],
+            dependencies: [
+                "RPC", "RPCWire", "Transport", "TCP", "TLSStreams", "ServerSeam", "ServerCore", "Framing", "Connect", "Schema", "TestSupport",
+                "RPCTesting", "RPCTestSupport", "HTTP", "TLS",
+            ],
             path: "Tests/TransportTests"),
         .testTarget(
             name: "ServiceKitTests",

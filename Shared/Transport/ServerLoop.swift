@@ -1,8 +1,10 @@
 import Base
-import CLibUV
 import Foundation
 import RPC
+import ServerCore
+import ServerSeam
 import Synchronization
+import TCP
 
 /// One event loop of a `TCPServer` and the connections it serves: a connection lives on the loop it
 /// was placed on until it closes, so everything that walks connections — the idle sweep, call
@@ -24,18 +26,14 @@ final class ServerLoop: @unchecked Sendable {
     var refused: [TCPConnection] = []
     private var budgetCheckScheduled = false
     private var sweeper: LoopTimer?
-    /// Deadlines of calls, earliest first (loop thread), and the timer that fires at the first.
-    private var deadlines = DeadlineQueue<WatchedCall>()
-    private var deadlineTimer: LoopTimer?
-    private var deadlineTimerDue: ContinuousClock.Instant?
-    /// Runs while calls are in flight: writes responses a long handler would otherwise hold back.
-    private var flushTimer: LoopTimer?
-    private var flushTimerRunning = false
+    /// The calls of this loop's connections: their deadlines and flushes (the server core's).
+    let calls: LoopCalls
 
     init(loop: EventLoop, index: Int, server: TCPServer) {
         self.loop = loop
         self.index = index
         self.server = server
+        calls = LoopCalls(loop: loop, server: server.core)
     }
 
     private var limits: TCPServer.Limits { server.limits }
@@ -48,8 +46,7 @@ final class ServerLoop: @unchecked Sendable {
         let period = min(limits.frameTimeout, limits.idleTimeout) / 4
         sweeper = LoopTimer(loop: loop) { [weak self] in self?.sweep() }
         sweeper?.start(after: period, every: period)
-        flushTimer = LoopTimer(loop: loop) { [weak self] in self?.flushStaleResponses() }
-        deadlineTimer = LoopTimer(loop: loop) { [weak self] in self?.expireDeadlines() }
+        calls.start()
     }
 
     /// Stops the timers and forgets the deadlines (loop thread; shutting down).
@@ -57,11 +54,7 @@ final class ServerLoop: @unchecked Sendable {
         loop.assertInLoop()
         sweeper?.close()
         sweeper = nil
-        flushTimer?.close()
-        flushTimer = nil
-        deadlineTimer?.close()
-        deadlineTimer = nil
-        deadlines = DeadlineQueue()
+        calls.stop()
     }
 
     /// Serves `connection`, accepted and admitted (counted) already, here (loop thread).
@@ -73,7 +66,7 @@ final class ServerLoop: @unchecked Sendable {
         server.rpc.connectionOpened()
         connection.onClose = { [unowned self] reason in
             connections[ObjectIdentifier(served)] = nil
-            server.uncount(served)
+            server.release(served)
             server.rpc.connectionClosed()
             served.closed(reason: reason)
             let level: LogLevel = reason == "peer closed the connection" ? .debug : .info
@@ -258,49 +251,6 @@ final class ServerLoop: @unchecked Sendable {
             }
         }
     }
-
-    /// Answers DEADLINE_EXCEEDED for call `id` (numbered `serial`) of `calls` once `deadline`
-    /// passes, unless it finished (loop thread).
-    func watch(_ deadline: ContinuousClock.Instant, of id: UInt64, serial: UInt64, method: String, in calls: any CallDeadlines) {
-        loop.assertInLoop()
-        let watched = WatchedCall(id: id, serial: serial, method: method, calls: calls)
-        deadlines.add(watched, at: deadline, liveCalls: server.inFlight.load(ordering: .relaxed)) { call in
-            call.calls.map { !$0.isOpen(call.id, serial: call.serial) } ?? true
-        }
-        if let due = deadlineTimerDue, due <= deadline { return }
-        deadlineTimerDue = deadline
-        deadlineTimer?.start(after: max(.zero, deadline - .now))
-    }
-
-    private func expireDeadlines() {
-        loop.assertInLoop()
-        deadlineTimerDue = nil
-        let now = ContinuousClock.now
-        for call in deadlines.popExpired(at: now) {
-            call.calls?.end(call.id, serial: call.serial, error: RPCError(.deadlineExceeded, "deadline exceeded while serving \(call.method)"))
-        }
-        if let next = deadlines.earliest {
-            deadlineTimerDue = next
-            deadlineTimer?.start(after: max(.zero, next - now))
-        }
-    }
-
-    /// Makes sure responses queued by workers are written within `WorkerPool.maxFlushDelay` (loop thread).
-    func callStarted() {
-        loop.assertInLoop()
-        guard !flushTimerRunning, let flushTimer else { return }
-        flushTimerRunning = true
-        flushTimer.start(after: WorkerPool.maxFlushDelay, every: WorkerPool.maxFlushDelay)
-    }
-
-    private func flushStaleResponses() {
-        loop.assertInLoop()
-        server.workers.flushIfStale()
-        if server.inFlight.load(ordering: .relaxed) == 0, !server.workers.hasDeferredFlushes {
-            flushTimer?.stop()
-            flushTimerRunning = false
-        }
-    }
 }
 
 /// A connection one loop offers to close for a newcomer past a connection limit, with what ranks it
@@ -334,12 +284,4 @@ struct ReclaimCandidate: Sendable {
             return sentAt < otherAt || (sentAt == otherAt && footprint > otherFootprint)
         }
     }
-}
-
-/// A call whose deadline its connection's loop watches.
-private struct WatchedCall {
-    let id: UInt64
-    let serial: UInt64
-    let method: String
-    weak var calls: (any CallDeadlines)?
 }

@@ -1,19 +1,26 @@
 import Base
-import CLibUV
 import Foundation
+import TCP
+import TLSStreams
 #if canImport(Glibc)
 import Glibc
 #endif
+import Connect
+import Framing
 import HTTP
 import RPC
 import Schema
+import ServerCore
+import ServerSeam
 import Synchronization
 
 /// Serves an `RPCServer` over TCP: libuv loops do all socket I/O; handlers run on a worker pool
 /// (one worker per core, on Swift's cooperative pool), never on a loop thread, except the
 /// built-in health, reflection and stats methods, which the loop answers at once (see
-/// `ServerCallTable`). A connection is a byte stream (`TCPConnection`), the protocol its first byte
-/// picks (`ProtocolSniffer`: our frames, `FrameServerConnection`) and its calls (`ServerCallTable`).
+/// `ServerCallTable`). A connection is a byte stream (`TCPConnection`, TCP), the protocol its first byte
+/// picks (`ProtocolSniffer`: our frames, `FrameServerConnection` in Framing; HTTP, `ConnectServerConnection` in
+/// Connect; TLS, `TLSStream` in TLSStreams) and its calls (`ServerCallTable`, ServerCore), which the protocol sees
+/// only through the seam (`ConnectionCalls`, `ConnectionHost`, ServerSeam): this is where the layers meet.
 ///
 /// With `Limits.loops` above one, the first loop (the acceptor) accepts every connection, admits it
 /// under the limits, and hands it to the loop serving the fewest connections, itself included; the
@@ -24,69 +31,18 @@ import Synchronization
 /// decides one newcomer at a time, and a socket with `SO_REUSEPORT` lets a second server started on
 /// the same port share it silently instead of failing to bind. The acceptor's cost is an accept, a
 /// `dup` and a wake-up of the chosen loop per connection: far below what serving it costs.
-public final class TCPServer: ServerTransport, @unchecked Sendable {
-    /// Limits that protect the server from clients that misbehave or are simply too many.
-    public struct Limits: Sendable {
-        /// Largest frame a client may send; a larger one gets RESOURCE_EXHAUSTED, then the connection closes.
-        public var maxFrameSize = FrameCodec.defaultMaxFrameSize
-        /// Largest request message of a client-streaming call, joined from MESSAGE frames; a larger
-        /// one ends its call with RESOURCE_EXHAUSTED.
-        public var maxMessageSize = FlowControl.defaultMaxMessageSize
-        /// Connections served at once. A connection beyond it (or beyond `maxConnectionsPerPeer`)
-        /// takes the place of the connection with no open call that has been quiet longest (told
-        /// UNAVAILABLE); when every connection has a call open it is refused with RESOURCE_EXHAUSTED.
-        public var maxConnections = 1024
-        /// Connections from one client address served at once (see `maxConnections`).
-        public var maxConnectionsPerPeer = 256
-        /// Calls one connection may have open at once, as gRPC's MAX_CONCURRENT_STREAMS; a call
-        /// beyond it is answered RESOURCE_EXHAUSTED under its own id.
-        public var maxConcurrentCalls = 100
-        /// Bytes of large frames still arriving plus answers not yet taken by their clients, over all
-        /// connections; see `MemoryBudget`.
-        public var memoryBudget = 256 << 20
-        /// Handlers that run at once on the worker pool (those waiting for something do not count);
-        /// more calls wait in its queue.
-        public var workers = ProcessInfo.processInfo.activeProcessorCount
-        /// Event loops doing socket I/O, connections spread over them (see `TCPServer`). One here, as
-        /// before loops were several; the services' `--loops` defaults to one per core.
-        public var loops = 1
-        /// Answer batching of the worker pool (see `WorkerPool`); only tests change these.
-        var quickCall: Duration = .microseconds(50)
-        var answerBatchingWindow: Duration = .microseconds(100)
-        /// Calls whose method has held a worker this long count as long: together they take at most
-        /// `workers - 1` workers, so quick calls always find one (see `WorkerPool`).
-        var longCall: Duration = .milliseconds(5)
-        /// A connection with no open call and no frame either way for this long is closed.
-        public var idleTimeout: Duration = .seconds(300)
-        /// A connection must complete its first frame, and any frame it started, within this time.
-        public var frameTimeout: Duration = .seconds(10)
-        /// Unwritten response bytes per connection above which the server stops reading from it
-        /// and streaming handlers wait.
-        public var writeHighWater = 4 << 20
-        /// An upload (a client-streaming call) with no request message for this long ends
-        /// DEADLINE_EXCEEDED and what it sent is discarded.
-        public var uploadIdleTimeout: Duration = .seconds(30)
-        /// Bytes per second an upload must average over each `uploadRateWindow` (slowloris for
-        /// streams: a message of one byte every ten seconds is never idle for long).
-        public var uploadMinimumRate = 1024
-        public var uploadRateWindow: Duration = .seconds(60)
-        /// Uploads open at once, over all connections and from one client address; past them an
-        /// upload is refused RESOURCE_EXHAUSTED (other calls are not).
-        public var maxUploads = 256
-        public var maxUploadsPerPeer = 64
-        /// Past the connection limit with no idle connection, a newcomer takes the place of the busy
-        /// connection that has sent nothing for longest, if that is at least this long.
-        public var reclaimAfterQuiet: Duration = .seconds(2)
-
-        public init() {}
-    }
+public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendable {
+    /// Limits that protect the server from clients that misbehave or are simply too many: one value, handed down to
+    /// the layers that enforce them.
+    public typealias Limits = ServerLimits
 
     /// The server its calls go to, from `listen` on.
     public private(set) var rpc: RPCServer!
     /// Plain HTTP routes served beside Connect on the HTTP side (set before `listen`), and each as the server serves
     /// it (by `HTTPRoutes.Route.id`): guarded, counted, its worker time measured (bound when listening starts).
-    public private(set) var httpRoutes: HTTPRoutes?
-    private(set) var httpRouteBindings: [BoundRoute] = []
+    public var httpRoutes: HTTPRoutes? { httpFace.routes }
+    /// What HTTP connections serve beside Connect calls: the routes, bound when listening starts, and the answer cache.
+    private var httpFace = HTTPFace()
     public let limits: Limits
     /// The address the server listens on, with the port it got (useful when asked for port 0).
     public private(set) var address: String = ""
@@ -112,15 +68,12 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     private let counted = Mutex<(all: Int, perPeer: [String: Int])>((0, [:]))
     /// Large frames arriving and answers unsent, over all connections.
     public let budget: MemoryBudget
-    /// Calls being served or queued, over all connections.
-    let inFlight = Atomic<Int>(0)
-    /// Uploads open, over all connections (see `Limits.maxUploads`), and per client address.
-    let uploadsOpen = Atomic<Int>(0)
-    private let uploadsPerPeer = Mutex<[String: Int]>([:])
+    /// What every connection's calls share (the server core): the workers, calls in flight, uploads, draining.
+    let core: CallServer
     /// Uploads open now, over all connections.
-    public var uploadsInProgress: Int { uploadsOpen.load(ordering: .relaxed) }
+    public var uploadsInProgress: Int { core.uploadsOpen.load(ordering: .relaxed) }
     /// Calls being served or queued right now, over all connections.
-    public var callsInFlight: Int { inFlight.load(ordering: .relaxed) }
+    public var callsInFlight: Int { core.inFlight.load(ordering: .relaxed) }
     /// Connections told why they are closed and waiting for that to be written (acceptor loop's
     /// thread and connections: every one with one loop; for tests).
     var connectionsFailing: Int { loops[0].connections.values.filter(\.isFailing).count }
@@ -133,9 +86,6 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     /// Connections being served on each loop, each counted on its own loop's thread (call off the
     /// loops; for tests).
     var connectionsPerLoop: [Int] { loops.map { serving in serving.loop.submit { serving.connections.count } } }
-    /// Where handlers run.
-    let workers: WorkerPool
-    private let draining = Atomic<Bool>(false)
 
     /// A server for `host:port` (port 0: any free one) that listens once given an `RPCServer`
     /// (`rpc.serve(over:)`).
@@ -146,8 +96,7 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         self.logger = logger ?? Logger(label: "tcp-server")
         loggerGiven = logger != nil
         budget = MemoryBudget(limit: limits.memoryBudget)
-        workers = WorkerPool(
-            width: limits.workers, quickJob: limits.quickCall, burstDelay: limits.answerBatchingWindow, longJob: limits.longCall)
+        core = CallServer(limits: limits)
     }
 
     /// Serves `rpc`, binding and listening at once; throws when the address is taken or invalid.
@@ -160,18 +109,18 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
     /// workers, under the same limits; others are Connect's, or 404. Call before `listen`.
     public func serveHTTP(_ routes: HTTPRoutes) {
         precondition(rpc == nil, "HTTP routes are set before the server listens")
-        httpRoutes = routes
+        httpFace.routes = routes
     }
 
     /// Answers of side-effect-free methods the Connect face sends again without running the handler, per
     /// `answerCache(_:)`'s policy.
-    public private(set) var answerCache: ConnectAnswerCache?
+    public var answerCache: ConnectAnswerCache? { httpFace.answerCache }
 
     /// Keeps the answers of `policy`'s methods and sends them again to the same request on the same data (see
     /// `AnswerCachePolicy`). Call before `listen`.
     public func cacheAnswers(_ policy: AnswerCachePolicy) {
         precondition(rpc == nil, "the answer cache is set before the server listens")
-        answerCache = ConnectAnswerCache(policy: policy)
+        httpFace.answerCache = ConnectAnswerCache(policy: policy)
     }
 
     /// The certificates of TLS connections, when served (`serveTLS`); the server then serves TLS only.
@@ -190,7 +139,8 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         guard rpc == nil else { throw RPCError(.failedPrecondition, "\(address) serves \(rpc.name) already") }
         guard (1...1024).contains(limits.loops) else { throw RPCError(.invalidArgument, "loops must be 1-1024 (got \(limits.loops))") }
         rpc = server
-        httpRouteBindings = httpRoutes?.all.map { server.bind($0.binding.name, guardedAs: $0.binding.guardedAs) } ?? []
+        core.serve(server)
+        httpFace.bindings = httpRoutes?.all.map { server.bind($0.binding.name, guardedAs: $0.binding.guardedAs) } ?? []
         if !loggerGiven { logger = Logger(label: server.name) }
         // Thread names beyond the first loop's carry its number (Linux keeps 15 characters of one).
         loops = (0..<limits.loops).map { index in
@@ -225,6 +175,7 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         for serving in loops { serving.loop.shutdown() }
         loops = []
         rpc = nil
+        core.serve(nil)
     }
 
     private func listen(_ socketAddress: SocketAddress) -> Result<String, RPCError> {
@@ -321,7 +272,7 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         }
         guard let descriptor = connection.detachDescriptor() else {
             logger.warning("cannot hand the connection from \(connection.peer) to \(target.loop.name): dup failed")
-            return uncount(host: host, on: target)
+            return release(host: host, on: target)
         }
         let peer = connection.peer, highWater = limits.writeHighWater
         // Arriving once shutting down, it may come after its loop closed its connections: closed at once.
@@ -329,7 +280,7 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
             guard !isDraining, let adopted = TCPConnection.adopt(descriptor, loop: target.loop, peer: peer, highWater: highWater) else {
                 if !isDraining { logger.warning("cannot serve the connection from \(peer) on \(target.loop.name): uv_tcp_open failed") }
                 _ = Glibc.close(descriptor)
-                return uncount(host: host, on: target)
+                return release(host: host, on: target)
             }
             adopted.start()
             target.serve(adopted)
@@ -389,14 +340,27 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         for other in loops where other !== serving { other.loop.execute { work(other) } }
     }
 
-    /// Stops counting `served` against the connection limits: it closes, or is being closed (its loop's thread).
-    func uncount(_ served: any ServerConnection) {
-        guard !served.uncounted else { return }
-        served.uncounted = true
-        uncount(host: served.socket.peerHost, on: serving(served.socket.loop))
+    // MARK: What the protocols ask of the server (`ConnectionHost`)
+
+    package var rpcServer: RPCServer { rpc }
+
+    /// The calls of a connection over `socket` that `wire` answers on: the server core's table, served on the
+    /// socket's loop, queued in the connection's own turn on the workers.
+    func calls(over wire: any CallWire, socket: TCPConnection) -> ServerCallTable {
+        core.calls(over: wire, on: serving(socket.loop).calls, queue: CallQueue(connection: socket))
     }
 
-    private func uncount(host: String, on serving: ServerLoop) {
+    /// What HTTP connections serve beside Connect calls.
+    var face: HTTPFace { httpFace }
+
+    /// Stops counting `served` against the connection limits: it closes, or is being closed (its loop's thread).
+    package func release(_ served: any ServerConnection) {
+        guard !served.uncounted else { return }
+        served.uncounted = true
+        release(host: served.socket.peerHost, on: serving(served.socket.loop))
+    }
+
+    private func release(host: String, on serving: ServerLoop) {
         serving.load.subtract(1, ordering: .relaxed)
         counted.withLock { counted in
             counted.all -= 1
@@ -404,36 +368,20 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
         }
     }
 
-    /// An upload opened or ended on a connection from `host` (any thread).
-    func uploadOpened(from host: String) {
-        uploadsOpen.add(1, ordering: .relaxed)
-        uploadsPerPeer.withLock { $0[host, default: 0] += 1 }
-    }
-
-    func uploadEnded(from host: String) {
-        uploadsOpen.subtract(1, ordering: .relaxed)
-        uploadsPerPeer.withLock { uploads in
-            if let count = uploads[host], count > 1 { uploads[host] = count - 1 } else { uploads[host] = nil }
-        }
-    }
-
-    /// Uploads open on the connections from `host`, over every loop.
-    func uploadsOpen(from host: String) -> Int { uploadsPerPeer.withLock { $0[host] ?? 0 } }
-
     /// A large frame was refused for want of budget (its connection's loop thread): see `ServerLoop.shedLargest`.
-    func shedLargest(atLeast bytes: Int, sparing spared: any ServerConnection) {
+    package func shedLargest(atLeast bytes: Int, sparing spared: any ServerConnection) {
         serving(spared.socket.loop).shedLargest(atLeast: bytes, sparing: spared)
     }
 
     /// Whether new calls are refused (UNAVAILABLE) because the server is shutting down.
-    var isDraining: Bool { draining.load(ordering: .acquiring) }
+    var isDraining: Bool { core.isDraining }
 
     /// Graceful shutdown: health turns NOT_SERVING, the listener closes, new calls get UNAVAILABLE,
     /// calls in flight get up to `grace` to finish and their answers what is left of it to be
     /// written; then every connection, on every loop, closes and the loops stop. Calling it again
     /// returns at once.
     public func shutdown(grace: Duration) async {
-        guard !draining.exchange(true, ordering: .acquiringAndReleasing), let rpc, let loop else { return }
+        guard core.drain(), let rpc, let loop else { return }
         // Health checks answer NOT_SERVING from now on, so clients move to other replicas.
         rpc.isServing = false
         loop.execute { [self] in
@@ -441,10 +389,10 @@ public final class TCPServer: ServerTransport, @unchecked Sendable {
             listener = nil
         }
         let deadline = ContinuousClock.now + grace
-        while inFlight.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
+        while core.inFlight.load(ordering: .acquiring) > 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
-        let abandoned = inFlight.load(ordering: .acquiring)
+        let abandoned = core.inFlight.load(ordering: .acquiring)
         if abandoned > 0 { logger.warning("\(abandoned) call(s) still running after the \(grace) grace period; closing anyway") }
         for serving in loops {
             serving.loop.submit {

@@ -5,9 +5,19 @@ import Testing
 /// ARCHITECTURE.md that a stray dependency would silently break (an OCR proto edit rebuilding the zoo, the gateway
 /// linking libtorch).
 @Suite struct DependencyTests {
-    /// Target name → the names of the targets (and products) it depends on directly, from `swift package dump-package`.
-    static let graph: [String: [String]] = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    /// The package's root folder.
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// A target as `swift package dump-package` describes it.
+    struct Target: Sendable {
+        let name: String
+        /// Its folder, from the package's root.
+        let path: String
+        /// The names of the targets (and products) it depends on directly.
+        let dependencies: [String]
+    }
+
+    static let targets: [Target] = {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         // A scratch path of its own: the default .build is locked by the `swift test` running this.
@@ -17,26 +27,28 @@ import Testing
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return [:] }
+        do { try process.run() } catch { return [] }
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0,
             let manifest = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             let targets = manifest["targets"] as? [[String: Any]]
-        else { return [:] }
-        var graph: [String: [String]] = [:]
-        for target in targets {
-            guard let name = target["name"] as? String else { continue }
+        else { return [] }
+        return targets.compactMap { target -> Target? in
+            guard let name = target["name"] as? String else { return nil }
             let dependencies = (target["dependencies"] as? [[String: Any]] ?? []).compactMap { dependency -> String? in
                 for key in ["byName", "target", "product"] {
                     if let parts = dependency[key] as? [Any], let name = parts.first as? String { return name }
                 }
                 return nil
             }
-            graph[name] = dependencies
+            return Target(name: name, path: target["path"] as? String ?? "Sources/\(name)", dependencies: dependencies)
         }
-        return graph
     }()
+
+    /// Target name → the names of the targets (and products) it depends on directly.
+    static let graph: [String: [String]] = Dictionary(
+        targets.map { ($0.name, $0.dependencies) }, uniquingKeysWith: { first, _ in first })
 
     /// Everything `target` links, directly or not.
     static func closure(of target: String) -> Set<String> {
@@ -68,7 +80,10 @@ import Testing
     }
 
     /// The runtime layers know no domain: a service's proto never rebuilds them.
-    @Test(arguments: ["Schema", "RPCWire", "RPC", "Transport", "HTTP", "ServiceKit", "Storage", "WorkLane", "Base", "Jobs"])
+    @Test(arguments: [
+        "Schema", "RPCWire", "RPC", "Transport", "TCP", "TLSStreams", "ServerSeam", "ServerCore", "Framing", "Connect", "HTTP", "ServiceKit",
+        "Storage", "WorkLane", "Base", "Jobs",
+    ])
     func aRuntimeLayerLinksNoDomain(layer: String) {
         let linked = Self.closure(of: layer)
         let domains = linked.filter { name in Self.services.contains { name.hasPrefix($0) } || name.hasPrefix("JobsAPI") }
@@ -90,6 +105,46 @@ import Testing
         let linked = Self.closure(of: "gateway")
         let servers = linked.filter { $0.hasSuffix("Service") || $0 == "ServiceKit" || $0.hasPrefix("Torch") || $0 == "TextRecognition" }
         #expect(servers.isEmpty, "gateway links \(servers.sorted())")
+    }
+
+    // MARK: Transport, by layer (ARCHITECTURE.md, "Transport, by layer")
+
+    /// The protocols on the server's connections, and the streams under them.
+    static let protocolModules = ["Framing", "Connect", "TLSStreams"]
+
+    /// A protocol hands the server its calls through the seam (`ServerSeam`), never through the server core's types.
+    @Test(arguments: protocolModules)
+    func aProtocolLinksNoServerCore(module: String) {
+        #expect(Self.graph[module] != nil, "\(module) is missing from Package.swift")
+        #expect(!Self.closure(of: module).contains("ServerCore"), "\(module) links ServerCore")
+    }
+
+    /// The server core serves calls whatever protocol brought them: it links none, nor what they parse with.
+    @Test func theServerCoreLinksNoProtocol() {
+        #expect(Self.graph["ServerCore"] != nil, "ServerCore is missing from Package.swift")
+        let linked = Self.closure(of: "ServerCore").filter { (Self.protocolModules + ["Transport", "HTTP", "TLS"]).contains($0) }
+        #expect(linked.isEmpty, "ServerCore links \(linked.sorted())")
+    }
+
+    /// libuv is wrapped once: only the loop module (`TCP`) depends on `CLibUV`.
+    @Test func onlyTheLoopModuleLinksLibUV() {
+        let linking = Self.graph.filter { $0.value.contains("CLibUV") }.keys.sorted()
+        #expect(linking == ["TCP"])
+    }
+
+    /// No Shared module is a monolith: each one's Swift sources are at most 3,000 lines.
+    @Test func noSharedModuleExceedsThreeThousandLines() throws {
+        let shared = Self.targets.filter { $0.path.hasPrefix("Shared/") }
+        #expect(shared.count > 10, "no Shared targets found")
+        for target in shared {
+            let folder = Self.root.appendingPathComponent(target.path)
+            guard let files = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else { continue }
+            var lines = 0
+            for case let file as URL in files where file.pathExtension == "swift" {
+                lines += try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).count
+            }
+            #expect(lines <= 3000, "\(target.name) (\(target.path)) has \(lines) lines of Swift")
+        }
     }
 
     /// A test-only service stays in the tests: the gateway and the production services link none of it.

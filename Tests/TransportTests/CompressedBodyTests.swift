@@ -1,10 +1,16 @@
+@testable import Connect
 import Foundation
+@testable import Framing
 import HTTP
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
+@testable import ServerCore
+@testable import ServerSeam
+@testable import TCP
+@testable import TLSStreams
 import TestSupport
 import Testing
 @testable import Transport

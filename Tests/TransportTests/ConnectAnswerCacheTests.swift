@@ -1,9 +1,15 @@
+@testable import Connect
 import Foundation
+@testable import Framing
 import RPC
 import RPCTesting
 import RPCWire
 import Schema
+@testable import ServerCore
+@testable import ServerSeam
 import Synchronization
+@testable import TCP
+@testable import TLSStreams
 import Testing
 @testable import Transport
 

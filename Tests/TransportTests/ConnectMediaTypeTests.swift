@@ -1,5 +1,11 @@
 import Testing
 
+@testable import Connect
+@testable import Framing
+@testable import ServerCore
+@testable import ServerSeam
+@testable import TCP
+@testable import TLSStreams
 @testable import Transport
 
 /// Content-Type's media type as Connect dispatches on it: before any parameter, without spaces or tabs, lowercased.

@@ -1,5 +1,11 @@
+@testable import Connect
 import Foundation
+@testable import Framing
+@testable import ServerCore
+@testable import ServerSeam
 import Synchronization
+@testable import TCP
+@testable import TLSStreams
 import Testing
 @testable import Transport
 

@@ -1,13 +1,19 @@
 import Base
+@testable import Connect
 import Foundation
+@testable import Framing
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
+@testable import ServerCore
+@testable import ServerSeam
 import Synchronization
-import TestSupport
+@testable import TCP
 import TLS
+@testable import TLSStreams
+import TestSupport
 import Testing
 @testable import Transport
 

@@ -1,3 +1,9 @@
+@testable import Connect
+@testable import Framing
+@testable import ServerCore
+@testable import ServerSeam
+@testable import TCP
+@testable import TLSStreams
 import TestSupport
 import Testing
 @testable import Transport

@@ -1,9 +1,15 @@
 import Base
+@testable import Connect
 import Foundation
+@testable import Framing
 import HTTP
 import RPC
-import Schema
 import RPCTesting
+import Schema
+@testable import ServerCore
+@testable import ServerSeam
+@testable import TCP
+@testable import TLSStreams
 import TestSupport
 import Testing
 @testable import Transport

@@ -1,8 +1,14 @@
+@testable import Connect
 import Foundation
+@testable import Framing
 import HTTP
 import RPC
 import RPCTesting
 import RPCWire
+@testable import ServerCore
+@testable import ServerSeam
+@testable import TCP
+@testable import TLSStreams
 import TestSupport
 import Testing
 @testable import Transport

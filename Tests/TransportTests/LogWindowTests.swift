@@ -1,5 +1,11 @@
 import Testing
 
+@testable import Connect
+@testable import Framing
+@testable import ServerCore
+@testable import ServerSeam
+@testable import TCP
+@testable import TLSStreams
 @testable import Transport
 
 /// Warnings a client causes at will are logged once a window per kind (a one-second attack of plaintext

@@ -1,11 +1,17 @@
 import Base
+@testable import Connect
 import Foundation
+@testable import Framing
 import RPC
 import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
+@testable import ServerCore
+@testable import ServerSeam
 import Synchronization
+@testable import TCP
+@testable import TLSStreams
 import TestSupport
 import Testing
 @testable import Transport

@@ -4,8 +4,8 @@ import RPCTestSupport
 import RPCTesting
 import RPCWire
 import Schema
-import TestSupport
 import TLS
+import TestSupport
 import Testing
 import Transport
 

@@ -9,19 +9,19 @@ public final class EventLoop: @unchecked Sendable {
     /// The loop client connections of this process share.
     public static let shared = EventLoop(name: "client-loop")
 
-    let raw: UnsafeMutablePointer<uv_loop_t>
+    package let raw: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
     private let queue = Lock<(work: [@Sendable () -> Void], stopped: Bool)>(([], false))
     private let finished = DispatchSemaphore(value: 0)
     /// Work taken from `queue` and being run (loop thread only).
     private var draining: [@Sendable () -> Void] = []
     /// Scratch space every read on this loop lands in before it is parsed (loop thread only).
-    let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
+    package let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
     /// What one turn of the loop may do, so that no client can make a turn long: every connection's
     /// reads and writes wait while a turn runs, health checks included. Reset after each turn's I/O
     /// callbacks by the check handle `nextTurn`, which also restarts what was put off to the next turn.
     private var thisTurn = TurnCounters()
-    struct TurnCounters {
+    package struct TurnCounters {
         /// Bytes read; once `turnReadBudget` is spent, each further read gets `minimumRead` bytes.
         var read = 0
         /// Bytes of large frames read (`turnBulkBudget`).
@@ -40,23 +40,23 @@ public final class EventLoop: @unchecked Sendable {
     }
     /// The most any one turn has done of each so far (loop thread; tests check the bounds, and
     /// reset it to measure from a point on).
-    var largestTurn = TurnCounters()
+    package var largestTurn = TurnCounters()
     /// libuv reads a readable socket up to 32 times a turn; these bound what a turn reads to about
     /// `turnReadBudget` + `minimumRead` per readable connection, whatever clients send.
-    static let turnReadBudget = 1 << 20
-    static let minimumRead = 16 * 1024
+    package static let turnReadBudget = 1 << 20
+    package static let minimumRead = 16 * 1024
     /// Bytes of large frames (and what closing connections read only to drop) that one turn reads,
     /// over all connections; a connection receiving a large frame reads nothing more in a turn that
     /// spent it. Each 4 KiB copied into a large frame's new buffer costs a page fault: about 5 ms a MiB
     /// on this project's 2-core VM, so 40 uploaders at 16 KiB each made 8 ms turns, and a search
     /// waited two of them (the abuse benchmark's search maximum, 50-200 ms, under 16 MiB frames).
-    static let turnBulkBudget = 256 << 10
+    package static let turnBulkBudget = 256 << 10
     /// Connections one turn accepts; the rest wait in the kernel's queue for the next turn. 875
     /// connections arriving at once took one 36 ms turn (the abuse benchmark's idle sockets).
-    static let turnAcceptBudget = 64
+    package static let turnAcceptBudget = 64
     /// Connections one turn closes for their peers' end; the others wait for the next turn. 591
     /// attacker sockets leaving together took a 10 ms turn.
-    static let turnCloseBudget = 64
+    package static let turnCloseBudget = 64
     /// Connections that read a full buffer this turn and read again in the next one (see
     /// `TCPConnection.yieldReading`), and other work put off to the next turn.
     private var yielded: [TCPConnection] = []
@@ -163,24 +163,24 @@ public final class EventLoop: @unchecked Sendable {
 
     /// How many bytes the next read may take, for a connection receiving a large frame (`bulk`) or
     /// not; 0 when a bulk read has to wait for the next turn (loop thread).
-    func readSize(bulk: Bool) -> Int {
+    package func readSize(bulk: Bool) -> Int {
         let left = Self.turnReadBudget - thisTurn.read
         let size = left >= readBuffer.count ? readBuffer.count : max(Self.minimumRead, left)
         return bulk ? max(0, min(size, Self.turnBulkBudget - thisTurn.bulk)) : size
     }
 
     /// Counts `bytes` read on this turn (loop thread).
-    func didRead(_ bytes: Int, bulk: Bool) {
+    package func didRead(_ bytes: Int, bulk: Bool) {
         startNextTurnCheck()
         thisTurn.read += bytes
         if bulk { thisTurn.bulk += bytes }
     }
 
     /// Counts an accept on this turn; false when the turn accepted its share (loop thread).
-    func mayAccept() -> Bool { takeShare(of: \.accepted, budget: Self.turnAcceptBudget) }
+    package func mayAccept() -> Bool { takeShare(of: \.accepted, budget: Self.turnAcceptBudget) }
 
     /// Counts a close on this turn; false when the turn closed its share (loop thread).
-    func mayClose() -> Bool { takeShare(of: \.closed, budget: Self.turnCloseBudget) }
+    package func mayClose() -> Bool { takeShare(of: \.closed, budget: Self.turnCloseBudget) }
 
     private func takeShare(of count: WritableKeyPath<TurnCounters, Int>, budget: Int) -> Bool {
         startNextTurnCheck()
@@ -190,13 +190,13 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Has `connection` read again after this turn's I/O callbacks (loop thread).
-    func readAgainNextTurn(_ connection: TCPConnection) {
+    package func readAgainNextTurn(_ connection: TCPConnection) {
         startNextTurnCheck()
         yielded.append(connection)
     }
 
     /// Runs `work` after this turn's I/O callbacks, when the turn's counters start again (loop thread).
-    func afterThisTurn(_ work: @escaping () -> Void) {
+    package func afterThisTurn(_ work: @escaping () -> Void) {
         startNextTurnCheck()
         putOff.append(work)
     }
@@ -232,7 +232,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Whether the calling thread is this loop's thread.
-    var inLoop: Bool {
+    package var inLoop: Bool {
         pthread_getspecific(Self.currentKey) == Unmanaged.passUnretained(self).toOpaque()
     }
 
@@ -240,7 +240,7 @@ public final class EventLoop: @unchecked Sendable {
     /// `preconditionInEventLoop` does: backs the "(loop thread)" of a doc comment. Costs nothing in
     /// release builds.
     @inline(__always)
-    func assertInLoop(file: StaticString = #fileID, line: UInt = #line) {
+    package func assertInLoop(file: StaticString = #fileID, line: UInt = #line) {
         assert(inLoop, "called off the thread of event loop \(name)", file: file, line: line)
     }
 
@@ -250,24 +250,24 @@ public final class EventLoop: @unchecked Sendable {
         return key
     }()
 
-    static func owning(_ loop: UnsafeMutablePointer<uv_loop_t>?) -> EventLoop {
+    package static func owning(_ loop: UnsafeMutablePointer<uv_loop_t>?) -> EventLoop {
         Unmanaged<EventLoop>.fromOpaque(loop!.pointee.data).takeUnretainedValue()
     }
 }
 
 /// Zeroed memory for a libuv handle or request, released with `free` (see `closeHandle`).
-func allocateHandle<T>(_ type: T.Type) -> UnsafeMutablePointer<T> {
+package func allocateHandle<T>(_ type: T.Type) -> UnsafeMutablePointer<T> {
     calloc(1, MemoryLayout<T>.size)!.assumingMemoryBound(to: T.self)
 }
 
 /// Views a concrete handle (`uv_tcp_t`, `uv_timer_t`, ...) as one of its libuv "base classes".
-func cast<From, To>(_ pointer: UnsafeMutablePointer<From>, to: To.Type) -> UnsafeMutablePointer<To> {
+package func cast<From, To>(_ pointer: UnsafeMutablePointer<From>, to: To.Type) -> UnsafeMutablePointer<To> {
     UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: To.self)
 }
 
 /// Closes a handle whose `data` holds a retained owner (or nil): releases the owner and frees the
 /// handle's memory once libuv is done with it.
-func closeHandle<H>(_ handle: UnsafeMutablePointer<H>) {
+package func closeHandle<H>(_ handle: UnsafeMutablePointer<H>) {
     let base = cast(handle, to: uv_handle_t.self)
     guard uv_is_closing(base) == 0 else { return }
     uv_close(base) { handle in
@@ -277,22 +277,22 @@ func closeHandle<H>(_ handle: UnsafeMutablePointer<H>) {
 }
 
 /// Crashes with libuv's message when a call that cannot fail in a correct program fails.
-func check(_ result: Int32, _ call: String) {
+package func check(_ result: Int32, _ call: String) {
     precondition(result == 0, "\(call) failed: \(uvError(result))")
 }
 
 /// libuv's name and message for an error code: `ECONNREFUSED (connection refused)`.
-func uvError(_ code: Int32) -> String {
+package func uvError(_ code: Int32) -> String {
     "\(String(cString: uv_err_name(code))) (\(String(cString: uv_strerror(code))))"
 }
 
 /// A libuv timer that runs a closure on the loop thread; touched on that thread only.
-final class LoopTimer: @unchecked Sendable {
+package final class LoopTimer: @unchecked Sendable {
     private let handle: UnsafeMutablePointer<uv_timer_t>
     private let action: () -> Void
 
     /// Creates a stopped timer; call on the loop thread.
-    init(loop: EventLoop, action: @escaping () -> Void) {
+    package init(loop: EventLoop, action: @escaping () -> Void) {
         self.action = action
         handle = allocateHandle(uv_timer_t.self)
         uv_timer_init(loop.raw, handle)
@@ -300,14 +300,14 @@ final class LoopTimer: @unchecked Sendable {
     }
 
     /// Fires after `delay`, then every `interval` when given.
-    func start(after delay: Duration, every interval: Duration? = nil) {
+    package func start(after delay: Duration, every interval: Duration? = nil) {
         uv_timer_start(handle, { handle in
             (Unmanaged<AnyObject>.fromOpaque(handle!.pointee.data).takeUnretainedValue() as! LoopTimer).action()
         }, delay.millisecondsRoundedUp, interval?.millisecondsRoundedUp ?? 0)
     }
 
-    func stop() { uv_timer_stop(handle) }
+    package func stop() { uv_timer_stop(handle) }
 
     /// Stops the timer for good and frees it.
-    func close() { closeHandle(handle) }
+    package func close() { closeHandle(handle) }
 }

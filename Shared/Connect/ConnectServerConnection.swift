@@ -2,11 +2,13 @@ import Base
 import HTTP
 import RPC
 import Schema
+import ServerSeam
 import Synchronization
+import TCP
 
 /// The Connect protocol (connectrpc.com) over HTTP/1.1 on the server, the decoding half: parses
 /// requests strictly (`HTTPRequestParser`, limits as the binary port's: the body as its message
-/// limit), turns each into a call of the connection's `ServerCallTable` — the same table, workers,
+/// limit), turns each into a call of the connection's `ConnectionCalls` — the server core's table, workers,
 /// deadlines and stats as our frames — and `ConnectWire` writes the answers. Any method of any
 /// service is served from its route: JSON through the generated JSON mapping (`JSONTranscoder`),
 /// protobuf as it is.
@@ -22,11 +24,16 @@ import Synchronization
 /// request opens its call once the body ended (see `StreamedBody`).
 ///
 /// Loop thread, except what the wire's `answered` hops back from.
-final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, ConnectionReader, @unchecked Sendable {
-    let stream: Stream
-    let socket: TCPConnection
-    let server: TCPServer
-    let calls: ServerCallTable<ConnectWire<Stream>>
+package final class ConnectServerConnection<Stream: ByteStream, Calls: ConnectionCalls>: ServerConnection, ConnectionReader,
+    @unchecked Sendable {
+    package let stream: Stream
+    package let socket: TCPConnection
+    /// The server that accepted it, and what its HTTP side serves beside Connect calls.
+    package let host: any ConnectionHost
+    package let face: HTTPFace
+    /// The connection's calls, served by the server core, and how their answers are written.
+    package let calls: Calls
+    package let wire: ConnectWire<Stream>
     private let exchanges: ConnectExchanges
     private var parser: HTTPRequestParser
     /// Requests taken so far: the next one's call id.
@@ -39,30 +46,35 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
     private var body: StreamedBody?
     /// Reading paused because the client stream's inbox has no credit for the next message.
     private var waitingForCredit = false
-    var uncounted = false
-    private(set) var lastFrameAt: ContinuousClock.Instant?
-    private(set) var partialFrameSince: ContinuousClock.Instant?
+    package var uncounted = false
+    package private(set) var lastFrameAt: ContinuousClock.Instant?
+    package private(set) var partialFrameSince: ContinuousClock.Instant?
 
     /// Pipelined bytes buffered beyond which reading waits for the answer in progress.
-    static var pipelineBuffer: Int { 64 << 10 }
+    package static var pipelineBuffer: Int { 64 << 10 }
     /// Bytes of a body answered before its end that are read and dropped to keep the connection for the
     /// next request (nginx discards an unread body the same way); past them the connection closes.
-    static var drainLimit: Int { 1 << 20 }
+    package static var drainLimit: Int { 1 << 20 }
     /// Bytes of the current body dropped since its call was answered; nil while it is not draining.
     private var drained: Int?
 
-    init(stream: Stream, socket: TCPConnection, server: TCPServer) {
+    /// Serves `stream`, carried by `socket`, for `host`: Connect calls (those `calls` makes for its wire) and `face`.
+    package init(
+        stream: Stream, socket: TCPConnection, host: any ConnectionHost, face: HTTPFace, calls makeCalls: (ConnectWire<Stream>) -> Calls
+    ) {
         self.stream = stream
         self.socket = socket
-        self.server = server
+        self.host = host
+        self.face = face
         let exchanges = ConnectExchanges()
         self.exchanges = exchanges
-        calls = ServerCallTable(wire: ConnectWire(stream: stream, exchanges: exchanges), server: server, queue: CallQueue(connection: socket))
-        parser = HTTPRequestParser(limits: .init(maxBodyBytes: server.limits.maxMessageSize))
+        wire = ConnectWire(stream: stream, exchanges: exchanges)
+        calls = makeCalls(wire)
+        parser = HTTPRequestParser(limits: .init(maxBodyBytes: host.limits.maxMessageSize))
     }
 
     /// Reads `stream` as HTTP from now on.
-    func start() {
+    package func start() {
         exchanges.onAnswered = { [weak self, loop = stream.loop] keepAlive in
             guard let self else { return }
             loop.execute { self.answered(keepingAlive: keepAlive) }
@@ -74,17 +86,17 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         stream.reader = self
     }
 
-    var openCalls: Int { calls.openCalls }
-    var hasMadeCalls: Bool { requests > 0 }
-    var openUploads: Int { calls.openUploads }
-    func endStalledUploads(now: ContinuousClock.Instant) { calls.endStalledUploads(now: now) }
+    package var openCalls: Int { calls.openCalls }
+    package var hasMadeCalls: Bool { requests > 0 }
+    package var openUploads: Int { calls.openUploads }
+    package func endStalledUploads(now: ContinuousClock.Instant) { calls.endStalledUploads(now: now) }
     /// Reads into a large body (one the budget holds bytes for, as a large frame of ours) or into one
     /// being dropped share the loop's bulk budget per turn, so forty of them cannot hold a turn for
     /// the time it takes to copy tens of MiB into fresh pages (a 100-130 ms turn before).
-    var readsInBulk: Bool { budgetedBytes > 0 || drained != nil }
-    var budgetedBytes: Int { reservedBody + (body?.envelopes.reserved ?? 0) }
+    package var readsInBulk: Bool { budgetedBytes > 0 || drained != nil }
+    package var budgetedBytes: Int { reservedBody + (body?.envelopes.reserved ?? 0) }
 
-    func releaseBudget() {
+    package func releaseBudget() {
         body?.envelopes.releaseReserved()
         releaseBodyBudget()
     }
@@ -110,11 +122,11 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
     }
 
     /// Picked already: this connection exists because its first byte said HTTP.
-    func picked(_ kind: ProtocolSniffer.Kind) {}
+    package func picked(_ kind: ProtocolSniffer.Kind) {}
 
     // MARK: Reading requests
 
-    func received(_ bytes: UnsafeRawBufferPointer) {
+    package func received(_ bytes: UnsafeRawBufferPointer) {
         stream.loop.assertInLoop()
         parser.append(bytes)
         if partialFrameSince == nil { partialFrameSince = .now }
@@ -172,7 +184,7 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         headChecked = true
         let path = String(request.path)
         let head = CallHead(method: path, metadata: ConnectProtocol.Call.metadata(request.headers), peer: stream.peer)
-        guard let refusal = server.rpc.refusal(of: head) else { return false }
+        guard let refusal = host.rpcServer.refusal(of: head) else { return false }
         requests += 1
         busy = true
         let encoding: ConnectProtocol.Encoding = ConnectProtocol.mediaType(request.headers["content-type"]).hasSuffix("proto") ? .proto : .json
@@ -240,7 +252,7 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
     private func close(_ reason: String) {
         guard !stream.isClosing, !stream.isClosed else { return }
         stream.close(afterFlushing: reason)
-        if !socket.isClosed { server.uncount(self) }
+        if !socket.isClosed { host.release(self) }
     }
 
     // MARK: Serving one request
@@ -255,7 +267,7 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
             answerAtOnce(ConnectProtocol.preflight(request), keepAlive: keepAlive)
             return
         }
-        if let routes = server.httpRoutes {
+        if let routes = face.routes {
             if let route = routes.route(for: request) {
                 serve(route, request, keepAlive: keepAlive, origin: origin)
                 return
@@ -263,7 +275,7 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
             // A GET (or HEAD) that is neither a route nor a Connect call (no such method, no connect=v1) is a
             // missing page, as any web server says, not a malformed call.
             let isHEAD = request.method == "HEAD"
-            if request.method == "GET" || isHEAD, server.rpc.method(path) == nil, ConnectProtocol.query(request.query ?? "")["connect"] == nil {
+            if request.method == "GET" || isHEAD, host.rpcServer.method(path) == nil, ConnectProtocol.query(request.query ?? "")["connect"] == nil {
                 answerAtOnce(.text(404, "nothing at \(path)"), keepAlive: keepAlive, origin: origin, headOnly: isHEAD)
                 return
             }
@@ -274,13 +286,13 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
             answerAtOnce(response, keepAlive: keepAlive, origin: origin)
             return
         }
-        let method = server.rpc.method(path)
+        let method = host.rpcServer.method(path)
         var call: ConnectProtocol.Call
         var kept: ConnectExchange.Kept?
         do {
             call = try ConnectProtocol.Call(request, method: method)
             // Kept answers are found by the request as it came; a compressed one (rare for reads) is not looked up.
-            if let cache = server.answerCache, cache.covers(path), method?.info.sideEffectFree == true, call.compression == .identity {
+            if let cache = face.answerCache, cache.covers(path), method?.info.sideEffectFree == true, call.compression == .identity {
                 let key = ConnectAnswerCache.Key(
                     method: path, json: call.encoding == .json, gzip: call.acceptsGzip, get: call.isGET, request: call.payload)
                 let (answer, version) = cache.lookup(key)
@@ -302,7 +314,7 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
             encoding: call.encoding, json: method?.json, gzip: call.acceptsGzip, origin: origin, keepAlive: keepAlive,
             unknownMethod: method == nil, cacheable: call.isGET, ifNoneMatch: request.headers["if-none-match"], kept: kept))
         let head = CallHead(method: path, metadata: call.metadata, deadline: call.deadline, peer: stream.peer)
-        let decoder = call.decoder(maxMessageSize: server.limits.maxMessageSize, budget: stream.budget)
+        let decoder = call.decoder(maxMessageSize: host.limits.maxMessageSize, budget: stream.budget)
         _ = calls.open(id, head, clientStreams: false, payload: call.payload, decoder: decoder)
     }
 
@@ -313,13 +325,13 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         _ answer: HTTPResponse, _ call: ConnectProtocol.Call, path: String, request: HTTPRequest, keepAlive: Bool, origin: String?
     ) -> Bool {
         let arrived = ContinuousClock.now
-        guard server.rpc.admits(CallHead(method: path, metadata: call.metadata, deadline: call.deadline, peer: stream.peer)) else {
+        guard host.rpcServer.admits(CallHead(method: path, metadata: call.metadata, deadline: call.deadline, peer: stream.peer)) else {
             return false
         }
         let exchange = ConnectExchange(
             encoding: call.encoding, origin: origin, keepAlive: keepAlive, cacheable: call.isGET, ifNoneMatch: request.headers["if-none-match"])
         stream.send(exchange.answer(ok: answer), closing: !keepAlive)
-        server.rpc.countAnswered(path, since: arrived)
+        host.rpcServer.countAnswered(path, since: arrived)
         busy = false
         if !keepAlive { close("the client asked to close") }
         return true
@@ -329,10 +341,9 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
     /// its calls are, and writes its answer; counted in flight, so a draining server waits for it.
     private func serve(_ route: HTTPRoutes.Route, _ request: HTTPRequest, keepAlive: Bool, origin: String?) {
         let job = HTTPRouteJob(
-            route: route, bound: server.httpRouteBindings[route.id], request: request, stream: stream, exchanges: exchanges,
-            keepAlive: keepAlive, origin: origin, server: server)
-        server.inFlight.add(1, ordering: .relaxed)
-        server.workers.submit(job, to: calls.queue)
+            route: route, bound: face.bindings[route.id], request: request, stream: stream, exchanges: exchanges,
+            keepAlive: keepAlive, origin: origin, routes: face.routes!, rpc: host.rpcServer) { [calls] in calls.jobEnded() }
+        calls.run(job)
     }
 
     /// Answers without a call (preflight, a request no call could be made of).
@@ -359,11 +370,11 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         // HTTP/1.0 has no chunked bodies: its answer is delimited by the close.
         let keepAlive = request.keepsAlive && request.isHTTP11
         let path = String(request.path)
-        let method = server.rpc.method(path)
+        let method = host.rpcServer.method(path)
         let head = { (call: ConnectProtocol.StreamCall?) in
             CallHead(method: path, metadata: call?.metadata ?? Metadata(), deadline: call?.deadline, peer: self.stream.peer)
         }
-        body = StreamedBody(id: id, maxMessageSize: server.limits.maxMessageSize, budget: stream.budget)
+        body = StreamedBody(id: id, maxMessageSize: host.limits.maxMessageSize, budget: stream.budget)
         let call: ConnectProtocol.StreamCall
         do {
             call = try ConnectProtocol.StreamCall(request, method: method)
@@ -394,7 +405,7 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
     }
 
     private func streamDecoder(_ call: ConnectProtocol.StreamCall) -> RequestDecoder? {
-        call.decoder(maxMessageSize: server.limits.maxMessageSize, budget: stream.budget)
+        call.decoder(maxMessageSize: host.limits.maxMessageSize, budget: stream.budget)
     }
 
     /// Reads what arrived of the streamed body: envelopes into the call, as far as its credit goes.
@@ -556,7 +567,7 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
 
     // MARK: What the listener asks
 
-    func fail(_ code: StatusCode, _ message: String) {
+    package func fail(_ code: StatusCode, _ message: String) {
         stream.loop.assertInLoop()
         guard !stream.isClosing, !stream.isClosed else { return }
         // An idle keep-alive connection is closed without a word, as HTTP servers do; a client in the
@@ -564,7 +575,7 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         let answering = exchanges.openIDs
         if !answering.isEmpty {
             // Each in its own shape: a unary call's error response, a stream's end-of-stream error.
-            for id in answering { calls.wire.writeStatus(id, message: nil, error: RPCError(code, message)) }
+            for id in answering { wire.writeStatus(id, message: nil, error: RPCError(code, message)) }
         } else if parser.hasPartialRequest || body != nil {
             let status = code == .unavailable && !busy ? 408 : code.httpStatus
             stream.send(HTTPResponse.text(status, message), closing: true, sealing: true)
@@ -573,106 +584,12 @@ final class ConnectServerConnection<Stream: ByteStream>: ServerConnection, Conne
         close(message)
     }
 
-    func closed(reason: String) { calls.closed(reason: reason) }
-}
-
-/// The encoding half of Connect on the server: a call's status becomes its HTTP response, a
-/// stream's messages its envelopes. Any thread; one call's writes come in order (its sink's turn),
-/// and the exchanges' lock orders them against the status the loop may write (deadline).
-struct ConnectWire<Stream: ByteStream>: CallWire {
-    let stream: Stream
-    let exchanges: ConnectExchanges
-
-    /// No HTTP client grants credit: responses are paced by the socket alone (`waitUntilWritable`).
-    var clientGrantsResponseCredit: Bool { false }
-
-    func writeStatus(_ id: UInt64, message: [UInt8]?, error: RPCError?) {
-        let keepAlive = exchanges.end(id) { exchange in
-            if exchange.streaming {
-                stream.send(bytes: exchange.streamEnd(message: message, error: error))
-            } else {
-                stream.send(exchange.unaryResponse(message: message, error: error), closing: !exchange.keepAlive)
-            }
-        }
-        guard let keepAlive else { return }
-        exchanges.onAnswered?(keepAlive)
-    }
-
-    func writeMessage(_ id: UInt64, _ chunk: [UInt8], continues: Bool) {
-        exchanges.update(id) { exchange in
-            guard let bytes = exchange.streamMessage(chunk, continues: continues) else { return }
-            stream.send(bytes: bytes)
-        }
-    }
-
-    func writeRequestCredit(_ id: UInt64, bytes: Int) {
-        exchanges.grantRequestCredit(id, bytes)
-    }
-}
-
-/// The requests being answered on one connection, by call id: how each wants its answer; and the
-/// credit of the client stream being read.
-final class ConnectExchanges: @unchecked Sendable {
-    private let open = Mutex<[UInt64: ConnectExchange]>([:])
-    /// Credit the inbox of the client stream being read has left, as `MessageInbox` counts it.
-    private let requestCredit = Mutex<(id: UInt64, credit: Int)>((0, 0))
-    /// Called once an answer is queued, with whether the connection stays open; set before any call.
-    var onAnswered: (@Sendable (Bool) -> Void)?
-    /// Called when the inbox of the client stream being read granted credit; set before any call.
-    var onCredit: (@Sendable () -> Void)?
-
-    func begin(_ id: UInt64, _ exchange: ConnectExchange) {
-        open.withLock { $0[id] = exchange }
-    }
-
-    /// Ends exchange `id`, writing its last bytes with `write` under the lock (so nothing of the call
-    /// follows them); its keep-alive, or nil when it was over already.
-    func end(_ id: UInt64, _ write: (inout ConnectExchange) -> Void) -> Bool? {
-        open.withLock { open -> Bool? in
-            guard var exchange = open.removeValue(forKey: id) else { return nil }
-            write(&exchange)
-            return exchange.keepAlive
-        }
-    }
-
-    func update(_ id: UInt64, _ body: (inout ConnectExchange) -> Void) {
-        open.withLock { open in
-            guard open[id] != nil else { return }
-            body(&open[id]!)
-        }
-    }
-
-    func isOpen(_ id: UInt64) -> Bool { open.withLock { $0[id] != nil } }
-
-    var openIDs: [UInt64] { open.withLock { Array($0.keys).sorted() } }
-
-    /// Client stream `id` starts with the inbox's whole window.
-    func resetRequestCredit(_ id: UInt64) {
-        requestCredit.withLock { $0 = (id, FlowControl.initialWindow) }
-    }
-
-    /// Takes `cost` of client stream `id`'s credit when there is that much.
-    func spendRequestCredit(_ id: UInt64, _ cost: Int) -> Bool {
-        requestCredit.withLock { state in
-            guard state.id == id, state.credit >= cost else { return false }
-            state.credit -= cost
-            return true
-        }
-    }
-
-    func grantRequestCredit(_ id: UInt64, _ bytes: Int) {
-        let granted = requestCredit.withLock { state -> Bool in
-            guard state.id == id else { return false }
-            state.credit += bytes
-            return true
-        }
-        if granted { onCredit?() }
-    }
+    package func closed(reason: String) { calls.closed(reason: reason) }
 }
 
 /// The streamed body of the streaming call being read (loop thread).
-final class StreamedBody {
-    enum Purpose {
+package final class StreamedBody {
+    package enum Purpose {
         /// A server stream's: one envelope, its call opened once the body ended.
         case singleRequest
         /// A client stream's: each envelope a message into the open call's inbox.
@@ -681,172 +598,22 @@ final class StreamedBody {
         case discarded
     }
 
-    let id: UInt64
-    var purpose = Purpose.discarded
-    var call: ConnectProtocol.StreamCall?
-    var head: CallHead?
-    var envelopes: ConnectEnvelopeReader
+    package let id: UInt64
+    package var purpose = Purpose.discarded
+    package var call: ConnectProtocol.StreamCall?
+    package var head: CallHead?
+    package var envelopes: ConnectEnvelopeReader
     /// A client stream's message waiting for the inbox's credit, and how much of it went.
-    var pending: (message: [UInt8], offset: Int)?
+    package var pending: (message: [UInt8], offset: Int)?
     /// A server stream's request.
-    var single: [UInt8]?
+    package var single: [UInt8]?
 
-    init(id: UInt64, maxMessageSize: Int, budget: MemoryBudget?) {
+    package init(id: UInt64, maxMessageSize: Int, budget: MemoryBudget?) {
         self.id = id
         envelopes = ConnectEnvelopeReader(maxMessageSize: maxMessageSize)
         if let budget {
             envelopes.admit = { budget.reserve($0) }
             envelopes.release = { budget.release($0) }
         }
-    }
-}
-
-/// How one request wants its answer.
-struct ConnectExchange: Sendable {
-    /// Where a call's answer goes to be sent again (`ConnectAnswerCache`).
-    struct Kept: Sendable {
-        let cache: ConnectAnswerCache
-        let key: ConnectAnswerCache.Key
-        let version: Int64
-    }
-
-    var encoding: ConnectProtocol.Encoding
-    var json: JSONTranscoder?
-    var gzip = false
-    var origin: String?
-    var keepAlive: Bool
-    var unknownMethod = false
-    /// A GET: the answer carries an ETag and cache headers, and `ifNoneMatch` may make it a 304.
-    var cacheable = false
-    var ifNoneMatch: String?
-    /// Where this call's answer is kept once made, and the data version it is made from.
-    var kept: Kept?
-    /// A streaming call: answered 200 with a body of envelopes, `chunked` (else delimited by the close).
-    var streaming = false
-    var chunked = true
-    /// The stream's head was written; a message arriving in chunks is joined here.
-    private var headSent = false
-    private var partial: [UInt8] = []
-    /// The stream failed while writing (a response that did not map to JSON): its end is written.
-    private var ended = false
-
-    init(
-        encoding: ConnectProtocol.Encoding, json: JSONTranscoder? = nil, gzip: Bool = false, origin: String?, keepAlive: Bool,
-        unknownMethod: Bool = false, cacheable: Bool = false, ifNoneMatch: String? = nil, streaming: Bool = false, chunked: Bool = true,
-        kept: Kept? = nil
-    ) {
-        self.kept = kept
-        self.streaming = streaming
-        self.chunked = chunked
-        self.encoding = encoding
-        self.json = json
-        self.gzip = gzip
-        self.origin = origin
-        self.keepAlive = keepAlive
-        self.unknownMethod = unknownMethod
-        self.cacheable = cacheable
-        self.ifNoneMatch = ifNoneMatch
-    }
-
-    /// The response of a unary call: its message in the request's encoding, or its error as
-    /// Connect's JSON error body with the status Connect maps its code to. A successful answer of a
-    /// call whose answers are kept (`kept`) is kept, as it is before a 304 and CORS.
-    func unaryResponse(message: [UInt8]?, error: RPCError?) -> HTTPResponse {
-        if let error { return finished(ConnectProtocol.errorResponse(error, status: unknownMethod ? 404 : nil)) }
-        var body = message ?? []
-        if encoding == .json {
-            do {
-                guard let json else { throw RPCError(.internalError, "the method has no JSON mapping") }
-                body = try json.response(body)
-            } catch {
-                return finished(ConnectProtocol.errorResponse(failing: error))
-            }
-        }
-        var response = HTTPResponse(status: 200, headers: ["Content-Type": encoding.contentType], body: body)
-        if cacheable {
-            response.headers.add("ETag", ConnectProtocol.entityTag(body))
-            response.headers.add("Cache-Control", "private, no-cache")
-        }
-        if gzip, body.count >= ConnectProtocol.compressionThreshold {
-            response.body = Gzip.compress(body)
-            response.headers.add("Content-Encoding", "gzip")
-        }
-        if let kept { kept.cache.keep(response, for: kept.key, madeAt: kept.version) }
-        return answer(ok: response)
-    }
-
-    /// A successful answer as this request gets it: 304 when a GET's `If-None-Match` holds its tag, and CORS.
-    func answer(ok response: HTTPResponse) -> HTTPResponse {
-        if cacheable, let ifNoneMatch, let tag = response.headers["etag"], ConnectProtocol.matches(ifNoneMatch, tag) {
-            var headers = response.headers
-            headers.remove("Content-Encoding")
-            return finished(HTTPResponse(status: 304, headers: headers))
-        }
-        return finished(response)
-    }
-
-    // MARK: Streams
-
-    /// The bytes of one message of a stream (`continues`: a chunk of it, more follow), with the
-    /// response's head before the first; nil while a message is being joined, or the stream ended.
-    mutating func streamMessage(_ chunk: [UInt8], continues: Bool) -> [UInt8]? {
-        guard !ended else { return nil }
-        if continues || !partial.isEmpty {
-            partial += chunk
-            guard !continues else { return nil }
-        }
-        var message = partial.isEmpty ? chunk : partial
-        partial = []
-        if encoding == .json {
-            do {
-                guard let json else { throw RPCError(.internalError, "the method has no JSON mapping") }
-                message = try json.response(message)
-            } catch {
-                ended = true
-                let failure = (error as? RPCError) ?? RPCError(.internalError, "internal error")
-                return streamHeadIfNeeded() + endEnvelope(failure)
-            }
-        }
-        if gzip, message.count >= ConnectProtocol.compressionThreshold {
-            return streamHeadIfNeeded() + framed(ConnectProtocol.envelope(flags: ConnectProtocol.compressedFlag, Gzip.compress(message)))
-        }
-        return streamHeadIfNeeded() + framed(ConnectProtocol.envelope(flags: 0, message))
-    }
-
-    /// The last bytes of a stream: its head if no message came, the client stream's one response,
-    /// the end-of-stream envelope, the last chunk.
-    mutating func streamEnd(message: [UInt8]?, error: RPCError?) -> [UInt8] {
-        guard !ended else { return chunked ? HTTPResponse.lastChunk : [] }
-        var error = error
-        var bytes: [UInt8] = []
-        if let message, error == nil, let written = streamMessage(message, continues: false) {
-            bytes += written
-            if ended { return bytes + (chunked ? HTTPResponse.lastChunk : []) }
-        }
-        if error == nil, !partial.isEmpty { error = RPCError(.internalError, "the stream ended inside a message") }
-        return streamHeadIfNeeded() + bytes + endEnvelope(error) + (chunked ? HTTPResponse.lastChunk : [])
-    }
-
-    private func endEnvelope(_ error: RPCError?) -> [UInt8] {
-        framed(ConnectProtocol.envelope(flags: ConnectProtocol.endStreamFlag, ConnectProtocol.endOfStream(error)))
-    }
-
-    private func framed(_ bytes: [UInt8]) -> [UInt8] { chunked ? HTTPResponse.chunk(bytes) : bytes }
-
-    private mutating func streamHeadIfNeeded() -> [UInt8] {
-        guard !headSent else { return [] }
-        headSent = true
-        var response = finished(HTTPResponse(status: 200, headers: ["Content-Type": encoding.streamContentType]))
-        // Envelopes at or above the threshold are compressed, each flagged; smaller ones go as they are.
-        if gzip { response.headers.add("Connect-Content-Encoding", "gzip") }
-        if !chunked { return response.headLines(closing: true) }
-        return response.chunkedHead(closing: !keepAlive)
-    }
-
-    private func finished(_ response: HTTPResponse) -> HTTPResponse {
-        var response = response
-        ConnectProtocol.addCORS(to: &response.headers, origin: origin)
-        if cacheable || gzip { response.headers.add("Vary", "Accept-Encoding, Origin") }
-        return response
     }
 }

@@ -1,7 +1,4 @@
 import Base
-import HTTP
-import RPCWire
-import Schema
 
 /// The byte-stream layer of a connection: ordered bytes both ways, with back-pressure, under the
 /// protocol that reads them (its `reader`: our frames or HTTP, picked by `ProtocolSniffer`).
@@ -10,9 +7,10 @@ import Schema
 /// reader, and encrypts what it is sent, so the same readers and the same `ServerCallTable` serve it
 /// unchanged.
 ///
-/// Readers and the call layer are generic over their stream, so each stream's code is specialised
-/// and reading or writing a frame makes no dynamic call; only the listener and the sniffer, once per
-/// connection, see a stream as `any ByteStream`.
+/// Readers and protocol connections are generic over their stream, so each stream's code is
+/// specialised and reading a frame makes no dynamic call; the server core's call table holds its
+/// connection's stream as `any ByteStream` (it knows no protocol and no stream type), and the
+/// listener and the sniffer see one so, once per connection.
 ///
 /// Everything but `send` and `unwrittenBytes` runs on the loop thread.
 package protocol ByteStream: AnyObject, Sendable {
@@ -72,7 +70,7 @@ extension ByteStream {
     }
 
     /// `send(headOfSize:body:tailOfSize:sealing:_:_:)` by copying the body into the outbox.
-    func sendCopying(
+    package func sendCopying(
         headOfSize headSize: Int, body: [UInt8], tailOfSize tailSize: Int, sealing: Bool,
         _ writeHead: (UnsafeMutableRawBufferPointer) -> Void, _ writeTail: (UnsafeMutableRawBufferPointer) -> Void
     ) {
@@ -90,28 +88,6 @@ extension ByteStream {
         send(bytesOfSize: size, sealing: false, write)
     }
 
-    /// Queues a frame whose `size`-byte envelope `write` puts straight into the outbox (no copy in
-    /// between); safe from any thread. A `sealing` frame is the last (see `send(bytesOfSize:sealing:_:)`).
-    package func send(envelopeOfSize size: Int, sealing: Bool = false, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
-        send(bytesOfSize: FrameCodec.headerSize + size, sealing: sealing) { frame in
-            FrameCodec.writeHeader(length: size, to: frame.baseAddress!)
-            write(UnsafeMutableRawBufferPointer(rebasing: frame[FrameCodec.headerSize...]))
-        }
-    }
-
-    /// Queues an HTTP response, its head written straight into the outbox and its body after it (handed to the socket
-    /// as it is where the stream can: the zoo's 1.5 MB cached catalogue is then not copied per request at all). Joining
-    /// them first (`serialized`) made a new array of the whole answer per request, and that fresh memory's page faults
-    /// were a third of the replica's CPU. Safe from any thread.
-    package func send(_ response: HTTPResponse, closing: Bool, sealing: Bool = false) {
-        let head = response.serializedHead(closing: closing)
-        head.withUnsafeBytes { head in
-            send(headOfSize: head.count, body: response.hasBody ? response.body : [], tailOfSize: 0, sealing: sealing, { destination in
-                if let base = head.baseAddress { destination.baseAddress!.copyMemory(from: base, byteCount: head.count) }
-            }, { _ in })
-        }
-    }
-
     /// Queues `bytes` as they are (another protocol's bytes: HTTP); safe from any thread.
     package func send(bytes: [UInt8], sealing: Bool = false) {
         bytes.withUnsafeBytes { source in
@@ -121,27 +97,6 @@ extension ByteStream {
         }
     }
 
-    /// Queues one envelope for writing as a frame; safe from any thread.
-    package func send(envelope: [UInt8]) {
-        envelope.withUnsafeBytes { source in
-            send(envelopeOfSize: source.count) { destination in
-                if let base = source.baseAddress { destination.baseAddress!.copyMemory(from: base, byteCount: source.count) }
-            }
-        }
-    }
-
-    /// Queues `frame` as one frame: the frame header and the envelope's fields are written straight into the outbox,
-    /// and the payload after them, handed to the socket as it is where the stream can (`send(headOfSize:...)`). The
-    /// last one when `sealing`. Safe from any thread.
-    func send(_ frame: RpcV1.Frame, sealing: Bool = false) {
-        let head = FrameEnvelope.headSize(of: frame)
-        let tail = FrameEnvelope.tailSize(of: frame)
-        send(headOfSize: FrameCodec.headerSize + head, body: frame.payload, tailOfSize: tail, sealing: sealing, { destination in
-            FrameCodec.writeHeader(length: head + frame.payload.count + tail, to: destination.baseAddress!)
-            FrameEnvelope.encodeHead(frame, into: UnsafeMutableRawBufferPointer(rebasing: destination[FrameCodec.headerSize...]))
-        }, { FrameEnvelope.encodeTail(frame, into: $0) })
-    }
-
     /// Whether more is waiting to be written than the high-water mark (back-pressure); any thread.
-    var isBackedUp: Bool { unwrittenBytes > highWater }
+    package var isBackedUp: Bool { unwrittenBytes > highWater }
 }

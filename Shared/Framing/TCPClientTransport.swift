@@ -1,11 +1,12 @@
 import Base
-import CLibUV
 import Foundation
 import RPC
 import RPCWire
 import Schema
 import Synchronization
+import TCP
 import TLS
+import TLSStreams
 
 /// A client's connection to one endpoint (`host:port`), shared by all calls to it: many calls are
 /// multiplexed on one TCP connection and answered out of order. Connects lazily, reconnects after

@@ -6,32 +6,32 @@ import Schema
 
 /// The rules of the Connect protocol (https://connectrpc.com/docs/protocol) that turn an HTTP
 /// request into a call and a call's outcome into an HTTP response, apart from any connection.
-enum ConnectProtocol {
+package enum ConnectProtocol {
     /// How a call's messages travel.
-    enum Encoding: Sendable, Equatable {
+    package enum Encoding: Sendable, Equatable {
         case json, proto
 
         var contentType: String { self == .json ? "application/json" : "application/proto" }
     }
 
     /// Answers smaller than this are not worth compressing.
-    static var compressionThreshold: Int { 1024 }
+    package static var compressionThreshold: Int { 1024 }
 
     /// How the headers of an HTTP request that failed before its call ended: an answer of the HTTP
     /// layer (405, 415) or a Connect error of the call (bad timeout, body that does not decode).
-    enum Refusal: Error {
+    package enum Refusal: Error {
         case http(HTTPResponse)
         case rpc(RPCError, Encoding)
     }
 
     /// How a request's body is compressed (`Content-Encoding`, or a streaming call's `Connect-Content-Encoding`).
-    enum Compression: Sendable, Equatable {
+    package enum Compression: Sendable, Equatable {
         case identity, gzip
     }
 
     /// A unary call read from its HTTP request's head and body, the body as it came: it is decoded (inflated, from
     /// JSON) on the call's worker once the guard admitted the call (`decoder`).
-    struct Call {
+    package struct Call {
         var encoding: Encoding
         /// The body as the client sent it.
         var payload: [UInt8]
@@ -143,7 +143,7 @@ enum ConnectProtocol {
     /// envelope carries its flag). Inflating stops at the method's limit, and takes what it holds from the memory
     /// budget step by step, giving it back once decoded (the binary protocol's large frames hold theirs while read);
     /// a JSON request is then transcoded to the method's protobuf message.
-    static func decoder(
+    package static func decoder(
         encoding: Encoding, maxMessageSize: Int, budget: MemoryBudget?,
         unwrap: @escaping @Sendable ([UInt8]) throws(RPCError) -> (Compression, [UInt8])
     ) -> RequestDecoder {
@@ -175,7 +175,7 @@ enum ConnectProtocol {
 
     /// `bytes` inflated within `limit` and what `budget` grants, step by step; what it took is added to `held`, for
     /// the caller to give back once done with the bytes.
-    static func inflate(_ bytes: [UInt8], limit: Int, budget: MemoryBudget?, holding held: inout Int) throws(RPCError) -> [UInt8] {
+    package static func inflate(_ bytes: [UInt8], limit: Int, budget: MemoryBudget?, holding held: inout Int) throws(RPCError) -> [UInt8] {
         do {
             return try Gzip.decompress(bytes, limit: limit) { piece in
                 guard let budget else { return true }
@@ -194,7 +194,7 @@ enum ConnectProtocol {
 
     /// The deadline `Connect-Timeout-Ms: value` sets (1 to 10 digits, as the protocol says); nil without one. Plain
     /// HTTP routes take it the same way.
-    static func deadline(_ value: String?) throws(RPCError) -> ContinuousClock.Instant? {
+    package static func deadline(_ value: String?) throws(RPCError) -> ContinuousClock.Instant? {
         guard let value else { return nil }
         guard !value.isEmpty, value.utf8.count <= 10, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let ms = Int64(value) else {
             throw RPCError(.invalidArgument, "Connect-Timeout-Ms must be 1 to 10 digits, not \(value)")
@@ -203,13 +203,13 @@ enum ConnectProtocol {
     }
 
     /// Headers HTTP and Connect use themselves, which are no call metadata.
-    static let protocolHeaders: Set<String> = [
+    package static let protocolHeaders: Set<String> = [
         "host", "content-type", "content-length", "content-encoding", "accept-encoding", "accept", "connection",
         "transfer-encoding", "te", "keep-alive", "upgrade", "origin", "referer", "if-none-match", "cache-control", "pragma",
     ]
 
     /// A query string's parameters, percent-decoded (`+` as a space, as forms send it); the first of a repeated name wins.
-    static func query(_ text: Substring) -> [String: String] {
+    package static func query(_ text: Substring) -> [String: String] {
         var parameters: [String: String] = [:]
         for pair in text.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -225,7 +225,7 @@ enum ConnectProtocol {
     }
 
     /// Base64 in the URL-safe alphabet, padded or not (what Connect's GET sends), or the standard one.
-    static func base64URL(_ text: String) -> [UInt8]? {
+    package static func base64URL(_ text: String) -> [UInt8]? {
         var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while standard.utf8.count % 4 != 0 { standard += "=" }
         return Data(base64Encoded: standard).map { Array($0) }
@@ -233,14 +233,14 @@ enum ConnectProtocol {
 
     /// Connect's error body, `{"code": "not_found", "message": "…"}`, with the status its code maps to
     /// (or `status`), always JSON whatever the request's encoding.
-    static func errorResponse(_ error: RPCError, status: Int? = nil) -> HTTPResponse {
+    package static func errorResponse(_ error: RPCError, status: Int? = nil) -> HTTPResponse {
         let body = JSONValue.object([JSONMember("code", .string(error.code.connectName)), JSONMember("message", .string(error.message))])
         return HTTPResponse(
             status: status ?? error.code.httpStatus, headers: ["Content-Type": "application/json"], body: Array(body.serialized().utf8))
     }
 
     /// The error body of a call whose answer could not be written (its response did not map to JSON).
-    static func errorResponse(failing error: any Error) -> HTTPResponse {
+    package static func errorResponse(failing error: any Error) -> HTTPResponse {
         let failure: RPCError = (error as? RPCError) ?? RPCError(.internalError, "internal error")
         return errorResponse(failure, status: nil)
     }
@@ -248,11 +248,11 @@ enum ConnectProtocol {
     // MARK: CORS
 
     /// Headers a browser may send on a call: Connect's and those that carry metadata.
-    static let allowedHeaders = "Content-Type, Content-Encoding, Accept-Encoding, Connect-Content-Encoding, Connect-Accept-Encoding, Connect-Protocol-Version, Connect-Timeout-Ms, Authorization, X-User-Agent"
+    package static let allowedHeaders = "Content-Type, Content-Encoding, Accept-Encoding, Connect-Content-Encoding, Connect-Accept-Encoding, Connect-Protocol-Version, Connect-Timeout-Ms, Authorization, X-User-Agent"
 
     /// Lets a web app on any origin call (the services hold no cookies: credentials are bearer
     /// tokens in `Authorization`), so the origin is echoed and `Vary` says so.
-    static func addCORS(to headers: inout HTTPHeaders, origin: String?) {
+    package static func addCORS(to headers: inout HTTPHeaders, origin: String?) {
         guard let origin else { return }
         headers.add("Access-Control-Allow-Origin", origin)
         headers.add("Access-Control-Expose-Headers", "Content-Encoding, Connect-Content-Encoding, ETag, Grpc-Status, Grpc-Message")
@@ -260,7 +260,7 @@ enum ConnectProtocol {
     }
 
     /// The answer to a CORS preflight (`OPTIONS`): which methods and headers a call may use, for a day.
-    static func preflight(_ request: HTTPRequest) -> HTTPResponse {
+    package static func preflight(_ request: HTTPRequest) -> HTTPResponse {
         var response = HTTPResponse(status: 204)
         let origin = request.headers["origin"]
         addCORS(to: &response.headers, origin: origin)
@@ -274,14 +274,14 @@ enum ConnectProtocol {
     // MARK: Caching
 
     /// A strong validator of a GET's answer (`EntityTag.strong`, shared with the plain HTTP routes).
-    static func entityTag(_ body: [UInt8]) -> String { EntityTag.strong(body) }
+    package static func entityTag(_ body: [UInt8]) -> String { EntityTag.strong(body) }
 
     /// Whether `If-None-Match: header` matches `tag` (`EntityTag.matches`).
-    static func matches(_ header: String, _ tag: String) -> Bool { EntityTag.matches(header, tag) }
+    package static func matches(_ header: String, _ tag: String) -> Bool { EntityTag.matches(header, tag) }
 }
 
 extension ConnectProtocol.Encoding {
-    init?(name: String) {
+    package init?(name: String) {
         switch name {
         case "json": self = .json
         case "proto": self = .proto

@@ -1,6 +1,7 @@
 import Base
 import Foundation
 import Synchronization
+import TCP
 import TLS
 
 /// A TLS side's certificate files, loaded into the context new connections use, and loaded again on

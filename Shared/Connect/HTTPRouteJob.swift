@@ -1,27 +1,33 @@
 import Base
 import HTTP
 import RPC
+import ServerSeam
+import TCP
 
 /// One plain HTTP route's request on a worker, served as a call of its binding: the server's pipeline
 /// (`RPCServer.serve(_:_:_:)`: deadline, guard, stats under the binding's name) runs the handler there until it
 /// first waits (`Task.immediate`, as a call's does); a failure is answered in the routes' REST style by its
 /// category (`HTTPRoutes.problem`, `StatusCode.restStatus`), and the response goes out in the connection's order.
 /// A HEAD is answered with GET's head, its `Content-Length` included, and no body.
-final class HTTPRouteJob<Stream: ByteStream>: WorkerJob, @unchecked Sendable {
-    let route: HTTPRoutes.Route
-    let bound: BoundRoute
-    let request: HTTPRequest
-    let stream: Stream
-    let exchanges: ConnectExchanges
-    let keepAlive: Bool
-    let origin: String?
-    let server: TCPServer
+package final class HTTPRouteJob<Stream: ByteStream>: WorkerJob, @unchecked Sendable {
+    package let route: HTTPRoutes.Route
+    package let bound: BoundRoute
+    package let request: HTTPRequest
+    package let stream: Stream
+    package let exchanges: ConnectExchanges
+    package let keepAlive: Bool
+    package let origin: String?
+    /// The routes (for their REST-style problems) and the server whose pipeline runs the handler.
+    package let routes: HTTPRoutes
+    package let rpc: RPCServer
+    /// Tells the connection's calls the job is over (it counted in flight).
+    package let ended: @Sendable () -> Void
 
-    var workerTime: WorkerTime? { bound.workerTime }
+    package var workerTime: WorkerTime? { bound.workerTime }
 
     init(
         route: HTTPRoutes.Route, bound: BoundRoute, request: HTTPRequest, stream: Stream, exchanges: ConnectExchanges, keepAlive: Bool,
-        origin: String?, server: TCPServer
+        origin: String?, routes: HTTPRoutes, rpc: RPCServer, ended: @escaping @Sendable () -> Void
     ) {
         self.route = route
         self.bound = bound
@@ -30,10 +36,12 @@ final class HTTPRouteJob<Stream: ByteStream>: WorkerJob, @unchecked Sendable {
         self.exchanges = exchanges
         self.keepAlive = keepAlive
         self.origin = origin
-        self.server = server
+        self.routes = routes
+        self.rpc = rpc
+        self.ended = ended
     }
 
-    func run() -> Bool {
+    package func run() -> Bool {
         Task.immediate { [self] in
             var response: HTTPResponse
             let head: CallHead
@@ -47,9 +55,9 @@ final class HTTPRouteJob<Stream: ByteStream>: WorkerJob, @unchecked Sendable {
                 head = CallHead(method: bound.guardedAs, metadata: metadata, peer: stream.peer)
                 handler = { _ in throw error }
             }
-            switch await server.rpc.serve(bound, head, handler) {
+            switch await rpc.serve(bound, head, handler) {
             case .success(let answer): response = answer
-            case .failure(let error): response = server.httpRoutes!.problem(error.code.restStatus, error.message)
+            case .failure(let error): response = routes.problem(error.code.restStatus, error.message)
             }
             ConnectProtocol.addCORS(to: &response.headers, origin: origin)
             if request.method == "HEAD" {
@@ -57,7 +65,7 @@ final class HTTPRouteJob<Stream: ByteStream>: WorkerJob, @unchecked Sendable {
             } else {
                 stream.send(response, closing: !keepAlive)
             }
-            server.inFlight.subtract(1, ordering: .releasing)
+            ended()
             exchanges.onAnswered?(keepAlive)
         }
         return true

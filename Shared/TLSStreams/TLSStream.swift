@@ -1,5 +1,6 @@
 import Base
 import Foundation
+import TCP
 import TLS
 
 /// A TLS connection: the `ByteStream` the protocols read and write, over the `TCPConnection` whose
@@ -7,21 +8,25 @@ import TLS
 /// memory buffers) and the plaintext handed to this stream's own reader; plaintext sent here is
 /// encrypted on the sending thread (a worker, usually) and the ciphertext queued on the socket, so
 /// the loop does no encryption and the socket still batches, paces and lingers as for plaintext.
-/// The same protocol readers and the same `ServerCallTable` serve it, specialised for this type:
+/// The same protocol readers, specialised for this type, and the same `ServerCallTable` serve it:
 /// a plaintext connection pays nothing for TLS.
 ///
 /// The session sits under a lock: workers write while the loop reads. Everything but `send` and
 /// `unwrittenBytes` runs on the loop thread.
 package final class TLSStream: ByteStream, ConnectionReader, @unchecked Sendable {
-    let socket: TCPConnection
+    /// What a TLS client of a plaintext-only server gets: a fatal `handshake_failure` alert (RFC 8446 §6) in a TLS 1.0
+    /// record, which every TLS version reads before a handshake, so the client reports a failed handshake.
+    package static let notServed: [UInt8] = [0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x28]
+
+    package let socket: TCPConnection
     /// The protocol reading the plaintext, once the handshake is done and picked it.
     package var reader: (any ConnectionReader)?
     /// The handshake is done: gets the protocol ALPN chose (loop thread). The stream's reader is set
     /// here, or the connection closed.
-    var onEstablished: ((TLSStream, String?) -> Void)?
+    package var onEstablished: ((TLSStream, String?) -> Void)?
     private let sealed: Lock<Sealed>
     /// Whether the handshake is done (loop thread; `Sealed.established` for senders).
-    private(set) var isEstablished = false
+    package private(set) var isEstablished = false
     /// Plaintext of one record at a time (loop thread); TLS records hold at most 16 KiB.
     private lazy var plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 << 10, alignment: 16)
     /// The first bytes the peer sent, up to the length of a plaintext server's refusal, which a
@@ -44,7 +49,7 @@ package final class TLSStream: ByteStream, ConnectionReader, @unchecked Sendable
     /// A session of `context` over `socket` (which it becomes the reader of); a client names the server
     /// it dialled (`serverName`), which the server's certificate must carry. A client starts the
     /// handshake with `start()`, a server with the first bytes it reads.
-    init(socket: TCPConnection, context: TLSContext, serverName: String? = nil) throws(TLSError) {
+    package init(socket: TCPConnection, context: TLSContext, serverName: String? = nil) throws(TLSError) {
         self.socket = socket
         role = context.role
         let session = try TLSSession(context: context, serverName: serverName)
@@ -150,15 +155,15 @@ package final class TLSStream: ByteStream, ConnectionReader, @unchecked Sendable
     package func releaseBudget() { reader?.releaseBudget() }
 
     /// A client begins the handshake (loop thread, once the socket is connected).
-    func start() {
+    package func start() {
         loop.assertInLoop()
         advanceHandshake()
     }
 
     package func received(_ bytes: UnsafeRawBufferPointer) {
         loop.assertInLoop()
-        if firstBytes.count < ProtocolSniffer.tlsNotServed.count {
-            firstBytes += bytes.prefix(ProtocolSniffer.tlsNotServed.count - firstBytes.count)
+        if firstBytes.count < TLSStream.notServed.count {
+            firstBytes += bytes.prefix(TLSStream.notServed.count - firstBytes.count)
         }
         // OpenSSL reads the records straight from the socket's buffer while this runs; what is left of it (a
         // record's start) is kept when it ends.
@@ -240,7 +245,7 @@ package final class TLSStream: ByteStream, ConnectionReader, @unchecked Sendable
 
     /// What a failure means for the person reading the log or the client's error.
     private func explain(_ error: TLSError, handshake: Bool) -> String {
-        if role == .client, firstBytes == ProtocolSniffer.tlsNotServed {
+        if role == .client, firstBytes == TLSStream.notServed {
             return "\(peer) serves plaintext only and refused TLS (connect without TLS, or start the service with --tls-cert, --tls-key and --tls-ca)"
         }
         var message = error.message
@@ -253,5 +258,5 @@ package final class TLSStream: ByteStream, ConnectionReader, @unchecked Sendable
     }
 
     /// The certificate the peer presented (verified), for logs.
-    var peerCertificate: CertificateInfo? { sealed.withLock { $0.session.peerCertificate } }
+    package var peerCertificate: CertificateInfo? { sealed.withLock { $0.session.peerCertificate } }
 }

@@ -1,51 +1,32 @@
 import RPC
 import RPCWire
+import ServerSeam
 import Synchronization
-
-/// How one wire protocol writes what the calls of a connection answer: the encoding half of a
-/// protocol on the server (its decoding half drives a `ServerCallTable`). A value, stored in the
-/// table, generic over its stream, so answering a call makes no dynamic call. Any thread.
-protocol CallWire: Sendable {
-    associatedtype Stream: ByteStream
-    /// The stream the calls' answers are written to.
-    var stream: Stream { get }
-    /// Call `id` is over: its status, with its only response (`message`) when it answers with one
-    /// (unary and client-streaming calls), or its error.
-    func writeStatus(_ id: UInt64, message: [UInt8]?, error: RPCError?)
-    /// One response message of streaming call `id`, or a chunk of one (`continues`: more follow).
-    func writeMessage(_ id: UInt64, _ chunk: [UInt8], continues: Bool)
-    /// The handler of client-streaming call `id` read `bytes` of requests: the client may send as
-    /// many more (a protocol without flow control of its own writes nothing).
-    func writeRequestCredit(_ id: UInt64, bytes: Int)
-    /// Whether the client grants credit for responses (our frames' WINDOW_UPDATE); without it a
-    /// stream's credit is renewed as each message is written, and the socket's back-pressure alone
-    /// paces it (`waitUntilWritable`).
-    var clientGrantsResponseCredit: Bool { get }
-}
-
-extension CallWire {
-    var clientGrantsResponseCredit: Bool { true }
-}
+import TCP
 
 /// The protocol-neutral server side of one connection's calls: the table of open calls by the id
 /// the client gave them, each call's flow-control window and request inbox, queueing calls on the
 /// server's `WorkerPool` (the calls of one read together), deadlines, cancellation, back-pressure,
 /// and reporting to the `RPCServer`, which counts each call once.
 ///
-/// A wire protocol plugs in with two halves: a reader of its bytes (a `ConnectionReader`) that
-/// decodes them into this table's operations (`open`, `receiveMessage`, `endRequests`,
-/// `grantResponseCredit`, `cancel`, `startQueued` at the end of a read), and a `CallWire` that
-/// encodes what the table has it write. Our binary framing is `FrameServerConnection` with
-/// `FrameWire`; HTTP/Connect would be one more such pair over the same table and streams, so it
-/// copies none of this. Generic over its wire, so each protocol's table is specialised.
+/// A wire protocol plugs in with two halves, through the seam (`ConnectionCalls`, ServerSeam): a reader of its bytes
+/// (a `ConnectionReader`) that decodes them into this table's operations (`open`, `receiveMessage`, `endRequests`,
+/// `grantResponseCredit`, `cancel`, `startQueued` at the end of a read), and a `CallWire` that encodes what the
+/// table has it write. Our binary framing is `FrameServerConnection` with `FrameWire` (Framing); Connect is
+/// `ConnectServerConnection` with `ConnectWire` (Connect): both over the same table and streams, neither known here.
+/// One concrete class for every protocol (its wire an existential, one dynamic call per answer), so it is compiled
+/// whole here rather than run as unspecialised generic code from the modules that use it.
 ///
 /// The loop thread calls the operations; calls (`ServerCall`, on workers) call `claim`, `running`,
 /// `finished` and the sending side.
-final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable {
-    let wire: Wire
-    let server: TCPServer
-    /// The server's loop this connection lives on: it watches the deadlines and flushes of its calls.
-    private let serving: ServerLoop
+package final class ServerCallTable: ConnectionCalls, CallDeadlines, @unchecked Sendable {
+    /// How answers are written: the protocol's encoding half.
+    package let wire: any CallWire
+    /// The stream they are written to.
+    private let stream: any ByteStream
+    package let server: CallServer
+    /// The calls of the loop this connection lives on: it watches their deadlines and flushes.
+    private let serving: LoopCalls
     /// The client's address, which uploads are counted by.
     private let peerHost: String
     /// Open calls by the id the client gave them. Each has a serial number the server gave it: once
@@ -55,11 +36,11 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     /// Serial number of the last call started (loop thread).
     private var lastSerial: UInt64 = 0
     /// This connection's calls waiting for a worker.
-    let queue: CallQueue
+    package let queue: CallQueue
     /// Calls started by the frames of the read being parsed, handed to the pool together when the
     /// read's frames are done (or every `startBatch`), so a protocol error later in the same read (a
     /// reused call id) drops them before any worker could start one (loop thread).
-    private var starting: [ServerCall<Wire>] = []
+    private var starting: [ServerCall] = []
     private static var startBatch: Int { 16 }
 
     /// Open calls the client has cancelled, whose handlers are still finishing (updated under `calls`' lock).
@@ -88,41 +69,31 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     /// cancellation).
     private let writers = Mutex<(waiting: [Int: CheckedContinuation<Void, any Error>], lastTicket: Int, closed: Bool)>(([:], 0, false))
 
-    /// The calls of `wire`'s stream, queued on `server`'s workers in `queue`.
-    init(wire: Wire, server: TCPServer, queue: CallQueue) {
+    /// The calls of `wire`'s stream, served on `loop` (the stream's), queued on `server`'s workers in `queue`.
+    package init(wire: any CallWire, server: CallServer, loop: LoopCalls, queue: CallQueue) {
         self.wire = wire
+        stream = wire.stream
         self.server = server
         self.queue = queue
-        serving = server.serving(wire.stream.loop)
+        serving = loop
         peerHost = queue.connection?.peerHost ?? "unknown peer"
         wire.stream.onDrain = { [unowned self] in drained() }
     }
 
-    private var stream: Wire.Stream { wire.stream }
-
     /// Calls in the table, plus those whose answer is being queued: a call leaves the table before its STATUS is
     /// written (so that only one answer goes out), and the idle sweep must not take that moment for a quiet
     /// connection (TCPRobustnessTests' idle test saw a connection closed just as its answer was on its way).
-    var openCalls: Int { calls.withLock { $0.count } + answering.load(ordering: .acquiring) }
+    package var openCalls: Int { calls.withLock { $0.count } + answering.load(ordering: .acquiring) }
 
     /// Calls out of the table whose STATUS is not queued yet (`finished`).
     private let answering = Atomic<Int>(0)
-    var openUploads: Int { calls.withLock { $0.values.reduce(0) { $0 + ($1.isUpload ? 1 : 0) } } }
+    package var openUploads: Int { calls.withLock { $0.values.reduce(0) { $0 + ($1.isUpload ? 1 : 0) } } }
 
     /// Whether the client ever started a call here (loop thread): one that never did is reclaimed
     /// first when the connection limits are reached.
-    var hasMadeCalls: Bool { lastSerial > 0 }
+    package var hasMadeCalls: Bool { lastSerial > 0 }
 
     // MARK: Operations a protocol's reader decodes (loop thread)
-
-    /// What became of a call the client opened.
-    enum Opening {
-        /// Started, or answered at once (refused: the server drains, too many calls are open).
-        case opened
-        /// Its id names an open call: the protocol decides (ours fails the connection, as HTTP/2
-        /// does a reused stream id). The earlier call is left as it was.
-        case idInUse
-    }
 
     /// The client opened call `id`, whose requests are `input`'s: runs it on a worker (the built-in
     /// methods, which never wait, at once here on the loop), or answers it at once when it may not
@@ -131,7 +102,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     ///
     /// `decoder`: the requests are as the door received them (compressed, JSON) and are decoded on the worker once the
     /// guard admitted the call — the only request before its handler runs, a stream's as its handler takes them.
-    func open(_ id: UInt64, _ head: CallHead, clientStreams: Bool, payload: [UInt8], decoder: RequestDecoder? = nil) -> Opening {
+    package func open(_ id: UInt64, _ head: CallHead, clientStreams: Bool, payload: [UInt8], decoder: RequestDecoder?) -> CallOpening {
         // Health checks are still answered while draining, NOT_SERVING, so that clients move away.
         if server.isDraining, head.method != RpcV1.Health.check.path {
             refuse(id, head, RPCError(.unavailable, "server is shutting down"))
@@ -202,7 +173,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     }
 
     /// Answers call `id`, which is not opened, with `error` at once; the server counts it.
-    func refuse(_ id: UInt64, _ head: CallHead, _ error: RPCError) {
+    package func refuse(_ id: UInt64, _ head: CallHead, _ error: RPCError) {
         refuse(id, server.rpc.accept(head), error)
     }
 
@@ -211,9 +182,17 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
         wire.writeStatus(id, message: nil, error: error)
     }
 
+    /// Runs `job` on the workers in this connection's queue, counted in flight until `jobEnded` (any thread).
+    package func run(_ job: any WorkerJob) {
+        server.inFlight.add(1, ordering: .relaxed)
+        server.workers.submit(job, to: queue)
+    }
+
+    package func jobEnded() { server.inFlight.subtract(1, ordering: .releasing) }
+
     /// Hands the calls opened since the last time to the worker pool: the protocol's reader calls it
     /// when it decoded what one read brought.
-    func startQueued() {
+    package func startQueued() {
         guard !starting.isEmpty else { return }
         server.workers.submit(starting, to: queue)
         starting.removeAll(keepingCapacity: true)
@@ -229,7 +208,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     /// A request message (or a chunk of one, `continues`) of call `id`: into its inbox. Messages of a
     /// call that is over are dropped (the client may not have seen its status yet), as HTTP/2 drops
     /// DATA on a closed stream; one the inbox refuses (too large, over its credit) ends the call.
-    func receiveMessage(_ id: UInt64, _ chunk: [UInt8], continues: Bool) {
+    package func receiveMessage(_ id: UInt64, _ chunk: [UInt8], continues: Bool) {
         guard let (serial, inbox) = calls.withLock({ calls -> (UInt64, MessageInbox)? in
             guard let entry = calls[id], let inbox = entry.inbox else { return nil }
             if entry.pace != nil {
@@ -246,7 +225,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     }
 
     /// The client sent call `id`'s last request.
-    func endRequests(_ id: UInt64) {
+    package func endRequests(_ id: UInt64) {
         calls.withLock { calls -> MessageInbox? in
             guard let entry = calls[id] else { return nil }
             entry.pace = nil
@@ -255,14 +234,14 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     }
 
     /// "30 s", or "500 ms" under a second.
-    static func spoken(_ duration: Duration) -> String {
+    package static func spoken(_ duration: Duration) -> String {
         duration < .seconds(1) ? "\(Int(duration.seconds * 1000)) ms" : "\(Int(duration.seconds)) s"
     }
 
     /// Ends the uploads silent for `uploadIdleTimeout`, or slower than `uploadMinimumRate` over the
     /// window that just closed, DEADLINE_EXCEEDED; their handlers are cancelled and what they were
     /// sent is discarded (loop thread, from the sweeper).
-    func endStalledUploads(now: ContinuousClock.Instant) {
+    package func endStalledUploads(now: ContinuousClock.Instant) {
         let limits = server.limits
         let stalled = calls.withLock { calls -> [(UInt64, UInt64, RPCError)] in
             var stalled: [(UInt64, UInt64, RPCError)] = []
@@ -296,14 +275,14 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     }
 
     /// The client read `bytes` of call `id`'s responses: its handler may send as many more.
-    func grantResponseCredit(_ id: UInt64, bytes: Int) {
+    package func grantResponseCredit(_ id: UInt64, bytes: Int) {
         responseWindow(id, serial: nil)?.grant(bytes)
     }
 
     /// The client cancelled call `id`: a queued call is dropped (never run) and its id free again,
     /// a running one's handler is cancelled. False when no call `id` is open.
     @discardableResult
-    func cancel(_ id: UInt64) -> Bool {
+    package func cancel(_ id: UInt64) -> Bool {
         let (known, task) = calls.withLock { calls -> (Bool, Task<Void, Never>?) in
             guard let entry = calls[id] else { return (false, nil) }
             switch entry.slot {
@@ -329,10 +308,11 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     }
 
     /// Cancels every open call (the connection is failing or closed): queued ones are dropped and
-    /// never run, running ones are cancelled; none is answered (a failing connection is sealed).
-    /// The open calls left: those with a handler still to finish (loop thread).
-    @discardableResult
-    func cancelAll() -> [ServerCallEntry] {
+    /// never run, running ones are cancelled; none is answered (a failing connection is sealed). Loop thread.
+    package func cancelAll() { _ = cancelAllCalls() }
+
+    /// `cancelAll`, returning the open calls left: those with a handler still to finish.
+    private func cancelAllCalls() -> [ServerCallEntry] {
         let (running, left) = calls.withLock { calls -> ([Task<Void, Never>], [ServerCallEntry]) in
             var running: [Task<Void, Never>] = []
             var dropped = 0
@@ -361,7 +341,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
 
     /// Ends call `id` from the server's side before its handler did: answers `error` now and
     /// cancels the handler (deadline passed, flow control broken). Loop thread.
-    func end(_ id: UInt64, serial: UInt64, error: RPCError) {
+    package func end(_ id: UInt64, serial: UInt64, error: RPCError) {
         stream.loop.assertInLoop()
         let entry = calls.withLock { calls -> ServerCallEntry? in
             guard let entry = calls[id], entry.serial == serial else { return nil }
@@ -380,7 +360,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     }
 
     /// Ends open call `id` (whichever its serial) from the server's side, as `end(_:serial:error:)`.
-    func end(_ id: UInt64, error: RPCError) {
+    package func end(_ id: UInt64, error: RPCError) {
         guard let serial = calls.withLock({ $0[id]?.serial }) else { return }
         end(id, serial: serial, error: error)
     }
@@ -388,7 +368,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     /// A worker is about to run the call: true when it is still queued (not ended while it
     /// waited: cancelled, expired, its connection gone), in which case the caller must report its
     /// task with `running`.
-    func claim(_ id: UInt64, serial: UInt64) -> Bool {
+    package func claim(_ id: UInt64, serial: UInt64) -> Bool {
         calls.withLock { calls -> Bool in
             guard let (entry, _) = entry(id, serial: serial, in: calls), case .queued = entry.slot else { return false }
             entry.slot = .claimed
@@ -398,7 +378,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
 
     /// The claimed call's handler runs (or ran) in `task`; cancels it when the call was ended
     /// meanwhile (its flag is set under the lock that also guards the slot).
-    func running(_ call: ServerCall<Wire>, task: Task<Void, Never>) {
+    package func running(_ call: ServerCall, task: Task<Void, Never>) {
         calls.withLock { calls in
             guard let (entry, _) = entry(call.id, serial: call.serial, in: calls), case .claimed = entry.slot else { return }  // over already
             entry.slot = .running(task)
@@ -408,7 +388,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
 
     /// Called by a call's sink when it finished; only the first answer of a call is written (a
     /// call that expired was answered already), and only then is this true (the server counts it).
-    func finished(_ id: UInt64, serial: UInt64, message: [UInt8]?, error: RPCError?) -> Bool {
+    package func finished(_ id: UInt64, serial: UInt64, message: [UInt8]?, error: RPCError?) -> Bool {
         let open = calls.withLock { calls -> Bool in
             guard let (_, index) = entry(id, serial: serial, in: calls) else { return false }
             answering.add(1, ordering: .relaxed)
@@ -424,13 +404,13 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     }
 
     /// Whether call `id` may still send: it is open (not answered because of its deadline).
-    func isOpen(_ id: UInt64, serial: UInt64) -> Bool {
+    package func isOpen(_ id: UInt64, serial: UInt64) -> Bool {
         calls.withLock { calls in entry(id, serial: serial, in: calls) != nil }
     }
 
     /// The credit window of open call `id` (of that serial, when given) for its response
     /// messages, made on first use; nil once the call is over.
-    func responseWindow(_ id: UInt64, serial: UInt64?) -> SendWindow? {
+    package func responseWindow(_ id: UInt64, serial: UInt64?) -> SendWindow? {
         calls.withLock { calls in
             guard let entry = calls[id], serial.map({ $0 == entry.serial }) ?? true else { return nil }
             if let window = entry.window { return window }
@@ -444,7 +424,7 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
 
     /// Waits while the client has more unread response bytes than the high-water mark; throws once
     /// the connection closed or the call's task is cancelled (client cancel, deadline).
-    func waitUntilWritable() async throws {
+    package func waitUntilWritable() async throws {
         guard stream.isBackedUp else { return }
         let ticket = writers.withLock { writers in
             writers.lastTicket += 1
@@ -480,10 +460,10 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
 
     /// The connection closed: queued calls are dropped (the pool forgets their jobs), running ones
     /// cancelled, waiting writers and streams fail (loop thread).
-    func closed(reason: String) {
+    package func closed(reason: String) {
         stream.loop.assertInLoop()
         let error = RPCError(.cancelled, "connection closed: \(reason)")
-        let streams = cancelAll().filter { $0.window != nil || $0.inbox != nil }
+        let streams = cancelAllCalls().filter { $0.window != nil || $0.inbox != nil }
         let waiting = writers.withLock { writers in
             writers.closed = true
             defer { writers.waiting.removeAll() }
@@ -497,146 +477,6 @@ final class ServerCallTable<Wire: CallWire>: CallDeadlines, @unchecked Sendable 
     }
 }
 
-/// A call's entry in its table, from the moment its request arrived until its status was sent.
-///
-/// Not nested in the generic `ServerCallTable`, and holding its call by its non-generic part, for the reason
-/// `UploadPace` is not: a type nested in a generic class is generic too, and the table's dictionary of entries
-/// reached the entry's metadata through the runtime's generic metadata cache four times a call. A class, changed in
-/// place under the table's lock: a struct was copied out of the dictionary (and its references retained) at each
-/// of the three reads of every call, and hashed again to be changed.
-final class ServerCallEntry {
-    let serial: UInt64
-    /// The call itself, whose flag tells a handler not yet known by its task that it is over.
-    let call: ServerCallState
-    var slot: CallSlot
-    /// Credit for the call's response messages, made when first needed (the first streamed
-    /// response or credit granted), so unary calls never make one.
-    var window: SendWindow?
-    /// The requests of a client-streaming or bidirectional call.
-    let inbox: MessageInbox?
-    /// The client cancelled it while its handler ran: it no longer counts against the limit of
-    /// concurrent calls (the client stopped counting it when it sent the cancel).
-    var cancelledByClient = false
-    /// An upload's pace while its requests come; nil for other calls and once they ended.
-    var pace: UploadPace?
-    /// An upload (counted in the server's `uploadsOpen` until its entry goes).
-    var isUpload = false
-
-    init(serial: UInt64, call: ServerCallState, slot: CallSlot, inbox: MessageInbox?) {
-        self.serial = serial
-        self.call = call
-        self.slot = slot
-        self.inbox = inbox
-    }
-}
-
-/// What an upload sent lately: the sweeper ends one silent for `uploadIdleTimeout`, or that sent
-/// less than `uploadMinimumRate` over a `uploadRateWindow` (as nginx's `client_body_timeout` and
-/// a minimum data rate do for bodies), so open uploads cannot hold a replica's connections.
-///
-/// Not nested in the generic `ServerCallTable`: a type nested there is generic too, and every call's
-/// entry reached its metadata (and `Optional`'s of it) through the runtime's generic metadata cache,
-/// nine times a call, about 7,000 instructions of a 64-byte call's 51,000 on the server (callgrind).
-struct UploadPace {
-    var lastMessageAt: ContinuousClock.Instant
-    var windowStart: ContinuousClock.Instant
-    var windowBytes = 0
-}
-
-enum CallSlot {
-    /// Waiting for a worker: its job is in the table's queue (or `starting`). Ending such a call
-    /// removes its entry at once, and the worker that takes the job finds nothing to run.
-    case queued
-    /// A worker runs its handler, which has not suspended yet, so its task is not known here
-    /// (`Task.immediate` returns it at the first suspension): ending the call sets its flag
-    /// (`ServerCall.cancel`), which `ServerContext.checkAlive` sees, and `running` cancels the
-    /// task once it is known.
-    case claimed
-    /// Its handler runs (or waits) in this task.
-    case running(Task<Void, Never>)
-}
-
 private enum Admission {
     case accepted, idInUse, tooMany
-}
-
-/// What the server's deadline timer needs of a connection's calls, whatever their protocol.
-protocol CallDeadlines: AnyObject {
-    func isOpen(_ id: UInt64, serial: UInt64) -> Bool
-    func end(_ id: UInt64, serial: UInt64, error: RPCError)
-}
-
-/// What a call's table needs of it, whatever its protocol: its flag and how it was accepted (the non-generic part of
-/// `ServerCall`, which the table's entries hold; see `ServerCallEntry`).
-class ServerCallState: @unchecked Sendable {
-    /// Set when the call ended before its handler did (see `CallSlot.claimed`).
-    private let cancelled = Atomic<Bool>(false)
-    final let id: UInt64
-    final let serial: UInt64
-    /// The call as the server accepted it: what serves it, and where the transport reports answering it.
-    final let incoming: IncomingCall
-    final let input: CallInput
-
-    init(id: UInt64, serial: UInt64, incoming: IncomingCall, input: CallInput) {
-        self.id = id
-        self.serial = serial
-        self.incoming = incoming
-        self.input = input
-    }
-
-    final var workerTime: WorkerTime? { incoming.workerTime }
-
-    /// Tells the handler its call is over (its client cancelled or left, its deadline passed).
-    final func cancel() { cancelled.store(true, ordering: .releasing) }
-
-    final var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
-}
-
-/// A call on its way through the server: queued on the worker pool (or run at once, for
-/// built-ins), then served by its handler in a task of its own.
-final class ServerCall<Wire: CallWire>: ServerCallState, WorkerJob, @unchecked Sendable {
-    let table: ServerCallTable<Wire>
-
-    init(table: ServerCallTable<Wire>, id: UInt64, serial: UInt64, incoming: IncomingCall, input: CallInput) {
-        self.table = table
-        super.init(id: id, serial: serial, incoming: incoming, input: input)
-    }
-
-    /// Runs the handler right here, until it first waits, unless the call was cancelled or
-    /// expired while it was queued.
-    @discardableResult
-    func run() -> Bool {
-        guard table.claim(id, serial: serial) else { return false }
-        let task = Task.immediate { [self] in
-            await incoming.serve(input, responses: CallResponseSink(call: self))
-        }
-        table.running(self, task: task)
-        return true
-    }
-}
-
-/// Writes one call's responses through its wire: each message within the call's credit (cut into
-/// chunks when larger than `FlowControl.maxChunk` or the credit), and within the stream's
-/// high-water mark.
-struct CallResponseSink<Wire: CallWire>: ResponseSink {
-    let call: ServerCall<Wire>
-
-    var isCancelled: Bool { call.isCancelled }
-
-    func send(_ message: [UInt8]) async throws {
-        let table = call.table
-        guard let window = table.responseWindow(call.id, serial: call.serial) else {
-            throw RPCError(.cancelled, "call \(call.id) is over")
-        }
-        try await window.send(message) { [call] chunk, continues in
-            try await table.waitUntilWritable()
-            guard table.isOpen(call.id, serial: call.serial) else { throw RPCError(.cancelled, "call \(call.id) is over") }
-            table.wire.writeMessage(call.id, chunk, continues: continues)
-            if !table.wire.clientGrantsResponseCredit { window.grant(FlowControl.cost(chunk.count)) }
-        }
-    }
-
-    func finish(message: [UInt8]?, error: RPCError?) -> Bool {
-        call.table.finished(call.id, serial: call.serial, message: message, error: error)
-    }
 }

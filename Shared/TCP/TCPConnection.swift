@@ -2,7 +2,6 @@ import Base
 import CLibUV
 import Foundation
 import RPC
-import Schema
 import Synchronization
 
 /// One TCP connection on an event loop: a `ByteStream`. It hands the bytes it reads to the
@@ -15,7 +14,7 @@ import Synchronization
 /// alive (through its libuv handle) until it is closed.
 package final class TCPConnection: ByteStream, @unchecked Sendable {
     package let loop: EventLoop
-    let handle: UnsafeMutablePointer<uv_tcp_t>
+    package let handle: UnsafeMutablePointer<uv_tcp_t>
     /// `host:port` of the other side.
     package private(set) var peer = "unknown peer"
     /// The protocol reading this connection's bytes (loop thread); dropped when it closes.
@@ -29,7 +28,7 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     private var readEndsFrame = false
     private var closeWhenFlushed: String?
     /// Since when the connection waits to be flushed before it closes (`close(afterFlushing:)`).
-    private(set) var closingSince: ContinuousClock.Instant?
+    package private(set) var closingSince: ContinuousClock.Instant?
     /// A lingering close under way: writing is shut down and what the peer still sends is read and
     /// dropped (`discarded` bytes so far) until it closes too, or `timer` ends the wait.
     private var lingering: (discarded: Int, timer: LoopTimer)?
@@ -37,21 +36,21 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     /// sends after the last frame went out. Closing a socket with unread bytes makes the kernel reset
     /// the connection, and a reset discards what the peer has not read yet (the closing status
     /// among it); half-closing and draining first lets it arrive (as web servers' lingering close).
-    static let lingerTime = Duration.seconds(2)
-    static let lingerBytes = 4 << 20
+    package static let lingerTime = Duration.seconds(2)
+    package static let lingerBytes = 4 << 20
     /// The server's budget for bytes its clients make it hold (nil for client connections), and what
     /// this connection holds of it in written-but-unsent answers (its reader holds the rest).
     package var budget: MemoryBudget?
-    private(set) var budgetedWrites = 0
+    package private(set) var budgetedWrites = 0
     /// Unwritten answer bytes above which the worker pool starts none of this connection's calls (`WorkerPool`): its
     /// high-water mark, and never more than the whole memory budget. The budget is charged when answers are flushed,
     /// so a client that never reads, its calls answered faster than the loop flushed, had all thirty of its 1 MiB
     /// answers go out in one write past a 4 MiB budget before the budget could stop it (CI, AbuseTests).
-    var callsWaitAbove: Int { min(highWater, budget?.limit ?? .max) }
+    package var callsWaitAbove: Int { min(highWater, budget?.limit ?? .max) }
     /// Called when answers took the budget past its limit (loop thread).
-    var onBudgetExceeded: (() -> Void)?
+    package var onBudgetExceeded: (() -> Void)?
     /// Bytes of the budget this connection holds.
-    var budgetFootprint: Int { budgetedWrites + (reader?.budgetedBytes ?? 0) }
+    package var budgetFootprint: Int { budgetedWrites + (reader?.budgetedBytes ?? 0) }
 
     /// The connection closed, with the reason.
     package var onClose: ((String) -> Void)?
@@ -60,15 +59,15 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
 
     /// When the connection was opened, and when bytes were last handed to the socket or a write completed (the
     /// idle sweep's news: a write's completion is only seen on the next turn of the loop, after its timers).
-    let openedAt = ContinuousClock.now
-    private(set) var lastWriteAt: ContinuousClock.Instant?
+    package let openedAt = ContinuousClock.now
+    package private(set) var lastWriteAt: ContinuousClock.Instant?
 
     /// Whether bytes are queued that no `flush` has handed to the socket yet (an answer on its way, not a stuck one).
-    var hasUnflushedBytes: Bool { outbox.withLock { !$0.bytes.isEmpty || !$0.bodies.isEmpty } }
+    package var hasUnflushedBytes: Bool { outbox.withLock { !$0.bytes.isEmpty || !$0.bodies.isEmpty } }
 
     private let outbox = Lock(Outbox())
     /// Bytes handed to `send` and not yet written to the socket.
-    let pendingBytes = Atomic<Int>(0)
+    package let pendingBytes = Atomic<Int>(0)
     package let lowWater: Int
     package let highWater: Int
     package var unwrittenBytes: Int { pendingBytes.load(ordering: .relaxed) }
@@ -97,10 +96,10 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
         handle.pointee.data = Unmanaged.passRetained(self as AnyObject).toOpaque()
     }
 
-    var stream: UnsafeMutablePointer<uv_stream_t> { cast(handle, to: uv_stream_t.self) }
+    package var stream: UnsafeMutablePointer<uv_stream_t> { cast(handle, to: uv_stream_t.self) }
 
     /// The connection of a TCP handle (a read, write or connect callback's).
-    static func owning(_ stream: UnsafeMutablePointer<uv_stream_t>?) -> TCPConnection {
+    package static func owning(_ stream: UnsafeMutablePointer<uv_stream_t>?) -> TCPConnection {
         // `data` of a connection's handle holds nothing but its TCPConnection.
         unsafeDowncast(Unmanaged<AnyObject>.fromOpaque(stream!.pointee.data).takeUnretainedValue(), to: TCPConnection.self)
     }
@@ -116,7 +115,7 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
 
     /// Learns the peer's address (loop thread): a server's limits count a connection by it before
     /// it is started.
-    func learnPeer() {
+    package func learnPeer() {
         loop.assertInLoop()
         setPeer(Self.address(of: handle, peer: true) ?? peer)
     }
@@ -134,7 +133,7 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     /// descriptor; nil when `dup` fails (the connection is closed all the same). It must not have
     /// read yet: a descriptor its loop's epoll watches would stay registered there while the
     /// duplicate lives (epoll watches the open file, not the number).
-    func detachDescriptor() -> Int32? {
+    package func detachDescriptor() -> Int32? {
         loop.assertInLoop()
         precondition(!isReading, "a connection is handed over before it reads")
         var descriptor: uv_os_fd_t = -1
@@ -145,7 +144,7 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
 
     /// A connection on `loop` for the accepted socket `descriptor` (from `detachDescriptor`), whose
     /// peer is `peer`; nil when libuv refuses it (the caller closes the descriptor). Loop thread.
-    static func adopt(_ descriptor: Int32, loop: EventLoop, peer: String, highWater: Int) -> TCPConnection? {
+    package static func adopt(_ descriptor: Int32, loop: EventLoop, peer: String, highWater: Int) -> TCPConnection? {
         loop.assertInLoop()
         let connection = TCPConnection(loop: loop, highWater: highWater)
         guard uv_tcp_open(connection.handle, uv_os_sock_t(descriptor)) == 0 else {
@@ -159,7 +158,7 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
 
     /// The peer's address without its port: what per-client limits count by. Kept, not derived:
     /// finding the idle connection to reclaim compares it for every connection.
-    private(set) var peerHost = "unknown peer"
+    package private(set) var peerHost = "unknown peer"
 
     /// Whether reads feed a large frame (or are dropped by a lingering close): such reads share the
     /// loop's `turnBulkBudget`.
@@ -187,7 +186,7 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     }
 
     /// The loop's next turn after `yieldReading` (loop thread).
-    func resumeAfterYield() {
+    package func resumeAfterYield() {
         guard yielded else { return }
         yielded = false
         if isReading, !isClosed { startReading() }
@@ -286,14 +285,14 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
             return !outbox.flushScheduled
         }
         if schedule {
-            // On a worker, the flush waits for the end of its burst of jobs (see WorkerPool).
-            if let pool = WorkerPool.current { pool.deferFlush(of: self) } else { loop.execute { self.flush() } }
+            // On a worker, the flush waits for the end of its burst of jobs (see `WriteBurst`, `WorkerPool`).
+            if let burst = WriteBurst.current { burst.deferFlush(of: self) } else { loop.execute { self.flush() } }
         }
     }
 
     /// Bodies at least this large are handed to the socket as they are (their own `uv_buf_t` of a vectored write)
     /// instead of being copied into the outbox: below it, a copy costs less than the extra buffer's bookkeeping.
-    static let smallestReferencedBody = 8 * 1024
+    package static let smallestReferencedBody = 8 * 1024
 
     /// Queues head, body and tail; a body of `smallestReferencedBody` bytes or more is written from its own memory,
     /// retained until its write completes (see `ByteStream.send(headOfSize:body:tailOfSize:sealing:_:_:)`).
@@ -313,7 +312,7 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
 
     /// Writes everything queued so far in one `uv_write` (loop thread): the outbox's bytes, and the bodies queued by
     /// reference between them, as the buffers of one vectored write.
-    func flush() {
+    package func flush() {
         loop.assertInLoop()
         let queued = outbox.withLock { outbox -> (OutboxBuffer, [ReferencedBody])? in
             outbox.flushScheduled = false
@@ -445,7 +444,7 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
     }
 
     /// `host:port` of one end of a TCP handle.
-    static func address(of handle: UnsafeMutablePointer<uv_tcp_t>, peer: Bool) -> String? {
+    package static func address(of handle: UnsafeMutablePointer<uv_tcp_t>, peer: Bool) -> String? {
         var storage = sockaddr_storage()
         var length = Int32(MemoryLayout<sockaddr_storage>.size)
         let result = withUnsafeMutablePointer(to: &storage) { pointer in
@@ -463,7 +462,7 @@ package final class TCPConnection: ByteStream, @unchecked Sendable {
 extension TCPConnection {
     /// Connects this (new) connection to `address`; `completion` gets 0 or a libuv error code, on
     /// the loop thread, after which a successful connection is started.
-    func connect(to address: SocketAddress, completion: @escaping (Int32) -> Void) {
+    package func connect(to address: SocketAddress, completion: @escaping (Int32) -> Void) {
         loop.assertInLoop()
         let request = allocateHandle(uv_connect_t.self)
         request.pointee.data = Unmanaged.passRetained(ConnectCompletion(completion) as AnyObject).toOpaque()
@@ -500,34 +499,34 @@ extension TCPConnection {
 }
 
 private final class ConnectCompletion {
-    let body: (Int32) -> Void
+    package let body: (Int32) -> Void
 
-    init(_ body: @escaping (Int32) -> Void) { self.body = body }
+    package init(_ body: @escaping (Int32) -> Void) { self.body = body }
 }
 
 /// A body queued by reference: written before the outbox's byte at `offset`.
 private struct ReferencedBody {
-    let offset: Int
-    let bytes: [UInt8]
+    package let offset: Int
+    package let bytes: [UInt8]
 }
 
 /// The bytes of one `uv_write`, kept alive until libuv reports it done: the outbox's buffer and the bodies written
 /// from their own memory between its bytes.
 private final class WriteRequest {
-    let bytes: OutboxBuffer
+    package let bytes: OutboxBuffer
     private var bodies: [ReferencedBody]
     /// Bytes written in all.
-    let count: Int
+    package let count: Int
 
-    var hasBodies: Bool { !bodies.isEmpty }
+    package var hasBodies: Bool { !bodies.isEmpty }
 
     /// The bodies' arrays, no longer held here (once written).
-    func takeBodies() -> [[UInt8]] {
+    package func takeBodies() -> [[UInt8]] {
         defer { bodies = [] }
         return bodies.map(\.bytes)
     }
 
-    init(bytes: OutboxBuffer, bodies: [ReferencedBody]) {
+    package init(bytes: OutboxBuffer, bodies: [ReferencedBody]) {
         self.bytes = bytes
         self.bodies = bodies
         count = bodies.reduce(bytes.count) { $0 + $1.bytes.count }
@@ -536,7 +535,7 @@ private final class WriteRequest {
     /// The `uv_buf_t`s of the write, in order; libuv copies the array, not the bytes. A body's memory is used past
     /// `withUnsafeBytes`: the array is held here, never mutated, until the write completes, so its storage neither
     /// moves nor goes away (an array of `UInt8` on Linux is always native, contiguous storage).
-    func withBuffers<Result>(_ body: (UnsafeMutableBufferPointer<uv_buf_t>) -> Result) -> Result {
+    package func withBuffers<Result>(_ body: (UnsafeMutableBufferPointer<uv_buf_t>) -> Result) -> Result {
         guard !bodies.isEmpty else {
             var buffer = uv_buf_init(bytes.base!.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
             return withUnsafeMutablePointer(to: &buffer) { body(UnsafeMutableBufferPointer(start: $0, count: 1)) }
@@ -561,17 +560,17 @@ private final class WriteRequest {
 
 /// A growable byte buffer of framed envelopes waiting to be written, managed by hand so that
 /// it can be handed to libuv and recycled without copies.
-struct OutboxBuffer {
+package struct OutboxBuffer {
     /// Buffers larger than this are freed after their write instead of being kept for reuse.
-    static let largestKept = 1 << 20
-    private(set) var base: UnsafeMutableRawPointer?
-    private(set) var count = 0
-    private(set) var capacity = 0
+    package static let largestKept = 1 << 20
+    package private(set) var base: UnsafeMutableRawPointer?
+    package private(set) var count = 0
+    package private(set) var capacity = 0
 
-    var isEmpty: Bool { count == 0 }
+    package var isEmpty: Bool { count == 0 }
 
     /// Appends `size` bytes that `write` fills in.
-    mutating func append(_ size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
+    package mutating func append(_ size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
         guard size > 0 else { return }  // (a head or tail of nothing, before any byte: no buffer yet to point into)
         let needed = count + size
         if needed > capacity { grow(to: needed) }
@@ -579,9 +578,9 @@ struct OutboxBuffer {
         count = needed
     }
 
-    mutating func removeAll() { count = 0 }
+    package mutating func removeAll() { count = 0 }
 
-    func deallocate() { if let base { LargeBuffers.deallocate(base, capacity: capacity) } }
+    package func deallocate() { if let base { LargeBuffers.deallocate(base, capacity: capacity) } }
 
     private mutating func grow(to needed: Int) {
         let newCapacity = max(needed, capacity * 2, 4096)
@@ -597,9 +596,9 @@ struct OutboxBuffer {
 
 /// An IPv4 or IPv6 socket address.
 package struct SocketAddress: CustomStringConvertible {
-    var storage: sockaddr_storage
+    package var storage: sockaddr_storage
 
-    init(_ storage: sockaddr_storage) { self.storage = storage }
+    package init(_ storage: sockaddr_storage) { self.storage = storage }
 
     /// Parses a numeric address (`127.0.0.1`, `::1`); `localhost` means 127.0.0.1.
     package init?(host: String, port: Int) {
@@ -614,11 +613,11 @@ package struct SocketAddress: CustomStringConvertible {
         guard ok, (0...65535).contains(port) else { return nil }
     }
 
-    func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>) -> T) -> T {
+    package func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>) -> T) -> T {
         withUnsafePointer(to: storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1, body) }
     }
 
-    var port: Int {
+    package var port: Int {
         withUnsafePointer(to: storage) { pointer in
             if Int32(storage.ss_family) == AF_INET6 {
                 return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }

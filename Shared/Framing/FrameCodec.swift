@@ -1,4 +1,5 @@
 import Base
+import TCP
 
 /// gRPC's length-prefixed message framing: 1 flag byte (0: uncompressed, the only kind we speak),
 /// a 4-byte big-endian length, then that many bytes of envelope.
@@ -16,7 +17,7 @@ public enum FrameCodec {
     }
 
     /// Writes the 5 header bytes for an envelope of `length` bytes at `destination`.
-    static func writeHeader(length: Int, to destination: UnsafeMutableRawPointer) {
+    package static func writeHeader(length: Int, to destination: UnsafeMutableRawPointer) {
         let length = UInt32(length)
         destination.storeBytes(of: 0, as: UInt8.self)
         destination.storeBytes(of: length.bigEndian, toByteOffset: 1, as: UInt32.self)
@@ -53,7 +54,7 @@ public final class FrameDecoder {
 
     /// Asked once per frame of `MemoryBudget.largeFrame` bytes or more, when its header arrived and
     /// before any room is made for it: false refuses it (`FrameError.overBudget`).
-    var admitLargeFrame: ((Int) -> Bool)?
+    package var admitLargeFrame: ((Int) -> Bool)?
     /// The frame being received was admitted already.
     private var admitted = false
 
@@ -67,7 +68,7 @@ public final class FrameDecoder {
     public var hasPartialFrame: Bool { end > start }
 
     /// A frame of `MemoryBudget.largeFrame` bytes or more has begun and is not complete.
-    var isReceivingLargeFrame: Bool {
+    package var isReceivingLargeFrame: Bool {
         guard let (_, length) = nextHeader else { return false }
         return length >= MemoryBudget.largeFrame && end - start < FrameCodec.headerSize + length
     }

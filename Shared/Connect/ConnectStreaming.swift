@@ -11,17 +11,17 @@ import Schema
 extension ConnectProtocol {
     /// Envelope flags: the message is compressed with the stream's `Connect-Content-Encoding`; the
     /// envelope ends the stream (the server's last).
-    static let compressedFlag: UInt8 = 0x01
-    static let endStreamFlag: UInt8 = 0x02
+    package static let compressedFlag: UInt8 = 0x01
+    package static let endStreamFlag: UInt8 = 0x02
 
     /// Whether `request` opens a streaming call: a POST of `application/connect+…` (its body is
     /// read as it comes, envelope by envelope, rather than joined first).
-    static func isStreaming(_ request: HTTPRequest) -> Bool {
+    package static func isStreaming(_ request: HTTPRequest) -> Bool {
         request.method == "POST" && mediaType(request.headers["content-type"]).hasPrefix("application/connect+")
     }
 
     /// The media type of a `Content-Type` value, lowercased, without parameters.
-    static func mediaType(_ value: String?) -> String {
+    package static func mediaType(_ value: String?) -> String {
         // Bytes, not Foundation's trimming (which went through NSString: 8.8 % of a small Connect call's CPU).
         guard var value else { return "" }
         return value.withUTF8 { bytes in
@@ -37,7 +37,7 @@ extension ConnectProtocol {
     }
 
     /// A streaming call read from its request's head (its messages follow in the body).
-    struct StreamCall {
+    package struct StreamCall {
         var encoding: Encoding
         /// Request envelopes flagged compressed are gzip (`Connect-Content-Encoding: gzip`).
         var gzipRequests: Bool
@@ -119,14 +119,14 @@ extension ConnectProtocol {
     }
 
     /// One envelope: `flags`, `payload`'s length (big-endian, 4 bytes), `payload`.
-    static func envelope(flags: UInt8, _ payload: [UInt8]) -> [UInt8] {
+    package static func envelope(flags: UInt8, _ payload: [UInt8]) -> [UInt8] {
         let length = UInt32(payload.count)
         return [flags, UInt8(length >> 24), UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length)]
             + payload
     }
 
     /// The end-of-stream message: `{}` for success, else the error and (empty) trailing metadata.
-    static func endOfStream(_ error: RPCError?) -> [UInt8] {
+    package static func endOfStream(_ error: RPCError?) -> [UInt8] {
         guard let error else { return Array("{}".utf8) }
         let body = JSONValue.object([
             JSONMember("error", .object([JSONMember("code", .string(error.code.connectName)), JSONMember("message", .string(error.message))])),
@@ -137,28 +137,28 @@ extension ConnectProtocol {
 }
 
 extension ConnectProtocol.Encoding {
-    var streamContentType: String { self == .json ? "application/connect+json" : "application/connect+proto" }
+    package var streamContentType: String { self == .json ? "application/connect+json" : "application/connect+proto" }
 }
 
 /// Cuts a streamed request body into Connect envelopes. An envelope longer than `maxMessageSize`
 /// is refused as soon as its length is read, and one of `MemoryBudget.largeFrame` or more only
 /// when `admit` grants its length (the server's memory budget), as our frames are.
-struct ConnectEnvelopeReader {
+package struct ConnectEnvelopeReader {
     private var buffer: [UInt8] = []
     private var start = 0
-    let maxMessageSize: Int
+    package let maxMessageSize: Int
     /// Asks for `bytes` of the memory budget before a large envelope is buffered; false refuses it.
-    var admit: (Int) -> Bool = { _ in true }
+    package var admit: (Int) -> Bool = { _ in true }
     /// Budget held for the large envelope being buffered, released when it is taken.
     private(set) var reserved = 0
-    var release: (Int) -> Void = { _ in }
+    package var release: (Int) -> Void = { _ in }
 
-    init(maxMessageSize: Int) { self.maxMessageSize = maxMessageSize }
+    package init(maxMessageSize: Int) { self.maxMessageSize = maxMessageSize }
 
     /// Part of an envelope is buffered.
-    var hasPartialEnvelope: Bool { buffer.count > start }
+    package var hasPartialEnvelope: Bool { buffer.count > start }
 
-    mutating func append(_ bytes: [UInt8]) {
+    package mutating func append(_ bytes: [UInt8]) {
         if start > 0, start == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             start = 0
@@ -167,7 +167,7 @@ struct ConnectEnvelopeReader {
     }
 
     /// The next whole envelope, nil while it is incomplete.
-    mutating func next() throws(RPCError) -> (flags: UInt8, payload: [UInt8])? {
+    package mutating func next() throws(RPCError) -> (flags: UInt8, payload: [UInt8])? {
         guard buffer.count - start >= 5 else { return nil }
         let length = buffer[start + 1 ..< start + 5].reduce(0) { $0 << 8 | Int($1) }
         guard length <= maxMessageSize else {
@@ -188,13 +188,13 @@ struct ConnectEnvelopeReader {
     }
 
     /// Drops what is buffered: the stream is nobody's any more.
-    mutating func discardAll() {
+    package mutating func discardAll() {
         buffer = []
         start = 0
         releaseReserved()
     }
 
-    mutating func releaseReserved() {
+    package mutating func releaseReserved() {
         if reserved > 0 { release(reserved) }
         reserved = 0
     }

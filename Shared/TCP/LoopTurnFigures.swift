@@ -11,7 +11,7 @@ public final class LoopTurnFigures: Sendable {
 
     private let figures = Mutex(LoopFigures())
 
-    func record(busyNanoseconds: UInt64) {
+    package func record(busyNanoseconds: UInt64) {
         let milliseconds = Double(busyNanoseconds) / 1e6
         figures.withLock { figures in
             figures.turns += 1

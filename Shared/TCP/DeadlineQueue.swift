@@ -2,7 +2,7 @@ import Base
 
 /// Calls' deadlines, earliest first. Entries of calls that ended stay until they come up, or until
 /// they outnumber the live calls, when `isGone` picks them out.
-struct DeadlineQueue<Call> {
+package struct DeadlineQueue<Call> {
     private struct Due: Comparable {
         let deadline: ContinuousClock.Instant
         let call: Call
@@ -13,16 +13,18 @@ struct DeadlineQueue<Call> {
 
     private var heap = Heap<Due>()
 
-    /// The earliest deadline, if any.
-    var earliest: ContinuousClock.Instant? { heap.first?.deadline }
+    package init() {}
 
-    mutating func add(_ call: Call, at deadline: ContinuousClock.Instant, liveCalls: Int, isGone: (Call) -> Bool) {
+    /// The earliest deadline, if any.
+    package var earliest: ContinuousClock.Instant? { heap.first?.deadline }
+
+    package mutating func add(_ call: Call, at deadline: ContinuousClock.Instant, liveCalls: Int, isGone: (Call) -> Bool) {
         heap.push(Due(deadline: deadline, call: call))
         if heap.count > 2 * liveCalls + 1024 { heap.removeAll { isGone($0.call) } }
     }
 
     /// Removes and returns the calls whose deadline is `now` or earlier.
-    mutating func popExpired(at now: ContinuousClock.Instant) -> [Call] {
+    package mutating func popExpired(at now: ContinuousClock.Instant) -> [Call] {
         var expired: [Call] = []
         while let first = heap.first, first.deadline <= now {
             heap.popFirst()

@@ -8,7 +8,7 @@ import Synchronization
 /// call opens; a hit is answered there at once. Shared by the server's loops (one lock, held for a dictionary
 /// lookup).
 public final class ConnectAnswerCache: Sendable {
-    struct Key: Hashable, Sendable {
+    package struct Key: Hashable, Sendable {
         let method: String
         let json: Bool
         let gzip: Bool
@@ -18,7 +18,7 @@ public final class ConnectAnswerCache: Sendable {
         let request: [UInt8]
     }
 
-    let policy: AnswerCachePolicy
+    package let policy: AnswerCachePolicy
     private let state = Mutex<State>(State())
 
     private struct State {
@@ -30,13 +30,13 @@ public final class ConnectAnswerCache: Sendable {
     /// Answers larger than this share of the cache are not kept: one would push out many.
     private var largestKept: Int { policy.maxBytes / 8 }
 
-    init(policy: AnswerCachePolicy) { self.policy = policy }
+    package init(policy: AnswerCachePolicy) { self.policy = policy }
 
-    func covers(_ method: String) -> Bool { policy.methods.contains(method) }
+    package func covers(_ method: String) -> Bool { policy.methods.contains(method) }
 
     /// The answer kept for `key` at the data's current version, and that version (nil: not known now, so nothing
     /// may be answered from or added to the cache). A new version empties the cache.
-    func lookup(_ key: Key) -> (answer: HTTPResponse?, version: Int64?) {
+    package func lookup(_ key: Key) -> (answer: HTTPResponse?, version: Int64?) {
         guard let version = policy.version() else { return (nil, nil) }
         return state.withLock { state in
             if state.version != version {
@@ -49,7 +49,7 @@ public final class ConnectAnswerCache: Sendable {
 
     /// Keeps `answer`, made from the data at `version` (as `lookup` gave it before the call ran), unless the
     /// version moved on meanwhile: an answer made from older data is never kept under a newer version.
-    func keep(_ answer: HTTPResponse, for key: Key, madeAt version: Int64) {
+    package func keep(_ answer: HTTPResponse, for key: Key, madeAt version: Int64) {
         let size = answer.body.count + key.request.count + 256
         guard answer.status == 200, size <= largestKept, policy.version() == version else { return }
         state.withLock { state in

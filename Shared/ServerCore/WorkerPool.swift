@@ -1,15 +1,7 @@
 import Foundation
 import RPC
-
-/// Work for a `WorkerPool`: runs on a worker, must not block for long before its first suspension.
-protocol WorkerJob: AnyObject, Sendable {
-    /// Runs the job; false when it found nothing to do (a call cancelled while it waited), which
-    /// then does not count as a measure of its kind.
-    func run() -> Bool
-    /// How long jobs of this kind (a call's method) have held a worker, measured by the pool; nil
-    /// for work never measured (taken as quick).
-    var workerTime: WorkerTime? { get }
-}
+import ServerSeam
+import TCP
 
 /// The server's worker pool: runs the jobs the event loop hands it (one per call) on at most
 /// `width` tasks of Swift's cooperative pool, one per core, never on the loop thread.
@@ -37,13 +29,13 @@ protocol WorkerJob: AnyObject, Sendable {
 /// `width - 1` workers together, however many clients send them: one worker (one core) is always
 /// left for quick calls, which the long ones cannot then delay by more than the kernel's
 /// time-slicing. The price is that long calls alone use one core fewer than there are.
-final class WorkerPool: Sendable {
+package final class WorkerPool: Sendable {
     /// A unit of work: one call to serve. A class, so queueing one moves a reference (a closure
     /// would cost allocations for its context and for reabstraction on the way in and out).
-    typealias Job = any WorkerJob
+    package typealias Job = any WorkerJob
 
     /// Workers running at most, normally the number of cores.
-    let width: Int
+    package let width: Int
     /// Jobs a worker runs before it lets other tasks of the cooperative pool have the thread.
     private static let jobsPerTurn = 64
     /// A job at least this long has its responses written at once: batching saves nothing there.
@@ -55,8 +47,10 @@ final class WorkerPool: Sendable {
     /// How long quick jobs' responses may wait for more to write together.
     private let burstDelay: Duration
     /// Longest a sent response waits in a connection's outbox for its burst to end.
-    static let maxFlushDelay = Duration.milliseconds(1)
-    fileprivate let state = Lock(State())
+    package static let maxFlushDelay = Duration.milliseconds(1)
+    fileprivate let state: Lock<State>
+    /// What the connections a job writes to see on its worker's thread: their flushes wait in `state.unflushed`.
+    private let burst: WriteBurst
 
     fileprivate struct State {
         /// Queues with jobs waiting, in the order they get their next turn.
@@ -79,6 +73,14 @@ final class WorkerPool: Sendable {
         self.burstDelay = burstDelay
         self.longJob = longJob
         longJobWorkers = max(1, self.width - 1)
+        let state = Lock(State())
+        self.state = state
+        burst = WriteBurst { [state] connection in
+            state.withLock { state in
+                if state.unflushed.isEmpty { state.unflushedSince = .now }
+                state.unflushed.append(connection)
+            }
+        }
     }
 
     /// The queue of jobs that belong to no connection.
@@ -86,13 +88,13 @@ final class WorkerPool: Sendable {
 
     /// Queues `job` in `queue` (in a queue of its own when nil); starts another worker when fewer
     /// than `width` are running.
-    func submit(_ job: Job, to queue: CallQueue? = nil) {
+    package func submit(_ job: Job, to queue: CallQueue? = nil) {
         submit(CollectionOfOne(job), to: queue)
     }
 
     /// Queues `jobs` in `queue` in order, under one lock (a connection hands over the calls of one
     /// read together); nothing when the queue was discarded.
-    func submit(_ jobs: some Collection<Job>, to queue: CallQueue? = nil) {
+    package func submit(_ jobs: some Collection<Job>, to queue: CallQueue? = nil) {
         let queue = queue ?? sharedQueue
         let startWorker = state.withLock { state -> Bool in
             guard !queue.isClosed else { return false }
@@ -106,7 +108,7 @@ final class WorkerPool: Sendable {
     }
 
     /// Gives a parked queue its turns again: its connection's client read its answers.
-    func unpark(_ queue: CallQueue) {
+    package func unpark(_ queue: CallQueue) {
         let startWorker = state.withLock { state -> Bool in
             guard queue.isParked, !queue.isClosed else { return false }
             queue.isParked = false
@@ -121,7 +123,7 @@ final class WorkerPool: Sendable {
     /// Forgets the jobs waiting in `queue` and takes no more for it: its connection is gone, so
     /// they are not run at all (a worker that took one already finds its call over). The ring
     /// drops the queue at its next turn.
-    func discard(_ queue: CallQueue) {
+    package func discard(_ queue: CallQueue) {
         let dropped = state.withLock { _ -> FIFO<Job> in
             queue.isClosed = true
             queue.isParked = false
@@ -132,21 +134,8 @@ final class WorkerPool: Sendable {
         _ = dropped  // released here, outside the lock
     }
 
-    /// The pool whose job is running on this thread, if any.
-    static var current: WorkerPool? {
-        pthread_getspecific(currentKey).map { Unmanaged<WorkerPool>.fromOpaque($0).takeUnretainedValue() }
-    }
-
-    /// Called by a connection when a job queued a frame on it: its flush waits for the burst's end.
-    func deferFlush(of connection: TCPConnection) {
-        state.withLock { state in
-            if state.unflushed.isEmpty { state.unflushedSince = .now }
-            state.unflushed.append(connection)
-        }
-    }
-
     /// Flushes connections whose responses have waited `maxFlushDelay` or more (any thread).
-    func flushIfStale() {
+    package func flushIfStale() {
         let stale = state.withLock { state in
             state.unflushedSince.map { ContinuousClock.now - $0 >= Self.maxFlushDelay } ?? false
         }
@@ -154,7 +143,7 @@ final class WorkerPool: Sendable {
     }
 
     /// Whether responses are waiting for their burst to end.
-    var hasDeferredFlushes: Bool { state.withLock { !$0.unflushed.isEmpty } }
+    package var hasDeferredFlushes: Bool { state.withLock { !$0.unflushed.isEmpty } }
 
     private func work() async {
         var ran = 0
@@ -256,14 +245,8 @@ final class WorkerPool: Sendable {
     }
 
     private func setCurrent(_ pool: WorkerPool?) {
-        pthread_setspecific(Self.currentKey, pool.map { Unmanaged.passUnretained($0).toOpaque() })
+        WriteBurst.setCurrent(pool?.burst)
     }
-
-    private static let currentKey: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key, nil)
-        return key
-    }()
 }
 
 extension WorkerPool.State {
@@ -276,9 +259,9 @@ extension WorkerPool.State {
 }
 
 /// The jobs of one connection waiting for a worker (guarded by its pool's lock).
-final class CallQueue: @unchecked Sendable {
+package final class CallQueue: @unchecked Sendable {
     /// The connection whose unread answers park this queue; nil for a queue never parked.
-    let connection: TCPConnection?
+    package let connection: TCPConnection?
     fileprivate var jobs = FIFO<WorkerPool.Job>()
     /// In the pool's ready ring.
     fileprivate var isScheduled = false
@@ -287,5 +270,5 @@ final class CallQueue: @unchecked Sendable {
     /// The connection closed (or failed): its jobs were dropped and no more are taken (`discard`).
     fileprivate var isClosed = false
 
-    init(connection: TCPConnection?) { self.connection = connection }
+    package init(connection: TCPConnection?) { self.connection = connection }
 }
