@@ -113,7 +113,7 @@ let package = Package(
             linkerSettings: [.linkedLibrary("opencv_dnn"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
         .target(name: "OpenCVDNN", dependencies: ["OpenCVShim"], path: "Shared/OpenCVDNN"),
         // PaddleOCR's PP-OCR detection and recognition networks through OpenCVDNN: the OCR service's second engine.
-        .target(name: "PPOCR", dependencies: ["Base", "OpenCVDNN"], path: "Shared/PPOCR"),
+        .target(name: "PPOCR", dependencies: ["Base", "OpenCVDNN", "TLS"], path: "Shared/PPOCR"),
         // PNG, JPEG, WebP and HEIF decoding (libpng's simplified API, libjpeg-turbo, libwebp, libheif) behind a tiny C API.
         .target(
             name: "CImageCodecs", path: "Shared/CImageCodecs",

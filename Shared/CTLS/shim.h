@@ -3,6 +3,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <openssl/bio.h>
+#include <openssl/evp.h>
 
 /// OpenSSL's setters below are macros over `*_ctrl`, which Swift cannot call: one function each.
 static inline int ctls_set_min_tls13(SSL_CTX *ctx) {

@@ -1,5 +1,6 @@
 import Base
 import Foundation
+import TLS
 
 /// Why the PP-OCR models could not be used: absent, damaged, or refused by OpenCV. The OCR service then reads with
 /// Tesseract alone.
@@ -50,7 +51,7 @@ public struct PPOCRModels: Sendable {
                 throw PPOCRError(.dataLoss, "\(directory)/\(name) is missing; \(installHint)")
             }
             let bytes = [UInt8](data)
-            guard SHA256.hex(bytes) == expected else {
+            guard Digest.sha256Hex(bytes) == expected else {
                 throw PPOCRError(.dataLoss, "\(directory)/\(name) does not match its checksum; \(installHint)")
             }
             contents[name] = bytes
