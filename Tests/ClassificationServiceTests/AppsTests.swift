@@ -118,9 +118,12 @@ import Torch
             }
             #expect(code == .invalidArgument && message.contains(expected), "\(json): \(message)")
         }
-        // No app has a model yet, so a catalogue call names its app.
-        let (code, message) = await ClassificationServiceTests.failure { _ = try await client.searchCatalogue(.init()) }
-        #expect(code == .failedPrecondition && message.contains("no app yet"), "\(message)")
+        // No app has a model yet: a catalogue call naming none is the default app's (a fresh stack's first import, as
+        // before apps existed), and "dogs" keeps its own.
+        _ = try await client.importCatalogue(.init(json: Array(#"[{"label": "3", "name": "Three"}]"#.utf8)))
+        #expect(try await client.searchCatalogue(.init()).entries.map(\.label) == ["3"])
+        #expect(try await client.searchCatalogue(.init(app: "default")).entries.map(\.label) == ["3"])
+        #expect(try await client.searchCatalogue(.init(app: "dogs")).entries.allSatisfy { $0.label != "3" })
     }
 }
 

@@ -76,9 +76,10 @@ import TextRecognition
             #expect(invertedRate <= originalRate + 0.002, "inverted \(invertedRate) vs \(originalRate)")
 
             // The shape of one observation (protobuf's JSON mapping, defaults printed): level, text, confidence, box in
-            // fractions, boxPx in pixels, page, and the shape and label a template value picked here would learn.
+            // fractions, boxPx in pixels, page, the shape and label a template value picked here would learn, and the
+            // engine that read it (Tesseract or PP-OCR).
             let observation = try #require((scans[0]["observations"] as? [[String: Any]])?.first { $0["level"] as? String == "OBSERVATION_LEVEL_WORD" })
-            #expect(Set(observation.keys) == ["level", "text", "confidence", "box", "boxPx", "page", "shape", "label"])
+            #expect(Set(observation.keys) == ["level", "text", "confidence", "box", "boxPx", "page", "shape", "label", "engine"])
             let box = try #require(observation["box"] as? [String: Double])
             #expect(Set(box.keys) == ["x", "y", "width", "height"] && box.values.allSatisfy { (0...1).contains($0) })
             #expect((observation["boxPx"] as? [String: Int])?["width"] ?? 0 > 1)
@@ -153,7 +154,7 @@ import TextRecognition
                 "ocr", "template", "create", "--from", template.url.path, "--name", "Charger", "--values", picks.joined(separator: ","),
                 "--json"]))
             let learned = try #require((created["template"] as? [String: Any])?["values"] as? [[String: Any]], "\(created)")
-            #expect(learned.map { $0["shape"] as? String } == ["#.#V", "#.#A", "#%"], "\(learned)")
+            #expect(learned.map { $0["shape"] as? String } == ["##.##V", "#.##A", "##%"], "\(learned)")  // digits counted (issue 40)
 
             func number(_ text: String?) -> String { (text ?? "").filter { !$0.isWhitespace }.trimmingCharacters(in: CharacterSet(charactersIn: "VA%")) }
             // Moved up a row: the current sits where the voltage was on the template's photo.

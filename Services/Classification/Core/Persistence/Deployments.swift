@@ -102,19 +102,19 @@ extension ClassificationStore {
         return (deployment.app, model)
     }
 
-    /// The app a catalogue call is for: `app` when given, else the only app there is (of any kind); none or several
-    /// is FAILED_PRECONDITION naming them. A catalogue may be imported for an app before it has a model.
+    /// The app a catalogue call is for: `app` when given, else the only app there is (of any kind), else — no app yet —
+    /// `default`, the app `SetActiveModel` and a stack of one app use; several is FAILED_PRECONDITION naming them. A
+    /// catalogue may be imported for an app before it has a model.
     public func catalogueApp(_ app: String?) throws -> String {
         if let app {
             try Self.validName(app, "app")
             return app
         }
         let apps = try self.apps()
-        guard apps.count == 1 else {
-            throw ClassificationError(.failedPrecondition, apps.isEmpty
-                ? "no app yet: name the app whose catalogue this is (app)"
-                : "\(apps.count) apps (\(apps.joined(separator: ", "))); name the one whose catalogue this is (app)")
+        guard apps.count <= 1 else {
+            throw ClassificationError(
+                .failedPrecondition, "\(apps.count) apps (\(apps.joined(separator: ", "))); name the one whose catalogue this is (app)")
         }
-        return apps[0]
+        return apps.first ?? Self.defaultApp
     }
 }
