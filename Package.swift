@@ -207,9 +207,10 @@ let package = Package(
                 // The classification suite trains and serves in process, so this executable links libtorch.
                 "ClassificationCore", "ClassificationService", "ClassificationAPI", "Jobs", "JobsAPI", "ServiceKit", "Torch", "Identity", "Storage",
             ],
-            path: "Tests/Benchmarks"),
+            path: "Tests/Benchmarks", exclude: ["peers"]),
         // Fixed counts of unary echo calls, server and client in separate processes, for callgrind and strace.
-        .executableTarget(name: "rpc-profile", dependencies: ["RPC", "RPCWire", "Transport", "RPCTesting"], path: "Tests/RPCProfile"),
+        .executableTarget(
+            name: "rpc-profile", dependencies: ["RPC", "RPCWire", "Transport", "RPCTesting"], path: "Tests/RPCProfile", exclude: ["profile.sh"]),
 
         // MARK: Tests
         // Test-only protos (Proto/modules.conf places them here): schema fixtures, and the test jobs service's API.

@@ -117,14 +117,11 @@ public final class DqliteSession {
             columns = []
             for _ in 0..<count { columns.append(try response.string()) }
             let headerSize = (Int(count) * 4 + 63) / 64 * wordSize
-            var isPart = false
+            // Rows until 0xff (the end: the only way out) or 0xee (more follow in the next response).
             while true {
                 let marker = try response.peekUInt8()
                 if marker == 0xff { return DqliteRows(columns: columns, rows: rows) }
-                if marker == 0xee {
-                    isPart = true
-                    break
-                }
+                if marker == 0xee { break }
                 guard count > 0 else { throw DqliteError(.protocolViolation, "a row without columns") }
                 var types: [UInt8] = []
                 for _ in 0..<headerSize {
@@ -137,10 +134,8 @@ public final class DqliteSession {
                 for column in 0..<Int(count) { row.append(try Self.value(of: types[column], from: &response)) }
                 rows.append(row)
             }
-            guard isPart else { break }
             response = try Self.receive(connection, expecting: WireType.rows)
         }
-        return DqliteRows(columns: columns, rows: rows)
     }
 
     private static func value(of type: UInt8, from response: inout WireDecoder) throws(DqliteError) -> DqliteValue {

@@ -362,7 +362,8 @@ extension JSONValue {
             case 0x0A: escape = "\\n"
             case 0x0D: escape = "\\r"
             case 0x09: escape = "\\t"
-            case 0x00..<0x20, 0x2028, 0x2029, 0x80... where asciiOnly: escape = ""
+            case 0x00..<0x20, 0x2028, 0x2029: escape = ""
+            case 0x80... where asciiOnly: escape = ""
             default: escape = nil
             }
             guard let escape else {

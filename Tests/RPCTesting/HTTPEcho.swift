@@ -91,7 +91,7 @@ final class HTTPEchoConnection: ConnectionReader, @unchecked Sendable {
             let closed = state.withLock { state -> String? in
                 if let reason = state.closed { return reason }
                 state.waiting.append(continuation)
-                connection.send(bytesOfSize: request.count, sealing: false) { $0.copyMemory(from: UnsafeRawBufferPointer(start: request, count: request.count)) }
+                connection.send(bytesOfSize: request.count, sealing: false) { buffer in request.withUnsafeBytes { buffer.copyMemory(from: $0) } }
                 return nil
             }
             if let closed { continuation.resume(throwing: RPCError(.unavailable, "HTTP connection closed: \(closed)")) }
