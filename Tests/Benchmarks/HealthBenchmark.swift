@@ -110,8 +110,7 @@ struct HealthBenchmark {
 
     /// An export like the real ones: a DTD, one step record a minute with the watch's device and its zone.
     static func writeExport(records: Int, to path: String) throws {
-        FileManager.default.createFile(atPath: path, contents: nil)
-        guard let handle = FileHandle(forWritingAtPath: path) else { throw CocoaError(.fileWriteUnknown) }
+        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else { throw CocoaError(.fileWriteUnknown) }
         defer { try? handle.close() }
         handle.write(Data("""
             <?xml version="1.0" encoding="UTF-8"?>

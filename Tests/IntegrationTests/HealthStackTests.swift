@@ -251,8 +251,15 @@ import Testing
             status(try await health(stack, ["token", "revoke", second, "--token", token]), 0, "revoke", contains: "revoked")
             status(try await health(stack, ["account", "--token", second]), 16, "a revoked token", contains: "UNAUTHENTICATED")
             status(try await health(stack, ["token", "revoke", token, "--token", piotr]), 5, "revoking another user's token")
+            // A token that cannot be saved is an error (before: exit 0, "logged in", and the next command had no token).
+            let tokenFile = stack.directory.appendingPathComponent("xdg/menagerie/health/token")
+            try FileManager.default.createDirectory(at: tokenFile, withIntermediateDirectories: true)
+            status(try await health(stack, ["login", token]), 73, "login with its token file unwritable", contains: "cannot write the login token file")
+            try FileManager.default.removeItem(at: tokenFile)
             status(try await health(stack, ["login", token]), 0, "login", contains: "logged in as jana")
             status(try await health(stack, ["account"]), 0, "the remembered token", contains: "jana: 33 samples")
+            let mode = try FileManager.default.attributesOfItem(atPath: tokenFile.path)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "the saved token is its owner's only: \(String(mode ?? 0, radix: 8))")
         }
     }
 

@@ -96,10 +96,29 @@ struct HealthLogin: AsyncParsableCommand {
             options.metadata["authorization"] = "Bearer \(token)"
             let account = try await health.getAccount(.init(), options: options)
             let file = HealthOptions.tokenFile
-            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-            FileManager.default.createFile(atPath: file.path, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600])
+            try Self.save(token: token, to: file)
             try chooseStore(for: StoreOwner(id: account.userID, name: account.name))
             try global.render(account, text: { print("logged in as \(account.name)") })
+        }
+    }
+
+    /// Writes the token readable by its owner only; a token that cannot be saved is an error (exit 73), not
+    /// a login that seems to work until the next command asks for a token again.
+    static func save(token: String, to file: URL) throws {
+        do {
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        } catch {
+            throw FileError(.notWritable, path: file.deletingLastPathComponent().path, reason: error.localizedDescription, role: "the login's folder")
+        }
+        let descriptor = open(file.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw FileError(.notWritable, path: file.path, reason: String(cString: strerror(errno)), role: "the login token file")
+        }
+        defer { close(descriptor) }
+        let bytes = Array((token + "\n").utf8)
+        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        guard written == bytes.count, fchmod(descriptor, 0o600) == 0 else {
+            throw FileError(.notWritable, path: file.path, reason: String(cString: strerror(errno)), role: "the login token file")
         }
     }
 
