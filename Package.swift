@@ -29,7 +29,7 @@ func service(
             name: "\(name)ProtoC", dependencies: ["CProtobufC"] + imports.map { .init(stringLiteral: "\($0)ProtoC") },
             path: "\(folder)/ProtoC"),
         .target(name: "\(name)API", dependencies: ["Schema", "RPC", .init(stringLiteral: "\(name)ProtoC")] + importedAPIs, path: "\(folder)/API"),
-        .target(name: "\(name)Core", dependencies: ["Base", "Storage"] + core, path: "\(folder)/Core", resources: coreResources),
+        .target(name: "\(name)Core", dependencies: ["Base", "Storage", "TLS"] + core, path: "\(folder)/Core", resources: coreResources),
         .target(
             name: "\(name)Service", dependencies: [.init(stringLiteral: "\(name)Core"), api, "RPC", "Schema"] + importedAPIs + jobs + service,
             path: "\(folder)/Service", resources: serviceResources),
@@ -42,11 +42,11 @@ func service(
             name: "\(name)CLI", dependencies: ["GatewayKit", "RPC", "Schema", api, argumentParser] + importedAPIs + cli,
             path: "\(folder)/CLI"),
         .testTarget(
-            name: "\(name)CoreTests", dependencies: [.init(stringLiteral: "\(name)Core"), "Storage", "Base"] + coreTests,
+            name: "\(name)CoreTests", dependencies: [.init(stringLiteral: "\(name)Core"), "Storage", "Base", "TLS", "TestSupport"] + coreTests,
             path: "Tests/\(name)CoreTests"),
         .testTarget(
             name: "\(name)ServiceTests",
-            dependencies: [.init(stringLiteral: "\(name)Core"), .init(stringLiteral: "\(name)Service"), api, "RPC", "Schema", "RPCTesting"]
+            dependencies: [.init(stringLiteral: "\(name)Core"), .init(stringLiteral: "\(name)Service"), api, "RPC", "Schema", "RPCTesting", "TestSupport"]
                 + importedAPIs + jobs + serviceTests,
             path: "Tests/\(name)ServiceTests"),
     ]
@@ -140,7 +140,7 @@ let package = Package(
         // Zip archives read from their central directory, sizes checked before anything is inflated.
         .target(name: "Zip", dependencies: ["Base", "CZlib"], path: "Shared/Zip"),
         // TLS 1.3 sessions driven through memory buffers (OpenSSL behind a Swift API): no RPC, no sockets.
-        .target(name: "TLS", dependencies: ["CTLS"], path: "Shared/TLS"),
+        .target(name: "TLS", dependencies: ["Base", "CTLS"], path: "Shared/TLS"),
         // Transport, by layer (ARCHITECTURE.md, "Transport"): libuv loops and TCP (the only module that links libuv); TLS
         // streams over them; the seam a protocol hands the server its calls through; the server core (call table, flow
         // control, workers), which knows no protocol; the protocols (our binary framing and its client; HTTP/1.1 and
@@ -168,14 +168,14 @@ let package = Package(
         .target(name: "JobsService", dependencies: ["Base", "Jobs", "Storage", "WorkLane", "RPC", "Schema", "JobsAPI"], path: "Shared/JobsService"),
         // Blobs: large payloads by content hash on each node's disk (BlobStore: no RPC), blobs.proto's API, and the
         // rpcs the replicas of a service serve each other with the store that replicates through them (BlobsService).
-        .target(name: "BlobStore", dependencies: ["Base"], path: "Shared/BlobStore"),
+        .target(name: "BlobStore", dependencies: ["Base", "TLS"], path: "Shared/BlobStore"),
         .target(name: "BlobsProtoC", dependencies: ["CProtobufC"], path: "Shared/BlobsProtoC"),
         .target(name: "BlobsAPI", dependencies: ["Schema", "RPC", "BlobsProtoC"], path: "Shared/BlobsAPI"),
         .target(
             name: "BlobsService", dependencies: ["Base", "BlobStore", "BlobsAPI", "RPC", "Schema", "Transport", "WorkLane"],
             path: "Shared/BlobsService"),
         // Identity: the stack's users and tokens (a shared SQLite file), the token check and the server's guard.
-        .target(name: "Identity", dependencies: ["Base", "RPC", "Schema", "Storage"], path: "Shared/Identity"),
+        .target(name: "Identity", dependencies: ["Base", "RPC", "Schema", "Storage", "TLS"], path: "Shared/Identity"),
         .target(
             name: "ServiceKit",
             dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", "Jobs", "Identity", "Dqlite", "CMalloc", argumentParser],
@@ -246,7 +246,7 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane", "TestSupport", "Dqlite", "Base"], path: "Tests/StorageTests"),
         .testTarget(
             name: "BlobStoreTests",
-            dependencies: ["BlobStore", "BlobsAPI", "BlobsService", "Base", "RPC", "Transport", "WorkLane", "Identity", "TestSupport"],
+            dependencies: ["BlobStore", "TLS", "BlobsAPI", "BlobsService", "Base", "RPC", "Transport", "WorkLane", "Identity", "TestSupport"],
             path: "Tests/BlobStoreTests"),
         .testTarget(name: "DqliteTests", dependencies: ["Dqlite", "Base", "TestSupport"], path: "Tests/DqliteTests"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -280,9 +280,9 @@ let package = Package(
             name: "GatewayKitTests", dependencies: ["GatewayKit", "TestSupport", "RPC", "RPCWire", "JobsAPI", "OCRAPI", "ZooAPI", "Transport", "Schema"],
             path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
-        .testTarget(name: "IdentityTests", dependencies: ["Identity", "RPC", "Schema", "Storage", "Base"], path: "Tests/IdentityTests"),
+        .testTarget(name: "IdentityTests", dependencies: ["Identity", "RPC", "Schema", "Storage", "Base", "TestSupport"], path: "Tests/IdentityTests"),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"], path: "Tests/HTTPTests"),
-        .testTarget(name: "TLSTests", dependencies: ["TLS", "TestSupport"], path: "Tests/TLSTests"),
+        .testTarget(name: "TLSTests", dependencies: ["Base", "TLS", "TestSupport"], path: "Tests/TLSTests"),
         // The module graph's promises (no domain under the runtime, no other domain in a service), read from this file.
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests"),
         .testTarget(name: "PPOCRTests", dependencies: ["PPOCR", "OpenCVDNN", "TextRecognition"], path: "Tests/PPOCRTests"),
@@ -302,19 +302,19 @@ let package = Package(
         // executables.
         // Its web page (Service/Web) is a resource of ZooService (Menagerie_ZooService.resources), served at `/`.
         + service(
-            "Zoo", executable: "zoo", imports: ["Jobs"], service: ["HTTP"], coreTests: ["Dqlite", "TestSupport"],
+            "Zoo", executable: "zoo", imports: ["Jobs"], service: ["HTTP"], coreTests: ["Dqlite"],
             serviceTests: ["WorkLane", "RPCWire", "HTTP", "Storage"],
             coreResources: [.copy("SampleData")], serviceResources: [.copy("Web")])
         + service(
             "OCR", executable: "ocr", imports: ["Jobs"],
             core: ["TextRecognition", "WorkLane", "PPOCR", "OpenCVDNN", "OCRPolicy"], service: ["TextRecognition", "WorkLane"],
             app: ["TextRecognition", "PPOCR"], cli: ["OCRPolicy"], coreTests: ["TextRecognition", "OCRTestSupport", "PPOCR"],
-            serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "TestSupport", "OCRTestSupport"])
+            serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "OCRTestSupport"])
         // The record thresholds the service applies and the gateway's help states (no engine linked into the gateway).
         + [.target(name: "OCRPolicy", path: "Services/OCR/Policy")]
         + service(
             "Health", executable: "health", core: ["Zip"], service: ["WorkLane", "HealthBridge", "Identity"], cli: ["HealthCore", "HealthBridge"],
-            coreTests: ["Dqlite", "TestSupport"], serviceTests: ["HealthBridge", "Identity"])
+            coreTests: ["Dqlite"], serviceTests: ["HealthBridge", "Identity"])
         // Domain ⇄ proto conversions and the device sync's adapter over the typed client: shared by the handlers and
         // the gateway, so `gateway health sync` links no server code.
         + [.target(name: "HealthBridge", dependencies: ["HealthCore", "HealthAPI", "RPC", "Schema"], path: "Services/Health/Bridge")]
@@ -328,6 +328,6 @@ let package = Package(
         // (GuestbookServiceTests runs its executable end to end). Neither the gateway nor compose knows it.
         + service(
             "Guestbook", executable: "guestbook-test-service", root: "Tests/Services",
-            serviceTests: ["GuestbookCLI", "RPCWire", "Transport", "TestSupport", argumentParser]),
+            serviceTests: ["GuestbookCLI", "RPCWire", "Transport", argumentParser]),
     cxxLanguageStandard: .cxx17
 )

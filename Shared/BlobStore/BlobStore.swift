@@ -1,5 +1,6 @@
 import Base
 import Foundation
+import TLS
 
 #if canImport(Glibc)
     import Glibc

@@ -2,6 +2,7 @@ import Base
 import Foundation
 import Storage
 import Synchronization
+import TLS
 
 /// The stack's users and their tokens, in one SQLite file every replica of every service opens (compose
 /// keeps it in its state, `identity.sqlite`): a shared user table, so any replica checks a token without

@@ -51,7 +51,7 @@ public struct PPOCRModels: Sendable {
                 throw PPOCRError(.dataLoss, "\(directory)/\(name) is missing; \(installHint)")
             }
             let bytes = [UInt8](data)
-            guard Digest.sha256Hex(bytes) == expected else {
+            guard SHA256.hex(bytes) == expected else {
                 throw PPOCRError(.dataLoss, "\(directory)/\(name) does not match its checksum; \(installHint)")
             }
             contents[name] = bytes

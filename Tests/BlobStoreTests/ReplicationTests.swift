@@ -5,6 +5,7 @@ import BlobsService
 import Foundation
 import Identity
 import RPC
+import TLS
 import TestSupport
 import Testing
 import Transport

@@ -3,6 +3,7 @@ import BlobStore
 import ClassificationCore
 import Foundation
 import Storage
+import TLS
 import Testing
 
 /// The cluster's layout: images and model files in a blob store by content hash, the rows naming them by hash.

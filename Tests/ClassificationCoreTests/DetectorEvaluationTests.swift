@@ -1,5 +1,6 @@
 import Base
 import Foundation
+import TLS
 import Testing
 @testable import ClassificationCore
 

@@ -1,5 +1,6 @@
 import Base
 import Foundation
+import TLS
 import Testing
 import Torch
 @testable import ClassificationCore

@@ -1,4 +1,5 @@
 import Base
+import TLS
 import Testing
 @testable import ClassificationCore
 

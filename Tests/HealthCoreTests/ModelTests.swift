@@ -120,36 +120,8 @@ import Testing
     }
 }
 
-@Suite struct SHA256Tests {
-    @Test func standardVectors() {
-        #expect(SHA256.hash([UInt8]()).hexString == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        #expect(SHA256.hash(Array("abc".utf8)).hexString == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(
-            SHA256.hash(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)).hexString
-                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
-        #expect(SHA256.hash([UInt8](repeating: 0x61, count: 1_000_000)).hexString == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
-    }
-
-    @Test func lengthsAroundThePaddingBoundary() {
-        let expected = [
-            55: "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318",
-            56: "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a",
-            63: "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34",
-            64: "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb",
-            65: "635361c48bb9eab14198e76ea8ab7f1a41685d6ad62aa9146d301d4f17eb0ae0",
-            119: "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb",
-            120: "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c",
-        ]
-        for (count, digest) in expected {
-            #expect(SHA256.hash([UInt8](repeating: 0x61, count: count)).hexString == digest, "\(count) bytes")
-            // The same input fed in uneven pieces (the non-contiguous path and a pending block).
-            var hasher = SHA256()
-            hasher.update([UInt8](repeating: 0x61, count: 7))
-            hasher.update(AnySequence([UInt8](repeating: 0x61, count: count - 7)))
-            #expect(hasher.finalize().hexString == digest, "\(count) bytes in pieces")
-        }
-    }
-
+/// Deterministic UUIDs (from a SHA-256 of the name) for samples that arrive without one.
+@Suite struct NamedUUIDTests {
     @Test func namedUUIDsAreStableVersion8() {
         let first = UUID.named("stepCount|iPhone|2026".utf8)
         #expect(first == UUID.named("stepCount|iPhone|2026".utf8))

@@ -1,6 +1,7 @@
 import Base
 import Foundation
 import Storage
+import TLS
 import Testing
 @testable import HealthCore
 

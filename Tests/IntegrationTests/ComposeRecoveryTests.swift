@@ -27,7 +27,7 @@ import Testing
             defer { if blocker.isRunning { blocker.terminate(); blocker.waitUntilExit() } }
             try await Stack.waitServing(port: try #require(stack.basePorts["zoo"]))
 
-            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": "4"], ["up"])
+            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": Stack.scaledSeconds(4)], ["up"])
             #expect(up.status == 1, "\(up.output)")
             #expect(up.output.contains("1 replica(s) did not report SERVING: zoo.0"), "\(up.output)")
             let status = try await stack.gateway(["status", "--json"])
@@ -61,7 +61,7 @@ import Testing
 
                 """.write(to: zoo, atomically: true, encoding: .utf8)
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: zoo.path)
-            let up = try await stack.compose(environment: ["MENAGERIE_BIN_DIR": bin.path, "MENAGERIE_START_TIMEOUT": "2"], ["up"])
+            let up = try await stack.compose(environment: ["MENAGERIE_BIN_DIR": bin.path, "MENAGERIE_START_TIMEOUT": Stack.scaledSeconds(2)], ["up"])
             #expect(up.status == 1, "\(up.output)")
             #expect(up.output.contains("Program crashed: Aborted"), "\(up.output)")
             #expect(up.output.contains("ERRCODE::error + 400 in libtesseract.so.5"), "\(up.output)")
@@ -108,7 +108,7 @@ import Testing
             let base = try #require(stack.basePorts["zoo"])
             func waitForLine(of replica: String, port: Int) async throws -> String {
                 var text = ""
-                for _ in 0..<100 where !text.contains("\(replica) | ") || !text.contains(":\(port)") {
+                for _ in 0..<Int(100 * TestTime.scale) where !text.contains("\(replica) | ") || !text.contains(":\(port)") {
                     try await Task.sleep(for: .milliseconds(100))
                     text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
                 }
@@ -126,7 +126,7 @@ import Testing
         }
         // Once the stack's state is gone, the follower and its tails are gone too (they stayed, one set per run).
         var left: [String] = []
-        for _ in 0..<50 {
+        for _ in 0..<Int(50 * TestTime.scale) {
             left = Self.processes(mentioning: directory)
             if left.isEmpty { break }
             try await Task.sleep(for: .milliseconds(100))

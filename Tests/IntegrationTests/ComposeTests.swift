@@ -219,7 +219,7 @@ import Testing
                 [ServiceSettings(name: "zoo", port: zoo, data: "data/zoo"), ServiceSettings(name: "ocr", port: 65535, replicas: 2, data: "data/ocr")],
             ] {
                 try stack.writeConfig(config)
-                let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": "5"], ["up"])
+                let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": Stack.scaledSeconds(5)], ["up"])
                 #expect(up.status == 1 && up.output.contains("compose: "), "\(config): \(up.output)")
                 #expect(stack.processesOfThisStack().isEmpty, "\(config): up started replicas anyway")
             }
@@ -234,7 +234,7 @@ import Testing
             let up = try await stack.compose("up")
             try #require(up.status == 0, "\(up.output)")
             let pids = try stack.servicePids()
-            let fast = ["MENAGERIE_START_TIMEOUT": "5"]
+            let fast = ["MENAGERIE_START_TIMEOUT": Stack.scaledSeconds(5)]
             for arguments in [["ocr=-1"], ["nosuch=2"], ["ocr=abc"], ["=2"], ["ocr"], ["ocr="], ["zoo=3"], ["zoo=08"], ["zoo=2", "ocr=abc"]] {
                 let result = try await stack.compose(environment: fast, ["scale"] + arguments)
                 #expect(result.status == 1, "scale \(arguments): \(result.output)")
@@ -268,7 +268,7 @@ import Testing
             defer { if other.isRunning { other.terminate(); other.waitUntilExit() } }
             try await Stack.waitServing(port: port)
 
-            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": "5"], ["up"])
+            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": Stack.scaledSeconds(5)], ["up"])
             #expect(up.status == 1, "compose up took another process's SERVING for ocr.0's: \(up.output)")
             #expect(up.output.contains("ocr.0"), "\(up.output)")
             // zoo did start, and the gateway finds it.
@@ -293,7 +293,7 @@ import Testing
             let listener = try SilentListener(port: try #require(stack.basePorts["ocr"]))
             defer { listener.close() }
             let started = ContinuousClock.now
-            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": "4"], ["up"])
+            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": Stack.scaledSeconds(4)], ["up"])
             let took = ContinuousClock.now - started
             #expect(up.status == 1, "\(up.output)")
             #expect(up.output.contains("did not report SERVING within 4s"), "\(up.output)")
@@ -325,7 +325,7 @@ import Testing
             #expect(Stack.isRunning(pid), "compose down signalled a process it did not start")
 
             try "\(pid)\n".write(to: supervisorFile, atomically: true, encoding: .utf8)
-            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": "20"], ["up"])
+            let up = try await stack.compose(environment: ["MENAGERIE_START_TIMEOUT": Stack.scaledSeconds(20)], ["up"])
             #expect(up.status == 0, "compose up took a stranger for zoo.0's supervisor: \(up.output)")
             #expect(try stack.servicePids()["zoo.0"] != nil)
             #expect(try await stack.compose("down").status == 0)

@@ -8,6 +8,9 @@ import Testing
 /// ports, so the tests can run beside a developer's own stack.
 final class Stack: @unchecked Sendable {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    /// `seconds` stretched by the suite's time scale (`TestTime`), as compose's timeout variables take them.
+    static func scaledSeconds(_ seconds: Int) -> String { String(Int((Double(seconds) * TestTime.scale).rounded(.up))) }
+
     static let binDirectory = ProcessInfo.processInfo.environment["MENAGERIE_BIN_DIR"] ?? root.appendingPathComponent(".build/debug").path
 
     /// The services compose starts, from the one list of them: compose/services.conf.

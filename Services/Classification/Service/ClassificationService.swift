@@ -466,7 +466,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
     public func setActiveModel(request: ClassificationV1.SetActiveModelRequest, context: ServerContext) async throws -> ClassificationV1.SetActiveModelResponse {
         let name = try RequestValidation.name(request.name, field: "name")
         let store = store
-        try await heavy { try store.setDeployment(app: ClassificationStore.defaultApp, model: name) }
+        _ = try await heavy { try store.setDeployment(app: ClassificationStore.defaultApp, model: name) }
         return ClassificationV1.SetActiveModelResponse()
     }
 

@@ -1,5 +1,6 @@
 import Base
 import Foundation
+import TLS
 
 /// A validated dataset: every image decoded once, stored once per content hash, with either one label per image
 /// (a classifier's Create ML folder layout) or labelled boxes (a detector's `annotations.json`).

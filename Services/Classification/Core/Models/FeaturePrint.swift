@@ -1,5 +1,6 @@
 import Base
 import Foundation
+import TLS
 
 /// The built-in pretrained network under `--algorithm transfer`, Menagerie's counterpart of Create ML's feature
 /// print: ImageNet-pretrained EfficientNet-Lite0 without its classifier, traced to TorchScript by

@@ -1,5 +1,6 @@
 import Base
 import Foundation
+import TLS
 
 /// What a model file says about its model (JSON inside the container).
 public struct ModelHeader: Sendable, Codable, Equatable {

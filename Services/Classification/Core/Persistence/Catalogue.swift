@@ -1,6 +1,7 @@
 import Base
 import Foundation
 import Storage
+import TLS
 
 /// A catalogue entry of an app, keyed by label (a breed, a species): what the app shows beside the top prediction.
 public struct CatalogueEntry: Sendable, Equatable {

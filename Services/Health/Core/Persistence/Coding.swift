@@ -1,5 +1,6 @@
 import Base
 import Foundation
+import TLS
 
 extension UUID {
     /// The 16 bytes, as the database stores them.

@@ -1,6 +1,7 @@
 import Base
 import Foundation
 import Storage
+import TLS
 
 /// A user of the service.
 public struct HealthUser: Sendable, Hashable {
