@@ -125,9 +125,6 @@ public final class DqliteNode: Sendable {
         }
     }
 
-    /// The id a node at `address` would get from dqlite's own hash (for nodes that join outside a fixed list).
-    public static func generatedID(for address: String) -> UInt64 { UInt64(dqlite_generate_node_id(address)) }
-
     private func check(_ code: Int32, _ what: String) throws(DqliteError) {
         guard code == 0 else {
             throw DqliteError(.node, "dqlite node \(id) could not \(what): \(String(cString: dqlite_node_errmsg(node))) (code \(code))")

@@ -152,29 +152,6 @@ public final class RPCClient: Sendable {
         }
     }
 
-    /// Asks every endpoint's health service (in parallel) and keeps calls away from those that are
-    /// unreachable or not SERVING (draining for shutdown, say) for a while. Returns, per endpoint,
-    /// whether it answered SERVING.
-    @discardableResult
-    public func checkHealth(timeout: Duration = .seconds(1)) async -> [Bool] {
-        await withTaskGroup(of: (Int, Bool).self) { group in
-            for (index, transport) in transports.enumerated() {
-                group.addTask {
-                    let head = CallHead(method: RpcV1.Health.check.path, deadline: .now + timeout)
-                    let bytes = try? await transport.unary(head, request: RpcV1.HealthCheckRequest().serializedBytes())
-                    let reply = bytes.flatMap { try? RpcV1.HealthCheckResponse(serializedBytes: $0) }
-                    return (index, reply?.status == .serving)
-                }
-            }
-            var serving = Array(repeating: false, count: transports.count)
-            for await (index, healthy) in group {
-                serving[index] = healthy
-                if !healthy { markUnhealthy(index) }
-            }
-            return serving
-        }
-    }
-
     /// Closes every endpoint's connection.
     public func close() {
         for transport in transports { transport.close() }

@@ -51,15 +51,6 @@ public final class EnginePool: Sendable {
     /// Idle engines kept right now.
     public var idleCount: Int { state.withLock { $0.idleOrder.count } }
 
-    /// Lends an engine of `configuration` to `body` and takes it back afterwards, whether `body` throws or not.
-    public func withEngine<R: Sendable>(
-        _ configuration: EngineConfiguration, _ body: (TesseractEngine) throws -> R
-    ) async throws -> R {
-        let engine = try await checkout(configuration)
-        defer { checkin(engine) }
-        return try body(engine)
-    }
-
     /// An idle engine of `configuration`, a new one while fewer than `maxEnginesPerConfiguration` exist, or the next
     /// one returned. Throws `CancellationError` when the task is cancelled while waiting, and the factory's error
     /// when a new engine cannot be made. Every engine checked out must be checked in.
@@ -115,13 +106,6 @@ public final class EnginePool: Sendable {
         }
         outcome.done.wait()
         return try outcome.result!.get()
-    }
-
-    /// Lends an engine of `configuration` to `body` on the calling thread (see `checkoutBlocking`).
-    public func withEngineBlocking<R>(_ configuration: EngineConfiguration, _ body: (TesseractEngine) throws -> R) throws -> R {
-        let engine = try checkoutBlocking(configuration)
-        defer { checkin(engine) }
-        return try body(engine)
     }
 
     /// Returns an engine to the pool: to the longest waiter of its configuration, else to the idle engines.

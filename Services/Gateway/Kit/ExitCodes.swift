@@ -216,11 +216,6 @@ public func writeStandardError(_ text: String) {
     FileHandle.standardError.write(Data(text.utf8))
 }
 
-/// A warning on standard error: `warning: …`.
-public func printWarning(_ text: String) {
-    writeStandardError("warning: \(text)\n")
-}
-
 /// Prints a failed call: `error: CODE: message` on standard error, or under `--json` the JSON error object there.
 func printFailure(_ error: RPCError, json: Bool) {
     if json {

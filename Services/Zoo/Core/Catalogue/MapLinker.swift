@@ -45,9 +45,6 @@ struct MapLinker {
         return unique(joined)
     }
 
-    /// Building features whose name matches `pavilion`.
-    func pavilionFeatureIDs(_ pavilion: String) -> [Int64] { byPavilion[Self.pavilionKey(pavilion)] ?? [] }
-
     private func singularPhrases(of feature: MapFeature) -> [String] {
         if let singulars = feature.singularNames, !singulars.isEmpty { return singulars.map(TextKey.fold) }
         var phrases: [String] = []
