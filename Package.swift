@@ -286,7 +286,7 @@ let package = Package(
         // The module graph's promises (no domain under the runtime, no other domain in a service), read from this file.
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests"),
         .testTarget(name: "PPOCRTests", dependencies: ["PPOCR", "OpenCVDNN", "TextRecognition"], path: "Tests/PPOCRTests"),
-        .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition", "WorkLane"], path: "Tests/TextRecognitionTests"),
+        .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition", "WorkLane", "OCRTestSupport"], path: "Tests/TextRecognitionTests"),
         // What the OCR tests and the benchmark share: the shared pages, CER, the tesseract program, rendered pages.
         .target(name: "OCRTestSupport", dependencies: ["TextRecognition"], path: "Tests/OCRTestSupport"),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import OCRTestSupport
 import Testing
 @testable import TextRecognition
 
@@ -18,5 +19,28 @@ import Testing
                 return message == "initialising zzz failed"
             }
         }
+    }
+}
+
+/// A reading already running stops at its limit (Tesseract's monitor deadline), so a photo's time budget is kept
+/// even while Tesseract reads: before, a running reading was always waited for.
+@Suite struct RecognitionLimitTests {
+    @Test(.enabled(if: OCRData.enabled, Comment(rawValue: OCRData.skipText)))
+    func aReadingStopsAtItsLimitAndGivesNothing() throws {
+        let engine = try TesseractEngine(configuration: EngineConfiguration(languages: ["eng"]))
+        let page = try ImageDecoder().decode(try OCRData.data("8071_093.3B.tif")).pages[0]
+        let clock = ContinuousClock()
+        var started = clock.now
+        let whole = try #require(try engine.recognize(page, segmentation: .page, within: nil))
+        let wholeTime = clock.now - started
+        #expect(whole.words.count > 100, "a full page: \(whole.words.count) words")
+        started = clock.now
+        let cut = try engine.recognize(page, segmentation: .page, within: .milliseconds(20))
+        let cutTime = clock.now - started
+        #expect(cut == nil, "a page cut off midway is not returned")
+        #expect(cutTime < wholeTime / 2, "stopped at the limit: \(cutTime) against \(wholeTime) for the whole page")
+        // Without a limit, and with one it does not reach, the page is read as before.
+        let again = try #require(try engine.recognize(page, segmentation: .page, within: wholeTime * 20))
+        #expect(again.words.count == whole.words.count)
     }
 }

@@ -186,8 +186,16 @@ public struct TextRecognizer: Sendable {
                     return best!
                 }
                 start = clock.now
-                let page = try engine.recognize(prepared.image, segmentation: segmentation)
+                // Once something was read, a reading that runs past the budget is stopped there, not waited for.
+                let remaining = (best?.confidentCharacters ?? 0) > 0
+                    ? max(.milliseconds(1), .seconds(options.timeBudget) - (clock.now - started)) : nil
+                let page = try engine.recognize(prepared.image, segmentation: segmentation, within: remaining)
                 timings.recognize += (clock.now - start).seconds
+                guard let page else {
+                    if let found = reading, found.isBetter(than: best!) { best = found }
+                    best!.cutShort = true
+                    return best!
+                }
                 let candidate = Reading(preparation: preparation, prepared: prepared, segmentation: segmentation, page: page)
                 if reading == nil || candidate.confidentCharacters > reading!.confidentCharacters { reading = candidate }
             }
@@ -203,7 +211,13 @@ public struct TextRecognizer: Sendable {
         }
         if let plain, options.segmentation != .page, !plain.prepared.inverted, (lightOnDarkPart).contains(try image.darkFraction()) {
             let start = clock.now
-            let inverted = try engine.recognize(try image.inverted(), segmentation: .sparse)
+            let remaining = best!.confidentCharacters > 0
+                ? max(.milliseconds(1), .seconds(options.timeBudget) - (clock.now - started)) : nil
+            guard let inverted = try engine.recognize(try image.inverted(), segmentation: .sparse, within: remaining) else {
+                timings.recognize += (clock.now - start).seconds
+                best!.cutShort = true
+                return best!
+            }
             timings.recognize += (clock.now - start).seconds
             // Each way round: the values read better inverted, the labels plain.
             var plainFirst = plain, invertedFirst = plain
