@@ -19,8 +19,9 @@ public func runSeparatingOutput(
     process.environment = environment
     let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("run-\(UUID().uuidString)")
     let out = scratch.appendingPathExtension("out"), err = scratch.appendingPathExtension("err")
-    FileManager.default.createFile(atPath: out.path, contents: nil)
-    FileManager.default.createFile(atPath: err.path, contents: nil)
+    guard FileManager.default.createFile(atPath: out.path, contents: nil), FileManager.default.createFile(atPath: err.path, contents: nil) else {
+        throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: scratch.path])
+    }
     defer { try? FileManager.default.removeItem(at: out); try? FileManager.default.removeItem(at: err) }
     let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
     process.standardOutput = outHandle
