@@ -27,11 +27,16 @@ public final class DqliteClient: Sendable {
     private let lastLeader = Mutex<String?>(nil)
     /// Nodes that did not answer the last time they were asked: asked last while they stay silent.
     private let silent = SilentNodes()
+    /// This process's own node, when it is one of the cluster's: a statement waiting on a leader it no longer names
+    /// stops waiting (`LeaderWatch`).
+    private let watch: LeaderWatch?
 
-    /// - Parameter discoveryTimeout: `callTimeout` when nil.
+    /// - Parameters:
+    ///   - discoveryTimeout: `callTimeout` when nil.
+    ///   - localNode: the address of this process's own node (a replica's), asked who leads while a statement waits.
     public init(
         addresses: [String], database: String, callTimeout: Duration = .seconds(5), discoveryTimeout: Duration? = nil,
-        leaderWait: Duration = .seconds(10), tls: ClusterTLS? = nil
+        leaderWait: Duration = .seconds(10), tls: ClusterTLS? = nil, localNode: String? = nil
     ) throws(DqliteError) {
         guard !addresses.isEmpty else { throw DqliteError(.misuse, "a dqlite cluster needs at least one node address") }
         for address in addresses where !DqliteNode.isHostAndPort(address) {
@@ -46,6 +51,7 @@ public final class DqliteClient: Sendable {
         self.discoveryTimeout = min(discoveryTimeout ?? callTimeout, callTimeout)
         self.leaderWait = leaderWait
         self.tls = tls
+        watch = localNode.map { LeaderWatch(address: $0, timeout: min(discoveryTimeout ?? callTimeout, callTimeout), tls: tls) }
     }
 
     /// The call and discovery timeouts for nodes whose one-way latency is `networkLatency` (what the nodes derive
@@ -274,6 +280,7 @@ public final class DqliteClient: Sendable {
                 if leader.address == address {
                     try Self.register(connection)
                     connection.setTimeout(callTimeout)
+                    connection.leaderWatch = watch
                     let previous = lastLeader.withLock { last in defer { last = address }; return last }
                     try refreshMembers(over: connection, leaderChanged: previous != address)
                     return connection
@@ -291,6 +298,7 @@ public final class DqliteClient: Sendable {
                 }
                 try Self.register(redirected)
                 redirected.setTimeout(callTimeout)
+                redirected.leaderWatch = watch
                 let previous = lastLeader.withLock { last in defer { last = leader.address }; return last }
                 try refreshMembers(over: redirected, leaderChanged: previous != leader.address)
                 return redirected
@@ -302,7 +310,7 @@ public final class DqliteClient: Sendable {
         throw DqliteError(.noLeader, "no leader among \(addresses.joined(separator: ", ")): \(reasons.joined(separator: "; "))")
     }
 
-    private static func askLeader(_ connection: WireConnection) throws(DqliteError) -> DqliteMember {
+    static func askLeader(_ connection: WireConnection) throws(DqliteError) -> DqliteMember {
         var request = WireEncoder()
         request.uint64(0)
         var response = try DqliteSession.call(

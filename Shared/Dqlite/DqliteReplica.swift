@@ -35,7 +35,7 @@ public final class DqliteReplica: Sendable {
         let timeouts = DqliteClient.timeouts(networkLatency: networkLatency)
         client = try DqliteClient(
             addresses: addresses, database: database, callTimeout: timeouts.call, discoveryTimeout: timeouts.discovery,
-            leaderWait: leaderWait, tls: tls)
+            leaderWait: leaderWait, tls: tls, localNode: ownAddress)
         do {
             if id != 1 {
                 try DqliteClient(addresses: addresses, database: database, leaderWait: joinWait, tls: tls).join(id: id, address: ownAddress)

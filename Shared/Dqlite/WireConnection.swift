@@ -24,6 +24,11 @@ final class WireConnection {
     private let buffers: (sealed: UnsafeMutableRawBufferPointer, plaintext: UnsafeMutableRawBufferPointer)?
     /// Set once a call failed half-way: the stream's framing is lost and the connection must not be reused.
     private(set) var isBroken = false
+    /// How long one send or receive may take (`setTimeout`).
+    private var timeout: Duration
+    /// A session's connection to the leader: while an answer is late, this process's own node is asked who leads,
+    /// and the wait ends as soon as it names another node (the leader was cut off; see `LeaderWatch`).
+    var leaderWatch: LeaderWatch?
 
     /// How a failed call ended, so that a caller can tell whether the node may have acted on the request.
     enum Failure: Error {
@@ -42,6 +47,7 @@ final class WireConnection {
     init(address: String, timeout: Duration, silence: SilentNodes? = nil, tls: ClusterTLS? = nil) throws(DqliteError) {
         self.address = address
         self.silence = silence
+        self.timeout = timeout
         descriptor = try Self.connect(to: address, timeout: timeout)
         buffers = tls.map { _ in
             (UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16),
@@ -83,6 +89,7 @@ final class WireConnection {
 
     /// How long each later send and receive may take (a leader found quickly, then given a statement's time).
     func setTimeout(_ timeout: Duration) {
+        self.timeout = timeout
         guard descriptor >= 0 else { return }
         var seconds = timeval(
             tv_sec: Int(timeout.components.seconds),
@@ -167,6 +174,7 @@ final class WireConnection {
         var bytes = [UInt8](repeating: 0, count: count)
         var received = 0
         while received < count {
+            try awaitAnswer()
             let got = bytes.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress! + received, count - received, 0) }
             if got == 0 { throw SocketError("the node closed the connection") }
             if got < 0 {
@@ -208,6 +216,7 @@ final class WireConnection {
             }
             _ = ClusterTLS.flush(session, to: descriptor, through: sealed)  // a key update's answer
             if opened.count - openedStart >= count { break }
+            try awaitAnswer()
             let got = recv(descriptor, sealed.baseAddress!, sealed.count, 0)
             if got == 0 { throw SocketError("the node closed the connection") }
             if got < 0 {
@@ -224,6 +233,25 @@ final class WireConnection {
             openedStart = 0
         }
         return bytes
+    }
+
+    /// Waits for the socket to be readable, within the timeout, when a `leaderWatch` is set: in slices, asking the
+    /// watch after each one whether this process's node names another leader, which ends the wait (as unanswered:
+    /// the old leader may have acted on the request). Without a watch the receive's own timeout does the waiting.
+    private func awaitAnswer() throws(SocketError) {
+        guard let leaderWatch, descriptor >= 0 else { return }
+        let giveUp = ContinuousClock.now + timeout
+        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            let left = giveUp - .now
+            guard left > .zero else { throw SocketError("timed out") }
+            let slice = min(left, LeaderWatch.slice)
+            let ready = poll(&poller, 1, max(1, Int32(clamping: Int(slice / .milliseconds(1)))))
+            if ready != 0 { return }  // readable, closed or an error: the receive says which
+            if let leader = leaderWatch.leader(), leader != address {
+                throw SocketError("timed out: \(leaderWatch.address) names \(leader) the leader now")
+            }
+        }
     }
 
     /// A connected, blocking TCP socket to `host:port` (names resolved; IPv6 hosts in brackets).
@@ -281,6 +309,51 @@ final class WireConnection {
             return false
         }
         return true
+    }
+}
+
+/// This process's own node, asked who leads while a statement waits on the leader for longer than `slice`. When
+/// the leader is cut off from the others, they elect another within a few heartbeats and the own node (on the
+/// majority's side) names it, while the statement would wait out the whole call timeout (3 s at 20 ms of latency,
+/// against a client's deadline of the same order): the wait ends then and the statement goes to the new leader.
+/// One connection, asked at most once per `slice` however many statements wait; a node that cannot be asked
+/// names nobody (the statements wait as before).
+final class LeaderWatch: Sendable {
+    /// How long a statement waits before the node is asked, and how long an answer stands.
+    static let slice = Duration.milliseconds(100)
+    let address: String
+    private let timeout: Duration
+    private let tls: ClusterTLS?
+    private let state = Mutex<State>(State())
+
+    private struct State {
+        var connection: WireConnection?
+        var leader: String?
+        var askedAt: ContinuousClock.Instant?
+    }
+
+    init(address: String, timeout: Duration, tls: ClusterTLS?) {
+        self.address = address
+        self.timeout = timeout
+        self.tls = tls
+    }
+
+    /// The leader the node names (nil: none, or the node did not answer), at most `slice` old.
+    func leader() -> String? {
+        state.withLock { state in
+            if let askedAt = state.askedAt, ContinuousClock.now - askedAt < Self.slice { return state.leader }
+            state.askedAt = .now
+            do throws(DqliteError) {
+                if state.connection?.isBroken ?? true { state.connection = try WireConnection(address: address, timeout: timeout, tls: tls) }
+                let named = try DqliteClient.askLeader(state.connection!).address
+                state.leader = named.isEmpty ? nil : named
+            } catch {
+                state.connection?.close()
+                state.connection = nil
+                state.leader = nil
+            }
+            return state.leader
+        }
     }
 }
 

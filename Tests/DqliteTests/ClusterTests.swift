@@ -1,5 +1,5 @@
 import Base
-import Dqlite
+@testable import Dqlite
 import Testing
 
 /// Real dqlite nodes (libdqlite's own threads) in this process, reached through the Swift client over loopback.
@@ -143,6 +143,37 @@ import Testing
         let session = try client.connect()
         defer { session.close() }
         #expect(try session.query("SELECT 1").rows == [[.integer(1)]])
+    }
+
+    /// A statement sent to a leader that went silent (a listener that never answers: a leader cut off, as a replica
+    /// on the majority's side sees it) stops waiting once this process's own node names another leader, rather than
+    /// waiting out the call timeout; the answer is unknown (the old leader may have acted on it). With the own node
+    /// naming the silent one, the statement waits as before.
+    @Test func aStatementOnASilentLeaderEndsWhenTheOwnNodeNamesAnother() throws {
+        let cluster = try TestCluster(size: 1)
+        defer { cluster.tearDown() }
+        let silent = try SilentListener()
+        defer { silent.close() }
+        var request = WireEncoder()
+        request.uint64(0)
+        func wait(watching node: String?, timeout: Duration) throws -> (Duration, DqliteError?) {
+            let connection = try WireConnection(address: silent.address, timeout: timeout)
+            defer { connection.close() }
+            connection.leaderWatch = node.map { LeaderWatch(address: $0, timeout: .seconds(1), tls: nil) }
+            let started = ContinuousClock.now
+            do {
+                _ = try DqliteSession.call(connection, request.message(type: WireType.leader), expecting: WireType.node, mayCommit: true)
+                return (ContinuousClock.now - started, nil)
+            } catch {
+                return (ContinuousClock.now - started, error)
+            }
+        }
+        let (watched, error) = try wait(watching: cluster.addresses[0], timeout: .seconds(10))
+        #expect(watched < .seconds(2), "waited \(watched) on a leader the own node no longer names")
+        #expect(error?.kind == .outcomeUnknown && error?.message.contains("names \(cluster.addresses[0]) the leader") == true, "\(String(describing: error))")
+        // A node that cannot be asked names nobody: the call's timeout stands.
+        let (unwatched, _) = try wait(watching: silent.address, timeout: .milliseconds(800))
+        #expect(unwatched >= .milliseconds(750), "gave up after \(unwatched) with nobody else named")
     }
 
     @Test func removedMembersStopCountingAndTheLastVoterStays() throws {

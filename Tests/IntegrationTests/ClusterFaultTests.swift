@@ -296,6 +296,96 @@ struct ClusterFaultTests {
         }
     }
 
+    /// Issue 38's harness: three writers, one per node, each pushing `AddSamples` with 3 s deadlines back to back; the
+    /// leader's node is cut off. The issue asks for at most 4 s; a write is acknowledged through the majority within
+    /// 2 s of the cut (`TestTime.scaled`): Raft's election (about half a second at 20 ms of latency), the statement's
+    /// wait noticing it (`LeaderWatch`) and a leader search. Before, a statement on a replica waited out its whole
+    /// call timeout (3 s) on the silent leader while its own node named the new one: 3.5 s here, 9–11 s in the issue.
+    /// Health alone, on the default stack of nodes (the cluster over mutual TLS).
+    @Test func aCutOffLeaderCostsTheMajorityItsElectionNotACallTimeout() async throws {
+        let network = Nodes.freeNetwork()
+        defer { Nodes.removeLeftovers(tag: network.tag) }
+        try await Stack.with(services: ["health"]) { stack in
+            func compose(_ arguments: String...) async throws -> (status: Int32, output: String) {
+                try await stack.compose(environment: network.environment, arguments)
+            }
+            let up = try await compose("up", "--nodes", "3")
+            try #require(up.status == 0, "compose up --nodes 3 failed: \(up.output)")
+            let port = try #require(stack.basePorts["health"])
+            let endpoints = (1...3).map { "\(network.subnet).\(10 + $0):\(port)" }
+            let members = (1...3).map { "\(network.subnet).\(10 + $0):\(port + 1000)" }
+            let cluster = try DqliteClient(
+                addresses: members, database: "health", callTimeout: .seconds(2), leaderWait: .seconds(15), tls: try stack.operatorClusterTLS())
+            let tokens = try await withClient(endpoints[0], tls: nil) { client in
+                let admin = CallOptions(metadata: ["authorization": "Bearer \(Stack.adminToken)"])
+                var tokens: [String] = []
+                for index in 0..<3 { tokens.append(try await client.createUser(.init(name: "writer\(index)"), options: admin).token) }
+                return tokens
+            }
+            let run = Run()
+            let writers = (0..<3).map { index in
+                Task {
+                    var sequence: Int64 = 0
+                    while !run.stop.load(ordering: .relaxed) {
+                        sequence += 1
+                        var sample = HealthV1.Sample()
+                        sample.uuid = UUID().uuidString.lowercased()
+                        sample.type = "stepCount"
+                        sample.value = Double(sequence)
+                        sample.startMs = 1_767_225_600_000 + sequence * 60_000
+                        sample.endMs = sample.startMs + 30_000
+                        sample.source = "writer \(index)"
+                        let operation = await Self.push([sample], through: endpoints[index], tls: nil, token: tokens[index], client: index, node: index + 1)
+                        run.history.withLock { $0.append(operation) }
+                        try? await Task.sleep(for: .milliseconds(20))
+                    }
+                }
+            }
+            func acknowledged(after instant: ContinuousClock.Instant, notThrough node: Int) -> ContinuousClock.Instant? {
+                run.history.withLock { $0.filter { $0.outcome == .ok && $0.started > instant && $0.node != node }.map(\.ended).min() }
+            }
+            // Warm: every writer has had writes acknowledged (each node's sessions on the leader pooled).
+            let warm = ContinuousClock.now
+            while ContinuousClock.now - warm < .seconds(30),
+                  Set(run.history.withLock { $0.filter { $0.outcome == .ok }.map(\.node) }).count < 3 {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            try await Task.sleep(for: .seconds(2))
+            let leader = try #require(try await offPool { try cluster.leader() }.flatMap { members.firstIndex(of: $0.address) }.map { $0 + 1 })
+            let partition = try await compose("node", "partition", "\(leader)")
+            #expect(partition.status == 0, "node partition: \(partition.output)")
+            let cut = ContinuousClock.now
+            while acknowledged(after: cut, notThrough: leader) == nil, ContinuousClock.now - cut < .seconds(30) {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try await Task.sleep(for: .seconds(1))
+            #expect(try await compose("node", "heal").status == 0)
+            run.stop.store(true, ordering: .relaxed)
+            for writer in writers { await writer.value }
+
+            let history = run.history.withLock { $0 }
+            let firstAck = acknowledged(after: cut, notThrough: leader).map { $0 - cut }
+            let acks = history.filter { $0.outcome == .ok }.map(\.ended).sorted()
+            let lastAckBefore = acks.last { $0 < cut }
+            let gap = zip(acks, acks.dropFirst()).map { $1 - $0 }.max() ?? .zero
+            let majority = history.filter { $0.node != leader && $0.started > cut && ($0.ended - cut) <= (firstAck ?? .seconds(30)) }
+            func seconds(_ duration: Duration?) -> String {
+                duration.map { String(format: "%.2f s", Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18) } ?? "never"
+            }
+            print("""
+                cut-off leader, 3 writers (AddSamples, 3 s deadlines), health on 3 nodes: node \(leader) cut off; first write \
+                acknowledged through another node \(seconds(firstAck)) after the cut; no write acknowledged anywhere for \
+                \(seconds(gap)) (the last before the cut \(seconds(lastAckBefore.map { cut - $0 })) before it); the majority's \
+                writers meanwhile: \(majority.map { "\($0.outcome) after \(seconds($0.ended - $0.started))" }.prefix(12).joined(separator: ", ")); \
+                \(history.filter { $0.outcome == .ok }.count) of \(history.count) writes acknowledged\
+                \(Set(history.filter { $0.outcome != .ok }.map(\.detail)).prefix(3).map { "\n  " + $0 }.joined())
+                """)
+            let bound = TestTime.scaled(.seconds(2))
+            #expect(firstAck.map { $0 <= bound } == true, "a write was acknowledged through the majority \(seconds(firstAck)) after the cut, over \(seconds(bound))")
+            #expect(try await compose("down").status == 0)
+        }
+    }
+
     /// A cluster port (the replica's port + 1000) past 65535 or on another service's port, or a latency that is not a
     /// number of milliseconds, is refused before anything is made.
     @Test func upRefusesClusterPortsAndLatenciesItCannotUse() async throws {

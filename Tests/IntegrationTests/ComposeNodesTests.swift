@@ -89,6 +89,33 @@ struct ComposeNodesTests {
         }
     }
 
+    /// `down` then `up --nodes 3` on the same data: each health member restarts from its Raft log and waits for a
+    /// quorum before its replica reports SERVING, so an `up` that waited for node 1's replica before starting node 2's
+    /// failed after its start timeout. The cluster comes back with what it held (the user made before `down` exists).
+    @Test func upAgainOnTheSameDataAfterDownBringsTheClusterBack() async throws {
+        let network = Nodes.freeNetwork()
+        defer { Nodes.removeLeftovers(tag: network.tag) }
+        try await Stack.with(services: ["health"]) { stack in
+            let environment = network.environment.merging(["MENAGERIE_START_TIMEOUT": "\(Int(TestTime.scale * 30))"]) { $1 }
+            func compose(_ arguments: String...) async throws -> (status: Int32, output: String) {
+                try await stack.compose(environment: environment, arguments)
+            }
+            let up = try await compose("up", "--nodes", "3")
+            try #require(up.status == 0, "compose up --nodes 3 failed: \(up.output)")
+            let created = try await stack.gateway(["health", "user", "create", "keeper"])
+            #expect(created.status == 0, "\(created.output)")
+            #expect(try await compose("down").status == 0)
+
+            let again = try await compose("up", "--nodes", "3")
+            #expect(again.status == 0, "compose up --nodes 3 on the cluster's data failed: \(again.output)")
+            let instances = try statusInstances(try await stack.gateway(["status", "--json"]).output)
+            #expect(instances.count == 3 && instances.allSatisfy { $0["health"] as? String == "SERVING" }, "\(instances)")
+            let twice = try await stack.gateway(["health", "user", "create", "keeper"])
+            #expect(twice.status != 0 && twice.output.contains("user \"keeper\" already exists"), "the user made before down is gone: \(twice.output)")
+            #expect(try await compose("down").status == 0)
+        }
+    }
+
     /// A placement the node count cannot hold is refused before anything is made, a bad count too, and an up
     /// whose network cannot be made leaves none of it behind.
     @Test func upRefusesPlacementsAndCountsItCannotHoldAndLeavesNothingWhenItFails() async throws {
