@@ -112,15 +112,11 @@ public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendab
         httpFace.routes = routes
     }
 
-    /// Answers of side-effect-free methods the Connect face sends again without running the handler, per
-    /// `answerCache(_:)`'s policy.
-    public var answerCache: ConnectAnswerCache? { httpFace.answerCache }
-
-    /// Keeps the answers of `policy`'s methods and sends them again to the same request on the same data (see
-    /// `AnswerCachePolicy`). Call before `listen`.
+    /// Keeps the answers of `policy`'s methods and routes (one cache for both) and sends them again to the same request
+    /// on the same data (see `AnswerCachePolicy`). Call before `listen`.
     public func cacheAnswers(_ policy: AnswerCachePolicy) {
         precondition(rpc == nil, "the answer cache is set before the server listens")
-        httpFace.answerCache = ConnectAnswerCache(policy: policy)
+        httpFace.answerCache = AnswerCache(policy: policy)
     }
 
     /// The certificates of TLS connections, when served (`serveTLS`); the server then serves TLS only.

@@ -325,6 +325,9 @@ extension RpcV1 {
         public var latencyP99Ms: Double = 0
         /// How many of `calls` ended with each status code, OK included; codes with no call are left out.
         public var byStatus: [RpcV1.StatusCount] = []
+        /// How many of `calls` were answered OK from the server's answer cache (the bytes sent before for the same
+        /// request on the same data), without running the handler.
+        public var kept: UInt64 = 0
 
         /// A message with every field at its default.
         public init() {}
@@ -336,7 +339,8 @@ extension RpcV1 {
             errors: UInt64 = 0,
             latencyP50Ms: Double = 0,
             latencyP99Ms: Double = 0,
-            byStatus: [RpcV1.StatusCount] = []
+            byStatus: [RpcV1.StatusCount] = [],
+            kept: UInt64 = 0
         ) {
             self.path = path
             self.calls = calls
@@ -344,6 +348,7 @@ extension RpcV1 {
             self.latencyP50Ms = latencyP50Ms
             self.latencyP99Ms = latencyP99Ms
             self.byStatus = byStatus
+            self.kept = kept
         }
     }
 
@@ -812,6 +817,7 @@ extension RpcV1.MethodStats: ProtoMessage, ProtobufCBridged {
         latencyP50Ms = reader.value(4)
         latencyP99Ms = reader.value(5)
         byStatus = reader.repeated(6)
+        kept = reader.value(7)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -821,6 +827,7 @@ extension RpcV1.MethodStats: ProtoMessage, ProtobufCBridged {
         writer.set(4, latencyP50Ms)
         writer.set(5, latencyP99Ms)
         writer.set(6, byStatus)
+        writer.set(7, kept)
     }
 }
 
@@ -1233,6 +1240,7 @@ extension RpcV1.MethodStats: ProtoJSONMessage {
         ProtoJSONField(number: 4, protoName: "latency_p50_ms", jsonName: "latencyP50Ms", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 5, protoName: "latency_p99_ms", jsonName: "latencyP99Ms", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 6, protoName: "by_status", jsonName: "byStatus", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 7, protoName: "kept", jsonName: "kept", kind: .uint64, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -1243,6 +1251,7 @@ extension RpcV1.MethodStats: ProtoJSONMessage {
         json.value(3, self.latencyP50Ms)
         json.value(4, self.latencyP99Ms)
         json.repeated(5, self.byStatus)
+        json.value(6, self.kept)
         return json.result
     }
 
@@ -1255,6 +1264,7 @@ extension RpcV1.MethodStats: ProtoJSONMessage {
         try json.value(3, into: &self.latencyP50Ms)
         try json.value(4, into: &self.latencyP99Ms)
         try json.repeated(5, into: &self.byStatus)
+        try json.value(6, into: &self.kept)
     }
 }
 
