@@ -73,13 +73,15 @@ public final class AnswerCache: Sendable {
     }
 
     /// Keeps `answer`, made from the data at `version` (as `lookup` gave it before the call ran), unless the
-    /// version moved on meanwhile: an answer made from older data is never kept under a newer version. Called where
-    /// the answer is made (a worker): when a recheck fell due while it was made, the policy's check is made here, so a
-    /// slow answer (the whole catalogue) is kept all the same.
-    package func keep(_ answer: HTTPResponse, for key: Key, madeAt version: Int64) {
+    /// version moved on meanwhile: an answer made from older data is never kept under a newer version. `checking`:
+    /// when a recheck fell due while the answer was made, the policy's check is made here, so a slow answer (the whole
+    /// catalogue) is kept all the same — only where blocking is fine (a route's worker, holding no lock), as the check
+    /// may read storage.
+    package func keep(_ answer: HTTPResponse, for key: Key, madeAt version: Int64, checking: Bool = false) {
         let size = answer.body.count + key.request.count + 256
         guard answer.status == 200, size <= largestKept else { return }
-        guard (policy.version() ?? (try? policy.checkedVersion?()) ?? nil) == version else { return }
+        let current = policy.version() ?? (checking ? (try? policy.checkedVersion?()) ?? nil : nil)
+        guard current == version else { return }
         state.withLock { state in
             guard state.version == version, state.answers[key] == nil else { return }
             if state.bytes + size > policy.maxBytes { state = State(version: version) }

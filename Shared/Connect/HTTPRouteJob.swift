@@ -101,7 +101,7 @@ package final class HTTPRouteJob<Stream: ByteStream>: WorkerJob, @unchecked Send
             version = checked
         }
         let answer = try await route.handler(request)
-        if let version { kept.cache.keep(answer, for: kept.key, madeAt: version) }
+        if let version { kept.cache.keep(answer, for: kept.key, madeAt: version, checking: true) }
         return answer
     }
 
