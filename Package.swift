@@ -303,7 +303,7 @@ let package = Package(
         // Its web page (Service/Web) is a resource of ZooService (Menagerie_ZooService.resources), served at `/`.
         + service(
             "Zoo", executable: "zoo", imports: ["Jobs"], service: ["HTTP"], coreTests: ["Dqlite"],
-            serviceTests: ["WorkLane", "RPCWire", "HTTP", "Storage"],
+            serviceTests: ["WorkLane", "RPCWire", "HTTP", "Storage", "Transport"],
             coreResources: [.copy("SampleData")], serviceResources: [.copy("Web")])
         + service(
             "OCR", executable: "ocr", imports: ["Jobs"],

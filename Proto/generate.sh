@@ -27,7 +27,8 @@
 # extensions outside the options file (and options it does not know), an rpc without an access level, enum
 # aliases, files without a package, type names the generated Swift reserves (String, ...), a proto file
 # modules.conf does not place.
-# Strings travel as C strings through protobuf-c: text after an embedded NUL is dropped.
+# Strings travel as C strings through protobuf-c: text after an embedded NUL would be dropped, so decoding refuses
+# such a string and `serialize(refusingNUL:)` (the server's answers, the client's requests) refuses to encode one.
 #
 # Needs protoc, protoc-c (Debian: protobuf-compiler protobuf-c-compiler) and swift. SwiftPM loads the
 # whole package to build schema-gen, so the generated files must exist (git checkout them if deleted), or

@@ -293,7 +293,7 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
             call = try ConnectProtocol.Call(request, method: method)
             // Kept answers are found by the request as it came; a compressed one (rare for reads) is not looked up.
             if let cache = face.answerCache, cache.covers(path), method?.info.sideEffectFree == true, call.compression == .identity {
-                let key = ConnectAnswerCache.Key(
+                let key = AnswerCache.Key(
                     method: path, json: call.encoding == .json, gzip: call.acceptsGzip, get: call.isGET, request: call.payload)
                 let (answer, version) = cache.lookup(key)
                 if let answer, answerFromCache(answer, call, path: path, request: request, keepAlive: keepAlive, origin: origin) { return }
@@ -318,7 +318,7 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
         _ = calls.open(id, head, clientStreams: false, payload: call.payload, decoder: decoder)
     }
 
-    /// Sends an answer kept for this very request (`ConnectAnswerCache`) at once, on the loop: no task, no handler,
+    /// Sends an answer kept for this very request (`AnswerCache`) at once, on the loop: no task, no handler,
     /// no transcoding. The call still passes the server's guard first — false when it does not, and the call then
     /// opens as any other to be refused there — and counts in its method's stats.
     private func answerFromCache(
@@ -331,19 +331,44 @@ package final class ConnectServerConnection<Stream: ByteStream, Calls: Connectio
         let exchange = ConnectExchange(
             encoding: call.encoding, origin: origin, keepAlive: keepAlive, cacheable: call.isGET, ifNoneMatch: request.headers["if-none-match"])
         stream.send(exchange.answer(ok: answer), closing: !keepAlive)
-        host.rpcServer.countAnswered(path, since: arrived)
+        host.rpcServer.countKept(path, since: arrived)
         busy = false
         if !keepAlive { close("the client asked to close") }
         return true
     }
 
     /// Runs a plain HTTP route as a call of its binding (`HTTPRouteJob`) on the workers, in this connection's queue as
-    /// its calls are, and writes its answer; counted in flight, so a draining server waits for it.
+    /// its calls are, and writes its answer; counted in flight, so a draining server waits for it. A route the answer
+    /// cache covers is answered here at once from its kept bytes when it has them and the guard admits the caller,
+    /// as a Connect call is.
     private func serve(_ route: HTTPRoutes.Route, _ request: HTTPRequest, keepAlive: Bool, origin: String?) {
+        let bound = face.bindings[route.id]
+        var kept: HTTPRouteJob<Stream>.Kept?
+        if let cache = face.answerCache, cache.covers(bound.name) {
+            let key = AnswerCache.Key(route: bound.name, request)
+            let (answer, version) = cache.lookup(key)
+            if let answer, answerFromCache(answer, bound, request, keepAlive: keepAlive, origin: origin) { return }
+            kept = HTTPRouteJob.Kept(cache: cache, key: key, version: version)
+        }
         let job = HTTPRouteJob(
-            route: route, bound: face.bindings[route.id], request: request, stream: stream, exchanges: exchanges,
-            keepAlive: keepAlive, origin: origin, routes: face.routes!, rpc: host.rpcServer) { [calls] in calls.jobEnded() }
+            route: route, bound: bound, request: request, stream: stream, exchanges: exchanges, keepAlive: keepAlive,
+            origin: origin, routes: face.routes!, rpc: host.rpcServer, kept: kept) { [calls] in calls.jobEnded() }
         calls.run(job)
+    }
+
+    /// Sends a route's kept answer at once, on the loop, as `HTTPRouteJob` would send it (a 304 for its tag, its head
+    /// alone to a HEAD); false when the guard does not admit the caller or the request's deadline cannot be read
+    /// (the route then runs, to be refused or failed where calls are).
+    private func answerFromCache(_ answer: HTTPResponse, _ bound: BoundRoute, _ request: HTTPRequest, keepAlive: Bool, origin: String?) -> Bool {
+        let arrived = ContinuousClock.now
+        let deadline: ContinuousClock.Instant?
+        do { deadline = try ConnectProtocol.deadline(request.headers["connect-timeout-ms"]) } catch { return false }
+        let head = CallHead(
+            method: bound.guardedAs, metadata: ConnectProtocol.Call.metadata(request.headers), deadline: deadline, peer: stream.peer)
+        guard host.rpcServer.admits(bound, head) else { return false }
+        host.rpcServer.countKept(bound, since: arrived)
+        answerAtOnce(HTTPRouteJob<Stream>.answer(answer, to: request), keepAlive: keepAlive, origin: origin, headOnly: request.method == "HEAD")
+        return true
     }
 
     /// Answers without a call (preflight, a request no call could be made of).

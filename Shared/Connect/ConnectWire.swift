@@ -102,10 +102,10 @@ package final class ConnectExchanges: @unchecked Sendable {
 
 /// How one request wants its answer.
 package struct ConnectExchange: Sendable {
-    /// Where a call's answer goes to be sent again (`ConnectAnswerCache`).
+    /// Where a call's answer goes to be sent again (`AnswerCache`).
     package struct Kept: Sendable {
-        let cache: ConnectAnswerCache
-        let key: ConnectAnswerCache.Key
+        let cache: AnswerCache
+        let key: AnswerCache.Key
         let version: Int64
     }
 

@@ -7,9 +7,9 @@ package struct HTTPFace {
     package var routes: HTTPRoutes?
     /// `routes`' bindings, by `HTTPRoutes.Route.id`.
     package var bindings: [BoundRoute] = []
-    package var answerCache: ConnectAnswerCache?
+    package var answerCache: AnswerCache?
 
-    package init(routes: HTTPRoutes? = nil, bindings: [BoundRoute] = [], answerCache: ConnectAnswerCache? = nil) {
+    package init(routes: HTTPRoutes? = nil, bindings: [BoundRoute] = [], answerCache: AnswerCache? = nil) {
         self.routes = routes
         self.bindings = bindings
         self.answerCache = answerCache

@@ -181,6 +181,21 @@ public struct CachedBody: Sendable {
         gzipped = body.count >= Self.compressionThreshold ? Gzip.compress(body) : nil
     }
 
+    /// `body` as `request` gets it, made once for it: tagged, 304 when its `If-None-Match` matches, gzipped when
+    /// it accepts gzip (a server's answer cache keeps the answer per way of asking).
+    public static func response(_ body: [UInt8], contentType: String, to request: HTTPRequest) -> HTTPResponse {
+        let entityTag = EntityTag.strong(body)
+        var headers: HTTPHeaders = ["Content-Type": contentType, "ETag": entityTag, "Cache-Control": "no-cache", "Vary": "Accept-Encoding"]
+        if let ifNoneMatch = request.headers["if-none-match"], EntityTag.matches(ifNoneMatch, entityTag) {
+            return HTTPResponse(status: 304, headers: headers)
+        }
+        if body.count >= compressionThreshold, request.acceptsGzip {
+            headers.add("Content-Encoding", "gzip")
+            return HTTPResponse(status: 200, headers: headers, body: Gzip.compress(body))
+        }
+        return HTTPResponse(status: 200, headers: headers, body: body)
+    }
+
     /// The answer to `request`: 304 when its `If-None-Match` matches, gzip when it accepts it;
     /// `cacheControl` as given (revalidate by default: the data change when an import lands).
     public func response(to request: HTTPRequest, status: Int = 200, cacheControl: String = "no-cache") -> HTTPResponse {

@@ -34,6 +34,29 @@ extension RPCServer {
         return BoundRoute(name: name, guardedAs: guardedAs, method: method, stats: stats.counters(for: name))
     }
 
+    /// Whether the server's guard admits a call of `route` with `head` (its metadata and peer): what a face asks before
+    /// it answers the route itself from kept bytes (`AnswerCachePolicy`). A refused call runs as any other, to be
+    /// refused, counted and logged by `serve`.
+    package func admits(_ route: BoundRoute, _ head: CallHead) -> Bool {
+        guard let callGuard else { return true }
+        var head = head
+        head.method = route.guardedAs
+        do {
+            _ = try callGuard.admit(head, to: route.method)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Counts a call of `route` that its face answered OK itself from kept bytes, as `serve` would count it, and as kept.
+    package func countKept(_ route: BoundRoute, since arrived: ContinuousClock.Instant) {
+        route.stats.recordKept(duration: .now - arrived)
+    }
+
+    /// Counts as kept a call of `route` answered from kept bytes inside `serve` (which counts the call).
+    package func countKept(_ route: BoundRoute) { route.stats.countKept() }
+
     /// Runs one call of a bound route through the pipeline every call takes: refused if its deadline passed,
     /// admitted by the server's guard (as `route.guardedAs`, with `head`'s metadata and peer), then `handler`
     /// with the caller, cut off DEADLINE_EXCEEDED when `head.deadline` passes first; its status counted under

@@ -61,7 +61,7 @@ struct BuiltinServices: RPCService {
                         latencyP50Ms: figures.p50Milliseconds, latencyP99Ms: figures.p99Milliseconds,
                         byStatus: figures.byStatus.enumerated().filter { $0.element > 0 }.map {
                             RpcV1.StatusCount(code: UInt32($0.offset), calls: $0.element)
-                        })
+                        }, kept: figures.kept)
                 },
                 openConnections: connections.open, totalConnections: connections.total,
                 rejectedConnections: connections.rejected, uptimeSeconds: state.uptimeSeconds,

@@ -105,7 +105,7 @@ public struct ResponseWriter<Response: ProtoMessage>: Sendable {
     /// the next large message waits for room, then fails the call with RESOURCE_EXHAUSTED, instead
     /// of taking the process past its budget.
     public func send(_ response: consuming Response) async throws {
-        let bytes = response.serializedBytes()
+        let bytes = try response.serializedBytesRefusingNUL()
         _ = consume response
         guard bytes.count >= MemoryBudget.largeFrame else { return try await sink.send(bytes) }
         try await deliver(bytes, holding: 0, of: MemoryBudget.process)
@@ -128,7 +128,7 @@ public struct ResponseWriter<Response: ProtoMessage>: Sendable {
     /// from which a stream can reckon its next page's room.
     @discardableResult
     public func send(_ response: consuming Response, in room: AnswerRoom) async throws -> Int {
-        let bytes = response.serializedBytes()
+        let bytes = try response.serializedBytesRefusingNUL()
         _ = consume response
         let count = bytes.count
         try await deliver(bytes, holding: room.take(), of: room.budget)

@@ -42,6 +42,17 @@ public final class RPCClient: Sendable {
         unhealthyUntil = Mutex(Array(repeating: nil, count: transports.count))
     }
 
+    /// `request`'s bytes, or INVALID_ARGUMENT for a string holding a NUL, which protobuf-c would cut there: the
+    /// server would answer a request the caller did not make (a search for `le` for `le\0v`).
+    @inlinable
+    static func encode<Request: ProtoMessage>(_ request: Request, for method: String) throws(RPCError) -> [UInt8] {
+        do {
+            return try request.serializedBytesRefusingNUL()
+        } catch {
+            throw RPCError(.invalidArgument, "the request to \(method) cannot be sent: \(error.reason)")
+        }
+    }
+
     /// Makes a unary call.
     ///
     /// Inlinable so that encoding and decoding are specialized where the message types are known; the
@@ -52,7 +63,7 @@ public final class RPCClient: Sendable {
     ) async throws -> Response {
         let bytes = try await unary(
             path: method.path, idempotent: options.idempotent ?? method.idempotent, needsToken: method.access.needsToken,
-            request: request.serializedBytes(), options: options)
+            request: try Self.encode(request, for: method.path), options: options)
         do {
             return try Response(serializedBytes: bytes)
         } catch {

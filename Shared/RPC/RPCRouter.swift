@@ -38,7 +38,8 @@ public struct RPCRouter: Sendable {
     ) {
         add(method, .single { bytes, context, _ in
             let request = try Self.decode(Request.self, bytes, method.path)
-            return try await handler(request, context).serializedBytes()
+            // A response whose text holds a NUL fails the call (INTERNAL, logged) rather than answer it cut short.
+            return try await handler(request, context).serializedBytesRefusingNUL()
         })
     }
 
@@ -61,7 +62,7 @@ public struct RPCRouter: Sendable {
         _ handler: @escaping @Sendable (RequestStream<Request>, ServerContext) async throws -> Response
     ) {
         add(method, .streaming { inbox, context, _ in
-            try await handler(RequestStream(inbox: inbox, method: method.path), context).serializedBytes()
+            try await handler(RequestStream(inbox: inbox, method: method.path), context).serializedBytesRefusingNUL()
         })
     }
 

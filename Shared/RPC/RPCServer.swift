@@ -82,9 +82,10 @@ public final class RPCServer: Sendable {
         route.isBuiltin ? nil : try callGuard?.admit(head, to: route.info)
     }
 
-    /// Counts a call of `method` that its transport answered OK itself (from kept bytes), as its handler's would be.
-    package func countAnswered(_ method: String, since arrived: ContinuousClock.Instant) {
-        routes[method]?.stats.record(duration: .now - arrived, code: .ok)
+    /// Counts a call of `method` that its transport answered OK itself (from kept bytes), as its handler's would be,
+    /// and as kept.
+    package func countKept(_ method: String, since arrived: ContinuousClock.Instant) {
+        routes[method]?.stats.recordKept(duration: .now - arrived)
     }
 
     /// Serves one call to completion; finishes `sink` (whose first `finish` counts) and never throws.

@@ -13,6 +13,8 @@ public final class ServerStats: Sendable {
         public var p99Milliseconds: Double
         /// Calls answered with each status code (index: the code), OK included.
         public var byStatus: [UInt64]
+        /// Of `calls`, those answered from the answer cache (`AnswerCachePolicy`) without their handler.
+        public var kept: UInt64 = 0
     }
 
     /// Where calls to methods this server does not offer are counted: one entry, so that clients
@@ -80,7 +82,7 @@ public final class ServerStats: Sendable {
                 path: path, calls: counters.calls, errors: counters.errors,
                 p50Milliseconds: counters.latency.percentile(0.50) / 1000,
                 p99Milliseconds: counters.latency.percentile(0.99) / 1000,
-                byStatus: counters.byStatus)
+                byStatus: counters.byStatus, kept: counters.kept)
         }.sorted { $0.path < $1.path }
     }
 }
@@ -100,6 +102,18 @@ public final class MethodStats: Sendable {
         state.withLock { $0.record(micros: micros, code: code) }
     }
 
+    /// Records one call answered OK from the answer cache: a call as any other, and one `kept`.
+    public func recordKept(duration: Duration) {
+        let micros = Int64(clamping: duration.wholeMicroseconds)
+        state.withLock { counters in
+            counters.record(micros: micros, code: .ok)
+            counters.kept += 1
+        }
+    }
+
+    /// Counts as kept a call whose answer came from the answer cache and that is recorded as a call where it ends.
+    public func countKept() { state.withLock { $0.kept += 1 } }
+
     fileprivate var counters: MethodCounters { state.withLock { $0 } }
 }
 
@@ -114,6 +128,7 @@ private struct MethodCounters {
     var errors: UInt64 = 0
     /// By status code 0-16; codes outside gRPC's range count as UNKNOWN (2).
     var byStatus = [UInt64](repeating: 0, count: 17)
+    var kept: UInt64 = 0
     var latency = LatencyHistogram()
 
     mutating func record(micros: Int64, code: StatusCode) {

@@ -13,7 +13,7 @@ internal import Glibc
         var nextChunkSize: Int
         /// Heap chunks, linked through their first word.
         var chunks: UnsafeMutableRawPointer?
-        /// A string read from this (decoding) arena had a NUL before its end.
+        /// A string read from (decoding) or copied into (encoding) this arena had a NUL before its end.
         var sawEmbeddedNUL = false
     }
 
@@ -62,12 +62,16 @@ internal import Glibc
         return chunk
     }
 
-    /// A NUL-terminated copy of `string`, for protobuf-c's `char *` strings.
+    /// A NUL-terminated copy of `string`, for protobuf-c's `char *` strings. A NUL inside `string` would end the C
+    /// string there (`a\0b` packed as `a`): it is noted (`sawEmbeddedNUL`), for the encode to refuse the message.
     func cString(_ string: String) -> UnsafeMutablePointer<CChar> {
         var string = string
         return string.withUTF8 { utf8 in
             let pointer = allocate(utf8.count + 1)
-            if let base = utf8.baseAddress { pointer.copyMemory(from: base, byteCount: utf8.count) }
+            if let base = utf8.baseAddress {
+                pointer.copyMemory(from: base, byteCount: utf8.count)
+                if memchr(base, 0, utf8.count) != nil { state.pointee.sawEmbeddedNUL = true }
+            }
             pointer.storeBytes(of: 0, toByteOffset: utf8.count, as: UInt8.self)
             return pointer.bindMemory(to: CChar.self, capacity: utf8.count + 1)
         }

@@ -8,7 +8,13 @@ public protocol ProtoMessage: Sendable, Equatable {
     init(serializedBytes: UnsafeRawBufferPointer) throws
     /// Encodes through protobuf-c straight into memory the caller provides: `destination` gets the
     /// encoded size and calls `pack` with exactly that many writable bytes.
+    /// A string holding a NUL is cut there (protobuf-c's strings are C strings): where the message may hold text
+    /// from elsewhere, use `serialize(refusingNUL:)`.
     func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void)
+    /// `serialize(into:)`, refusing a message with a string that holds a NUL (a `SchemaError`, `destination` not
+    /// called) rather than sending `a` for `a\0b`: what the server's answers and the client's requests use, so
+    /// encoding never changes text silently, as decoding does not.
+    func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError)
 }
 
 extension ProtoMessage {
@@ -20,12 +26,24 @@ extension ProtoMessage {
     /// Encodes through protobuf-c.
     public func serializedBytes() -> [UInt8] {
         var bytes: [UInt8] = []
-        serialize { byteCount, pack in
+        serialize(into: { byteCount, pack in
             bytes = [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, initialized in
                 pack(UnsafeMutableRawBufferPointer(buffer))
                 initialized = byteCount
             }
-        }
+        })
+        return bytes
+    }
+
+    /// Encodes through protobuf-c; throws a `SchemaError` rather than cut a string at a NUL inside it.
+    public func serializedBytesRefusingNUL() throws(SchemaError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        try serialize(refusingNUL: { byteCount, pack in
+            bytes = [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, initialized in
+                pack(UnsafeMutableRawBufferPointer(buffer))
+                initialized = byteCount
+            }
+        })
         return bytes
     }
 }
@@ -44,15 +62,18 @@ public struct SchemaError: Error, CustomStringConvertible, Equatable {
     public let byteCount: Int
     /// Why, when more is known than that protobuf-c refused it.
     public var reason = "malformed or truncated protobuf"
+    /// The message could not be encoded (`byteCount` is then 0), rather than decoded.
+    public var encoding = false
 
-    public init(messageName: String, byteCount: Int, reason: String = "malformed or truncated protobuf") {
+    public init(messageName: String, byteCount: Int, reason: String = "malformed or truncated protobuf", encoding: Bool = false) {
         self.messageName = messageName
         self.byteCount = byteCount
         self.reason = reason
+        self.encoding = encoding
     }
 
     public var description: String {
-        "cannot decode \(messageName) from \(byteCount) bytes: \(reason)"
+        encoding ? "cannot encode \(messageName): \(reason)" : "cannot decode \(messageName) from \(byteCount) bytes: \(reason)"
     }
 }
 

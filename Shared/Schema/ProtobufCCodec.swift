@@ -22,10 +22,34 @@ internal import CProtobufC
     @inlinable package static func encode<Message: ProtobufCBridged>(
         _ message: Message, into destination: (Int, (UnsafeMutableRawBufferPointer) -> Void) -> Void
     ) {
+        _ = encode(message, refusingNUL: false, into: destination)
+    }
+
+    /// `encode`, refusing a message with a string holding a NUL (protobuf-c's `char *` would end it there, and the
+    /// receiver would read `a` for `a\0b`): `destination` is not called and the error says which message.
+    @inlinable package static func encodeRefusingNUL<Message: ProtobufCBridged>(
+        _ message: Message, into destination: (Int, (UnsafeMutableRawBufferPointer) -> Void) -> Void
+    ) throws(SchemaError) {
+        guard encode(message, refusingNUL: true, into: destination) else {
+            throw SchemaError(
+                messageName: Message.protoName, byteCount: 0,
+                reason: "a string field contains a NUL character, which the encoding would cut there", encoding: true)
+        }
+    }
+
+    /// Builds and packs `message`; false (nothing packed) when `refusingNUL` and a string held a NUL.
+    @inlinable package static func encode<Message: ProtobufCBridged>(
+        _ message: Message, refusingNUL: Bool, into destination: (Int, (UnsafeMutableRawBufferPointer) -> Void) -> Void
+    ) -> Bool {
+        var packed = true
         withArena { arena in
             let schema = Message.protoSchema
             let cMessage = ProtoWriter.newMessage(schema, in: arena)
             message.write(to: ProtoWriter(message: cMessage, schema: schema, arena: arena))
+            if refusingNUL, sawEmbeddedNUL(arena) {
+                packed = false
+                return
+            }
             let size = packedSize(cMessage)
             destination(size) { buffer in
                 precondition(buffer.count == size, "protobuf-c needs \(size) bytes, got \(buffer.count)")
@@ -33,6 +57,7 @@ internal import CProtobufC
                 pack(cMessage, into: buffer)
             }
         }
+        return packed
     }
 
     /// `protobuf_c_message_unpack`s the bytes into an arena and reads the C message into Swift values.

@@ -70,22 +70,40 @@ public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendab
     public let budget: MemoryBudget
     /// What every connection's calls share (the server core): the workers, calls in flight, uploads, draining.
     let core: CallServer
-    /// Uploads open now, over all connections.
-    public var uploadsInProgress: Int { core.uploadsOpen.load(ordering: .relaxed) }
-    /// Calls being served or queued right now, over all connections.
-    public var callsInFlight: Int { core.inFlight.load(ordering: .relaxed) }
-    /// Connections told why they are closed and waiting for that to be written (acceptor loop's
-    /// thread and connections: every one with one loop; for tests).
-    var connectionsFailing: Int { loops[0].connections.values.filter(\.isFailing).count }
-    /// Connections being served (as `connectionsFailing`).
-    var connectionsOpen: Int { loops[0].connections.count }
-    /// Answer bytes queued and not yet written (as `connectionsFailing`).
-    var pendingAnswerBytes: Int { loops[0].connections.values.reduce(0) { $0 + $1.socket.unwrittenBytes } }
-    /// Connections counted against the limits now, over every loop (for tests).
-    var connectionsCounted: Int { counted.withLock { $0.all } }
-    /// Connections being served on each loop, each counted on its own loop's thread (call off the
-    /// loops; for tests).
-    var connectionsPerLoop: [Int] { loops.map { serving in serving.loop.submit { serving.connections.count } } }
+
+    /// What the server holds now, loop by loop: what an operator (or a test) reads of its connections to see the
+    /// limits, the spreading over the loops and the answers waiting for slow readers at work. Each loop's part is
+    /// read on its own thread, so it is consistent per loop, not across loops.
+    public struct Figures: Sendable, Equatable {
+        /// Connections being served on each loop (the acceptor first), closing ones included until they are gone.
+        public var connectionsPerLoop: [Int]
+        /// Of those, connections told why they are closed and waiting for that to be written.
+        public var connectionsFailing: Int
+        /// Connections counted against the limits (`maxConnections`, per client): a closing one no longer counts.
+        public var connectionsCounted: Int
+        /// Answer bytes queued on the connections and not yet written.
+        public var unwrittenAnswerBytes: Int
+        /// Calls being served or queued, and uploads open, over all connections.
+        public var callsInFlight: Int
+        public var uploadsInProgress: Int
+
+        /// Connections being served, over every loop.
+        public var connectionsOpen: Int { connectionsPerLoop.reduce(0, +) }
+    }
+
+    /// The server's figures now. Call off its loops (it waits for each loop to read its part).
+    public func figures() -> Figures {
+        let perLoop = loops.map { serving in
+            serving.loop.submit {
+                (open: serving.connections.count, failing: serving.connections.values.filter(\.isFailing).count,
+                 unwritten: serving.connections.values.reduce(0) { $0 + $1.socket.unwrittenBytes })
+            }
+        }
+        return Figures(
+            connectionsPerLoop: perLoop.map(\.open), connectionsFailing: perLoop.reduce(0) { $0 + $1.failing },
+            connectionsCounted: counted.withLock { $0.all }, unwrittenAnswerBytes: perLoop.reduce(0) { $0 + $1.unwritten },
+            callsInFlight: core.inFlight.load(ordering: .relaxed), uploadsInProgress: core.uploadsOpen.load(ordering: .relaxed))
+    }
 
     /// A server for `host:port` (port 0: any free one) that listens once given an `RPCServer`
     /// (`rpc.serve(over:)`).
@@ -112,15 +130,11 @@ public final class TCPServer: ServerTransport, ConnectionHost, @unchecked Sendab
         httpFace.routes = routes
     }
 
-    /// Answers of side-effect-free methods the Connect face sends again without running the handler, per
-    /// `answerCache(_:)`'s policy.
-    public var answerCache: ConnectAnswerCache? { httpFace.answerCache }
-
-    /// Keeps the answers of `policy`'s methods and sends them again to the same request on the same data (see
-    /// `AnswerCachePolicy`). Call before `listen`.
+    /// Keeps the answers of `policy`'s methods and routes (one cache for both) and sends them again to the same request
+    /// on the same data (see `AnswerCachePolicy`). Call before `listen`.
     public func cacheAnswers(_ policy: AnswerCachePolicy) {
         precondition(rpc == nil, "the answer cache is set before the server listens")
-        httpFace.answerCache = ConnectAnswerCache(policy: policy)
+        httpFace.answerCache = AnswerCache(policy: policy)
     }
 
     /// The certificates of TLS connections, when served (`serveTLS`); the server then serves TLS only.

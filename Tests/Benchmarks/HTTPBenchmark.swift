@@ -8,10 +8,11 @@ import ZooCore
 /// Accept-Encoding), one thread pinned to core 0, the servers pinned to core 1 (on a machine with two or
 /// more cores), each server with one process: one event loop against one uvicorn worker and one nginx worker.
 ///
-/// What each sends: the zoo builds `/api/animals` once per data version and writes the cached bytes from where they
-/// lie (a vectored write, no copy); it answers `SearchAnimals` from the answer it kept for the same request on the
-/// same data generation (`AnswerCachePolicy`: on the loop, no task, no search, no transcoding; the first request of
-/// each 50 ms recheck runs the search again). FastAPI and nginx send bytes made once, before the run.
+/// What each sends: the zoo answers `GET /api/animals` and `SearchAnimals` from the answers its one answer cache kept
+/// for the same request on the same data generation (`AnswerCache`, `ZooHTTP.answerCache`: on the loop, after the
+/// guard, no task, no search, no transcoding), the kept bytes written from where they lie (a vectored write, no copy);
+/// the first request of each 50 ms recheck goes to a worker, which answers the route from the cache after the check
+/// (the catalogue is built once per data version) and runs the search again. FastAPI and nginx send bytes made once, before the run.
 struct HTTPBenchmark {
     let secondsPerRun: Double
     let connectionCounts: [Int]

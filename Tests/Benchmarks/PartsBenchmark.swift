@@ -52,7 +52,7 @@ struct PartsBenchmark {
             return time(iterations) { _ = bytes.withUnsafeBytes { try? FrameEnvelope.decode($0) } }
         }
         func encodeByProtobufC(_ frame: RpcV1.Frame) -> Double {
-            time(iterations) { frame.serialize { count, pack in pack(UnsafeMutableRawBufferPointer(rebasing: outbox[0..<count])) } }
+            time(iterations) { frame.serialize(into: { count, pack in pack(UnsafeMutableRawBufferPointer(rebasing: outbox[0..<count])) }) }
         }
         func decodeByProtobufC(_ frame: RpcV1.Frame) -> Double {
             let bytes = frame.serializedBytes()

@@ -146,8 +146,8 @@ public final class CountingStream: RPCService {
 public func expectNoCallsLeft(_ harness: Harness, sourceLocation: SourceLocation = #_sourceLocation) async throws {
     guard let tcp = harness.tcp else { return }
     let giveUp = ContinuousClock.now + .seconds(5)
-    while tcp.callsInFlight > 0, ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(10)) }
-    #expect(tcp.callsInFlight == 0, sourceLocation: sourceLocation)
+    while tcp.figures().callsInFlight > 0, ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(10)) }
+    #expect(tcp.figures().callsInFlight == 0, sourceLocation: sourceLocation)
 }
 
 /// A client-streaming Collect whose handler never reads its requests (until cancelled), and an ordinary Echo.

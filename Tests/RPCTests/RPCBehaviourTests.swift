@@ -141,8 +141,8 @@ import Transport
             #expect(try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1])).payload == [1])
             if let tcp = harness.tcp {
                 let giveUp = ContinuousClock.now + .seconds(5)
-                while tcp.callsInFlight > 0, ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(10)) }
-                #expect(tcp.callsInFlight == 0)
+                while tcp.figures().callsInFlight > 0, ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(10)) }
+                #expect(tcp.figures().callsInFlight == 0)
             }
         }
     }

@@ -197,7 +197,7 @@ import Testing
             socket.write((1...30).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: Array("busy".utf8)), id: UInt64($0)) })
             try await waitUntil { service.started.load(ordering: .relaxed) >= 1 }
             socket.finishWriting()
-            try await waitUntil { harness.tcp!.callsInFlight == 0 }
+            try await waitUntil { harness.tcp!.figures().callsInFlight == 0 }
             try await Task.sleep(for: .milliseconds(100))
             // The one running when the client left (and perhaps the next, taken meanwhile), not the 28 others.
             let started = service.started.load(ordering: .relaxed)
@@ -219,7 +219,7 @@ import Testing
                 let frames = try await framesUntilClosed(socket)
                 #expect(frames.count == 1 && frames.first?.callID == 0)
             }
-            try await waitUntil { harness.tcp!.callsInFlight == 0 }
+            try await waitUntil { harness.tcp!.figures().callsInFlight == 0 }
             let started = service.started.load(ordering: .relaxed)
             #expect(started == 0, "\(started) calls ran for connections closed by the same read that brought them")
         }
@@ -242,7 +242,7 @@ import Testing
             }
             try await waitUntil { service.spinsStopped.load(ordering: .relaxed) == 1 }
             #expect(ContinuousClock.now - ended < .seconds(2))
-            try await waitUntil { harness.tcp!.callsInFlight == 0 }
+            try await waitUntil { harness.tcp!.figures().callsInFlight == 0 }
         }
     }
 
@@ -337,7 +337,7 @@ import Testing
             holding.wait()
             let sockets = try (0..<count).map { _ in try RawSocket(port: server.port) }
             held.signal()
-            try await waitUntil { server.loop.submit { server.connectionsOpen } >= count }
+            try await waitUntil { server.figures().connectionsOpen >= count }
             let most = server.loop.submit { server.loop.largestTurn.accepted }
             #expect(most <= EventLoop.turnAcceptBudget, "one turn accepted \(most) connections")
             // They leave while the loop is held: every end is there for one turn.
@@ -346,7 +346,7 @@ import Testing
             for socket in sockets { socket.finishWriting() }
             try await Task.sleep(for: .milliseconds(100))
             held.signal()
-            try await waitUntil { server.loop.submit { server.connectionsOpen } <= 1 }
+            try await waitUntil { server.figures().connectionsOpen <= 1 }
             let closes = server.loop.submit { server.loop.largestTurn.closed }
             #expect(closes <= EventLoop.turnCloseBudget, "one turn closed \(closes) connections")
             _ = try await harness.client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest())
@@ -366,8 +366,8 @@ import Testing
             holder.write(header + [UInt8](repeating: 0, count: 1000))
             try await waitUntil { harness.tcp!.loop.submit { harness.tcp!.budget.used } >= frameSize }
             let second = try RawSocket(port: harness.tcp!.port)
-            try await waitUntil { harness.tcp!.connectionsCounted == 2 }
-            #expect(harness.tcp!.connectionsPerLoop == (loops == 1 ? [2] : [1, 1]))
+            try await waitUntil { harness.tcp!.figures().connectionsCounted == 2 }
+            #expect(harness.tcp!.figures().connectionsPerLoop == (loops == 1 ? [2] : [1, 1]))
             second.write(header + [UInt8](repeating: 0, count: 1000))
             try await expectConnectionError(second, .resourceExhausted)
             try await expectConnectionError(holder, .resourceExhausted)
@@ -386,7 +386,7 @@ import Testing
             let hog = try RawSocket(port: harness.tcp!.port)
             // 30 answers of 1 MiB, far more than the sockets' buffers and the budget, not read meanwhile.
             hog.write((1...30).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: Array("huge".utf8)), id: UInt64($0)) })
-            try await waitUntil { harness.tcp!.loop.submit { harness.tcp!.connectionsFailing } == 1 }
+            try await waitUntil { harness.tcp!.figures().connectionsFailing == 1 }
             // Reading now (within the grace it has), the hog finds its reason after the answers
             // written before the budget ran out; another client is served meanwhile.
             async let hogFrames = framesUntilClosed(hog)
@@ -418,11 +418,11 @@ import Testing
             let socket = try RawSocket(port: harness.tcp!.port)
             // Eight answers of 1 MiB, not read for now: they fill the socket buffers both ways.
             socket.write((1...8).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: Array("huge".utf8)), id: UInt64($0)) })
-            try await waitUntil { harness.tcp!.loop.submit { harness.tcp!.pendingAnswerBytes } >= 2 << 20 }
+            try await waitUntil { harness.tcp!.figures().unwrittenAnswerBytes >= 2 << 20 }
             // A protocol error, then requests the server stops reading at.
             socket.write(FrameCodec.encode([0xFF, 0xFF, 0xFF, 0xFF, 0x0F])
                 + (100...1100).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: [UInt8](repeating: 1, count: 200)), id: UInt64($0)) })
-            try await waitUntil { harness.tcp!.loop.submit { harness.tcp!.connectionsFailing } == 1 }
+            try await waitUntil { harness.tcp!.figures().connectionsFailing == 1 }
             let frames = try await framesUntilClosed(socket)
             let last = try #require(frames.last)
             #expect(last.callID == 0 && last.statusCode == StatusCode.internalError.rawValue,
@@ -454,7 +454,7 @@ import Testing
             // With a call open on every connection, one more is refused with a reason.
             for (index, socket) in idle.dropFirst().enumerated() { socket.sendEcho("slow", id: UInt64(index + 1)) }
             let slow = Task { try? await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("slow".utf8))) }
-            try await waitUntil { harness.tcp!.callsInFlight == 3 }
+            try await waitUntil { harness.tcp!.figures().callsInFlight == 3 }
             let refused = try RawSocket(port: port)
             try await expectConnectionError(refused, .resourceExhausted)
             #expect(harness.rpc.stats.connectionFigures.rejected >= 1)
@@ -534,7 +534,7 @@ import Testing
             socket.sendEcho("next", id: 6)
             let frame = try await socket.receiveFrame()
             #expect(frame.callID == 6 && frame.statusCode == 0)
-            #expect(harness.tcp!.callsInFlight == 0)
+            #expect(harness.tcp!.figures().callsInFlight == 0)
         }
     }
 }

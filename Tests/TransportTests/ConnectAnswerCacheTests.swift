@@ -1,5 +1,6 @@
 @testable import Connect
 import Foundation
+import HTTP
 @testable import Framing
 import RPC
 import RPCTesting
@@ -153,12 +154,54 @@ import Testing
     }
 }
 
+/// The same cache keeps a REST route's answers (`HTTPBinding`s the policy names): the same GET on the same data is sent
+/// again from the loop, after the guard, honouring its tag; a new version runs the route again.
+@Suite struct RouteAnswerCacheTests {
+    static func get(_ port: Int, _ headers: String = "") async throws -> (status: Int, headers: [String: String], body: String) {
+        let answer = try #require(try await HTTPRoutesTests.exchange(port, ["GET /count HTTP/1.1\r\nHost: x\(headers)"]).first)
+        return (answer.status, answer.headers, String(decoding: answer.body, as: UTF8.self))
+    }
+
+    @Test func aRouteIsKeptByTheSameCacheAndStillPassesTheGuard() async throws {
+        let runs = Mutex(0)
+        var builder = HTTPRoutes.Builder()
+        builder.get("/count") { _ in
+            let run = runs.withLock { runs in
+                runs += 1
+                return runs
+            }
+            return HTTPResponse(status: 200, headers: ["ETag": "\"\(run)\""], body: Array("run \(run)".utf8))
+        }
+        let version = ConnectAnswerCacheTests.Version()
+        let server = TCPServer(port: 0)
+        server.serveHTTP(HTTPRoutes(builder))
+        server.cacheAnswers(AnswerCachePolicy(methods: ["GET /count"]) { version.value.withLock { $0 } })
+        let rpc = RPCServer(name: "reads", services: [], guard: ConnectAnswerCacheTests.Password())
+        try rpc.serve(over: server)
+        let password = "\r\nAuthorization: letmein"
+        let first = try await Self.get(server.port, password)
+        let second = try await Self.get(server.port, password)
+        let refused = try await Self.get(server.port)
+        let revalidated = try await Self.get(server.port, password + "\r\nIf-None-Match: \"1\"")
+        version.value.withLock { $0 = 2 }
+        let afterChange = try await Self.get(server.port, password)
+        await server.shutdown(grace: .zero)
+        #expect(first.status == 200 && first.body == "run 1")
+        #expect(second.status == 200 && second.body == "run 1", "kept: the route ran once")
+        #expect(refused.status == 401 && !refused.body.contains("run"), "the kept answer is not given to a caller the guard refuses")
+        #expect(revalidated.status == 304 && revalidated.body.isEmpty)
+        #expect(afterChange.body == "run 2", "a new data version runs the route again")
+        let figures = try #require(rpc.stats.snapshot().first { $0.path == "GET /count" })
+        #expect(figures.calls == 5 && figures.kept == 2)
+    }
+}
+
 /// The cache itself: a new version empties it, an answer made from an older version is not kept.
 @Suite struct AnswerCacheVersionTests {
     @Test func anAnswerMadeBeforeTheVersionMovedIsNotKept() {
         let version = Mutex<Int64?>(1)
-        let cache = ConnectAnswerCache(policy: AnswerCachePolicy(methods: ["/m"]) { version.withLock { $0 } })
-        let key = ConnectAnswerCache.Key(method: "/m", json: true, gzip: false, get: false, request: [1])
+        let cache = AnswerCache(policy: AnswerCachePolicy(methods: ["/m"]) { version.withLock { $0 } })
+        let key = AnswerCache.Key(method: "/m", json: true, gzip: false, get: false, request: [1])
         let (none, seen) = cache.lookup(key)
         #expect(none == nil)
         #expect(seen == 1)
@@ -167,7 +210,7 @@ import Testing
         #expect(cache.lookup(key).answer == nil)
         cache.keep(.text(200, "new"), for: key, madeAt: 2)
         #expect(cache.lookup(key).answer?.body == Array("new\n".utf8))
-        cache.keep(.text(500, "failed"), for: ConnectAnswerCache.Key(method: "/m", json: true, gzip: false, get: false, request: [2]), madeAt: 2)
-        #expect(cache.lookup(ConnectAnswerCache.Key(method: "/m", json: true, gzip: false, get: false, request: [2])).answer == nil)
+        cache.keep(.text(500, "failed"), for: AnswerCache.Key(method: "/m", json: true, gzip: false, get: false, request: [2]), madeAt: 2)
+        #expect(cache.lookup(AnswerCache.Key(method: "/m", json: true, gzip: false, get: false, request: [2])).answer == nil)
     }
 }

@@ -49,7 +49,7 @@ import Testing
         var clients: [RPCClient] = []
         for _ in 0..<6 { clients.append(try await connectAndCall(server)) }
         // Opened one after another and all still open: the fewest-connections rule deals them evenly.
-        #expect(server.connectionsPerLoop == [2, 2, 2])
+        #expect(server.figures().connectionsPerLoop == [2, 2, 2])
         // Many calls on every connection at once, large ones too (several reads, writes after back-pressure).
         try await withThrowingTaskGroup(of: Void.self) { group in
             for client in clients {
@@ -73,7 +73,7 @@ import Testing
             loopsUsed.formUnion(loops)
         }
         #expect(loopsUsed == ["loops-loop", "loops-loop1", "loops-loop2"])
-        #expect(server.connectionsPerLoop == [2, 2, 2], "no connection moved")
+        #expect(server.figures().connectionsPerLoop == [2, 2, 2], "no connection moved")
         for client in clients { client.close() }
         await server.shutdown(grace: .seconds(1))
     }
@@ -83,7 +83,7 @@ import Testing
             let tcp = try #require(harness.tcp)
             var clients: [RPCClient] = []
             for _ in 0..<3 { clients.append(try await connectAndCall(tcp)) }
-            #expect(tcp.connectionsPerLoop == [3])  // the harness's own client connects on its first call
+            #expect(tcp.figures().connectionsPerLoop == [3])  // the harness's own client connects on its first call
             for client in clients { client.close() }
         }
     }
@@ -106,7 +106,7 @@ import Testing
             let second = try RawSocket(port: tcp.port)
             second.sendEcho("second", id: 1)
             #expect(try await second.receiveFrame().statusCode == 0)
-            #expect(tcp.connectionsPerLoop == [1, 1])
+            #expect(tcp.figures().connectionsPerLoop == [1, 1])
             // The first (on the acceptor's loop) is now the fresher of the two.
             try await Task.sleep(for: .milliseconds(20))
             first.sendEcho("again", id: 2)
@@ -120,7 +120,7 @@ import Testing
             #expect(await second.readUntilClosed().closed)
             first.sendEcho("still served", id: 3)
             #expect(try await first.receiveFrame().statusCode == 0)
-            #expect(tcp.connectionsCounted == 2)
+            #expect(tcp.figures().connectionsCounted == 2)
         }
     }
 
@@ -137,13 +137,13 @@ import Testing
                 let socket = try RawSocket(port: tcp.port)
                 socket.sendEcho("slow", id: 1)  // holds its call open for 30 s
                 busy.append(socket)
-                try await waitUntil { tcp.connectionsCounted == busy.count }
+                try await waitUntil { tcp.figures().connectionsCounted == busy.count }
             }
-            #expect(tcp.connectionsPerLoop == [2, 2])
+            #expect(tcp.figures().connectionsPerLoop == [2, 2])
             let most = Atomic<Int>(0)
             let watching = Task {
                 while !Task.isCancelled {
-                    let counted = tcp.connectionsCounted
+                    let counted = tcp.figures().connectionsCounted
                     if counted > most.load(ordering: .relaxed) { most.store(counted, ordering: .relaxed) }
                     await Task.yield()
                 }
@@ -161,7 +161,7 @@ import Testing
             watching.cancel()
             #expect(refused == 20)
             #expect(most.load(ordering: .relaxed) <= 4)
-            #expect(tcp.connectionsCounted == 4)
+            #expect(tcp.figures().connectionsCounted == 4)
             withExtendedLifetime(busy) {}
         }
     }
@@ -180,13 +180,13 @@ import Testing
                 #expect(try await socket.receiveFrame().statusCode == 0)
                 sockets.append(socket)
             }
-            #expect(tcp.connectionsPerLoop == [2, 2])
+            #expect(tcp.figures().connectionsPerLoop == [2, 2])
             for socket in sockets {
                 let told = try await socket.receiveFrame()
                 #expect(told.callID == 0 && told.statusCode == StatusCode.unavailable.rawValue && told.statusMessage.contains("idle"))
                 #expect(await socket.readUntilClosed().closed)
             }
-            try await waitUntil { tcp.connectionsPerLoop == [0, 0] }
+            try await waitUntil { tcp.figures().connectionsPerLoop == [0, 0] }
         }
     }
 
@@ -196,7 +196,7 @@ import Testing
         let server = try TCPServer(rpc: RPCServer(name: "drain", services: [FaultyService()]), port: 0, limits: Self.limits(loops: 2))
         var clients: [RPCClient] = []
         for _ in 0..<4 { clients.append(try await connectAndCall(server)) }
-        #expect(server.connectionsPerLoop == [2, 2])
+        #expect(server.figures().connectionsPerLoop == [2, 2])
         let streams = clients.map { client in
             Task {
                 var received = 0
@@ -206,7 +206,7 @@ import Testing
                 return received
             }
         }
-        try await waitUntil { server.callsInFlight == 4 }
+        try await waitUntil { server.figures().callsInFlight == 4 }
         let started = ContinuousClock.now
         await server.shutdown(grace: .seconds(20))
         let took = ContinuousClock.now - started
@@ -232,7 +232,7 @@ import Testing
             #expect(try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1])).payload == [1])
             clients.append(client)
         }
-        #expect(server.connectionsPerLoop == [2, 2])
+        #expect(server.figures().connectionsPerLoop == [2, 2])
         for client in clients {
             let payload = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 13) }
             #expect(try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: payload)).payload == payload)

@@ -161,7 +161,7 @@ import Transport
         let server = try server()
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
         let slow = Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [5], delayMs: 400)) }
-        try await waitUntil { server.callsInFlight == 1 }
+        try await waitUntil { server.figures().callsInFlight == 1 }
         await server.shutdown(grace: .seconds(5))
         #expect(try await slow.value.payload == [5])
         client.close()
@@ -214,7 +214,7 @@ import Transport
         let server = try server()
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
         let endless = Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(delayMs: 60_000)) }
-        try await waitUntil { server.callsInFlight == 1 }
+        try await waitUntil { server.figures().callsInFlight == 1 }
         let started = ContinuousClock.now
         await server.shutdown(grace: .milliseconds(300))
         #expect(ContinuousClock.now - started < .seconds(5))
@@ -254,10 +254,10 @@ import Transport
         let request = RpcV1.EchoRequest(payload: Array(repeating: 1, count: 64 << 10), count: 65_536)
         socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request, method: RpcV1.Echo.stream.path, hasPayload: true,
                                                    payload: request.serializedBytes()).serializedBytes()))
-        try await waitUntil { server.callsInFlight == 1 }
+        try await waitUntil { server.figures().callsInFlight == 1 }
         try await Task.sleep(for: .milliseconds(500))
         socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .cancel).serializedBytes()))
-        try await waitUntil { server.callsInFlight == 0 }
+        try await waitUntil { server.figures().callsInFlight == 0 }
         await server.shutdown(grace: .milliseconds(100))
     }
 

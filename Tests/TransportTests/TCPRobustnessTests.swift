@@ -204,7 +204,7 @@ import Testing
             // of a connection that is not read hold, so most of them wait in the server's write queue.
             let payload = [UInt8](repeating: 7, count: 1_000_000)
             socket.write((1...16).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: payload), id: UInt64($0)) })
-            try await waitUntil { harness.tcp!.callsInFlight == 0 }
+            try await waitUntil { harness.tcp!.figures().callsInFlight == 0 }
             try await Task.sleep(for: .milliseconds(200))
             socket.write([0, 0xFF, 0xFF, 0xFF, 0xFF])
             let (bytes, closed) = await socket.readUntilClosed()
@@ -248,7 +248,7 @@ import Testing
             let busy = Task { try? await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1], delayMs: 5000)) }
             let second = try RawSocket(port: harness.tcp!.port)
             second.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [2], delayMs: 5000), id: 1))
-            try await waitUntil { harness.tcp!.callsInFlight == 2 }
+            try await waitUntil { harness.tcp!.figures().callsInFlight == 2 }
             let third = try RawSocket(port: harness.tcp!.port)
             let (bytes, closed) = await third.readUntilClosed()
             #expect(closed)
@@ -281,7 +281,7 @@ import Testing
         socket.sendEcho("still here", id: 2)
         let echo = try await socket.receiveFrame()
         #expect(echo.callID == 2 && echo.statusCode == StatusCode.ok.rawValue)
-        try await waitUntil { server.callsInFlight == 0 }
+        try await waitUntil { server.figures().callsInFlight == 0 }
         await server.shutdown(grace: .seconds(1))
     }
 

@@ -57,7 +57,7 @@ import Testing
             #expect(answer.callID == 1 && answer.statusCode == StatusCode.deadlineExceeded.rawValue, "\(answer.statusMessage)")
             #expect(answer.statusMessage.contains("no message for"), "\(answer.statusMessage)")
             #expect(ContinuousClock.now - started >= .milliseconds(400))
-            try await waitUntil { harness.tcp!.uploadsInProgress == 0 }
+            try await waitUntil { harness.tcp!.figures().uploadsInProgress == 0 }
             // The connection serves on.
             socket.sendEcho("still here", id: 2)
             #expect(try await socket.receiveFrame().statusCode == StatusCode.ok.rawValue)
@@ -114,7 +114,7 @@ import Testing
             let sockets = try (0..<3).map { _ in try RawSocket(port: harness.tcp!.port) }
             Self.openUpload(sockets[0], id: 1)
             Self.openUpload(sockets[1], id: 1)
-            try await waitUntil { harness.tcp!.uploadsInProgress == 2 }
+            try await waitUntil { harness.tcp!.figures().uploadsInProgress == 2 }
             Self.openUpload(sockets[2], id: 1)
             let refused = try await sockets[2].receiveFrame()
             #expect(refused.callID == 1 && refused.statusCode == StatusCode.resourceExhausted.rawValue)
@@ -124,9 +124,9 @@ import Testing
             // One ends: another may start.
             sockets[0].write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .endStream).serializedBytes()))
             #expect(try await sockets[0].receiveFrame().statusCode == StatusCode.ok.rawValue)
-            try await waitUntil { harness.tcp!.uploadsInProgress == 1 }
+            try await waitUntil { harness.tcp!.figures().uploadsInProgress == 1 }
             Self.openUpload(sockets[2], id: 3)
-            try await waitUntil { harness.tcp!.uploadsInProgress == 2 }
+            try await waitUntil { harness.tcp!.figures().uploadsInProgress == 2 }
         }
     }
 
@@ -142,7 +142,7 @@ import Testing
                 Self.openUpload(socket, id: 1)
                 Self.sendMessage(socket, id: 1, bytes: 50)
             }
-            try await waitUntil { harness.tcp!.uploadsInProgress == 4 }
+            try await waitUntil { harness.tcp!.figures().uploadsInProgress == 4 }
             try await Task.sleep(for: .milliseconds(400))
             // The first holder speaks again: it is not the quietest any more.
             Self.sendMessage(holders[0], id: 1, bytes: 50)
@@ -163,7 +163,7 @@ import Testing
             }
             #expect(told.contains { $0.callID == 0 && $0.statusCode == StatusCode.unavailable.rawValue && $0.statusMessage.contains("to make room") },
                     "\(told.map(\.statusMessage))")
-            #expect(harness.tcp!.uploadsInProgress == 3)
+            #expect(harness.tcp!.figures().uploadsInProgress == 3)
         }
     }
 }

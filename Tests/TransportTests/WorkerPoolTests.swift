@@ -71,7 +71,7 @@ import Testing
         let blocking = call("block:2000")
         try await Self.waitUntilRunning(1, service)
         let busy = [blocking, call("queued")]
-        try await waitUntil { server.callsInFlight == 2 }
+        try await waitUntil { server.figures().callsInFlight == 2 }
         // Timed on a thread of its own, so that only the server's answer counts.
         let socket = try RawSocket(port: server.port)
         let methods = [RpcV1.Health.check.path, RpcV1.Stats.getStats.path, RpcV1.Reflection.listServices.path]
@@ -145,7 +145,7 @@ import Testing
                 try await Self.echo(harness.client, "fast")
                 return ContinuousClock.now - start
             }
-            try await waitUntil { harness.tcp!.callsInFlight >= 2 }  // "fast" is queued behind the first
+            try await waitUntil { harness.tcp!.figures().callsInFlight >= 2 }  // "fast" is queued behind the first
             let slow = Task { () -> Duration in
                 try await Self.echo(harness.client, "block:1500")
                 return ContinuousClock.now - start
@@ -169,7 +169,7 @@ import Testing
                 payload: RpcV1.EchoRequest(payload: [1]).serializedBytes())
             socket.write(FrameCodec.encode(call.serializedBytes()) + FrameCodec.encode([0xFF, 0xFF, 0xFF]))
             #expect(await socket.readUntilClosed().closed)
-            try await waitUntil { harness.tcp!.callsInFlight == 0 }
+            try await waitUntil { harness.tcp!.figures().callsInFlight == 0 }
         }
     }
 
@@ -201,7 +201,7 @@ import Testing
             let second = try await socket.receiveFrame()
             #expect(second.callID == 8)
             #expect(second.statusCode == 0)
-            try await waitUntil { harness.tcp!.callsInFlight == 0 }
+            try await waitUntil { harness.tcp!.figures().callsInFlight == 0 }
         }
     }
 
@@ -221,7 +221,7 @@ import Testing
             let ended = ContinuousClock.now + .seconds(5)
             while service.running.load(ordering: .relaxed) > 0, ContinuousClock.now < ended { try await Task.sleep(for: .milliseconds(10)) }
             #expect(service.running.load(ordering: .relaxed) == 0)
-            #expect(harness.tcp!.callsInFlight == 0)
+            #expect(harness.tcp!.figures().callsInFlight == 0)
         }
     }
 

@@ -215,6 +215,11 @@ struct SwiftEmitter {
         output.line("ProtobufCCodec.encode(self, into: destination)")
         output.close()
         output.blank()
+        output.open(
+            "public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError)")
+        output.line("try ProtobufCCodec.encodeRefusingNUL(self, into: destination)")
+        output.close()
+        output.blank()
         output.open("@usableFromInline package init(reading reader: ProtoReader)", empty: fields.isEmpty)
         for field in fields { output.line("\(field.name) = reader.\(field.readMethod)(\(field.number))") }
         output.close(empty: fields.isEmpty)

@@ -171,7 +171,7 @@ struct Stats: AsyncParsableCommand {
         discussion: """
             --json prints a JSON array with one object per instance: {"address"} and the fields of its GetStatsResponse \
             as protobuf's JSON mapping spells them ({"methods": [{"path", "calls", "errors", "latencyP50Ms", \
-            "latencyP99Ms", "byStatus": [{"code", "calls"}]}], "openConnections", …, "loop": {"turns", "busySeconds", …}, \
+            "latencyP99Ms", "byStatus": [{"code", "calls"}], "kept"}], "openConnections", …, "loop": {"turns", "busySeconds", …}, \
             "memory": {"limitBytes", "usedBytes", "refused"}}; \
             64-bit counts as strings).
             """)
@@ -194,7 +194,7 @@ struct Stats: AsyncParsableCommand {
                 for method in reply.methods {
                     let byStatus = method.byStatus.map { (StatusCode(rawValue: $0.code).name, $0.calls) }
                     rows.append([transport.endpoint, method.path, "\(method.calls)", "\(method.errors)",
-                                 String(format: "%.3f", method.latencyP50Ms), String(format: "%.3f", method.latencyP99Ms),
+                                 "\(method.kept)", String(format: "%.3f", method.latencyP50Ms), String(format: "%.3f", method.latencyP99Ms),
                                  byStatus.filter { $0.0 != "OK" }.map { "\($0.0)=\($0.1)" }.joined(separator: " ")])
                 }
                 if let loop = reply.loop {
@@ -210,7 +210,8 @@ struct Stats: AsyncParsableCommand {
             try global.render(
                 jsonValue: { .array(replies) },
                 text: {
-                    printTable(["ADDRESS", "METHOD", "CALLS", "ERRORS", "P50 MS", "P99 MS", "ERRORS BY STATUS"], rows)
+                    // KEPT: of CALLS, those answered from the answer cache without their handler.
+                    printTable(["ADDRESS", "METHOD", "CALLS", "ERRORS", "KEPT", "P50 MS", "P99 MS", "ERRORS BY STATUS"], rows)
                     // A long turn of the event loop delays every connection of that instance at once.
                     print("")
                     printTable(["ADDRESS", "LOOP TURNS", "BUSY S", "LONGEST MS", "OVER 1 MS", "OVER 10 MS", "OVER 100 MS"], loopRows)

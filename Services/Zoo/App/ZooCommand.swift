@@ -97,19 +97,12 @@ struct ZooCommand: AsyncParsableCommand {
                     background: [jobs.backgroundService] + (refresher.map { [$0] } ?? []),
                     http: try ZooHTTP.routes(library: library, webDirectory: web, tiles: tiles, nextUpdate: { refresher?.scheduler.nextRun }),
                     access: Self.access,
-                    answerCache: AnswerCachePolicy(methods: Self.answersKept) { library.checkedGeneration })
+                    answerCache: ZooHTTP.answerCache(library: library))
             }
         } catch {
             throw ExitCode.failure
         }
     }
-
-    /// Calls whose answers depend on nothing but the request and the imported data (not the caller, the clock or the
-    /// refresh schedule, as `GetMetadata`'s do): the Connect face sends a kept answer again until the data changes.
-    static let answersKept = [
-        ZooV1.Zoo.searchAnimals.path, ZooV1.Zoo.getAnimal.path, ZooV1.Zoo.listFilterValues.path, ZooV1.Zoo.getFootpathGraph.path,
-        ZooV1.Zoo.route.path, ZooV1.Zoo.nearby.path, ZooV1.Zoo.tour.path, ZooV1.Zoo.exportGeoJSON.path,
-    ]
 
     /// Reading the zoo is public and replacing its data (imports, tiles) the admin's, as zoo.proto says; its jobs
     /// are served at levels of their own (`ZooService.jobsAccess`).

@@ -11,9 +11,10 @@ import ZooCore
 /// `{"metadata": {"last_update_start", "last_update_end", "next_update"}, "data": …}`; an animal has
 /// animals.json's fields; the graph is map-metadata.json's `{metadata, nodes, roads}`.
 ///
-/// The whole catalogue is ~2.4 MB of JSON: each answer is built once per snapshot of the data (a new
-/// snapshot is a new data version), gzipped once and tagged by its bytes, so replicas on one database
-/// give equal tags, a 304 costs nothing and an import changes the tag.
+/// The whole catalogue is ~2.4 MB of JSON: each answer is tagged by its bytes, so replicas on one database give
+/// equal tags and an import changes the tag, and kept by the server's one answer cache (`AnswerCachePolicy`, the
+/// routes of `keptRoutes`) as the zoo's Connect answers are, for the data generation it was made from: built once
+/// per import and way of asking (gzip or not), sent again from the event loop after the guard.
 public final class ZooRestAPI: Sendable {
     let library: ZooLibrary
     let nextUpdate: @Sendable () -> Date?
@@ -22,8 +23,6 @@ public final class ZooRestAPI: Sendable {
     /// The tiles file as last read, whole, and its tag: read once per import (per replica) and shared by every
     /// download, never gzipped (SQLite pages barely compress, and a copy would double the memory).
     private let loadedTiles = Mutex<LoadedTiles?>(nil)
-    /// The answers built for the current snapshot, by route and query.
-    private let cache = Mutex<(snapshot: ZooSnapshot?, bodies: [String: CachedBody])>((nil, [:]))
 
     /// `nextUpdate`: when the refresh schedule fires next (nil: no schedule).
     public init(library: ZooLibrary, tiles: MapTilesStore? = nil, nextUpdate: @escaping @Sendable () -> Date? = { nil }) {
@@ -49,6 +48,10 @@ public final class ZooRestAPI: Sendable {
         /// Every route of the API, the proto's and the route-only ones.
         static var all: [HTTPBinding] { [animals, animal] + lists.map(\.0) + [map, tiles] }
 
+        /// The routes whose answers depend on nothing but the request and the imported data (the tiles download
+        /// keeps its own bytes, tagged by the file).
+        static var kept: [HTTPBinding] { all.filter { $0 != tiles } }
+
         /// `path` bound to `method`, which must declare it: a route the proto does not name is a programming error.
         static func declared(_ method: ProtoMethodInfo, _ path: String) -> HTTPBinding {
             precondition(method.httpGet.contains(path), "\(method.path) declares no http_get \"\(path)\" in its proto")
@@ -61,6 +64,9 @@ public final class ZooRestAPI: Sendable {
         }
     }
 
+    /// The names of the routes the server's answer cache may answer (`AnswerCachePolicy.methods`).
+    public static var keptRoutes: [String] { Bindings.kept.map(\.name) }
+
     /// Adds the API's routes to `routes`, and its error style: FastAPI's `{"detail": …}`, `Item not found` for any 404.
     public func register(in routes: inout HTTPRoutes.Builder) {
         // A route added to zoo.proto without a renderer here would silently 404: refuse to start instead.
@@ -70,7 +76,7 @@ public final class ZooRestAPI: Sendable {
         routes.problem = Self.problem
         routes.bind(Bindings.animals) { [self] request in
             let includeUnavailable = try Self.includeUnavailable(request)
-            return try await answer(request, key: "animals?\(includeUnavailable)") { snapshot in
+            return try await answer(request) { snapshot in
                 .array(snapshot.catalogue.animals.filter { includeUnavailable || $0.isCurrentlyAvailable }.map {
                     ZooRestShapes.animal($0, snapshot.catalogue)
                 })
@@ -82,19 +88,19 @@ public final class ZooRestAPI: Sendable {
             guard let id = Int(text), !text.hasPrefix("+") else { throw ZooError.invalidArgument("the animal id must be an integer") }
             let includeUnavailable = try Self.includeUnavailable(request)
             let animal = try library.snapshot().catalogue.animal(id: id, includeUnavailable: includeUnavailable)
-            return try await answer(request, key: "animal/\(animal.id)") { snapshot in
+            return try await answer(request) { snapshot in
                 .array([ZooRestShapes.animal(animal, snapshot.catalogue)])
             }
         }
         for (binding, values) in Bindings.lists {
             routes.bind(binding) { [self] request in
-                try await answer(request, key: binding.path) { snapshot in
+                try await answer(request) { snapshot in
                     .array(snapshot.catalogue.filterValues()[keyPath: values].map { .string($0.value) })
                 }
             }
         }
         routes.bind(Bindings.map) { [self] request in
-            try await answer(request, key: "map", wrapped: false) { snapshot in ZooRestShapes.map(snapshot.router.graph) }
+            try await answer(request, wrapped: false) { snapshot in ZooRestShapes.map(snapshot.router.graph) }
         }
         routes.bind(Bindings.tiles) { [self] request in try mapData(request) }
     }
@@ -151,16 +157,14 @@ public final class ZooRestAPI: Sendable {
 
     static let json = "application/json"
 
-    /// The cached answer `key` of the current snapshot, built by `data` (inside the envelope unless
-    /// `wrapped` is false: then `data` is the whole document, whose `metadata` member is filled in).
+    /// The answer of the current snapshot built by `data` (inside the envelope unless `wrapped` is false: then `data`
+    /// is the whole document, whose `metadata` member is filled in), tagged by its bytes; kept by the server's answer
+    /// cache, so it is built once per data generation.
     private func answer(
-        _ request: HTTPRequest, key: String, wrapped: Bool = true, _ data: @Sendable (ZooSnapshot) -> JSONValue
+        _ request: HTTPRequest, wrapped: Bool = true, _ data: @Sendable (ZooSnapshot) -> JSONValue
     ) async throws -> HTTPResponse {
         // A storage failure is the storage error's category (UNAVAILABLE: 503), as for any call.
         let snapshot = try library.snapshot()
-        if let cached = cache.withLock({ $0.snapshot === snapshot ? $0.bodies[key] : nil }) {
-            return cached.response(to: request)
-        }
         let metadata = await envelopeMetadata()
         var document = data(snapshot)
         if wrapped {
@@ -168,12 +172,7 @@ public final class ZooRestAPI: Sendable {
         } else if case .object(let members) = document {
             document = .object([JSONMember("metadata", metadata)] + members)
         }
-        let body = CachedBody(Array(document.serialized().utf8), contentType: Self.json)
-        cache.withLock { cache in
-            if cache.snapshot !== snapshot { cache = (snapshot, [:]) }
-            cache.bodies[key] = body
-        }
-        return body.response(to: request)
+        return CachedBody.response(Array(document.serialized().utf8), contentType: Self.json, to: request)
     }
 
     /// `{"last_update_start", "last_update_end", "next_update"}`: the last successful import's times and the

@@ -152,6 +152,10 @@ extension BlobsV1.PutBlobRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         hash = reader.value(1)
         size = reader.value(2)
@@ -177,6 +181,10 @@ extension BlobsV1.PutBlobResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         alreadyPresent = reader.value(1)
     }
@@ -198,6 +206,10 @@ extension BlobsV1.GetBlobRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         hash = reader.value(1)
     }
@@ -217,6 +229,10 @@ extension BlobsV1.BlobChunk: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -242,6 +258,10 @@ extension BlobsV1.HasBlobsRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         hashes = reader.repeated(1)
     }
@@ -261,6 +281,10 @@ extension BlobsV1.HasBlobsResponse: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {

@@ -325,6 +325,9 @@ extension RpcV1 {
         public var latencyP99Ms: Double = 0
         /// How many of `calls` ended with each status code, OK included; codes with no call are left out.
         public var byStatus: [RpcV1.StatusCount] = []
+        /// How many of `calls` were answered OK from the server's answer cache (the bytes sent before for the same
+        /// request on the same data), without running the handler.
+        public var kept: UInt64 = 0
 
         /// A message with every field at its default.
         public init() {}
@@ -336,7 +339,8 @@ extension RpcV1 {
             errors: UInt64 = 0,
             latencyP50Ms: Double = 0,
             latencyP99Ms: Double = 0,
-            byStatus: [RpcV1.StatusCount] = []
+            byStatus: [RpcV1.StatusCount] = [],
+            kept: UInt64 = 0
         ) {
             self.path = path
             self.calls = calls
@@ -344,6 +348,7 @@ extension RpcV1 {
             self.latencyP50Ms = latencyP50Ms
             self.latencyP99Ms = latencyP99Ms
             self.byStatus = byStatus
+            self.kept = kept
         }
     }
 
@@ -580,6 +585,10 @@ extension RpcV1.MetadataEntry: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         key = reader.value(1)
         value = reader.value(2)
@@ -601,6 +610,10 @@ extension RpcV1.Frame: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -646,6 +659,10 @@ extension RpcV1.HealthCheckRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         service = reader.value(1)
     }
@@ -665,6 +682,10 @@ extension RpcV1.HealthCheckResponse: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -696,6 +717,10 @@ extension RpcV1.ListServicesRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {}
 
     @usableFromInline package func write(to writer: ProtoWriter) {}
@@ -711,6 +736,10 @@ extension RpcV1.MethodInfo: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -744,6 +773,10 @@ extension RpcV1.ServiceInfo: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         name = reader.value(1)
         methods = reader.repeated(2)
@@ -767,6 +800,10 @@ extension RpcV1.ListServicesResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         services = reader.repeated(1)
     }
@@ -788,6 +825,10 @@ extension RpcV1.GetStatsRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {}
 
     @usableFromInline package func write(to writer: ProtoWriter) {}
@@ -805,6 +846,10 @@ extension RpcV1.MethodStats: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         path = reader.value(1)
         calls = reader.value(2)
@@ -812,6 +857,7 @@ extension RpcV1.MethodStats: ProtoMessage, ProtobufCBridged {
         latencyP50Ms = reader.value(4)
         latencyP99Ms = reader.value(5)
         byStatus = reader.repeated(6)
+        kept = reader.value(7)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -821,6 +867,7 @@ extension RpcV1.MethodStats: ProtoMessage, ProtobufCBridged {
         writer.set(4, latencyP50Ms)
         writer.set(5, latencyP99Ms)
         writer.set(6, byStatus)
+        writer.set(7, kept)
     }
 }
 
@@ -834,6 +881,10 @@ extension RpcV1.StatusCount: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -857,6 +908,10 @@ extension RpcV1.GetStatsResponse: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -892,6 +947,10 @@ extension RpcV1.MemoryStats: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         limitBytes = reader.value(1)
         usedBytes = reader.value(2)
@@ -915,6 +974,10 @@ extension RpcV1.LoopStats: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -948,6 +1011,10 @@ extension RpcV1.EchoRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         payload = reader.value(1)
         count = reader.value(2)
@@ -973,6 +1040,10 @@ extension RpcV1.EchoResponse: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1233,6 +1304,7 @@ extension RpcV1.MethodStats: ProtoJSONMessage {
         ProtoJSONField(number: 4, protoName: "latency_p50_ms", jsonName: "latencyP50Ms", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 5, protoName: "latency_p99_ms", jsonName: "latencyP99Ms", kind: .double, cardinality: .singular),
         ProtoJSONField(number: 6, protoName: "by_status", jsonName: "byStatus", kind: .message, cardinality: .repeated),
+        ProtoJSONField(number: 7, protoName: "kept", jsonName: "kept", kind: .uint64, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -1243,6 +1315,7 @@ extension RpcV1.MethodStats: ProtoJSONMessage {
         json.value(3, self.latencyP50Ms)
         json.value(4, self.latencyP99Ms)
         json.repeated(5, self.byStatus)
+        json.value(6, self.kept)
         return json.result
     }
 
@@ -1255,6 +1328,7 @@ extension RpcV1.MethodStats: ProtoJSONMessage {
         try json.value(3, into: &self.latencyP50Ms)
         try json.value(4, into: &self.latencyP99Ms)
         try json.repeated(5, into: &self.byStatus)
+        try json.value(6, into: &self.kept)
     }
 }
 

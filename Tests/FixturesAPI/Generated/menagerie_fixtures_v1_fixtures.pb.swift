@@ -342,6 +342,10 @@ extension FixturesV1.Scalars: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         aDouble = reader.value(1)
         aFloat = reader.value(2)
@@ -391,6 +395,10 @@ extension FixturesV1.Optionals: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -444,6 +452,10 @@ extension FixturesV1.Repeateds: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -501,6 +513,10 @@ extension FixturesV1.Envelope: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         inner = reader.optional(1)
         inners = reader.repeated(2)
@@ -538,6 +554,10 @@ extension FixturesV1.Envelope.Inner: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {

@@ -87,6 +87,10 @@ extension JobsV1.StartTestJobRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         steps = reader.value(1)
         stepMs = reader.value(2)
@@ -114,6 +118,10 @@ extension JobsV1.SleepRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         ms = reader.value(1)
         onLane = reader.value(2)
@@ -135,6 +143,10 @@ extension JobsV1.SleepResponse: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {}

@@ -1257,6 +1257,10 @@ extension OcrV1.ScanOptions: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         languages = reader.repeated(1)
         level = reader.value(2)
@@ -1288,6 +1292,10 @@ extension OcrV1.PixelBox: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         x = reader.value(1)
         y = reader.value(2)
@@ -1315,6 +1323,10 @@ extension OcrV1.NormalizedBox: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         x = reader.value(1)
         y = reader.value(2)
@@ -1340,6 +1352,10 @@ extension OcrV1.Observation: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1379,6 +1395,10 @@ extension OcrV1.Page: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         width = reader.value(1)
         height = reader.value(2)
@@ -1416,6 +1436,10 @@ extension OcrV1.Timings: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         decodeSeconds = reader.value(1)
         preprocessSeconds = reader.value(2)
@@ -1443,6 +1467,10 @@ extension OcrV1.ScanRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         options = reader.optional(1)
         chunk = reader.value(2)
@@ -1464,6 +1492,10 @@ extension OcrV1.ScanResponse: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1497,6 +1529,10 @@ extension OcrV1.BatchScanRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         options = reader.optional(1)
         fileName = reader.value(2)
@@ -1520,6 +1556,10 @@ extension OcrV1.BatchScanFile: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1549,6 +1589,10 @@ extension OcrV1.BatchScanResult: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         files = reader.repeated(1)
     }
@@ -1568,6 +1612,10 @@ extension OcrV1.ValueDefinition: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1599,6 +1647,10 @@ extension OcrV1.Template: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         id = reader.value(1)
         name = reader.value(2)
@@ -1626,6 +1678,10 @@ extension OcrV1.RecordValue: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1659,6 +1715,10 @@ extension OcrV1.Record: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         id = reader.value(1)
         templateID = reader.value(2)
@@ -1688,6 +1748,10 @@ extension OcrV1.CreateTemplateRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         name = reader.value(1)
         description = reader.value(2)
@@ -1715,6 +1779,10 @@ extension OcrV1.CreateTemplateResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         template = reader.optional(1)
         firstRecord = reader.optional(2)
@@ -1738,6 +1806,10 @@ extension OcrV1.ListTemplatesRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {}
 
     @usableFromInline package func write(to writer: ProtoWriter) {}
@@ -1753,6 +1825,10 @@ extension OcrV1.ListTemplatesResponse: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1776,6 +1852,10 @@ extension OcrV1.GetTemplateRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         template = reader.value(1)
     }
@@ -1797,6 +1877,10 @@ extension OcrV1.GetTemplateResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         template = reader.optional(1)
     }
@@ -1816,6 +1900,10 @@ extension OcrV1.RenameTemplateRequest: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1841,6 +1929,10 @@ extension OcrV1.RenameTemplateResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         template = reader.optional(1)
     }
@@ -1860,6 +1952,10 @@ extension OcrV1.ValueRename: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1885,6 +1981,10 @@ extension OcrV1.RenameValuesRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         template = reader.value(1)
         renames = reader.repeated(2)
@@ -1908,6 +2008,10 @@ extension OcrV1.RenameValuesResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         template = reader.optional(1)
     }
@@ -1927,6 +2031,10 @@ extension OcrV1.UpdateTemplateRequest: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1956,6 +2064,10 @@ extension OcrV1.UpdateTemplateResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         template = reader.optional(1)
     }
@@ -1975,6 +2087,10 @@ extension OcrV1.DeleteTemplateRequest: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1998,6 +2114,10 @@ extension OcrV1.DeleteTemplateResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {}
 
     @usableFromInline package func write(to writer: ProtoWriter) {}
@@ -2013,6 +2133,10 @@ extension OcrV1.DraftRecordRequest: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2038,6 +2162,10 @@ extension OcrV1.DraftRecordResponse: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2067,6 +2195,10 @@ extension OcrV1.AddRecordRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         template = reader.value(1)
         values = reader.repeated(2)
@@ -2094,6 +2226,10 @@ extension OcrV1.AddRecordResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         record = reader.optional(1)
     }
@@ -2113,6 +2249,10 @@ extension OcrV1.LatestRecordsRequest: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2138,6 +2278,10 @@ extension OcrV1.LatestRecordsResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         records = reader.repeated(1)
     }
@@ -2157,6 +2301,10 @@ extension OcrV1.ListRecordsRequest: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2184,6 +2332,10 @@ extension OcrV1.ListRecordsResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         records = reader.repeated(1)
         nextPageToken = reader.value(2)
@@ -2205,6 +2357,10 @@ extension OcrV1.UpdateRecordRequest: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2234,6 +2390,10 @@ extension OcrV1.UpdateRecordResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         record = reader.optional(1)
     }
@@ -2253,6 +2413,10 @@ extension OcrV1.DeleteRecordRequest: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2276,6 +2440,10 @@ extension OcrV1.DeleteRecordResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {}
 
     @usableFromInline package func write(to writer: ProtoWriter) {}
@@ -2291,6 +2459,10 @@ extension OcrV1.ExportRecordsRequest: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2320,6 +2492,10 @@ extension OcrV1.ExportRecordsChunk: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {

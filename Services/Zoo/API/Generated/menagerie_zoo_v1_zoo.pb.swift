@@ -1439,6 +1439,10 @@ extension ZooV1.GeoPoint: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         lat = reader.value(1)
         lon = reader.value(2)
@@ -1462,6 +1466,10 @@ extension ZooV1.Taxon: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         czech = reader.value(1)
         latin = reader.optional(2)
@@ -1483,6 +1491,10 @@ extension ZooV1.AnimalSummary: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1522,6 +1534,10 @@ extension ZooV1.Adoption: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         czechName = reader.value(1)
         englishName = reader.optional(2)
@@ -1549,6 +1565,10 @@ extension ZooV1.MapLocation: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1582,6 +1602,10 @@ extension ZooV1.Animal: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1663,6 +1687,10 @@ extension ZooV1.SearchAnimalsRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         text = reader.value(1)
         classes = reader.repeated(2)
@@ -1700,6 +1728,10 @@ extension ZooV1.SearchAnimalsResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         total = reader.value(1)
         animals = reader.repeated(2)
@@ -1721,6 +1753,10 @@ extension ZooV1.GetAnimalRequest: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1746,6 +1782,10 @@ extension ZooV1.GetAnimalResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         animal = reader.optional(1)
     }
@@ -1765,6 +1805,10 @@ extension ZooV1.ListFilterValuesRequest: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1788,6 +1832,10 @@ extension ZooV1.FilterValue: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         value = reader.value(1)
         count = reader.value(2)
@@ -1809,6 +1857,10 @@ extension ZooV1.ListFilterValuesResponse: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1840,6 +1892,10 @@ extension ZooV1.SkippedRow: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         row = reader.value(1)
         line = reader.value(2)
@@ -1863,6 +1919,10 @@ extension ZooV1.ImportedFile: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1892,6 +1952,10 @@ extension ZooV1.ImportRecord: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1933,6 +1997,10 @@ extension ZooV1.DataCounts: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -1978,6 +2046,10 @@ extension ZooV1.RefreshSchedule: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         cron = reader.value(1)
         sources = reader.repeated(2)
@@ -2003,6 +2075,10 @@ extension ZooV1.GetMetadataRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {}
 
     @usableFromInline package func write(to writer: ProtoWriter) {}
@@ -2018,6 +2094,10 @@ extension ZooV1.GetMetadataResponse: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2059,6 +2139,10 @@ extension ZooV1.MapTiles: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         sizeBytes = reader.value(1)
         importedAt = reader.value(2)
@@ -2082,6 +2166,10 @@ extension ZooV1.ImportTilesRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         data = reader.value(1)
     }
@@ -2103,6 +2191,10 @@ extension ZooV1.ImportTilesResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         tiles = reader.optional(1)
     }
@@ -2122,6 +2214,10 @@ extension ZooV1.LexiconMerge: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2157,6 +2253,10 @@ extension ZooV1.SourceCounts: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         lexiconCsvOnly = reader.value(1)
         animalsJsonOnly = reader.value(2)
@@ -2182,6 +2282,10 @@ extension ZooV1.Unroutable: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         animalID = reader.value(1)
         name = reader.value(2)
@@ -2205,6 +2309,10 @@ extension ZooV1.Routability: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2244,6 +2352,10 @@ extension ZooV1.ImportFile: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         kind = reader.value(1)
         name = reader.value(2)
@@ -2269,6 +2381,10 @@ extension ZooV1.ImportDataRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         files = reader.repeated(1)
         source = reader.value(2)
@@ -2290,6 +2406,10 @@ extension ZooV1.Place: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2315,6 +2435,10 @@ extension ZooV1.Route: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2344,6 +2468,10 @@ extension ZooV1.RouteRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         from = reader.optional(1)
         to = reader.optional(2)
@@ -2365,6 +2493,10 @@ extension ZooV1.RouteResponse: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2394,6 +2526,10 @@ extension ZooV1.Destination: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         kind = reader.value(1)
         name = reader.value(2)
@@ -2417,6 +2553,10 @@ extension ZooV1.NearbyRequest: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2444,6 +2584,10 @@ extension ZooV1.NearbyAnimal: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         animal = reader.optional(1)
         distanceM = reader.value(2)
@@ -2469,6 +2613,10 @@ extension ZooV1.NearbyResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         animals = reader.repeated(1)
     }
@@ -2488,6 +2636,10 @@ extension ZooV1.TourRequest: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2511,6 +2663,10 @@ extension ZooV1.TourLeg: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2538,6 +2694,10 @@ extension ZooV1.TourResponse: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         legs = reader.repeated(1)
         distanceM = reader.value(2)
@@ -2563,6 +2723,10 @@ extension ZooV1.ExportCatalogueRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         pageSize = reader.optional(1)
     }
@@ -2582,6 +2746,10 @@ extension ZooV1.CataloguePage: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2607,6 +2775,10 @@ extension ZooV1.GetFootpathGraphRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {}
 
     @usableFromInline package func write(to writer: ProtoWriter) {}
@@ -2622,6 +2794,10 @@ extension ZooV1.FootpathNode: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2653,6 +2829,10 @@ extension ZooV1.Footpath: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {
         id = reader.value(1)
         nodeIds = reader.repeated(2)
@@ -2674,6 +2854,10 @@ extension ZooV1.GetFootpathGraphResponse: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {
@@ -2699,6 +2883,10 @@ extension ZooV1.ExportGeoJSONRequest: ProtoMessage, ProtobufCBridged {
         ProtobufCCodec.encode(self, into: destination)
     }
 
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
     @usableFromInline package init(reading reader: ProtoReader) {}
 
     @usableFromInline package func write(to writer: ProtoWriter) {}
@@ -2714,6 +2902,10 @@ extension ZooV1.ExportGeoJSONResponse: ProtoMessage, ProtobufCBridged {
 
     public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
         ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
     }
 
     @usableFromInline package init(reading reader: ProtoReader) {

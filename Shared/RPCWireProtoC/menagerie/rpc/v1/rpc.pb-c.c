@@ -1315,7 +1315,7 @@ const ProtobufCMessageDescriptor menagerie__rpc__v1__get_stats_request__descript
   (ProtobufCMessageInit) menagerie__rpc__v1__get_stats_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__rpc__v1__method_stats__field_descriptors[6] =
+static const ProtobufCFieldDescriptor menagerie__rpc__v1__method_stats__field_descriptors[7] =
 {
   {
     "path",
@@ -1389,11 +1389,24 @@ static const ProtobufCFieldDescriptor menagerie__rpc__v1__method_stats__field_de
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "kept",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Rpc__V1__MethodStats, kept),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__rpc__v1__method_stats__field_indices_by_name[] = {
   5,   /* field[5] = by_status */
   1,   /* field[1] = calls */
   2,   /* field[2] = errors */
+  6,   /* field[6] = kept */
   3,   /* field[3] = latency_p50_ms */
   4,   /* field[4] = latency_p99_ms */
   0,   /* field[0] = path */
@@ -1401,7 +1414,7 @@ static const unsigned menagerie__rpc__v1__method_stats__field_indices_by_name[] 
 static const ProtobufCIntRange menagerie__rpc__v1__method_stats__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor menagerie__rpc__v1__method_stats__descriptor =
 {
@@ -1411,7 +1424,7 @@ const ProtobufCMessageDescriptor menagerie__rpc__v1__method_stats__descriptor =
   "Menagerie__Rpc__V1__MethodStats",
   "menagerie.rpc.v1",
   sizeof(Menagerie__Rpc__V1__MethodStats),
-  6,
+  7,
   menagerie__rpc__v1__method_stats__field_descriptors,
   menagerie__rpc__v1__method_stats__field_indices_by_name,
   1,  menagerie__rpc__v1__method_stats__number_ranges,

@@ -288,10 +288,15 @@ struct  Menagerie__Rpc__V1__MethodStats
    */
   size_t n_by_status;
   Menagerie__Rpc__V1__StatusCount **by_status;
+  /*
+   * How many of `calls` were answered OK from the server's answer cache (the bytes sent before for the same
+   * request on the same data), without running the handler.
+   */
+  uint64_t kept;
 };
 #define MENAGERIE__RPC__V1__METHOD_STATS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__rpc__v1__method_stats__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0,NULL }
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0,NULL, 0 }
 
 
 /*
