@@ -113,7 +113,14 @@ let package = Package(
             linkerSettings: [.linkedLibrary("opencv_dnn"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core")]),
         .target(name: "OpenCVDNN", dependencies: ["OpenCVShim"], path: "Shared/OpenCVDNN"),
         // PaddleOCR's PP-OCR detection and recognition networks through OpenCVDNN: the OCR service's second engine.
-        .target(name: "PPOCR", dependencies: ["Base", "OpenCVDNN", "TLS"], path: "Shared/PPOCR"),
+        .target(name: "PPOCR", dependencies: ["Base", "OpenCVDNN", "TLS", "SevenSegment"], path: "Shared/PPOCR"),
+        // Segment displays' digits: the cutter (shared with the trainer) and the glyph network through OpenCVDNN.
+        .target(name: "SevenSegment", dependencies: ["Base", "OpenCVDNN", "TLS"], path: "Shared/SevenSegment"),
+        // Trains the seven-segment glyph network with the classification service's own trainer and exports it as
+        // ONNX, at install time (compose/compose sevenseg): libtorch stays out of the OCR service.
+        .executableTarget(
+            name: "sevenseg-train", dependencies: ["ClassificationCore", "SevenSegment", "Base", "Torch"],
+            path: "Services/Classification/tools/SevenSegmentTrainer"),
         // PNG, JPEG, WebP and HEIF decoding (libpng's simplified API, libjpeg-turbo, libwebp, libheif) behind a tiny C API.
         .target(
             name: "CImageCodecs", path: "Shared/CImageCodecs",
@@ -203,7 +210,7 @@ let package = Package(
             name: "menagerie-bench",
             dependencies: [
                 "RPC", "RPCWire", "Transport", "HTTP", "Schema", "ZooCore", "ZooService", "ZooAPI", "RPCTesting", "OCRCore",
-                "OCRService", "OCRAPI", "OCRTestSupport", "TextRecognition", "WorkLane", "HealthCore", "HealthService", "HealthAPI", "HealthBridge",
+                "OCRService", "OCRAPI", "OCRTestSupport", "TextRecognition", "PPOCR", "SevenSegment", "WorkLane", "HealthCore", "HealthService", "HealthAPI", "HealthBridge",
                 // The classification suite trains and serves in process, so this executable links libtorch.
                 "ClassificationCore", "ClassificationService", "ClassificationAPI", "Jobs", "JobsAPI", "ServiceKit", "Torch", "Identity", "Storage",
             ],
@@ -285,7 +292,7 @@ let package = Package(
         .testTarget(name: "TLSTests", dependencies: ["Base", "TLS", "TestSupport"], path: "Tests/TLSTests"),
         // The module graph's promises (no domain under the runtime, no other domain in a service), read from this file.
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests"),
-        .testTarget(name: "PPOCRTests", dependencies: ["PPOCR", "OpenCVDNN", "TextRecognition"], path: "Tests/PPOCRTests"),
+        .testTarget(name: "PPOCRTests", dependencies: ["PPOCR", "OpenCVDNN", "TextRecognition", "SevenSegment"], path: "Tests/PPOCRTests"),
         .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition", "WorkLane", "OCRTestSupport"], path: "Tests/TextRecognitionTests"),
         // What the OCR tests and the benchmark share: the shared pages, CER, the tesseract program, rendered pages.
         .target(name: "OCRTestSupport", dependencies: ["TextRecognition"], path: "Tests/OCRTestSupport"),
@@ -308,7 +315,7 @@ let package = Package(
         + service(
             "OCR", executable: "ocr", imports: ["Jobs"],
             core: ["TextRecognition", "WorkLane", "PPOCR", "OpenCVDNN", "OCRPolicy"], service: ["TextRecognition", "WorkLane"],
-            app: ["TextRecognition", "PPOCR"], cli: ["OCRPolicy"], coreTests: ["TextRecognition", "OCRTestSupport", "PPOCR"],
+            app: ["TextRecognition", "PPOCR", "SevenSegment"], cli: ["OCRPolicy"], coreTests: ["TextRecognition", "OCRTestSupport", "PPOCR", "SevenSegment"],
             serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "OCRTestSupport"])
         // The record thresholds the service applies and the gateway's help states (no engine linked into the gateway).
         + [.target(name: "OCRPolicy", path: "Services/OCR/Policy")]

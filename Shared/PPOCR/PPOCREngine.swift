@@ -1,6 +1,7 @@
 import Foundation
 import Base
 import OpenCVDNN
+import SevenSegment
 import Synchronization
 
 /// A word PP-OCR read: its text, the mean probability of its characters, its box in the image's pixels.
@@ -48,8 +49,11 @@ public final class PPOCREngine: Sendable {
     private let recognizer: ONNXNetwork
     public let decoder: CTCDecoder
     public let postprocessor = DBPostprocessor()
+    /// Reads the lines that look like a segment display (`SegmentReading`); nil without the model.
+    private let segments: SevenSegmentReader?
 
-    public init(models: PPOCRModels) throws {
+    public init(models: PPOCRModels, segments: SevenSegmentModel? = nil) throws {
+        self.segments = try segments.map { try SevenSegmentReader(model: $0) }
         do {
             landscape = try ONNXNetwork(bytes: models.landscapeDetector)
             recognizer = try ONNXNetwork(bytes: models.recognizer)
@@ -63,7 +67,9 @@ public final class PPOCREngine: Sendable {
     /// The lines of text in `pixels`, in reading order, those read with confidence under `minimumConfidence` left out.
     public func read(_ pixels: RGBPixels) throws -> [PPOCRLine] {
         do {
-            return try detect(pixels).compactMap { try recognize(pixels, box: $0) }
+            var lines = try detect(pixels).compactMap { try recognize(pixels, box: $0) }
+            if let segments { lines = try SegmentReading.merge(lines, in: pixels, reader: segments) }
+            return lines
                 .filter { $0.confidence >= Self.minimumConfidence && !$0.text.isEmpty }
         } catch let error as DNNError {
             throw PPOCRError(.internal, "PP-OCR failed: \(error.message)")

@@ -4,6 +4,8 @@ import OCRAPI
 import OCRCore
 import OCRService
 import OCRTestSupport
+import PPOCR
+import SevenSegment
 import RPC
 import Schema
 import Synchronization
@@ -150,11 +152,76 @@ struct OCRBenchmark {
                         + String(format: "; the program's best: mean %.2f %%", best.meanCER * 100))
             }
         }
+        rows += try await phonePhotoRows(lane: lane, engines: recognizer.engines, scratch: scratch)
         printTable(["images", "reader", "images read", "images/s", "mean CER %", "latency p50 / max s"], rows)
         for verdict in verdicts { print(verdict) }
 
         if TextRenderer.available { try await templateLatency(ocr, scratch: scratch) }
         await server.shutdown(grace: .seconds(1))
+    }
+
+    /// Phone-size display photos: the committed clean display (Tests/DisplayPhotos clean-1.png) enlarged to 12 and
+    /// 3 megapixels as JPEGs, read by a service set up as the executable is (PP-OCR and the seven-segment reader
+    /// beside Tesseract where compose installed them; the default level and segmentation), one at a time, beside the
+    /// `tesseract` program (`--psm 11`, the sparse reading a display needs) on the same files in the same run.
+    func phonePhotoRows(lane: ThreadPool, engines: EnginePool, scratch: URL) async throws -> [[String]] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let environment = ProcessInfo.processInfo.environment
+        let ppocrFolder = environment["MENAGERIE_PPOCR"] ?? root.appendingPathComponent("compose/.cache/ppocr").path
+        let sevensegFolder = environment["MENAGERIE_SEVENSEG"] ?? root.appendingPathComponent("compose/.cache/sevenseg").path
+        let pool: PPOCRPool?
+        if let models = try? PPOCRModels.load(directory: ppocrFolder) {
+            pool = PPOCRPool(models: models, segments: try? SevenSegmentModel.load(directory: sevensegFolder))
+            try pool?.prewarm(cores)
+        } else {
+            pool = nil
+            print("PP-OCR is not installed (compose/compose ppocr): phone photos are read with Tesseract alone")
+        }
+        let photo = try DisplayPhotoFixture.photo("clean-1.png")
+        let truth = zip(zip(DisplayPhotoFixture.valueNames, photo.values), DisplayPhotoFixture.units)
+            .map { "\($0.0) \($0.1) \($1)" }.joined(separator: " ")
+        let image = try ImageDecoder().decode(try photo.data()).pages[0]
+        var rows: [[String]] = []
+        let recognizer = TextRecognizer(engines: engines, ppocr: pool)
+        let service = OCRService(store: try TemplateStore(path: scratch.appendingPathComponent("ocr-phone.sqlite").path), recognizer: recognizer, lane: lane)
+        let server = try TCPServer(rpc: RPCServer(name: "ocr-bench-phone", services: [service]), port: 0)
+        let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
+        let ocr = OcrV1.OCR.Client(wrapping: client)
+        defer { client.close() }
+        for (megapixels, factor) in [(12, 7.715), (3, 3.857)] {
+            let scaled = try image.scaled(by: factor)
+            let url = scratch.appendingPathComponent("phone-\(megapixels)mp.jpg")
+            try scaled.encoded(as: .jpeg).write(to: url)
+            let item = Item(name: url.lastPathComponent, url: url, data: try Data(contentsOf: url), truth: truth)
+            // One unmeasured read first: the engines' first use of this size is not timed.
+            _ = try await scan(ocr, item.data, level: .accurate, segmentation: .unspecified)
+            let kind = "phone photo, \(megapixels) MP (\(scaled.width) × \(scaled.height) JPEG)"
+            var latencies: [Double] = []
+            var cer: [Double] = []
+            for _ in 0..<rounds {
+                let started = ContinuousClock.now
+                let text = try await scan(ocr, item.data, level: .accurate, segmentation: .unspecified).text
+                latencies.append((ContinuousClock.now - started).seconds)
+                cer.append(Self.cer(text, truth, sparse: true))
+            }
+            let figures = Figures(imagesPerSecond: Double(rounds) / latencies.reduce(0, +), cer: cer, latencies: latencies)
+            rows.append([kind, pool == nil ? "service, default (Tesseract alone)" : "service, default (PP-OCR beside Tesseract)", "\(rounds)",
+                         String(format: "%.2f", figures.imagesPerSecond), String(format: "%.2f", figures.meanCER * 100),
+                         String(format: "%.2f / %.2f", figures.p50, figures.maxLatency)])
+            var programLatencies: [Double] = []
+            var programCER: [Double] = []
+            for _ in 0..<rounds {
+                let started = ContinuousClock.now
+                let text = try await Self.tesseract(url, psm: "11", ompLimit: false)
+                programLatencies.append((ContinuousClock.now - started).seconds)
+                programCER.append(Self.cer(text, truth, sparse: true))
+            }
+            let program = Figures(imagesPerSecond: Double(rounds) / programLatencies.reduce(0, +), cer: programCER, latencies: programLatencies)
+            rows.append([kind, "tesseract --psm 11, 1 process", "\(rounds)", String(format: "%.2f", program.imagesPerSecond),
+                         String(format: "%.2f", program.meanCER * 100), String(format: "%.2f / %.2f", program.p50, program.maxLatency)])
+        }
+        await server.shutdown(grace: .seconds(1))
+        return rows
     }
 
     func scan(_ ocr: OcrV1.OCR.Client, _ data: Data, level: OcrV1.RecognitionLevel, segmentation: OcrV1.Segmentation) async throws

@@ -7,6 +7,7 @@ import JobsService
 import OCRCore
 import OCRService
 import PPOCR
+import SevenSegment
 import ServiceKit
 import TextRecognition
 
@@ -39,6 +40,11 @@ struct OCRCommand: AsyncParsableCommand {
         name: .customLong("ppocr"),
         help: "PP-OCR's models folder (compose/compose ppocr installs it; default: $MENAGERIE_PPOCR, which compose sets; without one, Tesseract reads alone).")
     var ppocr: String?
+
+    @Option(
+        name: .customLong("sevenseg"),
+        help: "The seven-segment reader's folder (compose/compose sevenseg installs it; default: $MENAGERIE_SEVENSEG, which compose sets; without one, PP-OCR reads segment displays alone).")
+    var sevenseg: String?
 
     func validate() throws {
         guard (1...4096).contains(maxUploadMiB) else {
@@ -112,12 +118,28 @@ struct OCRCommand: AsyncParsableCommand {
         }
         let clock = ContinuousClock(), start = clock.now
         do {
-            let pool = PPOCRPool(models: try PPOCRModels.load(directory: folder))
+            let pool = PPOCRPool(models: try PPOCRModels.load(directory: folder), segments: loadSevenSegment(logger: logger))
             try pool.prewarm(threads)
             logger.info("made \(threads) PP-OCR engines from \(folder) in \(clock.now - start)")
             return pool
         } catch {
             logger.warning("PP-OCR is not used: \(error); Tesseract reads alone")
+            return nil
+        }
+    }
+
+    /// The seven-segment model from `--sevenseg` (or MENAGERIE_SEVENSEG), or nil (logged).
+    private func loadSevenSegment(logger: Logger) -> SevenSegmentModel? {
+        guard let folder = sevenseg ?? ProcessInfo.processInfo.environment["MENAGERIE_SEVENSEG"], !folder.isEmpty else {
+            logger.warning("the seven-segment reader is not configured (--sevenseg or MENAGERIE_SEVENSEG): PP-OCR reads segment displays alone; \(SevenSegmentModel.installHint)")
+            return nil
+        }
+        do {
+            let model = try SevenSegmentModel.load(directory: folder)
+            logger.info("seven-segment reader from \(folder)")
+            return model
+        } catch {
+            logger.warning("the seven-segment reader is not used: \(error)")
             return nil
         }
     }

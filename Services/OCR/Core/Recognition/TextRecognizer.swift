@@ -71,11 +71,15 @@ public struct TextRecognizer: Sendable {
                     customWords: CustomWordCorrector(options.customWords), index: index)
                 // A display or a photo (Tesseract found little), upright as decoded: PP-OCR reads it too. A failure
                 // of PP-OCR leaves Tesseract's reading (every observation says which engine read it).
-                if let ppocr, reading.page.words.count < Self.fewWords, reading.prepared.quarterTurns == 0,
-                   image.width == page.width, image.height == page.height {
+                // A phone photo decoded reduced is upright as decoded too: its page is the image's size in the file's
+                // pixels (before, only a photo read at its own size was, so no JPEG over 4 MP ever reached PP-OCR).
+                let upright = abs(Double(image.width) / sized.scale - Double(page.width)) <= 1 / sized.scale
+                    && abs(Double(image.height) / sized.scale - Double(page.height)) <= 1 / sized.scale
+                if let ppocr, reading.page.words.count < Self.fewWords, reading.prepared.quarterTurns == 0, upright {
                     start = clock.now
                     if let lines = try? ppocr.withEngine({ engine in
                         try engine.read(RGBPixels(width: image.width, height: image.height, bytes: try image.rgbBytes()))
+                            .map { $0.scaled(by: 1 / sized.scale, within: (page.width, page.height)) }
                     }) {
                         page = EngineCombination.combine(
                             page, lines: lines, minimumTextHeight: options.minimumTextHeight,
@@ -341,3 +345,18 @@ public struct TextRecognizer: Sendable {
     }
 }
 
+extension PPOCRLine {
+    /// The line with its and its words' boxes in another image's pixels (`factor` times these), kept inside `size`.
+    func scaled(by factor: Double, within size: (width: Int, height: Int)) -> PPOCRLine {
+        guard factor != 1 else { return self }
+        func scaled(_ box: TextBox) -> TextBox {
+            let x = min(size.width - 1, Int((Double(box.x) * factor).rounded())), y = min(size.height - 1, Int((Double(box.y) * factor).rounded()))
+            return TextBox(x: x, y: y, width: max(1, min(size.width - x, Int((Double(box.width) * factor).rounded()))),
+                           height: max(1, min(size.height - y, Int((Double(box.height) * factor).rounded()))), score: box.score)
+        }
+        var line = self
+        line.box = scaled(box)
+        line.words = words.map { PPOCRWord(text: $0.text, confidence: $0.confidence, box: scaled($0.box)) }
+        return line
+    }
+}

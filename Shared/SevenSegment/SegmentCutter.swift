@@ -1,0 +1,260 @@
+/// Grey pixels (0 black – 255 white), rows top to bottom.
+public struct GreyPixels: Sendable {
+    public let width: Int
+    public let height: Int
+    public let bytes: [UInt8]
+
+    public init(width: Int, height: Int, bytes: [UInt8]) {
+        precondition(width > 0 && height > 0 && bytes.count == width * height, "grey pixels of the wrong size")
+        self.width = width
+        self.height = height
+        self.bytes = bytes
+    }
+
+    /// The luma of 8-bit RGB pixels (width × height × 3), optionally a crop of them, averaged down by a whole
+    /// factor to at most `maximumHeight` rows (a phone photo's line need not be cut at full size).
+    public init(rgb: [UInt8], width: Int, height: Int, crop: (x: Int, y: Int, width: Int, height: Int)? = nil, maximumHeight: Int = .max) {
+        let area = crop ?? (0, 0, width, height)
+        let factor = area.height > maximumHeight ? (area.height + maximumHeight - 1) / max(1, maximumHeight) : 1
+        let outWidth = max(1, area.width / factor), outHeight = max(1, area.height / factor)
+        var grey = [UInt8](repeating: 0, count: outWidth * outHeight)
+        for y in 0..<outHeight {
+            for x in 0..<outWidth {
+                var sum = 0
+                for sy in 0..<factor {
+                    for sx in 0..<factor {
+                        let i = ((area.y + y * factor + sy) * width + area.x + x * factor + sx) * 3
+                        let red = 299 * Int(rgb[i]), green = 587 * Int(rgb[i + 1]), blue = 114 * Int(rgb[i + 2])
+                        sum += red + green + blue
+                    }
+                }
+                grey[y * outWidth + x] = UInt8(sum / (1000 * factor * factor))
+            }
+        }
+        self.init(width: outWidth, height: outHeight, bytes: grey)
+    }
+}
+
+/// One glyph of a segment display as the cutter found it.
+public enum SegmentCell: Sendable, Equatable {
+    /// A digit or minus sign to classify: its `side` × `side` patch, ink 1 on background 0, its left edge, and how
+    /// many separate strokes it is made of (a segment digit's 2–7, a printed digit's 1).
+    case glyph(patch: [Float], x: Int, strokes: Int)
+    /// A decimal point (a small blob on the baseline), at x.
+    case point(x: Int)
+}
+
+/// Cuts a line of a segment display into glyphs. A display's digits are made of separate strokes, so connected
+/// components do not give glyphs; columns do: the line is un-slanted (the shear that empties the most columns
+/// between glyphs), and every run of inked columns is one glyph, a decimal point when it is a small blob on the
+/// baseline. The trainer (`sevenseg-train`) cuts its renderings with this same code, so the network sees what the
+/// reader will show it.
+public enum SegmentCutter {
+    /// The network's input side.
+    public static let side = 32
+
+    /// The cells left to right, or nil when the picture has no two-tone ink (blank, or no contrast).
+    public static func cut(_ grey: GreyPixels) -> [SegmentCell]? {
+        let (w, h) = (grey.width, grey.height)
+        guard w >= 4, h >= 8 else { return nil }
+        let threshold = otsu(grey.bytes)
+        // The background is the side of the threshold most of the border is on.
+        var borderDark = 0, border = 0
+        for x in 0..<w { for y in [0, h - 1] { border += 1; if grey.bytes[y * w + x] <= threshold { borderDark += 1 } } }
+        for y in 0..<h { for x in [0, w - 1] { border += 1; if grey.bytes[y * w + x] <= threshold { borderDark += 1 } } }
+        let inkIsLight = borderDark * 2 >= border
+        var inkSum = 0.0, inkCount = 0, backSum = 0.0, backCount = 0
+        var ink = [Bool](repeating: false, count: w * h)
+        for i in 0..<(w * h) {
+            let v = grey.bytes[i]
+            if (v > threshold) == inkIsLight { ink[i] = true; inkSum += Double(v); inkCount += 1 } else { backSum += Double(v); backCount += 1 }
+        }
+        guard inkCount > 0, backCount > 0 else { return nil }
+        let inkLevel = inkSum / Double(inkCount), backLevel = backSum / Double(backCount)
+        guard abs(inkLevel - backLevel) >= 24 else { return nil }
+        let labels: [Int32]
+        (ink, labels) = components(ink, width: w, height: h)
+
+        let shear = bestShear(ink, width: w, height: h)
+        let shift = { (x: Int, y: Int) -> Int in x + Int((shear * Double(h - 1 - y)).rounded()) }
+        let span = w + Int((abs(shear) * Double(h)).rounded()) + 1
+        let offset = shear < 0 ? Int((abs(shear) * Double(h)).rounded()) : 0
+        // Per sheared column: ink count, top and bottom row.
+        var count = [Int](repeating: 0, count: span), top = [Int](repeating: h, count: span), bottom = [Int](repeating: -1, count: span)
+        for y in 0..<h {
+            for x in 0..<w where ink[y * w + x] {
+                let c = shift(x, y) + offset
+                guard c >= 0, c < span else { continue }
+                count[c] += 1
+                top[c] = min(top[c], y)
+                bottom[c] = max(bottom[c], y)
+            }
+        }
+        var runs: [(from: Int, to: Int, top: Int, bottom: Int)] = []
+        var c = 0
+        while c < span {
+            guard count[c] > 0 else { c += 1; continue }
+            var run = (from: c, to: c, top: top[c], bottom: bottom[c])
+            while c + 1 < span, count[c + 1] > 0 {
+                c += 1
+                run.to = c
+                run.top = min(run.top, top[c])
+                run.bottom = max(run.bottom, bottom[c])
+            }
+            runs.append(run)
+            c += 1
+        }
+        guard let tallest = runs.map({ $0.bottom - $0.top + 1 }).max(), tallest >= 6 else { return nil }
+        let tall = runs.filter { $0.bottom - $0.top + 1 >= tallest / 2 }
+        let lineTop = tall.map(\.top).min()!, lineBottom = tall.map(\.bottom).max()!
+        let lineHeight = lineBottom - lineTop + 1
+
+        // A decimal point that blur or a tight gap joined to the digit before it: the run's last columns hold ink
+        // only near the baseline, where every digit's right edge is a segment reaching above it.
+        var split: [(from: Int, to: Int, top: Int, bottom: Int)] = []
+        for run in runs {
+            var c = run.to
+            while c > run.from, count[c] == 0 || top[c] * 4 > lineTop * 4 + lineHeight * 3 { c -= 1 }
+            let tail = run.to - c, rest = c - run.from + 1
+            if tail * 20 >= lineHeight, tail * 5 <= lineHeight * 2, rest * 5 >= lineHeight, (c + 1...run.to).contains(where: { count[$0] > 0 }) {
+                let first = (c + 1...run.to).first { count[$0] > 0 }!
+                split.append((run.from, c, (run.from...c).map { top[$0] }.min()!, (run.from...c).map { bottom[$0] }.max()!))
+                split.append((first, run.to, (first...run.to).map { top[$0] }.min()!, (first...run.to).map { bottom[$0] }.max()!))
+            } else {
+                split.append(run)
+            }
+        }
+        // Displays whose horizontal segments stop short of the vertical ones leave a narrow empty column inside a
+        // digit: runs that close (under a tenth of the line) join while the digit stays narrower than 0.75 of the
+        // line (digits are 0.4–0.65 of it, the gap between two a fifth or more); a point never joins.
+        func isPoint(_ run: (from: Int, to: Int, top: Int, bottom: Int)) -> Bool {
+            let runHeight = run.bottom - run.top + 1, runWidth = run.to - run.from + 1
+            return runHeight * 10 < lineHeight * 3 && runWidth * 2 < lineHeight && run.top * 10 > lineTop * 10 + lineHeight * 6
+        }
+        var joined: [(from: Int, to: Int, top: Int, bottom: Int)] = []
+        for run in split {
+            if let last = joined.last, !isPoint(last), !isPoint(run), (run.from - last.to - 1) * 10 < lineHeight,
+               (run.to - last.from + 1) * 4 <= lineHeight * 3 {
+                joined[joined.count - 1] = (last.from, run.to, min(last.top, run.top), max(last.bottom, run.bottom))
+            } else {
+                joined.append(run)
+            }
+        }
+        var cells: [SegmentCell] = []
+        for run in joined {
+            let runHeight = run.bottom - run.top + 1, runWidth = run.to - run.from + 1
+            let x = run.from - offset
+            if isPoint(run) {
+                cells.append(.point(x: x))
+            } else if runWidth * 20 >= lineHeight, runHeight * 20 >= lineHeight, runHeight * 10 >= lineHeight * 3 || runWidth * 5 >= lineHeight {
+                // A glyph; a short one (a minus) at least a fifth of the line wide.
+                var strokes = Set<Int32>()
+                for y in 0..<h {
+                    for x in 0..<w where ink[y * w + x] {
+                        let c = shift(x, y) + offset
+                        if c >= run.from, c <= run.to { strokes.insert(labels[y * w + x]) }
+                    }
+                }
+                cells.append(.glyph(
+                    patch: patch(grey, shear: shear, from: run.from - offset, to: run.to - offset, top: lineTop,
+                                 bottom: lineBottom, ink: inkLevel, back: backLevel),
+                    x: x, strokes: strokes.count))
+            }
+        }
+        return cells
+    }
+
+    /// The cell's box (sheared columns `from`…`to`, rows `top`…`bottom`) fitted into `side` × `side` keeping its
+    /// shape, centred, ink 1 and background 0, sampled 3 × 3 per pixel.
+    static func patch(_ grey: GreyPixels, shear: Double, from: Int, to: Int, top: Int, bottom: Int, ink: Double, back: Double) -> [Float] {
+        let margin = Double(bottom - top + 1) * 0.08
+        let boxLeft = Double(from) - margin, boxTop = Double(top) - margin
+        let boxWidth = Double(to - from + 1) + 2 * margin, boxHeight = Double(bottom - top + 1) + 2 * margin
+        let inner = Double(side - 2)
+        let scale = inner / max(boxWidth, boxHeight)
+        let left = (Double(side) - boxWidth * scale) / 2, upper = (Double(side) - boxHeight * scale) / 2
+        var out = [Float](repeating: 0, count: side * side)
+        let h = grey.height
+        for py in 0..<side {
+            for px in 0..<side {
+                var sum = 0.0
+                for sy in 0..<3 {
+                    for sx in 0..<3 {
+                        let u = (Double(px) + (Double(sx) + 0.5) / 3 - left) / scale + boxLeft
+                        let v = (Double(py) + (Double(sy) + 0.5) / 3 - upper) / scale + boxTop
+                        // Back from the sheared column to the picture's.
+                        let x = Int((u - shear * (Double(h - 1) - v)).rounded(.down)), y = Int(v.rounded(.down))
+                        let value = x >= 0 && x < grey.width && y >= 0 && y < h ? Double(grey.bytes[y * grey.width + x]) : back
+                        sum += min(1, max(0, (value - back) / (ink - back)))
+                    }
+                }
+                out[py * side + px] = Float(sum / 9)
+            }
+        }
+        return out
+    }
+
+    /// The shear (x moved by shear × height above the bottom) in −0.3…0.3 under which the ink covers the fewest
+    /// columns (each glyph at its narrowest, the gaps between them open); upright on a tie. (The most empty columns
+    /// inside the span would tear a lone `1` into its two segments.)
+    static func bestShear(_ ink: [Bool], width w: Int, height h: Int) -> Double {
+        var points: [(x: Int, y: Int)] = []
+        for y in 0..<h { for x in 0..<w where ink[y * w + x] { points.append((x, y)) } }
+        var best = (shear: 0.0, used: Int.max)
+        for step in [0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6] {
+            let shear = Double(step) * 0.05
+            let offset = Int((0.3 * Double(h)).rounded()) + 1
+            var used = [Bool](repeating: false, count: w + 2 * offset + 1)
+            for p in points { used[p.x + Int((shear * Double(h - 1 - p.y)).rounded()) + offset] = true }
+            let covered = used.filter { $0 }.count
+            if covered < best.used { best = (shear, covered) }
+        }
+        return best.shear
+    }
+
+    /// Ink without components of fewer than 3 pixels (noise would otherwise join glyphs' columns), and each ink
+    /// pixel's component (4-connected; 0 off the ink).
+    static func components(_ ink: [Bool], width w: Int, height h: Int) -> (ink: [Bool], labels: [Int32]) {
+        var out = ink
+        var labels = [Int32](repeating: 0, count: w * h)
+        var next: Int32 = 1
+        var stack: [Int] = [], component: [Int] = []
+        for start in 0..<(w * h) where ink[start] && labels[start] == 0 {
+            stack = [start]; component = []
+            labels[start] = next
+            while let i = stack.popLast() {
+                component.append(i)
+                let x = i % w, y = i / w
+                for (dx, dy) in [(1, 0), (-1, 0), (0, 1), (0, -1)] {
+                    let nx = x + dx, ny = y + dy
+                    guard nx >= 0, nx < w, ny >= 0, ny < h else { continue }
+                    let j = ny * w + nx
+                    if ink[j] && labels[j] == 0 { labels[j] = next; stack.append(j) }
+                }
+            }
+            if component.count < 3 { for i in component { out[i] = false; labels[i] = 0 } }
+            next += 1
+        }
+        return (out, labels)
+    }
+
+    /// Otsu's threshold: the grey level that best splits the histogram in two.
+    static func otsu(_ bytes: [UInt8]) -> UInt8 {
+        var histogram = [Int](repeating: 0, count: 256)
+        for v in bytes { histogram[Int(v)] += 1 }
+        let total = Double(bytes.count)
+        let sumAll = histogram.enumerated().reduce(0.0) { $0 + Double($1.offset * $1.element) }
+        var sumBack = 0.0, weightBack = 0.0, best = (level: 0, variance: -1.0)
+        for level in 0..<256 {
+            weightBack += Double(histogram[level])
+            guard weightBack > 0 else { continue }
+            let weightFore = total - weightBack
+            guard weightFore > 0 else { break }
+            sumBack += Double(level * histogram[level])
+            let meanBack = sumBack / weightBack, meanFore = (sumAll - sumBack) / weightFore
+            let variance = weightBack * weightFore * (meanBack - meanFore) * (meanBack - meanFore)
+            if variance > best.variance { best = (level, variance) }
+        }
+        return UInt8(best.level)
+    }
+}
