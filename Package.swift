@@ -119,7 +119,7 @@ let package = Package(
         // Trains the seven-segment glyph network with the classification service's own trainer and exports it as
         // ONNX, at install time (compose/compose sevenseg): libtorch stays out of the OCR service.
         .executableTarget(
-            name: "sevenseg-train", dependencies: ["ClassificationCore", "SevenSegment", "Base", "Torch"],
+            name: "sevenseg-train", dependencies: ["ClassificationCore", "SevenSegment", "Base", "TLS", "Torch"],
             path: "Services/Classification/tools/SevenSegmentTrainer"),
         // PNG, JPEG, WebP and HEIF decoding (libpng's simplified API, libjpeg-turbo, libwebp, libheif) behind a tiny C API.
         .target(

@@ -44,7 +44,7 @@ public struct SevenSegmentModel: Sendable {
             throw SevenSegmentError(.dataLoss, "\(directory)/\(manifestName) is not a seven-segment manifest; \(installHint)")
         }
         guard let bytes = FileManager.default.contents(atPath: folder.appendingPathComponent(fileName).path).map({ [UInt8]($0) }),
-              Digest.sha256Hex(bytes) == sum else {
+              SHA256.hex(bytes) == sum else {
             throw SevenSegmentError(.dataLoss, "\(directory)/\(fileName) is missing or does not match its checksum; \(installHint)")
         }
         return SevenSegmentModel(network: bytes, labels: manifest.labels)

@@ -9,6 +9,7 @@ import Base
 import ClassificationCore
 import Foundation
 import SevenSegment
+import TLS
 import Torch
 
 let arguments = CommandLine.arguments
