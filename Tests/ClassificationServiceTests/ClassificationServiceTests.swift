@@ -307,7 +307,14 @@ import WorkLane
             _ = try await client.train(ClassificationV1.TrainRequest(dataset: "scenes", kind: .detector, algorithm: "transfer"))
         }
         #expect(code == .failedPrecondition && message.contains("the feature print is not installed"), "\(message)")
+        // A crop classifier asked for is the feature print's too; a classifier has no boxes to crop.
+        let (cropCode, cropMessage) = await Self.failure {
+            _ = try await client.train(ClassificationV1.TrainRequest(dataset: "scenes", kind: .detector, cropClassifier: true))
+        }
+        #expect(cropCode == .failedPrecondition && cropMessage.contains("the feature print is not installed"), "\(cropMessage)")
         let refused: [(ClassificationV1.TrainRequest, String)] = [
+            (ClassificationV1.TrainRequest(dataset: "scenes", kind: .classifier, cropClassifier: false),
+             "crop_classifier: only a detector's boxes are classified by their crops"),
             (ClassificationV1.TrainRequest(dataset: "scenes", kind: .detector, algorithm: "transfer", fineTune: true),
              "fine_tune: only a transfer classifier fine-tunes"),
             (ClassificationV1.TrainRequest(dataset: "scenes", kind: .detector, algorithm: "transfer", baseModel: "boxes"),

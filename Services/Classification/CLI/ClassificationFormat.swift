@@ -62,7 +62,7 @@ func modelText(_ m: ClassificationV1.ModelSummary) -> String {
     if let a = m.map50 { figures.append(String(format: "mAP50 %.3f", a)) }
     if let a = m.map5095 { figures.append(String(format: "mAP50:95 %.3f", a)) }
     if let n = m.trainingImages { figures.append("\(n) training images") }
-    return "\(m.name): \(m.algorithm)\(m.fineTuned ? " (fine-tuned)" : "") \(modelKindName(m.kind)), \(m.labels.count) labels, input \(m.inputWidth)×\(m.inputHeight)"
+    return "\(m.name): \(m.algorithm)\(m.fineTuned ? " (fine-tuned)" : "")\(m.cropClassifier ? " (crops classified)" : "") \(modelKindName(m.kind)), \(m.labels.count) labels, input \(m.inputWidth)×\(m.inputHeight)"
         + (figures.isEmpty ? "" : ", " + figures.joined(separator: ", "))
         + (m.trainingSeconds > 0 ? String(format: ", trained in %.1f s", m.trainingSeconds) : "")
         + (m.apps.isEmpty ? "" : " (answers for \(m.apps.joined(separator: ", ")))")

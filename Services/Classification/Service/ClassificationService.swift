@@ -189,7 +189,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
             throw RPCError(.alreadyExists, "model \(name) already exists")
         }
         let featurePrint = featurePrint
-        if plan.algorithm == "transfer" {
+        if plan.algorithm == "transfer" || plan.cropClassifier == true {
             // Checked (and its checksum with it) here so a missing or corrupt feature print is this call's error.
             _ = try await heavy { try featurePrint.load() }
         }
@@ -243,8 +243,11 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                     // The trainer stores the mAP on the validation dataset or on the scenes it held out.
                     let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
                     let base = try plan.base.map { try store.model(named: $0) }
+                    // Boxes labelled by a transfer classifier of their crops: by default whenever the feature print is
+                    // installed (measured in Services/Classification/README.md).
+                    let crops = (plan.cropClassifier ?? featurePrint.isInstalled) ? try featurePrint.load() : nil
                     file = try DetectorTrainer.train(data, validation: validation, options: options, base: base, featurePrint: print,
-                                                     progress: report)
+                                                     cropClassifier: crops, progress: report)
                 }
             } catch let interrupted as TrainingInterrupted {
                 // Cancelled: the best model so far is kept, marked as such (`interrupted`), and the job ends

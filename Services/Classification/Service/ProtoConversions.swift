@@ -25,6 +25,7 @@ extension ClassificationV1.ModelSummary {
         apps = model.apps
         interrupted = header.interrupted ?? ""
         fineTuned = header.fineTuned ?? false
+        cropClassifier = header.cropClassifier != nil
         history = (header.history ?? []).map {
             ClassificationV1.TrainingEpoch(pass: Int32($0.pass), epoch: Int32($0.epoch), loss: $0.loss,
                                            trainingAccuracy: $0.trainingAccuracy, validationAccuracy: $0.validationAccuracy)

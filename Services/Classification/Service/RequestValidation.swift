@@ -38,6 +38,8 @@ enum RequestValidation {
         var batchSize: Int?
         var patience: Int?
         var fineTune = false
+        /// Detectors: a transfer classifier of the boxes' crops labels them (nil: when the feature print is installed).
+        var cropClassifier: Bool?
 
         /// The classifier algorithm (validated: cnn, features or transfer; empty: chosen from the dataset by the job).
         var classifierAlgorithm: ClassifierAlgorithm { ClassifierAlgorithm(rawValue: algorithm) ?? .cnn }
@@ -59,6 +61,9 @@ enum RequestValidation {
         }
         if request.fineTune, algorithm != "transfer" {
             throw RPCError(.invalidArgument, "fine_tune: only a transfer classifier fine-tunes (the last block of its pretrained feature print); \(algorithm) trains every layer from the start — give --algorithm transfer, or leave --fine-tune out")
+        }
+        if request.cropClassifier != nil, kind == .classifier {
+            throw RPCError(.invalidArgument, "crop_classifier: only a detector's boxes are classified by their crops; a classifier classifies the whole image — leave --crop-classifier out")
         }
         let allowed = kind == .classifier ? ["cnn", "features", "transfer"] : ["yolo", "transfer"]
         guard algorithm.isEmpty || allowed.contains(algorithm) else {
@@ -125,7 +130,8 @@ enum RequestValidation {
                 : ClassificationCore.Augmentation(flip: a.flip, crop: a.crop, rotation: a.rotation, blur: a.blur,
                                                   exposure: a.exposure, noise: a.noise, turns: a.turns),
             imageSize: request.imageSize.map(Int.init), seed: request.seed ?? 0, includeFeedback: request.includeFeedback,
-            batchSize: request.batchSize.map(Int.init), patience: request.patience.map(Int.init), fineTune: request.fineTune)
+            batchSize: request.batchSize.map(Int.init), patience: request.patience.map(Int.init), fineTune: request.fineTune,
+            cropClassifier: request.cropClassifier)
     }
 
     struct Classification: Sendable {

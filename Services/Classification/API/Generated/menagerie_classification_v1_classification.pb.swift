@@ -513,6 +513,10 @@ extension ClassificationV1 {
         /// rate for a few epochs on augmented images, keeping the epoch best on the held-out images. The tuned network is
         /// stored in the model (ModelSummary.fine_tuned).
         public var fineTune: Bool = false
+        /// Detectors only (INVALID_ARGUMENT for a classifier): label each detected box by a transfer classifier of its crop,
+        /// trained on the training scenes' boxes (the detector says where, the classifier which label). Absent: on when
+        /// the service has the feature print. true without it: FAILED_PRECONDITION. Such a detector is not exported as ONNX.
+        public var cropClassifier: Bool? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -533,7 +537,8 @@ extension ClassificationV1 {
             includeFeedback: Bool = false,
             batchSize: Int32? = nil,
             patience: Int32? = nil,
-            fineTune: Bool = false
+            fineTune: Bool = false,
+            cropClassifier: Bool? = nil
         ) {
             self.dataset = dataset
             self.kind = kind
@@ -550,6 +555,7 @@ extension ClassificationV1 {
             self.batchSize = batchSize
             self.patience = patience
             self.fineTune = fineTune
+            self.cropClassifier = cropClassifier
         }
     }
 
@@ -630,6 +636,8 @@ extension ClassificationV1 {
         public var fineTuned: Bool = false
         /// The apps whose classifier or detector this model is (Deployment), sorted.
         public var apps: [String] = []
+        /// A detector whose boxes are labelled by a transfer classifier of their crops (TrainRequest.crop_classifier).
+        public var cropClassifier: Bool = false
 
         /// A message with every field at its default.
         public init() {}
@@ -654,7 +662,8 @@ extension ClassificationV1 {
             history: [ClassificationV1.TrainingEpoch] = [],
             interrupted: String = "",
             fineTuned: Bool = false,
-            apps: [String] = []
+            apps: [String] = [],
+            cropClassifier: Bool = false
         ) {
             self.name = name
             self.kind = kind
@@ -675,6 +684,7 @@ extension ClassificationV1 {
             self.interrupted = interrupted
             self.fineTuned = fineTuned
             self.apps = apps
+            self.cropClassifier = cropClassifier
         }
     }
 
@@ -2016,6 +2026,7 @@ extension ClassificationV1.TrainRequest: ProtoMessage, ProtobufCBridged {
         batchSize = reader.optional(13)
         patience = reader.optional(14)
         fineTune = reader.value(15)
+        cropClassifier = reader.optional(16)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -2034,6 +2045,7 @@ extension ClassificationV1.TrainRequest: ProtoMessage, ProtobufCBridged {
         writer.set(13, batchSize)
         writer.set(14, patience)
         writer.set(15, fineTune)
+        writer.set(16, cropClassifier)
     }
 }
 
@@ -2131,6 +2143,7 @@ extension ClassificationV1.ModelSummary: ProtoMessage, ProtobufCBridged {
         interrupted = reader.value(17)
         fineTuned = reader.value(18)
         apps = reader.repeated(19)
+        cropClassifier = reader.value(20)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -2153,6 +2166,7 @@ extension ClassificationV1.ModelSummary: ProtoMessage, ProtobufCBridged {
         writer.set(17, interrupted)
         writer.set(18, fineTuned)
         writer.set(19, apps)
+        writer.set(20, cropClassifier)
     }
 }
 
@@ -3654,6 +3668,7 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         ProtoJSONField(number: 13, protoName: "batch_size", jsonName: "batchSize", kind: .int32, cardinality: .optional),
         ProtoJSONField(number: 14, protoName: "patience", jsonName: "patience", kind: .int32, cardinality: .optional),
         ProtoJSONField(number: 15, protoName: "fine_tune", jsonName: "fineTune", kind: .bool, cardinality: .singular),
+        ProtoJSONField(number: 16, protoName: "crop_classifier", jsonName: "cropClassifier", kind: .bool, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3673,6 +3688,7 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         json.optional(12, self.batchSize)
         json.optional(13, self.patience)
         json.value(14, self.fineTune)
+        json.optional(15, self.cropClassifier)
         return json.result
     }
 
@@ -3694,6 +3710,7 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         try json.optional(12, into: &self.batchSize)
         try json.optional(13, into: &self.patience)
         try json.value(14, into: &self.fineTune)
+        try json.optional(15, into: &self.cropClassifier)
     }
 }
 
@@ -3766,6 +3783,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         ProtoJSONField(number: 17, protoName: "interrupted", jsonName: "interrupted", kind: .string, cardinality: .singular),
         ProtoJSONField(number: 18, protoName: "fine_tuned", jsonName: "fineTuned", kind: .bool, cardinality: .singular),
         ProtoJSONField(number: 19, protoName: "apps", jsonName: "apps", kind: .string, cardinality: .repeated),
+        ProtoJSONField(number: 20, protoName: "crop_classifier", jsonName: "cropClassifier", kind: .bool, cardinality: .singular),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3789,6 +3807,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         json.value(16, self.interrupted)
         json.value(17, self.fineTuned)
         json.repeated(18, self.apps)
+        json.value(19, self.cropClassifier)
         return json.result
     }
 
@@ -3814,6 +3833,7 @@ extension ClassificationV1.ModelSummary: ProtoJSONMessage {
         try json.value(16, into: &self.interrupted)
         try json.value(17, into: &self.fineTuned)
         try json.repeated(18, into: &self.apps)
+        try json.value(19, into: &self.cropClassifier)
     }
 }
 

@@ -17,11 +17,28 @@ public struct Augmentation: Sendable, Equatable, Codable {
     /// above (a clover, a leaf, a document on a table) have no "up", and a small rotation does not teach that.
     /// A non-square image turns by 0 or 180° only, keeping its shape.
     public var turns = false
+    /// Random zoom by a factor in [1 − s, 1 + s] about the centre: the same object framed closer or farther.
+    public var scale = 0.0
+    /// Random colour: each channel's gain in [1 − c, 1 + c] (white balance) and the saturation scaled by a factor
+    /// in [1 − c, 1 + c] (toward grey or away from it): the same object under other light or another camera.
+    public var colour = 0.0
 
     public init(flip: Bool = false, crop: Double = 0, rotation: Double = 0, blur: Bool = false, exposure: Double = 0,
-                noise: Double = 0, turns: Bool = false) {
+                noise: Double = 0, turns: Bool = false, scale: Double = 0, colour: Double = 0) {
         self.flip = flip; self.crop = crop; self.rotation = rotation; self.blur = blur
-        self.exposure = exposure; self.noise = noise; self.turns = turns
+        self.exposure = exposure; self.noise = noise; self.turns = turns; self.scale = scale; self.colour = colour
+    }
+
+    // Decoded as before for headers and requests written without the newer fields.
+    enum CodingKeys: String, CodingKey { case flip, crop, rotation, blur, exposure, noise, turns, scale, colour }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(flip: try c.decodeIfPresent(Bool.self, forKey: .flip) ?? false, crop: try c.decodeIfPresent(Double.self, forKey: .crop) ?? 0,
+                  rotation: try c.decodeIfPresent(Double.self, forKey: .rotation) ?? 0, blur: try c.decodeIfPresent(Bool.self, forKey: .blur) ?? false,
+                  exposure: try c.decodeIfPresent(Double.self, forKey: .exposure) ?? 0, noise: try c.decodeIfPresent(Double.self, forKey: .noise) ?? 0,
+                  turns: try c.decodeIfPresent(Bool.self, forKey: .turns) ?? false, scale: try c.decodeIfPresent(Double.self, forKey: .scale) ?? 0,
+                  colour: try c.decodeIfPresent(Double.self, forKey: .colour) ?? 0)
     }
 
     public static let none = Augmentation()
@@ -44,20 +61,10 @@ public struct Augmentation: Sendable, Equatable, Codable {
         let dx = crop > 0 ? (random.unit() * 2 - 1) * Float(crop) * Float(width) : 0
         let dy = crop > 0 ? (random.unit() * 2 - 1) * Float(crop) * Float(height) : 0
         let angle = rotation > 0 ? (random.unit() * 2 - 1) * Float(rotation) * .pi / 180 : 0
-        if doFlip || dx != 0 || dy != 0 || angle != 0 {
-            // Inverse-map each output pixel to the source (bilinear), rotating about the centre.
-            let cx = Float(width - 1) / 2, cy = Float(height - 1) / 2
-            let c = cosf(angle), s = sinf(angle)
-            for y in 0..<height {
-                for x in 0..<width {
-                    var ox = Float(x) - cx - dx, oy = Float(y) - cy - dy
-                    if doFlip { ox = -ox }
-                    let sx = c * ox + s * oy + cx, sy = -s * ox + c * oy + cy
-                    for ch in 0..<channels {
-                        out[(ch * height + y) * width + x] = Self.sample(image, ch, sx, sy, height, width)
-                    }
-                }
-            }
+        // Drawn after the others, so a seed's flips, shifts and turns stay as they were without it.
+        let zoom = scale > 0 ? 1 + (random.unit() * 2 - 1) * Float(scale) : 1
+        if doFlip || dx != 0 || dy != 0 || angle != 0 || zoom != 1 {
+            out = Self.warped(image, channels: channels, height: height, width: width, flip: doFlip, dx: dx, dy: dy, angle: angle, zoom: zoom)
         }
         if blur && random.unit() < 0.5 {
             let source = out
@@ -79,8 +86,41 @@ public struct Augmentation: Sendable, Equatable, Codable {
             let scale = 1 + (random.unit() * 2 - 1) * Float(exposure)
             for i in out.indices { out[i] = min(1, out[i] * scale) }
         }
+        if colour > 0, channels == 3 {
+            let gains = (0..<3).map { _ in 1 + (random.unit() * 2 - 1) * Float(colour) }
+            let saturation = 1 + (random.unit() * 2 - 1) * Float(colour)
+            let plane = height * width
+            for i in 0..<plane {
+                let r = out[i] * gains[0], g = out[plane + i] * gains[1], b = out[2 * plane + i] * gains[2]
+                let grey = 0.299 * r + 0.587 * g + 0.114 * b
+                out[i] = min(1, max(0, grey + (r - grey) * saturation))
+                out[plane + i] = min(1, max(0, grey + (g - grey) * saturation))
+                out[2 * plane + i] = min(1, max(0, grey + (b - grey) * saturation))
+            }
+        }
         if noise > 0 {
             for i in out.indices { out[i] = min(1, max(0, out[i] + random.gaussian() * Float(noise))) }
+        }
+        return out
+    }
+
+    /// `image` mirrored, shifted by (dx, dy) pixels, rotated by `angle` radians and zoomed by `zoom` about its centre,
+    /// each output pixel inverse-mapped to the source (bilinear; outside it black).
+    static func warped(_ image: [Float], channels: Int, height: Int, width: Int, flip: Bool = false, dx: Float = 0, dy: Float = 0,
+                       angle: Float = 0, zoom: Float = 1) -> [Float] {
+        var out = image
+        let cx = Float(width - 1) / 2, cy = Float(height - 1) / 2
+        let c = cosf(angle), s = sinf(angle)
+        for y in 0..<height {
+            for x in 0..<width {
+                var ox = Float(x) - cx - dx, oy = Float(y) - cy - dy
+                if flip { ox = -ox }
+                ox /= zoom; oy /= zoom
+                let sx = c * ox + s * oy + cx, sy = -s * ox + c * oy + cy
+                for ch in 0..<channels {
+                    out[(ch * height + y) * width + x] = sample(image, ch, sx, sy, height, width)
+                }
+            }
         }
         return out
     }

@@ -25,6 +25,9 @@ public final class Classifier: @unchecked Sendable {
     public init(_ file: ModelFile) throws {
         header = file.header
         guard header.kind == .classifier else { throw ClassificationError.invalid("the model is a \(header.kind.rawValue), not a classifier") }
+        for view in header.testTimeAugmentation ?? [] where !TestTimeAugmentation.views.contains(view) {
+            throw ClassificationError.invalid("unknown test-time view \(view) (known: \(TestTimeAugmentation.views.joined(separator: ", ")))")
+        }
         switch header.algorithm {
         case "cnn":
             guard let configuration = header.network, configuration.classes == header.labels.count else {
@@ -52,8 +55,24 @@ public final class Classifier: @unchecked Sendable {
         }
     }
 
-    /// Probabilities over all labels (summing to 1) for each input (CHW floats in [0, 1] at the model's input size).
+    /// Probabilities over all labels (summing to 1) for each input (CHW floats in [0, 1] at the model's input size),
+    /// averaged over the model's test-time views when it has them.
     public func probabilities(_ inputs: [[Float]]) throws -> [[Float]] {
+        let views = header.testTimeAugmentation ?? []
+        guard !views.isEmpty, !inputs.isEmpty else { return try engineProbabilities(inputs) }
+        var all = inputs
+        for view in views {
+            all += try inputs.map { try TestTimeAugmentation.view($0, view, width: header.inputWidth, height: header.inputHeight) }
+        }
+        let p = try engineProbabilities(all)
+        return inputs.indices.map { i in
+            var sum = p[i]
+            for k in 1...views.count { for c in sum.indices { sum[c] += p[k * inputs.count + i][c] } }
+            return sum.map { $0 / Float(views.count + 1) }
+        }
+    }
+
+    private func engineProbabilities(_ inputs: [[Float]]) throws -> [[Float]] {
         let side = header.inputWidth
         switch engine {
         case .network(let network):
@@ -111,6 +130,21 @@ public final class Classifier: @unchecked Sendable {
             .map { Prediction(label: header.labels[$0], confidence: Double(p[$0])) }
     }
 
+}
+
+/// Test-time augmentation: besides an input, views of it whose probabilities are averaged with its own — what a
+/// small training set left the model unsure of in one framing it may be sure of in another.
+public enum TestTimeAugmentation {
+    /// "flip": the mirror image; "zoom": the middle 1/1.15 of the input, enlarged to fill it.
+    public static let views = ["flip", "zoom"]
+
+    static func view(_ input: [Float], _ name: String, width: Int, height: Int) throws -> [Float] {
+        switch name {
+        case "flip": Augmentation.warped(input, channels: 3, height: height, width: width, flip: true)
+        case "zoom": Augmentation.warped(input, channels: 3, height: height, width: width, zoom: 1.15)
+        default: throw ClassificationError.invalid("unknown test-time view \(name) (known: \(views.joined(separator: ", ")))")
+        }
+    }
 }
 
 /// Evaluation of a classifier on a labelled dataset.

@@ -353,7 +353,7 @@ public enum DetectorTrainer {
     /// `featurePrint` trains a `transfer` detector instead (`TransferDetector`): the pretrained network frozen as
     /// its backbone, only the head trained.
     public static func train(_ dataset: Dataset, validation: Dataset? = nil, options: DetectorTrainingOptions,
-                             base: ModelFile? = nil, featurePrint: FeaturePrint? = nil,
+                             base: ModelFile? = nil, featurePrint: FeaturePrint? = nil, cropClassifier cropFeaturePrint: FeaturePrint? = nil,
                              progress: (TrainingProgress) throws -> Void = { _ in }) throws -> ModelFile {
         guard dataset.kind == .detection else { throw ClassificationError.invalid("a detector trains on a detection dataset (annotations.json)") }
         if base != nil, featurePrint != nil {
@@ -454,6 +454,20 @@ public enum DetectorTrainer {
             tensors = { try yolo.backbone.parameters.export() }
         }
         header.seed = options.seed
+        // Boxes labelled by a transfer classifier of their crops, trained on the training scenes' boxes only (the
+        // held-out scenes still measure the whole).
+        var evaluated: any ObjectDetector = detector
+        var cropClassifierBytes: [UInt8]?
+        if let cropFeaturePrint, stopped == nil {
+            var scenes = dataset
+            scenes.samples = split.training.map { dataset.samples[$0] }
+            let configuration = CropClassifierConfiguration()
+            let classifier = try CropClassifier.train(scenes, featurePrint: cropFeaturePrint, seed: options.seed, configuration: configuration)
+            evaluated = try ReclassifyingDetector(detector: detector, classifier: Classifier(classifier), configuration: configuration)
+            cropClassifierBytes = try classifier.encoded()
+            header.cropClassifier = configuration
+            header.metrics["crop_classifier_images"] = classifier.header.metrics["training_images"]
+        }
         header.trainingSeconds = (ContinuousClock.now - started).seconds
         header.metrics["training_images"] = Double(training.count)
         var held = validation
@@ -463,7 +477,7 @@ public enum DetectorTrainer {
             held = subset
         }
         if let held, !held.samples.isEmpty {
-            let evaluation = try DetectorEvaluation.run(detector, on: held)
+            let evaluation = try DetectorEvaluation.run(evaluated, on: held)
             header.metrics["map50"] = evaluation.map50
             header.metrics["map50_95"] = evaluation.map50to95
             header.metrics["validation_images"] = Double(held.samples.count)
@@ -473,7 +487,7 @@ public enum DetectorTrainer {
             header.interrupted = "after epoch \(stopped.epoch)/\(options.epochs); kept its weights"
             throw TrainingInterrupted(cause: stopped.cause, partial: ModelFile(header: header, tensors: try tensors()))
         }
-        return ModelFile(header: header, tensors: try tensors())
+        return ModelFile(header: header, tensors: try tensors(), script: cropClassifierBytes)
     }
 
     /// The yolo training loop every grid detector shares: `options.epochs` over `count` training scenes in seeded

@@ -18,7 +18,16 @@ extension ObjectDetector {
 public enum Detectors {
     /// The detector of a model file: a yolo or transfer detector trained here or an imported ONNX model.
     public static func load(_ file: ModelFile) throws -> any ObjectDetector {
-        switch file.header.algorithm {
+        if let configuration = file.header.cropClassifier {
+            guard let bytes = file.script, file.header.algorithm != "onnx" else {
+                throw ClassificationError.invalid("the detector's crop classifier is missing")
+            }
+            var plain = file
+            plain.script = nil
+            plain.header.cropClassifier = nil
+            return try ReclassifyingDetector(detector: load(plain), classifier: Classifier(ModelFile.decode(bytes)), configuration: configuration)
+        }
+        return switch file.header.algorithm {
         case "onnx": try ImportedDetector(file)
         case "transfer": try TransferDetector(file)
         default: try Detector(file)

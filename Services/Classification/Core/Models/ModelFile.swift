@@ -43,6 +43,12 @@ public struct ModelHeader: Sendable, Codable, Equatable {
     /// A transfer classifier whose feature print's last block was fine-tuned (`FineTuning`): its module is its own
     /// tuned copy of the network. nil for every other model.
     public var fineTuned: Bool?
+    /// A detector whose boxes are labelled by a transfer classifier of their crops (`ReclassifyingDetector`): how
+    /// they are cropped. The classifier's own container is the file's script bytes. nil for every other model.
+    public var cropClassifier: CropClassifierConfiguration?
+    /// A classifier's test-time augmentation: the views of each input whose probabilities are averaged with the
+    /// input's own (`TestTimeAugmentation`); nil or empty for none.
+    public var testTimeAugmentation: [String]?
 
     public init(kind: Kind, algorithm: String, labels: [String], inputWidth: Int, inputHeight: Int) {
         self.kind = kind; self.algorithm = algorithm; self.labels = labels
@@ -87,10 +93,12 @@ public struct ModelFile: Sendable, Equatable {
 
     public static let magic = Array("MENAGERIE-MODEL\n".utf8)
     /// The newest format version this build reads and writes.
-    public static let version: UInt32 = 2
+    public static let version: UInt32 = 3
 
     /// The version this model is written in: the oldest that holds it, so other models stay readable by older builds.
-    var formatVersion: UInt32 { header.featureMethod == nil ? 1 : 2 }
+    /// A detector with a crop classifier is version 3: an older build would read its boxes' labels from the
+    /// detector alone, without a word, where a version it does not know is refused.
+    var formatVersion: UInt32 { header.cropClassifier != nil ? 3 : header.featureMethod == nil ? 1 : 2 }
 
     private struct Envelope: Codable {
         var model: ModelHeader

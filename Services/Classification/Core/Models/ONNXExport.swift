@@ -19,6 +19,13 @@ public enum ONNXExport {
 
     public static func export(_ file: ModelFile, name: String) throws -> [UInt8] {
         let header = file.header
+        if header.cropClassifier != nil {
+            // One graph would give the detector's own labels, not the crop classifier's the service answers with.
+            throw ClassificationError(.failedPrecondition, """
+                model \(name) labels its boxes with a classifier of their crops, which one ONNX graph does not hold; \
+                a detector trained with --crop-classifier false exports
+                """)
+        }
         switch (header.kind, header.algorithm) {
         case (_, "onnx"):
             guard let graph = file.script else { throw ClassificationError.invalid("the onnx model \(name) has no graph") }
