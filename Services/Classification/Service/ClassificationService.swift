@@ -243,9 +243,9 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                     // The trainer stores the mAP on the validation dataset or on the scenes it held out.
                     let validation = try plan.validationDataset.map { try store.dataset(named: $0) }
                     let base = try plan.base.map { try store.model(named: $0) }
-                    // Boxes labelled by a transfer classifier of their crops: by default whenever the feature print is
-                    // installed (measured in Services/Classification/README.md).
-                    let crops = (plan.cropClassifier ?? featurePrint.isInstalled) ? try featurePrint.load() : nil
+                    // Boxes labelled by a transfer classifier of their crops, when asked for: a network pass per box
+                    // costs Detect and a stream's frame rate, and such a detector exports to no ONNX.
+                    let crops = (plan.cropClassifier ?? false) ? try featurePrint.load() : nil
                     file = try DetectorTrainer.train(data, validation: validation, options: options, base: base, featurePrint: print,
                                                      cropClassifier: crops, progress: report)
                 }

@@ -514,8 +514,8 @@ extension ClassificationV1 {
         /// stored in the model (ModelSummary.fine_tuned).
         public var fineTune: Bool = false
         /// Detectors only (INVALID_ARGUMENT for a classifier): label each detected box by a transfer classifier of its crop,
-        /// trained on the training scenes' boxes (the detector says where, the classifier which label). Absent: on when
-        /// the service has the feature print. true without it: FAILED_PRECONDITION. Such a detector is not exported as ONNX.
+        /// trained on the training scenes' boxes (the detector says where, the classifier which label). Absent: off (a
+        /// network pass per box). true without the feature print: FAILED_PRECONDITION. Such a detector is not exported as ONNX.
         public var cropClassifier: Bool? = nil
 
         /// A message with every field at its default.
