@@ -106,7 +106,7 @@ import Testing
                 "GET / HTTP/1.1\r\nHost: x", "GET /index.html HTTP/1.1\r\nHost: x", "GET /css/site.css HTTP/1.1\r\nHost: x",
                 "GET /.hidden HTTP/1.1\r\nHost: x", "GET /../../etc/passwd HTTP/1.1\r\nHost: x", "GET /missing.js HTTP/1.1\r\nHost: x",
             ])
-            #expect(answers.map(\.status) == [200, 200, 200, 404, 404, 404])
+            try #require(answers.map(\.status) == [200, 200, 200, 404, 404, 404])
             #expect(answers[0].headers["content-type"] == "text/html; charset=utf-8")
             #expect(answers[0].body == answers[1].body)
             #expect(answers[0].headers["etag"] != nil)
@@ -122,7 +122,7 @@ import Testing
                 "POST /big HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 0",
                 "GET /nothing/here HTTP/1.1\r\nHost: x",
             ])
-            #expect(answers.map(\.status) == [200, 404, 404])
+            try #require(answers.map(\.status) == [200, 404, 404])
             #expect(answers[0].headers["content-type"] == "application/json")
         }
     }
