@@ -83,6 +83,7 @@ struct PhotoClassificationBenchmark {
         try store.setDeployment(app: "stripes", model: "stripes")
         var rows: [[String]] = []
         var figures: (first: Double, p50: Double) = (0, 0)
+        var httpJSON: (p50: Double, bodyBytes: Int, base64: Double)?
         for warm in [true, false] {
             let replica = try ClassificationStore(path: path)
             let lane = ThreadPool(name: "lane", threads: cores, queueLimit: 256)
@@ -104,6 +105,7 @@ struct PhotoClassificationBenchmark {
                 p50 = measurement.percentileMilliseconds(0.5)
                 calls = measurement.calls
                 figures = (first, p50)
+                httpJSON = Self.connectJSON(port: server.port, photo: photo, calls: repeats)
             }
             rows.append([warm ? "loaded and warmed at start (\(String(format: "%.0f", warmMs)) ms before serving)" : "not warmed (loaded by the first call)",
                          String(format: "%.1f", first), warm ? String(format: "%.1f", p50) : "-", warm ? "\(calls)" : "-"])
@@ -112,6 +114,15 @@ struct PhotoClassificationBenchmark {
         }
         print("Classify on the binary protocol (loopback TCP), the 12 MP JPEG, app \"stripes\":")
         printTable(["service", "first call ms", "p50 ms", "calls"], rows)
+        if let httpJSON {
+            print(String(format: "Classify over HTTP/JSON (Connect, one keep-alive connection), the same photo base64 in a %.1f MB body: p50 %.1f ms "
+                         + "against %.1f ms on the binary protocol (+%.1f ms: the base64 and JSON transcoding, and %.0f %% more bytes); "
+                         + "the client's base64 encoding alone %.1f ms",
+                         Double(httpJSON.bodyBytes) / 1e6, httpJSON.p50, figures.p50, httpJSON.p50 - figures.p50,
+                         (Double(httpJSON.bodyBytes) / Double(photo.count) - 1) * 100, httpJSON.base64))
+        } else {
+            print("Classify over HTTP/JSON: no answer (see the service's log)")
+        }
 
         // onnxruntime on the exported model, the same photo preprocessed as the service does.
         if let python = Self.onnxruntimePython {
@@ -149,6 +160,28 @@ struct PhotoClassificationBenchmark {
         let path = ProcessInfo.processInfo.environment["MENAGERIE_ONNXRUNTIME_PYTHON"]
             ?? root.appendingPathComponent("compose/.cache/onnxruntime-venv/bin/python").path
         return FileManager.default.isExecutableFile(atPath: path) ? path : nil
+    }
+
+    /// Classify over HTTP/JSON as a browser or a phone app without protobuf would call it: a Connect unary POST
+    /// whose JSON carries the photo in base64 (protobuf's JSON mapping of bytes), `calls` times on one keep-alive
+    /// connection. The p50 of the whole exchange, the body's size and the client's base64 encoding time; nil when a
+    /// call is not answered 200.
+    static func connectJSON(port: Int, photo: [UInt8], calls: Int) -> (p50: Double, bodyBytes: Int, base64: Double)? {
+        let encodeStarted = ContinuousClock.now
+        let base64 = Data(photo).base64EncodedString()
+        let base64Ms = (ContinuousClock.now - encodeStarted).seconds * 1000
+        let body = Array(#"{"image":""#.utf8) + Array(base64.utf8) + Array(#"","top":1,"app":"stripes"}"#.utf8)
+        let head = "POST /menagerie.classification.v1.Classification/Classify HTTP/1.1\r\nHost: classification\r\n"
+            + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+        guard let socket = AttackSocket(port: port, timeout: 60) else { return nil }
+        var samples: [Double] = []
+        for _ in 0...calls {
+            let started = ContinuousClock.now
+            guard socket.write(Array(head.utf8) + body), socket.readHTTPStatuses(until: 1).ok == 1 else { return nil }
+            samples.append((ContinuousClock.now - started).seconds * 1000)
+        }
+        let rest = samples.dropFirst().sorted()
+        return (rest[(rest.count - 1) / 2], body.count, base64Ms)
     }
 
     /// A phone photo's size and about its entropy: a smooth scene (two gradients and soft bands) under sensor-like
