@@ -83,6 +83,8 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"])]),
         // glibc's malloc.h (part of libc): the allocator tuning a service applies at start (ServiceKit).
         .systemLibrary(name: "CMalloc", path: "Shared/CMalloc"),
+        // glibc's allocator asked to give memory back (its mmap threshold; free pages after large work).
+        .target(name: "Allocator", dependencies: ["CMalloc"], path: "Shared/Allocator"),
         // OpenSSL 3: TLS under the transport (the TLS module wraps it).
         .systemLibrary(
             name: "CTLS", path: "Shared/CTLS", pkgConfig: "openssl",
@@ -185,7 +187,7 @@ let package = Package(
         .target(name: "Identity", dependencies: ["Base", "RPC", "Schema", "Storage", "TLS"], path: "Shared/Identity"),
         .target(
             name: "ServiceKit",
-            dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", "Jobs", "Identity", "Dqlite", "CMalloc", argumentParser],
+            dependencies: ["Base", "RPC", "Transport", "Storage", "WorkLane", "HTTP", "Jobs", "Identity", "Dqlite", "Allocator", argumentParser],
             path: "Shared/ServiceKit"),
 
         // MARK: Domain libraries
@@ -314,7 +316,7 @@ let package = Package(
             coreResources: [.copy("SampleData")], serviceResources: [.copy("Web")])
         + service(
             "OCR", executable: "ocr", imports: ["Jobs"],
-            core: ["TextRecognition", "WorkLane", "PPOCR", "OpenCVDNN", "OCRPolicy"], service: ["TextRecognition", "WorkLane"],
+            core: ["TextRecognition", "WorkLane", "PPOCR", "OpenCVDNN", "OCRPolicy"], service: ["TextRecognition", "WorkLane", "Allocator"],
             app: ["TextRecognition", "PPOCR", "SevenSegment"], cli: ["OCRPolicy"], coreTests: ["TextRecognition", "OCRTestSupport", "PPOCR", "SevenSegment"],
             serviceTests: ["WorkLane", "Storage", "TextRecognition", "Transport", "OCRTestSupport"])
         // The record thresholds the service applies and the gateway's help states (no engine linked into the gateway).

@@ -1,3 +1,4 @@
+import Allocator
 import Base
 import Dispatch
 import Dqlite
@@ -116,7 +117,7 @@ public enum ServiceRunner {
     public static func run(
         name: String, options: ServiceOptions, setup: @escaping @Sendable (Environment) async throws -> AppServices
     ) async throws(Failure) -> Stop {
-        AllocatorTuning.apply()
+        Allocator.tune()
         Logger.level = LogLevel(name: options.logLevel) ?? .info
         Logger.format = LogFormat(name: options.logFormat) ?? .text
         let logger = Logger(label: name)

@@ -66,7 +66,7 @@ import TextRecognition
         #expect(budget.used == 0)
     }
 
-    /// A photo's decoded pages hold about 6 bytes a pixel of the budget while it is read: refused when they do not
+    /// A photo's decoded pages hold about `DecodeHold.bytesPerPixel` bytes a pixel of the budget while it is read: refused when they do not
     /// fit within the patience, held while they do, nothing for bytes whose header does not read.
     @Test func aPhotosDecodedPagesHoldTheirShareWhileItIsRead() async throws {
         let png = try #require(Data(base64Encoded:
@@ -85,5 +85,19 @@ import TextRecognition
         #expect(budget.used == 0, "given back once the photo is read")
         let unreadable = try await DecodeHold.reserve(for: Data(repeating: 7, count: 100), maxPixels: 1 << 30, budget: budget)
         #expect(unreadable.bytes == 0)
+    }
+
+    /// The default pixel limit comes from the memory budget: a photo at the limit fits an empty budget whole, so a
+    /// photo its header admits is never one the budget can never hold (before: 60 MP against 256 MiB at 6 bytes a
+    /// pixel, while a 36 MP scan took 328 MB — admitted, then its hold could not be had and it waited to be refused).
+    @Test func theDefaultPixelLimitIsWhatTheBudgetHolds() async throws {
+        for mib in [64, 256, 1024] {
+            let budget = MemoryBudget(limit: mib << 20)
+            let pixels = Int(DecodeHold.megapixels(fittingIn: budget.limit) * 1_000_000)
+            #expect(pixels * DecodeHold.bytesPerPixel <= budget.limit, "\(mib) MiB")
+            #expect((pixels + 1_000) * DecodeHold.bytesPerPixel > budget.limit, "\(mib) MiB: the limit uses the budget")
+            #expect(budget.reserve(pixels * DecodeHold.bytesPerPixel), "\(mib) MiB: a photo at the limit is held at once")
+        }
+        #expect(DecodeHold.bytesPerPixel >= 10, "a 36 MP PNG's scan raised peak RSS by 9.1 bytes a pixel (issue 40)")
     }
 }

@@ -25,8 +25,14 @@ struct OCRCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ServiceOptions
 
-    @Option(name: .customLong("max-megapixels"), help: "Largest decoded image (per page) accepted, in megapixels.")
-    var maxMegapixels = 60.0
+    @Option(
+        name: .customLong("max-megapixels"),
+        help: "Largest decoded image (per page) accepted, in megapixels (default: what --memory-budget holds at \(DecodeHold.bytesPerPixel) bytes a pixel, at most 60).")
+    var maxMegapixels: Double?
+
+    /// The pixel limit: given, or what one scan can hold of the memory budget, so a photo admitted by its header is
+    /// never one the budget can never hold (it waited its patience out, then was refused "retry later").
+    var megapixels: Double { maxMegapixels ?? min(60, DecodeHold.megapixels(fittingIn: options.memoryBudget << 20)) }
 
     @Option(name: .customLong("max-upload-mib"), help: "Largest image accepted (a scan's, or each file of a batch), in MiB.")
     var maxUploadMiB = 64
@@ -53,7 +59,7 @@ struct OCRCommand: AsyncParsableCommand {
         guard (1...65536).contains(maxBatchMiB) else {
             throw ValidationError("--max-batch-mib must be 1…65536 (got \(maxBatchMiB))")
         }
-        guard maxMegapixels.isFinite, maxMegapixels >= 0.01, maxMegapixels <= 1000 else {
+        if let maxMegapixels, !(maxMegapixels.isFinite && maxMegapixels >= 0.01 && maxMegapixels <= 1000) {
             throw ValidationError("--max-megapixels must be 0.01…1000 (got \(maxMegapixels))")
         }
     }
@@ -74,7 +80,7 @@ struct OCRCommand: AsyncParsableCommand {
             let lane = environment.lane
             let tesseract = TextRecognizer(
                 engines: EnginePool(maxEnginesPerConfiguration: lane.threads, maxIdleEngines: max(4, 2 * lane.threads)),
-                limits: DecodeLimits(maxPixels: Int(maxMegapixels * 1_000_000)))
+                limits: DecodeLimits(maxPixels: Int(megapixels * 1_000_000)))
             // Engines of the default languages, one per lane thread (with their orientation detectors), made in
             // parallel before the port opens: no request pays Tesseract's start-up. A failure (trained data missing)
             // is only logged: requests then make engines on demand and report what is missing.

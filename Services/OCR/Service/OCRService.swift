@@ -1,3 +1,4 @@
+import Allocator
 import Base
 import Foundation
 import Jobs
@@ -170,7 +171,11 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
     func recognize(_ data: Data, options: RecognitionOptions) async throws -> RecognitionResult {
         let recognizer = recognizer
         let held = try await DecodeHold.reserve(for: data, maxPixels: recognizer.decoder.limits.maxPixels)
-        defer { held.releaseAll() }
+        defer {
+            // A large photo's many small allocations stay with the process once freed: given back after it.
+            if held.bytes >= DecodeHold.returnAfter { Allocator.returnFreedMemory() }
+            held.releaseAll()
+        }
         return try await lane.run { try recognizer.recognizeBlocking(data, options: options) }
     }
 

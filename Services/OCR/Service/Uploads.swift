@@ -78,13 +78,23 @@ struct UploadCollector {
     }
 }
 
-/// What decoding and recognising one photo holds — its 32-bit page and the grey and binarised copies the recognizer
-/// makes, about `bytesPerPixel` a pixel of what its header announces — drawn from the memory budget like its upload
-/// was: the lane's threads each reading a 60-megapixel photo held some 360 MB apiece outside it. A photo that does
-/// not fit waits for room, then is refused RESOURCE_EXHAUSTED; one whose header does not read holds nothing (the
-/// decoder's pixel limit still bounds it, and its decoding says what is wrong).
-enum DecodeHold {
-    static let bytesPerPixel = 6
+/// What decoding and recognising one photo holds — its 32-bit page, the grey and binarised copies the recognizer
+/// makes, and PP-OCR's and Tesseract's working memory, about `bytesPerPixel` a pixel of what its header announces —
+/// drawn from the memory budget like its upload was: the lane's threads each reading a 60-megapixel photo held some
+/// 360 MB apiece outside it. A photo that does not fit waits for room, then is refused RESOURCE_EXHAUSTED; one whose
+/// header does not read holds nothing (the decoder's pixel limit still bounds it, and its decoding says what is wrong).
+public enum DecodeHold {
+    /// Measured: a 36-megapixel PNG of text raised a replica's peak RSS by 328 MB (9.1 bytes a pixel) where 6 were
+    /// reserved (issue 40); 10 keeps the reservation above what the scan takes.
+    public static let bytesPerPixel = 10
+    /// A scan that held at least this much gives the allocator's free pages back afterwards (`Allocator`).
+    static let returnAfter = 64 << 20
+
+    /// The largest photo a memory budget of `budget` bytes lets one scan decode, in megapixels: what a replica
+    /// accepts by default (`--max-megapixels`), so that a photo admitted by its header can also be held.
+    public static func megapixels(fittingIn budget: Int) -> Double {
+        Double(budget / bytesPerPixel) / 1_000_000
+    }
 
     static func reserve(
         for data: Data, maxPixels: Int, budget: MemoryBudget = .process, patience: Duration = MemoryBudget.patience
