@@ -42,11 +42,11 @@ func service(
             name: "\(name)CLI", dependencies: ["GatewayKit", "RPC", "Schema", api, argumentParser] + importedAPIs + cli,
             path: "\(folder)/CLI"),
         .testTarget(
-            name: "\(name)CoreTests", dependencies: [.init(stringLiteral: "\(name)Core"), "Storage", "Base", "TLS", "TestSupport"] + coreTests,
+            name: "\(name)CoreTests", dependencies: [.init(stringLiteral: "\(name)Core"), "Storage", "StorageTestSupport", "Base", "TLS", "TestSupport"] + coreTests,
             path: "Tests/\(name)CoreTests"),
         .testTarget(
             name: "\(name)ServiceTests",
-            dependencies: [.init(stringLiteral: "\(name)Core"), .init(stringLiteral: "\(name)Service"), api, "RPC", "Schema", "RPCTesting", "TestSupport"]
+            dependencies: [.init(stringLiteral: "\(name)Core"), .init(stringLiteral: "\(name)Service"), api, "RPC", "Schema", "RPCTesting", "TestSupport", "StorageTestSupport"]
                 + importedAPIs + jobs + serviceTests,
             path: "Tests/\(name)ServiceTests"),
     ]
@@ -252,7 +252,11 @@ let package = Package(
             path: "Tests/SchemaTests", exclude: ["protojson_samples.py"]),
         // The zoo's visitor page in headless Chromium (drive_page.py), against the zoo executable.
         .testTarget(name: "WebPageTests", dependencies: ["TestSupport"], path: "Tests/WebPageTests", exclude: ["drive_page.py"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "WorkLane", "TestSupport", "Dqlite", "Base"], path: "Tests/StorageTests"),
+        .testTarget(
+            name: "StorageTests", dependencies: ["Storage", "StorageTestSupport", "WorkLane", "TestSupport", "Dqlite", "Base"],
+            path: "Tests/StorageTests"),
+        // The tests' choice of storage backend (MENAGERIE_STORAGE_BACKEND) and the one-node dqlite cluster behind it.
+        .target(name: "StorageTestSupport", dependencies: ["Storage", "Dqlite"], path: "Tests/StorageTestSupport"),
         .testTarget(
             name: "BlobStoreTests",
             dependencies: ["BlobStore", "TLS", "BlobsAPI", "BlobsService", "Base", "RPC", "Transport", "WorkLane", "Identity", "TestSupport"],
@@ -289,7 +293,9 @@ let package = Package(
             name: "GatewayKitTests", dependencies: ["GatewayKit", "TestSupport", "RPC", "RPCWire", "JobsAPI", "OCRAPI", "ZooAPI", "Transport", "Schema"],
             path: "Tests/GatewayKitTests"),
         .testTarget(name: "BaseTests", dependencies: ["Base"], path: "Tests/BaseTests"),
-        .testTarget(name: "IdentityTests", dependencies: ["Identity", "RPC", "Schema", "Storage", "Base", "TestSupport"], path: "Tests/IdentityTests"),
+        .testTarget(
+            name: "IdentityTests", dependencies: ["Identity", "RPC", "Schema", "Storage", "StorageTestSupport", "Base", "TestSupport"],
+            path: "Tests/IdentityTests"),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"], path: "Tests/HTTPTests"),
         .testTarget(name: "TLSTests", dependencies: ["Base", "TLS", "TestSupport"], path: "Tests/TLSTests"),
         // The module graph's promises (no domain under the runtime, no other domain in a service), read from this file.

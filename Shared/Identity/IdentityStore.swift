@@ -101,9 +101,9 @@ public final class IdentityStore: Sendable {
 
     init(database: Database) { self.database = database }
 
-    /// A store in memory (tests).
-    public static func inMemory() throws -> IdentityStore {
-        IdentityStore(database: try Database.inMemory(migrations: migrations))
+    /// A private store: in memory, or on the database `databases` opens (tests pass the backend they run on).
+    public static func inMemory(using databases: DatabaseFactory = .inMemory) throws -> IdentityStore {
+        IdentityStore(database: try databases.open(migrations: migrations))
     }
 
     // MARK: Users

@@ -63,30 +63,17 @@ public final class Database: Sendable {
         }
     }
 
-    /// For tests that run on both backends with a file of their own: the SQLite file at `path`, or with
-    /// `MENAGERIE_STORAGE_BACKEND=dqlite` a database of the test process's dqlite node named after `path`, so that
-    /// two opens of one path share one database as two connections to one file do (replicas sharing a file).
-    public static func scratch(path: String, migrations: [Migration] = []) throws -> Database {
-        guard try StorageBackend.forTests() == .dqlite else { return try Database(path: path, migrations: migrations) }
-        var hash: UInt64 = 14_695_981_039_346_656_037  // FNV-1a: a stable name for the path
-        for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 1_099_511_628_211 }
-        return try Database(cluster: try TestCluster.shared.client(database: "scratch-\(hash)"), migrations: migrations)
-    }
-
-    /// A private in-memory database (for tests), shared by this instance's connections only.
-    /// It has no WAL, so a commit waits for open reads to finish.
-    ///
-    /// With `MENAGERIE_STORAGE_BACKEND=dqlite` in the environment it is instead a fresh database of a dqlite
-    /// node that this process starts on first use (on a free loopback port, the Raft log in a temporary
-    /// directory): so every suite built on `inMemory` runs on both backends (see `TestCluster`).
+    /// A private in-memory SQLite database, shared by this instance's connections only. It has no WAL, so a commit
+    /// waits for open reads to finish. (Tests that run on both backends open theirs through a `DatabaseFactory`.)
     public static func inMemory(migrations: [Migration] = []) throws -> Database {
-        if try StorageBackend.forTests() == .dqlite {
-            return try Database(cluster: try TestCluster.shared.client(), migrations: migrations)
-        }
         let name = "file:/menagerie-\(UInt64.random(in: .min ... .max))?vfs=memdb"
         return try Database(
             location: name, isMemory: true, migrations: migrations, readers: 4, busyTimeout: .seconds(5))
     }
+
+    /// Whether this database is replicated by a dqlite cluster (rather than an SQLite file or memory): what a store
+    /// that lays its data out differently on a cluster (payloads beside the rows rather than in them) asks.
+    public var isReplicated: Bool { readRetryWindow != nil }
 
     private convenience init(
         location: String, isMemory: Bool, migrations: [Migration], readers: Int, busyTimeout: Duration

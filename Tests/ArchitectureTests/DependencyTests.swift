@@ -155,4 +155,34 @@ import Testing
             #expect(linked.isEmpty, "\(target) links \(linked.sorted())")
         }
     }
+
+    // MARK: Test support stays in the tests
+
+    /// No production module links test support: nothing under Shared/ or Services/ depends, even indirectly, on a
+    /// target under Tests/ (the test-only service's own folder, Tests/Services, is itself a test target).
+    @Test func noProductionModuleLinksTestSupport() {
+        let testTargets = Set(Self.targets.filter { $0.path.hasPrefix("Tests/") }.map(\.name))
+        let production = Self.targets.filter { $0.path.hasPrefix("Shared/") || $0.path.hasPrefix("Services/") }
+        #expect(production.count > 20, "no production targets found")
+        #expect(testTargets.contains("StorageTestSupport"))
+        for target in production {
+            let linked = Self.closure(of: target.name).intersection(testTargets)
+            #expect(linked.isEmpty, "\(target.name) links \(linked.sorted())")
+        }
+    }
+
+    /// The tests choose their storage backend (StorageTestSupport reads MENAGERIE_STORAGE_BACKEND); no production
+    /// source reads that variable or holds the test dqlite node.
+    @Test func noProductionSourceChoosesTheTestBackend() throws {
+        for folder in ["Shared", "Services"] {
+            guard let files = FileManager.default.enumerator(at: Self.root.appendingPathComponent(folder), includingPropertiesForKeys: nil)
+            else { Issue.record("no \(folder) folder"); continue }
+            for case let file as URL in files where file.pathExtension == "swift" {
+                let text = try String(contentsOf: file, encoding: .utf8)
+                for marker in ["MENAGERIE_STORAGE_BACKEND", "TestCluster"] {
+                    #expect(!text.contains(marker), "\(file.path) mentions \(marker)")
+                }
+            }
+        }
+    }
 }

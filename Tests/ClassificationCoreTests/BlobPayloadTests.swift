@@ -4,6 +4,7 @@ import ClassificationCore
 import Foundation
 import Storage
 import TLS
+import StorageTestSupport
 import Testing
 
 /// The cluster's layout: images and model files in a blob store by content hash, the rows naming them by hash.
@@ -16,7 +17,7 @@ import Testing
     @Test func imagesModelsAndFeedbackGoToTheBlobStoreAndComeBack() throws {
         let scratch = Scratch()
         let blobs = try BlobStore(directory: scratch.path)
-        let store = try ClassificationStore.inMemory(blobs: blobs)
+        let store = try ClassificationStore.inMemory(blobs: blobs, using: .testBackend)
         let dataset = try DatasetBuilder.classification(files: [
             ("red/a.png", DatasetTests.red), ("red/b.png", DatasetTests.red2),
             ("blue/a.png", DatasetTests.blue), ("blue/b.png", DatasetTests.blue2),
@@ -52,7 +53,7 @@ import Testing
     /// rows by hash; and a replica without a blob store says why it cannot read the latter.
     @Test func inlineRowsAndHashRowsLiveTogether() throws {
         let scratch = Scratch()
-        let database = try Database.inMemory(migrations: ClassificationStore.migrations)
+        let database = try Database.scratch(migrations: ClassificationStore.migrations)
         let single = ClassificationStore(database: database)
         let header = ModelHeader(kind: .classifier, algorithm: "features", labels: ["a"], inputWidth: 8, inputHeight: 8)
         let file = ModelFile(header: header, tensors: [NamedArray(name: "x", shape: [1], values: [2])])

@@ -1,12 +1,13 @@
 import Base
 import Foundation
 import TLS
+import StorageTestSupport
 import Testing
 @testable import ClassificationCore
 
 @Suite struct CatalogueTests {
     @Test func searchIsCaseAndDiacriticsInsensitiveAndSortedByLocalName() throws {
-        let store = try ClassificationStore.inMemory()
+        let store = try ClassificationStore.inMemory(using: .testBackend)
         try store.importCatalogue([
             CatalogueEntry(label: "beagle", name: "Beagle", localName: "Bígl", attributes: [.init("fur", "krátká"), .init("country of origin", "Anglie")]),
             CatalogueEntry(label: "chihuahua", name: "Chihuahua", localName: "Čivava", attributes: [.init("size", "malý")]),
@@ -24,7 +25,7 @@ import Testing
     /// Each app has its catalogue, keyed by label, its attributes in the order imported (they were sorted by code
     /// point: the dog seed's fur, size, weight … came back as avgAge, color, fur …).
     @Test func catalogueIsPerAppInTheOrderImported() throws {
-        let store = try ClassificationStore.inMemory()
+        let store = try ClassificationStore.inMemory(using: .testBackend)
         let keys = ["id", "fur", "size", "weight", "height", "color", "avgAge", "originCountry", "imageName"]
         try store.importCatalogue([CatalogueEntry(label: "beagle", name: "Beagle", localName: "Bígl",
                                                   attributes: keys.map { .init($0, "\($0) value") })], app: "dogs")
@@ -39,7 +40,7 @@ import Testing
     }
 
     @Test func feedbackIsKeptOnlyWithConsent() throws {
-        let store = try ClassificationStore.inMemory()
+        let store = try ClassificationStore.inMemory(using: .testBackend)
         #expect(try store.recordFeedback(image: DatasetTests.red, label: "red", consent: false) == nil)
         #expect(try store.datasets().isEmpty)
         #expect(try store.database.read { try $0.queryOne("SELECT COUNT(*) FROM images")?.int(0) } == 0)

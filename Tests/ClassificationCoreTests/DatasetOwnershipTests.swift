@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import StorageTestSupport
 import Testing
 @testable import ClassificationCore
 
@@ -13,7 +14,7 @@ import Testing
     }
 
     @Test func aUserSeesAndDeletesOnlyTheirOwnDatasets() throws {
-        let store = try ClassificationStore.inMemory()
+        let store = try ClassificationStore.inMemory(using: .testBackend)
         try store.saveDataset(try Self.colours(), name: "mine", owner: "alice")
         #expect(try store.datasets(owner: "alice").map(\.name) == ["mine"])
         #expect(try store.datasets(owner: "bob").isEmpty)

@@ -1,4 +1,5 @@
 import Foundation
+import StorageTestSupport
 import Testing
 @testable import ClassificationCore
 
@@ -97,7 +98,7 @@ import Testing
 
 @Suite struct StoreTests {
     @Test func datasetsAndModelsPersistWholeOrNotAtAll() throws {
-        let store = try ClassificationStore.inMemory()
+        let store = try ClassificationStore.inMemory(using: .testBackend)
         let dataset = try DatasetBuilder.classification(files: [
             ("red/a.png", DatasetTests.red), ("red/b.png", DatasetTests.red2),
             ("blue/a.png", DatasetTests.blue), ("blue/b.png", DatasetTests.blue2),

@@ -1,6 +1,7 @@
 import Base
 import Foundation
 import Storage
+import StorageTestSupport
 import Testing
 @testable import ClassificationCore
 
@@ -15,7 +16,7 @@ import Testing
     /// so on a fresh stack a user's training served everyone; and one slot per kind let a clover model answer a dog
     /// photo. Now nothing is served until set, each app by its own model.
     @Test func appsAnswerOnlyWithTheirOwnModels() throws {
-        let store = try ClassificationStore.inMemory()
+        let store = try ClassificationStore.inMemory(using: .testBackend)
         try store.saveModel(Self.file(["3_leaf", "4_leaf"]), name: "clover-1")
         #expect(throws: ClassificationError(.failedPrecondition,
                                             "no app has a classifier yet; give a model, or an admin sets an app's: gateway classify deployment set APP MODEL")) {

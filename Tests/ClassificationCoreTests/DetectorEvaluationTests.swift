@@ -1,6 +1,7 @@
 import Base
 import Foundation
 import TLS
+import StorageTestSupport
 import Testing
 @testable import ClassificationCore
 
@@ -66,7 +67,7 @@ import Testing
     /// Evaluating on the images a model was trained on warns; on others, or for a model that does not say what it
     /// was trained on, it does not.
     @Test func evaluatingOnTrainingImagesWarns() throws {
-        let store = try ClassificationStore.inMemory()
+        let store = try ClassificationStore.inMemory(using: .testBackend)
         let scenes = Self.scenes()
         try store.saveDataset(scenes, name: "scenes")
         var header = Self.detector.header

@@ -9,6 +9,7 @@ import JobsService
 import RPC
 import RPCTesting
 import Schema
+import StorageTestSupport
 import Testing
 import Torch
 import WorkLane
@@ -24,7 +25,7 @@ import WorkLane
 
     init(pixelLimit: Int = RGBImage.defaultPixelLimit, memoryBudget: MemoryBudget = .process,
          budgetPatience: Duration = MemoryBudget.patience) throws {
-        store = try ClassificationStore.inMemory()
+        store = try ClassificationStore.inMemory(using: .testBackend)
         let lane = ThreadPool(name: "lane", threads: 1, queueLimit: 8)
         self.lane = lane
         jobs = try JobStore(database: store.database)

@@ -2,6 +2,7 @@ import Base
 import Foundation
 import GuestbookCore
 import Storage
+import StorageTestSupport
 import Testing
 
 /// The guestbook's rules and persistence, without RPC.
@@ -24,7 +25,7 @@ import Testing
     }
 
     @Test func refusesNotesOutsideTheLimits() async throws {
-        let store = try GuestbookStore.inMemory()
+        let store = try GuestbookStore.inMemory(using: .testBackend)
         await expectError(.invalidArgument, naming: "text") { _ = try await store.add(animalID: 1, author: "Eva", text: "") }
         await expectError(.invalidArgument, naming: "text") { _ = try await store.add(animalID: 1, author: "Eva", text: " \n\t") }
         await expectError(.invalidArgument, naming: "text") {
@@ -42,7 +43,7 @@ import Testing
 
     /// A text of one letter and a million combining marks is refused by its scalar count, quickly.
     @Test func countsScalarsNotCharacters() async throws {
-        let store = try GuestbookStore.inMemory()
+        let store = try GuestbookStore.inMemory(using: .testBackend)
         let text = "a" + String(repeating: "\u{301}", count: 1_000_000)
         await expectError(.invalidArgument, naming: "text") { _ = try await store.add(animalID: 1, author: "", text: text) }
     }
@@ -60,7 +61,7 @@ import Testing
     }
 
     @Test func listsAnAnimalsNotesInIDOrderAfterACursor() async throws {
-        let store = try GuestbookStore.inMemory()
+        let store = try GuestbookStore.inMemory(using: .testBackend)
         let first = try await store.add(animalID: 7, author: "a", text: "one")
         _ = try await store.add(animalID: 8, author: "b", text: "other animal")
         let second = try await store.add(animalID: 7, author: "c", text: "two")
@@ -72,7 +73,7 @@ import Testing
     }
 
     @Test func anUnknownEntryIsNotFound() async throws {
-        let store = try GuestbookStore.inMemory()
+        let store = try GuestbookStore.inMemory(using: .testBackend)
         do {
             _ = try await store.entry(id: 12)
             Issue.record("expected NOT_FOUND")

@@ -5,6 +5,7 @@ import GuestbookService
 import RPC
 import RPCTesting
 import Schema
+import StorageTestSupport
 import Testing
 
 /// The guestbook's handlers over the in-process transport, on an in-memory store.
@@ -13,7 +14,7 @@ struct Fixture {
     let client: GuestbookV1.Guestbook.Client
 
     init() throws {
-        store = try GuestbookStore.inMemory()
+        store = try GuestbookStore.inMemory(using: .testBackend)
         let server = RPCServer(name: "guestbook", services: [GuestbookService(store: store, watchInterval: .milliseconds(10))])
         client = GuestbookV1.Guestbook.Client(wrapping: RPCClient(transports: [InProcessTransport(server: server)]))
     }

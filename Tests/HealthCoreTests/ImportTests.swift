@@ -1,4 +1,5 @@
 import Foundation
+import StorageTestSupport
 import Testing
 @testable import HealthCore
 
@@ -95,7 +96,7 @@ enum ExportFixture {
     let user: Int64
 
     init() throws {
-        store = try HealthStore.inMemory()
+        store = try HealthStore.inMemory(using: .testBackend)
         user = try store.createUser(name: "jana").user.id
     }
 

@@ -1,6 +1,7 @@
 import Base
 import Foundation
 import Storage
+import StorageTestSupport
 import Testing
 @testable import HealthCore
 
@@ -27,7 +28,7 @@ import Testing
     }
 
     @Test func dailyStatisticsOverAYearOfMinuteSteps() throws {
-        let store = try HealthStore.inMemory()
+        let store = try HealthStore.inMemory(using: .testBackend)
         let user = try store.createUser(name: "walker").user.id
         let start = T.ms(Self.full ? "2025-01-01T00:00:00+01:00" : "2025-03-01T00:00:00+01:00")
         let end = T.ms(Self.full ? "2026-01-01T00:00:00+01:00" : "2025-04-01T00:00:00+02:00")
@@ -74,7 +75,7 @@ import Testing
         text += "</HealthData>\n"
         let path = try ExportFixture.write(text)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let store = try HealthStore.inMemory()
+        let store = try HealthStore.inMemory(using: .testBackend)
         let user = try store.createUser(name: "importer").user.id
         var report = ImportReport()
         let elapsed = try Self.seconds { report = try HealthExportImporter(store: store, user: user).importFile(atPath: path) }
@@ -86,9 +87,9 @@ import Testing
     }
 
     @Test func firstSyncOf4300Samples() async throws {
-        let server = try HealthStore.inMemory()
+        let server = try HealthStore.inMemory(using: .testBackend)
         let user = try server.createUser(name: "phone").user.id
-        let device = try DeviceStore.inMemory()
+        let device = try DeviceStore.inMemory(using: .testBackend)
         let start = T.ms("2026-01-01T00:00:00Z")
         _ = try device.add((0..<4300).map { index in
             HealthSample(type: index % 2 == 0 ? .dietaryWater : .stepCount, value: 100, start: start + Int64(index) * 600_000,

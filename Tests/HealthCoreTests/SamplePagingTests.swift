@@ -1,11 +1,12 @@
 import Foundation
+import StorageTestSupport
 import Testing
 @testable import HealthCore
 
 /// Issue 39: `list` stopped at the 1,000 oldest samples without a word. Pages carry the cursor of the next.
 @Suite struct SamplePagingTests {
     @Test func pagesWalkEverySampleOnceNewestFirstAndSayWhenThereIsMore() throws {
-        let store = try HealthStore.inMemory()
+        let store = try HealthStore.inMemory(using: .testBackend)
         let user = try store.createUser(name: "alice").user.id
         // 25 samples, several at the same instant (the cursor's UUID breaks the tie).
         let samples = (0..<25).map { index in

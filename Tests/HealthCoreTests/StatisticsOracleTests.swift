@@ -1,4 +1,5 @@
 import Foundation
+import StorageTestSupport
 import Testing
 @testable import HealthCore
 
@@ -13,7 +14,7 @@ import Testing
     /// Minute samples (inside one rollup cell), samples of up to three hours off the grid (spanning cells and
     /// buckets), instants, and heart rates, around both of 2026's DST changes in Prague.
     init() throws {
-        store = try HealthStore.inMemory()
+        store = try HealthStore.inMemory(using: .testBackend)
         user = try store.createUser(name: "alice").user.id
         var random = Generator(seed: 39)
         var made: [HealthSample] = []

@@ -1,4 +1,5 @@
 import Foundation
+import StorageTestSupport
 import Testing
 @testable import HealthCore
 
@@ -7,7 +8,7 @@ import Testing
     let user: Int64
 
     init() throws {
-        store = try HealthStore.inMemory()
+        store = try HealthStore.inMemory(using: .testBackend)
         user = try store.createUser(name: "alice").user.id
     }
 

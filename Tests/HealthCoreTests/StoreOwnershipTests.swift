@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import StorageTestSupport
 import Testing
 @testable import HealthCore
 
@@ -11,7 +12,7 @@ import Testing
     let alice: HealthUser, bob: HealthUser
 
     init() throws {
-        server = try HealthStore.inMemory()
+        server = try HealthStore.inMemory(using: .testBackend)
         alice = try server.createUser(name: "alice").user
         bob = try server.createUser(name: "bob").user
     }
@@ -32,7 +33,7 @@ import Testing
     }
 
     @Test func theFirstSyncBindsTheStoreAndAnotherUserIsRefusedOnBothSides() async throws {
-        let phone = try DeviceStore.inMemory()
+        let phone = try DeviceStore.inMemory(using: .testBackend)
         _ = try phone.add(steps(2))
         #expect(try phone.owner() == nil)
         _ = try await HealthSync(device: phone, remote: remote(alice), account: owner(alice), token: "t-alice").run()

@@ -2,12 +2,13 @@ import Base
 import Foundation
 import Storage
 import TLS
+import StorageTestSupport
 import Testing
 @testable import HealthCore
 
 @Suite struct UserTests {
     @Test func tokensAuthenticateUntilRevokedAndOnlyTheirHashIsStored() throws {
-        let store = try HealthStore.inMemory()
+        let store = try HealthStore.inMemory(using: .testBackend)
         let (alice, token) = try store.createUser(name: "alice")
         #expect(token.count == 64)
         #expect(try store.authenticate(token: token) == alice)
@@ -35,7 +36,7 @@ import Testing
     }
 
     @Test func duplicateNamesAreAlreadyExists() throws {
-        let store = try HealthStore.inMemory()
+        let store = try HealthStore.inMemory(using: .testBackend)
         _ = try store.createUser(name: "bob")
         #expect(throws: HealthError(.alreadyExists, "user \"bob\" already exists")) { try store.createUser(name: "bob") }
     }
@@ -47,7 +48,7 @@ import Testing
     let bob: Int64
 
     init() throws {
-        store = try HealthStore.inMemory()
+        store = try HealthStore.inMemory(using: .testBackend)
         alice = try store.createUser(name: "alice").user.id
         bob = try store.createUser(name: "bob").user.id
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import StorageTestSupport
 import Testing
 @testable import HealthCore
 
@@ -60,7 +61,7 @@ final class FlakyRemote: HealthRemote {
     let remote: InProcessRemote
 
     init() throws {
-        server = try HealthStore.inMemory()
+        server = try HealthStore.inMemory(using: .testBackend)
         user = try server.createUser(name: "alice").user.id
         remote = InProcessRemote(server: server, user: user)
     }
@@ -76,7 +77,7 @@ final class FlakyRemote: HealthRemote {
     }
 
     @Test func twoDevicesConvergeAndDeletionsTravelBothWays() async throws {
-        let phone = try DeviceStore.inMemory(), watch = try DeviceStore.inMemory()
+        let phone = try DeviceStore.inMemory(using: .testBackend), watch = try DeviceStore.inMemory(using: .testBackend)
         _ = try phone.add(steps(3, source: "iPhone"))
         _ = try watch.add(steps(2, from: 9, source: "Apple Watch"))
         let phoneSync = HealthSync(device: phone, remote: remote), watchSync = HealthSync(device: watch, remote: remote)
@@ -105,7 +106,7 @@ final class FlakyRemote: HealthRemote {
     /// Progress is a fraction of each phase, not the 0 the gateway's bar showed throughout: the push's through the
     /// device's change log, then the pull's through the server's, each rising to 1.
     @Test func progressGivesEachPhasesFraction() async throws {
-        let phone = try DeviceStore.inMemory(), watch = try DeviceStore.inMemory()
+        let phone = try DeviceStore.inMemory(using: .testBackend), watch = try DeviceStore.inMemory(using: .testBackend)
         _ = try watch.add(steps(6, from: 9, source: "Apple Watch"))
         _ = try await HealthSync(device: watch, remote: remote).run()
         _ = try phone.add(steps(10, source: "iPhone"))
@@ -121,7 +122,7 @@ final class FlakyRemote: HealthRemote {
     }
 
     @Test func runningItAgainChangesNothing() async throws {
-        let phone = try DeviceStore.inMemory()
+        let phone = try DeviceStore.inMemory(using: .testBackend)
         _ = try phone.add(steps(10, source: "iPhone"))
         let sync = HealthSync(device: phone, remote: remote, batchSize: 4)
         let first = try await sync.run()
@@ -137,7 +138,7 @@ final class FlakyRemote: HealthRemote {
         #expect(try server.anchor(user: user) == serverAnchor)
         #expect(try phone.store.anchor(user: phone.user) == localAnchor)
         // Pulled rows are not pushed back: a second device's samples do not bounce.
-        let watch = try DeviceStore.inMemory()
+        let watch = try DeviceStore.inMemory(using: .testBackend)
         let watchFirst = try await HealthSync(device: watch, remote: remote).run()
         #expect(watchFirst.pulled.added == 10)
         let watchAgain = try await HealthSync(device: watch, remote: remote).run()
@@ -145,7 +146,7 @@ final class FlakyRemote: HealthRemote {
     }
 
     @Test func conflictsKeepTheServersFirstVersionEverywhereAndAreReported() async throws {
-        let phone = try DeviceStore.inMemory(), watch = try DeviceStore.inMemory()
+        let phone = try DeviceStore.inMemory(using: .testBackend), watch = try DeviceStore.inMemory(using: .testBackend)
         let shared = UUID()
         let phoneVersion = T.sample(.dietaryWater, 250, "2026-05-01T09:00:00Z", source: "iPhone", uuid: shared)
         var watchVersion = phoneVersion
@@ -168,7 +169,7 @@ final class FlakyRemote: HealthRemote {
     /// Issue 39: the text summary said only what was added (and deleted on the pull): duplicates, deletions on
     /// the server and samples refused as deleted before went unsaid.
     @Test func theSummarySaysEverythingThatHappenedBothWays() async throws {
-        let phone = try DeviceStore.inMemory(), tablet = try DeviceStore.inMemory()
+        let phone = try DeviceStore.inMemory(using: .testBackend), tablet = try DeviceStore.inMemory(using: .testBackend)
         let both = T.sample(.stepCount, 5, "2026-05-01T09:00:00Z", "2026-05-01T09:01:00Z")
         let doomed = T.sample(.stepCount, 7, "2026-05-01T10:00:00Z", "2026-05-01T10:01:00Z")
         _ = try tablet.add([both])
@@ -178,7 +179,7 @@ final class FlakyRemote: HealthRemote {
         _ = try await HealthSync(device: tablet, remote: remote).run()
         _ = try tablet.delete([doomed.uuid])
         _ = try await HealthSync(device: tablet, remote: remote).run()
-        let late = try DeviceStore.inMemory()  // a third device that still has `doomed` and `both` of its own
+        let late = try DeviceStore.inMemory(using: .testBackend)  // a third device that still has `doomed` and `both` of its own
         _ = try late.add([both, doomed])
         let report = try await HealthSync(device: late, remote: remote).run()
         #expect(report.lines == [
@@ -188,7 +189,7 @@ final class FlakyRemote: HealthRemote {
     }
 
     @Test func aPushDroppedMidwayResumesWithoutLossOrDuplicates() async throws {
-        let phone = try DeviceStore.inMemory()
+        let phone = try DeviceStore.inMemory(using: .testBackend)
         _ = try phone.add(steps(250, source: "iPhone"))
         let flaky = FlakyRemote(remote, pushBatchesBeforeDrop: 1)
         await #expect(throws: FlakyRemote.Dropped.self) { try await HealthSync(device: phone, remote: flaky, batchSize: 100).run() }
@@ -201,7 +202,7 @@ final class FlakyRemote: HealthRemote {
     }
 
     @Test func aBatchCommittedButNeverAcknowledgedIsNotSentAgain() async throws {
-        let phone = try DeviceStore.inMemory()
+        let phone = try DeviceStore.inMemory(using: .testBackend)
         _ = try phone.add(steps(250, source: "iPhone"))
         let flaky = FlakyRemote(remote, pushBatchesBeforeDrop: 1, dropAfterCommit: true)
         await #expect(throws: FlakyRemote.Dropped.self) { try await HealthSync(device: phone, remote: flaky, batchSize: 100).run() }
@@ -212,7 +213,7 @@ final class FlakyRemote: HealthRemote {
     }
 
     @Test func aPullDroppedMidwayResumesAfterTheLastCommittedPage() async throws {
-        let phone = try DeviceStore.inMemory(), tablet = try DeviceStore.inMemory()
+        let phone = try DeviceStore.inMemory(using: .testBackend), tablet = try DeviceStore.inMemory(using: .testBackend)
         _ = try phone.add(steps(250, source: "iPhone"))
         _ = try await HealthSync(device: phone, remote: remote).run()
         let flaky = FlakyRemote(remote, pullPagesBeforeDrop: 2)
@@ -226,7 +227,7 @@ final class FlakyRemote: HealthRemote {
     }
 
     @Test func aLimitedSyncKeepsItsOwnCursorsSoAFullSyncStillSendsTheRest() async throws {
-        let phone = try DeviceStore.inMemory()
+        let phone = try DeviceStore.inMemory(using: .testBackend)
         _ = try phone.add(steps(5, source: "iPhone") + [T.sample(.dietaryWater, 250, "2026-05-01T12:00:00Z")])
         let limited = try await HealthSync(device: phone, remote: remote).run(filter: SyncFilter(types: [.dietaryWater]))
         #expect(limited.pushed.added == 1)
@@ -236,7 +237,7 @@ final class FlakyRemote: HealthRemote {
         #expect(full.pushed.duplicates == 1)
         #expect(try serverUUIDs() == uuids(phone))
         // A time range: only what overlaps it comes down (08:01–08:02 only touches it).
-        let tablet = try DeviceStore.inMemory()
+        let tablet = try DeviceStore.inMemory(using: .testBackend)
         let range = SyncFilter(from: T.ms("2026-05-01T08:02:00Z"), to: T.ms("2026-05-01T08:04:00Z"))
         _ = try await HealthSync(device: tablet, remote: remote).run(filter: range)
         #expect(try tablet.samples(SampleQuery()).map(\.start) == [T.ms("2026-05-01T08:02:00Z"), T.ms("2026-05-01T08:03:00Z")])

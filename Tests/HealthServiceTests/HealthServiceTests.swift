@@ -7,6 +7,7 @@ import RPC
 import RPCTesting
 import Schema
 import TestSupport
+import StorageTestSupport
 import Testing
 
 /// The health service over the in-process transport, on an in-memory store.
@@ -15,7 +16,7 @@ struct HealthFixture {
     let client: HealthV1.Health.Client
 
     init() throws {
-        store = try HealthStore.inMemory()
+        store = try HealthStore.inMemory(using: .testBackend)
         let server = RPCServer(name: "health", services: [HealthService(store: store)])
         client = HealthV1.Health.Client(wrapping: RPCClient(transports: [InProcessTransport(server: server)]))
     }
@@ -137,7 +138,7 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         let health = try HealthFixture()
         let token = try await health.user("alice")
         let remote = RPCHealthRemote(client: health.client, token: token)
-        let phone = try DeviceStore.inMemory(), watch = try DeviceStore.inMemory()
+        let phone = try DeviceStore.inMemory(using: .testBackend), watch = try DeviceStore.inMemory(using: .testBackend)
         let start = ms("2026-05-01T08:00:00Z")
         _ = try phone.add((0..<2500).map { HealthSample(type: .stepCount, value: 10, start: start + Int64($0) * 60_000, end: start + Int64($0) * 60_000 + 60_000, source: "iPhone") })
         _ = try watch.add([HealthSample(type: .heartRate, value: 61, start: start, end: start, source: "Apple Watch")])

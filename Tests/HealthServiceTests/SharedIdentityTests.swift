@@ -5,6 +5,7 @@ import HealthService
 import Identity
 import RPC
 import RPCTesting
+import StorageTestSupport
 import Testing
 
 /// Health on the stack's shared identity: tokens it issued before move there and keep working, revoked ones stay
@@ -23,11 +24,11 @@ import Testing
     static func bearer(_ token: String) -> CallOptions { CallOptions(metadata: ["authorization": "Bearer \(token)"]) }
 
     @Test func tokensIssuedBeforeMoveToTheIdentityAndKeepWorking() async throws {
-        let store = try HealthStore.inMemory()
+        let store = try HealthStore.inMemory(using: .testBackend)
         let (_, kept) = try store.createUser(name: "jana")
         let revoked = try store.issueToken(userName: "jana")
         try store.revoke(token: revoked)
-        let identity = try IdentityStore.inMemory()
+        let identity = try IdentityStore.inMemory(using: .testBackend)
         #expect(try HealthService.moveAccounts(from: store, to: identity) == 2)
         #expect(try HealthService.moveAccounts(from: store, to: identity) == 2, "moving twice changes nothing")
         let client = try Self.client(store, identity)
@@ -40,16 +41,16 @@ import Testing
     /// Issue 38: signing up needs an admin by default (anyone made 26,000 users in 78 s); a plain user may not either.
     /// A replica that opens it (`--open-signup`) takes anyone's, at most 10 from a source network before a back-off.
     @Test func signingUpNeedsAnAdminUnlessOpenedAndThenIsLimitedPerSource() async throws {
-        let identity = try IdentityStore.inMemory()
+        let identity = try IdentityStore.inMemory(using: .testBackend)
         let admin = Self.bearer(try identity.createUser(name: "root", admin: true))
         let plain = Self.bearer(try identity.createUser(name: "pavel"))
-        let closed = try Self.client(try HealthStore.inMemory(), identity)
+        let closed = try Self.client(try HealthStore.inMemory(using: .testBackend), identity)
         await #expect(throws: RPCError.self) { try await closed.createUser(.init(name: "anon")) }
         do {
             _ = try await closed.createUser(.init(name: "anon"), options: plain)
             Issue.record("a plain user signed someone up")
         } catch let error as RPCError { #expect(error.code == .permissionDenied) }
-        let open = try Self.client(try HealthStore.inMemory(), identity, openSignup: true)
+        let open = try Self.client(try HealthStore.inMemory(using: .testBackend), identity, openSignup: true)
         for index in 0..<10 { _ = try await open.createUser(.init(name: "visitor\(index)")) }
         do {
             _ = try await open.createUser(.init(name: "visitor10"))
@@ -59,8 +60,8 @@ import Testing
     }
 
     @Test func signUpAndTokensGoThroughTheIdentity() async throws {
-        let store = try HealthStore.inMemory()
-        let identity = try IdentityStore.inMemory()
+        let store = try HealthStore.inMemory(using: .testBackend)
+        let identity = try IdentityStore.inMemory(using: .testBackend)
         let client = try Self.client(store, identity)
         let admin = Self.bearer(try identity.createUser(name: "root", admin: true))
         let token = try await client.createUser(.init(name: "petr"), options: admin).token

@@ -4,11 +4,12 @@ import Identity
 import RPC
 import Schema
 import TestSupport
+import StorageTestSupport
 import Testing
 
 @Suite struct IdentityStoreTests {
     @Test func aCreatedUsersTokenNamesThemAndOnlyItsHashIsStored() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         let token = try store.createUser(name: "alice")
         #expect(token.hasPrefix("mnt_") && token.count == 68)
         let verifier = try TokenVerifier(store: store)
@@ -24,7 +25,7 @@ import Testing
     /// replica re-read all their tokens after every sign-up, and OCR's authenticated calls waited up to 4.1 s). Each
     /// kind of change is numbered: a sign-up, a further token, a revocation, a role — and nothing else comes back.
     @Test func changesAreReadByNumberNotTheWholeTable() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         let tokens = try (0..<50).map { try store.createUser(name: "user\($0)") }
         let (all, start) = try store.tokenChanges(since: nil)
         #expect(all.count == 50 && start > 0)
@@ -49,7 +50,7 @@ import Testing
     /// Issue 38: open sign-up accepted a Cyrillic "аdmin" beside "admin". A name is stored in one spelling (NFC) and
     /// refused when it looks like an existing one (its skeleton: NFKC, transliterated to ASCII, lowercased).
     @Test func namesAreNormalisedAndLookAlikesRefused() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         _ = try store.createUser(name: "admin", admin: true)
         _ = try store.createUser(name: "Zo\u{EB}")
         for lookalike in ["\u{430}dmin", "ADMIN", "\u{FF41}dmin", "Zoe\u{308}"] {
@@ -67,7 +68,7 @@ import Testing
     }
 
     @Test func aForgedOrUnknownTokenIsRefused() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         let token = try store.createUser(name: "alice")
         let verifier = try TokenVerifier(store: store)
         var forged = Array(token)
@@ -77,7 +78,7 @@ import Testing
     }
 
     @Test func anExpiredTokenIsRefusedAndSaysWhose() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         _ = try store.createUser(name: "bob")
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let token = try store.createToken(user: "bob", expiresMs: now + 60_000)
@@ -106,7 +107,7 @@ import Testing
     }
 
     @Test func aTokenRevokedThroughThisProcessIsRefusedAtOnce() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         let token = try store.createUser(name: "cecil")
         let verifier = try TokenVerifier(store: store, checkInterval: .seconds(3600), reloadInterval: .seconds(3600))
         #expect(try verifier.verify(token).name == "cecil")
@@ -115,7 +116,7 @@ import Testing
     }
 
     @Test func revokingAUserRevokesEveryTokenOfTheirsAndKeepsTheName() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         let first = try store.createUser(name: "dave")
         let second = try store.createToken(user: "dave")
         try store.revokeUser("dave")
@@ -127,14 +128,14 @@ import Testing
     }
 
     @Test func aTokenMadeAMomentAgoWorksAtOnce() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         let verifier = try TokenVerifier(store: store, checkInterval: .seconds(60), reloadInterval: .seconds(60))
         let token = try store.createUser(name: "erin")
         #expect(try verifier.verify(token).name == "erin")
     }
 
     @Test func theAdminTokenIsTheAdminsAndGrantingTheRoleMakesAnotherAdmin() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         let admin = IdentityStore.newToken()
         let verifier = try TokenVerifier(store: store, adminToken: admin)
         #expect(try verifier.verify(admin) == Caller(name: "admin", isAdmin: true))
@@ -147,7 +148,7 @@ import Testing
     }
 
     @Test func adoptedHashesOfAnOlderStoreKeepWorking() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         let old = (0..<32).map { _ in UInt8.random(in: 0...255) }.hexString
         try store.adopt(hash: IdentityStore.hash(old), user: "gina", createdMs: 1, revokedMs: nil)
         try store.adopt(hash: IdentityStore.hash(old), user: "gina", createdMs: 1, revokedMs: nil)
@@ -157,7 +158,7 @@ import Testing
 
     /// The figure the issue asks for: a check must add < 20 µs to a call.
     @Test func aCheckCostsFarUnderTwentyMicroseconds() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         var tokens: [String] = []
         for index in 0..<1000 { tokens.append(try store.createUser(name: "user\(index)")) }
         // The default intervals: the store's data_version is asked every 50 ms, as on a running replica.
@@ -222,7 +223,7 @@ import Testing
     }
 
     @Test func thePermissionTableDecidesBetweenUnauthenticatedAndPermissionDenied() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         let admin = IdentityStore.newToken()
         let user = try store.createUser(name: "hana")
         let guardian = Self.guarded(try TokenVerifier(store: store, adminToken: admin))
@@ -249,7 +250,7 @@ import Testing
     /// same address is still admitted (issue 38: nine made-up tokens from 127.0.0.20 locked alice out of her valid one,
     /// and with her everyone behind the same NAT or proxy), and so is one from another address.
     @Test func anAddressGuessingTokensBacksOffButAValidTokenFromItIsAdmitted() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         let user = try store.createUser(name: "ivan")
         let guardian = Self.guarded(try TokenVerifier(store: store))
         for _ in 0..<6 {
@@ -269,7 +270,7 @@ import Testing
     /// wait — but the user's valid token is admitted (issue 38: twelve calls with carol's expired token refused her
     /// valid second one).
     @Test func aRevokedUsersTokensCountAgainstTheUserButNotAgainstItsValidToken() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         let token = try store.createUser(name: "judy")
         let second = try store.createToken(user: "judy")
         try store.revokeToken(token)
@@ -287,7 +288,7 @@ import Testing
     /// Guesses spread over many addresses of one network meet a limit too, a looser one than an address's (issue 38:
     /// 60 guesses from 60 loopback addresses were never throttled); another network is not affected.
     @Test func guessesSpreadOverANetworksAddressesBackOffTogether() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         let user = try store.createUser(name: "lena")
         let guardian = Self.guarded(try TokenVerifier(store: store))
         var codes: [StatusCode] = []
@@ -306,7 +307,7 @@ import Testing
 
     /// A service's override replaces the level its proto declares, for that method only.
     @Test func anOverrideReplacesTheDeclaredLevel() throws {
-        let store = try IdentityStore.inMemory()
+        let store = try IdentityStore.inMemory(using: .testBackend)
         let user = try store.createUser(name: "kim")
         let guardian = Self.guarded(try TokenVerifier(store: store), rules: AccessRules(overriding: ["/z.Z/Mine": .public, "/z.Z/Read": .admin]))
         #expect(try guardian.admit(Self.head("/z.Z/Mine", token: nil)) == nil)

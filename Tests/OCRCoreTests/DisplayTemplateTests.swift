@@ -1,4 +1,5 @@
 import Foundation
+import StorageTestSupport
 import Testing
 @testable import OCRCore
 import TextRecognition
@@ -15,7 +16,7 @@ import TextRecognition
     func everyValueIsFilledFromItsRegion() async throws {
         let snippets = try Self.snippets()
         let options = RecognitionOptions(segmentation: .sparse)
-        let store = try TemplateStore.inMemory()
+        let store = try TemplateStore.inMemory(using: .testBackend)
 
         // The template: the user picks the observations of the first photo's values and names them.
         let first = try await sharedRecognizer.recognize(try Self.photo(0, snippets), options: options)

@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import StorageTestSupport
 import Testing
 @testable import OCRCore
 import TextRecognition
@@ -73,7 +74,7 @@ import TextRecognition
     /// Uncertain column. A first record is checked as every stored record is; a value a person typed (confidence
     /// 1) is not second-guessed.
     @Test func aTemplatesFirstRecordIsChecked() throws {
-        let store = try TemplateStore.inMemory()
+        let store = try TemplateStore.inMemory(using: .testBackend)
         let definitions = [
             ValueDefinition(name: "Teplota", region: NormalizedRect(x: 0.1, y: 0.1, width: 0.2, height: 0.1), shape: "##"),
             ValueDefinition(name: "Vlhkost", region: NormalizedRect(x: 0.1, y: 0.3, width: 0.2, height: 0.1), shape: "####"),
@@ -98,7 +99,7 @@ import TextRecognition
     }
 
     @Test func storedValuesAreNormalisedWithTheRawTextKeptAndTheCSVNumeric() throws {
-        let store = try TemplateStore.inMemory()
+        let store = try TemplateStore.inMemory(using: .testBackend)
         let definitions = ["Napětí", "Proud"].enumerated().map { index, name in
             ValueDefinition(name: name, region: NormalizedRect(x: 0.1, y: 0.1 + 0.2 * Double(index), width: 0.2, height: 0.1))
         }

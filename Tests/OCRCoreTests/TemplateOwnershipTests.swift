@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import StorageTestSupport
 import Testing
 @testable import OCRCore
 
@@ -9,7 +10,7 @@ import Testing
     let reading = [RecordValue(name: "", text: "12.6", confidence: 0.9)]
 
     @Test func aUserSeesChangesAndDeletesOnlyTheirOwn() throws {
-        let store = try TemplateStore.inMemory()
+        let store = try TemplateStore.inMemory(using: .testBackend)
         let alice = store.owned(by: "alice"), bob = store.owned(by: "bob")
         let (mine, record) = try alice.createTemplate(name: "Meter", values: values, firstRecord: reading)
         #expect(try bob.templates().isEmpty)

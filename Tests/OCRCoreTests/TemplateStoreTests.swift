@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import StorageTestSupport
 import Testing
 @testable import OCRCore
 
@@ -10,7 +11,7 @@ import Testing
         ValueDefinition(name: "Amps", region: NormalizedRect(x: 0.5, y: 0.3, width: 0.1, height: 0.05), level: .line),
     ]
 
-    init() throws { store = try TemplateStore.inMemory() }
+    init() throws { store = try TemplateStore.inMemory(using: .testBackend) }
 
     func values(_ texts: String...) -> [RecordValue] {
         // Sure readings: one under `TemplateMatcher.minimumConfidence` is stored flagged (NeverSilentlyWrongTests).
@@ -218,7 +219,7 @@ import Testing
     /// "a" and 300 combining accents is one character but 301 scalars: lengths count scalars, so such text cannot
     /// pass as short (it could be megabytes and cost seconds to count as characters).
     @Test func lengthsCountScalarsNotCharacters() throws {
-        let store = try TemplateStore.inMemory()
+        let store = try TemplateStore.inMemory(using: .testBackend)
         let value = ValueDefinition(name: "V", region: NormalizedRect(x: 0, y: 0, width: 0.1, height: 0.1))
         let heavy = "a" + String(repeating: "\u{301}", count: 300)
         #expect(heavy.count == 1)

@@ -5,6 +5,7 @@ import OCRService
 import RPC
 import RPCTesting
 import Schema
+import StorageTestSupport
 import Testing
 
 /// The ocr service's template and record rpcs over the in-process transport, through the generated typed client.
@@ -12,7 +13,7 @@ import Testing
     let ocr: OcrV1.OCR.Client
 
     init() throws {
-        let server = RPCServer(name: "ocr", services: [OCRService(store: try TemplateStore.inMemory())])
+        let server = RPCServer(name: "ocr", services: [OCRService(store: try TemplateStore.inMemory(using: .testBackend))])
         ocr = OcrV1.OCR.Client(wrapping: RPCClient(transports: [InProcessTransport(server: server)]))
     }
 

@@ -9,6 +9,7 @@ import OCRTestSupport
 import RPC
 import RPCTesting
 import Schema
+import StorageTestSupport
 import Testing
 import TextRecognition
 import WorkLane
@@ -27,7 +28,7 @@ import WorkLane
         maxUploadBytes: Int = OCRService.defaultMaxUploadBytes, maxBatchBytes: Int = OCRService.defaultMaxBatchBytes,
         maxPixels: Int = 60_000_000
     ) throws {
-        store = try TemplateStore.inMemory()
+        store = try TemplateStore.inMemory(using: .testBackend)
         let lane = ThreadPool(name: "lane", threads: 2, queueLimit: 8)
         jobs = JobRunner(store: try JobStore(database: store.database), lane: lane, failureMapping: JobsRPC.failure)
         let recognizer = maxPixels == 60_000_000

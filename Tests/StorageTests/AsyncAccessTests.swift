@@ -2,6 +2,7 @@ import Foundation
 import Storage
 import Synchronization
 import TestSupport
+import StorageTestSupport
 import Testing
 import WorkLane
 
@@ -51,7 +52,7 @@ import WorkLane
     }
 
     @Test func anErrorRollsTheWriteBack() async throws {
-        let database = try Database.inMemory(migrations: [itemsMigration])
+        let database = try Database.scratch(migrations: [itemsMigration])
         await #expect(throws: TestFailure.self) {
             try await database.write { connection in
                 try connection.execute("INSERT INTO items (name) VALUES ('lion')")
@@ -121,7 +122,7 @@ import WorkLane
 
     /// Nesting is still caught on the database's threads.
     @Test func nestedAccessIsMisuse() async throws {
-        let database = try Database.inMemory(migrations: [itemsMigration])
+        let database = try Database.scratch(migrations: [itemsMigration])
         await #expect(throws: StorageError.self) {
             try await database.write { _ in try database.read { _ in 1 } }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import StorageTestSupport
 import Testing
 
 @Suite struct ConcurrencyTests {
@@ -15,7 +16,7 @@ import Testing
         try await withTemporaryDatabasePath { path in
             let database =
                 inMemory
-                ? try Database.inMemory(migrations: [Self.accounts])
+                ? try Database.scratch(migrations: [Self.accounts])
                 : try Database(path: path, migrations: [Self.accounts], readers: 3)
             let totals = try await withThrowingTaskGroup(of: [Int].self) { group in
                 for writer in 0..<4 {
@@ -79,7 +80,7 @@ import Testing
     }
 
     @Test func inMemoryDataVersionMovesOnCommit() throws {
-        let database = try Database.inMemory(migrations: [itemsMigration])
+        let database = try Database.scratch(migrations: [itemsMigration])
         let before = try database.dataVersion
         #expect(try database.dataVersion == before)
         try database.write { try $0.execute("INSERT INTO items (name) VALUES ('x')") }

@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import StorageTestSupport
 import Testing
 
 @Suite struct ErrorTests {
@@ -24,7 +25,7 @@ import Testing
         ("INSERT INTO owners (id, name) VALUES (1, 'bob')", 1555, "UNIQUE"),  // SQLITE_CONSTRAINT_PRIMARYKEY
     ])
     func constraintViolationsAreDistinguishable(sql: String, code: Int32, mentions: String) throws {
-        let database = try Database.inMemory(migrations: [Self.schema])
+        let database = try Database.scratch(migrations: [Self.schema])
         let error = #expect(throws: StorageError.self) { try database.write { try $0.execute(sql) } }
         #expect(error?.kind == .constraint)
         #expect(error?.code == code)
@@ -34,7 +35,7 @@ import Testing
     }
 
     @Test func syntaxErrorIsAPrepareError() throws {
-        let database = try Database.inMemory()
+        let database = try Database.scratch()
         let error = #expect(throws: StorageError.self) { try database.read { try $0.query("SELEC 1") } }
         #expect(error?.kind == .prepare)
         #expect(error?.code == 1)  // SQLITE_ERROR
@@ -42,13 +43,13 @@ import Testing
     }
 
     @Test func wrongArgumentCountIsMisuse() throws {
-        let database = try Database.inMemory()
+        let database = try Database.scratch()
         let error = #expect(throws: StorageError.self) { try database.read { try $0.query("SELECT ?, ?", [1]) } }
         #expect(error?.kind == .misuse)
     }
 
     @Test func executeTakesExactlyOneStatement() throws {
-        let database = try Database.inMemory()
+        let database = try Database.scratch()
         let error = #expect(throws: StorageError.self) {
             try database.write { try $0.execute("CREATE TABLE a (x); CREATE TABLE b (x)") }
         }
@@ -80,7 +81,7 @@ import Testing
     }
 
     @Test func decodingChecksTypesAndColumns() throws {
-        let database = try Database.inMemory()
+        let database = try Database.scratch()
         let row = try #require(
             try database.read { try $0.queryOne("SELECT 'lion' AS name, NULL AS age, 3.5 AS weight") })
         #expect(try row.value("name", as: String.self) == "lion")

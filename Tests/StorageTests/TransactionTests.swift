@@ -1,9 +1,10 @@
 import Storage
+import StorageTestSupport
 import Testing
 
 @Suite struct TransactionTests {
     @Test func writeCommitsAndReturnsItsResult() throws {
-        let database = try Database.inMemory(migrations: [itemsMigration])
+        let database = try Database.scratch(migrations: [itemsMigration])
         let id = try database.write { connection in
             try connection.execute("INSERT INTO items (name) VALUES (?)", ["lion"])
             #expect(connection.changes == 1)
@@ -14,7 +15,7 @@ import Testing
     }
 
     @Test func thrownErrorRollsBackAndIsRethrownUnchanged() throws {
-        let database = try Database.inMemory(migrations: [itemsMigration])
+        let database = try Database.scratch(migrations: [itemsMigration])
         #expect(throws: TestFailure()) {
             try database.write { connection in
                 try connection.execute("INSERT INTO items (name) VALUES ('lion')")
@@ -43,7 +44,7 @@ import Testing
     }
 
     @Test func nestedAccessIsMisuseNotDeadlock() throws {
-        let database = try Database.inMemory(migrations: [itemsMigration])
+        let database = try Database.scratch(migrations: [itemsMigration])
         let kinds = try database.write { connection -> [StorageError.Kind?] in
             try connection.execute("INSERT INTO items (name) VALUES ('outer')")
             let nestedWrite = #expect(throws: StorageError.self) { try database.write { _ in } }
@@ -60,7 +61,7 @@ import Testing
     }
 
     @Test func endingTheTransactionInsideTheClosureIsMisuse() throws {
-        let database = try Database.inMemory(migrations: [itemsMigration])
+        let database = try Database.scratch(migrations: [itemsMigration])
         let error = #expect(throws: StorageError.self) { try database.write { try $0.execute("COMMIT") } }
         #expect(error?.kind == .misuse)
         try database.write { try $0.execute("INSERT INTO items (name) VALUES ('after')") }
@@ -68,7 +69,7 @@ import Testing
     }
 
     @Test func readTransactionsCannotWrite() throws {
-        let database = try Database.inMemory(migrations: [itemsMigration])
+        let database = try Database.scratch(migrations: [itemsMigration])
         let error = #expect(throws: StorageError.self) {
             try database.read { try $0.execute("INSERT INTO items (name) VALUES ('sneaky')") }
         }
@@ -77,7 +78,7 @@ import Testing
     }
 
     @Test func connectionAndStatementAreUnusableAfterTheirClosure() throws {
-        let database = try Database.inMemory(migrations: [itemsMigration])
+        let database = try Database.scratch(migrations: [itemsMigration])
         let connection = try database.read { $0 }
         let statement = try database.read { try $0.prepare("SELECT count(*) FROM items") }
         #expect(throws: StorageError.self) { try connection.query("SELECT 1") }
@@ -102,7 +103,7 @@ import Testing
     }
 
     @Test func preparedStatementIsReusedInALoop() throws {
-        let database = try Database.inMemory(migrations: [itemsMigration])
+        let database = try Database.scratch(migrations: [itemsMigration])
         try database.write { connection in
             let insert = try connection.prepare("INSERT INTO items (name) VALUES (?)")
             for index in 0..<1000 { try insert.execute(["item \(index)"]) }
@@ -117,21 +118,21 @@ import Testing
     }
 
     @Test func queryOneReturnsNilWithoutRows() throws {
-        let database = try Database.inMemory(migrations: [itemsMigration])
+        let database = try Database.scratch(migrations: [itemsMigration])
         let row = try database.read { try $0.queryOne("SELECT * FROM items") }
         #expect(row == nil)
     }
 
     @Test func executeScriptRunsSeveralStatements() throws {
-        let database = try Database.inMemory()
+        let database = try Database.scratch()
         try database.write { try $0.executeScript("CREATE TABLE a (x); CREATE TABLE b (y); INSERT INTO a VALUES (1);") }
         let count = try database.read { try $0.queryOne("SELECT count(*) FROM a, sqlite_master")?.int(0) }
         #expect(count == 2)
     }
 
     @Test func inMemoryDatabasesAreIndependent() throws {
-        let first = try Database.inMemory(migrations: [itemsMigration])
-        let second = try Database.inMemory(migrations: [itemsMigration])
+        let first = try Database.scratch(migrations: [itemsMigration])
+        let second = try Database.scratch(migrations: [itemsMigration])
         try first.write { try $0.execute("INSERT INTO items (name) VALUES ('only here')") }
         #expect(try itemCount(first) == 1)
         #expect(try itemCount(second) == 0)

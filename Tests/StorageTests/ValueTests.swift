@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import StorageTestSupport
 import Testing
 
 @Suite struct ValueTests {
@@ -17,10 +18,10 @@ import Testing
     ]
 
     /// dqlite's wire format ends text at a NUL, so on that backend such text is refused (misuse), never cut.
-    static let onDqlite = (try? StorageBackend.forTests()) == .dqlite
+    static let onDqlite = (try? StorageBackend.configured()) == .dqlite
 
     @Test func everyValueRoundTrips() throws {
-        let database = try Database.inMemory(migrations: [Self.valuesTable])
+        let database = try Database.scratch(migrations: [Self.valuesTable])
         let large = SQLValue.blob((0..<1_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
         var values = Self.samples + [large]
         if Self.onDqlite {
@@ -38,7 +39,7 @@ import Testing
     }
 
     @Test func emptyValuesAreNotNull() throws {
-        let database = try Database.inMemory()
+        let database = try Database.scratch()
         let row = try #require(
             try database.read {
                 try $0.queryOne(
@@ -49,7 +50,7 @@ import Testing
     }
 
     @Test func swiftValuesBindAsExpected() throws {
-        let database = try Database.inMemory()
+        let database = try Database.scratch()
         let missing: Int? = nil
         let present: String? = "here"
         let row = try #require(
@@ -75,7 +76,7 @@ import Testing
     }
 
     @Test func int64ExtremesSurviveArithmeticInSQL() throws {
-        let database = try Database.inMemory()
+        let database = try Database.scratch()
         let row = try #require(try database.read { try $0.queryOne("SELECT ? + 0, ? - 0", [Int64.max, Int64.min]) })
         #expect(row.int64(0) == Int64.max)
         #expect(row.int64(1) == Int64.min)
@@ -95,7 +96,7 @@ import Testing
     }
 
     @Test func rowLooksUpColumnsByName() throws {
-        let database = try Database.inMemory()
+        let database = try Database.scratch()
         let row = try #require(try database.read { try $0.queryOne("SELECT 1 AS id, 'x' AS Name") })
         #expect(row.columnNames == ["id", "Name"])
         #expect(row["Name"] == "x")

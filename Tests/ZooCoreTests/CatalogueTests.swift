@@ -1,4 +1,5 @@
 import Foundation
+import StorageTestSupport
 import Testing
 @testable import ZooCore
 
@@ -257,7 +258,7 @@ struct RealCatalogueTests {
     }
 
     @Test func sampleSearchMatchesAPlainScan() throws {
-        let library = try ZooLibrary(database: .inMemory(migrations: ZooSchema.migrations))
+        let library = try ZooLibrary(database: .scratch(migrations: ZooSchema.migrations))
         try library.loadSampleDataIfEmpty(from: SampleFiles.directory)
         let catalogue = try library.snapshot().catalogue
         try Self.check(catalogue, needles: Self.needles(from: catalogue))

@@ -1,6 +1,7 @@
 import Foundation
 import Storage
 import Synchronization
+import StorageTestSupport
 import Testing
 @testable import ZooCore
 

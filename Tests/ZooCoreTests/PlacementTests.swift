@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import StorageTestSupport
 import Testing
 @testable import ZooCore
 
@@ -79,7 +80,7 @@ import Testing
                {"_id": 10, "name": "lvi", "is_animal_pen": true, "geometry": {"coordinates": [14.40, 50.11]}}]},
              {"_id": 3, "name": "Adax", "location_in_zoo": "Pláně"}]
             """
-        let library = try ZooLibrary(database: .inMemory(migrations: ZooSchema.migrations))
+        let library = try ZooLibrary(database: .scratch(migrations: ZooSchema.migrations))
         try library.importFiles([
             ZooSourceFile(kind: .lexiconCSV, name: "lexicon.csv", content: Data(csv.utf8)),
             ZooSourceFile(kind: .animalsJSON, name: "animals.json", content: Data(json.utf8)),

@@ -1,4 +1,5 @@
 import Foundation
+import StorageTestSupport
 import Testing
 @testable import ZooCore
 
@@ -6,7 +7,7 @@ import Testing
     static let directory = ZooDataSet.bundledSampleDirectory
 
     @Test func loadsAndEveryKeptAnimalWithALocationIsReachable() throws {
-        let library = try ZooLibrary(database: .inMemory(migrations: ZooSchema.migrations))
+        let library = try ZooLibrary(database: .scratch(migrations: ZooSchema.migrations))
         let record = try #require(try library.loadSampleDataIfEmpty(from: Self.directory))
         #expect(record.files.first { $0.kind == .lexiconCSV }?.rowsImported == 13 && record.rowsSkipped == 0)
         let data = try library.database.read(ZooTables.loadDataSet)

@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import StorageTestSupport
 @testable import ZooCore
 
 /// A scratch directory removed when the value goes away.

@@ -107,15 +107,18 @@ public final class ClassificationStore: Sendable {
         self.init(database: try Database(path: path, migrations: Self.migrations))
     }
 
-    /// A private database (for tests), its payloads in `blobs` when given. With `MENAGERIE_STORAGE_BACKEND=dqlite`
-    /// it is laid out as on a cluster: the database a dqlite node's, the payloads in a blob store of their own (a
-    /// fresh temporary directory), so the suites built on it test that layout too.
-    public static func inMemory(blobs: (any BlobStoring)? = nil) throws -> ClassificationStore {
+    /// A private store: in memory, or on the database `databases` opens (tests pass the backend they run on); its
+    /// payloads in `blobs` when given. On a replicated database it is laid out as on a cluster: the payloads in a blob
+    /// store of their own (a fresh temporary directory), so the suites that run on dqlite test that layout too.
+    public static func inMemory(
+        blobs: (any BlobStoring)? = nil, using databases: DatabaseFactory = .inMemory
+    ) throws -> ClassificationStore {
+        let database = try databases.open(migrations: migrations)
         var blobs = blobs
-        if blobs == nil, try StorageBackend.forTests() == .dqlite {
+        if blobs == nil, database.isReplicated {
             blobs = try BlobStore(directory: FileManager.default.temporaryDirectory.appendingPathComponent("menagerie-blobs-\(UUID().uuidString)").path)
         }
-        return ClassificationStore(database: try Database.inMemory(migrations: migrations), blobs: blobs)
+        return ClassificationStore(database: database, blobs: blobs)
     }
 
     /// Puts each image into the blob store (when there is one) before the rows naming them are written: a row never

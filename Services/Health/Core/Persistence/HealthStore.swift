@@ -30,9 +30,9 @@ public final class HealthStore: Sendable {
         self.init(database: try Database(path: path, migrations: HealthSchema.migrations), limits: limits)
     }
 
-    /// A private in-memory store, for tests.
-    public static func inMemory(limits: SampleLimits = .standard) throws -> HealthStore {
-        HealthStore(database: try Database.inMemory(migrations: HealthSchema.migrations), limits: limits)
+    /// A private store: in memory, or on the database `databases` opens (tests pass the backend they run on).
+    public static func inMemory(limits: SampleLimits = .standard, using databases: DatabaseFactory = .inMemory) throws -> HealthStore {
+        HealthStore(database: try databases.open(migrations: HealthSchema.migrations), limits: limits)
     }
 
     static func now() -> EpochMilliseconds { EpochMilliseconds((Date().timeIntervalSince1970 * 1000).rounded()) }

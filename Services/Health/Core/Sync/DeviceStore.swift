@@ -31,7 +31,10 @@ public final class DeviceStore: Sendable {
     /// Opens (creating) the device store at `path`.
     public convenience init(path: String) throws { try self.init(store: HealthStore(path: path)) }
 
-    public static func inMemory() throws -> DeviceStore { try DeviceStore(store: .inMemory()) }
+    /// A private device store: in memory, or on the database `databases` opens (tests pass the backend they run on).
+    public static func inMemory(using databases: DatabaseFactory = .inMemory) throws -> DeviceStore {
+        try DeviceStore(store: .inMemory(using: databases))
+    }
 
     /// The account this store belongs to; nil until its first sync.
     public func owner() throws -> StoreOwner? {

@@ -32,8 +32,9 @@ public struct TemplateStore: Sendable {
         self.init(database: try Database(path: path, migrations: OCRSchema.migrations))
     }
 
-    public static func inMemory() throws -> TemplateStore {
-        TemplateStore(database: try Database.inMemory(migrations: OCRSchema.migrations))
+    /// A private store: in memory, or on the database `databases` opens (tests pass the backend they run on).
+    public static func inMemory(using databases: DatabaseFactory = .inMemory) throws -> TemplateStore {
+        TemplateStore(database: try databases.open(migrations: OCRSchema.migrations))
     }
 
     // MARK: Templates

@@ -14,9 +14,9 @@ public final class GuestbookStore: Sendable {
         self.init(database: try Database(path: path, migrations: GuestbookSchema.migrations))
     }
 
-    /// A private in-memory store, for tests.
-    public static func inMemory() throws -> GuestbookStore {
-        GuestbookStore(database: try Database.inMemory(migrations: GuestbookSchema.migrations))
+    /// A private store: in memory, or on the database `databases` opens (tests pass the backend they run on).
+    public static func inMemory(using databases: DatabaseFactory = .inMemory) throws -> GuestbookStore {
+        GuestbookStore(database: try databases.open(migrations: GuestbookSchema.migrations))
     }
 
     /// Stores a note after checking it (`EntryRules`); answers with it as stored.

@@ -1,13 +1,14 @@
 import Dqlite
+import Storage
 import Synchronization
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// The one-node dqlite cluster behind `Database.inMemory` when `MENAGERIE_STORAGE_BACKEND=dqlite`: started on
-/// first use on a free loopback port, its Raft log in a fresh temporary directory, and kept for the life of the
-/// process. Each `inMemory` database is a database of its own on it (a fresh name), so tests stay isolated.
+/// The one-node dqlite cluster behind `DatabaseFactory.testBackend` when `MENAGERIE_STORAGE_BACKEND=dqlite`: started
+/// on first use on a free loopback port, its Raft log in a fresh temporary directory, and kept for the life of the
+/// process. Each database opened on it is a database of its own (a fresh name), so tests stay isolated.
 final class TestCluster: Sendable {
     static let shared = TestCluster()
 
@@ -19,9 +20,11 @@ final class TestCluster: Sendable {
             if started == nil { started = Result { () throws(StorageError) in try Self.start() } }
             return try started!.get()
         }
-        return try StorageError.translating { () throws(DqliteError) in
-            try DqliteClient(
+        do {
+            return try DqliteClient(
                 addresses: [node.address], database: database ?? "test-\(UInt64.random(in: .min ... .max))", leaderWait: .seconds(10))
+        } catch {
+            throw StorageError(.open, message: "cannot reach the test dqlite node: \(error)")
         }
     }
 
