@@ -73,12 +73,18 @@ public final class RPCClient: Sendable {
 
     /// Makes a server-streaming call. Only a failure to connect is retried: once a message arrived,
     /// the stream belongs to that endpoint. The stream holds at most a window of unread responses
-    /// (the server waits for the client to read); dropping it before its end cancels the call.
+    /// (the server waits for the client to read); dropping it before its end cancels the call. A request
+    /// that cannot be encoded (`encode`) is not sent: the stream throws INVALID_ARGUMENT.
     public func serverStreaming<Request, Response>(
         _ method: ProtoMethod<Request, Response>, _ request: Request, options: CallOptions = CallOptions()
     ) -> ResponseStream<Response> {
+        let payload: [UInt8]
+        do {
+            payload = try Self.encode(request, for: method.path)
+        } catch {
+            return ResponseStream(ResponseSource(method: method.path, call: RefusedCall(error: error)))
+        }
         let head = makeHead(method.path, options, needsToken: method.access.needsToken)
-        let payload = request.serializedBytes()
         let (_, transport) = pick()
         let first = transport.stream(head, request: payload)
         let attempts = max(1, min(retry.maxAttempts, transports.count))
@@ -126,7 +132,7 @@ public final class RPCClient: Sendable {
         let outcome = Mutex<(settled: Bool, requestsError: (any Error)?)>((false, nil))
         let writer = Task {
             do {
-                try await requests(RequestWriter(call: call))
+                try await requests(RequestWriter(call: call, method: method.path))
                 call.closeRequests()
             } catch {
                 let first = outcome.withLock { outcome -> Bool in

@@ -52,12 +52,25 @@ public protocol ClientCall: Sendable {
 /// The typed side of a client-streaming or bidirectional call's requests.
 public struct RequestWriter<Request: ProtoMessage>: Sendable {
     let call: any ClientCall
+    let method: String
 
     /// Sends one request message, waiting while the server does not keep up (flow control).
-    /// Throws once the call is over (answered, cancelled, deadline, connection lost).
+    /// Throws once the call is over (answered, cancelled, deadline, connection lost), and
+    /// INVALID_ARGUMENT, sending nothing, for a message with a NUL in a string (`RPCClient.encode`).
     public func send(_ message: Request) async throws {
-        try await call.send(message.serializedBytes())
+        try await call.send(RPCClient.encode(message, for: method))
     }
+}
+
+/// A call refused before it was sent (a request that cannot be encoded): every read and write throws its error.
+struct RefusedCall: ClientCall {
+    let error: RPCError
+
+    func send(_ message: [UInt8]) async throws { throw error }
+    func closeRequests() {}
+    func next() async throws -> [UInt8]? { throw error }
+    func cancel() {}
+    var bufferedBytes: Int { 0 }
 }
 
 /// The responses of a server-streaming or bidirectional call, as the client reads them. Holds at

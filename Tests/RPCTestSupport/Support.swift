@@ -16,7 +16,8 @@ public enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConve
 }
 
 /// Serves the Echo methods with faults on demand: payload "crash" throws an error that is no
-/// `RPCError`, "slow" sleeps for 30 s, `fail_with_code` fails with that code.
+/// `RPCError`, "slow" sleeps for 30 s (stretched by `TestTime`, as the bounds tests put on it), `fail_with_code`
+/// fails with that code.
 public struct FaultyService: RPCService {
     public struct Boom: Error {}
 
@@ -26,7 +27,7 @@ public struct FaultyService: RPCService {
         router.unary(RpcV1.Echo.echo) { request, _ in
             if request.payload == Array("crash".utf8) { throw Boom() }
             if request.payload == Array("slow".utf8) {
-                try await Task.sleep(for: .seconds(30))
+                try await Task.sleep(for: TestTime.scaled(.seconds(30)))
             }
             if request.failWithCode != 0 { throw RPCError(StatusCode(rawValue: request.failWithCode), "asked to fail") }
             return RpcV1.EchoResponse(payload: request.payload)
@@ -77,7 +78,7 @@ public final class Harness: @unchecked Sendable {
 
     public func stop() async {
         client.close()
-        await tcp?.shutdown(grace: .seconds(1))
+        await tcp?.shutdown(grace: TestTime.scaled(.seconds(1)))
     }
 }
 
@@ -96,9 +97,9 @@ public func expectStatus(_ code: StatusCode, sourceLocation: SourceLocation = #_
     return nil
 }
 
-/// Waits (at most 10 s) until `condition` holds.
+/// Waits (at most 10 s, `TestTime.scaled`) until `condition` holds.
 public func waitUntil(_ condition: () -> Bool) async throws {
-    let giveUp = ContinuousClock.now + .seconds(10)
+    let giveUp = ContinuousClock.now + TestTime.scaled(.seconds(10))
     while !condition() {
         guard ContinuousClock.now < giveUp else { throw RPCError(.deadlineExceeded, "condition never held") }
         try await Task.sleep(for: .milliseconds(5))
@@ -145,7 +146,7 @@ public final class CountingStream: RPCService {
 /// Fails unless every call is over on the server too (TCP: nothing in flight).
 public func expectNoCallsLeft(_ harness: Harness, sourceLocation: SourceLocation = #_sourceLocation) async throws {
     guard let tcp = harness.tcp else { return }
-    let giveUp = ContinuousClock.now + .seconds(5)
+    let giveUp = ContinuousClock.now + TestTime.scaled(.seconds(5))
     while tcp.figures().callsInFlight > 0, ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(10)) }
     #expect(tcp.figures().callsInFlight == 0, sourceLocation: sourceLocation)
 }

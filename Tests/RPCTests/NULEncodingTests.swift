@@ -8,7 +8,7 @@ import Testing
 /// protobuf-c keeps strings as C strings, so a NUL inside one would cut it on the way out: `a\0b` sent as `a`.
 /// Decoding refuses such text on every door; encoding must not change it silently either — a handler's answer
 /// holding one fails the call (INTERNAL, through the handler's error path), and a client's request is refused
-/// before it is sent (INVALID_ARGUMENT).
+/// before it is sent (INVALID_ARGUMENT), on every kind of call.
 @Suite struct NULEncodingTests {
     /// Answers with a service named as the request's payload says.
     static let name = ProtoMethod<RpcV1.EchoRequest, RpcV1.ServiceInfo>(
@@ -16,11 +16,25 @@ import Testing
     /// Takes a service's name, answers its bytes.
     static let take = ProtoMethod<RpcV1.ServiceInfo, RpcV1.EchoResponse>(
         path: "/test.Nul/Take", serverStreaming: false, idempotent: true, access: .public)
+    /// Streams the bytes of the service's name, once.
+    static let spell = ProtoMethod<RpcV1.ServiceInfo, RpcV1.EchoResponse>(
+        path: "/test.Nul/Spell", serverStreaming: true, idempotent: false, access: .public)
+    /// Takes services' names, answers their bytes joined.
+    static let gather = ProtoMethod<RpcV1.ServiceInfo, RpcV1.EchoResponse>(
+        path: "/test.Nul/Gather", clientStreaming: true, serverStreaming: false, idempotent: false, access: .public)
 
     struct Names: RPCService {
         func register(in router: inout RPCRouter) {
             router.unary(NULEncodingTests.name) { request, _ in RpcV1.ServiceInfo(name: String(decoding: request.payload, as: UTF8.self)) }
             router.unary(NULEncodingTests.take) { request, _ in RpcV1.EchoResponse(payload: Array(request.name.utf8)) }
+            router.serverStreaming(NULEncodingTests.spell) { request, writer, _ in
+                try await writer.send(RpcV1.EchoResponse(payload: Array(request.name.utf8)))
+            }
+            router.clientStreaming(NULEncodingTests.gather) { requests, _ in
+                var joined: [UInt8] = []
+                for try await request in requests { joined += Array(request.name.utf8) }
+                return RpcV1.EchoResponse(payload: joined)
+            }
         }
     }
 
@@ -54,6 +68,38 @@ import Testing
                 Issue.record("the server took \(String(decoding: reply.payload, as: UTF8.self).debugDescription)")
             } catch let error as RPCError {
                 #expect(error.code == .invalidArgument)
+            }
+        }
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func aServerStreamingRequestHoldingANULIsRefusedBeforeItIsSent(kind: TransportKind) async throws {
+        try await Harness.with(kind, services: [Names()]) { harness in
+            var spelt: [[UInt8]] = []
+            for try await reply in harness.client.serverStreaming(Self.spell, RpcV1.ServiceInfo(name: "ab")) { spelt.append(reply.payload) }
+            #expect(spelt == [Array("ab".utf8)])
+            await expectStatus(.invalidArgument) {
+                for try await reply in harness.client.serverStreaming(Self.spell, RpcV1.ServiceInfo(name: "le\u{0}v")) {
+                    Issue.record("the server took \(String(decoding: reply.payload, as: UTF8.self).debugDescription)")
+                }
+            }
+        }
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func aStreamedRequestHoldingANULIsRefusedBeforeItIsSent(kind: TransportKind) async throws {
+        try await Harness.with(kind, services: [Names()]) { harness in
+            let whole = try await harness.client.clientStreaming(Self.gather) { writer in
+                try await writer.send(RpcV1.ServiceInfo(name: "a"))
+                try await writer.send(RpcV1.ServiceInfo(name: "b"))
+            }
+            #expect(whole.payload == Array("ab".utf8))
+            await expectStatus(.invalidArgument) {
+                let reply = try await harness.client.clientStreaming(Self.gather) { writer in
+                    try await writer.send(RpcV1.ServiceInfo(name: "a"))
+                    try await writer.send(RpcV1.ServiceInfo(name: "le\u{0}v"))
+                }
+                Issue.record("the server took \(String(decoding: reply.payload, as: UTF8.self).debugDescription)")
             }
         }
     }

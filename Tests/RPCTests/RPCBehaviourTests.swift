@@ -109,7 +109,8 @@ import Transport
                 _ = try await harness.client.unary(
                     RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("slow".utf8)), options: CallOptions(timeout: .milliseconds(200)))
             }
-            #expect(ContinuousClock.now - started < .seconds(10))
+            // Well before the handler's 30 s (both stretched by `TestTime`).
+            #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(10)))
         }
     }
 
@@ -140,7 +141,7 @@ import Transport
             // Still serving, and every call is over on the server too.
             #expect(try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1])).payload == [1])
             if let tcp = harness.tcp {
-                let giveUp = ContinuousClock.now + .seconds(5)
+                let giveUp = ContinuousClock.now + TestTime.scaled(.seconds(5))
                 while tcp.figures().callsInFlight > 0, ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(10)) }
                 #expect(tcp.figures().callsInFlight == 0)
             }
@@ -153,7 +154,7 @@ import Transport
             let call = Task {
                 try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("slow".utf8)))
             }
-            try await Task.sleep(for: .milliseconds(100))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(100)))
             call.cancel()
             await expectStatus(.cancelled) { _ = try await call.value }
         }

@@ -147,9 +147,9 @@ import Transport
                 RpcV1.Echo.stream, RpcV1.EchoRequest(payload: Array(repeating: 7, count: 64 << 10), count: 4096))
             var iterator = responses.makeAsyncIterator()
             _ = try await iterator.next()
-            try await Task.sleep(for: .milliseconds(500))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(500)))
             let sentEarly = counter.sent.load(ordering: .relaxed)
-            try await Task.sleep(for: .milliseconds(500))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(500)))
             let buffered = responses.bufferedBytes
             let sent = counter.sent.load(ordering: .relaxed)
             #expect(buffered > 0)
@@ -174,15 +174,15 @@ import Transport
                 }
             }
             try await waitUntil { sent.load(ordering: .relaxed) > 0 }
-            try await Task.sleep(for: .seconds(1))
+            try await Task.sleep(for: TestTime.scaled(.seconds(1)))
             let afterOneSecond = sent.load(ordering: .relaxed)
-            try await Task.sleep(for: .milliseconds(500))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(500)))
             // A window is 16 such messages; without flow control this would be thousands.
             #expect(afterOneSecond <= FlowControl.initialWindow / (64 << 10), "\(afterOneSecond) requests sent")
             #expect(sent.load(ordering: .relaxed) == afterOneSecond)
             // The writer is stuck at its window, yet other calls on the same connection are answered (within a
             // deadline, so a connection held by the stuck stream fails here instead of hanging the test).
-            let options = CallOptions(timeout: .seconds(5))
+            let options = CallOptions(timeout: TestTime.scaled(.seconds(5)))
             for index in 0..<20 {
                 let answer = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [UInt8(index)]), options: options)
                 #expect(answer.payload == [UInt8(index)])
@@ -202,7 +202,7 @@ import Transport
                 RpcV1.Echo.stream, RpcV1.EchoRequest(payload: Array(repeating: 1, count: 64 << 10), count: 10_000))
             var iterator = stalled.makeAsyncIterator()
             _ = try await iterator.next()
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(300)))
             // Meanwhile other streams and calls on the connection run at full speed.
             let started = ContinuousClock.now
             var received = 0
@@ -220,7 +220,7 @@ import Transport
             }
             #expect(received == 200)
             #expect(chat == 50)
-            #expect(ContinuousClock.now - started < .seconds(10))
+            #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(10)))
             // And the stalled stream still works once read.
             #expect(try await iterator.next()?.payload.count == 64 << 10)
         }
@@ -258,7 +258,7 @@ import Transport
                     return count
                 }
             }
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(300)))
             serverStream.cancel()
             clientStream.cancel()
             bidi.cancel()
@@ -272,6 +272,7 @@ import Transport
     @Test(arguments: TransportKind.allCases)
     func deadlinesEndEveryKindOfCallMidStream(kind: TransportKind) async throws {
         try await Harness.with(kind) { harness in
+            // Not stretched: the server stream would end by itself (1,000 × 10 ms) within a stretched deadline.
             let options = CallOptions(timeout: .seconds(2))
             let started = ContinuousClock.now
             final class Counts: Sendable {
@@ -308,7 +309,7 @@ import Transport
             // Ended mid-stream, not before it began.
             #expect(counts.streamed.load(ordering: .relaxed) > 0)
             #expect(counts.sent.load(ordering: .relaxed) > 0)
-            #expect(ContinuousClock.now - started < .seconds(10))
+            #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(10)))
             try await expectNoCallsLeft(harness)
         }
     }

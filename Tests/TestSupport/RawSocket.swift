@@ -16,13 +16,15 @@ public final class RawSocket: @unchecked Sendable {
             close(descriptor)
             throw POSIXError(.ECONNREFUSED)
         }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setReceiveTimeout(Self.defaultReceiveTimeout)
     }
+
+    /// How long a read waits unless told otherwise: 10 s, stretched on a busy machine (`TestTime`).
+    public static var defaultReceiveTimeout: Duration { TestTime.scaled(.seconds(10)) }
 
     deinit { close(descriptor) }
 
-    /// How long a read waits before it gives up (10 s unless set).
+    /// How long a read waits before it gives up (`defaultReceiveTimeout` unless set).
     public func setReceiveTimeout(_ timeout: Duration) {
         let micros = timeout.components.seconds * 1_000_000 + timeout.components.attoseconds / 1_000_000_000_000
         var value = timeval(tv_sec: Int(micros / 1_000_000), tv_usec: Int(micros % 1_000_000))
@@ -40,7 +42,7 @@ public final class RawSocket: @unchecked Sendable {
         shutdown(descriptor, Int32(SHUT_WR))
     }
 
-    /// Reads until the peer closes (or 10 s pass); returns what arrived and whether it closed.
+    /// Reads until the peer closes (or the receive timeout passes); returns what arrived and whether it closed.
     public func readUntilClosed() async -> (bytes: [UInt8], closed: Bool) {
         let descriptor = descriptor
         return (try? await offPool {
@@ -55,13 +57,13 @@ public final class RawSocket: @unchecked Sendable {
         }) ?? ([], false)
     }
 
-    /// Reads exactly `count` bytes; nil when the peer closes first or 10 s pass.
+    /// Reads exactly `count` bytes; nil when the peer closes first or the receive timeout passes.
     public func read(count: Int) async -> [UInt8]? {
         try? await offPool { [self] in readBlocking(count: count) } ?? nil
     }
 
     /// Reads exactly `count` bytes, blocking the calling thread (use it off the cooperative pool,
-    /// in `offPool`); nil when the peer closes first or 10 s pass.
+    /// in `offPool`); nil when the peer closes first or the receive timeout passes.
     public func readBlocking(count: Int) -> [UInt8]? {
         var received = [UInt8](repeating: 0, count: count)
         var filled = 0

@@ -176,7 +176,7 @@ import Testing
             let socket = try RawSocket(port: harness.tcp!.port)
             // 250 answers of 64 KiB (16 MiB, far more than the sockets' buffers), not read while they are asked for.
             socket.write((1...250).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: Array("big".utf8)), id: UInt64($0)) })
-            try await Task.sleep(for: .milliseconds(500))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(500)))
             let started = service.started.load(ordering: .relaxed)
             #expect(started < 200, "\(started) calls started for a client that reads nothing")
             // Once it reads, the rest run.
@@ -198,7 +198,7 @@ import Testing
             try await waitUntil { service.started.load(ordering: .relaxed) >= 1 }
             socket.finishWriting()
             try await waitUntil { harness.tcp!.figures().callsInFlight == 0 }
-            try await Task.sleep(for: .milliseconds(100))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(100)))
             // The one running when the client left (and perhaps the next, taken meanwhile), not the 28 others.
             let started = service.started.load(ordering: .relaxed)
             #expect(started <= 2, "\(started) of 30 calls ran for a client that had gone")
@@ -241,7 +241,7 @@ import Testing
             default: socket.finishWriting()
             }
             try await waitUntil { service.spinsStopped.load(ordering: .relaxed) == 1 }
-            #expect(ContinuousClock.now - ended < .seconds(2))
+            #expect(ContinuousClock.now - ended < TestTime.scaled(.seconds(2)))
             try await waitUntil { harness.tcp!.figures().callsInFlight == 0 }
         }
     }
@@ -260,7 +260,7 @@ import Testing
             await withTaskGroup(of: Void.self) { group in
                 for socket in sockets { group.addTask { _ = try? await offPool { socket.write(body) } } }
             }
-            try await Task.sleep(for: .milliseconds(200))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(200)))
             let largest = server.loop.submit { server.loop.largestTurn.read }
             let bound = (sockets.count + 1) * server.loop.readBuffer.count  // one read per connection, the harness client's too
             #expect(largest > 0 && largest <= bound, "a loop turn read \(largest) bytes (bound \(bound))")
@@ -344,7 +344,7 @@ import Testing
             server.loop.execute { holding.signal(); held.wait() }
             holding.wait()
             for socket in sockets { socket.finishWriting() }
-            try await Task.sleep(for: .milliseconds(100))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(100)))
             held.signal()
             try await waitUntil { server.figures().connectionsOpen <= 1 }
             let closes = server.loop.submit { server.loop.largestTurn.closed }
@@ -444,7 +444,7 @@ import Testing
                 let socket = try RawSocket(port: port)
                 socket.write(FrameCodec.encode(RpcV1.Frame(callID: 99, kind: .cancel).serializedBytes()))
                 idle.append(socket)
-                try await Task.sleep(for: .milliseconds(20))
+                try await Task.sleep(for: TestTime.scaled(.milliseconds(20)))
             }
             try await waitUntil { harness.rpc.stats.connectionFigures.open == 3 }
             // A newcomer is served: the connection quiet longest makes room and is told why.
@@ -473,7 +473,7 @@ import Testing
             let caller = try RawSocket(port: port)
             caller.sendEcho("first", id: 1)
             #expect(try await caller.receiveFrame().statusCode == 0)
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(20)))
             var idle: [RawSocket] = []
             for _ in 0..<2 {
                 let socket = try RawSocket(port: port)
@@ -481,7 +481,7 @@ import Testing
                 idle.append(socket)
             }
             try await waitUntil { harness.rpc.stats.connectionFigures.open == 3 }
-            try await Task.sleep(for: .milliseconds(20))  // the cancels arrived
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(20)))  // the cancels arrived
             let newcomer = try RawSocket(port: port)
             newcomer.sendEcho("new", id: 1)
             #expect(try await newcomer.receiveFrame().statusCode == 0)

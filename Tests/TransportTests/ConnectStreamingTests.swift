@@ -97,7 +97,7 @@ import Testing
             let kilobyte = Data(repeating: 0x62, count: 1024).base64EncodedString()
             // ~1.4 GB if it were all produced.
             socket.write(Self.request(Self.stream, body: Self.envelope(#"{"payload":"\#(kilobyte)","count":1000000}"#)))
-            try await Task.sleep(for: .milliseconds(800))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(800)))
             let queued = tcp.figures().unwrittenAnswerBytes
             #expect(queued <= 2 * limits.writeHighWater, "\(queued) bytes queued for a client that does not read")
             #expect(tcp.figures().callsInFlight == 1)
@@ -114,7 +114,7 @@ import Testing
                 // Each envelope split across two chunks, sent apart.
                 let envelope = Self.envelope(#"{"payload":"\#(Self.payload(word))"}"#)
                 socket.write(HTTPResponseChunks.chunk(Array(envelope.prefix(3))))
-                try await Task.sleep(for: .milliseconds(20))
+                try await Task.sleep(for: TestTime.scaled(.milliseconds(20)))
                 socket.write(HTTPResponseChunks.chunk(Array(envelope.dropFirst(3))))
             }
             socket.write(Array("0\r\n\r\n".utf8))
@@ -212,7 +212,7 @@ import Testing
             let payload = Data(repeating: 0x64, count: 96 << 10).base64EncodedString()
             let body = Array(#"{"payload":"\#(payload)"}"#.utf8)
             fits.write(Array("POST /menagerie.rpc.v1.Echo/Echo HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n".utf8))
-            try await Task.sleep(for: .milliseconds(50))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(50)))
             fits.write(body)
             #expect(try await StreamReply.read(from: fits).status == 200)
             try await waitUntil { tcp.loop.submit { tcp.budget.used } == 0 }

@@ -108,7 +108,7 @@ import Testing
             #expect(try await second.receiveFrame().statusCode == 0)
             #expect(tcp.figures().connectionsPerLoop == [1, 1])
             // The first (on the acceptor's loop) is now the fresher of the two.
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(20)))
             first.sendEcho("again", id: 2)
             #expect(try await first.receiveFrame().statusCode == 0)
 
@@ -169,8 +169,8 @@ import Testing
     @Test func theIdleSweepRunsOnEveryLoop() async throws {
         var limits = Self.limits(loops: 2)
         // Long enough that all four are connected before the first is idle, on a loaded machine too.
-        limits.frameTimeout = .seconds(1)
-        limits.idleTimeout = .seconds(3)
+        limits.frameTimeout = TestTime.scaled(.seconds(1))
+        limits.idleTimeout = TestTime.scaled(.seconds(3))
         try await Harness.with(.tcp, limits: limits) { harness in
             let tcp = try #require(harness.tcp)
             var sockets: [RawSocket] = []
@@ -191,7 +191,7 @@ import Testing
     }
 
     /// Calls in flight on every loop finish and are answered; then every loop's connections close,
-    /// well before the grace period would have closed them.
+    /// well before the grace period would have closed them (both stretched by `TestTime`, so the bound stays below it).
     @Test func gracefulShutdownDrainsEveryLoop() async throws {
         let server = try TCPServer(rpc: RPCServer(name: "drain", services: [FaultyService()]), port: 0, limits: Self.limits(loops: 2))
         var clients: [RPCClient] = []
@@ -208,10 +208,10 @@ import Testing
         }
         try await waitUntil { server.figures().callsInFlight == 4 }
         let started = ContinuousClock.now
-        await server.shutdown(grace: .seconds(20))
+        await server.shutdown(grace: TestTime.scaled(.seconds(20)))
         let took = ContinuousClock.now - started
         for stream in streams { #expect(try await stream.value == 5) }
-        #expect(took < .seconds(8), "every loop drained (took \(took))")
+        #expect(took < TestTime.scaled(.seconds(8)), "every loop drained (took \(took))")
         for client in clients {
             await expectStatus(.unavailable) { _ = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [1])) }
             client.close()

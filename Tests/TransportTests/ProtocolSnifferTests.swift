@@ -140,7 +140,7 @@ import Testing
                     RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array("slow".utf8)), options: CallOptions(timeout: .milliseconds(100)))
             }
             // The handler, cancelled, finishes too: its answer comes second and is not counted.
-            try await Task.sleep(for: .milliseconds(200))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(200)))
             let echo = try #require(harness.rpc.stats.snapshot().first { $0.path == RpcV1.Echo.echo.path })
             #expect(echo.calls == 1)
             #expect(echo.byStatus[Int(StatusCode.deadlineExceeded.rawValue)] == 1)

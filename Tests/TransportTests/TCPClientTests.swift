@@ -82,29 +82,31 @@ import Transport
 
     /// Issue 27's partitions: a call to an endpoint that does not answer at all fails its connection after the
     /// connect timeout and goes to the next endpoint, instead of waiting for its whole deadline.
+    /// The connect timeout, the deadline and the bounds stretch together on a busy machine (`TestTime`).
     @Test func anEndpointThatNeverAnswersIsLeftAfterTheConnectTimeout() async throws {
         let silent = try SilentEndpoint()
         let alive = try server("alive")
+        let connectTimeout = TestTime.scaled(.milliseconds(500)), deadline = TestTime.scaled(.seconds(20))
         let client = RPCClient(transports: [
-            try TCPClientTransport(endpoint: silent.address, connectTimeout: .milliseconds(500)), try TCPClientTransport(endpoint: alive.address),
+            try TCPClientTransport(endpoint: silent.address, connectTimeout: connectTimeout), try TCPClientTransport(endpoint: alive.address),
         ])
         let started = ContinuousClock.now
         for _ in 0..<4 {
-            let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [3]), options: CallOptions(timeout: .seconds(20)))
+            let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [3]), options: CallOptions(timeout: deadline))
             #expect(reply.payload == [3])
         }
-        #expect(ContinuousClock.now - started < .seconds(10), "the calls waited for the silent endpoint")
+        #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(10)), "the calls waited for the silent endpoint")
         // Alone, the silent endpoint fails the call UNAVAILABLE, naming the timeout, long before its deadline.
-        let lonely = RPCClient(transports: [try TCPClientTransport(endpoint: silent.address, connectTimeout: .milliseconds(500))], retry: .init(maxAttempts: 1))
+        let lonely = RPCClient(transports: [try TCPClientTransport(endpoint: silent.address, connectTimeout: connectTimeout)], retry: .init(maxAttempts: 1))
         let began = ContinuousClock.now
         do {
-            _ = try await lonely.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [3]), options: CallOptions(timeout: .seconds(20)))
+            _ = try await lonely.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [3]), options: CallOptions(timeout: deadline))
             Issue.record("a call to an endpoint that never answers succeeded")
         } catch let error as RPCError {
             #expect(error.code == .unavailable, "\(error)")
             #expect(error.message.contains("no connection within"), "\(error)")
         }
-        #expect(ContinuousClock.now - began < .seconds(5))
+        #expect(ContinuousClock.now - began < TestTime.scaled(.seconds(5)))
         withExtendedLifetime(silent) {}
         client.close()
         lonely.close()
@@ -175,8 +177,8 @@ import Transport
         let payload = (0..<(12 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: payload), id: 1))
         try await waitUntil { server.rpc.stats.snapshot().contains { $0.path == RpcV1.Echo.echo.path } }
-        let shutdown = Task { await server.shutdown(grace: .seconds(20)) }
-        try await Task.sleep(for: .milliseconds(300))
+        let shutdown = Task { await server.shutdown(grace: TestTime.scaled(.seconds(20))) }
+        try await Task.sleep(for: TestTime.scaled(.milliseconds(300)))
         let answer = try await socket.receiveFrame()
         #expect(answer.kind == .status && answer.statusCode == 0)
         #expect(try RpcV1.EchoResponse(serializedBytes: answer.payload).payload == payload)
@@ -207,17 +209,19 @@ import Transport
             client.close()
         }
         // Let the loop finish every close after its client is gone.
-        try await Task.sleep(for: .milliseconds(200))
+        try await Task.sleep(for: TestTime.scaled(.milliseconds(200)))
     }
 
     @Test func shutdownGivesUpOnCallsAfterTheGracePeriod() async throws {
         let server = try server()
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
-        let endless = Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(delayMs: 60_000)) }
+        // The call, the grace and the bound stretch together on a busy machine (`TestTime`).
+        let delayMs = UInt32((60_000 * TestTime.scale).rounded())
+        let endless = Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(delayMs: delayMs)) }
         try await waitUntil { server.figures().callsInFlight == 1 }
         let started = ContinuousClock.now
-        await server.shutdown(grace: .milliseconds(300))
-        #expect(ContinuousClock.now - started < .seconds(5))
+        await server.shutdown(grace: TestTime.scaled(.milliseconds(300)))
+        #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(5)))
         await expectStatus(.unavailable) { _ = try await endless.value }
         client.close()
     }
@@ -232,9 +236,9 @@ import Transport
         let request = RpcV1.EchoRequest(payload: Array(repeating: 1, count: 64 << 10), count: 65_536)
         socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request, method: RpcV1.Echo.stream.path, hasPayload: true,
                                                    payload: request.serializedBytes()).serializedBytes()))
-        try await Task.sleep(for: .seconds(1))
+        try await Task.sleep(for: TestTime.scaled(.seconds(1)))
         let sentAfterOneSecond = counter.sent.load(ordering: .relaxed)
-        try await Task.sleep(for: .seconds(1))
+        try await Task.sleep(for: TestTime.scaled(.seconds(1)))
         let sentAfterTwoSeconds = counter.sent.load(ordering: .relaxed)
         // The handler got going, then waited for the client: the call's window (which a client that
         // reads nothing never replenishes) holds a bounded number of messages (without
@@ -255,7 +259,7 @@ import Transport
         socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .request, method: RpcV1.Echo.stream.path, hasPayload: true,
                                                    payload: request.serializedBytes()).serializedBytes()))
         try await waitUntil { server.figures().callsInFlight == 1 }
-        try await Task.sleep(for: .milliseconds(500))
+        try await Task.sleep(for: TestTime.scaled(.milliseconds(500)))
         socket.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .cancel).serializedBytes()))
         try await waitUntil { server.figures().callsInFlight == 0 }
         await server.shutdown(grace: .milliseconds(100))
@@ -275,14 +279,14 @@ import Transport
 
     @Test func aTransportReleasedWithoutCloseLetsGoOfItsConnectionAndTimer() async throws {
         let server = try server()
-        let deadline = ContinuousClock.now + .seconds(1)
+        let deadline = ContinuousClock.now + TestTime.scaled(.seconds(1))
         do {
             let transport = try TCPClientTransport(endpoint: server.address)
             _ = try? await transport.unary(CallHead(method: RpcV1.Echo.echo.path, deadline: deadline), request: RpcV1.EchoRequest().serializedBytes())
         }
         try await waitUntil { server.rpc.stats.connectionFigures.open == 0 }
         // The call's deadline passes with its transport gone.
-        try await Task.sleep(until: deadline + .milliseconds(300))
+        try await Task.sleep(until: deadline + TestTime.scaled(.milliseconds(300)))
         await server.shutdown(grace: .seconds(1))
     }
 
@@ -293,7 +297,7 @@ import Transport
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: address)], retry: .init(maxAttempts: 3, initialBackoff: .seconds(30)))
         let call = Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest()) }
         // The first attempt is refused at once; the call then waits 30 s before the second.
-        try await Task.sleep(for: .milliseconds(500))
+        try await Task.sleep(for: TestTime.scaled(.milliseconds(500)))
         call.cancel()
         await expectStatus(.cancelled) { _ = try await call.value }
         client.close()

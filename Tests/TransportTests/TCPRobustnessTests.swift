@@ -17,19 +17,25 @@ import Testing
 @testable import Transport
 
 /// A server must shrug off clients that send garbage, too much, too little or too slowly, and keep
-/// serving everyone else.
+/// serving everyone else. The server's timeouts and the clients' pace stretch together on a busy machine (`TestTime`).
 @Suite struct TCPRobustnessTests {
+    /// `milliseconds` stretched by `TestTime`.
+    static func ms(_ milliseconds: Int) -> Duration { TestTime.scaled(.milliseconds(milliseconds)) }
+
+    /// `milliseconds` stretched by `TestTime`, as a request's `delayMs` or `timeoutMicros / 1000`.
+    static func scaledCount(_ milliseconds: Int) -> Int { Int((Double(milliseconds) * TestTime.scale).rounded()) }
+
     static var quickLimits: TCPServer.Limits {
         var limits = TCPServer.Limits()
-        limits.frameTimeout = .milliseconds(600)
-        limits.idleTimeout = .seconds(2)
+        limits.frameTimeout = ms(600)
+        limits.idleTimeout = ms(2000)
         limits.maxFrameSize = 1 << 20
         return limits
     }
 
     /// Fails unless the harness still answers an echo.
     func expectServing(_ harness: Harness) async throws {
-        let reply = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [42]), options: CallOptions(timeout: .seconds(5)))
+        let reply = try await harness.client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [42]), options: CallOptions(timeout: Self.ms(5000)))
         #expect(reply.payload == [42])
     }
 
@@ -94,7 +100,7 @@ import Testing
             let socket = try RawSocket(port: harness.tcp!.port)
             let started = ContinuousClock.now
             #expect(await socket.readUntilClosed().closed)
-            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(ContinuousClock.now - started < Self.ms(5000))
             try await expectServing(harness)
         }
     }
@@ -106,7 +112,7 @@ import Testing
             var closed = false
             for byte in frame {
                 // Faster than the frame timeout per byte, far slower than it for the whole frame.
-                try await Task.sleep(for: .milliseconds(150))
+                try await Task.sleep(for: Self.ms(150))
                 if !socket.write([byte]) { closed = true; break }
             }
             let closedByServer = closed ? true : await socket.readUntilClosed().closed
@@ -156,7 +162,7 @@ import Testing
 
     @Test func aClientThatKeepsSendingIsNotTakenForAStalledOne() async throws {
         var limits = Self.quickLimits
-        limits.frameTimeout = .seconds(1)
+        limits.frameTimeout = Self.ms(1000)
         try await Harness.with(.tcp, limits: limits) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
             // Each write ends one frame and begins the next, so every read the server makes ends
@@ -166,7 +172,7 @@ import Testing
             for frame in frames {
                 socket.write(rest + frame.prefix(frame.count / 2))
                 rest = Array(frame.dropFirst(frame.count / 2))
-                try await Task.sleep(for: .milliseconds(50))
+                try await Task.sleep(for: Self.ms(50))
             }
             socket.write(rest)
             var answered: Set<UInt64> = []
@@ -177,15 +183,15 @@ import Testing
 
     @Test func idleTimeCountsFromTheLastAnswerNotFromTheLastRequest() async throws {
         var limits = Self.quickLimits
-        limits.idleTimeout = .seconds(2)
-        limits.frameTimeout = .seconds(2)
+        limits.idleTimeout = Self.ms(2000)
+        limits.frameTimeout = Self.ms(2000)
         try await Harness.with(.tcp, limits: limits) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
             // A call that outlasts the idle timeout: its request is the last frame for 3 s.
-            socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [1], delayMs: 3000), id: 1))
+            socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [1], delayMs: UInt32(Self.scaledCount(3000))), id: 1))
             #expect(try await socket.receiveFrame().statusCode == StatusCode.ok.rawValue)
             // Just answered, so not idle: a sweep (every 500 ms) must leave the connection open.
-            try await Task.sleep(for: .milliseconds(700))
+            try await Task.sleep(for: Self.ms(700))
             socket.sendEcho("again", id: 2)
             let reply = try await socket.receiveFrame()
             #expect(reply.callID == 2)
@@ -205,7 +211,7 @@ import Testing
             let payload = [UInt8](repeating: 7, count: 1_000_000)
             socket.write((1...16).flatMap { RawSocket.echoFrame(RpcV1.EchoRequest(payload: payload), id: UInt64($0)) })
             try await waitUntil { harness.tcp!.figures().callsInFlight == 0 }
-            try await Task.sleep(for: .milliseconds(200))
+            try await Task.sleep(for: Self.ms(200))
             socket.write([0, 0xFF, 0xFF, 0xFF, 0xFF])
             let (bytes, closed) = await socket.readUntilClosed()
             #expect(closed)
@@ -226,11 +232,11 @@ import Testing
     @Test func aCallIdUsedAgainIsNotHeldToTheDeadlineOfTheCallThatHadItBefore() async throws {
         try await Harness.with(.tcp, limits: Self.quickLimits) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
-            socket.sendEcho("first", id: 1, timeoutMicros: 2_000_000)
+            socket.sendEcho("first", id: 1, timeoutMicros: UInt64(Self.scaledCount(2000)) * 1000)
             #expect(try await socket.receiveFrame().statusCode == StatusCode.ok.rawValue)
             // Call 1 is over, so its id may be used again: by a call without a deadline that
             // outlasts the first one's.
-            socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [2], delayMs: 3000), id: 1))
+            socket.write(RawSocket.echoFrame(RpcV1.EchoRequest(payload: [2], delayMs: UInt32(Self.scaledCount(3000))), id: 1))
             let reply = try await socket.receiveFrame()
             #expect(reply.callID == 1)
             #expect(reply.statusCode == StatusCode.ok.rawValue, "\(reply.statusMessage)")

@@ -95,10 +95,10 @@ import Transport
         // Half a ClientHello each, then silence: as many as the connection limit.
         let halfway = try (0..<limits.maxConnections).map { _ in try RawSocket(port: port) }
         for socket in halfway { socket.write(Array(hello.prefix(hello.count / 2))) }
-        try await Task.sleep(for: .milliseconds(200))
+        try await Task.sleep(for: TestTime.scaled(.milliseconds(200)))
         // A newcomer still gets in (the quietest half-way handshake makes room) and is served.
         let client = try client(server, pair: clientPair)
-        let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [7]), options: CallOptions(timeout: .seconds(10)))
+        let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [7]), options: CallOptions(timeout: TestTime.scaled(.seconds(10))))
         #expect(reply.payload == [7])
         // Plaintext health checks and garbage after a TLS record header: told why or dropped, never served.
         let health = FrameCodec.encode(RpcV1.Frame(
@@ -115,7 +115,7 @@ import Transport
                 let frame = try RpcV1.Frame(serializedBytes: envelope)
                 #expect(frame.callID == 0 && frame.statusCode == StatusCode.unauthenticated.rawValue, "attacker \(index) got \(frame)")
             }
-            let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [UInt8(index)]), options: CallOptions(timeout: .seconds(10)))
+            let reply = try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: [UInt8(index)]), options: CallOptions(timeout: TestTime.scaled(.seconds(10))))
             #expect(reply.payload == [UInt8(index)])
         }
         // Clients without a certificate on the binary protocol: refused, and the served client goes on.

@@ -15,17 +15,21 @@ import Testing
 
 /// Issue 24: open uploads cannot hold a replica. An upload that falls silent, or trickles, ends
 /// DEADLINE_EXCEEDED; uploads open at once are capped per replica and per client address; and past
-/// the connection limit a newcomer takes the place of the busy connection quiet for longest.
+/// the connection limit a newcomer takes the place of the busy connection quiet for longest. On a busy machine
+/// (`TestTime`) the server's timeouts and the clients' pace stretch together, and the minimum rate shrinks with them.
 @Suite(.serialized) struct UploadPaceTests {
+    /// `milliseconds` stretched by `TestTime`.
+    static func ms(_ milliseconds: Int) -> Duration { TestTime.scaled(.milliseconds(milliseconds)) }
+
     static var limits: TCPServer.Limits {
         var limits = TCPServer.Limits()
         // The sweeper runs every quarter of the frame timeout.
-        limits.frameTimeout = .milliseconds(400)
+        limits.frameTimeout = ms(400)
         limits.idleTimeout = .seconds(30)
-        limits.uploadIdleTimeout = .milliseconds(500)
-        limits.uploadRateWindow = .milliseconds(600)
-        limits.uploadMinimumRate = 2000
-        limits.reclaimAfterQuiet = .milliseconds(300)
+        limits.uploadIdleTimeout = ms(500)
+        limits.uploadRateWindow = ms(600)
+        limits.uploadMinimumRate = Int((2000 / TestTime.scale).rounded())
+        limits.reclaimAfterQuiet = ms(300)
         return limits
     }
 
@@ -56,7 +60,7 @@ import Testing
             let answer = try await socket.receiveFrame()
             #expect(answer.callID == 1 && answer.statusCode == StatusCode.deadlineExceeded.rawValue, "\(answer.statusMessage)")
             #expect(answer.statusMessage.contains("no message for"), "\(answer.statusMessage)")
-            #expect(ContinuousClock.now - started >= .milliseconds(400))
+            #expect(ContinuousClock.now - started >= Self.ms(400))
             try await waitUntil { harness.tcp!.figures().uploadsInProgress == 0 }
             // The connection serves on.
             socket.sendEcho("still here", id: 2)
@@ -76,7 +80,7 @@ import Testing
                 for _ in 0..<14 {
                     Self.sendMessage(slow, id: 1, bytes: 10)
                     Self.sendMessage(brisk, id: 1, bytes: 2000)
-                    try await Task.sleep(for: .milliseconds(100))
+                    try await Task.sleep(for: Self.ms(100))
                 }
                 brisk.write(FrameCodec.encode(RpcV1.Frame(callID: 1, kind: .endStream).serializedBytes()))
             }
@@ -94,11 +98,11 @@ import Testing
     /// credit, waiting), the upload's pace is not held against it.
     @Test func anUploadWaitingOnASlowHandlerIsNotEnded() async throws {
         try await Harness.with(.tcp, limits: Self.limits) { harness in
-            let reply = try await harness.client.clientStreaming(RpcV1.Echo.collect, options: CallOptions(timeout: .seconds(20))) { writer in
+            let reply = try await harness.client.clientStreaming(RpcV1.Echo.collect, options: CallOptions(timeout: Self.ms(20_000))) { writer in
                 // 8 × 256 KiB: twice the 1 MiB window, to a handler taking 600 ms a message (longer than the
                 // idle timeout between two that the client could send).
                 for _ in 0..<8 {
-                    try await writer.send(RpcV1.EchoRequest(payload: [UInt8](repeating: 1, count: 256 << 10), delayMs: 600))
+                    try await writer.send(RpcV1.EchoRequest(payload: [UInt8](repeating: 1, count: 256 << 10), delayMs: UInt32((600 * TestTime.scale).rounded())))
                 }
             }
             #expect(reply.index == 8)
@@ -143,10 +147,10 @@ import Testing
                 Self.sendMessage(socket, id: 1, bytes: 50)
             }
             try await waitUntil { harness.tcp!.figures().uploadsInProgress == 4 }
-            try await Task.sleep(for: .milliseconds(400))
+            try await Task.sleep(for: Self.ms(400))
             // The first holder speaks again: it is not the quietest any more.
             Self.sendMessage(holders[0], id: 1, bytes: 50)
-            try await Task.sleep(for: .milliseconds(50))
+            try await Task.sleep(for: Self.ms(50))
             let newcomer = try RawSocket(port: harness.tcp!.port)
             newcomer.sendEcho("let me in", id: 1)
             let answer = try await newcomer.receiveFrame()
@@ -154,7 +158,7 @@ import Testing
             // One of the quiet three was told why it goes.
             let told = await withTaskGroup(of: RpcV1.Frame?.self) { group in
                 for socket in holders.dropFirst() {
-                    socket.setReceiveTimeout(.seconds(1))
+                    socket.setReceiveTimeout(Self.ms(1000))
                     group.addTask { await Self.frameIfAny(socket) }
                 }
                 var frames: [RpcV1.Frame] = []

@@ -63,8 +63,9 @@ import Testing
         // One worker, so that the test keeps a thread of the cooperative pool.
         let server = try TCPServer(rpc: RPCServer(name: "busy", services: [service]), port: 0, limits: Self.limits(workers: 1))
         let client = RPCClient(transports: [try TCPClientTransport(endpoint: server.address)])
-        // The worker is busy with a 2-second call; another call waits in the queue behind it. (Sent
-        // one after the other: sent together, the quick one could go first and be over already.)
+        // The worker is busy with a 2-second call (longer than three built-ins at their bound, stretched or not);
+        // another call waits in the queue behind it. (Sent one after the other: sent together, the quick one could go
+        // first and be over already.)
         func call(_ text: String) -> Task<RpcV1.EchoResponse, any Error> {
             Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array(text.utf8))) }
         }
@@ -82,20 +83,26 @@ import Testing
                 guard let header = socket.readBlocking(count: FrameCodec.headerSize),
                       let body = socket.readBlocking(count: header[1...].reduce(0) { $0 << 8 | Int($1) }),
                       let frame = try? RpcV1.Frame(serializedBytes: body)
-                else { return (UInt32.max, .seconds(10)) }
+                else { return (UInt32.max, RawSocket.defaultReceiveTimeout) }
                 return (frame.statusCode, ContinuousClock.now - started)
             }
         }
         print("built-ins with every worker busy: \(answers.map { "\($0.took)" })")
         for answer in answers {
             #expect(answer.code == StatusCode.ok.rawValue)
-            #expect(answer.took < .milliseconds(50), "a built-in waited behind domain calls: \(answer.took)")
+            #expect(answer.took < TestTime.scaled(.milliseconds(50)), "a built-in waited behind domain calls: \(answer.took)")
         }
         #expect(service.running.load(ordering: .relaxed) == 1, "the 2-second call was over before the built-ins were asked")
         for call in busy { _ = try await call.value }
         client.close()
-        await server.shutdown(grace: .seconds(5))
+        await server.shutdown(grace: TestTime.scaled(.seconds(5)))
     }
+
+    /// "block:N", N being `milliseconds` stretched by `TestTime`, for a blocker that must outlast a stretched deadline.
+    static func block(_ milliseconds: Int) -> String { "block:\(Int((Double(milliseconds) * TestTime.scale).rounded()))" }
+
+    /// `milliseconds`, stretched by `TestTime`, in the microseconds of a request frame's timeout.
+    static func micros(_ milliseconds: Int) -> UInt64 { UInt64((Double(milliseconds) * 1000 * TestTime.scale).rounded()) }
 
     /// Waits until `count` handlers of `service` are running.
     static func waitUntilRunning(_ count: Int, _ service: GatedService) async throws {
@@ -152,8 +159,9 @@ import Testing
             }
             try await first.value
             let (fastDone, slowDone) = (try await fast.value, try await slow.value)
-            // Held back, "fast" would be answered with "block:1500", 2.5 s after the start.
-            #expect(fastDone < .milliseconds(1800), "the fast answer waited for the long handler: \(fastDone)")
+            // Held back, "fast" would be answered with "block:1500", 2.5 s after the start: measured against that
+            // answer, not the clock, so that a busy machine's delays (which both share) do not count.
+            #expect(fastDone < slowDone - .milliseconds(750), "the fast answer waited for the long handler: \(fastDone), \(slowDone)")
             #expect(slowDone >= .milliseconds(2400))
         }
     }
@@ -176,9 +184,10 @@ import Testing
     @Test func aCallCancelledWhileQueuedNeverRuns() async throws {
         let service = GatedService()
         try await Harness.with(.tcp, services: [service], limits: Self.limits(workers: 1)) { harness in
-            let blocker = Task { try await Self.echo(harness.client, "block:400") }
+            let blocker = Task { try await Self.echo(harness.client, Self.block(400)) }
             try await Self.waitUntilRunning(1, service)
-            // Queued behind the blocker; the client gives up and tells the server.
+            // Queued behind the blocker (stretched on a busy machine, so that it still outlasts the deadline and the
+            // cancel); the client gives up and tells the server.
             await expectStatus(.deadlineExceeded) { try await Self.echo(harness.client, "never", timeout: .milliseconds(100)) }
             try await blocker.value
             try await Self.echo(harness.client, "after")
@@ -191,11 +200,11 @@ import Testing
         try await Harness.with(.tcp, services: [service], limits: Self.limits(workers: 1)) { harness in
             let socket = try RawSocket(port: harness.tcp!.port)
             let started = ContinuousClock.now
-            socket.sendEcho("block:400", id: 7, timeoutMicros: 100_000)
+            socket.sendEcho(Self.block(400), id: 7, timeoutMicros: Self.micros(100))
             let first = try await socket.receiveFrame()
             #expect(first.callID == 7)
             #expect(first.statusCode == StatusCode.deadlineExceeded.rawValue)
-            #expect(ContinuousClock.now - started < .milliseconds(350), "answered when the deadline passed, not when the handler ended")
+            #expect(ContinuousClock.now - started < TestTime.scaled(.milliseconds(350)), "answered when the deadline passed, not when the handler ended")
             // The handler's own late answer is dropped: the next frame answers the next call.
             socket.sendEcho("next", id: 8)
             let second = try await socket.receiveFrame()
@@ -213,12 +222,12 @@ import Testing
             let started = ContinuousClock.now
             socket.sendEcho("sleep", id: 7, timeoutMicros: 200_000)
             let reply = try await socket.receiveFrame()
-            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(5)))
             #expect(reply.callID == 7)
             #expect(reply.kind == .status)
             #expect(reply.statusCode == StatusCode.deadlineExceeded.rawValue)
             // The handler was cancelled: its minute-long sleep ended early.
-            let ended = ContinuousClock.now + .seconds(5)
+            let ended = ContinuousClock.now + TestTime.scaled(.seconds(5))
             while service.running.load(ordering: .relaxed) > 0, ContinuousClock.now < ended { try await Task.sleep(for: .milliseconds(10)) }
             #expect(service.running.load(ordering: .relaxed) == 0)
             #expect(harness.tcp!.figures().callsInFlight == 0)
@@ -249,7 +258,7 @@ import Testing
         let export = WorkerTime(), search = WorkerTime()
         export.record(.milliseconds(40))  // as measured on earlier calls
         search.record(.microseconds(300))
-        // The long jobs hold their worker until the quick one runs (or 10 s pass, when it cannot).
+        // The long jobs hold their worker until the quick one runs (or 10 s, stretched by `TestTime`, pass when it cannot).
         let release = DispatchSemaphore(value: 0)
         let started = Atomic<Int>(0), released = Atomic<Int>(0), finished = Atomic<Int>(0)
         let longRunningWhenQuickRan = Atomic<Int>(-1)
@@ -257,7 +266,7 @@ import Testing
         for _ in 0..<4 {
             pool.submit(PoolJob(export) {
                 started.add(1, ordering: .relaxed)
-                if release.wait(timeout: .now() + 10) == .success { released.add(1, ordering: .relaxed) }
+                if release.wait(timeout: .now() + 10 * TestTime.scale) == .success { released.add(1, ordering: .relaxed) }
                 finished.add(1, ordering: .relaxed)
             }, to: exporter)
         }
