@@ -95,7 +95,8 @@ extension JobRunner {
     ) async throws -> Job {
         try await start(kind: kind, submitter: submitter, user: user) { context in
             let message = try work(context)
-            return JobResult(typeName: Result.protoName, bytes: message.serializedBytes())
+            // A string holding a NUL fails the job (INTERNAL) rather than store its result cut at the NUL.
+            return JobResult(typeName: Result.protoName, bytes: try message.serializedBytesRefusingNUL())
         }
     }
 }

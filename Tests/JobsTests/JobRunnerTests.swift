@@ -1,5 +1,8 @@
 import Foundation
 import Jobs
+import JobsAPI
+import JobsService
+import RPC
 import Storage
 import TestSupport
 import Testing
@@ -212,5 +215,18 @@ import WorkLane
         #expect(try await runner.list(kind: "even", limit: 10).jobs.map(\.id) == [ids[4], ids[2], ids[0]])
         #expect(try await runner.list(states: [.failed], limit: 10).jobs.map(\.id) == [ids[3]])
         #expect(try await runner.list(states: [.failed], kind: "even", limit: 10).jobs.isEmpty)
+    }
+
+    /// A job's result holding a NUL in a string fails the job instead of being stored cut at the NUL (before: a
+    /// result "a\0b" was kept as "a", and the job said it succeeded).
+    @Test func aResultWithANULFailsTheJobRatherThanBeCut() async throws {
+        let scratch = try Scratch()
+        let runner = try scratch.runner()
+        let job = try await runner.start(kind: "test") { _ in JobsV1.JobError(code: 3, message: "a\u{0}b") }
+        let done = try await runner.finished(job.id)
+        #expect(done.state == .failed && done.result == nil, "\(done)")
+        #expect(done.failure?.code == StatusCode.internalError.rawValue, "\(String(describing: done.failure))")
+        let kept = try await runner.start(kind: "test") { _ in JobsV1.JobError(code: 3, message: "a b") }
+        #expect(try await runner.finished(kept.id).state == .succeeded)
     }
 }
