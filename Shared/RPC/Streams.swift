@@ -62,15 +62,18 @@ public struct RequestWriter<Request: ProtoMessage>: Sendable {
     }
 }
 
-/// A call refused before it was sent (a request that cannot be encoded): every read and write throws its error.
-struct RefusedCall: ClientCall {
-    let error: RPCError
+/// A call refused before it was sent (a request that cannot be encoded, a token that must not leave): every read
+/// and write throws its error.
+public struct RefusedCall: ClientCall {
+    public let error: RPCError
 
-    func send(_ message: [UInt8]) async throws { throw error }
-    func closeRequests() {}
-    func next() async throws -> [UInt8]? { throw error }
-    func cancel() {}
-    var bufferedBytes: Int { 0 }
+    public init(error: RPCError) { self.error = error }
+
+    public func send(_ message: [UInt8]) async throws { throw error }
+    public func closeRequests() {}
+    public func next() async throws -> [UInt8]? { throw error }
+    public func cancel() {}
+    public var bufferedBytes: Int { 0 }
 }
 
 /// The responses of a server-streaming or bidirectional call, as the client reads them. Holds at

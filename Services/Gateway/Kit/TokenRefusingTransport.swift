@@ -29,12 +29,3 @@ struct TokenRefusingTransport: ClientTransport {
     private func carriesToken(_ head: CallHead) -> Bool { head.metadata["authorization"] != nil }
 }
 
-/// A call that ended before it started: every request and response is its error.
-private struct RefusedCall: ClientCall {
-    let error: RPCError
-    func send(_ message: [UInt8]) async throws { throw error }
-    func closeRequests() {}
-    func next() async throws -> [UInt8]? { throw error }
-    func cancel() {}
-    var bufferedBytes: Int { 0 }
-}
