@@ -43,8 +43,10 @@ import Testing
         try await Stack.with(services: ["zoo"]) { stack in
             let bin = stack.directory.appendingPathComponent("bin")
             try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
-            try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent("gateway").path,
-                                                       withDestinationPath: "\(Stack.binDirectory)/gateway")
+            for program in ["gateway", "menagerie-compose"] {
+                try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent(program).path,
+                                                           withDestinationPath: "\(Stack.binDirectory)/\(program)")
+            }
             // A zoo that crashes as a Swift program does, with a backtrace longer than a log's tail.
             let zoo = bin.appendingPathComponent("zoo")
             try """

@@ -18,8 +18,11 @@ import Testing
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/readelf") && FileManager.default.isExecutableFile(atPath: "/usr/bin/dpkg"),
                    "needs readelf (binutils) and dpkg to read what the binaries link"))
     func everyServiceHasAContainerfileInstallingWhatItsBinariesLink() async throws {
-        for service in Stack.services {
-            let file = Self.deploy.appendingPathComponent("containers/\(service).Containerfile")
+        for settings in Stack.shipped {
+            // The Containerfile the manifest names for it.
+            let service = settings.name
+            let container = try #require(settings.container, "compose/services.conf names no container for \(service)")
+            let file = Stack.root.appendingPathComponent("compose").appendingPathComponent(container).standardizedFileURL
             let text = try #require(try? String(contentsOf: file, encoding: .utf8), "no Containerfile for \(service) at \(file.path)")
             #expect(text.contains("FROM docker.io/library/debian:12-slim"), "\(service): not on Debian 12")
             #expect(text.contains("ENTRYPOINT [\"/opt/menagerie/\(service)\"]"), "\(service): runs something else")

@@ -1,0 +1,69 @@
+import Foundation
+import GatewayKit
+
+/// What compose refuses or fails at, said as compose says it: `compose: MESSAGE` on stderr, exit status 1.
+struct ComposeFailure: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+}
+
+/// The services file as compose reads it: its services (GatewayKit's ServiceList parses it) and its folder,
+/// where relative paths in it start and where the replicas run.
+struct Manifest {
+    let file: URL
+    let services: [ServiceSettings]
+    var folder: URL { file.deletingLastPathComponent() }
+
+    /// `MENAGERIE_COMPOSE_CONFIG` (compose/compose sets it), else compose/services.conf above the executable.
+    static func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ComposeFailure) -> Manifest {
+        guard let file = ServiceList.file(environment: environment) else { throw ComposeFailure("cannot find compose/services.conf") }
+        guard let text = try? String(contentsOf: file, encoding: .utf8) else { throw ComposeFailure("cannot read the services file \(file.path)") }
+        do {
+            return Manifest(file: file, services: try ServiceList.parse(text, file: file.path))
+        } catch {
+            throw ComposeFailure(error.description)
+        }
+    }
+
+    var names: [String] { services.map(\.name) }
+
+    /// The service named so, or the error compose gives for a name it does not know.
+    func service(_ name: String) throws(ComposeFailure) -> ServiceSettings {
+        guard !name.isEmpty, let service = services.first(where: { $0.name == name }) else {
+            throw ComposeFailure("unknown service '\(name)' (known: \(names.joined(separator: " ")))")
+        }
+        return service
+    }
+
+    /// A path the file names, made absolute against its folder.
+    func resolve(_ path: String) -> String { path.hasPrefix("/") ? path : folder.appendingPathComponent(path).path }
+
+    /// The environment variable a model's folder is given to replicas in: `feature-print` → `MENAGERIE_FEATURE_PRINT`.
+    static func variable(ofModel model: String) -> String {
+        "MENAGERIE_" + model.uppercased().replacingOccurrences(of: "-", with: "_")
+    }
+}
+
+/// The manifest as bash assignments, for the parts of compose/compose that are still bash: it evaluates
+/// these rather than reading the services file itself.
+enum ShellExport {
+    static func render(_ manifest: Manifest) -> String {
+        var lines = ["services=(\(manifest.names.map(quote).joined(separator: " ")))"]
+        for service in manifest.services {
+            let name = quote(service.name)
+            lines.append("base_port[\(name)]=\(service.port) default_replicas[\(name)]=\(service.replicas)")
+            lines.append("data_written[\(name)]=\(quote(service.data)) data_dir[\(name)]=\(quote(manifest.resolve(service.data)))")
+            lines.append("placed_nodes[\(name)]=\(quote(service.nodes.map(String.init).joined(separator: ",")))")
+            lines.append("service_models[\(name)]=\(quote(service.models.joined(separator: " ")))")
+            lines.append("arg_count[\(name)]=\(service.arguments.count)")
+            for (index, argument) in service.arguments.enumerated() { lines.append("service_arg[\(name),\(index)]=\(quote(argument))") }
+        }
+        let clustered = manifest.services.filter(\.cluster).map(\.name), blobs = manifest.services.filter(\.blobs).map(\.name)
+        lines.append("cluster_services=\(quote(" " + clustered.map { "\($0) " }.joined()))")
+        lines.append("blob_services=\(quote(" " + blobs.map { "\($0) " }.joined()))")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// One word to bash, whatever it holds.
+    static func quote(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+}
