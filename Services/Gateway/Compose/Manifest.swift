@@ -43,27 +43,3 @@ struct Manifest {
         "MENAGERIE_" + model.uppercased().replacingOccurrences(of: "-", with: "_")
     }
 }
-
-/// The manifest as bash assignments, for the parts of compose/compose that are still bash: it evaluates
-/// these rather than reading the services file itself.
-enum ShellExport {
-    static func render(_ manifest: Manifest) -> String {
-        var lines = ["services=(\(manifest.names.map(quote).joined(separator: " ")))"]
-        for service in manifest.services {
-            let name = quote(service.name)
-            lines.append("base_port[\(name)]=\(service.port) default_replicas[\(name)]=\(service.replicas)")
-            lines.append("data_written[\(name)]=\(quote(service.data)) data_dir[\(name)]=\(quote(manifest.resolve(service.data)))")
-            lines.append("placed_nodes[\(name)]=\(quote(service.nodes.map(String.init).joined(separator: ",")))")
-            lines.append("service_models[\(name)]=\(quote(service.models.joined(separator: " ")))")
-            lines.append("arg_count[\(name)]=\(service.arguments.count)")
-            for (index, argument) in service.arguments.enumerated() { lines.append("service_arg[\(name),\(index)]=\(quote(argument))") }
-        }
-        let clustered = manifest.services.filter(\.cluster).map(\.name), blobs = manifest.services.filter(\.blobs).map(\.name)
-        lines.append("cluster_services=\(quote(" " + clustered.map { "\($0) " }.joined()))")
-        lines.append("blob_services=\(quote(" " + blobs.map { "\($0) " }.joined()))")
-        return lines.joined(separator: "\n") + "\n"
-    }
-
-    /// One word to bash, whatever it holds.
-    static func quote(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-}

@@ -8,7 +8,6 @@ import GatewayKit
 //                                     compose's commands (compose/compose documents them; it builds, then hands
 //                                     them over, having set MENAGERIE_COMPOSE_HOME, _CONFIG, _STATE_DIR and _CACHE_DIR)
 //   menagerie-compose config          the services file as read (or what is wrong in it)
-//   menagerie-compose shell           the services as bash assignments (for compose/compose's own use)
 //   menagerie-compose list [KEY]      the services, one a line; with KEY (proto, models, container, kubernetes,
 //                                     cluster, port), each service's value beside its name (paths made absolute),
 //                                     the services that set none left out (for the deploy scripts)
@@ -36,8 +35,6 @@ composing {
     switch command {
     case "config":
         write(ServiceList.render(try Manifest.load().services))
-    case "shell":
-        write(ShellExport.render(try Manifest.load()))
     case "list":
         guard rest.count <= 1 else { throw ComposeFailure("usage: menagerie-compose list [KEY]") }
         let manifest = try Manifest.load()
@@ -82,6 +79,6 @@ composing {
     case "cluster":
         try Compose.load().cluster(rest)
     default:
-        throw ComposeFailure("usage: menagerie-compose up | down | ps | scale | logs | restart | node | cluster | config | shell | list [KEY] (run through compose/compose)")
+        throw ComposeFailure("usage: menagerie-compose up | down | ps | scale | logs | restart | node | cluster | config | list [KEY] (run through compose/compose)")
     }
 }

@@ -66,8 +66,8 @@ public struct ServicesFileError: Error, Equatable, CustomStringConvertible {
 /// `compose/services.conf` above the executable or the working directory. That file is the one list of
 /// services; the gateway and the tests read it rather than keeping their own.
 ///
-/// This is the file's one parser: compose reads it through `menagerie-compose` (which hands the bash script
-/// what it still needs), as do the deploy scripts. `[service]` sections of `key = value` lines, `#` comment
+/// This is the file's one parser: compose (`menagerie-compose`) and, through `compose list`, the deploy scripts
+/// read it here. `[service]` sections of `key = value` lines, `#` comment
 /// lines; a key it does not know is an error, so a key is added here (and to the file's header) only.
 public enum ServiceList {
     /// The keys a section may set; `arg` may repeat.
