@@ -50,7 +50,7 @@ extension Compose {
                 }
             }
             _ = try clusterLatency()
-            try nodeDependencies()
+            nodeDependencies()
             let subnet = nodeSubnet
             addresses = (1...nodes).map { ",IP:\(subnet).\(10 + $0)" }.joined()
         }

@@ -82,19 +82,10 @@ extension Compose {
 
     // MARK: The network
 
-    /// The nodes' tools: ip (iproute2) always, nftables for partitions when Debian can install it (else links go down).
-    func nodeDependencies() throws(ComposeFailure) {
-        guard getuid() == 0 else { throw ComposeFailure("compose up --nodes needs root: it makes network namespaces and a bridge") }
-        guard Programs.run(["sh", "-c", "command -v ip"], quiet: true) == 0 else {
-            throw ComposeFailure("compose up --nodes needs the ip program (Debian: iproute2)")
-        }
-        if Programs.run(["sh", "-c", "command -v nft"], quiet: true) != 0 {
-            Self.say("installing nftables (for compose node partition)")
-            let install = "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nftables >/dev/null 2>&1"
-            if Programs.run(["sh", "-c", "\(install) || { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \(install); }"], quiet: true) != 0 {
-                Self.say("warning: nftables could not be installed: compose node partition will take the node's link down instead")
-            }
-        }
+    /// The nodes' tools: root, ip (iproute2), and nftables for partitions where Debian can install it (else links
+    /// go down). Packages are compose/compose's to install (`compose node-deps`), which says what is missing.
+    func nodeDependencies() {
+        if Programs.run(["\(home)/compose", "node-deps"]) != 0 { exit(1) }
     }
 
     /// Makes the bridge and `count` namespaces (what exists already is kept: `up` twice is one up). Any failure
