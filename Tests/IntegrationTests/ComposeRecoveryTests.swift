@@ -136,6 +136,37 @@ import Testing
         #expect(left.isEmpty, "still running after the stack was removed: \(left)")
     }
 
+    /// A node's replica's lines are followed behind `nodeN/SERVICE.I` (the bash follower gave that name to sed as part
+    /// of an `s/^/…/` command, whose slash broke it: a stack on nodes showed nothing).
+    @Test func followingLogsNamesANodesReplicaByItsNode() async throws {
+        try await Stack.with(services: ["zoo"]) { stack in
+            let logs = stack.state.appendingPathComponent("nodes/2/logs")
+            try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+            try "listening on 10.231.0.12\n".write(to: logs.appendingPathComponent("zoo.0.log"), atomically: true, encoding: .utf8)
+            let output = stack.directory.appendingPathComponent("follow.log")
+            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: output)
+            let follow = Process()
+            follow.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+            follow.arguments = [Stack.root.appendingPathComponent("compose/compose").path, "logs", "-f", "zoo"]
+            follow.environment = stack.environment
+            follow.standardOutput = handle
+            follow.standardError = handle
+            follow.standardInput = FileHandle.nullDevice
+            try follow.run()
+            defer {
+                if follow.isRunning { kill(-follow.processIdentifier, SIGKILL) }
+                try? handle.close()
+            }
+            var text = ""
+            for _ in 0..<Int(50 * TestTime.scale) where !text.contains("node2/zoo.0 | listening on 10.231.0.12") {
+                try await Task.sleep(for: .milliseconds(100))
+                text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            }
+            #expect(text.contains("node2/zoo.0 | listening on 10.231.0.12\n"), "\(text)")
+        }
+    }
+
     /// Command lines of live processes that mention `text`.
     static func processes(mentioning text: String) -> [String] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
