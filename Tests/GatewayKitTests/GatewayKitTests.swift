@@ -97,8 +97,14 @@ import Transport
         #expect(services.filter(\.cluster).map(\.name) == ["ocr", "health", "classification"])
         #expect(services.filter(\.blobs).map(\.name) == ["classification"])
         #expect(services.map(\.models) == [[], ["ppocr", "sevenseg"], [], ["feature-print"]])
+        let root = file.deletingLastPathComponent().deletingLastPathComponent()
         for service in services {
-            #expect(service.proto == "menagerie.\(service.name).v1")
+            // Its proto package is one Proto/ declares.
+            let proto = try #require(service.proto, "\(service.name) names no proto package")
+            let path = root.appendingPathComponent("Proto/" + proto.replacingOccurrences(of: ".", with: "/"))
+            let declared = try FileManager.default.contentsOfDirectory(at: path, includingPropertiesForKeys: nil).filter { $0.pathExtension == "proto" }
+                .contains { (try? String(contentsOf: $0, encoding: .utf8))?.contains("\npackage \(proto);") == true }
+            #expect(declared, "no .proto in \(path.path) declares package \(proto)")
             for path in [service.container, service.kubernetes] {
                 let path = try #require(path, "\(service.name) names no deploy file")
                 #expect(FileManager.default.fileExists(atPath: file.deletingLastPathComponent().appendingPathComponent(path).path), "\(path)")
