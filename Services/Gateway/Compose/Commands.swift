@@ -8,8 +8,9 @@ import Glibc
 /// compose's commands on one machine's replicas (and ps and logs of a stack on nodes).
 extension Compose {
     /// `up [--nodes N] [--tls] [--insecure-plaintext-cluster] [SERVICE…]`: starts the replicas the stack lacks (on
-    /// this machine, or on N nodes) and waits until each is SERVING.
-    func up(_ arguments: [String]) throws(ComposeFailure) {
+    /// this machine, or on N nodes) and waits until each is SERVING. `checkOnly` refuses what up would refuse and
+    /// changes nothing (compose/compose asks before it builds, so a typo costs no release build).
+    func up(_ arguments: [String], checkOnly: Bool = false) throws(ComposeFailure) {
         var tls = false, plaintextCluster = false, nodesText: String?, names: [String] = []
         var rest = arguments[...]
         while let argument = rest.popFirst() {
@@ -50,6 +51,16 @@ extension Compose {
                 }
             }
             _ = try clusterLatency()
+        }
+        if checkOnly {
+            var selected: [ServiceSettings] = []
+            for name in names { selected.append(try manifest.service(name)) }
+            for service in selected.isEmpty ? manifest.services : selected {
+                try checkPorts(service, desired(service), clustered: clustered(service, nodes: nodes))
+            }
+            return
+        }
+        if let nodes {
             nodeDependencies()
             let subnet = nodeSubnet
             addresses = (1...nodes).map { ",IP:\(subnet).\(10 + $0)" }.joined()

@@ -56,6 +56,8 @@ composing {
         let compose = try Compose.load()
         try compose.lockState()
         try compose.up(rest)
+    case "check-up":
+        try Compose.load().up(rest, checkOnly: true)
     case "down":
         let compose = try Compose.load()
         try compose.lockState()
