@@ -311,7 +311,9 @@ let package = Package(
             // Torch compiles the TorchScript modules the classification tests import (the test bundle links it anyway).
             // The API modules read the gateway's --json output back as the responses' JSON mapping.
             dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition", "Torch",
-                           "RPCWire", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "Dqlite", "Storage"],
+                           "RPCWire", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "Dqlite", "Storage",
+                           // What docs/build-docs documents, built so that DocsTests finds them in the bin directory.
+                           "ServiceKit", "JobsService", "GuestbookAPI"],
             path: "Tests/IntegrationTests"),
     ]
         // MARK: Services
