@@ -50,13 +50,13 @@ struct GuestbookAdd: AsyncParsableCommand {
 
     @Argument(help: "The animal's id.") var animalID: Int64
     @Argument(help: "The note (at most 500 characters).") var text: String
-    @Option(help: "Who writes it (at most 80 characters; default: anonymous).") var author = ""
+    @Option(help: "Who writes it (at most 80 characters; default: anonymous).") var author: String?
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withGuestbook { guestbook in
             let entry = try await guestbook.addEntry(
-                GuestbookV1.AddEntryRequest(animalID: animalID, author: author, text: text), options: global.callOptions)
+                GuestbookV1.AddEntryRequest(animalID: animalID, author: author ?? "", text: text), options: global.callOptions)
             try global.render(entry, text: { print(GuestbookFormat.line(entry)) })
         }
     }
@@ -85,14 +85,14 @@ struct GuestbookList: AsyncParsableCommand {
         discussion: "With --json: the ListEntriesResponse (entries and nextPageToken).")
 
     @Argument(help: "The animal's id.") var animalID: Int64
-    @Option(name: .customLong("page-size"), parsing: .unconditional, help: "Notes per page (1…100).") var pageSize: Int32?
-    @Option(name: .customLong("page-token"), help: "The token a previous page printed.") var pageToken = ""
+    @Option(name: .customLong("page-size"), parsing: .unconditional, help: "Notes per page (1…100; default: 20).") var pageSize: Int32?
+    @Option(name: .customLong("page-token"), help: "The token a previous page printed (default: the first page).") var pageToken: String?
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await global.withGuestbook { guestbook in
             let page = try await guestbook.listEntries(
-                GuestbookV1.ListEntriesRequest(animalID: animalID, pageSize: pageSize, pageToken: pageToken), options: global.callOptions)
+                GuestbookV1.ListEntriesRequest(animalID: animalID, pageSize: pageSize, pageToken: pageToken ?? ""), options: global.callOptions)
             try global.render(page, text: {
                 for entry in page.entries { print(GuestbookFormat.line(entry)) }
                 if !page.nextPageToken.isEmpty { print("more: --page-token \(page.nextPageToken)") }
