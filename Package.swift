@@ -202,7 +202,9 @@ let package = Package(
         .executableTarget(
             name: "gateway",
             dependencies: [
-                "GatewayKit", "ZooCLI", "OCRCLI", "HealthCLI", "ClassificationCLI", "RPC", "RPCWire", "Transport", "Schema",
+                "GatewayKit", "ZooCLI", "OCRCLI", "HealthCLI", "ClassificationCLI", "RPC",
+                // The test-only guestbook's command group, shown only when compose's services file lists it.
+                "GuestbookCLI", "RPCWire", "Transport", "Schema",
                 // Dqlite and Storage for `gateway cluster` (import, backup, restore, membership).
                 "Identity", "Base", "Dqlite", "Storage", argumentParser,
             ],
@@ -313,7 +315,9 @@ let package = Package(
             // Torch compiles the TorchScript modules the classification tests import (the test bundle links it anyway).
             // The API modules read the gateway's --json output back as the responses' JSON mapping.
             dependencies: ["RPC", "Transport", "Schema", "ZooCore", "GatewayKit", "TestSupport", "OCRTestSupport", "TextRecognition", "Torch",
-                           "RPCWire", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "Dqlite", "Storage"],
+                           "RPCWire", "ZooAPI", "OCRAPI", "HealthAPI", "ClassificationAPI", "Dqlite", "Storage",
+                           // What docs/build-docs documents, built so that DocsTests finds them in the bin directory.
+                           "ServiceKit", "JobsService", "GuestbookAPI"],
             path: "Tests/IntegrationTests"),
     ]
         // MARK: Services
@@ -343,10 +347,11 @@ let package = Package(
             app: ["Torch", "Storage", "BlobStore", "BlobsService", "Transport"],
             cli: ["CZlib"], coreTests: ["Torch", "OpenCVDNN", "BlobStore"],
             serviceTests: ["Torch", "WorkLane", "ClassificationCLI", "BlobStore"])
-        // A test-only service added by ARCHITECTURE.md's "Adding a service" path, so the suite keeps that path checked
-        // (GuestbookServiceTests runs its executable end to end). Neither the gateway nor compose knows it.
+        // A test-only service added by ARCHITECTURE.md's "Adding a service" path, so the suite keeps that path checked:
+        // GuestbookServiceTests runs its executable, GuestbookStackTests runs it through compose, the gateway (whose
+        // `guestbook` group only a services file listing it shows), HTTP and a dqlite cluster.
         + service(
-            "Guestbook", executable: "guestbook-test-service", root: "Tests/Services",
+            "Guestbook", executable: "guestbook", root: "Tests/Services", imports: ["Jobs"],
             serviceTests: ["GuestbookCLI", "RPCWire", "Transport", argumentParser]),
     cxxLanguageStandard: .cxx17
 )

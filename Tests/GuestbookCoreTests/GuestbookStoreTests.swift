@@ -83,4 +83,18 @@ import Testing
         }
         await expectError(.invalidArgument, naming: "id") { _ = try await store.entry(id: 0) }
     }
+
+    @Test func deletesANoteAndCountsAnAnimalsNotes() async throws {
+        let store = try GuestbookStore.inMemory(using: .testBackend)
+        let first = try await store.add(animalID: 3, author: "", text: "Hroch.")
+        _ = try await store.add(animalID: 3, author: "", text: "Hroch zívá.")
+        _ = try await store.add(animalID: 4, author: "", text: "Slon.")
+        #expect(try store.count(animalID: 3) == 2)
+        try await store.delete(id: first.id)
+        #expect(try store.count(animalID: 3) == 1)
+        #expect(try store.count(animalID: 5) == 0)
+        await expectError(.notFound, naming: "no") { try await store.delete(id: first.id) }
+        await expectError(.invalidArgument, naming: "id") { try await store.delete(id: 0) }
+        await expectError(.invalidArgument, naming: "animal_id") { _ = try store.count(animalID: 0) }
+    }
 }

@@ -9,14 +9,14 @@ import TestSupport
 import Testing
 import Transport
 
-/// The built `guestbook-test-service` executable, run as a user runs a service: it answers its typed client
+/// The built `guestbook` executable, run as a user runs a service: it answers its typed client
 /// over TCP, Health/Check and reflection like every service, its CLI group works against it, and SIGTERM stops it
 /// with status 0. This is the check that a service added by README's "Adding a service" path really works.
 @Suite struct EndToEndTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let executable =
         (ProcessInfo.processInfo.environment["MENAGERIE_BIN_DIR"] ?? root.appendingPathComponent(".build/debug").path)
-        + "/guestbook-test-service"
+        + "/guestbook"
 
     @Test func theExecutableServesItsClientHealthReflectionAndCLIThenStopsOnSIGTERM() async throws {
         try #require(
@@ -48,17 +48,19 @@ import Transport
             if health?.pid == Int64(process.processIdentifier) { break }
             try await Task.sleep(for: .milliseconds(50))
         }
-        let answer = try #require(health, "guestbook-test-service did not answer on port \(port)")
+        let answer = try #require(health, "guestbook did not answer on port \(port)")
         #expect(answer.pid == Int64(process.processIdentifier))
         #expect(answer.status == .serving)
         #expect(answer.serverName == "guestbook")
 
-        // Reflection lists the service and its four methods.
+        // Reflection lists the service and its methods, and the Jobs service beside it.
         let services = try await rpc.unary(RpcV1.Reflection.listServices, RpcV1.ListServicesRequest()).services
         let guestbook = try #require(services.first { $0.name == "menagerie.guestbook.v1.Guestbook" }, "\(services.map(\.name))")
-        #expect(Set(guestbook.methods.map(\.path)) == Set(["AddEntry", "GetEntry", "ListEntries", "WatchEntries"].map {
+        #expect(Set(guestbook.methods.map(\.path)) == Set(["AddEntry", "GetEntry", "ListEntries", "WatchEntries", "DeleteEntry", "CountEntries"].map {
             "/menagerie.guestbook.v1.Guestbook/\($0)"
         }))
+
+        #expect(services.contains { $0.name == "menagerie.jobs.v1.Jobs" }, "\(services.map(\.name))")
 
         // The generated typed client over TCP: a unary call and a server stream.
         let client = GuestbookV1.Guestbook.Client(wrapping: rpc)
@@ -66,6 +68,20 @@ import Transport
         var watched: [GuestbookV1.Entry] = []
         for try await entry in client.watchEntries(.init(animalID: 4, afterID: 0, count: 1)) { watched.append(entry) }
         #expect(watched == [added])
+
+        // The levels guestbook.proto declares: removing a note is the admin's, counting a user's; without a token
+        // both are UNAUTHENTICATED before any handler runs.
+        let keptForUsers: [@Sendable () async throws -> Void] = [
+            { _ = try await client.deleteEntry(.init(id: added.id)) }, { _ = try await client.countEntries(.init(animalID: 4)) },
+        ]
+        for call in keptForUsers {
+            do {
+                try await call()
+                Issue.record("a call the proto keeps for users ran without a token")
+            } catch let error as RPCError {
+                #expect(error.code == .unauthenticated, "\(error)")
+            }
+        }
 
         // The CLI group, in process, against this instance: a command that succeeds stores its note...
         let endpoint = "guestbook=127.0.0.1:\(port)"

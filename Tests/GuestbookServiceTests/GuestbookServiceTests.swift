@@ -1,7 +1,10 @@
+import Base
 import Foundation
 import GuestbookAPI
 import GuestbookCore
 import GuestbookService
+import JobsAPI
+import JobsService
 import RPC
 import RPCTesting
 import Schema
@@ -13,10 +16,16 @@ struct Fixture {
     let store: GuestbookStore
     let client: GuestbookV1.Guestbook.Client
 
-    init() throws {
-        store = try GuestbookStore.inMemory(using: .testBackend)
-        let server = RPCServer(name: "guestbook", services: [GuestbookService(store: store, watchInterval: .milliseconds(10))])
-        client = GuestbookV1.Guestbook.Client(wrapping: RPCClient(transports: [InProcessTransport(server: server)]))
+    /// The Jobs rpcs beside it (with `jobs`).
+    let jobsClient: JobsV1.Jobs.Client
+
+    init(jobs: ServiceJobs? = nil, store: GuestbookStore? = nil) throws {
+        self.store = try store ?? GuestbookStore.inMemory(using: .testBackend)
+        let guestbook = GuestbookService(store: self.store, jobs: jobs?.runner, watchInterval: .milliseconds(10))
+        let server = RPCServer(name: "guestbook", services: [guestbook] + (jobs.map { [$0.rpcService] } ?? []))
+        let rpc = RPCClient(transports: [InProcessTransport(server: server)])
+        client = GuestbookV1.Guestbook.Client(wrapping: rpc)
+        jobsClient = JobsV1.Jobs.Client(wrapping: rpc)
     }
 }
 
@@ -95,5 +104,31 @@ func expectStatus(
         _ = try await guestbook.addEntry(.init(animalID: 10, author: "", text: "not watched"))
         let after = try await guestbook.addEntry(.init(animalID: 9, author: "", text: "after"))
         #expect(try await watch.value == [before, after])
+    }
+
+    @Test func deletesAnEntry() async throws {
+        let guestbook = try Fixture().client
+        let added = try await guestbook.addEntry(.init(animalID: 3, author: "", text: "Hroch."))
+        _ = try await guestbook.deleteEntry(.init(id: added.id))
+        await expectStatus(.notFound, naming: "\(added.id)") { _ = try await guestbook.getEntry(.init(id: added.id)) }
+        await expectStatus(.notFound, naming: "\(added.id)") { _ = try await guestbook.deleteEntry(.init(id: added.id)) }
+    }
+
+    /// CountEntries answers with a job whose result is the EntryCount; a bad animal id is the call's error, no job.
+    @Test func countsAnAnimalsEntriesInAJob() async throws {
+        let store = try GuestbookStore.inMemory(using: .testBackend)
+        let jobs = try await ServiceJobs(database: store.database, logger: Logger(label: "guestbook-test"), shutdownGrace: .seconds(1))
+        let fixture = try Fixture(jobs: jobs, store: store)
+        for text in ["Žirafa.", "Žirafa jí."] { _ = try await fixture.client.addEntry(.init(animalID: 5, author: "", text: text)) }
+        let started = try await fixture.client.countEntries(.init(animalID: 5))
+        #expect(started.kind == GuestbookService.countJobKind)
+        var last: JobsV1.Job?
+        for try await job in fixture.jobsClient.watchJob(.init(id: started.id)) { last = job }
+        let result = try #require(last?.result, "\(String(describing: last))")
+        #expect(last?.state == .succeeded && result.typeName == GuestbookV1.EntryCount.protoName)
+        #expect(try GuestbookV1.EntryCount(serializedBytes: result.value) == GuestbookV1.EntryCount(animalID: 5, count: 2))
+        await expectStatus(.invalidArgument, naming: "animal_id") { _ = try await fixture.client.countEntries(.init(animalID: 0)) }
+        // Without a job runner (a server that runs none): FAILED_PRECONDITION, not a crash.
+        await expectStatus(.failedPrecondition, naming: "jobs") { _ = try await Fixture().client.countEntries(.init(animalID: 5)) }
     }
 }

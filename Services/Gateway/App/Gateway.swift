@@ -1,12 +1,15 @@
 import ArgumentParser
 import ClassificationCLI
 import GatewayKit
+import GuestbookCLI
 import HealthCLI
 import OCRCLI
 import ZooCLI
 
 /// The command-line front of Menagerie: stack-wide commands plus one command group per service, each from its
-/// service's CLI library (`Services/<Name>/CLI`) on top of GatewayKit.
+/// service's CLI library (`Services/<Name>/CLI`) on top of GatewayKit. Registering a service's group is its line in
+/// `subcommands` (and its CLI in the gateway's dependencies); the test-only guestbook's group shows only when the
+/// services file lists guestbook.
 @main
 struct Gateway: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -26,7 +29,7 @@ struct Gateway: AsyncParsableCommand {
             endpoints (`gateway user` manages users); no token goes in plaintext to an address neither loopback nor the stack's.
             """,
         subcommands: [Status.self, Probe.self, Methods.self, Stats.self, ZooCommands.self, OCRCommands.self, HealthCommands.self,
-            ClassificationCommands.self, UserCommands.self, TokenCommands.self, ClusterCommands.self])
+            ClassificationCommands.self, GuestbookCommands.self, UserCommands.self, TokenCommands.self, ClusterCommands.self])
 
     /// ArgumentParser's main, with GatewayKit's one rule for bad values (3) versus usage errors (64).
     static func main() async {

@@ -1,16 +1,19 @@
 import ArgumentParser
 import GuestbookCore
 import GuestbookService
+import JobsService
 import ServiceKit
 
-/// The guestbook's executable, a test-only service: the suite starts it to check that a service added by the
-/// documented path runs like the others (health, reflection, its CLI group, a clean stop on SIGTERM).
+/// The guestbook's executable, a test-only service run as the others are: compose starts it from a services file
+/// that lists it, the gateway's `guestbook` group drives it, and it takes every service's options (ServiceOptions),
+/// `--cluster` included. Its methods are served at the levels guestbook.proto declares, over the binary protocol
+/// and HTTP/JSON (Connect) alike.
 @main
 struct GuestbookCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "guestbook-test-service",
+        commandName: "guestbook",
         abstract: "Menagerie's test-only guestbook service: visitors' notes about animals.",
-        discussion: "Data lives in an SQLite file (--database, default DATA_DIR/guestbook.sqlite) that replicas may share.")
+        discussion: "Data lives in an SQLite file (--database, default DATA_DIR/guestbook.sqlite) that replicas on one machine may share, or, with --cluster, in a dqlite cluster that the replicas' nodes form.")
 
     @OptionGroup var options: ServiceOptions
 
@@ -18,7 +21,14 @@ struct GuestbookCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             try await ServiceRunner.run(name: "guestbook", options: options) { environment in
-                AppServices(rpc: [GuestbookService(store: try GuestbookStore(path: environment.databasePath))])
+                // The SQLite file, or with --cluster the replicas' dqlite cluster: the one way onto either.
+                let store = GuestbookStore(database: try environment.openDatabase(migrations: GuestbookSchema.migrations))
+                // CountEntries' jobs are recorded beside the notes, so every replica answers for them.
+                let jobs = try await ServiceJobs(
+                    database: store.database, logger: environment.logger, shutdownGrace: environment.shutdownGrace, limits: environment.jobs)
+                return AppServices(
+                    rpc: [GuestbookService(store: store, jobs: jobs.runner), jobs.rpcService], background: [jobs.backgroundService],
+                    access: .declared)
             }
         } catch {
             throw ExitCode.failure

@@ -6,7 +6,11 @@
 
 static const ProtobufCMessageDescriptor *const descriptors[] = {
     &menagerie__guestbook__v1__add_entry_request__descriptor,
+    &menagerie__guestbook__v1__count_entries_request__descriptor,
+    &menagerie__guestbook__v1__delete_entry_request__descriptor,
+    &menagerie__guestbook__v1__delete_entry_response__descriptor,
     &menagerie__guestbook__v1__entry__descriptor,
+    &menagerie__guestbook__v1__entry_count__descriptor,
     &menagerie__guestbook__v1__get_entry_request__descriptor,
     &menagerie__guestbook__v1__list_entries_request__descriptor,
     &menagerie__guestbook__v1__list_entries_response__descriptor,

@@ -1,6 +1,9 @@
 import Foundation
 import GuestbookAPI
 import GuestbookCore
+import Jobs
+import JobsAPI
+import JobsService
 import RPC
 import Schema
 
@@ -9,6 +12,8 @@ import Schema
 /// themselves and throws `GuestbookError`, whose category the RPC server answers with, so handlers catch nothing.
 public struct GuestbookService: GuestbookV1.Guestbook.ServiceProtocol {
     public let store: GuestbookStore
+    /// Where CountEntries runs its jobs (nil: it answers FAILED_PRECONDITION, as in tests that need none).
+    public let jobs: JobRunner?
     /// How often a watch looks for new notes (in the shared database, so it sees every replica's).
     public let watchInterval: Duration
 
@@ -16,8 +21,12 @@ public struct GuestbookService: GuestbookV1.Guestbook.ServiceProtocol {
     public static let maxPageSize: Int32 = 100
     public static let maxWatchCount: Int32 = 100
 
-    public init(store: GuestbookStore, watchInterval: Duration = .milliseconds(100)) {
+    /// The kind CountEntries' jobs are listed under.
+    public static let countJobKind = "guestbook.count"
+
+    public init(store: GuestbookStore, jobs: JobRunner? = nil, watchInterval: Duration = .milliseconds(100)) {
         self.store = store
+        self.jobs = jobs
         self.watchInterval = watchInterval
     }
 
@@ -70,6 +79,24 @@ public struct GuestbookService: GuestbookV1.Guestbook.ServiceProtocol {
             try context.checkAlive()
             try await Task.sleep(for: watchInterval)
         }
+    }
+
+    public func deleteEntry(
+        request: GuestbookV1.DeleteEntryRequest, context: ServerContext
+    ) async throws -> GuestbookV1.DeleteEntryResponse {
+        try await store.delete(id: request.id)
+        return GuestbookV1.DeleteEntryResponse()
+    }
+
+    public func countEntries(request: GuestbookV1.CountEntriesRequest, context: ServerContext) async throws -> JobsV1.Job {
+        // Checked now, so a bad id is the call's INVALID_ARGUMENT rather than a failed job.
+        try EntryRules.checkAnimalID(request.animalID)
+        guard let jobs else { throw RPCError(.failedPrecondition, "this guestbook server runs no jobs") }
+        let store = store, animalID = request.animalID
+        let job = try await jobs.start(kind: Self.countJobKind, submitter: context.submitter, user: context.caller?.name) { _ in
+            GuestbookV1.EntryCount(animalID: animalID, count: try store.count(animalID: animalID))
+        }
+        return JobsV1.Job(job)
     }
 }
 

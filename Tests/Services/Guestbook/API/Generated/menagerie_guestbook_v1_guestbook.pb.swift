@@ -2,10 +2,12 @@
 // Regenerate with Proto/generate.sh.
 import Schema
 internal import GuestbookProtoC
+import JobsAPI
 
-/// The guestbook: visitors leave short notes about an animal. A test-only service: no production executable
-/// links it and the gateway does not offer it. The suite adds it by the documented path for a new service
-/// (README, "Adding a service") and runs it end to end, so that path stays short and checked.
+/// The guestbook: visitors leave short notes about an animal. A test-only service: no service executable links
+/// it, and the gateway offers its command group only to a stack whose services file lists it. The suite adds it by
+/// the documented path for a new service (README, "Adding a service") and runs it end to end, so that path stays
+/// short and checked: reading and writing notes is public, removing one the admin's, counting them a user's job.
 ///
 /// Limits: text 1…500 Unicode scalars (blank is empty), author at most 80 (empty means anonymous); animal ids
 /// and entry ids are positive. A value outside them is INVALID_ARGUMENT naming the field.
@@ -142,6 +144,60 @@ extension GuestbookV1 {
         }
     }
 
+    /// The `menagerie.guestbook.v1.DeleteEntryRequest` message.
+    public struct DeleteEntryRequest: Sendable, Equatable {
+        public var id: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            id: Int64 = 0
+        ) {
+            self.id = id
+        }
+    }
+
+    /// The `menagerie.guestbook.v1.DeleteEntryResponse` message.
+    public struct DeleteEntryResponse: Sendable, Equatable {
+        /// A message with every field at its default.
+        public init() {}
+    }
+
+    /// The `menagerie.guestbook.v1.CountEntriesRequest` message.
+    public struct CountEntriesRequest: Sendable, Equatable {
+        public var animalID: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            animalID: Int64 = 0
+        ) {
+            self.animalID = animalID
+        }
+    }
+
+    /// The result of a CountEntries job.
+    public struct EntryCount: Sendable, Equatable {
+        public var animalID: Int64 = 0
+        public var count: Int64 = 0
+
+        /// A message with every field at its default.
+        public init() {}
+
+        /// A message with the given field values.
+        public init(
+            animalID: Int64 = 0,
+            count: Int64 = 0
+        ) {
+            self.animalID = animalID
+            self.count = count
+        }
+    }
+
     /// The `menagerie.guestbook.v1.Guestbook` service.
     public enum Guestbook {
         /// The service's full proto name.
@@ -164,8 +220,17 @@ extension GuestbookV1 {
         public static let watchEntries = ProtoMethod<GuestbookV1.WatchEntriesRequest, GuestbookV1.Entry>(
             path: "/menagerie.guestbook.v1.Guestbook/WatchEntries", serverStreaming: true, idempotent: true, sideEffectFree: true, access: .public)
 
+        /// Removes a note (moderation): the admin's. NOT_FOUND for an id no note has.
+        public static let deleteEntry = ProtoMethod<GuestbookV1.DeleteEntryRequest, GuestbookV1.DeleteEntryResponse>(
+            path: "/menagerie.guestbook.v1.Guestbook/DeleteEntry", serverStreaming: false, idempotent: true, access: .admin)
+
+        /// Counts an animal's notes in a job (a signed-in user's): the job's result is an EntryCount. Follow it with
+        /// menagerie.jobs.v1.Jobs on the same service.
+        public static let countEntries = ProtoMethod<GuestbookV1.CountEntriesRequest, JobsV1.Job>(
+            path: "/menagerie.guestbook.v1.Guestbook/CountEntries", serverStreaming: false, idempotent: false, access: .user)
+
         /// Every method of the service, in declaration order.
-        public static let methods: [ProtoMethodInfo] = [addEntry.info, getEntry.info, listEntries.info, watchEntries.info]
+        public static let methods: [ProtoMethodInfo] = [addEntry.info, getEntry.info, listEntries.info, watchEntries.info, deleteEntry.info, countEntries.info]
     }
 }
 
@@ -341,6 +406,104 @@ extension GuestbookV1.WatchEntriesRequest: ProtoMessage, ProtobufCBridged {
     }
 }
 
+extension GuestbookV1.DeleteEntryRequest: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.guestbook.v1.DeleteEntryRequest"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: GuestbookProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        id = reader.value(1)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, id)
+    }
+}
+
+extension GuestbookV1.DeleteEntryResponse: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.guestbook.v1.DeleteEntryResponse"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: GuestbookProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {}
+
+    @usableFromInline package func write(to writer: ProtoWriter) {}
+}
+
+extension GuestbookV1.CountEntriesRequest: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.guestbook.v1.CountEntriesRequest"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: GuestbookProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        animalID = reader.value(1)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, animalID)
+    }
+}
+
+extension GuestbookV1.EntryCount: ProtoMessage, ProtobufCBridged {
+    public static let protoName = "menagerie.guestbook.v1.EntryCount"
+    @usableFromInline package static let protoSchema = MessageSchema(named: protoName, descriptor: GuestbookProtoC_message_descriptor(protoName))
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer) throws {
+        self = try ProtobufCCodec.decode(bytes)
+    }
+
+    public func serialize(into destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) {
+        ProtobufCCodec.encode(self, into: destination)
+    }
+
+    public func serialize(refusingNUL destination: (_ byteCount: Int, _ pack: (UnsafeMutableRawBufferPointer) -> Void) -> Void) throws(SchemaError) {
+        try ProtobufCCodec.encodeRefusingNUL(self, into: destination)
+    }
+
+    @usableFromInline package init(reading reader: ProtoReader) {
+        animalID = reader.value(1)
+        count = reader.value(2)
+    }
+
+    @usableFromInline package func write(to writer: ProtoWriter) {
+        writer.set(1, animalID)
+        writer.set(2, count)
+    }
+}
+
 extension GuestbookV1.Entry: ProtoJSONMessage {
     public static let protoJSONFields: [ProtoJSONField] = [
         ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .int64, cardinality: .singular),
@@ -482,6 +645,76 @@ extension GuestbookV1.WatchEntriesRequest: ProtoJSONMessage {
     }
 }
 
+extension GuestbookV1.DeleteEntryRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "id", jsonName: "id", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.id)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.id)
+    }
+}
+
+extension GuestbookV1.DeleteEntryResponse: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = []
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        ProtoJSONObjectEncoder(Self.protoJSONFields, options: options).result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        _ = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+    }
+}
+
+extension GuestbookV1.CountEntriesRequest: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "animal_id", jsonName: "animalId", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.animalID)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.animalID)
+    }
+}
+
+extension GuestbookV1.EntryCount: ProtoJSONMessage {
+    public static let protoJSONFields: [ProtoJSONField] = [
+        ProtoJSONField(number: 1, protoName: "animal_id", jsonName: "animalId", kind: .int64, cardinality: .singular),
+        ProtoJSONField(number: 2, protoName: "count", jsonName: "count", kind: .int64, cardinality: .singular),
+    ]
+
+    public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
+        var json = ProtoJSONObjectEncoder(Self.protoJSONFields, options: options)
+        json.value(0, self.animalID)
+        json.value(1, self.count)
+        return json.result
+    }
+
+    public init(jsonValue: JSONValue, options: ProtoJSONOptions) throws(ProtoJSONError) {
+        self.init()
+        let json = try ProtoJSONObjectDecoder(jsonValue, Self.protoJSONFields, options: options)
+        try json.value(0, into: &self.animalID)
+        try json.value(1, into: &self.count)
+    }
+}
+
 extension GuestbookV1 {
     /// Every message type of `menagerie/guestbook/v1/guestbook.proto`, nested ones included, in declaration order.
     public static let guestbookProtoFile = ProtoFileMessages(
@@ -493,5 +726,9 @@ extension GuestbookV1 {
             GuestbookV1.ListEntriesRequest.self,
             GuestbookV1.ListEntriesResponse.self,
             GuestbookV1.WatchEntriesRequest.self,
+            GuestbookV1.DeleteEntryRequest.self,
+            GuestbookV1.DeleteEntryResponse.self,
+            GuestbookV1.CountEntriesRequest.self,
+            GuestbookV1.EntryCount.self,
         ])
 }

@@ -53,6 +53,24 @@ public final class GuestbookStore: Sendable {
         return try rows.map(Self.entry)
     }
 
+    /// Removes the note with this id; NOT_FOUND when there is none.
+    public func delete(id: Int64) async throws {
+        guard id > 0 else { throw GuestbookError.invalid("id", "must be a positive entry id, got \(id)") }
+        let removed = try await database.write { db in
+            try db.execute("DELETE FROM entries WHERE id = ?", [id])
+            return db.changes
+        }
+        guard removed > 0 else { throw GuestbookError.unknownEntry(id: id) }
+    }
+
+    /// How many notes an animal has. Blocking: for a job, which runs on a thread of its own.
+    public func count(animalID: Int64) throws -> Int64 {
+        try EntryRules.checkAnimalID(animalID)
+        let row = try database.read { db in try db.queryOne("SELECT count(*) FROM entries WHERE animal_id = ?", [animalID]) }
+        guard let row else { return 0 }
+        return try row.value(at: 0)
+    }
+
     private static func entry(_ row: Row) throws -> GuestbookEntry {
         GuestbookEntry(
             id: try row.value(at: 0), animalID: try row.value(at: 1), author: try row.value(at: 2), text: try row.value(at: 3),

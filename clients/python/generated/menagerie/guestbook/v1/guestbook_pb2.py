@@ -11,10 +11,11 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from menagerie.jobs.v1 import jobs_pb2 as menagerie_dot_jobs_dot_v1_dot_jobs__pb2
 from menagerie.rpc.v1 import options_pb2 as menagerie_dot_rpc_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&menagerie/guestbook/v1/guestbook.proto\x12\x16menagerie.guestbook.v1\x1a\x1emenagerie/rpc/v1/options.proto\"X\n\x05\x45ntry\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x11\n\tanimal_id\x18\x02 \x01(\x03\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12\x0c\n\x04text\x18\x04 \x01(\t\x12\x12\n\ncreated_ms\x18\x05 \x01(\x03\"B\n\x0f\x41\x64\x64\x45ntryRequest\x12\x11\n\tanimal_id\x18\x01 \x01(\x03\x12\x0e\n\x06\x61uthor\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\"\x1d\n\x0fGetEntryRequest\x12\n\n\x02id\x18\x01 \x01(\x03\"a\n\x12ListEntriesRequest\x12\x11\n\tanimal_id\x18\x01 \x01(\x03\x12\x16\n\tpage_size\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x12\n\npage_token\x18\x03 \x01(\tB\x0c\n\n_page_size\"^\n\x13ListEntriesResponse\x12.\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1d.menagerie.guestbook.v1.Entry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"I\n\x13WatchEntriesRequest\x12\x11\n\tanimal_id\x18\x01 \x01(\x03\x12\x10\n\x08\x61\x66ter_id\x18\x02 \x01(\x03\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\x32\x9a\x03\n\tGuestbook\x12X\n\x08\x41\x64\x64\x45ntry\x12\'.menagerie.guestbook.v1.AddEntryRequest\x1a\x1d.menagerie.guestbook.v1.Entry\"\x04\xa8\xbb\x18\x01\x12[\n\x08GetEntry\x12\'.menagerie.guestbook.v1.GetEntryRequest\x1a\x1d.menagerie.guestbook.v1.Entry\"\x07\x90\x02\x01\xa8\xbb\x18\x01\x12o\n\x0bListEntries\x12*.menagerie.guestbook.v1.ListEntriesRequest\x1a+.menagerie.guestbook.v1.ListEntriesResponse\"\x07\x90\x02\x01\xa8\xbb\x18\x01\x12\x65\n\x0cWatchEntries\x12+.menagerie.guestbook.v1.WatchEntriesRequest\x1a\x1d.menagerie.guestbook.v1.Entry\"\x07\x90\x02\x01\xa8\xbb\x18\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&menagerie/guestbook/v1/guestbook.proto\x12\x16menagerie.guestbook.v1\x1a\x1cmenagerie/jobs/v1/jobs.proto\x1a\x1emenagerie/rpc/v1/options.proto\"X\n\x05\x45ntry\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x11\n\tanimal_id\x18\x02 \x01(\x03\x12\x0e\n\x06\x61uthor\x18\x03 \x01(\t\x12\x0c\n\x04text\x18\x04 \x01(\t\x12\x12\n\ncreated_ms\x18\x05 \x01(\x03\"B\n\x0f\x41\x64\x64\x45ntryRequest\x12\x11\n\tanimal_id\x18\x01 \x01(\x03\x12\x0e\n\x06\x61uthor\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\"\x1d\n\x0fGetEntryRequest\x12\n\n\x02id\x18\x01 \x01(\x03\"a\n\x12ListEntriesRequest\x12\x11\n\tanimal_id\x18\x01 \x01(\x03\x12\x16\n\tpage_size\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x12\n\npage_token\x18\x03 \x01(\tB\x0c\n\n_page_size\"^\n\x13ListEntriesResponse\x12.\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1d.menagerie.guestbook.v1.Entry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"I\n\x13WatchEntriesRequest\x12\x11\n\tanimal_id\x18\x01 \x01(\x03\x12\x10\n\x08\x61\x66ter_id\x18\x02 \x01(\x03\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\" \n\x12\x44\x65leteEntryRequest\x12\n\n\x02id\x18\x01 \x01(\x03\"\x15\n\x13\x44\x65leteEntryResponse\"(\n\x13\x43ountEntriesRequest\x12\x11\n\tanimal_id\x18\x01 \x01(\x03\".\n\nEntryCount\x12\x11\n\tanimal_id\x18\x01 \x01(\x03\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\x32\xe6\x04\n\tGuestbook\x12X\n\x08\x41\x64\x64\x45ntry\x12\'.menagerie.guestbook.v1.AddEntryRequest\x1a\x1d.menagerie.guestbook.v1.Entry\"\x04\xa8\xbb\x18\x01\x12[\n\x08GetEntry\x12\'.menagerie.guestbook.v1.GetEntryRequest\x1a\x1d.menagerie.guestbook.v1.Entry\"\x07\x90\x02\x01\xa8\xbb\x18\x01\x12o\n\x0bListEntries\x12*.menagerie.guestbook.v1.ListEntriesRequest\x1a+.menagerie.guestbook.v1.ListEntriesResponse\"\x07\x90\x02\x01\xa8\xbb\x18\x01\x12\x65\n\x0cWatchEntries\x12+.menagerie.guestbook.v1.WatchEntriesRequest\x1a\x1d.menagerie.guestbook.v1.Entry\"\x07\x90\x02\x01\xa8\xbb\x18\x01\x30\x01\x12o\n\x0b\x44\x65leteEntry\x12*.menagerie.guestbook.v1.DeleteEntryRequest\x1a+.menagerie.guestbook.v1.DeleteEntryResponse\"\x07\x90\x02\x02\xa8\xbb\x18\x03\x12Y\n\x0c\x43ountEntries\x12+.menagerie.guestbook.v1.CountEntriesRequest\x1a\x16.menagerie.jobs.v1.Job\"\x04\xa8\xbb\x18\x02\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'menagerie.guestbook.v1.guestbook_pb2', globals())
@@ -29,18 +30,30 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _GUESTBOOK.methods_by_name['ListEntries']._serialized_options = b'\220\002\001\250\273\030\001'
   _GUESTBOOK.methods_by_name['WatchEntries']._options = None
   _GUESTBOOK.methods_by_name['WatchEntries']._serialized_options = b'\220\002\001\250\273\030\001'
-  _ENTRY._serialized_start=98
-  _ENTRY._serialized_end=186
-  _ADDENTRYREQUEST._serialized_start=188
-  _ADDENTRYREQUEST._serialized_end=254
-  _GETENTRYREQUEST._serialized_start=256
-  _GETENTRYREQUEST._serialized_end=285
-  _LISTENTRIESREQUEST._serialized_start=287
-  _LISTENTRIESREQUEST._serialized_end=384
-  _LISTENTRIESRESPONSE._serialized_start=386
-  _LISTENTRIESRESPONSE._serialized_end=480
-  _WATCHENTRIESREQUEST._serialized_start=482
-  _WATCHENTRIESREQUEST._serialized_end=555
-  _GUESTBOOK._serialized_start=558
-  _GUESTBOOK._serialized_end=968
+  _GUESTBOOK.methods_by_name['DeleteEntry']._options = None
+  _GUESTBOOK.methods_by_name['DeleteEntry']._serialized_options = b'\220\002\002\250\273\030\003'
+  _GUESTBOOK.methods_by_name['CountEntries']._options = None
+  _GUESTBOOK.methods_by_name['CountEntries']._serialized_options = b'\250\273\030\002'
+  _ENTRY._serialized_start=128
+  _ENTRY._serialized_end=216
+  _ADDENTRYREQUEST._serialized_start=218
+  _ADDENTRYREQUEST._serialized_end=284
+  _GETENTRYREQUEST._serialized_start=286
+  _GETENTRYREQUEST._serialized_end=315
+  _LISTENTRIESREQUEST._serialized_start=317
+  _LISTENTRIESREQUEST._serialized_end=414
+  _LISTENTRIESRESPONSE._serialized_start=416
+  _LISTENTRIESRESPONSE._serialized_end=510
+  _WATCHENTRIESREQUEST._serialized_start=512
+  _WATCHENTRIESREQUEST._serialized_end=585
+  _DELETEENTRYREQUEST._serialized_start=587
+  _DELETEENTRYREQUEST._serialized_end=619
+  _DELETEENTRYRESPONSE._serialized_start=621
+  _DELETEENTRYRESPONSE._serialized_end=642
+  _COUNTENTRIESREQUEST._serialized_start=644
+  _COUNTENTRIESREQUEST._serialized_end=684
+  _ENTRYCOUNT._serialized_start=686
+  _ENTRYCOUNT._serialized_end=732
+  _GUESTBOOK._serialized_start=735
+  _GUESTBOOK._serialized_end=1349
 # @@protoc_insertion_point(module_scope)

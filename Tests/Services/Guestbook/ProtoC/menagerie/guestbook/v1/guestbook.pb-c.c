@@ -277,6 +277,186 @@ void   menagerie__guestbook__v1__watch_entries_request__free_unpacked
   assert(message->base.descriptor == &menagerie__guestbook__v1__watch_entries_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   menagerie__guestbook__v1__delete_entry_request__init
+                     (Menagerie__Guestbook__V1__DeleteEntryRequest         *message)
+{
+  static const Menagerie__Guestbook__V1__DeleteEntryRequest init_value = MENAGERIE__GUESTBOOK__V1__DELETE_ENTRY_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__guestbook__v1__delete_entry_request__get_packed_size
+                     (const Menagerie__Guestbook__V1__DeleteEntryRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__guestbook__v1__delete_entry_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__guestbook__v1__delete_entry_request__pack
+                     (const Menagerie__Guestbook__V1__DeleteEntryRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__guestbook__v1__delete_entry_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__guestbook__v1__delete_entry_request__pack_to_buffer
+                     (const Menagerie__Guestbook__V1__DeleteEntryRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__guestbook__v1__delete_entry_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Guestbook__V1__DeleteEntryRequest *
+       menagerie__guestbook__v1__delete_entry_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Guestbook__V1__DeleteEntryRequest *)
+     protobuf_c_message_unpack (&menagerie__guestbook__v1__delete_entry_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__guestbook__v1__delete_entry_request__free_unpacked
+                     (Menagerie__Guestbook__V1__DeleteEntryRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__guestbook__v1__delete_entry_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__guestbook__v1__delete_entry_response__init
+                     (Menagerie__Guestbook__V1__DeleteEntryResponse         *message)
+{
+  static const Menagerie__Guestbook__V1__DeleteEntryResponse init_value = MENAGERIE__GUESTBOOK__V1__DELETE_ENTRY_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t menagerie__guestbook__v1__delete_entry_response__get_packed_size
+                     (const Menagerie__Guestbook__V1__DeleteEntryResponse *message)
+{
+  assert(message->base.descriptor == &menagerie__guestbook__v1__delete_entry_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__guestbook__v1__delete_entry_response__pack
+                     (const Menagerie__Guestbook__V1__DeleteEntryResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__guestbook__v1__delete_entry_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__guestbook__v1__delete_entry_response__pack_to_buffer
+                     (const Menagerie__Guestbook__V1__DeleteEntryResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__guestbook__v1__delete_entry_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Guestbook__V1__DeleteEntryResponse *
+       menagerie__guestbook__v1__delete_entry_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Guestbook__V1__DeleteEntryResponse *)
+     protobuf_c_message_unpack (&menagerie__guestbook__v1__delete_entry_response__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__guestbook__v1__delete_entry_response__free_unpacked
+                     (Menagerie__Guestbook__V1__DeleteEntryResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__guestbook__v1__delete_entry_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__guestbook__v1__count_entries_request__init
+                     (Menagerie__Guestbook__V1__CountEntriesRequest         *message)
+{
+  static const Menagerie__Guestbook__V1__CountEntriesRequest init_value = MENAGERIE__GUESTBOOK__V1__COUNT_ENTRIES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t menagerie__guestbook__v1__count_entries_request__get_packed_size
+                     (const Menagerie__Guestbook__V1__CountEntriesRequest *message)
+{
+  assert(message->base.descriptor == &menagerie__guestbook__v1__count_entries_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__guestbook__v1__count_entries_request__pack
+                     (const Menagerie__Guestbook__V1__CountEntriesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__guestbook__v1__count_entries_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__guestbook__v1__count_entries_request__pack_to_buffer
+                     (const Menagerie__Guestbook__V1__CountEntriesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__guestbook__v1__count_entries_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Guestbook__V1__CountEntriesRequest *
+       menagerie__guestbook__v1__count_entries_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Guestbook__V1__CountEntriesRequest *)
+     protobuf_c_message_unpack (&menagerie__guestbook__v1__count_entries_request__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__guestbook__v1__count_entries_request__free_unpacked
+                     (Menagerie__Guestbook__V1__CountEntriesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__guestbook__v1__count_entries_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   menagerie__guestbook__v1__entry_count__init
+                     (Menagerie__Guestbook__V1__EntryCount         *message)
+{
+  static const Menagerie__Guestbook__V1__EntryCount init_value = MENAGERIE__GUESTBOOK__V1__ENTRY_COUNT__INIT;
+  *message = init_value;
+}
+size_t menagerie__guestbook__v1__entry_count__get_packed_size
+                     (const Menagerie__Guestbook__V1__EntryCount *message)
+{
+  assert(message->base.descriptor == &menagerie__guestbook__v1__entry_count__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t menagerie__guestbook__v1__entry_count__pack
+                     (const Menagerie__Guestbook__V1__EntryCount *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &menagerie__guestbook__v1__entry_count__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t menagerie__guestbook__v1__entry_count__pack_to_buffer
+                     (const Menagerie__Guestbook__V1__EntryCount *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &menagerie__guestbook__v1__entry_count__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Menagerie__Guestbook__V1__EntryCount *
+       menagerie__guestbook__v1__entry_count__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Menagerie__Guestbook__V1__EntryCount *)
+     protobuf_c_message_unpack (&menagerie__guestbook__v1__entry_count__descriptor,
+                                allocator, len, data);
+}
+void   menagerie__guestbook__v1__entry_count__free_unpacked
+                     (Menagerie__Guestbook__V1__EntryCount *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &menagerie__guestbook__v1__entry_count__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor menagerie__guestbook__v1__entry__field_descriptors[5] =
 {
   {
@@ -648,15 +828,164 @@ const ProtobufCMessageDescriptor menagerie__guestbook__v1__watch_entries_request
   (ProtobufCMessageInit) menagerie__guestbook__v1__watch_entries_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCMethodDescriptor menagerie__guestbook__v1__guestbook__method_descriptors[4] =
+static const ProtobufCFieldDescriptor menagerie__guestbook__v1__delete_entry_request__field_descriptors[1] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Guestbook__V1__DeleteEntryRequest, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__guestbook__v1__delete_entry_request__field_indices_by_name[] = {
+  0,   /* field[0] = id */
+};
+static const ProtobufCIntRange menagerie__guestbook__v1__delete_entry_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__guestbook__v1__delete_entry_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.guestbook.v1.DeleteEntryRequest",
+  "DeleteEntryRequest",
+  "Menagerie__Guestbook__V1__DeleteEntryRequest",
+  "menagerie.guestbook.v1",
+  sizeof(Menagerie__Guestbook__V1__DeleteEntryRequest),
+  1,
+  menagerie__guestbook__v1__delete_entry_request__field_descriptors,
+  menagerie__guestbook__v1__delete_entry_request__field_indices_by_name,
+  1,  menagerie__guestbook__v1__delete_entry_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__guestbook__v1__delete_entry_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define menagerie__guestbook__v1__delete_entry_response__field_descriptors NULL
+#define menagerie__guestbook__v1__delete_entry_response__field_indices_by_name NULL
+#define menagerie__guestbook__v1__delete_entry_response__number_ranges NULL
+const ProtobufCMessageDescriptor menagerie__guestbook__v1__delete_entry_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.guestbook.v1.DeleteEntryResponse",
+  "DeleteEntryResponse",
+  "Menagerie__Guestbook__V1__DeleteEntryResponse",
+  "menagerie.guestbook.v1",
+  sizeof(Menagerie__Guestbook__V1__DeleteEntryResponse),
+  0,
+  menagerie__guestbook__v1__delete_entry_response__field_descriptors,
+  menagerie__guestbook__v1__delete_entry_response__field_indices_by_name,
+  0,  menagerie__guestbook__v1__delete_entry_response__number_ranges,
+  (ProtobufCMessageInit) menagerie__guestbook__v1__delete_entry_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__guestbook__v1__count_entries_request__field_descriptors[1] =
+{
+  {
+    "animal_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Guestbook__V1__CountEntriesRequest, animal_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__guestbook__v1__count_entries_request__field_indices_by_name[] = {
+  0,   /* field[0] = animal_id */
+};
+static const ProtobufCIntRange menagerie__guestbook__v1__count_entries_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor menagerie__guestbook__v1__count_entries_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.guestbook.v1.CountEntriesRequest",
+  "CountEntriesRequest",
+  "Menagerie__Guestbook__V1__CountEntriesRequest",
+  "menagerie.guestbook.v1",
+  sizeof(Menagerie__Guestbook__V1__CountEntriesRequest),
+  1,
+  menagerie__guestbook__v1__count_entries_request__field_descriptors,
+  menagerie__guestbook__v1__count_entries_request__field_indices_by_name,
+  1,  menagerie__guestbook__v1__count_entries_request__number_ranges,
+  (ProtobufCMessageInit) menagerie__guestbook__v1__count_entries_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor menagerie__guestbook__v1__entry_count__field_descriptors[2] =
+{
+  {
+    "animal_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Guestbook__V1__EntryCount, animal_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "count",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Menagerie__Guestbook__V1__EntryCount, count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned menagerie__guestbook__v1__entry_count__field_indices_by_name[] = {
+  0,   /* field[0] = animal_id */
+  1,   /* field[1] = count */
+};
+static const ProtobufCIntRange menagerie__guestbook__v1__entry_count__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor menagerie__guestbook__v1__entry_count__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "menagerie.guestbook.v1.EntryCount",
+  "EntryCount",
+  "Menagerie__Guestbook__V1__EntryCount",
+  "menagerie.guestbook.v1",
+  sizeof(Menagerie__Guestbook__V1__EntryCount),
+  2,
+  menagerie__guestbook__v1__entry_count__field_descriptors,
+  menagerie__guestbook__v1__entry_count__field_indices_by_name,
+  1,  menagerie__guestbook__v1__entry_count__number_ranges,
+  (ProtobufCMessageInit) menagerie__guestbook__v1__entry_count__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCMethodDescriptor menagerie__guestbook__v1__guestbook__method_descriptors[6] =
 {
   { "AddEntry", &menagerie__guestbook__v1__add_entry_request__descriptor, &menagerie__guestbook__v1__entry__descriptor },
   { "GetEntry", &menagerie__guestbook__v1__get_entry_request__descriptor, &menagerie__guestbook__v1__entry__descriptor },
   { "ListEntries", &menagerie__guestbook__v1__list_entries_request__descriptor, &menagerie__guestbook__v1__list_entries_response__descriptor },
   { "WatchEntries", &menagerie__guestbook__v1__watch_entries_request__descriptor, &menagerie__guestbook__v1__entry__descriptor },
+  { "DeleteEntry", &menagerie__guestbook__v1__delete_entry_request__descriptor, &menagerie__guestbook__v1__delete_entry_response__descriptor },
+  { "CountEntries", &menagerie__guestbook__v1__count_entries_request__descriptor, &menagerie__jobs__v1__job__descriptor },
 };
 const unsigned menagerie__guestbook__v1__guestbook__method_indices_by_name[] = {
   0,        /* AddEntry */
+  5,        /* CountEntries */
+  4,        /* DeleteEntry */
   1,        /* GetEntry */
   2,        /* ListEntries */
   3         /* WatchEntries */
@@ -668,7 +997,7 @@ const ProtobufCServiceDescriptor menagerie__guestbook__v1__guestbook__descriptor
   "Guestbook",
   "Menagerie__Guestbook__V1__Guestbook",
   "menagerie.guestbook.v1",
-  4,
+  6,
   menagerie__guestbook__v1__guestbook__method_descriptors,
   menagerie__guestbook__v1__guestbook__method_indices_by_name
 };
@@ -703,6 +1032,22 @@ void menagerie__guestbook__v1__guestbook__watch_entries(ProtobufCService *servic
 {
   assert(service->descriptor == &menagerie__guestbook__v1__guestbook__descriptor);
   service->invoke(service, 3, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__guestbook__v1__guestbook__delete_entry(ProtobufCService *service,
+                                                       const Menagerie__Guestbook__V1__DeleteEntryRequest *input,
+                                                       Menagerie__Guestbook__V1__DeleteEntryResponse_Closure closure,
+                                                       void *closure_data)
+{
+  assert(service->descriptor == &menagerie__guestbook__v1__guestbook__descriptor);
+  service->invoke(service, 4, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void menagerie__guestbook__v1__guestbook__count_entries(ProtobufCService *service,
+                                                        const Menagerie__Guestbook__V1__CountEntriesRequest *input,
+                                                        Menagerie__Jobs__V1__Job_Closure closure,
+                                                        void *closure_data)
+{
+  assert(service->descriptor == &menagerie__guestbook__v1__guestbook__descriptor);
+  service->invoke(service, 5, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void menagerie__guestbook__v1__guestbook__init (Menagerie__Guestbook__V1__Guestbook_Service *service,
                                                 Menagerie__Guestbook__V1__Guestbook_ServiceDestroy destroy)
