@@ -61,6 +61,7 @@ let package = Package(
         .executable(name: "health", targets: ["health"]),
         .executable(name: "classification", targets: ["classification"]),
         .executable(name: "gateway", targets: ["gateway"]),
+        .executable(name: "menagerie-compose", targets: ["menagerie-compose"]),
         .executable(name: "menagerie-bench", targets: ["menagerie-bench"]),
     ],
     dependencies: [
@@ -208,6 +209,9 @@ let package = Package(
                 "Identity", "Base", "Dqlite", "Storage", argumentParser,
             ],
             path: "Services/Gateway/App"),
+        // compose's logic once the build is done (compose/compose hands over to it): the services file read by
+        // GatewayKit's ServiceList, its one parser.
+        .executableTarget(name: "menagerie-compose", dependencies: ["GatewayKit", "Base"], path: "Services/Gateway/Compose"),
 
         // MARK: Benchmarks
         .executableTarget(

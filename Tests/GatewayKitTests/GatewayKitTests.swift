@@ -47,11 +47,76 @@ import Transport
         #expect(ServiceList.render(services) == "[zoo]\nport = 7100\nreplicas = 1\ndata = .data/zoo\nnodes = 3,1,2\n\n[ocr]\nport = 7200\nreplicas = 1\ndata = .data/ocr\n")
     }
 
+    /// The manifest's keys beyond where and how many: what compose installs, whether the service clusters, its
+    /// proto package and deploy files; written back by `render` only when set.
+    @Test func aSectionNamesItsProtoModelsClusterAndDeployFiles() throws {
+        let text = """
+            [ocr]
+            port = 7200
+            proto = menagerie.ocr.v1
+            models = ppocr\tsevenseg
+            cluster = yes
+            blobs = no
+            container = ../deploy/containers/ocr.Containerfile
+            kubernetes = ../deploy/kubernetes/ocr.yaml
+            [zoo]
+            port = 7100
+            cluster = no
+            """
+        let services = try ServiceList.parse(text)
+        #expect(services == [
+            ServiceSettings(
+                name: "ocr", port: 7200, proto: "menagerie.ocr.v1", models: ["ppocr", "sevenseg"], cluster: true,
+                container: "../deploy/containers/ocr.Containerfile", kubernetes: "../deploy/kubernetes/ocr.yaml"),
+            ServiceSettings(name: "zoo", port: 7100),
+        ])
+        #expect(ServiceList.render(services) == """
+            [ocr]
+            port = 7200
+            replicas = 1
+            data = .data/ocr
+            proto = menagerie.ocr.v1
+            models = ppocr sevenseg
+            cluster = yes
+            container = ../deploy/containers/ocr.Containerfile
+            kubernetes = ../deploy/kubernetes/ocr.yaml
+
+            [zoo]
+            port = 7100
+            replicas = 1
+            data = .data/zoo
+
+            """)
+        #expect(try ServiceList.parse(ServiceList.render(services)) == services)
+    }
+
+    /// The shipped file names what compose, the gateway and the deploy scripts used to list in code of their own.
+    @Test func theShippedFileIsTheManifest() throws {
+        let file = try #require(ServiceList.file(environment: [:]))
+        let services = try ServiceList.parse(try String(contentsOf: file, encoding: .utf8))
+        #expect(services.filter(\.cluster).map(\.name) == ["ocr", "health", "classification"])
+        #expect(services.filter(\.blobs).map(\.name) == ["classification"])
+        #expect(services.map(\.models) == [[], ["ppocr", "sevenseg"], [], ["feature-print"]])
+        let root = file.deletingLastPathComponent().deletingLastPathComponent()
+        for service in services {
+            // Its proto package is one Proto/ declares.
+            let proto = try #require(service.proto, "\(service.name) names no proto package")
+            let path = root.appendingPathComponent("Proto/" + proto.replacingOccurrences(of: ".", with: "/"))
+            let declared = try FileManager.default.contentsOfDirectory(at: path, includingPropertiesForKeys: nil).filter { $0.pathExtension == "proto" }
+                .contains { (try? String(contentsOf: $0, encoding: .utf8))?.contains("\npackage \(proto);") == true }
+            #expect(declared, "no .proto in \(path.path) declares package \(proto)")
+            for path in [service.container, service.kubernetes] {
+                let path = try #require(path, "\(service.name) names no deploy file")
+                #expect(FileManager.default.fileExists(atPath: file.deletingLastPathComponent().appendingPathComponent(path).path), "\(path)")
+            }
+        }
+    }
+
     /// Every way a services file can be wrong is refused with its line and what is wrong there.
     @Test func aServicesFileComposeWouldRefuseIsAnErrorNamingTheLine() {
         let cases: [(String, Int, String)] = [
             ("zoo 7100 1 .data/zoo", 1, "'zoo 7100 1 .data/zoo' is the old one-line format; write it as [zoo] with port = 7100, replicas = 1, data = .data/zoo on lines of their own"),
-            ("[zoo]\nport = 7100\ntls = on", 3, "unknown key 'tls' in [zoo] (known: port, replicas, data, nodes, arg)"),
+            ("[zoo]\nport = 7100\ntls = on", 3, "unknown key 'tls' in [zoo] (known: port, replicas, data, nodes, arg, proto, models, cluster, blobs, container, kubernetes)"),
             ("[zoo]\nport = 71x", 2, "port must be a number 1-65535 (got '71x')"),
             ("[zoo]\nport = 0", 2, "port must be a number 1-65535 (got '0')"),
             ("[zoo]\nport = 65536", 2, "port must be a number 1-65535 (got '65536')"),
@@ -71,6 +136,14 @@ import Transport
             ("[zoo]\nport = 1\nnodes = 0", 3, "nodes must be node numbers 1-99 separated by commas (got '0')"),
             ("[zoo]\nport = 1\nnodes = 2, 02", 3, "node 2 is listed twice in [zoo]'s nodes"),
             ("[zoo]\nport = 1\nnodes = 1\nnodes = 2", 4, "nodes is set twice in [zoo]"),
+            ("[zoo]\nport = 1\ncluster = true", 3, "cluster must be yes or no (got 'true')"),
+            ("[zoo]\nport = 1\nblobs = yes", 1, "[zoo] keeps its blobs on its nodes (blobs = yes) and has no cluster (cluster = yes)"),
+            ("[zoo]\nport = 1\nmodels = ppocr tesseract", 3, "unknown model 'tesseract' in [zoo] (known: feature-print, ppocr, sevenseg)"),
+            ("[zoo]\nport = 1\nmodels = ppocr  ppocr", 3, "model ppocr is listed twice in [zoo]'s models"),
+            ("[zoo]\nport = 1\nmodels =", 3, "models needs the names of what compose installs (models = feature-print ppocr sevenseg)"),
+            ("[zoo]\nport = 1\nproto = menagerie..v1", 3, "proto must be a protobuf package, words joined by dots (proto = menagerie.zoo.v1; got 'menagerie..v1')"),
+            ("[zoo]\nport = 1\ncontainer =", 3, "container needs a file (relative to this file's folder)"),
+            ("[zoo]\nport = 1\nkubernetes = a\nkubernetes = b", 4, "kubernetes is set twice in [zoo]"),
         ]
         for (text, line, message) in cases {
             let error = #expect(throws: ServicesFileError.self, "\(text)") { try ServiceList.parse(text, file: "s.conf") }

@@ -43,8 +43,10 @@ import Testing
         try await Stack.with(services: ["zoo"]) { stack in
             let bin = stack.directory.appendingPathComponent("bin")
             try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
-            try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent("gateway").path,
-                                                       withDestinationPath: "\(Stack.binDirectory)/gateway")
+            for program in ["gateway", "menagerie-compose"] {
+                try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent(program).path,
+                                                           withDestinationPath: "\(Stack.binDirectory)/\(program)")
+            }
             // A zoo that crashes as a Swift program does, with a backtrace longer than a log's tail.
             let zoo = bin.appendingPathComponent("zoo")
             try """
@@ -132,6 +134,37 @@ import Testing
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(left.isEmpty, "still running after the stack was removed: \(left)")
+    }
+
+    /// A node's replica's lines are followed behind `nodeN/SERVICE.I` (the bash follower gave that name to sed as part
+    /// of an `s/^/…/` command, whose slash broke it: a stack on nodes showed nothing).
+    @Test func followingLogsNamesANodesReplicaByItsNode() async throws {
+        try await Stack.with(services: ["zoo"]) { stack in
+            let logs = stack.state.appendingPathComponent("nodes/2/logs")
+            try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+            try "listening on 10.231.0.12\n".write(to: logs.appendingPathComponent("zoo.0.log"), atomically: true, encoding: .utf8)
+            let output = stack.directory.appendingPathComponent("follow.log")
+            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: output)
+            let follow = Process()
+            follow.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+            follow.arguments = [Stack.root.appendingPathComponent("compose/compose").path, "logs", "-f", "zoo"]
+            follow.environment = stack.environment
+            follow.standardOutput = handle
+            follow.standardError = handle
+            follow.standardInput = FileHandle.nullDevice
+            try follow.run()
+            defer {
+                if follow.isRunning { kill(-follow.processIdentifier, SIGKILL) }
+                try? handle.close()
+            }
+            var text = ""
+            for _ in 0..<Int(50 * TestTime.scale) where !text.contains("node2/zoo.0 | listening on 10.231.0.12") {
+                try await Task.sleep(for: .milliseconds(100))
+                text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            }
+            #expect(text.contains("node2/zoo.0 | listening on 10.231.0.12\n"), "\(text)")
+        }
     }
 
     /// Command lines of live processes that mention `text`.

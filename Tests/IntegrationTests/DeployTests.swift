@@ -7,6 +7,10 @@ import Testing
 /// own schemas, offline.
 @Suite(.serialized) struct DeployTests {
     static let deploy = Stack.root.appendingPathComponent("deploy")
+    /// The scripts read compose/services.conf through compose/compose, with the tests' build of menagerie-compose.
+    static var environment: [String: String] {
+        ProcessInfo.processInfo.environment.merging(["MENAGERIE_BIN_DIR": Stack.binDirectory]) { $1 }
+    }
 
     /// The `ARG NAME="…"` list of a Containerfile.
     static func packages(_ name: String, in containerfile: String) -> [String] {
@@ -18,8 +22,11 @@ import Testing
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/readelf") && FileManager.default.isExecutableFile(atPath: "/usr/bin/dpkg"),
                    "needs readelf (binutils) and dpkg to read what the binaries link"))
     func everyServiceHasAContainerfileInstallingWhatItsBinariesLink() async throws {
-        for service in Stack.services {
-            let file = Self.deploy.appendingPathComponent("containers/\(service).Containerfile")
+        for settings in Stack.shipped {
+            // The Containerfile the manifest names for it.
+            let service = settings.name
+            let container = try #require(settings.container, "compose/services.conf names no container for \(service)")
+            let file = Stack.root.appendingPathComponent("compose").appendingPathComponent(container).standardizedFileURL
             let text = try #require(try? String(contentsOf: file, encoding: .utf8), "no Containerfile for \(service) at \(file.path)")
             #expect(text.contains("FROM docker.io/library/debian:12-slim"), "\(service): not on Debian 12")
             #expect(text.contains("ENTRYPOINT [\"/opt/menagerie/\(service)\"]"), "\(service): runs something else")
@@ -36,7 +43,7 @@ import Testing
     }
 
     @Test func buildImagesSaysSoAndFailsWhenNoContainerEngineRuns() async throws {
-        var environment = ProcessInfo.processInfo.environment
+        var environment = Self.environment
         environment["CONTAINER_ENGINE"] = "no-such-engine"
         let result = try await Stack.run(Self.deploy.appendingPathComponent("build-images").path, [], environment: environment)
         #expect(result.status == 1, "\(result.output)")
@@ -50,7 +57,7 @@ import Testing
     /// kustomization does not list, does not. It installs kubernetes-validate (PyPI) into compose's cache once.
     @Test(.timeLimit(.minutes(5))) func kubernetesManifestsValidateOfflineAndTheKustomizationListsThemAll() async throws {
         let script = Self.deploy.appendingPathComponent("validate-manifests").path
-        let shipped = try await Stack.run(script, [], environment: ProcessInfo.processInfo.environment)
+        let shipped = try await Stack.run(script, [], environment: Self.environment)
         try #require(shipped.status == 0, "\(shipped.output)")
         #expect(shipped.output.contains("zoo.yaml") && shipped.output.contains("valid"), "\(shipped.output)")
 
@@ -61,12 +68,12 @@ import Testing
         let zoo = scratch.appendingPathComponent("zoo.yaml")
         let original = try String(contentsOf: zoo, encoding: .utf8)
         try original.replacingOccurrences(of: "  replicas: 2", with: "  replicsa: 2").write(to: zoo, atomically: true, encoding: .utf8)
-        let misspelt = try await Stack.run(script, [scratch.path], environment: ProcessInfo.processInfo.environment)
+        let misspelt = try await Stack.run(script, [scratch.path], environment: Self.environment)
         #expect(misspelt.status != 0 && misspelt.output.contains("replicsa"), "\(misspelt.output)")
 
         try original.write(to: zoo, atomically: true, encoding: .utf8)
         try original.write(to: scratch.appendingPathComponent("stray.yaml"), atomically: true, encoding: .utf8)
-        let unlisted = try await Stack.run(script, [scratch.path], environment: ProcessInfo.processInfo.environment)
+        let unlisted = try await Stack.run(script, [scratch.path], environment: Self.environment)
         #expect(unlisted.status != 0 && unlisted.output.contains("stray.yaml"), "\(unlisted.output)")
     }
 
@@ -75,8 +82,16 @@ import Testing
     /// for each, the CA, certificates and admin token as Secrets.
     @Test func manifestsGiveEachServiceItsKindProbesBudgetAndSecrets() throws {
         let directory = Self.deploy.appendingPathComponent("kubernetes")
-        for service in Stack.services {
-            let text = try String(contentsOf: directory.appendingPathComponent("\(service).yaml"), encoding: .utf8)
+        let kustomization = try String(contentsOf: directory.appendingPathComponent("kustomization.yaml"), encoding: .utf8)
+        for settings in Stack.shipped {
+            // The manifest the services file names for it, which the kustomization lists with its image.
+            let service = settings.name
+            let manifest = try #require(settings.kubernetes, "compose/services.conf names no kubernetes manifest for \(service)")
+            let file = Stack.root.appendingPathComponent("compose").appendingPathComponent(manifest).standardizedFileURL
+            #expect(file.deletingLastPathComponent().path == directory.standardizedFileURL.path, "\(service): \(manifest) is not in deploy/kubernetes")
+            #expect(kustomization.contains("  - \(file.lastPathComponent)\n") && kustomization.contains("  - name: menagerie/\(service)\n"),
+                    "kustomization.yaml lists no \(file.lastPathComponent) or image of \(service)")
+            let text = try String(contentsOf: file, encoding: .utf8)
             let kind = service == "zoo" ? "Deployment" : "StatefulSet"
             #expect(text.contains("kind: \(kind)\n"), "\(service) is not a \(kind)")
             #expect(service == "zoo" || text.contains("volumeClaimTemplates:"), "\(service) has no volume of its own")
@@ -93,7 +108,6 @@ import Testing
                 #expect(text.contains("name: \(service)-cluster\n") && text.contains("publishNotReadyAddresses: true"), "\(service): no peers' Service")
             }
         }
-        let kustomization = try String(contentsOf: directory.appendingPathComponent("kustomization.yaml"), encoding: .utf8)
         for secret in ["menagerie-admin-token"] + (Stack.services + ["gateway"]).map({ "menagerie-tls-\($0)" }) {
             #expect(kustomization.contains("- name: \(secret)\n"), "no Secret \(secret)")
         }

@@ -13,11 +13,12 @@ final class Stack: @unchecked Sendable {
 
     static let binDirectory = ProcessInfo.processInfo.environment["MENAGERIE_BIN_DIR"] ?? root.appendingPathComponent(".build/debug").path
 
-    /// The services compose starts, from the one list of them: compose/services.conf.
-    static let services: [String] = {
+    /// The services compose starts, as the one list of them, compose/services.conf, describes them.
+    static let shipped: [ServiceSettings] = {
         let file = root.appendingPathComponent("compose/services.conf")
-        return ((try? ServiceList.parse((try? String(contentsOf: file, encoding: .utf8)) ?? "")) ?? []).map(\.name)
+        return (try? ServiceList.parse((try? String(contentsOf: file, encoding: .utf8)) ?? "")) ?? []
     }()
+    static let services: [String] = shipped.map(\.name)
 
     let directory: URL
     let basePorts: [String: Int]
@@ -35,8 +36,18 @@ final class Stack: @unchecked Sendable {
         })
     }
 
-    /// Replaces the stack's services file.
+    /// Replaces the stack's services file. A service of the shipped file keeps what the shipped file says of it
+    /// beyond its place and arguments (its models, whether it clusters…), as the stack runs the same services.
     func writeConfig(_ services: [ServiceSettings]) throws {
+        let services = services.map { service in
+            guard let shipped = Self.shipped.first(where: { $0.name == service.name }) else { return service }
+            var merged = service
+            merged.proto = merged.proto ?? shipped.proto
+            if merged.models.isEmpty { merged.models = shipped.models }
+            merged.cluster = merged.cluster || shipped.cluster
+            merged.blobs = merged.blobs || shipped.blobs
+            return merged
+        }
         try ServiceList.render(services).write(to: directory.appendingPathComponent("services.conf"), atomically: true, encoding: .utf8)
     }
 

@@ -15,14 +15,35 @@ public struct ServiceSettings: Sendable, Equatable {
     /// The nodes of `compose up --nodes N` that run this service's replicas, as listed (empty: every node).
     /// One machine (`compose up` without `--nodes`) has no nodes and ignores it.
     public var nodes: [Int]
+    /// Its API's protobuf package (`menagerie.zoo.v1`), nil when the file names none.
+    public var proto: String?
+    /// What compose installs before starting it, in order: each an installer of compose (`compose/compose NAME`)
+    /// whose folder the replicas find in `MENAGERIE_NAME` (`feature-print` → `MENAGERIE_FEATURE_PRINT`).
+    public var models: [String]
+    /// Whether its replicas on several nodes keep its database in one dqlite cluster (`--cluster`).
+    public var cluster: Bool
+    /// Whether, clustered, its large payloads go by content hash to its nodes' disks (`--blob-peers`).
+    public var blobs: Bool
+    /// Its Containerfile and its Kubernetes manifest as written (relative to the file's folder), nil when none.
+    public var container: String?
+    public var kubernetes: String?
 
-    public init(name: String, port: Int, replicas: Int = 1, data: String? = nil, arguments: [String] = [], nodes: [Int] = []) {
+    public init(
+        name: String, port: Int, replicas: Int = 1, data: String? = nil, arguments: [String] = [], nodes: [Int] = [], proto: String? = nil,
+        models: [String] = [], cluster: Bool = false, blobs: Bool = false, container: String? = nil, kubernetes: String? = nil
+    ) {
         self.name = name
         self.port = port
         self.replicas = replicas
         self.data = data ?? ".data/\(name)"
         self.arguments = arguments
         self.nodes = nodes
+        self.proto = proto
+        self.models = models
+        self.cluster = cluster
+        self.blobs = blobs
+        self.container = container
+        self.kubernetes = kubernetes
     }
 }
 
@@ -45,12 +66,14 @@ public struct ServicesFileError: Error, Equatable, CustomStringConvertible {
 /// `compose/services.conf` above the executable or the working directory. That file is the one list of
 /// services; the gateway and the tests read it rather than keeping their own.
 ///
-/// The format is read here and by compose/compose (bash) the same way, line for line and error for error
-/// (ComposeTests holds them to it): `[service]` sections of `key = value` lines, `#` comment lines. A key
-/// neither knows is an error, so a key added for one (TLS, placement on nodes…) must be added to both.
+/// This is the file's one parser: compose (`menagerie-compose`) and, through `compose list`, the deploy scripts
+/// read it here. `[service]` sections of `key = value` lines, `#` comment
+/// lines; a key it does not know is an error, so a key is added here (and to the file's header) only.
 public enum ServiceList {
     /// The keys a section may set; `arg` may repeat.
-    public static let keys = ["port", "replicas", "data", "nodes", "arg"]
+    public static let keys = ["port", "replicas", "data", "nodes", "arg", "proto", "models", "cluster", "blobs", "container", "kubernetes"]
+    /// The models compose knows how to install (`compose/compose NAME` installs one), which `models` may name.
+    public static let installers = ["feature-print", "ppocr", "sevenseg"]
     /// The highest node number `nodes` may name (and `compose up --nodes` start): node N's address is on a /24.
     public static let maxNode = 99
 
@@ -72,15 +95,22 @@ public enum ServiceList {
         var services: [ServiceSettings] = []
         var sectionLines: [String: Int] = [:]
         var seenKeys: Set<String> = []
-        var current: (name: String, line: Int, port: Int?, replicas: Int, data: String?, arguments: [String], nodes: [Int])?
+        var current: (line: Int, port: Int?, settings: ServiceSettings)?
 
         func fail(_ line: Int, _ message: String) -> ServicesFileError { ServicesFileError(file: file, line: line, message: message) }
         func close() throws(ServicesFileError) {
-            guard let section = current else { return }
-            guard let port = section.port else { throw fail(section.line, "[\(section.name)] sets no port") }
-            services.append(ServiceSettings(
-                name: section.name, port: port, replicas: section.replicas, data: section.data, arguments: section.arguments,
-                nodes: section.nodes))
+            guard var section = current else { return }
+            let name = section.settings.name
+            guard let port = section.port else { throw fail(section.line, "[\(name)] sets no port") }
+            if section.settings.blobs, !section.settings.cluster {
+                throw fail(section.line, "[\(name)] keeps its blobs on its nodes (blobs = yes) and has no cluster (cluster = yes)")
+            }
+            section.settings.port = port
+            services.append(section.settings)
+        }
+        func yesOrNo(_ key: String, _ value: String, _ line: Int) throws(ServicesFileError) -> Bool {
+            guard value == "yes" || value == "no" else { throw fail(line, "\(key) must be yes or no (got '\(value)')") }
+            return value == "yes"
         }
 
         // Lines as bash's `read` sees them: split at \n only, a trailing \r dropped.
@@ -100,7 +130,7 @@ public enum ServiceList {
                 try close()
                 sectionLines[name] = number
                 seenKeys = []
-                current = (name, number, nil, 1, nil, [], [])
+                current = (number, nil, ServiceSettings(name: name, port: 0))
                 continue
             }
             guard let equals = trimmed.firstIndex(of: "=") else {
@@ -112,7 +142,7 @@ public enum ServiceList {
             }
             let key = trim(trimmed[..<equals]), value = trim(trimmed[trimmed.index(after: equals)...])
             guard current != nil else { throw fail(number, "'\(key)' comes before any [SERVICE] section") }
-            let section = current!.name
+            let section = current!.settings.name
             guard keys.contains(key) else {
                 throw fail(number, "unknown key '\(key)' in [\(section)] (known: \(keys.joined(separator: ", ")))")
             }
@@ -127,35 +157,66 @@ public enum ServiceList {
                 guard (1...5).contains(value.count), value.allSatisfy(\.isASCIIDigit), let replicas = Int(value) else {
                     throw fail(number, "replicas must be a number 0-99999 (got '\(value)')")
                 }
-                current!.replicas = replicas
+                current!.settings.replicas = replicas
             case "data":
                 guard !value.isEmpty else { throw fail(number, "data needs a directory") }
-                current!.data = value
+                current!.settings.data = value
             case "nodes":
                 guard !value.isEmpty else { throw fail(number, "nodes needs a list of node numbers (nodes = 1,2)") }
                 for item in value.split(separator: ",", omittingEmptySubsequences: false).map({ trim($0) }) {
                     guard (1...2).contains(item.count), item.allSatisfy(\.isASCIIDigit), let node = Int(item), (1...maxNode).contains(node) else {
                         throw fail(number, "nodes must be node numbers 1-\(maxNode) separated by commas (got '\(value)')")
                     }
-                    guard !current!.nodes.contains(node) else { throw fail(number, "node \(node) is listed twice in [\(section)]'s nodes") }
-                    current!.nodes.append(node)
+                    guard !current!.settings.nodes.contains(node) else { throw fail(number, "node \(node) is listed twice in [\(section)]'s nodes") }
+                    current!.settings.nodes.append(node)
                 }
+            case "proto":
+                let parts = value.split(separator: ".", omittingEmptySubsequences: false)
+                guard !value.isEmpty, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") } }) else {
+                    throw fail(number, "proto must be a protobuf package, words joined by dots (proto = menagerie.zoo.v1; got '\(value)')")
+                }
+                current!.settings.proto = value
+            case "models":
+                guard !value.isEmpty else { throw fail(number, "models needs the names of what compose installs (models = \(installers.joined(separator: " ")))") }
+                for model in value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init) {
+                    guard installers.contains(model) else {
+                        throw fail(number, "unknown model '\(model)' in [\(section)] (known: \(installers.joined(separator: ", ")))")
+                    }
+                    guard !current!.settings.models.contains(model) else { throw fail(number, "model \(model) is listed twice in [\(section)]'s models") }
+                    current!.settings.models.append(model)
+                }
+            case "cluster":
+                current!.settings.cluster = try yesOrNo(key, value, number)
+            case "blobs":
+                current!.settings.blobs = try yesOrNo(key, value, number)
+            case "container", "kubernetes":
+                guard !value.isEmpty else { throw fail(number, "\(key) needs a file (relative to this file's folder)") }
+                if key == "container" { current!.settings.container = value } else { current!.settings.kubernetes = value }
             default:
                 guard !value.isEmpty else { throw fail(number, "arg needs a value (one command-line argument)") }
-                current!.arguments.append(value)
+                current!.settings.arguments.append(value)
             }
         }
         try close()
         return services
     }
 
-    /// The services as `compose config` prints them: every key written out, in one order.
+    /// The services as `compose config` prints them: every key written out, in one order (those left at their
+    /// default beyond port, replicas and data left out).
     public static func render(_ services: [ServiceSettings]) -> String {
-        services.map { service in
-            (["[\(service.name)]", "port = \(service.port)", "replicas = \(service.replicas)", "data = \(service.data)"]
-                + (service.nodes.isEmpty ? [] : ["nodes = " + service.nodes.map(String.init).joined(separator: ",")])
-                + service.arguments.map { "arg = \($0)" }).joined(separator: "\n") + "\n"
-        }.joined(separator: "\n")
+        services.map { lines(of: $0).joined(separator: "\n") + "\n" }.joined(separator: "\n")
+    }
+
+    private static func lines(of service: ServiceSettings) -> [String] {
+        var lines = ["[\(service.name)]", "port = \(service.port)", "replicas = \(service.replicas)", "data = \(service.data)"]
+        if !service.nodes.isEmpty { lines.append("nodes = " + service.nodes.map(String.init).joined(separator: ",")) }
+        if let proto = service.proto { lines.append("proto = \(proto)") }
+        if !service.models.isEmpty { lines.append("models = " + service.models.joined(separator: " ")) }
+        if service.cluster { lines.append("cluster = yes") }
+        if service.blobs { lines.append("blobs = yes") }
+        if let container = service.container { lines.append("container = \(container)") }
+        if let kubernetes = service.kubernetes { lines.append("kubernetes = \(kubernetes)") }
+        return lines + service.arguments.map { "arg = \($0)" }
     }
 
     /// Spaces and tabs off both ends, as compose trims them.
