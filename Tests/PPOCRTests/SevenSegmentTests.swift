@@ -105,8 +105,10 @@ import TextRecognition
         print("| PP-OCR alone | " + conditions.map { "\(right[$0]!.plain)/\(right[$0]!.total)" }.joined(separator: " | ") + " | \(all.0)/\(all.2) |")
         print("| with the seven-segment reader | " + conditions.map { "\(right[$0]!.reader)/\(right[$0]!.total)" }.joined(separator: " | ") + " | \(all.1)/\(all.2) |")
         // The issue's goal is 90 % of seven-segment values right; the reader does not reach it yet (README, "Seven
-        // segments"): it must add values, never lose one.
+        // segments"): it must add values, never lose one. 30 of 48 since the renderer draws more segment shapes and
+        // pictures of no value (24 before; 28 leaves room for a retrained model's small differences).
         #expect(all.1 > all.0, "\(all.1) of \(all.2) values right with the reader, \(all.0) without")
+        #expect(all.1 >= 28, "\(all.1) of \(all.2) values right with the reader")
     }
 
     /// Whether a word read is `value`, with a unit or sign glued after it (`25.3°C`, `67%`).
