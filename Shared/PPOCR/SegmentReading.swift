@@ -28,8 +28,16 @@ enum SegmentReading {
             guard box.width >= 4, box.height >= 8 else { continue }
             let grey = GreyPixels(rgb: pixels.bytes, width: pixels.width, height: pixels.height,
                                   crop: (box.x, box.y, box.width, box.height), maximumHeight: cutHeight)
-            guard let reading = try reader.read(grey), accepted(reading) else { continue }
+            guard let reading = try reader.read(grey) else { continue }
             candidates.append((box, reading))
+        }
+        // A region's value is refused when an overlapping region reads more digits of segments there, sure or not:
+        // it is then a fragment of a value the reader could not read whole (`15` of 15.7 under glare).
+        candidates = candidates.filter { candidate in
+            accepted(candidate.reading) && !candidates.contains { other in
+                other.reading.digits > candidate.reading.digits && other.reading.strokesPerDigit >= minimumStrokesPerDigit
+                    && overlap(other.box, candidate.box) > 0.5
+            }
         }
         candidates.sort { ($0.reading.digits, $0.reading.confidence) > ($1.reading.digits, $1.reading.confidence) }
         var taken: [TextBox] = []
