@@ -19,13 +19,30 @@ enum SegmentReading {
 
     static func merge(_ lines: [PPOCRLine], in pixels: RGBPixels, reader: SevenSegmentReader) throws -> [PPOCRLine] {
         var lines = lines
-        var taken: [TextBox] = []
+        // Every region's reading first: the finder's polarities and dilations give overlapping candidates for one
+        // line (a radius that joins a point to its digit, one that tears a `1` off), and the one the reader is
+        // surest of is taken, the value with more digits before a fragment of it, not the first found.
+        var candidates: [(box: TextBox, reading: SevenSegmentReading)] = []
         for region in SegmentRegions.find(rgb: pixels.bytes, width: pixels.width, height: pixels.height) {
             let box = TextBox(x: region.x, y: region.y, width: region.width, height: region.height, score: 1)
-            guard box.width >= 4, box.height >= 8, !taken.contains(where: { overlap($0, box) > 0.5 }) else { continue }
+            guard box.width >= 4, box.height >= 8 else { continue }
             let grey = GreyPixels(rgb: pixels.bytes, width: pixels.width, height: pixels.height,
                                   crop: (box.x, box.y, box.width, box.height), maximumHeight: cutHeight)
-            guard let reading = try reader.read(grey), accepted(reading) else { continue }
+            guard let reading = try reader.read(grey) else { continue }
+            candidates.append((box, reading))
+        }
+        // A region's value is refused when an overlapping region reads more digits of segments there, sure or not:
+        // it is then a fragment of a value the reader could not read whole (`15` of 15.7 under glare).
+        candidates = candidates.filter { candidate in
+            accepted(candidate.reading) && !candidates.contains { other in
+                other.reading.digits > candidate.reading.digits && other.reading.strokesPerDigit >= minimumStrokesPerDigit
+                    && overlap(other.box, candidate.box) > 0.5
+            }
+        }
+        candidates.sort { ($0.reading.digits, $0.reading.confidence) > ($1.reading.digits, $1.reading.confidence) }
+        var taken: [TextBox] = []
+        for (box, reading) in candidates {
+            guard !taken.contains(where: { overlap($0, box) > 0.5 }) else { continue }
             taken.append(box)
             let word = PPOCRWord(text: reading.text, confidence: reading.confidence, box: box)
             // The PP-OCR line this region overlaps most, if any.

@@ -22,9 +22,12 @@ public struct SevenSegmentModel: Sendable {
     public static let manifestName = "sevenseg.json"
     public static let fileName = "sevenseg.onnx"
     public static let installHint = "install it with compose/compose sevenseg"
+    /// The class of what is no glyph (a label's letter, a fragment of a digit, a frame's corner): refused, not read
+    /// as the digit it looks most like.
+    public static let rejectLabel = "none"
 
     public let network: [UInt8]
-    /// The class of each output: "0"…"9" and "-".
+    /// The class of each output: "0"…"9", "-" and (models trained since it was added) `rejectLabel`.
     public let labels: [String]
 
     public init(network: [UInt8], labels: [String]) {
@@ -76,8 +79,8 @@ public final class SevenSegmentReader: Sendable {
         labels = model.labels
     }
 
-    /// The value in `grey`: the longest run of glyphs classified with at least `minimumConfidence` (so a label or
-    /// unit printed beside the digits is left out), a minus only at its start, points only between digits; nil
+    /// The value in `grey`: the longest run of glyphs classified with at least `minimumConfidence` and not refused
+    /// as no glyph (so a label or unit printed beside the digits is left out), a minus only at its start, points only between digits; nil
     /// when no digit is read.
     public func read(_ grey: GreyPixels, minimumConfidence: Double = 0.6) throws -> SevenSegmentReading? {
         guard let cells = SegmentCutter.cut(grey) else { return nil }
@@ -98,7 +101,7 @@ public final class SevenSegmentReader: Sendable {
                 if digits > 0, text.last?.isNumber == true { text += "." }
             case .glyph(let patch, _, let count):
                 let (label, probability) = try classify(patch)
-                if probability < minimumConfidence || (label == "-" && !text.isEmpty) {
+                if probability < minimumConfidence || label == SevenSegmentModel.rejectLabel || (label == "-" && !text.isEmpty) {
                     close()
                     continue
                 }

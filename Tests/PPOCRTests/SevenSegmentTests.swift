@@ -81,6 +81,7 @@ import TextRecognition
         let withReader = try PPOCREngine(models: models, segments: try SevenSegmentModel.load(directory: Self.folder))
         var right: [String: (plain: Int, reader: Int, total: Int)] = [:]
         var conditions: [String] = []
+        var wrongs: [String] = []
         for photo in try Self.photos() {
             let data = try Data(contentsOf: DisplayReadingTests.root.appendingPathComponent("Tests/SevenSegmentPhotos/\(photo.name)"))
             let image = try ImageDecoder().decode(data).pages[0]
@@ -97,6 +98,11 @@ import TextRecognition
                 // The reader never costs a value PP-OCR read right.
                 #expect(!found(plainWords) || found(readerWords), "\(photo.name): \(value) lost with the reader (\(readerWords))")
             }
+            // A number the reader put there that is none of the photo's values: read wrong.
+            let wrong = readerWords.filter { word in
+                word.contains(where: \.isNumber) && !plainWords.contains(word) && !photo.values.contains { Self.isValue(word, $0) }
+            }
+            wrongs += wrong.map { "\(photo.name): \($0)" }
             print("\(photo.name) \(photo.values): PP-OCR \(plainWords), with the reader \(readerWords)")
             right[photo.condition] = row
         }
@@ -105,8 +111,15 @@ import TextRecognition
         print("| PP-OCR alone | " + conditions.map { "\(right[$0]!.plain)/\(right[$0]!.total)" }.joined(separator: " | ") + " | \(all.0)/\(all.2) |")
         print("| with the seven-segment reader | " + conditions.map { "\(right[$0]!.reader)/\(right[$0]!.total)" }.joined(separator: " | ") + " | \(all.1)/\(all.2) |")
         // The issue's goal is 90 % of seven-segment values right; the reader does not reach it yet (README, "Seven
-        // segments"): it must add values, never lose one.
+        // segments"): it must add values, never lose one. 29 of 48 since the renderer draws more segment shapes and
+        // pictures of no value and a fragment of a longer reading is refused (24 before; 28 leaves room for a retrained
+        // model's small differences).
         #expect(all.1 > all.0, "\(all.1) of \(all.2) values right with the reader, \(all.0) without")
+        #expect(all.1 >= 28, "\(all.1) of \(all.2) values right with the reader")
+        // Values the reader reads wrong (the issue wants none unflagged): 4 before a fragment of a longer, unsure
+        // reading was refused (`15` of 15.7, `103` of 103.1), 2 now (`01` of 60.1, `343` for 34.3).
+        print("read wrong by the reader: \(wrongs)")
+        #expect(wrongs.count <= 2, "read wrong by the reader: \(wrongs)")
     }
 
     /// Whether a word read is `value`, with a unit or sign glued after it (`25.3°C`, `67%`).
