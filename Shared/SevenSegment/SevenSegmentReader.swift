@@ -64,6 +64,9 @@ public struct SevenSegmentReading: Sendable, Equatable {
     /// Its digits, and the glyphs the whole picture was cut into (the value's and any label's or unit's beside it).
     public var digits: Int
     public var glyphs: Int
+    /// Every cell of the picture as read, left to right (`5 0.99`, `.`, `none 0.80`): what a doubt about the value
+    /// is judged on, and what a test prints.
+    public var cells: [String] = []
 }
 
 /// Reads the digits of a line of a segment display: `SegmentCutter` cuts it into glyphs, the network classifies each.
@@ -87,6 +90,7 @@ public final class SevenSegmentReader: Sendable {
         var best: (reading: SevenSegmentReading, digits: Int)?
         let glyphs = cells.filter { if case .glyph = $0 { true } else { false } }.count
         var text = "", confidence = 1.0, strokes = 0, digits = 0
+        var trace: [String] = []
         func close() {
             if text.last == "." { text.removeLast() }
             if digits > 0, best.map({ digits > $0.digits || (digits == $0.digits && confidence > $0.reading.confidence) }) ?? true {
@@ -98,9 +102,11 @@ public final class SevenSegmentReader: Sendable {
         for cell in cells {
             switch cell {
             case .point:
+                trace.append(".")
                 if digits > 0, text.last?.isNumber == true { text += "." }
             case .glyph(let patch, _, let count):
                 let (label, probability) = try classify(patch)
+                trace.append("\(label) \((probability * 100).rounded() / 100)")
                 if probability < minimumConfidence || label == SevenSegmentModel.rejectLabel || (label == "-" && !text.isEmpty) {
                     close()
                     continue
@@ -114,6 +120,7 @@ public final class SevenSegmentReader: Sendable {
             }
         }
         close()
+        best?.reading.cells = trace
         return best?.reading
     }
 
