@@ -14,6 +14,9 @@ enum SegmentReading {
     static let minimumStrokesPerDigit = 1.8
     /// The reader's least glyph confidence for its value to be used.
     static let minimumConfidence = 0.8
+    /// The least for a value where PP-OCR read no number: given flagged (under the templates' 0.85 anyway), not
+    /// dropped, as Live Text shows a person what it could make out.
+    static let unsureConfidence = 0.65
     /// Lines are cut at this height at most.
     static let cutHeight = 96
 
@@ -35,7 +38,7 @@ enum SegmentReading {
         // A region's value is refused when an overlapping region reads more digits of segments there, sure or not:
         // it is then a fragment of a value the reader could not read whole (`15` of 15.7 under glare).
         var candidates = all.filter { candidate in
-            accepted(candidate.reading) && !all.contains { other in
+            accepted(candidate.reading, minimum: unsureConfidence) && !all.contains { other in
                 other.reading.digits > candidate.reading.digits && other.reading.strokesPerDigit >= minimumStrokesPerDigit
                     && overlap(other.box, candidate.box) > 0.5
             }
@@ -44,8 +47,14 @@ enum SegmentReading {
         var taken: [TextBox] = []
         for (box, reading) in candidates {
             guard !taken.contains(where: { overlap($0, box) > 0.5 }) else { continue }
+            // An unsure value stands only where PP-OCR read no number, flagged.
+            let unsure = reading.confidence < minimumConfidence
+            if unsure, lines.contains(where: { $0.words.contains { $0.text.contains(where: \.isNumber) && overlap($0.box, box) > 0.3 } }) {
+                continue
+            }
             taken.append(box)
-            let doubt = try doubt(about: reading, at: box, among: all, lines: lines, in: pixels, reader: reader)
+            let doubt = unsure ? "read unsure (a glyph at \((reading.confidence * 100).rounded() / 100))"
+                : try doubt(about: reading, at: box, among: all, lines: lines, in: pixels, reader: reader)
             let word = PPOCRWord(text: reading.text, confidence: doubt == nil ? reading.confidence : min(reading.confidence, doubtfulConfidence),
                                  box: box, doubt: doubt)
             // The PP-OCR line this region overlaps most, if any.
@@ -57,17 +66,18 @@ enum SegmentReading {
             lines[index] = replacing(lines[index], with: word)
         }
         // PP-OCR's own numbers that are no number (`7.9.5`, `60.`: a point read in a gap between segments, or a
-        // digit lost after it), or where the reader reads a longer value (`8` and `2` of 82): a part of a value.
-        lines = lines.map { line in
-            doubting(line) { word in
+        // digit lost after it), or where the reader reads a longer value over them or in their box widened by its
+        // height (`8` and `2` of 82, `17.3` of 147.3: PP-OCR drops digits of segments): a part of a value.
+        lines = try lines.map { line in
+            try doubting(line) { word in
                 guard word.doubt == nil, !taken.contains(where: { overlap($0, word.box) > 0.5 }) else { return nil }
                 let digits = word.text.filter(\.isNumber)
                 guard !digits.isEmpty else { return nil }
                 if isMalformedNumber(word.text) { return "\(word.text) is no well-formed number" }
-                return all.first { other in
-                    other.reading.confidence >= minimumConfidence && other.reading.digits > digits.count
-                        && overlap(other.box, word.box) > 0.5 && isSubsequence(digits, of: other.reading.text.filter(\.isNumber))
-                }.map { "PP-OCR read a part of the segment value \($0.reading.text)" }
+                let box = word.box, x0 = max(0, box.x - box.height), x1 = min(pixels.width, box.x + box.width + box.height)
+                let wide = try read(TextBox(x: x0, y: box.y, width: x1 - x0, height: box.height, score: 1), in: pixels, reader: reader)
+                let readings = all.filter { overlap($0.box, box) > 0.5 }.map(\.reading) + (wide.map { [$0] } ?? [])
+                return readings.first { isLonger($0, than: digits) }.map { "PP-OCR read a part of the segment value \($0.text)" }
             }
         }
         // PP-OCR's lines keep their order (a template's neighbourhoods and the text read are PP-OCR's); the reader's
@@ -134,12 +144,19 @@ enum SegmentReading {
         return nil
     }
 
+    /// Whether the reader's `reading` looks like segments or is sure (a glyph at 0.8 and more each), and holds
+    /// PP-OCR's `digits` in order with more besides: PP-OCR's number is then a part of it.
+    static func isLonger(_ reading: SevenSegmentReading, than digits: String) -> Bool {
+        (reading.strokesPerDigit >= minimumStrokesPerDigit || reading.confidence >= minimumConfidence)
+            && reading.digits > digits.count && isSubsequence(digits, of: reading.text.filter(\.isNumber))
+    }
+
     /// The line with `doubt`'s words held at `doubtfulConfidence`, each with its reason.
-    static func doubting(_ line: PPOCRLine, _ doubt: (PPOCRWord) -> String?) -> PPOCRLine {
+    static func doubting(_ line: PPOCRLine, _ doubt: (PPOCRWord) throws -> String?) rethrows -> PPOCRLine {
         var line = line
         var changed = false
         for index in line.words.indices {
-            guard let reason = doubt(line.words[index]) else { continue }
+            guard let reason = try doubt(line.words[index]) else { continue }
             line.words[index].doubt = reason
             line.words[index].confidence = min(line.words[index].confidence, doubtfulConfidence)
             changed = true
@@ -165,8 +182,8 @@ enum SegmentReading {
         return true
     }
 
-    static func accepted(_ reading: SevenSegmentReading) -> Bool {
-        reading.strokesPerDigit >= minimumStrokesPerDigit && reading.confidence >= minimumConfidence
+    static func accepted(_ reading: SevenSegmentReading, minimum: Double = minimumConfidence) -> Bool {
+        reading.strokesPerDigit >= minimumStrokesPerDigit && reading.confidence >= minimum
             && reading.digits >= 2
             && reading.text.filter { $0 != "." }.count == reading.glyphs
     }

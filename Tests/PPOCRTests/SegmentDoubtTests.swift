@@ -45,6 +45,17 @@ struct SegmentDoubtTests {
         #expect(SegmentReading.ppocrDisagrees("kg", with: "25.3") == nil)
     }
 
+    /// PP-OCR's number is a part of the reader's longer reading there when that looks like segments or is sure
+    /// (perspective-4: PP-OCR's `17.3` of 147.3 stood at 0.96 unflagged when the reader's own value was refused).
+    @Test func aPartOfALongerSegmentReadingIsFlagged() {
+        #expect(SegmentReading.isLonger(Self.reading("147.3", confidence: 0.7, strokes: 3), than: "173"))
+        #expect(SegmentReading.isLonger(Self.reading("82", confidence: 0.86, strokes: 1), than: "8"))
+        // Print read unsure, the same digits, or other digits: no part.
+        #expect(!SegmentReading.isLonger(Self.reading("147.3", confidence: 0.7, strokes: 1), than: "173"))
+        #expect(!SegmentReading.isLonger(Self.reading("17.3", strokes: 3), than: "173"))
+        #expect(!SegmentReading.isLonger(Self.reading("1465", strokes: 3), than: "173"))
+    }
+
     /// PP-OCR's numbers that are no number: a point read in a gap between segments (`7.9.5` for 79.5, `1.4.5`) or a
     /// digit lost after the point (`60.` of 60.1).
     @Test func aMalformedNumberIsFlagged() {

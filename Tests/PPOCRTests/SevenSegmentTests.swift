@@ -139,9 +139,10 @@ import TextRecognition
             print("| \(condition) | " + counts.map(String.init).joined(separator: " | ") + " |")
         }
         // The issue's goal is 90 % of seven-segment values right; the reader does not reach it yet (README, "Seven
-        // segments"): it must add values, never lose one. 28 leaves room for a retrained model's small differences.
+        // segments"): it must add values, never lose one. 32 since an unsure value stands, flagged, where PP-OCR read
+        // no number (27 before with the same model); 30 leaves room for a retrained model's small differences.
         #expect(all.1 > all.0, "\(all.1) of \(all.2) values right with the reader, \(all.0) without")
-        #expect(all.1 >= 28, "\(all.1) of \(all.2) values right with the reader")
+        #expect(all.1 >= 30, "\(all.1) of \(all.2) values right with the reader")
         // No number wrong without a flag, the reader's or PP-OCR's (before: `343` for 34.3 and `01.` for 60.1 at 0.90,
         // PP-OCR's `7.9.5`, `1.4.5`, `60.`, and `8` and `2` of 82, all unflagged).
         #expect(silentlyWrong.isEmpty, "read wrong without a flag: \(silentlyWrong)")
