@@ -306,7 +306,7 @@ let package = Package(
         .testTarget(name: "TLSTests", dependencies: ["Base", "TLS", "TestSupport"], path: "Tests/TLSTests"),
         // The module graph's promises (no domain under the runtime, no other domain in a service), read from this file.
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests"),
-        .testTarget(name: "PPOCRTests", dependencies: ["PPOCR", "OpenCVDNN", "TextRecognition", "SevenSegment"], path: "Tests/PPOCRTests"),
+        .testTarget(name: "PPOCRTests", dependencies: ["PPOCR", "OpenCVDNN", "TextRecognition", "SevenSegment", "OCRPolicy"], path: "Tests/PPOCRTests"),
         .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition", "WorkLane", "OCRTestSupport"], path: "Tests/TextRecognitionTests"),
         // What the OCR tests and the benchmark share: the shared pages, CER, the tesseract program, rendered pages.
         .target(name: "OCRTestSupport", dependencies: ["TextRecognition"], path: "Tests/OCRTestSupport"),

@@ -9,11 +9,14 @@ public struct PPOCRWord: Sendable, Hashable {
     public var text: String
     public var confidence: Double
     public var box: TextBox
+    /// Why the word is in doubt (its confidence then held under any threshold a template trusts): `SegmentReading`.
+    public var doubt: String?
 
-    public init(text: String, confidence: Double, box: TextBox) {
+    public init(text: String, confidence: Double, box: TextBox, doubt: String? = nil) {
         self.text = text
         self.confidence = confidence
         self.box = box
+        self.doubt = doubt
     }
 }
 

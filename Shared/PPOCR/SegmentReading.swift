@@ -14,35 +14,176 @@ enum SegmentReading {
     static let minimumStrokesPerDigit = 1.8
     /// The reader's least glyph confidence for its value to be used.
     static let minimumConfidence = 0.8
+    /// The least for a value where PP-OCR read no number: given flagged (under the templates' 0.85 anyway), not
+    /// dropped, as Live Text shows a person what it could make out.
+    static let unsureConfidence = 0.65
     /// Lines are cut at this height at most.
     static let cutHeight = 96
 
+    /// The confidence a doubted value is given: under any threshold a template trusts (`RecordPolicy`'s 0.85), over
+    /// `PPOCREngine.minimumConfidence`, so the value is kept and flagged rather than stored as if right or lost.
+    static let doubtfulConfidence = 0.6
+
     static func merge(_ lines: [PPOCRLine], in pixels: RGBPixels, reader: SevenSegmentReader) throws -> [PPOCRLine] {
         var lines = lines
-        var taken: [TextBox] = []
+        // Every region's reading first: the finder's polarities and dilations give overlapping candidates for one
+        // line (a radius that joins a point to its digit, one that tears a `1` off), and the one the reader is
+        // surest of is taken, the value with more digits before a fragment of it, not the first found.
+        var all: [(box: TextBox, reading: SevenSegmentReading)] = []
         for region in SegmentRegions.find(rgb: pixels.bytes, width: pixels.width, height: pixels.height) {
             let box = TextBox(x: region.x, y: region.y, width: region.width, height: region.height, score: 1)
-            guard box.width >= 4, box.height >= 8, !taken.contains(where: { overlap($0, box) > 0.5 }) else { continue }
-            let grey = GreyPixels(rgb: pixels.bytes, width: pixels.width, height: pixels.height,
-                                  crop: (box.x, box.y, box.width, box.height), maximumHeight: cutHeight)
-            guard let reading = try reader.read(grey), accepted(reading) else { continue }
+            guard let reading = try read(box, in: pixels, reader: reader) else { continue }
+            all.append((box, reading))
+        }
+        // A region's value is refused when an overlapping region reads more digits of segments there, sure or not:
+        // it is then a fragment of a value the reader could not read whole (`15` of 15.7 under glare).
+        var candidates = all.filter { candidate in
+            accepted(candidate.reading, minimum: unsureConfidence) && !all.contains { other in
+                other.reading.digits > candidate.reading.digits && other.reading.strokesPerDigit >= minimumStrokesPerDigit
+                    && overlap(other.box, candidate.box) > 0.5
+            }
+        }
+        candidates.sort { ($0.reading.digits, $0.reading.confidence) > ($1.reading.digits, $1.reading.confidence) }
+        var taken: [TextBox] = []
+        for (box, reading) in candidates {
+            guard !taken.contains(where: { overlap($0, box) > 0.5 }) else { continue }
+            // An unsure value stands only where PP-OCR read no number, flagged.
+            let unsure = reading.confidence < minimumConfidence
+            if unsure, lines.contains(where: { $0.words.contains { $0.text.contains(where: \.isNumber) && overlap($0.box, box) > 0.3 } }) {
+                continue
+            }
             taken.append(box)
-            let word = PPOCRWord(text: reading.text, confidence: reading.confidence, box: box)
+            let doubt = unsure ? "read unsure (a glyph at \((reading.confidence * 100).rounded() / 100))"
+                : try doubt(about: reading, at: box, among: all, lines: lines, in: pixels, reader: reader)
+            let word = PPOCRWord(text: reading.text, confidence: doubt == nil ? reading.confidence : min(reading.confidence, doubtfulConfidence),
+                                 box: box, doubt: doubt)
             // The PP-OCR line this region overlaps most, if any.
             let best = lines.indices.map { ($0, overlap(lines[$0].box, box)) }.filter { $0.1 > 0.3 }.max { $0.1 < $1.1 }
             guard let index = best?.0 else {
-                lines.append(PPOCRLine(text: reading.text, confidence: reading.confidence, box: box, words: [word]))
+                lines.append(PPOCRLine(text: reading.text, confidence: word.confidence, box: box, words: [word]))
                 continue
             }
             lines[index] = replacing(lines[index], with: word)
+        }
+        // PP-OCR's own numbers that are no number (`7.9.5`, `60.`: a point read in a gap between segments, or a
+        // digit lost after it), or where the reader reads a longer value over them or in their box widened by its
+        // height (`8` and `2` of 82, `17.3` of 147.3: PP-OCR drops digits of segments): a part of a value.
+        lines = try lines.map { line in
+            try doubting(line) { word in
+                guard word.doubt == nil, !taken.contains(where: { overlap($0, word.box) > 0.5 }) else { return nil }
+                let digits = word.text.filter(\.isNumber)
+                guard !digits.isEmpty else { return nil }
+                if isMalformedNumber(word.text) { return "\(word.text) is no well-formed number" }
+                let box = word.box, x0 = max(0, box.x - box.height), x1 = min(pixels.width, box.x + box.width + box.height)
+                let wide = try read(TextBox(x: x0, y: box.y, width: x1 - x0, height: box.height, score: 1), in: pixels, reader: reader)
+                let readings = all.filter { overlap($0.box, box) > 0.5 }.map(\.reading) + (wide.map { [$0] } ?? [])
+                return readings.first { isLonger($0, than: digits) }.map { "PP-OCR read a part of the segment value \($0.text)" }
+            }
         }
         // PP-OCR's lines keep their order (a template's neighbourhoods and the text read are PP-OCR's); the reader's
         // own lines follow.
         return lines
     }
 
-    static func accepted(_ reading: SevenSegmentReading) -> Bool {
-        reading.strokesPerDigit >= minimumStrokesPerDigit && reading.confidence >= minimumConfidence
+    /// The reader's value in `box` (cut at `cutHeight` rows at most), nil when it reads no digit.
+    static func read(_ box: TextBox, in pixels: RGBPixels, reader: SevenSegmentReader) throws -> SevenSegmentReading? {
+        guard box.width >= 4, box.height >= 8 else { return nil }
+        let grey = GreyPixels(rgb: pixels.bytes, width: pixels.width, height: pixels.height,
+                              crop: (box.x, box.y, box.width, box.height), maximumHeight: cutHeight)
+        return try reader.read(grey)
+    }
+
+    /// Why a value the reader chose may be wrong, or nil: another region over it reads other digits there (`60` where
+    /// `01` was chosen: the region stopped short of the value); the region widened by its height on both sides reads
+    /// more digits or other ones (its ink goes on past the region); PP-OCR read digits there that the value lacks,
+    /// or the same digits with another decimal point (a point one of them lost).
+    static func doubt(about reading: SevenSegmentReading, at box: TextBox, among all: [(box: TextBox, reading: SevenSegmentReading)],
+                      lines: [PPOCRLine], in pixels: RGBPixels, reader: SevenSegmentReader) throws -> String? {
+        if let other = disagreeing(with: reading, at: box, among: all) {
+            return "another reading of the segments there is \(other)"
+        }
+        let grow = box.height
+        let x0 = max(0, box.x - grow), x1 = min(pixels.width, box.x + box.width + grow)
+        if x1 - x0 > box.width, let wide = try read(TextBox(x: x0, y: box.y, width: x1 - x0, height: box.height, score: 1), in: pixels, reader: reader),
+           hasLeadingDigits(wide, before: reading) {
+            return "the segments go on before the value's region (\(wide.text) there)"
+        }
+        for line in lines {
+            for word in line.words where overlap(word.box, box) > 0.3 {
+                if let reason = ppocrDisagrees(word.text, with: reading.text) { return reason }
+            }
+        }
+        return nil
+    }
+
+    /// An overlapping region's reading of two digits or more, each glyph one digit's strokes at most (not a whole
+    /// panel cut as one line), that is no part of the value: the two regions saw different digits there.
+    static func disagreeing(with reading: SevenSegmentReading, at box: TextBox, among all: [(box: TextBox, reading: SevenSegmentReading)]) -> String? {
+        let digits = reading.text.filter(\.isNumber)
+        return all.first { other in
+            other.reading.digits >= 2 && other.reading.strokesPerDigit <= 7 && overlap(other.box, box) > 0.5
+                && !digits.contains(other.reading.text.filter(\.isNumber))
+        }?.reading.text
+    }
+
+    /// Whether the wider region's reading holds the value's digits after others: digits before the region (a
+    /// leading digit lost is what makes 9.8 of 239.8). Digits after it are as often a unit's letters read as digits.
+    static func hasLeadingDigits(_ wide: SevenSegmentReading, before reading: SevenSegmentReading) -> Bool {
+        let digits = reading.text.filter(\.isNumber), theirs = wide.text.filter(\.isNumber)
+        guard let range = theirs.range(of: digits) else { return false }
+        return range.lowerBound > theirs.startIndex
+    }
+
+    /// Why PP-OCR's word over the value casts doubt on it, or nil: digits the value lacks, or the same digits with
+    /// a decimal point the value has not.
+    static func ppocrDisagrees(_ word: String, with value: String) -> String? {
+        let theirs = word.filter(\.isNumber), digits = value.filter(\.isNumber)
+        guard !theirs.isEmpty else { return nil }
+        if !isSubsequence(theirs, of: digits) { return "PP-OCR read \(word) there" }
+        if theirs == digits, word.contains("."), !value.contains(".") { return "PP-OCR read a decimal point there (\(word))" }
+        return nil
+    }
+
+    /// Whether the reader's `reading` looks like segments or is sure (a glyph at 0.8 and more each), and holds
+    /// PP-OCR's `digits` in order with more besides: PP-OCR's number is then a part of it.
+    static func isLonger(_ reading: SevenSegmentReading, than digits: String) -> Bool {
+        (reading.strokesPerDigit >= minimumStrokesPerDigit || reading.confidence >= minimumConfidence)
+            && reading.digits > digits.count && isSubsequence(digits, of: reading.text.filter(\.isNumber))
+    }
+
+    /// The line with `doubt`'s words held at `doubtfulConfidence`, each with its reason.
+    static func doubting(_ line: PPOCRLine, _ doubt: (PPOCRWord) throws -> String?) rethrows -> PPOCRLine {
+        var line = line
+        var changed = false
+        for index in line.words.indices {
+            guard let reason = try doubt(line.words[index]) else { continue }
+            line.words[index].doubt = reason
+            line.words[index].confidence = min(line.words[index].confidence, doubtfulConfidence)
+            changed = true
+        }
+        if changed { line.confidence = line.words.map(\.confidence).reduce(0, +) / Double(line.words.count) }
+        return line
+    }
+
+    /// A number with two decimal points, or one at its end (`7.9.5`, `60.`), units and signs around it left aside.
+    static func isMalformedNumber(_ text: String) -> Bool {
+        let number = text.drop { !$0.isNumber }.reversed().drop { !$0.isNumber && $0 != "." && $0 != "," }.reversed()
+        let points = number.filter { $0 == "." || $0 == "," }.count
+        return points > 1 || (number.last.map { $0 == "." || $0 == "," } ?? false)
+    }
+
+    /// Whether `part`'s characters appear in `whole` in order (`17` in `147`).
+    static func isSubsequence(_ part: String, of whole: String) -> Bool {
+        var rest = Substring(whole)
+        for character in part {
+            guard let index = rest.firstIndex(of: character) else { return false }
+            rest = rest[rest.index(after: index)...]
+        }
+        return true
+    }
+
+    static func accepted(_ reading: SevenSegmentReading, minimum: Double = minimumConfidence) -> Bool {
+        reading.strokesPerDigit >= minimumStrokesPerDigit && reading.confidence >= minimum
             && reading.digits >= 2
             && reading.text.filter { $0 != "." }.count == reading.glyphs
     }
@@ -68,7 +209,8 @@ enum SegmentReading {
             let right = last.box.x + last.box.width
             line.words.replaceSubrange(numeric.first!...numeric.last!, with: [PPOCRWord(
                 text: prefix + word.text + suffix, confidence: word.confidence,
-                box: TextBox(x: first.box.x, y: first.box.y, width: right - first.box.x, height: first.box.height, score: first.box.score))])
+                box: TextBox(x: first.box.x, y: first.box.y, width: right - first.box.x, height: first.box.height, score: first.box.score),
+                doubt: word.doubt)])
         }
         line.text = line.words.map(\.text).joined(separator: " ")
         line.confidence = line.words.map(\.confidence).reduce(0, +) / Double(line.words.count)

@@ -111,8 +111,23 @@ public enum SegmentCutter {
 
         // A decimal point that blur or a tight gap joined to the digit before it: the run's last columns hold ink
         // only near the baseline, where every digit's right edge is a segment reaching above it.
-        var split: [(from: Int, to: Int, top: Int, bottom: Int)] = []
+        // The same at a run's first columns: a point set close before the next digit (or leaning on it in a
+        // perspective) is joined to that digit, whose left edge reaches above the baseline too.
+        var headless: [(from: Int, to: Int, top: Int, bottom: Int)] = []
         for run in runs {
+            var c = run.from
+            while c < run.to, count[c] == 0 || top[c] * 4 > lineTop * 4 + lineHeight * 3 { c += 1 }
+            let head = c - run.from, rest = run.to - c + 1
+            if head * 20 >= lineHeight, head * 5 <= lineHeight * 2, rest * 5 >= lineHeight, (run.from..<c).contains(where: { count[$0] > 0 }) {
+                let last = (run.from..<c).last { count[$0] > 0 }!
+                headless.append((run.from, last, (run.from...last).map { top[$0] }.min()!, (run.from...last).map { bottom[$0] }.max()!))
+                headless.append((c, run.to, (c...run.to).map { top[$0] }.min()!, (c...run.to).map { bottom[$0] }.max()!))
+            } else {
+                headless.append(run)
+            }
+        }
+        var split: [(from: Int, to: Int, top: Int, bottom: Int)] = []
+        for run in headless {
             var c = run.to
             while c > run.from, count[c] == 0 || top[c] * 4 > lineTop * 4 + lineHeight * 3 { c -= 1 }
             let tail = run.to - c, rest = c - run.from + 1
@@ -148,20 +163,39 @@ public enum SegmentCutter {
                 cells.append(.point(x: x))
             } else if runWidth * 20 >= lineHeight, runHeight * 20 >= lineHeight, runHeight * 10 >= lineHeight * 3 || runWidth * 5 >= lineHeight {
                 // A glyph; a short one (a minus) at least a fifth of the line wide.
-                var strokes = Set<Int32>()
+                var extents: [Int32: (from: Int, to: Int, top: Int, bottom: Int)] = [:]
                 for y in 0..<h {
                     for x in 0..<w where ink[y * w + x] {
                         let c = shift(x, y) + offset
-                        if c >= run.from, c <= run.to { strokes.insert(labels[y * w + x]) }
+                        guard c >= run.from, c <= run.to else { continue }
+                        let label = labels[y * w + x]
+                        let e = extents[label] ?? (c, c, y, y)
+                        extents[label] = (min(e.from, c), max(e.to, c), min(e.top, y), max(e.bottom, y))
                     }
                 }
+                // A decimal point whose columns the digit beside it shares (set close, or leaning on it in a
+                // perspective): a stroke of its own, small and round, on the baseline; a point before the digit or
+                // after it by which side of the digit's middle it sits.
+                let dots = extents.count > 1 ? extents.values.filter { isDot($0, lineTop: lineTop, lineBottom: lineBottom) } : []
+                let middle = (run.from + run.to) / 2
+                for dot in dots where dot.to < middle { cells.append(.point(x: dot.from - offset)) }
                 cells.append(.glyph(
                     patch: patch(grey, shear: shear, from: run.from - offset, to: run.to - offset, top: lineTop,
                                  bottom: lineBottom, ink: inkLevel, back: backLevel),
-                    x: x, strokes: strokes.count))
+                    x: x, strokes: extents.count - dots.count))
+                for dot in dots where dot.to >= middle { cells.append(.point(x: dot.from - offset)) }
             }
         }
         return cells
+    }
+
+    /// Whether a stroke (sheared columns `from`…`to`, rows `top`…`bottom`) is a decimal point: at most 0.22 of the
+    /// line each way, round (within 1.4 : 1; a digit's bottom segment is two strokes' width long and more, its side
+    /// segments tall), in the line's lowest three tenths and reaching its baseline.
+    static func isDot(_ e: (from: Int, to: Int, top: Int, bottom: Int), lineTop: Int, lineBottom: Int) -> Bool {
+        let line = lineBottom - lineTop + 1, width = e.to - e.from + 1, height = e.bottom - e.top + 1
+        return width * 100 <= line * 22 && height * 100 <= line * 22 && width * 10 <= height * 14 && height * 10 <= width * 14
+            && e.top * 10 >= lineTop * 10 + line * 7 && e.bottom * 100 >= lineBottom * 100 - line * 12
     }
 
     /// The cell's box (sheared columns `from`…`to`, rows `top`…`bottom`) fitted into `side` × `side` keeping its

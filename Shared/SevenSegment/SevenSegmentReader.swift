@@ -22,9 +22,12 @@ public struct SevenSegmentModel: Sendable {
     public static let manifestName = "sevenseg.json"
     public static let fileName = "sevenseg.onnx"
     public static let installHint = "install it with compose/compose sevenseg"
+    /// The class of what is no glyph (a label's letter, a fragment of a digit, a frame's corner): refused, not read
+    /// as the digit it looks most like.
+    public static let rejectLabel = "none"
 
     public let network: [UInt8]
-    /// The class of each output: "0"…"9" and "-".
+    /// The class of each output: "0"…"9", "-" and (models trained since it was added) `rejectLabel`.
     public let labels: [String]
 
     public init(network: [UInt8], labels: [String]) {
@@ -61,6 +64,9 @@ public struct SevenSegmentReading: Sendable, Equatable {
     /// Its digits, and the glyphs the whole picture was cut into (the value's and any label's or unit's beside it).
     public var digits: Int
     public var glyphs: Int
+    /// Every cell of the picture as read, left to right (`5 0.99`, `.`, `none 0.80`): what a doubt about the value
+    /// is judged on, and what a test prints.
+    public var cells: [String] = []
 }
 
 /// Reads the digits of a line of a segment display: `SegmentCutter` cuts it into glyphs, the network classifies each.
@@ -76,14 +82,15 @@ public final class SevenSegmentReader: Sendable {
         labels = model.labels
     }
 
-    /// The value in `grey`: the longest run of glyphs classified with at least `minimumConfidence` (so a label or
-    /// unit printed beside the digits is left out), a minus only at its start, points only between digits; nil
+    /// The value in `grey`: the longest run of glyphs classified with at least `minimumConfidence` and not refused
+    /// as no glyph (so a label or unit printed beside the digits is left out), a minus only at its start, points only between digits; nil
     /// when no digit is read.
     public func read(_ grey: GreyPixels, minimumConfidence: Double = 0.6) throws -> SevenSegmentReading? {
         guard let cells = SegmentCutter.cut(grey) else { return nil }
         var best: (reading: SevenSegmentReading, digits: Int)?
         let glyphs = cells.filter { if case .glyph = $0 { true } else { false } }.count
         var text = "", confidence = 1.0, strokes = 0, digits = 0
+        var trace: [String] = []
         func close() {
             if text.last == "." { text.removeLast() }
             if digits > 0, best.map({ digits > $0.digits || (digits == $0.digits && confidence > $0.reading.confidence) }) ?? true {
@@ -95,10 +102,12 @@ public final class SevenSegmentReader: Sendable {
         for cell in cells {
             switch cell {
             case .point:
+                trace.append(".")
                 if digits > 0, text.last?.isNumber == true { text += "." }
             case .glyph(let patch, _, let count):
                 let (label, probability) = try classify(patch)
-                if probability < minimumConfidence || (label == "-" && !text.isEmpty) {
+                trace.append("\(label) \((probability * 100).rounded() / 100)")
+                if probability < minimumConfidence || label == SevenSegmentModel.rejectLabel || (label == "-" && !text.isEmpty) {
                     close()
                     continue
                 }
@@ -111,6 +120,7 @@ public final class SevenSegmentReader: Sendable {
             }
         }
         close()
+        best?.reading.cells = trace
         return best?.reading
     }
 

@@ -356,7 +356,7 @@ extension PPOCRLine {
         }
         var line = self
         line.box = scaled(box)
-        line.words = words.map { PPOCRWord(text: $0.text, confidence: $0.confidence, box: scaled($0.box)) }
+        line.words = words.map { PPOCRWord(text: $0.text, confidence: $0.confidence, box: scaled($0.box), doubt: $0.doubt) }
         return line
     }
 }

@@ -1,0 +1,80 @@
+import Testing
+@testable import PPOCR
+@testable import SevenSegment
+
+/// Why a segment value is flagged rather than stored as if right (issue 40: no value wrong without a flag), each rule
+/// on the readings that made it: the photos of Tests/SevenSegmentPhotos where it was read wrong at 0.90 unflagged.
+struct SegmentDoubtTests {
+    static func reading(_ text: String, confidence: Double = 0.9, strokes: Double = 4) -> SevenSegmentReading {
+        let digits = text.filter(\.isNumber).count
+        return SevenSegmentReading(text: text, confidence: confidence, strokesPerDigit: strokes, digits: digits, glyphs: digits)
+    }
+
+    static func box(_ x: Int, _ y: Int, _ width: Int, _ height: Int) -> TextBox {
+        TextBox(x: x, y: y, width: width, height: height, score: 1)
+    }
+
+    /// jpeg-2: the region chosen read `01.` of 60.1 (its `6` outside it); a taller region over it read `60`.
+    @Test func anOverlappingRegionThatReadsOtherDigitsCastsDoubt() {
+        let chosen = Self.box(335, 108, 210, 120)
+        let others = [(Self.box(21, 79, 445, 180), Self.reading("60"))]
+        #expect(SegmentReading.disagreeing(with: Self.reading("01."), at: chosen, among: others) == "60")
+        // A part of the value (a fragment region's `14` of 147.3) or a single digit is no disagreement.
+        #expect(SegmentReading.disagreeing(with: Self.reading("147.3"), at: chosen, among: [(chosen, Self.reading("14")), (chosen, Self.reading("7"))]) == nil)
+        // Nor is a region around the whole panel, its "digits" many lines' strokes together (jpeg-4's `88` of 16
+        // strokes a digit over 29.8).
+        #expect(SegmentReading.disagreeing(with: Self.reading("29.8"), at: chosen, among: [(Self.box(0, 64, 587, 330), Self.reading("88", strokes: 16))]) == nil)
+    }
+
+    /// A region widened by its height that reads digits before the value's: the value's ink goes on past its region.
+    @Test func digitsBeforeTheRegionCastDoubtButAUnitAfterItDoesNot() {
+        #expect(SegmentReading.hasLeadingDigits(Self.reading("601."), before: Self.reading("01.")))
+        #expect(SegmentReading.hasLeadingDigits(Self.reading("239.8"), before: Self.reading("9.8")))
+        // `%` beside 147.3 read as a `1` after it; the same value read wider.
+        #expect(!SegmentReading.hasLeadingDigits(Self.reading("147.3.1"), before: Self.reading("147.3")))
+        #expect(!SegmentReading.hasLeadingDigits(Self.reading("25.3"), before: Self.reading("25.3")))
+    }
+
+    /// PP-OCR's word over the value: digits the value lacks, or a point it lost, cast doubt; a digit PP-OCR dropped
+    /// (`17.3` of 147.3, its common failure on segments) does not.
+    @Test func ppocrDisagreeingCastsDoubt() {
+        #expect(SegmentReading.ppocrDisagrees("60.", with: "01.") != nil)
+        #expect(SegmentReading.ppocrDisagrees("34.3", with: "343") != nil)
+        #expect(SegmentReading.ppocrDisagrees("17.3", with: "147.3") == nil)
+        #expect(SegmentReading.ppocrDisagrees("25.3°C", with: "25.3") == nil)
+        #expect(SegmentReading.ppocrDisagrees("kg", with: "25.3") == nil)
+    }
+
+    /// PP-OCR's number is a part of the reader's longer reading there when that looks like segments or is sure
+    /// (perspective-4: PP-OCR's `17.3` of 147.3 stood at 0.96 unflagged when the reader's own value was refused).
+    @Test func aPartOfALongerSegmentReadingIsFlagged() {
+        #expect(SegmentReading.isLonger(Self.reading("147.3", confidence: 0.7, strokes: 3), than: "173"))
+        #expect(SegmentReading.isLonger(Self.reading("82", confidence: 0.86, strokes: 1), than: "8"))
+        // Print read unsure, the same digits, or other digits: no part.
+        #expect(!SegmentReading.isLonger(Self.reading("147.3", confidence: 0.7, strokes: 1), than: "173"))
+        #expect(!SegmentReading.isLonger(Self.reading("17.3", strokes: 3), than: "173"))
+        #expect(!SegmentReading.isLonger(Self.reading("1465", strokes: 3), than: "173"))
+    }
+
+    /// PP-OCR's numbers that are no number: a point read in a gap between segments (`7.9.5` for 79.5, `1.4.5`) or a
+    /// digit lost after the point (`60.` of 60.1).
+    @Test func aMalformedNumberIsFlagged() {
+        #expect(SegmentReading.isMalformedNumber("7.9.5"))
+        #expect(SegmentReading.isMalformedNumber("1.4.5"))
+        #expect(SegmentReading.isMalformedNumber("60."))
+        #expect(!SegmentReading.isMalformedNumber("25.3°C"))
+        #expect(!SegmentReading.isMalformedNumber("13.03V"))
+        #expect(!SegmentReading.isMalformedNumber("-4.0"))
+        #expect(!SegmentReading.isMalformedNumber("67"))
+    }
+
+    /// A doubted word is held under a template's threshold and says why; the line's confidence follows.
+    @Test func aDoubtedWordIsHeldUnderTheThreshold() {
+        let word = PPOCRWord(text: "8", confidence: 1, box: Self.box(0, 0, 10, 20))
+        let line = PPOCRLine(text: "8 kg", confidence: 1, box: Self.box(0, 0, 40, 20), words: [word, PPOCRWord(text: "kg", confidence: 1, box: Self.box(20, 0, 20, 20))])
+        let doubted = SegmentReading.doubting(line) { $0.text == "8" ? "a part of 82" : nil }
+        #expect(doubted.words[0].confidence == SegmentReading.doubtfulConfidence && doubted.words[0].doubt == "a part of 82")
+        #expect(doubted.words[1].confidence == 1 && doubted.words[1].doubt == nil)
+        #expect(doubted.confidence == (1 + SegmentReading.doubtfulConfidence) / 2)
+    }
+}
