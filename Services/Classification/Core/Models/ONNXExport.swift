@@ -117,7 +117,8 @@ public enum ONNXExport {
     /// must do to be answered as the service answers.
     static func steps(_ header: ModelHeader, scaling: Scaling, normalised: Bool) -> String {
         var steps = [
-            "decode to 8-bit RGB (a JPEG may be decoded at 1/2, 1/4 or 1/8 scale by libjpeg's DCT scaling while it stays at least twice the input on each side: a classifier only; decoding whole then resizing is within rounding of it)",
+            // Classify and Detect both decode reduced (`Preprocessing.decodeSize`, `PhotoDetection`).
+            "decode to 8-bit RGB (a JPEG may be decoded at 1/2, 1/4 or 1/8 scale by libjpeg's DCT scaling while it stays at least twice, on each side, what the resize below keeps of it: a 4000x3000 photo fitted into 224x224 keeps 224x168, so libjpeg decodes 1/8, 500x375\(header.kind == .detector ? "; boxes are mapped back to the photo's own pixels" : ""); decoding whole then resizing is within rounding of it)",
             "turn upright by EXIF orientation (JPEG; input_orientation)",
             "flatten transparency onto black (input_alpha)",
             "resize to input_width x input_height: \(resizeDoc(scaling)) (libtorch's antialiased bilinear, as PIL's Image.resize with BILINEAR)",
