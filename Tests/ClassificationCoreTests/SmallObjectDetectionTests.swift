@@ -115,7 +115,7 @@ struct SmallObjectDetectionTests {
         let train = try scenes.dataset(count: Int(environment["CLOVER_TRAIN"] ?? "") ?? 60, prefix: "train")
         let test = try CloverScenes(seed: 12).dataset(count: Int(environment["CLOVER_TEST"] ?? "") ?? 20, prefix: "test")
         var options = DetectorTrainingOptions()
-        options.inputSize = 224
+        options.inputSize = Int(environment["CLOVER_SIZE"] ?? "") ?? 224
         options.epochs = Int(environment["CLOVER_EPOCHS"] ?? "") ?? 150
         var runs: [(stride: Int, crops: Bool)] = [(8, false), (16, false)]
         if environment["CLOVER_CROPS"] == "1" { runs += [(8, true)] }
@@ -126,5 +126,16 @@ struct SmallObjectDetectionTests {
         let rows = try StrideComparison(options: options, runs: runs)
             .run(train: train, test: test, featurePrint: try FeaturePrint.load(directory: ONNXTransferExportTests.folder))
         for line in StrideComparison.describe(rows, labels: CloverScenes.labels) { print(line) }
+        // Other operating points: precision and recall per label at higher confidences ("0.4,0.55").
+        for confidence in (environment["CLOVER_SWEEP"] ?? "").split(separator: ",").compactMap({ Double($0) }) {
+            for row in rows {
+                let evaluation = try DetectorEvaluation.run(try Detectors.load(row.file), on: test, confidence: confidence)
+                let perLabel = CloverScenes.labels.map { label in
+                    let counts = evaluation.counts[label] ?? Metrics.MatchCounts()
+                    return "\(label) P \(String(format: "%.3f", counts.precision)) R \(String(format: "%.3f", counts.recall))"
+                }
+                print("stride \(row.stride)\(row.crops ? " + crop classifier" : "") at confidence \(confidence): " + perLabel.joined(separator: "; "))
+            }
+        }
     }
 }
