@@ -220,7 +220,7 @@ let package = Package(
                 "RPC", "RPCWire", "Transport", "HTTP", "Schema", "ZooCore", "ZooService", "ZooAPI", "RPCTesting", "OCRCore",
                 "OCRService", "OCRAPI", "OCRTestSupport", "TextRecognition", "PPOCR", "SevenSegment", "WorkLane", "HealthCore", "HealthService", "HealthAPI", "HealthBridge",
                 // The classification suite trains and serves in process, so this executable links libtorch.
-                "ClassificationCore", "ClassificationService", "ClassificationAPI", "Jobs", "JobsAPI", "ServiceKit", "Torch", "Identity", "Storage",
+                "ClassificationCore", "ClassificationService", "ClassificationAPI", "ClassificationTestSupport", "Jobs", "JobsAPI", "ServiceKit", "Torch", "Identity", "Storage",
             ],
             path: "Tests/Benchmarks", exclude: ["peers"]),
         // Fixed counts of unary echo calls, server and client in separate processes, for callgrind and strace.
@@ -310,6 +310,7 @@ let package = Package(
         .testTarget(name: "TextRecognitionTests", dependencies: ["TextRecognition", "WorkLane", "OCRTestSupport"], path: "Tests/TextRecognitionTests"),
         // What the OCR tests and the benchmark share: the shared pages, CER, the tesseract program, rendered pages.
         .target(name: "OCRTestSupport", dependencies: ["TextRecognition"], path: "Tests/OCRTestSupport"),
+        .target(name: "ClassificationTestSupport", dependencies: ["ClassificationCore"], path: "Tests/ClassificationTestSupport"),
         .testTarget(
             name: "IntegrationTests",
             // Torch compiles the TorchScript modules the classification tests import (the test bundle links it anyway).
@@ -345,7 +346,7 @@ let package = Package(
             "Classification", executable: "classification", imports: ["Jobs"],
             core: ["Torch", "OpenCVDNN", "CImageCodecs", "BlobStore"], service: ["Torch", "WorkLane", "Zip"],
             app: ["Torch", "Storage", "BlobStore", "BlobsService", "Transport"],
-            cli: ["CZlib"], coreTests: ["Torch", "OpenCVDNN", "BlobStore"],
+            cli: ["CZlib"], coreTests: ["Torch", "OpenCVDNN", "BlobStore", "ClassificationTestSupport"],
             serviceTests: ["Torch", "WorkLane", "ClassificationCLI", "BlobStore"])
         // A test-only service added by ARCHITECTURE.md's "Adding a service" path, so the suite keeps that path checked:
         // GuestbookServiceTests runs its executable, GuestbookStackTests runs it through compose, the gateway (whose

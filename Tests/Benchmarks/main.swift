@@ -8,24 +8,25 @@ import Transport
 let arguments = CommandLine.arguments.dropFirst()
 let usage = """
     usage: menagerie-bench [suite …] [options]   (no suite: all of them, in this order)
-    suites: parts rpc zoo ocr health identity abuse classification classification-photo detectors http
-            (classification-photo: the 12 MP JPEG part of classification alone)
+    suites: parts rpc zoo ocr health identity abuse classification classification-photo detectors small-objects http
+            (classification-photo: the 12 MP JPEG part of classification alone; small-objects: clover scenes, only when named)
     options: --seconds S  --rounds N  --sizes 64,65536  --callers 1,16,64  --no-floor  --no-grpc  --health-records N  --identity-users N
              --abuse-scale F  --abuse-hold S  --abuse-only NAME,…  --abuse-tls  --ocr-rounds N  --ocr-images N  --classification-epochs N
-             --detector-epochs N  --classification-images N  --detection-images N  --feature-strides 16,32 (detectors)
+             --detector-epochs N  --classification-images N  --detection-images N  --feature-strides 16,32 (detectors; small-objects: 8,16, 8c with crops)
+             --clover-scenes N  --image-size N (small-objects)
              --connections 16,64 (http)  --loops N (the servers' event loops; default: one per core, as the services')
              --rpc-connections N (rpc)
     """
 /// Suites and options this program knows: anything else is a typo that would otherwise run every suite
 /// with defaults for many minutes.
 let knownSuites: Set = [
-    "parts", "rpc", "zoo", "ocr", "health", "identity", "abuse", "classification", "classification-photo", "detectors", "http",
+    "parts", "rpc", "zoo", "ocr", "health", "identity", "abuse", "classification", "classification-photo", "detectors", "small-objects", "http",
 ]
 let knownFlags: Set = ["--no-floor", "--no-grpc", "--abuse-tls"]
 let knownOptions: Set = [
     "--seconds", "--rounds", "--sizes", "--callers", "--health-records", "--identity-users", "--abuse-scale", "--abuse-hold", "--abuse-only", "--ocr-rounds",
     "--ocr-images", "--connections", "--loops", "--rpc-connections", "--classification-epochs", "--detector-epochs", "--classification-images",
-    "--detection-images", "--feature-strides",
+    "--detection-images", "--feature-strides", "--clover-scenes", "--image-size",
 ]
 if arguments.contains("--help") || arguments.contains("-h") {
     print(usage)
@@ -114,6 +115,11 @@ if suites.isEmpty || suites.contains("detectors") {
     // yolo from scratch beside transfer detectors on the pretrained feature print (issue 26).
     try await DetectorBenchmark(epochs: option("detector-epochs").flatMap(Int.init), detectionImages: option("detection-images").flatMap(Int.init),
                                 featureStrides: numbers("feature-strides", [16])).run()
+}
+if suites.contains("small-objects") {
+    // Issue 41: four-leaf clovers among three-leaf ones, stride 8 beside stride 16 (tens of minutes: only when named).
+    try await SmallObjectBenchmark(epochs: option("detector-epochs").flatMap(Int.init), trainingScenes: option("clover-scenes").flatMap(Int.init) ?? 60,
+                                   runs: SmallObjectBenchmark.runs(option("feature-strides")), inputSize: option("image-size").flatMap(Int.init)).run()
 }
 if suites.isEmpty || suites.contains("classification") || suites.contains("classification-photo") {
     // Issue 41: a phone photo through a transfer model, each step apart, the service and onnxruntime.

@@ -271,6 +271,17 @@ extension ONNXExportTests {
         #expect(metadata["input_orientation"]?.contains("EXIF") == true)
     }
 
+    /// A detector's steps say its JPEG is decoded reduced as a classifier's is (Detect does it too, `PhotoDetection`),
+    /// and by what rule: twice what the resize keeps, not twice the input (they said "a classifier only").
+    @Test func aDetectorsStepsSayItsPhotoIsDecodedReducedToo() throws {
+        let header = ModelHeader(kind: .detector, algorithm: "yolo", labels: ["a"], inputWidth: 160, inputHeight: 160)
+        let metadata = Dictionary(try ONNXExport.metadata(header, name: "d"), uniquingKeysWith: { a, _ in a })
+        let steps = try JSONDecoder().decode([String].self, from: Data(try #require(metadata["input_steps"]).utf8))
+        #expect(!steps[0].contains("classifier only") && steps[0].contains("what the resize below keeps of it"), "\(steps[0])")
+        #expect(steps[0].contains("boxes are mapped back"), "\(steps[0])")
+        #expect(Preprocessing.decodeSize(of: (4000, 3000), input: (224, 224), scaling: .fit) == (448, 336))
+    }
+
     /// What input_alpha says is what the decoder does: white at alpha 128 and (200, 100, 50) at alpha 64 over black.
     @Test func theDecoderCompositesAsTheMetadataSays() throws {
         let png = TestPNG.encode(width: 2, height: 1, raw: [0, 255, 255, 255, 128, 200, 100, 50, 64], colourType: 6)

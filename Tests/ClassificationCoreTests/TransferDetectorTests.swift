@@ -145,7 +145,7 @@ struct TransferDetectorTests {
         options.inputSize = 224
         options.epochs = 1
         options.featureStride = 64
-        #expect(throws: ClassificationError.invalid("a transfer detector's feature stride is 16 or 32 (got 64)")) {
+        #expect(throws: ClassificationError.invalid("a transfer detector's feature stride is 8, 16 or 32 (got 64)")) {
             try DetectorTrainer.train(subset, options: options, featurePrint: featurePrint)
         }
         options.featureStride = 16

@@ -322,6 +322,13 @@ import WorkLane
              "base_model: a transfer detector trains on the built-in feature print; a base model is for yolo"),
             (ClassificationV1.TrainRequest(dataset: "scenes", kind: .detector, algorithm: "cnn"),
              "algorithm: cnn does not train a detector (use yolo or transfer)"),
+            // The feature map's stride is a transfer detector's, and one of the three it is offered at.
+            (ClassificationV1.TrainRequest(dataset: "scenes", kind: .detector, featureStride: 8),
+             "feature_stride: only a transfer detector reads a feature map"),
+            (ClassificationV1.TrainRequest(dataset: "scenes", kind: .classifier, algorithm: "transfer", featureStride: 8),
+             "feature_stride: only a transfer detector reads a feature map"),
+            (ClassificationV1.TrainRequest(dataset: "scenes", kind: .detector, algorithm: "transfer", featureStride: 4),
+             "feature_stride must be 8, 16, 32 (got 4)"),
         ]
         for (request, expected) in refused {
             let (code, message) = await Self.failure { _ = try await client.train(request) }

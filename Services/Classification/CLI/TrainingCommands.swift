@@ -43,6 +43,7 @@ struct Train: AsyncParsableCommand {
     @Option(help: "Augmentations, comma-separated: flip, crop, rotation, turns (right angles, for photos taken from above), blur, exposure, noise; or none (default: cnn crop,rotation; transfer flip,crop,exposure; others none).") var augment: String?
     @Flag(name: .customLong("fine-tune"), help: "transfer: after the head, also train the feature print's last block with it for a few epochs, keeping the epoch best on the held-out images (slower; implies --algorithm transfer; default: off, the network frozen).") var fineTune = false
     @Option(name: .customLong("crop-classifier"), help: "Detectors: label each box by a transfer classifier of its crop, trained on the training boxes (true or false; default false: each box costs a pass of the feature print). Such a detector does not export as ONNX.") var cropClassifier: Bool?
+    @Option(name: .customLong("feature-stride"), help: "Transfer detectors: the feature map's stride, 8, 16 or 32 (default 16; 8 for small objects, under about 24 pixels of the 224-pixel input).") var featureStride: Int32?
     @Flag(name: .customLong("include-feedback"), help: "Add the photos kept by `gateway classify feedback --consent` (their labels must be the dataset's).") var includeFeedback = false
     @Flag(help: "Print the job and return at once.") var detach = false
     @OptionGroup var global: GlobalOptions
@@ -81,6 +82,7 @@ struct Train: AsyncParsableCommand {
         request.includeFeedback = includeFeedback
         request.fineTune = fineTune
         request.cropClassifier = cropClassifier
+        request.featureStride = featureStride
         return request
     }
 

@@ -237,6 +237,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
                     let print = plan.algorithm == "transfer" ? try featurePrint.load() : nil
                     if let print { options.inputSize = print.manifest.inputWidth }
                     if let size = plan.imageSize { options.inputSize = size }
+                    if let stride = plan.featureStride { options.featureStride = stride }
                     if let augmentation = plan.augmentation { options.augmentation = augmentation }
                     options.seed = plan.seed
                     if let fraction = plan.validationFraction { options.validationFraction = fraction }

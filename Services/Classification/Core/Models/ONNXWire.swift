@@ -65,9 +65,10 @@ enum ONNXWire {
         return t
     }
 
-    /// An AttributeProto's value: INT (i = 3, type 2), FLOAT (f = 2, type 1), INTS (ints = 8, type 7).
+    /// An AttributeProto's value: INT (i = 3, type 2), FLOAT (f = 2, type 1), INTS (ints = 8, type 7), STRING (s = 4,
+    /// type 3).
     enum Attribute {
-        case int(Int), float(Float), ints([Int])
+        case int(Int), float(Float), ints([Int]), string(String)
     }
 
     /// NodeProto: input = 1, output = 2, name = 3, op_type = 4, attribute = 5 (AttributeProto: name = 1, type = 20).
@@ -84,6 +85,7 @@ enum ONNXWire {
             case .int(let i): a.int(3, i); a.int(20, 2)
             case .float(let f): a.float(2, f); a.int(20, 1)
             case .ints(let list): for i in list { a.int(8, i) }; a.int(20, 7)
+            case .string(let text): a.string(4, text); a.int(20, 3)
             }
             n.message(5, a)
         }

@@ -15,6 +15,11 @@ public final class TransferDetector: GridDetector, @unchecked Sendable {
     /// detector's 10×10 grid at 160 px does, where stride 32's 7×7 cells of 32 px often hold two digits. Measured on
     /// digit-detection in Services/Classification/README.md.
     public static let defaultFeatureStride = 16
+    /// The strides a transfer detector is offered at. Stride 8 is blocks 0–4 (40 channels, too shallow alone to tell
+    /// shapes apart) joined by blocks 5–10's stride-16 map enlarged twice: for objects of a cell or two at stride 16.
+    public static let featureStrides = [8, 16, 32]
+    /// The block after which stride 8's fine map is taken.
+    static let fineBlocks = 5
     /// Channels of the head's 3×3 convolution.
     static let neckWidth = 128
 
@@ -29,9 +34,10 @@ public final class TransferDetector: GridDetector, @unchecked Sendable {
 
     /// A new detector on `featurePrint`'s network up to `featureStride`, its head drawn from `seed`.
     convenience init(header: ModelHeader, featurePrint: FeaturePrint, featureStride: Int, anchors: [[Double]], seed: UInt64) throws {
-        guard [16, 32].contains(featureStride), let blocks = LiteBackbone.blocks(forStride: featureStride) else {
-            throw ClassificationError.invalid("a transfer detector's feature stride is 16 or 32 (got \(featureStride))")
+        guard Self.featureStrides.contains(featureStride), let blocks = LiteBackbone.blocks(forStride: max(16, featureStride)) else {
+            throw ClassificationError.invalid("a transfer detector's feature stride is 8, 16 or 32 (got \(featureStride))")
         }
+        let fineBlocks = featureStride == 8 ? Self.fineBlocks : nil
         let network: [NamedArray]
         do {
             network = try ONNXExport.liteTensors(try ScriptModule(bytes: featurePrint.module))
@@ -41,7 +47,7 @@ public final class TransferDetector: GridDetector, @unchecked Sendable {
         var header = header
         header.mean = featurePrint.manifest.mean
         header.std = featurePrint.manifest.std
-        header.transferDetector = TransferDetectorConfiguration(anchors: anchors, blocks: blocks, neckWidth: Self.neckWidth)
+        header.transferDetector = TransferDetectorConfiguration(anchors: anchors, blocks: blocks, neckWidth: Self.neckWidth, fineBlocks: fineBlocks)
         try self.init(header: header, backbone: LiteBackbone.kept(network, blocks: blocks), seed: seed)
     }
 
@@ -60,9 +66,9 @@ public final class TransferDetector: GridDetector, @unchecked Sendable {
         }
         self.header = header
         self.configuration = configuration
-        backbone = try LiteBackbone(tensors: tensors, blocks: configuration.blocks)
-        guard header.inputWidth == header.inputHeight, header.inputWidth % backbone.stride == 0 else {
-            throw ClassificationError.invalid("input size \(header.inputWidth) is not a multiple of the feature map's stride \(backbone.stride)")
+        backbone = try LiteBackbone(tensors: tensors, blocks: configuration.blocks, fineBlocks: configuration.fineBlocks)
+        guard header.inputWidth == header.inputHeight, header.inputWidth % backbone.deepestStride == 0 else {
+            throw ClassificationError.invalid("input size \(header.inputWidth) is not a multiple of the feature map's stride \(backbone.deepestStride)")
         }
         self.mean = try Tensor(mean, shape: [1, 3, 1, 1])
         deviation = try Tensor(std, shape: [1, 3, 1, 1])
@@ -113,12 +119,17 @@ public final class TransferDetector: GridDetector, @unchecked Sendable {
 /// the network's own tensors: the traced feature print answers only its pooled features, and a detector needs a
 /// feature map from inside the network. Layer for layer what `efficientnet-lite-pytorch` computes (TensorFlow's
 /// "same" padding, batch norm with epsilon 1e-3 on its running statistics, ReLU6, the skip of stride-1 blocks
-/// whose channels do not change), as `ONNXExport`'s writer of the same network does.
+/// whose channels do not change), as `ONNXExport`'s writer of the same network does. With `fineBlocks` its output
+/// is the map after that many blocks and the last block's map enlarged to it (nearest, as YOLOv3's and FPN's
+/// upsampling), side by side in channels.
 struct LiteBackbone {
     let module: ScriptModule
     let tensors: [NamedArray]
     let channels: Int
+    /// The output map's stride.
     let stride: Int
+    /// The last block's stride: what the input must be a multiple of.
+    let deepestStride: Int
 
     /// How many blocks end at `stride` (the stem halves; `liteBlockStrides` the rest), the last such block counted.
     static func blocks(forStride target: Int) -> Int? {
@@ -155,9 +166,12 @@ struct LiteBackbone {
 
         """
 
-    init(tensors: [NamedArray], blocks: Int) throws {
+    init(tensors: [NamedArray], blocks: Int, fineBlocks: Int? = nil) throws {
         guard (1...ONNXExport.liteBlockStrides.count).contains(blocks) else {
             throw ClassificationError.invalid("EfficientNet-Lite0 has \(ONNXExport.liteBlockStrides.count) blocks (asked for \(blocks))")
+        }
+        if let fineBlocks, !(1..<blocks).contains(fineBlocks) {
+            throw ClassificationError.invalid("the fine map's block (\(fineBlocks)) must come before the last (\(blocks))")
         }
         let byName = Dictionary(tensors.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         var parameters: [(name: String, value: Tensor)] = []
@@ -179,7 +193,12 @@ struct LiteBackbone {
         }
         var lines = ["def forward(self, x):", "    x = \(try conv("x", "_conv_stem", "_bn0", stride: 2))"]
         var channels = try outputs("_conv_stem.weight"), stride = 2
+        var fine: (channels: Int, stride: Int)?
         for (index, blockStride) in ONNXExport.liteBlockStrides.prefix(blocks).enumerated() {
+            if index == fineBlocks {
+                lines.append("    fine = x")
+                fine = (channels, stride)
+            }
             let block = "_blocks.\(index)"
             var y = "x"
             if byName["\(block)._expand_conv.weight"] != nil {
@@ -193,7 +212,12 @@ struct LiteBackbone {
             channels = out
             stride *= blockStride
         }
-        lines.append("    return x")
+        if let fine {
+            let factor = stride / fine.stride
+            lines.append("    return torch.cat([fine, x.repeat_interleave(\(factor), 2).repeat_interleave(\(factor), 3)], 1)")
+        } else {
+            lines.append("    return x")
+        }
         guard parameters.count == tensors.count else {
             throw ClassificationError.invalid("the transfer detector's backbone has \(tensors.count) tensors; its \(blocks) blocks use \(parameters.count)")
         }
@@ -204,7 +228,8 @@ struct LiteBackbone {
             throw ClassificationError.invalid("the transfer detector's backbone does not compile: \(error.message)")
         }
         self.tensors = tensors
-        self.channels = channels
-        self.stride = stride
+        self.channels = channels + (fine?.channels ?? 0)
+        self.stride = fine?.stride ?? stride
+        deepestStride = stride
     }
 }

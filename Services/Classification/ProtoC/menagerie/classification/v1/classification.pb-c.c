@@ -3257,7 +3257,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__augmentation__de
   (ProtobufCMessageInit) menagerie__classification__v1__augmentation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor menagerie__classification__v1__train_request__field_descriptors[16] =
+static const ProtobufCFieldDescriptor menagerie__classification__v1__train_request__field_descriptors[17] =
 {
   {
     "dataset",
@@ -3451,6 +3451,18 @@ static const ProtobufCFieldDescriptor menagerie__classification__v1__train_reque
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "feature_stride",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT32,
+    offsetof(Menagerie__Classification__V1__TrainRequest, _feature_stride_case),
+    offsetof(Menagerie__Classification__V1__TrainRequest, feature_stride),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned menagerie__classification__v1__train_request__field_indices_by_name[] = {
   2,   /* field[2] = algorithm */
@@ -3460,6 +3472,7 @@ static const unsigned menagerie__classification__v1__train_request__field_indice
   15,   /* field[15] = crop_classifier */
   0,   /* field[0] = dataset */
   5,   /* field[5] = epochs */
+  16,   /* field[16] = feature_stride */
   14,   /* field[14] = fine_tune */
   9,   /* field[9] = image_size */
   11,   /* field[11] = include_feedback */
@@ -3473,7 +3486,7 @@ static const unsigned menagerie__classification__v1__train_request__field_indice
 static const ProtobufCIntRange menagerie__classification__v1__train_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 16 }
+  { 0, 17 }
 };
 const ProtobufCMessageDescriptor menagerie__classification__v1__train_request__descriptor =
 {
@@ -3483,7 +3496,7 @@ const ProtobufCMessageDescriptor menagerie__classification__v1__train_request__d
   "Menagerie__Classification__V1__TrainRequest",
   "menagerie.classification.v1",
   sizeof(Menagerie__Classification__V1__TrainRequest),
-  16,
+  17,
   menagerie__classification__v1__train_request__field_descriptors,
   menagerie__classification__v1__train_request__field_indices_by_name,
   1,  menagerie__classification__v1__train_request__number_ranges,

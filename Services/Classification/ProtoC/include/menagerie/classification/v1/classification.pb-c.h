@@ -431,6 +431,12 @@ typedef enum {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___CROP_CLASSIFIER__CASE)
 } Menagerie__Classification__V1__TrainRequest__CropClassifierCase;
 
+typedef enum {
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___FEATURE_STRIDE__NOT_SET = 0,
+  MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___FEATURE_STRIDE_FEATURE_STRIDE = 17
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___FEATURE_STRIDE__CASE)
+} Menagerie__Classification__V1__TrainRequest__FeatureStrideCase;
+
 struct  Menagerie__Classification__V1__TrainRequest
 {
   ProtobufCMessage base;
@@ -527,10 +533,19 @@ struct  Menagerie__Classification__V1__TrainRequest
      */
     protobuf_c_boolean crop_classifier;
   };
+  Menagerie__Classification__V1__TrainRequest__FeatureStrideCase _feature_stride_case;
+  union {
+    /*
+     * Transfer detectors only (INVALID_ARGUMENT otherwise): the stride of the feature map the head reads, 8, 16 or 32.
+     * Absent: 16. 8 joins EfficientNet-Lite0's blocks 0-4 (stride 8) with blocks 5-10's map enlarged to it, for objects
+     * of a cell or two at stride 16 (under about 24 pixels of the 224-pixel input); its grid has 4 times the cells.
+     */
+    int32_t feature_stride;
+  };
 };
 #define MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&menagerie__classification__v1__train_request__descriptor) \
-    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, 0, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BASE_MODEL__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___EPOCHS__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_DATASET__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_FRACTION__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___IMAGE_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BATCH_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___PATIENCE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___CROP_CLASSIFIER__NOT_SET, {0} }
+    , (char *)protobuf_c_empty_string, MENAGERIE__CLASSIFICATION__V1__MODEL_KIND__MODEL_KIND_UNSPECIFIED, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, 0, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BASE_MODEL__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___EPOCHS__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_DATASET__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___VALIDATION_FRACTION__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___IMAGE_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___SEED__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___BATCH_SIZE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___PATIENCE__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___CROP_CLASSIFIER__NOT_SET, {0}, MENAGERIE__CLASSIFICATION__V1__TRAIN_REQUEST___FEATURE_STRIDE__NOT_SET, {0} }
 
 
 typedef enum {
