@@ -262,7 +262,7 @@ let package = Package(
             name: "StorageTests", dependencies: ["Storage", "StorageTestSupport", "WorkLane", "TestSupport", "Dqlite", "Base"],
             path: "Tests/StorageTests"),
         // The tests' choice of storage backend (MENAGERIE_STORAGE_BACKEND) and the one-node dqlite cluster behind it.
-        .target(name: "StorageTestSupport", dependencies: ["Storage", "Dqlite"], path: "Tests/StorageTestSupport"),
+        .target(name: "StorageTestSupport", dependencies: ["Storage", "Dqlite", "TestSupport"], path: "Tests/StorageTestSupport"),
         .testTarget(
             name: "BlobStoreTests",
             dependencies: ["BlobStore", "TLS", "BlobsAPI", "BlobsService", "Base", "RPC", "Transport", "WorkLane", "Identity", "TestSupport"],

@@ -39,7 +39,7 @@ final class BlobNodes: @unchecked Sendable {
         let others = addresses.indices.filter { $0 != index }.map { addresses[$0] }
         return ReplicatedBlobs(
             local: stores[index], peers: try ReplicatedBlobs.peers(addresses: others, token: Self.token), copies: copies,
-            timeout: .seconds(5))
+            timeout: TestTime.scaled(.seconds(5)))
     }
 
     func client(_ index: Int, token: String?) throws -> BlobsV1.Blobs.Client {

@@ -10,6 +10,7 @@ import RPC
 import RPCTesting
 import Schema
 import StorageTestSupport
+import TestSupport
 import Testing
 import Torch
 import WorkLane
@@ -168,7 +169,7 @@ import WorkLane
         let other = MemoryReservation(budget)
         #expect(other.grow(by: budget.limit))
         let release = Task {
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(300)))  // the import is waiting by then
             other.releaseAll()
         }
         _ = try await tests.client.importModel { writer in
@@ -457,14 +458,14 @@ import WorkLane
         let gate = DispatchSemaphore(value: 0)
         // Holds the lane's one thread, so the first frame waits for it while the others arrive.
         let blocker = Task { try await lane.run { gate.wait() } }
-        try await Task.sleep(for: .milliseconds(100))
+        try await Task.sleep(for: TestTime.scaled(.milliseconds(100)))
         let (secondPhase, startSecondPhase) = AsyncStream<Void>.makeStream()
         let (lastFrame, sendLastFrame) = AsyncStream<Void>.makeStream()
         let answers = try await client.detectStream(requests: { writer in
             for n in 1...10 {
                 try await writer.send(ClassificationV1.DetectStreamRequest(request: .init(image: frame, model: "boxes"), frame: UInt64(n)))
             }
-            try await Task.sleep(for: .milliseconds(400))  // every frame is in the service before the lane frees
+            try await Task.sleep(for: TestTime.scaled(.milliseconds(400)))  // every frame is in the service before the lane frees
             gate.signal()
             for await _ in secondPhase { break }
             try await writer.send(ClassificationV1.DetectStreamRequest(request: .init(image: Array("not an image".utf8), model: "boxes"), frame: 11))

@@ -2,6 +2,7 @@ import ClassificationAPI
 import ClassificationCore
 import Foundation
 import RPC
+import TestSupport
 import Testing
 import Torch
 
@@ -38,12 +39,12 @@ import Torch
                 try await writer.send(Self.header("cut"))
                 try await writer.send(Self.file("red/a.jpg", try ClassificationServiceTests.photo((200, 0, 0))))
                 try await writer.send(Self.file("red/cut.jpg", try Self.truncatedJPEG()))
-                try await Task.sleep(for: .seconds(60))  // the other 19,998 files
+                try await Task.sleep(for: TestTime.scaled(.seconds(60)))  // the other 19,998 files
             }
         }
         #expect(code == .invalidArgument, "\(message)")
         #expect(message.contains("red/cut.jpg") && message.contains("truncated"), "\(message)")
-        #expect(ContinuousClock.now - started < .seconds(30), "the refusal came only after the stream ended")
+        #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(30)), "the refusal came only after the stream ended")
         #expect(try service.store.datasets().isEmpty)
     }
 

@@ -25,12 +25,12 @@ final class TestCluster {
         try DqliteReplica(
             addresses: addresses, ownAddress: addresses[node - 1],
             dataDirectory: directory.appendingPathComponent("node\(node)").path, database: database,
-            networkLatency: .milliseconds(10), leaderWait: .seconds(20), tls: tls)
+            networkLatency: .milliseconds(10), leaderWait: TestTime.scaled(.seconds(20)), tls: tls)
     }
 
     /// A client of the whole cluster that does not depend on any one node.
-    func client(database: String = "test", leaderWait: Duration = .seconds(20)) throws -> DqliteClient {
-        try DqliteClient(addresses: addresses, database: database, callTimeout: .seconds(2), leaderWait: leaderWait, tls: tls)
+    func client(database: String = "test", leaderWait: Duration = TestTime.scaled(.seconds(20))) throws -> DqliteClient {
+        try DqliteClient(addresses: addresses, database: database, callTimeout: TestTime.scaled(.seconds(2)), leaderWait: leaderWait, tls: tls)
     }
 
     func stop(node: Int) throws {

@@ -70,7 +70,7 @@ import Testing
         try cluster.client().connect().execute("CREATE TABLE t (x)")
 
         // Plaintext to a node over TLS: the relay refuses it, and the client finds no leader.
-        let plaintext = try DqliteClient(addresses: cluster.addresses, database: "test", callTimeout: .seconds(1), leaderWait: .milliseconds(500))
+        let plaintext = try DqliteClient(addresses: cluster.addresses, database: "test", callTimeout: TestTime.scaled(.seconds(1)), leaderWait: TestTime.scaled(.milliseconds(500)))
         #expect { try plaintext.connect() } throws: { ($0 as? DqliteError)?.kind == .noLeader }
 
         // A certificate of another CA: refused at the handshake.
@@ -79,7 +79,7 @@ import Testing
         let stranger = try foreign.issue("stranger")
         let strangerTLS = try ClusterTLS(certificateFile: stranger.certificate, keyFile: stranger.key, caFile: foreign.caFile)
         let impostor = try DqliteClient(
-            addresses: cluster.addresses, database: "test", callTimeout: .seconds(1), leaderWait: .milliseconds(500), tls: strangerTLS)
+            addresses: cluster.addresses, database: "test", callTimeout: TestTime.scaled(.seconds(1)), leaderWait: TestTime.scaled(.milliseconds(500)), tls: strangerTLS)
         #expect { try impostor.connect() } throws: { ($0 as? DqliteError)?.kind == .noLeader }
 
         // A client of the right CA still gets in.
@@ -99,7 +99,7 @@ import Testing
         func client(_ commonName: String, unit: String?) throws -> DqliteClient {
             let pair = try certificates.issue(commonName, file: "\(commonName)-\(unit ?? "none")", unit: unit)
             return try DqliteClient(
-                addresses: cluster.addresses, database: "test", callTimeout: .seconds(1), leaderWait: .milliseconds(500),
+                addresses: cluster.addresses, database: "test", callTimeout: TestTime.scaled(.seconds(1)), leaderWait: TestTime.scaled(.milliseconds(500)),
                 tls: try ClusterTLS(certificateFile: pair.certificate, keyFile: pair.key, caFile: certificates.caFile))
         }
         let gateway = try client("gateway", unit: nil)
@@ -139,12 +139,12 @@ import Testing
         let started = ContinuousClock.now
         for _ in 0..<20 {
             let fresh = try DqliteClient(
-                addresses: cluster.addresses, database: "test", callTimeout: .seconds(2), leaderWait: .seconds(2), tls: tls)
+                addresses: cluster.addresses, database: "test", callTimeout: TestTime.scaled(.seconds(2)), leaderWait: TestTime.scaled(.seconds(2)), tls: tls)
             let session = try fresh.connect()
             defer { session.close() }
             #expect(try session.query("SELECT count(*) FROM t").rows == [[.integer(0)]])
         }
-        #expect(ContinuousClock.now - started < .seconds(20), "fresh connections waited for their timeouts")
+        #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(20)), "fresh connections waited for their timeouts")
     }
 
     /// A relay's listener that stops closes every descriptor it made: the write end of its wake-up pipe stayed open,
@@ -158,7 +158,7 @@ import Testing
         }
         // Once first, so that what is opened once per process (and the certificates' tool's pipes closing) is done.
         try listenAndStop()
-        try await Task.sleep(for: .milliseconds(500))
+        try await Task.sleep(for: TestTime.scaled(.milliseconds(500)))
         // The count is the whole process's: measured up to three times, as a leak shows in each (five more every time)
         // and descriptors other threads hold meanwhile rarely in all three.
         var grown = 0
@@ -166,7 +166,7 @@ import Testing
             let before = openDescriptors()
             for _ in 0..<5 { try listenAndStop() }
             // The accepting threads close the listening sockets and the pipes' read ends once woken.
-            let deadline = ContinuousClock.now + .seconds(5)
+            let deadline = ContinuousClock.now + TestTime.scaled(.seconds(5))
             while openDescriptors() > before, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             grown = openDescriptors() - before
             if grown <= 0 { break }

@@ -1,5 +1,6 @@
 import Base
 @testable import Dqlite
+import TestSupport
 import Testing
 
 /// Real dqlite nodes (libdqlite's own threads) in this process, reached through the Swift client over loopback.
@@ -128,17 +129,20 @@ import Testing
         defer { cluster.tearDown() }
         let silent = try SilentListener()
         defer { silent.close() }
+        // The bounds scale with the discovery timeout: the silent node asked first costs about one; asked last, a
+        // small part of one.
+        let discovery = TestTime.scaled(.milliseconds(400))
         let client = try DqliteClient(
-            addresses: [silent.address, cluster.addresses[0]], database: "test", callTimeout: .seconds(5),
-            discoveryTimeout: .milliseconds(400), leaderWait: .seconds(5))
+            addresses: [silent.address, cluster.addresses[0]], database: "test", callTimeout: TestTime.scaled(.seconds(5)),
+            discoveryTimeout: discovery, leaderWait: TestTime.scaled(.seconds(5)))
         var started = ContinuousClock.now
         #expect(try client.leader()?.address == cluster.addresses[0])
         let first = ContinuousClock.now - started
         started = ContinuousClock.now
         #expect(try client.leader()?.address == cluster.addresses[0])
         let second = ContinuousClock.now - started
-        #expect(first >= .milliseconds(350), "the silent node was not asked first: \(first)")
-        #expect(second < .milliseconds(200), "the silent node was asked first again: \(second)")
+        #expect(first >= discovery * 0.875, "the silent node was not asked first: \(first)")
+        #expect(second < discovery / 2, "the silent node was asked first again: \(second)")
         // A session still gets the call's timeout, not the discovery's: a statement may take longer than a search.
         let session = try client.connect()
         defer { session.close() }
@@ -159,7 +163,7 @@ import Testing
         func wait(watching node: String?, timeout: Duration) throws -> (Duration, DqliteError?) {
             let connection = try WireConnection(address: silent.address, timeout: timeout)
             defer { connection.close() }
-            connection.leaderWatch = node.map { LeaderWatch(address: $0, timeout: .seconds(1), tls: nil) }
+            connection.leaderWatch = node.map { LeaderWatch(address: $0, timeout: TestTime.scaled(.seconds(1)), tls: nil) }
             let started = ContinuousClock.now
             do {
                 _ = try DqliteSession.call(connection, request.message(type: WireType.leader), expecting: WireType.node, mayCommit: true)
@@ -168,8 +172,8 @@ import Testing
                 return (ContinuousClock.now - started, error)
             }
         }
-        let (watched, error) = try wait(watching: cluster.addresses[0], timeout: .seconds(10))
-        #expect(watched < .seconds(2), "waited \(watched) on a leader the own node no longer names")
+        let (watched, error) = try wait(watching: cluster.addresses[0], timeout: TestTime.scaled(.seconds(10)))
+        #expect(watched < TestTime.scaled(.seconds(2)), "waited \(watched) on a leader the own node no longer names")
         #expect(error?.kind == .outcomeUnknown && error?.message.contains("names \(cluster.addresses[0]) the leader") == true, "\(String(describing: error))")
         // A node that cannot be asked names nobody: the call's timeout stands.
         let (unwatched, _) = try wait(watching: silent.address, timeout: .milliseconds(800))
@@ -232,7 +236,7 @@ import Testing
         let cluster = try TestCluster(size: 3)
         defer { cluster.tearDown() }
         let first = cluster.addresses[0]
-        let client = try DqliteClient(addresses: [first], database: "test", callTimeout: .seconds(2), leaderWait: .seconds(20))
+        let client = try DqliteClient(addresses: [first], database: "test", callTimeout: TestTime.scaled(.seconds(2)), leaderWait: TestTime.scaled(.seconds(20)))
         let session = try client.connect()
         try session.execute("CREATE TABLE t (x)")
         session.close()
@@ -254,7 +258,7 @@ import Testing
         let cluster = try TestCluster(size: 1)
         defer { cluster.tearDown() }
         let notYet = "127.0.0.1:1"
-        let client = try DqliteClient(addresses: [cluster.addresses[0], notYet], database: "test", callTimeout: .seconds(2))
+        let client = try DqliteClient(addresses: [cluster.addresses[0], notYet], database: "test", callTimeout: TestTime.scaled(.seconds(2)))
         _ = try client.members()
         #expect(client.addresses == [cluster.addresses[0], notYet])
     }

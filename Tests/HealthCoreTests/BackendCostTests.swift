@@ -63,10 +63,11 @@ import TestSupport
         let replicas = try addresses.map { address in
             try DqliteReplica(
                 addresses: addresses, ownAddress: address, dataDirectory: directory.appendingPathComponent(address).path,
-                database: "health", networkLatency: .milliseconds(10), leaderWait: .seconds(20), tls: tls)
+                database: "health", networkLatency: .milliseconds(10), leaderWait: TestTime.scaled(.seconds(20)), tls: tls)
         }
         defer { for replica in replicas { try? replica.stop() } }
-        let client = try DqliteClient(addresses: addresses, database: "health", tls: tls)
+        let client = try DqliteClient(
+            addresses: addresses, database: "health", callTimeout: TestTime.scaled(.seconds(5)), leaderWait: TestTime.scaled(.seconds(10)), tls: tls)
         return try push(into: HealthStore(database: try Database(cluster: client, migrations: HealthSchema.migrations)))
     }
 }

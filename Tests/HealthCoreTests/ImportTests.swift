@@ -1,5 +1,6 @@
 import Foundation
 import StorageTestSupport
+import TestSupport
 import Testing
 @testable import HealthCore
 
@@ -247,7 +248,7 @@ enum ExportFixture {
             handoff.finish(accepted ? .success(ImportReport()) : .failure(ImportCancelled()))
         }
         parser.start()
-        try await Task.sleep(for: .milliseconds(50))
+        try await Task.sleep(for: TestTime.scaled(.milliseconds(50)))
         #expect(handoff.outcome == nil, "the parser waits for room")
         handoff.cancel()
         handoff.waitUntilParserEnded()

@@ -184,9 +184,9 @@ func expectStatus(_ code: StatusCode, _ comment: Comment? = nil, _ body: () asyn
         }
         let response = try await client.push(options: alice) { writer in
             try await writer.send(batch(1_000, 1_000))
-            // The first batch is committed before the stream ends.
+            // The first batch is committed before the stream ends (polled for 5 s, scaled).
             var cursor: Int64 = 0
-            for _ in 0..<500 where cursor < 1_000 {
+            for _ in 0..<Int(500 * TestTime.scale) where cursor < 1_000 {
                 cursor = try await client.getPushCursor(.init(deviceID: "phone"), options: alice).anchor
                 if cursor < 1_000 { try await Task.sleep(for: .milliseconds(10)) }
             }

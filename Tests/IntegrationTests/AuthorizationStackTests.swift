@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Who may change what, end to end: the stack's admin token (compose's state), users made with `gateway user`,
@@ -93,21 +94,22 @@ import Testing
             #expect(revoke.status == 0, "\(revoke.output)")
             let start = ContinuousClock.now
             var refusedAt: Duration?
-            while ContinuousClock.now - start < .seconds(5) {
+            while ContinuousClock.now - start < TestTime.scaled(.seconds(5)) {
                 if try await Self.call(ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}", token: bob).status == 401 {
                     refusedAt = ContinuousClock.now - start
                     break
                 }
                 try await Task.sleep(for: .milliseconds(100))
             }
-            #expect(refusedAt.map { $0 < .seconds(3) } == true, "bob's token still worked \(ContinuousClock.now - start) after revocation")
+            #expect(refusedAt.map { $0 < TestTime.scaled(.seconds(3)) } == true, "bob's token still worked \(ContinuousClock.now - start) after revocation")
 
-            // An expired token is refused.
-            let brief = try await Self.operatorGateway(stack, ["token", "create", "alice", "--expires", "1s"])
+            // An expired token is refused. It lives long enough (scaled) for one call before it expires.
+            let life = Int64(TestTime.scale.rounded(.up))
+            let brief = try await Self.operatorGateway(stack, ["token", "create", "alice", "--expires", "\(life)s"])
             #expect(brief.status == 0, "\(brief.output)")
             let short = try #require(brief.output.split(separator: "\n").last.map(String.init))
             #expect(try await Self.call(ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}", token: short).status == 200)
-            try await Task.sleep(for: .milliseconds(1200))
+            try await Task.sleep(for: .seconds(life) + .milliseconds(200))
             let expired = try await Self.call(ocr, "/menagerie.ocr.v1.OCR/ListTemplates", "{}", token: short)
             #expect(expired.status == 401 && (expired.body["message"] as? String)?.contains("expired") == true, "\(expired)")
 

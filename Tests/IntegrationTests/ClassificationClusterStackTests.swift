@@ -44,7 +44,7 @@ import Testing
         #expect(replicas.blobs(2).isSuperset(of: written), "replica 2 fetched what it lacked and kept it")
         // Replica 0's copies are lost with it: the survivors' repair puts every blob on both of them.
         let lost = ContinuousClock.now
-        while !(replicas.blobs(1).isSuperset(of: written) && replicas.blobs(2).isSuperset(of: written)), ContinuousClock.now - lost < .seconds(20) {
+        while !(replicas.blobs(1).isSuperset(of: written) && replicas.blobs(2).isSuperset(of: written)), ContinuousClock.now - lost < TestTime.scaled(.seconds(20)) {
             try await Task.sleep(for: .milliseconds(250))
         }
         #expect(replicas.blobs(1).isSuperset(of: written) && replicas.blobs(2).isSuperset(of: written), "the repair made two copies again")

@@ -26,7 +26,7 @@ struct ClassificationNodesTests {
                 repeat {  // UNAVAILABLE (a leader being elected) is retried, as a client would
                     result = try await stack.gateway(["classify"] + arguments + ["--endpoint", "classification=\(network.subnet).\(10 + node):\(port)"])
                     if result.status == 14 { try await Task.sleep(for: .milliseconds(300)) }
-                } while result.status == 14 && ContinuousClock.now - start < .seconds(30)
+                } while result.status == 14 && ContinuousClock.now - start < TestTime.scaled(.seconds(30))
                 return result
             }
             func blobs(_ node: Int) -> Set<String> {

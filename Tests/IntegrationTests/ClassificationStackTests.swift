@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import Torch
 
@@ -105,7 +106,7 @@ import Torch
             let trainingID = try #require(detached["id"] as? String, "\(detached)")
             func job() async throws -> [String: Any] { try jsonObject(try await stack.gateway(["classify", "jobs", "show", trainingID, "--json"])) }
             var training = try await job()
-            for _ in 0..<600 where !(training["state"] as? String == "JOB_STATE_RUNNING" && (training["message"] as? String ?? "").contains("epoch")) {
+            for _ in 0..<Int(600 * TestTime.scale) where !(training["state"] as? String == "JOB_STATE_RUNNING" && (training["message"] as? String ?? "").contains("epoch")) {
                 try await Task.sleep(for: .milliseconds(100))
                 training = try await job()
             }
@@ -114,7 +115,7 @@ import Torch
             #expect((meanwhile["models"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["cnn-small", "digits-features-1"])
             #expect(try await job()["state"] as? String == "JOB_STATE_RUNNING", "the model list answered while the training ran")
             Self.status(try await stack.gateway(["classify", "jobs", "cancel", trainingID]), 0, "jobs cancel")
-            for _ in 0..<600 where (training["state"] as? String) != "JOB_STATE_CANCELLED" {
+            for _ in 0..<Int(600 * TestTime.scale) where (training["state"] as? String) != "JOB_STATE_CANCELLED" {
                 try await Task.sleep(for: .milliseconds(100))
                 training = try await job()
             }

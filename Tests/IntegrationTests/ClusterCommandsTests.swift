@@ -22,7 +22,7 @@ import Testing
                 replicas.append(
                     try DqliteReplica(
                         addresses: addresses, ownAddress: address, dataDirectory: directory.appendingPathComponent("node\(index + 1)").path,
-                        database: "health", networkLatency: .milliseconds(10), leaderWait: .seconds(20)))
+                        database: "health", networkLatency: .milliseconds(10), leaderWait: TestTime.scaled(.seconds(20))))
             }
         }
 

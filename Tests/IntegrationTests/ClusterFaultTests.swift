@@ -47,7 +47,16 @@ struct ClusterFaultTests {
     static let clients = 3
     static let batch = 3
     /// Short enough that a call into a cut-off node ends well before heal; long enough for a loaded commit.
-    static let callTimeout = Duration.seconds(3)
+    static let callTimeout = TestTime.scaled(.seconds(3))
+    /// How long the nemesis lets the clients write between faults: scaled like the calls, so a loaded machine still
+    /// has the restarted node back before the leader is cut off, and the cut-off node's calls end before heal.
+    static func phase(_ seconds: Int64) -> Duration { TestTime.scaled(.seconds(seconds)) }
+    /// The test's own cluster clients' bounds (who leads, transfers, the dumps).
+    static let clusterCallTimeout = TestTime.scaled(.seconds(2)), leaderWait = TestTime.scaled(.seconds(15))
+    /// A read that may meet a node still catching up: its deadline, and the pause between its attempts.
+    static let readTimeout = TestTime.scaled(.seconds(10)), retryPause = TestTime.scaled(.milliseconds(500))
+    /// The pause between attempts to hand leadership over, in microseconds.
+    static let transferPause = UInt32(300_000 * TestTime.scale)
 
     /// Plaintext, and with `--tls`: the services' calls and the clusters' Raft traffic and statements over mutual TLS.
     @Test(arguments: [false, true])
@@ -69,7 +78,7 @@ struct ClusterFaultTests {
             let port = try #require(stack.basePorts["health"])
             let endpoints = (1...3).map { "\(network.subnet).\(10 + $0):\(port)" }
             let members = (1...3).map { "\(network.subnet).\(10 + $0):\(port + 1000)" }
-            let cluster = try DqliteClient(addresses: members, database: "health", callTimeout: .seconds(2), leaderWait: .seconds(15), tls: clusterTLS)
+            let cluster = try DqliteClient(addresses: members, database: "health", callTimeout: Self.clusterCallTimeout, leaderWait: Self.leaderWait, tls: clusterTLS)
             func leaderNode() async throws -> Int? {
                 let leader = try await offPool { try cluster.leader() }
                 return leader.flatMap { members.firstIndex(of: $0.address) }.map { $0 + 1 }
@@ -131,22 +140,22 @@ struct ClusterFaultTests {
                 run.history.withLock { $0.contains { $0.outcome == .ok && $0.started > instant && $0.node != node } }
             }
             func waitAcknowledged(after instant: ContinuousClock.Instant, notThrough node: Int) async throws {
-                let deadline = ContinuousClock.now + .seconds(30)
+                let deadline = ContinuousClock.now + TestTime.scaled(.seconds(30))
                 while !acknowledged(after: instant, notThrough: node), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
             }
 
             // The nemesis.
             var faults = Faults()
-            try await Task.sleep(for: .seconds(4))
+            try await Task.sleep(for: Self.phase(4))
             faults.killedNode = try #require(try await leaderNode())
             #expect(try await compose("node", "kill", "\(faults.killedNode)").status == 0)
             faults.killedAt = ContinuousClock.now  // its processes are gone once kill returns
             try await waitAcknowledged(after: faults.killedAt!, notThrough: faults.killedNode)
-            try await Task.sleep(for: .seconds(3))
+            try await Task.sleep(for: Self.phase(3))
             let restart = try await compose("node", "restart", "\(faults.killedNode)")
             #expect(restart.status == 0, "node restart: \(restart.output)")
             faults.restartedAt = ContinuousClock.now
-            try await Task.sleep(for: .seconds(3))
+            try await Task.sleep(for: Self.phase(3))
             faults.partitionedNode = try #require(try await leaderNode())
             let partition = try await compose("node", "partition", "\(faults.partitionedNode)")
             #expect(partition.status == 0, "node partition: \(partition.output)")
@@ -154,9 +163,9 @@ struct ClusterFaultTests {
             // When Raft itself has a new leader, asked of the majority's nodes only.
             let majority = try DqliteClient(
                 addresses: members.enumerated().filter { $0.offset != faults.partitionedNode - 1 }.map(\.element), database: "health",
-                callTimeout: .seconds(1), tls: clusterTLS)
+                callTimeout: TestTime.scaled(.seconds(1)), tls: clusterTLS)
             var elected: Duration?
-            while elected == nil, ContinuousClock.now - faults.partitionedAt! < .seconds(20) {
+            while elected == nil, ContinuousClock.now - faults.partitionedAt! < TestTime.scaled(.seconds(20)) {
                 if let leader = try? await offPool({ try majority.leader() }), leader.address != members[faults.partitionedNode - 1] {
                     elected = ContinuousClock.now - faults.partitionedAt!
                 } else {
@@ -164,10 +173,10 @@ struct ClusterFaultTests {
                 }
             }
             try await waitAcknowledged(after: faults.partitionedAt!, notThrough: faults.partitionedNode)
-            try await Task.sleep(for: .seconds(4))
+            try await Task.sleep(for: Self.phase(4))
             faults.healStartedAt = ContinuousClock.now
             #expect(try await compose("node", "heal").status == 0)
-            try await Task.sleep(for: .seconds(4))
+            try await Task.sleep(for: Self.phase(4))
             run.stop.store(true, ordering: .relaxed)
             for task in clientTasks { await task.value }
             let everything = run.history.withLock { $0 }
@@ -226,7 +235,7 @@ struct ClusterFaultTests {
                     // Raft refuses a transfer to the leader itself (BADID), and a node may still name the leader it
                     // had a moment ago: transfer until the nodes name this one.
                     for attempt in 1...20 where try cluster.leader()?.address != members[node - 1] {
-                        do { try cluster.transferLeadership(to: UInt64(node)) } catch where attempt < 20 { usleep(300_000) }
+                        do { try cluster.transferLeadership(to: UInt64(node)) } catch where attempt < 20 { usleep(Self.transferPause) }
                     }
                     let session = try cluster.connect()
                     defer { session.close() }
@@ -239,12 +248,12 @@ struct ClusterFaultTests {
                 dumps[node] = dump
             }
             #expect(dumps[1] == dumps[2] && dumps[2] == dumps[3], "the nodes' copies differ")
-            let ocrCluster = try DqliteClient(addresses: ocrMembers, database: "ocr", callTimeout: .seconds(2), leaderWait: .seconds(15), tls: clusterTLS)
+            let ocrCluster = try DqliteClient(addresses: ocrMembers, database: "ocr", callTimeout: Self.clusterCallTimeout, leaderWait: Self.leaderWait, tls: clusterTLS)
             var ocrDumps: [Int: String] = [:]
             for node in 1...3 {
                 let (integrity, dump) = try await offPool { () throws -> (String, String) in
                     for attempt in 1...20 where try ocrCluster.leader()?.address != ocrMembers[node - 1] {
-                        do { try ocrCluster.transferLeadership(to: UInt64(node)) } catch where attempt < 20 { usleep(300_000) }
+                        do { try ocrCluster.transferLeadership(to: UInt64(node)) } catch where attempt < 20 { usleep(Self.transferPause) }
                     }
                     let session = try ocrCluster.connect()
                     defer { session.close() }
@@ -315,7 +324,7 @@ struct ClusterFaultTests {
             let endpoints = (1...3).map { "\(network.subnet).\(10 + $0):\(port)" }
             let members = (1...3).map { "\(network.subnet).\(10 + $0):\(port + 1000)" }
             let cluster = try DqliteClient(
-                addresses: members, database: "health", callTimeout: .seconds(2), leaderWait: .seconds(15), tls: try stack.operatorClusterTLS())
+                addresses: members, database: "health", callTimeout: Self.clusterCallTimeout, leaderWait: Self.leaderWait, tls: try stack.operatorClusterTLS())
             let tokens = try await withClient(endpoints[0], tls: nil) { client in
                 let admin = CallOptions(metadata: ["authorization": "Bearer \(Stack.adminToken)"])
                 var tokens: [String] = []
@@ -346,19 +355,19 @@ struct ClusterFaultTests {
             }
             // Warm: every writer has had writes acknowledged (each node's sessions on the leader pooled).
             let warm = ContinuousClock.now
-            while ContinuousClock.now - warm < .seconds(30),
+            while ContinuousClock.now - warm < TestTime.scaled(.seconds(30)),
                   Set(run.history.withLock { $0.filter { $0.outcome == .ok }.map(\.node) }).count < 3 {
                 try await Task.sleep(for: .milliseconds(100))
             }
-            try await Task.sleep(for: .seconds(2))
+            try await Task.sleep(for: Self.phase(2))
             let leader = try #require(try await offPool { try cluster.leader() }.flatMap { members.firstIndex(of: $0.address) }.map { $0 + 1 })
             let partition = try await compose("node", "partition", "\(leader)")
             #expect(partition.status == 0, "node partition: \(partition.output)")
             let cut = ContinuousClock.now
-            while acknowledged(after: cut, notThrough: leader) == nil, ContinuousClock.now - cut < .seconds(30) {
+            while acknowledged(after: cut, notThrough: leader) == nil, ContinuousClock.now - cut < TestTime.scaled(.seconds(30)) {
                 try await Task.sleep(for: .milliseconds(50))
             }
-            try await Task.sleep(for: .seconds(1))
+            try await Task.sleep(for: Self.phase(1))
             #expect(try await compose("node", "heal").status == 0)
             run.stop.store(true, ordering: .relaxed)
             for writer in writers { await writer.value }
@@ -368,12 +377,12 @@ struct ClusterFaultTests {
             let acks = history.filter { $0.outcome == .ok }.map(\.ended).sorted()
             let lastAckBefore = acks.last { $0 < cut }
             let gap = zip(acks, acks.dropFirst()).map { $1 - $0 }.max() ?? .zero
-            let majority = history.filter { $0.node != leader && $0.started > cut && ($0.ended - cut) <= (firstAck ?? .seconds(30)) }
+            let majority = history.filter { $0.node != leader && $0.started > cut && ($0.ended - cut) <= (firstAck ?? TestTime.scaled(.seconds(30))) }
             func seconds(_ duration: Duration?) -> String {
                 duration.map { String(format: "%.2f s", Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18) } ?? "never"
             }
             print("""
-                cut-off leader, 3 writers (AddSamples, 3 s deadlines), health on 3 nodes: node \(leader) cut off; first write \
+                cut-off leader, 3 writers (AddSamples, \(seconds(Self.callTimeout)) deadlines), health on 3 nodes: node \(leader) cut off; first write \
                 acknowledged through another node \(seconds(firstAck)) after the cut; no write acknowledged anywhere for \
                 \(seconds(gap)) (the last before the cut \(seconds(lastAckBefore.map { cut - $0 })) before it); the majority's \
                 writers meanwhile: \(majority.map { "\($0.outcome) after \(seconds($0.ended - $0.started))" }.prefix(12).joined(separator: ", ")); \
@@ -452,7 +461,7 @@ struct ClusterFaultTests {
         request.name = name
         request.values = [value]
         _ = try await OcrV1.OCR.Client(wrapping: rpc).createTemplate(
-            request, options: CallOptions(timeout: .seconds(20), metadata: ["authorization": "Bearer \(Stack.adminToken)"]))
+            request, options: CallOptions(timeout: TestTime.scaled(.seconds(20)), metadata: ["authorization": "Bearer \(Stack.adminToken)"]))
     }
 
     /// One AddRecord through `endpoint`, its one value `text`; outcomes as `push`'s.
@@ -495,14 +504,14 @@ struct ClusterFaultTests {
                 request.pageSize = 1000
                 repeat {
                     let page = try await OcrV1.OCR.Client(wrapping: rpc).listRecords(
-                        request, options: CallOptions(timeout: .seconds(10), metadata: ["authorization": "Bearer \(Stack.adminToken)"]))
+                        request, options: CallOptions(timeout: readTimeout, metadata: ["authorization": "Bearer \(Stack.adminToken)"]))
                     texts += page.records.compactMap { $0.values.first?.text }
                     request.pageToken = page.nextPageToken
                 } while !request.pageToken.isEmpty
                 return texts
             } catch {
                 lastError = error
-                try await Task.sleep(for: .milliseconds(500))
+                try await Task.sleep(for: retryPause)
             }
         }
         throw lastError!
@@ -518,10 +527,10 @@ struct ClusterFaultTests {
                 var request = HealthV1.QuerySamplesRequest()
                 request.limit = 10_000
                 return try await HealthV1.Health.Client(wrapping: rpc).querySamples(
-                    request, options: CallOptions(timeout: .seconds(10), metadata: ["authorization": "Bearer \(token)"])).samples
+                    request, options: CallOptions(timeout: readTimeout, metadata: ["authorization": "Bearer \(token)"])).samples
             } catch {
                 lastError = error
-                try await Task.sleep(for: .milliseconds(500))
+                try await Task.sleep(for: retryPause)
             }
         }
         throw lastError!

@@ -111,7 +111,7 @@ struct ClusterOperationsTests {
             let port = try #require(stack.basePorts["health"])
             let members = (1...3).map { "\(network.subnet).\(10 + $0):\(port + 1000)" }
             func client(_ tls: ClusterTLS?) throws -> DqliteClient {
-                try DqliteClient(addresses: members, database: "health", callTimeout: .seconds(1), leaderWait: .seconds(1), tls: tls)
+                try DqliteClient(addresses: members, database: "health", callTimeout: TestTime.scaled(.seconds(1)), leaderWait: TestTime.scaled(.seconds(1)), tls: tls)
             }
             // No certificate: what the issue's `nobody` had.
             #expect { try client(nil).connect().query("SELECT count(*) FROM sqlite_master") } throws: { ($0 as? DqliteError)?.kind == .noLeader }
@@ -141,7 +141,7 @@ struct ClusterOperationsTests {
             #expect(plaintext.output.contains("WARNING: --insecure-plaintext-cluster"), "\(plaintext.output)")
             let port = try #require(nodes.stack.basePorts["health"])
             let members = (1...3).map { "\(nodes.network.subnet).\(10 + $0):\(port + 1000)" }
-            let anyone = try DqliteClient(addresses: members, database: "health", callTimeout: .seconds(1), leaderWait: .seconds(1))
+            let anyone = try DqliteClient(addresses: members, database: "health", callTimeout: TestTime.scaled(.seconds(1)), leaderWait: TestTime.scaled(.seconds(1)))
             #expect(try anyone.members().count == 3, "a plaintext cluster took no plaintext client")
         }
     }
@@ -161,7 +161,7 @@ struct ClusterOperationsTests {
 
             let port = try #require(stack.basePorts["health"])
             let members = (1...3).map { "\(network.subnet).\(10 + $0):\(port + 1000)" }
-            let plaintext = try DqliteClient(addresses: members, database: "health", callTimeout: .seconds(1), leaderWait: .seconds(1))
+            let plaintext = try DqliteClient(addresses: members, database: "health", callTimeout: TestTime.scaled(.seconds(1)), leaderWait: TestTime.scaled(.seconds(1)))
             #expect { try plaintext.connect() } throws: { ($0 as? DqliteError)?.kind == .noLeader }
             let listed = try await nodes.compose("cluster", "members", "health")
             #expect(listed.status == 0 && members.allSatisfy { listed.output.contains($0) }, "\(listed.output)")

@@ -147,13 +147,13 @@ struct ComposeNodesTests {
     /// Zoo reads through the gateway, each a fresh gateway process (its first endpoint is node 1's).
     private func expectReadsSucceed(_ stack: Stack, _ when: String) async throws {
         for _ in 0..<3 {
-            let search = try await stack.gateway(["zoo", "search", "--limit", "1", "--timeout", "10"])
+            let search = try await stack.gateway(["zoo", "search", "--limit", "1", "--timeout", "\(10 * TestTime.scale)"])
             #expect(search.status == 0, "zoo search \(when): \(search.output)")
         }
     }
 
     private func probe(_ stack: Stack, _ address: String) async throws -> Int32 {
-        try await Stack.run("\(Stack.binDirectory)/gateway", ["probe", address, "--quiet", "--timeout", "1"], environment: stack.environment).status
+        try await Stack.run("\(Stack.binDirectory)/gateway", ["probe", address, "--quiet", "--timeout", "\(TestTime.scale)"], environment: stack.environment).status
     }
 }
 

@@ -131,7 +131,7 @@ import Testing
     /// Waits until compose has restarted `replica` (a pid other than `victim`) and it answers.
     func waitRestarted(_ stack: Stack, _ replica: String, victim: Int32) async throws {
         var restarted = false
-        for _ in 0..<300 where !restarted {
+        for _ in 0..<Int(300 * TestTime.scale) where !restarted {
             try await Task.sleep(for: .milliseconds(100))
             if let pid = try? stack.servicePids()[replica], pid != victim, Stack.isRunning(pid) { restarted = true }
         }
@@ -308,7 +308,7 @@ import Testing
             defer { if gateway.isRunning { gateway.terminate() } }
             // Once the server has committed part of the push (the January steps: 200 from the phone, more now), kill.
             var midway = false
-            for _ in 0..<600 where !midway && gateway.isRunning {
+            for _ in 0..<Int(600 * TestTime.scale) where !midway && gateway.isRunning {
                 try await Task.sleep(for: .milliseconds(50))
                 let count = (try? await januarySteps(stack, token: token).count) ?? 0
                 midway = count > 200 && count < total
@@ -317,10 +317,10 @@ import Testing
             kill(second, SIGKILL)
             if !midway { Issue.record("the push ended before the kill; it proves nothing about resuming (a faster machine?)") }
             let exited = try await offPool { () -> Bool in
-                for _ in 0..<1200 where gateway.isRunning { usleep(100_000) }
+                for _ in 0..<Int(1200 * TestTime.scale) where gateway.isRunning { usleep(100_000) }
                 return !gateway.isRunning
             }
-            try #require(exited, "the sync did not end within 2 minutes of the kill")
+            try #require(exited, "the sync did not end within \(TestTime.scaled(.seconds(120))) of the kill")
             try await waitRestarted(stack, "health.0", victim: second)
 
             let resumed = try summary(try await health(stack, ["sync", "--json", "--store", tablet, "--token", token]))

@@ -353,7 +353,7 @@ import TextRecognition
         for _ in 0..<3 {
             scans.append(Task { try await Stack.run("\(Stack.binDirectory)/gateway", ["ocr", "scan", page] + endpoint, environment: [:]) })
         }
-        try await Task.sleep(for: .milliseconds(500))  // the first scan is read, the others wait for the lane
+        try await Task.sleep(for: TestTime.scaled(.milliseconds(500)))  // the first scan is read, the others wait for the lane
         let started = ContinuousClock.now
         let list = try await Stack.run("\(Stack.binDirectory)/gateway", ["ocr", "template", "list"] + endpoint, environment: [:])
         let latency = ContinuousClock.now - started

@@ -64,7 +64,7 @@ import Testing
             let pid = try #require(try stack.servicePids()["zoo.0"])
             kill(pid, SIGHUP)
             var reloaded = false
-            for _ in 0..<50 where !reloaded {
+            for _ in 0..<Int(50 * TestTime.scale) where !reloaded {
                 try await Task.sleep(for: .milliseconds(100))
                 reloaded = (try? String(contentsOf: stack.state.appendingPathComponent("logs/zoo.0.log"), encoding: .utf8))?
                     .contains("reloaded TLS certificates: CN=zoo,O=Menagerie") == true

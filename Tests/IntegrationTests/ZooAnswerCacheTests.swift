@@ -54,7 +54,7 @@ print(json.dumps(out))
              "--endpoint", "zoo=127.0.0.1:\(ports + 1)", "--json"],
             environment: ProcessInfo.processInfo.environment)
         try #require(imported.status == 0, "\(imported.output)")
-        try await Task.sleep(for: .milliseconds(200))
+        try await Task.sleep(for: TestTime.scaled(.milliseconds(200)))
 
         let after = try await Self.search(python, port: ports, times: 2)
         let fresh = try await Self.search(python, port: ports + 1, times: 1)

@@ -77,7 +77,7 @@ import ZooCore
 
             // Once the import runs, kill its replica; compose restarts it.
             var jobID: String?
-            for _ in 0..<300 where jobID == nil {
+            for _ in 0..<Int(300 * TestTime.scale) where jobID == nil {
                 try await Task.sleep(for: .milliseconds(50))
                 let listed = try? jsonObject(try await stack.gateway(["zoo", "jobs", "list", "--job-state", "running", "--json"]))
                 let running = (listed?["jobs"] as? [[String: Any]])?.first { ($0["progress"] as? Double ?? 0) > 0 }
@@ -88,10 +88,10 @@ import ZooCore
             kill(try #require(victims["zoo.0"]), SIGKILL)
 
             let exited = try await offPool { () -> Bool in
-                for _ in 0..<1200 where gateway.isRunning { usleep(100_000) }
+                for _ in 0..<Int(1200 * TestTime.scale) where gateway.isRunning { usleep(100_000) }
                 return !gateway.isRunning
             }
-            try #require(exited, "the gateway did not finish within 2 minutes of the kill")
+            try #require(exited, "the gateway did not finish within \(TestTime.scaled(.seconds(120))) of the kill")
             let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
             #expect(!text.contains("connection lost") && !text.contains("connection to"), "\(text)")
             let shown = try jsonObject(try await stack.gateway(["zoo", "jobs", "show", id, "--json"]))

@@ -26,13 +26,13 @@ import Testing
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         func logText() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-        for _ in 0..<400 where !logText().contains("started: pid") && process.isRunning {
+        for _ in 0..<Int(400 * TestTime.scale) where !logText().contains("started: pid") && process.isRunning {
             try await Task.sleep(for: .milliseconds(50))
         }
         let bundled = directory.appendingPathComponent("Menagerie_ZooCore.resources/SampleData").path
         #expect(logText().contains("loaded the sample data from \(bundled): "), "\(logText())")
         kill(process.processIdentifier, SIGTERM)
-        for _ in 0..<200 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        for _ in 0..<Int(200 * TestTime.scale) where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 0)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 import ZooCore
 
@@ -219,7 +220,7 @@ import ZooCore
 
     /// Waits until compose replaced every killed replica and each answers SERVING.
     static func waitForRestart(_ stack: Stack, after victims: [String: Int32]) async throws {
-        for _ in 0..<150 {
+        for _ in 0..<Int(150 * TestTime.scale) {  // 30 s, scaled
             try await Task.sleep(for: .milliseconds(200))
             let pids = try stack.servicePids()
             let replaced = victims.allSatisfy { name, pid in pids[name].map { $0 != pid } ?? false }

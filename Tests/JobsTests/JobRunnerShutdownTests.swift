@@ -27,7 +27,7 @@ import WorkLane
             return nil
         }
         await started.opened()
-        await runner.shutDown(grace: .seconds(5))
+        await runner.shutDown(grace: TestTime.scaled(.seconds(5)))
         #expect(runner.activeJobIDs.isEmpty)
         let otherReplica = try JobStore(database: try Database(path: scratch.databasePath, migrations: []))
         for id in [running.id, queued.id] {
@@ -79,8 +79,8 @@ import WorkLane
         await started.opened()
         // Returns with the request made, the work still held (after its 500 ms wait for the end).
         #expect(try await runner.cancel(job.id).cancelRequested)
-        let shutdown = Task { await runner.shutDown(grace: .seconds(5)) }
-        try await Task.sleep(for: .milliseconds(100))  // the shutdown has asked the job to stop too
+        let shutdown = Task { await runner.shutDown(grace: TestTime.scaled(.seconds(5))) }
+        try await Task.sleep(for: TestTime.scaled(.milliseconds(100)))  // the shutdown has asked the job to stop too
         proceed.open()
         await shutdown.value
         #expect(try await runner.store.job(job.id)?.state == .cancelled)

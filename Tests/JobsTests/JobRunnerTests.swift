@@ -144,7 +144,7 @@ import WorkLane
             let step = job.message.isEmpty ? 0 : Int(job.message.dropFirst(5)) ?? 0
             gates[step].open()
         }
-        #expect(try #require(firstAfter) < .seconds(1))
+        #expect(try #require(firstAfter) < TestTime.scaled(.seconds(1)))
         #expect(seen.last?.state == .succeeded)
         #expect(seen.dropLast().allSatisfy { $0.state.isActive })
         #expect(seen.map(\.progress) == seen.map(\.progress).sorted())

@@ -35,7 +35,7 @@ import Transport
             seen.value.contains { $0.state == .running && $0.progress > 0 && $0.message.hasPrefix("step ") }
         }
         a.kill9()
-        try await withTimeout(.seconds(10)) { try await watch.value }
+        try await withTimeout(TestTime.scaled(.seconds(10))) { try await watch.value }
         let last = try #require(seen.value.last)
         #expect(last.state == .failed)
         #expect(last.error?.code == StatusCode.unavailable.rawValue)
@@ -132,7 +132,8 @@ import Transport
     }
 
     /// With every worker blocked by a handler that does not use the lane and every lane thread busy, all on
-    /// 2-second calls, a health check is answered within 50 ms. The service runs in its own process: blocking
+    /// 2-second calls, a health check is answered within 50 ms (each scaled by `TestTime`, so the calls still
+    /// hold every thread when the check is made). The service runs in its own process: blocking
     /// every worker there blocks every thread of its cooperative pool.
     @Test func healthIsAnsweredWhileEveryWorkerAndLaneThreadIsBusy() async throws {
         let scratch = try Scratch()
@@ -143,14 +144,15 @@ import Transport
         defer { replica.stop() }
         let client = replica.client
         var calls: [Task<Void, any Error>] = []
+        let busy = Int32(2000 * TestTime.scale)
         for onLane in [true, true, false, false] {
-            calls.append(Task { _ = try await client.unary(JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: 2000, onLane: onLane)) })
+            calls.append(Task { _ = try await client.unary(JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: busy, onLane: onLane)) })
         }
-        try await Task.sleep(for: .milliseconds(300))  // every call has reached its handler
+        try await Task.sleep(for: TestTime.scaled(.milliseconds(300)))  // every call has reached its handler
         let started = ContinuousClock.now
-        _ = try await client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(5)))
+        _ = try await client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: CallOptions(timeout: TestTime.scaled(.seconds(5))))
         let latency = ContinuousClock.now - started
-        #expect(latency < .milliseconds(50), "health took \(latency)")
+        #expect(latency < TestTime.scaled(.milliseconds(50)), "health took \(latency)")
         for call in calls { try await call.value }
     }
 
@@ -179,7 +181,7 @@ import Transport
         #expect(refusals.first?.message.contains("127.0.0.1 has 5 jobs queued or running") == true, "\(refusals.first?.message ?? "")")
         // Quick calls on the lane are served while the jobs wait and run.
         for _ in 0..<6 {
-            _ = try await client.unary(JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: 5, onLane: true), options: CallOptions(timeout: .seconds(5)))
+            _ = try await client.unary(JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: 5, onLane: true), options: CallOptions(timeout: TestTime.scaled(.seconds(5))))
         }
         for id in accepted { _ = try await client.unary(JobsV1.Jobs.cancelJob, JobsV1.CancelJobRequest(id: id)) }
         // Once they ended, the submitter may start jobs again.

@@ -28,10 +28,10 @@ final class ReplicaProcess: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         client = RPCClient(transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(port)")])
-        let giveUp = ContinuousClock.now + .seconds(30)
+        let giveUp = ContinuousClock.now + TestTime.scaled(.seconds(30))
         while true {
             if let answer = try? await client.unary(
-                RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(1))),
+                RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: CallOptions(timeout: TestTime.scaled(.seconds(1)))),
                 answer.pid == Int64(process.processIdentifier)
             {
                 return

@@ -17,13 +17,16 @@ import Transport
     /// checks answer NOT_SERVING, a new call on an open connection and a new connection are refused
     /// UNAVAILABLE; then the process exits 0.
     @Test func sigtermLosesNoneOfTheCallsInFlight() async throws {
-        let service = try await LoggedService(arguments: ["--lane-threads", "16", "--shutdown-grace", "20", "--log-level", "debug"])
+        // The calls last (scaled) long enough to be in flight through the draining checks; the grace outlasts them.
+        let service = try await LoggedService(
+            arguments: ["--lane-threads", "16", "--shutdown-grace", "\(Int(20 * TestTime.scale))", "--log-level", "debug"])
+        let length = Int32(3000 * TestTime.scale)
         defer { service.stop() }
         let calls = 12
         let results = (0..<calls).map { _ in
             Task {
                 try await service.client.unary(
-                    JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: 3000, onLane: true), options: CallOptions(timeout: .seconds(30)))
+                    JobsV1.JobsTesting.sleep, JobsV1.SleepRequest(ms: length, onLane: true), options: CallOptions(timeout: TestTime.scaled(.seconds(30))))
             }
         }
         // Every call is being served before the signal (each logs as it starts).
@@ -42,7 +45,7 @@ import Transport
         let newcomer = RPCClient(transports: [try TCPClientTransport(endpoint: "127.0.0.1:\(service.port)")], retry: .init(maxAttempts: 1))
         defer { newcomer.close() }
         let refusedConnection = await #expect(throws: RPCError.self) {
-            try await newcomer.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(2)))
+            try await newcomer.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: CallOptions(timeout: TestTime.scaled(.seconds(2))))
         }
         #expect(refusedConnection?.code == .unavailable)
 
@@ -124,7 +127,7 @@ final class LoggedService: @unchecked Sendable {
         try self.init(launchingWith: environment, arguments: arguments)
         try await eventually("the service serving", within: .seconds(30)) {
             guard process.isRunning else { throw ReplicaFailed(description: "the service exited: \(log)") }
-            let answer = try? await client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: CallOptions(timeout: .seconds(1)))
+            let answer = try? await client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest(), options: CallOptions(timeout: TestTime.scaled(.seconds(1))))
             return answer?.pid == Int64(pid) && answer?.status == .serving
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Issue 9 #15: a SIGTERM while a service starts up (before it serves) ends it with status 0, as one
@@ -22,13 +23,14 @@ import Testing
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         func logText() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-        // Its signal handling is in place before its services are made, where the delay is.
-        for _ in 0..<200 where !logText().contains("delaying startup") && process.isRunning {
+        // Its signal handling is in place before its services are made, where the delay is. Polled for 10 s, scaled.
+        let polls = Int(200 * TestTime.scale)
+        for _ in 0..<polls where !logText().contains("delaying startup") && process.isRunning {
             try await Task.sleep(for: .milliseconds(50))
         }
         try #require(logText().contains("delaying startup"), "the service did not reach its startup delay: \(logText())")
         kill(process.processIdentifier, SIGTERM)
-        for _ in 0..<200 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        for _ in 0..<polls where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         try #require(!process.isRunning, "SIGTERM while starting did not end the service")
         #expect(process.terminationReason == .exit, "ended by a signal, not by exiting")
         #expect(process.terminationStatus == 0)

@@ -34,11 +34,11 @@ struct TimedOut: Error, CustomStringConvertible {
     var description: String { "timed out waiting for \(what)" }
 }
 
-/// Polls `condition` every 5 ms for up to `limit`.
+/// Polls `condition` every 5 ms for up to `limit` (scaled by `TestTime`).
 func eventually(
     _ what: String, within limit: Duration = .seconds(10), _ condition: () async throws -> Bool
 ) async throws {
-    let giveUp = ContinuousClock.now + limit
+    let giveUp = ContinuousClock.now + TestTime.scaled(limit)
     while try await !condition() {
         guard ContinuousClock.now < giveUp else { throw TimedOut(what: what) }
         try await Task.sleep(for: .milliseconds(5))

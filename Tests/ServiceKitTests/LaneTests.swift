@@ -3,13 +3,19 @@ import RPC
 import RPCWire
 import Schema
 import ServiceKit
+import TestSupport
 import Testing
 import Transport
 import WorkLane
 
 /// The heavy-work lane seen from calls: slow work does not hold the server's workers, and a full lane
-/// refuses with RESOURCE_EXHAUSTED.
+/// refuses with RESOURCE_EXHAUSTED. The calls' length and the bounds are scaled by `TestTime` together, so that on a
+/// busy machine the calls still hold the lane when it is measured.
 @Suite(.serialized) struct LaneTests {
+    /// How long a slow call holds its lane thread, in milliseconds.
+    static let slowCall = UInt32(2000 * TestTime.scale)
+    /// What a health check may take beside the busy lane.
+    static let quick = TestTime.scaled(.milliseconds(50))
 
     /// Echo whose handler sleeps `delay_ms` on the lane.
     struct SlowService: RPCService {
@@ -49,7 +55,7 @@ import WorkLane
     /// behind the 2-second calls would be, and would take over a second.
     private func healthLatency(_ client: RPCClient) async throws -> Duration {
         var best = Duration.seconds(1000)
-        for _ in 0..<10 where best >= .milliseconds(50) {
+        for _ in 0..<10 where best >= Self.quick {
             let started = ContinuousClock.now
             let answer = try await client.unary(RpcV1.Health.check, RpcV1.HealthCheckRequest())
             #expect(answer.status == .serving)
@@ -62,9 +68,9 @@ import WorkLane
         -> [Task<RpcV1.EchoResponse, any Error>]
     {
         let calls = (0..<count).map { _ in
-            Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array(payload.utf8), delayMs: 2000)) }
+            Task { try await client.unary(RpcV1.Echo.echo, RpcV1.EchoRequest(payload: Array(payload.utf8), delayMs: Self.slowCall)) }
         }
-        let giveUp = ContinuousClock.now + .seconds(30)
+        let giveUp = ContinuousClock.now + TestTime.scaled(.seconds(30))
         while !busy(), ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(2)) }
         return calls
     }
@@ -78,7 +84,7 @@ import WorkLane
             #expect(lane.running == 2)
             let latency = try await healthLatency(client)
             #expect(lane.running == 2)  // still busy: the checks did not wait for the calls
-            #expect(latency < .milliseconds(50))
+            #expect(latency < Self.quick)
             for call in calls { _ = try await call.value }
         }
     }
@@ -93,7 +99,7 @@ import WorkLane
             } throws: { error in
                 (error as? RPCError)?.code == .resourceExhausted
             }
-            #expect(ContinuousClock.now - started < .milliseconds(500))
+            #expect(ContinuousClock.now - started < TestTime.scaled(.milliseconds(500)))
             for call in calls { _ = try await call.value }
         }
     }

@@ -1,6 +1,7 @@
 import Dqlite
 import Storage
 import Synchronization
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -22,7 +23,7 @@ final class TestCluster: Sendable {
         }
         do {
             return try DqliteClient(
-                addresses: [node.address], database: database ?? "test-\(UInt64.random(in: .min ... .max))", leaderWait: .seconds(10))
+                addresses: [node.address], database: database ?? "test-\(UInt64.random(in: .min ... .max))", callTimeout: TestTime.scaled(.seconds(5)), leaderWait: TestTime.scaled(.seconds(10)))
         } catch {
             throw StorageError(.open, message: "cannot reach the test dqlite node: \(error)")
         }

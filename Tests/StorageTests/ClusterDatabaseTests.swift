@@ -22,12 +22,12 @@ import TestSupport
                     try DqliteReplica(
                         addresses: addresses, ownAddress: address,
                         dataDirectory: directory.appendingPathComponent(address.replacingOccurrences(of: ":", with: "_")).path,
-                        database: "test", networkLatency: .milliseconds(10), leaderWait: .seconds(20)))
+                        database: "test", networkLatency: .milliseconds(10), leaderWait: TestTime.scaled(.seconds(20))))
             }
         }
 
         func client() throws -> DqliteClient {
-            try DqliteClient(addresses: addresses, database: "test", callTimeout: .seconds(2), leaderWait: .seconds(20))
+            try DqliteClient(addresses: addresses, database: "test", callTimeout: TestTime.scaled(.seconds(2)), leaderWait: TestTime.scaled(.seconds(20)))
         }
 
         func stopLeader() throws -> UInt64 {

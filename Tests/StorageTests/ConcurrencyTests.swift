@@ -1,6 +1,7 @@
 import Foundation
 import Storage
 import StorageTestSupport
+import TestSupport
 import Testing
 
 @Suite struct ConcurrencyTests {
@@ -104,7 +105,7 @@ import Testing
             #expect(error?.kind == .busy)
             #expect(error?.code == 5)  // SQLITE_BUSY
             #expect(waited >= .milliseconds(90))
-            #expect(waited < .seconds(3))
+            #expect(waited < TestTime.scaled(.seconds(3)))
             #expect(try itemCount(impatient) == 1)
             try impatient.write { try $0.execute("INSERT INTO items (name) VALUES ('later')") }
             #expect(try itemCount(holder) == 2)
@@ -115,7 +116,7 @@ import Testing
     @Test func writerWaitsForAnotherReplicaWithinTheTimeout() async throws {
         try await withTemporaryDatabasePath { path in
             let holder = try Database(path: path, migrations: [itemsMigration])
-            let patient = try Database(path: path, migrations: [itemsMigration], busyTimeout: .seconds(10))
+            let patient = try Database(path: path, migrations: [itemsMigration], busyTimeout: TestTime.scaled(.seconds(10)))
             let holding = DispatchSemaphore(value: 0)
             let finished = DispatchSemaphore(value: 0)
             let holderThread = Thread {

@@ -224,7 +224,7 @@ import Testing
     static func waitUntilAnswering(port: Int, log: URL) async throws {
         let request = "POST /menagerie.zoo.v1.Zoo/GetMetadata HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             + "Content-Length: 2\r\nConnection: close\r\n\r\n{}"
-        for _ in 0..<600 {
+        for _ in 0..<Int(600 * TestTime.scale) {
             if let socket = try? RawSocket(port: port), socket.write(Array(request.utf8)) {
                 let (bytes, _) = await socket.readUntilClosed()
                 if String(decoding: bytes.prefix(12), as: UTF8.self) == "HTTP/1.1 200" { return }
@@ -232,12 +232,12 @@ import Testing
             try await Task.sleep(for: .milliseconds(100))
         }
         let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-        Issue.record("the zoo did not answer on port \(port) within 60 s; its log:\n\(text.suffix(2000))")
+        Issue.record("the zoo did not answer on port \(port) within \(TestTime.scaled(.seconds(60))); its log:\n\(text.suffix(2000))")
         throw CancellationError()
     }
 
     static func waitUntilListening(port: Int, process: Process) async throws {
-        for _ in 0..<300 where process.isRunning {
+        for _ in 0..<Int(300 * TestTime.scale) where process.isRunning {
             if !RawSocket.isFree(port) { return }
             try await Task.sleep(for: .milliseconds(100))
         }

@@ -43,10 +43,11 @@ import Testing
         let replicas = try addresses.map { address in
             try DqliteReplica(
                 addresses: addresses, ownAddress: address, dataDirectory: directory.appendingPathComponent(address).path,
-                database: "zoo", networkLatency: .milliseconds(10), leaderWait: .seconds(20))
+                database: "zoo", networkLatency: .milliseconds(10), leaderWait: TestTime.scaled(.seconds(20)))
         }
         defer { for replica in replicas { try? replica.stop() } }
-        let client = try DqliteClient(addresses: addresses, database: "zoo")
+        let client = try DqliteClient(
+            addresses: addresses, database: "zoo", callTimeout: TestTime.scaled(.seconds(5)), leaderWait: TestTime.scaled(.seconds(10)))
         let onCluster = try Self.measure(try ZooLibrary(database: Database(cluster: client, migrations: ZooSchema.migrations)))
 
         #expect(onFile.found == onCluster.found && !onFile.found.isEmpty)
