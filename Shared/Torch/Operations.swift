@@ -23,7 +23,6 @@ extension Tensor {
     public func negated() throws -> Tensor { try unary(4) }
     public func sqrt() throws -> Tensor { try unary(5) }
     public func squared() throws -> Tensor { try unary(6) }
-    public func tanh() throws -> Tensor { try unary(7) }
     public func abs() throws -> Tensor { try unary(8) }
     /// The same values cut off from the gradient graph.
     public func detached() throws -> Tensor { try unary(9) }
@@ -41,11 +40,8 @@ extension Tensor {
     public static func + (a: Tensor, b: Double) throws -> Tensor { try a.scalar(0, b) }
     public static func * (a: Tensor, b: Double) throws -> Tensor { try a.scalar(1, b) }
     public func pow(_ exponent: Double) throws -> Tensor { try scalar(2, exponent) }
-    public func leakyReLU(_ slope: Double = 0.1) throws -> Tensor { try scalar(3, slope) }
     public func clamped(min: Double) throws -> Tensor { try scalar(4, min) }
     public func clamped(max: Double) throws -> Tensor { try scalar(5, max) }
-    /// Zeroes elements with probability p and scales the rest (training only; callers skip it at inference).
-    public func dropout(_ p: Double) throws -> Tensor { try scalar(6, p) }
 
     /// Over all elements when `dim` is nil.
     public func sum(dim: Int? = nil, keepingDimension: Bool = false) throws -> Tensor { try reduce(0, dim, keepingDimension) }
@@ -54,7 +50,6 @@ extension Tensor {
     public func argmax(dim: Int? = nil, keepingDimension: Bool = false) throws -> Tensor { try reduce(3, dim, keepingDimension) }
     public func softmax(dim: Int) throws -> Tensor { try reduce(4, dim, false) }
     public func logSoftmax(dim: Int) throws -> Tensor { try reduce(5, dim, false) }
-    public func cumsum(dim: Int) throws -> Tensor { try reduce(6, dim, false) }
 
     public func reshaped(_ shape: [Int]) throws -> Tensor {
         let sizes = shape.map(Int64.init)
@@ -95,12 +90,6 @@ extension Tensor {
                              training ? 1 : 0, momentum, epsilon, $0)
         }
     }
-    public func maxPool2d(kernel: Int, stride: Int? = nil, padding: Int = 0) throws -> Tensor {
-        try produce { torch_pool2d(0, handle, Int64(kernel), Int64(stride ?? kernel), Int64(padding), $0) }
-    }
-    public func avgPool2d(kernel: Int, stride: Int? = nil, padding: Int = 0) throws -> Tensor {
-        try produce { torch_pool2d(1, handle, Int64(kernel), Int64(stride ?? kernel), Int64(padding), $0) }
-    }
     public func adaptiveAvgPool2d(height: Int, width: Int) throws -> Tensor {
         try produce { torch_adaptive_avg_pool2d(handle, Int64(height), Int64(width), $0) }
     }
@@ -117,9 +106,6 @@ extension Tensor {
     }
     public func binaryCrossEntropyWithLogits(targets: Tensor, weight: Tensor? = nil, summed: Bool = false) throws -> Tensor {
         try produce { torch_bce_with_logits(handle, targets.handle, weight?.handle, summed ? 1 : 0, $0) }
-    }
-    public func meanSquaredError(_ other: Tensor, summed: Bool = false) throws -> Tensor {
-        try produce { torch_mse(handle, other.handle, summed ? 1 : 0, $0) }
     }
 }
 

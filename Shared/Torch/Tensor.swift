@@ -38,7 +38,7 @@ public enum Torch {
         try check(torch_set_num_threads(Int32(max(1, min(count, limit)))))
     }
 
-    /// Seeds torch's generator (parameter initialisation, dropout): with one thread, the same seed and data give
+    /// Seeds torch's generator (parameter initialisation, rand): with one thread, the same seed and data give
     /// the same model.
     public static func seed(_ value: UInt64) throws { try check(torch_manual_seed(value)) }
 
@@ -96,7 +96,6 @@ public final class Tensor: @unchecked Sendable {
     public static func zeros(_ shape: [Int]) throws -> Tensor { try filled(0, shape) }
     public static func ones(_ shape: [Int]) throws -> Tensor { try filled(1, shape) }
     /// Standard normal values from torch's seeded generator.
-    public static func randn(_ shape: [Int]) throws -> Tensor { try filled(2, shape) }
     public static func rand(_ shape: [Int]) throws -> Tensor { try filled(3, shape) }
 
     public var shape: [Int] {

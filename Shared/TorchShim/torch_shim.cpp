@@ -117,7 +117,6 @@ int torch_filled(int kind, const int64_t *shape, int rank, torch_tensor *out) {
     GUARD(auto sizes = dims(shape, rank); at::Tensor t; switch (kind) {
         case 0: t = torch::zeros(sizes); break;
         case 1: t = torch::ones(sizes); break;
-        case 2: t = torch::randn(sizes); break;
         case 3: t = torch::rand(sizes); break;
         default: throw std::invalid_argument("unknown fill kind " + std::to_string(kind));
     } *out = wrap(t))
@@ -161,7 +160,6 @@ int torch_unary(int op, torch_tensor a, torch_tensor *out) {
         case 4: y = torch::neg(x); break;
         case 5: y = torch::sqrt(x); break;
         case 6: y = torch::square(x); break;
-        case 7: y = torch::tanh(x); break;
         case 8: y = torch::abs(x); break;
         case 9: y = x.detach(); break;
         case 10: y = x.clone().contiguous(); break;
@@ -187,10 +185,8 @@ int torch_scalar(int op, torch_tensor a, double value, torch_tensor *out) {
         case 0: y = x + value; break;
         case 1: y = x * value; break;
         case 2: y = torch::pow(x, value); break;
-        case 3: y = torch::leaky_relu(x, value); break;
         case 4: y = torch::clamp_min(x, value); break;
         case 5: y = torch::clamp_max(x, value); break;
-        case 6: y = torch::dropout(x, value, true); break;
         default: throw std::invalid_argument("unknown scalar op " + std::to_string(op));
     } *out = wrap(y))
 }
@@ -203,7 +199,6 @@ int torch_reduce(int op, torch_tensor a, int64_t dim, int keepdim, torch_tensor 
         case 3: y = all ? x.argmax() : x.argmax(dim, keep); break;
         case 4: y = torch::softmax(x, dim); break;
         case 5: y = torch::log_softmax(x, dim); break;
-        case 6: y = torch::cumsum(x, dim); break;
         default: throw std::invalid_argument("unknown reduction " + std::to_string(op));
     } *out = wrap(y))
 }
@@ -244,14 +239,6 @@ int torch_batch_norm(torch_tensor input, torch_tensor weight, torch_tensor bias,
                                         optional(running_var), training != 0, momentum, eps, false)))
 }
 
-int torch_pool2d(int kind, torch_tensor input, int64_t kernel, int64_t stride, int64_t padding, torch_tensor *out) {
-    GUARD(at::Tensor y; switch (kind) {
-        case 0: y = torch::max_pool2d(get(input), kernel, stride, padding); break;
-        case 1: y = torch::avg_pool2d(get(input), kernel, stride, padding); break;
-        default: throw std::invalid_argument("unknown pool kind " + std::to_string(kind));
-    } *out = wrap(y))
-}
-
 int torch_adaptive_avg_pool2d(torch_tensor input, int64_t height, int64_t width, torch_tensor *out) {
     GUARD(*out = wrap(torch::adaptive_avg_pool2d(get(input), {height, width})))
 }
@@ -271,10 +258,6 @@ int torch_bce_with_logits(torch_tensor logits, torch_tensor targets, torch_tenso
                           torch_tensor *out) {
     GUARD(*out = wrap(at::binary_cross_entropy_with_logits(get(logits), get(targets), optional(weight), {},
                                                            reduction == 1 ? at::Reduction::Sum : at::Reduction::Mean)))
-}
-
-int torch_mse(torch_tensor a, torch_tensor b, int reduction, torch_tensor *out) {
-    GUARD(*out = wrap(at::mse_loss(get(a), get(b), reduction == 1 ? at::Reduction::Sum : at::Reduction::Mean)))
 }
 
 int torch_optimizer_new(int kind, const torch_tensor *parameters, int count, double learning_rate,

@@ -57,7 +57,7 @@ final class Stack: @unchecked Sendable {
         environment["MENAGERIE_STATE_DIR"] = state.path
         environment["MENAGERIE_BIN_DIR"] = Self.binDirectory
         environment["MENAGERIE_GRACE"] = "5"
-        environment["MENAGERIE_START_TIMEOUT"] = "60"
+        environment["MENAGERIE_START_TIMEOUT"] = Self.scaledSeconds(60)
         environment.removeValue(forKey: "MENAGERIE_ENDPOINTS")
         return environment
     }
@@ -160,14 +160,14 @@ final class Stack: @unchecked Sendable {
         return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? T, "\(output)")
     }
 
-    /// Waits until something answers SERVING on 127.0.0.1:`port` (at most a minute).
+    /// Waits until something answers SERVING on 127.0.0.1:`port` (at most a minute, stretched by the time scale).
     static func waitServing(port: Int) async throws {
-        for _ in 0..<120 {
+        for _ in 0..<Int((120 * TestTime.scale).rounded(.up)) {
             let probe = try await run("\(binDirectory)/gateway", ["probe", "127.0.0.1:\(port)", "--quiet", "--timeout", "1"], environment: [:])
             if probe.status == 0 { return }
             try await Task.sleep(for: .milliseconds(500))
         }
-        Issue.record("nothing reported SERVING on port \(port) within a minute")
+        Issue.record("nothing reported SERVING on port \(port) within \(Self.scaledSeconds(60)) s")
     }
 
     /// Whether `pid` is a live process (a zombie nobody reaped yet is not).
@@ -285,11 +285,11 @@ final class ClusterReplicas {
     }
 
     /// The gateway's call through `replica`, again every `pause` while it answers UNAVAILABLE (a leader being
-    /// elected: nothing was written), as a client would, for up to `window`.
+    /// elected: nothing was written), as a client would, for up to `window` stretched by the time scale.
     func gatewayRetrying(
         _ replica: Int, _ arguments: [String], within window: Duration = .seconds(30), every pause: Duration = .milliseconds(300)
     ) async throws -> (status: Int32, output: String) {
-        let start = ContinuousClock.now
+        let start = ContinuousClock.now, window = window * TestTime.scale
         var result = try await gateway(replica, arguments)
         while result.status == 14, ContinuousClock.now - start < window {
             try await Task.sleep(for: pause)

@@ -31,7 +31,7 @@ const char *torch_last_error(void);
 // MARK: Runtime settings
 int torch_set_num_threads(int threads);
 int torch_get_num_threads(void);
-/// Seeds torch's default CPU generator (parameter initialisation, dropout, randn).
+/// Seeds torch's default CPU generator (parameter initialisation, rand).
 int torch_manual_seed(uint64_t seed);
 /// Enables or disables gradient recording for the calling thread; writes the previous setting.
 int torch_set_grad_enabled(int enabled, int *previous);
@@ -39,7 +39,7 @@ int torch_set_grad_enabled(int enabled, int *previous);
 // MARK: Creation, inspection, data transfer
 int torch_from_floats(const float *data, const int64_t *shape, int rank, torch_tensor *out);
 int torch_from_int64s(const int64_t *data, const int64_t *shape, int rank, torch_tensor *out);
-/// kind: 0 zeros, 1 ones, 2 standard normal, 3 uniform [0, 1).
+/// kind: 0 zeros, 1 ones, 3 uniform [0, 1) (2, once standard normal, is unused).
 int torch_filled(int kind, const int64_t *shape, int rank, torch_tensor *out);
 void torch_tensor_free(torch_tensor tensor);
 /// Writes up to `capacity` sizes into `shape` and the rank into `rank`.
@@ -53,13 +53,13 @@ int torch_copy_into(torch_tensor tensor, torch_tensor source);
 int torch_backward(torch_tensor loss);
 
 // MARK: Element-wise and shape operations
-/// op: 0 relu, 1 sigmoid, 2 exp, 3 log, 4 neg, 5 sqrt, 6 square, 7 tanh, 8 abs, 9 detach, 10 clone (contiguous).
+/// op: 0 relu, 1 sigmoid, 2 exp, 3 log, 4 neg, 5 sqrt, 6 square, 8 abs (7, once tanh, is unused), 9 detach, 10 clone (contiguous).
 int torch_unary(int op, torch_tensor a, torch_tensor *out);
 /// op: 0 add, 1 sub, 2 mul, 3 div, 4 matmul, 5 maximum, 6 minimum. Broadcasting as torch does it.
 int torch_binary(int op, torch_tensor a, torch_tensor b, torch_tensor *out);
-/// op: 0 add, 1 mul, 2 pow, 3 leaky_relu (slope), 4 clamp_min, 5 clamp_max, 6 dropout (training, p).
+/// op: 0 add, 1 mul, 2 pow, 4 clamp_min, 5 clamp_max (3 and 6 are unused).
 int torch_scalar(int op, torch_tensor a, double value, torch_tensor *out);
-/// op: 0 sum, 1 mean, 2 max (values), 3 argmax, 4 softmax, 5 log_softmax, 6 cumsum; dim < -rank means
+/// op: 0 sum, 1 mean, 2 max (values), 3 argmax, 4 softmax, 5 log_softmax; dim < -rank means
 /// "over all elements" for sum/mean/max/argmax. keepdim applies to reductions.
 int torch_reduce(int op, torch_tensor a, int64_t dim, int keepdim, torch_tensor *out);
 int torch_reshape(torch_tensor a, const int64_t *shape, int rank, torch_tensor *out);
@@ -77,8 +77,6 @@ int torch_linear(torch_tensor input, torch_tensor weight, torch_tensor bias, tor
 /// Updates running_mean/running_var in place when training.
 int torch_batch_norm(torch_tensor input, torch_tensor weight, torch_tensor bias, torch_tensor running_mean,
                      torch_tensor running_var, int training, double momentum, double eps, torch_tensor *out);
-/// kind: 0 max, 1 average.
-int torch_pool2d(int kind, torch_tensor input, int64_t kernel, int64_t stride, int64_t padding, torch_tensor *out);
 int torch_adaptive_avg_pool2d(torch_tensor input, int64_t height, int64_t width, torch_tensor *out);
 /// Bilinear resize of an NCHW float tensor; antialias averages when shrinking (as PIL does).
 int torch_resize_bilinear(torch_tensor input, int64_t height, int64_t width, int antialias, torch_tensor *out);
@@ -89,8 +87,6 @@ int torch_cross_entropy(torch_tensor logits, torch_tensor targets, double label_
 /// weight may be NULL; reduction 0 mean, 1 sum.
 int torch_bce_with_logits(torch_tensor logits, torch_tensor targets, torch_tensor weight, int reduction,
                           torch_tensor *out);
-/// reduction 0 mean, 1 sum.
-int torch_mse(torch_tensor a, torch_tensor b, int reduction, torch_tensor *out);
 
 // MARK: Optimisers over a list of parameter tensors (the list is copied; tensors stay the caller's)
 /// kind: 0 SGD (momentum, nesterov when momentum > 0), 1 Adam, 2 AdamW.
