@@ -11,7 +11,7 @@ import WorkLane
 public struct BlobsService: BlobsV1.Blobs.ServiceProtocol {
     public let store: BlobStore
     /// Where disk work runs (reading and hashing a blob, the fsync of a commit), off Swift's cooperative pool.
-    private let lane: ThreadPool
+    private let lane: WorkLane
     /// What a blob being sent takes while it is read and sent whole (the process's budget, `--memory-budget`).
     private let budget: MemoryBudget
     /// On a TLS stack, the subject of this replica's own certificate: a caller must present a certificate of the
@@ -24,7 +24,7 @@ public struct BlobsService: BlobsV1.Blobs.ServiceProtocol {
     /// The most hashes one HasBlobs asks about.
     public static let maxHashesAsked = 1000
 
-    public init(store: BlobStore, lane: ThreadPool, budget: MemoryBudget = .process, replicaCertificate: String? = nil) {
+    public init(store: BlobStore, lane: WorkLane, budget: MemoryBudget = .process, replicaCertificate: String? = nil) {
         self.store = store
         self.lane = lane
         self.budget = budget

@@ -49,7 +49,7 @@ public final class JobRunner: Sendable {
     }
 
     public let store: JobStore
-    public let lane: ThreadPool
+    public let lane: WorkLane
     public let options: Options
     public let owner: JobOwner
     /// Turns what a job's work threw into the status it fails with.
@@ -91,7 +91,7 @@ public final class JobRunner: Sendable {
     /// status (the RPC layer passes one that knows its error types); by default `JobFailureConvertible`
     /// errors carry their own and anything else is INTERNAL.
     public init(
-        store: JobStore, lane: ThreadPool, options: Options = Options(),
+        store: JobStore, lane: WorkLane, options: Options = Options(),
         failureMapping: @escaping @Sendable (any Error) -> JobFailure = JobRunner.defaultFailure
     ) {
         self.store = store
@@ -120,7 +120,7 @@ public final class JobRunner: Sendable {
     /// Records a job of `kind` (QUEUED) and queues `work` on the lane; returns the job at once. The work runs
     /// on a lane thread (it may block) and reports through its `JobContext`; what it returns is the job's
     /// result, what it throws its failure (`CancellationError` after a cancel request: CANCELLED).
-    /// Throws `ThreadPool.QueueFull` (and records nothing) when the lane's queue is full.
+    /// Throws `WorkLane.QueueFull` (and records nothing) when the lane's queue is full.
     /// `submitter` (the caller's user, else its address) is held to `maxActiveJobsPerSubmitter`.
     /// `user` is recorded as who started it (see `Job.startedBy`).
     public func start(
@@ -445,7 +445,7 @@ final class ActiveJob: Sendable {
     private let mutable = Mutex(Mutable())
 
     private struct Mutable {
-        var ticket: ThreadPool.Ticket?
+        var ticket: WorkLane.Ticket?
         var progress = 0.0
         var message = ""
         var dirty = false
@@ -464,7 +464,7 @@ final class ActiveJob: Sendable {
 
     var progress: (Double, String) { mutable.withLock { ($0.progress, $0.message) } }
 
-    func setTicket(_ ticket: ThreadPool.Ticket) {
+    func setTicket(_ ticket: WorkLane.Ticket) {
         mutable.withLock { $0.ticket = ticket }
         if isCancelRequested { ticket.cancel() }  // cancelled before the ticket was known
     }

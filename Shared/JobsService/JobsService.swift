@@ -161,7 +161,7 @@ public struct ServiceJobs: Sendable {
         options.maxActiveJobs = limits.maxActive
         options.maxActiveJobsPerSubmitter = limits.maxActivePerSubmitter
         // Bounded by the runner's `maxActiveJobs`, not by the pool's queue.
-        let lane = ThreadPool(name: "jobs", threads: limits.threads, queueLimit: limits.maxActive)
+        let lane = WorkLane(name: "jobs", threads: limits.threads, queueLimit: limits.maxActive)
         runner = JobRunner(store: try JobStore(database: database), lane: lane, options: options, failureMapping: JobsRPC.failure)
         let failed = try await runner.recoverAbandonedJobs()
         if !failed.isEmpty { logger.warning("failed \(failed.count) jobs left running by stopped replicas") }

@@ -56,8 +56,8 @@ public enum ServiceRunner {
         public let logger: Logger
         /// The heavy-work lane (`--lane-threads`, `--lane-queue`): a handler runs blocking and CPU-bound work
         /// here (`try await lane.run { … }`) so its server worker serves other calls meanwhile (jobs run apart,
-        /// see `jobs`). Past its queue limit work is refused at once (`ThreadPool.QueueFull`, RESOURCE_EXHAUSTED).
-        public let lane: ThreadPool
+        /// see `jobs`). Past its queue limit work is refused at once (`WorkLane.QueueFull`, RESOURCE_EXHAUSTED).
+        public let lane: WorkLane
         /// Threads and bounds of the service's jobs (`--job-threads`, `--max-jobs`, `--max-jobs-per-user`),
         /// which run apart from the lane: give them to `ServiceJobs`.
         public let jobs: JobLimits
@@ -164,7 +164,7 @@ public enum ServiceRunner {
         let environment = Environment(
             dataDirectory: directory,
             databasePath: options.database ?? directory.appendingPathComponent("\(name).sqlite").path,
-            logger: logger, lane: ThreadPool(name: "lane", threads: options.laneThreads, queueLimit: options.laneQueue),
+            logger: logger, lane: WorkLane(name: "lane", threads: options.laneThreads, queueLimit: options.laneQueue),
             jobs: options.jobOptions, shutdownGrace: grace, cluster: cluster, identity: identity, verifier: verifier)
         // Unstructured, so that a signal need not wait for a setup stuck in a long migration.
         let starting = Task {

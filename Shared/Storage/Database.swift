@@ -26,8 +26,8 @@ public final class Database: Sendable {
     private let writer: ConnectionPool
     private let readers: ConnectionPool
     /// The threads behind the async `write` (one: writes serialize anyway) and `read` (one per reader).
-    private let writeThread: ThreadPool
-    private let readThreads: ThreadPool
+    private let writeThread: WorkLane
+    private let readThreads: WorkLane
     /// A connection that never writes, so its `PRAGMA data_version` moves with every other commit; on a
     /// cluster it is replaced when the leader changes, and `generation` counts those replacements.
     private let observer: Mutex<(handle: any StorageHandle, generation: Int64)>
@@ -98,8 +98,8 @@ public final class Database: Sendable {
         observer = Mutex((try open(.reader), 0))
         self.readRetryWindow = readRetryWindow
         // Queued work is bounded by the callers waiting for it, not by the pool.
-        writeThread = ThreadPool(name: "storage-writer", threads: 1, queueLimit: 1 << 40)
-        readThreads = ThreadPool(name: "storage-reader", threads: readers, queueLimit: 1 << 40)
+        writeThread = WorkLane(name: "storage-writer", threads: 1, queueLimit: 1 << 40)
+        readThreads = WorkLane(name: "storage-reader", threads: readers, queueLimit: 1 << 40)
     }
 
     /// Applies the pending `migrations` of a schema that shared code keeps beside the service's own (the jobs
@@ -163,7 +163,7 @@ public final class Database: Sendable {
     public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await readThreads.run {
             let result = try self.read(body)
-            if ThreadPool.isCurrentWorkCancelled { throw CancellationError() }
+            if WorkLane.isCurrentWorkCancelled { throw CancellationError() }
             return result
         }
     }
@@ -176,7 +176,7 @@ public final class Database: Sendable {
         try await writeThread.run {
             try self.write { connection in
                 let result = try body(connection)
-                if ThreadPool.isCurrentWorkCancelled { throw CancellationError() }
+                if WorkLane.isCurrentWorkCancelled { throw CancellationError() }
                 return result
             }
         }

@@ -143,7 +143,7 @@ public final class EnginePool: Sendable {
     /// scan. Requests queued on the lane meanwhile run after it and find the engines ready. Returns the number
     /// made (fewer when engines of `languages` exist already); throws when an engine cannot be made.
     @discardableResult
-    public func prewarm(languages: [String] = ["ces", "eng"], count: Int, lane: ThreadPool) async throws -> Int {
+    public func prewarm(languages: [String] = ["ces", "eng"], count: Int, lane: WorkLane) async throws -> Int {
         let configuration = EngineConfiguration(languages: languages)
         return try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<max(0, count) {

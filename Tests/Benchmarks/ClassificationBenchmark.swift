@@ -150,7 +150,7 @@ struct ClassificationBenchmark {
         var connections: [RPCClient] = []
         for index in 0..<3 {
             let replicaStore = try ClassificationStore(path: path)
-            let lane = ThreadPool(name: "lane", threads: cores, queueLimit: 256)
+            let lane = WorkLane(name: "lane", threads: cores, queueLimit: 256)
             let jobs = JobRunner(store: try JobStore(database: replicaStore.database), lane: lane)
             let service = ClassificationService(store: replicaStore, lane: lane, jobs: jobs)
             let server = try TCPServer(rpc: RPCServer(name: "classification-\(index)", services: [service]), port: 0)

@@ -58,7 +58,7 @@ struct OCRBenchmark {
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
 
-        let lane = ThreadPool(name: "lane", threads: cores, queueLimit: 256)
+        let lane = WorkLane(name: "lane", threads: cores, queueLimit: 256)
         let recognizer = TextRecognizer(engines: EnginePool(maxEnginesPerConfiguration: cores))
         let service = OCRService(store: try TemplateStore(path: scratch.appendingPathComponent("ocr.sqlite").path), recognizer: recognizer, lane: lane)
         let server = try TCPServer(rpc: RPCServer(name: "ocr-bench", services: [service]), port: 0)
@@ -164,7 +164,7 @@ struct OCRBenchmark {
     /// 3 megapixels as JPEGs, read by a service set up as the executable is (PP-OCR and the seven-segment reader
     /// beside Tesseract where compose installed them; the default level and segmentation), one at a time, beside the
     /// `tesseract` program (`--psm 11`, the sparse reading a display needs) on the same files in the same run.
-    func phonePhotoRows(lane: ThreadPool, engines: EnginePool, scratch: URL) async throws -> [[String]] {
+    func phonePhotoRows(lane: WorkLane, engines: EnginePool, scratch: URL) async throws -> [[String]] {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let environment = ProcessInfo.processInfo.environment
         let ppocrFolder = environment["MENAGERIE_PPOCR"] ?? root.appendingPathComponent("compose/.cache/ppocr").path

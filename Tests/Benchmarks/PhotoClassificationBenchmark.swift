@@ -86,7 +86,7 @@ struct PhotoClassificationBenchmark {
         var httpJSON: (p50: Double, bodyBytes: Int, base64: Double)?
         for warm in [true, false] {
             let replica = try ClassificationStore(path: path)
-            let lane = ThreadPool(name: "lane", threads: cores, queueLimit: 256)
+            let lane = WorkLane(name: "lane", threads: cores, queueLimit: 256)
             let service = ClassificationService(store: replica, lane: lane, jobs: JobRunner(store: try JobStore(database: replica.database), lane: lane))
             let started = ContinuousClock.now
             if warm { try await service.warmApps() }  // what the service's warm-up does at start

@@ -19,7 +19,7 @@ final class BlobNodes: @unchecked Sendable {
     let stores: [BlobStore]
     var servers: [TCPServer?]
     let addresses: [String]
-    let lane = ThreadPool(name: "blobs", threads: 2, queueLimit: 100)
+    let lane = WorkLane(name: "blobs", threads: 2, queueLimit: 100)
 
     init(count: Int = 3, maxSize: Int = 64 << 20, budget: MemoryBudget = .process) throws {
         scratch = try (0..<count).map { _ in try ScratchDirectory() }
@@ -185,7 +185,7 @@ final class BlobNodes: @unchecked Sendable {
         let subject = try #require(credentials.context.certificate?.subject)
         let scratch = try ScratchDirectory()
         let store = try BlobStore(directory: scratch.path)
-        let lane = ThreadPool(name: "blobs", threads: 1, queueLimit: 10)
+        let lane = WorkLane(name: "blobs", threads: 1, queueLimit: 10)
         let guardian = IdentityGuard(verifier: try TokenVerifier(store: nil, adminToken: BlobNodes.token), throttle: FailedAuthThrottle())
         let server = TCPServer(port: 0)
         server.serveTLS(credentials)

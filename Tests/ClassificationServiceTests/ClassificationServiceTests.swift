@@ -21,13 +21,13 @@ import WorkLane
     let client: ClassificationV1.Classification.Client
     let jobs: JobStore
     /// The service's heavy-work lane (one thread): a test may hold it to make the service fall behind.
-    let lane: ThreadPool
+    let lane: WorkLane
     let rpc: RPCClient
 
     init(pixelLimit: Int = RGBImage.defaultPixelLimit, memoryBudget: MemoryBudget = .process,
          budgetPatience: Duration = MemoryBudget.patience) throws {
         store = try ClassificationStore.inMemory(using: .testBackend)
-        let lane = ThreadPool(name: "lane", threads: 1, queueLimit: 8)
+        let lane = WorkLane(name: "lane", threads: 1, queueLimit: 8)
         self.lane = lane
         jobs = try JobStore(database: store.database)
         let runner = JobRunner(store: jobs, lane: lane, failureMapping: JobsRPC.failure)

@@ -74,7 +74,7 @@ struct FailingBackgroundService: BackgroundService {
 /// Sleeps on the lane or on the handler's worker.
 struct JobsTestingService: RPCService {
     let runner: JobRunner
-    let lane: ThreadPool
+    let lane: WorkLane
     let logger: Logger
 
     func register(in router: inout RPCRouter) {

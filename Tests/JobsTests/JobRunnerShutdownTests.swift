@@ -12,7 +12,7 @@ import WorkLane
     /// shutdown; the runner then refuses new jobs.
     @Test func runningAndQueuedJobsEndFailedByTheShutdown() async throws {
         let scratch = try Scratch()
-        let runner = try scratch.runner(lane: ThreadPool(name: "lane", threads: 1, queueLimit: 4))
+        let runner = try scratch.runner(lane: WorkLane(name: "lane", threads: 1, queueLimit: 4))
         let started = Gate()
         let running = try await runner.start(kind: "test") { context in
             started.open()

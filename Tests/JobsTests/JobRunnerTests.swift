@@ -65,7 +65,7 @@ import WorkLane
     /// A job cancelled while it waits for a lane thread ends CANCELLED at once and never runs.
     @Test func cancellingAQueuedJob() async throws {
         let scratch = try Scratch()
-        let runner = try scratch.runner(lane: ThreadPool(name: "lane", threads: 1, queueLimit: 4))
+        let runner = try scratch.runner(lane: WorkLane(name: "lane", threads: 1, queueLimit: 4))
         let proceed = Gate()
         let blocker = try await runner.start(kind: "test") { _ in
             proceed.wait()
@@ -153,7 +153,7 @@ import WorkLane
 
     @Test func aFullLaneRefusesTheJobAndRecordsNothing() async throws {
         let scratch = try Scratch()
-        let runner = try scratch.runner(lane: ThreadPool(name: "lane", threads: 1, queueLimit: 1))
+        let runner = try scratch.runner(lane: WorkLane(name: "lane", threads: 1, queueLimit: 1))
         let proceed = Gate()
         let running = try await runner.start(kind: "test") { _ in
             proceed.wait()
@@ -161,7 +161,7 @@ import WorkLane
         }
         try await eventually("the first job running") { try await runner.snapshot(running.id).state == .running }
         let queued = try await runner.start(kind: "test") { _ in nil }
-        await #expect(throws: ThreadPool.QueueFull.self) { _ = try await runner.start(kind: "test") { _ in nil } }
+        await #expect(throws: WorkLane.QueueFull.self) { _ = try await runner.start(kind: "test") { _ in nil } }
         #expect(try await runner.list(limit: 10).jobs.map(\.id) == [queued.id, running.id])
         proceed.open()
         _ = try await runner.finished(queued.id)
@@ -176,7 +176,7 @@ import WorkLane
         options.maxActiveJobsPerSubmitter = 2
         let runner = JobRunner(
             store: try JobStore(database: try Database(path: scratch.databasePath, migrations: [])),
-            lane: ThreadPool(name: "jobs", threads: 1, queueLimit: 100), options: options)
+            lane: WorkLane(name: "jobs", threads: 1, queueLimit: 100), options: options)
         let proceed = Gate()
         let first = try await runner.start(kind: "test", submitter: "ana") { _ in proceed.wait(); return nil }
         _ = try await runner.start(kind: "test", submitter: "ana") { _ in nil }

@@ -18,9 +18,9 @@ import WorkLane
         #expect(code(StorageError(.corrupt, message: "disk image is malformed")) == .internalError)
         #expect(code(CancellationError()) == .internalError)
 
-        let pool = ThreadPool(name: "stopped", threads: 1)
+        let pool = WorkLane(name: "stopped", threads: 1)
         pool.shutdown()
-        let stopped = #expect(throws: ThreadPool.ShutDown.self) { _ = try pool.submit { _ in } }
+        let stopped = #expect(throws: WorkLane.ShutDown.self) { _ = try pool.submit { _ in } }
         #expect(code(try #require(stopped)) == .unavailable)
     }
 

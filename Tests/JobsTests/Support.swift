@@ -18,7 +18,7 @@ final class Scratch: @unchecked Sendable {
     deinit { try? FileManager.default.removeItem(at: directory) }
 
     /// A runner on this directory's database (a new `Database`, as another replica would open it).
-    func runner(lane: ThreadPool = ThreadPool(name: "lane", threads: 2, queueLimit: 8)) throws -> JobRunner {
+    func runner(lane: WorkLane = WorkLane(name: "lane", threads: 2, queueLimit: 8)) throws -> JobRunner {
         var options = JobRunner.Options()
         options.progressInterval = .milliseconds(20)
         options.watchInterval = .milliseconds(10)

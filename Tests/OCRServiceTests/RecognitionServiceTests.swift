@@ -29,7 +29,7 @@ import WorkLane
         maxPixels: Int = 60_000_000
     ) throws {
         store = try TemplateStore.inMemory(using: .testBackend)
-        let lane = ThreadPool(name: "lane", threads: 2, queueLimit: 8)
+        let lane = WorkLane(name: "lane", threads: 2, queueLimit: 8)
         jobs = JobRunner(store: try JobStore(database: store.database), lane: lane, failureMapping: JobsRPC.failure)
         let recognizer = maxPixels == 60_000_000
             ? Self.recognizer : TextRecognizer(engines: Self.recognizer.engines, limits: DecodeLimits(maxPixels: maxPixels))

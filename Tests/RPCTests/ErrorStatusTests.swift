@@ -87,16 +87,16 @@ import WorkLane
     }
 
     @Test func aFullLaneIsResourceExhaustedAndAStoppedOneUnavailable() async throws {
-        let pool = ThreadPool(name: "lane", threads: 1, queueLimit: 1)
+        let pool = WorkLane(name: "lane", threads: 1, queueLimit: 1)
         let release = DispatchSemaphore(value: 0)
         var held = 0
-        var refusal: ThreadPool.QueueFull?
+        var refusal: WorkLane.QueueFull?
         // The thread blocks on the first item, the queue holds one more: the third submission is refused at the latest.
         while refusal == nil, held < 3 {
             do {
                 _ = try pool.submit { _ in release.wait() }
                 held += 1
-            } catch let error as ThreadPool.QueueFull {
+            } catch let error as WorkLane.QueueFull {
                 refusal = error
             }
         }
@@ -104,7 +104,7 @@ import WorkLane
         #expect(await status(of: try #require(refusal))?.code == .resourceExhausted)
 
         pool.shutdown()
-        let stopped = #expect(throws: ThreadPool.ShutDown.self) { _ = try pool.submit { _ in } }
-        #expect(await status(of: try #require(stopped)) == RPCError(.unavailable, "the lane thread pool has shut down"))
+        let stopped = #expect(throws: WorkLane.ShutDown.self) { _ = try pool.submit { _ in } }
+        #expect(await status(of: try #require(stopped)) == RPCError(.unavailable, "the lane queue has shut down"))
     }
 }

@@ -19,7 +19,7 @@ import WorkLane
 
     /// Echo whose handler sleeps `delay_ms` on the lane.
     struct SlowService: RPCService {
-        let lane: ThreadPool
+        let lane: WorkLane
 
         func register(in router: inout RPCRouter) {
             let lane = lane
@@ -32,9 +32,9 @@ import WorkLane
     }
 
     private func withServer(
-        workers: Int, laneThreads: Int, laneQueue: Int, _ body: (RPCClient, ThreadPool) async throws -> Void
+        workers: Int, laneThreads: Int, laneQueue: Int, _ body: (RPCClient, WorkLane) async throws -> Void
     ) async throws {
-        let lane = ThreadPool(name: "lane", threads: laneThreads, queueLimit: laneQueue)
+        let lane = WorkLane(name: "lane", threads: laneThreads, queueLimit: laneQueue)
         var limits = TCPServer.Limits()
         limits.workers = workers
         let server = try TCPServer(rpc: RPCServer(name: "lane-test", services: [SlowService(lane: lane)]), port: 0, limits: limits)

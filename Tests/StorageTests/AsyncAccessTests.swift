@@ -14,10 +14,10 @@ import WorkLane
             let database = try Database(path: path, migrations: [itemsMigration], readers: 2)
             let writerThread = try await database.write { connection -> String in
                 try connection.execute("INSERT INTO items (name) VALUES (?)", ["lion"])
-                return ThreadPool.currentPoolName ?? ""
+                return WorkLane.currentPoolName ?? ""
             }
             let (count, readerThread) = try await database.read { connection in
-                (try connection.queryOne("SELECT count(*) FROM items")?.int(0), ThreadPool.currentPoolName ?? "")
+                (try connection.queryOne("SELECT count(*) FROM items")?.int(0), WorkLane.currentPoolName ?? "")
             }
             #expect(count == 1)
             #expect(writerThread == "storage-writer")

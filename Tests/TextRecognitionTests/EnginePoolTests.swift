@@ -64,7 +64,7 @@ import WorkLane
     }
 
     @Test func prewarmMakesOneReadyEnginePerLaneThreadAndScansMakeNone() async throws {
-        let lane = ThreadPool(name: "prewarm-test", threads: 2)
+        let lane = WorkLane(name: "prewarm-test", threads: 2)
         let pool = EnginePool(maxEnginesPerConfiguration: 2)
         #expect(try await pool.prewarm(languages: ["eng"], count: lane.threads, lane: lane) == 2)
         #expect(pool.enginesCreated == 2)
@@ -92,7 +92,7 @@ import WorkLane
     }
 
     @Test func prewarmReportsAMissingLanguageAndLeavesNoPlaceTaken() async throws {
-        let lane = ThreadPool(name: "prewarm-test", threads: 1)
+        let lane = WorkLane(name: "prewarm-test", threads: 1)
         let pool = EnginePool(maxEnginesPerConfiguration: 1)
         await #expect(throws: EngineError.languageUnavailable("xx_none")) {
             try await pool.prewarm(languages: ["xx_none"], count: 1, lane: lane)

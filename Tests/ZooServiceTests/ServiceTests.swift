@@ -24,7 +24,7 @@ final class ServiceFixture: Sendable {
         library = try ZooLibrary(scratchAt: scratch.databasePath)
         if sample { try library.loadSampleDataIfEmpty(from: SampleFiles.directory) }
         jobs = JobRunner(
-            store: try JobStore(database: library.database), lane: ThreadPool(name: "lane", threads: 2, queueLimit: 8),
+            store: try JobStore(database: library.database), lane: WorkLane(name: "lane", threads: 2, queueLimit: 8),
             failureMapping: JobsRPC.failure)
         let server = RPCServer(name: "zoo", services: [ZooService(library: library, jobs: jobs), JobsService(runner: jobs)])
         client = RPCClient(transports: [InProcessTransport(server: server)])

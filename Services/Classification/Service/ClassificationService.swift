@@ -15,7 +15,7 @@ import WorkLane
 /// hold a server worker, so health checks would wait) and convert the answer.
 public struct ClassificationService: ClassificationV1.Classification.ServiceProtocol {
     public let store: ClassificationStore
-    public let lane: ThreadPool
+    public let lane: WorkLane
     /// Runs trainings (on the lane, recorded in the service's database); offer `JobsService(runner: jobs)` beside.
     public let jobs: JobRunner
     public let limits: Limits
@@ -43,7 +43,7 @@ public struct ClassificationService: ClassificationV1.Classification.ServiceProt
         public init() {}
     }
 
-    public init(store: ClassificationStore, lane: ThreadPool, jobs: JobRunner, limits: Limits = Limits(),
+    public init(store: ClassificationStore, lane: WorkLane, jobs: JobRunner, limits: Limits = Limits(),
                 featurePrint: FeaturePrintSource = FeaturePrintSource(directory: nil)) {
         self.store = store
         self.lane = lane

@@ -19,7 +19,7 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
     /// The heavy-work lane: statistics over long periods and large writes run there, so a year of minute
     /// samples or a 10,000-sample batch does not hold a worker of the call queue. Without one (tests) they
     /// run in the handler.
-    public let lane: ThreadPool?
+    public let lane: WorkLane?
     /// The most a query returns, and a pull page holds.
     static let maxPage = 10_000
     static let defaultPage = 1_000
@@ -32,7 +32,7 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
     /// and is not limited; with open sign-up an operator makes users beside the stack (`gateway user create`).
     public let signupLimit: FailedAuthThrottle?
 
-    public init(store: HealthStore, lane: ThreadPool? = nil, identity: IdentityStore? = nil, signupLimit: FailedAuthThrottle? = nil) {
+    public init(store: HealthStore, lane: WorkLane? = nil, identity: IdentityStore? = nil, signupLimit: FailedAuthThrottle? = nil) {
         self.store = store
         self.lane = lane
         self.identity = identity
@@ -66,7 +66,7 @@ public struct HealthService: HealthV1.Health.ServiceProtocol {
         return try await lane.run(work)
     }
 
-    /// A server stream's next page, on the lane a few at a time (`ThreadPool.runBulk`): however many streams are
+    /// A server stream's next page, on the lane a few at a time (`WorkLane.runBulk`): however many streams are
     /// open, quick calls keep their place in the lane's queue.
     func offloadPage<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         guard let lane else { return try work() }

@@ -23,7 +23,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
     public let recognizer: TextRecognizer
     /// Where recognition runs (ServiceKit's `environment.lane`); its thread count bounds how many images are
     /// read at once.
-    public let lane: ThreadPool
+    public let lane: WorkLane
     /// Runs batch scans; without it StartBatchScan answers FAILED_PRECONDITION.
     public let jobs: JobRunner?
     /// Largest image upload, in bytes: a scan's, a draft's, and each file's of a batch.
@@ -39,7 +39,7 @@ public struct OCRService: OcrV1.OCR.ServiceProtocol {
     public static let defaultMaxBatchBytes = 512 << 20
 
     public init(
-        store: TemplateStore, recognizer: TextRecognizer = TextRecognizer(), lane: ThreadPool = ThreadPool(name: "ocr"),
+        store: TemplateStore, recognizer: TextRecognizer = TextRecognizer(), lane: WorkLane = WorkLane(name: "ocr"),
         jobs: JobRunner? = nil, maxUploadBytes: Int = OCRService.defaultMaxUploadBytes,
         maxBatchBytes: Int = OCRService.defaultMaxBatchBytes
     ) {

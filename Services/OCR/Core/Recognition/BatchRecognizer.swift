@@ -21,9 +21,9 @@ public struct BatchFile: Sendable {
 /// helper that never got a thread is cancelled, one that starts after the last file finds nothing to do.
 public struct BatchRecognizer: Sendable {
     public let recognizer: TextRecognizer
-    public let lane: ThreadPool
+    public let lane: WorkLane
 
-    public init(recognizer: TextRecognizer, lane: ThreadPool) {
+    public init(recognizer: TextRecognizer, lane: WorkLane) {
         self.recognizer = recognizer
         self.lane = lane
     }
@@ -53,7 +53,7 @@ public struct BatchRecognizer: Sendable {
             }
         }
         let helpers = max(0, min(parallelism ?? lane.threads, files.count) - 1)
-        var tickets: [ThreadPool.Ticket] = []
+        var tickets: [WorkLane.Ticket] = []
         for _ in 0..<helpers {
             // A full lane queue only means fewer helpers.
             guard let ticket = try? lane.submit({ cancelled in

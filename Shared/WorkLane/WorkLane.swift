@@ -6,18 +6,23 @@ import Synchronization
 ///
 /// Swift's cooperative pool has one thread per core and expects every task to suspend rather than block:
 /// a request handler that parses a large file, runs OCR or waits on SQLite holds one of those threads
-/// for the whole time, and every other call on that core waits behind it. Work handed to a `ThreadPool`
+/// for the whole time, and every other call on that core waits behind it. Work handed to a `WorkLane`
 /// runs on threads of its own instead, while the task that asked for it is suspended (`run`), so the
 /// cooperative threads stay free for the calls that only need them for microseconds.
 ///
 /// Modelled on swift-nio's `NIOThreadPool`: threads take work items from one queue; an item cancelled
 /// before a thread took it never runs (its body is told so instead). Unlike NIO's pool the queue is
-/// bounded: past `queueLimit` waiting items, `submit` and `run` throw `ThreadPool.QueueFull` at once, so a
+/// bounded: past `queueLimit` waiting items, `submit` and `run` throw `WorkLane.QueueFull` at once, so a
 /// flood of heavy requests is refused early (RESOURCE_EXHAUSTED at the RPC layer) instead of piling up
 /// work nobody will wait for.
 ///
-/// Threads start on first use and stop on `shutdown()` or when the pool is released.
-public final class ThreadPool: Sendable {
+/// One abstraction, two instances in a service: its heavy-work lane (`environment.lane`, `--lane-threads`) and its
+/// jobs' lane (`ServiceJobs`, `--job-threads`), so a flood of trainings never takes the threads a request needs.
+/// The server's `WorkerPool` (ServerCore) is not a lane: it runs calls on Swift's cooperative threads, one per
+/// core, and a handler moves blocking work from there onto the lane.
+///
+/// Threads start on first use and stop on `shutdown()` or when the lane is released.
+public final class WorkLane: Sendable {
     /// Thrown by `submit` and `run` when `queueLimit` items are already waiting: resource exhausted, so the
     /// caller may try again later or elsewhere.
     public struct QueueFull: CategorizedError, CustomStringConvertible {
@@ -32,7 +37,7 @@ public final class ThreadPool: Sendable {
     public struct ShutDown: CategorizedError, CustomStringConvertible {
         public let pool: String
         public var category: ErrorCategory { .unavailable }
-        public var message: String { "the \(pool) thread pool has shut down" }
+        public var message: String { "the \(pool) queue has shut down" }
         public var description: String { message }
     }
 
@@ -86,7 +91,7 @@ public final class ThreadPool: Sendable {
     ///
     /// Cancelling the calling task while the work is still queued takes it out of the queue and throws
     /// `CancellationError`. Work already running is not interrupted (blocking code cannot be); it can
-    /// poll `ThreadPool.isCurrentWorkCancelled` between steps and stop early. Throws `QueueFull` at once
+    /// poll `WorkLane.isCurrentWorkCancelled` between steps and stop early. Throws `QueueFull` at once
     /// when the queue is full.
     @discardableResult
     public func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
@@ -215,10 +220,10 @@ private final class Core: @unchecked Sendable {
 
     func enqueue(_ body: @escaping @Sendable (Bool) -> Void) throws -> UInt64 {
         let (id, startThread) = try condition.withLock { () throws -> (UInt64, Bool) in
-            guard !stopped else { throw ThreadPool.ShutDown(pool: name) }
+            guard !stopped else { throw WorkLane.ShutDown(pool: name) }
             // Items a free thread (idle or not yet started) is about to take do not count against the limit.
             guard items.count < queueLimit + (threadCount - busy) else {
-                throw ThreadPool.QueueFull(pool: name, limit: queueLimit)
+                throw WorkLane.QueueFull(pool: name, limit: queueLimit)
             }
             nextID += 1
             items[nextID] = Item(body: body)
@@ -256,7 +261,7 @@ private final class Core: @unchecked Sendable {
         let thread = Thread { [self] in
             // Named from inside: on Linux only the running thread's name reaches the OS (`top -H`, debuggers).
             Thread.current.name = threadName
-            pthread_setspecific(ThreadPool.currentPoolKey, Unmanaged.passUnretained(poolName).toOpaque())
+            pthread_setspecific(WorkLane.currentPoolKey, Unmanaged.passUnretained(poolName).toOpaque())
             withExtendedLifetime(poolName) { work() }
         }
         thread.start()

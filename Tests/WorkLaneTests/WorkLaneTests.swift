@@ -4,23 +4,23 @@ import TestSupport
 import Testing
 import WorkLane
 
-@Suite struct ThreadPoolTests {
+@Suite struct WorkLaneTests {
     @Test func runsWorkOffTheCallersThreadAndReturnsItsResult() async throws {
-        let pool = ThreadPool(name: "test", threads: 2, queueLimit: 8)
-        #expect(try await pool.run { ThreadPool.currentPoolName } == "test")
-        #expect(ThreadPool.currentPoolName == nil)
+        let pool = WorkLane(name: "test", threads: 2, queueLimit: 8)
+        #expect(try await pool.run { WorkLane.currentPoolName } == "test")
+        #expect(WorkLane.currentPoolName == nil)
         #expect(try await pool.run { 6 * 7 } == 42)
     }
 
     @Test func rethrowsWhatTheWorkThrows() async {
         struct Boom: Error {}
-        let pool = ThreadPool(name: "test", threads: 1, queueLimit: 1)
+        let pool = WorkLane(name: "test", threads: 1, queueLimit: 1)
         await #expect(throws: Boom.self) { try await pool.run { throw Boom() } }
     }
 
     /// `threads` items run at once, not more: the third of three 300 ms items on two threads ends after ~600 ms.
     @Test func runsAtMostThreadsAtOnce() async throws {
-        let pool = ThreadPool(name: "test", threads: 2, queueLimit: 8)
+        let pool = WorkLane(name: "test", threads: 2, queueLimit: 8)
         let running = Box(0), most = Box(0)
         let started = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -42,7 +42,7 @@ import WorkLane
 
     /// With every thread busy and the queue full, the next item is refused at once.
     @Test func aFullQueueRefusesAtOnce() async throws {
-        let pool = ThreadPool(name: "test", threads: 1, queueLimit: 2)
+        let pool = WorkLane(name: "test", threads: 1, queueLimit: 2)
         let release = Gate()
         var tasks: [Task<Void, any Error>] = []
         for _ in 0..<3 {  // one running, two queued
@@ -50,9 +50,9 @@ import WorkLane
         }
         try await waitUntil { pool.running == 1 && pool.queued == 2 }
         let refusedAt = ContinuousClock.now
-        await #expect(throws: ThreadPool.QueueFull.self) { try await pool.run {} }
+        await #expect(throws: WorkLane.QueueFull.self) { try await pool.run {} }
         #expect(ContinuousClock.now - refusedAt < .milliseconds(100))
-        #expect(throws: ThreadPool.QueueFull.self) { _ = try pool.submit { _ in } }
+        #expect(throws: WorkLane.QueueFull.self) { _ = try pool.submit { _ in } }
         release.open()
         for task in tasks { try await task.value }
         #expect(try await pool.run { 1 } == 1)  // room again
@@ -62,7 +62,7 @@ import WorkLane
     /// holds four take two places at most, a quick call still finds room, and every item runs. Through `run` the
     /// fifth and later were refused QueueFull, as were quick calls behind them.
     @Test func bulkWorkWaitsOutsideTheQueueAndLeavesItToQuickCalls() async throws {
-        let pool = ThreadPool(name: "test", threads: 1, queueLimit: 4, bulkLimit: 2)
+        let pool = WorkLane(name: "test", threads: 1, queueLimit: 4, bulkLimit: 2)
         let release = Gate()
         let bulk = (0..<40).map { index in Task { try await pool.runBulk { () -> Int in release.wait(); return index } } }
         try await waitUntil { pool.bulkCounts.waiting == 38 && pool.running == 1 }
@@ -80,7 +80,7 @@ import WorkLane
     /// A stream whose client went away while its page waited for a place leaves the line: CancellationError, its
     /// work never runs and the place it would have had goes to the next.
     @Test func aCancelledBulkWaiterLeavesTheLineWithoutRunning() async throws {
-        let pool = ThreadPool(name: "test", threads: 1, queueLimit: 4, bulkLimit: 1)
+        let pool = WorkLane(name: "test", threads: 1, queueLimit: 4, bulkLimit: 1)
         let release = Gate()
         let ran = Box(false)
         let first = Task { try await pool.runBulk { release.wait() } }
@@ -99,7 +99,7 @@ import WorkLane
 
     /// A task cancelled while its work waits in the queue gets CancellationError and the work never runs.
     @Test func cancellingAQueuedItemTakesItOutOfTheQueue() async throws {
-        let pool = ThreadPool(name: "test", threads: 1, queueLimit: 4)
+        let pool = WorkLane(name: "test", threads: 1, queueLimit: 4)
         let release = Gate()
         let ran = Box(false)
         let blocker = Task { try await pool.run { release.wait() } }
@@ -117,13 +117,13 @@ import WorkLane
 
     /// Work already running is not interrupted, but sees the cancellation through `isCurrentWorkCancelled`.
     @Test func runningWorkSeesCancellation() async throws {
-        let pool = ThreadPool(name: "test", threads: 1, queueLimit: 1)
+        let pool = WorkLane(name: "test", threads: 1, queueLimit: 1)
         let started = Gate()
         let task = Task {
             try await pool.run { () -> Int in
                 started.open()
                 var polls = 0
-                while !ThreadPool.isCurrentWorkCancelled {
+                while !WorkLane.isCurrentWorkCancelled {
                     polls += 1
                     usleep(1000)
                     if polls > 5000 { return -1 }
@@ -135,11 +135,11 @@ import WorkLane
         task.cancel()
         let polls = try await task.value
         #expect(polls >= 0)
-        #expect(!ThreadPool.isCurrentWorkCancelled)
+        #expect(!WorkLane.isCurrentWorkCancelled)
     }
 
     @Test func submitTicketsCancelOnlyQueuedItems() async throws {
-        let pool = ThreadPool(name: "test", threads: 1, queueLimit: 4)
+        let pool = WorkLane(name: "test", threads: 1, queueLimit: 4)
         let release = Gate()
         let outcomes = Box<[String]>([])
         let first = try pool.submit { cancelled in
@@ -157,7 +157,7 @@ import WorkLane
     }
 
     @Test func shutdownCancelsQueuedItemsAndRefusesNewOnes() async throws {
-        let pool = ThreadPool(name: "test", threads: 1, queueLimit: 4)
+        let pool = WorkLane(name: "test", threads: 1, queueLimit: 4)
         let release = Gate()
         let blocker = Task { try await pool.run { release.wait() } }
         try await waitUntil { pool.running == 1 }
@@ -165,14 +165,14 @@ import WorkLane
         try await waitUntil { pool.queued == 1 }
         pool.shutdown()
         await #expect(throws: CancellationError.self) { try await queued.value }
-        await #expect(throws: ThreadPool.ShutDown.self) { try await pool.run {} }
+        await #expect(throws: WorkLane.ShutDown.self) { try await pool.run {} }
         release.open()
         try await blocker.value
     }
 
     /// Many short items from many tasks all run exactly once.
     @Test func manyItemsRunOnce() async throws {
-        let pool = ThreadPool(name: "test", threads: 3, queueLimit: 10_000)
+        let pool = WorkLane(name: "test", threads: 3, queueLimit: 10_000)
         let sum = try await withThrowingTaskGroup(of: Int.self) { group in
             for value in 1...2000 { group.addTask { try await pool.run { value } } }
             return try await group.reduce(0, +)
